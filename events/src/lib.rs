@@ -1,0 +1,30 @@
+//! Gatehouse's wire contracts.
+//!
+//! Every service speaks to every other only through the types in this crate: the
+//! [`Envelope`] every message travels in, the typed [`Event`] payloads it can carry, the
+//! subject ([`Topic`]) each event is published under, and the two JetStream streams
+//! ([`StreamSpec`]) that hold them. Keeping these in one dependency-light crate lets the
+//! services evolve independently while agreeing on the bytes on the wire.
+
+mod common;
+mod envelope;
+mod error;
+mod event;
+mod payload;
+mod stream;
+mod topic;
+mod trace;
+
+pub use common::{Actor, Artifact, Channel, GateStatus, NodeStatus, RunStatus};
+pub use envelope::{Correlation, Envelope, SCHEMA_VERSION};
+pub use error::EventError;
+pub use event::{Event, EventType};
+pub use payload::{
+    CardPosted, GateClosed, GateDecision, GateDecisionKind, GateOpened, NodeDispatch,
+    NodeFinished, NodeOutcome, NodeProgress, NodeSnapshot, RequirementCreated, RequirementSource,
+    RequirementState, RequirementUpdated, RunCommand, RunCommandKind, RunRequested, RunUpdated,
+    ScheduleFire,
+};
+pub use stream::{StreamKind, StreamSpec};
+pub use topic::{Prefix, topic_matches};
+pub use trace::TraceParent;

@@ -1,0 +1,364 @@
+//! Typed payloads, one struct per event type.
+//!
+//! Fields are added, never renamed: consumers ignore fields they do not know, so an older
+//! service keeps working next to a newer one. Breaking changes bump [`crate::SCHEMA_VERSION`].
+
+use std::collections::BTreeMap;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+use crate::{Actor, Artifact, GateStatus, NodeStatus, RunStatus};
+
+/// Where a requirement came from, so replies and status go back to the same place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum RequirementSource {
+    /// A GitHub issue or pull request.
+    Github {
+        /// `owner/name`.
+        repo: String,
+        /// Issue or pull request number.
+        number: u64,
+        /// Whether it is a pull request (commands and delivery differ).
+        #[serde(default)]
+        pull_request: bool,
+    },
+    /// A Slack message thread.
+    Slack {
+        /// Channel id.
+        channel: String,
+        /// Timestamp of the thread's root message.
+        thread_ts: String,
+    },
+    /// A Discord message thread.
+    Discord {
+        /// Channel id.
+        channel: String,
+        /// Id of the message that started it.
+        message_id: String,
+    },
+    /// Created through the HTTP API or CLI.
+    Api,
+    /// Created by a schedule firing.
+    Schedule {
+        /// Schedule name.
+        schedule: String,
+    },
+}
+
+/// Lifecycle of a requirement as its source reports it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RequirementState {
+    /// Open and workable.
+    Open,
+    /// Closed without delivery.
+    Closed,
+    /// Delivered (its pull request merged).
+    Delivered,
+}
+
+/// `requirement.created`: an issue, PR or chat message became a requirement.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementCreated {
+    /// Gatehouse's id for the requirement.
+    pub requirement_id: Uuid,
+    /// Where it came from.
+    pub source: RequirementSource,
+    /// One-line title.
+    pub title: String,
+    /// Full text (issue body, chat message).
+    #[serde(default)]
+    pub body: String,
+    /// Link back to the source, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// Who asked.
+    pub requested_by: Actor,
+}
+
+/// `requirement.updated`: title, body or state changed at the source.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequirementUpdated {
+    /// Which requirement.
+    pub requirement_id: Uuid,
+    /// New title, if it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// New body, if it changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub body: Option<String>,
+    /// Current state.
+    pub state: RequirementState,
+}
+
+/// The schedule occurrence that caused a run, so runs link back to their schedule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScheduleFire {
+    /// Schedule name.
+    pub schedule: String,
+    /// The cron time this fire belongs to (not when it actually fired).
+    pub scheduled_time: DateTime<Utc>,
+}
+
+/// `run.requested`: someone or something asked for an SOP to run.
+///
+/// The run id is chosen by the requester so a redelivered request creates the run once.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunRequested {
+    /// Id the new run will have.
+    pub run_id: Uuid,
+    /// SOP name.
+    pub sop: String,
+    /// Parameters given by the requester.
+    #[serde(default)]
+    pub params: BTreeMap<String, String>,
+    /// The requirement the run works on, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirement_id: Option<Uuid>,
+    /// Who asked.
+    pub requested_by: Actor,
+    /// Set when a schedule fired it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule: Option<ScheduleFire>,
+}
+
+/// What a person asks of an existing run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "command", rename_all = "snake_case")]
+pub enum RunCommandKind {
+    /// Stop dispatching new nodes.
+    Pause,
+    /// Undo a pause.
+    Resume,
+    /// Stop the run and everything in flight.
+    Cancel,
+    /// Run a node again, and everything after it.
+    Retry {
+        /// The node to start from.
+        node: String,
+    },
+}
+
+/// `run.command`: pause, resume, cancel or retry a run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunCommand {
+    /// Which run.
+    pub run_id: Uuid,
+    /// What to do.
+    #[serde(flatten)]
+    pub command: RunCommandKind,
+    /// Who asked.
+    pub actor: Actor,
+}
+
+/// One node's state inside a [`RunUpdated`] snapshot.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeSnapshot {
+    /// Node id.
+    pub node: String,
+    /// Current status.
+    pub status: NodeStatus,
+    /// Current attempt, starting at 1 once it has run.
+    pub attempt: u32,
+    /// How many times a reviewer sent work back to it.
+    #[serde(default)]
+    pub rework_count: u32,
+}
+
+/// `run.updated`: a full snapshot after every change, so a notifier that missed an update
+/// still shows the truth with the next one.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunUpdated {
+    /// Which run.
+    pub run_id: Uuid,
+    /// SOP name.
+    pub sop: String,
+    /// Content hash of the frozen SOP definition.
+    pub sop_version: String,
+    /// The requirement, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub requirement_id: Option<Uuid>,
+    /// Run status.
+    pub status: RunStatus,
+    /// Every node, in definition order.
+    pub nodes: Vec<NodeSnapshot>,
+    /// Monotonic per run; lets consumers drop out-of-order snapshots.
+    pub revision: u64,
+}
+
+/// `gate.opened`: a gate waits for people.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateOpened {
+    /// Which run.
+    pub run_id: Uuid,
+    /// The gate node.
+    pub node: String,
+    /// Decisions are bound to this attempt.
+    pub attempt: u32,
+    /// Who may decide (`group:x` or person ids).
+    pub approvers: Vec<String>,
+    /// Distinct approvals needed.
+    pub min_approvals: u32,
+    /// Nodes a reviewer may send the work back to.
+    #[serde(default)]
+    pub send_back_targets: Vec<String>,
+    /// Outputs under review.
+    #[serde(default)]
+    pub artifacts: Vec<Artifact>,
+    /// When the gate expires, if it does.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// A reviewer's choice.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "decision", rename_all = "snake_case")]
+pub enum GateDecisionKind {
+    /// Let the run continue.
+    Approve,
+    /// Rework from an earlier node.
+    SendBack {
+        /// The node to rework; must be one the gate lists.
+        to: String,
+    },
+    /// Stop the run.
+    Reject,
+}
+
+/// `gate.decision`: a person decided a gate from chat, GitHub or the API.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateDecision {
+    /// Which run.
+    pub run_id: Uuid,
+    /// The gate node.
+    pub node: String,
+    /// The attempt the decider saw; a stale attempt is refused.
+    pub attempt: u32,
+    /// The decision.
+    #[serde(flatten)]
+    pub decision: GateDecisionKind,
+    /// The reviewer's comment, carried into rework.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+    /// Who decided.
+    pub actor: Actor,
+}
+
+/// `gate.closed`: the gate's outcome, so every card can show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateClosed {
+    /// Which run.
+    pub run_id: Uuid,
+    /// The gate node.
+    pub node: String,
+    /// The attempt that closed.
+    pub attempt: u32,
+    /// Outcome.
+    pub status: GateStatus,
+    /// Who decided (several with `min_approvals` > 1; empty on expiry or cancel).
+    #[serde(default)]
+    pub decided_by: Vec<Actor>,
+    /// The deciding comment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub comment: Option<String>,
+}
+
+/// `node.dispatch`: a job for a runner. It carries everything the runner needs, so runners
+/// never read the scheduler's tables.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeDispatch {
+    /// Which run.
+    pub run_id: Uuid,
+    /// Node id.
+    pub node: String,
+    /// Attempt being dispatched; a runner reports results under it.
+    pub attempt: u32,
+    /// Node kind (`script`, `agent`, `deliver`).
+    pub kind: String,
+    /// Sandbox profile name, frozen with the run.
+    pub sandbox: String,
+    /// Kind-specific specification (script text, agent role and prompt, delivery target).
+    pub spec: serde_json::Value,
+    /// Environment the node declared, already rendered.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Names of secrets the node declared; values are resolved by the runner.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    /// Wall-clock limit in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+/// `node.progress`: a line of output or a stage change from a running node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeProgress {
+    /// Which run.
+    pub run_id: Uuid,
+    /// Node id.
+    pub node: String,
+    /// Attempt.
+    pub attempt: u32,
+    /// Human-readable progress.
+    pub message: String,
+}
+
+/// How a node attempt ended.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum NodeOutcome {
+    /// Exit code 0 (or the executor's success).
+    Succeeded,
+    /// The node failed; `reason` says why in one line.
+    Failed {
+        /// Why.
+        reason: String,
+    },
+    /// The wall-clock limit was reached and the node was killed.
+    TimedOut,
+    /// The run was cancelled while the node ran.
+    Cancelled,
+}
+
+/// `node.finished`: the result of one node attempt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFinished {
+    /// Which run.
+    pub run_id: Uuid,
+    /// Node id.
+    pub node: String,
+    /// Attempt.
+    pub attempt: u32,
+    /// How it ended.
+    #[serde(flatten)]
+    pub outcome: NodeOutcome,
+    /// Process exit code, when there was a process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i32>,
+    /// Wall-clock duration in milliseconds.
+    pub duration_ms: u64,
+    /// Files it produced.
+    #[serde(default)]
+    pub artifacts: Vec<Artifact>,
+}
+
+/// `card.posted`: an approval card now exists in a chat channel; recorded so it is never
+/// posted twice and can be updated after the decision.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CardPosted {
+    /// Which run.
+    pub run_id: Uuid,
+    /// The gate node.
+    pub node: String,
+    /// The gate attempt the card belongs to.
+    pub attempt: u32,
+    /// `slack` or `discord`.
+    pub channel: crate::Channel,
+    /// Chat channel id.
+    pub location: String,
+    /// Message id (Slack `ts`, Discord message id).
+    pub message_id: String,
+}
