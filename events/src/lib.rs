@@ -20,8 +20,8 @@ pub use envelope::{Correlation, Envelope, SCHEMA_VERSION};
 pub use error::EventError;
 pub use event::{Event, EventType};
 pub use payload::{
-    CardPosted, GateClosed, GateDecision, GateDecisionKind, GateOpened, NodeDispatch,
-    NodeFinished, NodeOutcome, NodeProgress, NodeSnapshot, RequirementCreated, RequirementSource,
+    CardPosted, GateClosed, GateDecision, GateDecisionKind, GateOpened, NodeDispatch, NodeFinished,
+    NodeOutcome, NodeProgress, NodeSnapshot, RequirementCreated, RequirementSource,
     RequirementState, RequirementUpdated, RunCommand, RunCommandKind, RunRequested, RunUpdated,
     ScheduleFire,
 };

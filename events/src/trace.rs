@@ -97,7 +97,11 @@ impl From<TraceParent> for String {
 
 impl fmt::Display for TraceParent {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "00-{}-{}-{:02x}", self.trace_id, self.span_id, self.flags)
+        write!(
+            f,
+            "00-{}-{}-{:02x}",
+            self.trace_id, self.span_id, self.flags
+        )
     }
 }
 

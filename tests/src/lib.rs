@@ -1,1 +1,246 @@
+//! Test support shared by the end-to-end suites and benchmarks: a fresh database per test
+//! on the machine's Postgres or in a temporary SQLite file, and a fresh subject prefix per
+//! test on the machine's NATS, each cleaned up afterwards so suites run in parallel and
+//! reruns start clean.
+//!
+//! `GATEHOUSE_TEST_POSTGRES` and `GATEHOUSE_TEST_NATS` override the default addresses.
 
+use std::sync::Arc;
+use std::time::Duration;
+
+use backon::ExponentialBuilder;
+use gatehouse_bus::{Bus, InProcessBus, JetStreamBus};
+use gatehouse_events::{Prefix, StreamKind};
+use gatehouse_store::Store;
+use uuid::Uuid;
+
+/// The machine's Postgres, as an admin URL.
+pub fn postgres_url() -> String {
+    std::env::var("GATEHOUSE_TEST_POSTGRES")
+        .unwrap_or_else(|_| "postgres://root@127.0.0.1:5432/test".to_owned())
+}
+
+/// The machine's NATS.
+pub fn nats_url() -> String {
+    std::env::var("GATEHOUSE_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned())
+}
+
+/// A short retry policy: tests talk to local services that are up or not.
+pub fn quick_retry() -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(10))
+        .with_max_delay(Duration::from_millis(50))
+        .with_max_times(2)
+}
+
+/// A database backend under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// A fresh schema on the machine's Postgres.
+    Postgres,
+    /// A fresh file in a temporary directory.
+    Sqlite,
+}
+
+/// A migrated store on a database nobody else uses.
+pub struct TestDb {
+    /// URL of the database, for child processes.
+    pub url: String,
+    /// The store, connected and migrated.
+    pub store: Store,
+    schema: Option<String>,
+    _dir: Option<tempfile::TempDir>,
+}
+
+impl TestDb {
+    /// Creates the database and applies migrations.
+    pub async fn new(backend: Backend) -> Self {
+        let (url, schema, dir) = match backend {
+            Backend::Postgres => {
+                let schema = format!("t_{}", Uuid::now_v7().simple());
+                admin_sql(&format!("CREATE SCHEMA {schema}")).await;
+                let url = format!("{}?options%5Bsearch_path%5D={schema}", postgres_url());
+                (url, Some(schema), None)
+            }
+            Backend::Sqlite => {
+                let dir = tempfile::tempdir().expect("temp dir");
+                let url = format!("sqlite:{}", dir.path().join("gatehouse.db").display());
+                (url, None, Some(dir))
+            }
+        };
+        let store = Store::connect(&url, quick_retry()).await.expect("connect");
+        store.migrate().await.expect("migrate");
+        Self {
+            url,
+            store,
+            schema,
+            _dir: dir,
+        }
+    }
+
+    /// Drops the Postgres schema (the SQLite directory goes with `self`).
+    pub async fn cleanup(self) {
+        self.store.close().await;
+        if let Some(schema) = &self.schema {
+            admin_sql(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
+        }
+    }
+}
+
+async fn admin_sql(sql: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&postgres_url())
+        .await
+        .expect("connect to the machine's Postgres");
+    sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+        .execute(&mut conn)
+        .await
+        .expect(sql);
+}
+
+/// A subject prefix of its own on the machine's NATS.
+pub struct TestNats {
+    /// The prefix; streams are `<PREFIX>_EVENTS` and `<PREFIX>_JOBS`.
+    pub prefix: Prefix,
+}
+
+impl TestNats {
+    /// A fresh prefix.
+    pub fn new() -> Self {
+        let id = Uuid::now_v7().simple().to_string();
+        Self {
+            prefix: Prefix::new(&format!("t{}", &id[id.len() - 16..])).expect("valid prefix"),
+        }
+    }
+
+    /// Deletes this prefix's streams.
+    pub async fn cleanup(self) {
+        let client = async_nats::connect(nats_url())
+            .await
+            .expect("connect to NATS");
+        let js = async_nats::jetstream::new(client);
+        for kind in [StreamKind::Events, StreamKind::Jobs] {
+            let _ = js.delete_stream(self.prefix.stream_name(kind)).await;
+        }
+    }
+}
+
+impl Default for TestNats {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Which bus a contract test runs against.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BusKind {
+    /// JetStream with a Postgres store (distributed mode).
+    JetStream,
+    /// The in-process bus on SQLite (`gatehouse up`).
+    InProcessSqlite,
+    /// The in-process bus on Postgres.
+    InProcessPostgres,
+}
+
+/// A bus with its store, torn down by [`TestBus::cleanup`].
+pub struct TestBus {
+    /// The bus under test.
+    pub bus: Arc<dyn Bus>,
+    /// The store its outbox, inbox and dead letters live in.
+    pub db: TestDb,
+    nats: Option<TestNats>,
+}
+
+impl TestBus {
+    /// Sets up `kind` on fresh resources.
+    pub async fn new(kind: BusKind) -> Self {
+        match kind {
+            BusKind::JetStream => {
+                let db = TestDb::new(Backend::Postgres).await;
+                let nats = TestNats::new();
+                let bus = JetStreamBus::connect(&nats_url(), nats.prefix.clone(), quick_retry())
+                    .await
+                    .expect("connect to JetStream");
+                Self {
+                    bus: Arc::new(bus),
+                    db,
+                    nats: Some(nats),
+                }
+            }
+            BusKind::InProcessSqlite | BusKind::InProcessPostgres => {
+                let backend = if kind == BusKind::InProcessSqlite {
+                    Backend::Sqlite
+                } else {
+                    Backend::Postgres
+                };
+                let db = TestDb::new(backend).await;
+                Self {
+                    bus: Arc::new(InProcessBus::new(db.store.clone())),
+                    db,
+                    nats: None,
+                }
+            }
+        }
+    }
+
+    /// A second handle on the same bus, as another process would open it.
+    pub async fn reopen(&self) -> Arc<dyn Bus> {
+        match &self.nats {
+            Some(nats) => Arc::new(
+                JetStreamBus::connect(&nats_url(), nats.prefix.clone(), quick_retry())
+                    .await
+                    .expect("connect to JetStream"),
+            ),
+            None => Arc::new(InProcessBus::new(self.db.store.clone())),
+        }
+    }
+
+    /// Releases the database and the NATS streams.
+    pub async fn cleanup(self) {
+        drop(self.bus);
+        self.db.cleanup().await;
+        if let Some(nats) = self.nats {
+            nats.cleanup().await;
+        }
+    }
+}
+
+/// Generates `mod NAME { postgres, sqlite }` tests calling `async fn NAME(Backend)`, so one
+/// suite runs unchanged against both backends.
+#[macro_export]
+macro_rules! on_both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn postgres() {
+                super::$name($crate::Backend::Postgres).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn sqlite() {
+                super::$name($crate::Backend::Sqlite).await
+            }
+        }
+    )*};
+}
+
+/// Generates `mod NAME { jetstream, in_process_sqlite, in_process_postgres }` tests calling
+/// `async fn NAME(BusKind)`, so one contract suite runs against every bus.
+#[macro_export]
+macro_rules! on_every_bus {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn jetstream() {
+                super::$name($crate::BusKind::JetStream).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn in_process_sqlite() {
+                super::$name($crate::BusKind::InProcessSqlite).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn in_process_postgres() {
+                super::$name($crate::BusKind::InProcessPostgres).await
+            }
+        }
+    )*};
+}

@@ -1,1 +1,36 @@
+//! Gatehouse's storage adapter.
+//!
+//! One [`Store`] type over either Postgres (production, replicas) or SQLite (the embedded
+//! default), chosen by URL. Both run the same SQL; where the dialects differ the migrations
+//! differ, not the queries. On top of the pools it provides the three tables that make
+//! delivery exactly-once in effect: the [outbox](Tx::append_outbox) (events written in the
+//! same transaction as the state change), the [inbox](Tx::record_inbox) (events already
+//! applied by a consumer) and the [dead letters](Store::park_dead_letter); and the
+//! [queue](Store::queue_publish) tables behind the in-process bus.
 
+mod dead_letter;
+mod error;
+mod inbox;
+mod outbox;
+mod queue;
+mod store;
+mod tx;
+mod url;
+
+pub use dead_letter::{DeadLetter, NewDeadLetter};
+pub use error::StoreError;
+pub use outbox::OutboxMessage;
+pub use queue::{QueueMessage, QueuedDelivery};
+pub use store::Store;
+pub use tx::Tx;
+pub use url::Backend;
+
+/// Current time as epoch milliseconds, the unit of every lease and visibility column.
+fn now_ms() -> i64 {
+    chrono::Utc::now().timestamp_millis()
+}
+
+/// Saturating conversion for durations added to epoch milliseconds.
+fn duration_ms(d: std::time::Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}

@@ -1,0 +1,146 @@
+//! The bus contract shared by both implementations.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use bytes::Bytes;
+use gatehouse_events::StreamKind;
+use uuid::Uuid;
+
+use crate::BusError;
+
+/// A message to publish.
+#[derive(Debug, Clone, Copy)]
+pub struct Outgoing<'a> {
+    /// Message id (the event id). Publishing the same id twice stores it once.
+    pub id: Uuid,
+    /// Topic, e.g. `gate.decision`; the bus adds its deployment prefix.
+    pub topic: &'a str,
+    /// Raw bytes, normally an [`gatehouse_events::Envelope`].
+    pub payload: &'a [u8],
+    /// W3C traceparent, carried as a header.
+    pub traceparent: Option<&'a str>,
+}
+
+/// What the bus did with a published message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Published {
+    /// The id was seen before and the message was dropped.
+    pub duplicate: bool,
+}
+
+/// A durable named consumer. Its position survives restarts; every replica subscribing
+/// under the same name shares its messages.
+#[derive(Debug, Clone)]
+pub struct ConsumerSpec {
+    /// Durable name: ASCII letters, digits, `_` or `-`.
+    pub name: String,
+    /// Topic filter with NATS wildcards. `node.dispatch` reads the jobs stream; every other
+    /// filter reads the events stream.
+    pub filter: String,
+    /// How long a delivered message may stay unacknowledged before it is redelivered.
+    pub ack_wait: Duration,
+}
+
+impl ConsumerSpec {
+    /// A consumer of `filter` with a 30-second ack deadline.
+    pub fn new(name: impl Into<String>, filter: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            filter: filter.into(),
+            ack_wait: Duration::from_secs(30),
+        }
+    }
+
+    /// Which stream the filter reads.
+    pub fn stream(&self) -> StreamKind {
+        StreamKind::for_topic(&self.filter)
+    }
+
+    pub(crate) fn validate(&self) -> Result<(), BusError> {
+        let valid = !self.name.is_empty()
+            && self
+                .name
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-');
+        if valid {
+            Ok(())
+        } else {
+            Err(BusError::InvalidConsumerName(self.name.clone()))
+        }
+    }
+}
+
+/// Publishing and durable consumption: what every service needs from the bus.
+#[async_trait]
+pub trait Bus: Send + Sync {
+    /// Publishes a message and returns once the bus has stored it.
+    async fn publish(&self, message: Outgoing<'_>) -> Result<Published, BusError>;
+
+    /// Creates the durable consumer if needed and starts receiving its messages.
+    async fn subscribe(&self, spec: &ConsumerSpec) -> Result<Box<dyn Subscription>, BusError>;
+}
+
+/// A stream of deliveries for one consumer.
+#[async_trait]
+pub trait Subscription: Send {
+    /// Waits for the next delivery.
+    async fn next(&mut self) -> Result<Delivery, BusError>;
+}
+
+/// How a delivery is settled; one implementation per bus.
+#[async_trait]
+pub(crate) trait Settle: Send + Sync {
+    async fn ack(&self) -> Result<(), BusError>;
+    async fn nak(&self, delay: Duration) -> Result<(), BusError>;
+    async fn in_progress(&self) -> Result<(), BusError>;
+    async fn term(&self) -> Result<(), BusError>;
+}
+
+/// A received message. Settle it with exactly one of [`Delivery::ack`], [`Delivery::nak`]
+/// or [`Delivery::term`]; an unsettled delivery comes back after the ack deadline.
+pub struct Delivery {
+    /// Message id, when the publisher gave one.
+    pub id: Option<Uuid>,
+    /// Topic without the deployment prefix.
+    pub topic: String,
+    /// Raw bytes.
+    pub payload: Bytes,
+    /// W3C traceparent header, if any.
+    pub traceparent: Option<String>,
+    /// 1 on first delivery, then counting redeliveries.
+    pub deliveries: u32,
+    pub(crate) settle: Box<dyn Settle>,
+}
+
+impl std::fmt::Debug for Delivery {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Delivery")
+            .field("id", &self.id)
+            .field("topic", &self.topic)
+            .field("deliveries", &self.deliveries)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Delivery {
+    /// Done: never deliver this message to this consumer again.
+    pub async fn ack(self) -> Result<(), BusError> {
+        self.settle.ack().await
+    }
+
+    /// Not now: deliver it again after `delay`, letting later messages go first.
+    pub async fn nak(self, delay: Duration) -> Result<(), BusError> {
+        self.settle.nak(delay).await
+    }
+
+    /// Still working: push the ack deadline out by another ack wait.
+    pub async fn in_progress(&self) -> Result<(), BusError> {
+        self.settle.in_progress().await
+    }
+
+    /// Give up: never deliver it again (the caller has parked it as a dead letter).
+    pub async fn term(self) -> Result<(), BusError> {
+        self.settle.term().await
+    }
+}

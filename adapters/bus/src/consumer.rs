@@ -1,0 +1,196 @@
+//! Applying events exactly once in effect: inbox deduplication, retries with backoff, and
+//! dead letters for poison messages.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gatehouse_events::Envelope;
+use gatehouse_store::{NewDeadLetter, Store, Tx};
+use tokio_util::sync::CancellationToken;
+
+use crate::{Bus, BusError, ConsumerSpec, Delivery};
+
+/// What a handler reports when it cannot apply an event.
+pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
+
+/// A service's reaction to one event.
+#[async_trait]
+pub trait Handler: Send + Sync {
+    /// Applies `event` inside `tx`: state changes and emitted events ([`Tx::append_outbox`])
+    /// go in this transaction, which commits together with the inbox record. An error rolls
+    /// everything back and the event is retried.
+    async fn handle(&self, tx: &mut Tx, event: &Envelope) -> Result<(), HandlerError>;
+}
+
+/// Tuning for a [`Consumer`].
+#[derive(Debug, Clone)]
+pub struct ConsumerOptions {
+    /// The durable consumer.
+    pub spec: ConsumerSpec,
+    /// Deliveries after which a failing event is parked as a dead letter.
+    pub max_deliveries: u32,
+    /// Delay before the first retry; doubles per delivery up to `max_retry_delay`.
+    pub retry_delay: Duration,
+    /// Longest delay between retries.
+    pub max_retry_delay: Duration,
+}
+
+impl ConsumerOptions {
+    /// Five deliveries, retried after 1 s, 2 s, 4 s, 8 s.
+    pub fn new(spec: ConsumerSpec) -> Self {
+        Self {
+            spec,
+            max_deliveries: 5,
+            retry_delay: Duration::from_secs(1),
+            max_retry_delay: Duration::from_secs(60),
+        }
+    }
+
+    fn backoff(&self, deliveries: u32) -> Duration {
+        let doublings = deliveries.saturating_sub(1).min(16);
+        self.retry_delay
+            .saturating_mul(1 << doublings)
+            .min(self.max_retry_delay)
+    }
+}
+
+/// What happened to one delivery; returned for logs, metrics and tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The handler applied it and the transaction committed.
+    Applied,
+    /// The inbox had it already: a redelivery or duplicate, acknowledged without effect.
+    Duplicate,
+    /// The handler failed; it comes back after `retry_in`.
+    Retrying {
+        /// Delay before redelivery.
+        retry_in: Duration,
+    },
+    /// Parked in the dead-letter table with this reason.
+    DeadLettered {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// Runs a [`Handler`] over a durable consumer.
+pub struct Consumer {
+    bus: Arc<dyn Bus>,
+    store: Store,
+    options: ConsumerOptions,
+}
+
+impl Consumer {
+    /// A consumer reading from `bus` and recording into `store`.
+    pub fn new(bus: Arc<dyn Bus>, store: Store, options: ConsumerOptions) -> Self {
+        Self {
+            bus,
+            store,
+            options,
+        }
+    }
+
+    /// Subscribes and processes deliveries until `shutdown` is cancelled. A delivery in
+    /// flight at shutdown is finished first. Errors talking to the bus or the store are
+    /// logged and retried; they never end the loop.
+    pub async fn run(&self, handler: &dyn Handler, shutdown: CancellationToken) {
+        let name = &self.options.spec.name;
+        let mut subscription = loop {
+            match self.bus.subscribe(&self.options.spec).await {
+                Ok(s) => break s,
+                Err(err) => {
+                    tracing::warn!(consumer = %name, error = %err, "subscribing failed; retrying");
+                    tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        _ = tokio::time::sleep(self.options.retry_delay) => {}
+                    }
+                }
+            }
+        };
+        loop {
+            let delivery = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                d = subscription.next() => d,
+            };
+            match delivery {
+                Ok(delivery) => {
+                    let (id, topic) = (delivery.id, delivery.topic.clone());
+                    match self.process(handler, delivery).await {
+                        Ok(outcome) => {
+                            tracing::debug!(consumer = %name, ?id, %topic, ?outcome, "processed")
+                        }
+                        Err(err) => tracing::warn!(consumer = %name, ?id, %topic, error = %err,
+                            "processing failed; the message will be redelivered"),
+                    }
+                }
+                Err(err) => {
+                    tracing::warn!(consumer = %name, error = %err, "receiving failed; retrying");
+                    tokio::time::sleep(self.options.retry_delay).await;
+                }
+            }
+        }
+    }
+
+    /// Processes one delivery: decode, deduplicate, apply, settle.
+    pub async fn process(
+        &self,
+        handler: &dyn Handler,
+        delivery: Delivery,
+    ) -> Result<Outcome, BusError> {
+        let envelope = match Envelope::from_slice(&delivery.payload) {
+            Ok(envelope) => envelope,
+            Err(err) => return self.park(delivery, err.to_string()).await,
+        };
+        let mut tx = self.store.begin().await?;
+        if !tx
+            .record_inbox(&self.options.spec.name, envelope.id)
+            .await?
+        {
+            tx.rollback().await?;
+            delivery.ack().await?;
+            return Ok(Outcome::Duplicate);
+        }
+        match handler.handle(&mut tx, &envelope).await {
+            Ok(()) => {
+                tx.commit().await?;
+                delivery.ack().await?;
+                Ok(Outcome::Applied)
+            }
+            Err(err) => {
+                tx.rollback().await?;
+                let n = delivery.deliveries;
+                if n >= self.options.max_deliveries {
+                    self.park(
+                        delivery,
+                        format!("failed {n} deliveries; last error: {err}"),
+                    )
+                    .await
+                } else {
+                    let retry_in = self.options.backoff(n);
+                    tracing::info!(consumer = %self.options.spec.name, id = %envelope.id,
+                        deliveries = n, error = %err, ?retry_in, "handler failed; will retry");
+                    delivery.nak(retry_in).await?;
+                    Ok(Outcome::Retrying { retry_in })
+                }
+            }
+        }
+    }
+
+    async fn park(&self, delivery: Delivery, reason: String) -> Result<Outcome, BusError> {
+        tracing::warn!(consumer = %self.options.spec.name, id = ?delivery.id,
+            topic = %delivery.topic, %reason, "parking a dead letter");
+        self.store
+            .park_dead_letter(NewDeadLetter {
+                consumer: &self.options.spec.name,
+                event_id: delivery.id,
+                topic: &delivery.topic,
+                payload: &delivery.payload,
+                reason: &reason,
+                deliveries: delivery.deliveries,
+            })
+            .await?;
+        delivery.term().await?;
+        Ok(Outcome::DeadLettered { reason })
+    }
+}

@@ -1,0 +1,205 @@
+//! The in-process bus: the store's queue tables, so `gatehouse up` needs no NATS and still
+//! survives a crash with nothing lost.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gatehouse_events::StreamSpec;
+use gatehouse_store::{QueueMessage, QueuedDelivery, Store};
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+
+use crate::bus::Settle;
+use crate::{Bus, BusError, ConsumerSpec, Delivery, Outgoing, Published, Subscription};
+
+/// How often an idle subscription looks at the tables anyway, to see messages published by
+/// another process on the same database.
+const POLL: Duration = Duration::from_millis(250);
+/// How often old events are pruned.
+const PRUNE_EVERY: Duration = Duration::from_secs(3600);
+
+/// A [`Bus`] on the store's tables, with JetStream's semantics: durable consumers, ack
+/// deadlines, nak with delay, work-queue removal of acknowledged jobs, and duplicate
+/// suppression by message id.
+pub struct InProcessBus {
+    store: Store,
+    published: watch::Sender<u64>,
+    pruner: JoinHandle<()>,
+}
+
+impl InProcessBus {
+    /// A bus on `store`. Starts a background task that drops events older than the events
+    /// stream's `max_age`, as JetStream would.
+    pub fn new(store: Store) -> Self {
+        let max_age = StreamSpec::all(&Default::default())
+            .into_iter()
+            .find_map(|s| s.max_age);
+        let pruner = tokio::spawn({
+            let store = store.clone();
+            async move {
+                let Some(max_age) = max_age else { return };
+                let mut every = tokio::time::interval(PRUNE_EVERY);
+                loop {
+                    every.tick().await;
+                    match store.queue_prune(max_age).await {
+                        Ok(0) => {}
+                        Ok(n) => tracing::info!(pruned = n, "pruned old events from the bus"),
+                        Err(err) => tracing::warn!(error = %err, "pruning old events failed"),
+                    }
+                }
+            }
+        });
+        Self {
+            store,
+            published: watch::channel(0).0,
+            pruner,
+        }
+    }
+}
+
+impl Drop for InProcessBus {
+    fn drop(&mut self) {
+        self.pruner.abort();
+    }
+}
+
+#[async_trait]
+impl Bus for InProcessBus {
+    async fn publish(&self, message: Outgoing<'_>) -> Result<Published, BusError> {
+        let inserted = self
+            .store
+            .queue_publish(QueueMessage {
+                id: message.id,
+                topic: message.topic,
+                payload: message.payload,
+                traceparent: message.traceparent,
+            })
+            .await?;
+        if inserted {
+            self.published.send_modify(|n| *n = n.wrapping_add(1));
+        }
+        Ok(Published {
+            duplicate: !inserted,
+        })
+    }
+
+    async fn subscribe(&self, spec: &ConsumerSpec) -> Result<Box<dyn Subscription>, BusError> {
+        spec.validate()?;
+        self.store
+            .queue_ensure_consumer(&spec.name, spec.stream(), &spec.filter)
+            .await?;
+        Ok(Box::new(InProcessSubscription {
+            store: self.store.clone(),
+            spec: spec.clone(),
+            wake: self.published.subscribe(),
+        }))
+    }
+}
+
+struct InProcessSubscription {
+    store: Store,
+    spec: ConsumerSpec,
+    wake: watch::Receiver<u64>,
+}
+
+#[async_trait]
+impl Subscription for InProcessSubscription {
+    async fn next(&mut self) -> Result<Delivery, BusError> {
+        loop {
+            // Mark wake-ups seen before looking, so a publish between the look and the
+            // wait is not missed.
+            self.wake.borrow_and_update();
+            if let Some(d) = self
+                .store
+                .queue_fetch(&self.spec.name, self.spec.ack_wait)
+                .await?
+            {
+                return Ok(self.delivery(d));
+            }
+            let wait = match self.store.queue_next_due(&self.spec.name).await? {
+                // Due already: another task of this consumer took the one we saw.
+                Some(Duration::ZERO) => {
+                    tokio::task::yield_now().await;
+                    continue;
+                }
+                Some(due) => POLL.min(due),
+                None => POLL,
+            };
+            tokio::select! {
+                _ = self.wake.changed() => {}
+                _ = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+}
+
+impl InProcessSubscription {
+    fn delivery(&self, d: QueuedDelivery) -> Delivery {
+        Delivery {
+            id: Some(d.id),
+            topic: d.topic,
+            payload: d.payload.into(),
+            traceparent: d.traceparent,
+            deliveries: u32::try_from(d.deliveries).unwrap_or(u32::MAX),
+            settle: Box::new(Lease {
+                store: self.store.clone(),
+                consumer: self.spec.name.clone(),
+                ack_wait: self.spec.ack_wait,
+                seq: d.seq,
+                deliveries: d.deliveries,
+            }),
+        }
+    }
+}
+
+/// One leased delivery; the delivery count is the lease token.
+struct Lease {
+    store: Store,
+    consumer: String,
+    ack_wait: Duration,
+    seq: i64,
+    deliveries: i32,
+}
+
+impl Lease {
+    fn report_lost(&self, held: bool, action: &str) {
+        if !held {
+            tracing::debug!(consumer = %self.consumer, seq = self.seq, action,
+                "lease lost to a redelivery; ignored");
+        }
+    }
+}
+
+#[async_trait]
+impl Settle for Lease {
+    async fn ack(&self) -> Result<(), BusError> {
+        let held = self
+            .store
+            .queue_ack(&self.consumer, self.seq, self.deliveries)
+            .await?;
+        self.report_lost(held, "ack");
+        Ok(())
+    }
+
+    async fn nak(&self, delay: Duration) -> Result<(), BusError> {
+        let held = self
+            .store
+            .queue_defer(&self.consumer, self.seq, self.deliveries, delay)
+            .await?;
+        self.report_lost(held, "nak");
+        Ok(())
+    }
+
+    async fn in_progress(&self) -> Result<(), BusError> {
+        let held = self
+            .store
+            .queue_defer(&self.consumer, self.seq, self.deliveries, self.ack_wait)
+            .await?;
+        self.report_lost(held, "in_progress");
+        Ok(())
+    }
+
+    async fn term(&self) -> Result<(), BusError> {
+        self.ack().await
+    }
+}

@@ -1,0 +1,245 @@
+//! The JetStream bus, for distributed mode.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use async_nats::jetstream::consumer::{AckPolicy, pull};
+use async_nats::jetstream::message::PublishMessage;
+use async_nats::jetstream::stream::{self, RetentionPolicy};
+use async_nats::jetstream::{self, AckKind};
+use async_nats::{ConnectErrorKind, HeaderMap};
+use async_trait::async_trait;
+use backon::{ExponentialBuilder, Retryable};
+use futures::StreamExt;
+use gatehouse_events::{Prefix, StreamSpec};
+
+use crate::bus::Settle;
+use crate::{Bus, BusError, ConsumerSpec, Delivery, Outgoing, Published, Subscription};
+
+const MSG_ID: &str = "Nats-Msg-Id";
+const TRACEPARENT: &str = "traceparent";
+/// Messages a subscription pulls ahead of what it has processed. Small, so a slow
+/// replica does not sit on work another replica could take.
+const PREFETCH: usize = 16;
+
+/// A [`Bus`] on NATS JetStream under one deployment prefix.
+#[derive(Clone)]
+pub struct JetStreamBus {
+    js: jetstream::Context,
+    prefix: Prefix,
+}
+
+impl JetStreamBus {
+    /// Connects, retrying with `retry` while the server is unreachable, then creates or
+    /// updates the deployment's two streams.
+    pub async fn connect(
+        url: &str,
+        prefix: Prefix,
+        retry: ExponentialBuilder,
+    ) -> Result<Self, BusError> {
+        let attempts = AtomicUsize::new(0);
+        let connect = || async {
+            attempts.fetch_add(1, Ordering::Relaxed);
+            async_nats::ConnectOptions::new()
+                .name("gatehouse")
+                .connection_timeout(Duration::from_secs(5))
+                .connect(url)
+                .await
+        };
+        let client = connect
+            .retry(retry)
+            .when(|err| {
+                matches!(
+                    err.kind(),
+                    ConnectErrorKind::Io
+                        | ConnectErrorKind::TimedOut
+                        | ConnectErrorKind::Dns
+                        | ConnectErrorKind::MaxReconnects
+                )
+            })
+            .notify(|err, delay| {
+                tracing::warn!(%url, error = %err, retry_in = ?delay, "NATS unreachable, retrying");
+            })
+            .await
+            .map_err(|source| BusError::Unreachable {
+                url: url.to_owned(),
+                attempts: attempts.load(Ordering::Relaxed),
+                source,
+            })?;
+        let bus = Self {
+            js: jetstream::new(client),
+            prefix,
+        };
+        bus.ensure_streams().await?;
+        Ok(bus)
+    }
+
+    /// Creates both streams, or updates them to the current definition. Idempotent, so
+    /// every replica can run it at start.
+    pub async fn ensure_streams(&self) -> Result<(), BusError> {
+        for spec in StreamSpec::all(&self.prefix) {
+            let config = stream::Config {
+                name: spec.name.clone(),
+                subjects: spec.subjects,
+                retention: if spec.kind.is_work_queue() {
+                    RetentionPolicy::WorkQueue
+                } else {
+                    RetentionPolicy::Limits
+                },
+                max_age: spec.max_age.unwrap_or_default(),
+                duplicate_window: spec.duplicate_window,
+                ..Default::default()
+            };
+            self.js
+                .create_or_update_stream(config)
+                .await
+                .map_err(|e| BusError::jetstream("create or update stream", e))?;
+            tracing::debug!(stream = %spec.name, "stream ready");
+        }
+        Ok(())
+    }
+}
+
+#[async_trait]
+impl Bus for JetStreamBus {
+    async fn publish(&self, message: Outgoing<'_>) -> Result<Published, BusError> {
+        let mut publish = PublishMessage::build()
+            .payload(message.payload.to_vec().into())
+            .message_id(message.id.to_string());
+        if let Some(tp) = message.traceparent {
+            publish = publish.header(TRACEPARENT, tp);
+        }
+        let ack = self
+            .js
+            .send_publish(self.prefix.subject(message.topic), publish)
+            .await
+            .map_err(|e| BusError::jetstream("publish", e))?
+            .await
+            .map_err(|e| BusError::jetstream("publish acknowledgement", e))?;
+        Ok(Published {
+            duplicate: ack.duplicate,
+        })
+    }
+
+    async fn subscribe(&self, spec: &ConsumerSpec) -> Result<Box<dyn Subscription>, BusError> {
+        spec.validate()?;
+        let stream = self
+            .js
+            .get_stream(self.prefix.stream_name(spec.stream()))
+            .await
+            .map_err(|e| BusError::jetstream("get stream", e))?;
+        let config = pull::Config {
+            durable_name: Some(spec.name.clone()),
+            // ">" means the whole stream; NATS wants no filter for that.
+            filter_subject: match spec.filter.as_str() {
+                ">" => String::new(),
+                filter => self.prefix.subject(filter),
+            },
+            ack_policy: AckPolicy::Explicit,
+            ack_wait: spec.ack_wait,
+            ..Default::default()
+        };
+        let consumer: jetstream::consumer::PullConsumer = stream
+            .get_or_create_consumer(&spec.name, config)
+            .await
+            .map_err(|e| BusError::jetstream("create consumer", e))?;
+        let messages = consumer
+            .stream()
+            .max_messages_per_batch(PREFETCH)
+            .messages()
+            .await
+            .map_err(|e| BusError::jetstream("pull messages", e))?;
+        Ok(Box::new(JetStreamSubscription {
+            name: spec.name.clone(),
+            prefix: self.prefix.clone(),
+            messages,
+        }))
+    }
+}
+
+struct JetStreamSubscription {
+    name: String,
+    prefix: Prefix,
+    messages: pull::Stream,
+}
+
+#[async_trait]
+impl Subscription for JetStreamSubscription {
+    async fn next(&mut self) -> Result<Delivery, BusError> {
+        loop {
+            match self.messages.next().await {
+                Some(Ok(message)) => return Ok(self.delivery(message)),
+                // Missed heartbeats and failed pulls happen while NATS restarts; the
+                // stream re-issues pulls by itself once the connection is back.
+                Some(Err(err)) if err.kind() != pull::MessagesErrorKind::ConsumerDeleted => {
+                    tracing::warn!(consumer = %self.name, error = %err, "pulling messages failed; retrying");
+                }
+                Some(Err(err)) => return Err(BusError::jetstream("pull messages", err)),
+                None => return Err(BusError::Closed(self.name.clone())),
+            }
+        }
+    }
+}
+
+impl JetStreamSubscription {
+    fn delivery(&self, message: jetstream::Message) -> Delivery {
+        let header = |name: &str| {
+            message
+                .headers
+                .as_ref()
+                .and_then(|h: &HeaderMap| h.get(name))
+                .map(|v| v.as_str().to_owned())
+        };
+        let deliveries = message
+            .info()
+            .map(|i| u32::try_from(i.delivered).unwrap_or(u32::MAX))
+            .unwrap_or(1);
+        Delivery {
+            id: header(MSG_ID).and_then(|id| id.parse().ok()),
+            topic: self
+                .prefix
+                .topic_of(message.subject.as_str())
+                .unwrap_or(message.subject.as_str())
+                .to_owned(),
+            payload: message.payload.clone(),
+            traceparent: header(TRACEPARENT),
+            deliveries,
+            settle: Box::new(JetStreamAck(message)),
+        }
+    }
+}
+
+struct JetStreamAck(jetstream::Message);
+
+#[async_trait]
+impl Settle for JetStreamAck {
+    async fn ack(&self) -> Result<(), BusError> {
+        // Double ack: wait for the server to confirm, so an ack lost in a NATS restart is
+        // noticed rather than turning into a silent redelivery.
+        self.0
+            .double_ack()
+            .await
+            .map_err(|e| BusError::jetstream("ack", e))
+    }
+
+    async fn nak(&self, delay: Duration) -> Result<(), BusError> {
+        self.0
+            .ack_with(AckKind::Nak(Some(delay)))
+            .await
+            .map_err(|e| BusError::jetstream("nak", e))
+    }
+
+    async fn in_progress(&self) -> Result<(), BusError> {
+        self.0
+            .ack_with(AckKind::Progress)
+            .await
+            .map_err(|e| BusError::jetstream("in progress", e))
+    }
+
+    async fn term(&self) -> Result<(), BusError> {
+        self.0
+            .double_ack_with(AckKind::Term)
+            .await
+            .map_err(|e| BusError::jetstream("term", e))
+    }
+}

@@ -1,0 +1,119 @@
+//! The outbox relay: publishes what services wrote to the outbox, in order, at least once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Bus, BusError, Outgoing};
+
+/// Tuning for a [`Relay`].
+#[derive(Debug, Clone)]
+pub struct RelayOptions {
+    /// Rows claimed per round.
+    pub batch: i64,
+    /// How long a claim is held; a relay that dies releases its rows when this runs out.
+    pub lease: Duration,
+    /// How often to look for rows written by other processes.
+    pub poll: Duration,
+    /// Delay before a row whose publish failed is tried again.
+    pub retry_delay: Duration,
+    /// Sent rows are kept this long for inspection, then deleted.
+    pub keep_sent: Duration,
+}
+
+impl Default for RelayOptions {
+    fn default() -> Self {
+        Self {
+            batch: 128,
+            lease: Duration::from_secs(30),
+            poll: Duration::from_millis(500),
+            retry_delay: Duration::from_secs(1),
+            keep_sent: Duration::from_secs(24 * 3600),
+        }
+    }
+}
+
+/// Moves outbox rows onto the bus. Any number may run against one database: claims are
+/// leased, so each row is normally published by one relay; a duplicate after a crash is
+/// dropped by the bus (same message id) or by the consumer's inbox.
+pub struct Relay {
+    store: Store,
+    bus: Arc<dyn Bus>,
+    options: RelayOptions,
+}
+
+impl Relay {
+    /// A relay from `store`'s outbox to `bus`.
+    pub fn new(store: Store, bus: Arc<dyn Bus>, options: RelayOptions) -> Self {
+        Self {
+            store,
+            bus,
+            options,
+        }
+    }
+
+    /// Claims one batch and publishes it in order. Stops at the first failure, giving that
+    /// row and the rest of the batch back for a later round, so order is kept. Returns how
+    /// many rows were published.
+    pub async fn relay_once(&self) -> Result<usize, BusError> {
+        let batch = self
+            .store
+            .claim_outbox(self.options.batch, self.options.lease)
+            .await?;
+        for (published, row) in batch.iter().enumerate() {
+            let outgoing = Outgoing {
+                id: row.id,
+                topic: &row.topic,
+                payload: &row.payload,
+                traceparent: row.traceparent.as_deref(),
+            };
+            if let Err(err) = self.bus.publish(outgoing).await {
+                let error = err.to_string();
+                self.store
+                    .release_outbox(row.seq, Some(&error), self.options.retry_delay)
+                    .await?;
+                for later in &batch[published + 1..] {
+                    self.store
+                        .release_outbox(later.seq, None, self.options.retry_delay)
+                        .await?;
+                }
+                return Err(err);
+            }
+            self.store.mark_outbox_sent(row.seq).await?;
+        }
+        Ok(batch.len())
+    }
+
+    /// Relays until `shutdown` is cancelled: at once when this process commits outbox
+    /// rows, and every `poll` for rows from other processes. Failures are logged and
+    /// retried; they never end the loop.
+    pub async fn run(self, shutdown: CancellationToken) {
+        let mut written = self.store.watch_outbox();
+        let mut prune =
+            tokio::time::interval(self.options.keep_sent.min(Duration::from_secs(3600)));
+        loop {
+            written.borrow_and_update();
+            let wait = match self.relay_once().await {
+                Ok(n) if n as i64 >= self.options.batch => continue,
+                Ok(_) => self.options.poll,
+                Err(err) => {
+                    tracing::warn!(error = %err, retry_in = ?self.options.retry_delay,
+                        "publishing from the outbox failed");
+                    self.options.retry_delay
+                }
+            };
+            tokio::select! {
+                _ = shutdown.cancelled() => return,
+                _ = written.changed(), if wait == self.options.poll => {}
+                _ = tokio::time::sleep(wait) => {}
+                _ = prune.tick() => {
+                    if let Err(err) = self.store.prune_outbox(self.options.keep_sent).await {
+                        tracing::warn!(error = %err, "pruning sent outbox rows failed");
+                    }
+                }
+            }
+        }
+    }
+}

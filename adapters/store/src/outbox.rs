@@ -1,0 +1,159 @@
+//! The outbox: events written with the state change that caused them, published later by
+//! the relay.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use gatehouse_events::Envelope;
+use uuid::Uuid;
+
+use crate::store::with_pool;
+use crate::tx::with_tx;
+use crate::{Store, StoreError, Tx, duration_ms, now_ms};
+
+/// An outbox row claimed by a relay.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboxMessage {
+    /// Position in the outbox; relays publish in this order.
+    pub seq: i64,
+    /// The event id, used as `Nats-Msg-Id`.
+    pub id: Uuid,
+    /// The topic (event type).
+    pub topic: String,
+    /// The envelope bytes exactly as they go on the wire.
+    pub payload: Vec<u8>,
+    /// The envelope's traceparent, copied so the relay can set the NATS header.
+    pub traceparent: Option<String>,
+    /// How many publish attempts failed before this claim.
+    pub attempts: i32,
+}
+
+type OutboxRow = (i64, Uuid, String, Vec<u8>, Option<String>, i32);
+
+impl Tx {
+    /// Appends an event to the outbox. It is published only if this transaction commits.
+    pub async fn append_outbox(&mut self, envelope: &Envelope) -> Result<(), StoreError> {
+        let payload = envelope.to_bytes()?;
+        let traceparent = envelope.trace.as_ref().map(ToString::to_string);
+        with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO outbox (id, topic, payload, traceparent, created_at)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(envelope.id)
+            .bind(&envelope.event_type)
+            .bind(&payload)
+            .bind(&traceparent)
+            .bind(Utc::now())
+            .execute(conn)
+            .await?;
+        });
+        self.appended_outbox = true;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// Claims up to `limit` unsent rows, oldest first, for `lease`. Rows leased by a relay
+    /// that died become claimable again when the lease runs out; several relays never hold
+    /// the same row at once.
+    pub async fn claim_outbox(
+        &self,
+        limit: i64,
+        lease: Duration,
+    ) -> Result<Vec<OutboxMessage>, StoreError> {
+        let now = now_ms();
+        // The lease condition is repeated outside the sub-select so that a concurrent
+        // claimer re-checks it on the row it locked (Postgres re-evaluates the outer WHERE).
+        let sql = "UPDATE outbox SET lease_until_ms = $1
+             WHERE seq IN (SELECT seq FROM outbox
+                           WHERE sent_at IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $2)
+                           ORDER BY seq LIMIT $3)
+               AND sent_at IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $2)
+             RETURNING seq, id, topic, payload, traceparent, attempts";
+        let mut rows: Vec<OutboxRow> = with_pool!(self, pool => {
+            sqlx::query_as(sql)
+                .bind(now.saturating_add(duration_ms(lease)))
+                .bind(now)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+        });
+        rows.sort_by_key(|r| r.0);
+        Ok(rows
+            .into_iter()
+            .map(
+                |(seq, id, topic, payload, traceparent, attempts)| OutboxMessage {
+                    seq,
+                    id,
+                    topic,
+                    payload,
+                    traceparent,
+                    attempts,
+                },
+            )
+            .collect())
+    }
+
+    /// Marks a published row as sent.
+    pub async fn mark_outbox_sent(&self, seq: i64) -> Result<(), StoreError> {
+        with_pool!(self, pool => {
+            sqlx::query("UPDATE outbox SET sent_at = $1, lease_until_ms = NULL WHERE seq = $2")
+                .bind(Utc::now())
+                .bind(seq)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Gives a claimed row back, to be claimed again after `retry_in`. With `error` it
+    /// counts as a failed publish attempt and keeps the error for operators; without, the
+    /// row was not tried (an earlier row of the batch failed).
+    pub async fn release_outbox(
+        &self,
+        seq: i64,
+        error: Option<&str>,
+        retry_in: Duration,
+    ) -> Result<(), StoreError> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE outbox SET lease_until_ms = $1,
+                   attempts = attempts + CASE WHEN $2 IS NULL THEN 0 ELSE 1 END,
+                   last_error = COALESCE($2, last_error)
+                 WHERE seq = $3",
+            )
+            .bind(now_ms().saturating_add(duration_ms(retry_in)))
+            .bind(error)
+            .bind(seq)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Number of rows not yet published; a health signal (a growing backlog means the bus
+    /// is down or the relay is stuck).
+    pub async fn outbox_backlog(&self) -> Result<i64, StoreError> {
+        let (n,): (i64,) = with_pool!(self, pool => {
+            sqlx::query_as("SELECT COUNT(*) FROM outbox WHERE sent_at IS NULL")
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(n)
+    }
+
+    /// Deletes sent rows older than `age`. Sent rows are kept a while so an operator can
+    /// see what was published and when.
+    pub async fn prune_outbox(&self, age: Duration) -> Result<u64, StoreError> {
+        let cutoff = Utc::now()
+            - chrono::Duration::from_std(age).unwrap_or_else(|_| chrono::Duration::days(36500));
+        Ok(with_pool!(self, pool => {
+            sqlx::query("DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1")
+                .bind(cutoff)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        }))
+    }
+}

@@ -1,0 +1,301 @@
+//! Tables behind the in-process bus: a message log, durable consumers, and one delivery
+//! row per (consumer, message) until it is acknowledged.
+//!
+//! Messages fan out to consumers when published (and to a new consumer, from the whole
+//! log, when it is created), so fetching is a single indexed lookup. Every delivery
+//! carries its delivery count, which doubles as a lease token: an acknowledgement from a
+//! delivery that has since been redelivered to someone else is ignored.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use gatehouse_events::{StreamKind, topic_matches};
+use uuid::Uuid;
+
+use crate::store::with_pool;
+use crate::tx::with_tx;
+use crate::{Store, StoreError, duration_ms, now_ms};
+
+/// A message to put on the in-process bus.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueMessage<'a> {
+    /// Message id; a second message with the same id is dropped as a duplicate.
+    pub id: Uuid,
+    /// Topic (event type).
+    pub topic: &'a str,
+    /// Raw bytes.
+    pub payload: &'a [u8],
+    /// W3C traceparent, if any.
+    pub traceparent: Option<&'a str>,
+}
+
+/// A message handed to a consumer, leased until its ack deadline.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueuedDelivery {
+    /// Position in the log.
+    pub seq: i64,
+    /// Message id.
+    pub id: Uuid,
+    /// Topic.
+    pub topic: String,
+    /// Raw bytes.
+    pub payload: Vec<u8>,
+    /// W3C traceparent, if any.
+    pub traceparent: Option<String>,
+    /// 1 on first delivery; the lease token for ack, nak and progress.
+    pub deliveries: i32,
+}
+
+fn stream_key(kind: StreamKind) -> &'static str {
+    match kind {
+        StreamKind::Events => "events",
+        StreamKind::Jobs => "jobs",
+    }
+}
+
+impl Store {
+    /// Appends a message and fans it out to every consumer whose filter matches. Returns
+    /// `false` if a message with the same id was already there.
+    pub async fn queue_publish(&self, msg: QueueMessage<'_>) -> Result<bool, StoreError> {
+        let stream = stream_key(StreamKind::for_topic(msg.topic));
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let inserted = with_tx!(tx, conn => {
+            let seq: Option<(i64,)> = sqlx::query_as(
+                "INSERT INTO bus_messages (id, stream, topic, payload, traceparent, published_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (id) DO NOTHING RETURNING seq",
+            )
+            .bind(msg.id)
+            .bind(stream)
+            .bind(msg.topic)
+            .bind(msg.payload)
+            .bind(msg.traceparent)
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await?;
+            if let Some((seq,)) = seq {
+                let consumers: Vec<(String, String)> =
+                    sqlx::query_as("SELECT name, filter FROM bus_consumers WHERE stream = $1")
+                        .bind(stream)
+                        .fetch_all(&mut *conn)
+                        .await?;
+                for (name, _) in consumers.iter().filter(|(_, f)| topic_matches(f, msg.topic)) {
+                    sqlx::query(
+                        "INSERT INTO bus_deliveries (consumer, seq, visible_ms) VALUES ($1, $2, $3)",
+                    )
+                    .bind(name)
+                    .bind(seq)
+                    .bind(now)
+                    .execute(&mut *conn)
+                    .await?;
+                }
+            }
+            seq.is_some()
+        });
+        tx.commit().await?;
+        Ok(inserted)
+    }
+
+    /// Creates a durable consumer if it does not exist; a new one receives every message
+    /// already in its stream that matches its filter. An existing consumer keeps its
+    /// backlog; a changed filter applies to messages published from now on.
+    pub async fn queue_ensure_consumer(
+        &self,
+        name: &str,
+        stream: StreamKind,
+        filter: &str,
+    ) -> Result<(), StoreError> {
+        let stream = stream_key(stream);
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        with_tx!(tx, conn => {
+            let existing: Option<(String,)> =
+                sqlx::query_as("SELECT filter FROM bus_consumers WHERE name = $1")
+                    .bind(name)
+                    .fetch_optional(&mut *conn)
+                    .await?;
+            match existing {
+                Some((old,)) if old == filter => {}
+                Some(_) => {
+                    sqlx::query("UPDATE bus_consumers SET filter = $1, stream = $2 WHERE name = $3")
+                        .bind(filter)
+                        .bind(stream)
+                        .bind(name)
+                        .execute(&mut *conn)
+                        .await?;
+                }
+                None => {
+                    sqlx::query(
+                        "INSERT INTO bus_consumers (name, stream, filter, created_at)
+                         VALUES ($1, $2, $3, $4)",
+                    )
+                    .bind(name)
+                    .bind(stream)
+                    .bind(filter)
+                    .bind(Utc::now())
+                    .execute(&mut *conn)
+                    .await?;
+                    let log: Vec<(i64, String)> = sqlx::query_as(
+                        "SELECT seq, topic FROM bus_messages WHERE stream = $1 ORDER BY seq",
+                    )
+                    .bind(stream)
+                    .fetch_all(&mut *conn)
+                    .await?;
+                    for (seq, _) in log.iter().filter(|(_, topic)| topic_matches(filter, topic)) {
+                        sqlx::query(
+                            "INSERT INTO bus_deliveries (consumer, seq, visible_ms)
+                             VALUES ($1, $2, $3)",
+                        )
+                        .bind(name)
+                        .bind(seq)
+                        .bind(now)
+                        .execute(&mut *conn)
+                        .await?;
+                    }
+                }
+            }
+        });
+        tx.commit().await
+    }
+
+    /// Leases the oldest due message of a consumer until `ack_wait` from now. `None` when
+    /// nothing is due (or another task of the same consumer won the race for it).
+    pub async fn queue_fetch(
+        &self,
+        consumer: &str,
+        ack_wait: Duration,
+    ) -> Result<Option<QueuedDelivery>, StoreError> {
+        let now = now_ms();
+        // The due condition is repeated outside the sub-select so a concurrent fetcher
+        // re-checks it on the row it locked.
+        let leased: Option<(i64, i32)> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
+                 WHERE consumer = $2 AND visible_ms <= $3
+                   AND seq = (SELECT seq FROM bus_deliveries
+                              WHERE consumer = $2 AND visible_ms <= $3 ORDER BY seq LIMIT 1)
+                 RETURNING seq, deliveries",
+            )
+            .bind(now.saturating_add(duration_ms(ack_wait)))
+            .bind(consumer)
+            .bind(now)
+            .fetch_optional(pool)
+            .await?
+        });
+        let Some((seq, deliveries)) = leased else {
+            return Ok(None);
+        };
+        let row: Option<(Uuid, String, Vec<u8>, Option<String>)> = with_pool!(self, pool => {
+            sqlx::query_as("SELECT id, topic, payload, traceparent FROM bus_messages WHERE seq = $1")
+                .bind(seq)
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(row.map(|(id, topic, payload, traceparent)| QueuedDelivery {
+            seq,
+            id,
+            topic,
+            payload,
+            traceparent,
+            deliveries,
+        }))
+    }
+
+    /// How long until the consumer's next message becomes due (zero if one is due now),
+    /// or `None` if it has nothing unacknowledged.
+    pub async fn queue_next_due(&self, consumer: &str) -> Result<Option<Duration>, StoreError> {
+        let (due,): (Option<i64>,) = with_pool!(self, pool => {
+            sqlx::query_as("SELECT MIN(visible_ms) FROM bus_deliveries WHERE consumer = $1")
+                .bind(consumer)
+                .fetch_one(pool)
+                .await?
+        });
+        let now = now_ms();
+        Ok(due.map(|due| Duration::from_millis(due.saturating_sub(now).max(0).unsigned_abs())))
+    }
+
+    /// Acknowledges (or terminates) a delivery: the consumer is done with the message. A
+    /// work-queue message is deleted once no consumer holds it. Returns `false` when the
+    /// lease was lost to a redelivery.
+    pub async fn queue_ack(
+        &self,
+        consumer: &str,
+        seq: i64,
+        deliveries: i32,
+    ) -> Result<bool, StoreError> {
+        let mut tx = self.begin().await?;
+        let acked = with_tx!(tx, conn => {
+            let acked = sqlx::query(
+                "DELETE FROM bus_deliveries WHERE consumer = $1 AND seq = $2 AND deliveries = $3",
+            )
+            .bind(consumer)
+            .bind(seq)
+            .bind(deliveries)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected() == 1;
+            sqlx::query(
+                "DELETE FROM bus_messages WHERE seq = $1 AND stream = $2
+                   AND NOT EXISTS (SELECT 1 FROM bus_deliveries WHERE seq = $1)",
+            )
+            .bind(seq)
+            .bind(stream_key(StreamKind::Jobs))
+            .execute(&mut *conn)
+            .await?;
+            acked
+        });
+        tx.commit().await?;
+        Ok(acked)
+    }
+
+    /// Makes a leased delivery due again after `delay`: a nak with delay, or (with the ack
+    /// wait as delay) an in-progress signal that extends the lease. Returns `false` when
+    /// the lease was lost to a redelivery.
+    pub async fn queue_defer(
+        &self,
+        consumer: &str,
+        seq: i64,
+        deliveries: i32,
+        delay: Duration,
+    ) -> Result<bool, StoreError> {
+        let updated = with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE bus_deliveries SET visible_ms = $1
+                 WHERE consumer = $2 AND seq = $3 AND deliveries = $4",
+            )
+            .bind(now_ms().saturating_add(duration_ms(delay)))
+            .bind(consumer)
+            .bind(seq)
+            .bind(deliveries)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(updated == 1)
+    }
+
+    /// Messages a consumer has not acknowledged yet (due, leased or deferred).
+    pub async fn queue_pending(&self, consumer: &str) -> Result<i64, StoreError> {
+        let (n,): (i64,) = with_pool!(self, pool => {
+            sqlx::query_as("SELECT COUNT(*) FROM bus_deliveries WHERE consumer = $1")
+                .bind(consumer)
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(n)
+    }
+
+    /// Drops event-stream messages published longer ago than `max_age`, as JetStream's
+    /// limits retention does.
+    pub async fn queue_prune(&self, max_age: Duration) -> Result<u64, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query("DELETE FROM bus_messages WHERE stream = $1 AND published_ms < $2")
+                .bind(stream_key(StreamKind::Events))
+                .bind(now_ms().saturating_sub(duration_ms(max_age)))
+                .execute(pool)
+                .await?
+                .rows_affected()
+        }))
+    }
+}

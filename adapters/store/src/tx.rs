@@ -1,0 +1,79 @@
+//! A transaction on either backend.
+
+use sqlx::{Postgres, Sqlite, Transaction};
+
+use crate::{Store, StoreError};
+
+/// Runs `$body` with `$conn` bound to the transaction's connection, once per backend.
+macro_rules! with_tx {
+    ($tx:expr, $conn:ident => $body:expr) => {
+        match &mut $tx.inner {
+            $crate::tx::Inner::Postgres(t) => {
+                let $conn = &mut **t;
+                $body
+            }
+            $crate::tx::Inner::Sqlite(t) => {
+                let $conn = &mut **t;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_tx;
+
+pub(crate) enum Inner {
+    Postgres(Transaction<'static, Postgres>),
+    Sqlite(Transaction<'static, Sqlite>),
+}
+
+/// A database transaction. A service writes its state change, the events it emits
+/// ([`Tx::append_outbox`]) and the events it consumed ([`Tx::record_inbox`]) in one of
+/// these, so either all of it happens or none.
+///
+/// Dropping it without [`Tx::commit`] rolls back.
+pub struct Tx {
+    pub(crate) inner: Inner,
+    pub(crate) appended_outbox: bool,
+    store: Store,
+}
+
+impl Tx {
+    pub(crate) fn postgres(tx: Transaction<'static, Postgres>, store: Store) -> Self {
+        Self {
+            inner: Inner::Postgres(tx),
+            appended_outbox: false,
+            store,
+        }
+    }
+
+    pub(crate) fn sqlite(tx: Transaction<'static, Sqlite>, store: Store) -> Self {
+        Self {
+            inner: Inner::Sqlite(tx),
+            appended_outbox: false,
+            store,
+        }
+    }
+
+    /// Commits, then wakes this process's outbox relay if events were appended.
+    pub async fn commit(self) -> Result<(), StoreError> {
+        match self.inner {
+            Inner::Postgres(t) => t.commit().await?,
+            Inner::Sqlite(t) => t.commit().await?,
+        }
+        if self.appended_outbox {
+            self.store
+                .outbox_written
+                .send_modify(|n| *n = n.wrapping_add(1));
+        }
+        Ok(())
+    }
+
+    /// Rolls back explicitly (dropping does the same, without reporting errors).
+    pub async fn rollback(self) -> Result<(), StoreError> {
+        match self.inner {
+            Inner::Postgres(t) => t.rollback().await?,
+            Inner::Sqlite(t) => t.rollback().await?,
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,404 @@
+//! The store suite: every test runs unchanged against Postgres (a fresh schema) and SQLite
+//! (a fresh file).
+
+use std::collections::BTreeSet;
+use std::time::Duration;
+
+use gatehouse_events::{Envelope, Event, NodeProgress, StreamKind};
+use gatehouse_store::{Backend as StoreBackend, NewDeadLetter, QueueMessage, Store, StoreError};
+use gatehouse_tests::{Backend, TestDb, on_both_backends, quick_retry};
+use uuid::Uuid;
+
+fn event(message: &str) -> Envelope {
+    let event = Event::NodeProgress(NodeProgress {
+        run_id: Uuid::now_v7(),
+        node: "report".into(),
+        attempt: 1,
+        message: message.into(),
+    });
+    Envelope::new(
+        "store-test",
+        &event,
+        Some(gatehouse_events::TraceParent::new_root()),
+    )
+    .unwrap()
+}
+
+async fn append(store: &Store, envelopes: &[Envelope]) {
+    let mut tx = store.begin().await.unwrap();
+    for e in envelopes {
+        tx.append_outbox(e).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+}
+
+on_both_backends!(
+    migrations_are_idempotent,
+    outbox_append_is_part_of_the_transaction,
+    outbox_claims_are_leased,
+    concurrent_claims_never_overlap,
+    outbox_sent_and_released_rows,
+    inbox_records_each_event_once_per_consumer,
+    inbox_concurrent_records_have_one_winner,
+    dead_letters_keep_id_and_reason,
+    queue_fans_out_by_filter_and_backfills_new_consumers,
+    queue_leases_acks_and_work_queue_removal,
+);
+
+async fn migrations_are_idempotent(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    db.store.migrate().await.unwrap();
+    let again = Store::connect(&db.url, quick_retry()).await.unwrap();
+    again.migrate().await.unwrap();
+    let expected = match backend {
+        Backend::Postgres => StoreBackend::Postgres,
+        Backend::Sqlite => StoreBackend::Sqlite,
+    };
+    assert_eq!(again.backend(), expected);
+    again.close().await;
+    db.cleanup().await;
+}
+
+async fn outbox_append_is_part_of_the_transaction(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let (kept, dropped) = (event("kept"), event("rolled back"));
+
+    let mut tx = db.store.begin().await.unwrap();
+    tx.append_outbox(&dropped).await.unwrap();
+    tx.rollback().await.unwrap();
+    {
+        let mut tx = db.store.begin().await.unwrap();
+        tx.append_outbox(&dropped).await.unwrap();
+        // dropped without commit
+    }
+    let mut woken = db.store.watch_outbox();
+    woken.borrow_and_update();
+    append(&db.store, std::slice::from_ref(&kept)).await;
+    assert!(woken.has_changed().unwrap(), "commit wakes the relay");
+
+    let claimed = db
+        .store
+        .claim_outbox(10, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(claimed.len(), 1);
+    let row = &claimed[0];
+    assert_eq!(row.id, kept.id);
+    assert_eq!(row.topic, "node.progress");
+    assert_eq!(Envelope::from_slice(&row.payload).unwrap(), kept);
+    assert_eq!(
+        row.traceparent,
+        kept.trace.as_ref().map(ToString::to_string)
+    );
+    db.cleanup().await;
+}
+
+async fn outbox_claims_are_leased(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let events: Vec<_> = (0..3).map(|i| event(&i.to_string())).collect();
+    append(&db.store, &events).await;
+
+    let first = db
+        .store
+        .claim_outbox(10, Duration::from_millis(300))
+        .await
+        .unwrap();
+    let ids: Vec<_> = first.iter().map(|r| r.id).collect();
+    assert_eq!(
+        ids,
+        events.iter().map(|e| e.id).collect::<Vec<_>>(),
+        "oldest first"
+    );
+    assert!(
+        db.store
+            .claim_outbox(10, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The claimer died: after the lease the rows are claimable again.
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    assert_eq!(
+        db.store
+            .claim_outbox(10, Duration::from_secs(30))
+            .await
+            .unwrap()
+            .len(),
+        3
+    );
+    db.cleanup().await;
+}
+
+async fn concurrent_claims_never_overlap(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let events: Vec<_> = (0..200).map(|i| event(&i.to_string())).collect();
+    append(&db.store, &events).await;
+
+    let claimers = (0..4).map(|_| {
+        let store = db.store.clone();
+        tokio::spawn(async move {
+            let mut mine = Vec::new();
+            loop {
+                let batch = store
+                    .claim_outbox(7, Duration::from_secs(60))
+                    .await
+                    .unwrap();
+                if batch.is_empty() {
+                    return mine;
+                }
+                mine.extend(batch.into_iter().map(|r| r.id));
+            }
+        })
+    });
+    let mut all = Vec::new();
+    for c in claimers {
+        all.extend(c.await.unwrap());
+    }
+    let unique: BTreeSet<_> = all.iter().collect();
+    assert_eq!(all.len(), 200, "every row claimed once");
+    assert_eq!(unique.len(), 200);
+    db.cleanup().await;
+}
+
+async fn outbox_sent_and_released_rows(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let events: Vec<_> = (0..3).map(|i| event(&i.to_string())).collect();
+    append(&db.store, &events).await;
+    assert_eq!(db.store.outbox_backlog().await.unwrap(), 3);
+
+    let rows = db
+        .store
+        .claim_outbox(10, Duration::from_secs(30))
+        .await
+        .unwrap();
+    db.store.mark_outbox_sent(rows[0].seq).await.unwrap();
+    db.store
+        .release_outbox(rows[1].seq, Some("nats: no responders"), Duration::ZERO)
+        .await
+        .unwrap();
+    db.store
+        .release_outbox(rows[2].seq, None, Duration::ZERO)
+        .await
+        .unwrap();
+    assert_eq!(db.store.outbox_backlog().await.unwrap(), 2);
+
+    let again = db
+        .store
+        .claim_outbox(10, Duration::from_secs(30))
+        .await
+        .unwrap();
+    let attempts: Vec<_> = again.iter().map(|r| (r.id, r.attempts)).collect();
+    assert_eq!(attempts, vec![(events[1].id, 1), (events[2].id, 0)]);
+
+    // Sent rows are kept for inspection until pruned.
+    assert_eq!(
+        db.store
+            .prune_outbox(Duration::from_secs(3600))
+            .await
+            .unwrap(),
+        0
+    );
+    assert_eq!(db.store.prune_outbox(Duration::ZERO).await.unwrap(), 1);
+    db.cleanup().await;
+}
+
+async fn inbox_records_each_event_once_per_consumer(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let id = Uuid::now_v7();
+
+    let mut tx = db.store.begin().await.unwrap();
+    assert!(tx.record_inbox("scheduler", id).await.unwrap());
+    tx.rollback().await.unwrap();
+
+    let mut tx = db.store.begin().await.unwrap();
+    assert!(
+        tx.record_inbox("scheduler", id).await.unwrap(),
+        "rollback forgot it"
+    );
+    assert!(!tx.record_inbox("scheduler", id).await.unwrap());
+    assert!(
+        tx.record_inbox("notifier", id).await.unwrap(),
+        "per consumer"
+    );
+    tx.commit().await.unwrap();
+
+    let mut tx = db.store.begin().await.unwrap();
+    assert!(!tx.record_inbox("scheduler", id).await.unwrap());
+    assert!(!tx.record_inbox("notifier", id).await.unwrap());
+    tx.commit().await.unwrap();
+    db.cleanup().await;
+}
+
+async fn inbox_concurrent_records_have_one_winner(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let id = Uuid::now_v7();
+    let racers = (0..4).map(|_| {
+        let store = db.store.clone();
+        tokio::spawn(async move {
+            let mut tx = store.begin().await.unwrap();
+            let won = tx.record_inbox("runner", id).await.unwrap();
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            tx.commit().await.unwrap();
+            won
+        })
+    });
+    let mut winners = 0;
+    for r in racers {
+        winners += usize::from(r.await.unwrap());
+    }
+    assert_eq!(winners, 1);
+    db.cleanup().await;
+}
+
+async fn dead_letters_keep_id_and_reason(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let id = Uuid::now_v7();
+    for (consumer, event_id) in [("notifier", Some(id)), ("notifier", None), ("other", None)] {
+        db.store
+            .park_dead_letter(NewDeadLetter {
+                consumer,
+                event_id,
+                topic: "gate.opened",
+                payload: b"\xff not json",
+                reason: "malformed envelope: expected value",
+                deliveries: 3,
+            })
+            .await
+            .unwrap();
+    }
+    let letters = db.store.dead_letters("notifier").await.unwrap();
+    assert_eq!(letters.len(), 2);
+    assert_eq!(letters[0].event_id, Some(id));
+    assert_eq!(letters[0].payload, b"\xff not json");
+    assert_eq!(letters[0].reason, "malformed envelope: expected value");
+    assert_eq!(letters[0].deliveries, 3);
+    assert_eq!(letters[1].event_id, None);
+    db.cleanup().await;
+}
+
+fn message(id: Uuid, topic: &str) -> QueueMessage<'_> {
+    QueueMessage {
+        id,
+        topic,
+        payload: b"{}",
+        traceparent: None,
+    }
+}
+
+async fn queue_fans_out_by_filter_and_backfills_new_consumers(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let s = &db.store;
+    s.queue_ensure_consumer("gates", StreamKind::Events, "gate.>")
+        .await
+        .unwrap();
+    s.queue_ensure_consumer("runs", StreamKind::Events, "run.updated")
+        .await
+        .unwrap();
+
+    let (a, b) = (Uuid::now_v7(), Uuid::now_v7());
+    assert!(s.queue_publish(message(a, "gate.opened")).await.unwrap());
+    assert!(
+        !s.queue_publish(message(a, "gate.opened")).await.unwrap(),
+        "duplicate id"
+    );
+    assert!(s.queue_publish(message(b, "run.updated")).await.unwrap());
+    assert_eq!(s.queue_pending("gates").await.unwrap(), 1);
+    assert_eq!(s.queue_pending("runs").await.unwrap(), 1);
+
+    // A consumer created later sees the stream's history, like a JetStream durable.
+    s.queue_ensure_consumer("audit", StreamKind::Events, ">")
+        .await
+        .unwrap();
+    assert_eq!(s.queue_pending("audit").await.unwrap(), 2);
+    // Ensuring again changes nothing.
+    s.queue_ensure_consumer("audit", StreamKind::Events, ">")
+        .await
+        .unwrap();
+    assert_eq!(s.queue_pending("audit").await.unwrap(), 2);
+    db.cleanup().await;
+}
+
+async fn queue_leases_acks_and_work_queue_removal(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let s = &db.store;
+    s.queue_ensure_consumer("runner", StreamKind::Jobs, "node.dispatch")
+        .await
+        .unwrap();
+    let job = Uuid::now_v7();
+    s.queue_publish(message(job, "node.dispatch"))
+        .await
+        .unwrap();
+
+    let wait = Duration::from_millis(300);
+    let first = s.queue_fetch("runner", wait).await.unwrap().unwrap();
+    assert_eq!((first.id, first.deliveries), (job, 1));
+    assert!(
+        s.queue_fetch("runner", wait).await.unwrap().is_none(),
+        "leased"
+    );
+    assert!(s.queue_next_due("runner").await.unwrap().unwrap() > Duration::ZERO);
+
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let second = s.queue_fetch("runner", wait).await.unwrap().unwrap();
+    assert_eq!(second.deliveries, 2, "redelivered after the ack deadline");
+    assert!(
+        !s.queue_ack("runner", first.seq, first.deliveries)
+            .await
+            .unwrap(),
+        "stale lease"
+    );
+    assert!(
+        s.queue_ack("runner", second.seq, second.deliveries)
+            .await
+            .unwrap()
+    );
+    assert_eq!(s.queue_pending("runner").await.unwrap(), 0);
+    assert_eq!(s.queue_next_due("runner").await.unwrap(), None);
+
+    // An acknowledged job is gone from the log, so publishing its id again is new work.
+    assert!(
+        s.queue_publish(message(job, "node.dispatch"))
+            .await
+            .unwrap()
+    );
+    db.cleanup().await;
+}
+
+#[tokio::test]
+async fn unsupported_and_malformed_urls_are_clear_errors() {
+    for url in [
+        "mysql://root@localhost/db",
+        "postgres://root@localhost:notaport/db",
+    ] {
+        let err = Store::connect(url, quick_retry()).await.err().unwrap();
+        assert!(
+            matches!(
+                err,
+                StoreError::UnsupportedUrl(_) | StoreError::InvalidUrl { .. }
+            ),
+            "{url}: {err}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn an_unreachable_postgres_is_retried_then_reported() {
+    let err = Store::connect("postgres://root@127.0.0.1:1/test", quick_retry())
+        .await
+        .err()
+        .unwrap();
+    match &err {
+        StoreError::Unreachable {
+            attempts, target, ..
+        } => {
+            assert_eq!(*attempts, 3, "first try plus two retries");
+            assert_eq!(target, "127.0.0.1:1/test");
+        }
+        other => panic!("expected Unreachable, got {other}"),
+    }
+    assert!(
+        err.to_string()
+            .starts_with("Postgres at 127.0.0.1:1/test is unreachable after 3 attempts")
+    );
+}
