@@ -44,6 +44,13 @@ CREATE INDEX dead_letters_by_consumer ON dead_letters (consumer, id);
 
 -- The in-process bus: a message log, durable named consumers, and one delivery row per
 -- (consumer, message) that is still to be acknowledged.
+-- One row per stream, locked by publishers (shared) and by consumer creation (exclusive) so
+-- a new consumer's backfill and a concurrent publish cannot miss each other.
+CREATE TABLE bus_streams (
+    name TEXT PRIMARY KEY
+);
+INSERT INTO bus_streams (name) VALUES ('events'), ('jobs');
+
 CREATE TABLE bus_messages (
     seq          INTEGER PRIMARY KEY AUTOINCREMENT,
     id           BLOB   NOT NULL UNIQUE,

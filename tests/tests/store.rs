@@ -43,6 +43,7 @@ on_both_backends!(
     dead_letters_keep_id_and_reason,
     queue_fans_out_by_filter_and_backfills_new_consumers,
     queue_leases_acks_and_work_queue_removal,
+    queue_consumer_created_during_publishing_misses_nothing,
 );
 
 async fn migrations_are_idempotent(backend: Backend) {
@@ -401,4 +402,39 @@ async fn an_unreachable_postgres_is_retried_then_reported() {
         err.to_string()
             .starts_with("Postgres at 127.0.0.1:1/test is unreachable after 3 attempts")
     );
+}
+
+async fn queue_consumer_created_during_publishing_misses_nothing(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let publishers: Vec<_> = (0..8)
+        .map(|_| {
+            let store = db.store.clone();
+            tokio::spawn(async move {
+                for _ in 0..25 {
+                    store
+                        .queue_publish(message(Uuid::now_v7(), "run.updated"))
+                        .await
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    // Consumers created while the publishers run, each must see every message.
+    for i in 0..20 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        db.store
+            .queue_ensure_consumer(&format!("late{i}"), StreamKind::Events, "run.>")
+            .await
+            .unwrap();
+    }
+    for p in publishers {
+        p.await.unwrap();
+    }
+    for i in 0..20 {
+        assert_eq!(
+            db.store.queue_pending(&format!("late{i}")).await.unwrap(),
+            200
+        );
+    }
+    db.cleanup().await;
 }

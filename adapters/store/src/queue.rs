@@ -60,6 +60,7 @@ impl Store {
         let stream = stream_key(StreamKind::for_topic(msg.topic));
         let now = now_ms();
         let mut tx = self.begin().await?;
+        tx.lock_stream(stream, false).await?;
         let inserted = with_tx!(tx, conn => {
             let seq: Option<(i64,)> = sqlx::query_as(
                 "INSERT INTO bus_messages (id, stream, topic, payload, traceparent, published_ms)
@@ -109,6 +110,7 @@ impl Store {
         let stream = stream_key(stream);
         let now = now_ms();
         let mut tx = self.begin().await?;
+        tx.lock_stream(stream, true).await?;
         with_tx!(tx, conn => {
             let existing: Option<(String,)> =
                 sqlx::query_as("SELECT filter FROM bus_consumers WHERE name = $1")

@@ -68,6 +68,25 @@ impl Tx {
         Ok(())
     }
 
+    /// Takes the stream's lock until this transaction ends: shared for publishers,
+    /// exclusive for consumer creation. SQLite needs nothing: `BEGIN IMMEDIATE` already
+    /// serialises writers.
+    pub(crate) async fn lock_stream(
+        &mut self,
+        stream: &str,
+        exclusive: bool,
+    ) -> Result<(), StoreError> {
+        if let Inner::Postgres(t) = &mut self.inner {
+            let sql = if exclusive {
+                "SELECT name FROM bus_streams WHERE name = $1 FOR UPDATE"
+            } else {
+                "SELECT name FROM bus_streams WHERE name = $1 FOR SHARE"
+            };
+            sqlx::query(sql).bind(stream).execute(&mut **t).await?;
+        }
+        Ok(())
+    }
+
     /// Rolls back explicitly (dropping does the same, without reporting errors).
     pub async fn rollback(self) -> Result<(), StoreError> {
         match self.inner {

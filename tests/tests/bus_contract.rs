@@ -1,0 +1,532 @@
+//! The bus contract: the same suite against JetStream, the in-process bus on SQLite and the
+//! in-process bus on Postgres. Together with the outbox relay and the consumer's inbox it
+//! proves at-least-once delivery with exactly-once effects.
+
+use std::collections::HashMap;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gatehouse_bus::{
+    Bus, BusError, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, Outcome,
+    Outgoing, Published, Relay, RelayOptions, Subscription,
+};
+use gatehouse_events::{Envelope, Event, NodeProgress, Prefix, SCHEMA_VERSION, TraceParent};
+use gatehouse_store::Tx;
+use gatehouse_tests::{BusKind, TestBus, on_every_bus, quick_retry};
+use tokio::time::timeout;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+const TOPIC: &str = "node.progress";
+
+fn envelope(message: &str) -> Envelope {
+    let event = Event::NodeProgress(NodeProgress {
+        run_id: Uuid::now_v7(),
+        node: "report".into(),
+        attempt: 1,
+        message: message.into(),
+    });
+    Envelope::new("contract", &event, Some(TraceParent::new_root())).unwrap()
+}
+
+async fn publish(bus: &dyn Bus, e: &Envelope) -> Published {
+    let bytes = e.to_bytes().unwrap();
+    let trace = e.trace.as_ref().map(ToString::to_string);
+    bus.publish(Outgoing {
+        id: e.id,
+        topic: &e.event_type,
+        payload: &bytes,
+        traceparent: trace.as_deref(),
+    })
+    .await
+    .unwrap()
+}
+
+fn spec(name: &str, ack_wait: Duration) -> ConsumerSpec {
+    ConsumerSpec {
+        ack_wait,
+        ..ConsumerSpec::new(name, TOPIC)
+    }
+}
+
+async fn next(
+    sub: &mut Box<dyn Subscription>,
+    within: Duration,
+) -> Option<gatehouse_bus::Delivery> {
+    timeout(within, sub.next()).await.ok().map(|d| d.unwrap())
+}
+
+/// Records what it applied; fails for messages containing "poison"; blocks forever on
+/// messages containing "hang" until told otherwise.
+#[derive(Default)]
+struct Recorder {
+    applied: Mutex<Vec<String>>,
+    hang: Mutex<Option<tokio::sync::mpsc::Sender<()>>>,
+}
+
+impl Recorder {
+    fn applied(&self) -> Vec<String> {
+        self.applied.lock().unwrap().clone()
+    }
+}
+
+#[async_trait]
+impl Handler for Recorder {
+    async fn handle(&self, _tx: &mut Tx, event: &Envelope) -> Result<(), HandlerError> {
+        let Event::NodeProgress(p) = event.decode()? else {
+            return Err("unexpected event".into());
+        };
+        if p.message.contains("poison") {
+            return Err(format!("cannot apply {}", p.message).into());
+        }
+        let hang = self.hang.lock().unwrap().clone();
+        if let (true, Some(entered)) = (p.message.contains("hang"), hang) {
+            entered.send(()).await.ok();
+            std::future::pending::<()>().await;
+        }
+        self.applied.lock().unwrap().push(p.message);
+        Ok(())
+    }
+}
+
+/// Runs `consumer` until `done` holds or the deadline passes.
+async fn run_until(consumer: &Consumer, handler: &dyn Handler, done: impl Fn() -> bool) {
+    let stop = CancellationToken::new();
+    let watcher = {
+        let stop = stop.clone();
+        async move {
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+            while !done() && tokio::time::Instant::now() < deadline {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            stop.cancel();
+        }
+    };
+    tokio::join!(consumer.run(handler, stop.clone()), watcher);
+}
+
+on_every_bus!(
+    delivers_id_topic_trace_and_count,
+    duplicate_publish_is_consumed_once,
+    unacked_message_comes_back,
+    nak_with_delay_lets_later_messages_pass,
+    in_progress_holds_the_lease,
+    redelivery_after_commit_is_a_no_op,
+    aborted_consumer_task_gets_the_message_again,
+    outbox_survives_kill_9_before_relay,
+    relay_publishes_in_order_and_retries_failures,
+    poison_messages_are_parked_without_blocking,
+);
+
+async fn delivers_id_topic_trace_and_count(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let e = envelope("hello");
+    let mut sub = t
+        .bus
+        .subscribe(&spec("reader", Duration::from_secs(30)))
+        .await
+        .unwrap();
+    assert!(!publish(&*t.bus, &e).await.duplicate);
+
+    let d = next(&mut sub, Duration::from_secs(10))
+        .await
+        .expect("delivered");
+    assert_eq!(d.id, Some(e.id));
+    assert_eq!(d.topic, TOPIC);
+    assert_eq!(d.traceparent, e.trace.as_ref().map(ToString::to_string));
+    assert_eq!(d.deliveries, 1);
+    assert_eq!(Envelope::from_slice(&d.payload).unwrap(), e);
+    d.ack().await.unwrap();
+    assert!(next(&mut sub, Duration::from_millis(500)).await.is_none());
+    t.cleanup().await;
+}
+
+async fn duplicate_publish_is_consumed_once(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let (dup, other) = (envelope("once"), envelope("after"));
+    assert!(!publish(&*t.bus, &dup).await.duplicate);
+    assert!(publish(&*t.bus, &dup).await.duplicate, "same id is dropped");
+    publish(&*t.bus, &other).await;
+
+    let recorder = Recorder::default();
+    let consumer = Consumer::new(
+        t.bus.clone(),
+        t.db.store.clone(),
+        ConsumerOptions::new(spec("once", Duration::from_secs(30))),
+    );
+    run_until(&consumer, &recorder, || recorder.applied().len() >= 2).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(recorder.applied(), vec!["once", "after"]);
+    t.cleanup().await;
+}
+
+async fn unacked_message_comes_back(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let e = envelope("unacked");
+    let mut sub = t
+        .bus
+        .subscribe(&spec("forgetful", Duration::from_secs(1)))
+        .await
+        .unwrap();
+    publish(&*t.bus, &e).await;
+
+    let first = next(&mut sub, Duration::from_secs(10)).await.unwrap();
+    drop(first);
+    let again = next(&mut sub, Duration::from_secs(10))
+        .await
+        .expect("redelivered");
+    assert_eq!(again.id, Some(e.id));
+    assert_eq!(again.deliveries, 2);
+    again.ack().await.unwrap();
+    t.cleanup().await;
+}
+
+async fn nak_with_delay_lets_later_messages_pass(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let (first, second) = (envelope("first"), envelope("second"));
+    let mut sub = t
+        .bus
+        .subscribe(&spec("patient", Duration::from_secs(30)))
+        .await
+        .unwrap();
+    publish(&*t.bus, &first).await;
+    publish(&*t.bus, &second).await;
+
+    let d = next(&mut sub, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(d.id, Some(first.id));
+    let naked_at = tokio::time::Instant::now();
+    d.nak(Duration::from_millis(1500)).await.unwrap();
+
+    let d = next(&mut sub, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(d.id, Some(second.id), "the later message is not blocked");
+    d.ack().await.unwrap();
+    let d = next(&mut sub, Duration::from_secs(10)).await.unwrap();
+    assert_eq!(d.id, Some(first.id));
+    assert!(
+        naked_at.elapsed() >= Duration::from_millis(1400),
+        "{:?}",
+        naked_at.elapsed()
+    );
+    assert_eq!(d.deliveries, 2);
+    d.ack().await.unwrap();
+    t.cleanup().await;
+}
+
+async fn in_progress_holds_the_lease(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let e = envelope("slow work");
+    let ack_wait = Duration::from_secs(1);
+    let mut worker = t.bus.subscribe(&spec("workers", ack_wait)).await.unwrap();
+    publish(&*t.bus, &e).await;
+    let d = next(&mut worker, Duration::from_secs(10)).await.unwrap();
+
+    // A second replica of the same consumer must not get it while the first heartbeats.
+    let other_bus = t.reopen().await;
+    let mut replica = other_bus
+        .subscribe(&spec("workers", ack_wait))
+        .await
+        .unwrap();
+    let heartbeat = async {
+        for _ in 0..8 {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            d.in_progress().await.unwrap();
+        }
+    };
+    let (stolen, ()) = tokio::join!(next(&mut replica, Duration::from_millis(2400)), heartbeat);
+    assert!(
+        stolen.is_none(),
+        "redelivered despite in-progress: {stolen:?}"
+    );
+    d.ack().await.unwrap();
+    t.cleanup().await;
+}
+
+async fn redelivery_after_commit_is_a_no_op(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let e = envelope("applied once");
+    let name = "crashy";
+    let mut sub = t
+        .bus
+        .subscribe(&spec(name, Duration::from_secs(1)))
+        .await
+        .unwrap();
+    publish(&*t.bus, &e).await;
+
+    // The effect commits with its inbox row, then the process dies before acking.
+    let d = next(&mut sub, Duration::from_secs(10)).await.unwrap();
+    let mut tx = t.db.store.begin().await.unwrap();
+    assert!(tx.record_inbox(name, e.id).await.unwrap());
+    tx.commit().await.unwrap();
+    drop(d);
+
+    let recorder = Recorder::default();
+    let consumer = Consumer::new(
+        t.bus.clone(),
+        t.db.store.clone(),
+        ConsumerOptions::new(spec(name, Duration::from_secs(1))),
+    );
+    let redelivered = next(&mut sub, Duration::from_secs(10))
+        .await
+        .expect("redelivered");
+    assert_eq!(
+        consumer.process(&recorder, redelivered).await.unwrap(),
+        Outcome::Duplicate
+    );
+    assert!(recorder.applied().is_empty());
+    assert!(
+        next(&mut sub, Duration::from_millis(1500)).await.is_none(),
+        "the duplicate was acked"
+    );
+    t.cleanup().await;
+}
+
+async fn aborted_consumer_task_gets_the_message_again(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let options = ConsumerOptions::new(spec("abortable", Duration::from_secs(1)));
+    publish(&*t.bus, &envelope("hang then succeed")).await;
+
+    let (entered_tx, mut entered) = tokio::sync::mpsc::channel(1);
+    let hanging = Arc::new(Recorder::default());
+    *hanging.hang.lock().unwrap() = Some(entered_tx);
+    let task = tokio::spawn({
+        let consumer = Consumer::new(t.bus.clone(), t.db.store.clone(), options.clone());
+        let hanging = hanging.clone();
+        async move { consumer.run(&*hanging, CancellationToken::new()).await }
+    });
+    timeout(Duration::from_secs(10), entered.recv())
+        .await
+        .expect("handler entered");
+    task.abort();
+    assert!(task.await.unwrap_err().is_cancelled());
+
+    let recorder = Recorder::default();
+    let consumer = Consumer::new(t.reopen().await, t.db.store.clone(), options);
+    run_until(&consumer, &recorder, || !recorder.applied().is_empty()).await;
+    assert_eq!(recorder.applied(), vec!["hang then succeed"]);
+    assert!(hanging.applied().is_empty());
+    t.cleanup().await;
+}
+
+async fn outbox_survives_kill_9_before_relay(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_outbox-writer"))
+        .arg(&t.db.url)
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let id = tokio::task::spawn_blocking(move || {
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut std::io::BufReader::new(stdout), &mut line).unwrap();
+        line.trim()
+            .parse::<Uuid>()
+            .expect("the child printed the event id")
+    })
+    .await
+    .unwrap();
+    child.kill().unwrap(); // SIGKILL: no destructors, no flush, no relay
+    child.wait().unwrap();
+
+    assert_eq!(t.db.store.outbox_backlog().await.unwrap(), 1);
+    let relay = Relay::new(t.db.store.clone(), t.bus.clone(), RelayOptions::default());
+    assert_eq!(relay.relay_once().await.unwrap(), 1);
+    assert_eq!(t.db.store.outbox_backlog().await.unwrap(), 0);
+
+    let mut sub = t
+        .bus
+        .subscribe(&spec("survivor", Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let d = next(&mut sub, Duration::from_secs(10))
+        .await
+        .expect("relayed after the crash");
+    assert_eq!(d.id, Some(id));
+    d.ack().await.unwrap();
+    t.cleanup().await;
+}
+
+/// A bus that is down: every publish fails.
+struct DownBus;
+
+#[async_trait]
+impl Bus for DownBus {
+    async fn publish(&self, _: Outgoing<'_>) -> Result<Published, BusError> {
+        Err(BusError::JetStream {
+            operation: "publish",
+            message: "no responders".into(),
+        })
+    }
+    async fn subscribe(&self, spec: &ConsumerSpec) -> Result<Box<dyn Subscription>, BusError> {
+        Err(BusError::Closed(spec.name.clone()))
+    }
+}
+
+async fn relay_publishes_in_order_and_retries_failures(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let events: Vec<_> = (0..5).map(|i| envelope(&format!("m{i}"))).collect();
+    let mut tx = t.db.store.begin().await.unwrap();
+    for e in &events {
+        tx.append_outbox(e).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    let retry_now = RelayOptions {
+        retry_delay: Duration::ZERO,
+        ..RelayOptions::default()
+    };
+    let down = Relay::new(t.db.store.clone(), Arc::new(DownBus), retry_now.clone());
+    assert!(down.relay_once().await.is_err());
+    assert_eq!(
+        t.db.store.outbox_backlog().await.unwrap(),
+        5,
+        "nothing lost"
+    );
+
+    // The relay loop, woken by commits, publishes everything once the bus is back.
+    let stop = CancellationToken::new();
+    let relay =
+        tokio::spawn(Relay::new(t.db.store.clone(), t.bus.clone(), retry_now).run(stop.clone()));
+    let recorder = Recorder::default();
+    let consumer = Consumer::new(
+        t.bus.clone(),
+        t.db.store.clone(),
+        ConsumerOptions::new(spec("ordered", Duration::from_secs(30))),
+    );
+    let late = envelope("m5");
+    let mut tx = t.db.store.begin().await.unwrap();
+    tx.append_outbox(&late).await.unwrap();
+    tx.commit().await.unwrap();
+    run_until(&consumer, &recorder, || recorder.applied().len() >= 6).await;
+    stop.cancel();
+    relay.await.unwrap();
+    assert_eq!(
+        recorder.applied(),
+        (0..6).map(|i| format!("m{i}")).collect::<Vec<_>>()
+    );
+    assert_eq!(t.db.store.outbox_backlog().await.unwrap(), 0);
+    t.cleanup().await;
+}
+
+async fn poison_messages_are_parked_without_blocking(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let name = "careful";
+    let junk_id = Uuid::now_v7();
+    t.bus
+        .publish(Outgoing {
+            id: junk_id,
+            topic: TOPIC,
+            payload: b"\x00 not an envelope",
+            traceparent: None,
+        })
+        .await
+        .unwrap();
+    let mut future = envelope("from the future");
+    future.schema_version = SCHEMA_VERSION + 1;
+    publish(&*t.bus, &future).await;
+    let poison = envelope("poison pill");
+    publish(&*t.bus, &poison).await;
+    let good: Vec<_> = (0..3).map(|i| envelope(&format!("good {i}"))).collect();
+    for e in &good {
+        publish(&*t.bus, e).await;
+    }
+
+    let options = ConsumerOptions {
+        max_deliveries: 3,
+        retry_delay: Duration::from_millis(200),
+        ..ConsumerOptions::new(spec(name, Duration::from_secs(30)))
+    };
+    let recorder = Arc::new(Recorder::default());
+    let stop = CancellationToken::new();
+    let task = tokio::spawn({
+        let consumer = Consumer::new(t.bus.clone(), t.db.store.clone(), options);
+        let (recorder, stop) = (recorder.clone(), stop.clone());
+        async move { consumer.run(&*recorder, stop).await }
+    });
+    let poison_parked = async || {
+        let letters = t.db.store.dead_letters(name).await.unwrap();
+        letters.iter().any(|l| l.event_id == Some(poison.id))
+    };
+    let mut poison_parked_when_good_were_done = None;
+    for _ in 0..1500 {
+        if recorder.applied().len() == 3 {
+            poison_parked_when_good_were_done.get_or_insert(poison_parked().await);
+            if poison_parked().await {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    stop.cancel();
+    task.await.unwrap();
+
+    assert_eq!(recorder.applied(), vec!["good 0", "good 1", "good 2"]);
+    assert_eq!(
+        poison_parked_when_good_were_done,
+        Some(false),
+        "the good messages behind the poison did not wait for it"
+    );
+    let letters: HashMap<_, _> =
+        t.db.store
+            .dead_letters(name)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|l| (l.event_id, l))
+            .collect();
+    assert_eq!(letters.len(), 3);
+    let junk = &letters[&Some(junk_id)];
+    assert!(
+        junk.reason.starts_with("malformed envelope"),
+        "{}",
+        junk.reason
+    );
+    assert_eq!(junk.payload, b"\x00 not an envelope");
+    assert!(
+        letters[&Some(future.id)]
+            .reason
+            .contains("newer than the supported version")
+    );
+    let pill = &letters[&Some(poison.id)];
+    assert_eq!(pill.deliveries, 3);
+    assert_eq!(
+        pill.reason,
+        "failed 3 deliveries; last error: cannot apply poison pill"
+    );
+    assert_eq!(pill.topic, TOPIC);
+    t.cleanup().await;
+}
+
+#[tokio::test]
+async fn an_unreachable_nats_is_retried_then_reported() {
+    let err = gatehouse_bus::JetStreamBus::connect(
+        "nats://127.0.0.1:1",
+        Prefix::default(),
+        quick_retry(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(
+        matches!(err, BusError::Unreachable { attempts: 3, .. }),
+        "{err}"
+    );
+    assert!(
+        err.to_string()
+            .starts_with("NATS at nats://127.0.0.1:1 is unreachable after 3 attempts")
+    );
+}
+
+#[tokio::test]
+async fn invalid_consumer_names_are_refused() {
+    let t = TestBus::new(BusKind::InProcessSqlite).await;
+    let err = t
+        .bus
+        .subscribe(&ConsumerSpec::new("has.dots", TOPIC))
+        .await
+        .err()
+        .unwrap();
+    assert!(matches!(err, BusError::InvalidConsumerName(_)));
+    t.cleanup().await;
+}
