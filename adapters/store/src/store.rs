@@ -36,6 +36,7 @@ pub(crate) enum Pool {
 #[derive(Clone)]
 pub struct Store {
     pub(crate) pool: Pool,
+    target: Arc<str>,
     /// Bumped whenever a transaction that appended to the outbox commits, so an in-process
     /// relay publishes at once instead of at its next poll.
     pub(crate) outbox_written: Arc<watch::Sender<u64>>,
@@ -48,6 +49,16 @@ impl Store {
         let options = ConnectOptions::parse(url)?;
         let backend = options.backend();
         let target = options.target();
+        if let ConnectOptions::Sqlite(o) = &options {
+            // SQLite creates the file but not its directory.
+            if let Some(dir) = o
+                .get_filename()
+                .parent()
+                .filter(|d| !d.as_os_str().is_empty())
+            {
+                std::fs::create_dir_all(dir).map_err(|e| StoreError::Database(e.into()))?;
+            }
+        }
         let attempts = AtomicUsize::new(0);
         // Probe with a single connection first: the pool retries refused connections
         // internally until its acquire timeout, which would hide both the attempts and
@@ -93,6 +104,7 @@ impl Store {
         tracing::debug!(%backend, %target, "connected to the database");
         Ok(Self {
             pool,
+            target: target.into(),
             outbox_written: Arc::new(watch::channel(0).0),
         })
     }
@@ -103,6 +115,12 @@ impl Store {
             Pool::Postgres(_) => Backend::Postgres,
             Pool::Sqlite(_) => Backend::Sqlite,
         }
+    }
+
+    /// Where the store is, for messages: host, port and database, or the SQLite file;
+    /// never credentials.
+    pub fn target(&self) -> &str {
+        &self.target
     }
 
     /// Applies every pending migration of this backend. Safe to run concurrently from

@@ -1,1 +1,124 @@
-fn main() {}
+//! The `gatehouse` binary: parses the command line, loads configuration, and runs the
+//! chosen command.
+
+mod cli;
+mod config;
+mod logging;
+mod secret;
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::Context;
+use backon::ExponentialBuilder;
+use clap::Parser;
+use gatehouse_bus::JetStreamBus;
+use gatehouse_events::StreamKind;
+use gatehouse_store::Store;
+
+use crate::cli::{Cli, Command, ConfigCommand};
+use crate::config::Config;
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    logging::init(cli.log_format);
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(rt) => rt,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot start the async runtime");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("error: {}", report(&err));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The error and its causes on one line, leaving out causes whose text an outer error
+/// already quotes (sqlx and async-nats errors repeat their sources).
+fn report(err: &anyhow::Error) -> String {
+    let mut message = String::new();
+    for cause in err.chain().map(ToString::to_string) {
+        if !message.contains(&cause) {
+            if !message.is_empty() {
+                message.push_str(": ");
+            }
+            message.push_str(&cause);
+        }
+    }
+    message
+}
+
+async fn run(cli: Cli) -> anyhow::Result<()> {
+    let config = Config::load(cli.config.as_deref()).context("loading the configuration")?;
+    match cli.command {
+        Command::Migrate {
+            database_url,
+            nats_url,
+        } => migrate(&config, database_url, nats_url).await,
+        Command::Config {
+            command: ConfigCommand::Check,
+        } => check_config(&config),
+    }
+}
+
+/// Retries for services that may still be starting beside Gatehouse: about a minute in all.
+fn startup_retry() -> ExponentialBuilder {
+    ExponentialBuilder::default()
+        .with_min_delay(Duration::from_millis(250))
+        .with_max_delay(Duration::from_secs(10))
+        .with_max_times(10)
+        .with_jitter()
+}
+
+async fn migrate(
+    config: &Config,
+    database_url: Option<String>,
+    nats_url: Option<String>,
+) -> anyhow::Result<()> {
+    let url = database_url.unwrap_or_else(|| config.server.effective_database_url());
+    let store = Store::connect(&url, startup_retry()).await?;
+    store
+        .migrate()
+        .await
+        .with_context(|| format!("migrating {} at {}", store.backend(), store.target()))?;
+    println!(
+        "{} at {}: migrations applied",
+        store.backend(),
+        store.target()
+    );
+    store.close().await;
+
+    let nats_url = nats_url.unwrap_or_else(|| config.server.nats_url.clone());
+    if !nats_url.is_empty() {
+        let prefix = &config.server.nats_prefix;
+        JetStreamBus::connect(&nats_url, prefix.clone(), startup_retry()).await?;
+        println!(
+            "NATS at {nats_url}: streams {} and {} ready",
+            prefix.stream_name(StreamKind::Events),
+            prefix.stream_name(StreamKind::Jobs)
+        );
+    }
+    Ok(())
+}
+
+fn check_config(config: &Config) -> anyhow::Result<()> {
+    let problems: Vec<String> = config
+        .secrets()
+        .filter_map(|(key, secret)| secret.resolve().err().map(|e| format!("{key}: {e}")))
+        .collect();
+    print!(
+        "{}",
+        toml::to_string_pretty(config).context("printing the configuration")?
+    );
+    if problems.is_empty() {
+        eprintln!("configuration is valid; every secret is readable");
+        Ok(())
+    } else {
+        anyhow::bail!("secrets that cannot be read:\n  {}", problems.join("\n  "))
+    }
+}

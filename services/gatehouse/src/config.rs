@@ -1,0 +1,518 @@
+//! Configuration: one TOML file plus `GATEHOUSE_*` environment overrides.
+//!
+//! Key names are DESIGN.md's configuration surface; they are a contract with users' files,
+//! so keys are added, never renamed. Unknown keys are errors, so a typo is reported rather
+//! than silently ignored.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use gatehouse_events::Prefix;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::secret::Secret;
+
+/// The whole configuration.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Listener, storage and bus.
+    #[serde(default)]
+    pub server: ServerConfig,
+    /// GitHub App or token, webhook secrets, label triggers.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github: Option<GithubConfig>,
+    /// Slack bot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<SlackConfig>,
+    /// Discord bot.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discord: Option<DiscordConfig>,
+    /// People and their accounts; who may decide gates comes from here.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub people: Vec<Person>,
+    /// Sandbox profiles.
+    #[serde(default)]
+    pub sandbox: SandboxConfig,
+    /// Cron schedules.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub schedules: Vec<ScheduleConfig>,
+}
+
+/// `[server]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// HTTP listen address.
+    pub listen: String,
+    /// SQLite file, workspaces, artifacts, admin token (embedded mode).
+    pub data_dir: PathBuf,
+    /// Empty: SQLite in `data_dir`; otherwise `postgres://...` or `sqlite:...`.
+    pub database_url: String,
+    /// Empty: the in-process bus; otherwise `nats://...`.
+    pub nats_url: String,
+    /// Prefix of this deployment's streams and subjects.
+    pub nats_prefix: Prefix,
+    /// Directories of SOP YAML files, loaded beside the built-ins.
+    pub sop_dirs: Vec<PathBuf>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            data_dir: ".gatehouse".into(),
+            database_url: String::new(),
+            nats_url: String::new(),
+            nats_prefix: Prefix::default(),
+            sop_dirs: vec!["sops".into()],
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The database URL to use: the configured one, or the embedded SQLite file.
+    pub fn effective_database_url(&self) -> String {
+        if self.database_url.is_empty() {
+            format!("sqlite:{}", self.data_dir.join("gatehouse.db").display())
+        } else {
+            self.database_url.clone()
+        }
+    }
+}
+
+/// `[github]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubConfig {
+    /// REST API root; GitHub Enterprise Server and test fakes change it.
+    #[serde(default = "default_github_api")]
+    pub api_url: String,
+    /// A token, when not authenticating as an App.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// GitHub App id, with `private_key`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app_id: Option<u64>,
+    /// GitHub App private key (PEM).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub private_key: Option<Secret>,
+    /// Webhook secrets; several are accepted at once for rotation.
+    #[serde(default)]
+    pub webhook_secrets: Vec<Secret>,
+    /// Labels that start SOPs.
+    #[serde(default)]
+    pub triggers: Vec<GithubTrigger>,
+}
+
+fn default_github_api() -> String {
+    "https://api.github.com".into()
+}
+
+/// `[[github.triggers]]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GithubTrigger {
+    /// The label.
+    pub label: String,
+    /// The SOP it starts.
+    pub sop: String,
+    /// Repository globs (`acme/*`); empty means every repository.
+    #[serde(default)]
+    pub repos: Vec<String>,
+}
+
+/// `[slack]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SlackConfig {
+    /// Web API root.
+    #[serde(default = "default_slack_api")]
+    pub api_url: String,
+    /// Bot token (`xoxb-...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot_token: Option<Secret>,
+    /// Signing secret for request verification.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signing_secret: Option<Secret>,
+    /// Default channel for approval cards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals_channel: Option<String>,
+}
+
+fn default_slack_api() -> String {
+    "https://slack.com/api".into()
+}
+
+/// `[discord]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DiscordConfig {
+    /// REST API root.
+    #[serde(default = "default_discord_api")]
+    pub api_url: String,
+    /// Bot token.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bot_token: Option<Secret>,
+    /// Application id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub application_id: Option<String>,
+    /// Ed25519 public key (hex) for interaction signatures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub public_key: Option<String>,
+    /// Default channel for approval cards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approvals_channel: Option<String>,
+}
+
+fn default_discord_api() -> String {
+    "https://discord.com/api/v10".into()
+}
+
+/// `[[people]]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Person {
+    /// Gatehouse's id for the person.
+    pub id: String,
+    /// GitHub login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub github: Option<String>,
+    /// Slack user id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slack: Option<String>,
+    /// Discord user id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub discord: Option<String>,
+    /// Groups, referenced by gates as `group:<name>`.
+    #[serde(default)]
+    pub groups: Vec<String>,
+}
+
+/// `[sandbox]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Named profiles; SOPs and nodes pick one by name.
+    #[serde(default = "default_profiles")]
+    pub profiles: BTreeMap<String, SandboxProfile>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            profiles: default_profiles(),
+        }
+    }
+}
+
+fn default_profiles() -> BTreeMap<String, SandboxProfile> {
+    BTreeMap::from([("default".to_owned(), SandboxProfile::default())])
+}
+
+/// How a sandbox runs nodes.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxKind {
+    /// A local process in a per-run workspace.
+    #[default]
+    Process,
+    /// A Docker container.
+    Docker,
+}
+
+/// `[sandbox.profiles.<name>]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxProfile {
+    /// process or docker.
+    #[serde(default)]
+    pub kind: SandboxKind,
+    /// Container image (docker).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// `none` or a Docker network name.
+    #[serde(default = "default_network")]
+    pub network: String,
+    /// Memory limit, e.g. `1GiB`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory: Option<String>,
+    /// CPU limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    /// Process limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u32>,
+}
+
+impl Default for SandboxProfile {
+    fn default() -> Self {
+        Self {
+            kind: SandboxKind::Process,
+            image: None,
+            network: default_network(),
+            memory: None,
+            cpus: None,
+            pids: None,
+        }
+    }
+}
+
+fn default_network() -> String {
+    "none".into()
+}
+
+/// What a schedule does when its previous run is still going.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Overlap {
+    /// Skip this fire.
+    #[default]
+    Skip,
+    /// Keep one fire waiting.
+    BufferOne,
+    /// Keep every fire waiting.
+    BufferAll,
+    /// Cancel the running one and start.
+    CancelOther,
+    /// Run side by side.
+    AllowAll,
+}
+
+/// `[[schedules]]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ScheduleConfig {
+    /// Unique name.
+    pub name: String,
+    /// Cron expression (5 or 6 fields, or @hourly and friends).
+    pub cron: String,
+    /// IANA time zone.
+    #[serde(default = "default_timezone")]
+    pub timezone: String,
+    /// SOP to run.
+    pub sop: String,
+    /// Parameters for the SOP.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub params: BTreeMap<String, String>,
+    /// Overlap policy.
+    #[serde(default)]
+    pub overlap: Overlap,
+    /// How far back missed fires are still run after downtime.
+    #[serde(default = "default_catchup", with = "humantime_serde")]
+    pub catchup_window: Duration,
+}
+
+fn default_timezone() -> String {
+    "UTC".into()
+}
+
+fn default_catchup() -> Duration {
+    Duration::from_secs(3600)
+}
+
+/// Why the configuration cannot be used.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// `--config` named a file that does not exist.
+    #[error("config file {0} does not exist")]
+    Missing(PathBuf),
+    /// A key has the wrong type, is unknown, or a file does not parse.
+    #[error("{0}")]
+    Invalid(#[from] Box<figment::Error>),
+    /// Values that parse but contradict each other.
+    #[error("{0}")]
+    Inconsistent(String),
+}
+
+/// Environment variables that belong to the command line, not to the file's keys.
+const CLI_ONLY_ENV: [&str; 4] = ["config", "log", "log_format", "token"];
+/// `[server]` keys that may also be set without the section, e.g. `GATEHOUSE_DATABASE_URL`.
+const SERVER_SHORTHANDS: [&str; 6] = [
+    "listen",
+    "data_dir",
+    "database_url",
+    "nats_url",
+    "nats_prefix",
+    "sop_dirs",
+];
+
+impl Config {
+    /// Loads `file` (required when given explicitly; `gatehouse.toml` when present
+    /// otherwise), then `GATEHOUSE_*` variables: `GATEHOUSE_SECTION__KEY` for any key
+    /// (`GATEHOUSE_GITHUB__API_URL`), and `GATEHOUSE_KEY` for `[server]` keys
+    /// (`GATEHOUSE_DATABASE_URL`).
+    pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
+        let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        match file {
+            Some(path) if !path.exists() => return Err(ConfigError::Missing(path.to_owned())),
+            Some(path) => figment = figment.merge(Toml::file_exact(path)),
+            None if Path::new("gatehouse.toml").exists() => {
+                figment = figment.merge(Toml::file_exact("gatehouse.toml"));
+            }
+            None => {}
+        }
+        let env = Env::prefixed("GATEHOUSE_")
+            .ignore(&CLI_ONLY_ENV)
+            .map(|key| {
+                let key = key.as_str().to_ascii_lowercase();
+                if SERVER_SHORTHANDS.contains(&key.as_str()) {
+                    format!("server.{key}").into()
+                } else {
+                    key.replace("__", ".").into()
+                }
+            });
+        let config: Config = figment.merge(env).extract().map_err(Box::new)?;
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Every secret the configuration references, with its key, for `config check`.
+    pub fn secrets(&self) -> impl Iterator<Item = (String, &Secret)> {
+        let github = self.github.iter().flat_map(|g| {
+            let named = [
+                ("github.token", &g.token),
+                ("github.private_key", &g.private_key),
+            ]
+            .into_iter()
+            .filter_map(|(k, s)| s.as_ref().map(|s| (k.to_owned(), s)));
+            let hooks = g
+                .webhook_secrets
+                .iter()
+                .enumerate()
+                .map(|(i, s)| (format!("github.webhook_secrets[{i}]"), s));
+            named.chain(hooks)
+        });
+        let slack = self.slack.iter().flat_map(|s| {
+            [
+                ("slack.bot_token", &s.bot_token),
+                ("slack.signing_secret", &s.signing_secret),
+            ]
+            .into_iter()
+            .filter_map(|(k, s)| s.as_ref().map(|s| (k.to_owned(), s)))
+        });
+        let discord = self.discord.iter().flat_map(|d| {
+            d.bot_token
+                .as_ref()
+                .map(|s| ("discord.bot_token".to_owned(), s))
+        });
+        github.chain(slack).chain(discord)
+    }
+
+    /// Checks what serde cannot: uniqueness of names and of chat identities.
+    fn validate(&self) -> Result<(), ConfigError> {
+        let people = || self.people.iter();
+        unique("person", people().map(|p| p.id.as_str()))?;
+        unique("GitHub login", people().filter_map(|p| p.github.as_deref()))?;
+        unique("Slack id", people().filter_map(|p| p.slack.as_deref()))?;
+        unique("Discord id", people().filter_map(|p| p.discord.as_deref()))?;
+        unique("schedule", self.schedules.iter().map(|s| s.name.as_str()))
+    }
+}
+
+fn unique<'a>(what: &str, mut names: impl Iterator<Item = &'a str>) -> Result<(), ConfigError> {
+    let mut seen = BTreeSet::new();
+    match names.find(|n| !seen.insert(*n)) {
+        Some(n) => Err(ConfigError::Inconsistent(format!(
+            "{what} `{n}` is defined twice"
+        ))),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loads `toml` as `gatehouse.toml` with `env` set, in a private working directory.
+    fn load_with(toml: &str, env: &[(&str, &str)]) -> Result<Config, String> {
+        let mut result = None;
+        figment::Jail::expect_with(|jail| {
+            jail.create_file("gatehouse.toml", toml)?;
+            for (k, v) in env {
+                jail.set_env(k, v);
+            }
+            result = Some(Config::load(None).map_err(|e| e.to_string()));
+            Ok(())
+        });
+        result.unwrap()
+    }
+
+    #[test]
+    fn defaults_without_a_file() {
+        let c = load_with("", &[]).unwrap();
+        assert_eq!(c.server.listen, "127.0.0.1:8080");
+        assert_eq!(
+            c.server.effective_database_url(),
+            "sqlite:.gatehouse/gatehouse.db"
+        );
+        assert_eq!(c.server.nats_prefix.as_str(), "gatehouse");
+        assert_eq!(c.sandbox.profiles["default"].kind, SandboxKind::Process);
+    }
+
+    #[test]
+    fn the_documented_example_parses() {
+        let c = load_with(include_str!("../../../deploy/gatehouse.example.toml"), &[]).unwrap();
+        let github = c.github.unwrap();
+        assert_eq!(github.triggers[0].label, "sop:bug-fix");
+        assert_eq!(github.webhook_secrets.len(), 1);
+        assert_eq!(c.people[0].groups, vec!["leads"]);
+        assert_eq!(c.schedules[0].catchup_window, Duration::from_secs(3600));
+        assert_eq!(c.schedules[0].overlap, Overlap::Skip);
+        assert_eq!(c.sandbox.profiles["default"].pids, Some(256));
+        assert_eq!(
+            c.slack.unwrap().approvals_channel.as_deref(),
+            Some("C0123456")
+        );
+    }
+
+    #[test]
+    fn environment_overrides_the_file() {
+        let c = load_with(
+            "[server]\ndatabase_url = \"sqlite:file.db\"\n[github]\n",
+            &[
+                ("GATEHOUSE_DATABASE_URL", "postgres://root@db/gatehouse"),
+                ("GATEHOUSE_SERVER__NATS_PREFIX", "staging"),
+                ("GATEHOUSE_GITHUB__API_URL", "http://127.0.0.1:9000"),
+                ("GATEHOUSE_TOKEN", "a CLI token, not a config key"),
+            ],
+        )
+        .unwrap();
+        assert_eq!(c.server.database_url, "postgres://root@db/gatehouse");
+        assert_eq!(c.server.nats_prefix.as_str(), "staging");
+        assert_eq!(c.github.unwrap().api_url, "http://127.0.0.1:9000");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_name_the_key() {
+        let err = load_with("[server]\ndatabse_url = \"x\"\n", &[]).unwrap_err();
+        assert!(err.contains("databse_url"), "{err}");
+        let err = load_with("[server]\nnats_prefix = \"a.b\"\n", &[]).unwrap_err();
+        assert!(err.contains("invalid subject prefix `a.b`"), "{err}");
+        let err = load_with("[[schedules]]\nname = \"n\"\ncron = \"* * * * *\"\nsop = \"s\"\ncatchup_window = \"soon\"\n", &[]).unwrap_err();
+        assert!(err.contains("catchup_window"), "{err}");
+    }
+
+    #[test]
+    fn duplicates_are_refused() {
+        let err = load_with(
+            "[[people]]\nid = \"ana\"\nslack = \"U1\"\n[[people]]\nid = \"bo\"\nslack = \"U1\"\n",
+            &[],
+        )
+        .unwrap_err();
+        assert_eq!(err, "Slack id `U1` is defined twice");
+    }
+
+    #[test]
+    fn an_explicit_file_must_exist() {
+        let err = Config::load(Some(Path::new("/nonexistent/gatehouse.toml"))).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "config file /nonexistent/gatehouse.toml does not exist"
+        );
+    }
+}

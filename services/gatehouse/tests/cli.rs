@@ -1,0 +1,130 @@
+//! The binary as a user runs it: exit codes, messages, and what `migrate` leaves behind.
+
+use std::process::{Command, Output};
+
+use gatehouse_tests::{Backend, TestDb, TestNats, nats_url};
+
+fn gatehouse(dir: &std::path::Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(args)
+        .current_dir(dir)
+        .env_remove("GATEHOUSE_DATABASE_URL")
+        .env("GATEHOUSE_LOG", "warn")
+        .output()
+        .unwrap()
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn help_has_examples() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gatehouse(dir.path(), &["--help"]);
+    assert!(out.status.success());
+    let help = text(&out.stdout);
+    assert!(help.contains("Examples:"));
+    assert!(help.contains("gatehouse migrate --database-url postgres://"));
+}
+
+#[test]
+fn migrate_creates_the_embedded_database_in_data_dir_and_is_repeatable() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gatehouse.toml"),
+        "[server]\ndata_dir = \"state\"\n",
+    )
+    .unwrap();
+    for _ in 0..2 {
+        let out = gatehouse(dir.path(), &["migrate"]);
+        assert!(out.status.success(), "{}", text(&out.stderr));
+        assert_eq!(
+            text(&out.stdout),
+            "SQLite at state/gatehouse.db: migrations applied\n"
+        );
+    }
+    assert!(dir.path().join("state/gatehouse.db").exists());
+}
+
+#[tokio::test]
+async fn migrate_prepares_postgres_and_jetstream() {
+    let dir = tempfile::tempdir().unwrap();
+    // A fresh schema, already migrated by the harness: migrate must succeed again on it.
+    let db = TestDb::new(Backend::Postgres).await;
+    let nats = TestNats::new();
+    // The prefix comes from the environment, as in a deployment.
+    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["migrate", "--database-url", &db.url, "--nats", &nats_url()])
+        .current_dir(dir.path())
+        .env("GATEHOUSE_NATS_PREFIX", nats.prefix.as_str())
+        .env("GATEHOUSE_LOG", "warn")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.starts_with("Postgres at 127.0.0.1:5432/test: migrations applied\n"),
+        "{stdout}"
+    );
+    let upper = nats.prefix.as_str().to_uppercase();
+    assert!(
+        stdout.contains(&format!("streams {upper}_EVENTS and {upper}_JOBS ready")),
+        "{stdout}"
+    );
+    nats.cleanup().await;
+    db.cleanup().await;
+}
+
+#[test]
+fn bad_input_is_a_clear_error_and_exit_code_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let cases: [(&[&str], &str); 3] = [
+        (
+            &["migrate", "--database-url", "mysql://root:hunter2@db/x"],
+            "error: unsupported database URL `mysql://***@db/x`",
+        ),
+        (
+            &["--config", "missing.toml", "migrate"],
+            "error: loading the configuration: config file missing.toml does not exist",
+        ),
+        (
+            &[
+                "migrate",
+                "--database-url",
+                "postgres://root@127.0.0.1:5432/test?sslmode=bogus",
+            ],
+            "error: invalid Postgres URL",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = gatehouse(dir.path(), args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let stderr = text(&out.stderr);
+        assert!(stderr.starts_with(expected), "{args:?}: {stderr}");
+        assert!(!stderr.contains("hunter2"));
+        assert!(!stderr.contains("panicked"));
+    }
+}
+
+#[test]
+fn config_check_reports_unreadable_secrets_and_never_prints_literals() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gatehouse.toml"),
+        "[github]\ntoken = { env = \"GATEHOUSE_CLI_TEST_UNSET\" }\nwebhook_secrets = [\"literal-s3cret\"]\n",
+    )
+    .unwrap();
+    let out = gatehouse(dir.path(), &["config", "check"]);
+    assert_eq!(out.status.code(), Some(1));
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert!(
+        stdout.contains("webhook_secrets = [\"<redacted>\"]"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("literal-s3cret"));
+    assert!(
+        stderr.contains("github.token: environment variable GATEHOUSE_CLI_TEST_UNSET is not set"),
+        "{stderr}"
+    );
+}
