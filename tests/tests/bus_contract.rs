@@ -347,19 +347,29 @@ async fn outbox_survives_kill_9_before_relay(kind: BusKind) {
     t.cleanup().await;
 }
 
-/// A bus that is down: every publish fails.
-struct DownBus;
+/// A bus that goes down after `healthy` publishes.
+struct FailingBus {
+    inner: Arc<dyn Bus>,
+    healthy: usize,
+    published: std::sync::atomic::AtomicUsize,
+}
 
 #[async_trait]
-impl Bus for DownBus {
-    async fn publish(&self, _: Outgoing<'_>) -> Result<Published, BusError> {
+impl Bus for FailingBus {
+    async fn publish(&self, message: Outgoing<'_>) -> Result<Published, BusError> {
+        let n = self
+            .published
+            .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        if n < self.healthy {
+            return self.inner.publish(message).await;
+        }
         Err(BusError::JetStream {
             operation: "publish",
             message: "no responders".into(),
         })
     }
     async fn subscribe(&self, spec: &ConsumerSpec) -> Result<Box<dyn Subscription>, BusError> {
-        Err(BusError::Closed(spec.name.clone()))
+        self.inner.subscribe(spec).await
     }
 }
 
@@ -372,19 +382,43 @@ async fn relay_publishes_in_order_and_retries_failures(kind: BusKind) {
     }
     tx.commit().await.unwrap();
 
+    // The bus fails on the third publish: two rows are sent, the third carries the error,
+    // the last two go back untried.
     let retry_now = RelayOptions {
         retry_delay: Duration::ZERO,
         ..RelayOptions::default()
     };
-    let down = Relay::new(t.db.store.clone(), Arc::new(DownBus), retry_now.clone());
-    assert!(down.relay_once().await.is_err());
+    let failing = FailingBus {
+        inner: t.bus.clone(),
+        healthy: 2,
+        published: Default::default(),
+    };
+    let relay = Relay::new(t.db.store.clone(), Arc::new(failing), retry_now.clone());
+    let err = relay.relay_once().await.unwrap_err();
+    assert!(err.to_string().contains("no responders"));
     assert_eq!(
         t.db.store.outbox_backlog().await.unwrap(),
-        5,
+        3,
         "nothing lost"
     );
+    let left =
+        t.db.store
+            .claim_outbox(10, Duration::from_secs(30))
+            .await
+            .unwrap();
+    let attempts: Vec<_> = left.iter().map(|r| (r.id, r.attempts)).collect();
+    let expected: Vec<_> = [(2, 1), (3, 0), (4, 0)]
+        .map(|(i, a)| (events[i].id, a))
+        .into();
+    assert_eq!(attempts, expected);
+    for row in &left {
+        t.db.store
+            .release_outbox(row.seq, None, Duration::ZERO)
+            .await
+            .unwrap();
+    }
 
-    // The relay loop, woken by commits, publishes everything once the bus is back.
+    // The relay loop, woken by commits, publishes the rest once the bus is back.
     let stop = CancellationToken::new();
     let relay =
         tokio::spawn(Relay::new(t.db.store.clone(), t.bus.clone(), retry_now).run(stop.clone()));

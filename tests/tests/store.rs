@@ -173,7 +173,7 @@ async fn outbox_sent_and_released_rows(backend: Backend) {
         .claim_outbox(10, Duration::from_secs(30))
         .await
         .unwrap();
-    db.store.mark_outbox_sent(rows[0].seq).await.unwrap();
+    db.store.mark_outbox_sent(&[rows[0].seq]).await.unwrap();
     db.store
         .release_outbox(rows[1].seq, Some("nats: no responders"), Duration::ZERO)
         .await

@@ -62,7 +62,8 @@ impl Relay {
             .store
             .claim_outbox(self.options.batch, self.options.lease)
             .await?;
-        for (published, row) in batch.iter().enumerate() {
+        let mut sent = Vec::with_capacity(batch.len());
+        for row in &batch {
             let outgoing = Outgoing {
                 id: row.id,
                 topic: &row.topic,
@@ -70,20 +71,24 @@ impl Relay {
                 traceparent: row.traceparent.as_deref(),
             };
             if let Err(err) = self.bus.publish(outgoing).await {
+                self.store.mark_outbox_sent(&sent).await?;
                 let error = err.to_string();
                 self.store
                     .release_outbox(row.seq, Some(&error), self.options.retry_delay)
                     .await?;
-                for later in &batch[published + 1..] {
+                for later in &batch[sent.len() + 1..] {
                     self.store
                         .release_outbox(later.seq, None, self.options.retry_delay)
                         .await?;
                 }
                 return Err(err);
             }
-            self.store.mark_outbox_sent(row.seq).await?;
+            sent.push(row.seq);
         }
-        Ok(batch.len())
+        // A crash before this line republishes the batch; the bus drops the repeats by
+        // message id and consumers' inboxes catch any that get through.
+        self.store.mark_outbox_sent(&sent).await?;
+        Ok(sent.len())
     }
 
     /// Relays until `shutdown` is cancelled: at once when this process commits outbox

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use gatehouse_events::Envelope;
+use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use crate::store::with_pool;
@@ -95,14 +96,20 @@ impl Store {
             .collect())
     }
 
-    /// Marks a published row as sent.
-    pub async fn mark_outbox_sent(&self, seq: i64) -> Result<(), StoreError> {
+    /// Marks published rows as sent, in one statement.
+    pub async fn mark_outbox_sent(&self, seqs: &[i64]) -> Result<(), StoreError> {
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        let now = Utc::now();
         with_pool!(self, pool => {
-            sqlx::query("UPDATE outbox SET sent_at = $1, lease_until_ms = NULL WHERE seq = $2")
-                .bind(Utc::now())
-                .bind(seq)
-                .execute(pool)
-                .await?;
+            let mut sql = QueryBuilder::new("UPDATE outbox SET lease_until_ms = NULL, sent_at = ");
+            sql.push_bind(now).push(" WHERE seq IN (");
+            let mut list = sql.separated(", ");
+            for seq in seqs {
+                list.push_bind(*seq);
+            }
+            sql.push(")").build().execute(pool).await?;
         });
         Ok(())
     }

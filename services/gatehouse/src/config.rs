@@ -429,6 +429,8 @@ mod tests {
     use super::*;
 
     /// Loads `toml` as `gatehouse.toml` with `env` set, in a private working directory.
+    // figment's Jail fixes the closure's error type.
+    #[allow(clippy::result_large_err)]
     fn load_with(toml: &str, env: &[(&str, &str)]) -> Result<Config, String> {
         let mut result = None;
         figment::Jail::expect_with(|jail| {
