@@ -60,9 +60,9 @@ impl Figures {
     }
 }
 
-/// Raw JetStream: publish and wait for the server's ack, one at a time (latency) and with
-/// many in flight (throughput).
-async fn raw_jetstream(events: usize, samples: usize) -> Figures {
+/// Raw JetStream: publish and wait for the server's ack, one at a time (latency, and the
+/// throughput that gives) and with many in flight (throughput).
+async fn raw_jetstream(events: usize, samples: usize) -> [Figures; 2] {
     let nats = TestNats::new();
     let client = async_nats::connect(nats_url()).await.expect("NATS");
     let js = async_nats::jetstream::new(client);
@@ -79,6 +79,7 @@ async fn raw_jetstream(events: usize, samples: usize) -> Figures {
     let payload: bytes::Bytes = envelope(0).to_bytes().expect("bytes").into();
 
     let mut hist = Histogram::<u64>::new(3).expect("histogram");
+    let one_at_a_time = Instant::now();
     for _ in 0..samples {
         let start = Instant::now();
         js.publish(subject.clone(), payload.clone())
@@ -89,6 +90,7 @@ async fn raw_jetstream(events: usize, samples: usize) -> Figures {
         hist.record(start.elapsed().as_micros() as u64)
             .expect("record");
     }
+    let sequential_per_sec = samples as f64 / one_at_a_time.elapsed().as_secs_f64();
     let start = Instant::now();
     let mut acks = Vec::with_capacity(events);
     for _ in 0..events {
@@ -103,12 +105,21 @@ async fn raw_jetstream(events: usize, samples: usize) -> Figures {
     }
     let per_sec = events as f64 / start.elapsed().as_secs_f64();
     nats.cleanup().await;
-    Figures {
-        name: "raw JetStream publish+ack (baseline)",
-        per_sec,
-        p50_us: hist.value_at_quantile(0.5),
-        p99_us: hist.value_at_quantile(0.99),
-    }
+    let (p50_us, p99_us) = (hist.value_at_quantile(0.5), hist.value_at_quantile(0.99));
+    [
+        Figures {
+            name: "raw JetStream publish+ack (baseline)",
+            per_sec,
+            p50_us,
+            p99_us,
+        },
+        Figures {
+            name: "raw JetStream, one publish at a time",
+            per_sec: sequential_per_sec,
+            p50_us,
+            p99_us,
+        },
+    ]
 }
 
 /// Stamps the time each event was applied.
@@ -209,7 +220,7 @@ async fn main() {
         env_usize("BENCH_LATENCY_SAMPLES", 300)
     };
     println!("outbox → bus → inbox, {events} events per burst, {samples} latency samples");
-    let baseline = raw_jetstream(events, samples).await;
+    let [baseline, sequential] = raw_jetstream(events, samples).await;
     let runs = [
         pipeline(
             BusKind::JetStream,
@@ -234,6 +245,7 @@ async fn main() {
         .await,
     ];
     baseline.print(&baseline);
+    sequential.print(&baseline);
     for figures in &runs {
         figures.print(&baseline);
     }

@@ -111,6 +111,7 @@ on_every_bus!(
     delivers_id_topic_trace_and_count,
     duplicate_publish_is_consumed_once,
     unacked_message_comes_back,
+    changed_ack_wait_takes_effect,
     nak_with_delay_lets_later_messages_pass,
     in_progress_holds_the_lease,
     redelivery_after_commit_is_a_no_op,
@@ -180,6 +181,29 @@ async fn unacked_message_comes_back(kind: BusKind) {
     assert_eq!(again.id, Some(e.id));
     assert_eq!(again.deliveries, 2);
     again.ack().await.unwrap();
+    t.cleanup().await;
+}
+
+async fn changed_ack_wait_takes_effect(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    drop(
+        t.bus
+            .subscribe(&spec("retuned", Duration::from_secs(60)))
+            .await
+            .unwrap(),
+    );
+    let mut sub = t
+        .bus
+        .subscribe(&spec("retuned", Duration::from_secs(1)))
+        .await
+        .unwrap();
+    publish(&*t.bus, &envelope("retuned")).await;
+    drop(next(&mut sub, Duration::from_secs(10)).await.unwrap());
+    let again = next(&mut sub, Duration::from_secs(5)).await;
+    assert!(
+        again.is_some(),
+        "redelivered after the new 1 s ack wait, not the old 60 s"
+    );
     t.cleanup().await;
 }
 

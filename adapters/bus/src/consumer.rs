@@ -93,42 +93,47 @@ impl Consumer {
 
     /// Subscribes and processes deliveries until `shutdown` is cancelled. A delivery in
     /// flight at shutdown is finished first. Errors talking to the bus or the store are
-    /// logged and retried; they never end the loop.
+    /// logged and retried (a lost subscription is re-established); they never end the loop.
     pub async fn run(&self, handler: &dyn Handler, shutdown: CancellationToken) {
         let name = &self.options.spec.name;
-        let mut subscription = loop {
-            match self.bus.subscribe(&self.options.spec).await {
-                Ok(s) => break s,
+        loop {
+            let subscribed = tokio::select! {
+                _ = shutdown.cancelled() => return,
+                s = self.bus.subscribe(&self.options.spec) => s,
+            };
+            match subscribed {
+                Ok(mut subscription) => loop {
+                    let delivery = tokio::select! {
+                        _ = shutdown.cancelled() => return,
+                        d = subscription.next() => d,
+                    };
+                    match delivery {
+                        Ok(delivery) => self.process_logged(handler, delivery).await,
+                        Err(err) => {
+                            tracing::warn!(consumer = %name, error = %err,
+                                "receiving failed; subscribing again");
+                            break;
+                        }
+                    }
+                },
                 Err(err) => {
                     tracing::warn!(consumer = %name, error = %err, "subscribing failed; retrying");
-                    tokio::select! {
-                        _ = shutdown.cancelled() => return,
-                        _ = tokio::time::sleep(self.options.retry_delay) => {}
-                    }
                 }
             }
-        };
-        loop {
-            let delivery = tokio::select! {
+            tokio::select! {
                 _ = shutdown.cancelled() => return,
-                d = subscription.next() => d,
-            };
-            match delivery {
-                Ok(delivery) => {
-                    let (id, topic) = (delivery.id, delivery.topic.clone());
-                    match self.process(handler, delivery).await {
-                        Ok(outcome) => {
-                            tracing::debug!(consumer = %name, ?id, %topic, ?outcome, "processed")
-                        }
-                        Err(err) => tracing::warn!(consumer = %name, ?id, %topic, error = %err,
-                            "processing failed; the message will be redelivered"),
-                    }
-                }
-                Err(err) => {
-                    tracing::warn!(consumer = %name, error = %err, "receiving failed; retrying");
-                    tokio::time::sleep(self.options.retry_delay).await;
-                }
+                _ = tokio::time::sleep(self.options.retry_delay) => {}
             }
+        }
+    }
+
+    async fn process_logged(&self, handler: &dyn Handler, delivery: Delivery) {
+        let name = &self.options.spec.name;
+        let (id, topic) = (delivery.id, delivery.topic.clone());
+        match self.process(handler, delivery).await {
+            Ok(outcome) => tracing::debug!(consumer = %name, ?id, %topic, ?outcome, "processed"),
+            Err(err) => tracing::warn!(consumer = %name, ?id, %topic, error = %err,
+                "processing failed; the message will be redelivered"),
         }
     }
 

@@ -139,8 +139,9 @@ impl Bus for JetStreamBus {
             ack_wait: spec.ack_wait,
             ..Default::default()
         };
+        // Creating a durable that exists updates it, so a changed ack wait takes effect.
         let consumer: jetstream::consumer::PullConsumer = stream
-            .get_or_create_consumer(&spec.name, config)
+            .create_consumer(config)
             .await
             .map_err(|e| BusError::jetstream("create consumer", e))?;
         let messages = consumer

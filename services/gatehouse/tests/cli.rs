@@ -128,3 +128,31 @@ fn config_check_reports_unreadable_secrets_and_never_prints_literals() {
         "{stderr}"
     );
 }
+
+#[test]
+fn json_logs_are_one_object_per_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args([
+            "--log-format",
+            "json",
+            "migrate",
+            "--database-url",
+            "sqlite:x.db",
+        ])
+        .current_dir(dir.path())
+        .env("GATEHOUSE_LOG", "debug")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let lines: Vec<serde_json::Value> = text(&out.stderr)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect();
+    let connected = lines
+        .iter()
+        .find(|l| l["message"] == "connected to the database")
+        .expect("the store logs its connection at debug");
+    assert_eq!(connected["level"], "DEBUG");
+    assert_eq!(connected["backend"], "SQLite");
+}
