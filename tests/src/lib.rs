@@ -78,13 +78,36 @@ impl TestDb {
         }
     }
 
-    /// Drops the Postgres schema (the SQLite directory goes with `self`).
-    pub async fn cleanup(self) {
+    /// Drops the Postgres schema (the SQLite directory goes with `self`). A test that
+    /// panics before calling this still cleans up, in `Drop`.
+    pub async fn cleanup(mut self) {
         self.store.close().await;
-        if let Some(schema) = &self.schema {
+        if let Some(schema) = self.schema.take() {
             admin_sql(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
         }
     }
+}
+
+impl Drop for TestDb {
+    fn drop(&mut self) {
+        if let Some(schema) = self.schema.take() {
+            block_on_own_thread(async move {
+                admin_sql(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
+            });
+        }
+    }
+}
+
+/// Runs async cleanup from `Drop`, which may be inside a runtime that cannot block.
+fn block_on_own_thread(cleanup: impl std::future::Future<Output = ()> + Send + 'static) {
+    let _ = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("cleanup runtime")
+            .block_on(cleanup)
+    })
+    .join();
 }
 
 async fn admin_sql(sql: &str) {
@@ -102,6 +125,7 @@ async fn admin_sql(sql: &str) {
 pub struct TestNats {
     /// The prefix; streams are `<PREFIX>_EVENTS` and `<PREFIX>_JOBS`.
     pub prefix: Prefix,
+    cleaned: bool,
 }
 
 impl TestNats {
@@ -110,17 +134,32 @@ impl TestNats {
         let id = Uuid::now_v7().simple().to_string();
         Self {
             prefix: Prefix::new(&format!("t{}", &id[id.len() - 16..])).expect("valid prefix"),
+            cleaned: false,
         }
     }
 
-    /// Deletes this prefix's streams.
-    pub async fn cleanup(self) {
-        let client = async_nats::connect(nats_url())
-            .await
-            .expect("connect to NATS");
-        let js = async_nats::jetstream::new(client);
-        for kind in [StreamKind::Events, StreamKind::Jobs] {
-            let _ = js.delete_stream(self.prefix.stream_name(kind)).await;
+    /// Deletes this prefix's streams. A test that panics before calling this still cleans
+    /// up, in `Drop`.
+    pub async fn cleanup(mut self) {
+        self.cleaned = true;
+        delete_streams(self.prefix.clone()).await;
+    }
+}
+
+async fn delete_streams(prefix: Prefix) {
+    let Ok(client) = async_nats::connect(nats_url()).await else {
+        return;
+    };
+    let js = async_nats::jetstream::new(client);
+    for kind in [StreamKind::Events, StreamKind::Jobs] {
+        let _ = js.delete_stream(prefix.stream_name(kind)).await;
+    }
+}
+
+impl Drop for TestNats {
+    fn drop(&mut self) {
+        if !self.cleaned {
+            block_on_own_thread(delete_streams(self.prefix.clone()));
         }
     }
 }
