@@ -1,0 +1,370 @@
+//! NATS or Postgres going away and coming back: nothing committed to the outbox is lost and
+//! nothing is applied twice. Each test runs a private server (the machine's binaries on a
+//! free port with their own storage), so restarting it disturbs no other test.
+
+use std::collections::BTreeSet;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gatehouse_bus::{
+    Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, JetStreamBus, Relay,
+    RelayOptions,
+};
+use gatehouse_events::{Envelope, Event, NodeProgress, Prefix};
+use gatehouse_store::{Store, Tx};
+use gatehouse_tests::{Backend, TestDb, quick_retry};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn wait_for_port(port: u16) {
+    for _ in 0..200 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("nothing listens on port {port}");
+}
+
+/// A nats-server of this test's own.
+struct PrivateNats {
+    port: u16,
+    dir: tempfile::TempDir,
+    child: Option<Child>,
+}
+
+impl PrivateNats {
+    fn start() -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut nats = Self {
+            port,
+            dir: tempfile::tempdir().unwrap(),
+            child: None,
+        };
+        nats.restart();
+        nats
+    }
+
+    fn url(&self) -> String {
+        format!("nats://127.0.0.1:{}", self.port)
+    }
+
+    fn restart(&mut self) {
+        let binary = std::env::var("GATEHOUSE_TEST_NATS_SERVER")
+            .unwrap_or_else(|_| "/usr/sbin/nats-server".into());
+        let child = Command::new(binary)
+            .args([
+                "-a",
+                "127.0.0.1",
+                "-p",
+                &self.port.to_string(),
+                "-js",
+                "-sd",
+            ])
+            .arg(self.dir.path())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("nats-server is installed");
+        self.child = Some(child);
+        wait_for_port(self.port);
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+}
+
+impl Drop for PrivateNats {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+#[derive(Default)]
+struct Applied(Mutex<Vec<String>>);
+
+#[async_trait]
+impl Handler for Applied {
+    async fn handle(&self, _tx: &mut Tx, event: &Envelope) -> Result<(), HandlerError> {
+        let Event::NodeProgress(p) = event.decode()? else {
+            return Err("unexpected event".into());
+        };
+        self.0.lock().unwrap().push(p.message);
+        Ok(())
+    }
+}
+
+async fn emit(store: &Store, message: String) {
+    let event = Event::NodeProgress(NodeProgress {
+        run_id: Uuid::now_v7(),
+        node: "n".into(),
+        attempt: 1,
+        message,
+    });
+    let mut tx = store.begin().await.unwrap();
+    tx.append_outbox(&Envelope::new("restart-test", &event, None).unwrap())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+}
+
+async fn wait_for(applied: &Applied, n: usize) {
+    for _ in 0..1500 {
+        if applied.0.lock().unwrap().len() >= n {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("only {:?} applied, expected {n}", applied.0.lock().unwrap());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_nats_restart_loses_nothing_and_repeats_nothing() {
+    let mut nats = PrivateNats::start();
+    let db = TestDb::new(Backend::Postgres).await;
+    // The server is private, so the default prefix collides with nobody.
+    let bus = Arc::new(
+        JetStreamBus::connect(&nats.url(), Prefix::default(), quick_retry())
+            .await
+            .unwrap(),
+    );
+
+    let stop = CancellationToken::new();
+    let options = RelayOptions {
+        retry_delay: Duration::from_millis(200),
+        ..RelayOptions::default()
+    };
+    let relay = tokio::spawn(Relay::new(db.store.clone(), bus.clone(), options).run(stop.clone()));
+    let applied = Arc::new(Applied::default());
+    let consumer = tokio::spawn({
+        let spec = ConsumerSpec {
+            ack_wait: Duration::from_secs(2),
+            ..ConsumerSpec::new("survivor", "node.progress")
+        };
+        let options = ConsumerOptions {
+            retry_delay: Duration::from_millis(200),
+            ..ConsumerOptions::new(spec)
+        };
+        let consumer = Consumer::new(bus.clone(), db.store.clone(), options);
+        let (applied, stop) = (applied.clone(), stop.clone());
+        async move { consumer.run(&*applied, stop).await }
+    });
+
+    for i in 0..5 {
+        emit(&db.store, format!("before {i}")).await;
+    }
+    wait_for(&applied, 5).await;
+
+    nats.kill();
+    for i in 0..5 {
+        emit(&db.store, format!("during {i}")).await;
+    }
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        db.store.outbox_backlog().await.unwrap() > 0,
+        "nothing can be relayed while NATS is down"
+    );
+    nats.restart();
+    for i in 0..5 {
+        emit(&db.store, format!("after {i}")).await;
+    }
+    wait_for(&applied, 15).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    stop.cancel();
+    let _ = tokio::join!(relay, consumer);
+    let applied = applied.0.lock().unwrap().clone();
+    let unique: BTreeSet<_> = applied.iter().collect();
+    assert_eq!(applied.len(), 15, "applied exactly once each: {applied:?}");
+    assert_eq!(unique.len(), 15);
+    assert_eq!(db.store.outbox_backlog().await.unwrap(), 0);
+    db.cleanup().await;
+}
+
+/// A Postgres cluster of this test's own, run as the `postgres` user when the test runs as
+/// root (Postgres refuses root).
+struct PrivatePostgres {
+    port: u16,
+    dir: tempfile::TempDir,
+}
+
+impl PrivatePostgres {
+    fn bin(tool: &str) -> String {
+        let dir = std::env::var("GATEHOUSE_TEST_PG_BIN").unwrap_or_else(|_| {
+            let mut found: Vec<_> = std::fs::read_dir("/usr/lib/postgresql")
+                .expect("Postgres server binaries under /usr/lib/postgresql")
+                .map(|e| e.unwrap().path().join("bin"))
+                .collect();
+            found.sort();
+            found.pop().unwrap().display().to_string()
+        });
+        format!("{dir}/{tool}")
+    }
+
+    fn pg(&self, tool: &str, args: &[&str]) {
+        let as_root = std::env::var("USER").map(|u| u == "root").unwrap_or(false)
+            || Command::new("id")
+                .arg("-u")
+                .output()
+                .map(|o| o.stdout == b"0\n")
+                .unwrap_or(false);
+        let mut command = if as_root {
+            let mut c = Command::new("runuser");
+            c.args(["-u", "postgres", "--", &Self::bin(tool)]);
+            c
+        } else {
+            Command::new(Self::bin(tool))
+        };
+        let out = command.args(args).output().unwrap();
+        assert!(
+            out.status.success(),
+            "{tool} {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    fn data(&self) -> String {
+        self.dir.path().join("data").display().to_string()
+    }
+
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        // The server user must reach its directory.
+        Command::new("chmod")
+            .args(["0777"])
+            .arg(dir.path())
+            .status()
+            .unwrap();
+        let pg = Self {
+            port: free_port(),
+            dir,
+        };
+        pg.pg(
+            "initdb",
+            &["-D", &pg.data(), "-A", "trust", "-U", "root", "--no-sync"],
+        );
+        pg.restart();
+        pg
+    }
+
+    fn restart(&self) {
+        let options = format!(
+            "-p {} -k {} -c listen_addresses=127.0.0.1 -c fsync=off",
+            self.port,
+            self.dir.path().display()
+        );
+        let log = self.dir.path().join("log").display().to_string();
+        self.pg(
+            "pg_ctl",
+            &[
+                "-D",
+                &self.data(),
+                "-o",
+                &options,
+                "-l",
+                &log,
+                "-w",
+                "start",
+            ],
+        );
+        wait_for_port(self.port);
+    }
+
+    /// Stops like a crash: no checkpoint, clients cut off.
+    fn kill(&self) {
+        self.pg("pg_ctl", &["-D", &self.data(), "-m", "immediate", "stop"]);
+    }
+
+    fn url(&self) -> String {
+        format!("postgres://root@127.0.0.1:{}/postgres", self.port)
+    }
+}
+
+impl Drop for PrivatePostgres {
+    fn drop(&mut self) {
+        let _ = std::panic::catch_unwind(|| self.kill());
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_postgres_restart_loses_nothing_and_repeats_nothing() {
+    let postgres = PrivatePostgres::start();
+    let store = Store::connect(&postgres.url(), quick_retry())
+        .await
+        .unwrap();
+    store.migrate().await.unwrap();
+    let bus = Arc::new(gatehouse_bus::InProcessBus::new(store.clone()));
+
+    let stop = CancellationToken::new();
+    let options = RelayOptions {
+        retry_delay: Duration::from_millis(200),
+        poll: Duration::from_millis(100),
+        ..RelayOptions::default()
+    };
+    let relay = tokio::spawn(Relay::new(store.clone(), bus.clone(), options).run(stop.clone()));
+    let applied = Arc::new(Applied::default());
+    let consumer = tokio::spawn({
+        let spec = ConsumerSpec {
+            ack_wait: Duration::from_secs(2),
+            ..ConsumerSpec::new("survivor", "node.progress")
+        };
+        let options = ConsumerOptions {
+            retry_delay: Duration::from_millis(200),
+            ..ConsumerOptions::new(spec)
+        };
+        let consumer = Consumer::new(bus.clone(), store.clone(), options);
+        let (applied, stop) = (applied.clone(), stop.clone());
+        async move { consumer.run(&*applied, stop).await }
+    });
+
+    for i in 0..5 {
+        emit(&store, format!("before {i}")).await;
+    }
+    wait_for(&applied, 5).await;
+
+    // A short outage: writes made during it wait for the pool to reconnect and succeed.
+    postgres.kill();
+    let postgres = Arc::new(postgres);
+    let restart = tokio::task::spawn_blocking({
+        let postgres = postgres.clone();
+        move || {
+            std::thread::sleep(Duration::from_millis(500));
+            postgres.restart();
+        }
+    });
+    for i in 0..5 {
+        emit(&store, format!("during {i}")).await;
+    }
+    restart.await.unwrap();
+    for i in 0..5 {
+        emit(&store, format!("after {i}")).await;
+    }
+    wait_for(&applied, 15).await;
+    tokio::time::sleep(Duration::from_millis(500)).await;
+
+    stop.cancel();
+    let _ = tokio::join!(relay, consumer);
+    let applied = applied.0.lock().unwrap().clone();
+    let unique: BTreeSet<_> = applied.iter().collect();
+    assert_eq!(applied.len(), 15, "applied exactly once each: {applied:?}");
+    assert_eq!(unique.len(), 15);
+    assert_eq!(store.outbox_backlog().await.unwrap(), 0);
+}
