@@ -14,6 +14,10 @@ Examples:
   # Prepare Postgres and the JetStream streams for distributed mode
   gatehouse migrate --database-url postgres://gatehouse@db/gatehouse --nats nats://nats:4222
 
+  # Check SOP files before committing them; the SOPs available to run
+  gatehouse sop validate sops/*.yaml
+  gatehouse sop list
+
   # Check a configuration file, its secrets and environment overrides
   gatehouse --config /etc/gatehouse/gatehouse.toml config check
 
@@ -60,11 +64,38 @@ pub enum Command {
         #[arg(long = "nats", value_name = "URL")]
         nats_url: Option<String>,
     },
+    /// Check and list SOP definitions.
+    Sop {
+        /// What to do.
+        #[command(subcommand)]
+        command: SopCommand,
+    },
     /// Inspect the configuration.
     Config {
         /// What to do with it.
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+}
+
+/// `gatehouse sop ...`
+#[derive(Debug, Subcommand)]
+pub enum SopCommand {
+    /// Validate SOP files; every problem is printed as FILE:LINE:COLUMN: MESSAGE and the exit
+    /// code is 1 when any file is invalid.
+    Validate {
+        /// The files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Print a JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the SOPs this configuration can run: the built-ins and those in server.sop_dirs.
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -5,6 +5,7 @@ mod cli;
 mod config;
 mod logging;
 mod secret;
+mod sop_commands;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use gatehouse_bus::JetStreamBus;
 use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
-use crate::cli::{Cli, Command, ConfigCommand};
+use crate::cli::{Cli, Command, ConfigCommand, SopCommand};
 use crate::config::Config;
 
 fn main() -> ExitCode {
@@ -60,6 +61,12 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             database_url,
             nats_url,
         } => migrate(&config, database_url, nats_url).await,
+        Command::Sop {
+            command: SopCommand::Validate { files, json },
+        } => sop_commands::validate(&files, json),
+        Command::Sop {
+            command: SopCommand::List { json },
+        } => sop_commands::list(&config, json),
         Command::Config {
             command: ConfigCommand::Check,
         } => check_config(&config),

@@ -156,3 +156,61 @@ fn json_logs_are_one_object_per_line() {
     assert_eq!(connected["level"], "DEBUG");
     assert_eq!(connected["backend"], "SQLite");
 }
+
+#[test]
+fn sop_validate_prints_located_problems_and_fails() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("good.yaml"),
+        "name: good\nnodes:\n  a: { kind: script, run: ls }\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.path().join("bad.yaml"),
+        "name: bad\nnodes:\n  a: { kind: script, run: ls, needs: [zz] }\n",
+    )
+    .unwrap();
+    let out = gatehouse(dir.path(), &["sop", "validate", "good.yaml", "bad.yaml"]);
+    assert_eq!(out.status.code(), Some(1));
+    let stdout = text(&out.stdout);
+    assert!(
+        stdout.contains("good.yaml: ok: good (1 nodes, version "),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("bad.yaml:3:39: `needs` names `zz`, which is not a node of this SOP"),
+        "{stdout}"
+    );
+    assert!(text(&out.stderr).contains("error: 1 of 2 SOP files are invalid"));
+
+    let out = gatehouse(dir.path(), &["sop", "validate", "--json", "bad.yaml"]);
+    let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report[0]["valid"], false);
+    assert_eq!(report[0]["diagnostics"][0]["line"], 3);
+    assert_eq!(report[0]["diagnostics"][0]["column"], 39);
+}
+
+#[test]
+fn sop_list_shows_built_ins_and_the_users_sops() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("sops")).unwrap();
+    std::fs::write(
+        dir.path().join("sops/mine.yaml"),
+        "name: mine\ntitle: Mine\nnodes:\n  a: { kind: script, run: ls }\n",
+    )
+    .unwrap();
+    let out = gatehouse(dir.path(), &["sop", "list", "--json"]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let names: Vec<_> = list
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["backend-delivery", "bug-fix", "mine", "platform-check"]
+    );
+    assert_eq!(list[2]["source"], "sops/mine.yaml");
+}

@@ -1,0 +1,109 @@
+//! The SOPs a deployment knows: the built-ins, then the user's directories.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use crate::{Diagnostic, Sop, SopError, parse};
+
+/// SOPs compiled into the binary, so a fresh install has something to run.
+const BUILTIN: [(&str, &str); 3] = [
+    (
+        "platform-check",
+        include_str!("../builtin/platform-check.yaml"),
+    ),
+    ("bug-fix", include_str!("../builtin/bug-fix.yaml")),
+    (
+        "backend-delivery",
+        include_str!("../builtin/backend-delivery.yaml"),
+    ),
+];
+
+/// Every valid SOP by name. A user file with a built-in's name replaces the built-in.
+#[derive(Debug, Clone, Default)]
+pub struct Catalog {
+    sops: BTreeMap<String, Sop>,
+}
+
+impl Catalog {
+    /// Loads the built-ins and every `*.yaml` / `*.yml` file in `dirs` (a directory that
+    /// does not exist is skipped). Invalid files are returned beside the catalog, not
+    /// loaded: they never start.
+    pub fn load(dirs: &[impl AsRef<Path>]) -> (Self, Vec<SopError>) {
+        let mut catalog = Self::default();
+        let mut errors = Vec::new();
+        for (name, text) in BUILTIN {
+            match parse(&format!("builtin:{name}"), text) {
+                Ok(sop) => {
+                    catalog.sops.insert(sop.name.clone(), sop);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        for dir in dirs {
+            let dir = dir.as_ref();
+            let entries = match std::fs::read_dir(dir) {
+                Ok(entries) => entries,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    errors.push(single(
+                        &dir.display().to_string(),
+                        format!("cannot read the SOP directory: {e}"),
+                    ));
+                    continue;
+                }
+            };
+            let mut paths: Vec<_> = entries
+                .filter_map(Result::ok)
+                .map(|e| e.path())
+                .filter(|p| p.extension().is_some_and(|x| x == "yaml" || x == "yml"))
+                .collect();
+            paths.sort();
+            for path in paths {
+                let file = path.display().to_string();
+                let text = match std::fs::read_to_string(&path) {
+                    Ok(text) => text,
+                    Err(e) => {
+                        errors.push(single(&file, format!("cannot read the file: {e}")));
+                        continue;
+                    }
+                };
+                match parse(&file, &text) {
+                    Ok(sop) => {
+                        if let Some(first) = seen.insert(sop.name.clone(), file.clone()) {
+                            errors.push(single(
+                                &file,
+                                format!("SOP `{}` is already defined in {first}", sop.name),
+                            ));
+                            continue;
+                        }
+                        catalog.sops.insert(sop.name.clone(), sop);
+                    }
+                    Err(e) => errors.push(e),
+                }
+            }
+        }
+        (catalog, errors)
+    }
+
+    /// The SOP called `name`.
+    pub fn get(&self, name: &str) -> Option<&Sop> {
+        self.sops.get(name)
+    }
+
+    /// All SOPs, by name.
+    pub fn iter(&self) -> impl Iterator<Item = &Sop> {
+        self.sops.values()
+    }
+}
+
+fn single(file: &str, message: String) -> SopError {
+    SopError {
+        diagnostics: vec![Diagnostic {
+            file: file.to_owned(),
+            line: 1,
+            column: 1,
+            message,
+        }],
+    }
+}

@@ -1,0 +1,196 @@
+//! A validated SOP: the types the engine and the API work with.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+/// A validated SOP definition at one version.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Sop {
+    /// Unique name, used to start it.
+    pub name: String,
+    /// One-line title for cards and listings.
+    pub title: String,
+    /// Longer description.
+    pub description: String,
+    /// Default sandbox profile for its nodes.
+    pub sandbox: String,
+    /// Declared parameters, in file order.
+    pub params: IndexMap<String, Param>,
+    /// Nodes in file order.
+    pub nodes: Vec<Node>,
+    /// `sha256:<hex>` of the file's content: a run freezes this.
+    pub version: String,
+    /// Where it came from (a path or `builtin:<name>`).
+    pub source: String,
+}
+
+impl Sop {
+    /// A node by id.
+    pub fn node(&self, id: &str) -> Option<&Node> {
+        self.nodes.iter().find(|n| n.id == id)
+    }
+
+    /// The first 12 hex digits of the version, for people.
+    pub fn short_version(&self) -> &str {
+        let hex = self.version.trim_start_matches("sha256:");
+        &hex[..hex.len().min(12)]
+    }
+}
+
+/// A declared parameter.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Param {
+    /// Starting a run without it is refused.
+    pub required: bool,
+    /// Used when not given.
+    pub default: Option<String>,
+    /// For help texts.
+    pub description: String,
+}
+
+/// Retries of a failing node before it counts as failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Retry {
+    /// Extra attempts after the first.
+    pub max: u32,
+    /// Delay before the first retry; doubles for each further one.
+    pub backoff: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Self {
+            max: 0,
+            backoff: Duration::from_secs(5),
+        }
+    }
+}
+
+/// Rework on failure: send the work back to an earlier node instead of failing the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OnFailure {
+    /// The earlier node to redo.
+    pub send_back: String,
+    /// How many times this may happen before the node fails for good.
+    pub max: u32,
+}
+
+/// One step of an SOP.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Node {
+    /// Unique id within the SOP.
+    pub id: String,
+    /// Display title (the id when not given).
+    pub title: String,
+    /// Nodes that must succeed before this one is ready.
+    pub needs: Vec<String>,
+    /// Wall-clock limit per attempt.
+    pub timeout: Option<Duration>,
+    /// Retries after failure.
+    pub retry: Retry,
+    /// Files under `$GATEHOUSE_ARTIFACTS` kept as outputs.
+    pub artifacts: Vec<String>,
+    /// Environment for the node.
+    pub env: BTreeMap<String, String>,
+    /// Secrets the node may read.
+    pub secrets: Vec<String>,
+    /// Rework instead of failure.
+    pub on_failure: Option<OnFailure>,
+    /// Sandbox profile override.
+    pub sandbox: Option<String>,
+    /// What the node does.
+    pub kind: NodeKind,
+}
+
+/// What a node does.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NodeKind {
+    /// A shell script in the sandbox.
+    Script {
+        /// The script, run with `sh -c`.
+        run: String,
+    },
+    /// People decide: approve, send back, reject.
+    Gate(Gate),
+    /// A child run of another SOP.
+    Sop {
+        /// The child SOP's name.
+        sop: String,
+        /// Parameters for the child.
+        params: BTreeMap<String, String>,
+        /// Child artifacts (`node/file`) copied into this node's artifacts.
+        import: Vec<String>,
+    },
+    /// A coding agent (a configured role) given a prompt template.
+    Agent {
+        /// The role from the configuration.
+        role: String,
+        /// The prompt template.
+        prompt: String,
+    },
+    /// Push the work branch and open or update a PR, or merge directly.
+    Deliver {
+        /// How to deliver.
+        mode: DeliverMode,
+        /// The target (base) branch; the repository default when not given.
+        branch: Option<String>,
+    },
+}
+
+impl NodeKind {
+    /// The YAML name of the kind.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Script { .. } => "script",
+            Self::Gate(_) => "gate",
+            Self::Sop { .. } => "sop",
+            Self::Agent { .. } => "agent",
+            Self::Deliver { .. } => "deliver",
+        }
+    }
+}
+
+/// A human approval gate.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Gate {
+    /// Who may decide: person ids or `group:<name>`.
+    pub approvers: Vec<String>,
+    /// Distinct approvals needed.
+    pub min_approvals: u32,
+    /// Earlier nodes a reviewer may send the work back to.
+    pub send_back: Vec<String>,
+    /// Whether the requester may approve their own requirement.
+    pub allow_requester: bool,
+    /// The gate expires this long after it opens.
+    pub expires_in: Option<Duration>,
+    /// What expiry means.
+    pub on_expire: OnExpire,
+    /// How many times this gate may send work back before only approve or reject remain.
+    pub max_rework: u32,
+    /// Chat channels for the approval card, beside the default one.
+    pub channels: Vec<String>,
+}
+
+/// What happens when a gate expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnExpire {
+    /// The run fails.
+    Reject,
+    /// The run continues.
+    Approve,
+}
+
+/// How a `deliver` node hands over the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliverMode {
+    /// Push a work branch and open or update a pull request.
+    Pr,
+    /// Merge into the branch after a conflict check.
+    Direct,
+}

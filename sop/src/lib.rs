@@ -1,0 +1,20 @@
+//! SOP definitions.
+//!
+//! A standard operating procedure is a YAML file: a graph of `script`, `gate`, `sop`,
+//! `agent` and `deliver` nodes joined by `needs`, with send-back edges from gates (and from
+//! failing nodes) to earlier nodes. This crate parses that format, validates it with
+//! messages that carry file, line and column, versions each definition by a hash of its
+//! content, and holds the SOPs built into the binary. It does no I/O beyond reading the
+//! directories it is given.
+
+mod catalog;
+mod definition;
+mod diagnostic;
+mod graph;
+mod parse;
+mod raw;
+
+pub use catalog::Catalog;
+pub use definition::{DeliverMode, Gate, Node, NodeKind, OnExpire, OnFailure, Param, Retry, Sop};
+pub use diagnostic::{Diagnostic, SopError};
+pub use parse::parse;

@@ -1,0 +1,110 @@
+//! The YAML shape, with source positions, before validation.
+
+use indexmap::IndexMap;
+use marked_yaml::Spanned;
+use serde::Deserialize;
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawSop {
+    pub name: Spanned<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub sandbox: Option<Spanned<String>>,
+    #[serde(default)]
+    pub params: IndexMap<Spanned<String>, RawParam>,
+    pub nodes: IndexMap<Spanned<String>, RawNode>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawParam {
+    #[serde(default)]
+    pub required: bool,
+    #[serde(default)]
+    pub default: Option<String>,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawRetry {
+    pub max: Spanned<u32>,
+    #[serde(default)]
+    pub backoff: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawOnFailure {
+    pub send_back: Spanned<String>,
+    #[serde(default)]
+    pub max: Option<Spanned<u32>>,
+}
+
+/// Every key any node kind accepts; which apply to which kind is checked afterwards, so
+/// the message can say "`run` does not apply to gate nodes" instead of "unknown field".
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawNode {
+    pub kind: Spanned<String>,
+    #[serde(default)]
+    pub title: Option<String>,
+    #[serde(default)]
+    pub needs: Vec<Spanned<String>>,
+    #[serde(default)]
+    pub timeout: Option<Spanned<String>>,
+    #[serde(default)]
+    pub retry: Option<RawRetry>,
+    #[serde(default)]
+    pub artifacts: Vec<String>,
+    #[serde(default)]
+    pub env: IndexMap<String, String>,
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    #[serde(default)]
+    pub on_failure: Option<RawOnFailure>,
+    #[serde(default)]
+    pub sandbox: Option<Spanned<String>>,
+    // script
+    #[serde(default)]
+    pub run: Option<Spanned<String>>,
+    // gate
+    #[serde(default)]
+    pub approvers: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub min_approvals: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub send_back: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    pub allow_requester: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub expires_in: Option<Spanned<String>>,
+    #[serde(default)]
+    pub on_expire: Option<Spanned<String>>,
+    #[serde(default)]
+    pub max_rework: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub channels: Option<Spanned<Vec<String>>>,
+    // sop
+    #[serde(default)]
+    pub sop: Option<Spanned<String>>,
+    #[serde(default)]
+    pub params: Option<Spanned<IndexMap<String, String>>>,
+    #[serde(default)]
+    pub import: Option<Spanned<Vec<String>>>,
+    // agent
+    #[serde(default)]
+    pub role: Option<Spanned<String>>,
+    #[serde(default)]
+    pub prompt: Option<Spanned<String>>,
+    // deliver
+    #[serde(default)]
+    pub mode: Option<Spanned<String>>,
+    #[serde(default)]
+    pub branch: Option<Spanned<String>>,
+}
