@@ -1,0 +1,217 @@
+//! What goes into the engine and what comes out.
+
+use std::time::Duration;
+
+use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
+use thiserror::Error;
+
+/// How a node attempt ended, as the runner reports it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// It did its work.
+    Succeeded,
+    /// It failed; the reason is kept and shown.
+    Failed(String),
+    /// It ran out of time and was killed.
+    TimedOut,
+}
+
+/// A reviewer's decision on a gate.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Let the run go on.
+    Approve,
+    /// Redo from an earlier node.
+    SendBack {
+        /// The node to redo.
+        to: String,
+    },
+    /// Stop the run.
+    Reject,
+}
+
+/// One thing that happened to a run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Input {
+    /// The run was created: activate the first nodes.
+    Start,
+    /// A runner began an attempt.
+    NodeStarted {
+        /// Node id.
+        node: String,
+        /// Attempt.
+        attempt: u32,
+    },
+    /// An attempt ended (for a `sop` node: its child run ended).
+    NodeFinished {
+        /// Node id.
+        node: String,
+        /// Attempt.
+        attempt: u32,
+        /// How.
+        outcome: Outcome,
+    },
+    /// The backoff after a failed attempt has passed.
+    RetryDue {
+        /// Node id.
+        node: String,
+        /// The attempt that failed.
+        attempt: u32,
+    },
+    /// A person decided a gate.
+    Decide {
+        /// The gate.
+        node: String,
+        /// The gate attempt the person saw.
+        attempt: u32,
+        /// What they decided.
+        decision: Decision,
+        /// Their comment (required for send back).
+        comment: Option<String>,
+        /// The person (`[[people]]` id).
+        person: String,
+    },
+    /// A gate's `expires_in` passed.
+    GateExpired {
+        /// The gate.
+        node: String,
+        /// The attempt that expired.
+        attempt: u32,
+    },
+    /// Stop dispatching.
+    Pause,
+    /// Dispatch again.
+    Resume,
+    /// Stop everything.
+    Cancel,
+    /// Run a node again, with everything after it and everything that did not complete.
+    RetryFrom {
+        /// The node.
+        node: String,
+    },
+}
+
+/// What the service must do after an input.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// Send a script, agent or deliver attempt to a runner.
+    Dispatch {
+        /// Node id.
+        node: String,
+        /// Attempt.
+        attempt: u32,
+    },
+    /// Start the child run of a `sop` node.
+    StartChild {
+        /// Node id.
+        node: String,
+        /// Attempt.
+        attempt: u32,
+    },
+    /// A gate opened: notify the people who may decide it.
+    OpenGate {
+        /// The gate.
+        node: String,
+        /// Attempt.
+        attempt: u32,
+    },
+    /// A gate closed: update its cards.
+    CloseGate {
+        /// The gate.
+        node: String,
+        /// The attempt that closed.
+        attempt: u32,
+        /// Outcome.
+        status: GateStatus,
+    },
+    /// Feed [`Input::RetryDue`] back after `after`.
+    ScheduleRetry {
+        /// Node id.
+        node: String,
+        /// The attempt that failed.
+        attempt: u32,
+        /// Backoff.
+        after: Duration,
+    },
+    /// Stop an attempt that is in flight.
+    CancelAttempt {
+        /// Node id.
+        node: String,
+        /// Attempt.
+        attempt: u32,
+    },
+}
+
+/// Why an input was refused. Nothing changes when an input is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum Rejection {
+    /// The SOP has no such node.
+    #[error("this run has no node `{0}`")]
+    UnknownNode(String),
+    /// A decision for something that is not a gate.
+    #[error("`{0}` is not a gate")]
+    NotAGate(String),
+    /// The gate is not open.
+    #[error("gate `{node}` is not waiting for a decision (the node is {status:?})")]
+    NotWaiting {
+        /// The gate.
+        node: String,
+        /// Its node status.
+        status: NodeStatus,
+    },
+    /// A decision made on an earlier opening of the gate.
+    #[error(
+        "this decision is for attempt {given} of gate `{node}`, which is now at attempt {current}"
+    )]
+    StaleAttempt {
+        /// The gate.
+        node: String,
+        /// Attempt on the decision.
+        given: u32,
+        /// Current attempt.
+        current: u32,
+    },
+    /// Send back to a node the gate does not list.
+    #[error("gate `{gate}` cannot send work back to `{target}`; it may send back to: {}", allowed.join(", "))]
+    NotASendBackTarget {
+        /// The gate.
+        gate: String,
+        /// The requested target.
+        target: String,
+        /// What the gate lists.
+        allowed: Vec<String>,
+    },
+    /// Send back without a comment.
+    #[error("sending work back needs a comment for whoever redoes it")]
+    CommentRequired,
+    /// The gate used up its send-backs.
+    #[error("gate `{gate}` has sent work back {max} times, its limit; approve or reject")]
+    ReworkLimit {
+        /// The gate.
+        gate: String,
+        /// Its `max_rework`.
+        max: u32,
+    },
+    /// The requester approving their own requirement.
+    #[error("the requester may not approve their own requirement at gate `{0}`")]
+    RequesterMayNotApprove(String),
+    /// A second approval by the same person.
+    #[error(
+        "{person} has already approved gate `{gate}`; it needs approvals from different people"
+    )]
+    AlreadyApproved {
+        /// The gate.
+        gate: String,
+        /// The person.
+        person: String,
+    },
+    /// Pause, resume or cancel on a run that has ended, or a decision after the end.
+    #[error("the run has already ended ({0:?})")]
+    Ended(RunStatus),
+    /// Pause on a paused run, or resume on one that is not.
+    #[error("the run is {0}")]
+    PauseState(&'static str),
+    /// Retry from a node while part of what it would reset is in flight.
+    #[error("node `{0}` is still in flight; wait for it or cancel the run first")]
+    InFlight(String),
+}

@@ -1,0 +1,28 @@
+//! The SOP engine: `(definition, state, input) → (state, commands)`.
+//!
+//! Rules, as DESIGN.md states them:
+//! - a node is ready when all its `needs` succeeded; ready nodes are dispatched (gates are
+//!   opened) unless the run is paused;
+//! - every execution of a node is an attempt, numbered from 1;
+//! - a failed attempt is retried `retry.max` times with doubling backoff; then
+//!   `on_failure.send_back` sends the work back (at most `on_failure.max` times); then the
+//!   node fails and the run fails, stopping what is still in flight;
+//! - a gate is decided by approve (`min_approvals` distinct people, the requester only if
+//!   the gate allows it), send back (only to a node the gate lists, with a comment, at most
+//!   `max_rework` times) or reject;
+//! - send back resets the target and every node between it and the sender, raises the
+//!   target's `rework_count` and hands it the comment; work already running downstream of
+//!   the target is stopped, since it started from output that is being redone;
+//! - pause stops new dispatches, resume restarts them, cancel stops everything, retry
+//!   restarts a node, everything after it and everything that did not complete.
+//!
+//! Inputs that arrive late or twice (a result for an earlier attempt, a second "finished")
+//! are ignored, so redelivered events are harmless.
+
+mod apply;
+mod input;
+mod state;
+
+pub use apply::apply;
+pub use input::{Command, Decision, Input, Outcome, Rejection};
+pub use state::{GateState, NodeState, RunState};

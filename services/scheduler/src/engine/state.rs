@@ -1,0 +1,117 @@
+//! A run's state as the engine sees it; stored as JSON beside the run.
+
+use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
+use gatehouse_sop::Sop;
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+
+/// The state of one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunState {
+    /// Derived from the nodes and flags after every input.
+    pub status: RunStatus,
+    /// Every node, in definition order.
+    pub nodes: IndexMap<String, NodeState>,
+    /// The person who asked for the work; gates refuse their approval by default.
+    pub requested_by: Option<String>,
+    /// No new dispatches while set.
+    pub paused: bool,
+    /// Set by cancel.
+    pub cancelled: bool,
+    /// Why the run failed, once it has.
+    pub failure: Option<String>,
+    /// Raised on every change, so observers can order snapshots.
+    pub revision: u64,
+}
+
+/// The state of one node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeState {
+    /// Current status.
+    pub status: NodeStatus,
+    /// The current (or last) attempt; 0 before the first.
+    pub attempt: u32,
+    /// Times work was sent back to this node.
+    pub rework_count: u32,
+    /// Failed attempts since the node last started afresh; counts against `retry.max`.
+    pub failures: u32,
+    /// `on_failure` send-backs used.
+    pub failure_sends: u32,
+    /// A retry is waiting for its backoff.
+    pub retry_pending: bool,
+    /// The reviewer's comment for the next attempt.
+    pub rework_comment: Option<String>,
+    /// Why the last attempt failed.
+    pub last_error: Option<String>,
+    /// Gate bookkeeping, for gate nodes.
+    pub gate: Option<GateState>,
+}
+
+/// A gate's decisions.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GateState {
+    /// The status of the current (or last) opening.
+    pub status: GateStatus,
+    /// People who approved the current opening.
+    pub approvals: Vec<String>,
+    /// Times this gate sent work back; bounded by `max_rework`.
+    pub sent_back: u32,
+}
+
+impl RunState {
+    /// A run of `sop` that has not started.
+    pub fn new(sop: &Sop, requested_by: Option<String>) -> Self {
+        let nodes = sop
+            .nodes
+            .iter()
+            .map(|n| {
+                let gate = matches!(n.kind, gatehouse_sop::NodeKind::Gate(_)).then(|| GateState {
+                    status: GateStatus::Waiting,
+                    approvals: Vec::new(),
+                    sent_back: 0,
+                });
+                (
+                    n.id.clone(),
+                    NodeState {
+                        status: NodeStatus::Pending,
+                        attempt: 0,
+                        rework_count: 0,
+                        failures: 0,
+                        failure_sends: 0,
+                        retry_pending: false,
+                        rework_comment: None,
+                        last_error: None,
+                        gate,
+                    },
+                )
+            })
+            .collect();
+        Self {
+            status: RunStatus::Queued,
+            nodes,
+            requested_by,
+            paused: false,
+            cancelled: false,
+            failure: None,
+            revision: 0,
+        }
+    }
+
+    /// Whether the run has ended (it can still be restarted with retry).
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self.status,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        )
+    }
+}
+
+impl NodeState {
+    /// Dispatched, running or waiting for people: something is in flight for it.
+    pub fn is_active(&self) -> bool {
+        matches!(
+            self.status,
+            NodeStatus::Dispatched | NodeStatus::Running | NodeStatus::WaitingApproval
+        )
+    }
+}
