@@ -8,19 +8,24 @@
 //! applied by a consumer) and the [dead letters](Store::park_dead_letter); and the
 //! [queue](Store::queue_publish) tables behind the in-process bus.
 
+mod attempts;
 mod dead_letter;
 mod error;
 mod inbox;
 mod outbox;
 mod queue;
+mod runs;
 mod store;
+mod tokens;
 mod tx;
 mod url;
 
+pub use attempts::{ArtifactRow, AttemptRow, LogRow};
 pub use dead_letter::{DeadLetter, NewDeadLetter};
 pub use error::StoreError;
 pub use outbox::OutboxMessage;
 pub use queue::{QueueMessage, QueuedDelivery};
+pub use runs::{DecisionRow, RunRow, TimerRow};
 pub use store::Store;
 pub use tx::Tx;
 pub use url::Backend;

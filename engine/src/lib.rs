@@ -1,5 +1,9 @@
 //! The SOP engine: `(definition, state, input) → (state, commands)`.
 //!
+//! It does no I/O, so every rule below is tested directly, including with random graphs and
+//! random decisions; the scheduler service persists what it returns and turns the commands
+//! into events, and the API uses it to refuse a decision before it is sent.
+//!
 //! Rules, as DESIGN.md states them:
 //! - a node is ready when all its `needs` succeeded; ready nodes are dispatched (gates are
 //!   opened) unless the run is paused;

@@ -2,8 +2,8 @@
 
 use std::time::Duration;
 
+use gatehouse_engine::{Command, Decision, Input, Outcome, Rejection, RunState, apply};
 use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
-use gatehouse_scheduler::engine::{Command, Decision, Input, Outcome, Rejection, RunState, apply};
 use gatehouse_sop::{Catalog, Sop, parse};
 
 fn sop(yaml: &str) -> Sop {

@@ -6,8 +6,8 @@
 
 use std::collections::BTreeSet;
 
+use gatehouse_engine::{Command, Decision, Input, Outcome, RunState, apply};
 use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
-use gatehouse_scheduler::engine::{Command, Decision, Input, Outcome, RunState, apply};
 use gatehouse_sop::{Sop, parse};
 use proptest::prelude::*;
 

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
 use gatehouse_sop::{Node, NodeKind, OnExpire, Sop};
 
-use super::{Command, Decision, Input, NodeState, Outcome, Rejection, RunState};
+use crate::{Command, Decision, Input, NodeState, Outcome, Rejection, RunState};
 
 /// Applies one input to a run of `sop`. On success the state is updated (its revision
 /// raised if anything changed) and the commands to carry out are returned; on refusal the

@@ -1,0 +1,214 @@
+//! What runners record: node attempts, their artifacts and their output.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::store::with_pool;
+use crate::{Store, StoreError};
+
+/// One execution of a node.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct AttemptRow {
+    /// Run.
+    pub run_id: Uuid,
+    /// Node.
+    pub node: String,
+    /// Attempt.
+    pub attempt: i32,
+    /// running, succeeded, failed, timed_out, cancelled.
+    pub status: String,
+    /// Process exit code.
+    pub exit_code: Option<i32>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Started.
+    pub started_at: DateTime<Utc>,
+    /// Ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Wall-clock duration.
+    pub duration_ms: Option<i64>,
+}
+
+/// A stored artifact.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct ArtifactRow {
+    /// Run.
+    pub run_id: Uuid,
+    /// Node.
+    pub node: String,
+    /// Attempt.
+    pub attempt: i32,
+    /// Path under the node's artifact directory.
+    pub name: String,
+    /// Hex SHA-256.
+    pub sha256: String,
+    /// Bytes.
+    pub size: i64,
+}
+
+/// A line of node output.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct LogRow {
+    /// Position, for paging and following.
+    pub seq: i64,
+    /// Node.
+    pub node: String,
+    /// Attempt.
+    pub attempt: i32,
+    /// stdout or stderr.
+    pub stream: String,
+    /// The text.
+    pub line: String,
+    /// When it was read.
+    pub at: DateTime<Utc>,
+}
+
+impl Store {
+    /// Records that an attempt started. `false` when it was recorded before: a runner
+    /// already began this attempt, so it must not run again.
+    pub async fn begin_attempt(
+        &self,
+        run_id: Uuid,
+        node: &str,
+        attempt: i32,
+    ) -> Result<bool, StoreError> {
+        let inserted = with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO node_attempts (run_id, node, attempt, status, started_at)
+                 VALUES ($1, $2, $3, 'running', $4) ON CONFLICT (run_id, node, attempt) DO NOTHING",
+            )
+            .bind(run_id)
+            .bind(node)
+            .bind(attempt)
+            .bind(Utc::now())
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(inserted == 1)
+    }
+
+    /// Closes an attempt with its result.
+    #[allow(clippy::too_many_arguments)]
+    pub async fn finish_attempt(
+        &self,
+        run_id: Uuid,
+        node: &str,
+        attempt: i32,
+        status: &str,
+        exit_code: Option<i32>,
+        error: Option<&str>,
+        duration_ms: i64,
+    ) -> Result<(), StoreError> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE node_attempts SET status = $1, exit_code = $2, error = $3, finished_at = $4,
+                   duration_ms = $5 WHERE run_id = $6 AND node = $7 AND attempt = $8",
+            )
+            .bind(status)
+            .bind(exit_code)
+            .bind(error)
+            .bind(Utc::now())
+            .bind(duration_ms)
+            .bind(run_id)
+            .bind(node)
+            .bind(attempt)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// A run's attempts in start order.
+    pub async fn attempts(&self, run_id: Uuid) -> Result<Vec<AttemptRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT run_id, node, attempt, status, exit_code, error, started_at, finished_at,
+                   duration_ms FROM node_attempts WHERE run_id = $1 ORDER BY started_at, node, attempt",
+            )
+            .bind(run_id)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+
+    /// Records an artifact of an attempt.
+    pub async fn record_artifact(&self, a: &ArtifactRow) -> Result<(), StoreError> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO artifacts (run_id, node, attempt, name, sha256, size)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (run_id, node, attempt, name) DO UPDATE
+                   SET sha256 = excluded.sha256, size = excluded.size",
+            )
+            .bind(a.run_id)
+            .bind(&a.node)
+            .bind(a.attempt)
+            .bind(&a.name)
+            .bind(&a.sha256)
+            .bind(a.size)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// A run's artifacts.
+    pub async fn artifacts(&self, run_id: Uuid) -> Result<Vec<ArtifactRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT run_id, node, attempt, name, sha256, size FROM artifacts WHERE run_id = $1
+                 ORDER BY node, attempt, name",
+            )
+            .bind(run_id)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+
+    /// Appends a line of output.
+    pub async fn append_log(
+        &self,
+        run_id: Uuid,
+        node: &str,
+        attempt: i32,
+        stream: &str,
+        line: &str,
+    ) -> Result<(), StoreError> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO node_logs (run_id, node, attempt, stream, line, at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(run_id)
+            .bind(node)
+            .bind(attempt)
+            .bind(stream)
+            .bind(line)
+            .bind(Utc::now())
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// A run's output after `after_seq`, oldest first.
+    pub async fn logs(
+        &self,
+        run_id: Uuid,
+        after_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<LogRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT seq, node, attempt, stream, line, at FROM node_logs
+                 WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+            )
+            .bind(run_id)
+            .bind(after_seq)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+}

@@ -1,0 +1,299 @@
+//! Runs, their frozen SOP versions, timers and the gate-decision audit trail.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::store::with_pool;
+use crate::tx::with_tx;
+use crate::{Store, StoreError, Tx};
+
+/// A run as stored. `state` is the scheduler engine's JSON; the store does not read it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RunRow {
+    /// Run id.
+    pub id: Uuid,
+    /// SOP name.
+    pub sop: String,
+    /// Frozen SOP version.
+    pub sop_version: String,
+    /// Parameters as a JSON object.
+    pub params: String,
+    /// The person who asked for it.
+    pub requested_by: Option<String>,
+    /// Run status (snake_case), for listing without decoding the state.
+    pub status: String,
+    /// Engine state as JSON.
+    pub state: String,
+    /// Compare-and-set guard.
+    pub revision: i64,
+    /// The parent run, for runs started by a `sop` node.
+    pub parent_run: Option<Uuid>,
+    /// The parent's node.
+    pub parent_node: Option<String>,
+    /// The parent node's attempt.
+    pub parent_attempt: Option<i32>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Last changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A pending retry or gate expiry.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct TimerRow {
+    /// Run.
+    pub run_id: Uuid,
+    /// Node.
+    pub node: String,
+    /// Attempt it belongs to.
+    pub attempt: i32,
+    /// `retry` or `expire`.
+    pub kind: String,
+    /// When it is due (epoch ms).
+    pub due_ms: i64,
+}
+
+/// One audited gate decision.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct DecisionRow {
+    /// Run.
+    pub run_id: Uuid,
+    /// Gate node.
+    pub node: String,
+    /// Gate attempt.
+    pub attempt: i32,
+    /// approve, send_back or reject.
+    pub decision: String,
+    /// Send-back target.
+    pub target: Option<String>,
+    /// Comment.
+    pub comment: Option<String>,
+    /// Who.
+    pub person: String,
+    /// Where from (api, slack, ...).
+    pub channel: String,
+    /// `applied`, or why it was refused.
+    pub outcome: String,
+    /// When.
+    pub decided_at: DateTime<Utc>,
+}
+
+const RUN_COLUMNS: &str = "id, sop, sop_version, params, requested_by, status, state, revision, \
+     parent_run, parent_node, parent_attempt, created_at, updated_at";
+
+impl Tx {
+    /// Keeps a SOP version's text so runs on it can be reloaded after the file changes.
+    pub async fn save_sop_version(
+        &mut self,
+        version: &str,
+        name: &str,
+        source: &str,
+        body: &str,
+    ) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO sop_versions (version, name, source, body, created_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (version) DO NOTHING",
+            )
+            .bind(version)
+            .bind(name)
+            .bind(source)
+            .bind(body)
+            .bind(Utc::now())
+            .execute(conn)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Inserts a new run; `false` if a run with that id exists (a repeated request).
+    pub async fn insert_run(&mut self, run: &RunRow) -> Result<bool, StoreError> {
+        let inserted = with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO runs (id, sop, sop_version, params, requested_by, status, state,
+                   revision, parent_run, parent_node, parent_attempt, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                 ON CONFLICT (id) DO NOTHING",
+            )
+            .bind(run.id)
+            .bind(&run.sop)
+            .bind(&run.sop_version)
+            .bind(&run.params)
+            .bind(&run.requested_by)
+            .bind(&run.status)
+            .bind(&run.state)
+            .bind(run.revision)
+            .bind(run.parent_run)
+            .bind(&run.parent_node)
+            .bind(run.parent_attempt)
+            .bind(run.created_at)
+            .bind(run.updated_at)
+            .execute(conn)
+            .await?
+            .rows_affected()
+        });
+        Ok(inserted == 1)
+    }
+
+    /// Reads a run inside this transaction.
+    pub async fn load_run(&mut self, id: Uuid) -> Result<Option<RunRow>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
+        Ok(with_tx!(self, conn => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(conn).await?
+        }))
+    }
+
+    /// Writes a run's new state if nobody else did since `revision` was read.
+    pub async fn update_run(
+        &mut self,
+        id: Uuid,
+        status: &str,
+        state: &str,
+        read_revision: i64,
+        new_revision: i64,
+    ) -> Result<bool, StoreError> {
+        let updated = with_tx!(self, conn => {
+            sqlx::query(
+                "UPDATE runs SET status = $1, state = $2, revision = $3, updated_at = $4
+                 WHERE id = $5 AND revision = $6",
+            )
+            .bind(status)
+            .bind(state)
+            .bind(new_revision)
+            .bind(Utc::now())
+            .bind(id)
+            .bind(read_revision)
+            .execute(conn)
+            .await?
+            .rows_affected()
+        });
+        Ok(updated == 1)
+    }
+
+    /// Sets (or moves) a timer.
+    pub async fn set_timer(&mut self, timer: &TimerRow) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO timers (run_id, node, attempt, kind, due_ms) VALUES ($1, $2, $3, $4, $5)
+                 ON CONFLICT (run_id, node, attempt, kind) DO UPDATE SET due_ms = excluded.due_ms",
+            )
+            .bind(timer.run_id)
+            .bind(&timer.node)
+            .bind(timer.attempt)
+            .bind(&timer.kind)
+            .bind(timer.due_ms)
+            .execute(conn)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Removes a timer that fired.
+    pub async fn delete_timer(&mut self, timer: &TimerRow) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query("DELETE FROM timers WHERE run_id = $1 AND node = $2 AND attempt = $3 AND kind = $4")
+                .bind(timer.run_id)
+                .bind(&timer.node)
+                .bind(timer.attempt)
+                .bind(&timer.kind)
+                .execute(conn)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Audits a gate decision, applied or refused.
+    pub async fn record_decision(&mut self, d: &DecisionRow) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO gate_decisions (run_id, node, attempt, decision, target, comment,
+                   person, channel, outcome, decided_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
+            )
+            .bind(d.run_id)
+            .bind(&d.node)
+            .bind(d.attempt)
+            .bind(&d.decision)
+            .bind(&d.target)
+            .bind(&d.comment)
+            .bind(&d.person)
+            .bind(&d.channel)
+            .bind(&d.outcome)
+            .bind(d.decided_at)
+            .execute(conn)
+            .await?;
+        });
+        Ok(())
+    }
+}
+
+impl Store {
+    /// The text of a frozen SOP version.
+    pub async fn sop_version_body(
+        &self,
+        version: &str,
+    ) -> Result<Option<(String, String)>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as("SELECT source, body FROM sop_versions WHERE version = $1")
+                .bind(version)
+                .fetch_optional(pool)
+                .await?
+        }))
+    }
+
+    /// One run.
+    pub async fn run(&self, id: Uuid) -> Result<Option<RunRow>, StoreError> {
+        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?
+        }))
+    }
+
+    /// The newest runs first, optionally only those with `status`.
+    pub async fn runs(&self, status: Option<&str>, limit: i64) -> Result<Vec<RunRow>, StoreError> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE ($1 IS NULL OR status = $1)
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(status)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// Timers due at `now_ms`, earliest first.
+    pub async fn due_timers(&self, now_ms: i64) -> Result<Vec<TimerRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT run_id, node, attempt, kind, due_ms FROM timers WHERE due_ms <= $1 ORDER BY due_ms",
+            )
+            .bind(now_ms)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+
+    /// When the next timer is due, if any.
+    pub async fn next_timer_ms(&self) -> Result<Option<i64>, StoreError> {
+        let (due,): (Option<i64>,) = with_pool!(self, pool => {
+            sqlx::query_as("SELECT MIN(due_ms) FROM timers").fetch_one(pool).await?
+        });
+        Ok(due)
+    }
+
+    /// A run's gate decisions, oldest first.
+    pub async fn decisions(&self, run_id: Uuid) -> Result<Vec<DecisionRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT run_id, node, attempt, decision, target, comment, person, channel, outcome,
+                   decided_at FROM gate_decisions WHERE run_id = $1 ORDER BY id",
+            )
+            .bind(run_id)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+}

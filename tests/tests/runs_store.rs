@@ -1,0 +1,258 @@
+//! The run tables: every test runs unchanged against Postgres and SQLite.
+
+use chrono::Utc;
+use gatehouse_store::{ArtifactRow, DecisionRow, RunRow, Store, TimerRow};
+use gatehouse_tests::{Backend, TestDb, on_both_backends};
+use uuid::Uuid;
+
+fn run(id: Uuid, status: &str) -> RunRow {
+    RunRow {
+        id,
+        sop: "platform-check".into(),
+        sop_version: "sha256:abc".into(),
+        params: "{}".into(),
+        requested_by: Some("ana".into()),
+        status: status.into(),
+        state: "{\"n\":1}".into(),
+        revision: 0,
+        parent_run: None,
+        parent_node: None,
+        parent_attempt: None,
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+    }
+}
+
+async fn insert(store: &Store, row: &RunRow) -> bool {
+    let mut tx = store.begin().await.unwrap();
+    tx.save_sop_version(
+        "sha256:abc",
+        "platform-check",
+        "builtin:platform-check",
+        "name: x",
+    )
+    .await
+    .unwrap();
+    let inserted = tx.insert_run(row).await.unwrap();
+    tx.commit().await.unwrap();
+    inserted
+}
+
+on_both_backends!(
+    runs_are_created_once_and_updated_by_compare_and_set,
+    runs_are_listed_newest_first_and_filtered,
+    timers_are_upserted_and_come_due,
+    decisions_are_audited_in_order,
+    attempts_are_begun_once_and_keep_results_artifacts_and_logs,
+    tokens_are_found_by_hash_only,
+);
+
+async fn runs_are_created_once_and_updated_by_compare_and_set(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let id = Uuid::now_v7();
+    let row = run(id, "queued");
+    assert!(insert(&db.store, &row).await);
+    assert!(
+        !insert(&db.store, &row).await,
+        "a repeated request creates nothing"
+    );
+    assert_eq!(
+        db.store.sop_version_body("sha256:abc").await.unwrap(),
+        Some(("builtin:platform-check".into(), "name: x".into()))
+    );
+
+    let mut tx = db.store.begin().await.unwrap();
+    let loaded = tx.load_run(id).await.unwrap().unwrap();
+    assert_eq!(
+        (loaded.sop.as_str(), loaded.revision),
+        ("platform-check", 0)
+    );
+    assert!(
+        tx.update_run(id, "running", "{\"n\":2}", 0, 1)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !tx.update_run(id, "failed", "{}", 0, 1).await.unwrap(),
+        "stale revision"
+    );
+    tx.commit().await.unwrap();
+    let stored = db.store.run(id).await.unwrap().unwrap();
+    assert_eq!(
+        (
+            stored.status.as_str(),
+            stored.state.as_str(),
+            stored.revision
+        ),
+        ("running", "{\"n\":2}", 1)
+    );
+    assert!(db.store.run(Uuid::now_v7()).await.unwrap().is_none());
+    db.cleanup().await;
+}
+
+async fn runs_are_listed_newest_first_and_filtered(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let ids: Vec<Uuid> = (0..3).map(|_| Uuid::now_v7()).collect();
+    for (i, id) in ids.iter().enumerate() {
+        let mut row = run(*id, if i == 1 { "waiting" } else { "running" });
+        row.created_at = Utc::now() + chrono::Duration::milliseconds(i as i64);
+        insert(&db.store, &row).await;
+    }
+    let all: Vec<Uuid> = db
+        .store
+        .runs(None, 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(all, [ids[2], ids[1], ids[0]]);
+    let waiting: Vec<Uuid> = db
+        .store
+        .runs(Some("waiting"), 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(waiting, [ids[1]]);
+    assert_eq!(db.store.runs(None, 1).await.unwrap().len(), 1);
+    db.cleanup().await;
+}
+
+async fn timers_are_upserted_and_come_due(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let timer = |kind: &str, due_ms| TimerRow {
+        run_id: Uuid::nil(),
+        node: "n".into(),
+        attempt: 1,
+        kind: kind.into(),
+        due_ms,
+    };
+    let mut tx = db.store.begin().await.unwrap();
+    tx.set_timer(&timer("retry", 5_000)).await.unwrap();
+    tx.set_timer(&timer("retry", 1_000)).await.unwrap();
+    tx.set_timer(&timer("expire", 9_000)).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(db.store.next_timer_ms().await.unwrap(), Some(1_000));
+    assert_eq!(
+        db.store.due_timers(2_000).await.unwrap(),
+        [timer("retry", 1_000)]
+    );
+    let mut tx = db.store.begin().await.unwrap();
+    tx.delete_timer(&timer("retry", 1_000)).await.unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(
+        db.store.due_timers(10_000).await.unwrap(),
+        [timer("expire", 9_000)]
+    );
+    db.cleanup().await;
+}
+
+async fn decisions_are_audited_in_order(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let run_id = Uuid::now_v7();
+    let decision = |person: &str, outcome: &str| DecisionRow {
+        run_id,
+        node: "confirm".into(),
+        attempt: 1,
+        decision: "send_back".into(),
+        target: Some("report".into()),
+        comment: Some("more detail".into()),
+        person: person.into(),
+        channel: "api".into(),
+        outcome: outcome.into(),
+        decided_at: Utc::now(),
+    };
+    let mut tx = db.store.begin().await.unwrap();
+    tx.record_decision(&decision("ana", "applied"))
+        .await
+        .unwrap();
+    tx.record_decision(&decision("bo", "refused: gate `confirm` is not waiting"))
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    let audit = db.store.decisions(run_id).await.unwrap();
+    assert_eq!(
+        audit.iter().map(|d| d.person.as_str()).collect::<Vec<_>>(),
+        ["ana", "bo"]
+    );
+    assert_eq!(audit[0].target.as_deref(), Some("report"));
+    db.cleanup().await;
+}
+
+async fn attempts_are_begun_once_and_keep_results_artifacts_and_logs(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let s = &db.store;
+    let run_id = Uuid::now_v7();
+    assert!(s.begin_attempt(run_id, "report", 1).await.unwrap());
+    assert!(
+        !s.begin_attempt(run_id, "report", 1).await.unwrap(),
+        "a second runner must not start it"
+    );
+    s.finish_attempt(
+        run_id,
+        "report",
+        1,
+        "failed",
+        Some(2),
+        Some("exit code 2"),
+        1234,
+    )
+    .await
+    .unwrap();
+    let attempts = s.attempts(run_id).await.unwrap();
+    assert_eq!(attempts.len(), 1);
+    assert_eq!(
+        (
+            attempts[0].status.as_str(),
+            attempts[0].exit_code,
+            attempts[0].duration_ms
+        ),
+        ("failed", Some(2), Some(1234))
+    );
+
+    let artifact = |sha: &str| ArtifactRow {
+        run_id,
+        node: "report".into(),
+        attempt: 1,
+        name: "welcome.md".into(),
+        sha256: sha.into(),
+        size: 12,
+    };
+    s.record_artifact(&artifact("aa")).await.unwrap();
+    s.record_artifact(&artifact("bb")).await.unwrap();
+    assert_eq!(s.artifacts(run_id).await.unwrap(), [artifact("bb")]);
+
+    for line in ["one", "two", "three"] {
+        s.append_log(run_id, "report", 1, "stdout", line)
+            .await
+            .unwrap();
+    }
+    let first = s.logs(run_id, 0, 2).await.unwrap();
+    assert_eq!(
+        first.iter().map(|l| l.line.as_str()).collect::<Vec<_>>(),
+        ["one", "two"]
+    );
+    let rest = s.logs(run_id, first[1].seq, 10).await.unwrap();
+    assert_eq!(
+        rest.iter().map(|l| l.line.as_str()).collect::<Vec<_>>(),
+        ["three"]
+    );
+    db.cleanup().await;
+}
+
+async fn tokens_are_found_by_hash_only(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    db.store.create_token("admin", "hash-1").await.unwrap();
+    assert_eq!(
+        db.store.token_name("hash-1").await.unwrap().as_deref(),
+        Some("admin")
+    );
+    assert_eq!(db.store.token_name("hash-2").await.unwrap(), None);
+    assert!(
+        db.store.create_token("again", "hash-1").await.is_err(),
+        "hashes are unique"
+    );
+    db.cleanup().await;
+}
