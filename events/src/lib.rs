@@ -21,7 +21,7 @@ pub use error::EventError;
 pub use event::{Event, EventType};
 pub use payload::{
     CardPosted, GateClosed, GateDecision, GateDecisionKind, GateOpened, NodeDispatch, NodeFinished,
-    NodeOutcome, NodeProgress, NodeSnapshot, RequirementCreated, RequirementSource,
+    NodeOutcome, NodeProgress, NodeSnapshot, ParentNode, RequirementCreated, RequirementSource,
     RequirementState, RequirementUpdated, RunCommand, RunCommandKind, RunRequested, RunUpdated,
     ScheduleFire,
 };

@@ -123,6 +123,20 @@ pub struct RunRequested {
     /// Set when a schedule fired it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<ScheduleFire>,
+    /// Set when a `sop` node of another run started it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent: Option<ParentNode>,
+}
+
+/// The node of a parent run that a child run belongs to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ParentNode {
+    /// Parent run.
+    pub run_id: Uuid,
+    /// Its `sop` node.
+    pub node: String,
+    /// That node's attempt.
+    pub attempt: u32,
 }
 
 /// What a person asks of an existing run.

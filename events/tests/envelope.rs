@@ -67,6 +67,7 @@ fn samples() -> Vec<Event> {
                 schedule: "nightly-triage".into(),
                 scheduled_time: at("2026-11-30T02:00:00Z"),
             }),
+            parent: None,
         }),
         Event::RunCommand(RunCommand {
             run_id: run_id(),

@@ -25,6 +25,9 @@ pub struct Sop {
     pub version: String,
     /// Where it came from (a path or `builtin:<name>`).
     pub source: String,
+    /// The YAML text the version hashes; stored with runs so they can be reloaded.
+    #[serde(skip)]
+    pub text: String,
 }
 
 impl Sop {

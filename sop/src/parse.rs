@@ -537,5 +537,6 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
         nodes,
         version,
         source: report.file.to_owned(),
+        text: text.to_owned(),
     })
 }

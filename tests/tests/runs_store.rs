@@ -140,7 +140,11 @@ async fn timers_are_upserted_and_come_due(backend: Backend) {
         [timer("retry", 1_000)]
     );
     let mut tx = db.store.begin().await.unwrap();
-    tx.delete_timer(&timer("retry", 1_000)).await.unwrap();
+    assert!(tx.delete_timer(&timer("retry", 1_000)).await.unwrap());
+    assert!(
+        !tx.delete_timer(&timer("retry", 1_000)).await.unwrap(),
+        "taken once"
+    );
     tx.commit().await.unwrap();
     assert_eq!(
         db.store.due_timers(10_000).await.unwrap(),

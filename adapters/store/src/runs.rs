@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::store::with_pool;
-use crate::tx::with_tx;
+use crate::tx::{Inner, with_tx};
 use crate::{Store, StoreError, Tx};
 
 /// A run as stored. `state` is the scheduler engine's JSON; the store does not read it.
@@ -135,12 +135,25 @@ impl Tx {
         Ok(inserted == 1)
     }
 
-    /// Reads a run inside this transaction.
+    /// Reads a run inside this transaction and holds it until the transaction ends, so
+    /// concurrent writers of one run take turns (SQLite's `BEGIN IMMEDIATE` already does).
     pub async fn load_run(&mut self, id: Uuid) -> Result<Option<RunRow>, StoreError> {
-        let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
-        Ok(with_tx!(self, conn => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(conn).await?
-        }))
+        Ok(match &mut self.inner {
+            Inner::Postgres(t) => {
+                let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1 FOR UPDATE");
+                sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                    .bind(id)
+                    .fetch_optional(&mut **t)
+                    .await?
+            }
+            Inner::Sqlite(t) => {
+                let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
+                sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                    .bind(id)
+                    .fetch_optional(&mut **t)
+                    .await?
+            }
+        })
     }
 
     /// Writes a run's new state if nobody else did since `revision` was read.
@@ -188,18 +201,19 @@ impl Tx {
         Ok(())
     }
 
-    /// Removes a timer that fired.
-    pub async fn delete_timer(&mut self, timer: &TimerRow) -> Result<(), StoreError> {
-        with_tx!(self, conn => {
+    /// Removes a timer that fired; `false` when another scheduler took it first.
+    pub async fn delete_timer(&mut self, timer: &TimerRow) -> Result<bool, StoreError> {
+        let deleted = with_tx!(self, conn => {
             sqlx::query("DELETE FROM timers WHERE run_id = $1 AND node = $2 AND attempt = $3 AND kind = $4")
                 .bind(timer.run_id)
                 .bind(&timer.node)
                 .bind(timer.attempt)
                 .bind(&timer.kind)
                 .execute(conn)
-                .await?;
+                .await?
+                .rows_affected()
         });
-        Ok(())
+        Ok(deleted == 1)
     }
 
     /// Audits a gate decision, applied or refused.

@@ -1,0 +1,456 @@
+//! Taking jobs, running them, reporting results.
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use gatehouse_bus::{
+    Bus, Consumer, ConsumerOptions, ConsumerSpec, Delivery, Handler, HandlerError,
+};
+use gatehouse_events::{
+    Artifact, Envelope, Event, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, NodeStatus,
+    TraceParent,
+};
+use gatehouse_sandbox::{ExitStatus, Job, LogLine, Sandbox, Stream};
+use gatehouse_store::{ArtifactRow, NewDeadLetter, Store, Tx};
+use tokio::sync::{Semaphore, mpsc};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::files::{RunDirs, copy_tree, digest};
+use crate::job::ScriptSpec;
+
+/// Where the runner's events say they come from.
+const SOURCE: &str = "runner";
+/// The durable consumer of the work queue, shared by every runner.
+const JOBS: &str = "runner";
+
+/// Tuning for a [`Runner`].
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// A job's lease; renewed every third of it while the job runs.
+    pub ack_wait: Duration,
+    /// Root of runs' workspaces, artifacts and inputs.
+    pub data_dir: PathBuf,
+}
+
+/// Attempts running here, so a run snapshot can stop them.
+type Running = Arc<Mutex<HashMap<(Uuid, String, u32), CancellationToken>>>;
+
+/// A runner: cheap to clone.
+#[derive(Clone)]
+pub struct Runner {
+    store: Store,
+    sandbox: Arc<dyn Sandbox>,
+    options: RunnerOptions,
+    running: Running,
+}
+
+impl Runner {
+    /// A runner recording into `store` and running jobs in `sandbox`.
+    pub fn new(store: Store, sandbox: Arc<dyn Sandbox>, options: RunnerOptions) -> Self {
+        Self {
+            store,
+            sandbox,
+            options,
+            running: Arc::default(),
+        }
+    }
+
+    /// Takes jobs and watches runs until `shutdown` is cancelled; jobs in flight are
+    /// cancelled then, and their leases run out so another runner reports them.
+    pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
+        let watch = {
+            let consumer = Consumer::new(
+                bus.clone(),
+                self.store.clone(),
+                ConsumerOptions::new(ConsumerSpec::new("runner-watch", "run.updated")),
+            );
+            let (watcher, shutdown) = (self.clone(), shutdown.clone());
+            tokio::spawn(async move { consumer.run(&watcher, shutdown).await })
+        };
+        let slots = Arc::new(Semaphore::new(self.options.concurrency.max(1)));
+        let spec = ConsumerSpec {
+            ack_wait: self.options.ack_wait,
+            ..ConsumerSpec::new(JOBS, "node.dispatch")
+        };
+        loop {
+            let mut jobs = tokio::select! {
+                () = shutdown.cancelled() => break,
+                s = bus.subscribe(&spec) => match s {
+                    Ok(s) => s,
+                    Err(err) => {
+                        tracing::warn!(error = %err, "subscribing to jobs failed; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        continue;
+                    }
+                },
+            };
+            loop {
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    break;
+                };
+                let delivery = tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    d = jobs.next() => d,
+                };
+                match delivery {
+                    Ok(delivery) => {
+                        let runner = self.clone();
+                        let shutdown = shutdown.clone();
+                        tokio::spawn(async move {
+                            runner.take(delivery, shutdown).await;
+                            drop(slot);
+                        });
+                    }
+                    Err(err) => {
+                        tracing::warn!(error = %err, "receiving jobs failed; subscribing again");
+                        break;
+                    }
+                }
+            }
+            if shutdown.is_cancelled() {
+                break;
+            }
+        }
+        for token in self
+            .running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .values()
+        {
+            token.cancel();
+        }
+        let _ = watch.await;
+    }
+
+    /// Runs one job to its end, renewing its lease meanwhile, and settles it.
+    async fn take(&self, delivery: Delivery, shutdown: CancellationToken) {
+        let envelope = match Envelope::from_slice(&delivery.payload) {
+            Ok(e) => e,
+            Err(err) => return self.park(delivery, err.to_string()).await,
+        };
+        let dispatch = match envelope.decode() {
+            Ok(Event::NodeDispatch(d)) => d,
+            Ok(other) => {
+                return self
+                    .park(
+                        delivery,
+                        format!("expected node.dispatch, got {}", other.event_type()),
+                    )
+                    .await;
+            }
+            Err(err) => return self.park(delivery, err.to_string()).await,
+        };
+        let lease = async {
+            let mut every = tokio::time::interval(self.options.ack_wait / 3);
+            every.tick().await;
+            loop {
+                every.tick().await;
+                if let Err(err) = delivery.in_progress().await {
+                    tracing::warn!(error = %err, "renewing a job's lease failed");
+                }
+            }
+        };
+        let result = tokio::select! {
+            r = self.execute(&envelope, &dispatch) => r,
+            () = lease => unreachable!("the lease loop never ends"),
+            () = shutdown.cancelled() => return,
+        };
+        match result {
+            Ok(()) => {
+                if let Err(err) = delivery.ack().await {
+                    tracing::warn!(error = %err, "acknowledging a job failed; it will be reported as interrupted");
+                }
+            }
+            Err(err) => {
+                tracing::warn!(run = %dispatch.run_id, node = %dispatch.node, error = %err, "recording a job failed; it will come back");
+                let _ = delivery.nak(Duration::from_secs(1)).await;
+            }
+        }
+    }
+
+    async fn park(&self, delivery: Delivery, reason: String) {
+        tracing::error!(%reason, "parking an unreadable job");
+        let parked = self
+            .store
+            .park_dead_letter(NewDeadLetter {
+                consumer: JOBS,
+                event_id: delivery.id,
+                topic: &delivery.topic,
+                payload: &delivery.payload,
+                reason: &reason,
+                deliveries: delivery.deliveries,
+            })
+            .await;
+        if parked.is_ok() {
+            let _ = delivery.term().await;
+        }
+    }
+
+    /// Runs the attempt unless a runner already began it, and records the result with the
+    /// job's inbox entry in one transaction.
+    async fn execute(&self, envelope: &Envelope, job: &NodeDispatch) -> Result<(), HandlerError> {
+        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
+        let trace = envelope.trace.as_ref().map(TraceParent::child);
+        let finished = if self
+            .store
+            .begin_attempt(job.run_id, &job.node, attempt)
+            .await?
+        {
+            let mut tx = self.store.begin().await?;
+            let started = NodeProgress {
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: job.attempt,
+                message: "started".into(),
+            };
+            emit(&mut tx, Event::NodeProgress(started), trace.clone()).await?;
+            tx.commit().await?;
+            self.attempt(job).await?
+        } else {
+            // Begun before: its runner died (or this is a repeat). Never run an attempt
+            // twice; the engine decides whether a new attempt follows.
+            NodeFinished {
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: job.attempt,
+                outcome: NodeOutcome::Failed {
+                    reason: "interrupted: the runner stopped during this attempt".into(),
+                },
+                exit_code: None,
+                duration_ms: 0,
+                artifacts: Vec::new(),
+            }
+        };
+        let mut tx = self.store.begin().await?;
+        if tx.record_inbox(JOBS, envelope.id).await? {
+            emit(&mut tx, Event::NodeFinished(finished), trace).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Prepares the directories, runs the script, and collects output and artifacts.
+    async fn attempt(&self, job: &NodeDispatch) -> Result<NodeFinished, HandlerError> {
+        let spec: ScriptSpec = serde_json::from_value(job.spec.clone())?;
+        let dirs = RunDirs::new(&self.options.data_dir, job.run_id);
+        let artifacts = dirs.artifacts(&job.node, job.attempt);
+        let inputs = dirs.inputs(&job.node, job.attempt);
+        let copies: Vec<_> = spec
+            .inputs
+            .iter()
+            .map(|(up, a)| (dirs.artifacts(up, *a), inputs.join(up)))
+            .collect();
+        let inputs_dir = inputs.clone();
+        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            std::fs::create_dir_all(&inputs_dir)?;
+            for (from, to) in copies {
+                copy_tree(&from, &to)?;
+            }
+            Ok(())
+        })
+        .await??;
+        let job_spec = Job {
+            script: spec.run.clone(),
+            env: environment(job, &spec, &dirs.workspace(), &artifacts, &inputs),
+            workspace: dirs.workspace(),
+            artifacts: artifacts.clone(),
+            timeout: job.timeout_secs.map(Duration::from_secs),
+        };
+        let cancel = CancellationToken::new();
+        let key = (job.run_id, job.node.clone(), job.attempt);
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), cancel.clone());
+        let (logs, mut lines) = mpsc::channel::<LogLine>(256);
+        let store = self.store.clone();
+        let (run_id, node, attempt) = (
+            job.run_id,
+            job.node.clone(),
+            i32::try_from(job.attempt).unwrap_or(i32::MAX),
+        );
+        let writer = tokio::spawn(async move {
+            while let Some(line) = lines.recv().await {
+                let stream = match line.stream {
+                    Stream::Stdout => "stdout",
+                    Stream::Stderr => "stderr",
+                };
+                if let Err(err) = store
+                    .append_log(run_id, &node, attempt, stream, &line.line)
+                    .await
+                {
+                    tracing::warn!(error = %err, "storing a log line failed");
+                }
+            }
+        });
+        let exit = self.sandbox.run(&job_spec, logs, cancel).await;
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        let _ = writer.await;
+        let exit = exit?;
+
+        let mut stored = Vec::new();
+        let mut missing = Vec::new();
+        for name in &spec.artifacts {
+            match digest(&artifacts.join(name)) {
+                Ok((sha256, size)) => {
+                    self.store
+                        .record_artifact(&ArtifactRow {
+                            run_id,
+                            node: job.node.clone(),
+                            attempt,
+                            name: name.clone(),
+                            sha256: sha256.clone(),
+                            size: i64::try_from(size).unwrap_or(i64::MAX),
+                        })
+                        .await?;
+                    stored.push(Artifact {
+                        name: name.clone(),
+                        sha256,
+                        size,
+                    });
+                }
+                Err(_) => missing.push(name.as_str()),
+            }
+        }
+        let (outcome, status, exit_code) = match exit.status {
+            ExitStatus::Exited(0) if missing.is_empty() => {
+                (NodeOutcome::Succeeded, "succeeded", Some(0))
+            }
+            ExitStatus::Exited(0) => (
+                NodeOutcome::Failed {
+                    reason: format!(
+                        "declared artifacts were not written: {}",
+                        missing.join(", ")
+                    ),
+                },
+                "failed",
+                Some(0),
+            ),
+            ExitStatus::Exited(code) => (
+                NodeOutcome::Failed {
+                    reason: format!("exit code {code}"),
+                },
+                "failed",
+                Some(code),
+            ),
+            ExitStatus::Signalled(signal) => (
+                NodeOutcome::Failed {
+                    reason: format!("killed by signal {signal}"),
+                },
+                "failed",
+                None,
+            ),
+            ExitStatus::TimedOut => (NodeOutcome::TimedOut, "timed_out", None),
+            ExitStatus::Cancelled => (NodeOutcome::Cancelled, "cancelled", None),
+        };
+        let error = match &outcome {
+            NodeOutcome::Failed { reason } => Some(reason.as_str()),
+            NodeOutcome::TimedOut => Some("timed out"),
+            _ => None,
+        };
+        let duration_ms = u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX);
+        self.store
+            .finish_attempt(
+                run_id,
+                &job.node,
+                attempt,
+                status,
+                exit_code,
+                error,
+                i64::try_from(duration_ms).unwrap_or(i64::MAX),
+            )
+            .await?;
+        Ok(NodeFinished {
+            run_id,
+            node: job.node.clone(),
+            attempt: job.attempt,
+            outcome,
+            exit_code,
+            duration_ms,
+            artifacts: stored,
+        })
+    }
+}
+
+/// The script's whole environment: what the node declared plus Gatehouse's variables.
+fn environment(
+    job: &NodeDispatch,
+    spec: &ScriptSpec,
+    workspace: &std::path::Path,
+    artifacts: &std::path::Path,
+    inputs: &std::path::Path,
+) -> BTreeMap<String, String> {
+    let mut env = job.env.clone();
+    for (name, value) in &spec.params {
+        env.insert(
+            format!("GATEHOUSE_PARAM_{}", name.to_ascii_uppercase()),
+            value.clone(),
+        );
+    }
+    for secret in &job.secrets {
+        match std::env::var(secret) {
+            Ok(value) => {
+                env.insert(secret.clone(), value);
+            }
+            Err(_) => {
+                tracing::warn!(%secret, node = %job.node, "a declared secret is not set in the runner's environment")
+            }
+        }
+    }
+    let path = |p: &std::path::Path| p.display().to_string();
+    env.extend([
+        ("GATEHOUSE_RUN_ID".to_owned(), job.run_id.to_string()),
+        ("GATEHOUSE_NODE".to_owned(), job.node.clone()),
+        ("GATEHOUSE_ATTEMPT".to_owned(), job.attempt.to_string()),
+        ("GATEHOUSE_WORKSPACE".to_owned(), path(workspace)),
+        ("GATEHOUSE_ARTIFACTS".to_owned(), path(artifacts)),
+        ("GATEHOUSE_INPUTS".to_owned(), path(inputs)),
+    ]);
+    if let Some(comment) = &spec.rework_comment {
+        env.insert("GATEHOUSE_REWORK_COMMENT".to_owned(), comment.clone());
+    }
+    env
+}
+
+async fn emit(tx: &mut Tx, event: Event, trace: Option<TraceParent>) -> Result<(), HandlerError> {
+    tx.append_outbox(&Envelope::new(SOURCE, &event, trace)?)
+        .await?;
+    Ok(())
+}
+
+/// Stops attempts the scheduler no longer wants.
+#[async_trait]
+impl Handler for Runner {
+    async fn handle(&self, _tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
+        let Ok(Event::RunUpdated(snapshot)) = envelope.decode() else {
+            return Ok(());
+        };
+        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
+        for ((run, node, attempt), token) in running.iter() {
+            if *run != snapshot.run_id {
+                continue;
+            }
+            // A snapshot older than the attempt says nothing about it.
+            let unwanted = snapshot.nodes.iter().any(|n| {
+                &n.node == node
+                    && (n.attempt > *attempt
+                        || n.attempt == *attempt
+                            && !matches!(n.status, NodeStatus::Dispatched | NodeStatus::Running))
+            });
+            if unwanted {
+                tracing::info!(run = %run, node = %node, attempt, "stopping an attempt the run no longer wants");
+                token.cancel();
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,271 @@
+//! Turning the engine's commands into events and timers.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::Utc;
+use gatehouse_engine::{Command, RunState};
+use gatehouse_events::{
+    Actor, Channel, Envelope, Event, GateClosed, GateOpened, NodeDispatch, NodeFinished,
+    NodeOutcome, NodeSnapshot, ParentNode, RunRequested, RunUpdated, TraceParent,
+};
+use gatehouse_sop::{NodeKind, Sop};
+use gatehouse_store::{RunRow, TimerRow, Tx};
+use serde_json::json;
+use uuid::Uuid;
+
+use crate::SchedulerError;
+
+/// Where the scheduler's events say they come from.
+const SOURCE: &str = "scheduler";
+
+/// Everything needed to carry out one step's commands.
+pub(crate) struct Context<'a> {
+    pub run: &'a RunRow,
+    pub sop: &'a Sop,
+    pub state: &'a RunState,
+    pub params: &'a BTreeMap<String, String>,
+    pub trace: Option<&'a TraceParent>,
+}
+
+impl Context<'_> {
+    /// Appends the events and timers that follow from `commands`, then the run's snapshot,
+    /// and, when a child run has ended, its result for the parent's node.
+    pub(crate) async fn carry_out(
+        &self,
+        tx: &mut Tx,
+        commands: &[Command],
+    ) -> Result<(), SchedulerError> {
+        for command in commands {
+            match command {
+                Command::Dispatch { node, attempt } => {
+                    self.emit(tx, Event::NodeDispatch(self.dispatch(node, *attempt)))
+                        .await?
+                }
+                Command::StartChild { node, attempt } => {
+                    self.start_child(tx, node, *attempt).await?
+                }
+                Command::OpenGate { node, attempt } => self.open_gate(tx, node, *attempt).await?,
+                Command::CloseGate {
+                    node,
+                    attempt,
+                    status,
+                } => {
+                    let decided_by = self.state.nodes[node.as_str()]
+                        .gate
+                        .as_ref()
+                        .map(|g| g.approvals.iter().map(|p| person(p)).collect())
+                        .unwrap_or_default();
+                    let event = GateClosed {
+                        run_id: self.run.id,
+                        node: node.clone(),
+                        attempt: *attempt,
+                        status: *status,
+                        decided_by,
+                        comment: None,
+                    };
+                    self.emit(tx, Event::GateClosed(event)).await?;
+                }
+                Command::ScheduleRetry {
+                    node,
+                    attempt,
+                    after,
+                } => {
+                    let due = Utc::now()
+                        .timestamp_millis()
+                        .saturating_add(i64::try_from(after.as_millis()).unwrap_or(i64::MAX));
+                    tx.set_timer(&self.timer(node, *attempt, "retry", due))
+                        .await?;
+                }
+                // Runners watch run snapshots and stop attempts that are no longer current.
+                Command::CancelAttempt { .. } => {}
+            }
+        }
+        self.emit(tx, Event::RunUpdated(self.snapshot())).await?;
+        if self.state.is_terminal()
+            && let (Some(parent), Some(node), Some(attempt)) = (
+                self.run.parent_run,
+                &self.run.parent_node,
+                self.run.parent_attempt,
+            )
+        {
+            let outcome = match &self.state.failure {
+                None if self.state.status == gatehouse_events::RunStatus::Succeeded => {
+                    NodeOutcome::Succeeded
+                }
+                None => NodeOutcome::Failed {
+                    reason: format!("child run {} was cancelled", self.run.id),
+                },
+                Some(reason) => NodeOutcome::Failed {
+                    reason: format!("child run {}: {reason}", self.run.id),
+                },
+            };
+            let event = NodeFinished {
+                run_id: parent,
+                node: node.clone(),
+                attempt: u32::try_from(attempt).unwrap_or(0),
+                outcome,
+                exit_code: None,
+                duration_ms: u64::try_from((Utc::now() - self.run.created_at).num_milliseconds())
+                    .unwrap_or(0),
+                artifacts: Vec::new(),
+            };
+            self.emit(tx, Event::NodeFinished(event)).await?;
+        }
+        Ok(())
+    }
+
+    async fn emit(&self, tx: &mut Tx, event: Event) -> Result<(), SchedulerError> {
+        let trace = self
+            .trace
+            .map(TraceParent::child)
+            .unwrap_or_else(TraceParent::new_root);
+        tx.append_outbox(&Envelope::new(SOURCE, &event, Some(trace))?)
+            .await?;
+        Ok(())
+    }
+
+    fn timer(&self, node: &str, attempt: u32, kind: &str, due_ms: i64) -> TimerRow {
+        TimerRow {
+            run_id: self.run.id,
+            node: node.to_owned(),
+            attempt: i32::try_from(attempt).unwrap_or(i32::MAX),
+            kind: kind.to_owned(),
+            due_ms,
+        }
+    }
+
+    /// A job with everything a runner needs: the script, what to keep, where its inputs
+    /// come from, the reviewer's comment, and the environment.
+    fn dispatch(&self, node: &str, attempt: u32) -> NodeDispatch {
+        let def = self
+            .sop
+            .node(node)
+            .unwrap_or_else(|| unreachable!("commands name nodes of the SOP"));
+        let run = match &def.kind {
+            NodeKind::Script { run } => run.clone(),
+            _ => String::new(),
+        };
+        // Every script node upstream, at its latest attempt: its artifacts are the inputs.
+        let mut inputs = BTreeMap::new();
+        let mut seen = BTreeSet::new();
+        let mut stack = def.needs.clone();
+        while let Some(up) = stack.pop() {
+            if !seen.insert(up.clone()) {
+                continue;
+            }
+            let state = &self.state.nodes[up.as_str()];
+            if state.gate.is_none() {
+                inputs.insert(up.clone(), state.attempt);
+            }
+            if let Some(up_def) = self.sop.node(&up) {
+                stack.extend(up_def.needs.iter().cloned());
+            }
+        }
+        NodeDispatch {
+            run_id: self.run.id,
+            node: node.to_owned(),
+            attempt,
+            kind: def.kind.name().to_owned(),
+            sandbox: def
+                .sandbox
+                .clone()
+                .unwrap_or_else(|| self.sop.sandbox.clone()),
+            spec: json!({
+                "run": run,
+                "artifacts": def.artifacts,
+                "inputs": inputs,
+                "rework_comment": self.state.nodes[node].rework_comment,
+                "params": self.params,
+            }),
+            env: def.env.clone(),
+            secrets: def.secrets.clone(),
+            timeout_secs: def.timeout.map(|t| t.as_secs().max(1)),
+        }
+    }
+
+    async fn start_child(
+        &self,
+        tx: &mut Tx,
+        node: &str,
+        attempt: u32,
+    ) -> Result<(), SchedulerError> {
+        let Some(NodeKind::Sop { sop, params, .. }) = self.sop.node(node).map(|n| &n.kind) else {
+            return Ok(());
+        };
+        let request = RunRequested {
+            run_id: Uuid::now_v7(),
+            sop: sop.clone(),
+            params: params.clone(),
+            requirement_id: None,
+            requested_by: self
+                .run
+                .requested_by
+                .as_deref()
+                .map(person)
+                .unwrap_or_else(|| person("scheduler")),
+            schedule: None,
+            parent: Some(ParentNode {
+                run_id: self.run.id,
+                node: node.to_owned(),
+                attempt,
+            }),
+        };
+        self.emit(tx, Event::RunRequested(request)).await
+    }
+
+    async fn open_gate(&self, tx: &mut Tx, node: &str, attempt: u32) -> Result<(), SchedulerError> {
+        let Some(NodeKind::Gate(gate)) = self.sop.node(node).map(|n| &n.kind) else {
+            return Ok(());
+        };
+        let expires_at = gate
+            .expires_in
+            .and_then(|d| chrono::Duration::from_std(d).ok())
+            .map(|d| Utc::now() + d);
+        if let Some(at) = expires_at {
+            tx.set_timer(&self.timer(node, attempt, "expire", at.timestamp_millis()))
+                .await?;
+        }
+        let event = GateOpened {
+            run_id: self.run.id,
+            node: node.to_owned(),
+            attempt,
+            approvers: gate.approvers.clone(),
+            min_approvals: gate.min_approvals,
+            send_back_targets: gate.send_back.clone(),
+            artifacts: Vec::new(),
+            expires_at,
+        };
+        self.emit(tx, Event::GateOpened(event)).await
+    }
+
+    fn snapshot(&self) -> RunUpdated {
+        RunUpdated {
+            run_id: self.run.id,
+            sop: self.run.sop.clone(),
+            sop_version: self.run.sop_version.clone(),
+            requirement_id: None,
+            status: self.state.status,
+            nodes: self
+                .state
+                .nodes
+                .iter()
+                .map(|(id, n)| NodeSnapshot {
+                    node: id.clone(),
+                    status: n.status,
+                    attempt: n.attempt,
+                    rework_count: n.rework_count,
+                })
+                .collect(),
+            revision: self.state.revision,
+        }
+    }
+}
+
+/// A configured person as an actor.
+fn person(id: &str) -> Actor {
+    Actor {
+        channel: Channel::System,
+        handle: id.to_owned(),
+        person: Some(id.to_owned()),
+    }
+}

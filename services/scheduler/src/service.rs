@@ -1,0 +1,384 @@
+//! Applying events to runs.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::Utc;
+use gatehouse_bus::{Bus, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError};
+use gatehouse_engine::{Decision, Input, Outcome, Rejection, RunState, apply};
+use gatehouse_events::{
+    Envelope, Event, GateDecisionKind, NodeOutcome, RunCommandKind, RunRequested, TraceParent,
+};
+use gatehouse_sop::{Catalog, NodeKind, Sop, SopError};
+use gatehouse_store::{DecisionRow, RunRow, Store, StoreError, Tx};
+use thiserror::Error;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Why the scheduler could not apply an event (it is retried).
+#[derive(Debug, Error)]
+pub enum SchedulerError {
+    /// The store failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A stored run or SOP version does not decode.
+    #[error("run {run}: {message}")]
+    Corrupt {
+        /// The run.
+        run: Uuid,
+        /// What is wrong.
+        message: String,
+    },
+    /// A frozen SOP version no longer parses.
+    #[error(transparent)]
+    Sop(#[from] SopError),
+    /// An event could not be built.
+    #[error(transparent)]
+    Event(#[from] gatehouse_events::EventError),
+}
+
+/// The scheduler: cheap to clone, shared by its consumers and its timer loop.
+#[derive(Clone)]
+pub struct Scheduler {
+    pub(crate) store: Store,
+    catalog: Arc<Catalog>,
+    /// Frozen SOP versions, parsed once.
+    definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
+}
+
+/// The events the scheduler consumes, one durable consumer each.
+const CONSUMERS: [(&str, &str); 5] = [
+    ("scheduler-requests", "run.requested"),
+    ("scheduler-commands", "run.command"),
+    ("scheduler-decisions", "gate.decision"),
+    ("scheduler-progress", "node.progress"),
+    ("scheduler-results", "node.finished"),
+];
+
+impl Scheduler {
+    /// A scheduler over `store`, starting runs of the SOPs in `catalog`.
+    pub fn new(store: Store, catalog: Arc<Catalog>) -> Self {
+        Self {
+            store,
+            catalog,
+            definitions: Arc::default(),
+        }
+    }
+
+    /// Consumes events and fires timers until `shutdown` is cancelled.
+    pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
+        let mut tasks = tokio::task::JoinSet::new();
+        for (name, filter) in CONSUMERS {
+            let options = ConsumerOptions {
+                retry_delay: Duration::from_millis(200),
+                ..ConsumerOptions::new(ConsumerSpec::new(name, filter))
+            };
+            let consumer = Consumer::new(bus.clone(), self.store.clone(), options);
+            let (handler, shutdown) = (self.clone(), shutdown.clone());
+            tasks.spawn(async move { consumer.run(&handler, shutdown).await });
+        }
+        tasks.spawn(self.clone().fire_timers(shutdown));
+        while tasks.join_next().await.is_some() {}
+    }
+
+    /// The frozen definition of a version, parsed once per process.
+    pub(crate) async fn definition(&self, run: &RunRow) -> Result<Arc<Sop>, SchedulerError> {
+        if let Some(sop) = self.cached(&run.sop_version) {
+            return Ok(sop);
+        }
+        let Some((source, body)) = self.store.sop_version_body(&run.sop_version).await? else {
+            return Err(SchedulerError::Corrupt {
+                run: run.id,
+                message: format!("SOP version {} is not stored", run.sop_version),
+            });
+        };
+        let sop = Arc::new(gatehouse_sop::parse(&source, &body)?);
+        self.definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(run.sop_version.clone(), sop.clone());
+        Ok(sop)
+    }
+
+    fn cached(&self, version: &str) -> Option<Arc<Sop>> {
+        self.definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(version)
+            .cloned()
+    }
+
+    /// Creates the run a `run.requested` asks for and starts it. A request for an SOP
+    /// that does not exist or cannot run is logged and dropped: the API refuses those
+    /// before they get here.
+    async fn create(
+        &self,
+        tx: &mut Tx,
+        request: &RunRequested,
+        trace: Option<&TraceParent>,
+    ) -> Result<(), SchedulerError> {
+        let Some(sop) = self.catalog.get(&request.sop) else {
+            tracing::error!(run = %request.run_id, sop = %request.sop, "run requested for an unknown SOP; dropped");
+            return Ok(());
+        };
+        if let Err(why) = runnable(sop, &request.params) {
+            tracing::error!(run = %request.run_id, sop = %request.sop, %why, "run cannot start; dropped");
+            return Ok(());
+        }
+        let params = with_defaults(sop, &request.params);
+        let person = request
+            .requested_by
+            .person
+            .clone()
+            .unwrap_or_else(|| request.requested_by.handle.clone());
+        let state = RunState::new(sop, Some(person.clone()));
+        let now = Utc::now();
+        let row = RunRow {
+            id: request.run_id,
+            sop: sop.name.clone(),
+            sop_version: sop.version.clone(),
+            params: json(&params),
+            requested_by: Some(person),
+            status: status_name(&state),
+            state: json(&state),
+            revision: 0,
+            parent_run: request.parent.as_ref().map(|p| p.run_id),
+            parent_node: request.parent.as_ref().map(|p| p.node.clone()),
+            parent_attempt: request
+                .parent
+                .as_ref()
+                .map(|p| i32::try_from(p.attempt).unwrap_or(i32::MAX)),
+            created_at: now,
+            updated_at: now,
+        };
+        tx.save_sop_version(&sop.version, &sop.name, &sop.source, &sop.text)
+            .await?;
+        if !tx.insert_run(&row).await? {
+            return Ok(());
+        }
+        self.definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sop.version.clone(), Arc::new(sop.clone()));
+        let _ = self
+            .advance(tx, request.run_id, Input::Start, trace)
+            .await?;
+        Ok(())
+    }
+
+    /// Applies `input` to a stored run and records everything that follows. A refusal is
+    /// returned, not an error: the input was valid to receive but not to apply.
+    pub(crate) async fn advance(
+        &self,
+        tx: &mut Tx,
+        run_id: Uuid,
+        input: Input,
+        trace: Option<&TraceParent>,
+    ) -> Result<Result<(), Rejection>, SchedulerError> {
+        let Some(row) = tx.load_run(run_id).await? else {
+            tracing::warn!(run = %run_id, ?input, "event for an unknown run; ignored");
+            return Ok(Ok(()));
+        };
+        let sop = self.definition(&row).await?;
+        let mut state: RunState =
+            serde_json::from_str(&row.state).map_err(|e| SchedulerError::Corrupt {
+                run: run_id,
+                message: format!("stored state does not decode: {e}"),
+            })?;
+        let revision = state.revision;
+        let commands = match apply(&sop, &mut state, input) {
+            Ok(commands) => commands,
+            Err(rejection) => return Ok(Err(rejection)),
+        };
+        if state.revision == revision {
+            return Ok(Ok(()));
+        }
+        let stored = tx
+            .update_run(
+                run_id,
+                &status_name(&state),
+                &json(&state),
+                row.revision,
+                row.revision + 1,
+            )
+            .await?;
+        if !stored {
+            return Err(SchedulerError::Corrupt {
+                run: run_id,
+                message: "changed by another writer; retrying".into(),
+            });
+        }
+        let params: BTreeMap<String, String> =
+            serde_json::from_str(&row.params).unwrap_or_default();
+        let context = crate::commands::Context {
+            run: &row,
+            sop: &sop,
+            state: &state,
+            params: &params,
+            trace,
+        };
+        context.carry_out(tx, &commands).await?;
+        Ok(Ok(()))
+    }
+}
+
+/// Checks that an SOP can run now with these parameters.
+pub fn runnable(sop: &Sop, params: &BTreeMap<String, String>) -> Result<(), String> {
+    if let Some(node) = sop
+        .nodes
+        .iter()
+        .find(|n| matches!(n.kind, NodeKind::Agent { .. } | NodeKind::Deliver { .. }))
+    {
+        return Err(format!(
+            "node `{}` is a {} node, which this version of Gatehouse cannot run yet",
+            node.id,
+            node.kind.name()
+        ));
+    }
+    let missing: Vec<&str> = sop
+        .params
+        .iter()
+        .filter(|(name, p)| p.required && p.default.is_none() && !params.contains_key(*name))
+        .map(|(name, _)| name.as_str())
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "missing required parameters: {}",
+            missing.join(", ")
+        ));
+    }
+    if let Some(unknown) = params.keys().find(|k| !sop.params.contains_key(*k)) {
+        return Err(format!("`{}` has no parameter `{unknown}`", sop.name));
+    }
+    Ok(())
+}
+
+fn with_defaults(sop: &Sop, given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
+    let mut params: BTreeMap<String, String> = sop
+        .params
+        .iter()
+        .filter_map(|(k, p)| p.default.clone().map(|d| (k.clone(), d)))
+        .collect();
+    params.extend(given.clone());
+    params
+}
+
+pub(crate) fn json(value: &impl serde::Serialize) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+/// The run status as stored (snake_case), e.g. `waiting`.
+pub(crate) fn status_name(state: &RunState) -> String {
+    serde_json::to_value(state.status)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+#[async_trait]
+impl Handler for Scheduler {
+    async fn handle(&self, tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
+        let event = match envelope.decode() {
+            Ok(event) => event,
+            Err(gatehouse_events::EventError::UnknownType(t)) => {
+                tracing::debug!(event_type = %t, "not for the scheduler");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let trace = envelope.trace.as_ref();
+        let (run_id, input) = match event {
+            Event::RunRequested(request) => return Ok(self.create(tx, &request, trace).await?),
+            Event::RunCommand(c) => (
+                c.run_id,
+                match c.command {
+                    RunCommandKind::Pause => Input::Pause,
+                    RunCommandKind::Resume => Input::Resume,
+                    RunCommandKind::Cancel => Input::Cancel,
+                    RunCommandKind::Retry { node } => Input::RetryFrom { node },
+                },
+            ),
+            Event::GateDecision(d) => {
+                let person = d
+                    .actor
+                    .person
+                    .clone()
+                    .unwrap_or_else(|| d.actor.handle.clone());
+                let (decision, target) = match &d.decision {
+                    GateDecisionKind::Approve => (Decision::Approve, None),
+                    GateDecisionKind::SendBack { to } => {
+                        (Decision::SendBack { to: to.clone() }, Some(to.clone()))
+                    }
+                    GateDecisionKind::Reject => (Decision::Reject, None),
+                };
+                let input = Input::Decide {
+                    node: d.node.clone(),
+                    attempt: d.attempt,
+                    decision,
+                    comment: d.comment.clone(),
+                    person: person.clone(),
+                };
+                let outcome = match self.advance(tx, d.run_id, input, trace).await? {
+                    Ok(()) => "applied".to_owned(),
+                    Err(rejection) => format!("refused: {rejection}"),
+                };
+                let channel = serde_json::to_value(d.actor.channel)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                tx.record_decision(&DecisionRow {
+                    run_id: d.run_id,
+                    node: d.node,
+                    attempt: i32::try_from(d.attempt).unwrap_or(i32::MAX),
+                    decision: decision_name(&d.decision).into(),
+                    target,
+                    comment: d.comment,
+                    person,
+                    channel,
+                    outcome,
+                    decided_at: envelope.occurred_at,
+                })
+                .await?;
+                return Ok(());
+            }
+            Event::NodeProgress(p) => (
+                p.run_id,
+                Input::NodeStarted {
+                    node: p.node,
+                    attempt: p.attempt,
+                },
+            ),
+            Event::NodeFinished(f) => (
+                f.run_id,
+                Input::NodeFinished {
+                    node: f.node,
+                    attempt: f.attempt,
+                    outcome: match f.outcome {
+                        NodeOutcome::Succeeded => Outcome::Succeeded,
+                        NodeOutcome::Failed { reason } => Outcome::Failed(reason),
+                        NodeOutcome::TimedOut => Outcome::TimedOut,
+                        NodeOutcome::Cancelled => Outcome::Failed("cancelled".into()),
+                    },
+                },
+            ),
+            other => {
+                tracing::debug!(event_type = %other.event_type(), "not for the scheduler");
+                return Ok(());
+            }
+        };
+        if let Err(rejection) = self.advance(tx, run_id, input, trace).await? {
+            tracing::info!(run = %run_id, %rejection, "refused");
+        }
+        Ok(())
+    }
+}
+
+fn decision_name(d: &GateDecisionKind) -> &'static str {
+    match d {
+        GateDecisionKind::Approve => "approve",
+        GateDecisionKind::SendBack { .. } => "send_back",
+        GateDecisionKind::Reject => "reject",
+    }
+}

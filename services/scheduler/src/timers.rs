@@ -1,0 +1,64 @@
+//! Retries and gate expiries: stored timers fired when due, by any scheduler replica once.
+
+use std::time::Duration;
+
+use chrono::Utc;
+use gatehouse_engine::Input;
+use tokio_util::sync::CancellationToken;
+
+use crate::{Scheduler, SchedulerError};
+
+/// The longest a due timer waits to be noticed.
+const POLL: Duration = Duration::from_secs(1);
+
+impl Scheduler {
+    /// Fires due timers until `shutdown` is cancelled.
+    pub(crate) async fn fire_timers(self, shutdown: CancellationToken) {
+        loop {
+            if let Err(err) = self.fire_due().await {
+                tracing::warn!(error = %err, "firing timers failed; retrying");
+            }
+            let wait = match self.store.next_timer_ms().await {
+                Ok(Some(due)) => {
+                    let ms = due
+                        .saturating_sub(Utc::now().timestamp_millis())
+                        .clamp(10, 1_000);
+                    Duration::from_millis(ms.unsigned_abs())
+                }
+                _ => POLL,
+            };
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+        }
+    }
+
+    /// Fires every timer due now, each in its own transaction.
+    pub(crate) async fn fire_due(&self) -> Result<usize, SchedulerError> {
+        let mut fired = 0;
+        for timer in self.store.due_timers(Utc::now().timestamp_millis()).await? {
+            let mut tx = self.store.begin().await?;
+            if !tx.delete_timer(&timer).await? {
+                continue;
+            }
+            let attempt = u32::try_from(timer.attempt).unwrap_or(0);
+            let input = match timer.kind.as_str() {
+                "expire" => Input::GateExpired {
+                    node: timer.node.clone(),
+                    attempt,
+                },
+                _ => Input::RetryDue {
+                    node: timer.node.clone(),
+                    attempt,
+                },
+            };
+            if let Err(rejection) = self.advance(&mut tx, timer.run_id, input, None).await? {
+                tracing::debug!(run = %timer.run_id, %rejection, "timer no longer applies");
+            }
+            tx.commit().await?;
+            fired += 1;
+        }
+        Ok(fired)
+    }
+}

@@ -1,0 +1,335 @@
+//! The scheduler and the runner together, over the in-process bus, with real processes:
+//! platform-check from request to success, rework, cancel and timeout.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_bus::{Bus, InProcessBus, Relay, RelayOptions};
+use gatehouse_events::{
+    Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind, RunCommand, RunCommandKind,
+    RunRequested,
+};
+use gatehouse_runner::{Runner, RunnerOptions};
+use gatehouse_sandbox::ProcessSandbox;
+use gatehouse_scheduler::Scheduler;
+use gatehouse_sop::Catalog;
+use gatehouse_store::RunRow;
+use gatehouse_tests::{Backend, TestDb, on_both_backends};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Relay, scheduler and runner on one database, as `gatehouse up` wires them.
+struct Stack {
+    db: TestDb,
+    data: tempfile::TempDir,
+    stop: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Stack {
+    async fn start(backend: Backend, sops: &[(&str, &str)]) -> Self {
+        let db = TestDb::new(backend).await;
+        let data = tempfile::tempdir().unwrap();
+        let sop_dir = data.path().join("sops");
+        std::fs::create_dir_all(&sop_dir).unwrap();
+        for (name, text) in sops {
+            std::fs::write(sop_dir.join(format!("{name}.yaml")), text).unwrap();
+        }
+        let (catalog, errors) = Catalog::load(&[&sop_dir]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
+        let stop = CancellationToken::new();
+        let store = db.store.clone();
+        let relay = Relay::new(
+            store.clone(),
+            bus.clone(),
+            RelayOptions {
+                poll: Duration::from_millis(50),
+                ..RelayOptions::default()
+            },
+        );
+        let scheduler = Scheduler::new(store.clone(), Arc::new(catalog));
+        let runner = Runner::new(
+            store,
+            Arc::new(ProcessSandbox),
+            RunnerOptions {
+                concurrency: 2,
+                ack_wait: Duration::from_secs(5),
+                data_dir: data.path().to_owned(),
+            },
+        );
+        let tasks = vec![
+            tokio::spawn(relay.run(stop.clone())),
+            tokio::spawn(scheduler.run(bus.clone(), stop.clone())),
+            tokio::spawn(runner.run(bus, stop.clone())),
+        ];
+        Self {
+            db,
+            data,
+            stop,
+            tasks,
+        }
+    }
+
+    async fn emit(&self, event: Event) {
+        let mut tx = self.db.store.begin().await.unwrap();
+        tx.append_outbox(&Envelope::new("test", &event, None).unwrap())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    async fn request(&self, sop: &str) -> Uuid {
+        let run_id = Uuid::now_v7();
+        self.emit(Event::RunRequested(RunRequested {
+            run_id,
+            sop: sop.into(),
+            params: BTreeMap::new(),
+            requirement_id: None,
+            requested_by: actor("bob"),
+            schedule: None,
+            parent: None,
+        }))
+        .await;
+        run_id
+    }
+
+    async fn decide(
+        &self,
+        run_id: Uuid,
+        node: &str,
+        attempt: u32,
+        decision: GateDecisionKind,
+        comment: Option<&str>,
+    ) {
+        self.emit(Event::GateDecision(GateDecision {
+            run_id,
+            node: node.into(),
+            attempt,
+            decision,
+            comment: comment.map(Into::into),
+            actor: actor("ana"),
+        }))
+        .await;
+    }
+
+    async fn command(&self, run_id: Uuid, command: RunCommandKind) {
+        self.emit(Event::RunCommand(RunCommand {
+            run_id,
+            command,
+            actor: actor("ana"),
+        }))
+        .await;
+    }
+
+    /// Waits until the run's state satisfies `done`.
+    async fn wait(
+        &self,
+        run_id: Uuid,
+        what: &str,
+        done: impl Fn(&RunRow, &serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        for _ in 0..1500 {
+            if let Some(row) = self.db.store.run(run_id).await.unwrap() {
+                let state: serde_json::Value = serde_json::from_str(&row.state).unwrap();
+                if done(&row, &state) {
+                    return state;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let row = self.db.store.run(run_id).await.unwrap();
+        panic!("timed out waiting for {what}: {row:#?}");
+    }
+
+    async fn wait_status(&self, run_id: Uuid, status: &str) -> serde_json::Value {
+        self.wait(run_id, status, |row, _| row.status == status)
+            .await
+    }
+
+    fn artifact(&self, run_id: Uuid, node: &str, attempt: u32, name: &str) -> String {
+        std::fs::read_to_string(
+            self.data
+                .path()
+                .join(format!("runs/{run_id}/artifacts/{node}/{attempt}/{name}")),
+        )
+        .unwrap()
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        self.db.cleanup().await;
+    }
+}
+
+fn actor(person: &str) -> Actor {
+    Actor {
+        channel: Channel::Api,
+        handle: person.into(),
+        person: Some(person.into()),
+    }
+}
+
+on_both_backends!(
+    platform_check_approved,
+    platform_check_sent_back_then_approved,
+    cancel_stops_a_running_script,
+    timeout_fails_the_node
+);
+
+async fn platform_check_approved(backend: Backend) {
+    let stack = Stack::start(backend, &[]).await;
+    let run = stack.request("platform-check").await;
+    stack.wait_status(run, "waiting").await;
+    stack
+        .decide(run, "confirm", 1, GateDecisionKind::Approve, None)
+        .await;
+    stack.wait_status(run, "succeeded").await;
+
+    assert!(
+        stack
+            .artifact(run, "report", 1, "welcome.md")
+            .starts_with("# Welcome to Gatehouse")
+    );
+    let completed = stack.artifact(run, "finish", 1, "completed.md");
+    assert!(completed.contains("The report was approved"), "{completed}");
+    assert!(
+        completed.contains("# Welcome to Gatehouse"),
+        "finish read its input: {completed}"
+    );
+    let artifacts = stack.db.store.artifacts(run).await.unwrap();
+    let names: Vec<_> = artifacts
+        .iter()
+        .map(|a| (a.node.as_str(), a.name.as_str()))
+        .collect();
+    assert_eq!(
+        names,
+        [("finish", "completed.md"), ("report", "welcome.md")]
+    );
+    assert!(artifacts.iter().all(|a| a.sha256.len() == 64 && a.size > 0));
+    let attempts = stack.db.store.attempts(run).await.unwrap();
+    assert!(
+        attempts
+            .iter()
+            .all(|a| a.status == "succeeded" && a.exit_code == Some(0)),
+        "{attempts:?}"
+    );
+    let audit = stack.db.store.decisions(run).await.unwrap();
+    assert_eq!(
+        (audit[0].person.as_str(), audit[0].outcome.as_str()),
+        ("ana", "applied")
+    );
+    stack.stop().await;
+}
+
+async fn platform_check_sent_back_then_approved(backend: Backend) {
+    let stack = Stack::start(backend, &[]).await;
+    let run = stack.request("platform-check").await;
+    stack.wait_status(run, "waiting").await;
+    stack
+        .decide(
+            run,
+            "confirm",
+            1,
+            GateDecisionKind::SendBack {
+                to: "report".into(),
+            },
+            Some("mention the error budget"),
+        )
+        .await;
+    let state = stack
+        .wait(run, "the second gate", |row, s| {
+            row.status == "waiting" && s["nodes"]["confirm"]["attempt"] == 2
+        })
+        .await;
+    assert_eq!(state["nodes"]["report"]["attempt"], 2);
+    assert_eq!(state["nodes"]["report"]["rework_count"], 1);
+    let welcome = stack.artifact(run, "report", 2, "welcome.md");
+    assert!(
+        welcome.contains("Reworked after review: mention the error budget"),
+        "{welcome}"
+    );
+
+    // A decision for the first attempt is refused and audited, and changes nothing.
+    stack
+        .decide(run, "confirm", 1, GateDecisionKind::Approve, None)
+        .await;
+    stack
+        .decide(run, "confirm", 2, GateDecisionKind::Approve, None)
+        .await;
+    stack.wait_status(run, "succeeded").await;
+    let audit = stack.db.store.decisions(run).await.unwrap();
+    let outcomes: Vec<_> = audit.iter().map(|d| d.outcome.as_str()).collect();
+    assert_eq!(outcomes[0], "applied");
+    assert!(
+        outcomes[1].starts_with("refused: this decision is for attempt 1"),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[2], "applied");
+    stack.stop().await;
+}
+
+const SLOW: &str = "name: slow\nnodes:\n  wait:\n    kind: script\n    run: echo $$ > \"$GATEHOUSE_WORKSPACE/pid\"; sleep 60\n";
+
+async fn cancel_stops_a_running_script(backend: Backend) {
+    let stack = Stack::start(backend, &[("slow", SLOW)]).await;
+    let run = stack.request("slow").await;
+    stack
+        .wait(run, "the script to run", |_, s| {
+            s["nodes"]["wait"]["status"] == "running"
+        })
+        .await;
+    let pid_file = stack.data.path().join(format!("runs/{run}/workspace/pid"));
+    for _ in 0..100 {
+        if pid_file.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    stack.command(run, RunCommandKind::Cancel).await;
+    stack.wait_status(run, "cancelled").await;
+    for _ in 0..250 {
+        let attempts = stack.db.store.attempts(run).await.unwrap();
+        if attempts.first().is_some_and(|a| a.status == "cancelled") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        stack.db.store.attempts(run).await.unwrap()[0].status,
+        "cancelled"
+    );
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    assert!(
+        stat.is_empty()
+            || stat
+                .rsplit(')')
+                .next()
+                .unwrap()
+                .trim_start()
+                .starts_with('Z'),
+        "the script survived its run"
+    );
+    stack.stop().await;
+}
+
+async fn timeout_fails_the_node(backend: Backend) {
+    let sop = "name: late\nnodes:\n  nap:\n    kind: script\n    run: sleep 30\n    timeout: 1s\n";
+    let stack = Stack::start(backend, &[("late", sop)]).await;
+    let run = stack.request("late").await;
+    let state = stack.wait_status(run, "failed").await;
+    assert_eq!(state["failure"], "node `nap` failed: timed out");
+    assert_eq!(
+        stack.db.store.attempts(run).await.unwrap()[0].status,
+        "timed_out"
+    );
+    stack.stop().await;
+}
