@@ -36,6 +36,60 @@ impl Sop {
         self.nodes.iter().find(|n| n.id == id)
     }
 
+    /// Whether a run can start with `params`: required parameters given, no unknown ones,
+    /// and no node of a kind this build cannot execute yet (`agent`, `deliver`). The
+    /// message says what to change.
+    pub fn check_start(&self, params: &BTreeMap<String, String>) -> Result<(), String> {
+        if let Some(node) = self
+            .nodes
+            .iter()
+            .find(|n| matches!(n.kind, NodeKind::Agent { .. } | NodeKind::Deliver { .. }))
+        {
+            return Err(format!(
+                "`{}` cannot run yet: node `{}` is {} {} node, which this version of Gatehouse does not execute",
+                self.name,
+                node.id,
+                if node.kind.name() == "agent" {
+                    "an"
+                } else {
+                    "a"
+                },
+                node.kind.name()
+            ));
+        }
+        let missing: Vec<&str> = self
+            .params
+            .iter()
+            .filter(|(name, p)| p.required && p.default.is_none() && !params.contains_key(*name))
+            .map(|(name, _)| name.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "`{}` needs the parameters: {}",
+                self.name,
+                missing.join(", ")
+            ));
+        }
+        if let Some(unknown) = params.keys().find(|k| !self.params.contains_key(*k)) {
+            return Err(format!("`{}` has no parameter `{unknown}`", self.name));
+        }
+        Ok(())
+    }
+
+    /// The parameters a run gets: the given ones over the declared defaults.
+    pub fn params_with_defaults(
+        &self,
+        given: &BTreeMap<String, String>,
+    ) -> BTreeMap<String, String> {
+        let mut params: BTreeMap<String, String> = self
+            .params
+            .iter()
+            .filter_map(|(k, p)| p.default.clone().map(|d| (k.clone(), d)))
+            .collect();
+        params.extend(given.clone());
+        params
+    }
+
     /// The first 12 hex digits of the version, for people.
     pub fn short_version(&self) -> &str {
         let hex = self.version.trim_start_matches("sha256:");

@@ -263,3 +263,30 @@ fn user_directories_override_built_ins_and_report_bad_files() {
         errors[0]
     );
 }
+
+#[test]
+fn starting_checks_parameters_and_executable_kinds() {
+    use std::collections::BTreeMap;
+    let (catalog, _) = Catalog::load(&[] as &[&str]);
+    let check = catalog.get("platform-check").unwrap();
+    assert_eq!(check.check_start(&BTreeMap::new()), Ok(()));
+    assert_eq!(
+        check.check_start(&BTreeMap::from([("colour".into(), "red".into())])),
+        Err("`platform-check` has no parameter `colour`".into())
+    );
+    let bug_fix = catalog.get("bug-fix").unwrap();
+    assert_eq!(
+        bug_fix.check_start(&BTreeMap::from([("repo".into(), "acme/api".into())])),
+        Err("`bug-fix` cannot run yet: node `clarify` is an agent node, which this version of Gatehouse does not execute".into())
+    );
+    let needs_repo = parse("r.yaml", "name: r\nparams:\n  repo: { required: true }\n  level: { default: \"3\" }\nnodes:\n  a: { kind: script, run: ls }\n").unwrap();
+    assert_eq!(
+        needs_repo.check_start(&BTreeMap::new()),
+        Err("`r` needs the parameters: repo".into())
+    );
+    let given = BTreeMap::from([("repo".into(), "x".into())]);
+    assert_eq!(
+        needs_repo.params_with_defaults(&given),
+        BTreeMap::from([("level".into(), "3".into()), ("repo".into(), "x".into())])
+    );
+}

@@ -8,6 +8,15 @@ use crate::logging::LogFormat;
 
 const EXAMPLES: &str = "\
 Examples:
+  # Run everything on this machine (SQLite and workspaces in .gatehouse/)
+  gatehouse up
+
+  # From a second terminal: start the built-in check, follow it, approve its gate
+  gatehouse run start platform-check
+  gatehouse gate list
+  gatehouse gate approve <RUN>/confirm
+  gatehouse run watch <RUN>
+
   # Prepare the embedded SQLite database in .gatehouse/
   gatehouse migrate
 
@@ -64,6 +73,44 @@ pub enum Command {
         #[arg(long = "nats", value_name = "URL")]
         nats_url: Option<String>,
     },
+    /// Run every service in this process: the API on --listen, the scheduler, a runner
+    /// with the local-process sandbox, on SQLite in --data-dir and the in-process bus
+    /// (or Postgres and NATS when configured). Writes DATA_DIR/admin.token on first start.
+    Up {
+        /// Data directory (overrides server.data_dir).
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Listen address (overrides server.listen).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+    },
+    /// Start, list, show, watch and steer runs.
+    Run {
+        /// What to do.
+        #[command(subcommand)]
+        command: RunCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// List and decide gates.
+    Gate {
+        /// What to do.
+        #[command(subcommand)]
+        command: GateCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Manage API tokens.
+    Token {
+        /// What to do.
+        #[command(subcommand)]
+        command: TokenCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Check and list SOP definitions.
     Sop {
         /// What to do.
@@ -75,6 +122,125 @@ pub enum Command {
         /// What to do with it.
         #[command(subcommand)]
         command: ConfigCommand,
+    },
+}
+
+/// Where the client verbs send their requests.
+#[derive(Debug, clap::Args)]
+pub struct ClientArgs {
+    /// Server URL (default: http://<server.listen>).
+    #[arg(long, global = true, env = "GATEHOUSE_SERVER", value_name = "URL")]
+    pub server: Option<String>,
+    /// API token (default: the admin token in the data directory).
+    #[arg(long, global = true, env = "GATEHOUSE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Data directory holding admin.token (overrides server.data_dir).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// `gatehouse run ...`
+#[derive(Debug, Subcommand)]
+pub enum RunCommand {
+    /// Start a run of an SOP.
+    Start {
+        /// SOP name (`gatehouse sop list`).
+        sop: String,
+        /// A parameter, KEY=VALUE; repeat for more.
+        #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
+        params: Vec<(String, String)>,
+    },
+    /// List runs, newest first.
+    List {
+        /// Only runs with this status.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Show a run as a tree of nodes with status, attempt, rework count and duration.
+    Show {
+        /// Run id.
+        id: String,
+    },
+    /// Follow a run's progress and output until it ends; exit code 1 unless it succeeded.
+    Watch {
+        /// Run id.
+        id: String,
+    },
+    /// Cancel a run.
+    Cancel {
+        /// Run id.
+        id: String,
+    },
+    /// Pause a run.
+    Pause {
+        /// Run id.
+        id: String,
+    },
+    /// Resume a paused run.
+    Resume {
+        /// Run id.
+        id: String,
+    },
+    /// Run a node again, with everything after it.
+    Retry {
+        /// Run id.
+        id: String,
+        /// The node.
+        #[arg(long)]
+        node: String,
+    },
+}
+
+fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
+}
+
+/// `gatehouse gate ...`
+#[derive(Debug, Subcommand)]
+pub enum GateCommand {
+    /// Gates waiting for a decision.
+    List,
+    /// Approve a gate (RUN/NODE).
+    Approve {
+        /// RUN/NODE.
+        gate: String,
+        /// A comment for the record.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// Reject a gate: the run fails.
+    Reject {
+        /// RUN/NODE.
+        gate: String,
+        /// Why.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// Send the work back to an earlier node, with a comment for whoever redoes it.
+    SendBack {
+        /// RUN/NODE.
+        gate: String,
+        /// The node to redo.
+        #[arg(long)]
+        to: String,
+        /// What to change.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+}
+
+/// `gatehouse token ...`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token acting as NAME; it is printed once.
+    Create {
+        /// The person the token acts as.
+        name: String,
     },
 }
 

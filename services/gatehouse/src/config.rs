@@ -330,7 +330,7 @@ pub enum ConfigError {
 }
 
 /// Environment variables that belong to the command line, not to the file's keys.
-const CLI_ONLY_ENV: [&str; 4] = ["config", "log", "log_format", "token"];
+const CLI_ONLY_ENV: [&str; 5] = ["config", "log", "log_format", "token", "server"];
 /// `[server]` keys that may also be set without the section, e.g. `GATEHOUSE_DATABASE_URL`.
 const SERVER_SHORTHANDS: [&str; 6] = [
     "listen",

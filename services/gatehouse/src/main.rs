@@ -2,10 +2,13 @@
 //! chosen command.
 
 mod cli;
+mod client;
+mod client_commands;
 mod config;
 mod logging;
 mod secret;
 mod sop_commands;
+mod up;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -55,8 +58,40 @@ fn report(err: &anyhow::Error) -> String {
 }
 
 async fn run(cli: Cli) -> anyhow::Result<()> {
-    let config = Config::load(cli.config.as_deref()).context("loading the configuration")?;
+    let mut config = Config::load(cli.config.as_deref()).context("loading the configuration")?;
+    let client = |args: &cli::ClientArgs, config: &Config| {
+        let server = args
+            .server
+            .clone()
+            .unwrap_or_else(|| format!("http://{}", config.server.listen));
+        let data_dir = args
+            .data_dir
+            .clone()
+            .unwrap_or_else(|| config.server.data_dir.clone());
+        client::Client::new(&server, args.token.clone(), &data_dir)
+    };
     match cli.command {
+        Command::Up { data_dir, listen } => {
+            if let Some(dir) = data_dir {
+                config.server.data_dir = dir;
+            }
+            if let Some(listen) = listen {
+                config.server.listen = listen;
+            }
+            up::up(&config).await
+        }
+        Command::Run {
+            command,
+            client: args,
+        } => client_commands::run(&client(&args, &config)?, command, args.json).await,
+        Command::Gate {
+            command,
+            client: args,
+        } => client_commands::gate(&client(&args, &config)?, command, args.json).await,
+        Command::Token {
+            command,
+            client: args,
+        } => client_commands::token(&client(&args, &config)?, command, args.json).await,
         Command::Migrate {
             database_url,
             nats_url,
@@ -74,7 +109,7 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 /// Retries for services that may still be starting beside Gatehouse: about a minute in all.
-fn startup_retry() -> ExponentialBuilder {
+pub(crate) fn startup_retry() -> ExponentialBuilder {
     ExponentialBuilder::default()
         .with_min_delay(Duration::from_millis(250))
         .with_max_delay(Duration::from_secs(10))

@@ -11,7 +11,7 @@ use gatehouse_engine::{Decision, Input, Outcome, Rejection, RunState, apply};
 use gatehouse_events::{
     Envelope, Event, GateDecisionKind, NodeOutcome, RunCommandKind, RunRequested, TraceParent,
 };
-use gatehouse_sop::{Catalog, NodeKind, Sop, SopError};
+use gatehouse_sop::{Catalog, Sop, SopError};
 use gatehouse_store::{DecisionRow, RunRow, Store, StoreError, Tx};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
@@ -123,11 +123,11 @@ impl Scheduler {
             tracing::error!(run = %request.run_id, sop = %request.sop, "run requested for an unknown SOP; dropped");
             return Ok(());
         };
-        if let Err(why) = runnable(sop, &request.params) {
+        if let Err(why) = sop.check_start(&request.params) {
             tracing::error!(run = %request.run_id, sop = %request.sop, %why, "run cannot start; dropped");
             return Ok(());
         }
-        let params = with_defaults(sop, &request.params);
+        let params = sop.params_with_defaults(&request.params);
         let person = request
             .requested_by
             .person
@@ -222,47 +222,6 @@ impl Scheduler {
         context.carry_out(tx, &commands).await?;
         Ok(Ok(()))
     }
-}
-
-/// Checks that an SOP can run now with these parameters.
-pub fn runnable(sop: &Sop, params: &BTreeMap<String, String>) -> Result<(), String> {
-    if let Some(node) = sop
-        .nodes
-        .iter()
-        .find(|n| matches!(n.kind, NodeKind::Agent { .. } | NodeKind::Deliver { .. }))
-    {
-        return Err(format!(
-            "node `{}` is a {} node, which this version of Gatehouse cannot run yet",
-            node.id,
-            node.kind.name()
-        ));
-    }
-    let missing: Vec<&str> = sop
-        .params
-        .iter()
-        .filter(|(name, p)| p.required && p.default.is_none() && !params.contains_key(*name))
-        .map(|(name, _)| name.as_str())
-        .collect();
-    if !missing.is_empty() {
-        return Err(format!(
-            "missing required parameters: {}",
-            missing.join(", ")
-        ));
-    }
-    if let Some(unknown) = params.keys().find(|k| !sop.params.contains_key(*k)) {
-        return Err(format!("`{}` has no parameter `{unknown}`", sop.name));
-    }
-    Ok(())
-}
-
-fn with_defaults(sop: &Sop, given: &BTreeMap<String, String>) -> BTreeMap<String, String> {
-    let mut params: BTreeMap<String, String> = sop
-        .params
-        .iter()
-        .filter_map(|(k, p)| p.default.clone().map(|d| (k.clone(), d)))
-        .collect();
-    params.extend(given.clone());
-    params
 }
 
 pub(crate) fn json(value: &impl serde::Serialize) -> String {

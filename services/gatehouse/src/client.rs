@@ -1,0 +1,74 @@
+//! The CLI's HTTP client for the API.
+
+use std::path::Path;
+
+use anyhow::{Context, bail};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+/// Talks to one Gatehouse server as one token.
+pub struct Client {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    /// A client for `server` (e.g. `http://127.0.0.1:8080`). The token is the given one,
+    /// else `<data_dir>/admin.token`.
+    pub fn new(server: &str, token: Option<String>, data_dir: &Path) -> anyhow::Result<Self> {
+        let token = match token {
+            Some(token) => token,
+            None => {
+                let file = data_dir.join("admin.token");
+                std::fs::read_to_string(&file)
+                    .with_context(|| format!("no --token or GATEHOUSE_TOKEN given and {} cannot be read (is `gatehouse up` running with this data directory?)", file.display()))?
+                    .trim()
+                    .to_owned()
+            }
+        };
+        Ok(Self {
+            base: format!("{}/api/v1", server.trim_end_matches('/')),
+            token,
+            http: reqwest::Client::new(),
+        })
+    }
+
+    /// GET a JSON resource.
+    pub async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
+        self.send(self.http.get(format!("{}{path}", self.base)))
+            .await
+    }
+
+    /// POST a JSON body.
+    pub async fn post<T: DeserializeOwned>(
+        &self,
+        path: &str,
+        body: &impl Serialize,
+    ) -> anyhow::Result<T> {
+        self.send(self.http.post(format!("{}{path}", self.base)).json(body))
+            .await
+    }
+
+    async fn send<T: DeserializeOwned>(
+        &self,
+        request: reqwest::RequestBuilder,
+    ) -> anyhow::Result<T> {
+        let response = request
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the Gatehouse server at {}", self.base))?;
+        let status = response.status();
+        let body = response.text().await?;
+        if !status.is_success() {
+            let message = serde_json::from_str::<serde_json::Value>(&body)
+                .ok()
+                .and_then(|v| v["error"].as_str().map(str::to_owned))
+                .unwrap_or(body);
+            bail!("{message} ({status})");
+        }
+        serde_json::from_str(&body)
+            .with_context(|| format!("unexpected response from the server: {body}"))
+    }
+}

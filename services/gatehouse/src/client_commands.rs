@@ -1,0 +1,284 @@
+//! The client verbs: `run ...`, `gate ...`, `token create`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::bail;
+use gatehouse_ingest::views::*;
+use serde_json::json;
+
+use crate::cli::{GateCommand, RunCommand, TokenCommand};
+use crate::client::Client;
+
+/// `gatehouse run ...`
+pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow::Result<()> {
+    match command {
+        RunCommand::Start { sop, params } => {
+            let params: BTreeMap<String, String> = params.into_iter().collect();
+            let accepted: Accepted = client
+                .post(
+                    "/runs",
+                    &StartRun {
+                        sop: sop.clone(),
+                        params,
+                    },
+                )
+                .await?;
+            print(as_json, &accepted, || {
+                format!("started run {} ({sop})", accepted.run_id)
+            })
+        }
+        RunCommand::List { status } => {
+            let path = match status {
+                Some(s) => format!("/runs?status={s}"),
+                None => "/runs".to_owned(),
+            };
+            let runs: Vec<RunSummary> = client.get(&path).await?;
+            print(as_json, &runs, || {
+                let mut out = format!("{:<36}  {:<16}  {:<20}  CREATED\n", "ID", "STATUS", "SOP");
+                for r in &runs {
+                    out.push_str(&format!(
+                        "{:<36}  {:<16}  {:<20}  {}\n",
+                        r.id,
+                        r.status,
+                        r.sop,
+                        r.created_at.format("%Y-%m-%d %H:%M:%S")
+                    ));
+                }
+                out.trim_end().to_owned()
+            })
+        }
+        RunCommand::Show { id } => {
+            let run: RunDetail = client.get(&format!("/runs/{id}")).await?;
+            print(as_json, &run, || tree(&run))
+        }
+        RunCommand::Watch { id } => watch(client, &id).await,
+        RunCommand::Cancel { id } => {
+            command_verb(
+                client,
+                &id,
+                "cancel",
+                json!({}),
+                "cancel requested",
+                as_json,
+            )
+            .await
+        }
+        RunCommand::Pause { id } => {
+            command_verb(client, &id, "pause", json!({}), "pause requested", as_json).await
+        }
+        RunCommand::Resume { id } => {
+            command_verb(
+                client,
+                &id,
+                "resume",
+                json!({}),
+                "resume requested",
+                as_json,
+            )
+            .await
+        }
+        RunCommand::Retry { id, node } => {
+            command_verb(
+                client,
+                &id,
+                "retry",
+                json!({ "node": node }),
+                &format!("retry from `{node}` requested"),
+                as_json,
+            )
+            .await
+        }
+    }
+}
+
+async fn command_verb(
+    client: &Client,
+    id: &str,
+    verb: &str,
+    body: serde_json::Value,
+    done: &str,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let accepted: Accepted = client.post(&format!("/runs/{id}/{verb}"), &body).await?;
+    print(as_json, &accepted, || format!("{done} for run {id}"))
+}
+
+/// `gatehouse gate ...`
+pub async fn gate(client: &Client, command: GateCommand, as_json: bool) -> anyhow::Result<()> {
+    let (gate, body, verb) = match command {
+        GateCommand::List => {
+            let gates: Vec<GateView> = client.get("/gates").await?;
+            return print(as_json, &gates, || {
+                let mut out = format!(
+                    "{:<50}  {:>7}  {:<20}  SEND BACK TO\n",
+                    "GATE", "ATTEMPT", "APPROVERS"
+                );
+                for g in &gates {
+                    out.push_str(&format!(
+                        "{:<50}  {:>7}  {:<20}  {}\n",
+                        g.id,
+                        g.attempt,
+                        g.approvers.join(","),
+                        g.send_back.join(",")
+                    ));
+                }
+                out.trim_end().to_owned()
+            });
+        }
+        GateCommand::Approve { gate, comment } => (
+            gate,
+            Decide {
+                decision: DecisionKind::Approve,
+                to: None,
+                comment,
+                attempt: None,
+            },
+            "approved",
+        ),
+        GateCommand::Reject { gate, comment } => (
+            gate,
+            Decide {
+                decision: DecisionKind::Reject,
+                to: None,
+                comment,
+                attempt: None,
+            },
+            "rejected",
+        ),
+        GateCommand::SendBack { gate, to, comment } => (
+            gate,
+            Decide {
+                decision: DecisionKind::SendBack,
+                to: Some(to),
+                comment,
+                attempt: None,
+            },
+            "sent back",
+        ),
+    };
+    let Some((run, node)) = gate.split_once('/') else {
+        bail!("a gate is RUN/NODE, e.g. 0193a4b2-.../confirm; `gatehouse gate list` shows them");
+    };
+    let accepted: Accepted = client
+        .post(&format!("/runs/{run}/gates/{node}/decision"), &body)
+        .await?;
+    print(as_json, &accepted, || {
+        format!("{verb}: gate `{node}` of run {run}")
+    })
+}
+
+/// `gatehouse token create`
+pub async fn token(client: &Client, command: TokenCommand, as_json: bool) -> anyhow::Result<()> {
+    let TokenCommand::Create { name } = command;
+    let created: TokenCreated = client.post("/tokens", &CreateToken { name }).await?;
+    print(as_json, &created, || {
+        format!(
+            "{}\n(shown once; it acts as `{}`)",
+            created.token, created.name
+        )
+    })
+}
+
+fn print(
+    as_json: bool,
+    value: &impl serde::Serialize,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(value)?);
+    } else {
+        println!("{}", text());
+    }
+    Ok(())
+}
+
+/// A run as a readable tree: the nodes with status, attempt, rework count and duration.
+fn tree(run: &RunDetail) -> String {
+    let mut out = format!(
+        "run {} · {} · {}{}\n",
+        run.run.id,
+        run.run.sop,
+        run.run.status,
+        run.run
+            .requested_by
+            .as_deref()
+            .map(|p| format!(" · requested by {p}"))
+            .unwrap_or_default()
+    );
+    let width = run.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4);
+    for (i, n) in run.nodes.iter().enumerate() {
+        let branch = if i + 1 == run.nodes.len() {
+            "└─"
+        } else {
+            "├─"
+        };
+        let mut line = format!(
+            "{branch} {:<width$}  {:<16}  attempt {}",
+            n.node, n.status, n.attempt
+        );
+        if n.rework_count > 0 {
+            line.push_str(&format!("  rework {}", n.rework_count));
+        }
+        if let Some(ms) = n.duration_ms {
+            line.push_str(&format!("  {:.1}s", ms as f64 / 1000.0));
+        }
+        if let Some(err) = &n.last_error {
+            line.push_str(&format!("  ({err})"));
+        }
+        out.push_str(&line);
+        out.push('\n');
+    }
+    if !run.artifacts.is_empty() {
+        out.push_str("artifacts:\n");
+        for a in &run.artifacts {
+            out.push_str(&format!(
+                "  {}#{} {}  {} B  sha256:{}\n",
+                a.node,
+                a.attempt,
+                a.name,
+                a.size,
+                &a.sha256[..12.min(a.sha256.len())]
+            ));
+        }
+    }
+    if let Some(failure) = &run.failure {
+        out.push_str(&format!("failure: {failure}\n"));
+    }
+    out.trim_end().to_owned()
+}
+
+/// Prints node changes and output until the run ends; fails unless it succeeded.
+async fn watch(client: &Client, id: &str) -> anyhow::Result<()> {
+    let mut seen: BTreeMap<String, (String, u32)> = BTreeMap::new();
+    let mut after = 0;
+    loop {
+        let run: RunDetail = client.get(&format!("/runs/{id}")).await?;
+        for n in &run.nodes {
+            let now = (n.status.clone(), n.attempt);
+            if seen.get(&n.node) != Some(&now) {
+                println!("{} #{}: {}", n.node, n.attempt, n.status);
+                seen.insert(n.node.clone(), now);
+            }
+        }
+        let lines: Vec<LogView> = client
+            .get(&format!("/runs/{id}/logs?after={after}"))
+            .await?;
+        for l in &lines {
+            println!("  {} #{} | {}", l.node, l.attempt, l.line);
+            after = l.seq;
+        }
+        match run.run.status.as_str() {
+            "succeeded" => {
+                println!("run {id} succeeded");
+                return Ok(());
+            }
+            "failed" | "cancelled" => bail!(
+                "run {id} {}{}",
+                run.run.status,
+                run.failure.map(|f| format!(": {f}")).unwrap_or_default()
+            ),
+            _ => tokio::time::sleep(Duration::from_millis(500)).await,
+        }
+    }
+}

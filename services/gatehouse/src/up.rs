@@ -1,0 +1,145 @@
+//! `gatehouse up`: every service in one process, on the embedded defaults.
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::Context;
+use gatehouse_bus::{Bus, InProcessBus, JetStreamBus, Relay, RelayOptions};
+use gatehouse_ingest::{ApiState, hash_token, new_token};
+use gatehouse_runner::{Runner, RunnerOptions};
+use gatehouse_sandbox::ProcessSandbox;
+use gatehouse_scheduler::Scheduler;
+use gatehouse_sop::Catalog;
+use gatehouse_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+
+/// Runs ingest (the API), scheduler, runner and the outbox relay until SIGINT or SIGTERM.
+pub async fn up(config: &Config) -> anyhow::Result<()> {
+    let server = &config.server;
+    std::fs::create_dir_all(&server.data_dir)
+        .with_context(|| format!("creating the data directory {}", server.data_dir.display()))?;
+    let store = Store::connect(&server.effective_database_url(), crate::startup_retry()).await?;
+    store.migrate().await.context("applying migrations")?;
+    let (catalog, invalid) = Catalog::load(&server.sop_dirs);
+    for error in &invalid {
+        tracing::warn!("skipped an invalid SOP file:\n{error}");
+    }
+    let bus: Arc<dyn Bus> = if server.nats_url.is_empty() {
+        Arc::new(InProcessBus::new(store.clone()))
+    } else {
+        Arc::new(
+            JetStreamBus::connect(
+                &server.nats_url,
+                server.nats_prefix.clone(),
+                crate::startup_retry(),
+            )
+            .await?,
+        )
+    };
+    let token_file = server.data_dir.join("admin.token");
+    ensure_admin_token(&store, &token_file).await?;
+
+    let listener = tokio::net::TcpListener::bind(&server.listen)
+        .await
+        .with_context(|| format!("listening on {}", server.listen))?;
+    let shutdown = CancellationToken::new();
+    let catalog = Arc::new(catalog);
+    let mut tasks = tokio::task::JoinSet::new();
+    tasks.spawn(
+        Relay::new(
+            store.clone(),
+            bus.clone(),
+            RelayOptions {
+                poll: Duration::from_millis(200),
+                ..RelayOptions::default()
+            },
+        )
+        .run(shutdown.clone()),
+    );
+    tasks.spawn(Scheduler::new(store.clone(), catalog.clone()).run(bus.clone(), shutdown.clone()));
+    // Scripts run in their workspace, so the paths they are given must not be relative.
+    let data_dir = std::path::absolute(&server.data_dir)?;
+    let runner_options = RunnerOptions {
+        concurrency: 4,
+        ack_wait: Duration::from_secs(30),
+        data_dir,
+    };
+    tasks.spawn(
+        Runner::new(store.clone(), Arc::new(ProcessSandbox), runner_options)
+            .run(bus.clone(), shutdown.clone()),
+    );
+    let app = gatehouse_ingest::router(ApiState::new(store.clone(), catalog.clone()));
+    let serve_shutdown = shutdown.clone();
+    tasks.spawn(async move {
+        let serve = axum::serve(listener, app)
+            .with_graceful_shutdown(async move { serve_shutdown.cancelled().await });
+        if let Err(err) = serve.await {
+            tracing::error!(error = %err, "the HTTP server stopped");
+        }
+    });
+    tracing::info!(
+        listen = %server.listen,
+        database = %store.target(),
+        bus = if server.nats_url.is_empty() { "in-process" } else { "NATS JetStream" },
+        sops = catalog.iter().count(),
+        token = %token_file.display(),
+        "Gatehouse is up"
+    );
+    eprintln!(
+        "Gatehouse is up on http://{} (admin token in {})",
+        server.listen,
+        token_file.display()
+    );
+
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    shutdown.cancel();
+    while tasks.join_next().await.is_some() {}
+    store.close().await;
+    Ok(())
+}
+
+async fn wait_for_signal() {
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut term) => {
+                term.recv().await;
+            }
+            Err(_) => std::future::pending().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        () = terminate => {}
+    }
+}
+
+/// Writes an admin token to `path` (mode 0600) on first start, and makes sure the store
+/// knows it on every start (a fresh database keeps working with the old file).
+async fn ensure_admin_token(store: &Store, path: &Path) -> anyhow::Result<()> {
+    let token = match std::fs::read_to_string(path) {
+        Ok(token) => token.trim().to_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            let token = new_token();
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(path)
+                .with_context(|| format!("writing {}", path.display()))?;
+            writeln!(file, "{token}")?;
+            token
+        }
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let hash = hash_token(&token);
+    if store.token_name(&hash).await?.is_none() {
+        store.create_token("admin", &hash).await?;
+    }
+    Ok(())
+}

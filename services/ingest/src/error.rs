@@ -1,0 +1,89 @@
+//! API errors: a status and one sentence, as JSON.
+
+use axum::Json;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use gatehouse_engine::Rejection;
+use serde::Serialize;
+use utoipa::ToSchema;
+
+/// An error response.
+#[derive(Debug)]
+pub struct ApiError {
+    /// HTTP status.
+    pub status: StatusCode,
+    /// What went wrong, for people.
+    pub message: String,
+}
+
+/// The JSON body of every error.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ErrorBody {
+    /// What went wrong.
+    pub error: String,
+}
+
+impl ApiError {
+    /// An error with a status.
+    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
+        Self {
+            status,
+            message: message.into(),
+        }
+    }
+
+    /// 404.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        Self::new(StatusCode::NOT_FOUND, message)
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        (
+            self.status,
+            Json(ErrorBody {
+                error: self.message,
+            }),
+        )
+            .into_response()
+    }
+}
+
+impl From<gatehouse_store::StoreError> for ApiError {
+    fn from(err: gatehouse_store::StoreError) -> Self {
+        tracing::error!(error = %err, "store error in the API");
+        Self::new(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "the database is not available; try again",
+        )
+    }
+}
+
+impl From<gatehouse_events::EventError> for ApiError {
+    fn from(err: gatehouse_events::EventError) -> Self {
+        Self::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+    }
+}
+
+/// The engine's refusals: a wrong id is 404, a request that can never apply is 422, one
+/// that does not apply now is 409, a forbidden approval is 403.
+impl From<Rejection> for ApiError {
+    fn from(rejection: Rejection) -> Self {
+        let status = match &rejection {
+            Rejection::UnknownNode(_) => StatusCode::NOT_FOUND,
+            Rejection::NotAGate(_)
+            | Rejection::NotASendBackTarget { .. }
+            | Rejection::CommentRequired => StatusCode::UNPROCESSABLE_ENTITY,
+            Rejection::RequesterMayNotApprove(_) => StatusCode::FORBIDDEN,
+            Rejection::NotWaiting { .. }
+            | Rejection::StaleAttempt { .. }
+            | Rejection::ReworkLimit { .. }
+            | Rejection::AlreadyApproved { .. }
+            | Rejection::Ended(_)
+            | Rejection::PauseState(_)
+            | Rejection::InFlight(_) => StatusCode::CONFLICT,
+        };
+        Self::new(status, rejection.to_string())
+    }
+}

@@ -1,0 +1,111 @@
+//! `/gates` and gate decisions.
+
+use axum::Json;
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use gatehouse_engine::{Decision, Input, apply};
+use gatehouse_events::{Event, GateDecision, GateDecisionKind, NodeStatus};
+use gatehouse_sop::NodeKind;
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::ErrorBody;
+use crate::state::actor;
+use crate::views::*;
+use crate::{ApiError, ApiState};
+
+/// Gates waiting for a decision, in all unfinished runs.
+#[utoipa::path(get, path = "/gates", responses((status = 200, body = [GateView])))]
+pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<GateView>>, ApiError> {
+    let mut gates = Vec::new();
+    for status in ["waiting", "running", "paused"] {
+        for row in state.store.runs(Some(status), 500).await? {
+            let (_, sop, run) = state.load(row.id).await?;
+            for (node, n) in &run.nodes {
+                let (NodeStatus::WaitingApproval, Some(NodeKind::Gate(gate))) =
+                    (n.status, sop.node(node).map(|d| &d.kind))
+                else {
+                    continue;
+                };
+                gates.push(GateView {
+                    id: format!("{}/{node}", row.id),
+                    run_id: row.id,
+                    sop: row.sop.clone(),
+                    node: node.clone(),
+                    attempt: n.attempt,
+                    approvers: gate.approvers.clone(),
+                    min_approvals: gate.min_approvals,
+                    approvals: n
+                        .gate
+                        .as_ref()
+                        .map(|g| g.approvals.clone())
+                        .unwrap_or_default(),
+                    send_back: gate.send_back.clone(),
+                });
+            }
+        }
+    }
+    Ok(Json(gates))
+}
+
+/// Decides a gate. The decision is checked against the run first: a gate that is not
+/// waiting, an earlier attempt, a second approval by the same person or a send-back the
+/// gate does not allow is refused here (409, 422, 403) and changes nothing.
+#[utoipa::path(post, path = "/runs/{id}/gates/{node}/decision", request_body = Decide, responses(
+    (status = 202, body = Accepted), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+    (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn decide(
+    State(state): State<ApiState>,
+    Extension(Caller(person)): Extension<Caller>,
+    Path((id, node)): Path<(Uuid, String)>,
+    Json(body): Json<Decide>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let (_, sop, mut run) = state.load(id).await?;
+    let current = run
+        .nodes
+        .get(&node)
+        .map(|n| n.attempt)
+        .ok_or_else(|| ApiError::not_found(format!("run {id} has no node `{node}`")))?;
+    let attempt = body.attempt.unwrap_or(current);
+    let (decision, kind) = match body.decision {
+        DecisionKind::Approve => (Decision::Approve, GateDecisionKind::Approve),
+        DecisionKind::Reject => (Decision::Reject, GateDecisionKind::Reject),
+        DecisionKind::SendBack => {
+            let to = body.to.clone().ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::UNPROCESSABLE_ENTITY,
+                    "send_back needs `to`: the node to redo",
+                )
+            })?;
+            (
+                Decision::SendBack { to: to.clone() },
+                GateDecisionKind::SendBack { to },
+            )
+        }
+    };
+    let input = Input::Decide {
+        node: node.clone(),
+        attempt,
+        decision,
+        comment: body.comment.clone(),
+        person: person.clone(),
+    };
+    apply(&sop, &mut run, input)?;
+    let event_id = state
+        .emit(Event::GateDecision(GateDecision {
+            run_id: id,
+            node,
+            attempt,
+            decision: kind,
+            comment: body.comment,
+            actor: actor(&person),
+        }))
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            run_id: id,
+            event_id,
+        }),
+    ))
+}

@@ -1,0 +1,48 @@
+//! The ingest service's HTTP API under `/api/v1`.
+//!
+//! Requests are checked against the current state (unknown ids are 404, decisions the
+//! engine would refuse are 409 or 422 with the engine's message) and then become events in
+//! the outbox: `run.requested`, `run.command`, `gate.decision`. The scheduler applies them,
+//! so the API never writes run state itself. Every request needs a bearer token; tokens
+//! are stored as SHA-256 hashes and name the person acting.
+
+mod auth;
+mod error;
+mod gates;
+mod openapi;
+mod runs;
+mod state;
+mod tokens;
+pub mod views;
+
+pub use auth::{hash_token, new_token};
+pub use error::ApiError;
+pub use state::ApiState;
+
+use axum::Router;
+use axum::routing::{get, post};
+
+/// The API's routes, under `/api/v1`, plus `/healthz`.
+pub fn router(state: ApiState) -> Router {
+    let api = Router::new()
+        .route("/runs", post(runs::start).get(runs::list))
+        .route("/runs/{id}", get(runs::show))
+        .route("/runs/{id}/logs", get(runs::logs))
+        .route("/runs/{id}/cancel", post(runs::cancel))
+        .route("/runs/{id}/pause", post(runs::pause))
+        .route("/runs/{id}/resume", post(runs::resume))
+        .route("/runs/{id}/retry", post(runs::retry))
+        .route("/gates", get(gates::list))
+        .route("/runs/{id}/gates/{node}/decision", post(gates::decide))
+        .route("/sops", get(runs::sops))
+        .route("/tokens", post(tokens::create))
+        .route_layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            auth::require_token,
+        ))
+        .route("/openapi.json", get(openapi::document));
+    Router::new()
+        .nest("/api/v1", api)
+        .route("/healthz", get(|| async { "ok" }))
+        .with_state(state)
+}

@@ -1,0 +1,34 @@
+//! The OpenAPI document at `/api/v1/openapi.json`.
+
+use axum::Json;
+use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use crate::{gates, runs, tokens};
+
+#[derive(OpenApi)]
+#[openapi(
+    info(title = "Gatehouse API", description = "Runs, gates and tokens. Every call needs `Authorization: Bearer <token>`."),
+    servers((url = "/api/v1")),
+    paths(runs::start, runs::list, runs::show, runs::logs, runs::cancel, runs::pause, runs::resume, runs::retry, runs::sops, gates::list, gates::decide, tokens::create),
+    modifiers(&Bearer),
+    security(("bearer" = []))
+)]
+struct ApiDoc;
+
+struct Bearer;
+
+impl Modify for Bearer {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "bearer",
+            SecurityScheme::Http(HttpBuilder::new().scheme(HttpAuthScheme::Bearer).build()),
+        );
+    }
+}
+
+/// The document, generated from the handlers' annotations.
+pub async fn document() -> Json<utoipa::openapi::OpenApi> {
+    Json(ApiDoc::openapi())
+}

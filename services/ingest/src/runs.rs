@@ -1,0 +1,290 @@
+//! `/runs`: start, list, show, logs, and the run commands.
+
+use std::collections::BTreeMap;
+
+use axum::Json;
+use axum::extract::{Extension, Path, Query, State};
+use axum::http::StatusCode;
+use gatehouse_engine::{Input, apply};
+use gatehouse_events::{Event, RunCommand, RunCommandKind, RunRequested};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use crate::auth::Caller;
+use crate::error::ErrorBody;
+use crate::state::actor;
+use crate::views::*;
+use crate::{ApiError, ApiState};
+
+/// Query of `GET /runs`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct ListQuery {
+    /// Only runs with this status.
+    pub status: Option<String>,
+    /// At most this many (default 50, at most 500).
+    pub limit: Option<i64>,
+}
+
+/// Query of `GET /runs/{id}/logs`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct LogQuery {
+    /// Lines after this `seq` (default 0).
+    pub after: Option<i64>,
+    /// At most this many (default 500, at most 5000).
+    pub limit: Option<i64>,
+}
+
+/// Starts a run of an SOP.
+#[utoipa::path(post, path = "/runs", request_body = StartRun, responses(
+    (status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn start(
+    State(state): State<ApiState>,
+    Extension(Caller(person)): Extension<Caller>,
+    Json(body): Json<StartRun>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let sop = state.catalog.get(&body.sop).ok_or_else(|| {
+        ApiError::not_found(format!(
+            "no SOP named `{}`; `gatehouse sop list` shows them",
+            body.sop
+        ))
+    })?;
+    sop.check_start(&body.params)
+        .map_err(|m| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
+    let run_id = Uuid::now_v7();
+    let event_id = state
+        .emit(Event::RunRequested(RunRequested {
+            run_id,
+            sop: sop.name.clone(),
+            params: body.params,
+            requirement_id: None,
+            requested_by: actor(&person),
+            schedule: None,
+            parent: None,
+        }))
+        .await?;
+    Ok((StatusCode::ACCEPTED, Json(Accepted { run_id, event_id })))
+}
+
+/// Lists runs, newest first.
+#[utoipa::path(get, path = "/runs", params(ListQuery), responses((status = 200, body = [RunSummary])))]
+pub async fn list(
+    State(state): State<ApiState>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Vec<RunSummary>>, ApiError> {
+    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let rows = state.store.runs(q.status.as_deref(), limit).await?;
+    Ok(Json(rows.into_iter().map(summary).collect()))
+}
+
+fn summary(row: gatehouse_store::RunRow) -> RunSummary {
+    RunSummary {
+        id: row.id,
+        sop: row.sop,
+        sop_version: row.sop_version,
+        status: row.status,
+        requested_by: row.requested_by,
+        parent_run: row.parent_run,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    }
+}
+
+fn name(value: impl serde::Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|v| v.as_str().map(str::to_owned))
+        .unwrap_or_default()
+}
+
+/// A run with its nodes, attempts, artifacts and decisions.
+#[utoipa::path(get, path = "/runs/{id}", responses((status = 200, body = RunDetail), (status = 404, body = ErrorBody)))]
+pub async fn show(
+    State(state): State<ApiState>,
+    Path(id): Path<Uuid>,
+) -> Result<Json<RunDetail>, ApiError> {
+    let (row, sop, run) = state.load(id).await?;
+    let attempts = state.store.attempts(id).await?;
+    let artifacts = state.store.artifacts(id).await?;
+    let decisions = state.store.decisions(id).await?;
+    let nodes = run
+        .nodes
+        .iter()
+        .map(|(node, n)| NodeView {
+            node: node.clone(),
+            kind: sop
+                .node(node)
+                .map(|d| d.kind.name().to_owned())
+                .unwrap_or_default(),
+            status: name(n.status),
+            attempt: n.attempt,
+            rework_count: n.rework_count,
+            last_error: n.last_error.clone(),
+            duration_ms: attempts
+                .iter()
+                .filter(|a| &a.node == node)
+                .max_by_key(|a| a.attempt)
+                .and_then(|a| a.duration_ms),
+        })
+        .collect();
+    let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
+    Ok(Json(RunDetail {
+        params,
+        failure: run.failure.clone(),
+        nodes,
+        artifacts: artifacts
+            .into_iter()
+            .map(|a| ArtifactView {
+                node: a.node,
+                attempt: a.attempt,
+                name: a.name,
+                sha256: a.sha256,
+                size: a.size,
+            })
+            .collect(),
+        decisions: decisions
+            .into_iter()
+            .map(|d| DecisionView {
+                node: d.node,
+                attempt: d.attempt,
+                decision: d.decision,
+                target: d.target,
+                comment: d.comment,
+                person: d.person,
+                channel: d.channel,
+                outcome: d.outcome,
+                decided_at: d.decided_at,
+            })
+            .collect(),
+        run: summary(row),
+    }))
+}
+
+/// A run's output, oldest first; follow it with `after`.
+#[utoipa::path(get, path = "/runs/{id}/logs", params(LogQuery), responses((status = 200, body = [LogView]), (status = 404, body = ErrorBody)))]
+pub async fn logs(
+    State(state): State<ApiState>,
+    Path(id): Path<Uuid>,
+    Query(q): Query<LogQuery>,
+) -> Result<Json<Vec<LogView>>, ApiError> {
+    if state.store.run(id).await?.is_none() {
+        return Err(ApiError::not_found(format!("no run {id}")));
+    }
+    let rows = state
+        .store
+        .logs(
+            id,
+            q.after.unwrap_or(0),
+            q.limit.unwrap_or(500).clamp(1, 5000),
+        )
+        .await?;
+    Ok(Json(
+        rows.into_iter()
+            .map(|l| LogView {
+                seq: l.seq,
+                node: l.node,
+                attempt: l.attempt,
+                stream: l.stream,
+                line: l.line,
+                at: l.at,
+            })
+            .collect(),
+    ))
+}
+
+/// Checks a command against the run's state, then sends it to the scheduler.
+async fn command(
+    state: &ApiState,
+    id: Uuid,
+    person: &str,
+    input: Input,
+    command: RunCommandKind,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let (_, sop, mut run) = state.load(id).await?;
+    apply(&sop, &mut run, input)?;
+    let event_id = state
+        .emit(Event::RunCommand(RunCommand {
+            run_id: id,
+            command,
+            actor: actor(person),
+        }))
+        .await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            run_id: id,
+            event_id,
+        }),
+    ))
+}
+
+/// Cancels a run: stops what runs, closes open gates.
+#[utoipa::path(post, path = "/runs/{id}/cancel", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn cancel(
+    State(state): State<ApiState>,
+    Extension(Caller(person)): Extension<Caller>,
+    Path(id): Path<Uuid>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    command(&state, id, &person, Input::Cancel, RunCommandKind::Cancel).await
+}
+
+/// Pauses a run: nothing new is dispatched.
+#[utoipa::path(post, path = "/runs/{id}/pause", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn pause(
+    State(state): State<ApiState>,
+    Extension(Caller(person)): Extension<Caller>,
+    Path(id): Path<Uuid>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    command(&state, id, &person, Input::Pause, RunCommandKind::Pause).await
+}
+
+/// Resumes a paused run.
+#[utoipa::path(post, path = "/runs/{id}/resume", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn resume(
+    State(state): State<ApiState>,
+    Extension(Caller(person)): Extension<Caller>,
+    Path(id): Path<Uuid>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    command(&state, id, &person, Input::Resume, RunCommandKind::Resume).await
+}
+
+/// Runs a node again, with everything after it and everything that did not complete.
+#[utoipa::path(post, path = "/runs/{id}/retry", request_body = Retry, responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn retry(
+    State(state): State<ApiState>,
+    Extension(Caller(person)): Extension<Caller>,
+    Path(id): Path<Uuid>,
+    Json(body): Json<Retry>,
+) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let input = Input::RetryFrom {
+        node: body.node.clone(),
+    };
+    command(
+        &state,
+        id,
+        &person,
+        input,
+        RunCommandKind::Retry { node: body.node },
+    )
+    .await
+}
+
+/// The SOPs this deployment offers.
+#[utoipa::path(get, path = "/sops", responses((status = 200, body = [SopView])))]
+pub async fn sops(State(state): State<ApiState>) -> Json<Vec<SopView>> {
+    Json(
+        state
+            .catalog
+            .iter()
+            .map(|s| SopView {
+                name: s.name.clone(),
+                title: s.title.clone(),
+                version: s.version.clone(),
+                source: s.source.clone(),
+                unavailable: s
+                    .check_start(&s.params_with_defaults(&BTreeMap::new()))
+                    .err()
+                    .filter(|m| m.contains("cannot run yet")),
+            })
+            .collect(),
+    )
+}

@@ -1,0 +1,94 @@
+//! What handlers share.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use gatehouse_engine::RunState;
+use gatehouse_events::{Actor, Channel, Envelope, Event};
+use gatehouse_sop::{Catalog, Sop};
+use gatehouse_store::{RunRow, Store};
+use uuid::Uuid;
+
+use crate::ApiError;
+
+/// The API's shared state: cheap to clone.
+#[derive(Clone)]
+pub struct ApiState {
+    pub(crate) store: Store,
+    pub(crate) catalog: Arc<Catalog>,
+    definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
+}
+
+impl ApiState {
+    /// An API over `store`, offering the SOPs in `catalog`.
+    pub fn new(store: Store, catalog: Arc<Catalog>) -> Self {
+        Self {
+            store,
+            catalog,
+            definitions: Arc::default(),
+        }
+    }
+
+    /// A run with its frozen definition and decoded state, or 404.
+    pub(crate) async fn load(&self, id: Uuid) -> Result<(RunRow, Arc<Sop>, RunState), ApiError> {
+        let row = self
+            .store
+            .run(id)
+            .await?
+            .ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
+        let sop = self.definition(&row.sop_version).await?;
+        let state = serde_json::from_str(&row.state).map_err(|e| {
+            ApiError::new(
+                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
+                format!("run {id} has unreadable state: {e}"),
+            )
+        })?;
+        Ok((row, sop, state))
+    }
+
+    async fn definition(&self, version: &str) -> Result<Arc<Sop>, ApiError> {
+        if let Some(sop) = self
+            .definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(version)
+        {
+            return Ok(sop.clone());
+        }
+        let internal = |m: String| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, m);
+        let (source, body) = self
+            .store
+            .sop_version_body(version)
+            .await?
+            .ok_or_else(|| internal(format!("SOP version {version} is not stored")))?;
+        let sop =
+            Arc::new(gatehouse_sop::parse(&source, &body).map_err(|e| internal(e.to_string()))?);
+        self.definitions
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(version.to_owned(), sop.clone());
+        Ok(sop)
+    }
+
+    /// Appends an event to the outbox for the scheduler.
+    pub(crate) async fn emit(&self, event: Event) -> Result<Uuid, ApiError> {
+        let envelope = Envelope::new(
+            "ingest",
+            &event,
+            Some(gatehouse_events::TraceParent::new_root()),
+        )?;
+        let mut tx = self.store.begin().await?;
+        tx.append_outbox(&envelope).await?;
+        tx.commit().await?;
+        Ok(envelope.id)
+    }
+}
+
+/// The caller as an actor on the API channel.
+pub(crate) fn actor(person: &str) -> Actor {
+    Actor {
+        channel: Channel::Api,
+        handle: person.to_owned(),
+        person: Some(person.to_owned()),
+    }
+}
