@@ -201,7 +201,7 @@ async fn attempts_are_begun_once_and_keep_results_artifacts_and_logs(backend: Ba
         "failed",
         Some(2),
         Some("exit code 2"),
-        1234,
+        Some(1234),
     )
     .await
     .unwrap();

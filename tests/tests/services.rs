@@ -29,8 +29,16 @@ struct Stack {
 
 impl Stack {
     async fn start(backend: Backend, sops: &[(&str, &str)]) -> Self {
-        let db = TestDb::new(backend).await;
-        let data = tempfile::tempdir().unwrap();
+        Self::start_on(
+            TestDb::new(backend).await,
+            tempfile::tempdir().unwrap(),
+            sops,
+        )
+        .await
+    }
+
+    /// Starts the services on an existing database and data directory, as a restart does.
+    async fn start_on(db: TestDb, data: tempfile::TempDir, sops: &[(&str, &str)]) -> Self {
         let sop_dir = data.path().join("sops");
         std::fs::create_dir_all(&sop_dir).unwrap();
         for (name, text) in sops {
@@ -157,12 +165,18 @@ impl Stack {
         .unwrap()
     }
 
-    async fn stop(self) {
+    /// Stops the services without cleaning up, as a crash would leave things.
+    async fn halt(self) -> (TestDb, tempfile::TempDir) {
         self.stop.cancel();
         for task in self.tasks {
             let _ = task.await;
         }
-        self.db.cleanup().await;
+        (self.db, self.data)
+    }
+
+    async fn stop(self) {
+        let (db, _) = self.halt().await;
+        db.cleanup().await;
     }
 }
 
@@ -178,7 +192,8 @@ on_both_backends!(
     platform_check_approved,
     platform_check_sent_back_then_approved,
     cancel_stops_a_running_script,
-    timeout_fails_the_node
+    timeout_fails_the_node,
+    an_attempt_cut_off_by_a_crash_becomes_a_new_attempt,
 );
 
 async fn platform_check_approved(backend: Backend) {
@@ -330,6 +345,46 @@ async fn timeout_fails_the_node(backend: Backend) {
     assert_eq!(
         stack.db.store.attempts(run).await.unwrap()[0].status,
         "timed_out"
+    );
+    stack.stop().await;
+}
+
+const SECOND_TIME_LUCKY: &str = "\
+name: lucky
+nodes:
+  work:
+    kind: script
+    run: 'if [ \"$GATEHOUSE_ATTEMPT\" = 1 ]; then sleep 60; fi; echo done > \"$GATEHOUSE_ARTIFACTS/out\"'
+    artifacts: [out]
+    retry: { max: 1, backoff: 1s }
+";
+
+async fn an_attempt_cut_off_by_a_crash_becomes_a_new_attempt(backend: Backend) {
+    let stack = Stack::start(backend, &[("lucky", SECOND_TIME_LUCKY)]).await;
+    let run = stack.request("lucky").await;
+    stack
+        .wait(run, "attempt 1 to run", |_, s| {
+            s["nodes"]["work"]["status"] == "running"
+        })
+        .await;
+    // Everything stops mid-attempt; the job's lease is still held.
+    let (db, data) = stack.halt().await;
+    let stack = Stack::start_on(db, data, &[("lucky", SECOND_TIME_LUCKY)]).await;
+    let state = stack.wait_status(run, "succeeded").await;
+    assert_eq!(state["nodes"]["work"]["attempt"], 2);
+    let attempts = stack.db.store.attempts(run).await.unwrap();
+    let statuses: Vec<_> = attempts
+        .iter()
+        .map(|a| (a.attempt, a.status.as_str()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [(1, "interrupted"), (2, "succeeded")],
+        "attempt 1 was never run twice"
+    );
+    assert_eq!(
+        state["nodes"]["work"]["last_error"],
+        serde_json::Value::Null
     );
     stack.stop().await;
 }

@@ -98,7 +98,7 @@ impl Store {
         status: &str,
         exit_code: Option<i32>,
         error: Option<&str>,
-        duration_ms: i64,
+        duration_ms: Option<i64>,
     ) -> Result<(), StoreError> {
         with_pool!(self, pool => {
             sqlx::query(

@@ -62,6 +62,14 @@ pub async fn start(
             parent: None,
         }))
         .await?;
+    // The scheduler creates the run within milliseconds; waiting for it here means a
+    // `run show` right after `run start` finds it. After the wait the request still stands.
+    for _ in 0..250 {
+        if state.store.run(run_id).await?.is_some() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
     Ok((StatusCode::ACCEPTED, Json(Accepted { run_id, event_id })))
 }
 

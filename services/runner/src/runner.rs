@@ -215,12 +215,24 @@ impl Runner {
         } else {
             // Begun before: its runner died (or this is a repeat). Never run an attempt
             // twice; the engine decides whether a new attempt follows.
+            let reason = "interrupted: the runner stopped during this attempt";
+            self.store
+                .finish_attempt(
+                    job.run_id,
+                    &job.node,
+                    attempt,
+                    "interrupted",
+                    None,
+                    Some(reason),
+                    None,
+                )
+                .await?;
             NodeFinished {
                 run_id: job.run_id,
                 node: job.node.clone(),
                 attempt: job.attempt,
                 outcome: NodeOutcome::Failed {
-                    reason: "interrupted: the runner stopped during this attempt".into(),
+                    reason: reason.into(),
                 },
                 exit_code: None,
                 duration_ms: 0,
@@ -366,7 +378,7 @@ impl Runner {
                 status,
                 exit_code,
                 error,
-                i64::try_from(duration_ms).unwrap_or(i64::MAX),
+                Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
             )
             .await?;
         Ok(NodeFinished {

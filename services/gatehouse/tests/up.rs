@@ -1,0 +1,524 @@
+//! `gatehouse up` and the CLI, as a user runs them: real processes, real HTTP, SQLite.
+
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// A `gatehouse up` of the test's own, on a free port and a temporary directory.
+struct Up {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+const SOPS: &[(&str, &str)] = &[
+    (
+        "slow",
+        "name: slow\nnodes:\n  wait:\n    kind: script\n    run: echo $$ > \"$GATEHOUSE_WORKSPACE/pid\"; sleep 60\n",
+    ),
+    (
+        "late",
+        "name: late\nnodes:\n  nap:\n    kind: script\n    run: sleep 30\n    timeout: 1s\n",
+    ),
+    (
+        "steps",
+        "name: steps\nnodes:\n  first: { kind: script, run: 'echo first >> \"$GATEHOUSE_WORKSPACE/log\"' }\n  check: { kind: gate, needs: [first], approvers: [ana], send_back: [first] }\n  second: { kind: script, needs: [check], run: 'echo second >> \"$GATEHOUSE_WORKSPACE/log\"' }\n",
+    ),
+    ("broken", "name: broken\nnodes:\n  a: { kind: script }\n"),
+];
+
+impl Up {
+    fn start() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("sops")).unwrap();
+        for (name, text) in SOPS {
+            std::fs::write(dir.path().join(format!("sops/{name}.yaml")), text).unwrap();
+        }
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let mut up = Self {
+            dir,
+            port,
+            child: None,
+        };
+        up.restart();
+        up
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    fn restart(&mut self) {
+        let child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+            .args([
+                "up",
+                "--listen",
+                &format!("127.0.0.1:{}", self.port),
+                "--data-dir",
+            ])
+            .arg(self.data_dir())
+            .current_dir(self.dir.path())
+            .env("GATEHOUSE_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.child = Some(child);
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("gatehouse up did not listen on {}", self.port);
+    }
+
+    /// SIGKILL: no shutdown, no flush.
+    fn kill_9(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            child.kill().unwrap();
+            child.wait().unwrap();
+        }
+    }
+
+    fn cli(&self, args: &[&str]) -> Output {
+        Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+            .args(args)
+            .args([
+                "--server",
+                &format!("http://127.0.0.1:{}", self.port),
+                "--data-dir",
+            ])
+            .arg(self.data_dir())
+            .current_dir(self.dir.path())
+            .env_remove("GATEHOUSE_TOKEN")
+            .output()
+            .unwrap()
+    }
+
+    /// Runs a CLI verb with `--json` and parses its output; panics on failure.
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = args.to_vec();
+        all.push("--json");
+        let out = self.cli(&all);
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Runs a CLI verb expected to fail; returns its error line.
+    fn fails(&self, args: &[&str]) -> String {
+        let out = self.cli(args);
+        assert_eq!(
+            out.status.code(),
+            Some(1),
+            "{args:?} should fail: {}",
+            String::from_utf8_lossy(&out.stdout)
+        );
+        String::from_utf8_lossy(&out.stderr).trim().to_owned()
+    }
+
+    fn start_run(&self, sop: &str) -> String {
+        self.json(&["run", "start", sop])["run_id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn show(&self, run: &str) -> Value {
+        self.json(&["run", "show", run])
+    }
+
+    fn wait(&self, run: &str, status: &str) -> Value {
+        for _ in 0..600 {
+            let shown = self.show(run);
+            if shown["status"] == status {
+                return shown;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("run {run} never became {status}: {:#}", self.show(run));
+    }
+
+    fn node<'a>(shown: &'a Value, node: &str) -> &'a Value {
+        shown["nodes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|n| n["node"] == node)
+            .unwrap()
+    }
+
+    /// A token for a reviewer other than the requester (the admin).
+    fn reviewer(&self) -> String {
+        self.json(&["token", "create", "ana"])["token"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    fn artifact(&self, run: &str, node: &str, attempt: u32, name: &str) -> String {
+        std::fs::read_to_string(
+            self.data_dir()
+                .join(format!("runs/{run}/artifacts/{node}/{attempt}/{name}")),
+        )
+        .unwrap()
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        self.kill_9();
+    }
+}
+
+fn process_gone(pid: &str) -> bool {
+    for _ in 0..100 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat)
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') =>
+            {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    false
+}
+
+#[test]
+fn platform_check_approved_succeeds_with_both_artifacts() {
+    let up = Up::start();
+    assert!(up.data_dir().join("admin.token").exists());
+    let run = up.start_run("platform-check");
+    up.wait(&run, "waiting");
+    let gates = up.json(&["gate", "list"]);
+    assert_eq!(gates[0]["id"], format!("{run}/confirm"));
+    let token = up.reviewer();
+    let out = up.cli(&[
+        "gate",
+        "approve",
+        &format!("{run}/confirm"),
+        "--token",
+        &token,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let shown = up.wait(&run, "succeeded");
+    let artifacts: Vec<_> = shown["artifacts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(artifacts, ["completed.md", "welcome.md"]);
+    assert!(
+        up.artifact(&run, "finish", 1, "completed.md")
+            .contains("The report was approved")
+    );
+
+    let tree = String::from_utf8(up.cli(&["run", "show", &run]).stdout).unwrap();
+    assert!(tree.contains("platform-check · succeeded"), "{tree}");
+    assert!(
+        tree.contains("└─ finish   succeeded         attempt 1"),
+        "{tree}"
+    );
+}
+
+#[test]
+fn send_back_reruns_report_as_attempt_2_with_rework_1() {
+    let up = Up::start();
+    let token = up.reviewer();
+    let run = up.start_run("platform-check");
+    up.wait(&run, "waiting");
+    let gate = format!("{run}/confirm");
+    let out = up.cli(&[
+        "gate",
+        "send-back",
+        &gate,
+        "--to",
+        "report",
+        "--comment",
+        "name the error budget",
+        "--token",
+        &token,
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for _ in 0..400 {
+        if Up::node(&up.show(&run), "confirm")["attempt"] == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let shown = up.wait(&run, "waiting");
+    let report = Up::node(&shown, "report");
+    assert_eq!(
+        (report["attempt"].as_u64(), report["rework_count"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert!(
+        up.artifact(&run, "report", 2, "welcome.md")
+            .contains("Reworked after review: name the error budget")
+    );
+    assert!(
+        up.cli(&["gate", "approve", &gate, "--token", &token])
+            .status
+            .success()
+    );
+    up.wait(&run, "succeeded");
+}
+
+#[test]
+fn a_waiting_gate_survives_kill_9_and_the_run_completes_after_restart() {
+    let mut up = Up::start();
+    let token = up.reviewer();
+    let run = up.start_run("platform-check");
+    up.wait(&run, "waiting");
+    up.kill_9();
+    up.restart();
+    let shown = up.wait(&run, "waiting");
+    assert_eq!(Up::node(&shown, "confirm")["status"], "waiting_approval");
+    assert!(
+        up.cli(&[
+            "gate",
+            "approve",
+            &format!("{run}/confirm"),
+            "--token",
+            &token
+        ])
+        .status
+        .success()
+    );
+    let shown = up.wait(&run, "succeeded");
+    assert_eq!(shown["artifacts"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn reject_fails_the_run() {
+    let up = Up::start();
+    let token = up.reviewer();
+    let run = up.start_run("platform-check");
+    up.wait(&run, "waiting");
+    assert!(
+        up.cli(&[
+            "gate",
+            "reject",
+            &format!("{run}/confirm"),
+            "--comment",
+            "not now",
+            "--token",
+            &token
+        ])
+        .status
+        .success()
+    );
+    let shown = up.wait(&run, "failed");
+    assert_eq!(
+        shown["failure"],
+        "gate `confirm` was rejected by ana: not now"
+    );
+    assert_eq!(Up::node(&shown, "finish")["status"], "skipped");
+}
+
+#[test]
+fn cancel_during_a_running_script_leaves_no_process() {
+    let up = Up::start();
+    let run = up.start_run("slow");
+    let pid_file = up.data_dir().join(format!("runs/{run}/workspace/pid"));
+    for _ in 0..400 {
+        if pid_file.exists() && Up::node(&up.show(&run), "wait")["status"] == "running" {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    assert!(up.cli(&["run", "cancel", &run]).status.success());
+    up.wait(&run, "cancelled");
+    assert!(process_gone(&pid), "the script outlived its cancelled run");
+}
+
+#[test]
+fn pause_resume_and_retry_from_a_node() {
+    let up = Up::start();
+    let token = up.reviewer();
+    let run = up.start_run("steps");
+    up.wait(&run, "waiting");
+    assert!(up.cli(&["run", "pause", &run]).status.success());
+    up.wait(&run, "paused");
+    assert!(
+        up.cli(&[
+            "gate",
+            "approve",
+            &format!("{run}/check"),
+            "--token",
+            &token
+        ])
+        .status
+        .success()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let shown = up.wait(&run, "paused");
+    assert_eq!(
+        Up::node(&shown, "second")["status"],
+        "ready",
+        "nothing new starts while paused"
+    );
+    assert!(up.cli(&["run", "resume", &run]).status.success());
+    up.wait(&run, "succeeded");
+
+    assert!(
+        up.cli(&["run", "retry", &run, "--node", "first"])
+            .status
+            .success()
+    );
+    let shown = up.wait(&run, "waiting");
+    assert_eq!(Up::node(&shown, "first")["attempt"], 2);
+    let log =
+        std::fs::read_to_string(up.data_dir().join(format!("runs/{run}/workspace/log"))).unwrap();
+    assert_eq!(
+        log, "first\nsecond\nfirst\n",
+        "the workspace is kept across the run's nodes"
+    );
+}
+
+#[test]
+fn a_timeout_fails_the_node() {
+    let up = Up::start();
+    let run = up.start_run("late");
+    let shown = up.wait(&run, "failed");
+    assert_eq!(shown["failure"], "node `nap` failed: timed out");
+}
+
+#[test]
+fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
+    let up = Up::start();
+    let token = up.reviewer();
+    assert_eq!(
+        up.fails(&["run", "list", "--token", "not-a-token"]),
+        "error: unknown token (401 Unauthorized)"
+    );
+    assert_eq!(
+        up.fails(&["run", "show", "01a22bee-97f4-75bf-a6d4-722d91cb6931"]),
+        "error: no run 01a22bee-97f4-75bf-a6d4-722d91cb6931 (404 Not Found)"
+    );
+    assert!(
+        up.fails(&["run", "start", "broken"])
+            .starts_with("error: no SOP named `broken`"),
+        "invalid SOP files never start"
+    );
+    assert_eq!(
+        up.fails(&["run", "start", "bug-fix", "--param", "repo=acme/api"]),
+        "error: `bug-fix` cannot run yet: node `clarify` is an agent node, which this version of Gatehouse does not execute (422 Unprocessable Entity)"
+    );
+
+    let run = up.start_run("platform-check");
+    up.wait(&run, "waiting");
+    let gate = format!("{run}/confirm");
+    let before = up.show(&run);
+    assert_eq!(
+        up.fails(&[
+            "gate",
+            "send-back",
+            &gate,
+            "--to",
+            "finish",
+            "--comment",
+            "x",
+            "--token",
+            &token
+        ]),
+        "error: gate `confirm` cannot send work back to `finish`; it may send back to: report (422 Unprocessable Entity)"
+    );
+    assert_eq!(
+        up.fails(&[
+            "gate",
+            "send-back",
+            &gate,
+            "--to",
+            "report",
+            "--token",
+            &token
+        ]),
+        "error: sending work back needs a comment for whoever redoes it (422 Unprocessable Entity)"
+    );
+    assert_eq!(
+        up.fails(&["gate", "approve", &gate]),
+        "error: the requester may not approve their own requirement at gate `confirm` (403 Forbidden)"
+    );
+    assert_eq!(
+        up.fails(&[
+            "gate",
+            "approve",
+            &format!("{run}/report"),
+            "--token",
+            &token
+        ]),
+        "error: `report` is not a gate (422 Unprocessable Entity)"
+    );
+    assert_eq!(
+        up.fails(&["run", "resume", &run]),
+        "error: the run is not paused (409 Conflict)"
+    );
+    assert_eq!(
+        up.show(&run)["nodes"],
+        before["nodes"],
+        "refusals change nothing"
+    );
+    assert!(
+        up.cli(&["gate", "approve", &gate, "--token", &token])
+            .status
+            .success()
+    );
+    up.wait(&run, "succeeded");
+    assert_eq!(
+        up.fails(&["gate", "approve", &gate, "--token", &token]),
+        "error: the run has already ended (Succeeded) (409 Conflict)"
+    );
+}
+
+#[test]
+fn the_openapi_document_is_served() {
+    let up = Up::start();
+    let body = std::process::Command::new("bash")
+        .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{}; printf 'GET /api/v1/openapi.json HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3", up.port)])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&body.stdout);
+    let json = &text[text.find("\r\n\r\n").unwrap() + 4..];
+    let doc: Value = serde_json::from_str(json).unwrap();
+    assert_eq!(doc["info"]["title"], "Gatehouse API");
+    for path in [
+        "/runs",
+        "/runs/{id}",
+        "/gates",
+        "/runs/{id}/gates/{node}/decision",
+        "/tokens",
+    ] {
+        assert!(doc["paths"].get(path).is_some(), "{path} is documented");
+    }
+}
