@@ -50,6 +50,9 @@ CREATE TABLE artifacts (
     name    TEXT    NOT NULL,
     sha256  TEXT    NOT NULL,
     size    BIGINT  NOT NULL,
+    -- The file, relative to the data directory; an imported artifact points at the
+    -- child run\'s file.
+    location TEXT   NOT NULL,
     PRIMARY KEY (run_id, node, attempt, name)
 );
 

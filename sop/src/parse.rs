@@ -390,15 +390,25 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
                     channels: n.channels.as_ref().map(|c| c.to_vec()).unwrap_or_default(),
                 }))
             }
-            "sop" => required(report, n.sop.as_ref(), "sop").map(|sop| NodeKind::Sop {
-                sop,
-                params: n
-                    .params
-                    .as_ref()
-                    .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
-                    .unwrap_or_default(),
-                import: n.import.as_ref().map(|i| i.to_vec()).unwrap_or_default(),
-            }),
+            "sop" => {
+                if let Some(import) = &n.import
+                    && let Some(bad) = import.iter().find(|e| {
+                        !e.split_once('/')
+                            .is_some_and(|(node, file)| !node.is_empty() && !file.is_empty())
+                    })
+                {
+                    report.span(import.span(), format!("`import` entry `{bad}` must be NODE/FILE, a node of the child SOP and one of its artifacts"));
+                }
+                required(report, n.sop.as_ref(), "sop").map(|sop| NodeKind::Sop {
+                    sop,
+                    params: n
+                        .params
+                        .as_ref()
+                        .map(|p| p.iter().map(|(k, v)| (k.clone(), v.clone())).collect())
+                        .unwrap_or_default(),
+                    import: n.import.as_ref().map(|i| i.to_vec()).unwrap_or_default(),
+                })
+            }
             "agent" => {
                 let role = required(report, n.role.as_ref(), "role");
                 let prompt = required(report, n.prompt.as_ref(), "prompt");

@@ -290,3 +290,13 @@ fn starting_checks_parameters_and_executable_kinds() {
         BTreeMap::from([("level".into(), "3".into()), ("repo".into(), "x".into())])
     );
 }
+
+#[test]
+fn imports_name_a_child_node_and_file() {
+    assert_eq!(
+        errors("name: x\nnodes:\n  c: { kind: sop, sop: other, import: [report.md] }\n"),
+        [
+            "sops/x.yaml:3:39: `import` entry `report.md` must be NODE/FILE, a node of the child SOP and one of its artifacts"
+        ]
+    );
+}

@@ -217,6 +217,7 @@ async fn attempts_are_begun_once_and_keep_results_artifacts_and_logs(backend: Ba
     );
 
     let artifact = |sha: &str| ArtifactRow {
+        location: format!("runs/{run_id}/artifacts/report/1/welcome.md"),
         run_id,
         node: "report".into(),
         attempt: 1,

@@ -194,6 +194,7 @@ on_both_backends!(
     cancel_stops_a_running_script,
     timeout_fails_the_node,
     an_attempt_cut_off_by_a_crash_becomes_a_new_attempt,
+    a_child_run_hands_its_declared_artifacts_to_the_parent,
 );
 
 async fn platform_check_approved(backend: Backend) {
@@ -385,6 +386,66 @@ async fn an_attempt_cut_off_by_a_crash_becomes_a_new_attempt(backend: Backend) {
     assert_eq!(
         state["nodes"]["work"]["last_error"],
         serde_json::Value::Null
+    );
+    stack.stop().await;
+}
+
+const CHILD: &str = "name: child\nnodes:\n  make:\n    kind: script\n    run: echo from-the-child > \"$GATEHOUSE_ARTIFACTS/out.txt\"\n    artifacts: [out.txt]\n";
+const PARENT: &str = "\
+name: parent
+nodes:
+  sub: { kind: sop, sop: child, import: [make/out.txt] }
+  use:
+    kind: script
+    needs: [sub]
+    run: cp \"$GATEHOUSE_INPUTS/sub/out.txt\" \"$GATEHOUSE_ARTIFACTS/seen.txt\"
+    artifacts: [seen.txt]
+";
+const GREEDY: &str =
+    "name: greedy\nnodes:\n  sub: { kind: sop, sop: child, import: [make/missing.txt] }\n";
+
+async fn a_child_run_hands_its_declared_artifacts_to_the_parent(backend: Backend) {
+    let stack = Stack::start(
+        backend,
+        &[("child", CHILD), ("parent", PARENT), ("greedy", GREEDY)],
+    )
+    .await;
+    let run = stack.request("parent").await;
+    stack.wait_status(run, "succeeded").await;
+    assert_eq!(
+        stack.artifact(run, "use", 1, "seen.txt"),
+        "from-the-child\n"
+    );
+    let imported: Vec<_> = stack
+        .db
+        .store
+        .artifacts(run)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|a| a.node == "sub")
+        .collect();
+    assert_eq!(imported.len(), 1);
+    assert_eq!(imported[0].name, "out.txt");
+    assert!(
+        imported[0].location.contains("/artifacts/make/1/out.txt"),
+        "{:?}",
+        imported[0]
+    );
+    let children = stack.db.store.runs(None, 10).await.unwrap();
+    assert!(
+        children
+            .iter()
+            .any(|r| r.parent_run == Some(run) && r.status == "succeeded")
+    );
+
+    let run = stack.request("greedy").await;
+    let state = stack.wait_status(run, "failed").await;
+    let failure = state["failure"].as_str().unwrap();
+    assert!(
+        failure.starts_with("node `sub` failed: child run ")
+            && failure.ends_with("produced no artifact `make/missing.txt` to import"),
+        "{failure}"
     );
     stack.stop().await;
 }

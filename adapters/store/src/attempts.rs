@@ -4,7 +4,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::store::with_pool;
-use crate::{Store, StoreError};
+use crate::tx::with_tx;
+use crate::{Store, StoreError, Tx};
 
 /// One execution of a node.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -44,6 +45,8 @@ pub struct ArtifactRow {
     pub sha256: String,
     /// Bytes.
     pub size: i64,
+    /// Where the file is, relative to the data directory.
+    pub location: String,
 }
 
 /// A line of node output.
@@ -133,32 +136,18 @@ impl Store {
     }
 
     /// Records an artifact of an attempt.
-    pub async fn record_artifact(&self, a: &ArtifactRow) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO artifacts (run_id, node, attempt, name, sha256, size)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (run_id, node, attempt, name) DO UPDATE
-                   SET sha256 = excluded.sha256, size = excluded.size",
-            )
-            .bind(a.run_id)
-            .bind(&a.node)
-            .bind(a.attempt)
-            .bind(&a.name)
-            .bind(&a.sha256)
-            .bind(a.size)
-            .execute(pool)
-            .await?;
-        });
-        Ok(())
+    pub async fn record_artifact(&self, artifact: &ArtifactRow) -> Result<(), StoreError> {
+        let mut tx = self.begin().await?;
+        tx.record_artifact(artifact).await?;
+        tx.commit().await
     }
 
     /// A run's artifacts.
     pub async fn artifacts(&self, run_id: Uuid) -> Result<Vec<ArtifactRow>, StoreError> {
         Ok(with_pool!(self, pool => {
             sqlx::query_as(
-                "SELECT run_id, node, attempt, name, sha256, size FROM artifacts WHERE run_id = $1
-                 ORDER BY node, attempt, name",
+                "SELECT run_id, node, attempt, name, sha256, size, location FROM artifacts
+                 WHERE run_id = $1 ORDER BY node, attempt, name",
             )
             .bind(run_id)
             .fetch_all(pool)
@@ -210,5 +199,29 @@ impl Store {
             .fetch_all(pool)
             .await?
         }))
+    }
+}
+
+impl Tx {
+    /// Records an artifact inside a transaction (a child run's import, with its result).
+    pub async fn record_artifact(&mut self, a: &ArtifactRow) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO artifacts (run_id, node, attempt, name, sha256, size, location)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7)
+                 ON CONFLICT (run_id, node, attempt, name) DO UPDATE
+                   SET sha256 = excluded.sha256, size = excluded.size, location = excluded.location",
+            )
+            .bind(a.run_id)
+            .bind(&a.node)
+            .bind(a.attempt)
+            .bind(&a.name)
+            .bind(&a.sha256)
+            .bind(a.size)
+            .bind(&a.location)
+            .execute(conn)
+            .await?;
+        });
+        Ok(())
     }
 }

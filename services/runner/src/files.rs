@@ -8,56 +8,38 @@ use uuid::Uuid;
 
 /// Where one run's files live under the data directory.
 pub(crate) struct RunDirs {
-    root: PathBuf,
+    data_dir: PathBuf,
+    run: Uuid,
 }
 
 impl RunDirs {
     pub(crate) fn new(data_dir: &Path, run: Uuid) -> Self {
         Self {
-            root: data_dir.join("runs").join(run.to_string()),
+            data_dir: data_dir.to_owned(),
+            run,
         }
     }
 
     /// Shared by all the run's nodes, kept across them.
     pub(crate) fn workspace(&self) -> PathBuf {
-        self.root.join("workspace")
+        self.data_dir.join(format!("runs/{}/workspace", self.run))
     }
 
-    /// One attempt's artifacts.
-    pub(crate) fn artifacts(&self, node: &str, attempt: u32) -> PathBuf {
-        self.root
-            .join("artifacts")
-            .join(node)
-            .join(attempt.to_string())
+    /// One attempt's artifact directory, relative to the data directory (as stored).
+    pub(crate) fn artifacts_location(&self, node: &str, attempt: u32) -> String {
+        format!("runs/{}/artifacts/{node}/{attempt}", self.run)
+    }
+
+    /// A stored location made absolute.
+    pub(crate) fn resolve(&self, location: &str) -> PathBuf {
+        self.data_dir.join(location)
     }
 
     /// One attempt's inputs: a copy of each upstream node's artifacts.
     pub(crate) fn inputs(&self, node: &str, attempt: u32) -> PathBuf {
-        self.root
-            .join("inputs")
-            .join(node)
-            .join(attempt.to_string())
+        self.data_dir
+            .join(format!("runs/{}/inputs/{node}/{attempt}", self.run))
     }
-}
-
-/// Copies a directory tree (a missing source is an empty one).
-pub(crate) fn copy_tree(from: &Path, to: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(to)?;
-    let entries = match std::fs::read_dir(from) {
-        Ok(entries) => entries,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let target = to.join(entry.file_name());
-        if entry.file_type()?.is_dir() {
-            copy_tree(&entry.path(), &target)?;
-        } else {
-            std::fs::copy(entry.path(), target)?;
-        }
-    }
-    Ok(())
 }
 
 /// Hex SHA-256 and size of a file.

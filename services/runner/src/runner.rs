@@ -19,7 +19,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::files::{RunDirs, copy_tree, digest};
+use crate::files::{RunDirs, digest};
 use crate::job::ScriptSpec;
 
 /// Where the runner's events say they come from.
@@ -251,18 +251,36 @@ impl Runner {
     async fn attempt(&self, job: &NodeDispatch) -> Result<NodeFinished, HandlerError> {
         let spec: ScriptSpec = serde_json::from_value(job.spec.clone())?;
         let dirs = RunDirs::new(&self.options.data_dir, job.run_id);
-        let artifacts = dirs.artifacts(&job.node, job.attempt);
+        let artifacts_location = dirs.artifacts_location(&job.node, job.attempt);
+        let artifacts = dirs.resolve(&artifacts_location);
         let inputs = dirs.inputs(&job.node, job.attempt);
-        let copies: Vec<_> = spec
-            .inputs
-            .iter()
-            .map(|(up, a)| (dirs.artifacts(up, *a), inputs.join(up)))
+        // Inputs are the recorded artifacts of upstream attempts, wherever they live (an
+        // imported artifact lives in its child run).
+        let copies: Vec<(PathBuf, PathBuf)> = self
+            .store
+            .artifacts(job.run_id)
+            .await?
+            .into_iter()
+            .filter(|a| {
+                spec.inputs
+                    .get(&a.node)
+                    .is_some_and(|&at| i64::from(at) == i64::from(a.attempt))
+            })
+            .map(|a| {
+                (
+                    dirs.resolve(&a.location),
+                    inputs.join(&a.node).join(&a.name),
+                )
+            })
             .collect();
         let inputs_dir = inputs.clone();
         tokio::task::spawn_blocking(move || -> std::io::Result<()> {
             std::fs::create_dir_all(&inputs_dir)?;
             for (from, to) in copies {
-                copy_tree(&from, &to)?;
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::copy(from, to)?;
             }
             Ok(())
         })
@@ -316,6 +334,7 @@ impl Runner {
                 Ok((sha256, size)) => {
                     self.store
                         .record_artifact(&ArtifactRow {
+                            location: format!("{artifacts_location}/{name}"),
                             run_id,
                             node: job.node.clone(),
                             attempt,

@@ -5,7 +5,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::Utc;
 use gatehouse_engine::{Command, RunState};
 use gatehouse_events::{
-    Actor, Channel, Envelope, Event, GateClosed, GateOpened, NodeDispatch, NodeFinished,
+    Actor, Artifact, Channel, Envelope, Event, GateClosed, GateOpened, NodeDispatch, NodeFinished,
     NodeOutcome, NodeSnapshot, ParentNode, RunRequested, RunUpdated, TraceParent,
 };
 use gatehouse_sop::{NodeKind, Sop};
@@ -24,6 +24,9 @@ pub(crate) struct Context<'a> {
     pub sop: &'a Sop,
     pub state: &'a RunState,
     pub params: &'a BTreeMap<String, String>,
+    /// For a child run that succeeded: the artifacts imported into its parent's node, or
+    /// why the import failed.
+    pub imports: Option<Result<Vec<Artifact>, String>>,
     pub trace: Option<&'a TraceParent>,
 }
 
@@ -88,16 +91,12 @@ impl Context<'_> {
                 self.run.parent_attempt,
             )
         {
-            let outcome = match &self.state.failure {
-                None if self.state.status == gatehouse_events::RunStatus::Succeeded => {
-                    NodeOutcome::Succeeded
-                }
-                None => NodeOutcome::Failed {
-                    reason: format!("child run {} was cancelled", self.run.id),
-                },
-                Some(reason) => NodeOutcome::Failed {
-                    reason: format!("child run {}: {reason}", self.run.id),
-                },
+            let failed = |reason: String| (NodeOutcome::Failed { reason }, Vec::new());
+            let (outcome, artifacts) = match (&self.state.failure, &self.imports) {
+                (Some(reason), _) => failed(format!("child run {}: {reason}", self.run.id)),
+                (None, Some(Ok(imported))) => (NodeOutcome::Succeeded, imported.clone()),
+                (None, Some(Err(reason))) => failed(reason.clone()),
+                (None, None) => failed(format!("child run {} was cancelled", self.run.id)),
             };
             let event = NodeFinished {
                 run_id: parent,
@@ -107,7 +106,7 @@ impl Context<'_> {
                 exit_code: None,
                 duration_ms: u64::try_from((Utc::now() - self.run.created_at).num_milliseconds())
                     .unwrap_or(0),
-                artifacts: Vec::new(),
+                artifacts,
             };
             self.emit(tx, Event::NodeFinished(event)).await?;
         }

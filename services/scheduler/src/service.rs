@@ -9,10 +9,11 @@ use chrono::Utc;
 use gatehouse_bus::{Bus, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError};
 use gatehouse_engine::{Decision, Input, Outcome, Rejection, RunState, apply};
 use gatehouse_events::{
-    Envelope, Event, GateDecisionKind, NodeOutcome, RunCommandKind, RunRequested, TraceParent,
+    Artifact, Envelope, Event, GateDecisionKind, NodeOutcome, RunCommandKind, RunRequested,
+    RunStatus, TraceParent,
 };
-use gatehouse_sop::{Catalog, Sop, SopError};
-use gatehouse_store::{DecisionRow, RunRow, Store, StoreError, Tx};
+use gatehouse_sop::{Catalog, NodeKind, Sop, SopError};
+use gatehouse_store::{ArtifactRow, DecisionRow, RunRow, Store, StoreError, Tx};
 use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -212,15 +213,73 @@ impl Scheduler {
         }
         let params: BTreeMap<String, String> =
             serde_json::from_str(&row.params).unwrap_or_default();
+        let imports = match (state.status, row.parent_run) {
+            (RunStatus::Succeeded, Some(parent)) => Some(self.import(tx, &row, parent).await?),
+            _ => None,
+        };
         let context = crate::commands::Context {
             run: &row,
             sop: &sop,
             state: &state,
             params: &params,
+            imports,
             trace,
         };
         context.carry_out(tx, &commands).await?;
         Ok(Ok(()))
+    }
+}
+
+impl Scheduler {
+    /// Records, for the parent's `sop` node, the child artifacts it declares in `import`
+    /// (`node/file`). An artifact the child did not produce fails the parent's node.
+    async fn import(
+        &self,
+        tx: &mut Tx,
+        child: &RunRow,
+        parent: Uuid,
+    ) -> Result<Result<Vec<Artifact>, String>, SchedulerError> {
+        let (Some(node), Some(attempt)) = (&child.parent_node, child.parent_attempt) else {
+            return Ok(Ok(Vec::new()));
+        };
+        let Some(parent_row) = self.store.run(parent).await? else {
+            return Ok(Err(format!("parent run {parent} is gone")));
+        };
+        let parent_sop = self.definition(&parent_row).await?;
+        let Some(NodeKind::Sop { import, .. }) = parent_sop.node(node).map(|n| &n.kind) else {
+            return Ok(Ok(Vec::new()));
+        };
+        let available = self.store.artifacts(child.id).await?;
+        let mut imported = Vec::new();
+        for entry in import {
+            let (from_node, file) = entry.split_once('/').unwrap_or(("", entry.as_str()));
+            let Some(found) = available
+                .iter()
+                .filter(|a| a.node == from_node && a.name == file)
+                .max_by_key(|a| a.attempt)
+            else {
+                return Ok(Err(format!(
+                    "child run {} produced no artifact `{entry}` to import",
+                    child.id
+                )));
+            };
+            tx.record_artifact(&ArtifactRow {
+                run_id: parent,
+                node: node.clone(),
+                attempt,
+                name: file.to_owned(),
+                sha256: found.sha256.clone(),
+                size: found.size,
+                location: found.location.clone(),
+            })
+            .await?;
+            imported.push(Artifact {
+                name: file.to_owned(),
+                sha256: found.sha256.clone(),
+                size: u64::try_from(found.size).unwrap_or(0),
+            });
+        }
+        Ok(Ok(imported))
     }
 }
 
