@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
-use gatehouse_bus::{Bus, InProcessBus, JetStreamBus};
+use gatehouse_bus::{Bus, InProcessBus, JetStreamBus, Relay, RelayOptions};
 use gatehouse_events::{Prefix, StreamKind};
 use gatehouse_store::Store;
 use uuid::Uuid;
@@ -282,4 +282,56 @@ macro_rules! on_every_bus {
             }
         }
     )*};
+}
+
+/// Relay, scheduler and runner (process sandbox) on one store and bus, wired as
+/// `gatehouse up` wires them, for tests and benchmarks that drive runs through events.
+pub struct Services {
+    stop: tokio_util::sync::CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Services {
+    /// Starts the services; runs' files go under `data_dir`.
+    pub fn start(
+        store: &Store,
+        bus: Arc<dyn Bus>,
+        catalog: gatehouse_sop::Catalog,
+        data_dir: &std::path::Path,
+        ack_wait: Duration,
+    ) -> Self {
+        let stop = tokio_util::sync::CancellationToken::new();
+        let relay = Relay::new(
+            store.clone(),
+            bus.clone(),
+            RelayOptions {
+                poll: Duration::from_millis(50),
+                ..RelayOptions::default()
+            },
+        );
+        let scheduler = gatehouse_scheduler::Scheduler::new(store.clone(), Arc::new(catalog));
+        let runner = gatehouse_runner::Runner::new(
+            store.clone(),
+            Arc::new(gatehouse_sandbox::ProcessSandbox),
+            gatehouse_runner::RunnerOptions {
+                concurrency: 2,
+                ack_wait,
+                data_dir: data_dir.to_owned(),
+            },
+        );
+        let tasks = vec![
+            tokio::spawn(relay.run(stop.clone())),
+            tokio::spawn(scheduler.run(bus.clone(), stop.clone())),
+            tokio::spawn(runner.run(bus, stop.clone())),
+        ];
+        Self { stop, tasks }
+    }
+
+    /// Stops them and waits until they have.
+    pub async fn stop(self) {
+        self.stop.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+    }
 }

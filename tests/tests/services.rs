@@ -5,26 +5,21 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_bus::{Bus, InProcessBus, Relay, RelayOptions};
+use gatehouse_bus::{Bus, InProcessBus};
 use gatehouse_events::{
     Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind, RunCommand, RunCommandKind,
     RunRequested,
 };
-use gatehouse_runner::{Runner, RunnerOptions};
-use gatehouse_sandbox::ProcessSandbox;
-use gatehouse_scheduler::Scheduler;
 use gatehouse_sop::Catalog;
 use gatehouse_store::RunRow;
-use gatehouse_tests::{Backend, TestDb, on_both_backends};
-use tokio_util::sync::CancellationToken;
+use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
 use uuid::Uuid;
 
-/// Relay, scheduler and runner on one database, as `gatehouse up` wires them.
+/// The services on one database, as `gatehouse up` wires them.
 struct Stack {
     db: TestDb,
     data: tempfile::TempDir,
-    stop: CancellationToken,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    services: Services,
 }
 
 impl Stack {
@@ -47,37 +42,9 @@ impl Stack {
         let (catalog, errors) = Catalog::load(&[&sop_dir]);
         assert!(errors.is_empty(), "{errors:?}");
         let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
-        let stop = CancellationToken::new();
-        let store = db.store.clone();
-        let relay = Relay::new(
-            store.clone(),
-            bus.clone(),
-            RelayOptions {
-                poll: Duration::from_millis(50),
-                ..RelayOptions::default()
-            },
-        );
-        let scheduler = Scheduler::new(store.clone(), Arc::new(catalog));
-        let runner = Runner::new(
-            store,
-            Arc::new(ProcessSandbox),
-            RunnerOptions {
-                concurrency: 2,
-                ack_wait: Duration::from_secs(5),
-                data_dir: data.path().to_owned(),
-            },
-        );
-        let tasks = vec![
-            tokio::spawn(relay.run(stop.clone())),
-            tokio::spawn(scheduler.run(bus.clone(), stop.clone())),
-            tokio::spawn(runner.run(bus, stop.clone())),
-        ];
-        Self {
-            db,
-            data,
-            stop,
-            tasks,
-        }
+        let services =
+            Services::start(&db.store, bus, catalog, data.path(), Duration::from_secs(2));
+        Self { db, data, services }
     }
 
     async fn emit(&self, event: Event) {
@@ -167,10 +134,7 @@ impl Stack {
 
     /// Stops the services without cleaning up, as a crash would leave things.
     async fn halt(self) -> (TestDb, tempfile::TempDir) {
-        self.stop.cancel();
-        for task in self.tasks {
-            let _ = task.await;
-        }
+        self.services.stop().await;
         (self.db, self.data)
     }
 
@@ -195,6 +159,7 @@ on_both_backends!(
     timeout_fails_the_node,
     an_attempt_cut_off_by_a_crash_becomes_a_new_attempt,
     a_child_run_hands_its_declared_artifacts_to_the_parent,
+    a_changed_sop_file_leaves_running_runs_on_their_version,
 );
 
 async fn platform_check_approved(backend: Backend) {
@@ -447,5 +412,42 @@ async fn a_child_run_hands_its_declared_artifacts_to_the_parent(backend: Backend
             && failure.ends_with("produced no artifact `make/missing.txt` to import"),
         "{failure}"
     );
+    stack.stop().await;
+}
+
+fn versioned(label: &str) -> String {
+    format!(
+        "name: versioned\nnodes:\n  ask: {{ kind: gate, approvers: [ana] }}\n  say:\n    kind: script\n    needs: [ask]\n    run: echo {label} > \"$GATEHOUSE_ARTIFACTS/said\"\n    artifacts: [said]\n"
+    )
+}
+
+async fn a_changed_sop_file_leaves_running_runs_on_their_version(backend: Backend) {
+    let v1 = versioned("one");
+    let stack = Stack::start(backend, &[("versioned", &v1)]).await;
+    let old = stack.request("versioned").await;
+    stack.wait_status(old, "waiting").await;
+    let (db, data) = stack.halt().await;
+
+    let v2 = versioned("two");
+    let stack = Stack::start_on(db, data, &[("versioned", &v2)]).await;
+    let new = stack.request("versioned").await;
+    stack.wait_status(new, "waiting").await;
+    for run in [old, new] {
+        stack
+            .decide(run, "ask", 1, GateDecisionKind::Approve, None)
+            .await;
+        stack.wait_status(run, "succeeded").await;
+    }
+    assert_eq!(
+        stack.artifact(old, "say", 1, "said"),
+        "one\n",
+        "the old run kept its version"
+    );
+    assert_eq!(stack.artifact(new, "say", 1, "said"), "two\n");
+    let mut versions = Vec::new();
+    for run in [old, new] {
+        versions.push(stack.db.store.run(run).await.unwrap().unwrap().sop_version);
+    }
+    assert_ne!(versions[0], versions[1]);
     stack.stop().await;
 }
