@@ -202,7 +202,13 @@ async fn waiting(runs: usize) {
     // Requests are applied in order, so the last one waiting means all are; polling one
     // run keeps the benchmark's own allocations out of the figure.
     let last = *ids.last().expect("at least one run");
-    while db.store.run(last).await.expect("run").is_none_or(|r| r.status != "waiting") {
+    while db
+        .store
+        .run(last)
+        .await
+        .expect("run")
+        .is_none_or(|r| r.status != "waiting")
+    {
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
     let after = rss_kib();

@@ -335,3 +335,25 @@ impl Services {
         }
     }
 }
+
+/// Whether a process has ended (a zombie not yet reaped by init counts as ended), waiting up
+/// to two seconds for it.
+pub fn process_gone(pid: &str) -> bool {
+    for _ in 0..100 {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => return true,
+            Ok(stat)
+                if stat
+                    .rsplit(')')
+                    .next()
+                    .unwrap_or("")
+                    .trim_start()
+                    .starts_with('Z') =>
+            {
+                return true;
+            }
+            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
+        }
+    }
+    false
+}

@@ -288,15 +288,8 @@ async fn cancel_stops_a_running_script(backend: Backend) {
         stack.db.store.attempts(run).await.unwrap()[0].status,
         "cancelled"
     );
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
     assert!(
-        stat.is_empty()
-            || stat
-                .rsplit(')')
-                .next()
-                .unwrap()
-                .trim_start()
-                .starts_with('Z'),
+        gatehouse_tests::process_gone(&pid),
         "the script survived its run"
     );
     stack.stop().await;

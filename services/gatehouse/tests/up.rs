@@ -181,26 +181,6 @@ impl Drop for Up {
     }
 }
 
-fn process_gone(pid: &str) -> bool {
-    for _ in 0..100 {
-        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-            Err(_) => return true,
-            Ok(stat)
-                if stat
-                    .rsplit(')')
-                    .next()
-                    .unwrap_or("")
-                    .trim_start()
-                    .starts_with('Z') =>
-            {
-                return true;
-            }
-            Ok(_) => std::thread::sleep(Duration::from_millis(20)),
-        }
-    }
-    false
-}
-
 #[test]
 fn platform_check_approved_succeeds_with_both_artifacts() {
     let up = Up::start();
@@ -359,7 +339,10 @@ fn cancel_during_a_running_script_leaves_no_process() {
         .to_owned();
     assert!(up.cli(&["run", "cancel", &run]).status.success());
     up.wait(&run, "cancelled");
-    assert!(process_gone(&pid), "the script outlived its cancelled run");
+    assert!(
+        gatehouse_tests::process_gone(&pid),
+        "the script outlived its cancelled run"
+    );
 }
 
 #[test]
