@@ -312,7 +312,7 @@ impl Services {
         let scheduler = gatehouse_scheduler::Scheduler::new(store.clone(), Arc::new(catalog));
         let runner = gatehouse_runner::Runner::new(
             store.clone(),
-            Arc::new(gatehouse_sandbox::ProcessSandbox),
+            Arc::new(gatehouse_sandbox::ProcessSandbox::default()),
             gatehouse_runner::RunnerOptions {
                 concurrency: 2,
                 ack_wait,

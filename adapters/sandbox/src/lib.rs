@@ -5,6 +5,7 @@
 //! [`LogLine`] channel, a wall-clock limit, and cancellation. [`ProcessSandbox`] runs it as a
 //! local process group (the embedded default); a Docker sandbox comes with its own issue.
 
+mod groups;
 mod job;
 mod process;
 

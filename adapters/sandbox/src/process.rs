@@ -1,6 +1,7 @@
 //! The local-process sandbox.
 
 use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -12,6 +13,7 @@ use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use crate::groups::Registry;
 use crate::{Exit, ExitStatus, Job, LogLine, Sandbox, SandboxError, Stream};
 
 /// `PATH` for scripts that do not declare their own: the system directories only.
@@ -22,7 +24,26 @@ const PIPE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// Runs jobs as local processes, each in a process group of its own so a timeout or a
 /// cancel kills everything the script started.
 #[derive(Debug, Clone, Default)]
-pub struct ProcessSandbox;
+pub struct ProcessSandbox {
+    registry: Option<Registry>,
+}
+
+impl ProcessSandbox {
+    /// A sandbox that records the process groups it starts in `dir`, so that
+    /// [`ProcessSandbox::reap_orphans`] after a crash can stop what was left running.
+    pub fn with_registry(dir: PathBuf) -> Self {
+        Self {
+            registry: Some(Registry::new(dir)),
+        }
+    }
+
+    /// Kills the process groups a previous sandbox on the same registry started and did
+    /// not see end (its process was killed). Returns how many it killed. Call it before
+    /// running jobs.
+    pub fn reap_orphans(&self) -> std::io::Result<usize> {
+        self.registry.as_ref().map_or(Ok(0), Registry::reap)
+    }
+}
 
 #[async_trait]
 impl Sandbox for ProcessSandbox {
@@ -61,10 +82,12 @@ impl Sandbox for ProcessSandbox {
         let started = Instant::now();
         let mut child = command.spawn().map_err(SandboxError::Spawn)?;
         // The group id is the child's pid (process_group(0)).
-        let group = child
-            .id()
-            .and_then(|id| i32::try_from(id).ok())
-            .map(Pid::from_raw);
+        let group = child.id().and_then(|id| i32::try_from(id).ok());
+        if let (Some(registry), Some(group)) = (&self.registry, group)
+            && let Err(e) = registry.record(group)
+        {
+            tracing::warn!(error = %e, "recording a process group failed");
+        }
         let stdout = child
             .stdout
             .take()
@@ -95,7 +118,10 @@ impl Sandbox for ProcessSandbox {
         };
         // Whatever the script left behind (background jobs) goes with it.
         if let Some(group) = group {
-            let _ = killpg(group, Signal::SIGKILL);
+            let _ = killpg(Pid::from_raw(group), Signal::SIGKILL);
+            if let Some(registry) = &self.registry {
+                registry.forget(group);
+            }
         }
         let _ = child.wait().await;
         // The readers end once every process holding the pipes is gone; one that left the

@@ -27,7 +27,10 @@ fn job(dir: &Path, script: &str) -> Job {
 /// Runs a job, collecting its output.
 async fn run(job: &Job, cancel: CancellationToken) -> (gatehouse_sandbox::Exit, Vec<LogLine>) {
     let (tx, mut rx) = mpsc::channel(1024);
-    let exit = ProcessSandbox.run(job, tx, cancel).await.unwrap();
+    let exit = ProcessSandbox::default()
+        .run(job, tx, cancel)
+        .await
+        .unwrap();
     let mut lines = Vec::new();
     while let Ok(line) = rx.try_recv() {
         lines.push(line);
@@ -185,12 +188,55 @@ async fn a_missing_workspace_parent_is_created_and_a_bad_one_is_a_clear_error() 
     let mut j = job(dir.path(), "true");
     j.workspace = dir.path().join("file/workspace");
     let (tx, _rx) = mpsc::channel(1);
-    let err = ProcessSandbox
+    let err = ProcessSandbox::default()
         .run(&j, tx, CancellationToken::new())
         .await
         .unwrap_err();
     assert!(
         err.to_string().starts_with("preparing workspace at "),
         "{err}"
+    );
+}
+
+#[tokio::test]
+async fn a_new_sandbox_reaps_the_process_groups_a_dead_one_left_running() {
+    let dir = tempfile::tempdir().unwrap();
+    let registry = dir.path().join("groups");
+    let j = job(dir.path(), "sleep 300 & echo $! > bg.pid; sleep 300");
+    let crashed = tokio::spawn({
+        let (sandbox, j) = (ProcessSandbox::with_registry(registry.clone()), j.clone());
+        async move {
+            let (tx, _rx) = mpsc::channel(16);
+            sandbox.run(&j, tx, CancellationToken::new()).await
+        }
+    });
+    let bg = dir.path().join("workspace/bg.pid");
+    for _ in 0..200 {
+        if std::fs::read_to_string(&bg).is_ok_and(|s| !s.trim().is_empty()) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    // The runner dies: its future is dropped without the group being killed.
+    crashed.abort();
+    let _ = crashed.await;
+    let pid = std::fs::read_to_string(&bg).unwrap().trim().to_owned();
+    assert!(alive(&pid), "the orphan is still running before the reap");
+
+    let reaped = ProcessSandbox::with_registry(registry.clone())
+        .reap_orphans()
+        .unwrap();
+    assert_eq!(reaped, 1);
+    assert!(!alive(&pid), "the orphan survived the reap");
+    assert_eq!(
+        std::fs::read_dir(&registry).unwrap().count(),
+        0,
+        "the registry is cleared"
+    );
+    assert_eq!(
+        ProcessSandbox::with_registry(registry)
+            .reap_orphans()
+            .unwrap(),
+        0
     );
 }

@@ -35,6 +35,9 @@ pub struct Config {
     /// People and their accounts; who may decide gates comes from here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub people: Vec<Person>,
+    /// Runners in this process.
+    #[serde(default)]
+    pub runner: RunnerConfig,
     /// Sandbox profiles.
     #[serde(default)]
     pub sandbox: SandboxConfig,
@@ -191,6 +194,27 @@ pub struct Person {
     /// Groups, referenced by gates as `group:<name>`.
     #[serde(default)]
     pub groups: Vec<String>,
+}
+
+/// `[runner]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunnerConfig {
+    /// Node attempts run at once.
+    pub concurrency: usize,
+    /// A job's lease: renewed while it runs; after a crash the job comes back (and is
+    /// reported as interrupted) once this has passed.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            lease: Duration::from_secs(30),
+        }
+    }
 }
 
 /// `[sandbox]`

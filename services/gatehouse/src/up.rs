@@ -64,13 +64,22 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
     tasks.spawn(Scheduler::new(store.clone(), catalog.clone()).run(bus.clone(), shutdown.clone()));
     // Scripts run in their workspace, so the paths they are given must not be relative.
     let data_dir = std::path::absolute(&server.data_dir)?;
+    let sandbox = ProcessSandbox::with_registry(data_dir.join("process-groups"));
+    match sandbox.reap_orphans() {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            killed = n,
+            "stopped scripts left running by a previous crash"
+        ),
+        Err(e) => tracing::warn!(error = %e, "checking for scripts left running failed"),
+    }
     let runner_options = RunnerOptions {
-        concurrency: 4,
-        ack_wait: Duration::from_secs(30),
+        concurrency: config.runner.concurrency,
+        ack_wait: config.runner.lease,
         data_dir,
     };
     tasks.spawn(
-        Runner::new(store.clone(), Arc::new(ProcessSandbox), runner_options)
+        Runner::new(store.clone(), Arc::new(sandbox), runner_options)
             .run(bus.clone(), shutdown.clone()),
     );
     let app = gatehouse_ingest::router(ApiState::new(store.clone(), catalog.clone()));

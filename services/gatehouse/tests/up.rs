@@ -41,6 +41,12 @@ impl Up {
             .local_addr()
             .unwrap()
             .port();
+        // A short lease, so an attempt cut off by kill -9 is reported within the test.
+        std::fs::write(
+            dir.path().join("gatehouse.toml"),
+            "[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n",
+        )
+        .unwrap();
         let mut up = Self {
             dir,
             port,
@@ -504,4 +510,41 @@ fn the_openapi_document_is_served() {
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is documented");
     }
+}
+
+#[test]
+fn kill_9_during_a_script_stops_it_at_restart_and_never_runs_that_attempt_twice() {
+    let mut up = Up::start();
+    let run = up.start_run("slow");
+    let pid_file = up.data_dir().join(format!("runs/{run}/workspace/pid"));
+    for _ in 0..400 {
+        if pid_file.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let pid = std::fs::read_to_string(&pid_file)
+        .unwrap()
+        .trim()
+        .to_owned();
+    up.kill_9();
+    assert!(
+        !gatehouse_tests::process_gone(&pid),
+        "a script outlives a killed gatehouse until the restart"
+    );
+    up.restart();
+    assert!(
+        gatehouse_tests::process_gone(&pid),
+        "the restart stopped the orphaned script"
+    );
+    let shown = up.wait(&run, "failed");
+    assert_eq!(
+        shown["failure"],
+        "node `wait` failed: interrupted: the runner stopped during this attempt"
+    );
+    assert_eq!(
+        Up::node(&shown, "wait")["attempt"],
+        1,
+        "the attempt was not run again"
+    );
 }
