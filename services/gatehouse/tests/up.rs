@@ -209,6 +209,25 @@ fn platform_check_approved_succeeds_with_both_artifacts() {
         String::from_utf8_lossy(&out.stderr)
     );
     let shown = up.wait(&run, "succeeded");
+    let attempts: Vec<_> = shown["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            (
+                a["node"].as_str().unwrap(),
+                a["status"].as_str().unwrap(),
+                a["exit_code"].as_i64(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        attempts,
+        [
+            ("report", "succeeded", Some(0)),
+            ("finish", "succeeded", Some(0))
+        ]
+    );
     let artifacts: Vec<_> = shown["artifacts"]
         .as_array()
         .unwrap()

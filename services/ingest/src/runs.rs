@@ -134,11 +134,25 @@ pub async fn show(
                 .and_then(|a| a.duration_ms),
         })
         .collect();
+    let attempts = attempts
+        .into_iter()
+        .map(|a| AttemptView {
+            node: a.node,
+            attempt: a.attempt,
+            status: a.status,
+            exit_code: a.exit_code,
+            error: a.error,
+            started_at: a.started_at,
+            finished_at: a.finished_at,
+            duration_ms: a.duration_ms,
+        })
+        .collect();
     let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
     Ok(Json(RunDetail {
         params,
         failure: run.failure.clone(),
         nodes,
+        attempts,
         artifacts: artifacts
             .into_iter()
             .map(|a| ArtifactView {

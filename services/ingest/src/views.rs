@@ -66,6 +66,27 @@ pub struct NodeView {
     pub duration_ms: Option<i64>,
 }
 
+/// One execution of a node.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AttemptView {
+    /// Node.
+    pub node: String,
+    /// Attempt number.
+    pub attempt: i32,
+    /// running, succeeded, failed, timed_out, cancelled or interrupted.
+    pub status: String,
+    /// Process exit code.
+    pub exit_code: Option<i32>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Started.
+    pub started_at: DateTime<Utc>,
+    /// Ended.
+    pub finished_at: Option<DateTime<Utc>>,
+    /// Wall-clock duration.
+    pub duration_ms: Option<i64>,
+}
+
 /// An artifact.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct ArtifactView {
@@ -116,6 +137,8 @@ pub struct RunDetail {
     pub failure: Option<String>,
     /// Nodes in definition order.
     pub nodes: Vec<NodeView>,
+    /// Every attempt that ran (gates have none), in start order.
+    pub attempts: Vec<AttemptView>,
     /// Artifacts.
     pub artifacts: Vec<ArtifactView>,
     /// Gate decisions.
