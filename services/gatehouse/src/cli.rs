@@ -23,6 +23,9 @@ Examples:
   # Prepare Postgres and the JetStream streams for distributed mode
   gatehouse migrate --database-url postgres://gatehouse@db/gatehouse --nats nats://nats:4222
 
+  # When does a schedule fire? (daylight-saving changes included)
+  gatehouse schedule preview \"30 2 * * *\" --tz Europe/Berlin --from 2026-03-27T00:00:00Z -n 3
+
   # Check SOP files before committing them; the SOPs available to run
   gatehouse sop validate sops/*.yaml
   gatehouse sop list
@@ -110,6 +113,12 @@ pub enum Command {
         /// Server and credentials.
         #[command(flatten)]
         client: ClientArgs,
+    },
+    /// Cron schedules.
+    Schedule {
+        /// What to do.
+        #[command(subcommand)]
+        command: ScheduleCommand,
     },
     /// Check and list SOP definitions.
     Sop {
@@ -241,6 +250,29 @@ pub enum TokenCommand {
     Create {
         /// The person the token acts as.
         name: String,
+    },
+}
+
+/// `gatehouse schedule ...`
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Print the next fire times of a cron expression as RFC 3339 with offset, one per
+    /// line: the same computation the scheduler uses, daylight-saving rules included.
+    Preview {
+        /// Five fields (or six with seconds first), or @hourly, @daily, @weekly, @monthly.
+        expr: String,
+        /// IANA time zone.
+        #[arg(long = "tz", default_value = "UTC", value_name = "ZONE")]
+        timezone: String,
+        /// Start after this RFC 3339 time (default: now).
+        #[arg(long, value_name = "TIME")]
+        from: Option<String>,
+        /// How many fire times.
+        #[arg(short = 'n', default_value_t = 5)]
+        count: usize,
+        /// Print a JSON array instead of lines.
+        #[arg(long)]
+        json: bool,
     },
 }
 

@@ -434,7 +434,12 @@ impl Config {
         unique("GitHub login", people().filter_map(|p| p.github.as_deref()))?;
         unique("Slack id", people().filter_map(|p| p.slack.as_deref()))?;
         unique("Discord id", people().filter_map(|p| p.discord.as_deref()))?;
-        unique("schedule", self.schedules.iter().map(|s| s.name.as_str()))
+        unique("schedule", self.schedules.iter().map(|s| s.name.as_str()))?;
+        for s in &self.schedules {
+            gatehouse_schedule::Cron::new(&s.cron, &s.timezone)
+                .map_err(|e| ConfigError::Inconsistent(format!("schedule `{}`: {e}", s.name)))?;
+        }
+        Ok(())
     }
 }
 
@@ -531,6 +536,24 @@ mod tests {
         )
         .unwrap_err();
         assert_eq!(err, "Slack id `U1` is defined twice");
+    }
+
+    #[test]
+    fn schedules_are_checked_when_loaded() {
+        let schedule = |cron: &str, tz: &str| {
+            format!(
+                "[[schedules]]\nname = \"n\"\ncron = \"{cron}\"\ntimezone = \"{tz}\"\nsop = \"s\"\n"
+            )
+        };
+        assert_eq!(
+            load_with(&schedule("0 3 * * *", "Mars/Base"), &[]).unwrap_err(),
+            "schedule `n`: timezone `Mars/Base` is not a known IANA time zone (e.g. Europe/Berlin, UTC)"
+        );
+        assert_eq!(
+            load_with(&schedule("0 0 30 2 *", "UTC"), &[]).unwrap_err(),
+            "schedule `n`: cron `0 0 30 2 *` never fires: no date matches it"
+        );
+        assert!(load_with(&schedule("0 3 * * *", "Europe/Berlin"), &[]).is_ok());
     }
 
     #[test]

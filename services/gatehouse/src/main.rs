@@ -20,7 +20,7 @@ use gatehouse_bus::JetStreamBus;
 use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
-use crate::cli::{Cli, Command, ConfigCommand, SopCommand};
+use crate::cli::{Cli, Command, ConfigCommand, ScheduleCommand, SopCommand};
 use crate::config::Config;
 
 fn main() -> ExitCode {
@@ -96,6 +96,16 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             database_url,
             nats_url,
         } => migrate(&config, database_url, nats_url).await,
+        Command::Schedule {
+            command:
+                ScheduleCommand::Preview {
+                    expr,
+                    timezone,
+                    from,
+                    count,
+                    json,
+                },
+        } => preview(&expr, &timezone, from.as_deref(), count, json),
         Command::Sop {
             command: SopCommand::Validate { files, json },
         } => sop_commands::validate(&files, json),
@@ -144,6 +154,34 @@ async fn migrate(
             prefix.stream_name(StreamKind::Events),
             prefix.stream_name(StreamKind::Jobs)
         );
+    }
+    Ok(())
+}
+
+/// `gatehouse schedule preview`
+fn preview(
+    expr: &str,
+    timezone: &str,
+    from: Option<&str>,
+    count: usize,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    let cron = gatehouse_schedule::Cron::new(expr, timezone)?;
+    let from = match from {
+        Some(text) => gatehouse_schedule::parse_time(text)?,
+        None => jiff::Timestamp::now(),
+    };
+    let times: Vec<String> = cron
+        .upcoming(from, count)
+        .iter()
+        .map(gatehouse_schedule::rfc3339)
+        .collect();
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&times)?);
+    } else {
+        for time in times {
+            println!("{time}");
+        }
     }
     Ok(())
 }

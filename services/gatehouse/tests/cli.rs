@@ -214,3 +214,64 @@ fn sop_list_shows_built_ins_and_the_users_sops() {
     );
     assert_eq!(list[2]["source"], "sops/mine.yaml");
 }
+
+#[test]
+fn schedule_preview_prints_rfc3339_with_offsets_across_dst() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = gatehouse(
+        dir.path(),
+        &[
+            "schedule",
+            "preview",
+            "30 2 * * *",
+            "--tz",
+            "Europe/Berlin",
+            "--from",
+            "2026-03-27T00:00:00Z",
+            "-n",
+            "3",
+        ],
+    );
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert_eq!(
+        text(&out.stdout),
+        "2026-03-27T02:30:00+01:00\n2026-03-28T02:30:00+01:00\n2026-03-29T03:00:00+02:00\n"
+    );
+    let out = gatehouse(
+        dir.path(),
+        &[
+            "schedule",
+            "preview",
+            "@daily",
+            "--from",
+            "2026-11-30T10:00:00Z",
+            "-n",
+            "2",
+            "--json",
+        ],
+    );
+    let times: Vec<String> = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        times,
+        ["2026-12-01T00:00:00+00:00", "2026-12-02T00:00:00+00:00"]
+    );
+
+    for (args, expected) in [
+        (
+            vec!["schedule", "preview", "0 0 30 2 *"],
+            "error: cron `0 0 30 2 *` never fires: no date matches it",
+        ),
+        (
+            vec!["schedule", "preview", "@daily", "--tz", "Nowhere"],
+            "error: timezone `Nowhere` is not a known IANA time zone (e.g. Europe/Berlin, UTC)",
+        ),
+        (
+            vec!["schedule", "preview", "@daily", "--from", "soon"],
+            "error: `soon` is not an RFC 3339 time with offset (e.g. 2026-03-29T00:00:00+01:00)",
+        ),
+    ] {
+        let out = gatehouse(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1));
+        assert_eq!(text(&out.stderr).trim(), expected);
+    }
+}
