@@ -20,6 +20,10 @@
 //!
 //! Fire times are always returned with their UTC offset, so the instant is unambiguous.
 
+mod plan;
+
+pub use plan::{Decision, Overlap, SkipReason, decide};
+
 use std::fmt;
 use std::str::FromStr;
 
