@@ -290,23 +290,6 @@ fn default_network() -> String {
     "none".into()
 }
 
-/// What a schedule does when its previous run is still going.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Overlap {
-    /// Skip this fire.
-    #[default]
-    Skip,
-    /// Keep one fire waiting.
-    BufferOne,
-    /// Keep every fire waiting.
-    BufferAll,
-    /// Cancel the running one and start.
-    CancelOther,
-    /// Run side by side.
-    AllowAll,
-}
-
 /// `[[schedules]]`
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -323,12 +306,16 @@ pub struct ScheduleConfig {
     /// Parameters for the SOP.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, String>,
-    /// Overlap policy.
-    #[serde(default)]
-    pub overlap: Overlap,
+    /// Overlap policy: skip, buffer_one, buffer_all, cancel_other or allow_all.
+    #[serde(default = "default_overlap")]
+    pub overlap: String,
     /// How far back missed fires are still run after downtime.
     #[serde(default = "default_catchup", with = "humantime_serde")]
     pub catchup_window: Duration,
+}
+
+fn default_overlap() -> String {
+    "skip".into()
 }
 
 fn default_timezone() -> String {
@@ -436,8 +423,13 @@ impl Config {
         unique("Discord id", people().filter_map(|p| p.discord.as_deref()))?;
         unique("schedule", self.schedules.iter().map(|s| s.name.as_str()))?;
         for s in &self.schedules {
+            let invalid =
+                |e: String| ConfigError::Inconsistent(format!("schedule `{}`: {e}", s.name));
             gatehouse_schedule::Cron::new(&s.cron, &s.timezone)
-                .map_err(|e| ConfigError::Inconsistent(format!("schedule `{}`: {e}", s.name)))?;
+                .map_err(|e| invalid(e.to_string()))?;
+            s.overlap
+                .parse::<gatehouse_schedule::Overlap>()
+                .map_err(invalid)?;
         }
         Ok(())
     }
@@ -493,7 +485,7 @@ mod tests {
         assert_eq!(github.webhook_secrets.len(), 1);
         assert_eq!(c.people[0].groups, vec!["leads"]);
         assert_eq!(c.schedules[0].catchup_window, Duration::from_secs(3600));
-        assert_eq!(c.schedules[0].overlap, Overlap::Skip);
+        assert_eq!(c.schedules[0].overlap, "skip");
         assert_eq!(c.sandbox.profiles["default"].pids, Some(256));
         assert_eq!(
             c.slack.unwrap().approvals_channel.as_deref(),

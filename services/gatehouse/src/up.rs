@@ -41,6 +41,7 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
             .await?,
         )
     };
+    sync_schedules(&store, config, &catalog).await?;
     let token_file = server.data_dir.join("admin.token");
     ensure_admin_token(&store, &token_file).await?;
 
@@ -149,6 +150,43 @@ async fn ensure_admin_token(store: &Store, path: &Path) -> anyhow::Result<()> {
     let hash = hash_token(&token);
     if store.token_name(&hash).await?.is_none() {
         store.create_token("admin", &hash).await?;
+    }
+    Ok(())
+}
+
+/// Makes the stored schedules from the configuration match `[[schedules]]`: new ones start
+/// owing fires from now, changed ones keep their history and pause, removed ones stop.
+async fn sync_schedules(store: &Store, config: &Config, catalog: &Catalog) -> anyhow::Result<()> {
+    let now = chrono::Utc::now();
+    for s in &config.schedules {
+        if catalog.get(&s.sop).is_none() {
+            tracing::warn!(schedule = %s.name, sop = %s.sop, "the schedule's SOP does not exist; its fires will not start runs");
+        }
+        store
+            .upsert_schedule(&gatehouse_store::ScheduleRow {
+                name: s.name.clone(),
+                cron: s.cron.clone(),
+                timezone: s.timezone.clone(),
+                sop: s.sop.clone(),
+                params: serde_json::to_string(&s.params)?,
+                overlap: s.overlap.clone(),
+                catchup_window_ms: i64::try_from(s.catchup_window.as_millis()).unwrap_or(i64::MAX),
+                paused: false,
+                pause_note: None,
+                source: "config".into(),
+                since_ms: now.timestamp_millis(),
+                created_at: now,
+                updated_at: now,
+            })
+            .await?;
+    }
+    let names: Vec<String> = config.schedules.iter().map(|s| s.name.clone()).collect();
+    let removed = store.prune_schedules("config", &names).await?;
+    if removed > 0 {
+        tracing::info!(
+            removed,
+            "schedules removed from the configuration no longer fire"
+        );
     }
     Ok(())
 }

@@ -27,10 +27,19 @@ const SOPS: &[(&str, &str)] = &[
         "name: steps\nnodes:\n  first: { kind: script, run: 'echo first >> \"$GATEHOUSE_WORKSPACE/log\"' }\n  check: { kind: gate, needs: [first], approvers: [ana], send_back: [first] }\n  second: { kind: script, needs: [check], run: 'echo second >> \"$GATEHOUSE_WORKSPACE/log\"' }\n",
     ),
     ("broken", "name: broken\nnodes:\n  a: { kind: script }\n"),
+    (
+        "tick",
+        "name: tick\nnodes:\n  t: { kind: script, run: \"true\" }\n",
+    ),
 ];
 
 impl Up {
     fn start() -> Self {
+        Self::start_with("")
+    }
+
+    /// Starts with `extra` appended to the configuration file.
+    fn start_with(extra: &str) -> Self {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("sops")).unwrap();
         for (name, text) in SOPS {
@@ -44,7 +53,7 @@ impl Up {
         // A short lease, so an attempt cut off by kill -9 is reported within the test.
         std::fs::write(
             dir.path().join("gatehouse.toml"),
-            "[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n",
+            format!("[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n{extra}"),
         )
         .unwrap();
         let mut up = Self {
@@ -565,5 +574,29 @@ fn kill_9_during_a_script_stops_it_at_restart_and_never_runs_that_attempt_twice(
         Up::node(&shown, "wait")["attempt"],
         1,
         "the attempt was not run again"
+    );
+}
+
+#[test]
+fn configured_schedules_start_runs() {
+    let up = Up::start_with(
+        "[[schedules]]\nname = \"every-second\"\ncron = \"* * * * * *\"\nsop = \"tick\"\noverlap = \"allow_all\"\n",
+    );
+    for _ in 0..200 {
+        let runs = up.json(&["run", "list", "--status", "succeeded"]);
+        let ticks: Vec<_> = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["sop"] == "tick" && r["requested_by"] == "every-second")
+            .collect();
+        if ticks.len() >= 2 {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "the schedule did not start runs: {:#}",
+        up.json(&["run", "list"])
     );
 }

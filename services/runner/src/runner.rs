@@ -11,7 +11,7 @@ use gatehouse_bus::{
 };
 use gatehouse_events::{
     Artifact, Envelope, Event, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, NodeStatus,
-    TraceParent,
+    RunStatus, RunUpdated, TraceParent,
 };
 use gatehouse_sandbox::{ExitStatus, Job, LogLine, Sandbox, Stream};
 use gatehouse_store::{ArtifactRow, NewDeadLetter, Store, Tx};
@@ -40,6 +40,11 @@ pub struct RunnerOptions {
 
 /// Attempts running here, so a run snapshot can stop them.
 type Running = Arc<Mutex<HashMap<(Uuid, String, u32), CancellationToken>>>;
+/// The newest snapshot seen of each run, so a job that arrives after its run was
+/// cancelled (or its node sent back) is not started at all.
+type Snapshots = Arc<Mutex<HashMap<Uuid, RunUpdated>>>;
+/// Snapshots kept before those of finished runs are dropped.
+const SNAPSHOTS_KEPT: usize = 10_000;
 
 /// A runner: cheap to clone.
 #[derive(Clone)]
@@ -48,6 +53,7 @@ pub struct Runner {
     sandbox: Arc<dyn Sandbox>,
     options: RunnerOptions,
     running: Running,
+    snapshots: Snapshots,
 }
 
 impl Runner {
@@ -58,6 +64,7 @@ impl Runner {
             sandbox,
             options,
             running: Arc::default(),
+            snapshots: Arc::default(),
         }
     }
 
@@ -197,6 +204,38 @@ impl Runner {
     async fn execute(&self, envelope: &Envelope, job: &NodeDispatch) -> Result<(), HandlerError> {
         let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
         let trace = envelope.trace.as_ref().map(TraceParent::child);
+        // Registered before anything is announced, so a cancel that follows cannot miss it.
+        let cancel = CancellationToken::new();
+        let key = (job.run_id, job.node.clone(), job.attempt);
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(key.clone(), cancel.clone());
+        if let Some(snapshot) = self
+            .snapshots
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&job.run_id)
+            && unwanted(snapshot, &job.node, job.attempt)
+        {
+            cancel.cancel();
+        }
+        let result = self.report(envelope, job, attempt, trace, cancel).await;
+        self.running
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&key);
+        result
+    }
+
+    async fn report(
+        &self,
+        envelope: &Envelope,
+        job: &NodeDispatch,
+        attempt: i32,
+        trace: Option<TraceParent>,
+        cancel: CancellationToken,
+    ) -> Result<(), HandlerError> {
         let finished = if self
             .store
             .begin_attempt(job.run_id, &job.node, attempt)
@@ -211,7 +250,7 @@ impl Runner {
             };
             emit(&mut tx, Event::NodeProgress(started), trace.clone()).await?;
             tx.commit().await?;
-            self.attempt(job).await?
+            self.attempt(job, cancel).await?
         } else {
             // Begun before: its runner died (or this is a repeat). Never run an attempt
             // twice; the engine decides whether a new attempt follows.
@@ -248,7 +287,11 @@ impl Runner {
     }
 
     /// Prepares the directories, runs the script, and collects output and artifacts.
-    async fn attempt(&self, job: &NodeDispatch) -> Result<NodeFinished, HandlerError> {
+    async fn attempt(
+        &self,
+        job: &NodeDispatch,
+        cancel: CancellationToken,
+    ) -> Result<NodeFinished, HandlerError> {
         let spec: ScriptSpec = serde_json::from_value(job.spec.clone())?;
         let dirs = RunDirs::new(&self.options.data_dir, job.run_id);
         let artifacts_location = dirs.artifacts_location(&job.node, job.attempt);
@@ -292,12 +335,7 @@ impl Runner {
             artifacts: artifacts.clone(),
             timeout: job.timeout_secs.map(Duration::from_secs),
         };
-        let cancel = CancellationToken::new();
-        let key = (job.run_id, job.node.clone(), job.attempt);
-        self.running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), cancel.clone());
+
         let (logs, mut lines) = mpsc::channel::<LogLine>(256);
         let store = self.store.clone();
         let (run_id, node, attempt) = (
@@ -319,11 +357,8 @@ impl Runner {
                 }
             }
         });
+        // Cancelled before it began: the sandbox stops it at once, nothing of it runs on.
         let exit = self.sandbox.run(&job_spec, logs, cancel).await;
-        self.running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&key);
         let _ = writer.await;
         let exit = exit?;
 
@@ -458,26 +493,45 @@ async fn emit(tx: &mut Tx, event: Event, trace: Option<TraceParent>) -> Result<(
     Ok(())
 }
 
-/// Stops attempts the scheduler no longer wants.
+/// Whether `snapshot` shows that `node`'s `attempt` is no longer wanted: a newer attempt
+/// exists, or this one is no longer dispatched or running. A snapshot older than the
+/// attempt says nothing about it.
+fn unwanted(snapshot: &RunUpdated, node: &str, attempt: u32) -> bool {
+    snapshot.nodes.iter().any(|n| {
+        n.node == node
+            && (n.attempt > attempt
+                || n.attempt == attempt
+                    && !matches!(n.status, NodeStatus::Dispatched | NodeStatus::Running))
+    })
+}
+
+/// Keeps the newest snapshot of each run and stops attempts it no longer wants.
 #[async_trait]
 impl Handler for Runner {
     async fn handle(&self, _tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
         let Ok(Event::RunUpdated(snapshot)) = envelope.decode() else {
             return Ok(());
         };
+        {
+            let mut snapshots = self.snapshots.lock().unwrap_or_else(|p| p.into_inner());
+            if snapshots.len() >= SNAPSHOTS_KEPT {
+                snapshots.retain(|_, s| {
+                    !matches!(
+                        s.status,
+                        RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+                    )
+                });
+            }
+            let newer = snapshots
+                .get(&snapshot.run_id)
+                .is_none_or(|old| old.revision < snapshot.revision);
+            if newer {
+                snapshots.insert(snapshot.run_id, snapshot.clone());
+            }
+        }
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         for ((run, node, attempt), token) in running.iter() {
-            if *run != snapshot.run_id {
-                continue;
-            }
-            // A snapshot older than the attempt says nothing about it.
-            let unwanted = snapshot.nodes.iter().any(|n| {
-                &n.node == node
-                    && (n.attempt > *attempt
-                        || n.attempt == *attempt
-                            && !matches!(n.status, NodeStatus::Dispatched | NodeStatus::Running))
-            });
-            if unwanted {
+            if *run == snapshot.run_id && unwanted(&snapshot, node, *attempt) {
                 tracing::info!(run = %run, node = %node, attempt, "stopping an attempt the run no longer wants");
                 token.cancel();
             }

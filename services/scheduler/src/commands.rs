@@ -114,13 +114,7 @@ impl Context<'_> {
     }
 
     async fn emit(&self, tx: &mut Tx, event: Event) -> Result<(), SchedulerError> {
-        let trace = self
-            .trace
-            .map(TraceParent::child)
-            .unwrap_or_else(TraceParent::new_root);
-        tx.append_outbox(&Envelope::new(SOURCE, &event, Some(trace))?)
-            .await?;
-        Ok(())
+        emit(tx, event, self.trace).await
     }
 
     fn timer(&self, node: &str, attempt: u32, kind: &str, due_ms: i64) -> TimerRow {
@@ -267,4 +261,18 @@ fn person(id: &str) -> Actor {
         handle: id.to_owned(),
         person: Some(id.to_owned()),
     }
+}
+
+/// Appends one of the scheduler's events to the outbox, continuing `trace` if given.
+pub(crate) async fn emit(
+    tx: &mut Tx,
+    event: Event,
+    trace: Option<&TraceParent>,
+) -> Result<(), SchedulerError> {
+    let trace = trace
+        .map(TraceParent::child)
+        .unwrap_or_else(TraceParent::new_root);
+    tx.append_outbox(&Envelope::new(SOURCE, &event, Some(trace))?)
+        .await?;
+    Ok(())
 }

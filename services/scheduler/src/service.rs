@@ -309,6 +309,11 @@ impl Handler for Scheduler {
         let trace = envelope.trace.as_ref();
         let (run_id, input) = match event {
             Event::RunRequested(request) => return Ok(self.create(tx, &request, trace).await?),
+            // A command can overtake the request that creates its run (a schedule cancelling
+            // a run it has just requested): retry until the run exists.
+            Event::RunCommand(c) if tx.load_run(c.run_id).await?.is_none() => {
+                return Err(format!("run {} does not exist (yet)", c.run_id).into());
+            }
             Event::RunCommand(c) => (
                 c.run_id,
                 match c.command {

@@ -18,6 +18,9 @@ impl Scheduler {
             if let Err(err) = self.fire_due().await {
                 tracing::warn!(error = %err, "firing timers failed; retrying");
             }
+            if let Err(err) = self.fire_schedules(jiff::Timestamp::now()).await {
+                tracing::warn!(error = %err, "firing schedules failed; retrying");
+            }
             let wait = match self.store.next_timer_ms().await {
                 Ok(Some(due)) => {
                     let ms = due

@@ -1,0 +1,257 @@
+//! Firing schedules with the clock in the test's hands: fires happen once however many
+//! schedulers race, downtime is caught up by the window, and each overlap policy holds
+//! against a run that is still going. Times are in 2030, after the real clock, so the
+//! services' own schedule loop never fires them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use chrono::Utc;
+use gatehouse_bus::{Bus, InProcessBus};
+use gatehouse_events::{Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind};
+use gatehouse_scheduler::Scheduler;
+use gatehouse_sop::Catalog;
+use gatehouse_store::ScheduleRow;
+use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
+use jiff::Timestamp;
+
+const QUICK: &str = "name: quick\nnodes:\n  work: { kind: script, run: \"true\" }\n";
+const HOLD: &str = "name: hold\nnodes:\n  ask: { kind: gate, approvers: [ana] }\n";
+
+struct Setup {
+    db: TestDb,
+    _data: tempfile::TempDir,
+    services: Services,
+    catalog: Arc<Catalog>,
+}
+
+impl Setup {
+    async fn start(backend: Backend) -> Self {
+        let db = TestDb::new(backend).await;
+        let data = tempfile::tempdir().unwrap();
+        std::fs::create_dir(data.path().join("sops")).unwrap();
+        std::fs::write(data.path().join("sops/quick.yaml"), QUICK).unwrap();
+        std::fs::write(data.path().join("sops/hold.yaml"), HOLD).unwrap();
+        let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
+        assert!(errors.is_empty());
+        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
+        let services = Services::start(
+            &db.store,
+            bus,
+            catalog.clone(),
+            data.path(),
+            Duration::from_secs(5),
+        );
+        Self {
+            db,
+            _data: data,
+            services,
+            catalog: Arc::new(catalog),
+        }
+    }
+
+    fn scheduler(&self) -> Scheduler {
+        Scheduler::new(self.db.store.clone(), self.catalog.clone())
+    }
+
+    async fn schedule(&self, name: &str, cron: &str, sop: &str, overlap: &str, window: Duration) {
+        self.db
+            .store
+            .upsert_schedule(&ScheduleRow {
+                name: name.into(),
+                cron: cron.into(),
+                timezone: "UTC".into(),
+                sop: sop.into(),
+                params: "{}".into(),
+                overlap: overlap.into(),
+                catchup_window_ms: window.as_millis() as i64,
+                paused: false,
+                pause_note: None,
+                source: "api".into(),
+                since_ms: at("2030-01-01T00:00:00Z").as_millisecond(),
+                created_at: Utc::now(),
+                updated_at: Utc::now(),
+            })
+            .await
+            .unwrap();
+    }
+
+    async fn outcomes(&self, name: &str) -> Vec<String> {
+        let mut fires = self.db.store.fires(name, 1000).await.unwrap();
+        fires.reverse();
+        fires.into_iter().map(|f| f.outcome).collect()
+    }
+
+    /// Waits until every started fire's run exists with `status`.
+    async fn wait_runs(&self, name: &str, status: &str, count: usize) -> Vec<uuid::Uuid> {
+        for _ in 0..500 {
+            let fires = self.db.store.fires(name, 1000).await.unwrap();
+            let mut ids = Vec::new();
+            for f in fires.iter().filter(|f| f.outcome == "started") {
+                if let Some(run) = self.db.store.run(f.run_id.unwrap()).await.unwrap()
+                    && run.status == status
+                {
+                    ids.push(run.id);
+                }
+            }
+            if ids.len() == count {
+                return ids;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!(
+            "{name}: never had {count} runs {status}: {:?}",
+            self.db.store.fires(name, 1000).await.unwrap()
+        );
+    }
+
+    async fn approve(&self, run_id: uuid::Uuid) {
+        let event = Event::GateDecision(GateDecision {
+            run_id,
+            node: "ask".into(),
+            attempt: 1,
+            decision: GateDecisionKind::Approve,
+            comment: None,
+            actor: Actor {
+                channel: Channel::Api,
+                handle: "ana".into(),
+                person: Some("ana".into()),
+            },
+        });
+        let mut tx = self.db.store.begin().await.unwrap();
+        tx.append_outbox(&Envelope::new("test", &event, None).unwrap())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    async fn stop(self) {
+        self.services.stop().await;
+        self.db.cleanup().await;
+    }
+}
+
+fn at(s: &str) -> Timestamp {
+    s.parse().unwrap()
+}
+
+const HOUR: Duration = Duration::from_secs(3600);
+
+on_both_backends!(
+    racing_schedulers_fire_each_time_once,
+    downtime_is_caught_up_within_the_window_only,
+    overlap_policies_against_a_run_still_going,
+);
+
+async fn racing_schedulers_fire_each_time_once(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    setup
+        .schedule("minutely", "* * * * *", "quick", "allow_all", HOUR)
+        .await;
+    let now = at("2030-01-01T00:10:30Z");
+    let (a, b) = (setup.scheduler(), setup.scheduler());
+    let (x, y) = tokio::join!(a.fire_schedules(now), b.fire_schedules(now));
+    x.unwrap();
+    y.unwrap();
+    assert_eq!(setup.outcomes("minutely").await, vec!["started"; 10]);
+    let fires = setup.db.store.fires("minutely", 100).await.unwrap();
+    assert_eq!(fires[0].lateness_ms, 30_000, "lateness is measured");
+    setup.wait_runs("minutely", "succeeded", 10).await;
+    // Again later: nothing new is owed.
+    a.fire_schedules(now).await.unwrap();
+    assert_eq!(setup.outcomes("minutely").await.len(), 10);
+    setup.stop().await;
+}
+
+async fn downtime_is_caught_up_within_the_window_only(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    for (name, window) in [("none", Duration::ZERO), ("hour", HOUR), ("four", 4 * HOUR)] {
+        setup
+            .schedule(name, "0 * * * *", "quick", "allow_all", window)
+            .await;
+    }
+    // Down from 00:00 to 03:05: the fires at 01:00, 02:00 and 03:00 were missed.
+    setup
+        .scheduler()
+        .fire_schedules(at("2030-01-01T03:05:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(setup.outcomes("none").await, ["skipped_missed"; 3]);
+    assert_eq!(
+        setup.outcomes("hour").await,
+        ["skipped_missed", "skipped_missed", "started"]
+    );
+    assert_eq!(setup.outcomes("four").await, ["started"; 3]);
+    setup.stop().await;
+}
+
+async fn overlap_policies_against_a_run_still_going(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    for policy in [
+        "skip",
+        "buffer_one",
+        "buffer_all",
+        "cancel_other",
+        "allow_all",
+    ] {
+        setup
+            .schedule(policy, "* * * * *", "hold", policy, HOUR)
+            .await;
+    }
+    let scheduler = setup.scheduler();
+    scheduler
+        .fire_schedules(at("2030-01-01T00:01:00Z"))
+        .await
+        .unwrap();
+    for policy in [
+        "skip",
+        "buffer_one",
+        "buffer_all",
+        "cancel_other",
+        "allow_all",
+    ] {
+        setup.wait_runs(policy, "waiting", 1).await;
+    }
+    scheduler
+        .fire_schedules(at("2030-01-01T00:03:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(
+        setup.outcomes("skip").await,
+        ["started", "skipped_overlap", "skipped_overlap"]
+    );
+    assert_eq!(
+        setup.outcomes("buffer_one").await,
+        ["started", "buffered", "skipped_overlap"]
+    );
+    assert_eq!(
+        setup.outcomes("buffer_all").await,
+        ["started", "buffered", "buffered"]
+    );
+    assert_eq!(
+        setup.outcomes("cancel_other").await,
+        ["started", "started", "started"]
+    );
+    assert_eq!(
+        setup.outcomes("allow_all").await,
+        ["started", "started", "started"]
+    );
+    setup.wait_runs("allow_all", "waiting", 3).await;
+    setup.wait_runs("cancel_other", "waiting", 1).await;
+    setup.wait_runs("cancel_other", "cancelled", 2).await;
+
+    // The buffered fire starts once the running run ends.
+    let first = setup.wait_runs("buffer_one", "waiting", 1).await[0];
+    setup.approve(first).await;
+    setup.wait_runs("buffer_one", "succeeded", 1).await;
+    scheduler
+        .fire_schedules(at("2030-01-01T00:03:10Z"))
+        .await
+        .unwrap();
+    assert_eq!(
+        setup.outcomes("buffer_one").await,
+        ["started", "started", "skipped_overlap"]
+    );
+    setup.wait_runs("buffer_one", "waiting", 1).await;
+    setup.stop().await;
+}
