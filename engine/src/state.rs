@@ -99,10 +99,7 @@ impl RunState {
 
     /// Whether the run has ended (it can still be restarted with retry).
     pub fn is_terminal(&self) -> bool {
-        matches!(
-            self.status,
-            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
-        )
+        self.status.is_terminal()
     }
 }
 

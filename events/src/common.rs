@@ -107,3 +107,101 @@ pub enum GateStatus {
     /// The run was cancelled while the gate was open.
     Cancelled,
 }
+
+impl Channel {
+    /// The wire name (`github`, `slack`, ...), as stored in audit rows.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Github => "github",
+            Self::Slack => "slack",
+            Self::Discord => "discord",
+            Self::Api => "api",
+            Self::Schedule => "schedule",
+            Self::System => "system",
+        }
+    }
+}
+
+impl RunStatus {
+    /// The wire name (`waiting`, `succeeded`, ...), as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Queued => "queued",
+            Self::Running => "running",
+            Self::Waiting => "waiting",
+            Self::Paused => "paused",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Cancelled => "cancelled",
+        }
+    }
+
+    /// Whether the run has ended (a retry can still restart it).
+    pub fn is_terminal(self) -> bool {
+        matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
+    }
+}
+
+impl NodeStatus {
+    /// The wire name (`waiting_approval`, ...), as shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Pending => "pending",
+            Self::Ready => "ready",
+            Self::Dispatched => "dispatched",
+            Self::Running => "running",
+            Self::WaitingApproval => "waiting_approval",
+            Self::Succeeded => "succeeded",
+            Self::Failed => "failed",
+            Self::Skipped => "skipped",
+            Self::Cancelled => "cancelled",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn wire(value: impl Serialize) -> String {
+        serde_json::to_value(value)
+            .unwrap()
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    #[test]
+    fn names_match_the_wire_format() {
+        use Channel::*;
+        for c in [Github, Slack, Discord, Api, Schedule, System] {
+            assert_eq!(c.as_str(), wire(c));
+        }
+        use RunStatus as R;
+        for s in [
+            R::Queued,
+            R::Running,
+            R::Waiting,
+            R::Paused,
+            R::Succeeded,
+            R::Failed,
+            R::Cancelled,
+        ] {
+            assert_eq!(s.as_str(), wire(s));
+        }
+        use NodeStatus as N;
+        for s in [
+            N::Pending,
+            N::Ready,
+            N::Dispatched,
+            N::Running,
+            N::WaitingApproval,
+            N::Succeeded,
+            N::Failed,
+            N::Skipped,
+            N::Cancelled,
+        ] {
+            assert_eq!(s.as_str(), wire(s));
+        }
+    }
+}

@@ -357,3 +357,19 @@ pub fn process_gone(pid: &str) -> bool {
     }
     false
 }
+
+/// The process id a test script wrote to `file` (`echo $$ > file`), waiting up to ten
+/// seconds for it. Waits for a whole number, not just the file: the shell creates the
+/// file before it writes to it.
+pub fn script_pid(file: &std::path::Path) -> String {
+    for _ in 0..400 {
+        if let Ok(text) = std::fs::read_to_string(file)
+            && text.ends_with('\n')
+            && text.trim().parse::<u32>().is_ok()
+        {
+            return text.trim().to_owned();
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!("no process id was written to {}", file.display());
+}

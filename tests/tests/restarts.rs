@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use gatehouse_bus::{
-    Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, JetStreamBus, Relay,
+    Bus, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, JetStreamBus, Relay,
     RelayOptions,
 };
 use gatehouse_events::{Envelope, Event, NodeProgress, Prefix};
@@ -112,28 +112,94 @@ impl Handler for Applied {
     }
 }
 
-async fn emit(store: &Store, message: String) {
-    let event = Event::NodeProgress(NodeProgress {
-        run_id: Uuid::now_v7(),
-        node: "n".into(),
-        attempt: 1,
-        message,
-    });
-    let mut tx = store.begin().await.unwrap();
-    tx.append_outbox(&Envelope::new("restart-test", &event, None).unwrap())
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+/// A relay and a consumer that records what it applies, as a service runs them.
+struct Pipeline {
+    store: Store,
+    stop: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+    applied: Arc<Applied>,
 }
 
-async fn wait_for(applied: &Applied, n: usize) {
-    for _ in 0..1500 {
-        if applied.0.lock().unwrap().len() >= n {
-            return;
+impl Pipeline {
+    fn start(store: &Store, bus: Arc<dyn Bus>) -> Self {
+        let stop = CancellationToken::new();
+        let options = RelayOptions {
+            retry_delay: Duration::from_millis(200),
+            poll: Duration::from_millis(100),
+            ..RelayOptions::default()
+        };
+        let relay = tokio::spawn(Relay::new(store.clone(), bus.clone(), options).run(stop.clone()));
+        let applied = Arc::new(Applied::default());
+        let consumer = tokio::spawn({
+            let spec = ConsumerSpec {
+                ack_wait: Duration::from_secs(2),
+                ..ConsumerSpec::new("survivor", "node.progress")
+            };
+            let options = ConsumerOptions {
+                retry_delay: Duration::from_millis(200),
+                ..ConsumerOptions::new(spec)
+            };
+            let consumer = Consumer::new(bus, store.clone(), options);
+            let (applied, stop) = (applied.clone(), stop.clone());
+            async move { consumer.run(&*applied, stop).await }
+        });
+        Self {
+            store: store.clone(),
+            stop,
+            tasks: vec![relay, consumer],
+            applied,
         }
-        tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    panic!("only {:?} applied, expected {n}", applied.0.lock().unwrap());
+
+    /// Commits five events labelled `label` to the outbox.
+    async fn emit_five(&self, label: &str) {
+        for i in 0..5 {
+            let event = Event::NodeProgress(NodeProgress {
+                run_id: Uuid::now_v7(),
+                node: "n".into(),
+                attempt: 1,
+                message: format!("{label} {i}"),
+            });
+            let mut tx = self.store.begin().await.unwrap();
+            tx.append_outbox(&Envelope::new("restart-test", &event, None).unwrap())
+                .await
+                .unwrap();
+            tx.commit().await.unwrap();
+        }
+    }
+
+    async fn wait_for(&self, n: usize) {
+        for _ in 0..1500 {
+            if self.applied.0.lock().unwrap().len() >= n {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!(
+            "only {:?} applied, expected {n}",
+            self.applied.0.lock().unwrap()
+        );
+    }
+
+    /// Waits for `expected` events, stops, and checks each was applied exactly once and
+    /// nothing is left in the outbox.
+    async fn finish(self, expected: usize) {
+        self.wait_for(expected).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        self.stop.cancel();
+        for task in self.tasks {
+            let _ = task.await;
+        }
+        let applied = self.applied.0.lock().unwrap().clone();
+        let unique: BTreeSet<_> = applied.iter().collect();
+        assert_eq!(
+            applied.len(),
+            expected,
+            "applied exactly once each: {applied:?}"
+        );
+        assert_eq!(unique.len(), expected);
+        assert_eq!(self.store.outbox_backlog().await.unwrap(), 0);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -141,61 +207,26 @@ async fn a_nats_restart_loses_nothing_and_repeats_nothing() {
     let mut nats = PrivateNats::start();
     let db = TestDb::new(Backend::Postgres).await;
     // The server is private, so the default prefix collides with nobody.
-    let bus = Arc::new(
+    let bus: Arc<dyn Bus> = Arc::new(
         JetStreamBus::connect(&nats.url(), Prefix::default(), quick_retry())
             .await
             .unwrap(),
     );
 
-    let stop = CancellationToken::new();
-    let options = RelayOptions {
-        retry_delay: Duration::from_millis(200),
-        ..RelayOptions::default()
-    };
-    let relay = tokio::spawn(Relay::new(db.store.clone(), bus.clone(), options).run(stop.clone()));
-    let applied = Arc::new(Applied::default());
-    let consumer = tokio::spawn({
-        let spec = ConsumerSpec {
-            ack_wait: Duration::from_secs(2),
-            ..ConsumerSpec::new("survivor", "node.progress")
-        };
-        let options = ConsumerOptions {
-            retry_delay: Duration::from_millis(200),
-            ..ConsumerOptions::new(spec)
-        };
-        let consumer = Consumer::new(bus.clone(), db.store.clone(), options);
-        let (applied, stop) = (applied.clone(), stop.clone());
-        async move { consumer.run(&*applied, stop).await }
-    });
-
-    for i in 0..5 {
-        emit(&db.store, format!("before {i}")).await;
-    }
-    wait_for(&applied, 5).await;
+    let pipeline = Pipeline::start(&db.store, bus);
+    pipeline.emit_five("before").await;
+    pipeline.wait_for(5).await;
 
     nats.kill();
-    for i in 0..5 {
-        emit(&db.store, format!("during {i}")).await;
-    }
+    pipeline.emit_five("during").await;
     tokio::time::sleep(Duration::from_secs(1)).await;
     assert!(
         db.store.outbox_backlog().await.unwrap() > 0,
         "nothing can be relayed while NATS is down"
     );
     nats.restart();
-    for i in 0..5 {
-        emit(&db.store, format!("after {i}")).await;
-    }
-    wait_for(&applied, 15).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
-    stop.cancel();
-    let _ = tokio::join!(relay, consumer);
-    let applied = applied.0.lock().unwrap().clone();
-    let unique: BTreeSet<_> = applied.iter().collect();
-    assert_eq!(applied.len(), 15, "applied exactly once each: {applied:?}");
-    assert_eq!(unique.len(), 15);
-    assert_eq!(db.store.outbox_backlog().await.unwrap(), 0);
+    pipeline.emit_five("after").await;
+    pipeline.finish(15).await;
     db.cleanup().await;
 }
 
@@ -311,34 +342,11 @@ async fn a_postgres_restart_loses_nothing_and_repeats_nothing() {
         .await
         .unwrap();
     store.migrate().await.unwrap();
-    let bus = Arc::new(gatehouse_bus::InProcessBus::new(store.clone()));
+    let bus: Arc<dyn Bus> = Arc::new(gatehouse_bus::InProcessBus::new(store.clone()));
 
-    let stop = CancellationToken::new();
-    let options = RelayOptions {
-        retry_delay: Duration::from_millis(200),
-        poll: Duration::from_millis(100),
-        ..RelayOptions::default()
-    };
-    let relay = tokio::spawn(Relay::new(store.clone(), bus.clone(), options).run(stop.clone()));
-    let applied = Arc::new(Applied::default());
-    let consumer = tokio::spawn({
-        let spec = ConsumerSpec {
-            ack_wait: Duration::from_secs(2),
-            ..ConsumerSpec::new("survivor", "node.progress")
-        };
-        let options = ConsumerOptions {
-            retry_delay: Duration::from_millis(200),
-            ..ConsumerOptions::new(spec)
-        };
-        let consumer = Consumer::new(bus.clone(), store.clone(), options);
-        let (applied, stop) = (applied.clone(), stop.clone());
-        async move { consumer.run(&*applied, stop).await }
-    });
-
-    for i in 0..5 {
-        emit(&store, format!("before {i}")).await;
-    }
-    wait_for(&applied, 5).await;
+    let pipeline = Pipeline::start(&store, bus);
+    pipeline.emit_five("before").await;
+    pipeline.wait_for(5).await;
 
     // A short outage: writes made during it wait for the pool to reconnect and succeed.
     postgres.kill();
@@ -350,21 +358,8 @@ async fn a_postgres_restart_loses_nothing_and_repeats_nothing() {
             postgres.restart();
         }
     });
-    for i in 0..5 {
-        emit(&store, format!("during {i}")).await;
-    }
+    pipeline.emit_five("during").await;
     restart.await.unwrap();
-    for i in 0..5 {
-        emit(&store, format!("after {i}")).await;
-    }
-    wait_for(&applied, 15).await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
-
-    stop.cancel();
-    let _ = tokio::join!(relay, consumer);
-    let applied = applied.0.lock().unwrap().clone();
-    let unique: BTreeSet<_> = applied.iter().collect();
-    assert_eq!(applied.len(), 15, "applied exactly once each: {applied:?}");
-    assert_eq!(unique.len(), 15);
-    assert_eq!(store.outbox_backlog().await.unwrap(), 0);
+    pipeline.emit_five("after").await;
+    pipeline.finish(15).await;
 }

@@ -136,6 +136,13 @@ fn at(s: &str) -> Timestamp {
 }
 
 const HOUR: Duration = Duration::from_secs(3600);
+const POLICIES: [&str; 5] = [
+    "skip",
+    "buffer_one",
+    "buffer_all",
+    "cancel_other",
+    "allow_all",
+];
 
 on_both_backends!(
     racing_schedulers_fire_each_time_once,
@@ -187,13 +194,7 @@ async fn downtime_is_caught_up_within_the_window_only(backend: Backend) {
 
 async fn overlap_policies_against_a_run_still_going(backend: Backend) {
     let setup = Setup::start(backend).await;
-    for policy in [
-        "skip",
-        "buffer_one",
-        "buffer_all",
-        "cancel_other",
-        "allow_all",
-    ] {
+    for policy in POLICIES {
         setup
             .schedule(policy, "* * * * *", "hold", policy, HOUR)
             .await;
@@ -203,13 +204,7 @@ async fn overlap_policies_against_a_run_still_going(backend: Backend) {
         .fire_schedules(at("2030-01-01T00:01:00Z"))
         .await
         .unwrap();
-    for policy in [
-        "skip",
-        "buffer_one",
-        "buffer_all",
-        "cancel_other",
-        "allow_all",
-    ] {
+    for policy in POLICIES {
         setup.wait_runs(policy, "waiting", 1).await;
     }
     scheduler

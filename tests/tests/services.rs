@@ -265,16 +265,9 @@ async fn cancel_stops_a_running_script(backend: Backend) {
         })
         .await;
     let pid_file = stack.data.path().join(format!("runs/{run}/workspace/pid"));
-    for _ in 0..100 {
-        if pid_file.exists() {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let pid = tokio::task::spawn_blocking(move || gatehouse_tests::script_pid(&pid_file))
+        .await
+        .unwrap();
     stack.command(run, RunCommandKind::Cancel).await;
     stack.wait_status(run, "cancelled").await;
     for _ in 0..250 {

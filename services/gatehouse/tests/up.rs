@@ -360,17 +360,7 @@ fn reject_fails_the_run() {
 fn cancel_during_a_running_script_leaves_no_process() {
     let up = Up::start();
     let run = up.start_run("slow");
-    let pid_file = up.data_dir().join(format!("runs/{run}/workspace/pid"));
-    for _ in 0..400 {
-        if pid_file.exists() && Up::node(&up.show(&run), "wait")["status"] == "running" {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let pid = gatehouse_tests::script_pid(&up.data_dir().join(format!("runs/{run}/workspace/pid")));
     assert!(up.cli(&["run", "cancel", &run]).status.success());
     up.wait(&run, "cancelled");
     assert!(
@@ -544,17 +534,7 @@ fn the_openapi_document_is_served() {
 fn kill_9_during_a_script_stops_it_at_restart_and_never_runs_that_attempt_twice() {
     let mut up = Up::start();
     let run = up.start_run("slow");
-    let pid_file = up.data_dir().join(format!("runs/{run}/workspace/pid"));
-    for _ in 0..400 {
-        if pid_file.exists() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    let pid = std::fs::read_to_string(&pid_file)
-        .unwrap()
-        .trim()
-        .to_owned();
+    let pid = gatehouse_tests::script_pid(&up.data_dir().join(format!("runs/{run}/workspace/pid")));
     up.kill_9();
     assert!(
         !gatehouse_tests::process_gone(&pid),

@@ -20,7 +20,7 @@ pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<GateView>>, 
     let mut gates = Vec::new();
     for status in ["waiting", "running", "paused"] {
         for row in state.store.runs(Some(status), 500).await? {
-            let (_, sop, run) = state.load(row.id).await?;
+            let (row, sop, run) = state.decode(row).await?;
             for (node, n) in &run.nodes {
                 let (NodeStatus::WaitingApproval, Some(NodeKind::Gate(gate))) =
                     (n.status, sop.node(node).map(|d| &d.kind))

@@ -97,13 +97,6 @@ fn summary(row: gatehouse_store::RunRow) -> RunSummary {
     }
 }
 
-fn name(value: impl serde::Serialize) -> String {
-    serde_json::to_value(value)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 /// A run with its nodes, attempts, artifacts and decisions.
 #[utoipa::path(get, path = "/runs/{id}", responses((status = 200, body = RunDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
@@ -123,7 +116,7 @@ pub async fn show(
                 .node(node)
                 .map(|d| d.kind.name().to_owned())
                 .unwrap_or_default(),
-            status: name(n.status),
+            status: n.status.as_str().to_owned(),
             attempt: n.attempt,
             rework_count: n.rework_count,
             last_error: n.last_error.clone(),

@@ -36,11 +36,19 @@ impl ApiState {
             .run(id)
             .await?
             .ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
+        self.decode(row).await
+    }
+
+    /// The definition and decoded state of a run already read.
+    pub(crate) async fn decode(
+        &self,
+        row: RunRow,
+    ) -> Result<(RunRow, Arc<Sop>, RunState), ApiError> {
         let sop = self.definition(&row.sop_version).await?;
         let state = serde_json::from_str(&row.state).map_err(|e| {
             ApiError::new(
                 axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                format!("run {id} has unreadable state: {e}"),
+                format!("run {} has unreadable state: {e}", row.id),
             )
         })?;
         Ok((row, sop, state))

@@ -11,7 +11,7 @@ use gatehouse_bus::{
 };
 use gatehouse_events::{
     Artifact, Envelope, Event, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, NodeStatus,
-    RunStatus, RunUpdated, TraceParent,
+    RunUpdated, TraceParent,
 };
 use gatehouse_sandbox::{ExitStatus, Job, LogLine, Sandbox, Stream};
 use gatehouse_store::{ArtifactRow, NewDeadLetter, Store, Tx};
@@ -515,12 +515,7 @@ impl Handler for Runner {
         {
             let mut snapshots = self.snapshots.lock().unwrap_or_else(|p| p.into_inner());
             if snapshots.len() >= SNAPSHOTS_KEPT {
-                snapshots.retain(|_, s| {
-                    !matches!(
-                        s.status,
-                        RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
-                    )
-                });
+                snapshots.retain(|_, s| !s.status.is_terminal());
             }
             let newer = snapshots
                 .get(&snapshot.run_id)

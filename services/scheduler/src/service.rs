@@ -142,7 +142,7 @@ impl Scheduler {
             sop_version: sop.version.clone(),
             params: json(&params),
             requested_by: Some(person),
-            status: status_name(&state),
+            status: state.status.as_str().to_owned(),
             state: json(&state),
             revision: 0,
             parent_run: request.parent.as_ref().map(|p| p.run_id),
@@ -199,7 +199,7 @@ impl Scheduler {
         let stored = tx
             .update_run(
                 run_id,
-                &status_name(&state),
+                state.status.as_str(),
                 &json(&state),
                 row.revision,
                 row.revision + 1,
@@ -287,14 +287,6 @@ pub(crate) fn json(value: &impl serde::Serialize) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
-/// The run status as stored (snake_case), e.g. `waiting`.
-pub(crate) fn status_name(state: &RunState) -> String {
-    serde_json::to_value(state.status)
-        .ok()
-        .and_then(|v| v.as_str().map(str::to_owned))
-        .unwrap_or_default()
-}
-
 #[async_trait]
 impl Handler for Scheduler {
     async fn handle(&self, tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
@@ -347,10 +339,6 @@ impl Handler for Scheduler {
                     Ok(()) => "applied".to_owned(),
                     Err(rejection) => format!("refused: {rejection}"),
                 };
-                let channel = serde_json::to_value(d.actor.channel)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default();
                 tx.record_decision(&DecisionRow {
                     run_id: d.run_id,
                     node: d.node,
@@ -359,7 +347,7 @@ impl Handler for Scheduler {
                     target,
                     comment: d.comment,
                     person,
-                    channel,
+                    channel: d.actor.channel.as_str().to_owned(),
                     outcome,
                     decided_at: envelope.occurred_at,
                 })
