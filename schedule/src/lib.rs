@@ -21,8 +21,10 @@
 //! Fire times are always returned with their UTC offset, so the instant is unambiguous.
 
 mod plan;
+mod timing;
 
 pub use plan::{Decision, Overlap, SkipReason, decide};
+pub use timing::{Fire, Timing};
 
 use std::fmt;
 use std::str::FromStr;
@@ -49,6 +51,25 @@ pub enum ScheduleError {
     /// The time zone is not an IANA name.
     #[error("timezone `{0}` is not a known IANA time zone (e.g. Europe/Berlin, UTC)")]
     TimeZone(String),
+    /// The end of a schedule's window is not after its start.
+    #[error("end {end} is not after start {start}")]
+    Window {
+        /// The start.
+        start: String,
+        /// The end.
+        end: String,
+    },
+    /// No fire time falls between the schedule's start and end.
+    #[error("cron `{expr}` never fires before the schedule's end {end}")]
+    NeverFiresInWindow {
+        /// The expression.
+        expr: String,
+        /// The end.
+        end: String,
+    },
+    /// A jitter too large to add to a time.
+    #[error("jitter {0} is too large")]
+    Jitter(String),
     /// A start time that is not RFC 3339.
     #[error("`{0}` is not an RFC 3339 time with offset (e.g. 2026-03-29T00:00:00+01:00)")]
     Time(String),

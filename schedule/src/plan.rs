@@ -84,17 +84,18 @@ impl SkipReason {
     }
 }
 
-/// Decides one fire: `scheduled` is its cron time, `now` the clock, `active` how many runs
-/// of the schedule are still going, `buffered` how many fires already wait.
+/// Decides one fire: `due` is when it should have started (cron time plus jitter), `now`
+/// the clock, `active` how many runs of the schedule are still going, `buffered` how many
+/// fires already wait.
 pub fn decide(
     overlap: Overlap,
     catchup_window: Duration,
-    scheduled: Timestamp,
+    due: Timestamp,
     now: Timestamp,
     active: usize,
     buffered: usize,
 ) -> Decision {
-    let late = now.duration_since(scheduled);
+    let late = now.duration_since(due);
     let window =
         jiff::SignedDuration::try_from(catchup_window).unwrap_or(jiff::SignedDuration::MAX);
     if late > window {

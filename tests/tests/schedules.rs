@@ -55,25 +55,11 @@ impl Setup {
     }
 
     async fn schedule(&self, name: &str, cron: &str, sop: &str, overlap: &str, window: Duration) {
-        self.db
-            .store
-            .upsert_schedule(&ScheduleRow {
-                name: name.into(),
-                cron: cron.into(),
-                timezone: "UTC".into(),
-                sop: sop.into(),
-                params: "{}".into(),
-                overlap: overlap.into(),
-                catchup_window_ms: window.as_millis() as i64,
-                paused: false,
-                pause_note: None,
-                source: "api".into(),
-                since_ms: at("2030-01-01T00:00:00Z").as_millisecond(),
-                created_at: Utc::now(),
-                updated_at: Utc::now(),
-            })
-            .await
-            .unwrap();
+        self.insert(row(name, cron, sop, overlap, window)).await;
+    }
+
+    async fn insert(&self, row: ScheduleRow) {
+        assert!(self.db.store.insert_schedule(&row).await.unwrap());
     }
 
     async fn outcomes(&self, name: &str) -> Vec<String> {
@@ -131,6 +117,30 @@ impl Setup {
     }
 }
 
+/// A schedule owing fires from 2030-01-01T00:00Z.
+fn row(name: &str, cron: &str, sop: &str, overlap: &str, window: Duration) -> ScheduleRow {
+    ScheduleRow {
+        name: name.into(),
+        cron: cron.into(),
+        timezone: "UTC".into(),
+        sop: sop.into(),
+        params: "{}".into(),
+        overlap: overlap.into(),
+        catchup_window_ms: window.as_millis() as i64,
+        jitter_ms: 0,
+        starts_ms: None,
+        ends_ms: None,
+        paused: false,
+        pause_note: None,
+        source: "api".into(),
+        since_ms: at("2030-01-01T00:00:00Z").as_millisecond(),
+        next_due_ms: Some(0),
+        revision: 0,
+        created_at: Utc::now(),
+        updated_at: Utc::now(),
+    }
+}
+
 fn at(s: &str) -> Timestamp {
     s.parse().unwrap()
 }
@@ -148,6 +158,11 @@ on_both_backends!(
     racing_schedulers_fire_each_time_once,
     downtime_is_caught_up_within_the_window_only,
     overlap_policies_against_a_run_still_going,
+    jitter_delays_each_fire_and_lateness_counts_from_the_delay,
+    fires_stay_inside_the_start_and_end_window,
+    paused_fires_are_not_owed_after_resume,
+    manual_triggers_obey_the_overlap_policy,
+    backfill_runs_missed_times_one_after_another,
 );
 
 async fn racing_schedulers_fire_each_time_once(backend: Backend) {
@@ -248,5 +263,212 @@ async fn overlap_policies_against_a_run_still_going(backend: Backend) {
         ["started", "started", "skipped_overlap"]
     );
     setup.wait_runs("buffer_one", "waiting", 1).await;
+    setup.stop().await;
+}
+
+async fn jitter_delays_each_fire_and_lateness_counts_from_the_delay(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    let mut jittered = row("jittered", "0 * * * *", "quick", "allow_all", HOUR);
+    jittered.jitter_ms = 30 * 60 * 1000;
+    setup.insert(jittered).await;
+    let scheduler = setup.scheduler();
+    scheduler
+        .fire_schedules(at("2030-01-01T01:00:00Z"))
+        .await
+        .unwrap();
+    let due = setup
+        .db
+        .store
+        .schedule("jittered")
+        .await
+        .unwrap()
+        .unwrap()
+        .next_due_ms
+        .unwrap();
+    let cron = at("2030-01-01T01:00:00Z").as_millisecond();
+    if due > cron {
+        assert!(due < cron + 30 * 60 * 1000, "jitter stays below its bound");
+        assert!(setup.outcomes("jittered").await.is_empty(), "not due yet");
+    }
+    let late = Timestamp::from_millisecond(due + 5_000).unwrap();
+    scheduler.fire_schedules(late).await.unwrap();
+    let fires = setup.db.store.fires("jittered", 10).await.unwrap();
+    assert_eq!(fires.len(), 1);
+    assert_eq!(fires[0].scheduled_ms, cron, "the fire keeps its cron time");
+    assert_eq!(
+        fires[0].lateness_ms, 5_000,
+        "lateness is counted from the due time"
+    );
+    setup.stop().await;
+}
+
+async fn fires_stay_inside_the_start_and_end_window(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    let mut windowed = row("windowed", "0 * * * *", "quick", "allow_all", 10 * HOUR);
+    windowed.starts_ms = Some(at("2030-01-01T02:00:00Z").as_millisecond());
+    windowed.ends_ms = Some(at("2030-01-01T04:30:00Z").as_millisecond());
+    setup.insert(windowed).await;
+    setup
+        .scheduler()
+        .fire_schedules(at("2030-01-01T08:00:00Z"))
+        .await
+        .unwrap();
+    let mut times: Vec<i64> = setup
+        .db
+        .store
+        .fires("windowed", 100)
+        .await
+        .unwrap()
+        .iter()
+        .map(|f| f.scheduled_ms)
+        .collect();
+    times.sort();
+    let expected: Vec<i64> = ["02", "03", "04"]
+        .iter()
+        .map(|h| at(&format!("2030-01-01T{h}:00:00Z")).as_millisecond())
+        .collect();
+    assert_eq!(times, expected);
+    let stored = setup.db.store.schedule("windowed").await.unwrap().unwrap();
+    assert_eq!(
+        stored.next_due_ms, None,
+        "an ended schedule is never read again"
+    );
+    setup.stop().await;
+}
+
+async fn paused_fires_are_not_owed_after_resume(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    setup
+        .schedule("pausable", "0 * * * *", "quick", "allow_all", 10 * HOUR)
+        .await;
+    let store = &setup.db.store;
+    let scheduler = setup.scheduler();
+    scheduler
+        .fire_schedules(at("2030-01-01T01:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(setup.outcomes("pausable").await, ["started"]);
+    let paused_at = chrono::DateTime::parse_from_rfc3339("2030-01-01T01:30:00Z")
+        .unwrap()
+        .to_utc();
+    assert!(
+        store
+            .set_schedule_paused("pausable", true, Some("deploy freeze"), paused_at)
+            .await
+            .unwrap()
+    );
+    scheduler
+        .fire_schedules(at("2030-01-01T05:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(setup.outcomes("pausable").await, ["started"], "paused");
+    let resumed_at = chrono::DateTime::parse_from_rfc3339("2030-01-01T05:10:00Z")
+        .unwrap()
+        .to_utc();
+    store
+        .set_schedule_paused("pausable", false, None, resumed_at)
+        .await
+        .unwrap();
+    scheduler
+        .fire_schedules(at("2030-01-01T06:00:00Z"))
+        .await
+        .unwrap();
+    let fires = store.fires("pausable", 10).await.unwrap();
+    assert_eq!(
+        fires.iter().map(|f| f.scheduled_ms).collect::<Vec<_>>(),
+        [
+            at("2030-01-01T06:00:00Z").as_millisecond(),
+            at("2030-01-01T01:00:00Z").as_millisecond()
+        ],
+        "02:00 to 05:00 fell due while paused and are not caught up"
+    );
+    setup.stop().await;
+}
+
+async fn manual_triggers_obey_the_overlap_policy(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    setup
+        .schedule("manual", "0 0 1 1 *", "hold", "skip", HOUR)
+        .await;
+    let trigger = |ms: i64| gatehouse_store::FireRow {
+        schedule: "manual".into(),
+        scheduled_ms: ms,
+        kind: "manual".into(),
+        outcome: "requested".into(),
+        run_id: None,
+        fired_ms: ms,
+        lateness_ms: 0,
+    };
+    let store = setup.db.store.clone();
+    let request = |ms| {
+        let store = store.clone();
+        async move {
+            let mut tx = store.begin().await.unwrap();
+            assert!(tx.record_fire(&trigger(ms)).await.unwrap());
+            tx.commit().await.unwrap();
+        }
+    };
+    let now = at("2030-06-01T12:00:00Z");
+    request(now.as_millisecond()).await;
+    let (a, b) = (setup.scheduler(), setup.scheduler());
+    let (x, y) = tokio::join!(a.fire_schedules(now), b.fire_schedules(now));
+    x.unwrap();
+    y.unwrap();
+    assert_eq!(setup.outcomes("manual").await, ["started"], "decided once");
+    setup.wait_runs("manual", "waiting", 1).await;
+    // A second trigger while the first run waits at its gate: skip says no.
+    request(now.as_millisecond() + 1).await;
+    a.fire_schedules(now).await.unwrap();
+    assert_eq!(
+        setup.outcomes("manual").await,
+        ["started", "skipped_overlap"]
+    );
+    let fires = setup.db.store.fires("manual", 10).await.unwrap();
+    assert!(fires.iter().all(|f| f.kind == "manual"));
+    // A manual trigger is not a cron time: the yearly cron fire is still owed.
+    assert_eq!(
+        setup.db.store.last_cron_fire_ms("manual").await.unwrap(),
+        None
+    );
+    setup.stop().await;
+}
+
+async fn backfill_runs_missed_times_one_after_another(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    setup
+        .schedule("nightly", "0 3 * * *", "hold", "skip", Duration::ZERO)
+        .await;
+    let scheduler = setup.scheduler();
+    // Down for three nights with no catch-up window: all three are skipped.
+    scheduler
+        .fire_schedules(at("2030-01-03T12:00:00Z"))
+        .await
+        .unwrap();
+    assert_eq!(setup.outcomes("nightly").await, ["skipped_missed"; 3]);
+    let mut tx = setup.db.store.begin().await.unwrap();
+    let now = at("2030-01-03T12:00:00Z").as_millisecond();
+    for night in ["01", "02"] {
+        let t = at(&format!("2030-01-{night}T03:00:00Z")).as_millisecond();
+        assert!(tx.backfill_fire("nightly", t, now).await.unwrap());
+        assert!(!tx.backfill_fire("nightly", t, now).await.unwrap(), "once");
+    }
+    tx.commit().await.unwrap();
+    assert_eq!(
+        setup.outcomes("nightly").await,
+        ["buffered", "buffered", "skipped_missed"]
+    );
+    // The services' own loop starts the oldest; the next waits for it to end.
+    let first = setup.wait_runs("nightly", "waiting", 1).await[0];
+    assert_eq!(
+        setup.outcomes("nightly").await,
+        ["started", "buffered", "skipped_missed"]
+    );
+    setup.approve(first).await;
+    setup.wait_runs("nightly", "succeeded", 1).await;
+    setup.wait_runs("nightly", "waiting", 1).await;
+    assert_eq!(
+        setup.outcomes("nightly").await,
+        ["started", "started", "skipped_missed"]
+    );
     setup.stop().await;
 }

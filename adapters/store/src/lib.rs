@@ -27,7 +27,7 @@ pub use error::StoreError;
 pub use outbox::OutboxMessage;
 pub use queue::{QueueMessage, QueuedDelivery};
 pub use runs::{DecisionRow, RunRow, TimerRow};
-pub use schedules::{FireRow, ScheduleRow};
+pub use schedules::{FireCounts, FireRow, ScheduleRow};
 pub use store::Store;
 pub use tx::Tx;
 pub use url::Backend;

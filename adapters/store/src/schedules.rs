@@ -1,4 +1,8 @@
 //! Schedules and their fires.
+//!
+//! A fire is recorded under (schedule, cron time) before its run starts, so replicas and
+//! restarts never fire twice. `next_due_ms` is the scheduler's index: it reads only the
+//! schedules that are due, so idle schedules cost nothing between their fires.
 
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
@@ -24,14 +28,24 @@ pub struct ScheduleRow {
     pub overlap: String,
     /// How late a fire may still start, in milliseconds.
     pub catchup_window_ms: i64,
+    /// Each fire starts up to this much after its cron time, in milliseconds.
+    pub jitter_ms: i64,
+    /// No fire before this (epoch ms).
+    pub starts_ms: Option<i64>,
+    /// No fire after this (epoch ms).
+    pub ends_ms: Option<i64>,
     /// Paused schedules do not fire.
     pub paused: bool,
     /// Why it was paused.
     pub pause_note: Option<String>,
     /// `config` or `api`.
     pub source: String,
-    /// Fires before this (epoch ms) are not owed.
+    /// Fires before this (epoch ms) are not owed: set at creation and on resume.
     pub since_ms: i64,
+    /// When the next fire is due (epoch ms); 0 = not computed yet, `None` = ended.
+    pub next_due_ms: Option<i64>,
+    /// Bumped by every change of definition or pause, for compare-and-set.
+    pub revision: i64,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Changed.
@@ -43,33 +57,51 @@ pub struct ScheduleRow {
 pub struct FireRow {
     /// Schedule.
     pub schedule: String,
-    /// The cron time (epoch ms).
+    /// The cron time, or the time of a manual trigger (epoch ms).
     pub scheduled_ms: i64,
-    /// started, buffered, skipped_missed or skipped_overlap.
+    /// `cron`, `manual` or `backfill`.
+    pub kind: String,
+    /// requested, started, buffered, skipped_missed or skipped_overlap.
     pub outcome: String,
     /// The run it started.
     pub run_id: Option<Uuid>,
     /// When it was handled (epoch ms).
     pub fired_ms: i64,
-    /// fired − scheduled.
+    /// How long after it was due it was handled.
     pub lateness_ms: i64,
 }
 
+/// How many fires a schedule has had.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FireCounts {
+    /// Every recorded fire.
+    pub total: i64,
+    /// Fires recorded as skipped (missed or overlapping).
+    pub skipped: i64,
+}
+
 const SCHEDULE_COLUMNS: &str = "name, cron, timezone, sop, params, overlap, catchup_window_ms, \
-     paused, pause_note, source, since_ms, created_at, updated_at";
+     jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms, revision, \
+     created_at, updated_at";
+
+const FIRE_COLUMNS: &str = "schedule, scheduled_ms, kind, outcome, run_id, fired_ms, lateness_ms";
 
 impl Store {
-    /// Creates or updates a schedule by name; an update keeps `since_ms` and the pause.
+    /// Creates or updates a schedule by name (the configuration file's schedules); an
+    /// update keeps `since_ms` and the pause, and makes the scheduler recompute the next fire.
     pub async fn upsert_schedule(&self, s: &ScheduleRow) -> Result<(), StoreError> {
         with_pool!(self, pool => {
             sqlx::query(
                 "INSERT INTO schedules (name, cron, timezone, sop, params, overlap, catchup_window_ms,
-                   paused, pause_note, source, since_ms, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                   jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms,
+                   revision, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16)
                  ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, timezone = excluded.timezone,
                    sop = excluded.sop, params = excluded.params, overlap = excluded.overlap,
-                   catchup_window_ms = excluded.catchup_window_ms, source = excluded.source,
-                   updated_at = excluded.updated_at",
+                   catchup_window_ms = excluded.catchup_window_ms, jitter_ms = excluded.jitter_ms,
+                   starts_ms = excluded.starts_ms, ends_ms = excluded.ends_ms,
+                   source = excluded.source, next_due_ms = 0,
+                   revision = schedules.revision + 1, updated_at = excluded.updated_at",
             )
             .bind(&s.name)
             .bind(&s.cron)
@@ -78,6 +110,9 @@ impl Store {
             .bind(&s.params)
             .bind(&s.overlap)
             .bind(s.catchup_window_ms)
+            .bind(s.jitter_ms)
+            .bind(s.starts_ms)
+            .bind(s.ends_ms)
             .bind(s.paused)
             .bind(&s.pause_note)
             .bind(&s.source)
@@ -90,41 +125,226 @@ impl Store {
         Ok(())
     }
 
+    /// Creates a schedule; `false` when the name is taken.
+    pub async fn insert_schedule(&self, s: &ScheduleRow) -> Result<bool, StoreError> {
+        let inserted = with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO schedules (name, cron, timezone, sop, params, overlap, catchup_window_ms,
+                   jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms,
+                   revision, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16)
+                 ON CONFLICT (name) DO NOTHING",
+            )
+            .bind(&s.name)
+            .bind(&s.cron)
+            .bind(&s.timezone)
+            .bind(&s.sop)
+            .bind(&s.params)
+            .bind(&s.overlap)
+            .bind(s.catchup_window_ms)
+            .bind(s.jitter_ms)
+            .bind(s.starts_ms)
+            .bind(s.ends_ms)
+            .bind(s.paused)
+            .bind(&s.pause_note)
+            .bind(&s.source)
+            .bind(s.since_ms)
+            .bind(s.created_at)
+            .bind(s.updated_at)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(inserted == 1)
+    }
+
+    /// Deletes a schedule and its fire history (runs it started stay); `false` when there
+    /// was none.
+    pub async fn delete_schedule(&self, name: &str) -> Result<bool, StoreError> {
+        let mut tx = self.begin().await?;
+        let deleted = with_tx!(tx, conn => {
+            sqlx::query("DELETE FROM schedule_fires WHERE schedule = $1")
+                .bind(name)
+                .execute(&mut *conn)
+                .await?;
+            sqlx::query("DELETE FROM schedules WHERE name = $1")
+                .bind(name)
+                .execute(&mut *conn)
+                .await?
+                .rows_affected()
+        });
+        tx.commit().await?;
+        Ok(deleted == 1)
+    }
+
     /// Deletes schedules from `source` whose names are not in `keep` (a schedule removed
     /// from the configuration file stops firing).
     pub async fn prune_schedules(&self, source: &str, keep: &[String]) -> Result<u64, StoreError> {
+        let names: Vec<(String,)> = with_pool!(self, pool => {
+            sqlx::query_as("SELECT name FROM schedules WHERE source = $1")
+                .bind(source)
+                .fetch_all(pool)
+                .await?
+        });
         let mut removed = 0;
-        for s in self.schedules().await? {
-            if s.source == source && !keep.contains(&s.name) {
-                removed += with_pool!(self, pool => {
-                    sqlx::query("DELETE FROM schedules WHERE name = $1")
-                        .bind(&s.name)
-                        .execute(pool)
-                        .await?
-                        .rows_affected()
-                });
+        for (name,) in names {
+            if !keep.contains(&name) && self.delete_schedule(&name).await? {
+                removed += 1;
             }
         }
         Ok(removed)
     }
 
-    /// Every schedule, by name.
-    pub async fn schedules(&self) -> Result<Vec<ScheduleRow>, StoreError> {
-        let sql = format!("SELECT {SCHEDULE_COLUMNS} FROM schedules ORDER BY name");
+    /// Pauses (with a note) or resumes a schedule; `false` when there is none. Fires that
+    /// fell due while paused are not owed: a resumed schedule fires from now on.
+    pub async fn set_schedule_paused(
+        &self,
+        name: &str,
+        paused: bool,
+        note: Option<&str>,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let updated = with_pool!(self, pool => {
+            sqlx::query(
+                "UPDATE schedules SET paused = $1, pause_note = $2,
+                   since_ms = CASE WHEN $1 THEN since_ms ELSE $3 END,
+                   next_due_ms = CASE WHEN $1 THEN next_due_ms ELSE 0 END,
+                   revision = revision + 1, updated_at = $4
+                 WHERE name = $5",
+            )
+            .bind(paused)
+            .bind(note)
+            .bind(now.timestamp_millis())
+            .bind(now)
+            .bind(name)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(updated == 1)
+    }
+
+    /// One schedule.
+    pub async fn schedule(&self, name: &str) -> Result<Option<ScheduleRow>, StoreError> {
+        let sql = format!("SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE name = $1");
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).fetch_all(pool).await?
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(name).fetch_optional(pool).await?
         }))
     }
 
-    /// The latest recorded fire time of a schedule (epoch ms).
-    pub async fn last_fire_ms(&self, schedule: &str) -> Result<Option<i64>, StoreError> {
-        let (last,): (Option<i64>,) = with_pool!(self, pool => {
-            sqlx::query_as("SELECT MAX(scheduled_ms) FROM schedule_fires WHERE schedule = $1")
-                .bind(schedule)
+    /// Schedules by name, `limit` at a time, after `after` (keyset paging).
+    pub async fn schedules(
+        &self,
+        after: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<ScheduleRow>, StoreError> {
+        let sql = format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE name > $1 ORDER BY name LIMIT $2"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(after.unwrap_or(""))
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// Unpaused schedules whose next fire is due at `now_ms` (or not computed yet),
+    /// most overdue first.
+    pub async fn due_schedules(
+        &self,
+        now_ms: i64,
+        limit: i64,
+    ) -> Result<Vec<ScheduleRow>, StoreError> {
+        let sql = format!(
+            "SELECT {SCHEDULE_COLUMNS} FROM schedules
+             WHERE NOT paused AND next_due_ms <= $1 ORDER BY next_due_ms LIMIT $2"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(now_ms)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// When the earliest unpaused schedule is due (epoch ms), so the scheduler can sleep
+    /// until then.
+    pub async fn next_schedule_due_ms(&self) -> Result<Option<i64>, StoreError> {
+        let (due,): (Option<i64>,) = with_pool!(self, pool => {
+            sqlx::query_as("SELECT MIN(next_due_ms) FROM schedules WHERE NOT paused")
                 .fetch_one(pool)
                 .await?
         });
+        Ok(due)
+    }
+
+    /// Stores when a schedule is next due, unless its definition changed since it was
+    /// read at `revision` (then the scheduler computes again from the new definition).
+    pub async fn set_next_due(
+        &self,
+        name: &str,
+        revision: i64,
+        next_due_ms: Option<i64>,
+    ) -> Result<bool, StoreError> {
+        let updated = with_pool!(self, pool => {
+            sqlx::query("UPDATE schedules SET next_due_ms = $1 WHERE name = $2 AND revision = $3")
+                .bind(next_due_ms)
+                .bind(name)
+                .bind(revision)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        });
+        Ok(updated == 1)
+    }
+
+    /// The latest cron time recorded for a schedule (epoch ms): where its next pass starts.
+    /// Manual triggers are not cron times and do not count.
+    pub async fn last_cron_fire_ms(&self, schedule: &str) -> Result<Option<i64>, StoreError> {
+        let (last,): (Option<i64>,) = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT MAX(scheduled_ms) FROM schedule_fires WHERE schedule = $1 AND kind <> 'manual'",
+            )
+            .bind(schedule)
+            .fetch_one(pool)
+            .await?
+        });
         Ok(last)
+    }
+
+    /// Schedules with fires waiting for the scheduler (triggered by hand, or buffered).
+    pub async fn schedules_with_waiting_fires(&self) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT DISTINCT schedule FROM schedule_fires
+                 WHERE outcome IN ('requested', 'buffered') ORDER BY schedule",
+            )
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows.into_iter().map(|(s,)| s).collect())
+    }
+
+    /// Fires of a schedule in `outcome` (requested or buffered), oldest first.
+    pub async fn waiting_fires(
+        &self,
+        schedule: &str,
+        outcome: &str,
+    ) -> Result<Vec<FireRow>, StoreError> {
+        let sql = format!(
+            "SELECT {FIRE_COLUMNS} FROM schedule_fires WHERE schedule = $1 AND outcome = $2
+             ORDER BY scheduled_ms"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(schedule)
+                .bind(outcome)
+                .fetch_all(pool)
+                .await?
+        }))
     }
 
     /// Runs a schedule started that have not ended (or not been created yet).
@@ -142,31 +362,43 @@ impl Store {
         Ok(rows.into_iter().filter_map(|(id,)| id).collect())
     }
 
-    /// Fires of a schedule waiting for the running run to end, oldest first.
-    pub async fn buffered_fires(&self, schedule: &str) -> Result<Vec<i64>, StoreError> {
-        let rows: Vec<(i64,)> = with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT scheduled_ms FROM schedule_fires WHERE schedule = $1 AND outcome = 'buffered'
-                 ORDER BY scheduled_ms",
-            )
-            .bind(schedule)
-            .fetch_all(pool)
-            .await?
-        });
-        Ok(rows.into_iter().map(|(t,)| t).collect())
-    }
-
     /// A schedule's fires, newest first.
     pub async fn fires(&self, schedule: &str, limit: i64) -> Result<Vec<FireRow>, StoreError> {
+        let sql = format!(
+            "SELECT {FIRE_COLUMNS} FROM schedule_fires WHERE schedule = $1
+             ORDER BY scheduled_ms DESC LIMIT $2"
+        );
         Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(schedule)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// How many fires a schedule has had, and how many were skipped.
+    pub async fn fire_counts(&self, schedule: &str) -> Result<FireCounts, StoreError> {
+        let (total, skipped): (i64, Option<i64>) = with_pool!(self, pool => {
             sqlx::query_as(
-                "SELECT schedule, scheduled_ms, outcome, run_id, fired_ms, lateness_ms
-                 FROM schedule_fires WHERE schedule = $1 ORDER BY scheduled_ms DESC LIMIT $2",
+                "SELECT COUNT(*), SUM(CASE WHEN outcome LIKE 'skipped%' THEN 1 ELSE 0 END)
+                 FROM schedule_fires WHERE schedule = $1",
             )
             .bind(schedule)
-            .bind(limit)
-            .fetch_all(pool)
+            .fetch_one(pool)
             .await?
+        });
+        Ok(FireCounts {
+            total,
+            skipped: skipped.unwrap_or(0),
+        })
+    }
+
+    /// The fire that started a run, so a run links back to its schedule.
+    pub async fn fire_of_run(&self, run_id: Uuid) -> Result<Option<FireRow>, StoreError> {
+        let sql = format!("SELECT {FIRE_COLUMNS} FROM schedule_fires WHERE run_id = $1");
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(run_id).fetch_optional(pool).await?
         }))
     }
 }
@@ -177,11 +409,13 @@ impl Tx {
     pub async fn record_fire(&mut self, fire: &FireRow) -> Result<bool, StoreError> {
         let inserted = with_tx!(self, conn => {
             sqlx::query(
-                "INSERT INTO schedule_fires (schedule, scheduled_ms, outcome, run_id, fired_ms, lateness_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (schedule, scheduled_ms) DO NOTHING",
+                "INSERT INTO schedule_fires (schedule, scheduled_ms, kind, outcome, run_id, fired_ms,
+                   lateness_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (schedule, scheduled_ms) DO NOTHING",
             )
             .bind(&fire.schedule)
             .bind(fire.scheduled_ms)
+            .bind(&fire.kind)
             .bind(&fire.outcome)
             .bind(fire.run_id)
             .bind(fire.fired_ms)
@@ -191,6 +425,63 @@ impl Tx {
             .rows_affected()
         });
         Ok(inserted == 1)
+    }
+
+    /// Settles a fire that was `requested` (triggered by hand) with the scheduler's
+    /// decision; `false` when another scheduler settled it first.
+    pub async fn settle_requested_fire(&mut self, fire: &FireRow) -> Result<bool, StoreError> {
+        let updated = with_tx!(self, conn => {
+            sqlx::query(
+                "UPDATE schedule_fires SET outcome = $1, run_id = $2, fired_ms = $3, lateness_ms = $4
+                 WHERE schedule = $5 AND scheduled_ms = $6 AND outcome = 'requested'",
+            )
+            .bind(&fire.outcome)
+            .bind(fire.run_id)
+            .bind(fire.fired_ms)
+            .bind(fire.lateness_ms)
+            .bind(&fire.schedule)
+            .bind(fire.scheduled_ms)
+            .execute(conn)
+            .await?
+            .rows_affected()
+        });
+        Ok(updated == 1)
+    }
+
+    /// Queues a past cron time to run (`schedule backfill`): a time never recorded, or
+    /// recorded as skipped, becomes a buffered fire, run after the others in order.
+    /// `false` when the time already started or waits.
+    pub async fn backfill_fire(
+        &mut self,
+        schedule: &str,
+        scheduled_ms: i64,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let fire = FireRow {
+            schedule: schedule.to_owned(),
+            scheduled_ms,
+            kind: "backfill".into(),
+            outcome: "buffered".into(),
+            run_id: None,
+            fired_ms: now_ms,
+            lateness_ms: 0,
+        };
+        if self.record_fire(&fire).await? {
+            return Ok(true);
+        }
+        let updated = with_tx!(self, conn => {
+            sqlx::query(
+                "UPDATE schedule_fires SET outcome = 'buffered', kind = 'backfill', fired_ms = $1
+                 WHERE schedule = $2 AND scheduled_ms = $3 AND outcome LIKE 'skipped%'",
+            )
+            .bind(now_ms)
+            .bind(schedule)
+            .bind(scheduled_ms)
+            .execute(conn)
+            .await?
+            .rows_affected()
+        });
+        Ok(updated == 1)
     }
 
     /// Starts a buffered fire: `false` when another scheduler took it first.

@@ -119,6 +119,9 @@ pub enum Command {
         /// What to do.
         #[command(subcommand)]
         command: ScheduleCommand,
+        /// Server and credentials (not needed by `preview`).
+        #[command(flatten)]
+        client: ClientArgs,
     },
     /// Check and list SOP definitions.
     Sop {
@@ -270,9 +273,79 @@ pub enum ScheduleCommand {
         /// How many fire times.
         #[arg(short = 'n', default_value_t = 5)]
         count: usize,
-        /// Print a JSON array instead of lines.
+    },
+    /// List schedules with their last and next fire.
+    List,
+    /// A schedule: its definition, next fire times and recent fires.
+    Show {
+        /// Schedule name.
+        name: String,
+    },
+    /// Create a schedule. Fires are owed from now on (use backfill for the past).
+    Create {
+        /// Unique name: letters, digits, `.`, `_` and `-`.
+        name: String,
+        /// Five fields (or six with seconds first), or @hourly, @daily, @weekly, @monthly.
         #[arg(long)]
-        json: bool,
+        cron: String,
+        /// IANA time zone.
+        #[arg(long = "tz", default_value = "UTC", value_name = "ZONE")]
+        timezone: String,
+        /// SOP to run.
+        #[arg(long)]
+        sop: String,
+        /// A parameter for the SOP, KEY=VALUE; repeat for more.
+        #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
+        params: Vec<(String, String)>,
+        /// skip, buffer_one, buffer_all, cancel_other or allow_all.
+        #[arg(long, default_value = "skip")]
+        overlap: String,
+        /// How late a missed fire may still start (e.g. 1h, 0s).
+        #[arg(long, default_value = "1h", value_name = "DURATION")]
+        catchup_window: String,
+        /// Start each fire up to this much after its cron time (e.g. 5m).
+        #[arg(long, value_name = "DURATION")]
+        jitter: Option<String>,
+        /// No fire before this RFC 3339 time.
+        #[arg(long, value_name = "TIME")]
+        start: Option<String>,
+        /// No fire after this RFC 3339 time.
+        #[arg(long, value_name = "TIME")]
+        end: Option<String>,
+    },
+    /// Pause a schedule; fires that fall due while paused are not owed.
+    Pause {
+        /// Schedule name.
+        name: String,
+        /// Why, for whoever looks next.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Resume a paused schedule from now on.
+    Resume {
+        /// Schedule name.
+        name: String,
+    },
+    /// Fire a schedule now (its overlap policy applies).
+    Trigger {
+        /// Schedule name.
+        name: String,
+    },
+    /// Run the cron times between --from and --to that never ran, one after another.
+    Backfill {
+        /// Schedule name.
+        name: String,
+        /// From this RFC 3339 time (inclusive).
+        #[arg(long, value_name = "TIME")]
+        from: String,
+        /// To this RFC 3339 time (inclusive).
+        #[arg(long, value_name = "TIME")]
+        to: String,
+    },
+    /// Delete a schedule created through the API (runs it started stay).
+    Delete {
+        /// Schedule name.
+        name: String,
     },
 }
 

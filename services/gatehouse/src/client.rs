@@ -50,10 +50,24 @@ impl Client {
             .await
     }
 
+    /// DELETE a resource.
+    pub async fn delete(&self, path: &str) -> anyhow::Result<()> {
+        self.exchange(self.http.delete(format!("{}{path}", self.base)))
+            .await
+            .map(drop)
+    }
+
     async fn send<T: DeserializeOwned>(
         &self,
         request: reqwest::RequestBuilder,
     ) -> anyhow::Result<T> {
+        let body = self.exchange(request).await?;
+        serde_json::from_str(&body)
+            .with_context(|| format!("unexpected response from the server: {body}"))
+    }
+
+    /// Sends a request; the body of a success, or the server's error message.
+    async fn exchange(&self, request: reqwest::RequestBuilder) -> anyhow::Result<String> {
         let response = request
             .bearer_auth(&self.token)
             .send()
@@ -68,7 +82,6 @@ impl Client {
                 .unwrap_or(body);
             bail!("{message} ({status})");
         }
-        serde_json::from_str(&body)
-            .with_context(|| format!("unexpected response from the server: {body}"))
+        Ok(body)
     }
 }

@@ -180,7 +180,7 @@ pub async fn token(client: &Client, command: TokenCommand, as_json: bool) -> any
     })
 }
 
-fn print(
+pub(crate) fn print(
     as_json: bool,
     value: &impl serde::Serialize,
     text: impl FnOnce() -> String,

@@ -312,6 +312,30 @@ pub struct ScheduleConfig {
     /// How far back missed fires are still run after downtime.
     #[serde(default = "default_catchup", with = "humantime_serde")]
     pub catchup_window: Duration,
+    /// Each fire starts up to this much after its cron time (spreads schedules that share
+    /// an expression).
+    #[serde(default, with = "humantime_serde")]
+    pub jitter: Duration,
+    /// No fire before this RFC 3339 time.
+    pub start: Option<String>,
+    /// No fire after this RFC 3339 time.
+    pub end: Option<String>,
+}
+
+impl ScheduleConfig {
+    /// The schedule's timing, checked: the same check the API applies to a created one.
+    pub fn timing(&self) -> Result<gatehouse_schedule::Timing, gatehouse_schedule::ScheduleError> {
+        let time =
+            |t: &Option<String>| t.as_deref().map(gatehouse_schedule::parse_time).transpose();
+        gatehouse_schedule::Timing::new(
+            &self.name,
+            &self.cron,
+            &self.timezone,
+            self.jitter,
+            time(&self.start)?,
+            time(&self.end)?,
+        )
+    }
 }
 
 fn default_overlap() -> String {
@@ -425,8 +449,7 @@ impl Config {
         for s in &self.schedules {
             let invalid =
                 |e: String| ConfigError::Inconsistent(format!("schedule `{}`: {e}", s.name));
-            gatehouse_schedule::Cron::new(&s.cron, &s.timezone)
-                .map_err(|e| invalid(e.to_string()))?;
+            s.timing().map_err(|e| invalid(e.to_string()))?;
             s.overlap
                 .parse::<gatehouse_schedule::Overlap>()
                 .map_err(invalid)?;
@@ -546,6 +569,31 @@ mod tests {
             "schedule `n`: cron `0 0 30 2 *` never fires: no date matches it"
         );
         assert!(load_with(&schedule("0 3 * * *", "Europe/Berlin"), &[]).is_ok());
+        let windowed = |start: &str, end: &str| {
+            format!(
+                "{}start = \"{start}\"\nend = \"{end}\"\n",
+                schedule("0 3 * * *", "UTC")
+            )
+        };
+        assert_eq!(
+            load_with(
+                &windowed("2026-12-01T04:00:00Z", "2026-12-01T05:00:00Z"),
+                &[]
+            )
+            .unwrap_err(),
+            "schedule `n`: cron `0 3 * * *` never fires before the schedule's end 2026-12-01T05:00:00Z"
+        );
+        assert_eq!(
+            load_with(&windowed("tomorrow", "2026-12-01T05:00:00Z"), &[]).unwrap_err(),
+            "schedule `n`: `tomorrow` is not an RFC 3339 time with offset (e.g. 2026-03-29T00:00:00+01:00)"
+        );
+        assert!(
+            load_with(
+                &windowed("2026-12-01T00:00:00Z", "2027-01-01T00:00:00+01:00"),
+                &[]
+            )
+            .is_ok()
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@ mod client;
 mod client_commands;
 mod config;
 mod logging;
+mod schedule_commands;
 mod secret;
 mod sop_commands;
 mod up;
@@ -103,9 +104,13 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
                     timezone,
                     from,
                     count,
-                    json,
                 },
-        } => preview(&expr, &timezone, from.as_deref(), count, json),
+            client: args,
+        } => schedule_commands::preview(&expr, &timezone, from.as_deref(), count, args.json),
+        Command::Schedule {
+            command,
+            client: args,
+        } => schedule_commands::schedule(&client(&args, &config)?, command, args.json).await,
         Command::Sop {
             command: SopCommand::Validate { files, json },
         } => sop_commands::validate(&files, json),
@@ -154,34 +159,6 @@ async fn migrate(
             prefix.stream_name(StreamKind::Events),
             prefix.stream_name(StreamKind::Jobs)
         );
-    }
-    Ok(())
-}
-
-/// `gatehouse schedule preview`
-fn preview(
-    expr: &str,
-    timezone: &str,
-    from: Option<&str>,
-    count: usize,
-    as_json: bool,
-) -> anyhow::Result<()> {
-    let cron = gatehouse_schedule::Cron::new(expr, timezone)?;
-    let from = match from {
-        Some(text) => gatehouse_schedule::parse_time(text)?,
-        None => jiff::Timestamp::now(),
-    };
-    let times: Vec<String> = cron
-        .upcoming(from, count)
-        .iter()
-        .map(gatehouse_schedule::rfc3339)
-        .collect();
-    if as_json {
-        println!("{}", serde_json::to_string_pretty(&times)?);
-    } else {
-        for time in times {
-            println!("{time}");
-        }
     }
     Ok(())
 }

@@ -159,6 +159,16 @@ async fn ensure_admin_token(store: &Store, path: &Path) -> anyhow::Result<()> {
 async fn sync_schedules(store: &Store, config: &Config, catalog: &Catalog) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     for s in &config.schedules {
+        let timing = s.timing()?;
+        if timing.next_fire(jiff::Timestamp::now()).is_none() {
+            tracing::warn!(schedule = %s.name, "the schedule has ended: it will not fire again");
+        }
+        let ms = |t: &Option<String>| -> anyhow::Result<Option<i64>> {
+            Ok(t.as_deref()
+                .map(gatehouse_schedule::parse_time)
+                .transpose()?
+                .map(|t| t.as_millisecond()))
+        };
         if catalog.get(&s.sop).is_none() {
             tracing::warn!(schedule = %s.name, sop = %s.sop, "the schedule's SOP does not exist; its fires will not start runs");
         }
@@ -171,6 +181,11 @@ async fn sync_schedules(store: &Store, config: &Config, catalog: &Catalog) -> an
                 params: serde_json::to_string(&s.params)?,
                 overlap: s.overlap.clone(),
                 catchup_window_ms: i64::try_from(s.catchup_window.as_millis()).unwrap_or(i64::MAX),
+                jitter_ms: i64::try_from(s.jitter.as_millis()).unwrap_or(i64::MAX),
+                starts_ms: ms(&s.start)?,
+                ends_ms: ms(&s.end)?,
+                next_due_ms: Some(0),
+                revision: 0,
                 paused: false,
                 pause_note: None,
                 source: "config".into(),

@@ -3,7 +3,8 @@
 //! Requests are checked against the current state (unknown ids are 404, decisions the
 //! engine would refuse are 409 or 422 with the engine's message) and then become events in
 //! the outbox: `run.requested`, `run.command`, `gate.decision`. The scheduler applies them,
-//! so the API never writes run state itself. Every request needs a bearer token; tokens
+//! so the API never writes run state itself. Schedules are definitions the API writes;
+//! their fires (manual triggers too) are decided by the scheduler. Every request needs a bearer token; tokens
 //! are stored as SHA-256 hashes and name the person acting.
 
 mod auth;
@@ -11,6 +12,7 @@ mod error;
 mod gates;
 mod openapi;
 mod runs;
+mod schedules;
 mod state;
 mod tokens;
 pub mod views;
@@ -35,6 +37,15 @@ pub fn router(state: ApiState) -> Router {
         .route("/gates", get(gates::list))
         .route("/runs/{id}/gates/{node}/decision", post(gates::decide))
         .route("/sops", get(runs::sops))
+        .route("/schedules", post(schedules::create).get(schedules::list))
+        .route(
+            "/schedules/{name}",
+            get(schedules::show).delete(schedules::delete),
+        )
+        .route("/schedules/{name}/pause", post(schedules::pause))
+        .route("/schedules/{name}/resume", post(schedules::resume))
+        .route("/schedules/{name}/trigger", post(schedules::trigger))
+        .route("/schedules/{name}/backfill", post(schedules::backfill))
         .route("/tokens", post(tokens::create))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),

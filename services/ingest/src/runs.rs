@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use crate::auth::Caller;
 use crate::error::ErrorBody;
+use crate::schedules::millis;
 use crate::state::actor;
 use crate::views::*;
 use crate::{ApiError, ApiState};
@@ -141,7 +142,13 @@ pub async fn show(
         })
         .collect();
     let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
+    let schedule = state.store.fire_of_run(id).await?.map(|f| ScheduleLink {
+        name: f.schedule,
+        scheduled_time: millis(f.scheduled_ms),
+        kind: f.kind,
+    });
     Ok(Json(RunDetail {
+        schedule,
         params,
         failure: run.failure.clone(),
         nodes,

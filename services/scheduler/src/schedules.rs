@@ -1,13 +1,17 @@
-//! Firing cron schedules: each fire recorded once under (schedule, scheduled time), then
+//! Firing cron schedules: each fire recorded once under (schedule, cron time), then
 //! started, buffered or skipped by the schedule's catch-up window and overlap policy.
+//!
+//! Only schedules whose `next_due_ms` has come are read, so a pass costs the number of due
+//! schedules, not the number of schedules.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use futures::{StreamExt, TryStreamExt};
 use gatehouse_events::{
     Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire,
 };
-use gatehouse_schedule::{Cron, Decision, Overlap, decide};
+use gatehouse_schedule::{Decision, Overlap, Timing, decide};
 use gatehouse_store::{FireRow, ScheduleRow};
 use jiff::Timestamp;
 use uuid::Uuid;
@@ -19,57 +23,147 @@ use crate::{Scheduler, SchedulerError};
 /// a week of downtime), so one schedule cannot starve the others.
 const MAX_FIRES_PER_PASS: usize = 10_000;
 
+/// Due schedules read per pass; more are read by the next pass, immediately after.
+const DUE_BATCH: i64 = 1_000;
+
+/// Due schedules handled at once, each in its own transactions.
+const CONCURRENCY: usize = 16;
+
+/// A fire about to be decided.
+struct Pending<'a> {
+    /// `cron`, `manual` or `backfill`.
+    kind: &'a str,
+    /// Its identity: the cron time, or the moment of a manual trigger.
+    scheduled: Timestamp,
+    /// When it should start.
+    due: Timestamp,
+    /// Recorded as `requested` already (a manual trigger), rather than new.
+    requested: bool,
+}
+
 impl Scheduler {
-    /// Handles every fire due at `now` that no scheduler has recorded yet. Any number of
-    /// schedulers may call this at once: the fire's row decides who acts on it.
+    /// Handles every fire due at `now` that no scheduler has recorded yet, then the fires
+    /// waiting for a decision (manual triggers) or for a running run to end (buffered).
+    /// Any number of schedulers may call this at once: the fire's row decides who acts.
     pub async fn fire_schedules(&self, now: Timestamp) -> Result<usize, SchedulerError> {
         let mut handled = 0;
-        for schedule in self.store.schedules().await? {
+        loop {
+            let due = self
+                .store
+                .due_schedules(now.as_millisecond(), DUE_BATCH)
+                .await?;
+            let batch = due.len();
+            handled += futures::stream::iter(due)
+                .map(|schedule| self.fire_cron(schedule, now))
+                .buffer_unordered(CONCURRENCY)
+                .try_fold(0, |sum, n| async move { Ok(sum + n) })
+                .await?;
+            if i64::try_from(batch).unwrap_or(i64::MAX) < DUE_BATCH {
+                break;
+            }
+        }
+        for name in self.store.schedules_with_waiting_fires().await? {
+            let Some(schedule) = self.store.schedule(&name).await? else {
+                continue;
+            };
             if schedule.paused {
                 continue;
             }
-            let cron = match Cron::new(&schedule.cron, &schedule.timezone) {
-                Ok(cron) => cron,
-                Err(e) => {
-                    tracing::warn!(schedule = %schedule.name, error = %e, "schedule cannot fire");
-                    continue;
-                }
-            };
-            let after = self
-                .store
-                .last_fire_ms(&schedule.name)
-                .await?
-                .unwrap_or(schedule.since_ms)
-                .max(schedule.since_ms);
-            let mut cursor = Timestamp::from_millisecond(after).unwrap_or(Timestamp::UNIX_EPOCH);
-            for _ in 0..MAX_FIRES_PER_PASS {
-                let Some(next) = cron.next_after(cursor) else {
-                    break;
-                };
-                let scheduled = next.timestamp();
-                if scheduled > now {
-                    break;
-                }
-                self.fire(&schedule, scheduled, now).await?;
-                cursor = scheduled;
-                handled += 1;
-            }
+            handled += self.settle_requested(&schedule, now).await?;
             self.start_buffered(&schedule, now).await?;
         }
         Ok(handled)
     }
 
+    /// Fires a due schedule's cron times up to `now`, then stores when it is next due.
+    async fn fire_cron(
+        &self,
+        schedule: ScheduleRow,
+        now: Timestamp,
+    ) -> Result<usize, SchedulerError> {
+        let timing = match timing(&schedule) {
+            Ok(timing) => timing,
+            Err(e) => {
+                tracing::error!(schedule = %schedule.name, error = %e, "schedule cannot fire");
+                self.store
+                    .set_next_due(&schedule.name, schedule.revision, None)
+                    .await?;
+                return Ok(0);
+            }
+        };
+        let last = self.store.last_cron_fire_ms(&schedule.name).await?;
+        let after = last.unwrap_or(schedule.since_ms).max(schedule.since_ms);
+        let mut cursor = Timestamp::from_millisecond(after).unwrap_or(Timestamp::UNIX_EPOCH);
+        let mut handled = 0;
+        let next_due = loop {
+            let Some(fire) = timing.next_fire(cursor) else {
+                break None;
+            };
+            if fire.due > now {
+                break Some(fire.due);
+            }
+            if handled == MAX_FIRES_PER_PASS {
+                break Some(now);
+            }
+            let pending = Pending {
+                kind: "cron",
+                scheduled: fire.scheduled.timestamp(),
+                due: fire.due,
+                requested: false,
+            };
+            self.fire(&schedule, &pending, now).await?;
+            cursor = fire.scheduled.timestamp();
+            handled += 1;
+        };
+        let next_due = next_due.map(|t| t.as_millisecond());
+        if next_due.is_none() {
+            tracing::info!(schedule = %schedule.name, "schedule has ended: no fire after its end");
+        }
+        self.store
+            .set_next_due(&schedule.name, schedule.revision, next_due)
+            .await?;
+        Ok(handled)
+    }
+
+    /// Decides the fires triggered by hand (`schedule trigger`): the overlap policy
+    /// applies, the catch-up window does not.
+    async fn settle_requested(
+        &self,
+        schedule: &ScheduleRow,
+        now: Timestamp,
+    ) -> Result<usize, SchedulerError> {
+        let requested = self
+            .store
+            .waiting_fires(&schedule.name, "requested")
+            .await?;
+        for fire in &requested {
+            let at = Timestamp::from_millisecond(fire.scheduled_ms).unwrap_or(now);
+            let pending = Pending {
+                kind: &fire.kind,
+                scheduled: at,
+                due: at.max(now),
+                requested: true,
+            };
+            self.fire(schedule, &pending, now).await?;
+        }
+        Ok(requested.len())
+    }
+
     async fn fire(
         &self,
         schedule: &ScheduleRow,
-        scheduled: Timestamp,
+        pending: &Pending<'_>,
         now: Timestamp,
     ) -> Result<(), SchedulerError> {
         let overlap: Overlap = schedule.overlap.parse().unwrap_or_default();
         let window = Duration::from_millis(schedule.catchup_window_ms.max(0).unsigned_abs());
         let active = self.store.active_schedule_runs(&schedule.name).await?;
-        let buffered = self.store.buffered_fires(&schedule.name).await?.len();
-        let decision = decide(overlap, window, scheduled, now, active.len(), buffered);
+        let buffered = self
+            .store
+            .waiting_fires(&schedule.name, "buffered")
+            .await?
+            .len();
+        let decision = decide(overlap, window, pending.due, now, active.len(), buffered);
         let run_id =
             matches!(decision, Decision::Start | Decision::CancelOthersAndStart).then(Uuid::now_v7);
         let outcome = match decision {
@@ -77,16 +171,25 @@ impl Scheduler {
             Decision::Buffer => "buffered",
             Decision::Skip(reason) => reason.outcome(),
         };
-        let mut tx = self.store.begin().await?;
+        let lateness = now
+            .duration_since(pending.due)
+            .max(jiff::SignedDuration::ZERO);
         let fire = FireRow {
             schedule: schedule.name.clone(),
-            scheduled_ms: scheduled.as_millisecond(),
+            scheduled_ms: pending.scheduled.as_millisecond(),
+            kind: pending.kind.to_owned(),
             outcome: outcome.to_owned(),
             run_id,
             fired_ms: now.as_millisecond(),
-            lateness_ms: now.as_millisecond() - scheduled.as_millisecond(),
+            lateness_ms: lateness.as_millis().try_into().unwrap_or(i64::MAX),
         };
-        if !tx.record_fire(&fire).await? {
+        let mut tx = self.store.begin().await?;
+        let claimed = if pending.requested {
+            tx.settle_requested_fire(&fire).await?
+        } else {
+            tx.record_fire(&fire).await?
+        };
+        if !claimed {
             return Ok(());
         }
         if decision == Decision::CancelOthersAndStart {
@@ -100,15 +203,16 @@ impl Scheduler {
             }
         }
         if let Some(run_id) = run_id {
-            emit(
-                &mut tx,
-                Event::RunRequested(request(schedule, run_id, scheduled)),
-                None,
-            )
-            .await?;
+            let request = request(schedule, run_id, pending.scheduled);
+            emit(&mut tx, Event::RunRequested(request), None).await?;
         }
         tx.commit().await?;
-        tracing::info!(schedule = %schedule.name, scheduled = %scheduled, %outcome, lateness_ms = fire.lateness_ms, "schedule fired");
+        metrics::histogram!("gatehouse_schedule_lateness_seconds").record(lateness.as_secs_f64());
+        metrics::counter!("gatehouse_schedule_fires_total", "outcome" => outcome).increment(1);
+        tracing::info!(
+            schedule = %schedule.name, kind = pending.kind, scheduled = %pending.scheduled,
+            %outcome, lateness_ms = fire.lateness_ms, "schedule fired"
+        );
         Ok(())
     }
 
@@ -118,7 +222,8 @@ impl Scheduler {
         schedule: &ScheduleRow,
         now: Timestamp,
     ) -> Result<(), SchedulerError> {
-        let Some(&oldest) = self.store.buffered_fires(&schedule.name).await?.first() else {
+        let buffered = self.store.waiting_fires(&schedule.name, "buffered").await?;
+        let Some(oldest) = buffered.first() else {
             return Ok(());
         };
         if !self
@@ -132,10 +237,15 @@ impl Scheduler {
         let run_id = Uuid::now_v7();
         let mut tx = self.store.begin().await?;
         if tx
-            .start_buffered_fire(&schedule.name, oldest, run_id, now.as_millisecond())
+            .start_buffered_fire(
+                &schedule.name,
+                oldest.scheduled_ms,
+                run_id,
+                now.as_millisecond(),
+            )
             .await?
         {
-            let scheduled = Timestamp::from_millisecond(oldest).unwrap_or(now);
+            let scheduled = Timestamp::from_millisecond(oldest.scheduled_ms).unwrap_or(now);
             emit(
                 &mut tx,
                 Event::RunRequested(request(schedule, run_id, scheduled)),
@@ -146,6 +256,19 @@ impl Scheduler {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// The stored schedule's timing, as checked when it was created.
+fn timing(schedule: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
+    let at = |ms: Option<i64>| ms.and_then(|ms| Timestamp::from_millisecond(ms).ok());
+    Timing::new(
+        &schedule.name,
+        &schedule.cron,
+        &schedule.timezone,
+        Duration::from_millis(schedule.jitter_ms.max(0).unsigned_abs()),
+        at(schedule.starts_ms),
+        at(schedule.ends_ms),
+    )
 }
 
 fn actor(schedule: &ScheduleRow) -> Actor {

@@ -21,20 +21,26 @@ impl Scheduler {
             if let Err(err) = self.fire_schedules(jiff::Timestamp::now()).await {
                 tracing::warn!(error = %err, "firing schedules failed; retrying");
             }
-            let wait = match self.store.next_timer_ms().await {
-                Ok(Some(due)) => {
-                    let ms = due
-                        .saturating_sub(Utc::now().timestamp_millis())
-                        .clamp(10, 1_000);
-                    Duration::from_millis(ms.unsigned_abs())
-                }
-                _ => POLL,
-            };
+            let wait = self.until_next_due().await.unwrap_or(POLL);
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = tokio::time::sleep(wait) => {}
             }
         }
+    }
+
+    /// How long until the next timer or schedule is due, at most [`POLL`] (other replicas
+    /// and the API add work this process does not hear about).
+    async fn until_next_due(&self) -> Result<Duration, SchedulerError> {
+        let timer = self.store.next_timer_ms().await?;
+        let schedule = self.store.next_schedule_due_ms().await?;
+        let Some(due) = timer.into_iter().chain(schedule).min() else {
+            return Ok(POLL);
+        };
+        let ms = due
+            .saturating_sub(Utc::now().timestamp_millis())
+            .clamp(1, 1_000);
+        Ok(Duration::from_millis(ms.unsigned_abs()))
     }
 
     /// Fires every timer due now, each in its own transaction.

@@ -1,0 +1,442 @@
+//! `/schedules`: create, list, show, pause, resume, trigger, backfill, delete.
+//!
+//! The API writes schedule definitions and *requests* fires; the scheduler decides every
+//! fire (overlap policy, catch-up window) and starts the runs, so a manual trigger obeys
+//! the same rules as a cron fire and is recorded the same way.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::StatusCode;
+use chrono::{DateTime, Utc};
+use gatehouse_schedule::{Overlap, Timing, parse_time, rfc3339};
+use gatehouse_store::{FireRow, ScheduleRow};
+use jiff::Timestamp;
+use serde::Deserialize;
+
+use crate::error::ErrorBody;
+use crate::views::*;
+use crate::{ApiError, ApiState};
+
+/// A backfill queues at most this many fires; a larger range is refused with the count.
+const MAX_BACKFILL: usize = 1_000;
+
+/// Query of `GET /schedules`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct ListQuery {
+    /// Names after this one (paging).
+    pub after: Option<String>,
+    /// At most this many (default 100, at most 1000).
+    pub limit: Option<i64>,
+}
+
+/// Creates a schedule. Fires are owed from now on: a new schedule does not catch up on
+/// its past (use backfill for that).
+#[utoipa::path(post, path = "/schedules", request_body = CreateSchedule, responses(
+    (status = 201, body = ScheduleView), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn create(
+    State(state): State<ApiState>,
+    Json(body): Json<CreateSchedule>,
+) -> Result<(StatusCode, Json<ScheduleView>), ApiError> {
+    let row = checked(&state, body)?;
+    if !state.store.insert_schedule(&row).await? {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("a schedule named `{}` exists already", row.name),
+        ));
+    }
+    let stored = find(&state, &row.name).await?;
+    Ok((StatusCode::CREATED, Json(view(&state, stored).await?)))
+}
+
+/// Lists schedules by name with their last and next fire.
+#[utoipa::path(get, path = "/schedules", params(ListQuery), responses((status = 200, body = [ScheduleView])))]
+pub async fn list(
+    State(state): State<ApiState>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Vec<ScheduleView>>, ApiError> {
+    let limit = q.limit.unwrap_or(100).clamp(1, 1_000);
+    let rows = state.store.schedules(q.after.as_deref(), limit).await?;
+    let mut views = Vec::with_capacity(rows.len());
+    for row in rows {
+        views.push(view(&state, row).await?);
+    }
+    Ok(Json(views))
+}
+
+/// A schedule with its recent fires and next fire times.
+#[utoipa::path(get, path = "/schedules/{name}", responses((status = 200, body = ScheduleDetail), (status = 404, body = ErrorBody)))]
+pub async fn show(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<Json<ScheduleDetail>, ApiError> {
+    let row = find(&state, &name).await?;
+    let upcoming = match (timing(&row), row.paused) {
+        (Ok(timing), false) => {
+            let mut times = Vec::new();
+            let mut cursor = cursor(&state, &row).await?;
+            while times.len() < 5 {
+                let Some(fire) = timing.next_fire(cursor) else {
+                    break;
+                };
+                cursor = fire.scheduled.timestamp();
+                times.push(rfc3339(&fire.scheduled));
+            }
+            times
+        }
+        _ => Vec::new(),
+    };
+    let mut recent = Vec::new();
+    for fire in state.store.fires(&name, 20).await? {
+        recent.push(fire_view(&state, fire).await?);
+    }
+    Ok(Json(ScheduleDetail {
+        schedule: view(&state, row).await?,
+        upcoming,
+        recent,
+    }))
+}
+
+/// Pauses a schedule, with a note; fires that fall due while paused are not owed.
+#[utoipa::path(post, path = "/schedules/{name}/pause", request_body = PauseSchedule, responses(
+    (status = 200, body = ScheduleView), (status = 404, body = ErrorBody)))]
+pub async fn pause(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    body: Option<Json<PauseSchedule>>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    let note = body.and_then(|Json(b)| b.note);
+    set_paused(&state, &name, true, note.as_deref()).await
+}
+
+/// Resumes a paused schedule from now on.
+#[utoipa::path(post, path = "/schedules/{name}/resume", responses(
+    (status = 200, body = ScheduleView), (status = 404, body = ErrorBody)))]
+pub async fn resume(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    set_paused(&state, &name, false, None).await
+}
+
+async fn set_paused(
+    state: &ApiState,
+    name: &str,
+    paused: bool,
+    note: Option<&str>,
+) -> Result<Json<ScheduleView>, ApiError> {
+    if !state
+        .store
+        .set_schedule_paused(name, paused, note, Utc::now())
+        .await?
+    {
+        return Err(no_schedule(name));
+    }
+    let row = find(state, name).await?;
+    Ok(Json(view(state, row).await?))
+}
+
+/// Fires a schedule now. The scheduler decides the fire by the schedule's overlap policy
+/// (a run still going may mean skipped or buffered); the answer is that decision when it
+/// comes within a few seconds, `requested` otherwise.
+#[utoipa::path(post, path = "/schedules/{name}/trigger", responses(
+    (status = 202, body = FireView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn trigger(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<(StatusCode, Json<FireView>), ApiError> {
+    let row = find(&state, &name).await?;
+    if row.paused {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("schedule `{name}` is paused; resume it first"),
+        ));
+    }
+    let now = Utc::now().timestamp_millis();
+    let fire = FireRow {
+        schedule: name.clone(),
+        scheduled_ms: now,
+        kind: "manual".into(),
+        outcome: "requested".into(),
+        run_id: None,
+        fired_ms: now,
+        lateness_ms: 0,
+    };
+    let mut tx = state.store.begin().await?;
+    if !tx.record_fire(&fire).await? {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("schedule `{name}` fired at this very millisecond; try again"),
+        ));
+    }
+    tx.commit().await?;
+    let mut latest = fire;
+    for _ in 0..250 {
+        if let Some(found) = state
+            .store
+            .fires(&name, 50)
+            .await?
+            .into_iter()
+            .find(|f| f.scheduled_ms == now)
+        {
+            latest = found;
+        }
+        if latest.outcome != "requested" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    Ok((StatusCode::ACCEPTED, Json(fire_view(&state, latest).await?)))
+}
+
+/// Queues the schedule's cron times between `from` and `to` that never ran (never
+/// recorded, or skipped) to run one after another, oldest first.
+#[utoipa::path(post, path = "/schedules/{name}/backfill", request_body = Backfill, responses(
+    (status = 200, body = BackfillResult), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+pub async fn backfill(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+    Json(body): Json<Backfill>,
+) -> Result<Json<BackfillResult>, ApiError> {
+    let row = find(&state, &name).await?;
+    let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m);
+    let from = parse_time(&body.from).map_err(|e| unprocessable(format!("from: {e}")))?;
+    let to = parse_time(&body.to).map_err(|e| unprocessable(format!("to: {e}")))?;
+    if to < from {
+        return Err(unprocessable(format!("to {to} is before from {from}")));
+    }
+    let now = Timestamp::now();
+    if to > now {
+        return Err(unprocessable(format!(
+            "to {to} is in the future; the scheduler fires those itself"
+        )));
+    }
+    let timing = timing(&row).map_err(|e| unprocessable(e.to_string()))?;
+    let mut times = Vec::new();
+    let mut cursor = from
+        .checked_sub(jiff::SignedDuration::from_nanos(1))
+        .unwrap_or(from);
+    while let Some(fire) = timing.next_fire(cursor) {
+        let at = fire.scheduled.timestamp();
+        if at > to {
+            break;
+        }
+        if times.len() == MAX_BACKFILL {
+            return Err(unprocessable(format!(
+                "more than {MAX_BACKFILL} fires between {from} and {to}; backfill a shorter range"
+            )));
+        }
+        times.push(at.as_millisecond());
+        cursor = at;
+    }
+    let mut tx = state.store.begin().await?;
+    let mut queued = Vec::new();
+    for &ms in &times {
+        if tx.backfill_fire(&name, ms, now.as_millisecond()).await? {
+            queued.push(millis(ms));
+        }
+    }
+    tx.commit().await?;
+    let already = times.len() - queued.len();
+    Ok(Json(BackfillResult { queued, already }))
+}
+
+/// Deletes a schedule made through the API, with its fire history; runs it started stay.
+#[utoipa::path(delete, path = "/schedules/{name}", responses(
+    (status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn delete(
+    State(state): State<ApiState>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let row = find(&state, &name).await?;
+    if row.source == "config" {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!(
+                "schedule `{name}` comes from the configuration file; remove it there (or pause it)"
+            ),
+        ));
+    }
+    if !state.store.delete_schedule(&name).await? {
+        return Err(no_schedule(&name));
+    }
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A create request checked field by field; every message names the field.
+fn checked(state: &ApiState, body: CreateSchedule) -> Result<ScheduleRow, ApiError> {
+    let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m);
+    let name_ok = !body.name.is_empty()
+        && body.name.len() <= 100
+        && body
+            .name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
+    if !name_ok {
+        return Err(unprocessable(format!(
+            "name `{}`: use 1 to 100 letters, digits, `.`, `_` or `-`",
+            body.name
+        )));
+    }
+    let duration = |field: &str, text: Option<&str>, default: Duration| match text {
+        None => Ok(default),
+        Some(t) => humantime::parse_duration(t)
+            .map_err(|e| unprocessable(format!("{field} `{t}`: {e} (e.g. 90s, 15m, 1h)"))),
+    };
+    let catchup_window = duration(
+        "catchup_window",
+        body.catchup_window.as_deref(),
+        Duration::from_secs(3600),
+    )?;
+    let jitter = duration("jitter", body.jitter.as_deref(), Duration::ZERO)?;
+    let time = |field: &str, text: Option<&str>| {
+        text.map(parse_time)
+            .transpose()
+            .map_err(|e| unprocessable(format!("{field}: {e}")))
+    };
+    let start = time("start", body.start.as_deref())?;
+    let end = time("end", body.end.as_deref())?;
+    let timezone = body.timezone.unwrap_or_else(|| "UTC".into());
+    let timing = Timing::new(&body.name, &body.cron, &timezone, jitter, start, end)
+        .map_err(|e| unprocessable(e.to_string()))?;
+    let now = Timestamp::now();
+    if timing.next_fire(now).is_none() {
+        return Err(unprocessable(format!(
+            "end: the schedule would never fire again (its end {} has passed)",
+            end.map(|e| e.to_string()).unwrap_or_default()
+        )));
+    }
+    let overlap: Overlap = body
+        .overlap
+        .as_deref()
+        .unwrap_or("skip")
+        .parse()
+        .map_err(unprocessable)?;
+    let sop = state.catalog.get(&body.sop).ok_or_else(|| {
+        unprocessable(format!(
+            "sop: no SOP named `{}`; `gatehouse sop list` shows them",
+            body.sop
+        ))
+    })?;
+    sop.check_start(&body.params)
+        .map_err(|m| unprocessable(format!("params: {m}")))?;
+    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
+    let created = Utc::now();
+    Ok(ScheduleRow {
+        name: body.name,
+        cron: timing.cron().expr().to_owned(),
+        timezone,
+        sop: sop.name.clone(),
+        params: serde_json::to_string(&body.params).unwrap_or_else(|_| "{}".into()),
+        overlap: overlap.as_str().to_owned(),
+        catchup_window_ms: ms(catchup_window),
+        jitter_ms: ms(jitter),
+        starts_ms: start.map(|t| t.as_millisecond()),
+        ends_ms: end.map(|t| t.as_millisecond()),
+        paused: false,
+        pause_note: None,
+        source: "api".into(),
+        since_ms: now.as_millisecond(),
+        next_due_ms: Some(0),
+        revision: 0,
+        created_at: created,
+        updated_at: created,
+    })
+}
+
+async fn find(state: &ApiState, name: &str) -> Result<ScheduleRow, ApiError> {
+    state
+        .store
+        .schedule(name)
+        .await?
+        .ok_or_else(|| no_schedule(name))
+}
+
+fn no_schedule(name: &str) -> ApiError {
+    ApiError::not_found(format!(
+        "no schedule named `{name}`; `gatehouse schedule list` shows them"
+    ))
+}
+
+/// The stored timing (checked when the schedule was created or loaded).
+fn timing(row: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
+    let at = |ms: Option<i64>| ms.and_then(|ms| Timestamp::from_millisecond(ms).ok());
+    Timing::new(
+        &row.name,
+        &row.cron,
+        &row.timezone,
+        Duration::from_millis(row.jitter_ms.max(0).unsigned_abs()),
+        at(row.starts_ms),
+        at(row.ends_ms),
+    )
+}
+
+/// Where the schedule's next cron time is searched from: its latest cron fire, or when
+/// fires started being owed.
+async fn cursor(state: &ApiState, row: &ScheduleRow) -> Result<Timestamp, ApiError> {
+    let last = state.store.last_cron_fire_ms(&row.name).await?;
+    let after = last.unwrap_or(row.since_ms).max(row.since_ms);
+    Ok(Timestamp::from_millisecond(after).unwrap_or(Timestamp::UNIX_EPOCH))
+}
+
+async fn view(state: &ApiState, row: ScheduleRow) -> Result<ScheduleView, ApiError> {
+    let next_fire = match (timing(&row), row.paused) {
+        (Ok(timing), false) => timing
+            .next_fire(cursor(state, &row).await?)
+            .map(|f| rfc3339(&f.scheduled)),
+        _ => None,
+    };
+    let last_fire = match state.store.fires(&row.name, 1).await?.pop() {
+        Some(fire) => Some(fire_view(state, fire).await?),
+        None => None,
+    };
+    let counts = state.store.fire_counts(&row.name).await?;
+    let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
+    let span = |ms: i64| {
+        humantime::format_duration(Duration::from_millis(ms.max(0).unsigned_abs())).to_string()
+    };
+    Ok(ScheduleView {
+        catchup_window: span(row.catchup_window_ms),
+        jitter: span(row.jitter_ms),
+        start: row.starts_ms.map(millis),
+        end: row.ends_ms.map(millis),
+        next_fire,
+        last_fire,
+        fires: counts.total,
+        skipped: counts.skipped,
+        params,
+        name: row.name,
+        cron: row.cron,
+        timezone: row.timezone,
+        sop: row.sop,
+        overlap: row.overlap,
+        paused: row.paused,
+        pause_note: row.pause_note,
+        source: row.source,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    })
+}
+
+async fn fire_view(state: &ApiState, fire: FireRow) -> Result<FireView, ApiError> {
+    let run_status = match fire.run_id {
+        Some(id) => state.store.run(id).await?.map(|r| r.status),
+        None => None,
+    };
+    Ok(FireView {
+        scheduled_time: millis(fire.scheduled_ms),
+        kind: fire.kind,
+        outcome: fire.outcome,
+        run_id: fire.run_id,
+        run_status,
+        fired_at: millis(fire.fired_ms),
+        lateness_ms: fire.lateness_ms,
+    })
+}
+
+/// Epoch milliseconds as a time.
+pub(crate) fn millis(ms: i64) -> DateTime<Utc> {
+    DateTime::from_timestamp_millis(ms).unwrap_or_default()
+}
