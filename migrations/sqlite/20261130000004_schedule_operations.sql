@@ -18,4 +18,7 @@ ALTER TABLE schedule_fires ADD COLUMN kind TEXT NOT NULL DEFAULT 'cron';
 -- Fires waiting for the scheduler: triggered by hand, or buffered behind a running run.
 CREATE INDEX schedule_fires_waiting ON schedule_fires (schedule)
     WHERE outcome IN ('requested', 'buffered');
-CREATE INDEX schedule_fires_by_run ON schedule_fires (run_id);
+
+-- Runs link back to the schedule fire that started them (kept when the schedule is deleted).
+ALTER TABLE runs ADD COLUMN schedule TEXT;
+ALTER TABLE runs ADD COLUMN scheduled_ms BIGINT;

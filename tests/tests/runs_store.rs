@@ -18,6 +18,8 @@ fn run(id: Uuid, status: &str) -> RunRow {
         parent_run: None,
         parent_node: None,
         parent_attempt: None,
+        schedule: None,
+        scheduled_ms: None,
         created_at: Utc::now(),
         updated_at: Utc::now(),
     }

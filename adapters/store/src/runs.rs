@@ -32,6 +32,10 @@ pub struct RunRow {
     pub parent_node: Option<String>,
     /// The parent node's attempt.
     pub parent_attempt: Option<i32>,
+    /// The schedule whose fire started it.
+    pub schedule: Option<String>,
+    /// That fire's cron time (or manual trigger time), epoch ms.
+    pub scheduled_ms: Option<i64>,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Last changed.
@@ -79,7 +83,7 @@ pub struct DecisionRow {
 }
 
 const RUN_COLUMNS: &str = "id, sop, sop_version, params, requested_by, status, state, revision, \
-     parent_run, parent_node, parent_attempt, created_at, updated_at";
+     parent_run, parent_node, parent_attempt, schedule, scheduled_ms, created_at, updated_at";
 
 impl Tx {
     /// Keeps a SOP version's text so runs on it can be reloaded after the file changes.
@@ -111,8 +115,9 @@ impl Tx {
         let inserted = with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO runs (id, sop, sop_version, params, requested_by, status, state,
-                   revision, parent_run, parent_node, parent_attempt, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)
+                   revision, parent_run, parent_node, parent_attempt, schedule, scheduled_ms,
+                   created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(run.id)
@@ -126,6 +131,8 @@ impl Tx {
             .bind(run.parent_run)
             .bind(&run.parent_node)
             .bind(run.parent_attempt)
+            .bind(&run.schedule)
+            .bind(run.scheduled_ms)
             .bind(run.created_at)
             .bind(run.updated_at)
             .execute(conn)

@@ -393,14 +393,6 @@ impl Store {
             skipped: skipped.unwrap_or(0),
         })
     }
-
-    /// The fire that started a run, so a run links back to its schedule.
-    pub async fn fire_of_run(&self, run_id: Uuid) -> Result<Option<FireRow>, StoreError> {
-        let sql = format!("SELECT {FIRE_COLUMNS} FROM schedule_fires WHERE run_id = $1");
-        Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(run_id).fetch_optional(pool).await?
-        }))
-    }
 }
 
 impl Tx {

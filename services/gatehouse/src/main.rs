@@ -6,6 +6,7 @@ mod client;
 mod client_commands;
 mod config;
 mod logging;
+mod metrics;
 mod schedule_commands;
 mod secret;
 mod sop_commands;

@@ -21,6 +21,7 @@ use crate::config::Config;
 /// Runs ingest (the API), scheduler, runner and the outbox relay until SIGINT or SIGTERM.
 pub async fn up(config: &Config) -> anyhow::Result<()> {
     let server = &config.server;
+    let metrics = crate::metrics::install()?;
     std::fs::create_dir_all(&server.data_dir)
         .with_context(|| format!("creating the data directory {}", server.data_dir.display()))?;
     let store = Store::connect(&server.effective_database_url(), crate::startup_retry()).await?;
@@ -83,7 +84,8 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         Runner::new(store.clone(), Arc::new(sandbox), runner_options)
             .run(bus.clone(), shutdown.clone()),
     );
-    let app = gatehouse_ingest::router(ApiState::new(store.clone(), catalog.clone()));
+    let app = gatehouse_ingest::router(ApiState::new(store.clone(), catalog.clone()))
+        .merge(crate::metrics::router(metrics));
     let serve_shutdown = shutdown.clone();
     tasks.spawn(async move {
         let serve = axum::serve(listener, app)

@@ -181,6 +181,16 @@ impl Up {
             .to_owned()
     }
 
+    /// The body of an unauthenticated GET.
+    fn http_get(&self, path: &str) -> String {
+        let out = Command::new("bash")
+            .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{}; printf 'GET {path} HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3", self.port)])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        text[text.find("\r\n\r\n").unwrap() + 4..].to_owned()
+    }
+
     fn artifact(&self, run: &str, node: &str, attempt: u32, name: &str) -> String {
         std::fs::read_to_string(
             self.data_dir()
@@ -511,13 +521,7 @@ fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
 #[test]
 fn the_openapi_document_is_served() {
     let up = Up::start();
-    let body = std::process::Command::new("bash")
-        .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{}; printf 'GET /api/v1/openapi.json HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3", up.port)])
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&body.stdout);
-    let json = &text[text.find("\r\n\r\n").unwrap() + 4..];
-    let doc: Value = serde_json::from_str(json).unwrap();
+    let doc: Value = serde_json::from_str(&up.http_get("/api/v1/openapi.json")).unwrap();
     assert_eq!(doc["info"]["title"], "Gatehouse API");
     for path in [
         "/runs",
@@ -525,6 +529,8 @@ fn the_openapi_document_is_served() {
         "/gates",
         "/runs/{id}/gates/{node}/decision",
         "/tokens",
+        "/schedules",
+        "/schedules/{name}/backfill",
     ] {
         assert!(doc["paths"].get(path).is_some(), "{path} is documented");
     }
@@ -571,6 +577,15 @@ fn configured_schedules_start_runs() {
             .filter(|r| r["sop"] == "tick" && r["requested_by"] == "every-second")
             .collect();
         if ticks.len() >= 2 {
+            let metrics = up.http_get("/metrics");
+            assert!(
+                metrics.contains("gatehouse_schedule_lateness_seconds_bucket{le=\"0.5\"}"),
+                "{metrics}"
+            );
+            assert!(
+                metrics.contains("gatehouse_schedule_fires_total{outcome=\"started\"}"),
+                "{metrics}"
+            );
             return;
         }
         std::thread::sleep(Duration::from_millis(50));
@@ -579,4 +594,173 @@ fn configured_schedules_start_runs() {
         "the schedule did not start runs: {:#}",
         up.json(&["run", "list"])
     );
+}
+
+#[test]
+fn schedules_are_operated_from_the_cli() {
+    let up = Up::start_with(
+        "[[schedules]]\nname = \"nightly\"\ncron = \"0 3 * * *\"\nsop = \"tick\"\ncatchup_window = \"0s\"\n",
+    );
+    let created = up.json(&[
+        "schedule",
+        "create",
+        "hourly",
+        "--cron",
+        "0 * * * *",
+        "--tz",
+        "Europe/Berlin",
+        "--sop",
+        "steps",
+        "--jitter",
+        "1m",
+    ]);
+    let next = created["next_fire"].as_str().unwrap();
+    assert!(next.ends_with(":00:00+01:00"), "{next}");
+    assert_eq!(created["source"], "api");
+    assert_eq!(created["jitter"], "1m");
+
+    // Bad definitions are refused naming the field; nothing is stored.
+    let create = |name: &str, extra: &[&str]| {
+        let mut args = vec!["schedule", "create", name, "--sop", "tick"];
+        args.extend_from_slice(extra);
+        up.fails(&args)
+    };
+    assert!(create("feb30", &["--cron", "0 0 30 2 *"]).contains("never fires"));
+    assert!(
+        create("mars", &["--cron", "@daily", "--tz", "Mars/Base"]).contains("timezone `Mars/Base`")
+    );
+    assert!(create("x", &["--cron", "61 * * * *"]).contains("cron `61 * * * *`"));
+    assert!(
+        create(
+            "past",
+            &["--cron", "@daily", "--end", "2020-01-01T00:00:00Z"]
+        )
+        .contains("end")
+    );
+    assert!(create("hourly", &["--cron", "@daily"]).contains("exists already"));
+    assert!(
+        up.fails(&[
+            "schedule", "create", "nosop", "--cron", "@daily", "--sop", "nope"
+        ])
+        .contains("sop: no SOP named `nope`")
+    );
+    let names: Vec<Value> = up
+        .json(&["schedule", "list"])
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].clone())
+        .collect();
+    assert_eq!(names, ["hourly", "nightly"]);
+
+    // A manual trigger starts a run that links back; a second one meets the overlap policy.
+    let fire = up.json(&["schedule", "trigger", "hourly"]);
+    assert_eq!(fire["outcome"], "started", "{fire:#}");
+    let run = fire["run_id"].as_str().unwrap().to_owned();
+    let shown = up.wait(&run, "waiting");
+    assert_eq!(shown["schedule"]["name"], "hourly");
+    let again = up.json(&["schedule", "trigger", "hourly"]);
+    assert_eq!(again["outcome"], "skipped_overlap", "{again:#}");
+    let detail = up.json(&["schedule", "show", "hourly"]);
+    assert_eq!(detail["fires"], 2);
+    assert_eq!(detail["skipped"], 1);
+    assert_eq!(detail["last_fire"]["outcome"], "skipped_overlap");
+    assert_eq!(detail["recent"][1]["kind"], "manual");
+    assert_eq!(detail["recent"][1]["run_status"], "waiting");
+    assert_eq!(detail["upcoming"].as_array().unwrap().len(), 5);
+
+    // Pause with a note, refuse triggers while paused, resume.
+    let paused = up.json(&["schedule", "pause", "hourly", "--note", "release freeze"]);
+    assert_eq!(paused["paused"], true);
+    assert_eq!(paused["pause_note"], "release freeze");
+    assert_eq!(paused["next_fire"], Value::Null);
+    assert!(
+        up.fails(&["schedule", "trigger", "hourly"])
+            .contains("paused")
+    );
+    let resumed = up.json(&["schedule", "resume", "hourly"]);
+    assert_eq!(resumed["paused"], false);
+    assert!(resumed["next_fire"].is_string());
+
+    // Backfill two missed nights: they run one after another.
+    let today = chrono::Utc::now().date_naive();
+    let day = |back: i64| {
+        (today - chrono::Duration::days(back))
+            .format("%Y-%m-%d")
+            .to_string()
+    };
+    let result = up.json(&[
+        "schedule",
+        "backfill",
+        "nightly",
+        "--from",
+        &format!("{}T00:00:00Z", day(2)),
+        "--to",
+        &format!("{}T12:00:00Z", day(1)),
+    ]);
+    assert_eq!(result["queued"].as_array().unwrap().len(), 2, "{result:#}");
+    for _ in 0..400 {
+        let detail = up.json(&["schedule", "show", "nightly"]);
+        let done = detail["recent"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|f| f["run_status"] == "succeeded" && f["kind"] == "backfill")
+            .count();
+        if done == 2 {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let detail = up.json(&["schedule", "show", "nightly"]);
+    let backfilled: Vec<_> = detail["recent"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["kind"] == "backfill")
+        .collect();
+    assert!(
+        backfilled.iter().all(|f| f["run_status"] == "succeeded"),
+        "{detail:#}"
+    );
+    let again = up.json(&[
+        "schedule",
+        "backfill",
+        "nightly",
+        "--from",
+        &format!("{}T00:00:00Z", day(2)),
+        "--to",
+        &format!("{}T12:00:00Z", day(1)),
+    ]);
+    assert_eq!(again["already"], 2, "a backfill runs each time once");
+    assert!(
+        up.fails(&[
+            "schedule",
+            "backfill",
+            "nightly",
+            "--from",
+            "2020-01-01T00:00:00Z",
+            "--to",
+            "2030-01-01T00:00:00Z"
+        ])
+        .contains("in the future")
+    );
+
+    // Text output, then delete: configuration schedules stay, API ones go.
+    let out = up.cli(&["schedule", "list"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.starts_with("NAME") && text.contains("hourly"),
+        "{text}"
+    );
+    assert!(
+        up.fails(&["schedule", "delete", "nightly"])
+            .contains("configuration file")
+    );
+    assert!(up.cli(&["schedule", "delete", "hourly"]).status.success());
+    assert!(
+        up.fails(&["schedule", "show", "hourly"])
+            .contains("no schedule named `hourly`")
+    );
+    assert_eq!(up.show(&run)["schedule"]["name"], "hourly", "runs stay");
 }

@@ -142,11 +142,14 @@ pub async fn show(
         })
         .collect();
     let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
-    let schedule = state.store.fire_of_run(id).await?.map(|f| ScheduleLink {
-        name: f.schedule,
-        scheduled_time: millis(f.scheduled_ms),
-        kind: f.kind,
-    });
+    let schedule = row
+        .schedule
+        .clone()
+        .zip(row.scheduled_ms)
+        .map(|(name, ms)| ScheduleLink {
+            name,
+            scheduled_time: millis(ms),
+        });
     Ok(Json(RunDetail {
         schedule,
         params,

@@ -154,8 +154,6 @@ pub struct ScheduleLink {
     pub name: String,
     /// The cron time (or the moment of a manual trigger).
     pub scheduled_time: DateTime<Utc>,
-    /// cron, manual or backfill.
-    pub kind: String,
 }
 
 /// A line of output.

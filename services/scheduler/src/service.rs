@@ -151,6 +151,11 @@ impl Scheduler {
                 .parent
                 .as_ref()
                 .map(|p| i32::try_from(p.attempt).unwrap_or(i32::MAX)),
+            schedule: request.schedule.as_ref().map(|f| f.schedule.clone()),
+            scheduled_ms: request
+                .schedule
+                .as_ref()
+                .map(|f| f.scheduled_time.timestamp_millis()),
             created_at: now,
             updated_at: now,
         };
