@@ -72,6 +72,8 @@ pub enum SkipReason {
     Missed,
     /// The previous run was still going and the overlap policy says skip.
     Overlap,
+    /// The schedule's SOP does not exist (any more) or refuses its parameters.
+    Invalid,
 }
 
 impl SkipReason {
@@ -80,6 +82,7 @@ impl SkipReason {
         match self {
             Self::Missed => "skipped_missed",
             Self::Overlap => "skipped_overlap",
+            Self::Invalid => "skipped_invalid",
         }
     }
 }

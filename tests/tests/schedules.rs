@@ -163,6 +163,7 @@ on_both_backends!(
     paused_fires_are_not_owed_after_resume,
     manual_triggers_obey_the_overlap_policy,
     backfill_runs_missed_times_one_after_another,
+    fires_of_a_schedule_whose_sop_is_gone_are_skipped,
 );
 
 async fn racing_schedulers_fire_each_time_once(backend: Backend) {
@@ -177,7 +178,12 @@ async fn racing_schedulers_fire_each_time_once(backend: Backend) {
     y.unwrap();
     assert_eq!(setup.outcomes("minutely").await, vec!["started"; 10]);
     let fires = setup.db.store.fires("minutely", 100).await.unwrap();
-    assert_eq!(fires[0].lateness_ms, 30_000, "lateness is measured");
+    // Lateness is the pass's clock (00:10:30) advanced by the time the pass took.
+    assert!(
+        (30_000..40_000).contains(&fires[0].lateness_ms),
+        "lateness is measured: {}",
+        fires[0].lateness_ms
+    );
     setup.wait_runs("minutely", "succeeded", 10).await;
     // Again later: nothing new is owed.
     a.fire_schedules(now).await.unwrap();
@@ -295,9 +301,10 @@ async fn jitter_delays_each_fire_and_lateness_counts_from_the_delay(backend: Bac
     let fires = setup.db.store.fires("jittered", 10).await.unwrap();
     assert_eq!(fires.len(), 1);
     assert_eq!(fires[0].scheduled_ms, cron, "the fire keeps its cron time");
-    assert_eq!(
-        fires[0].lateness_ms, 5_000,
-        "lateness is counted from the due time"
+    assert!(
+        (5_000..15_000).contains(&fires[0].lateness_ms),
+        "lateness is counted from the due time: {}",
+        fires[0].lateness_ms
     );
     setup.stop().await;
 }
@@ -469,6 +476,30 @@ async fn backfill_runs_missed_times_one_after_another(backend: Backend) {
     assert_eq!(
         setup.outcomes("nightly").await,
         ["started", "started", "skipped_missed"]
+    );
+    setup.stop().await;
+}
+
+async fn fires_of_a_schedule_whose_sop_is_gone_are_skipped(backend: Backend) {
+    let setup = Setup::start(backend).await;
+    setup
+        .schedule("orphan", "* * * * *", "gone", "skip", HOUR)
+        .await;
+    setup
+        .scheduler()
+        .fire_schedules(at("2030-01-01T00:03:00Z"))
+        .await
+        .unwrap();
+    // Never "started" with a run that cannot exist, which would block `skip` for ever.
+    assert_eq!(setup.outcomes("orphan").await, ["skipped_invalid"; 3]);
+    assert!(
+        setup
+            .db
+            .store
+            .active_schedule_runs("orphan")
+            .await
+            .unwrap()
+            .is_empty()
     );
     setup.stop().await;
 }

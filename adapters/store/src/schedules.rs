@@ -476,20 +476,23 @@ impl Tx {
         Ok(updated == 1)
     }
 
-    /// Starts a buffered fire: `false` when another scheduler took it first.
-    pub async fn start_buffered_fire(
+    /// Settles a buffered fire as `outcome` (started with its run, or skipped): `false`
+    /// when another scheduler took it first.
+    pub async fn settle_buffered_fire(
         &mut self,
         schedule: &str,
         scheduled_ms: i64,
-        run_id: Uuid,
+        outcome: &str,
+        run_id: Option<Uuid>,
         fired_ms: i64,
     ) -> Result<bool, StoreError> {
         let updated = with_tx!(self, conn => {
             sqlx::query(
-                "UPDATE schedule_fires SET outcome = 'started', run_id = $1, fired_ms = $2,
-                   lateness_ms = $2 - scheduled_ms
-                 WHERE schedule = $3 AND scheduled_ms = $4 AND outcome = 'buffered'",
+                "UPDATE schedule_fires SET outcome = $1, run_id = $2, fired_ms = $3,
+                   lateness_ms = $3 - scheduled_ms
+                 WHERE schedule = $4 AND scheduled_ms = $5 AND outcome = 'buffered'",
             )
+            .bind(outcome)
             .bind(run_id)
             .bind(fired_ms)
             .bind(schedule)

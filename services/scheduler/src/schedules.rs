@@ -5,13 +5,13 @@
 //! schedules, not the number of schedules.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
 use gatehouse_events::{
     Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire,
 };
-use gatehouse_schedule::{Decision, Overlap, Timing, decide};
+use gatehouse_schedule::{Decision, Overlap, SkipReason, Timing, decide};
 use gatehouse_store::{FireRow, ScheduleRow};
 use jiff::Timestamp;
 use uuid::Uuid;
@@ -28,6 +28,29 @@ const DUE_BATCH: i64 = 1_000;
 
 /// Due schedules handled at once, each in its own transactions.
 const CONCURRENCY: usize = 16;
+
+/// A pass's clock: the time it was given, advanced by the time the pass has taken, so a
+/// fire handled late in a long pass records how late it really was.
+#[derive(Clone, Copy)]
+struct Clock {
+    at: Timestamp,
+    started: Instant,
+}
+
+impl Clock {
+    fn new(at: Timestamp) -> Self {
+        Self {
+            at,
+            started: Instant::now(),
+        }
+    }
+
+    fn now(&self) -> Timestamp {
+        let elapsed = jiff::SignedDuration::try_from(self.started.elapsed())
+            .unwrap_or(jiff::SignedDuration::ZERO);
+        self.at.checked_add(elapsed).unwrap_or(self.at)
+    }
+}
 
 /// A fire about to be decided.
 struct Pending<'a> {
@@ -46,6 +69,7 @@ impl Scheduler {
     /// waiting for a decision (manual triggers) or for a running run to end (buffered).
     /// Any number of schedulers may call this at once: the fire's row decides who acts.
     pub async fn fire_schedules(&self, now: Timestamp) -> Result<usize, SchedulerError> {
+        let clock = Clock::new(now);
         let mut handled = 0;
         loop {
             let due = self
@@ -54,7 +78,7 @@ impl Scheduler {
                 .await?;
             let batch = due.len();
             handled += futures::stream::iter(due)
-                .map(|schedule| self.fire_cron(schedule, now))
+                .map(|schedule| self.fire_cron(schedule, clock))
                 .buffer_unordered(CONCURRENCY)
                 .try_fold(0, |sum, n| async move { Ok(sum + n) })
                 .await?;
@@ -69,8 +93,8 @@ impl Scheduler {
             if schedule.paused {
                 continue;
             }
-            handled += self.settle_requested(&schedule, now).await?;
-            self.start_buffered(&schedule, now).await?;
+            handled += self.settle_requested(&schedule, clock).await?;
+            self.start_buffered(&schedule, clock.now()).await?;
         }
         Ok(handled)
     }
@@ -79,8 +103,9 @@ impl Scheduler {
     async fn fire_cron(
         &self,
         schedule: ScheduleRow,
-        now: Timestamp,
+        clock: Clock,
     ) -> Result<usize, SchedulerError> {
+        let now = clock.at;
         let timing = match timing(&schedule) {
             Ok(timing) => timing,
             Err(e) => {
@@ -111,7 +136,7 @@ impl Scheduler {
                 due: fire.due,
                 requested: false,
             };
-            self.fire(&schedule, &pending, now).await?;
+            self.fire(&schedule, &pending, clock).await?;
             cursor = fire.scheduled.timestamp();
             handled += 1;
         };
@@ -130,8 +155,9 @@ impl Scheduler {
     async fn settle_requested(
         &self,
         schedule: &ScheduleRow,
-        now: Timestamp,
+        clock: Clock,
     ) -> Result<usize, SchedulerError> {
+        let now = clock.now();
         let requested = self
             .store
             .waiting_fires(&schedule.name, "requested")
@@ -144,7 +170,7 @@ impl Scheduler {
                 due: at.max(now),
                 requested: true,
             };
-            self.fire(schedule, &pending, now).await?;
+            self.fire(schedule, &pending, clock).await?;
         }
         Ok(requested.len())
     }
@@ -153,7 +179,7 @@ impl Scheduler {
         &self,
         schedule: &ScheduleRow,
         pending: &Pending<'_>,
-        now: Timestamp,
+        clock: Clock,
     ) -> Result<(), SchedulerError> {
         let overlap: Overlap = schedule.overlap.parse().unwrap_or_default();
         let window = Duration::from_millis(schedule.catchup_window_ms.max(0).unsigned_abs());
@@ -163,7 +189,14 @@ impl Scheduler {
             .waiting_fires(&schedule.name, "buffered")
             .await?
             .len();
-        let decision = decide(overlap, window, pending.due, now, active.len(), buffered);
+        let now = clock.now();
+        let decision = match self.startable(schedule) {
+            Ok(()) => decide(overlap, window, pending.due, now, active.len(), buffered),
+            Err(why) => {
+                tracing::error!(schedule = %schedule.name, sop = %schedule.sop, %why, "schedule cannot start its SOP; fire skipped");
+                Decision::Skip(SkipReason::Invalid)
+            }
+        };
         let run_id =
             matches!(decision, Decision::Start | Decision::CancelOthersAndStart).then(Uuid::now_v7);
         let outcome = match decision {
@@ -216,6 +249,18 @@ impl Scheduler {
         Ok(())
     }
 
+    /// Whether the schedule's SOP exists and takes its parameters: a fire that cannot
+    /// start a run is skipped, so it never counts as a run still going.
+    fn startable(&self, schedule: &ScheduleRow) -> Result<(), String> {
+        let sop = self
+            .catalog
+            .get(&schedule.sop)
+            .ok_or_else(|| format!("no SOP named `{}`", schedule.sop))?;
+        let params: BTreeMap<String, String> =
+            serde_json::from_str(&schedule.params).unwrap_or_default();
+        sop.check_start(&params)
+    }
+
     /// Starts the oldest buffered fire once nothing of the schedule runs.
     async fn start_buffered(
         &self,
@@ -234,24 +279,33 @@ impl Scheduler {
         {
             return Ok(());
         }
-        let run_id = Uuid::now_v7();
         let mut tx = self.store.begin().await?;
-        if tx
-            .start_buffered_fire(
+        if let Err(why) = self.startable(schedule) {
+            tracing::error!(schedule = %schedule.name, sop = %schedule.sop, %why, "schedule cannot start its SOP; buffered fire skipped");
+            tx.settle_buffered_fire(
                 &schedule.name,
                 oldest.scheduled_ms,
-                run_id,
+                SkipReason::Invalid.outcome(),
+                None,
                 now.as_millisecond(),
             )
-            .await?
-        {
-            let scheduled = Timestamp::from_millisecond(oldest.scheduled_ms).unwrap_or(now);
-            emit(
-                &mut tx,
-                Event::RunRequested(request(schedule, run_id, scheduled)),
-                None,
-            )
             .await?;
+        } else {
+            let run_id = Uuid::now_v7();
+            let started = tx
+                .settle_buffered_fire(
+                    &schedule.name,
+                    oldest.scheduled_ms,
+                    "started",
+                    Some(run_id),
+                    now.as_millisecond(),
+                )
+                .await?;
+            if started {
+                let scheduled = Timestamp::from_millisecond(oldest.scheduled_ms).unwrap_or(now);
+                let request = request(schedule, run_id, scheduled);
+                emit(&mut tx, Event::RunRequested(request), None).await?;
+            }
         }
         tx.commit().await?;
         Ok(())

@@ -44,7 +44,7 @@ pub enum SchedulerError {
 #[derive(Clone)]
 pub struct Scheduler {
     pub(crate) store: Store,
-    catalog: Arc<Catalog>,
+    pub(crate) catalog: Arc<Catalog>,
     /// Frozen SOP versions, parsed once.
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
 }
