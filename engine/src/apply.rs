@@ -63,7 +63,18 @@ impl Step<'_> {
                 decision,
                 comment,
                 person,
-            } => self.decide(&node, attempt, decision, comment, person),
+                groups,
+            } => {
+                let gate = self.open_gate(&node, attempt)?;
+                if !gate.allows(&person, &groups) {
+                    return Err(Rejection::NotAnApprover {
+                        gate: node,
+                        person,
+                        approvers: gate.approvers.join(", "),
+                    });
+                }
+                self.decide(&node, attempt, decision, comment, person)
+            }
             Input::GateExpired { node, attempt } => self.expired(&node, attempt),
             Input::Pause => {
                 self.refuse_if_ended()?;

@@ -70,6 +70,8 @@ pub enum Input {
         comment: Option<String>,
         /// The person (`[[people]]` id).
         person: String,
+        /// The person's groups, for approvers named `group:<name>`.
+        groups: Vec<String>,
     },
     /// A gate's `expires_in` passed.
     GateExpired {
@@ -191,6 +193,16 @@ pub enum Rejection {
         gate: String,
         /// Its `max_rework`.
         max: u32,
+    },
+    /// Someone the gate does not name as an approver.
+    #[error("{person} may not decide gate `{gate}`; its approvers are {approvers}")]
+    NotAnApprover {
+        /// The gate.
+        gate: String,
+        /// The person.
+        person: String,
+        /// The gate's approvers, for the message.
+        approvers: String,
     },
     /// The requester approving their own requirement.
     #[error("the requester may not approve their own requirement at gate `{0}`")]

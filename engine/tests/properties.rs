@@ -136,6 +136,7 @@ fn progress_inputs(sop: &Sop, state: &RunState, rng: &mut Rng) -> Vec<Input> {
                     decision,
                     comment,
                     person,
+                    groups: vec![],
                 });
                 if rng.chance(10) {
                     inputs.push(Input::GateExpired {
@@ -172,6 +173,7 @@ fn any_input(sop: &Sop, state: &RunState, rng: &mut Rng) -> Input {
             decision: Decision::Approve,
             comment: None,
             person: "cy".into(),
+            groups: vec![],
         },
         _ => {
             let mut inputs = progress_inputs(sop, state, rng);

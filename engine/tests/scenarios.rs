@@ -67,6 +67,8 @@ impl Run {
             decision,
             comment: comment.map(Into::into),
             person: person.into(),
+            // Everyone in these scenarios leads, unless a test decides otherwise.
+            groups: vec!["leads".into()],
         })
     }
 
@@ -162,6 +164,7 @@ fn send_back_reruns_the_target_with_the_comment_then_binds_decisions_to_the_new_
         decision: Decision::Approve,
         comment: None,
         person: "ana".into(),
+        groups: vec!["leads".into()],
     });
     assert_eq!(
         stale,
@@ -232,7 +235,8 @@ fn refused_decisions_change_nothing() {
             attempt: 1,
             decision: Decision::Approve,
             comment: None,
-            person: "ana".into()
+            person: "ana".into(),
+            groups: vec![],
         }),
         Err(Rejection::UnknownNode("nope".into()))
     );
@@ -252,6 +256,35 @@ nodes:
     send_back: [work]
     max_rework: 1
 ";
+
+#[test]
+fn only_the_gates_approvers_may_decide() {
+    let (mut run, _) = Run::start(sop(TWO_APPROVERS));
+    run.finish("work", Outcome::Succeeded);
+    let outsider = |decision| Input::Decide {
+        node: "review".into(),
+        attempt: 1,
+        decision,
+        comment: Some("looks fine to me".into()),
+        person: "mallory".into(),
+        groups: vec!["interns".into()],
+    };
+    for decision in [
+        Decision::Approve,
+        Decision::Reject,
+        Decision::SendBack { to: "work".into() },
+    ] {
+        assert_eq!(
+            run.apply(outsider(decision)),
+            Err(Rejection::NotAnApprover {
+                gate: "review".into(),
+                person: "mallory".into(),
+                approvers: "group:leads".into(),
+            })
+        );
+    }
+    assert_eq!(run.status("review"), NodeStatus::WaitingApproval);
+}
 
 #[test]
 fn min_approvals_counts_distinct_people_and_rework_is_bounded() {

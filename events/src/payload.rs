@@ -259,6 +259,10 @@ pub struct GateDecision {
     pub comment: Option<String>,
     /// Who decided.
     pub actor: Actor,
+    /// The decider's `[[people]]` groups when they decided: gates name approvers as
+    /// `group:<name>`, and the scheduler checks against these.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
 }
 
 /// `gate.closed`: the gate's outcome, so every card can show it.

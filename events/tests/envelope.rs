@@ -109,6 +109,7 @@ fn samples() -> Vec<Event> {
             },
             comment: Some("Add the error budget.".into()),
             actor: ana(),
+            groups: vec![],
         }),
         Event::GateClosed(GateClosed {
             run_id: run_id(),

@@ -232,6 +232,21 @@ pub struct Gate {
     pub channels: Vec<String>,
 }
 
+impl Gate {
+    /// Whether `person` (with `groups`) may decide this gate: named directly, or through
+    /// `group:<name>`. A gate without approvers may be decided by anyone known.
+    pub fn allows(&self, person: &str, groups: &[String]) -> bool {
+        self.approvers.is_empty()
+            || self
+                .approvers
+                .iter()
+                .any(|a| match a.strip_prefix("group:") {
+                    Some(group) => groups.iter().any(|g| g == group),
+                    None => a == person,
+                })
+    }
+}
+
 /// What happens when a gate expires.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -18,6 +18,7 @@ fn run(id: Uuid, status: &str) -> RunRow {
         parent_run: None,
         parent_node: None,
         parent_attempt: None,
+        requirement_id: None,
         schedule: None,
         scheduled_ms: None,
         created_at: Utc::now(),

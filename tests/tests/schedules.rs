@@ -103,6 +103,7 @@ impl Setup {
                 handle: "ana".into(),
                 person: Some("ana".into()),
             },
+            groups: vec![],
         });
         let mut tx = self.db.store.begin().await.unwrap();
         tx.append_outbox(&Envelope::new("test", &event, None).unwrap())

@@ -85,6 +85,7 @@ impl Stack {
             decision,
             comment: comment.map(Into::into),
             actor: actor("ana"),
+            groups: vec!["leads".into()],
         }))
         .await;
     }

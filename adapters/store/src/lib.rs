@@ -10,10 +10,12 @@
 
 mod attempts;
 mod dead_letter;
+mod deliveries;
 mod error;
 mod inbox;
 mod outbox;
 mod queue;
+mod requirements;
 mod runs;
 mod schedules;
 mod store;
@@ -23,9 +25,11 @@ mod url;
 
 pub use attempts::{ArtifactRow, AttemptRow, LogRow};
 pub use dead_letter::{DeadLetter, NewDeadLetter};
+pub use deliveries::DeliveryRow;
 pub use error::StoreError;
 pub use outbox::OutboxMessage;
 pub use queue::{QueueMessage, QueuedDelivery};
+pub use requirements::RequirementRow;
 pub use runs::{DecisionRow, RunRow, TimerRow};
 pub use schedules::{FireCounts, FireRow, ScheduleRow};
 pub use store::Store;

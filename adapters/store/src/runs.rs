@@ -32,6 +32,8 @@ pub struct RunRow {
     pub parent_node: Option<String>,
     /// The parent node's attempt.
     pub parent_attempt: Option<i32>,
+    /// The requirement it works on.
+    pub requirement_id: Option<Uuid>,
     /// The schedule whose fire started it.
     pub schedule: Option<String>,
     /// That fire's cron time (or manual trigger time), epoch ms.
@@ -83,7 +85,8 @@ pub struct DecisionRow {
 }
 
 const RUN_COLUMNS: &str = "id, sop, sop_version, params, requested_by, status, state, revision, \
-     parent_run, parent_node, parent_attempt, schedule, scheduled_ms, created_at, updated_at";
+     parent_run, parent_node, parent_attempt, requirement_id, schedule, scheduled_ms, created_at, \
+     updated_at";
 
 impl Tx {
     /// Keeps a SOP version's text so runs on it can be reloaded after the file changes.
@@ -115,9 +118,9 @@ impl Tx {
         let inserted = with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO runs (id, sop, sop_version, params, requested_by, status, state,
-                   revision, parent_run, parent_node, parent_attempt, schedule, scheduled_ms,
-                   created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)
+                   revision, parent_run, parent_node, parent_attempt, requirement_id, schedule,
+                   scheduled_ms, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(run.id)
@@ -131,6 +134,7 @@ impl Tx {
             .bind(run.parent_run)
             .bind(&run.parent_node)
             .bind(run.parent_attempt)
+            .bind(run.requirement_id)
             .bind(&run.schedule)
             .bind(run.scheduled_ms)
             .bind(run.created_at)
@@ -280,6 +284,20 @@ impl Store {
             sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(status)
                 .bind(limit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// The runs working on a requirement, newest first.
+    pub async fn runs_of_requirement(&self, requirement: Uuid) -> Result<Vec<RunRow>, StoreError> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE requirement_id = $1
+             ORDER BY created_at DESC, id DESC"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(requirement)
                 .fetch_all(pool)
                 .await?
         }))

@@ -84,8 +84,8 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         Runner::new(store.clone(), Arc::new(sandbox), runner_options)
             .run(bus.clone(), shutdown.clone()),
     );
-    let app = gatehouse_ingest::router(ApiState::new(store.clone(), catalog.clone()))
-        .merge(crate::metrics::router(metrics));
+    let api = ApiState::new(store.clone(), catalog.clone()).with_people(people(config));
+    let app = gatehouse_ingest::router(api).merge(crate::metrics::router(metrics));
     let serve_shutdown = shutdown.clone();
     tasks.spawn(async move {
         let serve = axum::serve(listener, app)
@@ -206,4 +206,19 @@ async fn sync_schedules(store: &Store, config: &Config, catalog: &Catalog) -> an
         );
     }
     Ok(())
+}
+
+/// `[[people]]` as the API and the webhooks see them.
+fn people(config: &Config) -> gatehouse_ingest::People {
+    gatehouse_ingest::People::new(
+        config
+            .people
+            .iter()
+            .map(|p| gatehouse_ingest::Person {
+                id: p.id.clone(),
+                github: p.github.clone(),
+                groups: p.groups.clone(),
+            })
+            .collect(),
+    )
 }

@@ -53,7 +53,7 @@ impl Up {
         // A short lease, so an attempt cut off by kill -9 is reported within the test.
         std::fs::write(
             dir.path().join("gatehouse.toml"),
-            format!("[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n{extra}"),
+            format!("[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n[[people]]\nid = \"ana\"\ngroups = [\"leads\"]\n[[people]]\nid = \"admin\"\ngroups = [\"leads\"]\n{extra}"),
         )
         .unwrap();
         let mut up = Self {
@@ -486,6 +486,14 @@ fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
     assert_eq!(
         up.fails(&["gate", "approve", &gate]),
         "error: the requester may not approve their own requirement at gate `confirm` (403 Forbidden)"
+    );
+    let outsider = up.json(&["token", "create", "mallory"])["token"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        up.fails(&["gate", "approve", &gate, "--token", &outsider]),
+        "error: mallory may not decide gate `confirm`; its approvers are group:leads (403 Forbidden)"
     );
     assert_eq!(
         up.fails(&[

@@ -75,7 +75,9 @@ impl From<Rejection> for ApiError {
             Rejection::NotAGate(_)
             | Rejection::NotASendBackTarget { .. }
             | Rejection::CommentRequired => StatusCode::UNPROCESSABLE_ENTITY,
-            Rejection::RequesterMayNotApprove(_) => StatusCode::FORBIDDEN,
+            Rejection::RequesterMayNotApprove(_) | Rejection::NotAnApprover { .. } => {
+                StatusCode::FORBIDDEN
+            }
             Rejection::NotWaiting { .. }
             | Rejection::StaleAttempt { .. }
             | Rejection::ReworkLimit { .. }

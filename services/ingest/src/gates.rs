@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
 use gatehouse_engine::{Decision, Input, apply};
-use gatehouse_events::{Event, GateDecision, GateDecisionKind, NodeStatus};
+use gatehouse_events::{Actor, Event, GateDecision, GateDecisionKind, NodeStatus};
 use gatehouse_sop::NodeKind;
 use uuid::Uuid;
 
@@ -60,6 +60,28 @@ pub async fn decide(
     Path((id, node)): Path<(Uuid, String)>,
     Json(body): Json<Decide>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let decision = checked_decision(&state, id, node, body, actor(&person)).await?;
+    let event_id = state.emit(Event::GateDecision(decision)).await?;
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(Accepted {
+            run_id: id,
+            event_id,
+        }),
+    ))
+}
+
+/// A decision checked against the run and the gate's policy, ready to emit: what the API
+/// and comment commands share. The decider's groups come from `[[people]]`.
+pub(crate) async fn checked_decision(
+    state: &ApiState,
+    id: Uuid,
+    node: String,
+    body: Decide,
+    actor: Actor,
+) -> Result<GateDecision, ApiError> {
+    let person = actor.person.clone().unwrap_or_else(|| actor.handle.clone());
+    let groups = state.people.groups(&person);
     let (_, sop, mut run) = state.load(id).await?;
     let current = run
         .nodes
@@ -88,24 +110,17 @@ pub async fn decide(
         attempt,
         decision,
         comment: body.comment.clone(),
-        person: person.clone(),
+        person,
+        groups: groups.clone(),
     };
     apply(&sop, &mut run, input)?;
-    let event_id = state
-        .emit(Event::GateDecision(GateDecision {
-            run_id: id,
-            node,
-            attempt,
-            decision: kind,
-            comment: body.comment,
-            actor: actor(&person),
-        }))
-        .await?;
-    Ok((
-        StatusCode::ACCEPTED,
-        Json(Accepted {
-            run_id: id,
-            event_id,
-        }),
-    ))
+    Ok(GateDecision {
+        run_id: id,
+        node,
+        attempt,
+        decision: kind,
+        comment: body.comment,
+        actor,
+        groups,
+    })
 }

@@ -11,6 +11,7 @@ mod auth;
 mod error;
 mod gates;
 mod openapi;
+mod people;
 mod runs;
 mod schedules;
 mod state;
@@ -19,6 +20,7 @@ pub mod views;
 
 pub use auth::{hash_token, new_token};
 pub use error::ApiError;
+pub use people::{People, Person};
 pub use state::ApiState;
 
 use axum::Router;

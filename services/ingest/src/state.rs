@@ -9,13 +9,14 @@ use gatehouse_sop::{Catalog, Sop};
 use gatehouse_store::{RunRow, Store};
 use uuid::Uuid;
 
-use crate::ApiError;
+use crate::{ApiError, People};
 
 /// The API's shared state: cheap to clone.
 #[derive(Clone)]
 pub struct ApiState {
     pub(crate) store: Store,
     pub(crate) catalog: Arc<Catalog>,
+    pub(crate) people: Arc<People>,
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
 }
 
@@ -25,8 +26,15 @@ impl ApiState {
         Self {
             store,
             catalog,
+            people: Arc::default(),
             definitions: Arc::default(),
         }
+    }
+
+    /// Who is who, for permissions (`[[people]]`).
+    pub fn with_people(mut self, people: People) -> Self {
+        self.people = Arc::new(people);
+        self
     }
 
     /// A run with its frozen definition and decoded state, or 404.

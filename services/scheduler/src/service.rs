@@ -151,6 +151,7 @@ impl Scheduler {
                 .parent
                 .as_ref()
                 .map(|p| i32::try_from(p.attempt).unwrap_or(i32::MAX)),
+            requirement_id: request.requirement_id,
             schedule: request.schedule.as_ref().map(|f| f.schedule.clone()),
             scheduled_ms: request
                 .schedule
@@ -339,6 +340,7 @@ impl Handler for Scheduler {
                     decision,
                     comment: d.comment.clone(),
                     person: person.clone(),
+                    groups: d.groups.clone(),
                 };
                 let outcome = match self.advance(tx, d.run_id, input, trace).await? {
                     Ok(()) => "applied".to_owned(),

@@ -1,0 +1,14 @@
+//! GitHub, as Gatehouse sees it: the webhook signature check (done on the raw body, before
+//! anything is parsed) and the few payload fields Gatehouse acts on.
+//!
+//! The payload types are deliberately small and tolerant: GitHub adds fields all the time,
+//! and a delivery that lacks a field Gatehouse needs is recorded and ignored, never a panic.
+
+mod payload;
+mod signature;
+
+pub use payload::{
+    Branch, Comment, CommentChanges, Issue, IssueCommentEvent, IssuesEvent, Label, Previous,
+    PullRequest, PullRequestEvent, Repository, User, Webhook,
+};
+pub use signature::{SignatureError, verify_signature};

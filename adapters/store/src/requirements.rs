@@ -1,0 +1,141 @@
+//! Requirements: what people asked for, one per issue, pull request or chat thread.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::store::with_pool;
+use crate::tx::with_tx;
+use crate::{Store, StoreError, Tx};
+
+/// A stored requirement.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RequirementRow {
+    /// Gatehouse's id.
+    pub id: Uuid,
+    /// Where it lives, as a unique key (`github:acme/app#12`).
+    pub source_key: String,
+    /// The events crate's `RequirementSource`, as JSON.
+    pub source: String,
+    /// Title.
+    pub title: String,
+    /// Text.
+    pub body: String,
+    /// Link back.
+    pub url: Option<String>,
+    /// open, closed or delivered.
+    pub state: String,
+    /// Who asked (a person id, or the source's handle for unknown people).
+    pub requested_by: String,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// Changed.
+    pub updated_at: DateTime<Utc>,
+}
+
+const COLUMNS: &str =
+    "id, source_key, source, title, body, url, state, requested_by, created_at, updated_at";
+
+impl Store {
+    /// A requirement by id.
+    pub async fn requirement(&self, id: Uuid) -> Result<Option<RequirementRow>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM requirements WHERE id = $1");
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(id).fetch_optional(pool).await?
+        }))
+    }
+
+    /// A requirement by its source key.
+    pub async fn requirement_by_key(
+        &self,
+        key: &str,
+    ) -> Result<Option<RequirementRow>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM requirements WHERE source_key = $1");
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(key).fetch_optional(pool).await?
+        }))
+    }
+}
+
+impl Tx {
+    /// A requirement by its source key, read inside the transaction.
+    pub async fn requirement_by_key(
+        &mut self,
+        key: &str,
+    ) -> Result<Option<RequirementRow>, StoreError> {
+        let sql = format!("SELECT {COLUMNS} FROM requirements WHERE source_key = $1");
+        Ok(with_tx!(self, conn => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(key).fetch_optional(conn).await?
+        }))
+    }
+
+    /// Stores a new requirement; `false` when its source key exists already.
+    pub async fn insert_requirement(&mut self, r: &RequirementRow) -> Result<bool, StoreError> {
+        let inserted = with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO requirements (id, source_key, source, title, body, url, state,
+                   requested_by, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (source_key) DO NOTHING",
+            )
+            .bind(r.id)
+            .bind(&r.source_key)
+            .bind(&r.source)
+            .bind(&r.title)
+            .bind(&r.body)
+            .bind(&r.url)
+            .bind(&r.state)
+            .bind(&r.requested_by)
+            .bind(r.created_at)
+            .bind(r.updated_at)
+            .execute(conn)
+            .await?
+            .rows_affected()
+        });
+        Ok(inserted == 1)
+    }
+
+    /// Updates a requirement's title, body and state.
+    pub async fn update_requirement(
+        &mut self,
+        id: Uuid,
+        title: &str,
+        body: &str,
+        state: &str,
+    ) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query(
+                "UPDATE requirements SET title = $1, body = $2, state = $3, updated_at = $4
+                 WHERE id = $5",
+            )
+            .bind(title)
+            .bind(body)
+            .bind(state)
+            .bind(Utc::now())
+            .bind(id)
+            .execute(conn)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// Records that a trigger occurrence started `run_id`; `false` when the same
+    /// occurrence started a run before (a second hook delivering the same event).
+    pub async fn record_trigger_start(
+        &mut self,
+        key: &str,
+        run_id: Uuid,
+    ) -> Result<bool, StoreError> {
+        let inserted = with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO trigger_starts (key, run_id, created_at) VALUES ($1, $2, $3)
+                 ON CONFLICT (key) DO NOTHING",
+            )
+            .bind(key)
+            .bind(run_id)
+            .bind(Utc::now())
+            .execute(conn)
+            .await?
+            .rows_affected()
+        });
+        Ok(inserted == 1)
+    }
+}

@@ -1,0 +1,443 @@
+//! The commands people give Gatehouse, their canonical text, and the help that lists them.
+
+use std::collections::BTreeMap;
+use std::fmt;
+use std::sync::LazyLock;
+
+use uuid::Uuid;
+
+use crate::grammar;
+
+/// A command a person gave the bot, checked for shape only.
+///
+/// Whether the SOP, run or node exists is the engine's question: this crate is pure.
+/// [`Display`](fmt::Display) writes the canonical text, which parses back to the same command
+/// and is what edited comments are compared by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    /// `run SOP [on OWNER/REPO#N] [KEY=VALUE ...]`: start a SOP.
+    Run {
+        /// The SOP id.
+        sop: String,
+        /// The issue to work on; `None` leaves it to the caller (the issue commented on, or
+        /// none from chat).
+        issue: Option<IssueRef>,
+        /// The SOP's parameters; keys are unique.
+        params: BTreeMap<String, String>,
+    },
+    /// `status [RUN]`: show a run.
+    Status {
+        /// The run; `None` means the one the conversation is about.
+        run: Option<Uuid>,
+    },
+    /// `runs`: list the active runs.
+    Runs,
+    /// `approve [GATE] [COMMENT...]`: approve a gate.
+    Approve {
+        /// The gate; `None` means the one waiting in this conversation.
+        gate: Option<GateRef>,
+        /// Why, for the record; never `Some("")`.
+        comment: Option<String>,
+    },
+    /// `reject [GATE] [COMMENT...]`: reject a gate.
+    Reject {
+        /// The gate; `None` means the one waiting in this conversation.
+        gate: Option<GateRef>,
+        /// Why, for the record; never `Some("")`.
+        comment: Option<String>,
+    },
+    /// `send-back NODE [GATE] [COMMENT...]`: have a gate's work redone from `node`.
+    SendBack {
+        /// The node to run again.
+        node: String,
+        /// The gate; `None` means the one waiting in this conversation.
+        gate: Option<GateRef>,
+        /// What to change; the node sees it. Never `Some("")`.
+        comment: Option<String>,
+    },
+    /// `cancel [RUN]`: stop a run.
+    Cancel {
+        /// The run; `None` means the one the conversation is about.
+        run: Option<Uuid>,
+    },
+    /// `retry NODE`: run a failed node of the conversation's run again.
+    Retry {
+        /// The node to retry.
+        node: String,
+    },
+    /// `schedules`: list the schedules.
+    Schedules,
+    /// `help`: show [`help`].
+    Help,
+}
+
+/// A GitHub issue a run targets, written `OWNER/REPO#N`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IssueRef {
+    /// The user or organisation.
+    pub owner: String,
+    /// The repository name.
+    pub repo: String,
+    /// The issue number; never 0.
+    pub number: u64,
+}
+
+/// A gate of a run, written `RUN/NODE`: gates are nodes, and node ids repeat across runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GateRef {
+    /// The run the gate belongs to.
+    pub run: Uuid,
+    /// The gate node.
+    pub node: String,
+}
+
+/// The command words, so that an error can name its command and show the usage before any
+/// [`Command`] exists.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Verb {
+    /// `run`
+    Run,
+    /// `status`
+    Status,
+    /// `runs`
+    Runs,
+    /// `approve`
+    Approve,
+    /// `reject`
+    Reject,
+    /// `send-back`, also read as `send_back`
+    SendBack,
+    /// `cancel`
+    Cancel,
+    /// `retry`
+    Retry,
+    /// `schedules`
+    Schedules,
+    /// `help`
+    Help,
+}
+
+impl Verb {
+    /// In the order `help` lists them.
+    const ALL: [Verb; 10] = [
+        Verb::Run,
+        Verb::Status,
+        Verb::Runs,
+        Verb::Approve,
+        Verb::Reject,
+        Verb::SendBack,
+        Verb::Cancel,
+        Verb::Retry,
+        Verb::Schedules,
+        Verb::Help,
+    ];
+
+    /// Reads a command word in any case. `send_back` is accepted because people reach for the
+    /// underscore of identifiers as often as the hyphen.
+    pub(crate) fn from_word(word: &str) -> Option<Verb> {
+        let word = word.to_ascii_lowercase();
+        if word == "send_back" {
+            return Some(Verb::SendBack);
+        }
+        Verb::ALL.into_iter().find(|verb| verb.name() == word)
+    }
+
+    /// The canonical command word.
+    pub fn name(self) -> &'static str {
+        match self {
+            Verb::Run => "run",
+            Verb::Status => "status",
+            Verb::Runs => "runs",
+            Verb::Approve => "approve",
+            Verb::Reject => "reject",
+            Verb::SendBack => "send-back",
+            Verb::Cancel => "cancel",
+            Verb::Retry => "retry",
+            Verb::Schedules => "schedules",
+            Verb::Help => "help",
+        }
+    }
+
+    /// The one-line synopsis shown in error messages and in [`help`].
+    pub fn usage(self) -> &'static str {
+        match self {
+            Verb::Run => "run SOP [on OWNER/REPO#N] [KEY=VALUE ...]",
+            Verb::Status => "status [RUN]",
+            Verb::Runs => "runs",
+            Verb::Approve => "approve [GATE] [COMMENT...]",
+            Verb::Reject => "reject [GATE] [COMMENT...]",
+            Verb::SendBack => "send-back NODE [GATE] [COMMENT...]",
+            Verb::Cancel => "cancel [RUN]",
+            Verb::Retry => "retry NODE",
+            Verb::Schedules => "schedules",
+            Verb::Help => "help",
+        }
+    }
+
+    fn summary(self) -> &'static str {
+        match self {
+            Verb::Run => "start a SOP, on an issue, with parameters",
+            Verb::Status => "show a run (default: this thread's)",
+            Verb::Runs => "list the active runs",
+            Verb::Approve => "approve a gate (default: the one waiting here)",
+            Verb::Reject => "reject a gate (default: the one waiting here)",
+            Verb::SendBack => "have NODE redo its work, with the comment as instructions",
+            Verb::Cancel => "cancel a run (default: this thread's)",
+            Verb::Retry => "run a failed NODE of this thread's run again",
+            Verb::Schedules => "list the schedules",
+            Verb::Help => "show this list",
+        }
+    }
+}
+
+impl fmt::Display for Verb {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// The reply to `help` and the text to show with any command the bot could not read: one
+/// line per command, built from the same usage strings the error messages quote.
+pub fn help() -> &'static str {
+    static HELP: LazyLock<String> = LazyLock::new(|| {
+        let width = Verb::ALL
+            .iter()
+            .map(|verb| verb.usage().len())
+            .max()
+            .unwrap_or(0);
+        let mut text = String::from(
+            "Commands (RUN is a run id, GATE is RUN/NODE, COMMENT is the rest of the line):\n",
+        );
+        for verb in Verb::ALL {
+            text.push_str(&format!("  {:width$}  {}\n", verb.usage(), verb.summary()));
+        }
+        text
+    });
+    &HELP
+}
+
+impl Command {
+    /// The command word, for messages and metrics that do not need the arguments.
+    pub fn verb(&self) -> Verb {
+        match self {
+            Command::Run { .. } => Verb::Run,
+            Command::Status { .. } => Verb::Status,
+            Command::Runs => Verb::Runs,
+            Command::Approve { .. } => Verb::Approve,
+            Command::Reject { .. } => Verb::Reject,
+            Command::SendBack { .. } => Verb::SendBack,
+            Command::Cancel { .. } => Verb::Cancel,
+            Command::Retry { .. } => Verb::Retry,
+            Command::Schedules => Verb::Schedules,
+            Command::Help => Verb::Help,
+        }
+    }
+}
+
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.verb().name())?;
+        match self {
+            Command::Run { sop, issue, params } => {
+                write!(f, " {sop}")?;
+                if let Some(issue) = issue {
+                    write!(f, " on {issue}")?;
+                }
+                for (key, value) in params {
+                    write!(f, " {key}={}", grammar::quote_value(value)?)?;
+                }
+                Ok(())
+            }
+            Command::Status { run } | Command::Cancel { run } => match run {
+                Some(run) => write!(f, " {run}"),
+                None => Ok(()),
+            },
+            Command::Approve { gate, comment } | Command::Reject { gate, comment } => {
+                write_decision(f, gate.as_ref(), comment.as_deref())
+            }
+            Command::SendBack {
+                node,
+                gate,
+                comment,
+            } => {
+                write!(f, " {node}")?;
+                write_decision(f, gate.as_ref(), comment.as_deref())
+            }
+            Command::Retry { node } => write!(f, " {node}"),
+            Command::Runs | Command::Schedules | Command::Help => Ok(()),
+        }
+    }
+}
+
+fn write_decision(
+    f: &mut fmt::Formatter<'_>,
+    gate: Option<&GateRef>,
+    comment: Option<&str>,
+) -> fmt::Result {
+    if let Some(gate) = gate {
+        write!(f, " {gate}")?;
+    }
+    if let Some(comment) = comment {
+        write!(f, " {}", grammar::render_comment(comment, gate.is_some()))?;
+    }
+    Ok(())
+}
+
+impl fmt::Display for IssueRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}#{}", self.owner, self.repo, self.number)
+    }
+}
+
+impl fmt::Display for GateRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}/{}", self.run, self.node)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const RUN: &str = "0190f3a2-7b1c-7d2e-8f00-0123456789ab";
+
+    fn run_id() -> Uuid {
+        Uuid::parse_str(RUN).expect("a valid uuid")
+    }
+
+    fn gate() -> GateRef {
+        GateRef {
+            run: run_id(),
+            node: "review".into(),
+        }
+    }
+
+    #[test]
+    fn renders_every_command_canonically() {
+        let params = BTreeMap::from([
+            ("title".to_owned(), "two words".to_owned()),
+            ("env".to_owned(), "prod".to_owned()),
+        ]);
+        let cases = [
+            (
+                Command::Run {
+                    sop: "fix-bug".into(),
+                    issue: Some(IssueRef {
+                        owner: "acme".into(),
+                        repo: "api".into(),
+                        number: 42,
+                    }),
+                    params,
+                },
+                "run fix-bug on acme/api#42 env=prod title='two words'".to_owned(),
+            ),
+            (
+                Command::Run {
+                    sop: "lint".into(),
+                    issue: None,
+                    params: BTreeMap::new(),
+                },
+                "run lint".into(),
+            ),
+            (Command::Status { run: None }, "status".into()),
+            (
+                Command::Status {
+                    run: Some(run_id()),
+                },
+                format!("status {RUN}"),
+            ),
+            (Command::Runs, "runs".into()),
+            (
+                Command::Approve {
+                    gate: Some(gate()),
+                    comment: Some("ship it".into()),
+                },
+                format!("approve {RUN}/review ship it"),
+            ),
+            (
+                Command::Reject {
+                    gate: None,
+                    comment: None,
+                },
+                "reject".into(),
+            ),
+            (
+                Command::SendBack {
+                    node: "build".into(),
+                    gate: Some(gate()),
+                    comment: Some("add tests".into()),
+                },
+                format!("send-back build {RUN}/review add tests"),
+            ),
+            (
+                Command::Cancel {
+                    run: Some(run_id()),
+                },
+                format!("cancel {RUN}"),
+            ),
+            (
+                Command::Retry {
+                    node: "build".into(),
+                },
+                "retry build".into(),
+            ),
+            (Command::Schedules, "schedules".into()),
+            (Command::Help, "help".into()),
+        ];
+        for (command, text) in cases {
+            assert_eq!(command.to_string(), text);
+        }
+    }
+
+    #[test]
+    fn quotes_a_comment_only_when_it_would_read_differently() {
+        let approve = |comment: &str| Command::Approve {
+            gate: None,
+            comment: Some(comment.into()),
+        };
+        assert_eq!(approve("it's fine").to_string(), "approve it's fine");
+        // Bare, the first word would be read as the GATE.
+        assert_eq!(
+            approve(&format!("{RUN}/review is fine")).to_string(),
+            format!("approve '{RUN}/review is fine'")
+        );
+        // Bare, the quotes would be taken off.
+        assert_eq!(approve("'x'").to_string(), r#"approve ''\''x'\'''"#);
+        // Bare, the spaces would be trimmed.
+        assert_eq!(approve(" padded ").to_string(), "approve ' padded '");
+        // After a GATE, a GATE-shaped word is just text.
+        let reject = Command::Reject {
+            gate: Some(gate()),
+            comment: Some(format!("{RUN}/other too")),
+        };
+        assert_eq!(
+            reject.to_string(),
+            format!("reject {RUN}/review {RUN}/other too")
+        );
+    }
+
+    #[test]
+    fn help_lists_every_command_on_its_own_line() {
+        let text = help();
+        for verb in Verb::ALL {
+            let line = text
+                .lines()
+                .find(|line| line.trim_start().starts_with(verb.usage()))
+                .unwrap_or_else(|| panic!("help has no line for {verb}"));
+            assert!(line.ends_with(verb.summary()), "{line}");
+        }
+        assert_eq!(text.lines().count(), Verb::ALL.len() + 1);
+    }
+
+    #[test]
+    fn reads_command_words_in_any_case_and_the_alias() {
+        assert_eq!(Verb::from_word("Approve"), Some(Verb::Approve));
+        assert_eq!(Verb::from_word("SEND-BACK"), Some(Verb::SendBack));
+        assert_eq!(Verb::from_word("send_back"), Some(Verb::SendBack));
+        assert_eq!(Verb::from_word("Send_Back"), Some(Verb::SendBack));
+        assert_eq!(Verb::from_word("sendback"), None);
+        for verb in Verb::ALL {
+            assert_eq!(Verb::from_word(verb.name()), Some(verb));
+        }
+    }
+}

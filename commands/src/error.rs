@@ -1,0 +1,73 @@
+//! Why a line is not a command. These are replies to people, not failures: each message is
+//! written to be posted back as it is.
+
+use crate::command::Verb;
+
+/// A line addressed to the bot that is not a command it can run.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// Nothing followed `/gatehouse` or the mention. The author wanted the bot, so the caller
+    /// replies with [`help`](crate::help) rather than staying silent.
+    #[error("no command given; try `help`")]
+    Empty,
+    /// The first word is not a command word; it is kept so the reply can quote it next to
+    /// [`help`](crate::help).
+    #[error("unknown command `{0}`; try `help`")]
+    UnknownCommand(String),
+    /// A command word whose arguments do not fit its usage.
+    #[error("{verb}{}{problem} (usage: `{}`)", .problem.separator(), .verb.usage())]
+    Invalid {
+        /// The command that was meant.
+        verb: Verb,
+        /// What is wrong with its arguments.
+        problem: Problem,
+    },
+}
+
+/// What is wrong with a command's arguments; [`ParseError::Invalid`] names the command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Problem {
+    /// A required argument is absent; the text says which, e.g. "a NODE".
+    #[error("needs {0}")]
+    Missing(&'static str),
+    /// A SOP or node id with characters ids do not have.
+    #[error("`{word}` is not a {what} id (letters, digits, `-`, `_`, `.`)")]
+    NotAnId {
+        /// "SOP" or "NODE".
+        what: &'static str,
+        /// The word as written.
+        word: String,
+    },
+    /// A word where a run id (a UUID) belongs.
+    #[error("`{0}` is not a run id (a UUID)")]
+    NotARun(String),
+    /// The word after `on` is not `OWNER/REPO#N`.
+    #[error("`{0}` is not OWNER/REPO#N")]
+    NotAnIssue(String),
+    /// `#0`: GitHub numbers issues from 1, so 0 is a typo, not a target.
+    #[error("`{0}`: issue numbers start at 1")]
+    IssueZero(String),
+    /// A word after the SOP that is not `KEY=VALUE`.
+    #[error("`{0}` is not KEY=VALUE")]
+    NotAParam(String),
+    /// The same parameter twice: which value was meant is a guess the bot should not make.
+    #[error("`{0}` is given twice")]
+    RepeatedKey(String),
+    /// A `"` or `'` without its partner.
+    #[error("a quote is not closed")]
+    UnclosedQuote,
+    /// A word after the last argument the command takes.
+    #[error("unexpected `{0}`")]
+    Unexpected(String),
+}
+
+impl Problem {
+    /// Joins the command name to the problem so both kinds read as sentences:
+    /// "retry needs a NODE" and "run: `foo` is not KEY=VALUE".
+    fn separator(&self) -> &'static str {
+        match self {
+            Problem::Missing(_) => " ",
+            _ => ": ",
+        }
+    }
+}

@@ -1,0 +1,42 @@
+//! The command grammar shared by GitHub comments and chat mentions. Pure: text in, values out,
+//! so the GitHub and chat adapters agree on what a command means and can be tested without
+//! either service.
+//!
+//! ```text
+//! run SOP [on OWNER/REPO#N] [KEY=VALUE ...]
+//! status [RUN]
+//! runs
+//! approve [GATE] [COMMENT...]
+//! reject [GATE] [COMMENT...]
+//! send-back NODE [GATE] [COMMENT...]
+//! cancel [RUN]
+//! retry NODE
+//! schedules
+//! help
+//! ```
+//!
+//! - Command words are read in any case; `send_back` is `send-back`.
+//! - RUN is a hyphenated UUID; GATE is `RUN/NODE`; SOP and NODE ids are ASCII letters, digits,
+//!   `-`, `_` and `.`.
+//! - A word is a GATE only when it has exactly that shape; otherwise it starts the COMMENT,
+//!   which is the rest of the text, verbatim and trimmed, or the content of one quoted word.
+//! - VALUEs take shell quoting (`title="two words"`); a KEY is letters, digits, `_`, `-`, and
+//!   appears once.
+//! - `help` ignores what follows it: asking for help should never fail.
+//!
+//! [`parse_comment`] finds commands in a GitHub comment, [`new_commands`] those an edit added,
+//! and [`parse_mention`] reads a chat message addressed to the bot. A command's
+//! [`Display`](std::fmt::Display) is its canonical text, which parses back to it.
+#![warn(missing_docs)]
+
+mod command;
+mod comment;
+mod error;
+mod grammar;
+mod markdown;
+mod mention;
+
+pub use command::{Command, GateRef, IssueRef, Verb, help};
+pub use comment::{Found, new_commands, parse_comment};
+pub use error::{ParseError, Problem};
+pub use mention::{Mention, parse_mention};

@@ -1,0 +1,47 @@
+-- Webhook deliveries and requirements (SQLite edition; keep in step with migrations/postgres).
+
+-- A delivery is stored before the webhook is answered, so nothing acknowledged is lost;
+-- it is processed afterwards (and after a restart, if one came in between). The delivery
+-- id is unique per source: a redelivery answers 2xx and does nothing.
+CREATE TABLE webhook_deliveries (
+    source       TEXT        NOT NULL,
+    delivery_id  TEXT        NOT NULL,
+    event        TEXT        NOT NULL,
+    body         TEXT        NOT NULL,
+    -- pending, processed, ignored
+    status       TEXT        NOT NULL,
+    note         TEXT,
+    received_at  TEXT        NOT NULL,
+    processed_at TEXT       ,
+    PRIMARY KEY (source, delivery_id)
+);
+CREATE INDEX webhook_deliveries_pending ON webhook_deliveries (received_at)
+    WHERE status = 'pending';
+
+-- What people asked for: one per GitHub issue or pull request (and, later, chat thread).
+CREATE TABLE requirements (
+    id           BLOB        PRIMARY KEY,
+    -- e.g. github:acme/app#12
+    source_key   TEXT        NOT NULL UNIQUE,
+    -- the events crate's RequirementSource as JSON
+    source       TEXT        NOT NULL,
+    title        TEXT        NOT NULL,
+    body         TEXT        NOT NULL,
+    url          TEXT,
+    -- open, closed, delivered
+    state        TEXT        NOT NULL,
+    requested_by TEXT        NOT NULL,
+    created_at   TEXT        NOT NULL,
+    updated_at   TEXT        NOT NULL
+);
+
+-- One run per trigger occurrence: the same label event delivered twice under different
+-- delivery ids (an organisation hook and a repository hook) starts one run.
+CREATE TABLE trigger_starts (
+    key        TEXT        PRIMARY KEY,
+    run_id     BLOB        NOT NULL,
+    created_at TEXT        NOT NULL
+);
+
+ALTER TABLE runs ADD COLUMN requirement_id BLOB;
+CREATE INDEX runs_by_requirement ON runs (requirement_id, created_at);
