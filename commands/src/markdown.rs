@@ -55,7 +55,8 @@ impl Prose {
         let mut at = 0;
         if self.in_html_comment {
             let Some(end) = line.find(CLOSE) else {
-                return vec![0..line.len()];
+                hidden.push(0..line.len());
+                return hidden;
             };
             at = end + CLOSE.len();
             hidden.push(0..at);
@@ -75,8 +76,8 @@ impl Prose {
                     // An unmatched run is literal backticks.
                     None => at = start + len,
                 }
-            } else if rest.starts_with(OPEN) {
-                let Some(end) = rest[OPEN.len()..].find(CLOSE) else {
+            } else if let Some(comment) = rest.strip_prefix(OPEN) {
+                let Some(end) = comment.find(CLOSE) else {
                     hidden.push(start..line.len());
                     self.in_html_comment = true;
                     break;

@@ -110,6 +110,20 @@ pub struct GithubConfig {
     /// Labels that start SOPs.
     #[serde(default)]
     pub triggers: Vec<GithubTrigger>,
+    /// The bot's login: `@<login> command` in a comment is a command.
+    #[serde(default = "default_bot_login")]
+    pub bot_login: String,
+    /// Deliveries larger than this are refused with 413.
+    #[serde(default = "default_max_body")]
+    pub max_body_bytes: usize,
+}
+
+fn default_bot_login() -> String {
+    "gatehouse".into()
+}
+
+fn default_max_body() -> usize {
+    25 * 1024 * 1024
 }
 
 fn default_github_api() -> String {
@@ -127,6 +141,13 @@ pub struct GithubTrigger {
     /// Repository globs (`acme/*`); empty means every repository.
     #[serde(default)]
     pub repos: Vec<String>,
+    /// Removing the label cancels the runs it started.
+    #[serde(default)]
+    pub cancel_on_unlabel: bool,
+    /// Pull requests from forks may start this SOP (its runs hold this deployment's
+    /// credentials).
+    #[serde(default)]
+    pub allow_forks: bool,
 }
 
 /// `[slack]`

@@ -84,7 +84,14 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         Runner::new(store.clone(), Arc::new(sandbox), runner_options)
             .run(bus.clone(), shutdown.clone()),
     );
-    let api = ApiState::new(store.clone(), catalog.clone()).with_people(people(config));
+    let mut api = ApiState::new(store.clone(), catalog.clone()).with_people(people(config));
+    if let Some(github) = &config.github {
+        api = api.with_github(github_settings(github)?);
+        tasks.spawn(gatehouse_ingest::process_deliveries(
+            api.clone(),
+            shutdown.clone(),
+        ));
+    }
     let app = gatehouse_ingest::router(api).merge(crate::metrics::router(metrics));
     let serve_shutdown = shutdown.clone();
     tasks.spawn(async move {
@@ -221,4 +228,38 @@ fn people(config: &Config) -> gatehouse_ingest::People {
             })
             .collect(),
     )
+}
+
+/// `[github]` as ingest uses it: secrets read, repository globs compiled.
+fn github_settings(
+    github: &crate::config::GithubConfig,
+) -> anyhow::Result<gatehouse_ingest::GithubSettings> {
+    let webhook_secrets = github
+        .webhook_secrets
+        .iter()
+        .map(|s| s.resolve().context("github.webhook_secrets"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if webhook_secrets.is_empty() {
+        tracing::warn!("[github] has no webhook_secrets: every delivery will be refused with 401");
+    }
+    let triggers = github
+        .triggers
+        .iter()
+        .map(|t| {
+            gatehouse_ingest::Trigger::new(
+                &t.label,
+                &t.sop,
+                &t.repos,
+                t.cancel_on_unlabel,
+                t.allow_forks,
+            )
+            .with_context(|| format!("github.triggers `{}`: repos", t.label))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(gatehouse_ingest::GithubSettings {
+        webhook_secrets,
+        triggers,
+        bot_login: github.bot_login.clone(),
+        max_body_bytes: github.max_body_bytes,
+    })
 }

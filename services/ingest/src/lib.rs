@@ -8,8 +8,10 @@
 //! are stored as SHA-256 hashes and name the person acting.
 
 mod auth;
+mod commands;
 mod error;
 mod gates;
+mod github;
 mod openapi;
 mod people;
 mod runs;
@@ -20,10 +22,12 @@ pub mod views;
 
 pub use auth::{hash_token, new_token};
 pub use error::ApiError;
+pub use github::{GithubSettings, Trigger, process_deliveries};
 pub use people::{People, Person};
 pub use state::ApiState;
 
 use axum::Router;
+use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
 /// The API's routes, under `/api/v1`, plus `/healthz`.
@@ -54,8 +58,14 @@ pub fn router(state: ApiState) -> Router {
             auth::require_token,
         ))
         .route("/openapi.json", get(openapi::document));
+    let webhooks = Router::new().route("/webhooks/github", post(github::receive));
+    let webhooks = match &state.github {
+        Some(github) => webhooks.layer(DefaultBodyLimit::max(github.max_body_bytes)),
+        None => webhooks,
+    };
     Router::new()
         .nest("/api/v1", api)
+        .merge(webhooks)
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
 }

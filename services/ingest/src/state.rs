@@ -6,10 +6,10 @@ use std::sync::{Arc, Mutex};
 use gatehouse_engine::RunState;
 use gatehouse_events::{Actor, Channel, Envelope, Event};
 use gatehouse_sop::{Catalog, Sop};
-use gatehouse_store::{RunRow, Store};
+use gatehouse_store::{RunRow, Store, Tx};
 use uuid::Uuid;
 
-use crate::{ApiError, People};
+use crate::{ApiError, GithubSettings, People};
 
 /// The API's shared state: cheap to clone.
 #[derive(Clone)]
@@ -17,6 +17,9 @@ pub struct ApiState {
     pub(crate) store: Store,
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) people: Arc<People>,
+    pub(crate) github: Option<Arc<GithubSettings>>,
+    /// Wakes the delivery processor when a webhook was stored.
+    pub(crate) deliveries: Arc<tokio::sync::Notify>,
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
 }
 
@@ -27,8 +30,16 @@ impl ApiState {
             store,
             catalog,
             people: Arc::default(),
+            github: None,
+            deliveries: Arc::default(),
             definitions: Arc::default(),
         }
+    }
+
+    /// Accepts GitHub webhooks at `/webhooks/github` with these settings.
+    pub fn with_github(mut self, github: GithubSettings) -> Self {
+        self.github = Some(Arc::new(github));
+        self
     }
 
     /// Who is who, for permissions (`[[people]]`).
@@ -88,14 +99,21 @@ impl ApiState {
 
     /// Appends an event to the outbox for the scheduler.
     pub(crate) async fn emit(&self, event: Event) -> Result<Uuid, ApiError> {
+        let mut tx = self.store.begin().await?;
+        let id = self.append(&mut tx, event).await?;
+        tx.commit().await?;
+        Ok(id)
+    }
+
+    /// Appends an event to the outbox within the caller's transaction, so it is sent if and
+    /// only if the rest of the transaction commits.
+    pub(crate) async fn append(&self, tx: &mut Tx, event: Event) -> Result<Uuid, ApiError> {
         let envelope = Envelope::new(
             "ingest",
             &event,
             Some(gatehouse_events::TraceParent::new_root()),
         )?;
-        let mut tx = self.store.begin().await?;
         tx.append_outbox(&envelope).await?;
-        tx.commit().await?;
         Ok(envelope.id)
     }
 }

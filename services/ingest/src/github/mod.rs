@@ -1,0 +1,12 @@
+//! GitHub webhooks: verified and stored before they are answered, then turned into
+//! requirements, label-triggered runs and comment commands by [`process_deliveries`].
+
+mod process;
+mod requirement;
+mod settings;
+mod triggers;
+mod webhook;
+
+pub use process::process_deliveries;
+pub use settings::{GithubSettings, Trigger};
+pub(crate) use webhook::receive;

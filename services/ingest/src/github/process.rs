@@ -1,0 +1,220 @@
+//! Processing stored deliveries: each in one transaction with everything it causes
+//! (requirement rows, events in the outbox) and the mark that it was processed, so a crash
+//! at any point leaves it either untouched (processed again after the restart) or done.
+
+use std::time::Duration;
+
+use gatehouse_events::RequirementState;
+use gatehouse_github::{IssueCommentEvent, IssuesEvent, PullRequestEvent, Webhook};
+use gatehouse_store::{DeliveryRow, Tx};
+use tokio_util::sync::CancellationToken;
+
+use super::requirement::Subject;
+use super::triggers::LabelEvent;
+use crate::{ApiError, ApiState};
+
+/// How long the processor sleeps when nothing wakes it (another replica's deliveries).
+const POLL: Duration = Duration::from_secs(1);
+
+/// Processes stored deliveries until `shutdown`: those received by this process as they
+/// come, and any left pending by a crash or another replica.
+pub async fn process_deliveries(state: ApiState, shutdown: CancellationToken) {
+    loop {
+        if let Err(err) = state.process_pending().await {
+            tracing::warn!(error = %err.message, "processing webhook deliveries failed; retrying");
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = state.deliveries.notified() => {}
+            () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// What processing a delivery came to.
+struct Outcome {
+    status: &'static str,
+    note: String,
+}
+
+impl Outcome {
+    fn processed(notes: Vec<String>) -> Self {
+        Self {
+            status: "processed",
+            note: notes.join("; "),
+        }
+    }
+
+    fn ignored(note: impl Into<String>) -> Self {
+        Self {
+            status: "ignored",
+            note: note.into(),
+        }
+    }
+}
+
+impl ApiState {
+    /// Processes every pending delivery, oldest first.
+    pub(crate) async fn process_pending(&self) -> Result<usize, ApiError> {
+        let mut done = 0;
+        loop {
+            let pending = self.store.pending_deliveries(100).await?;
+            if pending.is_empty() {
+                return Ok(done);
+            }
+            for delivery in pending {
+                self.process(delivery).await?;
+                done += 1;
+            }
+        }
+    }
+
+    async fn process(&self, delivery: DeliveryRow) -> Result<(), ApiError> {
+        let mut tx = self.store.begin().await?;
+        let outcome = match Webhook::parse(&delivery.event, delivery.body.as_bytes()) {
+            Err(e) => {
+                tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
+                Outcome::ignored(format!("payload not understood: {e}"))
+            }
+            Ok(Webhook::Ping) => Outcome::ignored("ping"),
+            Ok(Webhook::Other(event)) => {
+                Outcome::ignored(format!("`{event}` events are not acted on"))
+            }
+            Ok(Webhook::Issues(e)) => self.issues(&mut tx, &e).await?,
+            Ok(Webhook::PullRequest(e)) => self.pull_request(&mut tx, &e).await?,
+            Ok(Webhook::IssueComment(e)) => self.comment(&mut tx, &e).await?,
+        };
+        // Another replica may have processed it meanwhile: then roll all of this back.
+        if tx
+            .finish_delivery(
+                "github",
+                &delivery.delivery_id,
+                outcome.status,
+                &outcome.note,
+            )
+            .await?
+        {
+            tx.commit().await?;
+            tracing::info!(delivery = %delivery.delivery_id, event = %delivery.event, status = outcome.status, note = %outcome.note, "GitHub delivery processed");
+        }
+        Ok(())
+    }
+
+    async fn issues(&self, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome, ApiError> {
+        let issue = &e.issue;
+        let subject = Subject {
+            repo: &e.repository.full_name,
+            number: issue.number,
+            pull_request: issue.pull_request.is_some(),
+            title: &issue.title,
+            body: issue.body.as_deref().unwrap_or_default(),
+            url: &issue.html_url,
+            state: open_or_closed(&issue.state),
+            author: &issue.user.login,
+        };
+        let requirement = self.requirement(tx, &subject).await?;
+        let label = LabelEvent {
+            repo: subject.repo,
+            number: issue.number,
+            label: e.label.as_ref().map_or("", |l| l.name.as_str()),
+            title: &issue.title,
+            url: &issue.html_url,
+            updated_at: &issue.updated_at,
+            from_fork: false,
+            sender: self.github_actor(&e.sender.login),
+        };
+        let notes = match e.action.as_str() {
+            "labeled" => self.labeled(tx, &requirement, &label).await?,
+            "unlabeled" => self.unlabeled(tx, &requirement, &label).await?,
+            action => vec![format!("issue {action}")],
+        };
+        Ok(Outcome::processed(notes))
+    }
+
+    async fn pull_request(&self, tx: &mut Tx, e: &PullRequestEvent) -> Result<Outcome, ApiError> {
+        let pr = &e.pull_request;
+        let state = match (pr.state.as_str(), pr.merged) {
+            (_, true) => RequirementState::Delivered,
+            (state, false) => open_or_closed(state),
+        };
+        let subject = Subject {
+            repo: &e.repository.full_name,
+            number: pr.number,
+            pull_request: true,
+            title: &pr.title,
+            body: pr.body.as_deref().unwrap_or_default(),
+            url: &pr.html_url,
+            state,
+            author: &pr.user.login,
+        };
+        let requirement = self.requirement(tx, &subject).await?;
+        let label = LabelEvent {
+            repo: subject.repo,
+            number: pr.number,
+            label: e.label.as_ref().map_or("", |l| l.name.as_str()),
+            title: &pr.title,
+            url: &pr.html_url,
+            updated_at: &pr.updated_at,
+            from_fork: pr.from_fork(),
+            sender: self.github_actor(&e.sender.login),
+        };
+        let notes = match e.action.as_str() {
+            "labeled" => self.labeled(tx, &requirement, &label).await?,
+            "unlabeled" => self.unlabeled(tx, &requirement, &label).await?,
+            action => vec![format!("pull request {action}")],
+        };
+        Ok(Outcome::processed(notes))
+    }
+
+    async fn comment(&self, tx: &mut Tx, e: &IssueCommentEvent) -> Result<Outcome, ApiError> {
+        let issue = &e.issue;
+        let subject = Subject {
+            repo: &e.repository.full_name,
+            number: issue.number,
+            pull_request: issue.pull_request.is_some(),
+            title: &issue.title,
+            body: issue.body.as_deref().unwrap_or_default(),
+            url: &issue.html_url,
+            state: open_or_closed(&issue.state),
+            author: &issue.user.login,
+        };
+        let requirement = self.requirement(tx, &subject).await?;
+        let Some(github) = self.github.clone() else {
+            return Ok(Outcome::ignored("GitHub is not configured"));
+        };
+        let found = match e.action.as_str() {
+            "created" => gatehouse_commands::parse_comment(&e.comment.body, &github.bot_login),
+            // Only the commands the edit added run: the others ran when they were written.
+            "edited" => {
+                let before = e
+                    .changes
+                    .as_ref()
+                    .and_then(|c| c.body.as_ref())
+                    .map_or("", |b| b.from.as_str());
+                gatehouse_commands::new_commands(before, &e.comment.body, &github.bot_login)
+            }
+            action => return Ok(Outcome::ignored(format!("comment {action}"))),
+        };
+        if found.is_empty() {
+            return Ok(Outcome::ignored("no command in the comment"));
+        }
+        let actor = self.github_actor(&e.comment.user.login);
+        let mut notes = Vec::new();
+        for command in found {
+            let note = match command.result {
+                Ok(command) => self.command(tx, &requirement, &actor, command).await?,
+                Err(error) => format!("line {}: {error}", command.line),
+            };
+            notes.push(note);
+        }
+        Ok(Outcome::processed(notes))
+    }
+}
+
+fn open_or_closed(state: &str) -> RequirementState {
+    if state == "closed" {
+        RequirementState::Closed
+    } else {
+        RequirementState::Open
+    }
+}

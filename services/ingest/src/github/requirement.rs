@@ -1,0 +1,127 @@
+//! Requirements for issues and pull requests: created on first sight, kept current by
+//! later events (title and body edits, close, reopen, merge).
+
+use chrono::Utc;
+use gatehouse_events::{
+    Actor, Channel, Event, RequirementCreated, RequirementSource, RequirementState,
+    RequirementUpdated,
+};
+use gatehouse_store::{RequirementRow, Tx};
+use uuid::Uuid;
+
+use crate::{ApiError, ApiState};
+
+/// An issue or pull request as a webhook shows it.
+pub(crate) struct Subject<'a> {
+    /// `owner/name`.
+    pub repo: &'a str,
+    /// Number.
+    pub number: u64,
+    /// Whether it is a pull request.
+    pub pull_request: bool,
+    /// Title.
+    pub title: &'a str,
+    /// Body.
+    pub body: &'a str,
+    /// Link.
+    pub url: &'a str,
+    /// Its state now.
+    pub state: RequirementState,
+    /// Who opened it.
+    pub author: &'a str,
+}
+
+impl ApiState {
+    /// The subject's requirement, created (with `requirement.created`) or brought up to
+    /// date (with `requirement.updated`) in `tx`.
+    pub(crate) async fn requirement(
+        &self,
+        tx: &mut Tx,
+        subject: &Subject<'_>,
+    ) -> Result<RequirementRow, ApiError> {
+        let key = format!("github:{}#{}", subject.repo, subject.number);
+        let Some(mut row) = tx.requirement_by_key(&key).await? else {
+            return self.create_requirement(tx, key, subject).await;
+        };
+        // A merged pull request stays delivered when its `closed` event comes later.
+        let state = match (row.state.as_str(), subject.state) {
+            ("delivered", RequirementState::Closed) => RequirementState::Delivered,
+            (_, state) => state,
+        };
+        let state_name = state_name(state);
+        if row.title == subject.title && row.body == subject.body && row.state == state_name {
+            return Ok(row);
+        }
+        let update = RequirementUpdated {
+            requirement_id: row.id,
+            title: (row.title != subject.title).then(|| subject.title.to_owned()),
+            body: (row.body != subject.body).then(|| subject.body.to_owned()),
+            state,
+        };
+        tx.update_requirement(row.id, subject.title, subject.body, state_name)
+            .await?;
+        self.append(tx, Event::RequirementUpdated(update)).await?;
+        row.title = subject.title.to_owned();
+        row.body = subject.body.to_owned();
+        row.state = state_name.to_owned();
+        Ok(row)
+    }
+
+    async fn create_requirement(
+        &self,
+        tx: &mut Tx,
+        key: String,
+        subject: &Subject<'_>,
+    ) -> Result<RequirementRow, ApiError> {
+        let source = RequirementSource::Github {
+            repo: subject.repo.to_owned(),
+            number: subject.number,
+            pull_request: subject.pull_request,
+        };
+        let author = self.github_actor(subject.author);
+        let now = Utc::now();
+        let row = RequirementRow {
+            id: Uuid::now_v7(),
+            source_key: key,
+            source: serde_json::to_string(&source).unwrap_or_default(),
+            title: subject.title.to_owned(),
+            body: subject.body.to_owned(),
+            url: Some(subject.url.to_owned()),
+            state: state_name(subject.state).to_owned(),
+            requested_by: author
+                .person
+                .clone()
+                .unwrap_or_else(|| author.handle.clone()),
+            created_at: now,
+            updated_at: now,
+        };
+        tx.insert_requirement(&row).await?;
+        let created = RequirementCreated {
+            requirement_id: row.id,
+            source,
+            title: row.title.clone(),
+            body: row.body.clone(),
+            url: row.url.clone(),
+            requested_by: author,
+        };
+        self.append(tx, Event::RequirementCreated(created)).await?;
+        Ok(row)
+    }
+
+    /// A GitHub account as an actor, resolved to a configured person when there is one.
+    pub(crate) fn github_actor(&self, login: &str) -> Actor {
+        Actor {
+            channel: Channel::Github,
+            handle: login.to_owned(),
+            person: self.people.by_github(login).map(|p| p.id.clone()),
+        }
+    }
+}
+
+fn state_name(state: RequirementState) -> &'static str {
+    match state {
+        RequirementState::Open => "open",
+        RequirementState::Closed => "closed",
+        RequirementState::Delivered => "delivered",
+    }
+}

@@ -1,0 +1,149 @@
+//! Labels that start SOPs, and what removing one does.
+
+use std::collections::BTreeMap;
+
+use gatehouse_events::{Actor, Event, RunCommand, RunCommandKind, RunRequested};
+use gatehouse_sop::Sop;
+use gatehouse_store::{RequirementRow, Tx};
+use uuid::Uuid;
+
+use crate::{ApiError, ApiState};
+
+/// A label event on an issue or pull request.
+pub(crate) struct LabelEvent<'a> {
+    /// `owner/name`.
+    pub repo: &'a str,
+    /// Issue or pull request number.
+    pub number: u64,
+    /// The label.
+    pub label: &'a str,
+    /// The subject's title and link, offered to the SOP as parameters.
+    pub title: &'a str,
+    /// Link.
+    pub url: &'a str,
+    /// The subject's `updated_at`: the same label event delivered twice (by an
+    /// organisation hook and a repository hook) carries the same one.
+    pub updated_at: &'a str,
+    /// A pull request whose head is in a fork.
+    pub from_fork: bool,
+    /// Who labelled it.
+    pub sender: Actor,
+}
+
+impl ApiState {
+    /// Starts the SOPs of the triggers matching a newly added label, once per label event.
+    /// Returns what happened, for the delivery's note.
+    pub(crate) async fn labeled(
+        &self,
+        tx: &mut Tx,
+        requirement: &RequirementRow,
+        event: &LabelEvent<'_>,
+    ) -> Result<Vec<String>, ApiError> {
+        let Some(github) = self.github.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut notes = Vec::new();
+        for trigger in github
+            .triggers
+            .iter()
+            .filter(|t| t.matches(event.label, event.repo))
+        {
+            if event.from_fork && !trigger.allow_forks {
+                notes.push(format!(
+                    "`{}` not started: the pull request comes from a fork (allow_forks = false)",
+                    trigger.sop
+                ));
+                continue;
+            }
+            let Some(sop) = self.catalog.get(&trigger.sop) else {
+                notes.push(format!("trigger names no SOP `{}`", trigger.sop));
+                tracing::error!(label = %event.label, sop = %trigger.sop, "a GitHub trigger names an SOP that does not exist");
+                continue;
+            };
+            let params = issue_params(sop, event);
+            if let Err(why) = sop.check_start(&params) {
+                notes.push(format!("`{}` cannot start: {why}", trigger.sop));
+                continue;
+            }
+            let run_id = Uuid::now_v7();
+            let key = format!(
+                "github:{}#{}:{}:{}:{}",
+                event.repo, event.number, event.label, trigger.sop, event.updated_at
+            );
+            if !tx.record_trigger_start(&key, run_id).await? {
+                notes.push(format!(
+                    "`{}` already started for this label event (delivered twice)",
+                    trigger.sop
+                ));
+                continue;
+            }
+            let request = RunRequested {
+                run_id,
+                sop: sop.name.clone(),
+                params,
+                requirement_id: Some(requirement.id),
+                requested_by: event.sender.clone(),
+                schedule: None,
+                parent: None,
+            };
+            self.append(tx, Event::RunRequested(request)).await?;
+            notes.push(format!("started `{}` as run {run_id}", trigger.sop));
+        }
+        Ok(notes)
+    }
+
+    /// Cancels the runs a removed label started, where its trigger says so.
+    pub(crate) async fn unlabeled(
+        &self,
+        tx: &mut Tx,
+        requirement: &RequirementRow,
+        event: &LabelEvent<'_>,
+    ) -> Result<Vec<String>, ApiError> {
+        let Some(github) = self.github.clone() else {
+            return Ok(Vec::new());
+        };
+        let mut notes = Vec::new();
+        for trigger in github
+            .triggers
+            .iter()
+            .filter(|t| t.matches(event.label, event.repo))
+        {
+            if !trigger.cancel_on_unlabel {
+                notes.push(format!(
+                    "label removed; runs of `{}` go on (cancel_on_unlabel = false)",
+                    trigger.sop
+                ));
+                continue;
+            }
+            for run in self.store.runs_of_requirement(requirement.id).await? {
+                let ended = ["succeeded", "failed", "cancelled"].contains(&run.status.as_str());
+                if run.sop != trigger.sop || ended {
+                    continue;
+                }
+                let command = RunCommand {
+                    run_id: run.id,
+                    command: RunCommandKind::Cancel,
+                    actor: event.sender.clone(),
+                };
+                self.append(tx, Event::RunCommand(command)).await?;
+                notes.push(format!("label removed: cancelling run {}", run.id));
+            }
+        }
+        Ok(notes)
+    }
+}
+
+/// The parameters a triggered SOP gets from its issue: those it declares among `repo`,
+/// `issue`, `title` and `url`.
+fn issue_params(sop: &Sop, event: &LabelEvent<'_>) -> BTreeMap<String, String> {
+    [
+        ("repo", event.repo.to_owned()),
+        ("issue", event.number.to_string()),
+        ("title", event.title.to_owned()),
+        ("url", event.url.to_owned()),
+    ]
+    .into_iter()
+    .filter(|(name, _)| sop.params.contains_key(*name))
+    .map(|(name, value)| (name.to_owned(), value))
+    .collect()
+}

@@ -1,0 +1,55 @@
+//! `POST /webhooks/github`: signature first, then the delivery is stored and answered;
+//! the work happens afterwards in [`super::process_deliveries`].
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use gatehouse_github::verify_signature;
+use serde_json::{Value, json};
+
+use crate::{ApiError, ApiState};
+
+/// Receives a delivery: 401 for a bad signature (nothing stored, a counter counts it), 400
+/// for a body that is not JSON or lacks GitHub's headers, 413 above the size limit (the
+/// router's body limit), 202 once stored — also for a redelivery, which does nothing.
+pub(crate) async fn receive(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<(StatusCode, Json<Value>), ApiError> {
+    let Some(github) = state.github.as_ref() else {
+        return Err(ApiError::not_found("GitHub is not configured ([github])"));
+    };
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Err(why) = verify_signature(&github.secret_bytes(), header("x-hub-signature-256"), &body)
+    {
+        metrics::counter!("gatehouse_webhook_rejected_total", "source" => "github", "reason" => "signature")
+            .increment(1);
+        tracing::warn!(reason = %why, delivery = header("x-github-delivery").unwrap_or("-"), "GitHub delivery refused");
+        return Err(ApiError::new(StatusCode::UNAUTHORIZED, why.to_string()));
+    }
+    let bad = |m: &str| ApiError::new(StatusCode::BAD_REQUEST, m);
+    let event = header("x-github-event").ok_or_else(|| bad("no X-GitHub-Event header"))?;
+    let delivery = header("x-github-delivery").ok_or_else(|| bad("no X-GitHub-Delivery header"))?;
+    let text = std::str::from_utf8(&body).map_err(|_| bad("the body is not UTF-8"))?;
+    serde_json::from_str::<Value>(text).map_err(|e| {
+        ApiError::new(
+            StatusCode::BAD_REQUEST,
+            format!("the body is not JSON: {e}"),
+        )
+    })?;
+    let stored = state
+        .store
+        .record_delivery("github", delivery, event, text)
+        .await?;
+    if stored {
+        state.deliveries.notify_one();
+    }
+    metrics::counter!("gatehouse_webhook_deliveries_total", "source" => "github", "duplicate" => if stored { "false" } else { "true" })
+        .increment(1);
+    Ok((
+        StatusCode::ACCEPTED,
+        Json(json!({ "delivery": delivery, "duplicate": !stored })),
+    ))
+}

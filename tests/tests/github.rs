@@ -1,0 +1,478 @@
+//! GitHub webhooks end to end: signed deliveries (the real payloads from octokit/webhooks)
+//! over HTTP on loopback into the API, stored, processed into requirements, runs and gate
+//! decisions by the real scheduler on a real database.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_bus::{Bus, InProcessBus};
+use gatehouse_ingest::{ApiState, GithubSettings, People, Person, Trigger};
+use gatehouse_sop::Catalog;
+use gatehouse_store::{RequirementRow, RunRow};
+use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
+use hmac::{Hmac, KeyInit, Mac};
+use serde_json::{Value, json};
+use sha2::Sha256;
+use tokio_util::sync::CancellationToken;
+
+const SECRET: &str = "webhook s3cret";
+const REPO: &str = "Codertocat/Hello-World";
+const HOLD: &str = "name: hold\nparams: { repo: {}, issue: {} }\nnodes:\n  review: { kind: gate, approvers: [group:leads] }\n";
+const QUICK: &str = "name: quick\nnodes:\n  work: { kind: script, run: \"true\" }\n";
+
+struct Hub {
+    db: TestDb,
+    _data: tempfile::TempDir,
+    services: Services,
+    api: ApiState,
+    url: String,
+    stop: CancellationToken,
+    http: reqwest::Client,
+}
+
+impl Hub {
+    async fn start(backend: Backend, triggers: Vec<Trigger>, process: bool) -> Self {
+        let db = TestDb::new(backend).await;
+        let data = tempfile::tempdir().unwrap();
+        std::fs::create_dir(data.path().join("sops")).unwrap();
+        std::fs::write(data.path().join("sops/hold.yaml"), HOLD).unwrap();
+        std::fs::write(data.path().join("sops/quick.yaml"), QUICK).unwrap();
+        let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
+        let services = Services::start(
+            &db.store,
+            bus,
+            catalog.clone(),
+            data.path(),
+            Duration::from_secs(5),
+        );
+        let person = |id: &str, login: &str, groups: &[&str]| Person {
+            id: id.into(),
+            github: Some(login.into()),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        };
+        let api = ApiState::new(db.store.clone(), Arc::new(catalog))
+            .with_people(People::new(vec![
+                person("ana", "Codertocat", &["leads"]),
+                person("bob", "bob-gh", &[]),
+                person("tri", "triager", &[]),
+            ]))
+            .with_github(GithubSettings {
+                webhook_secrets: vec!["old secret".into(), SECRET.into()],
+                triggers,
+                bot_login: "gatehouse".into(),
+                max_body_bytes: 64 * 1024,
+            });
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let stop = CancellationToken::new();
+        let router = gatehouse_ingest::router(api.clone());
+        let serve_stop = stop.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move { serve_stop.cancelled().await })
+                .await
+                .unwrap();
+        });
+        let hub = Self {
+            db,
+            _data: data,
+            services,
+            api,
+            url,
+            stop,
+            http: reqwest::Client::new(),
+        };
+        if process {
+            hub.process();
+        }
+        hub
+    }
+
+    /// Starts the delivery processor (a restarted process does this at start).
+    fn process(&self) {
+        tokio::spawn(gatehouse_ingest::process_deliveries(
+            self.api.clone(),
+            self.stop.clone(),
+        ));
+    }
+
+    async fn post(
+        &self,
+        event: &str,
+        delivery: &str,
+        body: &[u8],
+        signature: Option<String>,
+    ) -> (u16, Value) {
+        let mut request = self
+            .http
+            .post(format!("{}/webhooks/github", self.url))
+            .header("X-GitHub-Event", event)
+            .header("X-GitHub-Delivery", delivery)
+            .header("Content-Type", "application/json")
+            .body(body.to_vec());
+        if let Some(signature) = signature {
+            request = request.header("X-Hub-Signature-256", signature);
+        }
+        let response = request.send().await.unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    async fn deliver(&self, event: &str, delivery: &str, payload: &Value) -> Value {
+        let body = serde_json::to_vec(payload).unwrap();
+        let (status, answer) = self.post(event, delivery, &body, Some(sign(&body))).await;
+        assert_eq!(status, 202, "{answer}");
+        answer
+    }
+
+    /// The delivery's note once it is processed.
+    async fn note(&self, delivery: &str) -> String {
+        for _ in 0..500 {
+            if let Some(d) = self.db.store.delivery("github", delivery).await.unwrap()
+                && d.status != "pending"
+            {
+                return d.note.unwrap_or_default();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("delivery {delivery} was never processed");
+    }
+
+    /// The issue's requirement, once a delivery has created it.
+    async fn requirement(&self, number: u64) -> RequirementRow {
+        let key = format!("github:{REPO}#{number}");
+        for _ in 0..500 {
+            if let Some(found) = self.db.store.requirement_by_key(&key).await.unwrap() {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("no requirement for {key}");
+    }
+
+    /// Waits until the requirement has `count` runs, all with `status`.
+    async fn runs(&self, number: u64, status: &str, count: usize) -> Vec<RunRow> {
+        let requirement = self.requirement(number).await;
+        for _ in 0..500 {
+            let runs = self
+                .db
+                .store
+                .runs_of_requirement(requirement.id)
+                .await
+                .unwrap();
+            if runs.len() == count && runs.iter().all(|r| r.status == status) {
+                return runs;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "issue #{number} never had {count} runs {status}: {:?}",
+            self.db
+                .store
+                .runs_of_requirement(requirement.id)
+                .await
+                .unwrap()
+        );
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        self.services.stop().await;
+        self.db.cleanup().await;
+    }
+}
+
+fn sign(body: &[u8]) -> String {
+    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
+
+fn fixture(name: &str) -> Value {
+    let path = format!(
+        "{}/../fixtures/github/{name}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+/// The real `issues.labeled` payload, labelled `label` by the triager.
+fn labeled(label: &str) -> Value {
+    let mut payload = fixture("issues.labeled");
+    payload["label"]["name"] = json!(label);
+    payload["sender"]["login"] = json!("triager");
+    payload
+}
+
+/// The real `issue_comment.created` payload with another body and author.
+fn comment(login: &str, body: &str) -> Value {
+    let mut payload = fixture("issue_comment.created");
+    payload["comment"]["body"] = json!(body);
+    payload["comment"]["user"]["login"] = json!(login);
+    payload["sender"]["login"] = json!(login);
+    payload
+}
+
+fn hold_on(label: &str) -> Trigger {
+    Trigger::new(label, "hold", &["Codertocat/*".into()], false, false).unwrap()
+}
+
+on_both_backends!(
+    bad_deliveries_are_refused_and_nothing_is_stored,
+    a_label_starts_its_sop_once_however_often_it_is_delivered,
+    a_delivery_stored_before_a_crash_is_processed_after_the_restart,
+    comment_commands_act_for_configured_people_only,
+    issue_events_keep_the_requirement_current,
+    forks_and_removed_labels_follow_their_trigger,
+);
+
+async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
+    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    let body = serde_json::to_vec(&labeled("bug")).unwrap();
+    let (status, answer) = hub.post("issues", "d-unsigned", &body, None).await;
+    assert_eq!(status, 401);
+    assert_eq!(answer["error"], "no X-Hub-Signature-256 header");
+    let wrong = sign(b"another body");
+    assert_eq!(
+        hub.post("issues", "d-wrong", &body, Some(wrong)).await.0,
+        401
+    );
+    let big = vec![b' '; 65 * 1024];
+    assert_eq!(
+        hub.post("issues", "d-big", &big, Some(sign(&big))).await.0,
+        413
+    );
+    let (status, answer) = hub
+        .post("issues", "d-text", b"not json", Some(sign(b"not json")))
+        .await;
+    assert_eq!(status, 400);
+    assert!(
+        answer["error"].as_str().unwrap().contains("not JSON"),
+        "{answer}"
+    );
+    for delivery in ["d-unsigned", "d-wrong", "d-big", "d-text"] {
+        assert!(
+            hub.db
+                .store
+                .delivery("github", delivery)
+                .await
+                .unwrap()
+                .is_none()
+        );
+    }
+    // Parses as JSON but lacks what an `issues` event has: recorded and ignored.
+    hub.deliver("issues", "d-thin", &json!({"action": "opened"}))
+        .await;
+    assert!(
+        hub.note("d-thin")
+            .await
+            .starts_with("payload not understood")
+    );
+    hub.deliver("ping", "d-ping", &fixture("ping")).await;
+    assert_eq!(hub.note("d-ping").await, "ping");
+    hub.deliver("push", "d-push", &fixture("push")).await;
+    assert_eq!(hub.note("d-push").await, "`push` events are not acted on");
+    hub.stop().await;
+}
+
+async fn a_label_starts_its_sop_once_however_often_it_is_delivered(backend: Backend) {
+    let hub = Hub::start(backend, vec![hold_on("bug"), hold_on("other")], true).await;
+    let payload = labeled("bug");
+    let first = hub.deliver("issues", "d-1", &payload).await;
+    assert_eq!(first["duplicate"], false);
+    let again = hub.deliver("issues", "d-1", &payload).await;
+    assert_eq!(again["duplicate"], true, "a redelivery does nothing");
+    // The same label event through a second hook (another delivery id).
+    hub.deliver("issues", "d-2", &payload).await;
+    assert!(hub.note("d-1").await.starts_with("started `hold`"));
+    assert_eq!(
+        hub.note("d-2").await,
+        "`hold` already started for this label event (delivered twice)"
+    );
+    let runs = hub.runs(1, "waiting", 1).await;
+    assert_eq!(runs[0].requested_by.as_deref(), Some("tri"));
+    let params: Value = serde_json::from_str(&runs[0].params).unwrap();
+    assert_eq!(params, json!({"repo": REPO, "issue": "1"}));
+    let requirement = hub.requirement(1).await;
+    assert_eq!(requirement.title, "Spelling error in the README file");
+    assert_eq!(requirement.state, "open");
+    // A label no trigger names starts nothing.
+    hub.deliver("issues", "d-3", &labeled("wontfix")).await;
+    assert_eq!(hub.note("d-3").await, "");
+    hub.runs(1, "waiting", 1).await;
+    hub.stop().await;
+}
+
+async fn a_delivery_stored_before_a_crash_is_processed_after_the_restart(backend: Backend) {
+    let hub = Hub::start(backend, vec![hold_on("bug")], false).await;
+    hub.deliver("issues", "d-1", &labeled("bug")).await;
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let stored = hub
+        .db
+        .store
+        .delivery("github", "d-1")
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.status, "pending", "answered before processing");
+    hub.process();
+    hub.note("d-1").await;
+    hub.runs(1, "waiting", 1).await;
+    hub.stop().await;
+}
+
+async fn comment_commands_act_for_configured_people_only(backend: Backend) {
+    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    let run = hub.runs(1, "waiting", 1).await[0].id;
+
+    hub.deliver(
+        "issue_comment",
+        "c-1",
+        &comment("mallory", "/gatehouse approve"),
+    )
+    .await;
+    assert_eq!(
+        hub.note("c-1").await,
+        "approve: refused, `mallory` is not one of the configured [[people]]"
+    );
+    hub.deliver(
+        "issue_comment",
+        "c-2",
+        &comment("bob-gh", "@gatehouse approve ok"),
+    )
+    .await;
+    assert_eq!(
+        hub.note("c-2").await,
+        "approve: refused: bob may not decide gate `review`; its approvers are group:leads"
+    );
+    // Commands in code blocks and quotes are not commands.
+    let quoted = "> /gatehouse approve\n```\n/gatehouse approve\n```\nthanks";
+    hub.deliver("issue_comment", "c-3", &comment("Codertocat", quoted))
+        .await;
+    assert_eq!(hub.note("c-3").await, "no command in the comment");
+    hub.runs(1, "waiting", 1).await;
+
+    // An edit runs only the commands it added.
+    let mut edited = comment("Codertocat", "@gatehouse status\n/gatehouse approve lgtm");
+    edited["action"] = json!("edited");
+    edited["changes"] = json!({"body": {"from": "@gatehouse status"}});
+    hub.deliver("issue_comment", "c-4", &edited).await;
+    assert_eq!(
+        hub.note("c-4").await,
+        format!("approve {run}/review: decided")
+    );
+    hub.runs(1, "succeeded", 1).await;
+    let decisions = hub.db.store.decisions(run).await.unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].person, "ana");
+    assert_eq!(decisions[0].channel, "github");
+    assert_eq!(decisions[0].comment.as_deref(), Some("lgtm"));
+
+    // Unknown commands and `run` with parameters.
+    hub.deliver(
+        "issue_comment",
+        "c-5",
+        &comment("bob-gh", "/gatehouse deploy\n/gatehouse run quick"),
+    )
+    .await;
+    let note = hub.note("c-5").await;
+    assert!(note.contains("unknown command"), "{note}");
+    assert!(note.contains("run: started `quick`"), "{note}");
+    hub.stop().await;
+}
+
+async fn issue_events_keep_the_requirement_current(backend: Backend) {
+    let hub = Hub::start(backend, vec![], true).await;
+    hub.deliver("issues", "d-open", &fixture("issues.opened"))
+        .await;
+    hub.note("d-open").await;
+    let created = hub.requirement(1).await;
+    assert_eq!(
+        created.requested_by, "ana",
+        "the author, as a configured person"
+    );
+    let mut edited = fixture("issues.edited");
+    edited["issue"]["title"] = json!("Spelling error in the README");
+    hub.deliver("issues", "d-edit", &edited).await;
+    hub.note("d-edit").await;
+    let mut closed = fixture("issues.edited");
+    closed["action"] = json!("closed");
+    closed["issue"]["state"] = json!("closed");
+    closed["issue"]["title"] = json!("Spelling error in the README");
+    hub.deliver("issues", "d-close", &closed).await;
+    hub.note("d-close").await;
+    let now = hub.requirement(1).await;
+    assert_eq!(now.id, created.id, "one requirement per issue");
+    assert_eq!(now.title, "Spelling error in the README");
+    assert_eq!(now.state, "closed");
+    hub.stop().await;
+}
+
+async fn forks_and_removed_labels_follow_their_trigger(backend: Backend) {
+    let triggers = vec![
+        hold_on("bug"),
+        Trigger::new("stop-me", "hold", &[], true, false).unwrap(),
+        Trigger::new("fork-ok", "quick", &[], false, true).unwrap(),
+    ];
+    let hub = Hub::start(backend, triggers, true).await;
+    // A pull request from a fork does not start a run holding credentials...
+    let mut pr = fixture("pull_request.opened");
+    pr["action"] = json!("labeled");
+    pr["label"] = json!({"name": "bug"});
+    pr["pull_request"]["head"]["repo"]["full_name"] = json!("mallory/Hello-World");
+    hub.deliver("pull_request", "p-1", &pr).await;
+    assert_eq!(
+        hub.note("p-1").await,
+        "`hold` not started: the pull request comes from a fork (allow_forks = false)"
+    );
+    // ...unless its trigger allows forks.
+    pr["label"] = json!({"name": "fork-ok"});
+    hub.deliver("pull_request", "p-2", &pr).await;
+    assert!(hub.note("p-2").await.starts_with("started `quick`"));
+
+    // Removing a label leaves its runs alone unless the trigger says otherwise.
+    hub.deliver("issues", "d-bug", &labeled("bug")).await;
+    hub.runs(1, "waiting", 1).await;
+    let mut removed = labeled("bug");
+    removed["action"] = json!("unlabeled");
+    hub.deliver("issues", "d-unbug", &removed).await;
+    assert_eq!(
+        hub.note("d-unbug").await,
+        "label removed; runs of `hold` go on (cancel_on_unlabel = false)"
+    );
+    let mut stop = labeled("stop-me");
+    stop["issue"]["updated_at"] = json!("2019-05-15T15:21:00Z");
+    hub.deliver("issues", "d-stop", &stop).await;
+    hub.runs(1, "waiting", 2).await;
+    stop["action"] = json!("unlabeled");
+    stop["issue"]["updated_at"] = json!("2019-05-15T15:22:00Z");
+    hub.deliver("issues", "d-unstop", &stop).await;
+    assert!(
+        hub.note("d-unstop")
+            .await
+            .contains("label removed: cancelling run")
+    );
+    let requirement = hub.requirement(1).await;
+    for _ in 0..500 {
+        let runs = hub
+            .db
+            .store
+            .runs_of_requirement(requirement.id)
+            .await
+            .unwrap();
+        // Both runs are `hold`; the trigger cancels every unfinished run of its SOP.
+        if runs.iter().all(|r| r.status == "cancelled") {
+            hub.stop().await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("the runs were not cancelled");
+}
