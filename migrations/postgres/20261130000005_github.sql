@@ -45,3 +45,20 @@ CREATE TABLE trigger_starts (
 
 ALTER TABLE runs ADD COLUMN requirement_id UUID;
 CREATE INDEX runs_by_requirement ON runs (requirement_id, created_at);
+
+-- Comments Gatehouse keeps on issues: one status comment per run, one reply per command
+-- that needs an answer. `body` is what the comment should say; the notifier posts it and
+-- clears `dirty`. A comment carries an invisible marker with its key, so a create that
+-- failed after GitHub stored it, or a crash before `comment_id` was recorded, is found
+-- instead of posted twice.
+CREATE TABLE github_comments (
+    key        TEXT        PRIMARY KEY,
+    repo       TEXT        NOT NULL,
+    number     BIGINT      NOT NULL,
+    body       TEXT        NOT NULL,
+    body_hash  TEXT        NOT NULL,
+    comment_id BIGINT,
+    dirty      BOOLEAN     NOT NULL,
+    updated_at TIMESTAMPTZ NOT NULL
+);
+CREATE INDEX github_comments_dirty ON github_comments (updated_at) WHERE dirty;

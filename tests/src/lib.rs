@@ -5,6 +5,8 @@
 //!
 //! `GATEHOUSE_TEST_POSTGRES` and `GATEHOUSE_TEST_NATS` override the default addresses.
 
+pub mod fake_github;
+
 use std::sync::Arc;
 use std::time::Duration;
 

@@ -6,9 +6,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_bus::{Bus, InProcessBus};
+use gatehouse_github::GithubClient;
 use gatehouse_ingest::{ApiState, GithubSettings, People, Person, Trigger};
+use gatehouse_notifier::Notifier;
 use gatehouse_sop::Catalog;
 use gatehouse_store::{RequirementRow, RunRow};
+use gatehouse_tests::fake_github::FakeGithub;
 use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
@@ -22,6 +25,8 @@ const QUICK: &str = "name: quick\nnodes:\n  work: { kind: script, run: \"true\" 
 
 struct Hub {
     db: TestDb,
+    github: FakeGithub,
+    client: GithubClient,
     _data: tempfile::TempDir,
     services: Services,
     api: ApiState,
@@ -40,6 +45,12 @@ impl Hub {
         let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
         assert!(errors.is_empty(), "{errors:?}");
         let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
+        let github = FakeGithub::start().await;
+        let client = GithubClient::new(&github.url, "test-token".into()).unwrap();
+        let stop = CancellationToken::new();
+        tokio::spawn(
+            Notifier::new(db.store.clone(), Some(client.clone())).run(bus.clone(), stop.clone()),
+        );
         let services = Services::start(
             &db.store,
             bus,
@@ -66,7 +77,6 @@ impl Hub {
             });
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
-        let stop = CancellationToken::new();
         let router = gatehouse_ingest::router(api.clone());
         let serve_stop = stop.clone();
         tokio::spawn(async move {
@@ -77,6 +87,8 @@ impl Hub {
         });
         let hub = Self {
             db,
+            github,
+            client,
             _data: data,
             services,
             api,
@@ -181,6 +193,26 @@ impl Hub {
         );
     }
 
+    /// Waits until the issue has `count` comments and the newest satisfies `check`.
+    async fn comments(
+        &self,
+        number: u64,
+        count: usize,
+        check: impl Fn(&str) -> bool,
+    ) -> Vec<String> {
+        for _ in 0..500 {
+            let comments = self.github.comments(REPO, number);
+            if comments.len() == count && comments.last().is_some_and(|c| check(c)) {
+                return comments;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "issue #{number} never had {count} comments as expected: {:#?}",
+            self.github.comments(REPO, number)
+        );
+    }
+
     async fn stop(self) {
         self.stop.cancel();
         self.services.stop().await;
@@ -230,6 +262,10 @@ on_both_backends!(
     comment_commands_act_for_configured_people_only,
     issue_events_keep_the_requirement_current,
     forks_and_removed_labels_follow_their_trigger,
+    the_status_comment_is_posted_once_and_edited_in_place,
+    a_comment_github_stored_before_failing_is_not_posted_again,
+    commands_that_need_an_answer_get_a_reply,
+    reconciliation_starts_labels_added_while_away_exactly_once,
 );
 
 async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
@@ -340,7 +376,7 @@ async fn comment_commands_act_for_configured_people_only(backend: Backend) {
     .await;
     assert_eq!(
         hub.note("c-1").await,
-        "approve: refused, `mallory` is not one of the configured [[people]]"
+        "approve: refused, `mallory` is not one of the people configured for Gatehouse; ask an administrator to add you to [[people]]"
     );
     hub.deliver(
         "issue_comment",
@@ -475,4 +511,158 @@ async fn forks_and_removed_labels_follow_their_trigger(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("the runs were not cancelled");
+}
+
+async fn the_status_comment_is_posted_once_and_edited_in_place(backend: Backend) {
+    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    let run = hub.runs(1, "waiting", 1).await[0].id;
+    let status = hub.comments(1, 1, |c| c.contains("waiting_approval")).await;
+    assert!(status[0].contains(&format!("run `{run}`")), "{}", status[0]);
+    assert!(status[0].contains("waits for group:leads"), "{}", status[0]);
+    assert!(status[0].contains(&format!("<!-- gatehouse:run:{run} -->")));
+
+    hub.deliver(
+        "issue_comment",
+        "c-ok",
+        &comment("Codertocat", "/gatehouse approve"),
+    )
+    .await;
+    hub.runs(1, "succeeded", 1).await;
+    let done = hub.comments(1, 1, |c| c.contains("— succeeded")).await;
+    assert!(
+        done[0].contains("| review | gate | succeeded | 1 |"),
+        "{}",
+        done[0]
+    );
+    let calls = hub.github.calls();
+    let posts = calls.iter().filter(|c| c.starts_with("POST")).count();
+    let edits = calls.iter().filter(|c| c.starts_with("PATCH")).count();
+    assert_eq!(posts, 1, "created once: {calls:?}");
+    assert!(edits >= 1, "then edited in place: {calls:?}");
+    hub.stop().await;
+}
+
+async fn a_comment_github_stored_before_failing_is_not_posted_again(backend: Backend) {
+    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    // The first create is stored by GitHub but answered 502 (the same as a crash between
+    // posting and recording the id), and the next call meets a secondary rate limit.
+    hub.github.fail_creates(1);
+    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    hub.runs(1, "waiting", 1).await;
+    hub.comments(1, 1, |c| c.contains("waiting_approval")).await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(
+        hub.github.comments(REPO, 1).len(),
+        1,
+        "found by its marker, not repeated"
+    );
+    hub.github.rate_limit(1);
+    hub.deliver(
+        "issue_comment",
+        "c-ok",
+        &comment("Codertocat", "/gatehouse approve"),
+    )
+    .await;
+    hub.comments(1, 1, |c| c.contains("— succeeded")).await;
+    let calls = hub.github.calls();
+    assert_eq!(
+        calls.iter().filter(|c| c.starts_with("POST")).count(),
+        1,
+        "{calls:?}"
+    );
+    hub.stop().await;
+}
+
+async fn commands_that_need_an_answer_get_a_reply(backend: Backend) {
+    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    let run = hub.runs(1, "waiting", 1).await[0].id;
+    hub.comments(1, 1, |c| c.contains("waiting_approval")).await;
+
+    hub.deliver(
+        "issue_comment",
+        "c-who",
+        &comment("mallory", "/gatehouse approve"),
+    )
+    .await;
+    let replies = hub.comments(1, 2, |c| c.starts_with("@mallory")).await;
+    assert!(
+        replies[1].contains("`approve`: refused: `mallory` is not one of the people configured"),
+        "{}",
+        replies[1]
+    );
+    hub.deliver(
+        "issue_comment",
+        "c-typo",
+        &comment("bob-gh", "/gatehouse aprove\n@gatehouse status"),
+    )
+    .await;
+    let replies = hub.comments(1, 3, |c| c.starts_with("@bob-gh")).await;
+    assert!(replies[2].contains("`aprove`"), "{}", replies[2]);
+    assert!(replies[2].contains("unknown command"), "{}", replies[2]);
+    assert!(
+        replies[2].contains("send-back NODE"),
+        "help follows: {}",
+        replies[2]
+    );
+    assert!(
+        replies[2].contains(&format!(
+            "`{run}` hold — waiting; gate `review` (attempt 1) waits for group:leads"
+        )),
+        "{}",
+        replies[2]
+    );
+    // A redelivery replies nothing new.
+    hub.deliver(
+        "issue_comment",
+        "c-typo",
+        &comment("bob-gh", "/gatehouse aprove"),
+    )
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert_eq!(hub.github.comments(REPO, 1).len(), 3);
+    hub.stop().await;
+}
+
+async fn reconciliation_starts_labels_added_while_away_exactly_once(backend: Backend) {
+    let hub = Hub::start(
+        backend,
+        vec![hold_on("bug"), hold_on("elsewhere-only")],
+        true,
+    )
+    .await;
+    let issue = |number: u64, repo: &str, label: &str| {
+        json!({
+            "number": number, "title": format!("issue {number}"), "body": "text",
+            "html_url": format!("https://github.com/{repo}/issues/{number}"),
+            "repository_url": format!("{}/repos/{repo}", hub.github.url),
+            "updated_at": "2026-11-30T10:00:00Z", "state": "open",
+            "user": {"login": "Codertocat"}, "labels": [{"name": label}]
+        })
+    };
+    hub.github.add_search_result(issue(7, REPO, "bug"));
+    hub.github.add_search_result(issue(8, "other/repo", "bug"));
+    // Two replicas reconciling at the same time start one run.
+    let (a, b) = tokio::join!(
+        hub.api.reconcile(&hub.client),
+        hub.api.reconcile(&hub.client)
+    );
+    assert_eq!(a.unwrap() + b.unwrap(), 1);
+    hub.runs(7, "waiting", 1).await;
+    assert_eq!(
+        hub.api.reconcile(&hub.client).await.unwrap(),
+        0,
+        "it has its run now"
+    );
+    assert!(
+        hub.db
+            .store
+            .requirement_by_key("github:other/repo#8")
+            .await
+            .unwrap()
+            .is_none(),
+        "outside the trigger's repositories"
+    );
+    hub.stop().await;
 }

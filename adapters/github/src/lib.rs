@@ -1,12 +1,15 @@
 //! GitHub, as Gatehouse sees it: the webhook signature check (done on the raw body, before
-//! anything is parsed) and the few payload fields Gatehouse acts on.
+//! anything is parsed), the few payload fields Gatehouse acts on, and the REST calls it
+//! makes (comments, search).
 //!
 //! The payload types are deliberately small and tolerant: GitHub adds fields all the time,
 //! and a delivery that lacks a field Gatehouse needs is recorded and ignored, never a panic.
 
+mod client;
 mod payload;
 mod signature;
 
+pub use client::{FoundIssue, GithubClient, GithubError, IssueComment, rate_limit_wait};
 pub use payload::{
     Branch, Comment, CommentChanges, Issue, IssueCommentEvent, IssuesEvent, Label, Previous,
     PullRequest, PullRequestEvent, Repository, User, Webhook,

@@ -9,6 +9,7 @@
 //! [queue](Store::queue_publish) tables behind the in-process bus.
 
 mod attempts;
+mod comments;
 mod dead_letter;
 mod deliveries;
 mod error;
@@ -24,6 +25,7 @@ mod tx;
 mod url;
 
 pub use attempts::{ArtifactRow, AttemptRow, LogRow};
+pub use comments::CommentRow;
 pub use dead_letter::{DeadLetter, NewDeadLetter};
 pub use deliveries::DeliveryRow;
 pub use error::StoreError;

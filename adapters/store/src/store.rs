@@ -94,8 +94,12 @@ impl Store {
                 .connect_with(o)
                 .await
                 .map(Pool::Postgres)?,
+            // SQLite has one writer: every transaction waiting for the write lock holds a
+            // connection meanwhile, so the pool must be larger than the number of writers
+            // that can wait at once (each service's consumers and loops), or the lock
+            // holder could not get a connection for a read and would wait on the waiters.
             ConnectOptions::Sqlite(o) => SqlitePoolOptions::new()
-                .max_connections(8)
+                .max_connections(32)
                 .acquire_timeout(Duration::from_secs(30))
                 .connect_with(o)
                 .await

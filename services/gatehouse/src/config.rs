@@ -116,6 +116,14 @@ pub struct GithubConfig {
     /// Deliveries larger than this are refused with 413.
     #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
+    /// How often open issues with trigger labels are checked for a missing run (labels
+    /// added while Gatehouse was down).
+    #[serde(default = "default_reconcile", with = "humantime_serde")]
+    pub reconcile_interval: Duration,
+}
+
+fn default_reconcile() -> Duration {
+    Duration::from_secs(300)
 }
 
 fn default_bot_login() -> String {

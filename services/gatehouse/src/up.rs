@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::Context;
 use gatehouse_bus::{Bus, InProcessBus, JetStreamBus, Relay, RelayOptions};
 use gatehouse_ingest::{ApiState, hash_token, new_token};
+use gatehouse_notifier::Notifier;
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_scheduler::Scheduler;
@@ -85,13 +86,41 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
             .run(bus.clone(), shutdown.clone()),
     );
     let mut api = ApiState::new(store.clone(), catalog.clone()).with_people(people(config));
+    let github_client = match config
+        .github
+        .as_ref()
+        .and_then(|g| g.token.as_ref().map(|t| (g, t)))
+    {
+        Some((github, token)) => Some(
+            gatehouse_github::GithubClient::new(
+                &github.api_url,
+                token.resolve().context("github.token")?,
+            )
+            .context("github.api_url")?,
+        ),
+        None => None,
+    };
     if let Some(github) = &config.github {
         api = api.with_github(github_settings(github)?);
         tasks.spawn(gatehouse_ingest::process_deliveries(
             api.clone(),
             shutdown.clone(),
         ));
+        match &github_client {
+            Some(client) => {
+                tasks.spawn(gatehouse_ingest::reconcile_github(
+                    api.clone(),
+                    client.clone(),
+                    github.reconcile_interval,
+                    shutdown.clone(),
+                ));
+            }
+            None => tracing::warn!(
+                "[github] has no token: no status comments, replies or reconciliation"
+            ),
+        }
     }
+    tasks.spawn(Notifier::new(store.clone(), github_client).run(bus.clone(), shutdown.clone()));
     let app = gatehouse_ingest::router(api).merge(crate::metrics::router(metrics));
     let serve_shutdown = shutdown.clone();
     tasks.spawn(async move {

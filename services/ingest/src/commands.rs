@@ -15,22 +15,49 @@ use crate::gates::checked_decision;
 use crate::views::{Decide, DecisionKind};
 use crate::{ApiError, ApiState};
 
+/// What a command came to: a sentence for the audit trail, and the answer its author
+/// should see, when there is one (a refusal, a question answered). Commands that worked
+/// need no answer: the run's status comment shows their effect.
+pub(crate) struct Done {
+    /// For the delivery's record.
+    pub note: String,
+    /// For the author.
+    pub reply: Option<String>,
+}
+
+impl Done {
+    fn quiet(note: String) -> Self {
+        Self { note, reply: None }
+    }
+
+    fn answered(note: String, reply: String) -> Self {
+        Self {
+            note,
+            reply: Some(reply),
+        }
+    }
+}
+
 impl ApiState {
-    /// Carries out one command for `requirement`; returns what happened, in a sentence.
-    /// A refusal is a sentence too; only a database failure is an error (the delivery
-    /// is then processed again).
+    /// Carries out one command for `requirement`. A refusal is an answer too; only a
+    /// database failure is an error (the delivery is then processed again).
     pub(crate) async fn command(
         &self,
         tx: &mut Tx,
         requirement: &RequirementRow,
         actor: &Actor,
         command: Command,
-    ) -> Result<String, ApiError> {
+    ) -> Result<Done, ApiError> {
         let verb = command.verb().name();
+        let text = format!("`{command}`");
         if actor.person.is_none() {
-            return Ok(format!(
-                "{verb}: refused, `{}` is not one of the configured [[people]]",
+            let why = format!(
+                "`{}` is not one of the people configured for Gatehouse; ask an administrator to add you to [[people]]",
                 actor.handle
+            );
+            return Ok(Done::answered(
+                format!("{verb}: refused, {why}"),
+                format!("{text}: refused: {why}."),
             ));
         }
         let result = match command {
@@ -64,15 +91,72 @@ impl ApiState {
                 self.run_command(tx, requirement, actor, None, input, kind)
                     .await
             }
-            Command::Status { .. } | Command::Runs | Command::Schedules | Command::Help => {
-                Ok(format!("{verb}: answered in a reply"))
+            Command::Status { .. } | Command::Runs => {
+                let answer = self.status(requirement).await?;
+                return Ok(Done::answered(format!("{verb}: answered"), answer));
+            }
+            Command::Schedules => {
+                let answer = self.schedule_list().await?;
+                return Ok(Done::answered(format!("{verb}: answered"), answer));
+            }
+            Command::Help => {
+                let answer = format!("```\n{}\n```", gatehouse_commands::help());
+                return Ok(Done::answered(format!("{verb}: answered"), answer));
             }
         };
         match result {
-            Ok(done) => Ok(done),
+            Ok(done) => Ok(Done::quiet(done)),
             Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => Err(e),
-            Err(e) => Ok(format!("{verb}: refused: {}", e.message)),
+            Err(e) => Ok(Done::answered(
+                format!("{verb}: refused: {}", e.message),
+                format!("{text}: refused: {}.", e.message),
+            )),
         }
+    }
+
+    /// The requirement's runs, newest first, with the gates that wait and who may decide.
+    async fn status(&self, requirement: &RequirementRow) -> Result<String, ApiError> {
+        let runs = self.store.runs_of_requirement(requirement.id).await?;
+        if runs.is_empty() {
+            return Ok("No run works on this issue yet.".into());
+        }
+        let mut out = String::from("Runs on this issue:\n");
+        for row in runs {
+            let (row, sop, state) = self.decode(row).await?;
+            out.push_str(&format!("- `{}` {} — {}", row.id, row.sop, row.status));
+            for (node, n) in &state.nodes {
+                if n.status != NodeStatus::WaitingApproval {
+                    continue;
+                }
+                let approvers = match sop.node(node).map(|d| &d.kind) {
+                    Some(gatehouse_sop::NodeKind::Gate(gate)) => gate.approvers.join(", "),
+                    _ => String::new(),
+                };
+                out.push_str(&format!(
+                    "; gate `{node}` (attempt {}) waits for {approvers}",
+                    n.attempt
+                ));
+            }
+            out.push('\n');
+        }
+        Ok(out)
+    }
+
+    /// The schedules, for `schedules`.
+    async fn schedule_list(&self) -> Result<String, ApiError> {
+        let schedules = self.store.schedules(None, 50).await?;
+        if schedules.is_empty() {
+            return Ok("No schedules.".into());
+        }
+        let mut out = String::from("Schedules:\n");
+        for s in schedules {
+            let state = if s.paused { " (paused)" } else { "" };
+            out.push_str(&format!(
+                "- `{}`: `{}` {} → {}{state}\n",
+                s.name, s.cron, s.timezone, s.sop
+            ));
+        }
+        Ok(out)
     }
 
     async fn start(

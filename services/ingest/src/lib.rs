@@ -22,7 +22,7 @@ pub mod views;
 
 pub use auth::{hash_token, new_token};
 pub use error::ApiError;
-pub use github::{GithubSettings, Trigger, process_deliveries};
+pub use github::{GithubSettings, ReconcileError, Trigger, process_deliveries, reconcile_github};
 pub use people::{People, Person};
 pub use state::ApiState;
 

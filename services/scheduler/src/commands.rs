@@ -236,7 +236,7 @@ impl Context<'_> {
             run_id: self.run.id,
             sop: self.run.sop.clone(),
             sop_version: self.run.sop_version.clone(),
-            requirement_id: None,
+            requirement_id: self.run.requirement_id,
             status: self.state.status,
             nodes: self
                 .state

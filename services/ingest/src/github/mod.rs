@@ -2,11 +2,13 @@
 //! requirements, label-triggered runs and comment commands by [`process_deliveries`].
 
 mod process;
+mod reconcile;
 mod requirement;
 mod settings;
 mod triggers;
 mod webhook;
 
 pub use process::process_deliveries;
+pub use reconcile::{ReconcileError, reconcile_github};
 pub use settings::{GithubSettings, Trigger};
 pub(crate) use webhook::receive;

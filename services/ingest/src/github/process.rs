@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::requirement::Subject;
 use super::triggers::LabelEvent;
+use crate::commands::Done;
 use crate::{ApiError, ApiState};
 
 /// How long the processor sleeps when nothing wakes it (another replica's deliveries).
@@ -82,7 +83,9 @@ impl ApiState {
             }
             Ok(Webhook::Issues(e)) => self.issues(&mut tx, &e).await?,
             Ok(Webhook::PullRequest(e)) => self.pull_request(&mut tx, &e).await?,
-            Ok(Webhook::IssueComment(e)) => self.comment(&mut tx, &e).await?,
+            Ok(Webhook::IssueComment(e)) => {
+                self.comment(&mut tx, &delivery.delivery_id, &e).await?
+            }
         };
         // Another replica may have processed it meanwhile: then roll all of this back.
         if tx
@@ -166,7 +169,12 @@ impl ApiState {
         Ok(Outcome::processed(notes))
     }
 
-    async fn comment(&self, tx: &mut Tx, e: &IssueCommentEvent) -> Result<Outcome, ApiError> {
+    async fn comment(
+        &self,
+        tx: &mut Tx,
+        delivery: &str,
+        e: &IssueCommentEvent,
+    ) -> Result<Outcome, ApiError> {
         let issue = &e.issue;
         let subject = Subject {
             repo: &e.repository.full_name,
@@ -200,12 +208,32 @@ impl ApiState {
         }
         let actor = self.github_actor(&e.comment.user.login);
         let mut notes = Vec::new();
+        let mut replies = Vec::new();
         for command in found {
-            let note = match command.result {
+            let done = match command.result {
                 Ok(command) => self.command(tx, &requirement, &actor, command).await?,
-                Err(error) => format!("line {}: {error}", command.line),
+                Err(error) => {
+                    let help = matches!(
+                        error,
+                        gatehouse_commands::ParseError::UnknownCommand(_)
+                            | gatehouse_commands::ParseError::Empty
+                    )
+                    .then(|| format!("\n\n```\n{}\n```", gatehouse_commands::help()))
+                    .unwrap_or_default();
+                    Done {
+                        note: format!("line {}: {error}", command.line),
+                        reply: Some(format!("`{}`: {error}{help}", command.text.trim())),
+                    }
+                }
             };
-            notes.push(note);
+            notes.push(done.note);
+            replies.extend(done.reply);
+        }
+        if !replies.is_empty() {
+            let reply = format!("@{} {}", e.comment.user.login, replies.join("\n\n"));
+            let key = format!("reply:{delivery}");
+            tx.want_comment(&key, &e.repository.full_name, issue.number, &reply)
+                .await?;
         }
         Ok(Outcome::processed(notes))
     }

@@ -7,7 +7,7 @@ use gatehouse_sop::Sop;
 use gatehouse_store::{RequirementRow, Tx};
 use uuid::Uuid;
 
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, Trigger};
 
 /// A label event on an issue or pull request.
 pub(crate) struct LabelEvent<'a> {
@@ -48,48 +48,56 @@ impl ApiState {
             .iter()
             .filter(|t| t.matches(event.label, event.repo))
         {
-            if event.from_fork && !trigger.allow_forks {
-                notes.push(format!(
-                    "`{}` not started: the pull request comes from a fork (allow_forks = false)",
-                    trigger.sop
-                ));
-                continue;
-            }
-            let Some(sop) = self.catalog.get(&trigger.sop) else {
-                notes.push(format!("trigger names no SOP `{}`", trigger.sop));
-                tracing::error!(label = %event.label, sop = %trigger.sop, "a GitHub trigger names an SOP that does not exist");
-                continue;
-            };
-            let params = issue_params(sop, event);
-            if let Err(why) = sop.check_start(&params) {
-                notes.push(format!("`{}` cannot start: {why}", trigger.sop));
-                continue;
-            }
-            let run_id = Uuid::now_v7();
-            let key = format!(
-                "github:{}#{}:{}:{}:{}",
-                event.repo, event.number, event.label, trigger.sop, event.updated_at
-            );
-            if !tx.record_trigger_start(&key, run_id).await? {
-                notes.push(format!(
-                    "`{}` already started for this label event (delivered twice)",
-                    trigger.sop
-                ));
-                continue;
-            }
-            let request = RunRequested {
-                run_id,
-                sop: sop.name.clone(),
-                params,
-                requirement_id: Some(requirement.id),
-                requested_by: event.sender.clone(),
-                schedule: None,
-                parent: None,
-            };
-            self.append(tx, Event::RunRequested(request)).await?;
-            notes.push(format!("started `{}` as run {run_id}", trigger.sop));
+            notes.push(self.start_trigger(tx, requirement, trigger, event).await?);
         }
         Ok(notes)
+    }
+
+    /// Starts one trigger's SOP for a label event, unless this occurrence (`updated_at`)
+    /// started it before. Returns what happened.
+    pub(crate) async fn start_trigger(
+        &self,
+        tx: &mut Tx,
+        requirement: &RequirementRow,
+        trigger: &Trigger,
+        event: &LabelEvent<'_>,
+    ) -> Result<String, ApiError> {
+        if event.from_fork && !trigger.allow_forks {
+            return Ok(format!(
+                "`{}` not started: the pull request comes from a fork (allow_forks = false)",
+                trigger.sop
+            ));
+        }
+        let Some(sop) = self.catalog.get(&trigger.sop) else {
+            tracing::error!(label = %event.label, sop = %trigger.sop, "a GitHub trigger names an SOP that does not exist");
+            return Ok(format!("trigger names no SOP `{}`", trigger.sop));
+        };
+        let params = issue_params(sop, event);
+        if let Err(why) = sop.check_start(&params) {
+            return Ok(format!("`{}` cannot start: {why}", trigger.sop));
+        }
+        let run_id = Uuid::now_v7();
+        let key = format!(
+            "github:{}#{}:{}:{}:{}",
+            event.repo, event.number, event.label, trigger.sop, event.updated_at
+        );
+        if !tx.record_trigger_start(&key, run_id).await? {
+            return Ok(format!(
+                "`{}` already started for this label event (delivered twice)",
+                trigger.sop
+            ));
+        }
+        let request = RunRequested {
+            run_id,
+            sop: sop.name.clone(),
+            params,
+            requirement_id: Some(requirement.id),
+            requested_by: event.sender.clone(),
+            schedule: None,
+            parent: None,
+        };
+        self.append(tx, Event::RunRequested(request)).await?;
+        Ok(format!("started `{}` as run {run_id}", trigger.sop))
     }
 
     /// Cancels the runs a removed label started, where its trigger says so.

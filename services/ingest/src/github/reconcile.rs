@@ -1,0 +1,135 @@
+//! Reconciliation: GitHub does not redeliver a webhook that found Gatehouse down, so at
+//! start and every few minutes the open issues carrying a trigger label are listed, and
+//! those with no run of the trigger's SOP get one — exactly once, however many replicas
+//! reconcile at the same time.
+
+use std::time::Duration;
+
+use gatehouse_events::RequirementState;
+use gatehouse_github::{FoundIssue, GithubClient};
+use tokio_util::sync::CancellationToken;
+
+use super::requirement::Subject;
+use super::triggers::LabelEvent;
+use crate::{ApiError, ApiState, Trigger};
+
+/// Reconciles at once and then every `interval` until `shutdown`.
+pub async fn reconcile_github(
+    state: ApiState,
+    client: GithubClient,
+    interval: Duration,
+    shutdown: CancellationToken,
+) {
+    loop {
+        match state.reconcile(&client).await {
+            Ok(0) => {}
+            Ok(started) => {
+                tracing::info!(
+                    started,
+                    "reconciliation started runs for labels added while Gatehouse was away"
+                );
+            }
+            Err(e) => {
+                tracing::warn!(error = %e, "reconciling GitHub labels failed; trying again later")
+            }
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = tokio::time::sleep(interval) => {}
+        }
+    }
+}
+
+/// Why a reconciliation pass stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum ReconcileError {
+    /// GitHub could not be asked.
+    #[error(transparent)]
+    Github(#[from] gatehouse_github::GithubError),
+    /// The database could not be used.
+    #[error("{}", .0.message)]
+    Store(ApiError),
+}
+
+impl From<ApiError> for ReconcileError {
+    fn from(e: ApiError) -> Self {
+        Self::Store(e)
+    }
+}
+
+impl From<gatehouse_store::StoreError> for ReconcileError {
+    fn from(e: gatehouse_store::StoreError) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+impl ApiState {
+    /// One pass: returns how many runs it started.
+    pub async fn reconcile(&self, client: &GithubClient) -> Result<usize, ReconcileError> {
+        let Some(github) = self.github.clone() else {
+            return Ok(0);
+        };
+        let mut started = 0;
+        for trigger in &github.triggers {
+            for issue in client.open_with_label(&trigger.label).await? {
+                if trigger.matches(&trigger.label, &issue.repo())
+                    && self.reconcile_issue(trigger, &issue).await?
+                {
+                    started += 1;
+                }
+            }
+        }
+        Ok(started)
+    }
+
+    async fn reconcile_issue(
+        &self,
+        trigger: &Trigger,
+        issue: &FoundIssue,
+    ) -> Result<bool, ReconcileError> {
+        // A fork cannot be told from a search result: pull requests are left to their
+        // webhooks unless the trigger accepts forks anyway.
+        if issue.pull_request.is_some() && !trigger.allow_forks {
+            return Ok(false);
+        }
+        let repo = issue.repo();
+        // Read before the transaction: on SQLite a transaction holds the only write lock,
+        // and reads through other connections meanwhile are best avoided.
+        let key = format!("github:{repo}#{}", issue.number);
+        if let Some(known) = self.store.requirement_by_key(&key).await? {
+            let runs = self.store.runs_of_requirement(known.id).await?;
+            if runs.iter().any(|r| r.sop == trigger.sop) {
+                return Ok(false);
+            }
+        }
+        let mut tx = self.store.begin().await?;
+        let subject = Subject {
+            repo: &repo,
+            number: issue.number,
+            pull_request: issue.pull_request.is_some(),
+            title: &issue.title,
+            body: issue.body.as_deref().unwrap_or_default(),
+            url: &issue.html_url,
+            state: RequirementState::Open,
+            author: &issue.user.login,
+        };
+        let requirement = self.requirement(&mut tx, &subject).await?;
+        let event = LabelEvent {
+            repo: &repo,
+            number: issue.number,
+            label: &trigger.label,
+            title: &issue.title,
+            url: &issue.html_url,
+            // One reconciliation start per issue, label and SOP, across replicas.
+            updated_at: "reconciled",
+            from_fork: false,
+            sender: self.github_actor(&issue.user.login),
+        };
+        let note = self
+            .start_trigger(&mut tx, &requirement, trigger, &event)
+            .await?;
+        tx.commit().await?;
+        tracing::info!(%repo, number = issue.number, label = %trigger.label, %note, "reconciled");
+        Ok(note.starts_with("started"))
+    }
+}

@@ -1,0 +1,105 @@
+//! A run's status comment, as Markdown: pure, so its wording is tested without GitHub.
+
+use gatehouse_engine::RunState;
+use gatehouse_events::NodeStatus;
+use gatehouse_sop::{NodeKind, Sop};
+use uuid::Uuid;
+
+/// The status comment for a run: its nodes with status and attempt, and for each waiting
+/// gate who may decide and how.
+pub fn render_status(run_id: Uuid, sop: &Sop, state: &RunState) -> String {
+    let mut out = format!(
+        "**Gatehouse** · run `{run_id}` of **{}** — {}\n\n| node | kind | status | attempt |\n| --- | --- | --- | --- |\n",
+        if sop.title.is_empty() {
+            &sop.name
+        } else {
+            &sop.title
+        },
+        state.status.as_str()
+    );
+    for (node, n) in &state.nodes {
+        let kind = sop.node(node).map_or("?", |d| d.kind.name());
+        let rework = if n.rework_count > 0 {
+            format!(" (reworked {}×)", n.rework_count)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!(
+            "| {node} | {kind} | {}{rework} | {} |\n",
+            n.status.as_str(),
+            n.attempt
+        ));
+    }
+    for (node, n) in &state.nodes {
+        if n.status != NodeStatus::WaitingApproval {
+            continue;
+        }
+        let Some(NodeKind::Gate(gate)) = sop.node(node).map(|d| &d.kind) else {
+            continue;
+        };
+        let who = if gate.approvers.is_empty() {
+            "anyone configured".to_owned()
+        } else {
+            gate.approvers.join(", ")
+        };
+        out.push_str(&format!(
+            "\nGate **{node}** (attempt {}) waits for {who}: comment `/gatehouse approve`, `/gatehouse reject`",
+            n.attempt
+        ));
+        if !gate.send_back.is_empty() {
+            out.push_str(&format!(
+                " or `/gatehouse send-back {} <comment>`",
+                gate.send_back.join("|")
+            ));
+        }
+        out.push('.');
+        if gate.min_approvals > 1 {
+            let have = n.gate.as_ref().map_or(0, |g| g.approvals.len());
+            out.push_str(&format!(
+                " {have} of {} approvals so far.",
+                gate.min_approvals
+            ));
+        }
+        out.push('\n');
+    }
+    if let Some(failure) = &state.failure {
+        out.push_str(&format!("\nFailed: {failure}\n"));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use gatehouse_engine::{Input, Outcome, apply};
+
+    use super::*;
+
+    const SOP: &str = "name: check\ntitle: Platform check\nnodes:\n  report: { kind: script, run: ls }\n  confirm: { kind: gate, needs: [report], approvers: [group:leads], send_back: [report] }\n";
+
+    #[test]
+    fn a_waiting_gate_says_who_may_decide_and_how() {
+        let sop = gatehouse_sop::parse("check.yaml", SOP).unwrap();
+        let mut state = RunState::new(&sop, Some("tri".into()));
+        apply(&sop, &mut state, Input::Start).unwrap();
+        apply(
+            &sop,
+            &mut state,
+            Input::NodeFinished {
+                node: "report".into(),
+                attempt: 1,
+                outcome: Outcome::Succeeded,
+            },
+        )
+        .unwrap();
+        let run = Uuid::nil();
+        let text = render_status(run, &sop, &state);
+        assert_eq!(
+            text,
+            "**Gatehouse** · run `00000000-0000-0000-0000-000000000000` of **Platform check** — waiting\n\n\
+             | node | kind | status | attempt |\n| --- | --- | --- | --- |\n\
+             | report | script | succeeded | 1 |\n\
+             | confirm | gate | waiting_approval | 1 |\n\n\
+             Gate **confirm** (attempt 1) waits for group:leads: comment `/gatehouse approve`, `/gatehouse reject` or `/gatehouse send-back report <comment>`.\n"
+        );
+    }
+}

@@ -1,0 +1,247 @@
+//! A stateful fake of the GitHub REST endpoints Gatehouse calls, on loopback: issue
+//! comments (list, create, edit) and issue search, with real response shapes, a record of
+//! every call, and failures on demand (a 502 after storing a comment, rate limits).
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, patch};
+use serde_json::{Value, json};
+
+/// The fake's state, shared with the test.
+#[derive(Default)]
+struct Inner {
+    next_id: u64,
+    /// id → (repo, number, body)
+    comments: BTreeMap<u64, (String, u64, String)>,
+    calls: Vec<String>,
+    fail_creates: usize,
+    rate_limits: usize,
+    search: Vec<Value>,
+}
+
+/// A running fake GitHub.
+#[derive(Clone)]
+pub struct FakeGithub {
+    /// Its `api_url`.
+    pub url: String,
+    inner: Arc<Mutex<Inner>>,
+}
+
+type Shared = Arc<Mutex<Inner>>;
+
+impl FakeGithub {
+    /// Starts one on a free port; it stops with the test's runtime.
+    pub async fn start() -> Self {
+        let inner: Shared = Arc::default();
+        let app = axum::Router::new()
+            .route(
+                "/repos/{owner}/{repo}/issues/{number}/comments",
+                get(list_comments).post(create_comment),
+            )
+            .route(
+                "/repos/{owner}/{repo}/issues/comments/{id}",
+                patch(update_comment),
+            )
+            .route("/search/issues", get(search))
+            .with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self { url, inner }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The comments on an issue, oldest first.
+    pub fn comments(&self, repo: &str, number: u64) -> Vec<String> {
+        self.lock()
+            .comments
+            .values()
+            .filter(|(r, n, _)| r == repo && *n == number)
+            .map(|(_, _, body)| body.clone())
+            .collect()
+    }
+
+    /// Every call so far, as `METHOD /path`.
+    pub fn calls(&self) -> Vec<String> {
+        self.lock().calls.clone()
+    }
+
+    /// The next `n` comment creations store the comment but answer 502, as GitHub does
+    /// when it fails after writing.
+    pub fn fail_creates(&self, n: usize) {
+        self.lock().fail_creates = n;
+    }
+
+    /// The next `n` requests answer 403 with `Retry-After: 1` (a secondary rate limit).
+    pub fn rate_limit(&self, n: usize) {
+        self.lock().rate_limits = n;
+    }
+
+    /// An issue that searches for its labels find.
+    pub fn add_search_result(&self, issue: Value) {
+        self.lock().search.push(issue);
+    }
+}
+
+/// Records the call; answers a rate limit or a missing token instead when due.
+fn enter(inner: &Shared, headers: &HeaderMap, call: String) -> Option<Response> {
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    state.calls.push(call);
+    if !headers.contains_key("authorization") {
+        return Some(
+            (
+                StatusCode::UNAUTHORIZED,
+                Json(json!({"message": "Requires authentication"})),
+            )
+                .into_response(),
+        );
+    }
+    if state.rate_limits > 0 {
+        state.rate_limits -= 1;
+        return Some(
+            (
+                StatusCode::FORBIDDEN,
+                [("retry-after", "1")],
+                Json(json!({"message": "You have exceeded a secondary rate limit."})),
+            )
+                .into_response(),
+        );
+    }
+    None
+}
+
+fn comment_json(id: u64, body: &str) -> Value {
+    json!({
+        "id": id,
+        "node_id": format!("IC_{id}"),
+        "url": format!("https://api.github.com/repos/x/y/issues/comments/{id}"),
+        "html_url": format!("https://github.com/x/y/issues/1#issuecomment-{id}"),
+        "body": body,
+        "user": {"login": "gatehouse[bot]", "id": 1, "type": "Bot"},
+        "created_at": "2026-11-30T12:00:00Z",
+        "updated_at": "2026-11-30T12:00:00Z",
+        "author_association": "NONE"
+    })
+}
+
+async fn list_comments(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/issues/{number}/comments");
+    if let Some(refused) = enter(&inner, &headers, format!("GET {path}")) {
+        return refused;
+    }
+    let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
+    let per_page: usize = query
+        .get("per_page")
+        .and_then(|p| p.parse().ok())
+        .unwrap_or(30);
+    let state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let full = format!("{owner}/{repo}");
+    let all: Vec<Value> = state
+        .comments
+        .iter()
+        .filter(|(_, (r, n, _))| *r == full && *n == number)
+        .map(|(id, (_, _, body))| comment_json(*id, body))
+        .collect();
+    let page: Vec<Value> = all
+        .into_iter()
+        .skip((page.max(1) - 1) * per_page)
+        .take(per_page)
+        .collect();
+    Json(Value::Array(page)).into_response()
+}
+
+async fn create_comment(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Json(body): Json<Value>,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/issues/{number}/comments");
+    if let Some(refused) = enter(&inner, &headers, format!("POST {path}")) {
+        return refused;
+    }
+    let Some(text) = body["body"].as_str() else {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"message": "body is missing"})),
+        )
+            .into_response();
+    };
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    state.next_id += 1;
+    let id = state.next_id;
+    state
+        .comments
+        .insert(id, (format!("{owner}/{repo}"), number, text.to_owned()));
+    if state.fail_creates > 0 {
+        state.fail_creates -= 1;
+        return (
+            StatusCode::BAD_GATEWAY,
+            Json(json!({"message": "Server Error"})),
+        )
+            .into_response();
+    }
+    (StatusCode::CREATED, Json(comment_json(id, text))).into_response()
+}
+
+async fn update_comment(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, id)): Path<(String, String, u64)>,
+    Json(body): Json<Value>,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/issues/comments/{id}");
+    if let Some(refused) = enter(&inner, &headers, format!("PATCH {path}")) {
+        return refused;
+    }
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(comment) = state.comments.get_mut(&id) else {
+        return (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response();
+    };
+    comment.2 = body["body"].as_str().unwrap_or_default().to_owned();
+    let text = comment.2.clone();
+    Json(comment_json(id, &text)).into_response()
+}
+
+async fn search(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    if let Some(refused) = enter(&inner, &headers, "GET /search/issues".into()) {
+        return refused;
+    }
+    let q = query.get("q").cloned().unwrap_or_default();
+    let state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let items: Vec<Value> = state
+        .search
+        .iter()
+        .filter(|issue| {
+            issue["labels"].as_array().is_some_and(|labels| {
+                labels.iter().any(|l| {
+                    l["name"]
+                        .as_str()
+                        .is_some_and(|name| q.contains(&format!("label:\"{name}\"")))
+                })
+            })
+        })
+        .cloned()
+        .collect();
+    Json(json!({"total_count": items.len(), "incomplete_results": false, "items": items}))
+        .into_response()
+}
