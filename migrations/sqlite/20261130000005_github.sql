@@ -62,3 +62,14 @@ CREATE TABLE github_comments (
     updated_at TEXT        NOT NULL
 );
 CREATE INDEX github_comments_dirty ON github_comments (updated_at) WHERE dirty;
+
+-- Pull requests Gatehouse opened, so their merge marks the requirement they deliver.
+CREATE TABLE pull_requests (
+    repo           TEXT   NOT NULL,
+    number         BIGINT NOT NULL,
+    requirement_id BLOB   NOT NULL,
+    run_id         BLOB   NOT NULL,
+    branch         TEXT   NOT NULL,
+    created_at     TEXT NOT NULL,
+    PRIMARY KEY (repo, number)
+);

@@ -37,24 +37,17 @@ impl Sop {
     }
 
     /// Whether a run can start with `params`: required parameters given, no unknown ones,
-    /// and no node of a kind this build cannot execute yet (`agent`, `deliver`). The
-    /// message says what to change.
+    /// and no node of a kind this build cannot execute yet (`agent`). The message says
+    /// what to change.
     pub fn check_start(&self, params: &BTreeMap<String, String>) -> Result<(), String> {
         if let Some(node) = self
             .nodes
             .iter()
-            .find(|n| matches!(n.kind, NodeKind::Agent { .. } | NodeKind::Deliver { .. }))
+            .find(|n| matches!(n.kind, NodeKind::Agent { .. }))
         {
             return Err(format!(
-                "`{}` cannot run yet: node `{}` is {} {} node, which this version of Gatehouse does not execute",
-                self.name,
-                node.id,
-                if node.kind.name() == "agent" {
-                    "an"
-                } else {
-                    "a"
-                },
-                node.kind.name()
+                "`{}` cannot run yet: node `{}` is an agent node, which this version of Gatehouse does not execute",
+                self.name, node.id
             ));
         }
         let missing: Vec<&str> = self

@@ -22,6 +22,24 @@ struct Inner {
     fail_creates: usize,
     rate_limits: usize,
     search: Vec<Value>,
+    pulls: Vec<Pull>,
+}
+
+/// A pull request the fake holds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Pull {
+    /// `owner/name`.
+    pub repo: String,
+    /// Number.
+    pub number: u64,
+    /// Head branch.
+    pub head: String,
+    /// Base branch.
+    pub base: String,
+    /// Title.
+    pub title: String,
+    /// Body.
+    pub body: String,
 }
 
 /// A running fake GitHub.
@@ -48,6 +66,12 @@ impl FakeGithub {
                 patch(update_comment),
             )
             .route("/search/issues", get(search))
+            .route("/repos/{owner}/{repo}", get(repository))
+            .route(
+                "/repos/{owner}/{repo}/pulls",
+                get(list_pulls).post(create_pull),
+            )
+            .route("/repos/{owner}/{repo}/pulls/{number}", patch(update_pull))
             .with_state(inner.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
             .await
@@ -85,6 +109,11 @@ impl FakeGithub {
     /// The next `n` requests answer 403 with `Retry-After: 1` (a secondary rate limit).
     pub fn rate_limit(&self, n: usize) {
         self.lock().rate_limits = n;
+    }
+
+    /// The pull requests opened so far.
+    pub fn pulls(&self) -> Vec<Pull> {
+        self.lock().pulls.clone()
     }
 
     /// An issue that searches for its labels find.
@@ -244,4 +273,109 @@ async fn search(
         .collect();
     Json(json!({"total_count": items.len(), "incomplete_results": false, "items": items}))
         .into_response()
+}
+
+async fn repository(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+) -> Response {
+    if let Some(refused) = enter(&inner, &headers, format!("GET /repos/{owner}/{repo}")) {
+        return refused;
+    }
+    Json(json!({
+        "id": 1296269, "name": repo, "full_name": format!("{owner}/{repo}"),
+        "private": false, "default_branch": "main"
+    }))
+    .into_response()
+}
+
+fn pull_json(pull: &Pull) -> Value {
+    json!({
+        "number": pull.number, "state": "open", "title": pull.title, "body": pull.body,
+        "html_url": format!("https://github.com/{}/pull/{}", pull.repo, pull.number),
+        "head": {"ref": pull.head}, "base": {"ref": pull.base}
+    })
+}
+
+async fn list_pulls(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+    Query(query): Query<BTreeMap<String, String>>,
+) -> Response {
+    if let Some(refused) = enter(&inner, &headers, format!("GET /repos/{owner}/{repo}/pulls")) {
+        return refused;
+    }
+    let full = format!("{owner}/{repo}");
+    let head = query.get("head").cloned().unwrap_or_default();
+    let state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let found: Vec<Value> = state
+        .pulls
+        .iter()
+        .filter(|p| p.repo == full && (head.is_empty() || head == format!("{owner}:{}", p.head)))
+        .map(pull_json)
+        .collect();
+    Json(Value::Array(found)).into_response()
+}
+
+async fn create_pull(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+    Json(body): Json<Value>,
+) -> Response {
+    if let Some(refused) = enter(
+        &inner,
+        &headers,
+        format!("POST /repos/{owner}/{repo}/pulls"),
+    ) {
+        return refused;
+    }
+    let full = format!("{owner}/{repo}");
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let head = body["head"].as_str().unwrap_or_default().to_owned();
+    if state.pulls.iter().any(|p| p.repo == full && p.head == head) {
+        return (
+            StatusCode::UNPROCESSABLE_ENTITY,
+            Json(json!({"message": "Validation Failed", "errors": [{"message": format!("A pull request already exists for {owner}:{head}.")}]})),
+        )
+            .into_response();
+    }
+    state.next_id += 1;
+    let pull = Pull {
+        repo: full,
+        number: 100 + state.next_id,
+        head,
+        base: body["base"].as_str().unwrap_or_default().to_owned(),
+        title: body["title"].as_str().unwrap_or_default().to_owned(),
+        body: body["body"].as_str().unwrap_or_default().to_owned(),
+    };
+    let answer = pull_json(&pull);
+    state.pulls.push(pull);
+    (StatusCode::CREATED, Json(answer)).into_response()
+}
+
+async fn update_pull(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo, number)): Path<(String, String, u64)>,
+    Json(body): Json<Value>,
+) -> Response {
+    let path = format!("/repos/{owner}/{repo}/pulls/{number}");
+    if let Some(refused) = enter(&inner, &headers, format!("PATCH {path}")) {
+        return refused;
+    }
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let Some(pull) = state.pulls.iter_mut().find(|p| p.number == number) else {
+        return (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response();
+    };
+    if let Some(title) = body["title"].as_str() {
+        pull.title = title.to_owned();
+    }
+    if let Some(text) = body["body"].as_str() {
+        pull.body = text.to_owned();
+    }
+    let answer = pull_json(pull);
+    Json(answer).into_response()
 }

@@ -302,6 +302,18 @@ impl Services {
         data_dir: &std::path::Path,
         ack_wait: Duration,
     ) -> Self {
+        Self::start_delivering(store, bus, catalog, data_dir, ack_wait, None)
+    }
+
+    /// Starts the services with a runner that clones and delivers GitHub repositories.
+    pub fn start_delivering(
+        store: &Store,
+        bus: Arc<dyn Bus>,
+        catalog: gatehouse_sop::Catalog,
+        data_dir: &std::path::Path,
+        ack_wait: Duration,
+        delivery: Option<Arc<gatehouse_runner::Deliverer>>,
+    ) -> Self {
         let stop = tokio_util::sync::CancellationToken::new();
         let relay = Relay::new(
             store.clone(),
@@ -319,6 +331,7 @@ impl Services {
                 concurrency: 2,
                 ack_wait,
                 data_dir: data_dir.to_owned(),
+                delivery,
             },
         );
         let tasks = vec![

@@ -9,6 +9,7 @@ use gatehouse_bus::{Bus, InProcessBus};
 use gatehouse_github::GithubClient;
 use gatehouse_ingest::{ApiState, GithubSettings, People, Person, Trigger};
 use gatehouse_notifier::Notifier;
+use gatehouse_runner::Deliverer;
 use gatehouse_sop::Catalog;
 use gatehouse_store::{RequirementRow, RunRow};
 use gatehouse_tests::fake_github::FakeGithub;
@@ -22,6 +23,9 @@ const SECRET: &str = "webhook s3cret";
 const REPO: &str = "Codertocat/Hello-World";
 const HOLD: &str = "name: hold\nparams: { repo: {}, issue: {} }\nnodes:\n  review: { kind: gate, approvers: [group:leads] }\n";
 const QUICK: &str = "name: quick\nnodes:\n  work: { kind: script, run: \"true\" }\n";
+const SHIP: &str = "name: ship\nnodes:\n  fix: { kind: script, run: 'echo \"fixed by $GATEHOUSE_RUN_ID\" > FIX.md; git remote -v > $GATEHOUSE_ARTIFACTS/remotes.txt', artifacts: [remotes.txt] }\n  check: { kind: gate, needs: [fix], approvers: [group:leads], send_back: [fix] }\n  deliver: { kind: deliver, needs: [check] }\n";
+const MERGE: &str = "name: merge\nnodes:\n  fix: { kind: script, run: 'echo merged > MERGED.md' }\n  deliver: { kind: deliver, needs: [fix], mode: direct, branch: main }\n";
+const TOKEN: &str = "ghs_test-token-never-shown";
 
 struct Hub {
     db: TestDb,
@@ -42,21 +46,33 @@ impl Hub {
         std::fs::create_dir(data.path().join("sops")).unwrap();
         std::fs::write(data.path().join("sops/hold.yaml"), HOLD).unwrap();
         std::fs::write(data.path().join("sops/quick.yaml"), QUICK).unwrap();
+        std::fs::write(data.path().join("sops/ship.yaml"), SHIP).unwrap();
+        std::fs::write(data.path().join("sops/merge.yaml"), MERGE).unwrap();
+        let git = data.path().join("git");
+        bare_repository(&git.join(format!("{REPO}.git")));
         let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
         assert!(errors.is_empty(), "{errors:?}");
         let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
         let github = FakeGithub::start().await;
-        let client = GithubClient::new(&github.url, "test-token".into()).unwrap();
+        let client = GithubClient::new(&github.url, TOKEN.into()).unwrap();
+        let delivery = Arc::new(Deliverer {
+            github: client.clone(),
+            git_url: format!("file://{}", git.display()),
+            token: TOKEN.into(),
+            author_name: "Gatehouse".into(),
+            author_email: "gatehouse@localhost".into(),
+        });
         let stop = CancellationToken::new();
         tokio::spawn(
             Notifier::new(db.store.clone(), Some(client.clone())).run(bus.clone(), stop.clone()),
         );
-        let services = Services::start(
+        let services = Services::start_delivering(
             &db.store,
             bus,
             catalog.clone(),
             data.path(),
             Duration::from_secs(5),
+            Some(delivery),
         );
         let person = |id: &str, login: &str, groups: &[&str]| Person {
             id: id.into(),
@@ -170,6 +186,24 @@ impl Hub {
 
     /// Waits until the requirement has `count` runs, all with `status`.
     async fn runs(&self, number: u64, status: &str, count: usize) -> Vec<RunRow> {
+        self.runs_where(number, count, |runs| {
+            runs.iter().all(|r| r.status == status)
+        })
+        .await
+    }
+
+    /// Waits until the requirement has `count` runs and the newest has `status`.
+    async fn newest(&self, number: u64, status: &str, count: usize) -> Vec<RunRow> {
+        self.runs_where(number, count, |runs| runs[0].status == status)
+            .await
+    }
+
+    async fn runs_where(
+        &self,
+        number: u64,
+        count: usize,
+        check: impl Fn(&[RunRow]) -> bool,
+    ) -> Vec<RunRow> {
         let requirement = self.requirement(number).await;
         for _ in 0..500 {
             let runs = self
@@ -178,13 +212,13 @@ impl Hub {
                 .runs_of_requirement(requirement.id)
                 .await
                 .unwrap();
-            if runs.len() == count && runs.iter().all(|r| r.status == status) {
+            if runs.len() == count && check(&runs) {
                 return runs;
             }
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         panic!(
-            "issue #{number} never had {count} runs {status}: {:?}",
+            "issue #{number} never had {count} runs as expected: {:?}",
             self.db
                 .store
                 .runs_of_requirement(requirement.id)
@@ -218,6 +252,57 @@ impl Hub {
         self.services.stop().await;
         self.db.cleanup().await;
     }
+}
+
+/// A bare repository with one commit on `main`, standing in for GitHub's.
+fn bare_repository(path: &std::path::Path) {
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    std::fs::create_dir_all(path).unwrap();
+    git(
+        path,
+        &["init", "--quiet", "--bare", "--initial-branch=main"],
+    );
+    let seed = path.with_extension("seed");
+    std::fs::create_dir_all(&seed).unwrap();
+    git(&seed, &["init", "--quiet", "--initial-branch=main"]);
+    std::fs::write(seed.join("README.md"), "Hello World\n").unwrap();
+    git(&seed, &["add", "README.md"]);
+    git(
+        &seed,
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "--quiet",
+            "-m",
+            "init",
+        ],
+    );
+    git(&seed, &["push", "--quiet", path.to_str().unwrap(), "main"]);
+}
+
+/// `git` in a bare repository, for checking what was pushed.
+fn git_show(repo: &std::path::Path, args: &[&str]) -> String {
+    let out = std::process::Command::new("git")
+        .args(args)
+        .current_dir(repo)
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn sign(body: &[u8]) -> String {
@@ -266,6 +351,8 @@ on_both_backends!(
     a_comment_github_stored_before_failing_is_not_posted_again,
     commands_that_need_an_answer_get_a_reply,
     reconciliation_starts_labels_added_while_away_exactly_once,
+    deliver_pushes_a_work_branch_and_keeps_one_pull_request,
+    direct_delivery_merges_into_the_branch,
 );
 
 async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
@@ -486,7 +573,7 @@ async fn forks_and_removed_labels_follow_their_trigger(backend: Backend) {
     let mut stop = labeled("stop-me");
     stop["issue"]["updated_at"] = json!("2019-05-15T15:21:00Z");
     hub.deliver("issues", "d-stop", &stop).await;
-    hub.runs(1, "waiting", 2).await;
+    hub.newest(1, "waiting", 2).await;
     stop["action"] = json!("unlabeled");
     stop["issue"]["updated_at"] = json!("2019-05-15T15:22:00Z");
     hub.deliver("issues", "d-unstop", &stop).await;
@@ -663,6 +750,107 @@ async fn reconciliation_starts_labels_added_while_away_exactly_once(backend: Bac
             .unwrap()
             .is_none(),
         "outside the trigger's repositories"
+    );
+    hub.stop().await;
+}
+
+async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backend) {
+    let ship = Trigger::new("ship", "ship", &[], false, false).unwrap();
+    let hub = Hub::start(backend, vec![ship], true).await;
+    let bare = hub._data.path().join(format!("git/{REPO}.git"));
+    hub.deliver("issues", "d-ship", &labeled("ship")).await;
+    let run = hub.runs(1, "waiting", 1).await[0].id;
+    hub.deliver(
+        "issue_comment",
+        "c-ok",
+        &comment("Codertocat", "/gatehouse approve"),
+    )
+    .await;
+    hub.runs(1, "succeeded", 1).await;
+
+    let branch = "gatehouse/1-spelling-error-in-the-readme-file";
+    let fix = git_show(&bare, &["show", &format!("{branch}:FIX.md")]);
+    assert_eq!(
+        fix,
+        format!("fixed by {run}\n"),
+        "the workspace was committed and pushed"
+    );
+    let subject = git_show(&bare, &["log", "-1", "--format=%s|%an", branch]);
+    assert_eq!(
+        subject.trim(),
+        "Spelling error in the README file (#1)|Gatehouse"
+    );
+    let pulls = hub.github.pulls();
+    assert_eq!(pulls.len(), 1);
+    assert_eq!(
+        (pulls[0].head.as_str(), pulls[0].base.as_str()),
+        (branch, "main")
+    );
+    assert!(pulls[0].body.starts_with("Closes #1"), "{}", pulls[0].body);
+
+    // The token is in no remote URL, repository config, log or artifact.
+    let workspace = hub._data.path().join(format!("runs/{run}/workspace"));
+    let config = std::fs::read_to_string(workspace.join(".git/config")).unwrap();
+    assert!(!config.contains(TOKEN), "{config}");
+    let remotes = std::fs::read_to_string(
+        hub._data
+            .path()
+            .join(format!("runs/{run}/artifacts/fix/1/remotes.txt")),
+    )
+    .unwrap();
+    assert!(
+        remotes.contains("file://") && !remotes.contains(TOKEN),
+        "{remotes}"
+    );
+    for node in ["fix", "deliver"] {
+        let logs = hub.db.store.logs(run, 0, 1000).await.unwrap();
+        assert!(logs.iter().all(|l| !l.line.contains(TOKEN)), "{node}");
+    }
+    let logs = hub.db.store.logs(run, 0, 1000).await.unwrap();
+    assert!(
+        logs.iter()
+            .any(|l| l.line == format!("delivered: pull request #{} on {REPO}", pulls[0].number)),
+        "{logs:?}"
+    );
+
+    // Delivered again (a second label event): the same branch, the same pull request.
+    let mut again = labeled("ship");
+    again["issue"]["updated_at"] = json!("2019-05-15T16:00:00Z");
+    hub.deliver("issues", "d-ship-2", &again).await;
+    hub.newest(1, "waiting", 2).await;
+    hub.deliver(
+        "issue_comment",
+        "c-ok-2",
+        &comment("Codertocat", "/gatehouse approve"),
+    )
+    .await;
+    hub.runs(1, "succeeded", 2).await;
+    assert_eq!(hub.github.pulls().len(), 1, "updated, not opened twice");
+
+    // Its merge delivers the requirement.
+    let mut merged = fixture("pull_request.closed.unmerged");
+    merged["number"] = json!(pulls[0].number);
+    merged["pull_request"]["number"] = json!(pulls[0].number);
+    merged["pull_request"]["merged"] = json!(true);
+    hub.deliver("pull_request", "p-merged", &merged).await;
+    assert_eq!(
+        hub.note("p-merged").await,
+        format!("merged: github:{REPO}#1 delivered")
+    );
+    assert_eq!(hub.requirement(1).await.state, "delivered");
+    hub.stop().await;
+}
+
+async fn direct_delivery_merges_into_the_branch(backend: Backend) {
+    let merge = Trigger::new("merge", "merge", &[], false, false).unwrap();
+    let hub = Hub::start(backend, vec![merge], true).await;
+    let bare = hub._data.path().join(format!("git/{REPO}.git"));
+    hub.deliver("issues", "d-merge", &labeled("merge")).await;
+    hub.runs(1, "succeeded", 1).await;
+    assert_eq!(git_show(&bare, &["show", "main:MERGED.md"]), "merged\n");
+    assert!(
+        hub.github.pulls().is_empty(),
+        "no pull request in direct mode"
     );
     hub.stop().await;
 }

@@ -56,6 +56,52 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Records the pull request a delivery opened for a requirement (again after rework:
+    /// the same pull request, the newest run).
+    pub async fn record_pull_request(
+        &self,
+        repo: &str,
+        number: u64,
+        requirement: Uuid,
+        run: Uuid,
+        branch: &str,
+    ) -> Result<(), StoreError> {
+        with_pool!(self, pool => {
+            sqlx::query(
+                "INSERT INTO pull_requests (repo, number, requirement_id, run_id, branch, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (repo, number) DO UPDATE SET run_id = excluded.run_id",
+            )
+            .bind(repo)
+            .bind(i64::try_from(number).unwrap_or(i64::MAX))
+            .bind(requirement)
+            .bind(run)
+            .bind(branch)
+            .bind(Utc::now())
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The requirement a pull request Gatehouse opened delivers.
+    pub async fn pull_request_requirement(
+        &self,
+        repo: &str,
+        number: u64,
+    ) -> Result<Option<Uuid>, StoreError> {
+        let row: Option<(Uuid,)> = with_pool!(self, pool => {
+            sqlx::query_as("SELECT requirement_id FROM pull_requests WHERE repo = $1 AND number = $2")
+                .bind(repo)
+                .bind(i64::try_from(number).unwrap_or(i64::MAX))
+                .fetch_optional(pool)
+                .await?
+        });
+        Ok(row.map(|(id,)| id))
+    }
+}
+
 impl Tx {
     /// A requirement by its source key, read inside the transaction.
     pub async fn requirement_by_key(

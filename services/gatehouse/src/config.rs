@@ -116,10 +116,43 @@ pub struct GithubConfig {
     /// Deliveries larger than this are refused with 413.
     #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
+    /// Where repositories are cloned from and pushed to (`{git_url}/owner/name.git`);
+    /// empty = derived from `api_url` (github.com, or GitHub Enterprise Server's host).
+    #[serde(default)]
+    pub git_url: String,
+    /// The author of the commits `deliver` nodes make.
+    #[serde(default = "default_commit_author")]
+    pub commit_author: String,
+    /// The email of that author.
+    #[serde(default = "default_commit_email")]
+    pub commit_email: String,
     /// How often open issues with trigger labels are checked for a missing run (labels
     /// added while Gatehouse was down).
     #[serde(default = "default_reconcile", with = "humantime_serde")]
     pub reconcile_interval: Duration,
+}
+
+fn default_commit_author() -> String {
+    "Gatehouse".into()
+}
+
+fn default_commit_email() -> String {
+    "gatehouse@localhost".into()
+}
+
+impl GithubConfig {
+    /// Where repositories live for git: `git_url`, or github.com for the public API, or
+    /// the Enterprise Server host for `https://HOST/api/v3`.
+    pub fn git_base(&self) -> String {
+        if !self.git_url.is_empty() {
+            return self.git_url.trim_end_matches('/').to_owned();
+        }
+        let api = self.api_url.trim_end_matches('/');
+        if api == "https://api.github.com" {
+            return "https://github.com".into();
+        }
+        api.strip_suffix("/api/v3").unwrap_or(api).to_owned()
+    }
 }
 
 fn default_reconcile() -> Duration {

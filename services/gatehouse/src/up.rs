@@ -76,16 +76,6 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         ),
         Err(e) => tracing::warn!(error = %e, "checking for scripts left running failed"),
     }
-    let runner_options = RunnerOptions {
-        concurrency: config.runner.concurrency,
-        ack_wait: config.runner.lease,
-        data_dir,
-    };
-    tasks.spawn(
-        Runner::new(store.clone(), Arc::new(sandbox), runner_options)
-            .run(bus.clone(), shutdown.clone()),
-    );
-    let mut api = ApiState::new(store.clone(), catalog.clone()).with_people(people(config));
     let github_client = match config
         .github
         .as_ref()
@@ -100,6 +90,33 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         ),
         None => None,
     };
+    let delivery = match (&config.github, &github_client) {
+        (Some(github), Some(client)) => Some(Arc::new(gatehouse_runner::Deliverer {
+            github: client.clone(),
+            git_url: github.git_base(),
+            token: github
+                .token
+                .as_ref()
+                .map(|t| t.resolve())
+                .transpose()
+                .context("github.token")?
+                .unwrap_or_default(),
+            author_name: github.commit_author.clone(),
+            author_email: github.commit_email.clone(),
+        })),
+        _ => None,
+    };
+    let runner_options = RunnerOptions {
+        concurrency: config.runner.concurrency,
+        ack_wait: config.runner.lease,
+        data_dir,
+        delivery,
+    };
+    tasks.spawn(
+        Runner::new(store.clone(), Arc::new(sandbox), runner_options)
+            .run(bus.clone(), shutdown.clone()),
+    );
+    let mut api = ApiState::new(store.clone(), catalog.clone()).with_people(people(config));
     if let Some(github) = &config.github {
         api = api.with_github(github_settings(github)?);
         tasks.spawn(gatehouse_ingest::process_deliveries(

@@ -7,8 +7,10 @@
 //! new attempt follows; an attempt is never run twice. Runners also watch run snapshots and
 //! stop attempts the scheduler no longer wants (cancel, fail-fast, send back).
 
+mod deliver;
 mod files;
 mod job;
 mod runner;
 
+pub use deliver::Deliverer;
 pub use runner::{Runner, RunnerOptions};

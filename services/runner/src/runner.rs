@@ -19,6 +19,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::deliver::{DeliverSpec, DeliveredTo, Deliverer, Target};
 use crate::files::{RunDirs, digest};
 use crate::job::ScriptSpec;
 
@@ -36,6 +37,9 @@ pub struct RunnerOptions {
     pub ack_wait: Duration,
     /// Root of runs' workspaces, artifacts and inputs.
     pub data_dir: PathBuf,
+    /// Cloning and delivering GitHub repositories; without it, runs on GitHub issues get
+    /// an empty workspace and `deliver` nodes fail with a message saying so.
+    pub delivery: Option<Arc<Deliverer>>,
 }
 
 /// Attempts running here, so a run snapshot can stop them.
@@ -292,8 +296,26 @@ impl Runner {
         job: &NodeDispatch,
         cancel: CancellationToken,
     ) -> Result<NodeFinished, HandlerError> {
-        let spec: ScriptSpec = serde_json::from_value(job.spec.clone())?;
         let dirs = RunDirs::new(&self.options.data_dir, job.run_id);
+        let started = std::time::Instant::now();
+        let mut git_log = Vec::new();
+        let target = self.github_issue(job.run_id).await?;
+        if let (Some(delivery), Some(issue)) = (&self.options.delivery, &target) {
+            let prepared = delivery
+                .prepare(&issue.repo, &dirs.workspace(), &mut git_log)
+                .await;
+            self.store_log(job, &git_log).await;
+            git_log.clear();
+            if let Err(reason) = prepared {
+                return self
+                    .failed(job, format!("cloning {}: {reason}", issue.repo), started)
+                    .await;
+            }
+        }
+        if job.kind == "deliver" {
+            return self.deliver(job, target, &dirs, started).await;
+        }
+        let spec: ScriptSpec = serde_json::from_value(job.spec.clone())?;
         let artifacts_location = dirs.artifacts_location(&job.node, job.attempt);
         let artifacts = dirs.resolve(&artifacts_location);
         let inputs = dirs.inputs(&job.node, job.attempt);
@@ -444,6 +466,152 @@ impl Runner {
             duration_ms,
             artifacts: stored,
         })
+    }
+}
+
+/// The GitHub issue a run works on.
+struct Issue {
+    repo: String,
+    number: u64,
+    title: String,
+}
+
+impl Runner {
+    /// The GitHub issue of the run's requirement, when deliveries are configured.
+    async fn github_issue(&self, run_id: uuid::Uuid) -> Result<Option<Issue>, HandlerError> {
+        if self.options.delivery.is_none() {
+            return Ok(None);
+        }
+        let Some(requirement) = self.store.run(run_id).await?.and_then(|r| r.requirement_id) else {
+            return Ok(None);
+        };
+        let Some(requirement) = self.store.requirement(requirement).await? else {
+            return Ok(None);
+        };
+        Ok(match serde_json::from_str(&requirement.source) {
+            Ok(gatehouse_events::RequirementSource::Github { repo, number, .. }) => Some(Issue {
+                repo,
+                number,
+                title: requirement.title,
+            }),
+            _ => None,
+        })
+    }
+
+    /// A `deliver` node's attempt.
+    async fn deliver(
+        &self,
+        job: &NodeDispatch,
+        issue: Option<Issue>,
+        dirs: &RunDirs,
+        started: std::time::Instant,
+    ) -> Result<NodeFinished, HandlerError> {
+        let Some(delivery) = self.options.delivery.clone() else {
+            let reason = "deliver needs [github] with a token (and git_url) in the configuration";
+            return self.failed(job, reason.into(), started).await;
+        };
+        let Some(issue) = issue else {
+            let reason = "deliver needs a run that works on a GitHub issue";
+            return self.failed(job, reason.into(), started).await;
+        };
+        let spec: DeliverSpec = serde_json::from_value(job.spec["deliver"].clone())?;
+        let target = Target {
+            repo: &issue.repo,
+            number: issue.number,
+            title: &issue.title,
+            run: job.run_id,
+        };
+        let mut log = Vec::new();
+        let delivered = delivery
+            .deliver(&target, &dirs.workspace(), &spec, &mut log)
+            .await;
+        self.store_log(job, &log).await;
+        let note = match delivered {
+            Ok(DeliveredTo::Pull(number)) => {
+                let branch = crate::deliver::work_branch(issue.number, &issue.title);
+                if let Some(requirement) = self
+                    .store
+                    .run(job.run_id)
+                    .await?
+                    .and_then(|r| r.requirement_id)
+                {
+                    self.store
+                        .record_pull_request(&issue.repo, number, requirement, job.run_id, &branch)
+                        .await?;
+                }
+                format!("pull request #{number} on {}", issue.repo)
+            }
+            Ok(DeliveredTo::Merged(base)) => format!("merged into {base} on {}", issue.repo),
+            Err(reason) => return self.failed(job, reason, started).await,
+        };
+        self.store_log(job, &[format!("delivered: {note}")]).await;
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
+        self.store
+            .finish_attempt(
+                job.run_id,
+                &job.node,
+                attempt,
+                "succeeded",
+                None,
+                None,
+                Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
+            )
+            .await?;
+        Ok(NodeFinished {
+            run_id: job.run_id,
+            node: job.node.clone(),
+            attempt: job.attempt,
+            outcome: NodeOutcome::Succeeded,
+            exit_code: None,
+            duration_ms,
+            artifacts: Vec::new(),
+        })
+    }
+
+    /// Ends an attempt that failed before or instead of running a process.
+    async fn failed(
+        &self,
+        job: &NodeDispatch,
+        reason: String,
+        started: std::time::Instant,
+    ) -> Result<NodeFinished, HandlerError> {
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
+        self.store
+            .finish_attempt(
+                job.run_id,
+                &job.node,
+                attempt,
+                "failed",
+                None,
+                Some(&reason),
+                Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
+            )
+            .await?;
+        Ok(NodeFinished {
+            run_id: job.run_id,
+            node: job.node.clone(),
+            attempt: job.attempt,
+            outcome: NodeOutcome::Failed { reason },
+            exit_code: None,
+            duration_ms,
+            artifacts: Vec::new(),
+        })
+    }
+
+    /// Appends lines to the attempt's log; a failure to store them is logged, not fatal.
+    async fn store_log(&self, job: &NodeDispatch, lines: &[String]) {
+        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
+        for line in lines {
+            if let Err(err) = self
+                .store
+                .append_log(job.run_id, &job.node, attempt, "stdout", line)
+                .await
+            {
+                tracing::warn!(error = %err, "storing a log line failed");
+            }
+        }
     }
 }
 

@@ -169,6 +169,10 @@ impl Context<'_> {
                 "inputs": inputs,
                 "rework_comment": self.state.nodes[node].rework_comment,
                 "params": self.params,
+                "deliver": match &def.kind {
+                    NodeKind::Deliver { mode, branch } => json!({ "mode": mode, "branch": branch }),
+                    _ => serde_json::Value::Null,
+                },
             }),
             env: def.env.clone(),
             secrets: def.secrets.clone(),

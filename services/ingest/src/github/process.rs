@@ -164,9 +164,44 @@ impl ApiState {
         let notes = match e.action.as_str() {
             "labeled" => self.labeled(tx, &requirement, &label).await?,
             "unlabeled" => self.unlabeled(tx, &requirement, &label).await?,
+            "closed" => vec![self.pull_closed(tx, subject.repo, pr).await?],
             action => vec![format!("pull request {action}")],
         };
         Ok(Outcome::processed(notes))
+    }
+
+    /// A pull request Gatehouse opened was closed: merged, it delivers its requirement.
+    async fn pull_closed(
+        &self,
+        tx: &mut Tx,
+        repo: &str,
+        pr: &gatehouse_github::PullRequest,
+    ) -> Result<String, ApiError> {
+        let Some(id) = self.store.pull_request_requirement(repo, pr.number).await? else {
+            return Ok(format!("pull request closed (merged: {})", pr.merged));
+        };
+        let Some(requirement) = self.store.requirement(id).await? else {
+            return Ok("pull request closed; its requirement is gone".into());
+        };
+        if !pr.merged {
+            return Ok(format!(
+                "pull request closed unmerged; {} stays {}",
+                requirement.source_key, requirement.state
+            ));
+        }
+        if requirement.state != "delivered" {
+            tx.update_requirement(id, &requirement.title, &requirement.body, "delivered")
+                .await?;
+            let update = gatehouse_events::RequirementUpdated {
+                requirement_id: id,
+                title: None,
+                body: None,
+                state: RequirementState::Delivered,
+            };
+            self.append(tx, gatehouse_events::Event::RequirementUpdated(update))
+                .await?;
+        }
+        Ok(format!("merged: {} delivered", requirement.source_key))
     }
 
     async fn comment(
