@@ -31,6 +31,9 @@ CREATE TABLE requirements (
     -- open, closed, delivered
     state        TEXT        NOT NULL,
     requested_by TEXT        NOT NULL,
+    -- The source's own last-change time (GitHub's `updated_at`): an older event arriving
+    -- late does not roll the requirement back.
+    source_updated_at TEXT   NOT NULL,
     created_at   TIMESTAMPTZ NOT NULL,
     updated_at   TIMESTAMPTZ NOT NULL
 );

@@ -26,14 +26,16 @@ pub struct RequirementRow {
     pub state: String,
     /// Who asked (a person id, or the source's handle for unknown people).
     pub requested_by: String,
+    /// The source's last-change time (RFC 3339), so late events do not roll back.
+    pub source_updated_at: String,
     /// Created.
     pub created_at: DateTime<Utc>,
     /// Changed.
     pub updated_at: DateTime<Utc>,
 }
 
-const COLUMNS: &str =
-    "id, source_key, source, title, body, url, state, requested_by, created_at, updated_at";
+const COLUMNS: &str = "id, source_key, source, title, body, url, state, requested_by, source_updated_at, \
+     created_at, updated_at";
 
 impl Store {
     /// A requirement by id.
@@ -119,8 +121,9 @@ impl Tx {
         let inserted = with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO requirements (id, source_key, source, title, body, url, state,
-                   requested_by, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ON CONFLICT (source_key) DO NOTHING",
+                   requested_by, source_updated_at, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                 ON CONFLICT (source_key) DO NOTHING",
             )
             .bind(r.id)
             .bind(&r.source_key)
@@ -130,6 +133,7 @@ impl Tx {
             .bind(&r.url)
             .bind(&r.state)
             .bind(&r.requested_by)
+            .bind(&r.source_updated_at)
             .bind(r.created_at)
             .bind(r.updated_at)
             .execute(conn)
@@ -139,23 +143,27 @@ impl Tx {
         Ok(inserted == 1)
     }
 
-    /// Updates a requirement's title, body and state.
+    /// Updates a requirement's title, body and state as of the source's `source_updated_at`
+    /// (empty keeps the stored one).
     pub async fn update_requirement(
         &mut self,
         id: Uuid,
         title: &str,
         body: &str,
         state: &str,
+        source_updated_at: &str,
     ) -> Result<(), StoreError> {
         with_tx!(self, conn => {
             sqlx::query(
-                "UPDATE requirements SET title = $1, body = $2, state = $3, updated_at = $4
-                 WHERE id = $5",
+                "UPDATE requirements SET title = $1, body = $2, state = $3, updated_at = $4,
+                   source_updated_at = CASE WHEN $5 = '' THEN source_updated_at ELSE $5 END
+                 WHERE id = $6",
             )
             .bind(title)
             .bind(body)
             .bind(state)
             .bind(Utc::now())
+            .bind(source_updated_at)
             .bind(id)
             .execute(conn)
             .await?;

@@ -114,6 +114,7 @@ impl ApiState {
             url: &issue.html_url,
             state: open_or_closed(&issue.state),
             author: &issue.user.login,
+            updated_at: &issue.updated_at,
         };
         let requirement = self.requirement(tx, &subject).await?;
         let label = LabelEvent {
@@ -149,6 +150,7 @@ impl ApiState {
             url: &pr.html_url,
             state,
             author: &pr.user.login,
+            updated_at: &pr.updated_at,
         };
         let requirement = self.requirement(tx, &subject).await?;
         let label = LabelEvent {
@@ -170,7 +172,8 @@ impl ApiState {
         Ok(Outcome::processed(notes))
     }
 
-    /// A pull request Gatehouse opened was closed: merged, it delivers its requirement.
+    /// A pull request Gatehouse opened was closed: merged, it delivers its requirement;
+    /// closed unmerged, the requirement is closed (without delivery) until it is reopened.
     async fn pull_closed(
         &self,
         tx: &mut Tx,
@@ -183,25 +186,24 @@ impl ApiState {
         let Some(requirement) = self.store.requirement(id).await? else {
             return Ok("pull request closed; its requirement is gone".into());
         };
-        if !pr.merged {
-            return Ok(format!(
-                "pull request closed unmerged; {} stays {}",
-                requirement.source_key, requirement.state
-            ));
-        }
-        if requirement.state != "delivered" {
-            tx.update_requirement(id, &requirement.title, &requirement.body, "delivered")
+        let (state, name, note) = if pr.merged {
+            (RequirementState::Delivered, "delivered", "merged")
+        } else {
+            (RequirementState::Closed, "closed", "closed unmerged")
+        };
+        if requirement.state != name && requirement.state != "delivered" {
+            tx.update_requirement(id, &requirement.title, &requirement.body, name, "")
                 .await?;
             let update = gatehouse_events::RequirementUpdated {
                 requirement_id: id,
                 title: None,
                 body: None,
-                state: RequirementState::Delivered,
+                state,
             };
             self.append(tx, gatehouse_events::Event::RequirementUpdated(update))
                 .await?;
         }
-        Ok(format!("merged: {} delivered", requirement.source_key))
+        Ok(format!("{note}: {} {name}", requirement.source_key))
     }
 
     async fn comment(
@@ -220,6 +222,7 @@ impl ApiState {
             url: &issue.html_url,
             state: open_or_closed(&issue.state),
             author: &issue.user.login,
+            updated_at: &issue.updated_at,
         };
         let requirement = self.requirement(tx, &subject).await?;
         let Some(github) = self.github.clone() else {

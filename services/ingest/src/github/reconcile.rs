@@ -112,6 +112,7 @@ impl ApiState {
             url: &issue.html_url,
             state: RequirementState::Open,
             author: &issue.user.login,
+            updated_at: &issue.updated_at,
         };
         let requirement = self.requirement(&mut tx, &subject).await?;
         let event = LabelEvent {

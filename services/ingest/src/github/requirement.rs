@@ -29,6 +29,8 @@ pub(crate) struct Subject<'a> {
     pub state: RequirementState,
     /// Who opened it.
     pub author: &'a str,
+    /// GitHub's `updated_at` of this view of it; empty when unknown.
+    pub updated_at: &'a str,
 }
 
 impl ApiState {
@@ -43,6 +45,10 @@ impl ApiState {
         let Some(mut row) = tx.requirement_by_key(&key).await? else {
             return self.create_requirement(tx, key, subject).await;
         };
+        // Deliveries can arrive out of order: an older view must not undo a newer one.
+        if subject.updated_at < row.source_updated_at.as_str() {
+            return Ok(row);
+        }
         // A merged pull request stays delivered when its `closed` event comes later.
         let state = match (row.state.as_str(), subject.state) {
             ("delivered", RequirementState::Closed) => RequirementState::Delivered,
@@ -58,8 +64,14 @@ impl ApiState {
             body: (row.body != subject.body).then(|| subject.body.to_owned()),
             state,
         };
-        tx.update_requirement(row.id, subject.title, subject.body, state_name)
-            .await?;
+        tx.update_requirement(
+            row.id,
+            subject.title,
+            subject.body,
+            state_name,
+            subject.updated_at,
+        )
+        .await?;
         self.append(tx, Event::RequirementUpdated(update)).await?;
         row.title = subject.title.to_owned();
         row.body = subject.body.to_owned();
@@ -92,6 +104,7 @@ impl ApiState {
                 .person
                 .clone()
                 .unwrap_or_else(|| author.handle.clone()),
+            source_updated_at: subject.updated_at.to_owned(),
             created_at: now,
             updated_at: now,
         };

@@ -12,7 +12,7 @@ use crate::{ApiError, ApiState};
 
 /// Receives a delivery: 401 for a bad signature (nothing stored, a counter counts it), 400
 /// for a body that is not JSON or lacks GitHub's headers, 413 above the size limit (the
-/// router's body limit), 202 once stored — also for a redelivery, which does nothing.
+/// router's body limit), 202 once stored, 200 for a redelivery (which does nothing).
 pub(crate) async fn receive(
     State(state): State<ApiState>,
     headers: HeaderMap,
@@ -48,8 +48,13 @@ pub(crate) async fn receive(
     }
     metrics::counter!("gatehouse_webhook_deliveries_total", "source" => "github", "duplicate" => if stored { "false" } else { "true" })
         .increment(1);
+    let status = if stored {
+        StatusCode::ACCEPTED
+    } else {
+        StatusCode::OK
+    };
     Ok((
-        StatusCode::ACCEPTED,
+        status,
         Json(json!({ "delivery": delivery, "duplicate": !stored })),
     ))
 }
