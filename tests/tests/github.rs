@@ -12,7 +12,7 @@ use gatehouse_notifier::Notifier;
 use gatehouse_runner::Deliverer;
 use gatehouse_sop::Catalog;
 use gatehouse_store::{RequirementRow, RunRow};
-use gatehouse_tests::fake_github::FakeGithub;
+use gatehouse_tests::fake_github::{FakeGithub, bare_repository, commit_all, git};
 use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
@@ -254,57 +254,6 @@ impl Hub {
         self.services.stop().await;
         self.db.cleanup().await;
     }
-}
-
-/// A bare repository with one commit on `main`, standing in for GitHub's.
-fn bare_repository(path: &std::path::Path) {
-    let git = |dir: &std::path::Path, args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    std::fs::create_dir_all(path).unwrap();
-    git(
-        path,
-        &["init", "--quiet", "--bare", "--initial-branch=main"],
-    );
-    let seed = path.with_extension("seed");
-    std::fs::create_dir_all(&seed).unwrap();
-    git(&seed, &["init", "--quiet", "--initial-branch=main"]);
-    std::fs::write(seed.join("README.md"), "Hello World\n").unwrap();
-    git(&seed, &["add", "README.md"]);
-    git(
-        &seed,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "--quiet",
-            "-m",
-            "init",
-        ],
-    );
-    git(&seed, &["push", "--quiet", path.to_str().unwrap(), "main"]);
-}
-
-/// `git` in a bare repository, for checking what was pushed.
-fn git_show(repo: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(repo)
-        .output()
-        .unwrap();
-    String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 fn sign(body: &[u8]) -> String {
@@ -787,13 +736,13 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     hub.runs(1, "succeeded", 1).await;
 
     let branch = "gatehouse/1-spelling-error-in-the-readme-file";
-    let fix = git_show(&bare, &["show", &format!("{branch}:FIX.md")]);
+    let fix = git(&bare, &["show", &format!("{branch}:FIX.md")]);
     assert_eq!(
         fix,
         format!("fixed by {run}\n"),
         "the workspace was committed and pushed"
     );
-    let subject = git_show(&bare, &["log", "-1", "--format=%s|%an", branch]);
+    let subject = git(&bare, &["log", "-1", "--format=%s|%an", branch]);
     assert_eq!(
         subject.trim(),
         "Spelling error in the README file (#1)|Gatehouse"
@@ -865,7 +814,7 @@ async fn direct_delivery_merges_into_the_branch(backend: Backend) {
     let bare = hub._data.path().join(format!("git/{REPO}.git"));
     hub.deliver("issues", "d-merge", &labeled("merge")).await;
     hub.runs(1, "succeeded", 1).await;
-    assert_eq!(git_show(&bare, &["show", "main:MERGED.md"]), "merged\n");
+    assert_eq!(git(&bare, &["show", "main:MERGED.md"]), "merged\n");
     assert!(
         hub.github.pulls().is_empty(),
         "no pull request in direct mode"
@@ -882,18 +831,6 @@ async fn direct_delivery_refuses_a_conflicting_merge(backend: Backend) {
     let run = hub.runs(1, "waiting", 1).await[0].id;
     // Meanwhile someone changes the same file on main.
     let other = hub._data.path().join("other-clone");
-    let git = |dir: &std::path::Path, args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-    };
     git(
         hub._data.path(),
         &[
@@ -904,20 +841,7 @@ async fn direct_delivery_refuses_a_conflicting_merge(backend: Backend) {
         ],
     );
     std::fs::write(other.join("MERGED.md"), "theirs\n").unwrap();
-    git(&other, &["add", "MERGED.md"]);
-    git(
-        &other,
-        &[
-            "-c",
-            "user.name=t",
-            "-c",
-            "user.email=t@t",
-            "commit",
-            "--quiet",
-            "-m",
-            "theirs",
-        ],
-    );
+    commit_all(&other, "theirs");
     git(&other, &["push", "--quiet", "origin", "main"]);
 
     hub.deliver(
@@ -934,7 +858,7 @@ async fn direct_delivery_refuses_a_conflicting_merge(backend: Backend) {
         Some("the work conflicts with main in: MERGED.md")
     );
     assert_eq!(
-        git_show(&bare, &["show", "main:MERGED.md"]),
+        git(&bare, &["show", "main:MERGED.md"]),
         "theirs\n",
         "main untouched"
     );

@@ -508,6 +508,13 @@ impl Config {
         unique("Slack id", people().filter_map(|p| p.slack.as_deref()))?;
         unique("Discord id", people().filter_map(|p| p.discord.as_deref()))?;
         unique("schedule", self.schedules.iter().map(|s| s.name.as_str()))?;
+        if let Some(github) = &self.github
+            && (github.app_id.is_some() || github.private_key.is_some())
+        {
+            return Err(ConfigError::Inconsistent(
+                "github.app_id / github.private_key: GitHub App authentication is not supported by this version; set github.token (a fine-grained token or an installation token)".into(),
+            ));
+        }
         for s in &self.schedules {
             let invalid =
                 |e: String| ConfigError::Inconsistent(format!("schedule `{}`: {e}", s.name));

@@ -772,3 +772,57 @@ fn schedules_are_operated_from_the_cli() {
     );
     assert_eq!(up.show(&run)["schedule"]["name"], "hourly", "runs stay");
 }
+
+#[test]
+fn github_webhooks_start_runs_and_post_their_status() {
+    use hmac::{Hmac, KeyInit, Mac};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let git = tempfile::tempdir().unwrap();
+    gatehouse_tests::fake_github::bare_repository(&git.path().join("Codertocat/Hello-World.git"));
+    let up = Up::start_with(&format!(
+        "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[github.triggers]]\nlabel = \"bug\"\nsop = \"tick\"\n",
+        github.url,
+        git.path().display()
+    ));
+    let body = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/github/issues.labeled.json"
+    ))
+    .unwrap();
+    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
+    mac.update(&body);
+    let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let post = |signature: &str| {
+        runtime.block_on(async {
+            reqwest::Client::new()
+                .post(format!("http://127.0.0.1:{}/webhooks/github", up.port))
+                .header("X-GitHub-Event", "issues")
+                .header("X-GitHub-Delivery", "delivery-1")
+                .header("X-Hub-Signature-256", signature)
+                .body(body.clone())
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    };
+    assert_eq!(post("sha256=00"), 401);
+    assert_eq!(post(&signature), 202);
+    for _ in 0..400 {
+        let comments = github.comments("Codertocat/Hello-World", 1);
+        if comments.iter().any(|c| c.contains("— succeeded")) {
+            let runs = up.json(&["run", "list", "--status", "succeeded"]);
+            assert_eq!(runs.as_array().unwrap().len(), 1, "{runs:#}");
+            assert_eq!(comments.len(), 1, "{comments:#?}");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    panic!(
+        "no run reported on the issue: {:#?} {:#}",
+        github.comments("Codertocat/Hello-World", 1),
+        up.json(&["run", "list"])
+    );
+}
