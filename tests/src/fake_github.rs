@@ -23,6 +23,8 @@ struct Inner {
     rate_limits: usize,
     search: Vec<Value>,
     pulls: Vec<Pull>,
+    /// Repositories that answer 404, as a deleted or inaccessible one does.
+    missing: Vec<String>,
 }
 
 /// A pull request the fake holds.
@@ -116,6 +118,11 @@ impl FakeGithub {
         self.lock().pulls.clone()
     }
 
+    /// Makes a repository answer 404 from now on.
+    pub fn remove_repository(&self, repo: &str) {
+        self.lock().missing.push(repo.to_owned());
+    }
+
     /// An issue that searches for its labels find.
     pub fn add_search_result(&self, issue: Value) {
         self.lock().search.push(issue);
@@ -189,6 +196,15 @@ fn enter(inner: &Shared, headers: &HeaderMap, call: String) -> Option<Response> 
     None
 }
 
+/// 404 for a repository the test removed.
+fn missing(inner: &Shared, owner: &str, repo: &str) -> Option<Response> {
+    let state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    state
+        .missing
+        .contains(&format!("{owner}/{repo}"))
+        .then(|| (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response())
+}
+
 fn comment_json(id: u64, body: &str) -> Value {
     json!({
         "id": id,
@@ -212,6 +228,9 @@ async fn list_comments(
     let path = format!("/repos/{owner}/{repo}/issues/{number}/comments");
     if let Some(refused) = enter(&inner, &headers, format!("GET {path}")) {
         return refused;
+    }
+    if let Some(gone) = missing(&inner, &owner, &repo) {
+        return gone;
     }
     let page: usize = query.get("page").and_then(|p| p.parse().ok()).unwrap_or(1);
     let per_page: usize = query

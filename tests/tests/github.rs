@@ -305,6 +305,7 @@ on_both_backends!(
     deliver_pushes_a_work_branch_and_keeps_one_pull_request,
     direct_delivery_merges_into_the_branch,
     direct_delivery_refuses_a_conflicting_merge,
+    a_comment_github_refuses_for_good_is_given_up,
 );
 
 async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
@@ -863,4 +864,23 @@ async fn direct_delivery_refuses_a_conflicting_merge(backend: Backend) {
         "main untouched"
     );
     hub.stop().await;
+}
+
+async fn a_comment_github_refuses_for_good_is_given_up(backend: Backend) {
+    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    hub.github.remove_repository(REPO);
+    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    let run = hub.runs(1, "waiting", 1).await[0].id;
+    let key = format!("run:{run}");
+    for _ in 0..500 {
+        if let Some(comment) = hub.db.store.comment(&key).await.unwrap()
+            && !comment.dirty
+        {
+            assert_eq!(comment.comment_id, None, "never posted");
+            hub.stop().await;
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("a comment GitHub answers 404 for is retried for ever");
 }

@@ -113,6 +113,21 @@ impl Store {
     }
 }
 
+impl Store {
+    /// Gives up on posting a comment's current text (GitHub refused it for good); a new
+    /// text makes it dirty again.
+    pub async fn comment_abandoned(&self, key: &str, body_hash: &str) -> Result<(), StoreError> {
+        with_pool!(self, pool => {
+            sqlx::query("UPDATE github_comments SET dirty = FALSE WHERE key = $1 AND body_hash = $2")
+                .bind(key)
+                .bind(body_hash)
+                .execute(pool)
+                .await?;
+        });
+        Ok(())
+    }
+}
+
 fn hex_sha256(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()

@@ -133,8 +133,10 @@ mod tests {
         );
 
         // SAFETY: this test is the only user of the variable.
-        unsafe { std::env::set_var("GATEHOUSE_TEST_SECRET_ENV", "from-env") };
-        let env = parse(r#"secret = { env = "GATEHOUSE_TEST_SECRET_ENV" }"#);
+        // Not `GATEHOUSE_`-prefixed: configuration tests running beside this one in the same
+        // process read every `GATEHOUSE_*` variable as a key.
+        unsafe { std::env::set_var("SECRET_TEST_ENV_VALUE", "from-env") };
+        let env = parse(r#"secret = { env = "SECRET_TEST_ENV_VALUE" }"#);
         assert_eq!(env.resolve().unwrap().expose_secret(), "from-env");
 
         let dir = tempfile::tempdir().unwrap();

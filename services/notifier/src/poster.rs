@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use gatehouse_github::{GithubClient, GithubError};
 use gatehouse_store::CommentRow;
 use tokio_util::sync::CancellationToken;
 
@@ -25,9 +26,24 @@ impl Notifier {
                         if shutdown.is_cancelled() {
                             return;
                         }
-                        if let Err(e) = self.post(&github, &comment).await {
-                            tracing::warn!(key = %comment.key, repo = %comment.repo, number = comment.number, error = %e, "posting a GitHub comment failed; retrying later");
-                            failed = true;
+                        match self.post(&github, &comment).await {
+                            Ok(()) => {}
+                            // GitHub refused it for good (gone, forbidden, invalid): retrying
+                            // cannot help; a later change of the text tries again.
+                            Err(Failure::Refused(e)) => {
+                                tracing::error!(key = %comment.key, repo = %comment.repo, number = comment.number, error = %e, "GitHub refused a comment; giving up on this text");
+                                if let Err(e) = self
+                                    .store
+                                    .comment_abandoned(&comment.key, &comment.body_hash)
+                                    .await
+                                {
+                                    tracing::warn!(error = %e, "recording an abandoned comment failed");
+                                }
+                            }
+                            Err(Failure::Later(e)) => {
+                                tracing::warn!(key = %comment.key, repo = %comment.repo, number = comment.number, error = %e, "posting a GitHub comment failed; retrying later");
+                                failed = true;
+                            }
                         }
                     }
                 }
@@ -53,30 +69,35 @@ impl Notifier {
         }
     }
 
-    async fn post(
-        &self,
-        github: &gatehouse_github::GithubClient,
-        comment: &CommentRow,
-    ) -> Result<(), Box<dyn std::error::Error + Send + Sync>> {
+    async fn post(&self, github: &GithubClient, comment: &CommentRow) -> Result<(), Failure> {
         let marker = format!("<!-- gatehouse:{} -->", comment.key);
-        let number = u64::try_from(comment.number)?;
-        let id = match comment.comment_id {
-            Some(id) => {
-                let id = u64::try_from(id)?;
-                github
-                    .update_comment(&comment.repo, id, &marker, &comment.body)
-                    .await?;
-                id
-            }
+        let number = u64::try_from(comment.number).unwrap_or_default();
+        let posted = match comment.comment_id.and_then(|id| u64::try_from(id).ok()) {
+            Some(id) => github
+                .update_comment(&comment.repo, id, &marker, &comment.body)
+                .await
+                .map(|()| id),
             None => {
                 github
                     .create_comment_once(&comment.repo, number, &marker, &comment.body)
-                    .await?
+                    .await
             }
         };
+        let id = posted.map_err(|e| match e {
+            GithubError::Api { .. } | GithubError::Setup(_) => Failure::Refused(e.to_string()),
+            GithubError::Unavailable(_) => Failure::Later(e.to_string()),
+        })?;
         self.store
             .comment_posted(&comment.key, id, &comment.body_hash)
-            .await?;
-        Ok(())
+            .await
+            .map_err(|e| Failure::Later(e.to_string()))
     }
+}
+
+/// How posting a comment failed.
+enum Failure {
+    /// GitHub said no for good.
+    Refused(String),
+    /// Try again later (GitHub or the database unavailable).
+    Later(String),
 }
