@@ -23,7 +23,9 @@ const SECRET: &str = "webhook s3cret";
 const REPO: &str = "Codertocat/Hello-World";
 const HOLD: &str = "name: hold\nparams: { repo: {}, issue: {} }\nnodes:\n  review: { kind: gate, approvers: [group:leads] }\n";
 const QUICK: &str = "name: quick\nnodes:\n  work: { kind: script, run: \"true\" }\n";
-const SHIP: &str = "name: ship\nnodes:\n  fix: { kind: script, run: 'echo \"fixed by $GATEHOUSE_RUN_ID\" > FIX.md; git remote -v > $GATEHOUSE_ARTIFACTS/remotes.txt', artifacts: [remotes.txt] }\n  check: { kind: gate, needs: [fix], approvers: [group:leads], send_back: [fix] }\n  deliver: { kind: deliver, needs: [check] }\n";
+/// The `fix` node also tries what a hostile script could: point the remote elsewhere and
+/// plant a hook that would see git's environment (and with it the token).
+const SHIP: &str = "name: ship\nnodes:\n  fix: { kind: script, run: 'echo \"fixed by $GATEHOUSE_RUN_ID\" > FIX.md; git remote -v > $GATEHOUSE_ARTIFACTS/remotes.txt; git config remote.origin.url file:///nonexistent/evil.git; printf \"#!/bin/sh\\nenv > ../hook-saw-this\\n\" > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit', artifacts: [remotes.txt] }\n  check: { kind: gate, needs: [fix], approvers: [group:leads], send_back: [fix] }\n  deliver: { kind: deliver, needs: [check] }\n";
 const MERGE: &str = "name: merge\nnodes:\n  fix: { kind: script, run: 'echo merged > MERGED.md' }\n  deliver: { kind: deliver, needs: [fix], mode: direct, branch: main }\n";
 const MERGE_LATER: &str = "name: merge-later\nnodes:\n  fix: { kind: script, run: 'echo ours > MERGED.md' }\n  check: { kind: gate, needs: [fix], approvers: [group:leads] }\n  deliver: { kind: deliver, needs: [check], mode: direct }\n";
 const TOKEN: &str = "ghs_test-token-never-shown";
@@ -769,6 +771,13 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     assert!(
         remotes.contains("file://") && !remotes.contains(TOKEN),
         "{remotes}"
+    );
+    assert!(
+        !hub._data
+            .path()
+            .join(format!("runs/{run}/hook-saw-this"))
+            .exists(),
+        "a hook planted by a node never ran with the token around"
     );
     for node in ["fix", "deliver"] {
         let logs = hub.db.store.logs(run, 0, 1000).await.unwrap();

@@ -6,6 +6,10 @@
 //!
 //! The token reaches git only through its environment, as an HTTP header
 //! (`GIT_CONFIG_*`): never in a remote URL, the repository's config, logs or artifacts.
+//! Earlier nodes run code in the workspace, so before git runs with the token the clone's
+//! config is rewritten (its remote pointing where Gatehouse says) and its hooks removed, and
+//! every git command runs with hooks and fsmonitor turned off: nothing the workspace holds
+//! can redirect the push or run with the token in reach.
 
 use std::path::Path;
 
@@ -89,7 +93,7 @@ impl Deliverer {
         if !empty {
             return Err("the workspace has files but is not a clone; cannot clone into it".into());
         }
-        let url = format!("{}/{repo}.git", self.git_url.trim_end_matches('/'));
+        let url = self.url(repo);
         let dir = workspace.to_string_lossy().into_owned();
         self.git(
             workspace.parent().unwrap_or(workspace),
@@ -111,6 +115,7 @@ impl Deliverer {
         if !workspace.join(".git").exists() {
             return Err("the workspace is not a clone of the repository".into());
         }
+        self.sanitize(workspace, &self.url(target.repo))?;
         let branch = work_branch(target.number, target.title);
         let base = match &spec.branch {
             Some(branch) => branch.clone(),
@@ -219,6 +224,25 @@ impl Deliverer {
         Ok(DeliveredTo::Merged(base.to_owned()))
     }
 
+    fn url(&self, repo: &str) -> String {
+        format!("{}/{repo}.git", self.git_url.trim_end_matches('/'))
+    }
+
+    /// Replaces whatever earlier nodes did to the clone's git configuration and hooks.
+    fn sanitize(&self, workspace: &Path, url: &str) -> Result<(), String> {
+        let git_dir = workspace.join(".git");
+        let config = format!(
+            "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = {url}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
+        );
+        std::fs::write(git_dir.join("config"), config)
+            .map_err(|e| format!("resetting the clone's configuration: {e}"))?;
+        let hooks = git_dir.join("hooks");
+        if hooks.exists() {
+            std::fs::remove_dir_all(&hooks).map_err(|e| format!("removing git hooks: {e}"))?;
+        }
+        Ok(())
+    }
+
     /// Runs git with the token as an HTTP header in its environment; its output goes to
     /// the node's log.
     async fn git(
@@ -230,9 +254,16 @@ impl Deliverer {
         let credentials = base64::engine::general_purpose::STANDARD
             .encode(format!("x-access-token:{}", self.token.expose_secret()));
         let output = tokio::process::Command::new("git")
+            .args([
+                "-c",
+                "core.hooksPath=/dev/null",
+                "-c",
+                "core.fsmonitor=false",
+            ])
             .args(args)
             .current_dir(dir)
             .env("GIT_TERMINAL_PROMPT", "0")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
             .env("GIT_CONFIG_COUNT", "1")
             .env("GIT_CONFIG_KEY_0", "http.extraHeader")
             .env(
