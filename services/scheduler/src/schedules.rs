@@ -7,7 +7,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use futures::{StreamExt, TryStreamExt};
+use futures::StreamExt;
 use gatehouse_events::{
     Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire,
 };
@@ -68,21 +68,38 @@ impl Scheduler {
     /// Handles every fire due at `now` that no scheduler has recorded yet, then the fires
     /// waiting for a decision (manual triggers) or for a running run to end (buffered).
     /// Any number of schedulers may call this at once: the fire's row decides who acts.
+    ///
+    /// A schedule that fails is logged and the others go on (one bad schedule must not
+    /// hold up the rest); the pass then ends with the first error, so the caller waits
+    /// before the next one instead of spinning while the database is away.
     pub async fn fire_schedules(&self, now: Timestamp) -> Result<usize, SchedulerError> {
         let clock = Clock::new(now);
         let mut handled = 0;
+        let mut first_error = None;
         loop {
             let due = self
                 .store
                 .due_schedules(now.as_millisecond(), DUE_BATCH)
                 .await?;
             let batch = due.len();
-            handled += futures::stream::iter(due)
-                .map(|schedule| self.fire_cron(schedule, clock))
+            let results: Vec<(String, Result<usize, SchedulerError>)> = futures::stream::iter(due)
+                .map(|schedule| async move {
+                    let name = schedule.name.clone();
+                    (name, self.fire_cron(schedule, clock).await)
+                })
                 .buffer_unordered(CONCURRENCY)
-                .try_fold(0, |sum, n| async move { Ok(sum + n) })
-                .await?;
-            if i64::try_from(batch).unwrap_or(i64::MAX) < DUE_BATCH {
+                .collect()
+                .await;
+            for (name, result) in results {
+                match result {
+                    Ok(n) => handled += n,
+                    Err(e) => {
+                        tracing::warn!(schedule = %name, error = %e, "firing a schedule failed");
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            if first_error.is_some() || i64::try_from(batch).unwrap_or(i64::MAX) < DUE_BATCH {
                 break;
             }
         }
@@ -93,10 +110,23 @@ impl Scheduler {
             if schedule.paused {
                 continue;
             }
-            handled += self.settle_requested(&schedule, clock).await?;
-            self.start_buffered(&schedule, clock.now()).await?;
+            let waiting = async {
+                let settled = self.settle_requested(&schedule, clock).await?;
+                self.start_buffered(&schedule, clock.now()).await?;
+                Ok::<_, SchedulerError>(settled)
+            };
+            match waiting.await {
+                Ok(n) => handled += n,
+                Err(e) => {
+                    tracing::warn!(schedule = %name, error = %e, "starting a waiting fire failed");
+                    first_error.get_or_insert(e);
+                }
+            }
         }
-        Ok(handled)
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(handled),
+        }
     }
 
     /// Fires a due schedule's cron times up to `now`, then stores when it is next due.

@@ -55,7 +55,9 @@ impl Outcome {
 }
 
 impl ApiState {
-    /// Processes every pending delivery, oldest first.
+    /// Processes every pending delivery, oldest first. One that fails is logged and left
+    /// pending while the others go on (it must not hold up every later delivery); the pass
+    /// then ends with its error, so the caller waits before trying again.
     pub(crate) async fn process_pending(&self) -> Result<usize, ApiError> {
         let mut done = 0;
         loop {
@@ -63,9 +65,19 @@ impl ApiState {
             if pending.is_empty() {
                 return Ok(done);
             }
+            let mut first_error = None;
             for delivery in pending {
-                self.process(delivery).await?;
-                done += 1;
+                let id = delivery.delivery_id.clone();
+                match self.process(delivery).await {
+                    Ok(()) => done += 1,
+                    Err(e) => {
+                        tracing::warn!(delivery = %id, error = %e.message, "processing a GitHub delivery failed; it stays pending");
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(e) = first_error {
+                return Err(e);
             }
         }
     }
