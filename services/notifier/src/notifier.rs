@@ -76,6 +76,10 @@ impl Notifier {
 #[async_trait]
 impl Handler for Notifier {
     async fn handle(&self, tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
+        // Without GitHub there is nowhere to show a status: keep no wanted comments around.
+        if self.github.is_none() {
+            return Ok(());
+        }
         let Ok(Event::RunUpdated(update)) = envelope.decode() else {
             return Ok(());
         };
