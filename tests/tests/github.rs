@@ -68,7 +68,9 @@ impl Hub {
         });
         let stop = CancellationToken::new();
         tokio::spawn(
-            Notifier::new(db.store.clone(), Some(client.clone())).run(bus.clone(), stop.clone()),
+            Notifier::new(db.store.clone(), Some(client.clone()))
+                .with_public_url("https://gatehouse.test/")
+                .run(bus.clone(), stop.clone()),
         );
         let services = Services::start_delivering(
             &db.store,
@@ -578,6 +580,13 @@ async fn the_status_comment_is_posted_once_and_edited_in_place(backend: Backend)
     assert!(status[0].contains(&format!("run `{run}`")), "{}", status[0]);
     assert!(status[0].contains("waits for group:leads"), "{}", status[0]);
     assert!(status[0].contains(&format!("<!-- gatehouse:run:{run} -->")));
+    assert!(
+        status[0].contains(&format!(
+            "[Run details](https://gatehouse.test/api/v1/runs/{run})"
+        )),
+        "{}",
+        status[0]
+    );
 
     hub.deliver(
         "issue_comment",
@@ -752,6 +761,10 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     );
     let pulls = hub.github.pulls();
     assert_eq!(pulls.len(), 1);
+    hub.comments(1, 1, |c| {
+        c.contains(&format!("Delivered in #{}.", pulls[0].number))
+    })
+    .await;
     assert_eq!(
         (pulls[0].head.as_str(), pulls[0].base.as_str()),
         (branch, "main")

@@ -87,6 +87,19 @@ impl Store {
         Ok(())
     }
 
+    /// The pull request a run delivered into (repository, number), if any.
+    pub async fn pull_request_of_run(
+        &self,
+        run: Uuid,
+    ) -> Result<Option<(String, i64)>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as("SELECT repo, number FROM pull_requests WHERE run_id = $1")
+                .bind(run)
+                .fetch_optional(pool)
+                .await?
+        }))
+    }
+
     /// The requirement a pull request Gatehouse opened delivers.
     pub async fn pull_request_requirement(
         &self,

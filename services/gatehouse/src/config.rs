@@ -62,6 +62,9 @@ pub struct ServerConfig {
     pub nats_prefix: Prefix,
     /// Directories of SOP YAML files, loaded beside the built-ins.
     pub sop_dirs: Vec<PathBuf>,
+    /// Where people reach this Gatehouse (`https://gatehouse.example.com`), for links in
+    /// comments; empty: no links.
+    pub public_url: String,
 }
 
 impl Default for ServerConfig {
@@ -73,6 +76,7 @@ impl Default for ServerConfig {
             nats_url: String::new(),
             nats_prefix: Prefix::default(),
             sop_dirs: vec!["sops".into()],
+            public_url: String::new(),
         }
     }
 }

@@ -137,7 +137,11 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
             ),
         }
     }
-    tasks.spawn(Notifier::new(store.clone(), github_client).run(bus.clone(), shutdown.clone()));
+    let mut notifier = Notifier::new(store.clone(), github_client);
+    if !server.public_url.is_empty() {
+        notifier = notifier.with_public_url(&server.public_url);
+    }
+    tasks.spawn(notifier.run(bus.clone(), shutdown.clone()));
     let app = gatehouse_ingest::router(api).merge(crate::metrics::router(metrics));
     let serve_shutdown = shutdown.clone();
     tasks.spawn(async move {

@@ -11,4 +11,4 @@ mod poster;
 mod status;
 
 pub use notifier::Notifier;
-pub use status::render_status;
+pub use status::{Links, render_status};

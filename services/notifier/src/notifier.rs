@@ -15,7 +15,7 @@ use gatehouse_store::{Store, Tx};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
-use crate::render_status;
+use crate::{Links, render_status};
 
 /// The notifier: cheap to clone.
 #[derive(Clone)]
@@ -24,6 +24,7 @@ pub struct Notifier {
     pub(crate) github: Option<GithubClient>,
     /// Wakes the poster when a comment's text changed.
     pub(crate) wake: Arc<Notify>,
+    public_url: Option<String>,
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
 }
 
@@ -34,8 +35,15 @@ impl Notifier {
             store,
             github,
             wake: Arc::default(),
+            public_url: None,
             definitions: Arc::default(),
         }
+    }
+
+    /// Links status comments to runs at `url` (`server.public_url`).
+    pub fn with_public_url(mut self, url: &str) -> Self {
+        self.public_url = Some(url.trim_end_matches('/').to_owned());
+        self
     }
 
     /// Consumes run snapshots and posts comments until `shutdown`.
@@ -101,7 +109,19 @@ impl Handler for Notifier {
         };
         let sop = self.definition(&run.sop_version).await?;
         let state: RunState = serde_json::from_str(&run.state)?;
-        let body = render_status(run.id, &sop, &state);
+        let links = Links {
+            run: self
+                .public_url
+                .as_ref()
+                .map(|url| format!("{url}/api/v1/runs/{}", run.id)),
+            pull_request: self
+                .store
+                .pull_request_of_run(run.id)
+                .await?
+                .filter(|(pull_repo, _)| *pull_repo == repo)
+                .map(|(_, number)| number),
+        };
+        let body = render_status(run.id, &sop, &state, &links);
         tx.want_comment(&format!("run:{}", run.id), &repo, number, &body)
             .await?;
         self.wake.notify_one();

@@ -5,9 +5,18 @@ use gatehouse_events::NodeStatus;
 use gatehouse_sop::{NodeKind, Sop};
 use uuid::Uuid;
 
-/// The status comment for a run: its nodes with status and attempt, and for each waiting
-/// gate who may decide and how.
-pub fn render_status(run_id: Uuid, sop: &Sop, state: &RunState) -> String {
+/// Where a status comment links to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Links {
+    /// The run in Gatehouse's API (`server.public_url`), when it is reachable.
+    pub run: Option<String>,
+    /// The pull request the run delivered into, on the same repository.
+    pub pull_request: Option<i64>,
+}
+
+/// The status comment for a run: its nodes with status and attempt, for each waiting gate
+/// who may decide and how, and links to the run and its pull request.
+pub fn render_status(run_id: Uuid, sop: &Sop, state: &RunState, links: &Links) -> String {
     let mut out = format!(
         "**Gatehouse** · run `{run_id}` of **{}** — {}\n\n| node | kind | status | attempt |\n| --- | --- | --- | --- |\n",
         if sop.title.is_empty() {
@@ -65,6 +74,12 @@ pub fn render_status(run_id: Uuid, sop: &Sop, state: &RunState) -> String {
     if let Some(failure) = &state.failure {
         out.push_str(&format!("\nFailed: {failure}\n"));
     }
+    if let Some(pull) = links.pull_request {
+        out.push_str(&format!("\nDelivered in #{pull}.\n"));
+    }
+    if let Some(run) = &links.run {
+        out.push_str(&format!("\n[Run details]({run})\n"));
+    }
     out
 }
 
@@ -92,7 +107,7 @@ mod tests {
         )
         .unwrap();
         let run = Uuid::nil();
-        let text = render_status(run, &sop, &state);
+        let text = render_status(run, &sop, &state, &Links::default());
         assert_eq!(
             text,
             "**Gatehouse** · run `00000000-0000-0000-0000-000000000000` of **Platform check** — waiting\n\n\
@@ -101,5 +116,12 @@ mod tests {
              | confirm | gate | waiting_approval | 1 |\n\n\
              Gate **confirm** (attempt 1) waits for group:leads: comment `/gatehouse approve`, `/gatehouse reject` or `/gatehouse send-back report <comment>`.\n"
         );
+        let links = Links {
+            run: Some("https://gatehouse.example/api/v1/runs/x".into()),
+            pull_request: Some(7),
+        };
+        assert!(render_status(run, &sop, &state, &links).ends_with(
+            "\nDelivered in #7.\n\n[Run details](https://gatehouse.example/api/v1/runs/x)\n"
+        ));
     }
 }
