@@ -25,6 +25,9 @@ struct Inner {
     pulls: Vec<Pull>,
     /// Repositories that answer 404, as a deleted or inaccessible one does.
     missing: Vec<String>,
+    /// `Authorization` of every call, beside `calls`.
+    authorizations: Vec<String>,
+    tokens_minted: usize,
 }
 
 /// A pull request the fake holds.
@@ -68,6 +71,12 @@ impl FakeGithub {
                 patch(update_comment),
             )
             .route("/search/issues", get(search))
+            .route("/repos/{owner}/{repo}/installation", get(installation))
+            .route("/app/installations", get(installations))
+            .route(
+                "/app/installations/{id}/access_tokens",
+                axum::routing::post(access_token),
+            )
             .route("/repos/{owner}/{repo}", get(repository))
             .route(
                 "/repos/{owner}/{repo}/pulls",
@@ -95,6 +104,11 @@ impl FakeGithub {
             .filter(|(r, n, _)| r == repo && *n == number)
             .map(|(_, _, body)| body.clone())
             .collect()
+    }
+
+    /// The `Authorization` header of every call so far, in the order of [`Self::calls`].
+    pub fn authorizations(&self) -> Vec<String> {
+        self.lock().authorizations.clone()
     }
 
     /// Every call so far, as `METHOD /path`.
@@ -173,6 +187,12 @@ pub fn bare_repository(path: &std::path::Path) {
 fn enter(inner: &Shared, headers: &HeaderMap, call: String) -> Option<Response> {
     let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
     state.calls.push(call);
+    let authorization = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_owned();
+    state.authorizations.push(authorization);
     if !headers.contains_key("authorization") {
         return Some(
             (
@@ -437,4 +457,49 @@ async fn update_pull(
     }
     let answer = pull_json(pull);
     Json(answer).into_response()
+}
+
+/// The app's installation on a repository's owner (one installation, id 42, for all).
+async fn installation(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path((owner, repo)): Path<(String, String)>,
+) -> Response {
+    let call = format!("GET /repos/{owner}/{repo}/installation");
+    if let Some(refused) = enter(&inner, &headers, call) {
+        return refused;
+    }
+    Json(json!({"id": 42, "app_id": 12345, "account": {"login": owner}})).into_response()
+}
+
+async fn installations(State(inner): State<Shared>, headers: HeaderMap) -> Response {
+    if let Some(refused) = enter(&inner, &headers, "GET /app/installations".into()) {
+        return refused;
+    }
+    Json(json!([{"id": 42, "app_id": 12345, "account": {"login": "Codertocat"}}])).into_response()
+}
+
+/// Mints an installation token, valid for an hour, numbered so tests can tell them apart.
+async fn access_token(
+    State(inner): State<Shared>,
+    headers: HeaderMap,
+    Path(id): Path<u64>,
+) -> Response {
+    let call = format!("POST /app/installations/{id}/access_tokens");
+    if let Some(refused) = enter(&inner, &headers, call) {
+        return refused;
+    }
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    state.tokens_minted += 1;
+    let expires = (chrono::Utc::now() + chrono::Duration::hours(1)).to_rfc3339();
+    (
+        StatusCode::CREATED,
+        Json(json!({
+            "token": format!("ghs_installation_{id}_{}", state.tokens_minted),
+            "expires_at": expires,
+            "permissions": {"issues": "write", "contents": "write", "pull_requests": "write"},
+            "repository_selection": "all"
+        })),
+    )
+        .into_response()
 }

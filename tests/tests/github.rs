@@ -62,7 +62,6 @@ impl Hub {
         let delivery = Arc::new(Deliverer {
             github: client.clone(),
             git_url: format!("file://{}", git.display()),
-            token: TOKEN.into(),
             author_name: "Gatehouse".into(),
             author_email: "gatehouse@localhost".into(),
         });
@@ -311,6 +310,57 @@ on_both_backends!(
     direct_delivery_refuses_a_conflicting_merge,
     a_comment_github_refuses_for_good_is_given_up,
 );
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_github_app_acts_through_its_installation() {
+    use secrecy::ExposeSecret;
+    let github = FakeGithub::start().await;
+    let key = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../fixtures/github/test-app-private-key.pem"
+    ))
+    .unwrap();
+    let client = GithubClient::app(&github.url, 12345, &key.into()).unwrap();
+    client
+        .create_comment_once(REPO, 1, "<!-- m -->", "hello")
+        .await
+        .unwrap();
+    assert_eq!(github.comments(REPO, 1).len(), 1);
+    let token = client.git_token(REPO).await.unwrap();
+    assert!(token.expose_secret().starts_with("ghs_installation_42_"));
+    github.add_search_result(json!({
+        "number": 3, "title": "t", "body": null, "html_url": "h",
+        "repository_url": format!("{}/repos/{REPO}", github.url),
+        "updated_at": "2026-11-30T10:00:00Z", "user": {"login": "Codertocat"},
+        "labels": [{"name": "bug"}]
+    }));
+    assert_eq!(client.open_with_label("bug").await.unwrap().len(), 1);
+
+    let calls = github.calls();
+    let authorizations = github.authorizations();
+    let auth_of = |call: &str| {
+        calls
+            .iter()
+            .zip(&authorizations)
+            .find(|(c, _)| c.as_str() == call)
+            .map(|(_, a)| a.clone())
+            .unwrap_or_else(|| panic!("no call {call}: {calls:?}"))
+    };
+    // The app signs in with a JWT to find and mint; everything else uses the installation.
+    let jwt = auth_of(&format!("GET /repos/{REPO}/installation"));
+    assert!(jwt.starts_with("Bearer ey"), "{jwt}");
+    assert!(auth_of("POST /app/installations/42/access_tokens").starts_with("Bearer ey"));
+    let comment = auth_of(&format!("POST /repos/{REPO}/issues/1/comments"));
+    assert!(comment.contains("ghs_installation_42_"), "{comment}");
+    assert_eq!(
+        calls
+            .iter()
+            .filter(|c| c.ends_with("/installation"))
+            .count(),
+        1,
+        "the installation is looked up once per owner: {calls:?}"
+    );
+}
 
 async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
     let hub = Hub::start(backend, vec![hold_on("bug")], true).await;

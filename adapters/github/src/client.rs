@@ -1,16 +1,20 @@
 //! The GitHub REST calls Gatehouse makes, through octocrab, against `api_url` (GitHub,
-//! GitHub Enterprise Server, or a test's fake).
+//! GitHub Enterprise Server, or a test's fake). Routes are given relative to `api_url`:
+//! octocrab joins them to it (Enterprise Server's `/api/v3` included) and only then adds
+//! credentials, which it never sends to another host.
 //!
 //! Retries are done here rather than by octocrab's retry policy because that policy also
 //! repeats a `POST` that failed with 5xx at once, which can create a comment twice; here a
 //! comment is created by [`GithubClient::create_comment_once`], which looks for the
 //! comment's marker before every attempt.
 
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
 use octocrab::Octocrab;
-use secrecy::SecretString;
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -85,27 +89,95 @@ impl FoundIssue {
     }
 }
 
-/// GitHub's REST API as one token.
+/// GitHub's REST API, as a token or as a GitHub App acting through the installation that
+/// covers each repository.
 #[derive(Clone)]
 pub struct GithubClient {
-    api: String,
-    octo: Octocrab,
+    auth: Auth,
+}
+
+#[derive(Clone)]
+enum Auth {
+    /// One token for everything (its own for git too).
+    Token { octo: Octocrab, token: SecretString },
+    /// An app (JWT) client, and installation clients by repository owner: octocrab mints
+    /// and refreshes each installation's token.
+    App {
+        app: Octocrab,
+        installations: Arc<Mutex<HashMap<String, Octocrab>>>,
+    },
 }
 
 impl GithubClient {
     /// A client for `api_url` (e.g. `https://api.github.com`) with a token.
     pub fn new(api_url: &str, token: SecretString) -> Result<Self, GithubError> {
         let api = api_url.trim_end_matches('/').to_owned();
-        let octo = Octocrab::builder()
-            .base_uri(api.as_str())
-            .map_err(|e| GithubError::Setup(format!("api_url `{api}`: {e}")))?
-            .personal_token(token)
-            .add_retry_config(octocrab::service::middleware::retry::RetryConfig::None)
-            .set_connect_timeout(Some(Duration::from_secs(10)))
-            .set_read_timeout(Some(Duration::from_secs(30)))
+        let octo = builder(&api)?
+            .personal_token(token.clone())
             .build()
             .map_err(|e| GithubError::Setup(e.to_string()))?;
-        Ok(Self { api, octo })
+        Ok(Self {
+            auth: Auth::Token { octo, token },
+        })
+    }
+
+    /// A client acting as GitHub App `app_id` with its private key (PEM).
+    pub fn app(
+        api_url: &str,
+        app_id: u64,
+        private_key: &SecretString,
+    ) -> Result<Self, GithubError> {
+        let api = api_url.trim_end_matches('/').to_owned();
+        let key = octocrab::EncodingKey::from_rsa_pem(private_key.expose_secret().as_bytes())
+            .map_err(|e| GithubError::Setup(format!("github.private_key: {e}")))?;
+        let app = builder(&api)?
+            .app(octocrab::models::AppId(app_id), key)
+            .build()
+            .map_err(|e| GithubError::Setup(e.to_string()))?;
+        Ok(Self {
+            auth: Auth::App {
+                app,
+                installations: Arc::default(),
+            },
+        })
+    }
+
+    /// The client that may act on `repo`: the token's, or the app's installation on the
+    /// repository's owner (looked up once per owner).
+    async fn client_for(&self, repo: &str) -> Result<Octocrab, GithubError> {
+        let (app, installations) = match &self.auth {
+            Auth::Token { octo, .. } => return Ok(octo.clone()),
+            Auth::App { app, installations } => (app, installations),
+        };
+        let owner = repo.split('/').next().unwrap_or_default().to_owned();
+        if let Some(found) = lock(installations).get(&owner) {
+            return Ok(found.clone());
+        }
+        #[derive(Deserialize)]
+        struct Installation {
+            id: u64,
+        }
+        let url = format!("/repos/{repo}/installation");
+        let found: Installation = self.call(app, http::Method::GET, &url, None).await?;
+        let client = app
+            .installation(octocrab::models::InstallationId(found.id))
+            .map_err(|e| GithubError::Setup(e.to_string()))?;
+        lock(installations).insert(owner, client.clone());
+        Ok(client)
+    }
+
+    /// A token git can push `repo` with: the configured token, or a fresh installation
+    /// token (valid for at least a few minutes).
+    pub async fn git_token(&self, repo: &str) -> Result<SecretString, GithubError> {
+        match &self.auth {
+            Auth::Token { token, .. } => Ok(token.clone()),
+            Auth::App { .. } => self
+                .client_for(repo)
+                .await?
+                .installation_token_with_buffer(chrono::Duration::minutes(5))
+                .await
+                .map_err(|e| GithubError::Unavailable(e.to_string())),
+        }
     }
 
     /// Every comment on an issue, oldest first.
@@ -114,13 +186,11 @@ impl GithubClient {
         repo: &str,
         number: u64,
     ) -> Result<Vec<IssueComment>, GithubError> {
+        let octo = self.client_for(repo).await?;
         let mut all = Vec::new();
         for page in 1.. {
-            let url = format!(
-                "{}/repos/{repo}/issues/{number}/comments?per_page=100&page={page}",
-                self.api
-            );
-            let batch: Vec<IssueComment> = self.call(http::Method::GET, &url, None).await?;
+            let url = format!("/repos/{repo}/issues/{number}/comments?per_page=100&page={page}");
+            let batch: Vec<IssueComment> = self.call(&octo, http::Method::GET, &url, None).await?;
             let last = batch.len() < 100;
             all.extend(batch);
             if last {
@@ -150,10 +220,16 @@ impl GithubClient {
             {
                 return Ok(found.id);
             }
-            let url = format!("{}/repos/{repo}/issues/{number}/comments", self.api);
+            let url = format!("/repos/{repo}/issues/{number}/comments");
             let text = format!("{body}\n\n{marker}");
+            let octo = self.client_for(repo).await?;
             match self
-                .send(http::Method::POST, &url, Some(json!({ "body": text })))
+                .send(
+                    &octo,
+                    http::Method::POST,
+                    &url,
+                    Some(json!({ "body": text })),
+                )
                 .await
             {
                 Ok(created) => {
@@ -178,10 +254,16 @@ impl GithubClient {
         marker: &str,
         body: &str,
     ) -> Result<(), GithubError> {
-        let url = format!("{}/repos/{repo}/issues/comments/{id}", self.api);
+        let url = format!("/repos/{repo}/issues/comments/{id}");
         let text = format!("{body}\n\n{marker}");
+        let octo = self.client_for(repo).await?;
         let _: Value = self
-            .call(http::Method::PATCH, &url, Some(json!({ "body": text })))
+            .call(
+                &octo,
+                http::Method::PATCH,
+                &url,
+                Some(json!({ "body": text })),
+            )
             .await?;
         Ok(())
     }
@@ -192,8 +274,9 @@ impl GithubClient {
         struct Repo {
             default_branch: String,
         }
-        let url = format!("{}/repos/{repo}", self.api);
-        let found: Repo = self.call(http::Method::GET, &url, None).await?;
+        let url = format!("/repos/{repo}");
+        let octo = self.client_for(repo).await?;
+        let found: Repo = self.call(&octo, http::Method::GET, &url, None).await?;
         Ok(found.default_branch)
     }
 
@@ -214,20 +297,25 @@ impl GithubClient {
         }
         let owner = repo.split('/').next().unwrap_or_default();
         let find = format!(
-            "{}/repos/{repo}/pulls?state=open&head={}",
-            self.api,
+            "/repos/{repo}/pulls?state=open&head={}",
             urlencode(&format!("{owner}:{head}"))
         );
-        let open: Vec<Pull> = self.call(http::Method::GET, &find, None).await?;
+        let octo = self.client_for(repo).await?;
+        let open: Vec<Pull> = self.call(&octo, http::Method::GET, &find, None).await?;
         let fields = json!({ "title": title, "body": body });
         if let Some(pull) = open.first() {
-            let url = format!("{}/repos/{repo}/pulls/{}", self.api, pull.number);
-            let _: Value = self.call(http::Method::PATCH, &url, Some(fields)).await?;
+            let url = format!("/repos/{repo}/pulls/{}", pull.number);
+            let _: Value = self
+                .call(&octo, http::Method::PATCH, &url, Some(fields))
+                .await?;
             return Ok(pull.number);
         }
-        let url = format!("{}/repos/{repo}/pulls", self.api);
+        let url = format!("/repos/{repo}/pulls");
         let create = json!({ "title": title, "body": body, "head": head, "base": base });
-        let error = match self.send(http::Method::POST, &url, Some(create)).await {
+        let error = match self
+            .send(&octo, http::Method::POST, &url, Some(create))
+            .await
+        {
             Ok(text) => return Ok(parse::<Pull>(&text)?.number),
             Err(error) => error,
         };
@@ -239,7 +327,7 @@ impl GithubClient {
             GithubError::Setup(_) => false,
         };
         if retryable {
-            let open: Vec<Pull> = self.call(http::Method::GET, &find, None).await?;
+            let open: Vec<Pull> = self.call(&octo, http::Method::GET, &find, None).await?;
             if let Some(pull) = open.first() {
                 return Ok(pull.number);
             }
@@ -247,8 +335,33 @@ impl GithubClient {
         Err(error)
     }
 
-    /// Open issues and pull requests carrying `label`, for reconciliation.
+    /// Open issues and pull requests carrying `label`, for reconciliation: those the
+    /// token sees, or those of every installation of the app.
     pub async fn open_with_label(&self, label: &str) -> Result<Vec<FoundIssue>, GithubError> {
+        let clients = match &self.auth {
+            Auth::Token { octo, .. } => vec![octo.clone()],
+            Auth::App { app, .. } => {
+                #[derive(Deserialize)]
+                struct Installation {
+                    id: u64,
+                }
+                let url = "/app/installations?per_page=100";
+                let found: Vec<Installation> = self.call(app, http::Method::GET, url, None).await?;
+                found
+                    .into_iter()
+                    .map(|i| app.installation(octocrab::models::InstallationId(i.id)))
+                    .collect::<Result<_, _>>()
+                    .map_err(|e| GithubError::Setup(e.to_string()))?
+            }
+        };
+        let mut all = Vec::new();
+        for octo in &clients {
+            all.extend(self.search(octo, label).await?);
+        }
+        Ok(all)
+    }
+
+    async fn search(&self, octo: &Octocrab, label: &str) -> Result<Vec<FoundIssue>, GithubError> {
         #[derive(Deserialize)]
         struct Page {
             items: Vec<FoundIssue>,
@@ -257,11 +370,10 @@ impl GithubClient {
         for page in 1..=10 {
             let query = format!("is:open label:\"{label}\"");
             let url = format!(
-                "{}/search/issues?q={}&per_page=100&page={page}",
-                self.api,
+                "/search/issues?q={}&per_page=100&page={page}",
                 urlencode(&query)
             );
-            let found: Page = self.call(http::Method::GET, &url, None).await?;
+            let found: Page = self.call(octo, http::Method::GET, &url, None).await?;
             let last = found.items.len() < 100;
             all.extend(found.items);
             if last {
@@ -274,13 +386,14 @@ impl GithubClient {
     /// An idempotent call (GET, PATCH), retried on 5xx, transport errors and rate limits.
     async fn call<T: DeserializeOwned>(
         &self,
+        octo: &Octocrab,
         method: http::Method,
         url: &str,
         body: Option<Value>,
     ) -> Result<T, GithubError> {
         let mut last = String::new();
         for attempt in 0..ATTEMPTS {
-            match self.send(method.clone(), url, body.clone()).await {
+            match self.send(octo, method.clone(), url, body.clone()).await {
                 Ok(text) => return parse(&text),
                 Err(GithubError::Unavailable(why)) => {
                     last = why;
@@ -296,20 +409,20 @@ impl GithubClient {
     /// tries again); 5xx and transport errors are `Unavailable`; other errors are final.
     async fn send(
         &self,
+        octo: &Octocrab,
         method: http::Method,
         url: &str,
         body: Option<Value>,
     ) -> Result<String, GithubError> {
         let response = match method {
-            http::Method::POST => self.octo._post(url, body.as_ref()).await,
-            http::Method::PATCH => self.octo._patch(url, body.as_ref()).await,
-            _ => self.octo._get(url).await,
+            http::Method::POST => octo._post(url, body.as_ref()).await,
+            http::Method::PATCH => octo._patch(url, body.as_ref()).await,
+            _ => octo._get(url).await,
         }
         .map_err(|e| GithubError::Unavailable(e.to_string()))?;
         let status = response.status();
         let wait = rate_limit_wait(status, response.headers(), now_epoch());
-        let text = self
-            .octo
+        let text = octo
             .body_to_string(response)
             .await
             .map_err(|e| GithubError::Unavailable(e.to_string()))?;
@@ -366,6 +479,30 @@ pub fn rate_limit_wait(
         ));
     }
     (status == StatusCode::TOO_MANY_REQUESTS).then_some(Duration::from_secs(60))
+}
+
+/// An octocrab builder for `api` without octocrab's own retries (see the module docs).
+fn builder(
+    api: &str,
+) -> Result<
+    octocrab::OctocrabBuilder<
+        octocrab::NoSvc,
+        octocrab::DefaultOctocrabBuilderConfig,
+        octocrab::NoAuth,
+        octocrab::NotLayerReady,
+    >,
+    GithubError,
+> {
+    Ok(Octocrab::builder()
+        .base_uri(api)
+        .map_err(|e| GithubError::Setup(format!("api_url `{api}`: {e}")))?
+        .add_retry_config(octocrab::service::middleware::retry::RetryConfig::None)
+        .set_connect_timeout(Some(Duration::from_secs(10)))
+        .set_read_timeout(Some(Duration::from_secs(30))))
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 fn backoff(attempt: u32) -> Duration {

@@ -513,10 +513,10 @@ impl Config {
         unique("Discord id", people().filter_map(|p| p.discord.as_deref()))?;
         unique("schedule", self.schedules.iter().map(|s| s.name.as_str()))?;
         if let Some(github) = &self.github
-            && (github.app_id.is_some() || github.private_key.is_some())
+            && github.app_id.is_some() != github.private_key.is_some()
         {
             return Err(ConfigError::Inconsistent(
-                "github.app_id / github.private_key: GitHub App authentication is not supported by this version; set github.token (a fine-grained token or an installation token)".into(),
+                "github.app_id and github.private_key go together: a GitHub App needs both".into(),
             ));
         }
         for s in &self.schedules {
@@ -667,6 +667,20 @@ mod tests {
             )
             .is_ok()
         );
+    }
+
+    #[test]
+    fn github_app_keys_go_together() {
+        assert_eq!(
+            load_with("[github]\napp_id = 12345\n", &[]).unwrap_err(),
+            "github.app_id and github.private_key go together: a GitHub App needs both"
+        );
+        let app = load_with(
+            "[github]\napp_id = 12345\nprivate_key = { file = \"app.pem\" }\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(app.github.unwrap().app_id, Some(12345));
     }
 
     #[test]

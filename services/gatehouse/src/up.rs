@@ -76,31 +76,14 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         ),
         Err(e) => tracing::warn!(error = %e, "checking for scripts left running failed"),
     }
-    let github_client = match config
-        .github
-        .as_ref()
-        .and_then(|g| g.token.as_ref().map(|t| (g, t)))
-    {
-        Some((github, token)) => Some(
-            gatehouse_github::GithubClient::new(
-                &github.api_url,
-                token.resolve().context("github.token")?,
-            )
-            .context("github.api_url")?,
-        ),
+    let github_client = match &config.github {
+        Some(github) => github_client(github)?,
         None => None,
     };
     let delivery = match (&config.github, &github_client) {
         (Some(github), Some(client)) => Some(Arc::new(gatehouse_runner::Deliverer {
             github: client.clone(),
             git_url: github.git_base(),
-            token: github
-                .token
-                .as_ref()
-                .map(|t| t.resolve())
-                .transpose()
-                .context("github.token")?
-                .unwrap_or_default(),
             author_name: github.commit_author.clone(),
             author_email: github.commit_email.clone(),
         })),
@@ -133,7 +116,7 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
                 ));
             }
             None => tracing::warn!(
-                "[github] has no token: no status comments, replies or reconciliation"
+                "[github] has no token (nor app_id and private_key): no status comments, replies, reconciliation or delivery"
             ),
         }
     }
@@ -312,4 +295,29 @@ fn github_settings(
         bot_login: github.bot_login.clone(),
         max_body_bytes: github.max_body_bytes,
     })
+}
+
+/// The GitHub client `[github]` asks for: a token, or a GitHub App (`app_id` +
+/// `private_key`); none without either.
+fn github_client(
+    github: &crate::config::GithubConfig,
+) -> anyhow::Result<Option<gatehouse_github::GithubClient>> {
+    if let Some(token) = &github.token {
+        let token = token.resolve().context("github.token")?;
+        return Ok(Some(
+            gatehouse_github::GithubClient::new(&github.api_url, token)
+                .context("github.api_url")?,
+        ));
+    }
+    match (github.app_id, &github.private_key) {
+        (Some(app_id), Some(key)) => {
+            let key = key.resolve().context("github.private_key")?;
+            Ok(Some(gatehouse_github::GithubClient::app(
+                &github.api_url,
+                app_id,
+                &key,
+            )?))
+        }
+        _ => Ok(None),
+    }
 }

@@ -24,8 +24,6 @@ pub struct Deliverer {
     pub github: GithubClient,
     /// Where repositories are cloned from: `{git_url}/{owner}/{name}.git`.
     pub git_url: String,
-    /// The token git authenticates with.
-    pub token: SecretString,
     /// Commit author name.
     pub author_name: String,
     /// Commit author email.
@@ -39,6 +37,14 @@ impl std::fmt::Debug for Deliverer {
             .field("author_name", &self.author_name)
             .finish_non_exhaustive()
     }
+}
+
+/// One repository's git session: the token git authenticates with (the configured one,
+/// or a fresh installation token for a GitHub App), and the lines it logged.
+pub(crate) struct Session {
+    token: SecretString,
+    /// Commands and their output, for the node's log.
+    pub lines: Vec<String>,
 }
 
 /// The `deliver` part of a dispatch.
@@ -75,12 +81,25 @@ pub(crate) enum DeliveredTo {
 }
 
 impl Deliverer {
+    /// A session for `repo`: gets the token git will use.
+    pub(crate) async fn session(&self, repo: &str) -> Result<Session, String> {
+        let token = self
+            .github
+            .git_token(repo)
+            .await
+            .map_err(|e| format!("getting a token for {repo}: {e}"))?;
+        Ok(Session {
+            token,
+            lines: Vec::new(),
+        })
+    }
+
     /// Clones `repo` into `workspace` (which must be empty) unless it is a clone already.
     pub(crate) async fn prepare(
         &self,
         repo: &str,
         workspace: &Path,
-        log: &mut Vec<String>,
+        log: &mut Session,
     ) -> Result<(), String> {
         if workspace.join(".git").exists() {
             return Ok(());
@@ -110,7 +129,7 @@ impl Deliverer {
         target: &Target<'_>,
         workspace: &Path,
         spec: &DeliverSpec,
-        log: &mut Vec<String>,
+        log: &mut Session,
     ) -> Delivered {
         if !workspace.join(".git").exists() {
             return Err("the workspace is not a clone of the repository".into());
@@ -181,7 +200,7 @@ impl Deliverer {
         workspace: &Path,
         branch: &str,
         base: &str,
-        log: &mut Vec<String>,
+        log: &mut Session,
     ) -> Delivered {
         self.git(workspace, &["fetch", "--quiet", "origin", base], log)
             .await?;
@@ -245,14 +264,9 @@ impl Deliverer {
 
     /// Runs git with the token as an HTTP header in its environment; its output goes to
     /// the node's log.
-    async fn git(
-        &self,
-        dir: &Path,
-        args: &[&str],
-        log: &mut Vec<String>,
-    ) -> Result<String, String> {
+    async fn git(&self, dir: &Path, args: &[&str], log: &mut Session) -> Result<String, String> {
         let credentials = base64::engine::general_purpose::STANDARD
-            .encode(format!("x-access-token:{}", self.token.expose_secret()));
+            .encode(format!("x-access-token:{}", log.token.expose_secret()));
         let output = tokio::process::Command::new("git")
             .args([
                 "-c",
@@ -276,8 +290,9 @@ impl Deliverer {
             .map_err(|e| format!("git {}: {e}", args.first().unwrap_or(&"")))?;
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-        log.push(format!("$ git {}", args.join(" ")));
-        log.extend(stdout.lines().chain(stderr.lines()).map(str::to_owned));
+        log.lines.push(format!("$ git {}", args.join(" ")));
+        log.lines
+            .extend(stdout.lines().chain(stderr.lines()).map(str::to_owned));
         if output.status.success() {
             Ok(stdout)
         } else {

@@ -298,14 +298,18 @@ impl Runner {
     ) -> Result<NodeFinished, HandlerError> {
         let dirs = RunDirs::new(&self.options.data_dir, job.run_id);
         let started = std::time::Instant::now();
-        let mut git_log = Vec::new();
         let target = self.github_issue(job.run_id).await?;
         if let (Some(delivery), Some(issue)) = (&self.options.delivery, &target) {
-            let prepared = delivery
-                .prepare(&issue.repo, &dirs.workspace(), &mut git_log)
-                .await;
-            self.store_log(job, &git_log).await;
-            git_log.clear();
+            let prepared = match delivery.session(&issue.repo).await {
+                Ok(mut session) => {
+                    let cloned = delivery
+                        .prepare(&issue.repo, &dirs.workspace(), &mut session)
+                        .await;
+                    self.store_log(job, &session.lines).await;
+                    cloned
+                }
+                Err(reason) => Err(reason),
+            };
             if let Err(reason) = prepared {
                 return self
                     .failed(job, format!("cloning {}: {reason}", issue.repo), started)
@@ -521,11 +525,14 @@ impl Runner {
             title: &issue.title,
             run: job.run_id,
         };
-        let mut log = Vec::new();
+        let mut session = match delivery.session(&issue.repo).await {
+            Ok(session) => session,
+            Err(reason) => return self.failed(job, reason, started).await,
+        };
         let delivered = delivery
-            .deliver(&target, &dirs.workspace(), &spec, &mut log)
+            .deliver(&target, &dirs.workspace(), &spec, &mut session)
             .await;
-        self.store_log(job, &log).await;
+        self.store_log(job, &session.lines).await;
         let note = match delivered {
             Ok(DeliveredTo::Pull(number)) => {
                 let branch = crate::deliver::work_branch(issue.number, &issue.title);
