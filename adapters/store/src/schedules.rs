@@ -90,72 +90,56 @@ impl Store {
     /// Creates or updates a schedule by name (the configuration file's schedules); an
     /// update keeps `since_ms` and the pause, and makes the scheduler recompute the next fire.
     pub async fn upsert_schedule(&self, s: &ScheduleRow) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO schedules (name, cron, timezone, sop, params, overlap, catchup_window_ms,
-                   jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms,
-                   revision, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16)
-                 ON CONFLICT (name) DO UPDATE SET cron = excluded.cron, timezone = excluded.timezone,
-                   sop = excluded.sop, params = excluded.params, overlap = excluded.overlap,
-                   catchup_window_ms = excluded.catchup_window_ms, jitter_ms = excluded.jitter_ms,
-                   starts_ms = excluded.starts_ms, ends_ms = excluded.ends_ms,
-                   source = excluded.source, next_due_ms = 0,
-                   revision = schedules.revision + 1, updated_at = excluded.updated_at",
-            )
-            .bind(&s.name)
-            .bind(&s.cron)
-            .bind(&s.timezone)
-            .bind(&s.sop)
-            .bind(&s.params)
-            .bind(&s.overlap)
-            .bind(s.catchup_window_ms)
-            .bind(s.jitter_ms)
-            .bind(s.starts_ms)
-            .bind(s.ends_ms)
-            .bind(s.paused)
-            .bind(&s.pause_note)
-            .bind(&s.source)
-            .bind(s.since_ms)
-            .bind(s.created_at)
-            .bind(s.updated_at)
-            .execute(pool)
-            .await?;
-        });
-        Ok(())
+        self.write_schedule(
+            s,
+            "DO UPDATE SET cron = excluded.cron, timezone = excluded.timezone,
+               sop = excluded.sop, params = excluded.params, overlap = excluded.overlap,
+               catchup_window_ms = excluded.catchup_window_ms, jitter_ms = excluded.jitter_ms,
+               starts_ms = excluded.starts_ms, ends_ms = excluded.ends_ms,
+               source = excluded.source, next_due_ms = 0,
+               revision = schedules.revision + 1, updated_at = excluded.updated_at",
+        )
+        .await
+        .map(drop)
     }
 
     /// Creates a schedule; `false` when the name is taken.
     pub async fn insert_schedule(&self, s: &ScheduleRow) -> Result<bool, StoreError> {
-        let inserted = with_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO schedules (name, cron, timezone, sop, params, overlap, catchup_window_ms,
-                   jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms,
-                   revision, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16)
-                 ON CONFLICT (name) DO NOTHING",
-            )
-            .bind(&s.name)
-            .bind(&s.cron)
-            .bind(&s.timezone)
-            .bind(&s.sop)
-            .bind(&s.params)
-            .bind(&s.overlap)
-            .bind(s.catchup_window_ms)
-            .bind(s.jitter_ms)
-            .bind(s.starts_ms)
-            .bind(s.ends_ms)
-            .bind(s.paused)
-            .bind(&s.pause_note)
-            .bind(&s.source)
-            .bind(s.since_ms)
-            .bind(s.created_at)
-            .bind(s.updated_at)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
-        Ok(inserted == 1)
+        Ok(self.write_schedule(s, "DO NOTHING").await? == 1)
+    }
+
+    /// Inserts a schedule due at once (`next_due_ms` 0: the scheduler computes it), with
+    /// `on_conflict` deciding what an existing name means. Returns the rows written.
+    async fn write_schedule(&self, s: &ScheduleRow, on_conflict: &str) -> Result<u64, StoreError> {
+        let sql = format!(
+            "INSERT INTO schedules (name, cron, timezone, sop, params, overlap, catchup_window_ms,
+               jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms,
+               revision, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16)
+             ON CONFLICT (name) {on_conflict}"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .bind(&s.name)
+                .bind(&s.cron)
+                .bind(&s.timezone)
+                .bind(&s.sop)
+                .bind(&s.params)
+                .bind(&s.overlap)
+                .bind(s.catchup_window_ms)
+                .bind(s.jitter_ms)
+                .bind(s.starts_ms)
+                .bind(s.ends_ms)
+                .bind(s.paused)
+                .bind(&s.pause_note)
+                .bind(&s.source)
+                .bind(s.since_ms)
+                .bind(s.created_at)
+                .bind(s.updated_at)
+                .execute(pool)
+                .await?
+                .rows_affected()
+        }))
     }
 
     /// Deletes a schedule and its fire history (runs it started stay); `false` when there

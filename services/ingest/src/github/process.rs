@@ -117,17 +117,7 @@ impl ApiState {
 
     async fn issues(&self, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome, ApiError> {
         let issue = &e.issue;
-        let subject = Subject {
-            repo: &e.repository.full_name,
-            number: issue.number,
-            pull_request: issue.pull_request.is_some(),
-            title: &issue.title,
-            body: issue.body.as_deref().unwrap_or_default(),
-            url: &issue.html_url,
-            state: open_or_closed(&issue.state),
-            author: &issue.user.login,
-            updated_at: &issue.updated_at,
-        };
+        let subject = issue_subject(&e.repository.full_name, issue);
         let requirement = self.requirement(tx, &subject).await?;
         let label = LabelEvent {
             repo: subject.repo,
@@ -225,17 +215,7 @@ impl ApiState {
         e: &IssueCommentEvent,
     ) -> Result<Outcome, ApiError> {
         let issue = &e.issue;
-        let subject = Subject {
-            repo: &e.repository.full_name,
-            number: issue.number,
-            pull_request: issue.pull_request.is_some(),
-            title: &issue.title,
-            body: issue.body.as_deref().unwrap_or_default(),
-            url: &issue.html_url,
-            state: open_or_closed(&issue.state),
-            author: &issue.user.login,
-            updated_at: &issue.updated_at,
-        };
+        let subject = issue_subject(&e.repository.full_name, issue);
         let requirement = self.requirement(tx, &subject).await?;
         let Some(github) = self.github.clone() else {
             return Ok(Outcome::ignored("GitHub is not configured"));
@@ -286,6 +266,21 @@ impl ApiState {
                 .await?;
         }
         Ok(Outcome::processed(notes))
+    }
+}
+
+/// An issue (or a pull request seen as an issue) as a requirement's subject.
+fn issue_subject<'a>(repo: &'a str, issue: &'a gatehouse_github::Issue) -> Subject<'a> {
+    Subject {
+        repo,
+        number: issue.number,
+        pull_request: issue.pull_request.is_some(),
+        title: &issue.title,
+        body: issue.body.as_deref().unwrap_or_default(),
+        url: &issue.html_url,
+        state: open_or_closed(&issue.state),
+        author: &issue.user.login,
+        updated_at: &issue.updated_at,
     }
 }
 
