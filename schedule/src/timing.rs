@@ -71,6 +71,27 @@ impl Timing {
         Ok(timing)
     }
 
+    /// A stored schedule's timing: durations and times as epoch milliseconds, the way the
+    /// store keeps them (the scheduler and the API both read schedules back this way).
+    pub fn from_millis(
+        name: &str,
+        expr: &str,
+        timezone: &str,
+        jitter_ms: i64,
+        starts_ms: Option<i64>,
+        ends_ms: Option<i64>,
+    ) -> Result<Self, ScheduleError> {
+        let at = |ms: Option<i64>| ms.and_then(|ms| Timestamp::from_millisecond(ms).ok());
+        Self::new(
+            name,
+            expr,
+            timezone,
+            Duration::from_millis(jitter_ms.max(0).unsigned_abs()),
+            at(starts_ms),
+            at(ends_ms),
+        )
+    }
+
     /// The cron expression and zone.
     pub fn cron(&self) -> &Cron {
         &self.cron

@@ -299,6 +299,13 @@ impl Store {
         Ok(last)
     }
 
+    /// Where a schedule's next cron time is searched from (epoch ms): its latest recorded
+    /// cron fire, or when fires started being owed, whichever is later.
+    pub async fn fire_cursor_ms(&self, schedule: &ScheduleRow) -> Result<i64, StoreError> {
+        let last = self.last_cron_fire_ms(&schedule.name).await?;
+        Ok(last.unwrap_or(schedule.since_ms).max(schedule.since_ms))
+    }
+
     /// Schedules with fires waiting for the scheduler (triggered by hand, or buffered).
     pub async fn schedules_with_waiting_fires(&self) -> Result<Vec<String>, StoreError> {
         let rows: Vec<(String,)> = with_pool!(self, pool => {

@@ -361,23 +361,20 @@ fn no_schedule(name: &str) -> ApiError {
 }
 
 /// The stored timing (checked when the schedule was created or loaded).
-fn timing(row: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
-    let at = |ms: Option<i64>| ms.and_then(|ms| Timestamp::from_millisecond(ms).ok());
-    Timing::new(
-        &row.name,
-        &row.cron,
-        &row.timezone,
-        Duration::from_millis(row.jitter_ms.max(0).unsigned_abs()),
-        at(row.starts_ms),
-        at(row.ends_ms),
+fn timing(s: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
+    Timing::from_millis(
+        &s.name,
+        &s.cron,
+        &s.timezone,
+        s.jitter_ms,
+        s.starts_ms,
+        s.ends_ms,
     )
 }
 
-/// Where the schedule's next cron time is searched from: its latest cron fire, or when
-/// fires started being owed.
+/// Where the schedule's next cron time is searched from (the scheduler's rule).
 async fn cursor(state: &ApiState, row: &ScheduleRow) -> Result<Timestamp, ApiError> {
-    let last = state.store.last_cron_fire_ms(&row.name).await?;
-    let after = last.unwrap_or(row.since_ms).max(row.since_ms);
+    let after = state.store.fire_cursor_ms(row).await?;
     Ok(Timestamp::from_millisecond(after).unwrap_or(Timestamp::UNIX_EPOCH))
 }
 

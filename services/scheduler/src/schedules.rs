@@ -146,8 +146,7 @@ impl Scheduler {
                 return Ok(0);
             }
         };
-        let last = self.store.last_cron_fire_ms(&schedule.name).await?;
-        let after = last.unwrap_or(schedule.since_ms).max(schedule.since_ms);
+        let after = self.store.fire_cursor_ms(&schedule).await?;
         let mut cursor = Timestamp::from_millisecond(after).unwrap_or(Timestamp::UNIX_EPOCH);
         let mut handled = 0;
         let next_due = loop {
@@ -343,15 +342,14 @@ impl Scheduler {
 }
 
 /// The stored schedule's timing, as checked when it was created.
-fn timing(schedule: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
-    let at = |ms: Option<i64>| ms.and_then(|ms| Timestamp::from_millisecond(ms).ok());
-    Timing::new(
-        &schedule.name,
-        &schedule.cron,
-        &schedule.timezone,
-        Duration::from_millis(schedule.jitter_ms.max(0).unsigned_abs()),
-        at(schedule.starts_ms),
-        at(schedule.ends_ms),
+fn timing(s: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
+    Timing::from_millis(
+        &s.name,
+        &s.cron,
+        &s.timezone,
+        s.jitter_ms,
+        s.starts_ms,
+        s.ends_ms,
     )
 }
 
