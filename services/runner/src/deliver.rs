@@ -74,8 +74,13 @@ pub(crate) type Delivered = Result<DeliveredTo, String>;
 
 /// Where the work went.
 pub(crate) enum DeliveredTo {
-    /// A pull request, by number.
-    Pull(u64),
+    /// A pull request, by number, from the work branch.
+    Pull {
+        /// Its number.
+        number: u64,
+        /// The work branch it merges.
+        branch: String,
+    },
     /// Merged into a branch.
     Merged(String),
 }
@@ -190,7 +195,7 @@ impl Deliverer {
         self.github
             .open_or_update_pull(target.repo, &branch, &base, target.title, &body)
             .await
-            .map(DeliveredTo::Pull)
+            .map(|number| DeliveredTo::Pull { number, branch })
             .map_err(|e| format!("opening the pull request: {e}"))
     }
 

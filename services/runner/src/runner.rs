@@ -475,6 +475,7 @@ impl Runner {
 
 /// The GitHub issue a run works on.
 struct Issue {
+    requirement: uuid::Uuid,
     repo: String,
     number: u64,
     title: String,
@@ -494,6 +495,7 @@ impl Runner {
         };
         Ok(match serde_json::from_str(&requirement.source) {
             Ok(gatehouse_events::RequirementSource::Github { repo, number, .. }) => Some(Issue {
+                requirement: requirement.id,
                 repo,
                 number,
                 title: requirement.title,
@@ -534,18 +536,16 @@ impl Runner {
             .await;
         self.store_log(job, &session.lines).await;
         let note = match delivered {
-            Ok(DeliveredTo::Pull(number)) => {
-                let branch = crate::deliver::work_branch(issue.number, &issue.title);
-                if let Some(requirement) = self
-                    .store
-                    .run(job.run_id)
-                    .await?
-                    .and_then(|r| r.requirement_id)
-                {
-                    self.store
-                        .record_pull_request(&issue.repo, number, requirement, job.run_id, &branch)
-                        .await?;
-                }
+            Ok(DeliveredTo::Pull { number, branch }) => {
+                self.store
+                    .record_pull_request(
+                        &issue.repo,
+                        number,
+                        issue.requirement,
+                        job.run_id,
+                        &branch,
+                    )
+                    .await?;
                 format!("pull request #{number} on {}", issue.repo)
             }
             Ok(DeliveredTo::Merged(base)) => format!("merged into {base} on {}", issue.repo),

@@ -26,6 +26,7 @@ impl GithubSettings {
 }
 
 /// `[[github.triggers]]`: a label that starts an SOP on issues and pull requests.
+#[derive(Clone)]
 pub struct Trigger {
     /// The label.
     pub label: String,

@@ -39,18 +39,23 @@ impl ApiState {
         requirement: &RequirementRow,
         event: &LabelEvent<'_>,
     ) -> Result<Vec<String>, ApiError> {
-        let Some(github) = self.github.clone() else {
-            return Ok(Vec::new());
-        };
         let mut notes = Vec::new();
-        for trigger in github
-            .triggers
-            .iter()
-            .filter(|t| t.matches(event.label, event.repo))
-        {
-            notes.push(self.start_trigger(tx, requirement, trigger, event).await?);
+        for trigger in self.triggers_for(event) {
+            notes.push(self.start_trigger(tx, requirement, &trigger, event).await?);
         }
         Ok(notes)
+    }
+
+    /// The configured triggers of a label event's label and repository.
+    fn triggers_for(&self, event: &LabelEvent<'_>) -> Vec<Trigger> {
+        self.github.as_ref().map_or_else(Vec::new, |github| {
+            github
+                .triggers
+                .iter()
+                .filter(|t| t.matches(event.label, event.repo))
+                .cloned()
+                .collect()
+        })
     }
 
     /// Starts one trigger's SOP for a label event, unless this occurrence (`updated_at`)
@@ -107,15 +112,8 @@ impl ApiState {
         requirement: &RequirementRow,
         event: &LabelEvent<'_>,
     ) -> Result<Vec<String>, ApiError> {
-        let Some(github) = self.github.clone() else {
-            return Ok(Vec::new());
-        };
         let mut notes = Vec::new();
-        for trigger in github
-            .triggers
-            .iter()
-            .filter(|t| t.matches(event.label, event.repo))
-        {
+        for trigger in self.triggers_for(event) {
             if !trigger.cancel_on_unlabel {
                 notes.push(format!(
                     "label removed; runs of `{}` go on (cancel_on_unlabel = false)",
