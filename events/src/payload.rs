@@ -242,6 +242,17 @@ pub enum GateDecisionKind {
     Reject,
 }
 
+impl GateDecisionKind {
+    /// The wire name (`approve`, `send_back`, `reject`), as stored in audit rows.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Approve => "approve",
+            Self::SendBack { .. } => "send_back",
+            Self::Reject => "reject",
+        }
+    }
+}
+
 /// `gate.decision`: a person decided a gate from chat, GitHub or the API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateDecision {

@@ -5,7 +5,9 @@
 //!
 //! `GATEHOUSE_TEST_POSTGRES` and `GATEHOUSE_TEST_NATS` override the default addresses.
 
+pub mod fake_discord;
 pub mod fake_github;
+pub mod fake_slack;
 
 use std::sync::Arc;
 use std::time::Duration;

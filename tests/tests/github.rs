@@ -82,6 +82,8 @@ impl Hub {
         let person = |id: &str, login: &str, groups: &[&str]| Person {
             id: id.into(),
             github: Some(login.into()),
+            slack: None,
+            discord: None,
             groups: groups.iter().map(|g| g.to_string()).collect(),
         };
         let api = ApiState::new(db.store.clone(), Arc::new(catalog))
@@ -724,7 +726,7 @@ async fn commands_that_need_an_answer_get_a_reply(backend: Backend) {
     );
     assert!(
         replies[2].contains(&format!(
-            "`{run}` hold — waiting; gate `review` (attempt 1) waits for group:leads"
+            "`{run}` hold — waiting; gate `{run}/review` (attempt 1) waits for group:leads"
         )),
         "{}",
         replies[2]

@@ -128,7 +128,7 @@ impl Store {
     }
 }
 
-fn hex_sha256(text: &str) -> String {
+pub(crate) fn hex_sha256(text: &str) -> String {
     Sha256::digest(text.as_bytes())
         .iter()
         .map(|b| format!("{b:02x}"))

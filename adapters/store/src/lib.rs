@@ -9,6 +9,8 @@
 //! [queue](Store::queue_publish) tables behind the in-process bus.
 
 mod attempts;
+mod chat;
+mod claims;
 mod comments;
 mod dead_letter;
 mod deliveries;
@@ -25,6 +27,8 @@ mod tx;
 mod url;
 
 pub use attempts::{ArtifactRow, AttemptRow, LogRow};
+pub use chat::{ChatMessageRow, WantChat};
+pub use claims::{Claim, OutcomeRow, Vote};
 pub use comments::CommentRow;
 pub use dead_letter::{DeadLetter, NewDeadLetter};
 pub use deliveries::DeliveryRow;

@@ -211,6 +211,16 @@ pub struct SlackConfig {
     /// Default channel for approval cards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals_channel: Option<String>,
+    /// The SOP that free-text requests start, by channel id (`"*"`: every other channel).
+    #[serde(default)]
+    pub channel_sops: BTreeMap<String, String>,
+    /// Largest request body accepted; larger is refused with 413.
+    #[serde(default = "default_chat_body_bytes")]
+    pub max_body_bytes: usize,
+}
+
+fn default_chat_body_bytes() -> usize {
+    1024 * 1024
 }
 
 fn default_slack_api() -> String {
@@ -236,6 +246,20 @@ pub struct DiscordConfig {
     /// Default channel for approval cards.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approvals_channel: Option<String>,
+    /// The SOP that free-text requests start, by channel id (`"*"`: every other channel).
+    #[serde(default)]
+    pub channel_sops: BTreeMap<String, String>,
+    /// Connect to the gateway for mentions (and clicks, when no interactions endpoint is
+    /// set in the developer portal). Needs the bot token.
+    #[serde(default = "default_true")]
+    pub gateway: bool,
+    /// Largest request body accepted; larger is refused with 413.
+    #[serde(default = "default_chat_body_bytes")]
+    pub max_body_bytes: usize,
+}
+
+fn default_true() -> bool {
+    true
 }
 
 fn default_discord_api() -> String {

@@ -1,6 +1,7 @@
 //! The `gatehouse` binary: parses the command line, loads configuration, and runs the
 //! chosen command.
 
+mod chat;
 mod cli;
 mod client;
 mod client_commands;

@@ -92,20 +92,27 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
     let runner_options = RunnerOptions {
         concurrency: config.runner.concurrency,
         ack_wait: config.runner.lease,
-        data_dir,
+        data_dir: data_dir.clone(),
         delivery,
     };
     tasks.spawn(
         Runner::new(store.clone(), Arc::new(sandbox), runner_options)
             .run(bus.clone(), shutdown.clone()),
     );
-    let mut api = ApiState::new(store.clone(), catalog.clone()).with_people(people(config));
+    let mut api = ApiState::new(store.clone(), catalog.clone())
+        .with_people(people(config))
+        .with_chat(crate::chat::settings(config, &catalog)?);
     if let Some(github) = &config.github {
         api = api.with_github(github_settings(github)?);
+    }
+    if config.github.is_some() || config.slack.is_some() || config.discord.is_some() {
         tasks.spawn(gatehouse_ingest::process_deliveries(
             api.clone(),
             shutdown.clone(),
         ));
+    }
+    crate::chat::spawn_gateway(config, &api, &mut tasks, &shutdown)?;
+    if let Some(github) = &config.github {
         match &github_client {
             Some(client) => {
                 tasks.spawn(gatehouse_ingest::reconcile_github(
@@ -120,7 +127,9 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
             ),
         }
     }
-    let mut notifier = Notifier::new(store.clone(), github_client);
+    let mut notifier = Notifier::new(store.clone(), github_client)
+        .with_chat(crate::chat::outputs(config)?)
+        .with_data_dir(&data_dir);
     if !server.public_url.is_empty() {
         notifier = notifier.with_public_url(&server.public_url);
     }
@@ -257,6 +266,8 @@ fn people(config: &Config) -> gatehouse_ingest::People {
             .map(|p| gatehouse_ingest::Person {
                 id: p.id.clone(),
                 github: p.github.clone(),
+                slack: p.slack.clone(),
+                discord: p.discord.clone(),
                 groups: p.groups.clone(),
             })
             .collect(),

@@ -1,5 +1,5 @@
-//! Commands written to Gatehouse (GitHub comments now, chat mentions later) carried out for
-//! a requirement: the same checks as the API, the person from `[[people]]` — never from
+//! Commands written to Gatehouse (GitHub comments, Slack and Discord mentions) carried out
+//! in a [`Scope`]: the same checks as the API, the person from `[[people]]` — never from
 //! the command's text — and the resulting event appended to the caller's transaction.
 
 use std::collections::BTreeMap;
@@ -8,12 +8,23 @@ use axum::http::StatusCode;
 use gatehouse_commands::{Command, GateRef};
 use gatehouse_engine::{Input, apply};
 use gatehouse_events::{Actor, Event, NodeStatus, RunCommand, RunCommandKind, RunRequested};
-use gatehouse_store::{RequirementRow, Tx};
+use gatehouse_store::{RequirementRow, RunRow, Tx};
 use uuid::Uuid;
 
 use crate::gates::checked_decision;
 use crate::views::{Decide, DecisionKind};
 use crate::{ApiError, ApiState};
+
+/// Where a command was written: what it acts on when it names nothing, and what it may name.
+pub(crate) struct Scope<'a> {
+    /// The requirement of the issue or chat thread, when there is one.
+    pub requirement: Option<&'a RequirementRow>,
+    /// Whether named runs and gates may belong to other requirements. A comment acts on
+    /// its own issue's runs only; a chat channel is a control room for all of them.
+    pub anywhere: bool,
+    /// What the place is called in answers ("issue", "thread").
+    pub place: &'static str,
+}
 
 /// What a command came to: a sentence for the audit trail, and the answer its author
 /// should see, when there is one (a refusal, a question answered). Commands that worked
@@ -44,7 +55,7 @@ impl ApiState {
     pub(crate) async fn command(
         &self,
         tx: &mut Tx,
-        requirement: &RequirementRow,
+        scope: &Scope<'_>,
         actor: &Actor,
         command: Command,
     ) -> Result<Done, ApiError> {
@@ -61,16 +72,14 @@ impl ApiState {
             ));
         }
         let result = match command {
-            Command::Run { sop, params, .. } => {
-                self.start(tx, requirement, actor, &sop, params).await
-            }
+            Command::Run { sop, params, .. } => self.start(tx, scope, actor, &sop, params).await,
             Command::Approve { gate, comment } => {
                 let decide = decision(DecisionKind::Approve, None, comment);
-                self.decide(tx, requirement, actor, gate, decide).await
+                self.decide(tx, scope, actor, gate, decide).await
             }
             Command::Reject { gate, comment } => {
                 let decide = decision(DecisionKind::Reject, None, comment);
-                self.decide(tx, requirement, actor, gate, decide).await
+                self.decide(tx, scope, actor, gate, decide).await
             }
             Command::SendBack {
                 node,
@@ -78,21 +87,27 @@ impl ApiState {
                 comment,
             } => {
                 let decide = decision(DecisionKind::SendBack, Some(node), comment);
-                self.decide(tx, requirement, actor, gate, decide).await
+                self.decide(tx, scope, actor, gate, decide).await
             }
             Command::Cancel { run } => {
                 let kind = RunCommandKind::Cancel;
-                self.run_command(tx, requirement, actor, run, Input::Cancel, kind)
+                self.run_command(tx, scope, actor, run, Input::Cancel, kind)
                     .await
             }
             Command::Retry { node } => {
                 let input = Input::RetryFrom { node: node.clone() };
                 let kind = RunCommandKind::Retry { node };
-                self.run_command(tx, requirement, actor, None, input, kind)
-                    .await
+                self.run_command(tx, scope, actor, None, input, kind).await
             }
-            Command::Status { .. } | Command::Runs => {
-                let answer = self.status(requirement).await?;
+            Command::Status { run } => {
+                let answer = self.status(scope, run).await?;
+                return Ok(Done::answered(format!("{verb}: answered"), answer));
+            }
+            Command::Runs => {
+                let answer = match (scope.anywhere, scope.requirement) {
+                    (false, Some(_)) => self.status(scope, None).await?,
+                    _ => self.active_runs().await?,
+                };
                 return Ok(Done::answered(format!("{verb}: answered"), answer));
             }
             Command::Schedules => {
@@ -114,31 +129,66 @@ impl ApiState {
         }
     }
 
-    /// The requirement's runs, newest first, with the gates that wait and who may decide.
-    async fn status(&self, requirement: &RequirementRow) -> Result<String, ApiError> {
-        let runs = self.store.runs_of_requirement(requirement.id).await?;
-        if runs.is_empty() {
-            return Ok("No run works on this issue yet.".into());
-        }
-        let mut out = String::from("Runs on this issue:\n");
-        for row in runs {
-            let (row, sop, state) = self.decode(row).await?;
-            out.push_str(&format!("- `{}` {} — {}", row.id, row.sop, row.status));
-            for (node, n) in &state.nodes {
-                if n.status != NodeStatus::WaitingApproval {
-                    continue;
-                }
-                let approvers = match sop.node(node).map(|d| &d.kind) {
-                    Some(gatehouse_sop::NodeKind::Gate(gate)) => gate.approvers.join(", "),
-                    _ => String::new(),
-                };
-                out.push_str(&format!(
-                    "; gate `{node}` (attempt {}) waits for {approvers}",
-                    n.attempt
+    /// Runs with the gates that wait and who may decide: the one named, or the scope's
+    /// requirement's runs, newest first.
+    async fn status(&self, scope: &Scope<'_>, run: Option<Uuid>) -> Result<String, ApiError> {
+        let runs = match (run, scope.requirement) {
+            (Some(run), _) => {
+                let row = self.in_scope(scope, run).await?;
+                vec![row]
+            }
+            (None, Some(requirement)) => self.store.runs_of_requirement(requirement.id).await?,
+            (None, None) => {
+                return Ok(format!(
+                    "No run works on this {}; name one: `status RUN`.",
+                    scope.place
                 ));
             }
-            out.push('\n');
+        };
+        if runs.is_empty() {
+            return Ok(format!("No run works on this {} yet.", scope.place));
         }
+        let mut out = String::from("Runs:\n");
+        for row in runs {
+            out.push_str(&self.run_line(row).await?);
+        }
+        Ok(out)
+    }
+
+    /// The runs not finished yet, anywhere (`runs` in chat).
+    async fn active_runs(&self) -> Result<String, ApiError> {
+        let mut out = String::new();
+        for status in ["running", "waiting", "paused", "queued"] {
+            for row in self.store.runs(Some(status), 20).await? {
+                out.push_str(&self.run_line(row).await?);
+            }
+        }
+        if out.is_empty() {
+            return Ok("No run is active.".into());
+        }
+        Ok(format!("Active runs:\n{out}"))
+    }
+
+    /// One run as a list line: status, and each gate that waits with who may decide.
+    async fn run_line(&self, row: RunRow) -> Result<String, ApiError> {
+        let (row, sop, state) = self.decode(row).await?;
+        let mut out = format!("- `{}` {} — {}", row.id, row.sop, row.status);
+        for (node, n) in &state.nodes {
+            if n.status != NodeStatus::WaitingApproval {
+                continue;
+            }
+            let approvers = match sop.node(node).map(|d| &d.kind) {
+                Some(gatehouse_sop::NodeKind::Gate(gate)) if !gate.approvers.is_empty() => {
+                    gate.approvers.join(", ")
+                }
+                _ => "anyone configured".into(),
+            };
+            out.push_str(&format!(
+                "; gate `{}/{node}` (attempt {}) waits for {approvers}",
+                row.id, n.attempt
+            ));
+        }
+        out.push('\n');
         Ok(out)
     }
 
@@ -162,7 +212,7 @@ impl ApiState {
     async fn start(
         &self,
         tx: &mut Tx,
-        requirement: &RequirementRow,
+        scope: &Scope<'_>,
         actor: &Actor,
         sop: &str,
         params: BTreeMap<String, String>,
@@ -178,7 +228,7 @@ impl ApiState {
             run_id,
             sop: sop.name.clone(),
             params,
-            requirement_id: Some(requirement.id),
+            requirement_id: scope.requirement.map(|r| r.id),
             requested_by: actor.clone(),
             schedule: None,
             parent: None,
@@ -190,20 +240,21 @@ impl ApiState {
     async fn decide(
         &self,
         tx: &mut Tx,
-        requirement: &RequirementRow,
+        scope: &Scope<'_>,
         actor: &Actor,
         gate: Option<GateRef>,
         decide: Decide,
     ) -> Result<String, ApiError> {
         let (run_id, node) = match gate {
             Some(gate) => {
-                self.of_requirement(requirement, gate.run).await?;
+                self.in_scope(scope, gate.run).await?;
                 (gate.run, gate.node)
             }
-            None => self.waiting_gate(requirement).await?,
+            None => self.waiting_gate(scope).await?,
         };
         let kind = decide.decision;
-        let decision = checked_decision(self, run_id, node.clone(), decide, actor.clone()).await?;
+        let decision =
+            checked_decision(self, tx, run_id, node.clone(), decide, actor.clone()).await?;
         self.append(tx, Event::GateDecision(decision)).await?;
         Ok(format!("{kind:?} {run_id}/{node}: decided").to_lowercase())
     }
@@ -211,18 +262,15 @@ impl ApiState {
     async fn run_command(
         &self,
         tx: &mut Tx,
-        requirement: &RequirementRow,
+        scope: &Scope<'_>,
         actor: &Actor,
         run: Option<Uuid>,
         input: Input,
         kind: RunCommandKind,
     ) -> Result<String, ApiError> {
         let run_id = match run {
-            Some(run) => {
-                self.of_requirement(requirement, run).await?;
-                run
-            }
-            None => self.latest_run(requirement).await?,
+            Some(run) => self.in_scope(scope, run).await?.id,
+            None => self.latest_run(scope).await?,
         };
         let (_, sop, mut state) = self.load(run_id).await?;
         apply(&sop, &mut state, input)?;
@@ -236,41 +284,46 @@ impl ApiState {
         Ok(note)
     }
 
-    /// Refuses a run that does not work on this requirement: a comment acts on its own
+    /// A named run, refused when the scope does not reach it: a comment acts on its own
     /// issue's runs only.
-    async fn of_requirement(
-        &self,
-        requirement: &RequirementRow,
-        run: Uuid,
-    ) -> Result<(), ApiError> {
+    async fn in_scope(&self, scope: &Scope<'_>, run: Uuid) -> Result<RunRow, ApiError> {
         let row = self
             .store
             .run(run)
             .await?
             .ok_or_else(|| ApiError::not_found(format!("no run {run}")))?;
-        if row.requirement_id != Some(requirement.id) {
+        if !scope.anywhere && row.requirement_id != scope.requirement.map(|r| r.id) {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
-                format!("run {run} does not work on this issue"),
+                format!("run {run} does not work on this {}", scope.place),
             ));
         }
-        Ok(())
+        Ok(row)
     }
 
-    /// The requirement's newest run.
-    async fn latest_run(&self, requirement: &RequirementRow) -> Result<Uuid, ApiError> {
-        self.store
-            .runs_of_requirement(requirement.id)
+    /// The scope requirement's runs, newest first; none without a requirement.
+    async fn scope_runs(&self, scope: &Scope<'_>) -> Result<Vec<RunRow>, ApiError> {
+        match scope.requirement {
+            Some(requirement) => Ok(self.store.runs_of_requirement(requirement.id).await?),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// The scope's newest run.
+    async fn latest_run(&self, scope: &Scope<'_>) -> Result<Uuid, ApiError> {
+        self.scope_runs(scope)
             .await?
             .first()
             .map(|r| r.id)
-            .ok_or_else(|| ApiError::not_found("no run works on this issue"))
+            .ok_or_else(|| {
+                ApiError::not_found(format!("no run works on this {}; name one", scope.place))
+            })
     }
 
-    /// The one gate waiting in the requirement's runs; several must be named.
-    async fn waiting_gate(&self, requirement: &RequirementRow) -> Result<(Uuid, String), ApiError> {
+    /// The one gate waiting in the scope's runs; several must be named.
+    async fn waiting_gate(&self, scope: &Scope<'_>) -> Result<(Uuid, String), ApiError> {
         let mut waiting = Vec::new();
-        for row in self.store.runs_of_requirement(requirement.id).await? {
+        for row in self.scope_runs(scope).await? {
             if row.status != "waiting" {
                 continue;
             }
@@ -284,13 +337,17 @@ impl ApiState {
         match waiting.len() {
             0 => Err(ApiError::new(
                 StatusCode::CONFLICT,
-                "no gate is waiting on this issue",
+                format!(
+                    "no gate is waiting on this {}; name one: RUN/NODE",
+                    scope.place
+                ),
             )),
             1 => Ok(waiting.remove(0)),
             _ => Err(ApiError::new(
                 StatusCode::CONFLICT,
                 format!(
-                    "several gates wait on this issue; name one: {}",
+                    "several gates wait on this {}; name one: {}",
+                    scope.place,
                     waiting
                         .iter()
                         .map(|(run, node)| format!("{run}/{node}"))

@@ -68,6 +68,15 @@ impl From<gatehouse_events::EventError> for ApiError {
 
 /// The engine's refusals: a wrong id is 404, a request that can never apply is 422, one
 /// that does not apply now is 409, a forbidden approval is 403.
+impl From<serde_json::Error> for ApiError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            format!("serialising failed: {e}"),
+        )
+    }
+}
+
 impl From<Rejection> for ApiError {
     fn from(rejection: Rejection) -> Self {
         let status = match &rejection {

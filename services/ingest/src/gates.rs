@@ -6,6 +6,7 @@ use axum::http::StatusCode;
 use gatehouse_engine::{Decision, Input, apply};
 use gatehouse_events::{Actor, Event, GateDecision, GateDecisionKind, NodeStatus};
 use gatehouse_sop::NodeKind;
+use gatehouse_store::{Claim, OutcomeRow, Tx, Vote};
 use uuid::Uuid;
 
 use crate::auth::Caller;
@@ -60,8 +61,10 @@ pub async fn decide(
     Path((id, node)): Path<(Uuid, String)>,
     Json(body): Json<Decide>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let decision = checked_decision(&state, id, node, body, actor(&person)).await?;
-    let event_id = state.emit(Event::GateDecision(decision)).await?;
+    let mut tx = state.store.begin().await?;
+    let decision = checked_decision(&state, &mut tx, id, node, body, actor(&person)).await?;
+    let event_id = state.append(&mut tx, Event::GateDecision(decision)).await?;
+    tx.commit().await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Accepted {
@@ -71,10 +74,13 @@ pub async fn decide(
     ))
 }
 
-/// A decision checked against the run and the gate's policy, ready to emit: what the API
-/// and comment commands share. The decider's groups come from `[[people]]`.
+/// A decision checked against the run and the gate's policy and claimed in `tx`, ready to
+/// emit: what the API, comment commands and chat share. The decider's groups come from
+/// `[[people]]`. The claim makes it compare-and-set: of two decisions racing for the same
+/// gate attempt, the second is refused (409) with who decided first.
 pub(crate) async fn checked_decision(
     state: &ApiState,
+    tx: &mut Tx,
     id: Uuid,
     node: String,
     body: Decide,
@@ -110,10 +116,39 @@ pub(crate) async fn checked_decision(
         attempt,
         decision,
         comment: body.comment.clone(),
-        person,
+        person: person.clone(),
         groups: groups.clone(),
     };
     apply(&sop, &mut run, input)?;
+    let min_approvals = match sop.node(&node).map(|d| &d.kind) {
+        Some(NodeKind::Gate(gate)) => gate.min_approvals,
+        _ => 1,
+    };
+    let vote = Vote {
+        run_id: id,
+        node: &node,
+        attempt,
+        person: &person,
+        decision: kind.name(),
+        target: match &kind {
+            GateDecisionKind::SendBack { to } => Some(to.as_str()),
+            _ => None,
+        },
+        channel: actor.channel.as_str(),
+        min_approvals,
+    };
+    match tx.claim_decision(&vote).await? {
+        Claim::Counted | Claim::Settled => {}
+        Claim::AlreadyVoted => {
+            return Err(ApiError::new(
+                StatusCode::CONFLICT,
+                format!("{person} already decided on attempt {attempt} of gate `{node}`"),
+            ));
+        }
+        Claim::AlreadySettled(outcome) => {
+            return Err(ApiError::new(StatusCode::CONFLICT, settled_by(&outcome)));
+        }
+    }
     Ok(GateDecision {
         run_id: id,
         node,
@@ -123,4 +158,22 @@ pub(crate) async fn checked_decision(
         actor,
         groups,
     })
+}
+
+/// Who settled a gate attempt, for whoever came second.
+pub(crate) fn settled_by(outcome: &OutcomeRow) -> String {
+    let what = match (outcome.decision.as_str(), &outcome.target) {
+        ("approve", _) => "approved".to_owned(),
+        ("reject", _) => "rejected".to_owned(),
+        (_, Some(target)) => format!("sent back to `{target}`"),
+        (other, None) => other.to_owned(),
+    };
+    format!(
+        "gate `{}` (attempt {}) was already {what} by {} at {} ({})",
+        outcome.node,
+        outcome.attempt,
+        outcome.decided_by,
+        outcome.decided_at.format("%Y-%m-%d %H:%M:%S UTC"),
+        outcome.channel
+    )
 }

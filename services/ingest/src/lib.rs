@@ -8,7 +8,9 @@
 //! are stored as SHA-256 hashes and name the person acting.
 
 mod auth;
+mod chat;
 mod commands;
+mod deliveries;
 mod error;
 mod gates;
 mod github;
@@ -21,8 +23,10 @@ mod tokens;
 pub mod views;
 
 pub use auth::{hash_token, new_token};
+pub use chat::{ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
+pub use deliveries::process_deliveries;
 pub use error::ApiError;
-pub use github::{GithubSettings, ReconcileError, Trigger, process_deliveries, reconcile_github};
+pub use github::{GithubSettings, ReconcileError, Trigger, reconcile_github};
 pub use people::{People, Person};
 pub use state::ApiState;
 
@@ -63,9 +67,29 @@ pub fn router(state: ApiState) -> Router {
         Some(github) => webhooks.layer(DefaultBodyLimit::max(github.max_body_bytes)),
         None => webhooks,
     };
+    let slack = Router::new()
+        .route("/webhooks/slack/events", post(chat::slack_events))
+        .route(
+            "/webhooks/slack/interactions",
+            post(chat::slack_interactions),
+        );
+    let slack = match &state.chat.slack {
+        Some(s) => slack.layer(DefaultBodyLimit::max(s.max_body_bytes)),
+        None => slack,
+    };
+    let discord = Router::new().route(
+        "/webhooks/discord/interactions",
+        post(chat::discord_interactions),
+    );
+    let discord = match &state.chat.discord {
+        Some(d) => discord.layer(DefaultBodyLimit::max(d.max_body_bytes)),
+        None => discord,
+    };
     Router::new()
         .nest("/api/v1", api)
         .merge(webhooks)
+        .merge(slack)
+        .merge(discord)
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
 }

@@ -1,5 +1,5 @@
 //! Who is who: the configuration's `[[people]]`, looked up by the handle a request came
-//! with (an API token's name, a GitHub login). Permissions come from here and from the
+//! with (an API token's name, a GitHub login, a Slack or Discord user id). Permissions come from here and from the
 //! gate's policy, never from the text of a request.
 
 /// One person.
@@ -9,6 +9,10 @@ pub struct Person {
     pub id: String,
     /// GitHub login.
     pub github: Option<String>,
+    /// Slack user id (`U0ANA`).
+    pub slack: Option<String>,
+    /// Discord user id (a snowflake).
+    pub discord: Option<String>,
     /// Groups, named by gates as `group:<name>`.
     pub groups: Vec<String>,
 }
@@ -37,6 +41,18 @@ impl People {
                 .as_deref()
                 .is_some_and(|g| g.eq_ignore_ascii_case(login))
         })
+    }
+
+    /// A person by Slack user id.
+    pub fn by_slack(&self, id: &str) -> Option<&Person> {
+        self.people.iter().find(|p| p.slack.as_deref() == Some(id))
+    }
+
+    /// A person by Discord user id.
+    pub fn by_discord(&self, id: &str) -> Option<&Person> {
+        self.people
+            .iter()
+            .find(|p| p.discord.as_deref() == Some(id))
     }
 
     /// A person's groups; none for someone not configured.

@@ -9,7 +9,7 @@ use gatehouse_sop::{Catalog, Sop};
 use gatehouse_store::{RunRow, Store, Tx};
 use uuid::Uuid;
 
-use crate::{ApiError, GithubSettings, People};
+use crate::{ApiError, ChatSettings, GithubSettings, People};
 
 /// The API's shared state: cheap to clone.
 #[derive(Clone)]
@@ -18,6 +18,7 @@ pub struct ApiState {
     pub(crate) catalog: Arc<Catalog>,
     pub(crate) people: Arc<People>,
     pub(crate) github: Option<Arc<GithubSettings>>,
+    pub(crate) chat: Arc<ChatSettings>,
     /// Wakes the delivery processor when a webhook was stored.
     pub(crate) deliveries: Arc<tokio::sync::Notify>,
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
@@ -31,6 +32,7 @@ impl ApiState {
             catalog,
             people: Arc::default(),
             github: None,
+            chat: Arc::default(),
             deliveries: Arc::default(),
             definitions: Arc::default(),
         }
@@ -39,6 +41,12 @@ impl ApiState {
     /// Accepts GitHub webhooks at `/webhooks/github` with these settings.
     pub fn with_github(mut self, github: GithubSettings) -> Self {
         self.github = Some(Arc::new(github));
+        self
+    }
+
+    /// Accepts Slack and Discord at `/webhooks/slack/*` and `/webhooks/discord/*`.
+    pub fn with_chat(mut self, chat: ChatSettings) -> Self {
+        self.chat = Arc::new(chat);
         self
     }
 

@@ -4,11 +4,19 @@
 //! run moves, and posts the replies ingest wrote for commands. Writers only record what a
 //! comment should say (in the same transaction as the change it reports); the notifier's
 //! poster makes GitHub show it, one call at a time, so edits coalesce and rate limits are
-//! waited out rather than hammered. Approval cards in Slack and Discord come with issue 5.
+//! waited out rather than hammered.
+//!
+//! In Slack and Discord it posts an approval card for every gate that waits — to the gate's
+//! channels (default: `approvals_channel`) and into the requirement's thread — shows the
+//! outcome on each card once the gate is decided, and keeps a run's progress as one message
+//! in its requirement's thread. Chat messages follow the same pattern as comments: wanted
+//! in the consumer's transaction (`chat_messages`), posted by their own poster.
 
+mod chat;
 mod notifier;
 mod poster;
 mod status;
 
+pub use chat::{ChatOutputs, DiscordOutput, SlackOutput};
 pub use notifier::Notifier;
 pub use status::{Links, render_status};

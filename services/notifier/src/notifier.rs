@@ -1,7 +1,8 @@
 //! The notifier's consumer: `run.updated` snapshots become the wanted text of the run's
-//! status comment on its GitHub issue.
+//! status comment on its GitHub issue, and its approval cards and progress in chat.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -11,11 +12,12 @@ use gatehouse_engine::RunState;
 use gatehouse_events::{Envelope, Event, RequirementSource};
 use gatehouse_github::GithubClient;
 use gatehouse_sop::Sop;
-use gatehouse_store::{Store, Tx};
+use gatehouse_store::{RequirementRow, RunRow, Store, Tx};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
 
-use crate::{Links, render_status};
+use crate::{ChatOutputs, Links, render_status};
 
 /// The notifier: cheap to clone.
 #[derive(Clone)]
@@ -24,6 +26,12 @@ pub struct Notifier {
     pub(crate) github: Option<GithubClient>,
     /// Wakes the poster when a comment's text changed.
     pub(crate) wake: Arc<Notify>,
+    /// Slack and Discord, where configured.
+    pub(crate) chat: ChatOutputs,
+    /// Wakes the chat poster when a message changed.
+    pub(crate) chat_wake: Arc<Notify>,
+    /// Where artifacts are, for excerpts on cards.
+    pub(crate) data_dir: Option<PathBuf>,
     public_url: Option<String>,
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
 }
@@ -35,6 +43,9 @@ impl Notifier {
             store,
             github,
             wake: Arc::default(),
+            chat: ChatOutputs::default(),
+            chat_wake: Arc::default(),
+            data_dir: None,
             public_url: None,
             definitions: Arc::default(),
         }
@@ -46,6 +57,25 @@ impl Notifier {
         self
     }
 
+    /// Posts approval cards and progress to these chats.
+    pub fn with_chat(mut self, chat: ChatOutputs) -> Self {
+        self.chat = chat;
+        self
+    }
+
+    /// Reads artifacts under `dir` (`server.data_dir`) for the excerpts on cards.
+    pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.data_dir = Some(dir.into());
+        self
+    }
+
+    /// The run in the API, when `server.public_url` is known.
+    pub(crate) fn run_url(&self, run: Uuid) -> Option<String> {
+        self.public_url
+            .as_ref()
+            .map(|url| format!("{url}/api/v1/runs/{run}"))
+    }
+
     /// Consumes run snapshots and posts comments until `shutdown`.
     pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
         let options = ConsumerOptions {
@@ -54,8 +84,10 @@ impl Notifier {
         };
         let consumer = Consumer::new(bus, self.store.clone(), options);
         let poster = tokio::spawn(self.clone().post_comments(shutdown.clone()));
+        let chat_poster = tokio::spawn(self.clone().post_chat(shutdown.clone()));
         consumer.run(&self, shutdown).await;
         let _ = poster.await;
+        let _ = chat_poster.await;
     }
 
     async fn definition(&self, version: &str) -> Result<Arc<Sop>, HandlerError> {
@@ -84,36 +116,57 @@ impl Notifier {
 #[async_trait]
 impl Handler for Notifier {
     async fn handle(&self, tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
-        // Without GitHub there is nowhere to show a status: keep no wanted comments around.
-        if self.github.is_none() {
+        // With nowhere to show anything, keep no wanted messages around.
+        if self.github.is_none() && !self.chat.any() {
             return Ok(());
         }
         let Ok(Event::RunUpdated(update)) = envelope.decode() else {
             return Ok(());
         };
-        let Some(requirement_id) = update.requirement_id else {
+        // Render from the stored run, not the snapshot: a late snapshot must not roll a
+        // message back, and the stored run is always the newest.
+        let Some(run) = self.store.run(update.run_id).await? else {
             return Ok(());
         };
-        let Some(requirement) = self.store.requirement(requirement_id).await? else {
-            return Ok(());
+        let requirement = match run.requirement_id {
+            Some(id) => self.store.requirement(id).await?,
+            None => None,
         };
+        let sop = self.definition(&run.sop_version).await?;
+        let state: RunState = serde_json::from_str(&run.state)?;
+        if self.github.is_some()
+            && let Some(requirement) = &requirement
+        {
+            self.github_status(tx, &run, &sop, &state, requirement)
+                .await?;
+            self.wake.notify_one();
+        }
+        if self.chat.any() {
+            self.update_chat(tx, &run, &sop, &state, requirement.as_ref())
+                .await?;
+            self.chat_wake.notify_one();
+        }
+        Ok(())
+    }
+}
+
+impl Notifier {
+    /// The run's status comment on its GitHub issue.
+    async fn github_status(
+        &self,
+        tx: &mut Tx,
+        run: &RunRow,
+        sop: &Sop,
+        state: &RunState,
+        requirement: &RequirementRow,
+    ) -> Result<(), HandlerError> {
         let Ok(RequirementSource::Github { repo, number, .. }) =
             serde_json::from_str::<RequirementSource>(&requirement.source)
         else {
             return Ok(());
         };
-        // Render from the stored run, not the snapshot: a late snapshot must not roll the
-        // comment back, and the stored run is always the newest.
-        let Some(run) = self.store.run(update.run_id).await? else {
-            return Ok(());
-        };
-        let sop = self.definition(&run.sop_version).await?;
-        let state: RunState = serde_json::from_str(&run.state)?;
         let links = Links {
-            run: self
-                .public_url
-                .as_ref()
-                .map(|url| format!("{url}/api/v1/runs/{}", run.id)),
+            run: self.run_url(run.id),
             pull_request: self
                 .store
                 .pull_request_of_run(run.id)
@@ -121,10 +174,9 @@ impl Handler for Notifier {
                 .filter(|(pull_repo, _)| *pull_repo == repo)
                 .map(|(_, number)| number),
         };
-        let body = render_status(run.id, &sop, &state, &links);
+        let body = render_status(run.id, sop, state, &links);
         tx.want_comment(&format!("run:{}", run.id), &repo, number, &body)
             .await?;
-        self.wake.notify_one();
         Ok(())
     }
 }

@@ -94,8 +94,8 @@ impl Notifier {
     }
 }
 
-/// How posting a comment failed.
-enum Failure {
+/// How posting a comment or chat message failed.
+pub(crate) enum Failure {
     /// GitHub said no for good.
     Refused(String),
     /// Try again later (GitHub or the database unavailable).

@@ -350,7 +350,7 @@ impl Handler for Scheduler {
                     run_id: d.run_id,
                     node: d.node,
                     attempt: i32::try_from(d.attempt).unwrap_or(i32::MAX),
-                    decision: decision_name(&d.decision).into(),
+                    decision: d.decision.name().into(),
                     target,
                     comment: d.comment,
                     person,
@@ -390,13 +390,5 @@ impl Handler for Scheduler {
             tracing::info!(run = %run_id, %rejection, "refused");
         }
         Ok(())
-    }
-}
-
-fn decision_name(d: &GateDecisionKind) -> &'static str {
-    match d {
-        GateDecisionKind::Approve => "approve",
-        GateDecisionKind::SendBack { .. } => "send_back",
-        GateDecisionKind::Reject => "reject",
     }
 }

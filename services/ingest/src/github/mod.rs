@@ -1,14 +1,14 @@
 //! GitHub webhooks: verified and stored before they are answered, then turned into
-//! requirements, label-triggered runs and comment commands by [`process_deliveries`].
+//! requirements, label-triggered runs and comment commands by
+//! [`process_deliveries`](crate::process_deliveries).
 
 mod process;
 mod reconcile;
-mod requirement;
+pub(crate) mod requirement;
 mod settings;
 mod triggers;
 mod webhook;
 
-pub use process::process_deliveries;
 pub use reconcile::{ReconcileError, reconcile_github};
 pub use settings::{GithubSettings, Trigger};
 pub(crate) use webhook::receive;

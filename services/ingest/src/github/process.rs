@@ -1,118 +1,38 @@
-//! Processing stored deliveries: each in one transaction with everything it causes
-//! (requirement rows, events in the outbox) and the mark that it was processed, so a crash
-//! at any point leaves it either untouched (processed again after the restart) or done.
-
-use std::time::Duration;
+//! GitHub deliveries: issues, pull requests and comments become requirements, triggered
+//! runs and commands.
 
 use gatehouse_events::RequirementState;
 use gatehouse_github::{IssueCommentEvent, IssuesEvent, PullRequestEvent, Webhook};
 use gatehouse_store::{DeliveryRow, Tx};
-use tokio_util::sync::CancellationToken;
 
 use super::requirement::Subject;
 use super::triggers::LabelEvent;
-use crate::commands::Done;
+use crate::commands::{Done, Scope};
+use crate::deliveries::Outcome;
 use crate::{ApiError, ApiState};
 
-/// How long the processor sleeps when nothing wakes it (another replica's deliveries).
-const POLL: Duration = Duration::from_secs(1);
-
-/// Processes stored deliveries until `shutdown`: those received by this process as they
-/// come, and any left pending by a crash or another replica.
-pub async fn process_deliveries(state: ApiState, shutdown: CancellationToken) {
-    loop {
-        if let Err(err) = state.process_pending().await {
-            tracing::warn!(error = %err.message, "processing webhook deliveries failed; retrying");
-        }
-        tokio::select! {
-            () = shutdown.cancelled() => return,
-            () = state.deliveries.notified() => {}
-            () = tokio::time::sleep(POLL) => {}
-        }
-    }
-}
-
-/// What processing a delivery came to.
-struct Outcome {
-    status: &'static str,
-    note: String,
-}
-
-impl Outcome {
-    fn processed(notes: Vec<String>) -> Self {
-        Self {
-            status: "processed",
-            note: notes.join("; "),
-        }
-    }
-
-    fn ignored(note: impl Into<String>) -> Self {
-        Self {
-            status: "ignored",
-            note: note.into(),
-        }
-    }
-}
-
 impl ApiState {
-    /// Processes every pending delivery, oldest first. One that fails is logged and left
-    /// pending while the others go on (it must not hold up every later delivery); the pass
-    /// then ends with its error, so the caller waits before trying again.
-    pub(crate) async fn process_pending(&self) -> Result<usize, ApiError> {
-        let mut done = 0;
-        loop {
-            let pending = self.store.pending_deliveries(100).await?;
-            if pending.is_empty() {
-                return Ok(done);
-            }
-            let mut first_error = None;
-            for delivery in pending {
-                let id = delivery.delivery_id.clone();
-                match self.process(delivery).await {
-                    Ok(()) => done += 1,
-                    Err(e) => {
-                        tracing::warn!(delivery = %id, error = %e.message, "processing a GitHub delivery failed; it stays pending");
-                        first_error.get_or_insert(e);
-                    }
+    /// What a stored GitHub delivery comes to, written into `tx`.
+    pub(crate) async fn github_delivery(
+        &self,
+        tx: &mut Tx,
+        delivery: &DeliveryRow,
+    ) -> Result<Outcome, ApiError> {
+        Ok(
+            match Webhook::parse(&delivery.event, delivery.body.as_bytes()) {
+                Err(e) => {
+                    tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
+                    Outcome::ignored(format!("payload not understood: {e}"))
                 }
-            }
-            if let Some(e) = first_error {
-                return Err(e);
-            }
-        }
-    }
-
-    async fn process(&self, delivery: DeliveryRow) -> Result<(), ApiError> {
-        let mut tx = self.store.begin().await?;
-        let outcome = match Webhook::parse(&delivery.event, delivery.body.as_bytes()) {
-            Err(e) => {
-                tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
-                Outcome::ignored(format!("payload not understood: {e}"))
-            }
-            Ok(Webhook::Ping) => Outcome::ignored("ping"),
-            Ok(Webhook::Other(event)) => {
-                Outcome::ignored(format!("`{event}` events are not acted on"))
-            }
-            Ok(Webhook::Issues(e)) => self.issues(&mut tx, &e).await?,
-            Ok(Webhook::PullRequest(e)) => self.pull_request(&mut tx, &e).await?,
-            Ok(Webhook::IssueComment(e)) => {
-                self.comment(&mut tx, &delivery.delivery_id, &e).await?
-            }
-        };
-        // Another replica may have processed it meanwhile: then roll all of this back.
-        if tx
-            .finish_delivery(
-                "github",
-                &delivery.delivery_id,
-                outcome.status,
-                &outcome.note,
-            )
-            .await?
-        {
-            tx.commit().await?;
-            tracing::info!(delivery = %delivery.delivery_id, event = %delivery.event, status = outcome.status, note = %outcome.note, "GitHub delivery processed");
-        }
-        Ok(())
+                Ok(Webhook::Ping) => Outcome::ignored("ping"),
+                Ok(Webhook::Other(event)) => {
+                    Outcome::ignored(format!("`{event}` events are not acted on"))
+                }
+                Ok(Webhook::Issues(e)) => self.issues(tx, &e).await?,
+                Ok(Webhook::PullRequest(e)) => self.pull_request(tx, &e).await?,
+                Ok(Webhook::IssueComment(e)) => self.comment(tx, &delivery.delivery_id, &e).await?,
+            },
+        )
     }
 
     async fn issues(&self, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome, ApiError> {
@@ -241,7 +161,14 @@ impl ApiState {
         let mut replies = Vec::new();
         for command in found {
             let done = match command.result {
-                Ok(command) => self.command(tx, &requirement, &actor, command).await?,
+                Ok(command) => {
+                    let scope = Scope {
+                        requirement: Some(&requirement),
+                        anywhere: false,
+                        place: "issue",
+                    };
+                    self.command(tx, &scope, &actor, command).await?
+                }
                 Err(error) => {
                     let help = matches!(
                         error,

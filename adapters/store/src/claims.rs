@@ -1,0 +1,174 @@
+//! Claims on gate decisions: the compare-and-set that makes two simultaneous clicks (or a
+//! click and a comment, or two replicas) settle a gate attempt once, and tells the loser
+//! who won. The scheduler's engine still checks every decision; claims only decide who
+//! gets there first.
+
+use chrono::{DateTime, Utc};
+use uuid::Uuid;
+
+use crate::tx::with_tx;
+use crate::{StoreError, Tx};
+
+/// The decision that settled a gate attempt.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct OutcomeRow {
+    /// Run.
+    pub run_id: Uuid,
+    /// Gate node.
+    pub node: String,
+    /// Gate attempt.
+    pub attempt: i32,
+    /// `approve`, `reject` or `send_back`.
+    pub decision: String,
+    /// Send-back target.
+    pub target: Option<String>,
+    /// Who settled it (for approvals: the person whose approval completed the count).
+    pub decided_by: String,
+    /// Where from (`slack`, `api`, ...).
+    pub channel: String,
+    /// When.
+    pub decided_at: DateTime<Utc>,
+}
+
+/// One person's decision on one gate attempt, to claim.
+#[derive(Debug, Clone)]
+pub struct Vote<'a> {
+    /// Run.
+    pub run_id: Uuid,
+    /// Gate node.
+    pub node: &'a str,
+    /// Gate attempt.
+    pub attempt: u32,
+    /// Who.
+    pub person: &'a str,
+    /// `approve`, `reject` or `send_back`.
+    pub decision: &'a str,
+    /// Send-back target.
+    pub target: Option<&'a str>,
+    /// Where from.
+    pub channel: &'a str,
+    /// Approvals the gate needs.
+    pub min_approvals: u32,
+}
+
+/// What claiming a vote came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// An approval counted towards `min_approvals`; the gate still waits for more.
+    Counted,
+    /// This vote settles the attempt.
+    Settled,
+    /// This person already decided on this attempt.
+    AlreadyVoted,
+    /// Someone settled the attempt first.
+    AlreadySettled(OutcomeRow),
+}
+
+const COLUMNS: &str = "run_id, node, attempt, decision, target, decided_by, channel, decided_at";
+
+impl Tx {
+    /// Claims `vote`. Anything but [`Claim::Counted`] or [`Claim::Settled`] must not be
+    /// acted on; such a claim leaves nothing behind in the transaction. On Postgres a concurrent claim of
+    /// the same attempt waits for this transaction on the outcome's primary key, so exactly
+    /// one settles it.
+    pub async fn claim_decision(&mut self, vote: &Vote<'_>) -> Result<Claim, StoreError> {
+        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        if let Some(outcome) = self.outcome(vote.run_id, vote.node, vote.attempt).await? {
+            return Ok(Claim::AlreadySettled(outcome));
+        }
+        let now = Utc::now();
+        let (inserted, approvals) = with_tx!(self, conn => {
+            let inserted = sqlx::query(
+                "INSERT INTO gate_votes (run_id, node, attempt, person, decision, channel, decided_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
+            )
+            .bind(vote.run_id)
+            .bind(vote.node)
+            .bind(attempt)
+            .bind(vote.person)
+            .bind(vote.decision)
+            .bind(vote.channel)
+            .bind(now)
+            .execute(&mut *conn)
+            .await?
+            .rows_affected();
+            let approvals: i64 = sqlx::query_scalar(
+                "SELECT COUNT(*) FROM gate_votes
+                 WHERE run_id = $1 AND node = $2 AND attempt = $3 AND decision = 'approve'",
+            )
+            .bind(vote.run_id)
+            .bind(vote.node)
+            .bind(attempt)
+            .fetch_one(&mut *conn)
+            .await?;
+            (inserted, approvals)
+        });
+        if inserted == 0 {
+            return Ok(Claim::AlreadyVoted);
+        }
+        let settles =
+            vote.decision != "approve" || approvals >= i64::from(vote.min_approvals.max(1));
+        if !settles {
+            return Ok(Claim::Counted);
+        }
+        let settled = with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO gate_outcomes (run_id, node, attempt, decision, target, decided_by,
+                   channel, decided_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+            )
+            .bind(vote.run_id)
+            .bind(vote.node)
+            .bind(attempt)
+            .bind(vote.decision)
+            .bind(vote.target)
+            .bind(vote.person)
+            .bind(vote.channel)
+            .bind(now)
+            .execute(conn)
+            .await?
+            .rows_affected()
+        });
+        if settled == 1 {
+            return Ok(Claim::Settled);
+        }
+        // The loser's vote does not count: the caller may still commit other work.
+        with_tx!(self, conn => {
+            sqlx::query(
+                "DELETE FROM gate_votes WHERE run_id = $1 AND node = $2 AND attempt = $3 AND person = $4",
+            )
+            .bind(vote.run_id)
+            .bind(vote.node)
+            .bind(attempt)
+            .bind(vote.person)
+            .execute(conn)
+            .await?;
+        });
+        match self.outcome(vote.run_id, vote.node, vote.attempt).await? {
+            Some(outcome) => Ok(Claim::AlreadySettled(outcome)),
+            // Only a concurrent claim that committed can make the insert do nothing.
+            None => Err(StoreError::Database(sqlx::Error::RowNotFound)),
+        }
+    }
+
+    /// How a gate attempt was settled, if it was.
+    pub async fn outcome(
+        &mut self,
+        run_id: Uuid,
+        node: &str,
+        attempt: u32,
+    ) -> Result<Option<OutcomeRow>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM gate_outcomes WHERE run_id = $1 AND node = $2 AND attempt = $3"
+        );
+        let attempt = i32::try_from(attempt).unwrap_or(i32::MAX);
+        Ok(with_tx!(self, conn => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(run_id)
+                .bind(node)
+                .bind(attempt)
+                .fetch_optional(conn)
+                .await?
+        }))
+    }
+}

@@ -1,0 +1,210 @@
+//! The values behind chat messages. Text fields are plain text; adapters escape them for
+//! their platform.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// An approval card: one attempt of one gate, as posted to a channel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Card {
+    /// The run.
+    pub run: Uuid,
+    /// The SOP the run follows.
+    pub sop: String,
+    /// The gate's node id.
+    pub node: String,
+    /// The attempt this card decides.
+    pub attempt: u32,
+    /// What the requirement is called, when the run works on one.
+    pub requirement: Option<String>,
+    /// Where the requirement lives (issue, thread), when known.
+    pub requirement_url: Option<String>,
+    /// The run in Gatehouse's API, with `server.public_url`.
+    pub run_url: Option<String>,
+    /// The outputs under review.
+    pub outputs: Vec<Output>,
+    /// Who may decide, as the gate names them (`ana`, `group:leads`); empty for anyone known.
+    pub approvers: Vec<String>,
+    /// Distinct approvals needed.
+    pub min_approvals: u32,
+    /// People who approved so far.
+    pub approvals: Vec<String>,
+    /// Nodes the work may be sent back to; empty hides the Send back button.
+    pub send_back: Vec<String>,
+    /// The decision, once made: the card then shows it instead of buttons.
+    pub outcome: Option<Outcome>,
+}
+
+impl Card {
+    /// The card's title line.
+    pub fn title(&self) -> String {
+        match &self.requirement {
+            Some(requirement) => format!("Approval needed: {} — {requirement}", self.node),
+            None => format!("Approval needed: {} ({})", self.node, self.sop),
+        }
+    }
+
+    /// Who may decide, as a sentence part.
+    pub fn deciders(&self) -> String {
+        let who = if self.approvers.is_empty() {
+            "anyone configured in [[people]]".to_owned()
+        } else {
+            self.approvers.join(", ")
+        };
+        if self.min_approvals > 1 {
+            format!(
+                "{who} ({} of {} approvals so far{})",
+                self.approvals.len(),
+                self.min_approvals,
+                if self.approvals.is_empty() {
+                    String::new()
+                } else {
+                    format!(": {}", self.approvals.join(", "))
+                }
+            )
+        } else {
+            who
+        }
+    }
+}
+
+/// One output under review: an artifact of an earlier node.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Output {
+    /// `node/name`.
+    pub name: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// The first lines of a text artifact.
+    pub excerpt: Option<String>,
+}
+
+/// How a gate attempt ended, shown on its cards.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Outcome {
+    /// `approved`, `rejected`, `sent back to build`, `expired`, `cancelled`.
+    pub decision: String,
+    /// Who decided (several approvers for `min_approvals` > 1); empty for Gatehouse itself.
+    pub by: Vec<String>,
+    /// When.
+    pub at: DateTime<Utc>,
+    /// The decider's comment.
+    pub comment: Option<String>,
+}
+
+impl Outcome {
+    /// `Approved by ana, bo at 2026-11-30 14:02 UTC`.
+    pub fn sentence(&self) -> String {
+        let mut decision = self.decision.clone();
+        if let Some(first) = decision.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        let by = if self.by.is_empty() {
+            String::new()
+        } else {
+            format!(" by {}", self.by.join(", "))
+        };
+        format!("{decision}{by} at {}", self.at.format("%Y-%m-%d %H:%M UTC"))
+    }
+}
+
+/// A run's progress, as one message in the requirement's thread edited in place.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// The run.
+    pub run: Uuid,
+    /// The SOP it follows.
+    pub sop: String,
+    /// The run's status (`running`, `waiting`, `succeeded`, ...).
+    pub status: String,
+    /// One line per node worth mentioning: `build: succeeded`, `review: waiting for approval`.
+    pub lines: Vec<String>,
+    /// The run in Gatehouse's API.
+    pub run_url: Option<String>,
+}
+
+impl Progress {
+    /// The message's headline.
+    pub fn headline(&self) -> String {
+        format!("Run {} of {}: {}", self.run, self.sop, self.status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn card() -> Card {
+        Card {
+            run: Uuid::nil(),
+            sop: "bug-fix".into(),
+            node: "review".into(),
+            attempt: 1,
+            requirement: None,
+            requirement_url: None,
+            run_url: None,
+            outputs: vec![],
+            approvers: vec![],
+            min_approvals: 1,
+            approvals: vec![],
+            send_back: vec![],
+            outcome: None,
+        }
+    }
+
+    #[test]
+    fn deciders_read_as_a_sentence() {
+        let mut c = card();
+        assert_eq!(c.deciders(), "anyone configured in [[people]]");
+        c.approvers = vec!["ana".into(), "group:leads".into()];
+        c.min_approvals = 2;
+        c.approvals = vec!["ana".into()];
+        assert_eq!(
+            c.deciders(),
+            "ana, group:leads (1 of 2 approvals so far: ana)"
+        );
+        assert_eq!(c.title(), "Approval needed: review (bug-fix)");
+        c.requirement = Some("Fix login".into());
+        assert_eq!(c.title(), "Approval needed: review — Fix login");
+    }
+
+    #[test]
+    fn outcome_sentence() {
+        let at = DateTime::parse_from_rfc3339("2026-11-30T14:02:09Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        let outcome = Outcome {
+            decision: "sent back to build".into(),
+            by: vec!["ana".into()],
+            at,
+            comment: None,
+        };
+        assert_eq!(
+            outcome.sentence(),
+            "Sent back to build by ana at 2026-11-30 14:02 UTC"
+        );
+    }
+}
+
+/// What a stored chat message shows: the value the notifier renders for its platform.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Body {
+    /// An approval card (boxed: far larger than the other kinds).
+    Card(Box<Card>),
+    /// A run's progress.
+    Progress(Progress),
+    /// Plain text: a reply to a command, an answer to a click.
+    Text {
+        /// The text (Markdown-ish: `code` and *bold* read well on both platforms).
+        text: String,
+    },
+}
+
+impl Body {
+    /// A text message.
+    pub fn text(text: impl Into<String>) -> Self {
+        Body::Text { text: text.into() }
+    }
+}

@@ -1,0 +1,154 @@
+//! `[slack]` and `[discord]` turned into what ingest and the notifier use, and the Discord
+//! gateway connection.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use gatehouse_ingest::{ApiState, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
+use gatehouse_notifier::{ChatOutputs, DiscordOutput, SlackOutput};
+use gatehouse_sop::Catalog;
+use secrecy::ExposeSecret;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+use crate::config::Config;
+
+/// What ingest needs: signing secrets, the public key, channel SOPs. A platform without
+/// its secret is left out with a warning (every request would be refused anyway).
+pub fn settings(config: &Config, catalog: &Catalog) -> anyhow::Result<ChatSettings> {
+    let mut chat = ChatSettings::default();
+    if let Some(slack) = &config.slack {
+        check_sops("slack", &slack.channel_sops, catalog);
+        match &slack.signing_secret {
+            Some(secret) => {
+                let secret = secret.resolve().context("slack.signing_secret")?;
+                chat.slack = Some(SlackSettings {
+                    signing_secret: secret.expose_secret().as_bytes().to_vec(),
+                    client: slack_client(config)?,
+                    channel_sops: slack.channel_sops.clone(),
+                    max_body_bytes: slack.max_body_bytes,
+                });
+            }
+            None => {
+                tracing::warn!("[slack] has no signing_secret: Slack requests are not accepted")
+            }
+        }
+    }
+    if let Some(discord) = &config.discord {
+        check_sops("discord", &discord.channel_sops, catalog);
+        match &discord.public_key {
+            Some(key) => {
+                chat.discord = Some(DiscordSettings {
+                    public_key: gatehouse_discord::PublicKey::from_hex(key)
+                        .context("discord.public_key")?,
+                    channel_sops: discord.channel_sops.clone(),
+                    max_body_bytes: discord.max_body_bytes,
+                });
+            }
+            None => tracing::warn!(
+                "[discord] has no public_key: the interactions endpoint refuses every request"
+            ),
+        }
+    }
+    Ok(chat)
+}
+
+/// Where the notifier posts: each platform with a bot token.
+pub fn outputs(config: &Config) -> anyhow::Result<ChatOutputs> {
+    let mut outputs = ChatOutputs::default();
+    if let (Some(slack), Some(client)) = (&config.slack, slack_client(config)?) {
+        outputs.slack = Some(SlackOutput {
+            client,
+            approvals_channel: slack.approvals_channel.clone(),
+        });
+    }
+    if let Some(discord) = &config.discord
+        && let Some(token) = &discord.bot_token
+    {
+        let token = token.resolve().context("discord.bot_token")?;
+        let application_id = discord
+            .application_id
+            .as_deref()
+            .context("discord.application_id is needed with a bot token (for answers to clicks)")?;
+        let client = gatehouse_discord::DiscordClient::new(&discord.api_url, token, application_id)
+            .context("[discord]")?;
+        outputs.discord = Some(DiscordOutput {
+            client,
+            approvals_channel: discord.approvals_channel.clone(),
+        });
+    }
+    Ok(outputs)
+}
+
+/// Connects to the Discord gateway for mentions (and clicks), reconnecting after failures.
+pub fn spawn_gateway(
+    config: &Config,
+    api: &ApiState,
+    tasks: &mut JoinSet<()>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let Some(discord) = &config.discord else {
+        return Ok(());
+    };
+    let Some(token) = &discord.bot_token else {
+        return Ok(());
+    };
+    if !discord.gateway {
+        return Ok(());
+    }
+    let token = token.resolve().context("discord.bot_token")?;
+    let api_url = discord.api_url.clone();
+    let sink: Arc<dyn gatehouse_discord::GatewaySink> = Arc::new(DiscordSink::new(api.clone()));
+    let shutdown = shutdown.clone();
+    tasks.spawn(async move {
+        let mut wait = std::time::Duration::from_secs(1);
+        loop {
+            let stop = shutdown.clone();
+            let result = gatehouse_discord::run_gateway(
+                token.clone(),
+                &api_url,
+                sink.clone(),
+                async move { stop.cancelled().await },
+            )
+            .await;
+            if shutdown.is_cancelled() {
+                return;
+            }
+            match result {
+                Ok(()) => tracing::warn!("the Discord gateway closed; reconnecting"),
+                Err(e) => tracing::warn!(error = %e, retry_in = ?wait, "the Discord gateway failed; reconnecting"),
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+            wait = (wait * 2).min(std::time::Duration::from_secs(300));
+        }
+    });
+    Ok(())
+}
+
+fn slack_client(config: &Config) -> anyhow::Result<Option<gatehouse_slack::SlackClient>> {
+    let Some(slack) = &config.slack else {
+        return Ok(None);
+    };
+    let Some(token) = &slack.bot_token else {
+        return Ok(None);
+    };
+    let token = token.resolve().context("slack.bot_token")?;
+    Ok(Some(
+        gatehouse_slack::SlackClient::new(&slack.api_url, token).context("[slack]")?,
+    ))
+}
+
+fn check_sops(
+    platform: &str,
+    sops: &std::collections::BTreeMap<String, String>,
+    catalog: &Catalog,
+) {
+    for (channel, sop) in sops {
+        if catalog.get(sop).is_none() {
+            tracing::warn!(%platform, %channel, %sop, "channel_sops names a SOP that is not loaded; requests there will be answered with the error");
+        }
+    }
+}

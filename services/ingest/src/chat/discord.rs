@@ -1,0 +1,212 @@
+//! Discord: `POST /webhooks/discord/interactions` (Ed25519 over timestamp + body with the
+//! application's `public_key`; PING → PONG) and the gateway's mentions and interactions
+//! through [`DiscordSink`]. An interaction is answered within Discord's 3 seconds: a
+//! dialog when the click needs one, else a deferred update once the decision is stored.
+
+use async_trait::async_trait;
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use gatehouse_chat::{CardAction, Verb};
+use gatehouse_discord::{
+    GatewaySink, Interaction, Mention, deferred_update, ephemeral_reply, parse_interaction, pong,
+    reject_modal, send_back_modal, verify_interaction,
+};
+use gatehouse_store::{DeliveryRow, Tx};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Platform;
+use super::click::Click;
+use super::mention::ChatMention;
+use crate::deliveries::Outcome;
+use crate::{ApiError, ApiState};
+
+/// Interactions over HTTP: 401 for a bad signature, 400 for a malformed body.
+pub(crate) async fn interactions(
+    State(state): State<ApiState>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Result<Json<Value>, ApiError> {
+    let Some(discord) = state.chat.discord.as_ref() else {
+        return Err(ApiError::not_found("Discord is not configured ([discord])"));
+    };
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    verify_interaction(
+        &discord.public_key,
+        header("x-signature-ed25519"),
+        header("x-signature-timestamp"),
+        &body,
+    )
+    .map_err(|why| {
+        metrics::counter!("gatehouse_webhook_rejected_total", "source" => "discord", "reason" => "signature")
+            .increment(1);
+        tracing::warn!(reason = %why, "Discord interaction refused");
+        ApiError::new(StatusCode::UNAUTHORIZED, why.to_string())
+    })?;
+    Ok(Json(state.discord_interaction(&body).await?))
+}
+
+/// A mention as stored for processing (the gateway's message, reduced to what is used).
+#[derive(Serialize, Deserialize)]
+struct StoredMention {
+    message_id: String,
+    channel_id: String,
+    author: String,
+    text: String,
+    reply_to: Option<String>,
+}
+
+impl ApiState {
+    /// The answer to an interaction, from the HTTP endpoint or the gateway.
+    pub(crate) async fn discord_interaction(&self, body: &[u8]) -> Result<Value, ApiError> {
+        let interaction = parse_interaction(body).map_err(|e| {
+            ApiError::new(
+                StatusCode::BAD_REQUEST,
+                format!("malformed Discord interaction: {e}"),
+            )
+        })?;
+        let unknown =
+            || ephemeral_reply("That control is not one Gatehouse knows; nothing was changed.");
+        match interaction {
+            Interaction::Ping => Ok(pong()),
+            Interaction::Component(c) => {
+                let Ok(action) = c.custom_id.parse::<CardAction>() else {
+                    tracing::warn!(custom_id = %c.custom_id, user = %c.user, "unknown Discord component");
+                    return Ok(unknown());
+                };
+                match (action.verb, c.values.first()) {
+                    (Verb::Approve, _) => {
+                        let id = format!("interaction:{}", c.id);
+                        self.store_delivery("discord", &id, "interaction", body)
+                            .await?;
+                        Ok(deferred_update())
+                    }
+                    (Verb::Reject, _) => Ok(reject_modal(&action)),
+                    (Verb::SendBack, Some(target)) => {
+                        Ok(send_back_modal(&action.with_target(target)))
+                    }
+                    (Verb::SendBack, None) => {
+                        Ok(ephemeral_reply("Choose the node to send the work back to."))
+                    }
+                }
+            }
+            Interaction::ModalSubmit(m) => {
+                if m.custom_id.parse::<CardAction>().is_err() {
+                    return Ok(unknown());
+                }
+                let id = format!("interaction:{}", m.id);
+                self.store_delivery("discord", &id, "interaction", body)
+                    .await?;
+                Ok(deferred_update())
+            }
+            Interaction::Other { .. } => Ok(ephemeral_reply(
+                "Gatehouse answers mentions: write `@Gatehouse help`.",
+            )),
+        }
+    }
+
+    /// What a stored Discord mention or interaction comes to, written into `tx`.
+    pub(crate) async fn discord_delivery(
+        &self,
+        tx: &mut Tx,
+        delivery: &DeliveryRow,
+    ) -> Result<Outcome, ApiError> {
+        match delivery.event.as_str() {
+            "mention" => {
+                let m: StoredMention = match serde_json::from_str(&delivery.body) {
+                    Ok(m) => m,
+                    Err(e) => return Ok(Outcome::ignored(format!("unreadable mention: {e}"))),
+                };
+                let mention = ChatMention {
+                    platform: Platform::Discord,
+                    root: m.reply_to.clone().unwrap_or_else(|| m.message_id.clone()),
+                    reply_to: m.message_id,
+                    channel: m.channel_id,
+                    user: m.author,
+                    text: m.text,
+                };
+                self.mention(tx, &delivery.delivery_id, &mention).await
+            }
+            "interaction" => {
+                let click = match parse_interaction(delivery.body.as_bytes()) {
+                    Ok(Interaction::Component(c)) => c.custom_id.parse().ok().map(|action| Click {
+                        platform: Platform::Discord,
+                        channel: c.channel_id.unwrap_or_default(),
+                        recipient: c.token,
+                        user: c.user,
+                        action,
+                        comment: None,
+                    }),
+                    Ok(Interaction::ModalSubmit(mut m)) => {
+                        m.custom_id.parse().ok().map(|action| Click {
+                            platform: Platform::Discord,
+                            channel: m.channel_id.unwrap_or_default(),
+                            recipient: m.token,
+                            user: m.user,
+                            action,
+                            comment: m.fields.remove("comment"),
+                        })
+                    }
+                    _ => None,
+                };
+                match click {
+                    Some(click) => self.click(tx, &delivery.delivery_id, &click).await,
+                    None => Ok(Outcome::ignored("not a Gatehouse control")),
+                }
+            }
+            other => Ok(Outcome::ignored(format!("unknown Discord event `{other}`"))),
+        }
+    }
+}
+
+/// Takes the gateway's mentions and interactions into ingest: mentions are stored like
+/// webhooks (the message id dedupes a gateway resume that replays them); interactions get
+/// the same answer as over HTTP.
+#[derive(Clone)]
+pub struct DiscordSink {
+    state: ApiState,
+}
+
+impl DiscordSink {
+    /// A sink into `state`'s store and delivery processor.
+    pub fn new(state: ApiState) -> Self {
+        Self { state }
+    }
+}
+
+#[async_trait]
+impl GatewaySink for DiscordSink {
+    async fn mention(&self, m: Mention) {
+        let stored = StoredMention {
+            message_id: m.message_id.clone(),
+            channel_id: m.channel_id,
+            author: m.author,
+            text: m.text,
+            reply_to: m.reply_to,
+        };
+        let id = format!("message:{}", m.message_id);
+        let result = match serde_json::to_vec(&stored) {
+            Ok(body) => self
+                .state
+                .store_delivery("discord", &id, "mention", &body)
+                .await
+                .map(|_| ()),
+            Err(e) => Err(e.into()),
+        };
+        if let Err(e) = result {
+            tracing::error!(message = %id, error = %e.message, "storing a Discord mention failed; it is lost");
+        }
+    }
+
+    async fn interaction(&self, body: Vec<u8>) -> Option<Value> {
+        match self.state.discord_interaction(&body).await {
+            Ok(answer) => Some(answer),
+            Err(e) => {
+                tracing::error!(error = %e.message, "a Discord interaction from the gateway failed");
+                None
+            }
+        }
+    }
+}

@@ -1,0 +1,185 @@
+//! Messages addressed to the bot: a command, or a request in prose that becomes the
+//! thread's requirement (and starts the channel's SOP when one is configured). Every
+//! mention gets one reply in its thread.
+
+use std::collections::BTreeMap;
+
+use gatehouse_commands::{Command, Mention, parse_mention};
+use gatehouse_events::Actor;
+use gatehouse_store::Tx;
+
+use super::Platform;
+use crate::commands::Scope;
+use crate::deliveries::Outcome;
+use crate::{ApiError, ApiState};
+
+/// A message addressed to the bot, from either platform.
+pub(crate) struct ChatMention {
+    /// Where it came from.
+    pub platform: Platform,
+    /// Channel id.
+    pub channel: String,
+    /// The conversation it belongs to: Slack's thread root ts; on Discord the message it
+    /// replies to, or itself. The requirement of a thread is keyed by it.
+    pub root: String,
+    /// Where the answer goes: Slack's thread ts; on Discord the message to reply to.
+    pub reply_to: String,
+    /// The author's platform id.
+    pub user: String,
+    /// The text, without the bot's mention.
+    pub text: String,
+}
+
+impl ApiState {
+    /// Carries out a mention and wants its reply, keyed by the delivery so a redelivery or
+    /// a restart does not answer twice.
+    pub(crate) async fn mention(
+        &self,
+        tx: &mut Tx,
+        delivery: &str,
+        m: &ChatMention,
+    ) -> Result<Outcome, ApiError> {
+        let actor = self.chat_actor(m.platform, &m.user);
+        let (note, reply) = match parse_mention(&m.text) {
+            Mention::Command(command) => self.chat_command(tx, m, &actor, command).await?,
+            Mention::Error(error) => {
+                let help = matches!(
+                    error,
+                    gatehouse_commands::ParseError::UnknownCommand(_)
+                        | gatehouse_commands::ParseError::Empty
+                )
+                .then(|| format!("\n```\n{}\n```", gatehouse_commands::help()))
+                .unwrap_or_default();
+                (error.to_string(), format!("{error}{help}"))
+            }
+            Mention::FreeText(text) => self.free_text(tx, m, &actor, &text).await?,
+        };
+        let key = format!("reply:{}:{delivery}", m.platform.name());
+        self.want_chat_text(
+            tx,
+            m.platform,
+            &key,
+            &m.channel,
+            Some(&m.reply_to),
+            None,
+            &reply,
+        )
+        .await?;
+        Ok(Outcome::processed(vec![note]))
+    }
+
+    async fn chat_command(
+        &self,
+        tx: &mut Tx,
+        m: &ChatMention,
+        actor: &Actor,
+        command: Command,
+    ) -> Result<(String, String), ApiError> {
+        let known = actor.person.is_some();
+        // A run needs something to work on: the issue it names, or else this thread, which
+        // becomes a requirement. Other commands only look the thread up.
+        let requirement = match &command {
+            Command::Run {
+                issue: Some(issue), ..
+            } if known => Some(self.issue_requirement(tx, issue, actor).await?),
+            Command::Run { issue: None, .. } if known => {
+                Some(self.thread_requirement(tx, m, actor, &m.text).await?)
+            }
+            _ => self.find_thread_requirement(tx, m).await?,
+        };
+        let scope = Scope {
+            requirement: requirement.as_ref(),
+            anywhere: true,
+            place: "thread",
+        };
+        let done = self.command(tx, &scope, actor, command).await?;
+        // Chat has no status comment to show that a command worked, so say so.
+        let reply = done
+            .reply
+            .unwrap_or_else(|| format!("Done: {}.", done.note));
+        Ok((done.note, reply))
+    }
+
+    /// Prose: the thread's requirement, started with the channel's SOP when it has one.
+    async fn free_text(
+        &self,
+        tx: &mut Tx,
+        m: &ChatMention,
+        actor: &Actor,
+        text: &str,
+    ) -> Result<(String, String), ApiError> {
+        if actor.person.is_none() {
+            return Ok((
+                "request refused: unknown person".into(),
+                format!(
+                    "Sorry, I can only take requests from people configured for Gatehouse, and `{}` is not one of them. Ask an administrator to add your {} id to [[people]].",
+                    m.user,
+                    m.platform.name()
+                ),
+            ));
+        }
+        let requirement = self.thread_requirement(tx, m, actor, text).await?;
+        let Some(sop) = self.chat.channel_sop(m.platform, &m.channel) else {
+            return Ok((
+                format!("requirement {} noted", requirement.source_key),
+                "Noted as a requirement for this thread. No SOP is configured for this channel; start one here with `run SOP`.".into(),
+            ));
+        };
+        let scope = Scope {
+            requirement: Some(&requirement),
+            anywhere: true,
+            place: "thread",
+        };
+        let command = Command::Run {
+            sop: sop.to_owned(),
+            issue: None,
+            params: BTreeMap::new(),
+        };
+        let done = self.command(tx, &scope, actor, command).await?;
+        let reply = match done.reply {
+            Some(refusal) => format!("Noted as a requirement for this thread, but {refusal}"),
+            None => format!("Noted as a requirement for this thread. {}.", done.note),
+        };
+        Ok((done.note, reply))
+    }
+
+    /// A chat account as an actor, resolved to a configured person when there is one.
+    pub(crate) fn chat_actor(&self, platform: Platform, user: &str) -> Actor {
+        let person = match platform {
+            Platform::Slack => self.people.by_slack(user),
+            Platform::Discord => self.people.by_discord(user),
+        };
+        Actor {
+            channel: platform.channel(),
+            handle: user.to_owned(),
+            person: person.map(|p| p.id.clone()),
+        }
+    }
+
+    /// Wants a text message in chat: a reply in a thread, or an ephemeral answer to
+    /// `recipient`.
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) async fn want_chat_text(
+        &self,
+        tx: &mut Tx,
+        platform: Platform,
+        key: &str,
+        channel: &str,
+        thread: Option<&str>,
+        recipient: Option<&str>,
+        text: &str,
+    ) -> Result<(), ApiError> {
+        let body = serde_json::to_string(&gatehouse_chat::Body::text(text))?;
+        tx.want_chat_message(&gatehouse_store::WantChat {
+            key,
+            platform: platform.name(),
+            channel,
+            thread,
+            recipient,
+            run_id: None,
+            body: &body,
+        })
+        .await?;
+        Ok(())
+    }
+}

@@ -1,0 +1,43 @@
+//! Slack and Discord: mentions become commands or requirements, card clicks become gate
+//! decisions. Requests are verified and stored before they are answered (Slack and Discord
+//! both want an answer within 3 seconds); the work happens in
+//! [`process_deliveries`](crate::process_deliveries), like GitHub's.
+
+mod click;
+mod discord;
+mod mention;
+mod requirement;
+mod settings;
+mod slack;
+
+pub use discord::DiscordSink;
+pub(crate) use discord::interactions as discord_interactions;
+pub use settings::{ChatSettings, DiscordSettings, SlackSettings};
+pub(crate) use slack::{events as slack_events, interactions as slack_interactions};
+
+use gatehouse_events::Channel;
+
+/// Which chat a message or click came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Platform {
+    Slack,
+    Discord,
+}
+
+impl Platform {
+    /// The name stored with chat messages and requirement keys.
+    pub(crate) fn name(self) -> &'static str {
+        match self {
+            Platform::Slack => "slack",
+            Platform::Discord => "discord",
+        }
+    }
+
+    /// The audit channel.
+    pub(crate) fn channel(self) -> Channel {
+        match self {
+            Platform::Slack => Channel::Slack,
+            Platform::Discord => Channel::Discord,
+        }
+    }
+}

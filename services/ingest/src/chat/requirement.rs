@@ -1,0 +1,127 @@
+//! Requirements for chat threads, and for issues named from chat (`run SOP on owner/repo#N`).
+
+use chrono::Utc;
+use gatehouse_commands::IssueRef;
+use gatehouse_events::{Actor, Event, RequirementCreated, RequirementSource, RequirementState};
+use gatehouse_store::{RequirementRow, Tx};
+use uuid::Uuid;
+
+use super::mention::ChatMention;
+use crate::github::requirement::Subject;
+use crate::{ApiError, ApiState};
+
+/// Longest requirement title taken from a message; the whole text is the body.
+const TITLE_CHARS: usize = 80;
+
+impl ApiState {
+    /// The thread's requirement, created from `text` (with `requirement.created`) on first use.
+    pub(crate) async fn thread_requirement(
+        &self,
+        tx: &mut Tx,
+        m: &ChatMention,
+        actor: &Actor,
+        text: &str,
+    ) -> Result<RequirementRow, ApiError> {
+        if let Some(row) = self.find_thread_requirement(tx, m).await? {
+            return Ok(row);
+        }
+        let source = match m.platform {
+            super::Platform::Slack => RequirementSource::Slack {
+                channel: m.channel.clone(),
+                thread_ts: m.root.clone(),
+            },
+            super::Platform::Discord => RequirementSource::Discord {
+                channel: m.channel.clone(),
+                message_id: m.root.clone(),
+            },
+        };
+        let now = Utc::now();
+        let row = RequirementRow {
+            id: Uuid::now_v7(),
+            source_key: thread_key(m),
+            source: serde_json::to_string(&source)?,
+            title: title(text),
+            body: text.to_owned(),
+            url: None,
+            state: "open".into(),
+            requested_by: actor.person.clone().unwrap_or_else(|| actor.handle.clone()),
+            source_updated_at: String::new(),
+            created_at: now,
+            updated_at: now,
+        };
+        tx.insert_requirement(&row).await?;
+        let created = RequirementCreated {
+            requirement_id: row.id,
+            source,
+            title: row.title.clone(),
+            body: row.body.clone(),
+            url: None,
+            requested_by: actor.clone(),
+        };
+        self.append(tx, Event::RequirementCreated(created)).await?;
+        Ok(row)
+    }
+
+    /// The thread's requirement, if it has one.
+    pub(crate) async fn find_thread_requirement(
+        &self,
+        tx: &mut Tx,
+        m: &ChatMention,
+    ) -> Result<Option<RequirementRow>, ApiError> {
+        Ok(tx.requirement_by_key(&thread_key(m)).await?)
+    }
+
+    /// The requirement of an issue named from chat; created when Gatehouse has not seen the
+    /// issue yet (its title and body arrive with the issue's next webhook).
+    pub(crate) async fn issue_requirement(
+        &self,
+        tx: &mut Tx,
+        issue: &IssueRef,
+        actor: &Actor,
+    ) -> Result<RequirementRow, ApiError> {
+        let repo = format!("{}/{}", issue.owner, issue.repo);
+        let name = format!("{repo}#{}", issue.number);
+        let subject = Subject {
+            repo: &repo,
+            number: issue.number,
+            pull_request: false,
+            title: &name,
+            body: "",
+            url: "",
+            state: RequirementState::Open,
+            author: &actor.handle,
+            // Older than any webhook's view, so a known issue is left as GitHub described it.
+            updated_at: "",
+        };
+        self.requirement(tx, &subject).await
+    }
+}
+
+/// `slack:C0123:1700000000.000100`: one requirement per thread.
+fn thread_key(m: &ChatMention) -> String {
+    format!("{}:{}:{}", m.platform.name(), m.channel, m.root)
+}
+
+/// The first line of a request, shortened to a title.
+fn title(text: &str) -> String {
+    let line = text.lines().next().unwrap_or_default().trim();
+    if line.chars().count() <= TITLE_CHARS {
+        return line.to_owned();
+    }
+    let mut short: String = line.chars().take(TITLE_CHARS - 1).collect();
+    short.push('…');
+    short
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn titles_are_the_first_line_shortened() {
+        assert_eq!(title("fix the login\nit times out"), "fix the login");
+        let long = "x".repeat(100);
+        assert_eq!(title(&long).chars().count(), TITLE_CHARS);
+        assert!(title(&long).ends_with('…'));
+    }
+}

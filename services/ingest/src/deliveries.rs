@@ -1,0 +1,107 @@
+//! Processing stored webhook deliveries (GitHub, Slack, Discord): each in one transaction
+//! with everything it causes (requirement rows, events in the outbox, wanted replies) and
+//! the mark that it was processed, so a crash at any point leaves it either untouched
+//! (processed again after the restart) or done.
+
+use std::time::Duration;
+
+use gatehouse_store::DeliveryRow;
+use tokio_util::sync::CancellationToken;
+
+use crate::{ApiError, ApiState};
+
+/// How long the processor sleeps when nothing wakes it (another replica's deliveries).
+const POLL: Duration = Duration::from_secs(1);
+
+/// Processes stored deliveries until `shutdown`: those received by this process as they
+/// come, and any left pending by a crash or another replica.
+pub async fn process_deliveries(state: ApiState, shutdown: CancellationToken) {
+    loop {
+        if let Err(err) = state.process_pending().await {
+            tracing::warn!(error = %err.message, "processing webhook deliveries failed; retrying");
+        }
+        tokio::select! {
+            () = shutdown.cancelled() => return,
+            () = state.deliveries.notified() => {}
+            () = tokio::time::sleep(POLL) => {}
+        }
+    }
+}
+
+/// What processing a delivery came to.
+pub(crate) struct Outcome {
+    status: &'static str,
+    note: String,
+}
+
+impl Outcome {
+    /// Acted on; `notes` say how.
+    pub(crate) fn processed(notes: Vec<String>) -> Self {
+        Self {
+            status: "processed",
+            note: notes.join("; "),
+        }
+    }
+
+    /// Nothing to do, and why.
+    pub(crate) fn ignored(note: impl Into<String>) -> Self {
+        Self {
+            status: "ignored",
+            note: note.into(),
+        }
+    }
+}
+
+impl ApiState {
+    /// Processes every pending delivery, oldest first. One that fails is logged and left
+    /// pending while the others go on (it must not hold up every later delivery); the pass
+    /// then ends with its error, so the caller waits before trying again.
+    pub(crate) async fn process_pending(&self) -> Result<usize, ApiError> {
+        let mut done = 0;
+        loop {
+            let pending = self.store.pending_deliveries(100).await?;
+            if pending.is_empty() {
+                return Ok(done);
+            }
+            let mut first_error = None;
+            for delivery in pending {
+                let id = delivery.delivery_id.clone();
+                let source = delivery.source.clone();
+                match self.process(delivery).await {
+                    Ok(()) => done += 1,
+                    Err(e) => {
+                        tracing::warn!(%source, delivery = %id, error = %e.message, "processing a delivery failed; it stays pending");
+                        first_error.get_or_insert(e);
+                    }
+                }
+            }
+            if let Some(e) = first_error {
+                return Err(e);
+            }
+        }
+    }
+
+    async fn process(&self, delivery: DeliveryRow) -> Result<(), ApiError> {
+        let mut tx = self.store.begin().await?;
+        let outcome = match delivery.source.as_str() {
+            "github" => self.github_delivery(&mut tx, &delivery).await?,
+            "slack" => self.slack_delivery(&mut tx, &delivery).await?,
+            "discord" => self.discord_delivery(&mut tx, &delivery).await?,
+            other => Outcome::ignored(format!("unknown source `{other}`")),
+        };
+        // Another replica may have processed it meanwhile: then roll all of this back.
+        if tx
+            .finish_delivery(
+                &delivery.source,
+                &delivery.delivery_id,
+                outcome.status,
+                &outcome.note,
+            )
+            .await?
+        {
+            tx.commit().await?;
+            tracing::info!(source = %delivery.source, delivery = %delivery.delivery_id, event = %delivery.event, status = outcome.status, note = %outcome.note, "delivery processed");
+        }
+        Ok(())
+    }
+}

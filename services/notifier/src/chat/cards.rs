@@ -1,0 +1,209 @@
+//! Wanted chat messages for a run, computed from its stored state: a card per waiting gate
+//! attempt and place, the outcome on cards whose attempt stopped waiting, and progress in
+//! the requirement's thread. Written in the consumer's transaction, posted by the poster.
+
+use std::path::Path;
+
+use gatehouse_chat::{Body, Card, Output};
+use gatehouse_engine::RunState;
+use gatehouse_events::{NodeStatus, RequirementSource};
+use gatehouse_sop::{NodeKind, Sop};
+use gatehouse_store::{ArtifactRow, RequirementRow, RunRow, Tx, WantChat};
+
+use super::progress::progress;
+use super::targets::Place;
+use crate::Notifier;
+use gatehouse_bus::HandlerError;
+
+/// Outputs shown on a card, newest first.
+const MAX_OUTPUTS: usize = 5;
+/// Bytes read from an artifact for its excerpt.
+const EXCERPT_BYTES: usize = 600;
+/// Lines of excerpt shown.
+const EXCERPT_LINES: usize = 8;
+
+impl Notifier {
+    /// Brings the run's chat messages up to date in `tx`.
+    pub(crate) async fn update_chat(
+        &self,
+        tx: &mut Tx,
+        run: &RunRow,
+        sop: &Sop,
+        state: &RunState,
+        requirement: Option<&RequirementRow>,
+    ) -> Result<(), HandlerError> {
+        let source: Option<RequirementSource> =
+            requirement.and_then(|r| serde_json::from_str(&r.source).ok());
+        let thread = source.as_ref().and_then(|s| self.chat.thread_of(s));
+        let run_url = self.run_url(run.id);
+        let mut outputs = None;
+        for def in &sop.nodes {
+            let (NodeKind::Gate(gate), Some(n)) = (&def.kind, state.nodes.get(&def.id)) else {
+                continue;
+            };
+            if n.status != NodeStatus::WaitingApproval {
+                continue;
+            }
+            if outputs.is_none() {
+                outputs = Some(self.outputs(run).await?);
+            }
+            let gate_state = n.gate.as_ref();
+            let rework_left = gate_state.is_none_or(|g| g.sent_back < gate.max_rework);
+            let card = Card {
+                run: run.id,
+                sop: sop.name.clone(),
+                node: def.id.clone(),
+                attempt: n.attempt,
+                requirement: requirement.map(|r| r.title.clone()),
+                requirement_url: requirement.and_then(|r| r.url.clone()),
+                run_url: run_url.clone(),
+                outputs: outputs.clone().unwrap_or_default(),
+                approvers: gate.approvers.clone(),
+                min_approvals: gate.min_approvals,
+                approvals: gate_state.map(|g| g.approvals.clone()).unwrap_or_default(),
+                send_back: if rework_left {
+                    gate.send_back.clone()
+                } else {
+                    Vec::new()
+                },
+                outcome: None,
+            };
+            let body = serde_json::to_string(&Body::Card(Box::new(card)))?;
+            for place in self.chat.card_places(&gate.channels, thread.as_ref()) {
+                let key = format!("card:{}/{}/{}:{}", run.id, def.id, n.attempt, place.key());
+                want(tx, &key, &place, Some(run), &body).await?;
+            }
+        }
+        self.settle_cards(tx, run, state).await?;
+        if let Some(place) = &thread {
+            let body = serde_json::to_string(&Body::Progress(progress(run, sop, state, run_url)))?;
+            let key = format!("progress:{}:{}", run.id, place.key());
+            want(tx, &key, place, Some(run), &body).await?;
+        }
+        Ok(())
+    }
+
+    /// Shows the outcome on every card of an attempt that no longer waits; the buttons go.
+    async fn settle_cards(
+        &self,
+        tx: &mut Tx,
+        run: &RunRow,
+        state: &RunState,
+    ) -> Result<(), HandlerError> {
+        let mut decisions = None;
+        for row in tx.chat_messages_of_run(run.id).await? {
+            let Ok(Body::Card(mut card)) = serde_json::from_str::<Body>(&row.body) else {
+                continue;
+            };
+            let waiting = state.nodes.get(&card.node).is_some_and(|n| {
+                n.status == NodeStatus::WaitingApproval && n.attempt == card.attempt
+            });
+            if waiting || card.outcome.is_some() {
+                continue;
+            }
+            if decisions.is_none() {
+                decisions = Some(self.store.decisions(run.id).await?);
+            }
+            let decisions = decisions.as_deref().unwrap_or_default();
+            card.outcome = Some(super::outcome::outcome(&card, run, state, decisions));
+            let body = serde_json::to_string(&Body::Card(card))?;
+            let place = Place {
+                platform: if row.platform == "discord" {
+                    "discord"
+                } else {
+                    "slack"
+                },
+                channel: row.channel.clone(),
+                thread: row.thread.clone(),
+            };
+            want(tx, &row.key, &place, Some(run), &body).await?;
+        }
+        Ok(())
+    }
+
+    /// The run's outputs so far: the newest attempt of each artifact, newest first, with
+    /// an excerpt of text files.
+    async fn outputs(&self, run: &RunRow) -> Result<Vec<Output>, HandlerError> {
+        let mut artifacts: Vec<ArtifactRow> = self.store.artifacts(run.id).await?;
+        // Only the newest attempt of each (node, name) is what is under review.
+        artifacts.sort_by(|a, b| (&a.node, &a.name, b.attempt).cmp(&(&b.node, &b.name, a.attempt)));
+        artifacts.dedup_by(|a, b| a.node == b.node && a.name == b.name);
+        artifacts.truncate(MAX_OUTPUTS);
+        Ok(artifacts
+            .into_iter()
+            .map(|a| Output {
+                excerpt: self
+                    .data_dir
+                    .as_deref()
+                    .and_then(|dir| excerpt(&dir.join(&a.location))),
+                name: format!("{}/{}", a.node, a.name),
+                size: u64::try_from(a.size).unwrap_or_default(),
+            })
+            .collect())
+    }
+}
+
+async fn want(
+    tx: &mut Tx,
+    key: &str,
+    place: &Place,
+    run: Option<&RunRow>,
+    body: &str,
+) -> Result<(), HandlerError> {
+    tx.want_chat_message(&WantChat {
+        key,
+        platform: place.platform,
+        channel: &place.channel,
+        thread: place.thread.as_deref(),
+        recipient: None,
+        run_id: run.map(|r| r.id),
+        body,
+    })
+    .await?;
+    Ok(())
+}
+
+/// The first lines of a text file; none for binary files or files that cannot be read.
+fn excerpt(path: &Path) -> Option<String> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(EXCERPT_BYTES);
+    std::fs::File::open(path)
+        .ok()?
+        .take(EXCERPT_BYTES as u64)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    let text = match std::str::from_utf8(&bytes) {
+        Ok(text) => text,
+        // Cut inside a character at the read limit: keep what is whole.
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()?,
+        Err(_) => return None,
+    };
+    if text.contains('\0') {
+        return None;
+    }
+    let lines: Vec<&str> = text.lines().take(EXCERPT_LINES).collect();
+    Some(lines.join("\n")).filter(|e| !e.trim().is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn excerpts_are_the_first_lines_of_text_files() {
+        let dir = tempfile::tempdir().unwrap();
+        let text = dir.path().join("notes.md");
+        let lines: Vec<String> = (1..=20).map(|i| format!("line {i}")).collect();
+        std::fs::write(&text, lines.join("\n")).unwrap();
+        assert_eq!(excerpt(&text).unwrap().lines().count(), EXCERPT_LINES);
+        let binary = dir.path().join("a.bin");
+        std::fs::write(&binary, [0u8, 159, 146, 150]).unwrap();
+        assert_eq!(excerpt(&binary), None);
+        let cut = dir.path().join("cut.txt");
+        let mut long = "a".repeat(EXCERPT_BYTES - 1);
+        long.push('é');
+        std::fs::write(&cut, long).unwrap();
+        assert_eq!(excerpt(&cut).unwrap().len(), EXCERPT_BYTES - 1);
+        assert_eq!(excerpt(&dir.path().join("missing")), None);
+    }
+}

@@ -1,0 +1,11 @@
+//! Slack and Discord: approval cards for every gate that waits (in the gate's channels and
+//! the requirement's thread), the outcome on every card once decided, and a run's progress
+//! as one message in its requirement's thread, edited in place.
+
+mod cards;
+mod outcome;
+mod poster;
+mod progress;
+mod targets;
+
+pub use targets::{ChatOutputs, DiscordOutput, SlackOutput};

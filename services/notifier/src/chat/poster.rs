@@ -1,0 +1,216 @@
+//! Makes Slack and Discord show what each chat message should: creates it once, then
+//! edits it in place; ephemeral answers are sent once. A message whose create may have
+//! succeeded before a crash is found again instead of posted twice: on Slack by the
+//! metadata key every message carries, on Discord by the nonce Discord itself enforces.
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use gatehouse_chat::Body;
+use gatehouse_discord::DiscordError;
+use gatehouse_slack::SlackError;
+use gatehouse_store::ChatMessageRow;
+use tokio_util::sync::CancellationToken;
+
+use crate::Notifier;
+use crate::poster::Failure;
+
+/// How long the poster sleeps when nothing wakes it (replies written by ingest), and
+/// after a failure.
+const POLL: Duration = Duration::from_secs(1);
+/// How far before the first try a found message may be (clock skew with the platform).
+const FIND_SLACK: chrono::Duration = chrono::Duration::seconds(60);
+
+impl Notifier {
+    /// Posts dirty chat messages until `shutdown`.
+    pub(crate) async fn post_chat(self, shutdown: CancellationToken) {
+        if !self.chat.any() {
+            return;
+        }
+        loop {
+            let mut failed = false;
+            match self.store.dirty_chat_messages(50).await {
+                Ok(dirty) => {
+                    for message in dirty {
+                        if shutdown.is_cancelled() {
+                            return;
+                        }
+                        match self.post_chat_message(&message).await {
+                            Ok(()) => {}
+                            Err(Failure::Refused(e)) => {
+                                tracing::error!(key = %message.key, platform = %message.platform, channel = %message.channel, error = %e, "chat refused a message; giving up on this version");
+                                if let Err(e) = self
+                                    .store
+                                    .chat_abandoned(&message.key, &message.body_hash)
+                                    .await
+                                {
+                                    tracing::warn!(error = %e, "recording an abandoned chat message failed");
+                                }
+                            }
+                            Err(Failure::Later(e)) => {
+                                tracing::warn!(key = %message.key, platform = %message.platform, channel = %message.channel, error = %e, "posting a chat message failed; retrying later");
+                                failed = true;
+                            }
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading chat messages to post failed");
+                    failed = true;
+                }
+            }
+            if !failed
+                && self
+                    .store
+                    .dirty_chat_messages(1)
+                    .await
+                    .is_ok_and(|d| !d.is_empty())
+            {
+                continue;
+            }
+            tokio::select! {
+                () = shutdown.cancelled() => return,
+                () = self.chat_wake.notified() => {}
+                () = tokio::time::sleep(POLL) => {}
+            }
+        }
+    }
+
+    async fn post_chat_message(&self, m: &ChatMessageRow) -> Result<(), Failure> {
+        let body: Body = serde_json::from_str(&m.body)
+            .map_err(|e| Failure::Refused(format!("unreadable message body: {e}")))?;
+        let id = match m.platform.as_str() {
+            "slack" => self.post_slack(m, &body).await?,
+            "discord" => self.post_discord(m, &body).await?,
+            other => return Err(Failure::Refused(format!("unknown platform `{other}`"))),
+        };
+        self.store
+            .chat_posted(&m.key, &id, &m.body_hash)
+            .await
+            .map_err(|e| Failure::Later(e.to_string()))
+    }
+
+    async fn post_slack(&self, m: &ChatMessageRow, body: &Body) -> Result<String, Failure> {
+        let slack = self
+            .chat
+            .slack
+            .as_ref()
+            .ok_or_else(|| Failure::Refused("Slack is not configured".into()))?;
+        let client = &slack.client;
+        let message = match body {
+            Body::Card(card) => gatehouse_slack::card_message(card),
+            Body::Progress(progress) => gatehouse_slack::progress_message(progress),
+            Body::Text { text } => gatehouse_slack::text_message(text),
+        };
+        let thread = m.thread.as_deref();
+        if let Some(user) = &m.recipient {
+            client
+                .post_ephemeral(&m.channel, user, thread, &message.text)
+                .await
+                .map_err(slack_failure)?;
+            return Ok("ephemeral".into());
+        }
+        if let Some(ts) = &m.message_id {
+            client
+                .update_message(&m.channel, ts, &message)
+                .await
+                .map_err(slack_failure)?;
+            return Ok(ts.clone());
+        }
+        if let Some(first) = m.first_try_at {
+            let oldest = slack_ts(first - FIND_SLACK);
+            let found = client
+                .find_message(&m.channel, thread, &m.key, &oldest)
+                .await
+                .map_err(slack_failure)?;
+            if let Some(ts) = found {
+                tracing::info!(key = %m.key, %ts, "found a Slack message posted before a failure; editing it instead of posting again");
+                client
+                    .update_message(&m.channel, &ts, &message)
+                    .await
+                    .map_err(slack_failure)?;
+                return Ok(ts);
+            }
+        }
+        self.store
+            .chat_first_try(&m.key)
+            .await
+            .map_err(|e| Failure::Later(e.to_string()))?;
+        client
+            .post_message(&m.channel, thread, &message, &m.key)
+            .await
+            .map_err(slack_failure)
+    }
+
+    async fn post_discord(&self, m: &ChatMessageRow, body: &Body) -> Result<String, Failure> {
+        let discord = self
+            .chat
+            .discord
+            .as_ref()
+            .ok_or_else(|| Failure::Refused("Discord is not configured".into()))?;
+        let client = &discord.client;
+        if let Some(token) = &m.recipient {
+            let text = match body {
+                Body::Text { text } => text.clone(),
+                _ => return Err(Failure::Refused("only text can be ephemeral".into())),
+            };
+            client
+                .followup(token, &text, true)
+                .await
+                .map_err(discord_failure)?;
+            return Ok("ephemeral".into());
+        }
+        let message = match body {
+            Body::Card(card) => gatehouse_discord::card_message(card),
+            Body::Progress(progress) => gatehouse_discord::progress_message(progress),
+            Body::Text { text } => gatehouse_discord::text_message(text),
+        };
+        if let Some(id) = &m.message_id {
+            client
+                .edit_message(&m.channel, id, &message)
+                .await
+                .map_err(discord_failure)?;
+            return Ok(id.clone());
+        }
+        self.store
+            .chat_first_try(&m.key)
+            .await
+            .map_err(|e| Failure::Later(e.to_string()))?;
+        client
+            .create_message(&m.channel, m.thread.as_deref(), &message, &m.key)
+            .await
+            .map_err(discord_failure)
+    }
+}
+
+/// A Slack timestamp (`seconds.micros`) for `at`.
+fn slack_ts(at: DateTime<Utc>) -> String {
+    format!("{}.{:06}", at.timestamp(), at.timestamp_subsec_micros())
+}
+
+fn slack_failure(e: SlackError) -> Failure {
+    match e {
+        SlackError::Unavailable(_) => Failure::Later(e.to_string()),
+        _ => Failure::Refused(e.to_string()),
+    }
+}
+
+fn discord_failure(e: DiscordError) -> Failure {
+    match e {
+        DiscordError::Unavailable(_) => Failure::Later(e.to_string()),
+        _ => Failure::Refused(e.to_string()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slack_timestamps_have_microseconds() {
+        let at = DateTime::parse_from_rfc3339("2026-11-30T14:02:09.000123Z")
+            .unwrap()
+            .with_timezone(&Utc);
+        assert_eq!(slack_ts(at), "1796047329.000123");
+    }
+}
