@@ -3,424 +3,18 @@
 //! scheduler on a real database, with cards and replies posted by the notifier to stateful
 //! fakes of Slack's Web API and Discord's REST API.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
-use gatehouse_bus::{Bus, InProcessBus};
-use gatehouse_discord::{DiscordClient, GatewaySink, PublicKey};
-use gatehouse_ingest::{
-    ApiState, ChatSettings, DiscordSettings, DiscordSink, People, Person, SlackSettings,
-};
-use gatehouse_notifier::{ChatOutputs, DiscordOutput, Notifier, SlackOutput};
-use gatehouse_slack::SlackClient;
-use gatehouse_sop::Catalog;
+use gatehouse_discord::GatewaySink;
+use gatehouse_ingest::DiscordSink;
 use gatehouse_store::RunRow;
+use gatehouse_tests::chat_hub::*;
 use gatehouse_tests::fake_discord::FakeDiscord;
 use gatehouse_tests::fake_slack::{self, FakeSlack, Fault, SlackMessage};
-use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
+use gatehouse_tests::{Backend, on_both_backends};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
-
-const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
-const REVIEW: &str = "name: review\nnodes:\n  draft: { kind: script, run: 'echo \"draft of $GATEHOUSE_RUN_ID\" > $GATEHOUSE_ARTIFACTS/notes.md', artifacts: [notes.md] }\n  check: { kind: gate, needs: [draft], approvers: [group:leads], send_back: [draft] }\n  after: { kind: script, needs: [check], run: 'true' }\n";
-const PAIR: &str =
-    "name: pair\nnodes:\n  check: { kind: gate, approvers: [group:leads], min_approvals: 2 }\n";
-/// Where approval cards go by default.
-const APPROVALS: &str = "C0APPROVALS";
-/// A channel whose free-text requests start `review`.
-const REQUESTS: &str = "C0REQUESTS";
-const DISCORD_APPROVALS: &str = "900000000000000001";
-const DISCORD_REQUESTS: &str = "900000000000000002";
-const ANA: &str = "U0ANA";
-const BO: &str = "U0BO";
-const CY: &str = "U0CY";
-const EVE: &str = "U0EVE";
-
-struct Hub {
-    db: TestDb,
-    slack: FakeSlack,
-    discord: FakeDiscord,
-    key: SigningKey,
-    _data: tempfile::TempDir,
-    services: Services,
-    api: ApiState,
-    url: String,
-    stop: CancellationToken,
-    http: reqwest::Client,
-}
-
-impl Hub {
-    async fn start(backend: Backend) -> Self {
-        Self::start_with(
-            backend,
-            FakeSlack::start().await,
-            FakeDiscord::start().await,
-        )
-        .await
-    }
-
-    async fn start_with(backend: Backend, slack: FakeSlack, discord: FakeDiscord) -> Self {
-        let db = TestDb::new(backend).await;
-        let data = tempfile::tempdir().unwrap();
-        std::fs::create_dir(data.path().join("sops")).unwrap();
-        std::fs::write(data.path().join("sops/review.yaml"), REVIEW).unwrap();
-        std::fs::write(data.path().join("sops/pair.yaml"), PAIR).unwrap();
-        let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
-        assert!(errors.is_empty(), "{errors:?}");
-        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
-        let slack_client =
-            SlackClient::new(&slack.api_url(), fake_slack::BOT_TOKEN.into()).unwrap();
-        let discord_client = DiscordClient::new(
-            &discord.api_url(),
-            FakeDiscord::TOKEN.into(),
-            FakeDiscord::APPLICATION_ID,
-        )
-        .unwrap();
-        let stop = CancellationToken::new();
-        let outputs = ChatOutputs {
-            slack: Some(SlackOutput {
-                client: slack_client.clone(),
-                approvals_channel: Some(APPROVALS.into()),
-            }),
-            discord: Some(DiscordOutput {
-                client: discord_client,
-                approvals_channel: Some(DISCORD_APPROVALS.into()),
-            }),
-        };
-        tokio::spawn(
-            Notifier::new(db.store.clone(), None)
-                .with_chat(outputs)
-                .with_data_dir(data.path())
-                .with_public_url("https://gatehouse.test")
-                .run(bus.clone(), stop.clone()),
-        );
-        let services = Services::start(
-            &db.store,
-            bus,
-            catalog.clone(),
-            data.path(),
-            Duration::from_secs(5),
-        );
-        let person = |id: &str, slack: &str, discord: &str, groups: &[&str]| Person {
-            id: id.into(),
-            github: None,
-            slack: Some(slack.into()),
-            discord: Some(discord.into()),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-        };
-        let key = SigningKey::generate(&mut rand::rngs::OsRng);
-        let chat = ChatSettings {
-            slack: Some(SlackSettings {
-                signing_secret: SIGNING_SECRET.as_bytes().to_vec(),
-                client: Some(slack_client),
-                channel_sops: [(REQUESTS.to_owned(), "review".to_owned())].into(),
-                max_body_bytes: 64 * 1024,
-            }),
-            discord: Some(DiscordSettings {
-                public_key: PublicKey::from_hex(&hex::encode(key.verifying_key().as_bytes()))
-                    .unwrap(),
-                channel_sops: [(DISCORD_REQUESTS.to_owned(), "review".to_owned())].into(),
-                max_body_bytes: 64 * 1024,
-            }),
-        };
-        let api = ApiState::new(db.store.clone(), Arc::new(catalog))
-            .with_people(People::new(vec![
-                person("ana", ANA, "4242", &["leads"]),
-                person("bo", BO, "4343", &["leads"]),
-                person("cy", CY, "4444", &[]),
-            ]))
-            .with_chat(chat);
-        tokio::spawn(gatehouse_ingest::process_deliveries(
-            api.clone(),
-            stop.clone(),
-        ));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let router = gatehouse_ingest::router(api.clone());
-        let serve_stop = stop.clone();
-        tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move { serve_stop.cancelled().await })
-                .await
-                .unwrap();
-        });
-        Self {
-            db,
-            slack,
-            discord,
-            key,
-            _data: data,
-            services,
-            api,
-            url,
-            stop,
-            http: reqwest::Client::new(),
-        }
-    }
-
-    async fn stop(self) {
-        self.stop.cancel();
-        self.services.stop().await;
-        self.db.cleanup().await;
-    }
-
-    /// Posts a body to a Slack endpoint, signed at `at` (Unix seconds) unless told otherwise.
-    async fn slack_post(
-        &self,
-        path: &str,
-        body: &[u8],
-        at: i64,
-        signature: Option<String>,
-    ) -> (u16, String) {
-        let signature = signature
-            .unwrap_or_else(|| gatehouse_slack::sign_request(SIGNING_SECRET.as_bytes(), at, body));
-        let content_type = if path.ends_with("interactions") {
-            "application/x-www-form-urlencoded"
-        } else {
-            "application/json"
-        };
-        let response = self
-            .http
-            .post(format!("{}{path}", self.url))
-            .header("Content-Type", content_type)
-            .header("X-Slack-Request-Timestamp", at.to_string())
-            .header("X-Slack-Signature", signature)
-            .body(body.to_vec())
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        (status, response.text().await.unwrap())
-    }
-
-    /// An `app_mention` event (bolt-python's fixture) from `user` in `channel`.
-    async fn slack_mention(&self, event_id: &str, channel: &str, user: &str, text: &str) -> String {
-        let ts = self.slack.add_user_message(channel, user, text, None);
-        let mut body: Value = serde_json::from_str(include_str!(
-            "../../fixtures/slack/event_callback.app_mention.json"
-        ))
-        .unwrap();
-        body["event_id"] = json!(event_id);
-        body["event"]["channel"] = json!(channel);
-        body["event"]["user"] = json!(user);
-        body["event"]["ts"] = json!(ts);
-        body["event"]["event_ts"] = json!(ts);
-        body["event"]["text"] = json!(format!("<@{}> {text}", fake_slack::BOT_USER));
-        let (status, answer) = self
-            .slack_post(
-                "/webhooks/slack/events",
-                &serde_json::to_vec(&body).unwrap(),
-                now(),
-                None,
-            )
-            .await;
-        assert_eq!(status, 200, "{answer}");
-        ts
-    }
-
-    /// The form body of a click on `action_id` (bolt-python's block_actions fixture).
-    fn slack_click_body(&self, user: &str, channel: &str, action_id: &str) -> Vec<u8> {
-        let mut payload: Value = serde_json::from_str(include_str!(
-            "../../fixtures/slack/block_actions.button_with_message.json"
-        ))
-        .unwrap();
-        payload["user"]["id"] = json!(user);
-        payload["channel"]["id"] = json!(channel);
-        payload["container"]["channel_id"] = json!(channel);
-        payload["trigger_id"] = json!(format!("trigger-{}", Uuid::new_v4()));
-        payload["actions"][0]["action_id"] = json!(action_id);
-        payload["actions"][0]["value"] = json!(action_id);
-        form(&payload)
-    }
-
-    async fn slack_click(&self, user: &str, channel: &str, action_id: &str) -> u16 {
-        let body = self.slack_click_body(user, channel, action_id);
-        let (status, answer) = self
-            .slack_post("/webhooks/slack/interactions", &body, now(), None)
-            .await;
-        assert!(status == 200, "{status}: {answer}");
-        status
-    }
-
-    /// Submits a send-back dialog Gatehouse opened.
-    async fn slack_submit(&self, user: &str, view: &Value, target: &str, comment: &str) {
-        let mut view = view.clone();
-        view["id"] = json!(format!("V{}", Uuid::new_v4().simple()));
-        view["state"] = json!({ "values": {
-            "target": { "target": { "type": "static_select", "selected_option": {
-                "text": { "type": "plain_text", "text": target }, "value": target } } },
-            "comment": { "comment": { "type": "plain_text_input", "value": comment } },
-        }});
-        let payload = json!({
-            "type": "view_submission",
-            "team": { "id": "T111" },
-            "user": { "id": user },
-            "api_app_id": "A111",
-            "trigger_id": format!("trigger-{}", Uuid::new_v4()),
-            "view": view,
-        });
-        let (status, answer) = self
-            .slack_post("/webhooks/slack/interactions", &form(&payload), now(), None)
-            .await;
-        assert_eq!(status, 200, "{answer}");
-    }
-
-    /// Posts a signed interaction to Discord's endpoint.
-    async fn discord_post(&self, body: &Value) -> (u16, Value) {
-        let body = serde_json::to_vec(body).unwrap();
-        let timestamp = now().to_string();
-        let signature = gatehouse_discord::sign_interaction(&self.key, &timestamp, &body);
-        let response = self
-            .http
-            .post(format!("{}/webhooks/discord/interactions", self.url))
-            .header("Content-Type", "application/json")
-            .header("X-Signature-Ed25519", signature)
-            .header("X-Signature-Timestamp", timestamp)
-            .body(body)
-            .send()
-            .await
-            .unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    /// A component interaction (Discord's docs sample) by `user` on `custom_id`.
-    fn discord_click(&self, user: &str, custom_id: &str, values: &[&str]) -> Value {
-        let mut body: Value = serde_json::from_str(include_str!(
-            "../../fixtures/discord/interaction.message_component.discord-docs.json"
-        ))
-        .unwrap();
-        body["id"] = json!(snowflake());
-        body["token"] = json!(format!("token-{}", Uuid::new_v4().simple()));
-        body["application_id"] = json!(FakeDiscord::APPLICATION_ID);
-        body["member"]["user"]["id"] = json!(user);
-        body["channel_id"] = json!(DISCORD_APPROVALS);
-        body["data"] = json!({ "custom_id": custom_id, "component_type": if values.is_empty() { 2 } else { 3 }, "values": values });
-        body
-    }
-
-    /// A modal submission answering a dialog Gatehouse opened.
-    fn discord_submit(&self, user: &str, custom_id: &str, comment: &str) -> Value {
-        json!({
-            "type": 5, "id": snowflake(), "application_id": FakeDiscord::APPLICATION_ID,
-            "token": format!("token-{}", Uuid::new_v4().simple()), "version": 1,
-            "channel_id": DISCORD_APPROVALS, "guild_id": "290926798626357999",
-            "member": { "user": { "id": user, "username": "someone" } },
-            "data": { "custom_id": custom_id, "components": [
-                { "type": 1, "components": [{ "type": 4, "custom_id": "comment", "value": comment }] }
-            ] },
-        })
-    }
-
-    /// Polls until `f` finds something (10 s at most).
-    async fn until<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-        for _ in 0..1000 {
-            if let Some(found) = f() {
-                return found;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("timed out waiting for {what}");
-    }
-
-    /// The only run, once it has `status`.
-    async fn run_with_status(&self, status: &str) -> RunRow {
-        for _ in 0..1000 {
-            let runs = self.db.store.runs(None, 10).await.unwrap();
-            if let [run] = runs.as_slice()
-                && run.status == status
-            {
-                return run.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!(
-            "no single run became {status}: {:?}",
-            self.db.store.runs(None, 10).await.unwrap()
-        );
-    }
-
-    /// The node's attempt in `run`, once it waits for approval (or the state `status`).
-    async fn node(&self, run: Uuid, node: &str, status: &str, attempt: u32) {
-        for _ in 0..1000 {
-            let row = self.db.store.run(run).await.unwrap().unwrap();
-            let state: Value = serde_json::from_str(&row.state).unwrap();
-            let n = &state["nodes"][node];
-            if n["status"] == status && n["attempt"] == attempt {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("{node} never became {status} at attempt {attempt}");
-    }
-
-    /// Slack cards (bot messages with Gatehouse buttons or outcomes) in a channel.
-    fn slack_cards(&self, channel: &str) -> Vec<SlackMessage> {
-        self.slack
-            .messages(channel)
-            .into_iter()
-            .filter(|m| m.user == fake_slack::BOT_USER && m.text.starts_with("Approval needed"))
-            .collect()
-    }
-
-    /// The gate decisions the scheduler applied.
-    async fn applied(&self, run: Uuid) -> Vec<(String, String)> {
-        self.db
-            .store
-            .decisions(run)
-            .await
-            .unwrap()
-            .into_iter()
-            .filter(|d| d.outcome == "applied")
-            .map(|d| (d.decision, d.person))
-            .collect()
-    }
-}
-
-fn now() -> i64 {
-    chrono::Utc::now().timestamp()
-}
-
-fn snowflake() -> String {
-    (1_200_000_000_000_000_000u64 + u64::from(rand::random::<u32>())).to_string()
-}
-
-fn form(payload: &Value) -> Vec<u8> {
-    serde_urlencoded::to_string([("payload", payload.to_string())])
-        .unwrap()
-        .into_bytes()
-}
-
-/// Every Gatehouse control id in a message (Slack blocks or Discord components).
-fn controls(value: &Value) -> Vec<String> {
-    let mut found = Vec::new();
-    collect(value, &mut found);
-    found.sort();
-    found.dedup();
-    found
-}
-
-fn collect(value: &Value, found: &mut Vec<String>) {
-    match value {
-        Value::String(s) if s.starts_with("gh:") => found.push(s.clone()),
-        Value::Array(items) => items.iter().for_each(|v| collect(v, found)),
-        Value::Object(map) => map.values().for_each(|v| collect(v, found)),
-        _ => {}
-    }
-}
-
-fn control(value: &Value, verb: &str) -> String {
-    controls(value)
-        .into_iter()
-        .find(|c| c.starts_with(&format!("gh:{verb}:")))
-        .unwrap_or_else(|| panic!("no {verb} control in {value}"))
-}
 
 on_both_backends!(
     a_slack_request_becomes_a_run_whose_card_decides_it,
@@ -430,6 +24,7 @@ on_both_backends!(
     min_approvals_collects_distinct_people,
     discord_buttons_and_dialogs_decide_gates,
     a_card_posted_before_a_failure_is_not_posted_twice,
+    a_restart_between_posting_and_storing_the_id_posts_nothing_twice,
 );
 
 async fn a_slack_request_becomes_a_run_whose_card_decides_it(backend: Backend) {
@@ -1017,4 +612,108 @@ async fn a_card_posted_before_a_failure_is_not_posted_twice(backend: Backend) {
     );
     assert_eq!(hub.discord.messages(DISCORD_APPROVALS).len(), 1);
     hub.stop().await;
+}
+
+async fn a_restart_between_posting_and_storing_the_id_posts_nothing_twice(backend: Backend) {
+    let db = gatehouse_tests::TestDb::new(backend).await;
+    let slack = FakeSlack::start().await;
+    let discord = FakeDiscord::start().await;
+    let slack_client =
+        gatehouse_slack::SlackClient::new(&slack.api_url(), fake_slack::BOT_TOKEN.into()).unwrap();
+    let discord_client = gatehouse_discord::DiscordClient::new(
+        &discord.api_url(),
+        FakeDiscord::TOKEN.into(),
+        FakeDiscord::APPLICATION_ID,
+    )
+    .unwrap();
+    // What a poster killed mid-post leaves: the chats show the messages, while the
+    // database knows posting was tried but not the messages' ids.
+    let text = "posted before the crash";
+    let slack_ts = slack_client
+        .post_message(
+            APPROVALS,
+            None,
+            &gatehouse_slack::text_message(text),
+            "reply:slack:k1",
+        )
+        .await
+        .unwrap();
+    let discord_id = discord_client
+        .create_message(
+            DISCORD_APPROVALS,
+            None,
+            &gatehouse_discord::text_message(text),
+            "reply:discord:k2",
+        )
+        .await
+        .unwrap();
+    let body = serde_json::to_string(&gatehouse_chat::Body::text(text)).unwrap();
+    let rows = [
+        ("reply:slack:k1", "slack", APPROVALS),
+        ("reply:discord:k2", "discord", DISCORD_APPROVALS),
+    ];
+    let mut tx = db.store.begin().await.unwrap();
+    for (key, platform, channel) in rows {
+        tx.want_chat_message(&gatehouse_store::WantChat {
+            key,
+            platform,
+            channel,
+            thread: None,
+            recipient: None,
+            run_id: None,
+            body: &body,
+        })
+        .await
+        .unwrap();
+    }
+    tx.commit().await.unwrap();
+    for (key, _, _) in rows {
+        db.store.chat_first_try(key).await.unwrap();
+    }
+
+    // The notifier starts again.
+    let stop = tokio_util::sync::CancellationToken::new();
+    let bus: std::sync::Arc<dyn gatehouse_bus::Bus> =
+        std::sync::Arc::new(gatehouse_bus::InProcessBus::new(db.store.clone()));
+    let outputs = gatehouse_notifier::ChatOutputs {
+        slack: Some(gatehouse_notifier::SlackOutput {
+            client: slack_client,
+            approvals_channel: None,
+        }),
+        discord: Some(gatehouse_notifier::DiscordOutput {
+            client: discord_client,
+            approvals_channel: None,
+        }),
+    };
+    let notifier = tokio::spawn(
+        gatehouse_notifier::Notifier::new(db.store.clone(), None)
+            .with_chat(outputs)
+            .run(bus, stop.clone()),
+    );
+    for (key, expected) in [
+        ("reply:slack:k1", &slack_ts),
+        ("reply:discord:k2", &discord_id),
+    ] {
+        let mut row = None;
+        for _ in 0..500 {
+            row = db.store.chat_message(key).await.unwrap();
+            if row.as_ref().is_some_and(|r| !r.dirty) {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let row = row.unwrap();
+        assert!(!row.dirty, "{key} was never posted");
+        assert_eq!(row.message_id.as_ref(), Some(expected), "{key}");
+    }
+    assert_eq!(slack.messages(APPROVALS).len(), 1, "{:?}", slack.calls());
+    assert_eq!(
+        discord.messages(DISCORD_APPROVALS).len(),
+        1,
+        "{:?}",
+        discord.calls()
+    );
+    stop.cancel();
+    let _ = notifier.await;
+    db.cleanup().await;
 }

@@ -240,13 +240,14 @@ pub fn send_back_modal(action: &CardAction) -> Value {
         Some(target) => format!("Send back to {target}"),
         None => "Send back".to_owned(),
     };
-    comment_modal(action, &title, "What should change?")
+    // The engine refuses a send-back without a comment: whoever redoes the work needs it.
+    comment_modal(action, &title, "What should change?", true)
 }
 
 /// The dialog the Reject button opens: submitting it is the confirmation, so a slipped
 /// click costs nothing.
 pub fn reject_modal(action: &CardAction) -> Value {
-    comment_modal(action, "Reject this work?", "Why? (optional)")
+    comment_modal(action, "Reject this work?", "Why? (optional)", false)
 }
 
 /// Discord's limits on messages and modals.
@@ -255,7 +256,7 @@ const MODAL_TITLE_LIMIT: usize = 45;
 const COMMENT_LIMIT: usize = 4000;
 pub(crate) const EPHEMERAL: u64 = 1 << 6;
 
-fn comment_modal(action: &CardAction, title: &str, label: &str) -> Value {
+fn comment_modal(action: &CardAction, title: &str, label: &str, required: bool) -> Value {
     json!({
         "type": 9,
         "data": {
@@ -268,7 +269,7 @@ fn comment_modal(action: &CardAction, title: &str, label: &str) -> Value {
                     "custom_id": "comment",
                     "label": label,
                     "style": 2,
-                    "required": false,
+                    "required": required,
                     "max_length": COMMENT_LIMIT,
                 }]
             }]
@@ -487,7 +488,12 @@ mod tests {
         assert_eq!(input["type"], 4);
         assert_eq!(input["style"], 2);
         assert_eq!(input["custom_id"], "comment");
-        assert_eq!(input["required"], false);
+        assert_eq!(input["required"], true, "a send-back needs a comment");
+        let reject = reject_modal(&action(Verb::Reject));
+        assert_eq!(
+            reject["data"]["components"][0]["components"][0]["required"],
+            false
+        );
 
         let long = action(Verb::SendBack).with_target(&"t".repeat(60));
         assert_eq!(

@@ -101,7 +101,9 @@ pub fn send_back_modal(action: &CardAction, targets: &[String]) -> Value {
         {
             "type": "input",
             "block_id": "comment",
-            "optional": true,
+            // The engine refuses a send-back without a comment: whoever redoes the work
+            // needs it.
+            "optional": false,
             "label": plain("What needs to change"),
             "element": {
                 "type": "plain_text_input",
@@ -460,7 +462,7 @@ mod tests {
         let comment = &view["blocks"][1];
         assert_eq!(comment["element"]["action_id"], "comment");
         assert_eq!(comment["element"]["multiline"], true);
-        assert_eq!(comment["optional"], true);
+        assert_eq!(comment["optional"], false, "a send-back needs a comment");
 
         let nowhere = send_back_modal(&action, &[]);
         assert!(nowhere.get("submit").is_none());

@@ -53,7 +53,7 @@ impl Up {
         // A short lease, so an attempt cut off by kill -9 is reported within the test.
         std::fs::write(
             dir.path().join("gatehouse.toml"),
-            format!("[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n[[people]]\nid = \"ana\"\ngroups = [\"leads\"]\n[[people]]\nid = \"admin\"\ngroups = [\"leads\"]\n{extra}"),
+            format!("[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n[[people]]\nid = \"ana\"\nslack = \"U0ANA\"\ndiscord = \"4242\"\ngroups = [\"leads\"]\n[[people]]\nid = \"admin\"\ngroups = [\"leads\"]\n{extra}"),
         )
         .unwrap();
         let mut up = Self {
@@ -824,5 +824,125 @@ fn github_webhooks_start_runs_and_post_their_status() {
         "no run reported on the issue: {:#?} {:#}",
         github.comments("Codertocat/Hello-World", 1),
         up.json(&["run", "list"])
+    );
+}
+
+/// The chat configuration end to end: a card for a gate in both chats' approvals channels,
+/// decided from a Discord button, the Slack card then showing who decided; a Slack request
+/// in a channel with a configured SOP starts it.
+#[test]
+fn slack_and_discord_from_the_config_file() {
+    use gatehouse_tests::fake_discord::FakeDiscord;
+    use gatehouse_tests::fake_slack::{self, FakeSlack};
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let slack = runtime.block_on(FakeSlack::start());
+    let discord = runtime.block_on(FakeDiscord::start());
+    let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
+    let up = Up::start_with(&format!(
+        "[slack]\napi_url = \"{}\"\nbot_token = \"{}\"\nsigning_secret = \"sl4ck\"\napprovals_channel = \"C0APPROVALS\"\nchannel_sops = {{ C0REQ = \"tick\" }}\n[discord]\napi_url = \"{}\"\nbot_token = \"{}\"\napplication_id = \"{}\"\npublic_key = \"{}\"\napprovals_channel = \"900\"\ngateway = false\n",
+        slack.api_url(),
+        fake_slack::BOT_TOKEN,
+        discord.api_url(),
+        FakeDiscord::TOKEN,
+        FakeDiscord::APPLICATION_ID,
+        hex::encode(key.verifying_key().as_bytes()),
+    ));
+    let http = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{}", up.port);
+    let wait = |what: &str, mut found: Box<dyn FnMut() -> bool + '_>| {
+        for _ in 0..400 {
+            if found() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("timed out waiting for {what}");
+    };
+
+    let run = up.json(&["run", "start", "steps"]);
+    let run = run["run_id"].as_str().unwrap().to_owned();
+    wait(
+        "the cards",
+        Box::new(|| {
+            !slack.messages("C0APPROVALS").is_empty() && !discord.messages("900").is_empty()
+        }),
+    );
+    let card = &discord.messages("900")[0];
+    let approve = format!("gh:approve:{run}:1:check");
+    assert!(
+        serde_json::to_string(&card.components)
+            .unwrap()
+            .contains(&approve),
+        "{card:?}"
+    );
+    let click = serde_json::json!({
+        "type": 3, "id": "1300000000000000001", "application_id": FakeDiscord::APPLICATION_ID,
+        "token": "interaction-token", "version": 1, "channel_id": "900",
+        "member": { "user": { "id": "4242", "username": "ana" } },
+        "message": { "id": card.id, "channel_id": "900" },
+        "data": { "custom_id": approve, "component_type": 2 },
+    })
+    .to_string();
+    let timestamp = "1796000000";
+    let signature = gatehouse_discord::sign_interaction(&key, timestamp, click.as_bytes());
+    let answer: Value = runtime.block_on(async {
+        http.post(format!("{url}/webhooks/discord/interactions"))
+            .header("X-Signature-Ed25519", signature)
+            .header("X-Signature-Timestamp", timestamp)
+            .body(click)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    });
+    assert_eq!(answer, serde_json::json!({ "type": 6 }));
+    wait(
+        "the run to finish",
+        Box::new(|| up.json(&["run", "show", &run])["status"] == "succeeded"),
+    );
+    wait(
+        "the Slack card to show the decision",
+        Box::new(|| {
+            slack.messages("C0APPROVALS")[0]
+                .blocks
+                .to_string()
+                .contains("Approved by ana")
+        }),
+    );
+
+    // A request in a channel with a SOP starts it, answered in its thread.
+    let event = serde_json::json!({
+        "type": "event_callback", "event_id": "Ev-up", "team_id": "T1",
+        "event": { "type": "app_mention", "user": "U0ANA", "channel": "C0REQ",
+                   "ts": "1796000000.000100", "text": "<@U0GATEHOUSE> the nightly export is empty" },
+    })
+    .to_string();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs() as i64;
+    let signature = gatehouse_slack::sign_request(b"sl4ck", now, event.as_bytes());
+    let status = runtime.block_on(async {
+        http.post(format!("{url}/webhooks/slack/events"))
+            .header("X-Slack-Request-Timestamp", now.to_string())
+            .header("X-Slack-Signature", signature)
+            .body(event)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 200);
+    wait(
+        "the reply in the thread",
+        Box::new(|| {
+            slack.messages("C0REQ").iter().any(|m| {
+                m.thread_ts.as_deref() == Some("1796000000.000100")
+                    && m.text.contains("started `tick`")
+            })
+        }),
     );
 }

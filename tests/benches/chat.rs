@@ -1,0 +1,462 @@
+//! Chat-ops latency on Postgres with the whole chat Hub running (ingest's HTTP endpoints,
+//! scheduler, runner and notifier, fake Slack and Discord APIs on loopback):
+//! - gate opened → card posted: from the scheduler storing the run as waiting at the
+//!   `check` gate (`runs.updated_at`, written with the process's clock) to the fake Slack
+//!   storing the approvals card (its `ts`, microseconds of the same process's clock, as
+//!   Slack hands them out). Both ends are recorded at their source, so polling intervals
+//!   do not show in the figure; both come from this one process's system clock.
+//! - button click → next node started: from just before the signed `block_actions` click
+//!   on the card's approve button is sent (the bench's clock) to the runner beginning the
+//!   `after` node (`node_attempts.started_at`, written by the runner with the same clock):
+//!   the decision through ingest, the bus, the scheduler's dispatch and the runner's
+//!   pickup. The scheduler's own dispatch leaves no timestamp that survives the run's next
+//!   update, so the runner's start is the most precise end there is.
+//!
+//! Each beside a baseline measured in the same run, interleaved with the gates so that
+//! noise hits both alike: one `chat.postMessage` of the same card through
+//! `gatehouse_slack::SlackClient` to the same fake (the floor for "card posted"), and one
+//! signed Slack `url_verification` request into ingest (the floor of an HTTP round trip
+//! into ingest, which a click also pays).
+//!
+//! Gates are opened one at a time. Gatehouse's Slack client spaces `chat.postMessage` to
+//! one per second per channel (Slack's documented limit) and the notifier posts messages
+//! one after another, so a card posted less than a second after the previous post in its
+//! channel waits for its slot, and every message behind it waits too. The main figure
+//! starts each run as the API does (a `run.requested` event, no chat thread), so the card
+//! is the only message in the approvals channel, and opens the next gate only once that
+//! channel's slot is free again: it measures Gatehouse, not the pacing. Two smaller,
+//! labelled figures show the pacing as users meet it: runs started by a Slack mention
+//! (`@gatehouse run review` in the requests channel: the reply and the progress message
+//! are posted first, in the thread), and a burst of gates opening together in one channel.
+//!
+//! `cargo bench -p gatehouse-tests --bench chat` (needs the machine's Postgres).
+//! `GATEHOUSE_BENCH_GATES` (default 200) sets the gates opened one at a time (at least a
+//! second each, for the pacing); `GATEHOUSE_BENCH_MENTIONS` (default 10) the runs started
+//! by a mention; `GATEHOUSE_BENCH_BURST` (default 10) the gates opening together.
+
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+use chrono::{DateTime, Utc};
+use gatehouse_events::{Actor, Channel, Envelope, Event, RunRequested};
+use gatehouse_slack::{Message, SlackClient};
+use gatehouse_tests::Backend;
+use gatehouse_tests::chat_hub::{ANA, APPROVALS, CY, Hub, REQUESTS, control, now};
+use gatehouse_tests::fake_slack;
+use hdrhistogram::Histogram;
+use serde_json::{Value, json};
+use uuid::Uuid;
+
+/// How long one wait in the bench may take before it gives up.
+const PATIENCE: Duration = Duration::from_secs(60);
+/// How often the bench looks at the store while it waits (it measures nothing itself).
+const POLL: Duration = Duration::from_millis(5);
+/// Slack's pacing interval, with a margin, before a channel takes a post unpaced.
+const SLOT: chrono::Duration = chrono::Duration::milliseconds(1050);
+
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+/// A Slack `ts` (`1700000000.123456`) as the time it stands for.
+fn slack_time(ts: &str) -> DateTime<Utc> {
+    let (secs, micros) = ts.split_once('.').expect("a Slack ts");
+    DateTime::from_timestamp(
+        secs.parse().expect("seconds"),
+        micros.parse::<u32>().expect("microseconds") * 1000,
+    )
+    .expect("a time")
+}
+
+/// Latencies in microseconds.
+struct Latencies(Histogram<u64>);
+
+impl Latencies {
+    fn new() -> Self {
+        Self(Histogram::new(3).expect("histogram"))
+    }
+
+    fn between(&mut self, from: DateTime<Utc>, to: DateTime<Utc>) {
+        let micros = (to - from).num_microseconds().unwrap_or(i64::MAX);
+        assert!(micros >= 0, "an end before its start: {from} → {to}");
+        self.record(micros as u64);
+    }
+
+    fn elapsed(&mut self, since: Instant) {
+        self.record(since.elapsed().as_micros() as u64);
+    }
+
+    fn record(&mut self, micros: u64) {
+        self.0.record(micros.max(1)).expect("record");
+    }
+
+    fn ms(&self, q: f64) -> f64 {
+        self.0.value_at_quantile(q) as f64 / 1000.0
+    }
+
+    fn p50(&self) -> f64 {
+        self.ms(0.5)
+    }
+
+    fn line(&self, name: &str, baseline: Option<&Latencies>) -> String {
+        let ratio = baseline
+            .map(|b| format!("   (p50 = {:.1}x the baseline)", self.p50() / b.p50()))
+            .unwrap_or_default();
+        format!(
+            "  {name:<44} p50 {:>8.2} ms  p90 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms  (n={}){ratio}",
+            self.p50(),
+            self.ms(0.9),
+            self.ms(0.99),
+            self.0.max() as f64 / 1000.0,
+            self.0.len(),
+        )
+    }
+}
+
+/// Waits for `f` to find something, polling.
+async fn until<T, F: Future<Output = Option<T>>>(what: &str, mut f: impl FnMut() -> F) -> T {
+    let deadline = Instant::now() + PATIENCE;
+    loop {
+        if let Some(found) = f().await {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(POLL).await;
+    }
+}
+
+/// Sleeps until the wall clock reads `at`.
+async fn sleep_until(at: DateTime<Utc>) {
+    if let Ok(left) = (at - Utc::now()).to_std() {
+        tokio::time::sleep(left).await;
+    }
+}
+
+/// Requests runs of `review` as the API does: `run.requested` events in the outbox, in one
+/// transaction, asked for by cy, with no requirement (so no chat thread).
+async fn request(hub: &Hub, count: usize) -> Vec<Uuid> {
+    let mut tx = hub.db.store.begin().await.expect("begin");
+    let mut ids = Vec::with_capacity(count);
+    for _ in 0..count {
+        let run_id = Uuid::now_v7();
+        let event = Event::RunRequested(RunRequested {
+            run_id,
+            sop: "review".into(),
+            params: BTreeMap::new(),
+            requirement_id: None,
+            requested_by: Actor {
+                channel: Channel::Api,
+                handle: "cy".into(),
+                person: Some("cy".into()),
+            },
+            schedule: None,
+            parent: None,
+        });
+        tx.append_outbox(&Envelope::new("bench", &event, None).expect("envelope"))
+            .await
+            .expect("append");
+        ids.push(run_id);
+    }
+    tx.commit().await.expect("commit");
+    ids
+}
+
+/// The card of `run`'s gate in the approvals channel, once posted: the fake's message.
+async fn card(hub: &Hub, run: Uuid) -> fake_slack::SlackMessage {
+    let key = format!("card:{run}/check/1:slack:{APPROVALS}:-");
+    let ts = until("the approvals card", || async {
+        hub.db
+            .store
+            .chat_message(&key)
+            .await
+            .expect("chat message")
+            .and_then(|m| m.message_id)
+    })
+    .await;
+    hub.slack
+        .messages(APPROVALS)
+        .into_iter()
+        .find(|m| m.ts == ts)
+        .expect("the card the notifier recorded is in the fake")
+}
+
+/// When the scheduler stored `run` as waiting at its gate. Called once the card is
+/// posted and before anyone decides, so nothing has changed the run since.
+async fn gate_opened(hub: &Hub, run: Uuid) -> DateTime<Utc> {
+    let row = hub.db.store.run(run).await.expect("run").expect("stored");
+    let state: Value = serde_json::from_str(&row.state).expect("state");
+    assert_eq!(row.status, "waiting", "{run}");
+    assert_eq!(state["nodes"]["check"]["status"], "waiting_approval");
+    row.updated_at
+}
+
+/// When the runner began `run`'s `after` node.
+async fn after_started(hub: &Hub, run: Uuid) -> DateTime<Utc> {
+    until("the node after the gate", || async {
+        hub.db
+            .store
+            .attempts(run)
+            .await
+            .expect("attempts")
+            .into_iter()
+            .find(|a| a.node == "after")
+            .map(|a| a.started_at)
+    })
+    .await
+}
+
+async fn succeeded(hub: &Hub, run: Uuid) {
+    until("the run to succeed", || async {
+        let row = hub.db.store.run(run).await.expect("run").expect("stored");
+        (row.status == "succeeded").then_some(())
+    })
+    .await;
+}
+
+/// Until nothing is left to post, then a slot's length so that every channel is free.
+async fn settle(hub: &Hub) {
+    until("chat to settle", || async {
+        let dirty = hub.db.store.dirty_chat_messages(1).await.expect("dirty");
+        dirty.is_empty().then_some(())
+    })
+    .await;
+    sleep_until(Utc::now() + SLOT).await;
+}
+
+/// Approves the gate of `run` from its card, as ana, and returns when the click was sent.
+async fn approve(hub: &Hub, card: &fake_slack::SlackMessage) -> DateTime<Utc> {
+    let approve = control(&card.blocks, "approve");
+    let clicked = Utc::now();
+    assert_eq!(hub.slack_click(ANA, APPROVALS, &approve).await, 200);
+    clicked
+}
+
+#[derive(Default)]
+struct Figures {
+    card: Option<Latencies>,
+    click: Option<Latencies>,
+    decided: Option<Latencies>,
+}
+
+/// Gates opened one at a time, each in a free slot of the approvals channel, with one
+/// sample of each baseline between them.
+async fn sequential(
+    hub: &Hub,
+    gates: usize,
+    direct: &SlackClient,
+    post: &mut Latencies,
+    verify: &mut Latencies,
+) -> Figures {
+    let (mut card_l, mut click_l, mut decided_l) =
+        (Latencies::new(), Latencies::new(), Latencies::new());
+    let mut free_at = Utc::now();
+    let challenge =
+        json!({ "token": "t", "challenge": "3eZbrw1aB", "type": "url_verification" }).to_string();
+    for i in 0..gates {
+        // The previous card's slot must be over, or this card waits for it.
+        sleep_until(free_at).await;
+        let run = request(hub, 1).await[0];
+        let card = card(hub, run).await;
+        let posted = slack_time(&card.ts);
+        card_l.between(gate_opened(hub, run).await, posted);
+        free_at = posted + SLOT;
+
+        let clicked = approve(hub, &card).await;
+        click_l.between(clicked, after_started(hub, run).await);
+        let decision = hub.db.store.decisions(run).await.expect("decisions");
+        assert_eq!(decision.len(), 1, "{decision:?}");
+        assert_eq!(decision[0].outcome, "applied");
+        decided_l.between(clicked, decision[0].decided_at);
+        succeeded(hub, run).await;
+
+        // Baselines, while the approvals channel waits for its next slot: the same card
+        // posted straight to the fake (a channel of its own, so unpaced), and a signed
+        // request ingest answers at once.
+        let message = Message {
+            text: card.text.clone(),
+            blocks: card.blocks.clone(),
+        };
+        let start = Instant::now();
+        direct
+            .post_message(
+                &format!("C0BASE{i:05}"),
+                None,
+                &message,
+                &format!("bench:{i}"),
+            )
+            .await
+            .expect("chat.postMessage");
+        post.elapsed(start);
+        let start = Instant::now();
+        let (status, answer) = hub
+            .slack_post("/webhooks/slack/events", challenge.as_bytes(), now(), None)
+            .await;
+        verify.elapsed(start);
+        assert_eq!(status, 200, "{answer}");
+    }
+    Figures {
+        card: Some(card_l),
+        click: Some(click_l),
+        decided: Some(decided_l),
+    }
+}
+
+/// Runs started by a Slack mention in the requests channel, one at a time: the reply and
+/// the progress message go to the request's thread first, paced, and the cards follow.
+async fn mentioned(hub: &Hub, count: usize) -> Figures {
+    let (mut card_l, mut click_l) = (Latencies::new(), Latencies::new());
+    let mut known: HashSet<Uuid> = hub
+        .db
+        .store
+        .runs(None, 100_000)
+        .await
+        .expect("runs")
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    for i in 0..count {
+        settle(hub).await;
+        hub.slack_mention(&format!("EvBench{i}"), REQUESTS, CY, "run review")
+            .await;
+        let run = until("the mentioned run", || async {
+            let newest = hub.db.store.runs(None, 1).await.expect("runs");
+            newest
+                .first()
+                .map(|r| r.id)
+                .filter(|id| !known.contains(id))
+        })
+        .await;
+        known.insert(run);
+        let card = card(hub, run).await;
+        card_l.between(gate_opened(hub, run).await, slack_time(&card.ts));
+        let clicked = approve(hub, &card).await;
+        click_l.between(clicked, after_started(hub, run).await);
+        succeeded(hub, run).await;
+    }
+    Figures {
+        card: Some(card_l),
+        click: Some(click_l),
+        decided: None,
+    }
+}
+
+/// Gates opening together: runs requested in one transaction, cards paced in one channel.
+async fn burst(hub: &Hub, count: usize) -> (Latencies, f64) {
+    settle(hub).await;
+    let runs = request(hub, count).await;
+    let mut card_l = Latencies::new();
+    let mut opened = Vec::with_capacity(count);
+    let mut posted = Vec::with_capacity(count);
+    for &run in &runs {
+        let card = card(hub, run).await;
+        let at = gate_opened(hub, run).await;
+        card_l.between(at, slack_time(&card.ts));
+        opened.push(at);
+        posted.push(slack_time(&card.ts));
+    }
+    let first = opened.iter().min().copied().unwrap_or_default();
+    let last = posted.iter().max().copied().unwrap_or_default();
+    let spread_s = (last - first).num_milliseconds() as f64 / 1000.0;
+    (card_l, spread_s)
+}
+
+#[tokio::main(flavor = "multi_thread")]
+async fn main() {
+    // `cargo test --benches` runs this with --test too; keep that quick.
+    let quick = std::env::args().any(|a| a == "--test");
+    let (gates, mentions, together) = if quick {
+        (3, 1, 2)
+    } else {
+        (
+            env_usize("GATEHOUSE_BENCH_GATES", 200),
+            env_usize("GATEHOUSE_BENCH_MENTIONS", 10),
+            env_usize("GATEHOUSE_BENCH_BURST", 10),
+        )
+    };
+    let started = Instant::now();
+    let hub = Hub::start(Backend::Postgres).await;
+    let direct =
+        SlackClient::new(&hub.slack.api_url(), fake_slack::BOT_TOKEN.into()).expect("Slack client");
+
+    // Warm up: one gate through, so pools, caches and connections exist.
+    let (mut post, mut verify) = (Latencies::new(), Latencies::new());
+    sequential(&hub, 1, &direct, &mut post, &mut verify).await;
+    let (mut post, mut verify) = (Latencies::new(), Latencies::new());
+
+    let one = sequential(&hub, gates, &direct, &mut post, &mut verify).await;
+    let chat = mentioned(&hub, mentions).await;
+    let (paced, spread_s) = burst(&hub, together).await;
+    hub.stop().await;
+
+    let (Some(card), Some(click), Some(decided)) = (one.card, one.click, one.decided) else {
+        unreachable!("the sequential figures are all measured");
+    };
+    let (Some(chat_card), Some(chat_click)) = (chat.card, chat.click) else {
+        unreachable!("the mention figures are all measured");
+    };
+    println!(
+        "chat on Postgres, fake Slack and Discord: {gates} gates one at a time, each opened in a free slot of the approvals channel ({:.0} s in all)",
+        started.elapsed().as_secs_f64()
+    );
+    println!(
+        "{}",
+        post.line("baseline: chat.postMessage of the card", None)
+    );
+    println!("{}", verify.line("baseline: signed url_verification", None));
+    println!("{}", card.line("gate opened → card posted", Some(&post)));
+    println!(
+        "{}",
+        click.line("button click → next node started", Some(&verify))
+    );
+    println!(
+        "{}",
+        decided.line("  of which click → decision event", Some(&verify))
+    );
+    println!(
+        "paced by Slack's 1 msg/s per channel (the client's pacing; the notifier posts in turn):"
+    );
+    println!(
+        "{}",
+        chat_card.line("started by a mention: gate → card", Some(&post))
+    );
+    println!(
+        "{}",
+        chat_click.line("started by a mention: click → next node", Some(&verify))
+    );
+    println!(
+        "{}",
+        paced.line(
+            &format!("{together} gates together: gate → card"),
+            Some(&post)
+        )
+    );
+    println!(
+        "  {together} gates together: first gate opened → last card posted in {spread_s:.2} s"
+    );
+    println!();
+    println!("summary (p50 / p99, ratio of p50 to its baseline's p50):");
+    println!(
+        "  gate opened → card posted:        {:.2} / {:.2} ms ({:.1}x chat.postMessage {:.2} ms)",
+        card.p50(),
+        card.ms(0.99),
+        card.p50() / post.p50(),
+        post.p50()
+    );
+    println!(
+        "  button click → next node started: {:.2} / {:.2} ms ({:.1}x url_verification {:.2} ms)",
+        click.p50(),
+        click.ms(0.99),
+        click.p50() / verify.p50(),
+        verify.p50()
+    );
+    println!(
+        "  paced: mention-started gate → card {:.0} / {:.0} ms; {together} at once {:.0} / {:.0} ms",
+        chat_card.p50(),
+        chat_card.ms(0.99),
+        paced.p50(),
+        paced.ms(0.99)
+    );
+}

@@ -1,0 +1,427 @@
+//! A whole Gatehouse wired for chat, for the chat tests and benchmark: ingest's HTTP
+//! endpoints on loopback, the scheduler, runner and notifier on one database, and fake
+//! Slack and Discord APIs, with helpers that sign and send what the platforms would.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use ed25519_dalek::SigningKey;
+use gatehouse_bus::{Bus, InProcessBus};
+use gatehouse_discord::{DiscordClient, PublicKey};
+use gatehouse_ingest::{ApiState, ChatSettings, DiscordSettings, People, Person, SlackSettings};
+use gatehouse_notifier::{ChatOutputs, DiscordOutput, Notifier, SlackOutput};
+use gatehouse_slack::SlackClient;
+use gatehouse_sop::Catalog;
+use gatehouse_store::RunRow;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::fake_discord::FakeDiscord;
+use crate::fake_slack::{self, FakeSlack, SlackMessage};
+use crate::{Backend, Services, TestDb};
+
+pub const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
+pub const REVIEW: &str = "name: review\nnodes:\n  draft: { kind: script, run: 'echo \"draft of $GATEHOUSE_RUN_ID\" > $GATEHOUSE_ARTIFACTS/notes.md', artifacts: [notes.md] }\n  check: { kind: gate, needs: [draft], approvers: [group:leads], send_back: [draft] }\n  after: { kind: script, needs: [check], run: 'true' }\n";
+pub const PAIR: &str =
+    "name: pair\nnodes:\n  check: { kind: gate, approvers: [group:leads], min_approvals: 2 }\n";
+/// Where approval cards go by default.
+pub const APPROVALS: &str = "C0APPROVALS";
+/// A channel whose free-text requests start `review`.
+pub const REQUESTS: &str = "C0REQUESTS";
+pub const DISCORD_APPROVALS: &str = "900000000000000001";
+pub const DISCORD_REQUESTS: &str = "900000000000000002";
+pub const ANA: &str = "U0ANA";
+pub const BO: &str = "U0BO";
+pub const CY: &str = "U0CY";
+pub const EVE: &str = "U0EVE";
+
+pub struct Hub {
+    pub db: TestDb,
+    pub slack: FakeSlack,
+    pub discord: FakeDiscord,
+    pub key: SigningKey,
+    _data: tempfile::TempDir,
+    pub services: Services,
+    pub api: ApiState,
+    pub url: String,
+    pub stop: CancellationToken,
+    pub http: reqwest::Client,
+}
+
+impl Hub {
+    pub async fn start(backend: Backend) -> Self {
+        Self::start_with(
+            backend,
+            FakeSlack::start().await,
+            FakeDiscord::start().await,
+        )
+        .await
+    }
+
+    pub async fn start_with(backend: Backend, slack: FakeSlack, discord: FakeDiscord) -> Self {
+        let db = TestDb::new(backend).await;
+        let data = tempfile::tempdir().unwrap();
+        std::fs::create_dir(data.path().join("sops")).unwrap();
+        std::fs::write(data.path().join("sops/review.yaml"), REVIEW).unwrap();
+        std::fs::write(data.path().join("sops/pair.yaml"), PAIR).unwrap();
+        let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
+        let slack_client =
+            SlackClient::new(&slack.api_url(), fake_slack::BOT_TOKEN.into()).unwrap();
+        let discord_client = DiscordClient::new(
+            &discord.api_url(),
+            FakeDiscord::TOKEN.into(),
+            FakeDiscord::APPLICATION_ID,
+        )
+        .unwrap();
+        let stop = CancellationToken::new();
+        let outputs = ChatOutputs {
+            slack: Some(SlackOutput {
+                client: slack_client.clone(),
+                approvals_channel: Some(APPROVALS.into()),
+            }),
+            discord: Some(DiscordOutput {
+                client: discord_client,
+                approvals_channel: Some(DISCORD_APPROVALS.into()),
+            }),
+        };
+        tokio::spawn(
+            Notifier::new(db.store.clone(), None)
+                .with_chat(outputs)
+                .with_data_dir(data.path())
+                .with_public_url("https://gatehouse.test")
+                .run(bus.clone(), stop.clone()),
+        );
+        let services = Services::start(
+            &db.store,
+            bus,
+            catalog.clone(),
+            data.path(),
+            Duration::from_secs(5),
+        );
+        let person = |id: &str, slack: &str, discord: &str, groups: &[&str]| Person {
+            id: id.into(),
+            github: None,
+            slack: Some(slack.into()),
+            discord: Some(discord.into()),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+        };
+        let key = SigningKey::generate(&mut rand::rngs::OsRng);
+        let chat = ChatSettings {
+            slack: Some(SlackSettings {
+                signing_secret: SIGNING_SECRET.as_bytes().to_vec(),
+                client: Some(slack_client),
+                channel_sops: [(REQUESTS.to_owned(), "review".to_owned())].into(),
+                max_body_bytes: 64 * 1024,
+            }),
+            discord: Some(DiscordSettings {
+                public_key: PublicKey::from_hex(&hex::encode(key.verifying_key().as_bytes()))
+                    .unwrap(),
+                channel_sops: [(DISCORD_REQUESTS.to_owned(), "review".to_owned())].into(),
+                max_body_bytes: 64 * 1024,
+            }),
+        };
+        let api = ApiState::new(db.store.clone(), Arc::new(catalog))
+            .with_people(People::new(vec![
+                person("ana", ANA, "4242", &["leads"]),
+                person("bo", BO, "4343", &["leads"]),
+                person("cy", CY, "4444", &[]),
+            ]))
+            .with_chat(chat);
+        tokio::spawn(gatehouse_ingest::process_deliveries(
+            api.clone(),
+            stop.clone(),
+        ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let router = gatehouse_ingest::router(api.clone());
+        let serve_stop = stop.clone();
+        tokio::spawn(async move {
+            axum::serve(listener, router)
+                .with_graceful_shutdown(async move { serve_stop.cancelled().await })
+                .await
+                .unwrap();
+        });
+        Self {
+            db,
+            slack,
+            discord,
+            key,
+            _data: data,
+            services,
+            api,
+            url,
+            stop,
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub async fn stop(self) {
+        self.stop.cancel();
+        self.services.stop().await;
+        self.db.cleanup().await;
+    }
+
+    /// Posts a body to a Slack endpoint, signed at `at` (Unix seconds) unless told otherwise.
+    pub async fn slack_post(
+        &self,
+        path: &str,
+        body: &[u8],
+        at: i64,
+        signature: Option<String>,
+    ) -> (u16, String) {
+        let signature = signature
+            .unwrap_or_else(|| gatehouse_slack::sign_request(SIGNING_SECRET.as_bytes(), at, body));
+        let content_type = if path.ends_with("interactions") {
+            "application/x-www-form-urlencoded"
+        } else {
+            "application/json"
+        };
+        let response = self
+            .http
+            .post(format!("{}{path}", self.url))
+            .header("Content-Type", content_type)
+            .header("X-Slack-Request-Timestamp", at.to_string())
+            .header("X-Slack-Signature", signature)
+            .body(body.to_vec())
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        (status, response.text().await.unwrap())
+    }
+
+    /// An `app_mention` event (bolt-python's fixture) from `user` in `channel`.
+    pub async fn slack_mention(
+        &self,
+        event_id: &str,
+        channel: &str,
+        user: &str,
+        text: &str,
+    ) -> String {
+        let ts = self.slack.add_user_message(channel, user, text, None);
+        let mut body: Value = serde_json::from_str(include_str!(
+            "../../fixtures/slack/event_callback.app_mention.json"
+        ))
+        .unwrap();
+        body["event_id"] = json!(event_id);
+        body["event"]["channel"] = json!(channel);
+        body["event"]["user"] = json!(user);
+        body["event"]["ts"] = json!(ts);
+        body["event"]["event_ts"] = json!(ts);
+        body["event"]["text"] = json!(format!("<@{}> {text}", fake_slack::BOT_USER));
+        let (status, answer) = self
+            .slack_post(
+                "/webhooks/slack/events",
+                &serde_json::to_vec(&body).unwrap(),
+                now(),
+                None,
+            )
+            .await;
+        assert_eq!(status, 200, "{answer}");
+        ts
+    }
+
+    /// The form body of a click on `action_id` (bolt-python's block_actions fixture).
+    pub fn slack_click_body(&self, user: &str, channel: &str, action_id: &str) -> Vec<u8> {
+        let mut payload: Value = serde_json::from_str(include_str!(
+            "../../fixtures/slack/block_actions.button_with_message.json"
+        ))
+        .unwrap();
+        payload["user"]["id"] = json!(user);
+        payload["channel"]["id"] = json!(channel);
+        payload["container"]["channel_id"] = json!(channel);
+        payload["trigger_id"] = json!(format!("trigger-{}", Uuid::new_v4()));
+        payload["actions"][0]["action_id"] = json!(action_id);
+        payload["actions"][0]["value"] = json!(action_id);
+        form(&payload)
+    }
+
+    pub async fn slack_click(&self, user: &str, channel: &str, action_id: &str) -> u16 {
+        let body = self.slack_click_body(user, channel, action_id);
+        let (status, answer) = self
+            .slack_post("/webhooks/slack/interactions", &body, now(), None)
+            .await;
+        assert!(status == 200, "{status}: {answer}");
+        status
+    }
+
+    /// Submits a send-back dialog Gatehouse opened.
+    pub async fn slack_submit(&self, user: &str, view: &Value, target: &str, comment: &str) {
+        let mut view = view.clone();
+        view["id"] = json!(format!("V{}", Uuid::new_v4().simple()));
+        view["state"] = json!({ "values": {
+            "target": { "target": { "type": "static_select", "selected_option": {
+                "text": { "type": "plain_text", "text": target }, "value": target } } },
+            "comment": { "comment": { "type": "plain_text_input", "value": comment } },
+        }});
+        let payload = json!({
+            "type": "view_submission",
+            "team": { "id": "T111" },
+            "user": { "id": user },
+            "api_app_id": "A111",
+            "trigger_id": format!("trigger-{}", Uuid::new_v4()),
+            "view": view,
+        });
+        let (status, answer) = self
+            .slack_post("/webhooks/slack/interactions", &form(&payload), now(), None)
+            .await;
+        assert_eq!(status, 200, "{answer}");
+    }
+
+    /// Posts a signed interaction to Discord's endpoint.
+    pub async fn discord_post(&self, body: &Value) -> (u16, Value) {
+        let body = serde_json::to_vec(body).unwrap();
+        let timestamp = now().to_string();
+        let signature = gatehouse_discord::sign_interaction(&self.key, &timestamp, &body);
+        let response = self
+            .http
+            .post(format!("{}/webhooks/discord/interactions", self.url))
+            .header("Content-Type", "application/json")
+            .header("X-Signature-Ed25519", signature)
+            .header("X-Signature-Timestamp", timestamp)
+            .body(body)
+            .send()
+            .await
+            .unwrap();
+        let status = response.status().as_u16();
+        let text = response.text().await.unwrap();
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
+    }
+
+    /// A component interaction (Discord's docs sample) by `user` on `custom_id`.
+    pub fn discord_click(&self, user: &str, custom_id: &str, values: &[&str]) -> Value {
+        let mut body: Value = serde_json::from_str(include_str!(
+            "../../fixtures/discord/interaction.message_component.discord-docs.json"
+        ))
+        .unwrap();
+        body["id"] = json!(snowflake());
+        body["token"] = json!(format!("token-{}", Uuid::new_v4().simple()));
+        body["application_id"] = json!(FakeDiscord::APPLICATION_ID);
+        body["member"]["user"]["id"] = json!(user);
+        body["channel_id"] = json!(DISCORD_APPROVALS);
+        body["data"] = json!({ "custom_id": custom_id, "component_type": if values.is_empty() { 2 } else { 3 }, "values": values });
+        body
+    }
+
+    /// A modal submission answering a dialog Gatehouse opened.
+    pub fn discord_submit(&self, user: &str, custom_id: &str, comment: &str) -> Value {
+        json!({
+            "type": 5, "id": snowflake(), "application_id": FakeDiscord::APPLICATION_ID,
+            "token": format!("token-{}", Uuid::new_v4().simple()), "version": 1,
+            "channel_id": DISCORD_APPROVALS, "guild_id": "290926798626357999",
+            "member": { "user": { "id": user, "username": "someone" } },
+            "data": { "custom_id": custom_id, "components": [
+                { "type": 1, "components": [{ "type": 4, "custom_id": "comment", "value": comment }] }
+            ] },
+        })
+    }
+
+    /// Polls until `f` finds something (10 s at most).
+    pub async fn until<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        for _ in 0..1000 {
+            if let Some(found) = f() {
+                return found;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    /// The only run, once it has `status`.
+    pub async fn run_with_status(&self, status: &str) -> RunRow {
+        for _ in 0..1000 {
+            let runs = self.db.store.runs(None, 10).await.unwrap();
+            if let [run] = runs.as_slice()
+                && run.status == status
+            {
+                return run.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "no single run became {status}: {:?}",
+            self.db.store.runs(None, 10).await.unwrap()
+        );
+    }
+
+    /// The node's attempt in `run`, once it waits for approval (or the state `status`).
+    pub async fn node(&self, run: Uuid, node: &str, status: &str, attempt: u32) {
+        for _ in 0..1000 {
+            let row = self.db.store.run(run).await.unwrap().unwrap();
+            let state: Value = serde_json::from_str(&row.state).unwrap();
+            let n = &state["nodes"][node];
+            if n["status"] == status && n["attempt"] == attempt {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{node} never became {status} at attempt {attempt}");
+    }
+
+    /// Slack cards (bot messages with Gatehouse buttons or outcomes) in a channel.
+    pub fn slack_cards(&self, channel: &str) -> Vec<SlackMessage> {
+        self.slack
+            .messages(channel)
+            .into_iter()
+            .filter(|m| m.user == fake_slack::BOT_USER && m.text.starts_with("Approval needed"))
+            .collect()
+    }
+
+    /// The gate decisions the scheduler applied.
+    pub async fn applied(&self, run: Uuid) -> Vec<(String, String)> {
+        self.db
+            .store
+            .decisions(run)
+            .await
+            .unwrap()
+            .into_iter()
+            .filter(|d| d.outcome == "applied")
+            .map(|d| (d.decision, d.person))
+            .collect()
+    }
+}
+
+pub fn now() -> i64 {
+    chrono::Utc::now().timestamp()
+}
+
+pub fn snowflake() -> String {
+    (1_200_000_000_000_000_000u64 + u64::from(rand::random::<u32>())).to_string()
+}
+
+pub fn form(payload: &Value) -> Vec<u8> {
+    serde_urlencoded::to_string([("payload", payload.to_string())])
+        .unwrap()
+        .into_bytes()
+}
+
+/// Every Gatehouse control id in a message (Slack blocks or Discord components).
+pub fn controls(value: &Value) -> Vec<String> {
+    let mut found = Vec::new();
+    collect(value, &mut found);
+    found.sort();
+    found.dedup();
+    found
+}
+
+fn collect(value: &Value, found: &mut Vec<String>) {
+    match value {
+        Value::String(s) if s.starts_with("gh:") => found.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| collect(v, found)),
+        Value::Object(map) => map.values().for_each(|v| collect(v, found)),
+        _ => {}
+    }
+}
+
+pub fn control(value: &Value, verb: &str) -> String {
+    controls(value)
+        .into_iter()
+        .find(|c| c.starts_with(&format!("gh:{verb}:")))
+        .unwrap_or_else(|| panic!("no {verb} control in {value}"))
+}
