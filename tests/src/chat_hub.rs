@@ -134,16 +134,7 @@ impl Hub {
             api.clone(),
             stop.clone(),
         ));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let router = gatehouse_ingest::router(api.clone());
-        let serve_stop = stop.clone();
-        tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move { serve_stop.cancelled().await })
-                .await
-                .unwrap();
-        });
+        let url = crate::serve_api(api.clone(), stop.clone()).await;
         Self {
             db,
             slack,

@@ -354,6 +354,23 @@ impl Services {
     }
 }
 
+/// Serves ingest's routes for `api` on a free loopback port until `stop`; returns its URL.
+pub async fn serve_api(
+    api: gatehouse_ingest::ApiState,
+    stop: tokio_util::sync::CancellationToken,
+) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let router = gatehouse_ingest::router(api);
+    tokio::spawn(async move {
+        axum::serve(listener, router)
+            .with_graceful_shutdown(async move { stop.cancelled().await })
+            .await
+            .unwrap();
+    });
+    url
+}
+
 /// Whether a process has ended (a zombie not yet reaped by init counts as ended), waiting up
 /// to two seconds for it.
 pub fn process_gone(pid: &str) -> bool {

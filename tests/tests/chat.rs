@@ -25,6 +25,7 @@ on_both_backends!(
     discord_buttons_and_dialogs_decide_gates,
     a_card_posted_before_a_failure_is_not_posted_twice,
     a_restart_between_posting_and_storing_the_id_posts_nothing_twice,
+    commands_in_chat_name_runs_and_gates_anywhere,
 );
 
 async fn a_slack_request_becomes_a_run_whose_card_decides_it(backend: Backend) {
@@ -716,4 +717,54 @@ async fn a_restart_between_posting_and_storing_the_id_posts_nothing_twice(backen
     stop.cancel();
     let _ = notifier.await;
     db.cleanup().await;
+}
+
+async fn commands_in_chat_name_runs_and_gates_anywhere(backend: Backend) {
+    let hub = Hub::start(backend).await;
+    let (run, _) = review_waiting(&hub).await;
+    let answer = |root: String| {
+        let hub = &hub;
+        move || {
+            hub.slack.messages("C0OPS").into_iter().find(|m| {
+                m.user == fake_slack::BOT_USER && m.thread_ts.as_deref() == Some(root.as_str())
+            })
+        }
+    };
+    // Another channel than the run's: commands name what they act on.
+    let root = hub
+        .slack_mention("Ev-status", "C0OPS", CY, &format!("status {}", run.id))
+        .await;
+    let status = hub.until("the status answer", answer(root)).await;
+    assert!(
+        status.text.contains(&format!(
+            "gate `{}/check` (attempt 1) waits for group:leads",
+            run.id
+        )),
+        "{}",
+        status.text
+    );
+    let root = hub.slack_mention("Ev-typo", "C0OPS", CY, "stauts").await;
+    let typo = hub.until("the answer to a typo", answer(root)).await;
+    assert!(typo.text.contains("unknown command"), "{}", typo.text);
+    assert!(
+        typo.text.contains("send-back NODE"),
+        "help follows: {}",
+        typo.text
+    );
+    let root = hub
+        .slack_mention(
+            "Ev-approve",
+            "C0OPS",
+            ANA,
+            &format!("approve {}/check fine by me", run.id),
+        )
+        .await;
+    let done = hub.until("the answer to approve", answer(root)).await;
+    assert!(done.text.contains("decided"), "{}", done.text);
+    hub.run_with_status("succeeded").await;
+    let decisions = hub.db.store.decisions(run.id).await.unwrap();
+    assert_eq!(decisions.len(), 1);
+    assert_eq!(decisions[0].comment.as_deref(), Some("fine by me"));
+    assert_eq!(decisions[0].channel, "slack");
+    hub.stop().await;
 }

@@ -98,16 +98,7 @@ impl Hub {
                 bot_login: "gatehouse".into(),
                 max_body_bytes: 64 * 1024,
             });
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}", listener.local_addr().unwrap());
-        let router = gatehouse_ingest::router(api.clone());
-        let serve_stop = stop.clone();
-        tokio::spawn(async move {
-            axum::serve(listener, router)
-                .with_graceful_shutdown(async move { serve_stop.cancelled().await })
-                .await
-                .unwrap();
-        });
+        let url = gatehouse_tests::serve_api(api.clone(), stop.clone()).await;
         let hub = Self {
             db,
             github,

@@ -2,8 +2,8 @@
 //! configured, and event callbacks, of which Gatehouse acts only on people addressing it
 //! (a mention in a channel, or a direct message).
 
+use crate::read::{Typed, read};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 
 use crate::error::PayloadError;
 
@@ -125,19 +125,6 @@ fn without_leading_mention(text: &str) -> &str {
     };
     let rest = rest[end + 1..].trim_start();
     rest.strip_prefix([':', ',']).unwrap_or(rest).trim()
-}
-
-fn read<T: DeserializeOwned>(
-    value: serde_json::Value,
-    what: &'static str,
-) -> Result<T, PayloadError> {
-    serde_json::from_value(value).map_err(|source| PayloadError::Invalid { what, source })
-}
-
-#[derive(Deserialize)]
-struct Typed {
-    #[serde(rename = "type")]
-    kind: String,
 }
 
 #[derive(Deserialize)]

@@ -4,8 +4,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::read::{Typed, read};
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 
 use crate::error::PayloadError;
 
@@ -127,19 +127,6 @@ fn view_submission(raw: RawViewSubmission) -> ViewSubmission {
         private_metadata: raw.view.private_metadata,
         values,
     }
-}
-
-fn read<T: DeserializeOwned>(
-    value: serde_json::Value,
-    what: &'static str,
-) -> Result<T, PayloadError> {
-    serde_json::from_value(value).map_err(|source| PayloadError::Invalid { what, source })
-}
-
-#[derive(Deserialize)]
-struct Typed {
-    #[serde(rename = "type")]
-    kind: String,
 }
 
 #[derive(Deserialize)]

@@ -12,6 +12,7 @@ mod error;
 mod events;
 mod interactions;
 mod pace;
+mod read;
 mod signature;
 
 pub use blocks::{Message, card_message, progress_message, send_back_modal, text_message};

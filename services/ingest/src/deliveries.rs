@@ -81,6 +81,27 @@ impl ApiState {
         }
     }
 
+    /// Stores a verified request (GitHub, Slack, Discord) for processing and wakes the
+    /// processor; `false` for one stored before, which must then do nothing.
+    pub(crate) async fn store_delivery(
+        &self,
+        source: &'static str,
+        id: &str,
+        event: &str,
+        body: &[u8],
+    ) -> Result<bool, ApiError> {
+        let text = std::str::from_utf8(body).map_err(|_| {
+            ApiError::new(axum::http::StatusCode::BAD_REQUEST, "the body is not UTF-8")
+        })?;
+        let stored = self.store.record_delivery(source, id, event, text).await?;
+        if stored {
+            self.deliveries.notify_one();
+        }
+        metrics::counter!("gatehouse_webhook_deliveries_total", "source" => source, "duplicate" => if stored { "false" } else { "true" })
+            .increment(1);
+        Ok(stored)
+    }
+
     async fn process(&self, delivery: DeliveryRow) -> Result<(), ApiError> {
         let mut tx = self.store.begin().await?;
         let outcome = match delivery.source.as_str() {

@@ -16,6 +16,7 @@ mod gates;
 mod github;
 mod openapi;
 mod people;
+mod requirements;
 mod runs;
 mod schedules;
 mod state;

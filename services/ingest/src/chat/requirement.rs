@@ -1,13 +1,12 @@
 //! Requirements for chat threads, and for issues named from chat (`run SOP on owner/repo#N`).
 
-use chrono::Utc;
 use gatehouse_commands::IssueRef;
-use gatehouse_events::{Actor, Event, RequirementCreated, RequirementSource, RequirementState};
+use gatehouse_events::{Actor, RequirementSource, RequirementState};
 use gatehouse_store::{RequirementRow, Tx};
-use uuid::Uuid;
 
 use super::mention::ChatMention;
 use crate::github::requirement::Subject;
+use crate::requirements::NewRequirement;
 use crate::{ApiError, ApiState};
 
 /// Longest requirement title taken from a message; the whole text is the body.
@@ -35,31 +34,17 @@ impl ApiState {
                 message_id: m.root.clone(),
             },
         };
-        let now = Utc::now();
-        let row = RequirementRow {
-            id: Uuid::now_v7(),
-            source_key: thread_key(m),
-            source: serde_json::to_string(&source)?,
+        let new = NewRequirement {
+            key: thread_key(m),
+            source,
             title: title(text),
             body: text.to_owned(),
             url: None,
-            state: "open".into(),
-            requested_by: actor.person.clone().unwrap_or_else(|| actor.handle.clone()),
+            state: "open",
             source_updated_at: String::new(),
-            created_at: now,
-            updated_at: now,
+            author: actor.clone(),
         };
-        tx.insert_requirement(&row).await?;
-        let created = RequirementCreated {
-            requirement_id: row.id,
-            source,
-            title: row.title.clone(),
-            body: row.body.clone(),
-            url: None,
-            requested_by: actor.clone(),
-        };
-        self.append(tx, Event::RequirementCreated(created)).await?;
-        Ok(row)
+        self.create_requirement(tx, new).await
     }
 
     /// The thread's requirement, if it has one.

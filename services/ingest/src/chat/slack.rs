@@ -175,25 +175,6 @@ impl ApiState {
             other => Ok(Outcome::ignored(format!("unknown Slack event `{other}`"))),
         }
     }
-
-    /// Stores a verified chat request for processing; `false` for one stored before.
-    pub(crate) async fn store_delivery(
-        &self,
-        source: &'static str,
-        id: &str,
-        event: &str,
-        body: &[u8],
-    ) -> Result<bool, ApiError> {
-        let text = std::str::from_utf8(body)
-            .map_err(|_| ApiError::new(StatusCode::BAD_REQUEST, "the body is not UTF-8"))?;
-        let stored = self.store.record_delivery(source, id, event, text).await?;
-        if stored {
-            self.deliveries.notify_one();
-        }
-        metrics::counter!("gatehouse_webhook_deliveries_total", "source" => source, "duplicate" => if stored { "false" } else { "true" })
-            .increment(1);
-        Ok(stored)
-    }
 }
 
 fn verified(state: &ApiState, headers: &HeaderMap, body: &[u8]) -> Result<(), ApiError> {

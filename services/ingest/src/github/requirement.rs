@@ -1,14 +1,12 @@
 //! Requirements for issues and pull requests: created on first sight, kept current by
 //! later events (title and body edits, close, reopen, merge).
 
-use chrono::Utc;
 use gatehouse_events::{
-    Actor, Channel, Event, RequirementCreated, RequirementSource, RequirementState,
-    RequirementUpdated,
+    Actor, Channel, Event, RequirementSource, RequirementState, RequirementUpdated,
 };
 use gatehouse_store::{RequirementRow, Tx};
-use uuid::Uuid;
 
+use crate::requirements::NewRequirement;
 use crate::{ApiError, ApiState};
 
 /// An issue or pull request as a webhook shows it.
@@ -43,7 +41,7 @@ impl ApiState {
     ) -> Result<RequirementRow, ApiError> {
         let key = format!("github:{}#{}", subject.repo, subject.number);
         let Some(mut row) = tx.requirement_by_key(&key).await? else {
-            return self.create_requirement(tx, key, subject).await;
+            return self.create_issue_requirement(tx, key, subject).await;
         };
         // Deliveries can arrive out of order: an older view must not undo a newer one.
         if subject.updated_at < row.source_updated_at.as_str() {
@@ -79,46 +77,27 @@ impl ApiState {
         Ok(row)
     }
 
-    async fn create_requirement(
+    async fn create_issue_requirement(
         &self,
         tx: &mut Tx,
         key: String,
         subject: &Subject<'_>,
     ) -> Result<RequirementRow, ApiError> {
-        let source = RequirementSource::Github {
-            repo: subject.repo.to_owned(),
-            number: subject.number,
-            pull_request: subject.pull_request,
-        };
-        let author = self.github_actor(subject.author);
-        let now = Utc::now();
-        let row = RequirementRow {
-            id: Uuid::now_v7(),
-            source_key: key,
-            source: serde_json::to_string(&source).unwrap_or_default(),
+        let new = NewRequirement {
+            key,
+            source: RequirementSource::Github {
+                repo: subject.repo.to_owned(),
+                number: subject.number,
+                pull_request: subject.pull_request,
+            },
             title: subject.title.to_owned(),
             body: subject.body.to_owned(),
             url: Some(subject.url.to_owned()),
-            state: state_name(subject.state).to_owned(),
-            requested_by: author
-                .person
-                .clone()
-                .unwrap_or_else(|| author.handle.clone()),
+            state: state_name(subject.state),
             source_updated_at: subject.updated_at.to_owned(),
-            created_at: now,
-            updated_at: now,
+            author: self.github_actor(subject.author),
         };
-        tx.insert_requirement(&row).await?;
-        let created = RequirementCreated {
-            requirement_id: row.id,
-            source,
-            title: row.title.clone(),
-            body: row.body.clone(),
-            url: row.url.clone(),
-            requested_by: author,
-        };
-        self.append(tx, Event::RequirementCreated(created)).await?;
-        Ok(row)
+        self.create_requirement(tx, new).await
     }
 
     /// A GitHub account as an actor, resolved to a configured person when there is one.

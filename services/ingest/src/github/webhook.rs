@@ -40,14 +40,8 @@ pub(crate) async fn receive(
         )
     })?;
     let stored = state
-        .store
-        .record_delivery("github", delivery, event, text)
+        .store_delivery("github", delivery, event, text.as_bytes())
         .await?;
-    if stored {
-        state.deliveries.notify_one();
-    }
-    metrics::counter!("gatehouse_webhook_deliveries_total", "source" => "github", "duplicate" => if stored { "false" } else { "true" })
-        .increment(1);
     let status = if stored {
         StatusCode::ACCEPTED
     } else {

@@ -176,10 +176,19 @@ impl Notifier {
             .chat_first_try(&m.key)
             .await
             .map_err(|e| Failure::Later(e.to_string()))?;
-        client
+        let id = client
             .create_message(&m.channel, m.thread.as_deref(), &message, &m.key)
             .await
-            .map_err(discord_failure)
+            .map_err(discord_failure)?;
+        // After an earlier try, Discord may answer with the message that try created, which
+        // shows the body of then: bring it up to date.
+        if m.first_try_at.is_some() {
+            client
+                .edit_message(&m.channel, &id, &message)
+                .await
+                .map_err(discord_failure)?;
+        }
+        Ok(id)
     }
 }
 
