@@ -6,6 +6,11 @@
 //! so the API never writes run state itself. Schedules are definitions the API writes;
 //! their fires (manual triggers too) are decided by the scheduler. Every request needs a bearer token; tokens
 //! are stored as SHA-256 hashes and name the person acting.
+//!
+//! Beside the API: the GitHub, Slack and Discord webhooks (and the Discord gateway's
+//! [`DiscordSink`]), whose requests are verified, stored and answered at once, then
+//! processed by [`process_deliveries`] into requirements, runs, commands and gate
+//! decisions. Every gate decision, whatever its channel, is claimed compare-and-set first.
 
 mod auth;
 mod chat;

@@ -9,6 +9,7 @@ use gatehouse_events::{Actor, Event};
 use gatehouse_store::Tx;
 
 use super::Platform;
+use super::mention::Reply;
 use crate::deliveries::Outcome;
 use crate::gates::{checked_decision, settled_by};
 use crate::views::{Decide, DecisionKind};
@@ -46,16 +47,14 @@ impl ApiState {
             Err(e) => {
                 let key = format!("ephemeral:{}:{delivery}", c.platform.name());
                 let text = format!("Your decision on `{gate}` was not taken: {}.", e.message);
-                self.want_chat_text(
-                    tx,
-                    c.platform,
-                    &key,
-                    &c.channel,
-                    None,
-                    Some(&c.recipient),
-                    &text,
-                )
-                .await?;
+                let to = Reply {
+                    platform: c.platform,
+                    key: &key,
+                    channel: &c.channel,
+                    thread: None,
+                    recipient: Some(&c.recipient),
+                };
+                self.want_chat_text(tx, &to, &text).await?;
                 Ok(Outcome::processed(vec![format!(
                     "{gate}: refused: {}",
                     e.message

@@ -30,6 +30,20 @@ pub(crate) struct ChatMention {
     pub text: String,
 }
 
+/// Where a text answer goes.
+pub(crate) struct Reply<'a> {
+    /// The platform.
+    pub platform: Platform,
+    /// The message's key: one answer per delivery, however often it is processed.
+    pub key: &'a str,
+    /// Channel id.
+    pub channel: &'a str,
+    /// Thread (Slack) or message replied to (Discord).
+    pub thread: Option<&'a str>,
+    /// For an ephemeral answer: the Slack user, or the Discord interaction token.
+    pub recipient: Option<&'a str>,
+}
+
 impl ApiState {
     /// Carries out a mention and wants its reply, keyed by the delivery so a redelivery or
     /// a restart does not answer twice.
@@ -55,16 +69,14 @@ impl ApiState {
             Mention::FreeText(text) => self.free_text(tx, m, &actor, &text).await?,
         };
         let key = format!("reply:{}:{delivery}", m.platform.name());
-        self.want_chat_text(
-            tx,
-            m.platform,
-            &key,
-            &m.channel,
-            Some(&m.reply_to),
-            None,
-            &reply,
-        )
-        .await?;
+        let to = Reply {
+            platform: m.platform,
+            key: &key,
+            channel: &m.channel,
+            thread: Some(&m.reply_to),
+            recipient: None,
+        };
+        self.want_chat_text(tx, &to, &reply).await?;
         Ok(Outcome::processed(vec![note]))
     }
 
@@ -156,26 +168,20 @@ impl ApiState {
         }
     }
 
-    /// Wants a text message in chat: a reply in a thread, or an ephemeral answer to
-    /// `recipient`.
-    #[allow(clippy::too_many_arguments)]
+    /// Wants a text message in chat: a reply in a thread, or an ephemeral answer.
     pub(crate) async fn want_chat_text(
         &self,
         tx: &mut Tx,
-        platform: Platform,
-        key: &str,
-        channel: &str,
-        thread: Option<&str>,
-        recipient: Option<&str>,
+        to: &Reply<'_>,
         text: &str,
     ) -> Result<(), ApiError> {
         let body = serde_json::to_string(&gatehouse_chat::Body::text(text))?;
         tx.want_chat_message(&gatehouse_store::WantChat {
-            key,
-            platform: platform.name(),
-            channel,
-            thread,
-            recipient,
+            key: to.key,
+            platform: to.platform.name(),
+            channel: to.channel,
+            thread: to.thread,
+            recipient: to.recipient,
             run_id: None,
             body: &body,
         })
