@@ -21,6 +21,10 @@ pub trait Handler: Send + Sync {
     /// go in this transaction, which commits together with the inbox record. An error rolls
     /// everything back and the event is retried.
     async fn handle(&self, tx: &mut Tx, event: &Envelope) -> Result<(), HandlerError>;
+
+    /// Called once `event`'s transaction has committed: the place to wake whoever acts on
+    /// what it wrote, which before the commit would find nothing yet.
+    async fn committed(&self, _event: &Envelope) {}
 }
 
 /// Tuning for a [`Consumer`].
@@ -159,6 +163,7 @@ impl Consumer {
         match handler.handle(&mut tx, &envelope).await {
             Ok(()) => {
                 tx.commit().await?;
+                handler.committed(&envelope).await;
                 delivery.ack().await?;
                 Ok(Outcome::Applied)
             }

@@ -139,14 +139,19 @@ impl Handler for Notifier {
         {
             self.github_status(tx, &run, &sop, &state, requirement)
                 .await?;
-            self.wake.notify_one();
         }
         if self.chat.any() {
             self.update_chat(tx, &run, &sop, &state, requirement.as_ref())
                 .await?;
-            self.chat_wake.notify_one();
         }
         Ok(())
+    }
+
+    async fn committed(&self, _event: &Envelope) {
+        // The posters read what `handle` wrote: before the commit they would find nothing
+        // and sleep their poll interval.
+        self.wake.notify_one();
+        self.chat_wake.notify_one();
     }
 }
 

@@ -3,9 +3,11 @@
 //! succeeded before a crash is found again instead of posted twice: on Slack by the
 //! metadata key every message carries, on Discord by the nonce Discord itself enforces.
 
+use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
+use futures::future::join_all;
 use gatehouse_chat::Body;
 use gatehouse_discord::DiscordError;
 use gatehouse_slack::SlackError;
@@ -28,37 +30,33 @@ impl Notifier {
             return;
         }
         loop {
-            let mut failed = false;
-            match self.store.dirty_chat_messages(50).await {
+            let failed = match self.store.dirty_chat_messages(50).await {
                 Ok(dirty) => {
+                    // Channels are paced separately (Slack: one message a second each):
+                    // each channel's messages go in order, the channels side by side, so a
+                    // wait in one does not hold up a card in another.
+                    let mut by_channel: BTreeMap<(String, String), Vec<ChatMessageRow>> =
+                        BTreeMap::new();
                     for message in dirty {
-                        if shutdown.is_cancelled() {
-                            return;
-                        }
-                        match self.post_chat_message(&message).await {
-                            Ok(()) => {}
-                            Err(Failure::Refused(e)) => {
-                                tracing::error!(key = %message.key, platform = %message.platform, channel = %message.channel, error = %e, "chat refused a message; giving up on this version");
-                                if let Err(e) = self
-                                    .store
-                                    .chat_abandoned(&message.key, &message.body_hash)
-                                    .await
-                                {
-                                    tracing::warn!(error = %e, "recording an abandoned chat message failed");
-                                }
-                            }
-                            Err(Failure::Later(e)) => {
-                                tracing::warn!(key = %message.key, platform = %message.platform, channel = %message.channel, error = %e, "posting a chat message failed; retrying later");
-                                failed = true;
-                            }
-                        }
+                        by_channel
+                            .entry((message.platform.clone(), message.channel.clone()))
+                            .or_default()
+                            .push(message);
                     }
+                    let channels = by_channel
+                        .into_values()
+                        .map(|messages| self.post_in_order(messages, &shutdown));
+                    let failed = join_all(channels).await.into_iter().any(|f| f);
+                    if shutdown.is_cancelled() {
+                        return;
+                    }
+                    failed
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "reading chat messages to post failed");
-                    failed = true;
+                    true
                 }
-            }
+            };
             if !failed
                 && self
                     .store
@@ -74,6 +72,38 @@ impl Notifier {
                 () = tokio::time::sleep(POLL) => {}
             }
         }
+    }
+
+    /// Posts one channel's messages in order; whether any must be tried again later.
+    async fn post_in_order(
+        &self,
+        messages: Vec<ChatMessageRow>,
+        shutdown: &CancellationToken,
+    ) -> bool {
+        let mut failed = false;
+        for message in messages {
+            if shutdown.is_cancelled() {
+                break;
+            }
+            match self.post_chat_message(&message).await {
+                Ok(()) => {}
+                Err(Failure::Refused(e)) => {
+                    tracing::error!(key = %message.key, platform = %message.platform, channel = %message.channel, error = %e, "chat refused a message; giving up on this version");
+                    if let Err(e) = self
+                        .store
+                        .chat_abandoned(&message.key, &message.body_hash)
+                        .await
+                    {
+                        tracing::warn!(error = %e, "recording an abandoned chat message failed");
+                    }
+                }
+                Err(Failure::Later(e)) => {
+                    tracing::warn!(key = %message.key, platform = %message.platform, channel = %message.channel, error = %e, "posting a chat message failed; retrying later");
+                    failed = true;
+                }
+            }
+        }
+        failed
     }
 
     async fn post_chat_message(&self, m: &ChatMessageRow) -> Result<(), Failure> {
