@@ -132,3 +132,87 @@ impl Place {
         )
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use secrecy::SecretString;
+
+    fn outputs(slack: bool, discord: bool) -> ChatOutputs {
+        ChatOutputs {
+            slack: slack.then(|| SlackOutput {
+                client: SlackClient::new("http://127.0.0.1:9/api", SecretString::from("x"))
+                    .unwrap(),
+                approvals_channel: Some("C0APPROVALS".into()),
+            }),
+            discord: discord.then(|| DiscordOutput {
+                client: DiscordClient::new(
+                    "http://127.0.0.1:9/api/v10",
+                    SecretString::from("x"),
+                    "1100000000000000001",
+                )
+                .unwrap(),
+                approvals_channel: Some("900".into()),
+            }),
+        }
+    }
+
+    fn keys(places: &[Place]) -> Vec<String> {
+        places.iter().map(Place::key).collect()
+    }
+
+    #[test]
+    fn gates_without_channels_use_each_platforms_approvals_channel() {
+        let thread = Place::new("slack", "C0REQ".into(), Some("1.2".into()));
+        assert_eq!(
+            keys(&outputs(true, true).card_places(&[], Some(&thread))),
+            ["discord:900:-", "slack:C0APPROVALS:-", "slack:C0REQ:1.2"]
+        );
+        assert_eq!(
+            keys(&outputs(true, false).card_places(&[], None)),
+            ["slack:C0APPROVALS:-"]
+        );
+    }
+
+    #[test]
+    fn gate_channels_name_their_platform_or_are_told_apart_by_shape() {
+        let named = [
+            "slack:C1".to_owned(),
+            "discord:42".into(),
+            "C2".into(),
+            "4343".into(),
+            // Twice is once.
+            "slack:C1".into(),
+        ];
+        assert_eq!(
+            keys(&outputs(true, true).card_places(&named, None)),
+            ["discord:42:-", "discord:4343:-", "slack:C1:-", "slack:C2:-"]
+        );
+        // Places on a platform that is not configured are left out.
+        assert_eq!(
+            keys(&outputs(false, true).card_places(&named, None)),
+            ["discord:42:-", "discord:4343:-"]
+        );
+    }
+
+    #[test]
+    fn threads_come_from_chat_requirements_only() {
+        let o = outputs(true, false);
+        let slack = RequirementSource::Slack {
+            channel: "C0REQ".into(),
+            thread_ts: "1.2".into(),
+        };
+        assert_eq!(o.thread_of(&slack).unwrap().key(), "slack:C0REQ:1.2");
+        let discord = RequirementSource::Discord {
+            channel: "77".into(),
+            message_id: "88".into(),
+        };
+        assert_eq!(o.thread_of(&discord), None, "Discord is not configured");
+        let github = RequirementSource::Github {
+            repo: "a/b".into(),
+            number: 1,
+            pull_request: false,
+        };
+        assert_eq!(o.thread_of(&github), None);
+    }
+}
