@@ -945,4 +945,12 @@ fn slack_and_discord_from_the_config_file() {
             })
         }),
     );
+    let metrics = up.http_get("/metrics");
+    for line in [
+        "gatehouse_chat_messages_total{platform=\"slack\",outcome=\"posted\"}",
+        "gatehouse_chat_messages_total{platform=\"discord\",outcome=\"posted\"}",
+        "gatehouse_webhook_deliveries_total{source=\"discord\",duplicate=\"false\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} in {metrics}");
+    }
 }

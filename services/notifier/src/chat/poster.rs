@@ -85,7 +85,15 @@ impl Notifier {
             if shutdown.is_cancelled() {
                 break;
             }
-            match self.post_chat_message(&message).await {
+            let result = self.post_chat_message(&message).await;
+            let outcome = match &result {
+                Ok(()) => "posted",
+                Err(Failure::Refused(_)) => "refused",
+                Err(Failure::Later(_)) => "retry",
+            };
+            metrics::counter!("gatehouse_chat_messages_total", "platform" => message.platform.clone(), "outcome" => outcome)
+                .increment(1);
+            match result {
                 Ok(()) => {}
                 Err(Failure::Refused(e)) => {
                     tracing::error!(key = %message.key, platform = %message.platform, channel = %message.channel, error = %e, "chat refused a message; giving up on this version");
