@@ -110,11 +110,7 @@ impl FakeDiscord {
             .nest(API, api)
             .fallback(unknown)
             .with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let url = crate::serve_fake(app).await;
         Self { url, inner }
     }
 

@@ -106,11 +106,7 @@ impl FakeSlack {
         let app = axum::Router::new()
             .route("/api/{method}", axum::routing::any(api))
             .with_state(inner.clone());
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        tokio::spawn(async move { axum::serve(listener, app).await });
+        let url = crate::serve_fake(app).await;
         Self { url, inner }
     }
 

@@ -354,6 +354,17 @@ impl Services {
     }
 }
 
+/// Serves a fake outside API on a free loopback port for the rest of the test; returns its
+/// URL.
+pub async fn serve_fake(app: axum::Router) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    url
+}
+
 /// Serves ingest's routes for `api` on a free loopback port until `stop`; returns its URL.
 pub async fn serve_api(
     api: gatehouse_ingest::ApiState,
