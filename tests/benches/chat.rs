@@ -34,11 +34,10 @@
 //! second each, for the pacing); `GATEHOUSE_BENCH_MENTIONS` (default 5) the runs started
 //! by a mention; `GATEHOUSE_BENCH_BURST` (default 10) the gates opening together.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
-use gatehouse_events::{Actor, Channel, Envelope, Event, RunRequested};
 use gatehouse_slack::{Message, SlackClient};
 use gatehouse_tests::Backend;
 use gatehouse_tests::chat_hub::{ANA, APPROVALS, CY, Hub, REQUESTS, control, now};
@@ -142,35 +141,6 @@ async fn sleep_until(at: DateTime<Utc>) {
     if let Ok(left) = (at - Utc::now()).to_std() {
         tokio::time::sleep(left).await;
     }
-}
-
-/// Requests runs of `review` as the API does: `run.requested` events in the outbox, in one
-/// transaction, asked for by cy, with no requirement (so no chat thread).
-async fn request(hub: &Hub, count: usize) -> Vec<Uuid> {
-    let mut tx = hub.db.store.begin().await.expect("begin");
-    let mut ids = Vec::with_capacity(count);
-    for _ in 0..count {
-        let run_id = Uuid::now_v7();
-        let event = Event::RunRequested(RunRequested {
-            run_id,
-            sop: "review".into(),
-            params: BTreeMap::new(),
-            requirement_id: None,
-            requested_by: Actor {
-                channel: Channel::Api,
-                handle: "cy".into(),
-                person: Some("cy".into()),
-            },
-            schedule: None,
-            parent: None,
-        });
-        tx.append_outbox(&Envelope::new("bench", &event, None).expect("envelope"))
-            .await
-            .expect("append");
-        ids.push(run_id);
-    }
-    tx.commit().await.expect("commit");
-    ids
 }
 
 /// The card of `run`'s gate in the approvals channel, once posted: the fake's message,
@@ -293,7 +263,7 @@ async fn sequential(
     for i in 0..gates {
         // The previous card's slot must be over, or this card waits for it.
         sleep_until(free_at).await;
-        let run = request(hub, 1).await[0];
+        let run = gatehouse_tests::request_runs(&hub.db.store, "review", 1, "cy").await[0];
         let (card, tried) = card(hub, run).await;
         let (opened, posted) = (gate_opened(hub, run).await, slack_time(&card.ts));
         f.card.between(opened, posted);
@@ -376,7 +346,7 @@ async fn mentioned(hub: &Hub, count: usize) -> Figures {
 /// Gates opening together: runs requested in one transaction, cards paced in one channel.
 async fn burst(hub: &Hub, count: usize) -> (Latencies, f64) {
     settle(hub).await;
-    let runs = request(hub, count).await;
+    let runs = gatehouse_tests::request_runs(&hub.db.store, "review", count, "cy").await;
     let mut card_l = Latencies::new();
     let mut opened = Vec::with_capacity(count);
     let mut posted = Vec::with_capacity(count);

@@ -9,17 +9,14 @@
 //! `cargo bench -p gatehouse-tests --bench runs`. `BENCH_RUNS` (default 50) and
 //! `BENCH_WAITING` (default 10000) set the sizes.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatehouse_bus::{Bus, InProcessBus};
 use gatehouse_engine::{Input, Outcome, RunState, apply};
-use gatehouse_events::{Actor, Channel, Envelope, Event, RunRequested};
 use gatehouse_sop::{Catalog, parse};
 use gatehouse_store::Store;
 use gatehouse_tests::{Backend, Services, TestDb};
-use uuid::Uuid;
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -97,35 +94,6 @@ fn engine(runs: usize) {
     );
 }
 
-async fn request(store: &Store, sop: &str, count: usize) -> Vec<Uuid> {
-    let mut ids = Vec::with_capacity(count);
-    for chunk in (0..count).collect::<Vec<_>>().chunks(500) {
-        let mut tx = store.begin().await.expect("begin");
-        for _ in chunk {
-            let run_id = Uuid::now_v7();
-            let event = Event::RunRequested(RunRequested {
-                run_id,
-                sop: sop.into(),
-                params: BTreeMap::new(),
-                requirement_id: None,
-                requested_by: Actor {
-                    channel: Channel::Api,
-                    handle: "bench".into(),
-                    person: Some("bench".into()),
-                },
-                schedule: None,
-                parent: None,
-            });
-            tx.append_outbox(&Envelope::new("bench", &event, None).expect("envelope"))
-                .await
-                .expect("append");
-            ids.push(run_id);
-        }
-        tx.commit().await.expect("commit");
-    }
-    ids
-}
-
 async fn count(store: &Store, status: &str, limit: usize) -> usize {
     store
         .runs(Some(status), limit as i64)
@@ -161,7 +129,7 @@ async fn throughput(runs: usize) {
         Duration::from_secs(30),
     );
     let start = Instant::now();
-    request(&db.store, "noop10", runs).await;
+    gatehouse_tests::request_runs(&db.store, "noop10", runs, "bench").await;
     while count(&db.store, "succeeded", runs).await < runs {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
@@ -192,13 +160,13 @@ async fn waiting(runs: usize) {
         Duration::from_secs(30),
     );
     // Warm up: one run through, so pools and caches exist before the baseline.
-    request(&db.store, "waits", 1).await;
+    gatehouse_tests::request_runs(&db.store, "waits", 1, "bench").await;
     while count(&db.store, "waiting", 1).await < 1 {
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
     let before = rss_kib();
     let start = Instant::now();
-    let ids = request(&db.store, "waits", runs).await;
+    let ids = gatehouse_tests::request_runs(&db.store, "waits", runs, "bench").await;
     // Requests are applied in order, so the last one waiting means all are; polling one
     // run keeps the benchmark's own allocations out of the figure.
     let last = *ids.last().expect("at least one run");

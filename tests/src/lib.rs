@@ -354,6 +354,38 @@ impl Services {
     }
 }
 
+/// Requests `count` runs of `sop` as the API does (`run.requested` events in the outbox, 500
+/// to a transaction), asked for by `person`, with no requirement; returns their ids.
+pub async fn request_runs(store: &Store, sop: &str, count: usize, person: &str) -> Vec<uuid::Uuid> {
+    use gatehouse_events::{Actor, Channel, Envelope, Event, RunRequested};
+    let mut ids = Vec::with_capacity(count);
+    for chunk in (0..count).collect::<Vec<_>>().chunks(500) {
+        let mut tx = store.begin().await.expect("begin");
+        for _ in chunk {
+            let run_id = uuid::Uuid::now_v7();
+            let event = Event::RunRequested(RunRequested {
+                run_id,
+                sop: sop.into(),
+                params: std::collections::BTreeMap::new(),
+                requirement_id: None,
+                requested_by: Actor {
+                    channel: Channel::Api,
+                    handle: person.into(),
+                    person: Some(person.into()),
+                },
+                schedule: None,
+                parent: None,
+            });
+            tx.append_outbox(&Envelope::new("bench", &event, None).expect("envelope"))
+                .await
+                .expect("append");
+            ids.push(run_id);
+        }
+        tx.commit().await.expect("commit");
+    }
+    ids
+}
+
 /// Serves a fake outside API on a free loopback port for the rest of the test; returns its
 /// URL.
 pub async fn serve_fake(app: axum::Router) -> String {
