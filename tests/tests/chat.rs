@@ -212,8 +212,15 @@ async fn bad_slack_and_discord_requests_change_nothing(backend: Backend) {
         .slack_post("/webhooks/slack/events", &huge, now(), None)
         .await;
     assert_eq!(status, 413);
-    // A button Gatehouse never made: answered only to the clicker.
-    assert_eq!(hub.slack_click(BO, APPROVALS, "deploy_now").await, 200);
+    // A button Gatehouse never made: answered only to the clicker, and not stored.
+    let click = hub.slack_click_body(BO, APPROVALS, "deploy_now");
+    let (status, _) = hub
+        .slack_post("/webhooks/slack/interactions", &click, now(), None)
+        .await;
+    assert_eq!(status, 200);
+    let fields: Vec<(String, String)> = serde_urlencoded::from_bytes(&click).unwrap();
+    let payload: Value = serde_json::from_str(&fields[0].1).unwrap();
+    let click_id = format!("interaction:{}", payload["trigger_id"].as_str().unwrap());
     let ephemeral = hub
         .until("the ephemeral answer", || hub.slack.ephemerals().pop())
         .await;
@@ -247,31 +254,23 @@ async fn bad_slack_and_discord_requests_change_nothing(backend: Backend) {
     assert_eq!(response.status().as_u16(), 401);
     let (status, _) = hub.discord_post(&json!({ "hello": "world" })).await;
     assert_eq!(status, 400);
-    let (status, answer) = hub
-        .discord_post(&hub.discord_click("4242", "click_one", &[]))
-        .await;
+    let unknown = hub.discord_click("4242", "click_one", &[]);
+    let (status, answer) = hub.discord_post(&unknown).await;
     assert_eq!(status, 200);
     assert_eq!(answer["type"], 4);
     assert_eq!(answer["data"]["flags"], 64);
 
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert!(hub.db.store.runs(None, 10).await.unwrap().is_empty());
-    assert!(
-        hub.db
-            .store
-            .pending_deliveries(10)
-            .await
-            .unwrap()
-            .is_empty()
-    );
-    assert!(
-        hub.db
-            .store
-            .delivery("slack", "Ev-bad")
-            .await
-            .unwrap()
-            .is_none()
-    );
+    let discord_id = format!("interaction:{}", unknown["id"].as_str().unwrap());
+    for (source, id) in [
+        ("slack", "Ev-bad"),
+        ("slack", click_id.as_str()),
+        ("discord", discord_id.as_str()),
+    ] {
+        let stored = hub.db.store.delivery(source, id).await.unwrap();
+        assert!(stored.is_none(), "{source} {id} was stored: {stored:?}");
+    }
     hub.stop().await;
 }
 
