@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use async_trait::async_trait;
 use secrecy::{ExposeSecret, SecretString};
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serenity::all::{
     ClientBuilder, Context, EventHandler, GatewayIntents, Interaction, Message, Ready,
@@ -18,7 +19,8 @@ use crate::client::http_for;
 use crate::error::DiscordError;
 
 /// A message that mentions the bot: a request for Gatehouse (`@gatehouse run bug-fix on …`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Serialisable, so ingest can store it as it stores webhook bodies.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Mention {
     /// The message, for replies and de-duplication.
     pub message_id: String,

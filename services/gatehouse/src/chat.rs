@@ -13,9 +13,28 @@ use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 
+/// The Slack Web API client `[slack]` asks for (with a bot token), made once: ingest and the
+/// notifier share it, and with it its per-channel pacing.
+pub fn slack_client(config: &Config) -> anyhow::Result<Option<gatehouse_slack::SlackClient>> {
+    let Some(slack) = &config.slack else {
+        return Ok(None);
+    };
+    let Some(token) = &slack.bot_token else {
+        return Ok(None);
+    };
+    let token = token.resolve().context("slack.bot_token")?;
+    Ok(Some(
+        gatehouse_slack::SlackClient::new(&slack.api_url, token).context("[slack]")?,
+    ))
+}
+
 /// What ingest needs: signing secrets, the public key, channel SOPs. A platform without
 /// its secret is left out with a warning (every request would be refused anyway).
-pub fn settings(config: &Config, catalog: &Catalog) -> anyhow::Result<ChatSettings> {
+pub fn settings(
+    config: &Config,
+    catalog: &Catalog,
+    slack_client: Option<&gatehouse_slack::SlackClient>,
+) -> anyhow::Result<ChatSettings> {
     let mut chat = ChatSettings::default();
     if let Some(slack) = &config.slack {
         check_sops("slack", &slack.channel_sops, catalog);
@@ -24,7 +43,7 @@ pub fn settings(config: &Config, catalog: &Catalog) -> anyhow::Result<ChatSettin
                 let secret = secret.resolve().context("slack.signing_secret")?;
                 chat.slack = Some(SlackSettings {
                     signing_secret: secret.expose_secret().as_bytes().to_vec(),
-                    client: slack_client(config)?,
+                    client: slack_client.cloned(),
                     channel_sops: slack.channel_sops.clone(),
                     max_body_bytes: slack.max_body_bytes,
                 });
@@ -54,9 +73,12 @@ pub fn settings(config: &Config, catalog: &Catalog) -> anyhow::Result<ChatSettin
 }
 
 /// Where the notifier posts: each platform with a bot token.
-pub fn outputs(config: &Config) -> anyhow::Result<ChatOutputs> {
+pub fn outputs(
+    config: &Config,
+    slack_client: Option<gatehouse_slack::SlackClient>,
+) -> anyhow::Result<ChatOutputs> {
     let mut outputs = ChatOutputs::default();
-    if let (Some(slack), Some(client)) = (&config.slack, slack_client(config)?) {
+    if let (Some(slack), Some(client)) = (&config.slack, slack_client) {
         outputs.slack = Some(SlackOutput {
             client,
             approvals_channel: slack.approvals_channel.clone(),
@@ -126,19 +148,6 @@ pub fn spawn_gateway(
         }
     });
     Ok(())
-}
-
-fn slack_client(config: &Config) -> anyhow::Result<Option<gatehouse_slack::SlackClient>> {
-    let Some(slack) = &config.slack else {
-        return Ok(None);
-    };
-    let Some(token) = &slack.bot_token else {
-        return Ok(None);
-    };
-    let token = token.resolve().context("slack.bot_token")?;
-    Ok(Some(
-        gatehouse_slack::SlackClient::new(&slack.api_url, token).context("[slack]")?,
-    ))
 }
 
 fn check_sops(

@@ -99,9 +99,14 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         Runner::new(store.clone(), Arc::new(sandbox), runner_options)
             .run(bus.clone(), shutdown.clone()),
     );
+    let slack_client = crate::chat::slack_client(config)?;
     let mut api = ApiState::new(store.clone(), catalog.clone())
         .with_people(people(config))
-        .with_chat(crate::chat::settings(config, &catalog)?);
+        .with_chat(crate::chat::settings(
+            config,
+            &catalog,
+            slack_client.as_ref(),
+        )?);
     if let Some(github) = &config.github {
         api = api.with_github(github_settings(github)?);
     }
@@ -128,7 +133,7 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         }
     }
     let mut notifier = Notifier::new(store.clone(), github_client)
-        .with_chat(crate::chat::outputs(config)?)
+        .with_chat(crate::chat::outputs(config, slack_client)?)
         .with_data_dir(&data_dir);
     if !server.public_url.is_empty() {
         notifier = notifier.with_public_url(&server.public_url);

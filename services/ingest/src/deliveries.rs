@@ -28,6 +28,12 @@ pub async fn process_deliveries(state: ApiState, shutdown: CancellationToken) {
     }
 }
 
+/// A request body as text, which is how deliveries are stored: 400 when it is not UTF-8.
+pub(crate) fn utf8(body: &[u8]) -> Result<&str, ApiError> {
+    std::str::from_utf8(body)
+        .map_err(|_| ApiError::new(axum::http::StatusCode::BAD_REQUEST, "the body is not UTF-8"))
+}
+
 /// What processing a delivery came to.
 pub(crate) struct Outcome {
     status: &'static str,
@@ -88,12 +94,9 @@ impl ApiState {
         source: &'static str,
         id: &str,
         event: &str,
-        body: &[u8],
+        body: &str,
     ) -> Result<bool, ApiError> {
-        let text = std::str::from_utf8(body).map_err(|_| {
-            ApiError::new(axum::http::StatusCode::BAD_REQUEST, "the body is not UTF-8")
-        })?;
-        let stored = self.store.record_delivery(source, id, event, text).await?;
+        let stored = self.store.record_delivery(source, id, event, body).await?;
         if stored {
             self.deliveries.notify_one();
         }

@@ -123,6 +123,10 @@ impl Handler for Notifier {
         let Ok(Event::RunUpdated(update)) = envelope.decode() else {
             return Ok(());
         };
+        // GitHub shows only runs on an issue; chat cards go out for every run.
+        if !self.chat.any() && update.requirement_id.is_none() {
+            return Ok(());
+        }
         // Render from the stored run, not the snapshot: a late snapshot must not roll a
         // message back, and the stored run is always the newest.
         let Some(run) = self.store.run(update.run_id).await? else {

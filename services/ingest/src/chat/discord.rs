@@ -14,13 +14,12 @@ use gatehouse_discord::{
     reject_modal, send_back_modal, verify_interaction,
 };
 use gatehouse_store::{DeliveryRow, Tx};
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Platform;
 use super::click::Click;
 use super::mention::ChatMention;
-use crate::deliveries::Outcome;
+use crate::deliveries::{Outcome, utf8};
 use crate::{ApiError, ApiState};
 
 /// Interactions over HTTP: 401 for a bad signature, 400 for a malformed body.
@@ -48,16 +47,6 @@ pub(crate) async fn interactions(
     Ok(Json(state.discord_interaction(&body).await?))
 }
 
-/// A mention as stored for processing (the gateway's message, reduced to what is used).
-#[derive(Serialize, Deserialize)]
-struct StoredMention {
-    message_id: String,
-    channel_id: String,
-    author: String,
-    text: String,
-    reply_to: Option<String>,
-}
-
 impl ApiState {
     /// The answer to an interaction, from the HTTP endpoint or the gateway.
     pub(crate) async fn discord_interaction(&self, body: &[u8]) -> Result<Value, ApiError> {
@@ -79,7 +68,7 @@ impl ApiState {
                 match (action.verb, c.values.first()) {
                     (Verb::Approve, _) => {
                         let id = format!("interaction:{}", c.id);
-                        self.store_delivery("discord", &id, "interaction", body)
+                        self.store_delivery("discord", &id, "interaction", utf8(body)?)
                             .await?;
                         Ok(deferred_update())
                     }
@@ -97,7 +86,7 @@ impl ApiState {
                     return Ok(unknown());
                 }
                 let id = format!("interaction:{}", m.id);
-                self.store_delivery("discord", &id, "interaction", body)
+                self.store_delivery("discord", &id, "interaction", utf8(body)?)
                     .await?;
                 Ok(deferred_update())
             }
@@ -115,7 +104,7 @@ impl ApiState {
     ) -> Result<Outcome, ApiError> {
         match delivery.event.as_str() {
             "mention" => {
-                let m: StoredMention = match serde_json::from_str(&delivery.body) {
+                let m: Mention = match serde_json::from_str(&delivery.body) {
                     Ok(m) => m,
                     Err(e) => return Ok(Outcome::ignored(format!("unreadable mention: {e}"))),
                 };
@@ -179,15 +168,8 @@ impl DiscordSink {
 #[async_trait]
 impl GatewaySink for DiscordSink {
     async fn mention(&self, m: Mention) {
-        let stored = StoredMention {
-            message_id: m.message_id.clone(),
-            channel_id: m.channel_id,
-            author: m.author,
-            text: m.text,
-            reply_to: m.reply_to,
-        };
         let id = format!("message:{}", m.message_id);
-        let result = match serde_json::to_vec(&stored) {
+        let result = match serde_json::to_string(&m) {
             Ok(body) => self
                 .state
                 .store_delivery("discord", &id, "mention", &body)

@@ -19,7 +19,7 @@ use serde_json::json;
 use super::Platform;
 use super::click::Click;
 use super::mention::ChatMention;
-use crate::deliveries::Outcome;
+use crate::deliveries::{Outcome, utf8};
 use crate::{ApiError, ApiState};
 
 /// Events API: `url_verification` is answered with its challenge; event callbacks are
@@ -41,7 +41,7 @@ pub(crate) async fn events(
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or("0");
             let stored = state
-                .store_delivery("slack", &callback.event_id, "event", &body)
+                .store_delivery("slack", &callback.event_id, "event", utf8(&body)?)
                 .await?;
             tracing::debug!(event = %callback.event_id, retry, stored, "Slack event received");
             Ok(StatusCode::OK.into_response())
@@ -82,7 +82,7 @@ pub(crate) async fn interactions(
             }
             let id = format!("interaction:{}", click.trigger_id);
             state
-                .store_delivery("slack", &id, "block_actions", &body)
+                .store_delivery("slack", &id, "block_actions", utf8(&body)?)
                 .await?;
             Ok(StatusCode::OK.into_response())
         }
@@ -95,7 +95,7 @@ pub(crate) async fn interactions(
             }
             let id = format!("view:{}", view.view_id);
             state
-                .store_delivery("slack", &id, "view_submission", &body)
+                .store_delivery("slack", &id, "view_submission", utf8(&body)?)
                 .await?;
             // An empty 200 closes the dialog.
             Ok(StatusCode::OK.into_response())

@@ -8,6 +8,7 @@ use axum::http::{HeaderMap, StatusCode};
 use gatehouse_github::verify_signature;
 use serde_json::{Value, json};
 
+use crate::deliveries::utf8;
 use crate::{ApiError, ApiState};
 
 /// Receives a delivery: 401 for a bad signature (nothing stored, a counter counts it), 400
@@ -32,7 +33,7 @@ pub(crate) async fn receive(
     let bad = |m: &str| ApiError::new(StatusCode::BAD_REQUEST, m);
     let event = header("x-github-event").ok_or_else(|| bad("no X-GitHub-Event header"))?;
     let delivery = header("x-github-delivery").ok_or_else(|| bad("no X-GitHub-Delivery header"))?;
-    let text = std::str::from_utf8(&body).map_err(|_| bad("the body is not UTF-8"))?;
+    let text = utf8(&body)?;
     serde_json::from_str::<Value>(text).map_err(|e| {
         ApiError::new(
             StatusCode::BAD_REQUEST,
@@ -40,7 +41,7 @@ pub(crate) async fn receive(
         )
     })?;
     let stored = state
-        .store_delivery("github", delivery, event, text.as_bytes())
+        .store_delivery("github", delivery, event, text)
         .await?;
     let status = if stored {
         StatusCode::ACCEPTED
