@@ -1,9 +1,9 @@
 //! The SOPs a deployment knows: the built-ins, then the user's directories.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-use crate::{Diagnostic, Sop, SopError, parse};
+use crate::{Diagnostic, NodeKind, Sop, SopError, parse};
 
 /// SOPs compiled into the binary, so a fresh install has something to run.
 const BUILTIN: [(&str, &str); 3] = [
@@ -89,6 +89,27 @@ impl Catalog {
     /// The SOP called `name`.
     pub fn get(&self, name: &str) -> Option<&Sop> {
         self.sops.get(name)
+    }
+
+    /// Adds an SOP that comes from somewhere other than a file (a schedule's agent task),
+    /// replacing one of the same name.
+    pub fn insert(&mut self, sop: Sop) {
+        self.sops.insert(sop.name.clone(), sop);
+    }
+
+    /// Marks the SOPs whose agent nodes name a role outside `roles` as unable to start, so
+    /// that a run is refused with a message at once instead of failing at that node.
+    pub fn require_roles<'a>(&mut self, roles: impl IntoIterator<Item = &'a str>) {
+        let roles: BTreeSet<&str> = roles.into_iter().collect();
+        for sop in self.sops.values_mut() {
+            sop.unavailable = sop.nodes.iter().find_map(|node| match &node.kind {
+                NodeKind::Agent { role, .. } if !roles.contains(role.as_str()) => Some(format!(
+                    "`{}` cannot start: node `{}` uses the agent role `{role}`, which is not configured (add [roles.{role}] to the configuration)",
+                    sop.name, node.id
+                )),
+                _ => None,
+            });
+        }
     }
 
     /// All SOPs, by name.

@@ -28,6 +28,10 @@ pub struct Sop {
     /// The YAML text the version hashes; stored with runs so they can be reloaded.
     #[serde(skip)]
     pub text: String,
+    /// Why runs of it cannot start in this deployment (an agent role it names is not
+    /// configured); set by [`crate::Catalog::require_roles`].
+    #[serde(skip)]
+    pub unavailable: Option<String>,
 }
 
 impl Sop {
@@ -37,18 +41,11 @@ impl Sop {
     }
 
     /// Whether a run can start with `params`: required parameters given, no unknown ones,
-    /// and no node of a kind this build cannot execute yet (`agent`). The message says
-    /// what to change.
+    /// and every agent role it names configured (when the catalog was told the roles).
+    /// The message says what to change.
     pub fn check_start(&self, params: &BTreeMap<String, String>) -> Result<(), String> {
-        if let Some(node) = self
-            .nodes
-            .iter()
-            .find(|n| matches!(n.kind, NodeKind::Agent { .. }))
-        {
-            return Err(format!(
-                "`{}` cannot run yet: node `{}` is an agent node, which this version of Gatehouse does not execute",
-                self.name, node.id
-            ));
+        if let Some(why) = &self.unavailable {
+            return Err(why.clone());
         }
         let missing: Vec<&str> = self
             .params

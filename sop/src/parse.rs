@@ -412,6 +412,11 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
             "agent" => {
                 let role = required(report, n.role.as_ref(), "role");
                 let prompt = required(report, n.prompt.as_ref(), "prompt");
+                if let (Some(spanned), Some(text)) = (n.prompt.as_ref(), &prompt)
+                    && let Err(e) = gatehouse_agent::check_template(text)
+                {
+                    report.span(spanned.span(), format!("`prompt`: {e}"));
+                }
                 role.zip(prompt)
                     .map(|(role, prompt)| NodeKind::Agent { role, prompt })
             }
@@ -548,5 +553,6 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
         version,
         source: report.file.to_owned(),
         text: text.to_owned(),
+        unavailable: None,
     })
 }

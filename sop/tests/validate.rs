@@ -274,10 +274,18 @@ fn starting_checks_parameters_and_executable_kinds() {
         check.check_start(&BTreeMap::from([("colour".into(), "red".into())])),
         Err("`platform-check` has no parameter `colour`".into())
     );
-    let bug_fix = catalog.get("bug-fix").unwrap();
+    let repo = BTreeMap::from([("repo".into(), "acme/api".into())]);
+    assert_eq!(catalog.get("bug-fix").unwrap().check_start(&repo), Ok(()));
+    let mut configured = catalog.clone();
+    configured.require_roles(["analyst", "architect", "developer"]);
     assert_eq!(
-        bug_fix.check_start(&BTreeMap::from([("repo".into(), "acme/api".into())])),
-        Err("`bug-fix` cannot run yet: node `clarify` is an agent node, which this version of Gatehouse does not execute".into())
+        configured.get("bug-fix").unwrap().check_start(&repo),
+        Err("`bug-fix` cannot start: node `review` uses the agent role `reviewer`, which is not configured (add [roles.reviewer] to the configuration)".into())
+    );
+    configured.require_roles(["analyst", "architect", "developer", "reviewer"]);
+    assert_eq!(
+        configured.get("bug-fix").unwrap().check_start(&repo),
+        Ok(())
     );
     let needs_repo = parse("r.yaml", "name: r\nparams:\n  repo: { required: true }\n  level: { default: \"3\" }\nnodes:\n  a: { kind: script, run: ls }\n").unwrap();
     assert_eq!(
@@ -297,6 +305,19 @@ fn imports_name_a_child_node_and_file() {
         errors("name: x\nnodes:\n  c: { kind: sop, sop: other, import: [report.md] }\n"),
         [
             "sops/x.yaml:3:39: `import` entry `report.md` must be NODE/FILE, a node of the child SOP and one of its artifacts"
+        ]
+    );
+}
+
+#[test]
+fn prompt_templates_are_checked_where_they_are_written() {
+    assert_eq!(
+        errors(
+            "name: x\nnodes:\n  a:\n    kind: agent\n    role: dev\n    prompt: \"Fix {{ requirment.title }}\"\n  b:\n    kind: agent\n    role: dev\n    prompt: \"{% if x %}\"\n"
+        ),
+        [
+            "sops/x.yaml:6:13: `prompt`: prompt template, line 1: `requirment` is undefined; there is no variable `requirment`; a prompt sees requirement, params, inputs, rework_comment, run_id, node, attempt",
+            "sops/x.yaml:10:13: `prompt`: prompt template, line 1: syntax error: unexpected end of input, expected end of block",
         ]
     );
 }

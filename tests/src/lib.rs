@@ -9,6 +9,9 @@ pub mod chat_hub;
 pub mod fake_discord;
 pub mod fake_github;
 pub mod fake_slack;
+mod stack;
+
+pub use stack::{Stack, actor};
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -317,6 +320,24 @@ impl Services {
         ack_wait: Duration,
         delivery: Option<Arc<gatehouse_runner::Deliverer>>,
     ) -> Self {
+        let options = gatehouse_runner::RunnerOptions {
+            concurrency: 2,
+            ack_wait,
+            delivery,
+            ..gatehouse_runner::RunnerOptions::new(data_dir.to_owned())
+        };
+        let sandbox = Arc::new(gatehouse_sandbox::ProcessSandbox::default());
+        Self::start_runner(store, bus, catalog, sandbox, options)
+    }
+
+    /// Starts the services with a runner of the given sandbox and options.
+    pub fn start_runner(
+        store: &Store,
+        bus: Arc<dyn Bus>,
+        catalog: gatehouse_sop::Catalog,
+        sandbox: Arc<dyn gatehouse_sandbox::Sandbox>,
+        options: gatehouse_runner::RunnerOptions,
+    ) -> Self {
         let stop = tokio_util::sync::CancellationToken::new();
         let relay = Relay::new(
             store.clone(),
@@ -327,16 +348,7 @@ impl Services {
             },
         );
         let scheduler = gatehouse_scheduler::Scheduler::new(store.clone(), Arc::new(catalog));
-        let runner = gatehouse_runner::Runner::new(
-            store.clone(),
-            Arc::new(gatehouse_sandbox::ProcessSandbox::default()),
-            gatehouse_runner::RunnerOptions {
-                concurrency: 2,
-                ack_wait,
-                data_dir: data_dir.to_owned(),
-                delivery,
-            },
-        );
+        let runner = gatehouse_runner::Runner::new(store.clone(), sandbox, options);
         let tasks = vec![
             tokio::spawn(relay.run(stop.clone())),
             tokio::spawn(scheduler.run(bus.clone(), stop.clone())),

@@ -4,20 +4,58 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::Profile;
+
 /// One node attempt to run.
 #[derive(Debug, Clone)]
 pub struct Job {
-    /// The script, run with `sh -c` in `workspace`.
+    /// The script, run with `sh -c` in the workspace.
     pub script: String,
-    /// The complete environment: declared env, secrets, and the `GATEHOUSE_*` variables.
+    /// Declared env and secrets and Gatehouse's variables, but NOT the three path
+    /// variables: each sandbox sets `GATEHOUSE_WORKSPACE`, `GATEHOUSE_ARTIFACTS` and
+    /// `GATEHOUSE_INPUTS` itself, as the script sees those directories (host paths for a
+    /// process, `/workspace`, `/gatehouse/artifacts`, `/gatehouse/inputs` in a container).
     /// Nothing else from the host reaches the script.
     pub env: BTreeMap<String, String>,
-    /// The run's workspace, shared by its nodes and kept across them.
+    /// The run's workspace on the host, shared by its nodes and kept across them.
     pub workspace: PathBuf,
-    /// Where the node writes its artifacts (`$GATEHOUSE_ARTIFACTS`); created if missing.
+    /// Where the node writes its artifacts, on the host; created if missing.
     pub artifacts: PathBuf,
-    /// Wall-clock limit; the whole process group is killed when it passes.
+    /// The artifacts of earlier nodes this one reads, on the host; created if missing,
+    /// read-only in a container.
+    pub inputs: PathBuf,
+    /// Wall-clock limit; everything the job started is killed when it passes.
     pub timeout: Option<Duration>,
+    /// Which sandbox runs it and with what limits.
+    pub profile: Profile,
+    /// Which node attempt this is.
+    pub labels: JobLabels,
+    /// Keep up to this many bytes of the END of stdout in [`Exit::stdout_tail`] (agent
+    /// CLIs print their usage report last); 0 keeps nothing.
+    pub stdout_tail: usize,
+}
+
+impl Job {
+    /// The job's inputs directory as its script sees it (where an agent's prompt file is
+    /// read from): the host path for a process, a fixed path in a container.
+    pub fn inputs_seen(&self) -> String {
+        match self.profile.kind {
+            crate::SandboxKind::Process => self.inputs.display().to_string(),
+            crate::SandboxKind::Docker => crate::docker::INPUTS.to_owned(),
+        }
+    }
+}
+
+/// Which node attempt a job is; Docker labels carry it so a restarted runner can find what
+/// it left behind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobLabels {
+    /// The run's id.
+    pub run: String,
+    /// The node's name in the SOP.
+    pub node: String,
+    /// The attempt number.
+    pub attempt: u32,
 }
 
 /// Which output a line came from.
@@ -49,15 +87,23 @@ pub enum ExitStatus {
     TimedOut,
     /// Cancelled from outside and killed.
     Cancelled,
+    /// The container ran out of memory and the kernel killed a process in it (Docker's
+    /// `State.OOMKilled`), and the script failed.
+    OutOfMemory,
 }
 
 /// The end of a job.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exit {
     /// How it ended.
     pub status: ExitStatus,
     /// Wall-clock time from start to end.
     pub duration: Duration,
+    /// The profile's pids limit was reached while the job ran (forks failed), which
+    /// explains failures that the exit code alone does not.
+    pub pids_limit_reached: bool,
+    /// The last [`Job::stdout_tail`] bytes of stdout, as written.
+    pub stdout_tail: Vec<u8>,
 }
 
 impl Exit {

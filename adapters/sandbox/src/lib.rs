@@ -1,50 +1,52 @@
-//! Sandboxes: where script (and later agent) nodes run.
+//! Sandboxes: where script and agent nodes run.
 //!
 //! A [`Sandbox`] runs one node attempt: a shell script in the run's workspace, with an
 //! environment made only of what the node declared, its output streamed line by line to a
-//! [`LogLine`] channel, a wall-clock limit, and cancellation. [`ProcessSandbox`] runs it as a
-//! local process group (the embedded default); a Docker sandbox comes with its own issue.
+//! [`LogLine`] channel, a wall-clock limit, and cancellation. The job's [`Profile`] says
+//! where: [`ProcessSandbox`] runs it as a local process group (the embedded default),
+//! [`DockerSandbox`] in a fresh, locked-down container; [`Sandboxes`] picks by profile.
 
+mod docker;
+mod error;
 mod groups;
 mod job;
+mod lines;
+mod output;
 mod process;
+mod profile;
+mod sandboxes;
+mod sink;
+mod tail;
 
-pub use job::{Exit, ExitStatus, Job, LogLine, Stream};
+pub use docker::DockerSandbox;
+pub use error::SandboxError;
+pub use job::{Exit, ExitStatus, Job, JobLabels, LogLine, Stream};
 pub use process::ProcessSandbox;
+pub use profile::{Mount, Profile, ProfileError, SandboxKind};
+pub use sandboxes::Sandboxes;
 
 use async_trait::async_trait;
-use thiserror::Error;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-
-/// Why a sandbox could not run a job at all (as opposed to the job failing).
-#[derive(Debug, Error)]
-pub enum SandboxError {
-    /// The workspace or artifact directory could not be prepared.
-    #[error("preparing {what} at {path}: {source}")]
-    Prepare {
-        /// Which directory.
-        what: &'static str,
-        /// Where.
-        path: std::path::PathBuf,
-        /// Why.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The shell could not be started.
-    #[error("starting the shell: {0}")]
-    Spawn(#[source] std::io::Error),
-}
 
 /// Runs node attempts.
 #[async_trait]
 pub trait Sandbox: Send + Sync {
     /// Runs `job` to its end, its timeout, or `cancel`. Output lines go to `logs` while it
-    /// runs; when the returned future completes, no process of the job is left.
+    /// runs, never holding the job up: lines are dropped (and the loss reported in a line)
+    /// while the receiver is megabytes behind. When the returned future completes, no
+    /// process of the job is left and every kept line has been sent, unless the receiver
+    /// took no line for 5 seconds after the job ended (then the rest is dropped).
     async fn run(
         &self,
         job: &Job,
         logs: mpsc::Sender<LogLine>,
         cancel: CancellationToken,
     ) -> Result<Exit, SandboxError>;
+
+    /// Lets go of what the sandbox kept for a run across its nodes (Docker: the run's
+    /// workspace volume; the files on the host stay). The runner calls it when a run ends.
+    async fn run_ended(&self, _run: &str) -> Result<(), SandboxError> {
+        Ok(())
+    }
 }

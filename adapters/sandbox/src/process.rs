@@ -8,21 +8,26 @@ use std::time::Instant;
 use async_trait::async_trait;
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
-use tokio::io::{AsyncBufReadExt, AsyncRead, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio::process::Command;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::groups::Registry;
-use crate::{Exit, ExitStatus, Job, LogLine, Sandbox, SandboxError, Stream};
+use crate::output::Output;
+use crate::sink::log_sink;
+use crate::{Exit, ExitStatus, Job, LogLine, Sandbox, SandboxError, SandboxKind, Stream};
 
 /// `PATH` for scripts that do not declare their own: the system directories only.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// How long output is still read after the job's processes are killed.
 const PIPE_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
+/// How much one read from a pipe takes at most.
+const READ_BUFFER: usize = 64 * 1024;
 
 /// Runs jobs as local processes, each in a process group of its own so a timeout or a
-/// cancel kills everything the script started.
+/// cancel kills everything the script started. No isolation beyond a clean environment:
+/// for scripts the operator trusts (the embedded default).
 #[derive(Debug, Clone, Default)]
 pub struct ProcessSandbox {
     registry: Option<Registry>,
@@ -47,15 +52,25 @@ impl ProcessSandbox {
 
 #[async_trait]
 impl Sandbox for ProcessSandbox {
+    /// A process profile has only the timeout: the Docker limits (image, network, memory,
+    /// cpus, pids, user, mounts) mean nothing to a local process and are ignored.
     async fn run(
         &self,
         job: &Job,
         logs: mpsc::Sender<LogLine>,
         cancel: CancellationToken,
     ) -> Result<Exit, SandboxError> {
+        if job.profile.kind != SandboxKind::Process {
+            // Running a docker node as a plain process would silently drop its isolation.
+            return Err(SandboxError::WrongSandbox {
+                kind: job.profile.kind,
+                sandbox: SandboxKind::Process,
+            });
+        }
         for (what, path) in [
             ("workspace", &job.workspace),
             ("artifact directory", &job.artifacts),
+            ("input directory", &job.inputs),
         ] {
             tokio::fs::create_dir_all(path)
                 .await
@@ -73,6 +88,9 @@ impl Sandbox for ProcessSandbox {
             .env("PATH", DEFAULT_PATH)
             .env("HOME", &job.workspace)
             .envs(&job.env)
+            .env("GATEHOUSE_WORKSPACE", &job.workspace)
+            .env("GATEHOUSE_ARTIFACTS", &job.artifacts)
+            .env("GATEHOUSE_INPUTS", &job.inputs)
             .current_dir(&job.workspace)
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -88,14 +106,16 @@ impl Sandbox for ProcessSandbox {
         {
             tracing::warn!(error = %e, "recording a process group failed");
         }
-        let stdout = child
-            .stdout
-            .take()
-            .map(|s| forward(s, Stream::Stdout, logs.clone()));
-        let stderr = child
-            .stderr
-            .take()
-            .map(|s| forward(s, Stream::Stderr, logs));
+        let (sink, forwarder) = log_sink(logs);
+        let stop_reading = CancellationToken::new();
+        let stdout = child.stdout.take().map(|pipe| {
+            let output = Output::new(sink.clone(), job.stdout_tail);
+            read(pipe, Stream::Stdout, output, stop_reading.clone())
+        });
+        let stderr = child.stderr.take().map(|pipe| {
+            let output = Output::new(sink, 0);
+            read(pipe, Stream::Stderr, output, stop_reading.clone())
+        });
         let timeout = async {
             match job.timeout {
                 Some(limit) => tokio::time::sleep(limit).await,
@@ -126,37 +146,54 @@ impl Sandbox for ProcessSandbox {
         let _ = child.wait().await;
         // The readers end once every process holding the pipes is gone; one that left the
         // group (setsid) could hold them open, so the wait is bounded.
-        for reader in [stdout, stderr].into_iter().flatten() {
-            let abort = reader.abort_handle();
-            if tokio::time::timeout(PIPE_GRACE, reader).await.is_err() {
-                tracing::warn!(
-                    "a process outside the job's group kept its output open; stopped reading"
-                );
-                abort.abort();
+        let grace = tokio::time::sleep(PIPE_GRACE);
+        tokio::pin!(grace);
+        let mut stdout_tail = Vec::new();
+        for (stream, reader) in [(Stream::Stdout, stdout), (Stream::Stderr, stderr)] {
+            let Some(mut reader) = reader else { continue };
+            let tail = tokio::select! {
+                tail = &mut reader => tail,
+                () = &mut grace => {
+                    tracing::warn!(
+                        "a process outside the job's group kept its output open; stopped reading"
+                    );
+                    stop_reading.cancel();
+                    reader.await
+                }
+            };
+            if stream == Stream::Stdout {
+                stdout_tail = tail.unwrap_or_default();
             }
         }
+        // Every line read reaches the channel before the job is reported done.
+        forwarder.drain().await;
         Ok(Exit {
             status,
             duration: started.elapsed(),
+            pids_limit_reached: false,
+            stdout_tail,
         })
     }
 }
 
-fn forward(
-    pipe: impl AsyncRead + Unpin + Send + 'static,
+/// Reads one pipe to its end (or until `stop`), returning the stdout tail it kept.
+fn read(
+    mut pipe: impl AsyncRead + Unpin + Send + 'static,
     stream: Stream,
-    logs: mpsc::Sender<LogLine>,
-) -> tokio::task::JoinHandle<()> {
+    mut output: Output,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<Vec<u8>> {
     tokio::spawn(async move {
-        let mut lines = BufReader::new(pipe).split(b'\n');
-        while let Ok(Some(bytes)) = lines.next_segment().await {
-            let line = String::from_utf8_lossy(&bytes)
-                .trim_end_matches('\r')
-                .to_owned();
-            if logs.send(LogLine { stream, line }).await.is_err() {
-                // Nobody is listening; keep draining so the script never blocks on a pipe.
-                continue;
+        let mut buffer = vec![0; READ_BUFFER];
+        loop {
+            tokio::select! {
+                read = pipe.read(&mut buffer) => match read {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => output.push(stream, &buffer[..n]),
+                },
+                () = stop.cancelled() => break,
             }
         }
+        output.finish()
     })
 }

@@ -4,23 +4,28 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use gatehouse_sandbox::{ExitStatus, Job, LogLine, ProcessSandbox, Sandbox, Stream};
+use gatehouse_sandbox::{
+    ExitStatus, Job, JobLabels, LogLine, ProcessSandbox, Profile, Sandbox, SandboxError,
+    SandboxKind, Stream,
+};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 fn job(dir: &Path, script: &str) -> Job {
     Job {
         script: script.into(),
-        env: BTreeMap::from([
-            ("GATEHOUSE_RUN_ID".into(), "r1".into()),
-            (
-                "GATEHOUSE_ARTIFACTS".into(),
-                dir.join("artifacts").display().to_string(),
-            ),
-        ]),
+        env: BTreeMap::from([("GATEHOUSE_RUN_ID".into(), "r1".into())]),
         workspace: dir.join("workspace"),
         artifacts: dir.join("artifacts"),
+        inputs: dir.join("inputs"),
         timeout: None,
+        profile: Profile::default(),
+        labels: JobLabels {
+            run: "r1".into(),
+            node: "n".into(),
+            attempt: 1,
+        },
+        stdout_tail: 0,
     }
 }
 
@@ -83,12 +88,77 @@ async fn the_environment_holds_only_what_was_declared() {
         names,
         [
             "GATEHOUSE_ARTIFACTS",
+            "GATEHOUSE_INPUTS",
             "GATEHOUSE_RUN_ID",
+            "GATEHOUSE_WORKSPACE",
             "HOME",
             "PATH",
             "PWD"
         ]
     );
+}
+
+#[tokio::test]
+async fn the_path_variables_are_the_host_directories_and_inputs_exist() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = job(
+        dir.path(),
+        "echo \"$GATEHOUSE_WORKSPACE\"; echo \"$GATEHOUSE_ARTIFACTS\"; echo \"$GATEHOUSE_INPUTS\"; test -d \"$GATEHOUSE_INPUTS\"",
+    );
+    let (exit, lines) = run(&j, CancellationToken::new()).await;
+    assert!(exit.succeeded(), "{exit:?}");
+    let expected: Vec<String> = [&j.workspace, &j.artifacts, &j.inputs]
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    assert_eq!(out(&lines, Stream::Stdout), expected);
+}
+
+#[tokio::test]
+async fn long_lines_are_cut_floods_never_block_and_the_stdout_tail_is_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut j = job(
+        dir.path(),
+        "head -c 1000000 /dev/zero | tr '\\0' x; echo; yes | head -c 20000000; printf 'usage: 42 tokens'",
+    );
+    j.stdout_tail = 16;
+    // A receiver that never reads until the end: the job must still finish.
+    let (tx, mut rx) = mpsc::channel(16);
+    let exit = ProcessSandbox::default()
+        .run(&j, tx.clone(), CancellationToken::new())
+        .await;
+    drop(tx);
+    let exit = exit.unwrap();
+    assert!(exit.succeeded(), "{exit:?}");
+    assert_eq!(exit.stdout_tail, b"usage: 42 tokens");
+    let first = rx.recv().await.unwrap().line;
+    assert!(
+        first.starts_with(&"x".repeat(64 * 1024))
+            && first.ends_with(&format!(
+                " … [line cut: {} more bytes]",
+                1_000_000 - 64 * 1024
+            )),
+        "{}…",
+        &first[first.len() - 60..]
+    );
+}
+
+#[tokio::test]
+async fn a_docker_profile_is_never_run_as_a_plain_process() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut j = job(dir.path(), "touch ran");
+    j.profile = Profile {
+        kind: SandboxKind::Docker,
+        image: Some("gatehouse-sandbox:busybox".into()),
+        ..Profile::default()
+    };
+    let (tx, _rx) = mpsc::channel(1);
+    let err = ProcessSandbox::default()
+        .run(&j, tx, CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, SandboxError::WrongSandbox { .. }), "{err}");
+    assert!(!dir.path().join("workspace/ran").exists());
 }
 
 #[tokio::test]

@@ -25,6 +25,7 @@ mod store;
 mod tokens;
 mod tx;
 mod url;
+mod usage;
 
 pub use attempts::{ArtifactRow, AttemptRow, LogRow};
 pub use chat::{ChatMessageRow, WantChat};
@@ -41,6 +42,7 @@ pub use schedules::{FireCounts, FireRow, ScheduleRow};
 pub use store::Store;
 pub use tx::Tx;
 pub use url::Backend;
+pub use usage::UsageRow;
 
 /// Current time as epoch milliseconds, the unit of every lease and visibility column.
 fn now_ms() -> i64 {

@@ -242,10 +242,50 @@ fn tree(run: &RunDetail) -> String {
             ));
         }
     }
+    if !run.usage.attempts.is_empty() {
+        out.push_str("agent usage:\n");
+        for u in &run.usage.attempts {
+            out.push_str(&format!(
+                "  {}#{} {}  in {}  out {}  cache read {}  cache write {}  {}\n",
+                u.node,
+                u.attempt,
+                u.model,
+                u.input_tokens,
+                u.output_tokens,
+                u.cache_read_tokens,
+                u.cache_write_tokens,
+                u.cost_usd.map_or("no price".to_owned(), dollars)
+            ));
+        }
+        out.push_str(&format!("  run total: {}\n", total(&run.usage.run)));
+        if let Some(requirement) = &run.usage.requirement {
+            out.push_str(&format!("  requirement total: {}\n", total(requirement)));
+        }
+    }
     if let Some(failure) = &run.failure {
         out.push_str(&format!("failure: {failure}\n"));
     }
     out.trim_end().to_owned()
+}
+
+/// A sum of usage on one line.
+fn total(t: &UsageTotal) -> String {
+    let mut line = format!(
+        "in {}  out {}  cache read {}  cache write {}  {}",
+        t.input_tokens,
+        t.output_tokens,
+        t.cache_read_tokens,
+        t.cache_write_tokens,
+        dollars(t.cost_usd)
+    );
+    if !t.unpriced_models.is_empty() {
+        line.push_str(&format!(" (no price for {})", t.unpriced_models.join(", ")));
+    }
+    line
+}
+
+fn dollars(usd: f64) -> String {
+    format!("${usd:.4}")
 }
 
 /// Prints node changes and output until the run ends; fails unless it succeeded.

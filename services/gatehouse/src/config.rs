@@ -15,6 +15,8 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::secret::Secret;
+use gatehouse_agent::{PriceTable, Role};
+use gatehouse_sandbox::Profile;
 
 /// The whole configuration.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -41,6 +43,12 @@ pub struct Config {
     /// Sandbox profiles.
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// Agent roles, referenced by `agent` nodes: executor CLI, model, system prompt, rules.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub roles: BTreeMap<String, Role>,
+    /// USD per million tokens by model name, for the cost of agent attempts.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub pricing: PriceTable,
     /// Cron schedules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedules: Vec<ScheduleConfig>,
@@ -296,6 +304,8 @@ pub struct RunnerConfig {
     /// reported as interrupted) once this has passed.
     #[serde(with = "humantime_serde")]
     pub lease: Duration,
+    /// Output stored per node attempt; the rest is counted and dropped, with a note.
+    pub log_limit: bytesize::ByteSize,
 }
 
 impl Default for RunnerConfig {
@@ -303,6 +313,7 @@ impl Default for RunnerConfig {
         Self {
             concurrency: 4,
             lease: Duration::from_secs(30),
+            log_limit: bytesize::ByteSize::mib(1),
         }
     }
 }
@@ -311,9 +322,9 @@ impl Default for RunnerConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SandboxConfig {
-    /// Named profiles; SOPs and nodes pick one by name.
+    /// Named profiles; SOPs, nodes and agent roles pick one by name.
     #[serde(default = "default_profiles")]
-    pub profiles: BTreeMap<String, SandboxProfile>,
+    pub profiles: BTreeMap<String, Profile>,
 }
 
 impl Default for SandboxConfig {
@@ -324,60 +335,8 @@ impl Default for SandboxConfig {
     }
 }
 
-fn default_profiles() -> BTreeMap<String, SandboxProfile> {
-    BTreeMap::from([("default".to_owned(), SandboxProfile::default())])
-}
-
-/// How a sandbox runs nodes.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum SandboxKind {
-    /// A local process in a per-run workspace.
-    #[default]
-    Process,
-    /// A Docker container.
-    Docker,
-}
-
-/// `[sandbox.profiles.<name>]`
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SandboxProfile {
-    /// process or docker.
-    #[serde(default)]
-    pub kind: SandboxKind,
-    /// Container image (docker).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub image: Option<String>,
-    /// `none` or a Docker network name.
-    #[serde(default = "default_network")]
-    pub network: String,
-    /// Memory limit, e.g. `1GiB`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub memory: Option<String>,
-    /// CPU limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cpus: Option<f64>,
-    /// Process limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub pids: Option<u32>,
-}
-
-impl Default for SandboxProfile {
-    fn default() -> Self {
-        Self {
-            kind: SandboxKind::Process,
-            image: None,
-            network: default_network(),
-            memory: None,
-            cpus: None,
-            pids: None,
-        }
-    }
-}
-
-fn default_network() -> String {
-    "none".into()
+fn default_profiles() -> BTreeMap<String, Profile> {
+    BTreeMap::from([("default".to_owned(), Profile::default())])
 }
 
 /// `[[schedules]]`
@@ -391,8 +350,15 @@ pub struct ScheduleConfig {
     /// IANA time zone.
     #[serde(default = "default_timezone")]
     pub timezone: String,
-    /// SOP to run.
+    /// SOP to run; or leave it out and give `role` and `prompt` (the agent shorthand).
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub sop: String,
+    /// Agent shorthand: the role of the one-node SOP the schedule runs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub role: Option<String>,
+    /// Agent shorthand: its prompt template.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt: Option<String>,
     /// Parameters for the SOP.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub params: BTreeMap<String, String>,
@@ -413,6 +379,31 @@ pub struct ScheduleConfig {
 }
 
 impl ScheduleConfig {
+    /// The SOP the schedule starts: `sop`, or `schedule-<name>` for the agent shorthand.
+    pub fn target(&self) -> String {
+        match &self.role {
+            Some(_) => format!("schedule-{}", self.name),
+            None => self.sop.clone(),
+        }
+    }
+
+    /// For the agent shorthand, the one-node SOP it runs (`schedule-<name>`, its node
+    /// `agent`), validated as any SOP file is.
+    pub fn agent_task(&self) -> Option<Result<gatehouse_sop::Sop, gatehouse_sop::SopError>> {
+        let (role, prompt) = self.role.as_ref().zip(self.prompt.as_ref())?;
+        // JSON is YAML: the SOP parser reads it, and serde_json does the quoting.
+        let text = serde_json::json!({
+            "name": self.target(),
+            "title": format!("Scheduled agent task · {}", self.name),
+            "nodes": { "agent": { "kind": "agent", "role": role, "prompt": prompt } },
+        })
+        .to_string();
+        Some(gatehouse_sop::parse(
+            &format!("schedules.{}", self.name),
+            &text,
+        ))
+    }
+
     /// The schedule's timing, checked: the same check the API applies to a created one.
     pub fn timing(&self) -> Result<gatehouse_schedule::Timing, gatehouse_schedule::ScheduleError> {
         let time =
@@ -543,9 +534,47 @@ impl Config {
                 "github.app_id and github.private_key go together: a GitHub App needs both".into(),
             ));
         }
+        for (name, profile) in &self.sandbox.profiles {
+            profile
+                .check()
+                .map_err(|e| ConfigError::Inconsistent(format!("sandbox.profiles.{name}: {e}")))?;
+        }
+        for (name, role) in &self.roles {
+            let invalid = |e: String| ConfigError::Inconsistent(format!("roles.{name}: {e}"));
+            role.check().map_err(|e| invalid(e.to_string()))?;
+            if let Some(profile) = &role.sandbox
+                && !self.sandbox.profiles.contains_key(profile)
+            {
+                return Err(invalid(format!(
+                    "sandbox profile `{profile}` is not defined under [sandbox.profiles]"
+                )));
+            }
+        }
         for s in &self.schedules {
             let invalid =
                 |e: String| ConfigError::Inconsistent(format!("schedule `{}`: {e}", s.name));
+            match (&s.role, &s.prompt, s.sop.is_empty()) {
+                (Some(_), Some(_), true) | (None, None, false) => {}
+                (Some(_), Some(_), false) => {
+                    return Err(invalid("give either `sop` or `role` and `prompt`".into()));
+                }
+                (None, None, true) => {
+                    return Err(invalid(
+                        "needs `sop`, or `role` and `prompt` for an agent task".into(),
+                    ));
+                }
+                _ => return Err(invalid("`role` and `prompt` go together".into())),
+            }
+            if let Some(role) = &s.role
+                && !self.roles.contains_key(role)
+            {
+                return Err(invalid(format!(
+                    "the agent role `{role}` is not configured (add [roles.{role}])"
+                )));
+            }
+            if let Some(Err(e)) = s.agent_task() {
+                return Err(invalid(e.to_string()));
+            }
             s.timing().map_err(|e| invalid(e.to_string()))?;
             s.overlap
                 .parse::<gatehouse_schedule::Overlap>()
@@ -594,7 +623,58 @@ mod tests {
             "sqlite:.gatehouse/gatehouse.db"
         );
         assert_eq!(c.server.nats_prefix.as_str(), "gatehouse");
-        assert_eq!(c.sandbox.profiles["default"].kind, SandboxKind::Process);
+        assert_eq!(
+            c.sandbox.profiles["default"].kind,
+            gatehouse_sandbox::SandboxKind::Process
+        );
+    }
+
+    #[test]
+    fn a_schedule_runs_an_sop_or_an_agent_task() {
+        let role = "[roles.triager]\nexecutor = \"codex\"\n";
+        let schedule = |target: &str| {
+            format!("{role}[[schedules]]\nname = \"triage\"\ncron = \"0 3 * * *\"\n{target}")
+        };
+        let c = load_with(
+            &schedule("role = \"triager\"\nprompt = \"Triage {{ params }}.\"\n"),
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.schedules[0].target(), "schedule-triage");
+        let task = c.schedules[0].agent_task().unwrap().unwrap();
+        assert_eq!(task.name, "schedule-triage");
+        assert!(matches!(
+            &task.node("agent").unwrap().kind,
+            gatehouse_sop::NodeKind::Agent { role, .. } if role == "triager"
+        ));
+        for (target, error) in [
+            (
+                "sop = \"tick\"\nrole = \"triager\"\nprompt = \"x\"\n",
+                "schedule `triage`: give either `sop` or `role` and `prompt`",
+            ),
+            (
+                "",
+                "schedule `triage`: needs `sop`, or `role` and `prompt` for an agent task",
+            ),
+            (
+                "role = \"triager\"\n",
+                "schedule `triage`: `role` and `prompt` go together",
+            ),
+            (
+                "role = \"nobody\"\nprompt = \"x\"\n",
+                "schedule `triage`: the agent role `nobody` is not configured (add [roles.nobody])",
+            ),
+        ] {
+            assert_eq!(load_with(&schedule(target), &[]).unwrap_err(), error);
+        }
+        let bad = load_with(
+            &schedule("role = \"triager\"\nprompt = \"{{ nope }}\"\n"),
+            &[],
+        );
+        assert!(
+            bad.unwrap_err().contains("`nope` is undefined"),
+            "a bad prompt is refused at load"
+        );
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod client_commands;
 mod config;
 mod logging;
 mod metrics;
+mod sandbox;
 mod schedule_commands;
 mod secret;
 mod sop_commands;

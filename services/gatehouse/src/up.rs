@@ -11,7 +11,6 @@ use gatehouse_bus::{Bus, InProcessBus, JetStreamBus, Relay, RelayOptions};
 use gatehouse_ingest::{ApiState, hash_token, new_token};
 use gatehouse_notifier::Notifier;
 use gatehouse_runner::{Runner, RunnerOptions};
-use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_scheduler::Scheduler;
 use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
@@ -27,7 +26,12 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         .with_context(|| format!("creating the data directory {}", server.data_dir.display()))?;
     let store = Store::connect(&server.effective_database_url(), crate::startup_retry()).await?;
     store.migrate().await.context("applying migrations")?;
-    let (catalog, invalid) = Catalog::load(&server.sop_dirs);
+    let (mut catalog, invalid) = Catalog::load(&server.sop_dirs);
+    for task in config.schedules.iter().filter_map(|s| s.agent_task()) {
+        // Checked when the configuration was loaded.
+        catalog.insert(task.context("an agent task of [[schedules]]")?);
+    }
+    catalog.require_roles(config.roles.keys().map(String::as_str));
     for error in &invalid {
         tracing::warn!("skipped an invalid SOP file:\n{error}");
     }
@@ -67,15 +71,7 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
     tasks.spawn(Scheduler::new(store.clone(), catalog.clone()).run(bus.clone(), shutdown.clone()));
     // Scripts run in their workspace, so the paths they are given must not be relative.
     let data_dir = std::path::absolute(&server.data_dir)?;
-    let sandbox = ProcessSandbox::with_registry(data_dir.join("process-groups"));
-    match sandbox.reap_orphans() {
-        Ok(0) => {}
-        Ok(n) => tracing::warn!(
-            killed = n,
-            "stopped scripts left running by a previous crash"
-        ),
-        Err(e) => tracing::warn!(error = %e, "checking for scripts left running failed"),
-    }
+    let sandbox = crate::sandbox::sandboxes(config, &data_dir).await?;
     let github_client = match &config.github {
         Some(github) => github_client(github)?,
         None => None,
@@ -94,6 +90,10 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         ack_wait: config.runner.lease,
         data_dir: data_dir.clone(),
         delivery,
+        profiles: config.sandbox.profiles.clone(),
+        roles: config.roles.clone(),
+        prices: config.pricing.clone(),
+        log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
     };
     tasks.spawn(
         Runner::new(store.clone(), Arc::new(sandbox), runner_options)
@@ -225,15 +225,16 @@ async fn sync_schedules(store: &Store, config: &Config, catalog: &Catalog) -> an
                 .transpose()?
                 .map(|t| t.as_millisecond()))
         };
-        if catalog.get(&s.sop).is_none() {
-            tracing::warn!(schedule = %s.name, sop = %s.sop, "the schedule's SOP does not exist; its fires will not start runs");
+        let sop = s.target();
+        if catalog.get(&sop).is_none() {
+            tracing::warn!(schedule = %s.name, %sop, "the schedule's SOP does not exist; its fires will not start runs");
         }
         store
             .upsert_schedule(&gatehouse_store::ScheduleRow {
                 name: s.name.clone(),
                 cron: s.cron.clone(),
                 timezone: s.timezone.clone(),
-                sop: s.sop.clone(),
+                sop,
                 params: serde_json::to_string(&s.params)?,
                 overlap: s.overlap.clone(),
                 catchup_window_ms: i64::try_from(s.catchup_window.as_millis()).unwrap_or(i64::MAX),

@@ -11,6 +11,8 @@ struct Up {
     dir: tempfile::TempDir,
     port: u16,
     child: Option<Child>,
+    /// Environment of the `gatehouse up` process (secrets come from here).
+    env: Vec<(String, String)>,
 }
 
 const SOPS: &[(&str, &str)] = &[
@@ -40,8 +42,13 @@ impl Up {
 
     /// Starts with `extra` appended to the configuration file.
     fn start_with(extra: &str) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::create_dir(dir.path().join("sops")).unwrap();
+        Self::start_in(tempfile::tempdir().unwrap(), extra, Vec::new())
+    }
+
+    /// Starts in `dir` (which may hold more SOPs under `sops/`) with `extra` appended to
+    /// the configuration file and `env` in the process's environment.
+    fn start_in(dir: tempfile::TempDir, extra: &str, env: Vec<(String, String)>) -> Self {
+        std::fs::create_dir_all(dir.path().join("sops")).unwrap();
         for (name, text) in SOPS {
             std::fs::write(dir.path().join(format!("sops/{name}.yaml")), text).unwrap();
         }
@@ -60,6 +67,7 @@ impl Up {
             dir,
             port,
             child: None,
+            env,
         };
         up.restart();
         up
@@ -80,6 +88,7 @@ impl Up {
             .arg(self.data_dir())
             .current_dir(self.dir.path())
             .env("GATEHOUSE_LOG", "warn")
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -450,7 +459,7 @@ fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
     );
     assert_eq!(
         up.fails(&["run", "start", "bug-fix", "--param", "repo=acme/api"]),
-        "error: `bug-fix` cannot run yet: node `clarify` is an agent node, which this version of Gatehouse does not execute (422 Unprocessable Entity)"
+        "error: `bug-fix` cannot start: node `clarify` uses the agent role `analyst`, which is not configured (add [roles.analyst] to the configuration) (422 Unprocessable Entity)"
     );
 
     let run = up.start_run("platform-check");
@@ -953,4 +962,161 @@ fn slack_and_discord_from_the_config_file() {
     ] {
         assert!(metrics.contains(line), "{line} in {metrics}");
     }
+}
+
+/// Claude Code's `--output-format json` result, printed by a stand-in CLI.
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+cat > /dev/null
+echo edit >> work.txt
+echo '{"type":"result","subtype":"success","is_error":false,"result":"Done.","total_cost_usd":0.01,"usage":{"input_tokens":1000,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":500},"modelUsage":{"claude-sonnet-4-5":{"inputTokens":1000,"outputTokens":500,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.01}}}'
+"#;
+
+#[test]
+fn agent_usage_shows_in_run_show_and_secrets_never_reach_logs_or_artifacts() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("claude"), FAKE_CLAUDE).unwrap();
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+    std::fs::write(
+        dir.path().join("sops/agentic.yaml"),
+        "name: agentic\nnodes:\n  code: { kind: agent, role: coder, prompt: \"Do it.\" }\n  leak:\n    kind: script\n    needs: [code]\n    secrets: [GH_TEST_TOKEN]\n    run: echo token=$GH_TEST_TOKEN; echo $GH_TEST_TOKEN > $GATEHOUSE_ARTIFACTS/out.txt\n    artifacts: [out.txt]\n",
+    )
+    .unwrap();
+    let config = format!(
+        "[roles.coder]\nexecutor = \"claude-code\"\nmodel = \"claude-sonnet-4-5\"\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[pricing.\"claude-sonnet-4-5\"]\ninput = 3.0\noutput = 15.0\n[[schedules]]\nname = \"notes\"\ncron = \"* * * * * *\"\nrole = \"coder\"\nprompt = \"Write notes for {{{{ run_id }}}}.\"\n",
+        bin.display()
+    );
+    let secret = "s3cr3t-token-value";
+    let up = Up::start_in(dir, &config, vec![("GH_TEST_TOKEN".into(), secret.into())]);
+    let run = up.start_run("agentic");
+    let shown = up.wait(&run, "failed");
+    assert_eq!(
+        Up::node(&shown, "leak")["last_error"],
+        "artifact out.txt contained the value of the secret GH_TEST_TOKEN; it was deleted, not stored"
+    );
+    assert!(
+        !up.data_dir()
+            .join(format!("runs/{run}/artifacts/leak/1/out.txt"))
+            .exists()
+    );
+    let watched = up.cli(&["run", "watch", &run]);
+    let output = String::from_utf8_lossy(&watched.stdout);
+    assert!(output.contains("token=[secret]"), "{output}");
+    assert!(!output.contains(secret), "{output}");
+
+    let usage = &shown["usage"];
+    assert_eq!(usage["attempts"][0]["model"], "claude-sonnet-4-5");
+    assert_eq!(usage["run"]["input_tokens"], 1000);
+    assert_eq!(usage["run"]["output_tokens"], 500);
+    // 1000 × $3 + 500 × $15 per million tokens.
+    assert!((usage["run"]["cost_usd"].as_f64().unwrap() - 0.0105).abs() < 1e-9);
+    let text = String::from_utf8_lossy(&up.cli(&["run", "show", &run]).stdout).into_owned();
+    assert!(
+        text.contains(
+            "code#1 claude-sonnet-4-5  in 1000  out 500  cache read 0  cache write 0  $0.0105"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("run total: in 1000  out 500"), "{text}");
+
+    // The schedule's agent shorthand runs as a one-node SOP.
+    for _ in 0..200 {
+        let runs = up.json(&["run", "list", "--status", "succeeded"]);
+        if let Some(task) = runs
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["sop"] == "schedule-notes" && r["requested_by"] == "notes")
+        {
+            let shown = up.show(task["id"].as_str().unwrap());
+            assert_eq!(Up::node(&shown, "agent")["status"], "succeeded");
+            assert_eq!(shown["usage"]["run"]["output_tokens"], 500);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!(
+        "the agent task did not run: {:#}",
+        up.json(&["run", "list"])
+    );
+}
+
+/// Whether Docker can run sandboxes here; panics when CI requires it and it cannot.
+fn docker_ready() -> bool {
+    let ready = Command::new("docker")
+        .args(["image", "inspect", "gatehouse-sandbox:busybox"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !ready {
+        assert!(
+            std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),
+            "DOCKER_TESTS=required but Docker or gatehouse-sandbox:busybox is missing"
+        );
+        eprintln!("skipped: no Docker engine with gatehouse-sandbox:busybox here");
+    }
+    ready
+}
+
+/// The ids of containers labelled with `run`.
+fn containers_of(run: &str) -> Vec<String> {
+    let out = Command::new("docker")
+        .args([
+            "ps",
+            "-aq",
+            "--filter",
+            &format!("label=gatehouse.run={run}"),
+        ])
+        .output()
+        .unwrap();
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn kill_9_during_a_docker_node_removes_its_container_at_restart() {
+    if !docker_ready() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+    std::fs::write(
+        dir.path().join("sops/boxed.yaml"),
+        "name: boxed\nsandbox: boxed\nnodes:\n  wait: { kind: script, run: \"touch started; sleep 600\" }\n",
+    )
+    .unwrap();
+    let config =
+        "[sandbox.profiles.boxed]\nkind = \"docker\"\nimage = \"gatehouse-sandbox:busybox\"\n";
+    let mut up = Up::start_in(dir, config, Vec::new());
+    let run = up.start_run("boxed");
+    let started = up.data_dir().join(format!("runs/{run}/workspace/started"));
+    for _ in 0..400 {
+        if started.exists() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(started.exists(), "the node started in its container");
+    assert_eq!(containers_of(&run).len(), 1);
+    up.kill_9();
+    assert_eq!(
+        containers_of(&run).len(),
+        1,
+        "the container outlives a killed gatehouse until the restart"
+    );
+    up.restart();
+    let shown = up.wait(&run, "failed");
+    assert_eq!(
+        shown["failure"],
+        "node `wait` failed: interrupted: the runner stopped during this attempt"
+    );
+    assert_eq!(
+        containers_of(&run),
+        Vec::<String>::new(),
+        "the restart removed it"
+    );
 }

@@ -98,6 +98,36 @@ fn summary(row: gatehouse_store::RunRow) -> RunSummary {
     }
 }
 
+/// What a run's agent attempts used, with the run's and its requirement's sums.
+async fn usage(
+    state: &ApiState,
+    run: Uuid,
+    requirement: Option<Uuid>,
+) -> Result<UsageView, ApiError> {
+    let rows = state.store.usage_of_run(run).await?;
+    let requirement = match requirement {
+        Some(id) => Some(UsageTotal::of(&state.store.usage_of_requirement(id).await?)),
+        None => None,
+    };
+    Ok(UsageView {
+        run: UsageTotal::of(&rows),
+        requirement,
+        attempts: rows
+            .into_iter()
+            .map(|u| AttemptUsage {
+                node: u.node,
+                attempt: u.attempt,
+                model: u.model,
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cache_read_tokens: u.cache_read_tokens,
+                cache_write_tokens: u.cache_write_tokens,
+                cost_usd: u.cost_usd,
+            })
+            .collect(),
+    })
+}
+
 /// A run with its nodes, attempts, artifacts and decisions.
 #[utoipa::path(get, path = "/runs/{id}", responses((status = 200, body = RunDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
@@ -108,6 +138,7 @@ pub async fn show(
     let attempts = state.store.attempts(id).await?;
     let artifacts = state.store.artifacts(id).await?;
     let decisions = state.store.decisions(id).await?;
+    let usage = usage(&state, id, row.requirement_id).await?;
     let nodes = run
         .nodes
         .iter()
@@ -151,6 +182,7 @@ pub async fn show(
             scheduled_time: millis(ms),
         });
     Ok(Json(RunDetail {
+        usage,
         schedule,
         params,
         failure: run.failure.clone(),

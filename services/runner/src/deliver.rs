@@ -273,11 +273,15 @@ impl Deliverer {
         let credentials = base64::engine::general_purpose::STANDARD
             .encode(format!("x-access-token:{}", log.token.expose_secret()));
         let output = tokio::process::Command::new("git")
+            // A Docker sandbox leaves the workspace owned by its non-root user; the
+            // runner's git must still work in it.
             .args([
                 "-c",
                 "core.hooksPath=/dev/null",
                 "-c",
                 "core.fsmonitor=false",
+                "-c",
+                "safe.directory=*",
             ])
             .args(args)
             .current_dir(dir)

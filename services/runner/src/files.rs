@@ -35,6 +35,12 @@ impl RunDirs {
         self.data_dir.join(location)
     }
 
+    /// The workspace as it was when `node` first started.
+    pub(crate) fn checkpoint(&self, node: &str) -> PathBuf {
+        self.data_dir
+            .join(format!("runs/{}/checkpoints/{node}.tar", self.run))
+    }
+
     /// One attempt's inputs: a copy of each upstream node's artifacts.
     pub(crate) fn inputs(&self, node: &str, attempt: u32) -> PathBuf {
         self.data_dir

@@ -4,7 +4,9 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-/// The script-node part of [`gatehouse_events::NodeDispatch::spec`].
+use crate::agent::AgentSpec;
+
+/// The script and agent part of [`gatehouse_events::NodeDispatch::spec`].
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(default)]
 pub(crate) struct ScriptSpec {
@@ -18,4 +20,6 @@ pub(crate) struct ScriptSpec {
     pub rework_comment: Option<String>,
     /// The run's parameters.
     pub params: BTreeMap<String, String>,
+    /// For agent nodes: the role and the prompt template.
+    pub agent: Option<AgentSpec>,
 }

@@ -7,9 +7,13 @@
 //! new attempt follows; an attempt is never run twice. Runners also watch run snapshots and
 //! stop attempts the scheduler no longer wants (cancel, fail-fast, send back).
 
+mod agent;
+mod checkpoint;
 mod deliver;
 mod files;
 mod job;
+mod logs;
+mod outcome;
 mod runner;
 
 pub use deliver::Deliverer;

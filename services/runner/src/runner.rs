@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
+use gatehouse_agent::{PriceTable, Role};
 use gatehouse_bus::{
     Bus, Consumer, ConsumerOptions, ConsumerSpec, Delivery, Handler, HandlerError,
 };
@@ -13,15 +14,22 @@ use gatehouse_events::{
     Artifact, Envelope, Event, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, NodeStatus,
     RunUpdated, TraceParent,
 };
-use gatehouse_sandbox::{ExitStatus, Job, LogLine, Sandbox, Stream};
+use gatehouse_sandbox::{Job, JobLabels, LogLine, Profile, Sandbox};
 use gatehouse_store::{ArtifactRow, NewDeadLetter, Store, Tx};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::agent;
+use crate::checkpoint;
 use crate::deliver::{DeliverSpec, DeliveredTo, Deliverer, Target};
 use crate::files::{RunDirs, digest};
 use crate::job::ScriptSpec;
+use crate::logs::{LogTarget, Secrets, store_output};
+use crate::outcome::judge;
 
 /// Where the runner's events say they come from.
 const SOURCE: &str = "runner";
@@ -40,6 +48,31 @@ pub struct RunnerOptions {
     /// Cloning and delivering GitHub repositories; without it, runs on GitHub issues get
     /// an empty workspace and `deliver` nodes fail with a message saying so.
     pub delivery: Option<Arc<Deliverer>>,
+    /// Sandbox profiles by name; a run freezes each one it uses.
+    pub profiles: BTreeMap<String, Profile>,
+    /// Agent roles by name; a run freezes each one it uses.
+    pub roles: BTreeMap<String, Role>,
+    /// Prices of models, for the cost of agent attempts.
+    pub prices: PriceTable,
+    /// Output bytes stored per attempt.
+    pub log_limit: usize,
+}
+
+impl RunnerOptions {
+    /// Defaults for a runner keeping runs' files under `data_dir`: 4 jobs at once, a
+    /// 30-second lease, the `default` process profile, no roles, 1 MiB of output per attempt.
+    pub fn new(data_dir: PathBuf) -> Self {
+        Self {
+            concurrency: 4,
+            ack_wait: Duration::from_secs(30),
+            data_dir,
+            delivery: None,
+            profiles: BTreeMap::from([("default".to_owned(), Profile::default())]),
+            roles: BTreeMap::new(),
+            prices: PriceTable::new(),
+            log_limit: 1024 * 1024,
+        }
+    }
 }
 
 /// Attempts running here, so a run snapshot can stop them.
@@ -320,78 +353,131 @@ impl Runner {
             return self.deliver(job, target, &dirs, started).await;
         }
         let spec: ScriptSpec = serde_json::from_value(job.spec.clone())?;
+        let role = match &spec.agent {
+            Some(agent) => match self
+                .frozen(
+                    job.run_id,
+                    "role",
+                    &agent.role,
+                    self.options.roles.get(&agent.role),
+                )
+                .await?
+            {
+                Some(role) => Some(role),
+                None => {
+                    let reason = format!(
+                        "the agent role `{}` is not configured (add [roles.{}])",
+                        agent.role, agent.role
+                    );
+                    return self.failed(job, reason, started).await;
+                }
+            },
+            None => None,
+        };
+        let profile_name = role
+            .as_ref()
+            .and_then(|r: &Role| r.sandbox.clone())
+            .unwrap_or_else(|| job.sandbox.clone());
+        let Some(profile) = self
+            .frozen(
+                job.run_id,
+                "profile",
+                &profile_name,
+                self.options.profiles.get(&profile_name),
+            )
+            .await?
+        else {
+            let reason = format!(
+                "the sandbox profile `{profile_name}` is not configured (add [sandbox.profiles.{profile_name}])"
+            );
+            return self.failed(job, reason, started).await;
+        };
         let artifacts_location = dirs.artifacts_location(&job.node, job.attempt);
         let artifacts = dirs.resolve(&artifacts_location);
         let inputs = dirs.inputs(&job.node, job.attempt);
-        // Inputs are the recorded artifacts of upstream attempts, wherever they live (an
-        // imported artifact lives in its child run).
-        let copies: Vec<(PathBuf, PathBuf)> = self
-            .store
-            .artifacts(job.run_id)
-            .await?
-            .into_iter()
-            .filter(|a| {
-                spec.inputs
-                    .get(&a.node)
-                    .is_some_and(|&at| i64::from(at) == i64::from(a.attempt))
-            })
-            .map(|a| {
-                (
-                    dirs.resolve(&a.location),
-                    inputs.join(&a.node).join(&a.name),
-                )
-            })
-            .collect();
-        let inputs_dir = inputs.clone();
-        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            std::fs::create_dir_all(&inputs_dir)?;
-            for (from, to) in copies {
-                if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::fs::copy(from, to)?;
-            }
-            Ok(())
-        })
-        .await??;
-        let job_spec = Job {
+        self.copy_inputs(job, &spec, &dirs, &inputs).await?;
+        if let Err(reason) = self.checkpoint(job, &spec, &dirs).await {
+            return self.failed(job, reason, started).await;
+        }
+        let secrets = self.secrets(job, role.as_ref());
+        let mut env = environment(job, &spec, role.as_ref());
+        env.extend(secrets.iter().map(|(k, v)| (k.clone(), v.clone())));
+        let secrets = Secrets::new(secrets);
+        let mut job_spec = Job {
             script: spec.run.clone(),
-            env: environment(job, &spec, &dirs.workspace(), &artifacts, &inputs),
+            env,
             workspace: dirs.workspace(),
             artifacts: artifacts.clone(),
+            inputs,
             timeout: job.timeout_secs.map(Duration::from_secs),
+            profile: profile.clone(),
+            labels: JobLabels {
+                run: job.run_id.to_string(),
+                node: job.node.clone(),
+                attempt: job.attempt,
+            },
+            stdout_tail: if role.is_some() {
+                agent::REPORT_TAIL
+            } else {
+                0
+            },
         };
-
-        let (logs, mut lines) = mpsc::channel::<LogLine>(256);
-        let store = self.store.clone();
-        let (run_id, node, attempt) = (
-            job.run_id,
-            job.node.clone(),
-            i32::try_from(job.attempt).unwrap_or(i32::MAX),
-        );
-        let writer = tokio::spawn(async move {
-            while let Some(line) = lines.recv().await {
-                let stream = match line.stream {
-                    Stream::Stdout => "stdout",
-                    Stream::Stderr => "stderr",
-                };
-                if let Err(err) = store
-                    .append_log(run_id, &node, attempt, stream, &line.line)
-                    .await
-                {
-                    tracing::warn!(error = %err, "storing a log line failed");
-                }
+        if let (Some(agent), Some(role)) = (&spec.agent, &role) {
+            let seen = job_spec.inputs_seen();
+            match agent::prepare(
+                &self.store,
+                job,
+                &spec,
+                agent,
+                role,
+                &job_spec.inputs,
+                &seen,
+            )
+            .await
+            {
+                Ok(script) => job_spec.script = script,
+                Err(reason) => return self.failed(job, reason, started).await,
             }
-        });
+        }
+
+        let (logs, lines) = mpsc::channel::<LogLine>(256);
+        let (run_id, attempt) = (job.run_id, i32::try_from(job.attempt).unwrap_or(i32::MAX));
+        let writer = tokio::spawn(store_output(
+            self.store.clone(),
+            LogTarget {
+                run_id,
+                node: job.node.clone(),
+                attempt,
+            },
+            lines,
+            secrets.clone(),
+            self.options.log_limit,
+        ));
         // Cancelled before it began: the sandbox stops it at once, nothing of it runs on.
         let exit = self.sandbox.run(&job_spec, logs, cancel).await;
         let _ = writer.await;
-        let exit = exit?;
+        let exit = match exit {
+            Ok(exit) => exit,
+            Err(err) => return self.failed(job, format!("sandbox: {err}"), started).await,
+        };
 
         let mut stored = Vec::new();
+        let mut problems = Vec::new();
         let mut missing = Vec::new();
         for name in &spec.artifacts {
-            match digest(&artifacts.join(name)) {
+            let path = artifacts.join(name);
+            if let Some(secret) = std::fs::read(&path)
+                .ok()
+                .and_then(|b| secrets.found_in(&b).map(str::to_owned))
+            {
+                // Kept nowhere: the file goes, and the attempt fails saying why.
+                let _ = std::fs::remove_file(&path);
+                problems.push(format!(
+                    "artifact {name} contained the value of the secret {secret}; it was deleted, not stored"
+                ));
+                continue;
+            }
+            match digest(&path) {
                 Ok((sha256, size)) => {
                     self.store
                         .record_artifact(&ArtifactRow {
@@ -413,51 +499,40 @@ impl Runner {
                 Err(_) => missing.push(name.as_str()),
             }
         }
-        let (outcome, status, exit_code) = match exit.status {
-            ExitStatus::Exited(0) if missing.is_empty() => {
-                (NodeOutcome::Succeeded, "succeeded", Some(0))
+        if !missing.is_empty() {
+            problems.push(format!(
+                "declared artifacts were not written: {}",
+                missing.join(", ")
+            ));
+        }
+        if let Some(role) = &role {
+            match agent::report(role, &exit.stdout_tail) {
+                Ok(report) => {
+                    for row in agent::usage_rows(job, &report.usage, &self.options.prices) {
+                        self.store.record_usage(&row).await?;
+                    }
+                    if let Some(failed) = report.failed {
+                        problems.push(format!("the agent reported an error: {failed}"));
+                    }
+                }
+                Err(reason) if exit.succeeded() => problems.push(reason),
+                Err(_) => {}
             }
-            ExitStatus::Exited(0) => (
-                NodeOutcome::Failed {
-                    reason: format!(
-                        "declared artifacts were not written: {}",
-                        missing.join(", ")
-                    ),
-                },
-                "failed",
-                Some(0),
-            ),
-            ExitStatus::Exited(code) => (
-                NodeOutcome::Failed {
-                    reason: format!("exit code {code}"),
-                },
-                "failed",
-                Some(code),
-            ),
-            ExitStatus::Signalled(signal) => (
-                NodeOutcome::Failed {
-                    reason: format!("killed by signal {signal}"),
-                },
-                "failed",
-                None,
-            ),
-            ExitStatus::TimedOut => (NodeOutcome::TimedOut, "timed_out", None),
-            ExitStatus::Cancelled => (NodeOutcome::Cancelled, "cancelled", None),
-        };
-        let error = match &outcome {
-            NodeOutcome::Failed { reason } => Some(reason.as_str()),
-            NodeOutcome::TimedOut => Some("timed out"),
-            _ => None,
-        };
+        }
+        let verdict = judge(
+            &exit,
+            &profile,
+            (!problems.is_empty()).then(|| problems.join("; ")),
+        );
         let duration_ms = u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX);
         self.store
             .finish_attempt(
                 run_id,
                 &job.node,
                 attempt,
-                status,
-                exit_code,
-                error,
+                verdict.status,
+                verdict.exit_code,
+                verdict.error(),
                 Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
             )
             .await?;
@@ -465,11 +540,131 @@ impl Runner {
             run_id,
             node: job.node.clone(),
             attempt: job.attempt,
-            outcome,
-            exit_code,
+            outcome: verdict.outcome,
+            exit_code: verdict.exit_code,
             duration_ms,
             artifacts: stored,
         })
+    }
+
+    /// Copies the recorded artifacts of the upstream attempts this node reads into its
+    /// inputs directory (an imported artifact lives in its child run).
+    async fn copy_inputs(
+        &self,
+        job: &NodeDispatch,
+        spec: &ScriptSpec,
+        dirs: &RunDirs,
+        inputs: &std::path::Path,
+    ) -> Result<(), HandlerError> {
+        let copies: Vec<(PathBuf, PathBuf)> = self
+            .store
+            .artifacts(job.run_id)
+            .await?
+            .into_iter()
+            .filter(|a| {
+                spec.inputs
+                    .get(&a.node)
+                    .is_some_and(|&at| i64::from(at) == i64::from(a.attempt))
+            })
+            .map(|a| {
+                (
+                    dirs.resolve(&a.location),
+                    inputs.join(&a.node).join(&a.name),
+                )
+            })
+            .collect();
+        let inputs_dir = inputs.to_owned();
+        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
+            std::fs::create_dir_all(&inputs_dir)?;
+            for (from, to) in copies {
+                if let Some(parent) = to.parent() {
+                    std::fs::create_dir_all(parent)?;
+                }
+                std::fs::copy(from, to)?;
+            }
+            Ok(())
+        })
+        .await??;
+        Ok(())
+    }
+
+    /// Records the workspace when the node first starts; restores that record when the
+    /// node runs again after a send-back, so the rework starts where the work first did.
+    async fn checkpoint(
+        &self,
+        job: &NodeDispatch,
+        spec: &ScriptSpec,
+        dirs: &RunDirs,
+    ) -> Result<(), String> {
+        let (workspace, archive) = (dirs.workspace(), dirs.checkpoint(&job.node));
+        let rework = spec.rework_comment.is_some();
+        let note = tokio::task::spawn_blocking(move || -> std::io::Result<Option<String>> {
+            if archive.exists() {
+                if !rework {
+                    return Ok(None);
+                }
+                checkpoint::restore(&archive, &workspace)?;
+                return Ok(Some(
+                    "[gatehouse] workspace restored to its checkpoint from this node's first start"
+                        .to_owned(),
+                ));
+            }
+            let taken = checkpoint::take(&workspace, &archive)?;
+            Ok(Some(format!(
+                "[gatehouse] workspace checkpoint taken: {} entries, {}",
+                taken.entries,
+                bytesize::ByteSize::b(taken.bytes).display().iec()
+            )))
+        })
+        .await
+        .map_err(|e| format!("workspace checkpoint: {e}"))?
+        .map_err(|e| format!("workspace checkpoint: {e}"))?;
+        if let Some(note) = note {
+            self.store_log(job, &[note]).await;
+        }
+        Ok(())
+    }
+
+    /// The run's frozen `(kind, name)` setting: the first use freezes the configured value;
+    /// later nodes get that one even if the configuration changed. `None`: neither frozen
+    /// nor configured.
+    async fn frozen<T: Serialize + DeserializeOwned>(
+        &self,
+        run: Uuid,
+        kind: &str,
+        name: &str,
+        configured: Option<&T>,
+    ) -> Result<Option<T>, HandlerError> {
+        let body = match configured {
+            Some(value) => Some(
+                self.store
+                    .freeze_setting(run, kind, name, &serde_json::to_string(value)?)
+                    .await?,
+            ),
+            None => self.store.frozen_setting(run, kind, name).await?,
+        };
+        Ok(match body {
+            Some(body) => Some(serde_json::from_str(&body)?),
+            None => None,
+        })
+    }
+
+    /// The secrets the node and its role declared, read from the runner's environment.
+    fn secrets(&self, job: &NodeDispatch, role: Option<&Role>) -> Vec<(String, String)> {
+        let names = job
+            .secrets
+            .iter()
+            .chain(role.into_iter().flat_map(|r| r.secrets.iter()));
+        let mut values = Vec::new();
+        for name in names {
+            match std::env::var(name) {
+                Ok(value) => values.push((name.clone(), value)),
+                Err(_) => {
+                    tracing::warn!(secret = %name, node = %job.node, "a declared secret is not set in the runner's environment")
+                }
+            }
+        }
+        values
     }
 }
 
@@ -622,39 +817,25 @@ impl Runner {
     }
 }
 
-/// The script's whole environment: what the node declared plus Gatehouse's variables.
+/// The script's environment apart from secrets and the sandbox's path variables: what the
+/// node (and its agent role) declared plus Gatehouse's variables.
 fn environment(
     job: &NodeDispatch,
     spec: &ScriptSpec,
-    workspace: &std::path::Path,
-    artifacts: &std::path::Path,
-    inputs: &std::path::Path,
+    role: Option<&Role>,
 ) -> BTreeMap<String, String> {
-    let mut env = job.env.clone();
+    let mut env = role.map(|r| r.env.clone()).unwrap_or_default();
+    env.extend(job.env.clone());
     for (name, value) in &spec.params {
         env.insert(
             format!("GATEHOUSE_PARAM_{}", name.to_ascii_uppercase()),
             value.clone(),
         );
     }
-    for secret in &job.secrets {
-        match std::env::var(secret) {
-            Ok(value) => {
-                env.insert(secret.clone(), value);
-            }
-            Err(_) => {
-                tracing::warn!(%secret, node = %job.node, "a declared secret is not set in the runner's environment")
-            }
-        }
-    }
-    let path = |p: &std::path::Path| p.display().to_string();
     env.extend([
         ("GATEHOUSE_RUN_ID".to_owned(), job.run_id.to_string()),
         ("GATEHOUSE_NODE".to_owned(), job.node.clone()),
         ("GATEHOUSE_ATTEMPT".to_owned(), job.attempt.to_string()),
-        ("GATEHOUSE_WORKSPACE".to_owned(), path(workspace)),
-        ("GATEHOUSE_ARTIFACTS".to_owned(), path(artifacts)),
-        ("GATEHOUSE_INPUTS".to_owned(), path(inputs)),
     ]);
     if let Some(comment) = &spec.rework_comment {
         env.insert("GATEHOUSE_REWORK_COMMENT".to_owned(), comment.clone());
@@ -698,6 +879,16 @@ impl Handler for Runner {
             if newer {
                 snapshots.insert(snapshot.run_id, snapshot.clone());
             }
+        }
+        if snapshot.status.is_terminal() {
+            // Outside the consumer's transaction: Docker may be slow, and a volume left
+            // behind costs nothing but a name.
+            let (sandbox, run) = (self.sandbox.clone(), snapshot.run_id.to_string());
+            tokio::spawn(async move {
+                if let Err(err) = sandbox.run_ended(&run).await {
+                    tracing::warn!(%run, error = %err, "releasing the run's sandbox resources failed");
+                }
+            });
         }
         let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
         for ((run, node, attempt), token) in running.iter() {

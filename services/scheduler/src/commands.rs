@@ -173,6 +173,10 @@ impl Context<'_> {
                     NodeKind::Deliver { mode, branch } => json!({ "mode": mode, "branch": branch }),
                     _ => serde_json::Value::Null,
                 },
+                "agent": match &def.kind {
+                    NodeKind::Agent { role, prompt } => json!({ "role": role, "prompt": prompt }),
+                    _ => serde_json::Value::Null,
+                },
             }),
             env: def.env.clone(),
             secrets: def.secrets.clone(),

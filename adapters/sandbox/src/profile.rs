@@ -1,0 +1,468 @@
+//! Sandbox profiles: which sandbox a node runs in and with what limits.
+
+use std::path::{Path, PathBuf};
+
+use bytesize::ByteSize;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// Docker refuses containers with less memory than this.
+const DOCKER_MIN_MEMORY: u64 = 6 * 1024 * 1024;
+/// Where Docker's socket usually lives; mounting it (or a directory holding it) hands the
+/// script the host.
+const DOCKER_SOCKETS: [&str; 2] = ["/var/run/docker.sock", "/run/docker.sock"];
+
+/// `[sandbox.profiles.<name>]` in the config; a run freezes the profile it starts with
+/// (serialized as JSON into the store), so it must round-trip through serde_json and TOML.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    /// Which sandbox runs the node.
+    #[serde(default)]
+    pub kind: SandboxKind,
+    /// The image a Docker node runs in; required for `docker`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image: Option<String>,
+    /// `none` for no network at all; otherwise a Docker network name such as `bridge`
+    /// (egress allowed).
+    #[serde(default = "default_network")]
+    pub network: String,
+    /// Memory limit, swap included ("1GiB", "64MiB").
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "exact_size::serialize"
+    )]
+    pub memory: Option<ByteSize>,
+    /// CPU limit, in CPUs (fractions allowed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<f64>,
+    /// Most processes (and threads) the container may hold at once.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pids: Option<u32>,
+    /// The numeric user the script runs as, `uid` or `uid:gid`; by default an unprivileged
+    /// one (see the Docker sandbox).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user: Option<String>,
+    /// Where the workspace is mounted in the container, and the script's working directory.
+    #[serde(default = "default_workdir")]
+    pub workdir: String,
+    /// Whether the container's root filesystem is read-only; a profile whose image needs
+    /// to write outside the workspace and `/tmp` turns it off.
+    #[serde(default = "default_read_only_root")]
+    pub read_only_root: bool,
+    /// Extra host paths the script may read (always read-only).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mounts: Vec<Mount>,
+}
+
+/// Which sandbox runs a node.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SandboxKind {
+    /// A local process group: no isolation beyond the environment, only the timeout.
+    #[default]
+    Process,
+    /// A fresh Docker container per node attempt.
+    Docker,
+}
+
+impl std::fmt::Display for SandboxKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SandboxKind::Process => "process",
+            SandboxKind::Docker => "docker",
+        })
+    }
+}
+
+/// A host path shown read-only inside the container.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mount {
+    /// The absolute host path.
+    pub source: PathBuf,
+    /// The absolute path in the container.
+    pub target: String,
+}
+
+/// Why a profile cannot be used; each message says what to change.
+#[derive(Debug, Clone, PartialEq, Error)]
+pub enum ProfileError {
+    /// A Docker profile without an image.
+    #[error("a docker profile needs `image`, e.g. image = \"gatehouse-sandbox:busybox\"")]
+    MissingImage,
+    /// Less memory than Docker accepts.
+    #[error("memory {0} is below Docker's minimum of 6 MiB; raise it")]
+    MemoryTooLow(ByteSize),
+    /// A CPU limit that is zero, negative or not a number.
+    #[error("cpus must be a positive number, e.g. cpus = 1.5; got {0}")]
+    BadCpus(f64),
+    /// A pids limit of zero, which would not even let the shell start.
+    #[error("pids must be at least 1 (the shell itself is a process); remove it for no limit")]
+    ZeroPids,
+    /// A user that is not `uid` or `uid:gid`.
+    #[error("user `{0}` must be numeric, `uid` or `uid:gid` (e.g. \"1000:1000\")")]
+    BadUser(String),
+    /// A workdir that is not an absolute container path.
+    #[error("workdir `{0}` must be an absolute path in the container, e.g. \"/workspace\"")]
+    RelativeWorkdir(String),
+    /// A mount whose target is not absolute.
+    #[error("mount target `{0}` must be an absolute path in the container")]
+    RelativeMountTarget(String),
+    /// A mount whose source is not absolute.
+    #[error("mount source `{0}` must be an absolute host path")]
+    RelativeMountSource(PathBuf),
+    /// A mount that would hand the script the Docker socket.
+    #[error(
+        "mount source `{0}` exposes the Docker socket, which gives the script the whole host; remove that mount"
+    )]
+    DockerSocket(PathBuf),
+}
+
+impl Default for Profile {
+    fn default() -> Self {
+        Self {
+            kind: SandboxKind::Process,
+            image: None,
+            network: default_network(),
+            memory: None,
+            cpus: None,
+            pids: None,
+            user: None,
+            workdir: default_workdir(),
+            read_only_root: default_read_only_root(),
+            mounts: Vec::new(),
+        }
+    }
+}
+
+impl Profile {
+    /// Problems a config check reports before anything runs: docker without image, memory
+    /// below 6 MiB (Docker's minimum), cpus <= 0 or not finite, pids 0, user not numeric
+    /// `uid[:gid]`, workdir or mount target not absolute, mount source not absolute, any
+    /// mount of the Docker socket (refused always). Returns the first one found.
+    pub fn check(&self) -> Result<(), ProfileError> {
+        if self.kind == SandboxKind::Docker && self.image.as_deref().is_none_or(str::is_empty) {
+            return Err(ProfileError::MissingImage);
+        }
+        if let Some(memory) = self.memory
+            && memory.as_u64() < DOCKER_MIN_MEMORY
+        {
+            return Err(ProfileError::MemoryTooLow(memory));
+        }
+        if let Some(cpus) = self.cpus
+            && !(cpus.is_finite() && cpus > 0.0)
+        {
+            return Err(ProfileError::BadCpus(cpus));
+        }
+        if self.pids == Some(0) {
+            return Err(ProfileError::ZeroPids);
+        }
+        if let Some(user) = &self.user
+            && parse_user(user).is_none()
+        {
+            return Err(ProfileError::BadUser(user.clone()));
+        }
+        if !self.workdir.starts_with('/') {
+            return Err(ProfileError::RelativeWorkdir(self.workdir.clone()));
+        }
+        for mount in &self.mounts {
+            if !mount.target.starts_with('/') {
+                return Err(ProfileError::RelativeMountTarget(mount.target.clone()));
+            }
+            if !mount.source.is_absolute() {
+                return Err(ProfileError::RelativeMountSource(mount.source.clone()));
+            }
+            if exposes_docker_socket(&mount.source) {
+                return Err(ProfileError::DockerSocket(mount.source.clone()));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// `uid` or `uid:gid`, both numeric.
+pub(crate) fn parse_user(user: &str) -> Option<(u32, Option<u32>)> {
+    match user.split_once(':') {
+        Some((uid, gid)) => Some((uid.parse().ok()?, Some(gid.parse().ok()?))),
+        None => Some((user.parse().ok()?, None)),
+    }
+}
+
+/// Whether mounting `source` would show the script a Docker socket: the socket itself
+/// (any file named `docker.sock`) or a directory that holds one of the usual sockets.
+pub(crate) fn exposes_docker_socket(source: &Path) -> bool {
+    if source.file_name().is_some_and(|name| name == "docker.sock") {
+        return true;
+    }
+    DOCKER_SOCKETS
+        .iter()
+        .any(|socket| Path::new(socket).starts_with(source))
+}
+
+fn default_network() -> String {
+    "none".into()
+}
+
+fn default_workdir() -> String {
+    "/workspace".into()
+}
+
+fn default_read_only_root() -> bool {
+    true
+}
+
+/// Writes sizes exactly: `ByteSize`'s own serializer rounds ("976.6 KiB"), and a frozen
+/// profile must read back the limit it ran with.
+mod exact_size {
+    use bytesize::ByteSize;
+    use serde::Serializer;
+
+    const UNITS: [(u64, &str); 4] = [
+        (1 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ];
+
+    pub(super) fn serialize<S: Serializer>(
+        size: &Option<ByteSize>,
+        serializer: S,
+    ) -> Result<S::Ok, S::Error> {
+        match size {
+            Some(size) => serializer.serialize_str(&exact(size.as_u64())),
+            None => serializer.serialize_none(),
+        }
+    }
+
+    pub(super) fn exact(bytes: u64) -> String {
+        UNITS
+            .iter()
+            .find(|(unit, _)| bytes != 0 && bytes.is_multiple_of(*unit))
+            .map_or_else(
+                || format!("{bytes} B"),
+                |(unit, name)| format!("{} {name}", bytes / unit),
+            )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn docker() -> Profile {
+        Profile {
+            kind: SandboxKind::Docker,
+            image: Some("gatehouse-sandbox:busybox".into()),
+            ..Profile::default()
+        }
+    }
+
+    #[test]
+    fn an_empty_table_is_the_default_process_profile() {
+        let profile: Profile = serde_json::from_str("{}").unwrap();
+        assert_eq!(profile, Profile::default());
+        assert_eq!(profile.kind, SandboxKind::Process);
+        assert_eq!(profile.network, "none");
+        assert_eq!(profile.workdir, "/workspace");
+        assert!(profile.read_only_root);
+        assert_eq!(profile.check(), Ok(()));
+    }
+
+    #[test]
+    fn a_full_profile_round_trips_exactly() {
+        let profile: Profile = serde_json::from_str(
+            r#"{
+                "kind": "docker", "image": "gatehouse-sandbox:git", "network": "bridge",
+                "memory": "1GiB", "cpus": 1.5, "pids": 256, "user": "1000:1000",
+                "workdir": "/src", "read_only_root": false,
+                "mounts": [{"source": "/opt/tools", "target": "/tools"}]
+            }"#,
+        )
+        .unwrap();
+        assert_eq!(profile.memory, Some(ByteSize::gib(1)));
+        assert_eq!(profile.check(), Ok(()));
+        let json = serde_json::to_string(&profile).unwrap();
+        assert!(json.contains(r#""memory":"1 GiB""#), "{json}");
+        assert_eq!(serde_json::from_str::<Profile>(&json).unwrap(), profile);
+
+        // Sizes that are not whole units keep every byte.
+        let odd = Profile {
+            memory: Some(ByteSize::b(10_000_001)),
+            ..docker()
+        };
+        let json = serde_json::to_string(&odd).unwrap();
+        assert_eq!(serde_json::from_str::<Profile>(&json).unwrap(), odd);
+    }
+
+    #[test]
+    fn defaults_are_left_out_when_serialized() {
+        let json = serde_json::to_string(&Profile::default()).unwrap();
+        assert_eq!(
+            json,
+            r#"{"kind":"process","network":"none","workdir":"/workspace","read_only_root":true}"#
+        );
+    }
+
+    #[test]
+    fn memory_reads_human_sizes() {
+        let profile: Profile = serde_json::from_str(r#"{"memory": "64MiB"}"#).unwrap();
+        assert_eq!(profile.memory, Some(ByteSize::mib(64)));
+        assert_eq!("1GiB".parse::<ByteSize>().unwrap(), ByteSize::gib(1));
+        assert_eq!(exact_size::exact(64 << 20), "64 MiB");
+        assert_eq!(exact_size::exact(3 << 10), "3 KiB");
+        assert_eq!(exact_size::exact(1536), "1536 B");
+        assert_eq!(exact_size::exact(0), "0 B");
+    }
+
+    #[test]
+    fn unknown_fields_and_kinds_are_refused() {
+        assert!(serde_json::from_str::<Profile>(r#"{"memroy": "1GiB"}"#).is_err());
+        assert!(serde_json::from_str::<Profile>(r#"{"kind": "vm"}"#).is_err());
+        assert!(
+            serde_json::from_str::<Profile>(
+                r#"{"mounts": [{"source": "/a", "target": "/b", "rw": true}]}"#
+            )
+            .is_err()
+        );
+    }
+
+    #[test]
+    fn check_reports_what_to_change() {
+        let cases: Vec<(Profile, ProfileError)> = vec![
+            (
+                Profile {
+                    image: None,
+                    ..docker()
+                },
+                ProfileError::MissingImage,
+            ),
+            (
+                Profile {
+                    memory: Some(ByteSize::mib(5)),
+                    ..docker()
+                },
+                ProfileError::MemoryTooLow(ByteSize::mib(5)),
+            ),
+            (
+                Profile {
+                    cpus: Some(0.0),
+                    ..docker()
+                },
+                ProfileError::BadCpus(0.0),
+            ),
+            (
+                Profile {
+                    pids: Some(0),
+                    ..docker()
+                },
+                ProfileError::ZeroPids,
+            ),
+            (
+                Profile {
+                    user: Some("nobody".into()),
+                    ..docker()
+                },
+                ProfileError::BadUser("nobody".into()),
+            ),
+            (
+                Profile {
+                    user: Some("1000:".into()),
+                    ..docker()
+                },
+                ProfileError::BadUser("1000:".into()),
+            ),
+            (
+                Profile {
+                    workdir: "workspace".into(),
+                    ..docker()
+                },
+                ProfileError::RelativeWorkdir("workspace".into()),
+            ),
+            (
+                Profile {
+                    mounts: vec![Mount {
+                        source: "/opt".into(),
+                        target: "opt".into(),
+                    }],
+                    ..docker()
+                },
+                ProfileError::RelativeMountTarget("opt".into()),
+            ),
+            (
+                Profile {
+                    mounts: vec![Mount {
+                        source: "opt".into(),
+                        target: "/opt".into(),
+                    }],
+                    ..docker()
+                },
+                ProfileError::RelativeMountSource("opt".into()),
+            ),
+        ];
+        for (profile, expected) in cases {
+            assert_eq!(profile.check(), Err(expected));
+        }
+        assert!(matches!(
+            Profile {
+                cpus: Some(f64::NAN),
+                ..docker()
+            }
+            .check(),
+            Err(ProfileError::BadCpus(_))
+        ));
+        assert_eq!(
+            Profile {
+                memory: Some(ByteSize::mib(6)),
+                cpus: Some(0.5),
+                pids: Some(1),
+                user: Some("1000".into()),
+                ..docker()
+            }
+            .check(),
+            Ok(())
+        );
+        assert_eq!(
+            ProfileError::MissingImage.to_string(),
+            "a docker profile needs `image`, e.g. image = \"gatehouse-sandbox:busybox\""
+        );
+    }
+
+    #[test]
+    fn the_docker_socket_is_never_mounted() {
+        for source in [
+            "/var/run/docker.sock",
+            "/run/docker.sock",
+            "/home/me/.docker/run/docker.sock",
+            "/var/run",
+            "/run",
+            "/var",
+            "/",
+        ] {
+            let profile = Profile {
+                mounts: vec![Mount {
+                    source: source.into(),
+                    target: "/x".into(),
+                }],
+                ..docker()
+            };
+            assert_eq!(
+                profile.check(),
+                Err(ProfileError::DockerSocket(source.into())),
+                "{source}"
+            );
+        }
+        // A process profile is refused too: the profile may be switched to docker later.
+        let process = Profile {
+            mounts: vec![Mount {
+                source: "/run/docker.sock".into(),
+                target: "/s".into(),
+            }],
+            ..Profile::default()
+        };
+        assert!(process.check().is_err());
+        assert!(!exposes_docker_socket(Path::new("/var/run/user")));
+        assert!(!exposes_docker_socket(Path::new("/opt/tools")));
+    }
+}

@@ -1,0 +1,64 @@
+//! Picking the sandbox a job's profile asks for.
+
+use async_trait::async_trait;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::{
+    DockerSandbox, Exit, Job, LogLine, ProcessSandbox, Sandbox, SandboxError, SandboxKind,
+};
+
+/// The sandboxes a runner has, so one runner serves process and docker profiles alike; a
+/// Docker engine that was away at start only fails the jobs that need it.
+#[derive(Debug, Clone)]
+pub struct Sandboxes {
+    process: ProcessSandbox,
+    /// The Docker sandbox, or why connecting to the engine failed.
+    docker: Result<DockerSandbox, String>,
+}
+
+impl Sandboxes {
+    /// The process sandbox and whatever connecting to Docker gave
+    /// ([`DockerSandbox::connect`]); a failure is kept and told to each docker job.
+    pub fn new(process: ProcessSandbox, docker: Result<DockerSandbox, SandboxError>) -> Self {
+        Self {
+            process,
+            docker: docker.map_err(|e| e.to_string()),
+        }
+    }
+
+    /// The Docker sandbox, for reaping orphans at start and removing run volumes.
+    pub fn docker(&self) -> Option<&DockerSandbox> {
+        self.docker.as_ref().ok()
+    }
+
+    /// The process sandbox, for reaping its orphans at start.
+    pub fn process(&self) -> &ProcessSandbox {
+        &self.process
+    }
+}
+
+#[async_trait]
+impl Sandbox for Sandboxes {
+    async fn run(
+        &self,
+        job: &Job,
+        logs: mpsc::Sender<LogLine>,
+        cancel: CancellationToken,
+    ) -> Result<Exit, SandboxError> {
+        match job.profile.kind {
+            SandboxKind::Process => self.process.run(job, logs, cancel).await,
+            SandboxKind::Docker => match &self.docker {
+                Ok(docker) => docker.run(job, logs, cancel).await,
+                Err(why) => Err(SandboxError::DockerNotConfigured(why.clone())),
+            },
+        }
+    }
+
+    async fn run_ended(&self, run: &str) -> Result<(), SandboxError> {
+        match &self.docker {
+            Ok(docker) => docker.run_ended(run).await,
+            Err(_) => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,26 @@
+//! Agent nodes, without I/O.
+//!
+//! An SOP's `agent` node runs a coding-agent CLI (Claude Code, Codex, or a program of the
+//! user's own) inside a sandbox. This crate holds the logic the runner needs for that and
+//! nothing that touches files, processes or the network:
+//!
+//! - [`Role`]: `[roles.<name>]` in the configuration, checked when it loads;
+//! - [`render_prompt`] / [`check_template`]: the node's prompt template;
+//! - [`invocation`]: the shell command that runs the role's CLI on the rendered prompt;
+//! - [`parse_report`]: token usage, the failure and the final message, read from the CLI's
+//!   stdout;
+//! - [`cost`]: that usage priced from `[pricing]`.
+
+mod invocation;
+mod parse;
+mod placeholder;
+mod price;
+mod prompt;
+mod role;
+mod usage;
+
+pub use invocation::invocation;
+pub use price::{Price, PriceTable, cost};
+pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
+pub use role::{Executor, Role, RoleError};
+pub use usage::{ModelUsage, ParseError, Report, parse_report};

@@ -1,0 +1,237 @@
+//! Roles: who an `agent` node's agent is.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::placeholder::{self, Piece};
+
+/// `[roles.<name>]` in the configuration: the CLI an `agent` node runs, its model, the
+/// standing instructions it gets and what it may reach. A run freezes its role as JSON, so
+/// this round-trips through TOML and JSON alike.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Role {
+    /// Which coding-agent CLI runs.
+    pub executor: Executor,
+    /// The model to ask the CLI for; the CLI's own default when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Standing instructions, given to the CLI as (part of) its system prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub system_prompt: Option<String>,
+    /// Appended to the system prompt as a bulleted "Rules:" list.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub rules: Vec<String>,
+    /// Environment variables set for the CLI.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
+    /// Names of the runner's secrets (its environment variables, e.g. `ANTHROPIC_API_KEY`)
+    /// that the agent gets; no other secret reaches it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
+    /// Sandbox profile for this role's nodes, overriding the SOP's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
+    /// Executor `command` only: the argv to run, with the placeholders `{prompt_file}`,
+    /// `{system_file}` and `{model}`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub command: Vec<String>,
+    /// Executors `claude-code` and `codex` only: extra arguments appended to the CLI's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub args: Vec<String>,
+}
+
+/// The coding-agent CLI a role runs; each has its own command line and output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Executor {
+    /// Anthropic's Claude Code (`claude -p`).
+    ClaudeCode,
+    /// OpenAI's Codex CLI (`codex exec`).
+    Codex,
+    /// Any program: the role's `command` argv.
+    Command,
+}
+
+impl Executor {
+    /// The name used in the configuration, so messages quote what the user wrote.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ClaudeCode => "claude-code",
+            Self::Codex => "codex",
+            Self::Command => "command",
+        }
+    }
+}
+
+impl fmt::Display for Executor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Why a role cannot be used; each message says what to change.
+#[derive(Debug, Clone, PartialEq, Eq, Error)]
+pub enum RoleError {
+    /// Executor `command` without an argv.
+    #[error(
+        "executor \"command\" needs `command`, the argv to run, e.g. \
+         command = [\"my-agent\", \"--prompt\", \"{{prompt_file}}\"]"
+    )]
+    CommandMissing,
+    /// The argv's first element, the program, is blank.
+    #[error("`command` starts with an empty program name; put the program to run first")]
+    ProgramEmpty,
+    /// `command` given to a CLI executor, which ignores it.
+    #[error(
+        "`command` is only read for executor \"command\", not \"{executor}\"; remove it, \
+         or use `args` to add arguments to the {executor} command line"
+    )]
+    CommandNotAllowed {
+        /// The role's executor.
+        executor: Executor,
+    },
+    /// `args` given to executor `command`, which ignores it.
+    #[error(
+        "`args` is only read for executors \"claude-code\" and \"codex\"; for executor \
+         \"command\", put the arguments in `command`"
+    )]
+    ArgsNotAllowed,
+    /// A `{name}` in `command` that is not a placeholder.
+    #[error(
+        "`command` argument {argument:?} uses the unknown placeholder {{{name}}}; the \
+         placeholders are {{prompt_file}}, {{system_file}} and {{model}}"
+    )]
+    UnknownPlaceholder {
+        /// The name between the braces.
+        name: String,
+        /// The argument it appears in.
+        argument: String,
+    },
+    /// `{model}` used while the role names no model.
+    #[error("`command` uses {{model}} but the role has no `model`; set `model` or drop {{model}}")]
+    ModelPlaceholderWithoutModel,
+    /// `{system_file}` used while the role has no system text.
+    #[error(
+        "`command` uses {{system_file}} but the role has no `system_prompt` or `rules`; add \
+         one or drop {{system_file}}"
+    )]
+    SystemPlaceholderWithoutSystem,
+    /// `model = ""`.
+    #[error("`model` is empty; remove it to use the CLI's default model")]
+    ModelEmpty,
+    /// A NUL character, which no command-line argument or prompt file can carry.
+    #[error("`{field}` contains a NUL character; remove it")]
+    Nul {
+        /// The offending key.
+        field: &'static str,
+    },
+}
+
+impl Role {
+    /// Checks what serde cannot: that the executor's own keys are consistent. Called when the
+    /// configuration loads, so a role that [`crate::invocation`] would turn into a broken
+    /// command line is refused before any run uses it.
+    pub fn check(&self) -> Result<(), RoleError> {
+        self.check_nul()?;
+        if self.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
+            return Err(RoleError::ModelEmpty);
+        }
+        match self.executor {
+            Executor::Command => self.check_command(),
+            executor => {
+                if self.command.is_empty() {
+                    Ok(())
+                } else {
+                    Err(RoleError::CommandNotAllowed { executor })
+                }
+            }
+        }
+    }
+
+    fn check_command(&self) -> Result<(), RoleError> {
+        let Some(program) = self.command.first() else {
+            return Err(RoleError::CommandMissing);
+        };
+        if program.trim().is_empty() {
+            return Err(RoleError::ProgramEmpty);
+        }
+        if !self.args.is_empty() {
+            return Err(RoleError::ArgsNotAllowed);
+        }
+        for argument in &self.command {
+            for piece in placeholder::pieces(argument) {
+                let Piece::Placeholder(name) = piece else {
+                    continue;
+                };
+                if !placeholder::KNOWN.contains(&name) {
+                    return Err(RoleError::UnknownPlaceholder {
+                        name: name.to_owned(),
+                        argument: argument.clone(),
+                    });
+                }
+                if name == "model" && self.model.is_none() {
+                    return Err(RoleError::ModelPlaceholderWithoutModel);
+                }
+                if name == "system_file" && self.system_text().is_none() {
+                    return Err(RoleError::SystemPlaceholderWithoutSystem);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn check_nul(&self) -> Result<(), RoleError> {
+        let has_nul = |s: &str| s.contains('\0');
+        let fields: [(&'static str, bool); 5] = [
+            ("model", self.model.as_deref().is_some_and(has_nul)),
+            (
+                "system_prompt",
+                self.system_prompt.as_deref().is_some_and(has_nul),
+            ),
+            ("rules", self.rules.iter().any(|r| has_nul(r))),
+            ("command", self.command.iter().any(|a| has_nul(a))),
+            ("args", self.args.iter().any(|a| has_nul(a))),
+        ];
+        match fields.into_iter().find(|(_, nul)| *nul) {
+            Some((field, _)) => Err(RoleError::Nul { field }),
+            None => Ok(()),
+        }
+    }
+
+    /// The system text the agent gets: the system prompt, then the rules as a bulleted
+    /// "Rules:" list. `None` when the role has neither, so no system file is written and the
+    /// CLI keeps its own system prompt untouched. Has no trailing newline.
+    pub fn system_text(&self) -> Option<String> {
+        let prompt = self
+            .system_prompt
+            .as_deref()
+            .map(str::trim)
+            .filter(|p| !p.is_empty());
+        let rules: Vec<&str> = self
+            .rules
+            .iter()
+            .map(|r| r.trim())
+            .filter(|r| !r.is_empty())
+            .collect();
+        if prompt.is_none() && rules.is_empty() {
+            return None;
+        }
+        let mut text = prompt.unwrap_or_default().to_owned();
+        if !rules.is_empty() {
+            if !text.is_empty() {
+                text.push_str("\n\n");
+            }
+            text.push_str("Rules:");
+            for rule in rules {
+                text.push_str("\n- ");
+                // Continuation lines are indented so a multi-line rule stays one bullet.
+                text.push_str(&rule.replace('\n', "\n  "));
+            }
+        }
+        Some(text)
+    }
+}

@@ -1,0 +1,140 @@
+//! The invocations run through a real `sh` against fake CLIs that print what they were given,
+//! so the quoting is checked by the shell itself, not by reading it.
+#![cfg(unix)]
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use gatehouse_agent::{Executor, Role, invocation};
+
+/// Prints each argument as `[arg]`, then stdin.
+const FAKE_CLI: &str =
+    "#!/bin/sh\nfor a in \"$@\"; do printf '[%s]\\n' \"$a\"; done\nprintf 'stdin:'\ncat\n";
+
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(test: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!(
+            "gatehouse-agent-shell-{test}-{}",
+            std::process::id()
+        ));
+        let _ = fs::remove_dir_all(&dir);
+        fs::create_dir_all(dir.join("bin")).expect("scratch dir");
+        for cli in ["claude", "codex", "my-agent"] {
+            let path = dir.join("bin").join(cli);
+            fs::write(&path, FAKE_CLI).expect("fake cli");
+            fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+        }
+        Self(dir)
+    }
+
+    /// Writes a file whose name has spaces, both quotes and a `$`, and returns its path.
+    fn file(&self, stem: &str, text: &str) -> String {
+        let path = self.0.join(format!("{stem} it's \"q\" $HOME.md"));
+        fs::write(&path, text).expect("input file");
+        path.to_str().expect("utf-8 path").to_owned()
+    }
+
+    fn run(&self, command: &str) -> String {
+        let path = format!(
+            "{}:{}",
+            self.0.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let output = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .env("PATH", path)
+            .current_dir(Path::new(&self.0))
+            .output()
+            .expect("sh runs");
+        assert!(output.status.success(), "{command}: {output:?}");
+        String::from_utf8(output.stdout).expect("utf-8 output")
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = fs::remove_dir_all(&self.0);
+    }
+}
+
+fn role(executor: Executor) -> Role {
+    Role {
+        executor,
+        model: Some("the model".to_owned()),
+        system_prompt: None,
+        rules: Vec::new(),
+        env: BTreeMap::new(),
+        secrets: Vec::new(),
+        sandbox: None,
+        command: Vec::new(),
+        args: vec!["--extra".to_owned(), "a 'b' \"c\"".to_owned()],
+    }
+}
+
+#[test]
+fn claude_code_gets_the_system_text_as_an_argument_and_the_prompt_on_stdin() {
+    let scratch = Scratch::new("claude");
+    let prompt = scratch.file("prompt", "Fix `it` in $(pwd).\n");
+    let system = scratch.file("system", "Be brief.\n\nRules:\n- Don't push.");
+    let output = scratch.run(&invocation(
+        &role(Executor::ClaudeCode),
+        &prompt,
+        Some(&system),
+    ));
+    assert_eq!(
+        output,
+        "[-p]\n[--output-format]\n[json]\n[--model]\n[the model]\n[--append-system-prompt]\n\
+         [Be brief.\n\nRules:\n- Don't push.]\n[--permission-mode]\n[bypassPermissions]\n\
+         [--extra]\n[a 'b' \"c\"]\nstdin:Fix `it` in $(pwd).\n"
+    );
+}
+
+#[test]
+fn codex_reads_the_system_text_then_the_prompt_from_stdin() {
+    let scratch = Scratch::new("codex");
+    let prompt = scratch.file("prompt", "Fix it.\n");
+    let system = scratch.file("system", "Be brief.");
+    let output = scratch.run(&invocation(&role(Executor::Codex), &prompt, Some(&system)));
+    assert_eq!(
+        output,
+        "[exec]\n[--json]\n[--model]\n[the model]\n[--skip-git-repo-check]\n\
+         [--dangerously-bypass-approvals-and-sandbox]\n[--extra]\n[a 'b' \"c\"]\n[-]\n\
+         stdin:Be brief.\n\nFix it.\n"
+    );
+    let without_system = scratch.run(&invocation(&role(Executor::Codex), &prompt, None));
+    assert!(
+        without_system.ends_with("[-]\nstdin:Fix it.\n"),
+        "{without_system}"
+    );
+}
+
+#[test]
+fn command_gets_its_placeholders_filled_as_single_arguments() {
+    let scratch = Scratch::new("command");
+    let prompt = scratch.file("prompt", "");
+    let system = scratch.file("system", "");
+    let role = Role {
+        command: [
+            "my-agent",
+            "--prompt={prompt_file}",
+            "{system_file}",
+            "{model}",
+            "$(echo not run)",
+        ]
+        .map(String::from)
+        .into(),
+        args: Vec::new(),
+        ..role(Executor::Command)
+    };
+    let output = scratch.run(&invocation(&role, &prompt, Some(&system)));
+    assert_eq!(
+        output,
+        format!("[--prompt={prompt}]\n[{system}]\n[the model]\n[$(echo not run)]\nstdin:")
+    );
+}

@@ -1,0 +1,62 @@
+//! The sandboxes this process runs nodes in: local processes always, Docker when a profile
+//! asks for it. What a crash left behind is cleaned up here, before any job runs.
+
+use std::path::Path;
+
+use anyhow::Context;
+use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, SandboxError, SandboxKind, Sandboxes};
+
+use crate::config::Config;
+
+/// The process sandbox (with its crash registry under `data_dir`) and, when a profile uses
+/// Docker, the Docker sandbox. A Docker profile whose engine or image is missing stops the
+/// start with a message: a node would otherwise fail later for a reason known now.
+pub async fn sandboxes(config: &Config, data_dir: &Path) -> anyhow::Result<Sandboxes> {
+    let process = ProcessSandbox::with_registry(data_dir.join("process-groups"));
+    match process.reap_orphans() {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            killed = n,
+            "stopped scripts left running by a previous crash"
+        ),
+        Err(e) => tracing::warn!(error = %e, "checking for scripts left running failed"),
+    }
+    let docker_profiles: Vec<(&String, &str)> = config
+        .sandbox
+        .profiles
+        .iter()
+        .filter(|(_, p)| p.kind == SandboxKind::Docker)
+        .map(|(name, p)| (name, p.image.as_deref().unwrap_or_default()))
+        .collect();
+    if docker_profiles.is_empty() {
+        let unused = SandboxError::DockerNotConfigured(
+            "no sandbox profile used Docker when this runner started".into(),
+        );
+        return Ok(Sandboxes::new(process, Err(unused)));
+    }
+    // The data directory names this runner: a restart finds its own containers, never
+    // another runner's on the same engine.
+    let docker = DockerSandbox::connect(data_dir.display().to_string())
+        .await
+        .with_context(|| {
+            format!(
+                "sandbox profile `{}` uses Docker, but the Docker engine is not reachable",
+                docker_profiles[0].0
+            )
+        })?;
+    for (name, image) in &docker_profiles {
+        docker
+            .check_image(image)
+            .await
+            .with_context(|| format!("sandbox profile `{name}`"))?;
+    }
+    match docker.reap_orphans().await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            removed = n,
+            "removed sandbox containers left running by a previous crash"
+        ),
+        Err(e) => tracing::warn!(error = %e, "checking for sandbox containers left running failed"),
+    }
+    Ok(Sandboxes::new(process, Ok(docker)))
+}

@@ -1,0 +1,180 @@
+//! Agent nodes: the role's coding-agent CLI, run in the sandbox like a script, on a prompt
+//! rendered from the node's template; afterwards its report gives the tokens and cost.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use gatehouse_agent::{
+    ModelUsage, PriceTable, PromptContext, Report, RequirementView, Role, cost, invocation,
+    parse_report, render_prompt,
+};
+use gatehouse_events::NodeDispatch;
+use gatehouse_store::{Store, StoreError, UsageRow};
+use serde::Deserialize;
+
+use crate::job::ScriptSpec;
+
+/// The agent part of a dispatch's spec.
+#[derive(Debug, Clone, Deserialize)]
+pub(crate) struct AgentSpec {
+    /// The role's name under `[roles]`.
+    pub role: String,
+    /// The prompt template.
+    pub prompt: String,
+}
+
+/// Where the prompt files go, under the attempt's inputs directory.
+const AGENT_DIR: &str = ".agent";
+/// The part of each upstream file a prompt may quote.
+const INPUT_TEXT_LIMIT: usize = 64 * 1024;
+/// The end of the CLI's output kept for its report.
+pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
+
+/// Renders the prompt over what the node knows and writes it (and the role's system text)
+/// where the sandbox reads them. Returns the command to run. `inputs_seen` is the inputs
+/// directory as the sandbox shows it to the script.
+pub(crate) async fn prepare(
+    store: &Store,
+    job: &NodeDispatch,
+    spec: &ScriptSpec,
+    agent: &AgentSpec,
+    role: &Role,
+    inputs: &Path,
+    inputs_seen: &str,
+) -> Result<String, String> {
+    let requirement = requirement(store, job)
+        .await
+        .map_err(|e| format!("reading the requirement: {e}"))?;
+    let context = PromptContext {
+        requirement,
+        params: spec.params.clone(),
+        inputs: upstream_texts(inputs),
+        rework_comment: spec.rework_comment.clone(),
+        run_id: job.run_id.to_string(),
+        node: job.node.clone(),
+        attempt: job.attempt,
+    };
+    let prompt =
+        render_prompt(&agent.prompt, &context).map_err(|e| format!("the prompt template: {e}"))?;
+    let dir = inputs.join(AGENT_DIR);
+    let write = |name: &str, text: &str| {
+        std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(dir.join(name), text))
+            .map_err(|e| format!("writing the {name}: {e}"))
+    };
+    write("prompt.md", &prompt)?;
+    let system = role.system_text();
+    if let Some(system) = &system {
+        write("system.md", system)?;
+    }
+    let seen = |name: &str| format!("{inputs_seen}/{AGENT_DIR}/{name}");
+    Ok(invocation(
+        role,
+        &seen("prompt.md"),
+        system.as_ref().map(|_| seen("system.md")).as_deref(),
+    ))
+}
+
+/// The run's requirement as a template sees it.
+async fn requirement(
+    store: &Store,
+    job: &NodeDispatch,
+) -> Result<Option<RequirementView>, StoreError> {
+    let Some(id) = store.run(job.run_id).await?.and_then(|r| r.requirement_id) else {
+        return Ok(None);
+    };
+    Ok(store.requirement(id).await?.map(|r| RequirementView {
+        title: r.title,
+        body: r.body,
+        url: r.url,
+    }))
+}
+
+/// Upstream artifacts (`inputs/<node>/<file>`) as text; binary files are left out and long
+/// ones cut, so a prompt stays a prompt.
+fn upstream_texts(inputs: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
+    let mut texts = BTreeMap::new();
+    let Ok(nodes) = std::fs::read_dir(inputs) else {
+        return texts;
+    };
+    for node in nodes.flatten() {
+        let name = node.file_name().to_string_lossy().into_owned();
+        if name == AGENT_DIR || !node.path().is_dir() {
+            continue;
+        }
+        let mut files = BTreeMap::new();
+        for file in walk(&node.path()) {
+            let Ok(bytes) = std::fs::read(&file) else {
+                continue;
+            };
+            let Ok(text) = String::from_utf8(bytes) else {
+                continue;
+            };
+            let relative = file
+                .strip_prefix(node.path())
+                .map(|p| p.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            files.insert(relative, cut(text));
+        }
+        texts.insert(name, files);
+    }
+    texts
+}
+
+fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+    let mut files = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files
+}
+
+fn cut(mut text: String) -> String {
+    if text.len() > INPUT_TEXT_LIMIT {
+        let mut end = INPUT_TEXT_LIMIT;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        let more = text.len() - end;
+        text.truncate(end);
+        text.push_str(&format!("\n… [{more} more bytes not shown]"));
+    }
+    text
+}
+
+/// Reads the CLI's report from the end of its output and prices its usage.
+pub(crate) fn report(role: &Role, stdout_tail: &[u8]) -> Result<Report, String> {
+    parse_report(role.executor, role.model.as_deref(), stdout_tail)
+        .map_err(|e| format!("reading the agent's report: {e}"))
+}
+
+/// The rows to store for an attempt's usage, priced from `prices`.
+pub(crate) fn usage_rows(
+    job: &NodeDispatch,
+    usage: &[ModelUsage],
+    prices: &PriceTable,
+) -> Vec<UsageRow> {
+    let count = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    usage
+        .iter()
+        .map(|u| UsageRow {
+            run_id: job.run_id,
+            node: job.node.clone(),
+            attempt: i32::try_from(job.attempt).unwrap_or(i32::MAX),
+            model: u.model.clone(),
+            input_tokens: count(u.input_tokens),
+            output_tokens: count(u.output_tokens),
+            cache_read_tokens: count(u.cache_read_tokens),
+            cache_write_tokens: count(u.cache_write_tokens),
+            cost_usd: cost(u, prices),
+        })
+        .collect()
+}

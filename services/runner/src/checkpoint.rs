@@ -1,0 +1,107 @@
+//! Workspace checkpoints: the workspace as it was when a node first started, so that a
+//! send-back to that node can give its next attempt the same starting point.
+//!
+//! A checkpoint is a tar archive of the whole workspace, the repository's `.git` included
+//! (the agent may have committed). It is written beside the workspace and renamed into place,
+//! so a crash never leaves half a checkpoint.
+
+use std::io;
+use std::path::Path;
+
+/// What a checkpoint holds, for the attempt's log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Taken {
+    pub entries: u64,
+    pub bytes: u64,
+}
+
+/// Archives `workspace` into `archive`.
+pub(crate) fn take(workspace: &Path, archive: &Path) -> io::Result<Taken> {
+    if let Some(parent) = archive.parent() {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::create_dir_all(workspace)?;
+    let partial = archive.with_extension("partial");
+    let file = std::fs::File::create(&partial)?;
+    let mut builder = tar::Builder::new(io::BufWriter::new(file));
+    builder.follow_symlinks(false);
+    builder.mode(tar::HeaderMode::Complete);
+    builder.append_dir_all(".", workspace)?;
+    builder
+        .into_inner()?
+        .into_inner()
+        .map_err(|e| e.into_error())?
+        .sync_all()?;
+    std::fs::rename(&partial, archive)?;
+    let mut taken = Taken {
+        entries: 0,
+        bytes: 0,
+    };
+    for entry in tar::Archive::new(std::fs::File::open(archive)?).entries()? {
+        taken.entries += 1;
+        taken.bytes += entry?.header().size()?;
+    }
+    Ok(taken)
+}
+
+/// Replaces everything in `workspace` with the archive's contents (owners and modes
+/// included). The directory itself stays: it may be a mounted volume.
+pub(crate) fn restore(archive: &Path, workspace: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(workspace)?;
+    for entry in std::fs::read_dir(workspace)? {
+        let path = entry?.path();
+        if path.is_dir() && !path.is_symlink() {
+            std::fs::remove_dir_all(&path)?;
+        } else {
+            std::fs::remove_file(&path)?;
+        }
+    }
+    let mut archive = tar::Archive::new(std::fs::File::open(archive)?);
+    archive.set_preserve_permissions(true);
+    archive.set_preserve_ownerships(true);
+    archive.set_overwrite(true);
+    archive.unpack(workspace)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn restore_brings_back_files_modes_and_removes_later_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("ws");
+        std::fs::create_dir_all(ws.join(".git/refs")).unwrap();
+        std::fs::write(ws.join("a.txt"), "first").unwrap();
+        std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main").unwrap();
+        std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
+        let script = ws.join("run.sh");
+        std::fs::write(&script, "#!/bin/sh").unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
+        let archive = dir.path().join("checkpoints/node.tar");
+        let taken = take(&ws, &archive).unwrap();
+        assert!(taken.entries >= 5, "{taken:?}");
+
+        std::fs::write(ws.join("a.txt"), "changed").unwrap();
+        std::fs::write(ws.join("later.txt"), "later").unwrap();
+        std::fs::remove_dir_all(ws.join(".git")).unwrap();
+        restore(&archive, &ws).unwrap();
+
+        assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "first");
+        assert!(!ws.join("later.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(ws.join(".git/HEAD")).unwrap(),
+            "ref: refs/heads/main"
+        );
+        assert_eq!(
+            std::fs::read_link(ws.join("link")).unwrap(),
+            Path::new("a.txt")
+        );
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(&script).unwrap().permissions(),
+        );
+        assert_eq!(mode & 0o777, 0o755);
+        assert!(!archive.with_extension("partial").exists());
+    }
+}

@@ -1,0 +1,77 @@
+//! How an attempt's end reads to people: the outcome reported to the engine, the status
+//! stored, and a reason that says what happened in the sandbox's terms.
+
+use gatehouse_events::NodeOutcome;
+use gatehouse_sandbox::{Exit, ExitStatus, Profile};
+
+/// An attempt's verdict.
+pub(crate) struct Verdict {
+    pub outcome: NodeOutcome,
+    pub status: &'static str,
+    pub exit_code: Option<i32>,
+}
+
+impl Verdict {
+    /// The reason stored with the attempt.
+    pub(crate) fn error(&self) -> Option<&str> {
+        match &self.outcome {
+            NodeOutcome::Failed { reason } => Some(reason.as_str()),
+            NodeOutcome::TimedOut => Some("timed out"),
+            _ => None,
+        }
+    }
+}
+
+/// Judges an exit. `problem` is a reason to fail an attempt that exited 0 (missing
+/// artifacts, a secret in an artifact, an agent that reported an error).
+pub(crate) fn judge(exit: &Exit, profile: &Profile, problem: Option<String>) -> Verdict {
+    let failed = |reason: String, exit_code| Verdict {
+        outcome: NodeOutcome::Failed { reason },
+        status: "failed",
+        exit_code,
+    };
+    let pids = |reason: String| match (exit.pids_limit_reached, profile.pids) {
+        (true, Some(limit)) => {
+            format!("{reason}; it reached the sandbox's process limit ({limit} processes)")
+        }
+        _ => reason,
+    };
+    match exit.status {
+        ExitStatus::Exited(0) => match problem {
+            None => Verdict {
+                outcome: NodeOutcome::Succeeded,
+                status: "succeeded",
+                exit_code: Some(0),
+            },
+            Some(problem) => failed(problem, Some(0)),
+        },
+        ExitStatus::Exited(code) => {
+            let mut reason = pids(format!("exit code {code}"));
+            if let Some(problem) = problem {
+                reason = format!("{reason}; {problem}");
+            }
+            failed(reason, Some(code))
+        }
+        ExitStatus::Signalled(signal) => failed(pids(format!("killed by signal {signal}")), None),
+        ExitStatus::OutOfMemory => failed(
+            match profile.memory {
+                Some(limit) => format!(
+                    "out of memory: killed at the sandbox's memory limit ({})",
+                    limit.display().iec()
+                ),
+                None => "out of memory: killed by the kernel".to_owned(),
+            },
+            None,
+        ),
+        ExitStatus::TimedOut => Verdict {
+            outcome: NodeOutcome::TimedOut,
+            status: "timed_out",
+            exit_code: None,
+        },
+        ExitStatus::Cancelled => Verdict {
+            outcome: NodeOutcome::Cancelled,
+            status: "cancelled",
+            exit_code: None,
+        },
+    }
+}

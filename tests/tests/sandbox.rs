@@ -1,0 +1,257 @@
+//! Script nodes in Docker sandboxes, through the real runner and a real Docker engine: a
+//! shared workspace volume, no network, a non-root user, a read-only root; memory, process
+//! and time limits and a missing image each failing their node with a reason; floods of
+//! output stored only up to the limit. Needs the images from deploy/sandbox/build-images.sh.
+//! Without a Docker engine these tests say so and pass, unless `DOCKER_TESTS=required` (CI).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
+use gatehouse_tests::{Backend, Stack, TestDb, on_both_backends};
+
+const IMAGE: &str = "gatehouse-sandbox:busybox";
+
+const BOXED: &str = r#"
+name: boxed
+sandbox: box
+nodes:
+  write:
+    kind: script
+    run: |
+      echo hello > shared.txt
+      id -u > "$GATEHOUSE_ARTIFACTS/uid"
+      grep -c : /proc/net/dev > "$GATEHOUSE_ARTIFACTS/interfaces"
+      touch /etc/x 2>/dev/null && echo root-writable || echo root-read-only
+    artifacts: [uid, interfaces]
+  read: { kind: script, needs: [write], run: "cat shared.txt; cat $GATEHOUSE_INPUTS/write/uid" }
+"#;
+
+const GREEDY: &str = r#"
+name: greedy
+sandbox: small
+nodes:
+  hog: { kind: script, run: "x=$(head -c 200000000 /dev/zero | tr '\\0' a); echo ${#x}" }
+"#;
+
+const FORKS: &str = r#"
+name: forks
+sandbox: small
+nodes:
+  bomb: { kind: script, timeout: 20s, run: "sleep 4 & s=$!; b() { b | b & }; b 2>/dev/null; wait $s; exit 1" }
+"#;
+
+const GHOST: &str = r#"
+name: ghost
+sandbox: ghost
+nodes:
+  boo: { kind: script, run: "true" }
+"#;
+
+const ENDLESS: &str = r#"
+name: endless
+sandbox: box
+nodes:
+  spin: { kind: script, timeout: 2s, run: "sleep 600" }
+"#;
+
+const FLOOD: &str = r#"
+name: flood
+sandbox: box
+nodes:
+  talk: { kind: script, run: "yes 0123456789abcdef | head -c 20000000; echo done" }
+"#;
+
+on_both_backends!(
+    docker_nodes_share_a_workspace_without_network_or_root,
+    limits_and_a_missing_image_fail_the_node_with_a_reason,
+);
+
+/// The Docker sandbox for a test, or `None` (test skipped) when no engine answers and CI
+/// does not require one.
+async fn docker(owner: &str) -> Option<DockerSandbox> {
+    match DockerSandbox::connect(owner).await {
+        Ok(docker) if docker.check_image(IMAGE).await.is_ok() => Some(docker),
+        outcome => {
+            let why = match outcome {
+                Ok(_) => format!("the image {IMAGE} is missing (deploy/sandbox/build-images.sh)"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),
+                "DOCKER_TESTS=required but Docker cannot run sandboxes: {why}"
+            );
+            eprintln!("skipped: Docker cannot run sandboxes here: {why}");
+            None
+        }
+    }
+}
+
+fn profile(image: &str, memory: Option<&str>, pids: Option<u32>) -> Profile {
+    Profile {
+        kind: SandboxKind::Docker,
+        image: Some(image.into()),
+        memory: memory.map(|m| m.parse().unwrap()),
+        pids,
+        ..Profile::default()
+    }
+}
+
+/// The services with a runner on process and Docker sandboxes, or `None` without Docker.
+async fn stack(backend: Backend, sops: &[(&str, &str)], log_limit: usize) -> Option<Stack> {
+    let data = tempfile::tempdir().unwrap();
+    let docker = docker(&data.path().display().to_string()).await?;
+    let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
+    let profiles = BTreeMap::from([
+        ("box".to_owned(), profile(IMAGE, Some("256MiB"), Some(64))),
+        ("small".to_owned(), profile(IMAGE, Some("32MiB"), Some(32))),
+        (
+            "ghost".to_owned(),
+            profile("gatehouse-sandbox:no-such-tag", None, None),
+        ),
+    ]);
+    Some(
+        Stack::start_with(
+            TestDb::new(backend).await,
+            data,
+            sops,
+            Arc::new(sandboxes),
+            move |options| {
+                options.profiles = profiles;
+                options.log_limit = log_limit;
+            },
+        )
+        .await,
+    )
+}
+
+/// Containers and volumes Docker still has for the stack's runner.
+fn leftovers(stack: &Stack) -> Vec<String> {
+    let owner = format!("label=gatehouse.owner={}", stack.data.path().display());
+    let mut left = Vec::new();
+    for args in [
+        vec!["ps", "-aq", "--filter", owner.as_str()],
+        vec!["volume", "ls", "-q", "--filter", owner.as_str()],
+    ] {
+        let out = std::process::Command::new("docker")
+            .args(&args)
+            .output()
+            .unwrap();
+        left.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_owned),
+        );
+    }
+    left
+}
+
+async fn docker_nodes_share_a_workspace_without_network_or_root(backend: Backend) {
+    let sops = [("boxed", BOXED), ("flood", FLOOD)];
+    let Some(stack) = stack(backend, &sops, 64 * 1024).await else {
+        return;
+    };
+    let run = stack.request("boxed").await;
+    stack.wait_status(run, "succeeded").await;
+    assert_eq!(stack.artifact(run, "write", 1, "uid").trim(), "65534");
+    // Only the loopback interface: `network = "none"`.
+    assert_eq!(stack.artifact(run, "write", 1, "interfaces").trim(), "1");
+    let logs = stack.db.store.logs(run, 0, 100).await.unwrap();
+    let lines: Vec<(&str, &str)> = logs
+        .iter()
+        .filter(|l| !l.line.starts_with("[gatehouse]"))
+        .map(|l| (l.node.as_str(), l.line.as_str()))
+        .collect();
+    assert_eq!(
+        lines,
+        [
+            ("write", "root-read-only"),
+            ("read", "hello"),
+            ("read", "65534")
+        ]
+    );
+    let shared = stack
+        .data
+        .path()
+        .join(format!("runs/{run}/workspace/shared.txt"));
+    assert_eq!(std::fs::read_to_string(shared).unwrap(), "hello\n");
+
+    // 20 MB of output: the node succeeds, 64 KiB of it is stored, the rest is counted.
+    let run = stack.request("flood").await;
+    stack.wait_status(run, "succeeded").await;
+    let logs = stack.db.store.logs(run, 0, 100_000).await.unwrap();
+    let stored: usize = logs.iter().map(|l| l.line.len() + 1).sum();
+    assert!(stored < 70 * 1024, "{stored} bytes stored");
+    let last = &logs.last().unwrap().line;
+    assert!(
+        last.starts_with("[gatehouse] output cut: ") && last.contains("more lines"),
+        "{last}"
+    );
+
+    // Volumes go when their runs end.
+    for _ in 0..100 {
+        if leftovers(&stack).is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        leftovers(&stack),
+        Vec::<String>::new(),
+        "containers or volumes left"
+    );
+    stack.stop().await;
+}
+
+async fn limits_and_a_missing_image_fail_the_node_with_a_reason(backend: Backend) {
+    let sops = [
+        ("greedy", GREEDY),
+        ("forks", FORKS),
+        ("ghost", GHOST),
+        ("endless", ENDLESS),
+    ];
+    let Some(stack) = stack(backend, &sops, 1024 * 1024).await else {
+        return;
+    };
+    let runs: Vec<(&str, uuid::Uuid)> = {
+        let mut runs = Vec::new();
+        for (sop, _) in sops {
+            runs.push((sop, stack.request(sop).await));
+        }
+        runs
+    };
+    let mut errors = BTreeMap::new();
+    for (sop, run) in runs {
+        stack.wait_status(run, "failed").await;
+        let attempts = stack.db.store.attempts(run).await.unwrap();
+        errors.insert(sop, attempts[0].error.clone().unwrap_or_default());
+    }
+    assert_eq!(
+        errors["greedy"],
+        "out of memory: killed at the sandbox's memory limit (32.0 MiB)"
+    );
+    assert!(
+        errors["forks"].contains("it reached the sandbox's process limit (32 processes)"),
+        "{}",
+        errors["forks"]
+    );
+    assert!(
+        errors["ghost"]
+            .contains("image `gatehouse-sandbox:no-such-tag` is not on this Docker host"),
+        "{}",
+        errors["ghost"]
+    );
+    assert_eq!(errors["endless"], "timed out");
+    for _ in 0..100 {
+        if leftovers(&stack).is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        leftovers(&stack),
+        Vec::<String>::new(),
+        "containers or volumes left"
+    );
+    stack.stop().await;
+}
