@@ -5,7 +5,9 @@ use std::collections::BTreeSet;
 use std::time::Duration;
 
 use gatehouse_events::{Envelope, Event, NodeProgress, StreamKind};
-use gatehouse_store::{Backend as StoreBackend, NewDeadLetter, QueueMessage, Store, StoreError};
+use gatehouse_store::{
+    Backend as StoreBackend, NewDeadLetter, QueueMessage, Store, StoreError, UsageRow,
+};
 use gatehouse_tests::{Backend, TestDb, on_both_backends, quick_retry};
 use uuid::Uuid;
 
@@ -44,6 +46,8 @@ on_both_backends!(
     queue_fans_out_by_filter_and_backfills_new_consumers,
     queue_leases_acks_and_work_queue_removal,
     queue_consumer_created_during_publishing_misses_nothing,
+    a_run_freezes_a_setting_once,
+    usage_keeps_each_attempt_and_model_once,
 );
 
 async fn migrations_are_idempotent(backend: Backend) {
@@ -436,5 +440,104 @@ async fn queue_consumer_created_during_publishing_misses_nothing(backend: Backen
             200
         );
     }
+    db.cleanup().await;
+}
+
+async fn a_run_freezes_a_setting_once(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let (run, other) = (Uuid::now_v7(), Uuid::now_v7());
+    assert_eq!(
+        db.store
+            .frozen_setting(run, "profile", "box")
+            .await
+            .unwrap(),
+        None
+    );
+    let first = db
+        .store
+        .freeze_setting(run, "profile", "box", "v1")
+        .await
+        .unwrap();
+    let second = db
+        .store
+        .freeze_setting(run, "profile", "box", "v2")
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.as_str(), second.as_str()),
+        ("v1", "v1"),
+        "the first one stays"
+    );
+    assert_eq!(
+        db.store
+            .freeze_setting(other, "profile", "box", "v2")
+            .await
+            .unwrap(),
+        "v2",
+        "another run freezes its own"
+    );
+    assert_eq!(
+        db.store
+            .freeze_setting(run, "role", "box", "r")
+            .await
+            .unwrap(),
+        "r",
+        "kinds are apart"
+    );
+    assert_eq!(
+        db.store
+            .frozen_setting(run, "profile", "box")
+            .await
+            .unwrap()
+            .as_deref(),
+        Some("v1")
+    );
+    db.cleanup().await;
+}
+
+async fn usage_keeps_each_attempt_and_model_once(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let run = Uuid::now_v7();
+    let row = |attempt: i32, model: &str, cost: Option<f64>| UsageRow {
+        run_id: run,
+        node: "code".into(),
+        attempt,
+        model: model.into(),
+        input_tokens: 10,
+        output_tokens: 20,
+        cache_read_tokens: 30,
+        cache_write_tokens: 40,
+        cost_usd: cost,
+    };
+    db.store
+        .record_usage(&row(1, "m", Some(0.25)))
+        .await
+        .unwrap();
+    db.store
+        .record_usage(&row(1, "m", Some(9.0)))
+        .await
+        .unwrap();
+    db.store.record_usage(&row(1, "n", None)).await.unwrap();
+    db.store
+        .record_usage(&row(2, "m", Some(0.5)))
+        .await
+        .unwrap();
+    let rows = db.store.usage_of_run(run).await.unwrap();
+    assert_eq!(
+        rows,
+        [
+            row(1, "m", Some(0.25)),
+            row(1, "n", None),
+            row(2, "m", Some(0.5))
+        ],
+        "a repeated row is ignored"
+    );
+    assert!(
+        db.store
+            .usage_of_run(Uuid::now_v7())
+            .await
+            .unwrap()
+            .is_empty()
+    );
     db.cleanup().await;
 }

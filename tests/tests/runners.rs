@@ -1,0 +1,234 @@
+//! Several runners on one work queue, on every bus: jobs spread over the runners within
+//! each one's concurrency, a job longer than its lease keeps it alive and runs once, and a
+//! job whose runner died comes back to another runner as the engine's next attempt.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_bus::{Relay, RelayOptions};
+use gatehouse_events::{Envelope, Event, RunRequested};
+use gatehouse_runner::{Runner, RunnerOptions};
+use gatehouse_sandbox::ProcessSandbox;
+use gatehouse_sop::Catalog;
+use gatehouse_tests::{BusKind, TestBus, actor, on_every_bus};
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+/// Four nodes of 2.5 s each: longer than twice the 1-second lease.
+const WIDE: &str = r#"
+name: wide
+nodes:
+  a: { kind: script, run: "sleep 2.5; touch $GATEHOUSE_ARTIFACTS/done", artifacts: [done] }
+  b: { kind: script, run: "sleep 2.5; touch $GATEHOUSE_ARTIFACTS/done", artifacts: [done] }
+  c: { kind: script, run: "sleep 2.5; touch $GATEHOUSE_ARTIFACTS/done", artifacts: [done] }
+  d: { kind: script, run: "sleep 2.5; touch $GATEHOUSE_ARTIFACTS/done", artifacts: [done] }
+"#;
+
+/// The first attempt never ends by itself; the second finishes at once.
+const STUBBORN: &str = r#"
+name: stubborn
+nodes:
+  work:
+    kind: script
+    retry: { max: 1, backoff: 1s }
+    run: 'if [ "$GATEHOUSE_ATTEMPT" = 1 ]; then sleep 600; fi; touch $GATEHOUSE_ARTIFACTS/done'
+    artifacts: [done]
+"#;
+
+on_every_bus!(
+    runners_share_the_queue_and_long_jobs_keep_their_lease,
+    a_dead_runners_job_is_retried_on_another_as_the_next_attempt,
+);
+
+/// The relay and the scheduler on a bus, and runners started and stopped one by one, each
+/// with a data directory of its own (so where a node ran shows on disk).
+struct Cluster {
+    bus: TestBus,
+    data: tempfile::TempDir,
+    stop: CancellationToken,
+    runners: BTreeMap<&'static str, CancellationToken>,
+}
+
+impl Cluster {
+    async fn start(kind: BusKind) -> Self {
+        let bus = TestBus::new(kind).await;
+        let data = tempfile::tempdir().unwrap();
+        let sops = data.path().join("sops");
+        std::fs::create_dir_all(&sops).unwrap();
+        std::fs::write(sops.join("wide.yaml"), WIDE).unwrap();
+        std::fs::write(sops.join("stubborn.yaml"), STUBBORN).unwrap();
+        let (catalog, errors) = Catalog::load(&[&sops]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let stop = CancellationToken::new();
+        let relay = Relay::new(
+            bus.db.store.clone(),
+            bus.bus.clone(),
+            RelayOptions {
+                poll: Duration::from_millis(50),
+                ..RelayOptions::default()
+            },
+        );
+        tokio::spawn(relay.run(stop.clone()));
+        let scheduler =
+            gatehouse_scheduler::Scheduler::new(bus.db.store.clone(), Arc::new(catalog));
+        tokio::spawn(scheduler.run(bus.bus.clone(), stop.clone()));
+        Self {
+            bus,
+            data,
+            stop,
+            runners: BTreeMap::new(),
+        }
+    }
+
+    fn dir(&self, runner: &str) -> PathBuf {
+        self.data.path().join(runner)
+    }
+
+    /// Starts a runner of concurrency 2 and a 1-second lease, on its own bus connection.
+    async fn runner(&mut self, name: &'static str) {
+        let options = RunnerOptions {
+            concurrency: 2,
+            ack_wait: Duration::from_secs(1),
+            ..RunnerOptions::new(self.dir(name))
+        };
+        let runner = Runner::new(
+            self.bus.db.store.clone(),
+            Arc::new(ProcessSandbox::default()),
+            options,
+        );
+        let stop = CancellationToken::new();
+        tokio::spawn(runner.run(self.bus.reopen().await, stop.clone()));
+        self.runners.insert(name, stop);
+    }
+
+    /// Stops a runner as a crash would leave its jobs: unacknowledged, their scripts gone.
+    fn kill(&mut self, name: &str) {
+        if let Some(stop) = self.runners.remove(name) {
+            stop.cancel();
+        }
+    }
+
+    async fn request(&self, sop: &str) -> Uuid {
+        let run_id = Uuid::now_v7();
+        let event = Event::RunRequested(RunRequested {
+            run_id,
+            sop: sop.into(),
+            params: BTreeMap::new(),
+            requirement_id: None,
+            requested_by: actor("bob"),
+            schedule: None,
+            parent: None,
+        });
+        let mut tx = self.bus.db.store.begin().await.unwrap();
+        tx.append_outbox(&Envelope::new("test", &event, None).unwrap())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        run_id
+    }
+
+    async fn wait_until(&self, what: &str, done: impl AsyncFn() -> bool) {
+        for _ in 0..1500 {
+            if done().await {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    async fn wait_status(&self, run: Uuid, status: &str) {
+        self.wait_until(status, async || {
+            self.bus
+                .db
+                .store
+                .run(run)
+                .await
+                .unwrap()
+                .is_some_and(|r| r.status == status)
+        })
+        .await;
+    }
+
+    async fn stop(self) {
+        self.stop.cancel();
+        for stop in self.runners.values() {
+            stop.cancel();
+        }
+        self.bus.cleanup().await;
+    }
+}
+
+/// Whether `node`'s `attempt` left its artifact in `dir`.
+fn ran_in(dir: &Path, run: Uuid, node: &str, attempt: u32) -> bool {
+    dir.join(format!("runs/{run}/artifacts/{node}/{attempt}/done"))
+        .exists()
+}
+
+async fn runners_share_the_queue_and_long_jobs_keep_their_lease(kind: BusKind) {
+    let mut cluster = Cluster::start(kind).await;
+    cluster.runner("one").await;
+    cluster.runner("two").await;
+    let run = cluster.request("wide").await;
+    cluster.wait_status(run, "succeeded").await;
+
+    let attempts = cluster.bus.db.store.attempts(run).await.unwrap();
+    let seen: Vec<(&str, i32, &str)> = attempts
+        .iter()
+        .map(|a| (a.node.as_str(), a.attempt, a.status.as_str()))
+        .collect();
+    assert_eq!(seen.len(), 4, "{seen:?}");
+    assert!(
+        seen.iter()
+            .all(|(_, attempt, status)| *attempt == 1 && *status == "succeeded"),
+        "every job ran once, its lease kept while it ran: {seen:?}"
+    );
+    let mut per_runner = BTreeMap::new();
+    for node in ["a", "b", "c", "d"] {
+        let ran: Vec<&str> = ["one", "two"]
+            .into_iter()
+            .filter(|r| ran_in(&cluster.dir(r), run, node, 1))
+            .collect();
+        assert_eq!(ran.len(), 1, "{node} ran on exactly one runner: {ran:?}");
+        *per_runner.entry(ran[0]).or_insert(0) += 1;
+    }
+    // Each runner takes at most two at once, and all four ran side by side.
+    assert_eq!(per_runner, BTreeMap::from([("one", 2), ("two", 2)]));
+    cluster.stop().await;
+}
+
+async fn a_dead_runners_job_is_retried_on_another_as_the_next_attempt(kind: BusKind) {
+    let mut cluster = Cluster::start(kind).await;
+    cluster.runner("one").await;
+    let run = cluster.request("stubborn").await;
+    cluster
+        .wait_until("attempt 1 to start", async || {
+            !cluster.bus.db.store.attempts(run).await.unwrap().is_empty()
+        })
+        .await;
+    cluster.kill("one");
+    cluster.runner("two").await;
+    cluster.wait_status(run, "succeeded").await;
+
+    let attempts = cluster.bus.db.store.attempts(run).await.unwrap();
+    let seen: Vec<(i32, &str, Option<&str>)> = attempts
+        .iter()
+        .map(|a| (a.attempt, a.status.as_str(), a.error.as_deref()))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (
+                1,
+                "interrupted",
+                Some("interrupted: the runner stopped during this attempt")
+            ),
+            (2, "succeeded", None)
+        ]
+    );
+    assert!(ran_in(&cluster.dir("two"), run, "work", 2));
+    assert!(!ran_in(&cluster.dir("one"), run, "work", 2));
+    cluster.stop().await;
+}
