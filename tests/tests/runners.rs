@@ -8,11 +8,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_bus::{Relay, RelayOptions};
-use gatehouse_events::{Envelope, Event, RunRequested};
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_sop::Catalog;
-use gatehouse_tests::{BusKind, TestBus, actor, on_every_bus};
+use gatehouse_tests::{BusKind, TestBus, on_every_bus, request_runs};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -111,22 +110,7 @@ impl Cluster {
     }
 
     async fn request(&self, sop: &str) -> Uuid {
-        let run_id = Uuid::now_v7();
-        let event = Event::RunRequested(RunRequested {
-            run_id,
-            sop: sop.into(),
-            params: BTreeMap::new(),
-            requirement_id: None,
-            requested_by: actor("bob"),
-            schedule: None,
-            parent: None,
-        });
-        let mut tx = self.bus.db.store.begin().await.unwrap();
-        tx.append_outbox(&Envelope::new("test", &event, None).unwrap())
-            .await
-            .unwrap();
-        tx.commit().await.unwrap();
-        run_id
+        request_runs(&self.bus.db.store, sop, 1, "bob").await[0]
     }
 
     async fn wait_until(&self, what: &str, done: impl AsyncFn() -> bool) {
