@@ -38,7 +38,7 @@ const FORKS: &str = r#"
 name: forks
 sandbox: small
 nodes:
-  bomb: { kind: script, timeout: 20s, run: "sleep 4 & s=$!; b() { b | b & }; b 2>/dev/null; wait $s; exit 1" }
+  bomb: { kind: script, timeout: 20s, run: "sleep 4 & s=$!; (b() { b | b & }; b) 2>/dev/null; wait $s; exit 1" }
 "#;
 
 const GHOST: &str = r#"

@@ -5,6 +5,7 @@ mod attach;
 mod container;
 mod host;
 mod names;
+mod oom;
 mod orphans;
 mod pids;
 mod spec;

@@ -291,7 +291,7 @@ async fn a_fork_bomb_hits_the_pids_limit_and_it_is_reported() {
     // waiting on a sleep started before it (it could not fork one later).
     let mut job = f.job(
         "bomb",
-        "sleep 4 & s=$!; b() { b | b & }; b 2>/dev/null; wait $s; exit 1",
+        "sleep 4 & s=$!; (b() { b | b & }; b) 2>/dev/null; wait $s; exit 1",
     );
     job.profile.pids = Some(32);
     job.timeout = Some(Duration::from_secs(30));
@@ -375,8 +375,10 @@ async fn megabytes_of_output_pass_and_long_lines_are_cut() {
     let job = f.job(
         "flood",
         "yes 'a line of output that is about one hundred bytes long, repeated until fifty MB are out' \
-         | head -c 50000000; echo; head -c 1000000 /dev/zero | tr '\\0' x; echo; echo end",
+         | head -c 50000000; echo; sleep 1; head -c 1000000 /dev/zero | tr '\\0' x; echo; echo end",
     );
+    // Lines may be dropped while the receiver is megabytes behind; the pause lets it catch
+    // up before the long line and the last one, which must then arrive.
     let (tx, mut rx) = mpsc::channel::<LogLine>(1024);
     // Counts rather than keeps: holding every line would be the test's own memory problem.
     let collector = tokio::spawn(async move {

@@ -10,6 +10,7 @@ use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::oom::OomWatch;
 use super::pids::PidsWatch;
 use super::{DockerSandbox, attach, refused};
 use crate::output::Output;
@@ -18,9 +19,8 @@ use crate::{Exit, ExitStatus, Job, LogLine, SandboxError};
 
 /// How long output is still read after the container stopped.
 const OUTPUT_GRACE: Duration = Duration::from_secs(5);
-/// How often, and how many times, the out-of-memory flag is read after a SIGKILL exit.
-const OOM_LOOK_INTERVAL: Duration = Duration::from_millis(50);
-const OOM_LOOKS: u32 = 20;
+/// How long a SIGKILL exit waits for the container's `oom` event.
+const OOM_EVENT_WAIT: Duration = Duration::from_secs(2);
 
 impl DockerSandbox {
     /// Removes a container whatever its state; one already gone is fine.
@@ -68,6 +68,10 @@ impl DockerSandbox {
             stop_reading.clone(),
         );
 
+        let oom = job
+            .profile
+            .memory
+            .map(|_| OomWatch::start(&self.docker, id));
         let started = Instant::now();
         self.docker
             .start_container(id, None)
@@ -108,15 +112,13 @@ impl DockerSandbox {
         // Every line read reaches the channel before the job is reported done.
         forwarder.drain().await;
 
-        let status = match status {
-            ExitStatus::Exited(code)
-                if code != 0
-                    && job.profile.memory.is_some()
-                    && self.oom_killed(id, code).await? =>
+        let status = match (status, oom.as_ref()) {
+            (ExitStatus::Exited(code), Some(oom))
+                if code != 0 && self.oom_killed(id, code, oom).await? =>
             {
                 ExitStatus::OutOfMemory
             }
-            status => status,
+            (status, _) => status,
         };
         Ok(Exit {
             status,
@@ -162,28 +164,27 @@ impl DockerSandbox {
         }
     }
 
-    /// Whether the kernel killed a process in the container for lack of memory. Docker
-    /// learns of the kill from an event that may arrive after the exit, so after a SIGKILL
-    /// exit (137) the flag is looked at again for a moment before the answer is no.
-    async fn oom_killed(&self, id: &str, code: i32) -> Result<bool, SandboxError> {
-        let looks = if code == 137 { OOM_LOOKS } else { 1 };
-        for look in 0..looks {
-            if look > 0 {
-                tokio::time::sleep(OOM_LOOK_INTERVAL).await;
-            }
-            let inspected = self
-                .docker
-                .inspect_container(id, None)
-                .await
-                .map_err(|e| SandboxError::docker("inspecting the container", e))?;
-            if inspected
-                .state
-                .and_then(|state| state.oom_killed)
-                .unwrap_or(false)
-            {
-                return Ok(true);
-            }
+    /// Whether the kernel killed a process in the container for lack of memory: Docker's
+    /// flag, or the container's `oom` event. A SIGKILL exit (137) waits a moment for the
+    /// event, which may arrive after the exit.
+    async fn oom_killed(&self, id: &str, code: i32, oom: &OomWatch) -> Result<bool, SandboxError> {
+        let inspected = self
+            .docker
+            .inspect_container(id, None)
+            .await
+            .map_err(|e| SandboxError::docker("inspecting the container", e))?;
+        if inspected
+            .state
+            .and_then(|state| state.oom_killed)
+            .unwrap_or(false)
+        {
+            return Ok(true);
         }
-        Ok(false)
+        let patience = if code == 137 {
+            OOM_EVENT_WAIT
+        } else {
+            Duration::ZERO
+        };
+        Ok(oom.killed(patience).await)
     }
 }
