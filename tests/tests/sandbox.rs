@@ -62,9 +62,25 @@ nodes:
   talk: { kind: script, run: "yes 0123456789abcdef | head -c 20000000; echo done" }
 "#;
 
+const AGENTIC: &str = r#"
+name: agentic
+sandbox: box
+nodes:
+  plan: { kind: script, run: "echo 'use a map' > $GATEHOUSE_ARTIFACTS/plan.md", artifacts: [plan.md] }
+  code: { kind: agent, needs: [plan], role: boxed, prompt: "Plan: {{ inputs.plan['plan.md'] }}" }
+"#;
+
+/// Claude Code's result line, from a stand-in CLI mounted into the container.
+const FAKE_CLAUDE: &str = r#"#!/bin/sh
+cat > prompt-seen.md
+id -u > agent-uid
+echo '{"type":"result","subtype":"success","is_error":false,"result":"ok","usage":{"input_tokens":7,"output_tokens":3,"cache_creation_input_tokens":0,"cache_read_input_tokens":0},"modelUsage":{"claude-haiku-4-5":{"inputTokens":7,"outputTokens":3,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.0}}}'
+"#;
+
 on_both_backends!(
     docker_nodes_share_a_workspace_without_network_or_root,
     limits_and_a_missing_image_fail_the_node_with_a_reason,
+    an_agent_runs_its_cli_inside_the_container,
 );
 
 /// The Docker sandbox for a test, or `None` (test skipped) when no engine answers and CI
@@ -99,6 +115,15 @@ fn profile(image: &str, memory: Option<&str>, pids: Option<u32>) -> Profile {
 
 /// The services with a runner on process and Docker sandboxes, or `None` without Docker.
 async fn stack(backend: Backend, sops: &[(&str, &str)], log_limit: usize) -> Option<Stack> {
+    stack_with(backend, sops, |options| options.log_limit = log_limit).await
+}
+
+/// As [`stack`], with the runner's options adjusted by `configure` after the profiles.
+async fn stack_with(
+    backend: Backend,
+    sops: &[(&str, &str)],
+    configure: impl FnOnce(&mut gatehouse_runner::RunnerOptions),
+) -> Option<Stack> {
     let data = tempfile::tempdir().unwrap();
     let docker = docker(&data.path().display().to_string()).await?;
     let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
@@ -118,7 +143,7 @@ async fn stack(backend: Backend, sops: &[(&str, &str)], log_limit: usize) -> Opt
             Arc::new(sandboxes),
             move |options| {
                 options.profiles = profiles;
-                options.log_limit = log_limit;
+                configure(options);
             },
         )
         .await,
@@ -252,6 +277,62 @@ async fn limits_and_a_missing_image_fail_the_node_with_a_reason(backend: Backend
         leftovers(&stack),
         Vec::<String>::new(),
         "containers or volumes left"
+    );
+    stack.stop().await;
+}
+
+async fn an_agent_runs_its_cli_inside_the_container(backend: Backend) {
+    use std::os::unix::fs::PermissionsExt;
+    let tools = tempfile::tempdir().unwrap();
+    let claude = tools.path().join("claude");
+    std::fs::write(&claude, FAKE_CLAUDE).unwrap();
+    std::fs::set_permissions(&claude, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let mount = gatehouse_sandbox::Mount {
+        source: tools.path().to_owned(),
+        target: "/opt/agent".into(),
+    };
+    let Some(stack) = stack_with(backend, &[("agentic", AGENTIC)], |options| {
+        let mut profile = profile(IMAGE, Some("256MiB"), Some(64));
+        profile.mounts = vec![mount];
+        options.profiles.insert("agent-box".into(), profile);
+        options.roles.insert(
+            "boxed".into(),
+            gatehouse_agent::Role {
+                executor: gatehouse_agent::Executor::ClaudeCode,
+                model: Some("claude-haiku-4-5".into()),
+                system_prompt: None,
+                rules: Vec::new(),
+                env: BTreeMap::from([("PATH".into(), "/opt/agent:/bin".into())]),
+                secrets: Vec::new(),
+                sandbox: Some("agent-box".into()),
+                command: Vec::new(),
+                args: Vec::new(),
+            },
+        );
+    })
+    .await
+    else {
+        return;
+    };
+    let run = stack.request("agentic").await;
+    stack.wait_status(run, "succeeded").await;
+    let workspace = stack.data.path().join(format!("runs/{run}/workspace"));
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("prompt-seen.md")).unwrap(),
+        "Plan: use a map\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("agent-uid")).unwrap(),
+        "65534\n"
+    );
+    let usage = stack.db.store.usage_of_run(run).await.unwrap();
+    assert_eq!(
+        (
+            usage[0].model.as_str(),
+            usage[0].input_tokens,
+            usage[0].output_tokens
+        ),
+        ("claude-haiku-4-5", 7, 3)
     );
     stack.stop().await;
 }
