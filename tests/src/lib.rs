@@ -63,6 +63,13 @@ pub struct TestDb {
 impl TestDb {
     /// Creates the database and applies migrations.
     pub async fn new(backend: Backend) -> Self {
+        let db = Self::unmigrated(backend).await;
+        db.store.migrate().await.expect("migrate");
+        db
+    }
+
+    /// Creates the database without applying migrations (for `gatehouse migrate` to do).
+    pub async fn unmigrated(backend: Backend) -> Self {
         let (url, schema, dir) = match backend {
             Backend::Postgres => {
                 let schema = format!("t_{}", Uuid::now_v7().simple());
@@ -77,7 +84,6 @@ impl TestDb {
             }
         };
         let store = Store::connect(&url, quick_retry()).await.expect("connect");
-        store.migrate().await.expect("migrate");
         Self {
             url,
             store,

@@ -79,6 +79,12 @@ pub trait Bus: Send + Sync {
 
     /// Creates the durable consumer if needed and starts receiving its messages.
     async fn subscribe(&self, spec: &ConsumerSpec) -> Result<Box<dyn Subscription>, BusError>;
+
+    /// Whether the bus answers now, for `/readyz`. The in-process bus lives in the store,
+    /// which is checked on its own.
+    async fn check_ready(&self) -> Result<(), BusError> {
+        Ok(())
+    }
 }
 
 /// A stream of deliveries for one consumer.

@@ -102,6 +102,16 @@ impl JetStreamBus {
 
 #[async_trait]
 impl Bus for JetStreamBus {
+    async fn check_ready(&self) -> Result<(), BusError> {
+        // A stream lookup is a round trip through the server and JetStream.
+        let name = self.prefix.stream_name(gatehouse_events::StreamKind::Jobs);
+        self.js
+            .get_stream(&name)
+            .await
+            .map(drop)
+            .map_err(|e| BusError::jetstream("stream lookup", e))
+    }
+
     async fn publish(&self, message: Outgoing<'_>) -> Result<Published, BusError> {
         let mut publish = PublishMessage::build()
             .payload(message.payload.to_vec().into())

@@ -30,6 +30,9 @@ pub enum StoreError {
         #[source]
         source: sqlx::Error,
     },
+    /// Migrations this build needs are not applied yet (`gatehouse migrate`).
+    #[error("migrations not applied yet: {0:?} (run `gatehouse migrate`)")]
+    Pending(Vec<i64>),
     /// Applying migrations failed.
     #[error("applying migrations failed: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),

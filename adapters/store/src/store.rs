@@ -141,6 +141,35 @@ impl Store {
         Ok(())
     }
 
+    /// Whether the database answers and every migration this build knows is applied: what
+    /// a service needs before it takes work (`/readyz`). The error says which.
+    pub async fn check_ready(&self) -> Result<(), StoreError> {
+        let (migrator, applied): (sqlx::migrate::Migrator, Vec<i64>) = match &self.pool {
+            Pool::Postgres(pool) => (
+                sqlx::migrate!("../../migrations/postgres"),
+                sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                    .fetch_all(pool)
+                    .await?,
+            ),
+            Pool::Sqlite(pool) => (
+                sqlx::migrate!("../../migrations/sqlite"),
+                sqlx::query_scalar("SELECT version FROM _sqlx_migrations WHERE success")
+                    .fetch_all(pool)
+                    .await?,
+            ),
+        };
+        let pending: Vec<i64> = migrator
+            .iter()
+            .map(|m| m.version)
+            .filter(|v| !applied.contains(v))
+            .collect();
+        if pending.is_empty() {
+            Ok(())
+        } else {
+            Err(StoreError::Pending(pending))
+        }
+    }
+
     /// Starts a transaction. On SQLite it takes the write lock up front (`BEGIN
     /// IMMEDIATE`): a deferred transaction that reads and then writes fails at once when
     /// another writer got in between, instead of waiting for it.

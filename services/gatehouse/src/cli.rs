@@ -87,6 +87,27 @@ pub enum Command {
         #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
     },
+    /// Run one service on Postgres and NATS JetStream, beside any number of replicas of
+    /// each service in other processes. Run `gatehouse migrate` first (until then the
+    /// service waits). Answers /healthz, /readyz and /metrics on --listen (ingest: also the
+    /// API and the webhooks).
+    Serve {
+        /// Which service.
+        #[arg(value_enum)]
+        service: crate::serve::Service,
+        /// Database URL (overrides server.database_url); must be Postgres.
+        #[arg(long, value_name = "URL")]
+        database_url: Option<String>,
+        /// NATS URL (overrides server.nats_url).
+        #[arg(long = "nats", value_name = "URL")]
+        nats_url: Option<String>,
+        /// Data directory (overrides server.data_dir).
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Listen address (overrides server.listen).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+    },
     /// Start, list, show, watch and steer runs.
     Run {
         /// What to do.

@@ -306,6 +306,9 @@ pub struct RunnerConfig {
     pub lease: Duration,
     /// Output stored per node attempt; the rest is counted and dropped, with a note.
     pub log_limit: bytesize::ByteSize,
+    /// Names this runner among the runners sharing a data directory or a Docker engine:
+    /// after a crash it cleans up only what it started itself. Default: the host name.
+    pub id: String,
 }
 
 impl Default for RunnerConfig {
@@ -314,6 +317,9 @@ impl Default for RunnerConfig {
             concurrency: 4,
             lease: Duration::from_secs(30),
             log_limit: bytesize::ByteSize::mib(1),
+            id: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_owned())
+                .unwrap_or_else(|_| "runner".into()),
         }
     }
 }

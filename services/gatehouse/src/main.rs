@@ -6,13 +6,14 @@ mod cli;
 mod client;
 mod client_commands;
 mod config;
+mod health;
 mod logging;
 mod metrics;
 mod sandbox;
 mod schedule_commands;
 mod secret;
+mod serve;
 mod sop_commands;
-mod up;
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -82,7 +83,29 @@ async fn run(cli: Cli) -> anyhow::Result<()> {
             if let Some(listen) = listen {
                 config.server.listen = listen;
             }
-            up::up(&config).await
+            serve::up(&config).await
+        }
+        Command::Serve {
+            service,
+            database_url,
+            nats_url,
+            data_dir,
+            listen,
+        } => {
+            let server = &mut config.server;
+            if let Some(url) = database_url {
+                server.database_url = url;
+            }
+            if let Some(url) = nats_url {
+                server.nats_url = url;
+            }
+            if let Some(dir) = data_dir {
+                server.data_dir = dir;
+            }
+            if let Some(listen) = listen {
+                server.listen = listen;
+            }
+            serve::serve(&config, service).await
         }
         Command::Run {
             command,

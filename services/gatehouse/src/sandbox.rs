@@ -8,11 +8,12 @@ use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, SandboxError, SandboxKind
 
 use crate::config::Config;
 
-/// The process sandbox (with its crash registry under `data_dir`) and, when a profile uses
+/// The process sandbox (with its crash registry under `data_dir`, per runner id) and, when a profile uses
 /// Docker, the Docker sandbox. A Docker profile whose engine or image is missing stops the
 /// start with a message: a node would otherwise fail later for a reason known now.
 pub async fn sandboxes(config: &Config, data_dir: &Path) -> anyhow::Result<Sandboxes> {
-    let process = ProcessSandbox::with_registry(data_dir.join("process-groups"));
+    let id = &config.runner.id;
+    let process = ProcessSandbox::with_registry(data_dir.join("process-groups").join(id));
     match process.reap_orphans() {
         Ok(0) => {}
         Ok(n) => tracing::warn!(
@@ -34,9 +35,9 @@ pub async fn sandboxes(config: &Config, data_dir: &Path) -> anyhow::Result<Sandb
         );
         return Ok(Sandboxes::new(process, Err(unused)));
     }
-    // The data directory names this runner: a restart finds its own containers, never
-    // another runner's on the same engine.
-    let docker = DockerSandbox::connect(data_dir.display().to_string())
+    // The data directory and the runner's id name its containers: a restart finds its own,
+    // never those of another runner on the same engine.
+    let docker = DockerSandbox::connect(format!("{}#{id}", data_dir.display()))
         .await
         .with_context(|| {
             format!(

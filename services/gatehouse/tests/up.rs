@@ -94,13 +94,13 @@ impl Up {
             .spawn()
             .unwrap();
         self.child = Some(child);
-        for _ in 0..200 {
-            if std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok() {
+        for _ in 0..400 {
+            if self.ready() {
                 return;
             }
             std::thread::sleep(Duration::from_millis(25));
         }
-        panic!("gatehouse up did not listen on {}", self.port);
+        panic!("gatehouse up did not become ready on {}", self.port);
     }
 
     /// SIGKILL: no shutdown, no flush.
@@ -188,6 +188,15 @@ impl Up {
             .as_str()
             .unwrap()
             .to_owned()
+    }
+
+    /// Whether `/readyz` answers 200.
+    fn ready(&self) -> bool {
+        std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
+            && Command::new("bash")
+                .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{}; printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' >&3; head -n 1 <&3", self.port)])
+                .output()
+                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(" 200 "))
     }
 
     /// The body of an unauthenticated GET.

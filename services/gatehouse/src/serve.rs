@@ -1,9 +1,12 @@
-//! `gatehouse up`: every service in one process, on the embedded defaults.
+//! Running the services: `gatehouse up` runs all four in one process (on the embedded
+//! defaults, or on Postgres and NATS when configured); `gatehouse serve SERVICE` runs one of
+//! them on Postgres and NATS JetStream, as many replicas of each as wanted. Either way each
+//! process also relays its own outbox and answers `/healthz`, `/readyz` and `/metrics`.
 
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use anyhow::Context;
@@ -14,26 +17,81 @@ use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_scheduler::Scheduler;
 use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 
-/// Runs ingest (the API), scheduler, runner and the outbox relay until SIGINT or SIGTERM.
+/// One of the four services.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Service {
+    /// The HTTP API, webhooks and the Discord gateway: stateless, any number of replicas.
+    Ingest,
+    /// The SOP engine and cron schedules: replicas share the work.
+    Scheduler,
+    /// Runs script, agent and deliver nodes from the work queue.
+    Runner,
+    /// Approval cards, progress and GitHub comments.
+    Notifier,
+}
+
+impl Service {
+    const ALL: [Service; 4] = [
+        Service::Ingest,
+        Service::Scheduler,
+        Service::Runner,
+        Service::Notifier,
+    ];
+
+    fn name(self) -> &'static str {
+        match self {
+            Service::Ingest => "ingest",
+            Service::Scheduler => "scheduler",
+            Service::Runner => "runner",
+            Service::Notifier => "notifier",
+        }
+    }
+}
+
+/// How often a `serve` process waiting for its database, migrations or NATS looks again.
+const READY_POLL: Duration = Duration::from_secs(2);
+
+/// Runs every service in this process until SIGINT or SIGTERM, applying migrations first.
 pub async fn up(config: &Config) -> anyhow::Result<()> {
+    run(config, &Service::ALL, true).await
+}
+
+/// Runs one service until SIGINT or SIGTERM. It needs Postgres and NATS (replicas in other
+/// processes must see the same state and bus) and expects `gatehouse migrate` to have run:
+/// until the migrations are applied it answers `/readyz` with 503 and waits.
+pub async fn serve(config: &Config, service: Service) -> anyhow::Result<()> {
     let server = &config.server;
+    if server.nats_url.is_empty() {
+        anyhow::bail!(
+            "`serve {}` needs NATS JetStream: set server.nats_url (or --nats, GATEHOUSE_NATS_URL)",
+            service.name()
+        );
+    }
+    if !server.database_url.starts_with("postgres") {
+        anyhow::bail!(
+            "`serve {}` needs Postgres: set server.database_url to postgres://... (or --database-url, GATEHOUSE_DATABASE_URL)",
+            service.name()
+        );
+    }
+    run(config, &[service], false).await
+}
+
+/// Starts `services`, the outbox relay and the HTTP listener, then waits for a signal and
+/// shuts everything down: no new work is taken, work in flight is finished or handed back.
+async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Result<()> {
+    let server = &config.server;
+    let has = |s: Service| services.contains(&s);
     let metrics = crate::metrics::install()?;
     std::fs::create_dir_all(&server.data_dir)
         .with_context(|| format!("creating the data directory {}", server.data_dir.display()))?;
     let store = Store::connect(&server.effective_database_url(), crate::startup_retry()).await?;
-    store.migrate().await.context("applying migrations")?;
-    let (mut catalog, invalid) = Catalog::load(&server.sop_dirs);
-    for task in config.schedules.iter().filter_map(|s| s.agent_task()) {
-        // Checked when the configuration was loaded.
-        catalog.insert(task.context("an agent task of [[schedules]]")?);
-    }
-    catalog.require_roles(config.roles.keys().map(String::as_str));
-    for error in &invalid {
-        tracing::warn!("skipped an invalid SOP file:\n{error}");
+    if migrate {
+        store.migrate().await.context("applying migrations")?;
     }
     let bus: Arc<dyn Bus> = if server.nats_url.is_empty() {
         Arc::new(InProcessBus::new(store.clone()))
@@ -47,16 +105,42 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
             .await?,
         )
     };
-    sync_schedules(&store, config, &catalog).await?;
-    let token_file = server.data_dir.join("admin.token");
-    ensure_admin_token(&store, &token_file).await?;
-
     let listener = tokio::net::TcpListener::bind(&server.listen)
         .await
         .with_context(|| format!("listening on {}", server.listen))?;
     let shutdown = CancellationToken::new();
+    let mut tasks = JoinSet::new();
+    // The probes and metrics answer from the start; the service's own routes (ingest's API)
+    // once it runs. A replica started before `gatehouse migrate` waits instead of failing.
+    let routes = Arc::new(OnceLock::new());
+    let app = crate::health::router(store.clone(), bus.clone(), routes.clone())
+        .merge(crate::metrics::router(metrics));
+    tasks.spawn({
+        let stop = shutdown.clone();
+        async move {
+            let serve = axum::serve(listener, app)
+                .with_graceful_shutdown(async move { stop.cancelled().await });
+            if let Err(err) = serve.await {
+                tracing::error!(error = %err, "the HTTP server stopped");
+            }
+        }
+    });
+    if !wait_until_ready(&store, bus.as_ref()).await {
+        shutdown.cancel();
+        while tasks.join_next().await.is_some() {}
+        return Ok(());
+    }
+
+    let (mut catalog, invalid) = Catalog::load(&server.sop_dirs);
+    for task in config.schedules.iter().filter_map(|s| s.agent_task()) {
+        // Checked when the configuration was loaded.
+        catalog.insert(task.context("an agent task of [[schedules]]")?);
+    }
+    catalog.require_roles(config.roles.keys().map(String::as_str));
+    for error in &invalid {
+        tracing::warn!("skipped an invalid SOP file:\n{error}");
+    }
     let catalog = Arc::new(catalog);
-    let mut tasks = tokio::task::JoinSet::new();
     tasks.spawn(
         Relay::new(
             store.clone(),
@@ -68,15 +152,106 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         )
         .run(shutdown.clone()),
     );
-    tasks.spawn(Scheduler::new(store.clone(), catalog.clone()).run(bus.clone(), shutdown.clone()));
+    if has(Service::Scheduler) {
+        sync_schedules(&store, config, &catalog).await?;
+        tasks.spawn(
+            Scheduler::new(store.clone(), catalog.clone()).run(bus.clone(), shutdown.clone()),
+        );
+    }
     // Scripts run in their workspace, so the paths they are given must not be relative.
     let data_dir = std::path::absolute(&server.data_dir)?;
-    let sandbox = crate::sandbox::sandboxes(config, &data_dir).await?;
     let github_client = match &config.github {
-        Some(github) => github_client(github)?,
-        None => None,
+        Some(github) if has(Service::Ingest) || has(Service::Runner) || has(Service::Notifier) => {
+            github_client(github)?
+        }
+        _ => None,
     };
-    let delivery = match (&config.github, &github_client) {
+    if has(Service::Runner) {
+        spawn_runner(
+            config,
+            &store,
+            &bus,
+            &data_dir,
+            github_client.as_ref(),
+            &mut tasks,
+            &shutdown,
+        )
+        .await?;
+    }
+    let slack_client = if has(Service::Ingest) || has(Service::Notifier) {
+        crate::chat::slack_client(config)?
+    } else {
+        None
+    };
+    let mut token_file = None;
+    if has(Service::Ingest) {
+        let file = server.data_dir.join("admin.token");
+        ensure_admin_token(&store, &file).await?;
+        token_file = Some(file);
+        let api = ApiState::new(store.clone(), catalog.clone())
+            .with_people(people(config))
+            .with_chat(crate::chat::settings(
+                config,
+                &catalog,
+                slack_client.as_ref(),
+            )?);
+        let api = spawn_ingest(config, api, github_client.clone(), &mut tasks, &shutdown)?;
+        let _ = routes.set(gatehouse_ingest::router(api));
+    }
+    if has(Service::Notifier) {
+        let mut notifier = Notifier::new(store.clone(), github_client)
+            .with_chat(crate::chat::outputs(config, slack_client)?)
+            .with_data_dir(&data_dir);
+        if !server.public_url.is_empty() {
+            notifier = notifier.with_public_url(&server.public_url);
+        }
+        tasks.spawn(notifier.run(bus.clone(), shutdown.clone()));
+    }
+    // Services without routes of their own are ready now.
+    let _ = routes.set(axum::Router::new());
+    let names: Vec<&str> = services.iter().map(|s| s.name()).collect();
+    tracing::info!(
+        services = %names.join(","),
+        listen = %server.listen,
+        database = %store.target(),
+        bus = if server.nats_url.is_empty() { "in-process" } else { "NATS JetStream" },
+        sops = catalog.iter().count(),
+        "Gatehouse is up"
+    );
+    match &token_file {
+        Some(token) if services.len() == Service::ALL.len() => eprintln!(
+            "Gatehouse is up on http://{} (admin token in {})",
+            server.listen,
+            token.display()
+        ),
+        _ => eprintln!(
+            "Gatehouse {} is up on http://{}",
+            names.join(", "),
+            server.listen
+        ),
+    }
+
+    wait_for_signal().await;
+    tracing::info!("shutting down");
+    shutdown.cancel();
+    while tasks.join_next().await.is_some() {}
+    store.close().await;
+    Ok(())
+}
+
+/// Starts a runner on this process's sandboxes (what a crash left behind is cleaned up
+/// first), delivering to GitHub when a client is configured.
+async fn spawn_runner(
+    config: &Config,
+    store: &Store,
+    bus: &Arc<dyn Bus>,
+    data_dir: &Path,
+    github_client: Option<&gatehouse_github::GithubClient>,
+    tasks: &mut JoinSet<()>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<()> {
+    let sandbox = crate::sandbox::sandboxes(config, data_dir).await?;
+    let delivery = match (&config.github, github_client) {
         (Some(github), Some(client)) => Some(Arc::new(gatehouse_runner::Deliverer {
             github: client.clone(),
             git_url: github.git_base(),
@@ -85,10 +260,10 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         })),
         _ => None,
     };
-    let runner_options = RunnerOptions {
+    let options = RunnerOptions {
         concurrency: config.runner.concurrency,
         ack_wait: config.runner.lease,
-        data_dir: data_dir.clone(),
+        data_dir: data_dir.to_owned(),
         delivery,
         profiles: config.sandbox.profiles.clone(),
         roles: config.roles.clone(),
@@ -96,17 +271,20 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
     };
     tasks.spawn(
-        Runner::new(store.clone(), Arc::new(sandbox), runner_options)
-            .run(bus.clone(), shutdown.clone()),
+        Runner::new(store.clone(), Arc::new(sandbox), options).run(bus.clone(), shutdown.clone()),
     );
-    let slack_client = crate::chat::slack_client(config)?;
-    let mut api = ApiState::new(store.clone(), catalog.clone())
-        .with_people(people(config))
-        .with_chat(crate::chat::settings(
-            config,
-            &catalog,
-            slack_client.as_ref(),
-        )?);
+    Ok(())
+}
+
+/// Completes ingest's state with GitHub, and starts what ingest runs beside its routes:
+/// processing stored deliveries, the Discord gateway, GitHub reconciliation.
+fn spawn_ingest(
+    config: &Config,
+    mut api: ApiState,
+    github_client: Option<gatehouse_github::GithubClient>,
+    tasks: &mut JoinSet<()>,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<ApiState> {
     if let Some(github) = &config.github {
         api = api.with_github(github_settings(github)?);
     }
@@ -116,13 +294,13 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
             shutdown.clone(),
         ));
     }
-    crate::chat::spawn_gateway(config, &api, &mut tasks, &shutdown)?;
+    crate::chat::spawn_gateway(config, &api, tasks, shutdown)?;
     if let Some(github) = &config.github {
-        match &github_client {
+        match github_client {
             Some(client) => {
                 tasks.spawn(gatehouse_ingest::reconcile_github(
                     api.clone(),
-                    client.clone(),
+                    client,
                     github.reconcile_interval,
                     shutdown.clone(),
                 ));
@@ -132,42 +310,29 @@ pub async fn up(config: &Config) -> anyhow::Result<()> {
             ),
         }
     }
-    let mut notifier = Notifier::new(store.clone(), github_client)
-        .with_chat(crate::chat::outputs(config, slack_client)?)
-        .with_data_dir(&data_dir);
-    if !server.public_url.is_empty() {
-        notifier = notifier.with_public_url(&server.public_url);
-    }
-    tasks.spawn(notifier.run(bus.clone(), shutdown.clone()));
-    let app = gatehouse_ingest::router(api).merge(crate::metrics::router(metrics));
-    let serve_shutdown = shutdown.clone();
-    tasks.spawn(async move {
-        let serve = axum::serve(listener, app)
-            .with_graceful_shutdown(async move { serve_shutdown.cancelled().await });
-        if let Err(err) = serve.await {
-            tracing::error!(error = %err, "the HTTP server stopped");
-        }
-    });
-    tracing::info!(
-        listen = %server.listen,
-        database = %store.target(),
-        bus = if server.nats_url.is_empty() { "in-process" } else { "NATS JetStream" },
-        sops = catalog.iter().count(),
-        token = %token_file.display(),
-        "Gatehouse is up"
-    );
-    eprintln!(
-        "Gatehouse is up on http://{} (admin token in {})",
-        server.listen,
-        token_file.display()
-    );
+    Ok(api)
+}
 
-    wait_for_signal().await;
-    tracing::info!("shutting down");
-    shutdown.cancel();
-    while tasks.join_next().await.is_some() {}
-    store.close().await;
-    Ok(())
+/// Waits until the store and the bus are ready (a signal ends the wait: `false`).
+async fn wait_until_ready(store: &Store, bus: &dyn Bus) -> bool {
+    let mut told = false;
+    loop {
+        let problem = match store.check_ready().await {
+            Err(e) => Some(e.to_string()),
+            Ok(()) => bus.check_ready().await.err().map(|e| e.to_string()),
+        };
+        let Some(problem) = problem else {
+            return true;
+        };
+        if !told {
+            tracing::warn!(%problem, "not ready yet; waiting (see /readyz)");
+            told = true;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(READY_POLL) => {}
+            () = wait_for_signal() => return false,
+        }
+    }
 }
 
 async fn wait_for_signal() {
