@@ -9,6 +9,7 @@ pub mod chat_hub;
 pub mod fake_discord;
 pub mod fake_github;
 pub mod fake_slack;
+pub mod private_nats;
 mod stack;
 
 pub use stack::{Stack, actor};

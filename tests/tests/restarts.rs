@@ -3,7 +3,7 @@
 //! free port with their own storage), so restarting it disturbs no other test.
 
 use std::collections::BTreeSet;
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,89 +14,10 @@ use gatehouse_bus::{
 };
 use gatehouse_events::{Envelope, Event, NodeProgress, Prefix};
 use gatehouse_store::{Store, Tx};
+use gatehouse_tests::private_nats::{PrivateNats, free_port, wait_for_port};
 use gatehouse_tests::{Backend, TestDb, quick_retry};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-fn wait_for_port(port: u16) {
-    for _ in 0..200 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    panic!("nothing listens on port {port}");
-}
-
-/// A nats-server of this test's own.
-struct PrivateNats {
-    port: u16,
-    dir: tempfile::TempDir,
-    child: Option<Child>,
-}
-
-impl PrivateNats {
-    fn start() -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let mut nats = Self {
-            port,
-            dir: tempfile::tempdir().unwrap(),
-            child: None,
-        };
-        nats.restart();
-        nats
-    }
-
-    fn url(&self) -> String {
-        format!("nats://127.0.0.1:{}", self.port)
-    }
-
-    fn restart(&mut self) {
-        let binary = std::env::var("GATEHOUSE_TEST_NATS_SERVER")
-            .unwrap_or_else(|_| "/usr/sbin/nats-server".into());
-        let child = Command::new(binary)
-            .args([
-                "-a",
-                "127.0.0.1",
-                "-p",
-                &self.port.to_string(),
-                "-js",
-                "-sd",
-            ])
-            .arg(self.dir.path())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("nats-server is installed");
-        self.child = Some(child);
-        wait_for_port(self.port);
-    }
-
-    fn kill(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().unwrap();
-            child.wait().unwrap();
-        }
-    }
-}
-
-impl Drop for PrivateNats {
-    fn drop(&mut self) {
-        self.kill();
-    }
-}
 
 #[derive(Default)]
 struct Applied(Mutex<Vec<String>>);

@@ -1,0 +1,187 @@
+//! The processes of one distributed deployment, for the tests that run `gatehouse serve`:
+//! each service started, probed, stopped or killed as an operator would.
+
+#![allow(dead_code)] // each test binary uses a part
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+/// The processes of one deployment, on one database schema and NATS prefix.
+pub struct Fleet {
+    /// Holds gatehouse.toml (which `extra` extends), `sops/` and `data/`.
+    pub dir: tempfile::TempDir,
+    db_url: String,
+    nats_url: String,
+    prefix: String,
+    ports: BTreeMap<&'static str, u16>,
+    children: BTreeMap<&'static str, Child>,
+}
+
+impl Fleet {
+    /// A deployment on `db_url`, NATS at `nats_url` under `prefix`, with `extra` appended
+    /// to its configuration file.
+    pub fn new(db_url: &str, nats_url: &str, prefix: &str, extra: &str) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+        std::fs::write(
+            dir.path().join("gatehouse.toml"),
+            format!("[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n[[people]]\nid = \"ana\"\ngroups = [\"leads\"]\n[[people]]\nid = \"admin\"\ngroups = [\"leads\"]\n{extra}"),
+        )
+        .unwrap();
+        Self {
+            dir,
+            db_url: db_url.to_owned(),
+            nats_url: nats_url.to_owned(),
+            prefix: prefix.to_owned(),
+            ports: BTreeMap::new(),
+            children: BTreeMap::new(),
+        }
+    }
+
+    /// Where the services keep workspaces, artifacts and the admin token.
+    pub fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
+    }
+
+    /// A `gatehouse` command with this deployment's environment.
+    pub fn gatehouse(&self) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
+        command
+            .current_dir(self.dir.path())
+            .env("GATEHOUSE_DATABASE_URL", &self.db_url)
+            .env("GATEHOUSE_NATS_URL", &self.nats_url)
+            .env("GATEHOUSE_NATS_PREFIX", &self.prefix)
+            .env("GATEHOUSE_DATA_DIR", self.data_dir())
+            .env("GATEHOUSE_LOG", "warn")
+            .env_remove("GATEHOUSE_TOKEN");
+        command
+    }
+
+    /// Starts `service` as the process `name` on a free port.
+    pub fn start(&mut self, name: &'static str, service: &str) {
+        let port = *self.ports.entry(name).or_insert_with(|| {
+            std::net::TcpListener::bind("127.0.0.1:0")
+                .unwrap()
+                .local_addr()
+                .unwrap()
+                .port()
+        });
+        let child = self
+            .gatehouse()
+            .args(["serve", service, "--listen", &format!("127.0.0.1:{port}")])
+            .env("GATEHOUSE_RUNNER__ID", name)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        self.children.insert(name, child);
+    }
+
+    /// Status line and body of a GET to `name`'s listener (empty when it does not answer).
+    pub fn get(&self, name: &str, path: &str) -> (u16, String) {
+        let port = self.ports[name];
+        let out = Command::new("bash")
+            .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{port} && printf 'GET {path} HTTP/1.0\\r\\n\\r\\n' >&3 && cat <&3")])
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let status = text
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .unwrap_or(0);
+        let body = text
+            .split_once("\r\n\r\n")
+            .map(|(_, b)| b.to_owned())
+            .unwrap_or_default();
+        (status, body)
+    }
+
+    /// Waits until `name` answers `/readyz` with 200.
+    pub fn wait_ready(&self, name: &str) {
+        for _ in 0..600 {
+            if self.get(name, "/readyz").0 == 200 {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!("{name} never became ready: {:?}", self.get(name, "/readyz"));
+    }
+
+    /// A CLI verb against ingest, with `--json`; panics on failure.
+    pub fn cli(&self, args: &[&str]) -> Value {
+        let out: Output = self
+            .gatehouse()
+            .args(args)
+            .args([
+                "--json",
+                "--server",
+                &format!("http://127.0.0.1:{}", self.ports["ingest"]),
+            ])
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).unwrap()
+    }
+
+    /// Waits until the run has `status`.
+    pub fn wait_status(&self, run: &str, status: &str) {
+        for _ in 0..600 {
+            if self.cli(&["run", "show", run])["status"] == status {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        panic!(
+            "run {run} never became {status}: {:#}",
+            self.cli(&["run", "show", run])
+        );
+    }
+
+    /// SIGTERM to `name`; its exit status once it has stopped.
+    pub fn terminate(&mut self, name: &str) -> std::process::ExitStatus {
+        let mut child = self.children.remove(name).unwrap();
+        let pid = child.id().to_string();
+        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        for _ in 0..200 {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        panic!("{name} did not stop within 10 s of SIGTERM");
+    }
+}
+
+impl Fleet {
+    /// SIGKILL to `name`: no shutdown at all.
+    pub fn kill_9(&mut self, name: &str) {
+        if let Some(mut child) = self.children.remove(name) {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+
+    /// Whether `name` is running.
+    pub fn running(&self, name: &str) -> bool {
+        self.children.contains_key(name)
+    }
+}
+
+impl Drop for Fleet {
+    fn drop(&mut self) {
+        for child in self.children.values_mut() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
