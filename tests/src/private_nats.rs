@@ -85,3 +85,56 @@ impl Drop for PrivateNats {
         self.kill();
     }
 }
+
+/// What one durable JetStream consumer has not settled yet.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConsumerBacklog {
+    /// Its stream (`<PREFIX>_EVENTS` or `<PREFIX>_JOBS`).
+    pub stream: String,
+    /// The durable consumer's name.
+    pub consumer: String,
+    /// Messages of the stream it has not been given yet.
+    pub pending: u64,
+    /// Messages it was given and has not acknowledged yet.
+    pub ack_pending: usize,
+}
+
+/// Every durable consumer of `prefix`'s two streams on the NATS at `url`, with what it has
+/// left: how a test proves that no message was left unacknowledged. An error when NATS
+/// or a stream does not answer.
+pub async fn consumer_backlogs(
+    url: &str,
+    prefix: &gatehouse_events::Prefix,
+) -> Result<Vec<ConsumerBacklog>, String> {
+    use futures::TryStreamExt;
+    let client = async_nats::ConnectOptions::new()
+        .connection_timeout(Duration::from_secs(2))
+        .connect(url)
+        .await
+        .map_err(|e| format!("connecting to {url}: {e}"))?;
+    let js = async_nats::jetstream::new(client);
+    let mut backlogs = Vec::new();
+    for kind in [
+        gatehouse_events::StreamKind::Events,
+        gatehouse_events::StreamKind::Jobs,
+    ] {
+        let name = prefix.stream_name(kind);
+        let stream = js
+            .get_stream(&name)
+            .await
+            .map_err(|e| format!("stream {name}: {e}"))?;
+        let infos: Vec<_> = stream
+            .consumers()
+            .try_collect()
+            .await
+            .map_err(|e| format!("consumers of {name}: {e}"))?;
+        backlogs.extend(infos.into_iter().map(|info| ConsumerBacklog {
+            stream: name.clone(),
+            consumer: info.name,
+            pending: info.num_pending,
+            ack_pending: info.num_ack_pending,
+        }));
+    }
+    backlogs.sort_by(|a, b| (&a.stream, &a.consumer).cmp(&(&b.stream, &b.consumer)));
+    Ok(backlogs)
+}

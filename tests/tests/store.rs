@@ -48,6 +48,7 @@ on_both_backends!(
     queue_consumer_created_during_publishing_misses_nothing,
     a_run_freezes_a_setting_once,
     usage_keeps_each_attempt_and_model_once,
+    a_lease_has_one_holder_until_it_runs_out,
 );
 
 async fn migrations_are_idempotent(backend: Backend) {
@@ -538,6 +539,36 @@ async fn usage_keeps_each_attempt_and_model_once(backend: Backend) {
             .await
             .unwrap()
             .is_empty()
+    );
+    db.cleanup().await;
+}
+
+async fn a_lease_has_one_holder_until_it_runs_out(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let (long, short) = (Duration::from_secs(60), Duration::from_millis(200));
+    assert!(db.store.hold_lease("posters", "a", short).await.unwrap());
+    assert!(
+        !db.store.hold_lease("posters", "b", long).await.unwrap(),
+        "a holds it"
+    );
+    assert!(
+        db.store.hold_lease("posters", "a", short).await.unwrap(),
+        "a renews"
+    );
+    assert!(
+        db.store.hold_lease("other", "b", long).await.unwrap(),
+        "names are apart"
+    );
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        db.store.hold_lease("posters", "b", long).await.unwrap(),
+        "a's ran out"
+    );
+    assert!(!db.store.hold_lease("posters", "a", long).await.unwrap());
+    db.store.release_lease("posters", "b").await.unwrap();
+    assert!(
+        db.store.hold_lease("posters", "a", long).await.unwrap(),
+        "b let go"
     );
     db.cleanup().await;
 }

@@ -8,7 +8,9 @@ use async_trait::async_trait;
 use gatehouse_events::Envelope;
 use gatehouse_store::{NewDeadLetter, Store, Tx};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
+use crate::observe::{count_handled, count_received, event_span};
 use crate::{Bus, BusError, ConsumerSpec, Delivery};
 
 /// What a handler reports when it cannot apply an event.
@@ -112,7 +114,10 @@ impl Consumer {
                         d = subscription.next() => d,
                     };
                     match delivery {
-                        Ok(delivery) => self.process_logged(handler, delivery).await,
+                        Ok(delivery) => {
+                            // `process` logs its errors, in the delivery's span.
+                            let _ = self.process(handler, delivery).await;
+                        }
                         Err(err) => {
                             tracing::warn!(consumer = %name, error = %err,
                                 "receiving failed; subscribing again");
@@ -131,26 +136,44 @@ impl Consumer {
         }
     }
 
-    async fn process_logged(&self, handler: &dyn Handler, delivery: Delivery) {
-        let name = &self.options.spec.name;
-        let (id, topic) = (delivery.id, delivery.topic.clone());
-        match self.process(handler, delivery).await {
-            Ok(outcome) => tracing::debug!(consumer = %name, ?id, %topic, ?outcome, "processed"),
-            Err(err) => tracing::warn!(consumer = %name, ?id, %topic, error = %err,
-                "processing failed; the message will be redelivered"),
-        }
-    }
-
-    /// Processes one delivery: decode, deduplicate, apply, settle.
+    /// Processes one delivery: decode, deduplicate, apply, settle. It runs in the
+    /// delivery's [`event_span`], so everything logged while handling it carries the
+    /// event's trace id and run, and is counted in the consumer metrics.
     pub async fn process(
         &self,
         handler: &dyn Handler,
         delivery: Delivery,
     ) -> Result<Outcome, BusError> {
-        let envelope = match Envelope::from_slice(&delivery.payload) {
-            Ok(envelope) => envelope,
-            Err(err) => return self.park(delivery, err.to_string()).await,
-        };
+        let name = self.options.spec.name.as_str();
+        let envelope = Envelope::from_slice(&delivery.payload);
+        let span = event_span(name, &delivery, envelope.as_ref().ok());
+        count_received(name, &delivery);
+        let id = delivery.id;
+        async {
+            let result = match envelope {
+                Ok(envelope) => self.apply(handler, delivery, envelope).await,
+                Err(err) => self.park(delivery, err.to_string()).await,
+            };
+            count_handled(name, result.as_ref().ok());
+            // The span names the consumer and the event.
+            match &result {
+                Ok(outcome) => tracing::debug!(?id, ?outcome, "processed"),
+                Err(err) => tracing::warn!(?id, error = %err,
+                    "processing failed; the message will be redelivered"),
+            }
+            result
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// Deduplicates and applies a decoded event, then settles its delivery.
+    async fn apply(
+        &self,
+        handler: &dyn Handler,
+        delivery: Delivery,
+        envelope: Envelope,
+    ) -> Result<Outcome, BusError> {
         let mut tx = self.store.begin().await?;
         if !tx
             .record_inbox(&self.options.spec.name, envelope.id)

@@ -70,7 +70,15 @@ impl Relay {
                 payload: &row.payload,
                 traceparent: row.traceparent.as_deref(),
             };
-            if let Err(err) = self.bus.publish(outgoing).await {
+            let published = self.bus.publish(outgoing).await;
+            if let Ok(published) = &published
+                && !published.duplicate
+            {
+                // The outbox topic is the event type: a small fixed set.
+                metrics::counter!("gatehouse_events_published_total", "type" => row.topic.clone())
+                    .increment(1);
+            }
+            if let Err(err) = published {
                 self.store.mark_outbox_sent(&sent).await?;
                 let error = err.to_string();
                 self.store

@@ -16,6 +16,7 @@ mod dead_letter;
 mod deliveries;
 mod error;
 mod inbox;
+mod leases;
 mod outbox;
 mod queue;
 mod requirements;

@@ -66,12 +66,29 @@ impl Store {
         let now = now_ms();
         // The lease condition is repeated outside the sub-select so that a concurrent
         // claimer re-checks it on the row it locked (Postgres re-evaluates the outer WHERE).
-        let sql = "UPDATE outbox SET lease_until_ms = $1
-             WHERE seq IN (SELECT seq FROM outbox
-                           WHERE sent_at IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $2)
-                           ORDER BY seq LIMIT $3)
-               AND sent_at IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $2)
-             RETURNING seq, id, topic, payload, traceparent, attempts";
+        // On Postgres the sub-select locks its rows in `seq` order and skips rows another
+        // claimer holds: the UPDATE alone would lock them in the order of its heap scan,
+        // which differs between concurrent claimers (every lease change moves a row), and
+        // several relays claiming at once (after a NATS outage, say) then deadlock.
+        let sql = match &self.pool {
+            crate::store::Pool::Postgres(_) => {
+                "UPDATE outbox SET lease_until_ms = $1
+                 WHERE seq IN (SELECT seq FROM outbox
+                               WHERE sent_at IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $2)
+                               ORDER BY seq LIMIT $3 FOR UPDATE SKIP LOCKED)
+                   AND sent_at IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $2)
+                 RETURNING seq, id, topic, payload, traceparent, attempts"
+            }
+            // SQLite has one writer at a time: nothing to race.
+            crate::store::Pool::Sqlite(_) => {
+                "UPDATE outbox SET lease_until_ms = $1
+                 WHERE seq IN (SELECT seq FROM outbox
+                               WHERE sent_at IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $2)
+                               ORDER BY seq LIMIT $3)
+                   AND sent_at IS NULL AND (lease_until_ms IS NULL OR lease_until_ms <= $2)
+                 RETURNING seq, id, topic, payload, traceparent, attempts"
+            }
+        };
         let mut rows: Vec<OutboxRow> = with_pool!(self, pool => {
             sqlx::query_as(sql)
                 .bind(now.saturating_add(duration_ms(lease)))

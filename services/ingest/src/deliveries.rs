@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use gatehouse_store::DeliveryRow;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::{ApiError, ApiState};
 
@@ -96,6 +97,9 @@ impl ApiState {
         event: &str,
         body: &str,
     ) -> Result<bool, ApiError> {
+        let span = tracing::Span::current();
+        span.record("delivery", id);
+        span.record("trace_id", crate::trace::of_delivery(source, id).trace_id());
         let stored = self.store.record_delivery(source, id, event, body).await?;
         if stored {
             self.deliveries.notify_one();
@@ -105,7 +109,18 @@ impl ApiState {
         Ok(stored)
     }
 
+    /// Processes one delivery in its trace (the one its request was logged with), in a
+    /// `delivery` span.
     async fn process(&self, delivery: DeliveryRow) -> Result<(), ApiError> {
+        let trace = crate::trace::of_delivery(&delivery.source, &delivery.delivery_id);
+        let span = tracing::info_span!("delivery", source = %delivery.source,
+            delivery = %delivery.delivery_id, event = %delivery.event, trace_id = trace.trace_id());
+        crate::trace::within(trace, self.process_traced(delivery))
+            .instrument(span)
+            .await
+    }
+
+    async fn process_traced(&self, delivery: DeliveryRow) -> Result<(), ApiError> {
         let mut tx = self.store.begin().await?;
         let outcome = match delivery.source.as_str() {
             "github" => self.github_delivery(&mut tx, &delivery).await?,

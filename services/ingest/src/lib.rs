@@ -26,6 +26,7 @@ mod runs;
 mod schedules;
 mod state;
 mod tokens;
+mod trace;
 pub mod views;
 
 pub use auth::{hash_token, new_token};
@@ -67,8 +68,15 @@ pub fn router(state: ApiState) -> Router {
             state.clone(),
             auth::require_token,
         ))
+        // Outside the token check, so a refused request is logged in its trace too.
+        .route_layer(axum::middleware::from_fn(trace::api_request))
         .route("/openapi.json", get(openapi::document));
-    let webhooks = Router::new().route("/webhooks/github", post(github::receive));
+    let webhooks = Router::new()
+        .route("/webhooks/github", post(github::receive))
+        .layer(axum::middleware::from_fn_with_state(
+            "github",
+            trace::webhook,
+        ));
     let webhooks = match &state.github {
         Some(github) => webhooks.layer(DefaultBodyLimit::max(github.max_body_bytes)),
         None => webhooks,
@@ -78,15 +86,24 @@ pub fn router(state: ApiState) -> Router {
         .route(
             "/webhooks/slack/interactions",
             post(chat::slack_interactions),
-        );
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            "slack",
+            trace::webhook,
+        ));
     let slack = match &state.chat.slack {
         Some(s) => slack.layer(DefaultBodyLimit::max(s.max_body_bytes)),
         None => slack,
     };
-    let discord = Router::new().route(
-        "/webhooks/discord/interactions",
-        post(chat::discord_interactions),
-    );
+    let discord = Router::new()
+        .route(
+            "/webhooks/discord/interactions",
+            post(chat::discord_interactions),
+        )
+        .layer(axum::middleware::from_fn_with_state(
+            "discord",
+            trace::webhook,
+        ));
     let discord = match &state.chat.discord {
         Some(d) => discord.layer(DefaultBodyLimit::max(d.max_body_bytes)),
         None => discord,

@@ -116,11 +116,8 @@ impl ApiState {
     /// Appends an event to the outbox within the caller's transaction, so it is sent if and
     /// only if the rest of the transaction commits.
     pub(crate) async fn append(&self, tx: &mut Tx, event: Event) -> Result<Uuid, ApiError> {
-        let envelope = Envelope::new(
-            "ingest",
-            &event,
-            Some(gatehouse_events::TraceParent::new_root()),
-        )?;
+        // Continues the trace of the request or delivery being handled.
+        let envelope = Envelope::new("ingest", &event, Some(crate::trace::for_event()))?;
         tx.append_outbox(&envelope).await?;
         Ok(envelope.id)
     }

@@ -34,7 +34,18 @@ pub struct Notifier {
     pub(crate) data_dir: Option<PathBuf>,
     public_url: Option<String>,
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
+    /// This notifier among its replicas, for the posting leases.
+    holder: Arc<str>,
 }
+
+/// The posting leases: one notifier replica posts chat messages (and one GitHub comments)
+/// at a time, so two can never race to create the same message. A holder renews before
+/// every post; one that stops (crash, stall) loses it after this long.
+const POSTING_LEASE: Duration = Duration::from_secs(15);
+/// The lease of chat posting.
+pub(crate) const CHAT_LEASE: &str = "notifier-chat";
+/// The lease of comment posting.
+pub(crate) const COMMENTS_LEASE: &str = "notifier-comments";
 
 impl Notifier {
     /// A notifier posting to GitHub through `github` (none: status is kept, not posted).
@@ -47,6 +58,7 @@ impl Notifier {
             chat_wake: Arc::default(),
             data_dir: None,
             public_url: None,
+            holder: Uuid::now_v7().to_string().into(),
             definitions: Arc::default(),
         }
     }
@@ -88,6 +100,25 @@ impl Notifier {
         consumer.run(&self, shutdown).await;
         let _ = poster.await;
         let _ = chat_poster.await;
+        // Another replica need not wait for the leases to run out.
+        for lease in [CHAT_LEASE, COMMENTS_LEASE] {
+            let _ = self.store.release_lease(lease, &self.holder).await;
+        }
+    }
+
+    /// Whether this replica may post under `lease` now (taking or renewing it).
+    pub(crate) async fn may_post(&self, lease: &str) -> bool {
+        match self
+            .store
+            .hold_lease(lease, &self.holder, POSTING_LEASE)
+            .await
+        {
+            Ok(held) => held,
+            Err(e) => {
+                tracing::warn!(%lease, error = %e, "taking the posting lease failed");
+                false
+            }
+        }
     }
 
     async fn definition(&self, version: &str) -> Result<Arc<Sop>, HandlerError> {
@@ -145,7 +176,7 @@ impl Handler for Notifier {
                 .await?;
         }
         if self.chat.any() {
-            self.update_chat(tx, &run, &sop, &state, requirement.as_ref())
+            self.update_chat(tx, &run, &sop, &state, requirement.as_ref(), &update)
                 .await?;
         }
         Ok(())

@@ -8,6 +8,7 @@ use gatehouse_store::CommentRow;
 use tokio_util::sync::CancellationToken;
 
 use crate::Notifier;
+use crate::notifier::COMMENTS_LEASE;
 
 /// How long the poster sleeps when nothing wakes it, and after a failure.
 const POLL: Duration = Duration::from_secs(2);
@@ -20,11 +21,23 @@ impl Notifier {
         };
         loop {
             let mut failed = false;
+            if !self.may_post(COMMENTS_LEASE).await {
+                // Another replica posts; this one stands by in case it stops.
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(POLL) => {}
+                }
+                continue;
+            }
             match self.store.dirty_comments(50).await {
                 Ok(dirty) => {
                     for comment in dirty {
                         if shutdown.is_cancelled() {
                             return;
+                        }
+                        if !self.may_post(COMMENTS_LEASE).await {
+                            failed = true;
+                            break;
                         }
                         match self.post(&github, &comment).await {
                             Ok(()) => {}

@@ -13,6 +13,7 @@ mod deliver;
 mod files;
 mod job;
 mod logs;
+mod observe;
 mod outcome;
 mod runner;
 

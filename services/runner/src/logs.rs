@@ -58,16 +58,22 @@ pub(crate) struct LogTarget {
 /// Stores lines from `lines` until the sender is dropped; past `limit` bytes it only
 /// counts them, and ends the log with a note of what was left out. Never blocks the
 /// sandbox for long: once over the limit, lines are dropped as fast as they come.
+/// `first_line` is called as the first line arrives (the sign that the process runs).
 pub(crate) async fn store_output(
     store: Store,
     target: LogTarget,
     mut lines: mpsc::Receiver<LogLine>,
     secrets: Secrets,
     limit: usize,
+    first_line: impl FnOnce(),
 ) {
     let mut stored = 0usize;
     let (mut dropped_lines, mut dropped_bytes) = (0u64, 0u64);
+    let mut first_line = Some(first_line);
     while let Some(line) = lines.recv().await {
+        if let Some(first_line) = first_line.take() {
+            first_line();
+        }
         let size = line.line.len() + 1;
         if stored + size > limit {
             if dropped_lines == 0 {

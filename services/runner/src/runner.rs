@@ -3,21 +3,23 @@
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use gatehouse_agent::{PriceTable, Role};
 use gatehouse_bus::{
-    Bus, Consumer, ConsumerOptions, ConsumerSpec, Delivery, Handler, HandlerError,
+    Bus, Consumer, ConsumerOptions, ConsumerSpec, Delivery, Handler, HandlerError, Outcome,
+    count_handled, count_received, event_span,
 };
 use gatehouse_events::{
-    Artifact, Envelope, Event, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, NodeStatus,
-    RunUpdated, TraceParent,
+    Artifact, Envelope, Event, EventError, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress,
+    NodeStatus, RunUpdated, TraceParent,
 };
 use gatehouse_sandbox::{Job, JobLabels, LogLine, Profile, Sandbox};
 use gatehouse_store::{ArtifactRow, NewDeadLetter, Store, Tx};
 use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use uuid::Uuid;
 
 use serde::Serialize;
@@ -29,6 +31,7 @@ use crate::deliver::{DeliverSpec, DeliveredTo, Deliverer, Target};
 use crate::files::{RunDirs, digest};
 use crate::job::ScriptSpec;
 use crate::logs::{LogTarget, Secrets, store_output};
+use crate::observe::{self, InFlight, SandboxStart};
 use crate::outcome::judge;
 
 /// Where the runner's events say they come from.
@@ -172,9 +175,26 @@ impl Runner {
         let _ = watch.await;
     }
 
-    /// Runs one job to its end, renewing its lease meanwhile, and settles it.
+    /// Runs one job to its end, renewing its lease meanwhile, and settles it. All of it
+    /// happens in the job's event span (its trace id, run and node), and is counted like a
+    /// consumer's delivery under the consumer name `runner`.
     async fn take(&self, delivery: Delivery, shutdown: CancellationToken) {
-        let envelope = match Envelope::from_slice(&delivery.payload) {
+        let _in_flight = InFlight::start();
+        let envelope = Envelope::from_slice(&delivery.payload);
+        let span = event_span(JOBS, &delivery, envelope.as_ref().ok());
+        count_received(JOBS, &delivery);
+        self.settle(delivery, envelope, shutdown)
+            .instrument(span)
+            .await;
+    }
+
+    async fn settle(
+        &self,
+        delivery: Delivery,
+        envelope: Result<Envelope, EventError>,
+        shutdown: CancellationToken,
+    ) {
+        let envelope = match envelope {
             Ok(e) => e,
             Err(err) => return self.park(delivery, err.to_string()).await,
         };
@@ -203,15 +223,23 @@ impl Runner {
         let result = tokio::select! {
             r = self.execute(&envelope, &dispatch) => r,
             () = lease => unreachable!("the lease loop never ends"),
+            // Handed back unsettled, not counted: its lease runs out and it comes again.
             () = shutdown.cancelled() => return,
         };
         match result {
-            Ok(()) => {
+            Ok(reported) => {
+                let outcome = if reported {
+                    Outcome::Applied
+                } else {
+                    Outcome::Duplicate
+                };
+                count_handled(JOBS, Some(&outcome));
                 if let Err(err) = delivery.ack().await {
                     tracing::warn!(error = %err, "acknowledging a job failed; it will be reported as interrupted");
                 }
             }
             Err(err) => {
+                count_handled(JOBS, None);
                 tracing::warn!(run = %dispatch.run_id, node = %dispatch.node, error = %err, "recording a job failed; it will come back");
                 let _ = delivery.nak(Duration::from_secs(1)).await;
             }
@@ -232,15 +260,18 @@ impl Runner {
             })
             .await;
         if parked.is_ok() {
+            count_handled(JOBS, Some(&Outcome::DeadLettered { reason }));
             let _ = delivery.term().await;
+        } else {
+            count_handled(JOBS, None);
         }
     }
 
     /// Runs the attempt unless a runner already began it, and records the result with the
-    /// job's inbox entry in one transaction.
-    async fn execute(&self, envelope: &Envelope, job: &NodeDispatch) -> Result<(), HandlerError> {
+    /// job's inbox entry in one transaction. `false`: the inbox had the job already, so its
+    /// result had been reported before.
+    async fn execute(&self, envelope: &Envelope, job: &NodeDispatch) -> Result<bool, HandlerError> {
         let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
-        let trace = envelope.trace.as_ref().map(TraceParent::child);
         // Registered before anything is announced, so a cancel that follows cannot miss it.
         let cancel = CancellationToken::new();
         let key = (job.run_id, job.node.clone(), job.attempt);
@@ -257,7 +288,7 @@ impl Runner {
         {
             cancel.cancel();
         }
-        let result = self.report(envelope, job, attempt, trace, cancel).await;
+        let result = self.report(envelope, job, attempt, cancel).await;
         self.running
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -270,14 +301,16 @@ impl Runner {
         envelope: &Envelope,
         job: &NodeDispatch,
         attempt: i32,
-        trace: Option<TraceParent>,
         cancel: CancellationToken,
-    ) -> Result<(), HandlerError> {
+    ) -> Result<bool, HandlerError> {
+        // What this attempt reports continues the trace of the dispatch that asked for it.
+        let trace = envelope.trace.as_ref();
         let finished = if self
             .store
             .begin_attempt(job.run_id, &job.node, attempt)
             .await?
         {
+            let begun = Instant::now();
             let mut tx = self.store.begin().await?;
             let started = NodeProgress {
                 run_id: job.run_id,
@@ -285,12 +318,15 @@ impl Runner {
                 attempt: job.attempt,
                 message: "started".into(),
             };
-            emit(&mut tx, Event::NodeProgress(started), trace.clone()).await?;
+            emit(&mut tx, Event::NodeProgress(started), trace).await?;
             tx.commit().await?;
-            self.attempt(job, cancel).await?
+            let finished = self.attempt(job, cancel, begun).await?;
+            observe::node_finished(&job.kind, &finished.outcome, begun);
+            finished
         } else {
             // Begun before: its runner died (or this is a repeat). Never run an attempt
-            // twice; the engine decides whether a new attempt follows.
+            // twice; the engine decides whether a new attempt follows. Not measured: how
+            // long it ran is unknown.
             let reason = "interrupted: the runner stopped during this attempt";
             self.store
                 .finish_attempt(
@@ -316,11 +352,12 @@ impl Runner {
             }
         };
         let mut tx = self.store.begin().await?;
-        if tx.record_inbox(JOBS, envelope.id).await? {
+        let first = tx.record_inbox(JOBS, envelope.id).await?;
+        if first {
             emit(&mut tx, Event::NodeFinished(finished), trace).await?;
         }
         tx.commit().await?;
-        Ok(())
+        Ok(first)
     }
 
     /// Prepares the directories, runs the script, and collects output and artifacts.
@@ -328,6 +365,7 @@ impl Runner {
         &self,
         job: &NodeDispatch,
         cancel: CancellationToken,
+        begun: Instant,
     ) -> Result<NodeFinished, HandlerError> {
         let dirs = RunDirs::new(&self.options.data_dir, job.run_id);
         let started = std::time::Instant::now();
@@ -442,20 +480,30 @@ impl Runner {
 
         let (logs, lines) = mpsc::channel::<LogLine>(256);
         let (run_id, attempt) = (job.run_id, i32::try_from(job.attempt).unwrap_or(i32::MAX));
-        let writer = tokio::spawn(store_output(
-            self.store.clone(),
-            LogTarget {
-                run_id,
-                node: job.node.clone(),
-                attempt,
-            },
-            lines,
-            secrets.clone(),
-            self.options.log_limit,
-        ));
+        let start = Arc::new(SandboxStart::new(begun, &job.kind));
+        let writer = tokio::spawn(
+            store_output(
+                self.store.clone(),
+                LogTarget {
+                    run_id,
+                    node: job.node.clone(),
+                    attempt,
+                },
+                lines,
+                secrets.clone(),
+                self.options.log_limit,
+                {
+                    let start = start.clone();
+                    move || start.running()
+                },
+            )
+            .in_current_span(),
+        );
         // Cancelled before it began: the sandbox stops it at once, nothing of it runs on.
         let exit = self.sandbox.run(&job_spec, logs, cancel).await;
+        // After the writer has taken every line: a first line, if any, was timed already.
         let _ = writer.await;
+        start.running();
         let exit = match exit {
             Ok(exit) => exit,
             Err(err) => return self.failed(job, format!("sandbox: {err}"), started).await,
@@ -843,7 +891,10 @@ fn environment(
     env
 }
 
-async fn emit(tx: &mut Tx, event: Event, trace: Option<TraceParent>) -> Result<(), HandlerError> {
+/// Appends one of the runner's events to the outbox, continuing `trace` (the dispatch's)
+/// with a span of its own.
+async fn emit(tx: &mut Tx, event: Event, trace: Option<&TraceParent>) -> Result<(), HandlerError> {
+    let trace = trace.map(TraceParent::child);
     tx.append_outbox(&Envelope::new(SOURCE, &event, trace)?)
         .await?;
     Ok(())

@@ -7,6 +7,7 @@
 //! the run. Retries and gate expiries wait in a timer table that survives restarts.
 
 mod commands;
+mod observe;
 mod schedules;
 mod service;
 mod timers;

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use gatehouse_events::{
-    Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire,
+    Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire, TraceParent,
 };
 use gatehouse_schedule::{Decision, Overlap, SkipReason, Timing, decide};
 use gatehouse_store::{FireRow, ScheduleRow};
@@ -254,6 +254,8 @@ impl Scheduler {
         if !claimed {
             return Ok(());
         }
+        // One trace for everything the fire sets off: it is where that work enters.
+        let trace = TraceParent::new_root();
         if decision == Decision::CancelOthersAndStart {
             for other in &active {
                 let command = RunCommand {
@@ -261,19 +263,19 @@ impl Scheduler {
                     command: RunCommandKind::Cancel,
                     actor: actor(schedule),
                 };
-                emit(&mut tx, Event::RunCommand(command), None).await?;
+                emit(&mut tx, Event::RunCommand(command), Some(&trace)).await?;
             }
         }
         if let Some(run_id) = run_id {
             let request = request(schedule, run_id, pending.scheduled);
-            emit(&mut tx, Event::RunRequested(request), None).await?;
+            emit(&mut tx, Event::RunRequested(request), Some(&trace)).await?;
         }
         tx.commit().await?;
         metrics::histogram!("gatehouse_schedule_lateness_seconds").record(lateness.as_secs_f64());
         metrics::counter!("gatehouse_schedule_fires_total", "outcome" => outcome).increment(1);
         tracing::info!(
             schedule = %schedule.name, kind = pending.kind, scheduled = %pending.scheduled,
-            %outcome, lateness_ms = fire.lateness_ms, "schedule fired"
+            %outcome, lateness_ms = fire.lateness_ms, trace_id = trace.trace_id(), "schedule fired"
         );
         Ok(())
     }

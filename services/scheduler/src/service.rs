@@ -18,6 +18,8 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use crate::observe::{Measured, Meter};
+
 /// Why the scheduler could not apply an event (it is retried).
 #[derive(Debug, Error)]
 pub enum SchedulerError {
@@ -47,6 +49,8 @@ pub struct Scheduler {
     pub(crate) catalog: Arc<Catalog>,
     /// Frozen SOP versions, parsed once.
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
+    /// Run durations and gate waits.
+    pub(crate) meter: Meter,
 }
 
 /// The events the scheduler consumes, one durable consumer each.
@@ -65,6 +69,7 @@ impl Scheduler {
             store,
             catalog,
             definitions: Arc::default(),
+            meter: Meter::default(),
         }
     }
 
@@ -119,6 +124,7 @@ impl Scheduler {
         tx: &mut Tx,
         request: &RunRequested,
         trace: Option<&TraceParent>,
+        measured: &mut Measured,
     ) -> Result<(), SchedulerError> {
         let Some(sop) = self.catalog.get(&request.sop) else {
             tracing::error!(run = %request.run_id, sop = %request.sop, "run requested for an unknown SOP; dropped");
@@ -170,19 +176,21 @@ impl Scheduler {
             .unwrap_or_else(|p| p.into_inner())
             .insert(sop.version.clone(), Arc::new(sop.clone()));
         let _ = self
-            .advance(tx, request.run_id, Input::Start, trace)
+            .advance(tx, request.run_id, Input::Start, trace, measured)
             .await?;
         Ok(())
     }
 
     /// Applies `input` to a stored run and records everything that follows. A refusal is
-    /// returned, not an error: the input was valid to receive but not to apply.
+    /// returned, not an error: the input was valid to receive but not to apply. What the
+    /// step means for the metrics goes into `measured`, to be recorded once `tx` commits.
     pub(crate) async fn advance(
         &self,
         tx: &mut Tx,
         run_id: Uuid,
         input: Input,
         trace: Option<&TraceParent>,
+        measured: &mut Measured,
     ) -> Result<Result<(), Rejection>, SchedulerError> {
         let Some(row) = tx.load_run(run_id).await? else {
             tracing::warn!(run = %run_id, ?input, "event for an unknown run; ignored");
@@ -194,7 +202,7 @@ impl Scheduler {
                 run: run_id,
                 message: format!("stored state does not decode: {e}"),
             })?;
-        let revision = state.revision;
+        let (revision, before) = (state.revision, state.status);
         let commands = match apply(&sop, &mut state, input) {
             Ok(commands) => commands,
             Err(rejection) => return Ok(Err(rejection)),
@@ -232,6 +240,7 @@ impl Scheduler {
             trace,
         };
         context.carry_out(tx, &commands).await?;
+        measured.step(&row, before, &state, &commands);
         Ok(Ok(()))
     }
 }
@@ -296,6 +305,28 @@ pub(crate) fn json(value: &impl serde::Serialize) -> String {
 #[async_trait]
 impl Handler for Scheduler {
     async fn handle(&self, tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
+        let mut measured = Measured::default();
+        let applied = self.apply_event(tx, envelope, &mut measured).await;
+        match applied {
+            Ok(()) => self.meter.hold(envelope.id, measured),
+            Err(_) => self.meter.drop_held(envelope.id),
+        }
+        applied
+    }
+
+    async fn committed(&self, envelope: &Envelope) {
+        self.meter.committed(envelope.id);
+    }
+}
+
+impl Scheduler {
+    /// Applies one consumed event inside `tx`.
+    async fn apply_event(
+        &self,
+        tx: &mut Tx,
+        envelope: &Envelope,
+        measured: &mut Measured,
+    ) -> Result<(), HandlerError> {
         let event = match envelope.decode() {
             Ok(event) => event,
             Err(gatehouse_events::EventError::UnknownType(t)) => {
@@ -306,7 +337,9 @@ impl Handler for Scheduler {
         };
         let trace = envelope.trace.as_ref();
         let (run_id, input) = match event {
-            Event::RunRequested(request) => return Ok(self.create(tx, &request, trace).await?),
+            Event::RunRequested(request) => {
+                return Ok(self.create(tx, &request, trace, measured).await?);
+            }
             // A command can overtake the request that creates its run (a schedule cancelling
             // a run it has just requested): retry until the run exists.
             Event::RunCommand(c) if tx.load_run(c.run_id).await?.is_none() => {
@@ -342,7 +375,7 @@ impl Handler for Scheduler {
                     person: person.clone(),
                     groups: d.groups.clone(),
                 };
-                let outcome = match self.advance(tx, d.run_id, input, trace).await? {
+                let outcome = match self.advance(tx, d.run_id, input, trace, measured).await? {
                     Ok(()) => "applied".to_owned(),
                     Err(rejection) => format!("refused: {rejection}"),
                 };
@@ -386,7 +419,7 @@ impl Handler for Scheduler {
                 return Ok(());
             }
         };
-        if let Err(rejection) = self.advance(tx, run_id, input, trace).await? {
+        if let Err(rejection) = self.advance(tx, run_id, input, trace, measured).await? {
             tracing::info!(run = %run_id, %rejection, "refused");
         }
         Ok(())

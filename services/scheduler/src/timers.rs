@@ -4,8 +4,12 @@ use std::time::Duration;
 
 use chrono::Utc;
 use gatehouse_engine::Input;
+use gatehouse_events::TraceParent;
+use gatehouse_store::TimerRow;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
+use crate::observe::Measured;
 use crate::{Scheduler, SchedulerError};
 
 /// The longest a due timer waits to be noticed.
@@ -47,27 +51,48 @@ impl Scheduler {
     pub(crate) async fn fire_due(&self) -> Result<usize, SchedulerError> {
         let mut fired = 0;
         for timer in self.store.due_timers(Utc::now().timestamp_millis()).await? {
-            let mut tx = self.store.begin().await?;
-            if !tx.delete_timer(&timer).await? {
-                continue;
+            // A timer row keeps no traceparent, so what it sets off starts a trace of its
+            // own; the span's run id ties it to the rest of the run in the logs.
+            let trace = TraceParent::new_root();
+            let span = tracing::info_span!("timer", kind = %timer.kind,
+                trace_id = trace.trace_id(), run_id = %timer.run_id, node = %timer.node);
+            if self.fire_timer(&timer, &trace).instrument(span).await? {
+                fired += 1;
             }
-            let attempt = u32::try_from(timer.attempt).unwrap_or(0);
-            let input = match timer.kind.as_str() {
-                "expire" => Input::GateExpired {
-                    node: timer.node.clone(),
-                    attempt,
-                },
-                _ => Input::RetryDue {
-                    node: timer.node.clone(),
-                    attempt,
-                },
-            };
-            if let Err(rejection) = self.advance(&mut tx, timer.run_id, input, None).await? {
-                tracing::debug!(run = %timer.run_id, %rejection, "timer no longer applies");
-            }
-            tx.commit().await?;
-            fired += 1;
         }
         Ok(fired)
+    }
+
+    /// Fires one timer; `false` if another replica fired it first.
+    async fn fire_timer(
+        &self,
+        timer: &TimerRow,
+        trace: &TraceParent,
+    ) -> Result<bool, SchedulerError> {
+        let mut tx = self.store.begin().await?;
+        if !tx.delete_timer(timer).await? {
+            return Ok(false);
+        }
+        let attempt = u32::try_from(timer.attempt).unwrap_or(0);
+        let input = match timer.kind.as_str() {
+            "expire" => Input::GateExpired {
+                node: timer.node.clone(),
+                attempt,
+            },
+            _ => Input::RetryDue {
+                node: timer.node.clone(),
+                attempt,
+            },
+        };
+        let mut measured = Measured::default();
+        let advanced = self
+            .advance(&mut tx, timer.run_id, input, Some(trace), &mut measured)
+            .await?;
+        if let Err(rejection) = advanced {
+            tracing::debug!(run = %timer.run_id, %rejection, "timer no longer applies");
+        }
+        tx.commit().await?;
+        self.meter.record(measured);
+        Ok(true)
     }
 }

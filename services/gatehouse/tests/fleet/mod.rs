@@ -19,6 +19,8 @@ pub struct Fleet {
     prefix: String,
     ports: BTreeMap<&'static str, u16>,
     children: BTreeMap<&'static str, Child>,
+    /// Where each process's output goes (`<name>.log`, appended), when set.
+    logs: Option<PathBuf>,
 }
 
 impl Fleet {
@@ -39,7 +41,15 @@ impl Fleet {
             prefix: prefix.to_owned(),
             ports: BTreeMap::new(),
             children: BTreeMap::new(),
+            logs: None,
         }
+    }
+
+    /// Keeps the output of every process started from now on in `dir/<name>.log`
+    /// (appended across restarts) instead of discarding it.
+    pub fn log_to(&mut self, dir: PathBuf) {
+        std::fs::create_dir_all(&dir).unwrap();
+        self.logs = Some(dir);
     }
 
     /// Where the services keep workspaces, artifacts and the admin token.
@@ -75,10 +85,28 @@ impl Fleet {
             .args(["serve", service, "--listen", &format!("127.0.0.1:{port}")])
             .env("GATEHOUSE_RUNNER__ID", name)
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(self.log_file(name))
             .spawn()
             .unwrap();
         self.children.insert(name, child);
+    }
+
+    /// Where `name`'s output goes.
+    fn log_file(&self, name: &str) -> Stdio {
+        match &self.logs {
+            Some(dir) => std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(dir.join(format!("{name}.log")))
+                .unwrap()
+                .into(),
+            None => Stdio::null(),
+        }
+    }
+
+    /// The base URL of `name`'s listener.
+    pub fn url(&self, name: &str) -> String {
+        format!("http://127.0.0.1:{}", self.ports[name])
     }
 
     /// Status line and body of a GET to `name`'s listener (empty when it does not answer).

@@ -15,6 +15,7 @@ use gatehouse_slack::{
 };
 use gatehouse_store::{DeliveryRow, Tx};
 use serde_json::json;
+use tracing::Instrument;
 
 use super::Platform;
 use super::click::Click;
@@ -77,7 +78,8 @@ pub(crate) async fn interactions(
                 }
             };
             if action.verb == Verb::SendBack && action.target.is_none() {
-                tokio::spawn(open_send_back(state.clone(), click, action));
+                // In the request's span, so what goes wrong shows with its trace.
+                tokio::spawn(open_send_back(state.clone(), click, action).in_current_span());
                 return Ok(StatusCode::OK.into_response());
             }
             let id = format!("interaction:{}", click.trigger_id);
@@ -216,11 +218,14 @@ fn spawn_ephemeral(state: &ApiState, click: &BlockAction, text: String) {
         return;
     };
     let user = click.user.clone();
-    tokio::spawn(async move {
-        if let Err(e) = client.post_ephemeral(&channel, &user, None, &text).await {
-            tracing::warn!(error = %e, "answering a Slack click failed");
+    tokio::spawn(
+        async move {
+            if let Err(e) = client.post_ephemeral(&channel, &user, None, &text).await {
+                tracing::warn!(error = %e, "answering a Slack click failed");
+            }
         }
-    });
+        .in_current_span(),
+    );
 }
 
 /// Opens the send-back dialog for a card's gate, or says why it cannot be sent back.

@@ -5,9 +5,10 @@
 
 use std::time::Duration;
 
-use gatehouse_events::RequirementState;
+use gatehouse_events::{RequirementState, TraceParent};
 use gatehouse_github::{FoundIssue, GithubClient};
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use super::requirement::Subject;
 use super::triggers::LabelEvent;
@@ -82,7 +83,20 @@ impl ApiState {
         Ok(started)
     }
 
+    /// Reconciles one issue in a trace of its own, in a `reconcile` span.
     async fn reconcile_issue(
+        &self,
+        trigger: &Trigger,
+        issue: &FoundIssue,
+    ) -> Result<bool, ReconcileError> {
+        let trace = TraceParent::new_root();
+        let span = tracing::info_span!("reconcile", trace_id = trace.trace_id());
+        crate::trace::within(trace, self.reconcile_traced(trigger, issue))
+            .instrument(span)
+            .await
+    }
+
+    async fn reconcile_traced(
         &self,
         trigger: &Trigger,
         issue: &FoundIssue,

@@ -2,11 +2,12 @@
 //! attempt and place, the outcome on cards whose attempt stopped waiting, and progress in
 //! the requirement's thread. Written in the consumer's transaction, posted by the poster.
 
+use std::collections::HashSet;
 use std::path::Path;
 
 use gatehouse_chat::{Body, Card, Output};
 use gatehouse_engine::RunState;
-use gatehouse_events::{NodeStatus, RequirementSource};
+use gatehouse_events::{NodeStatus, RequirementSource, RunUpdated};
 use gatehouse_sop::{NodeKind, Sop};
 use gatehouse_store::{ArtifactRow, RequirementRow, RunRow, Tx, WantChat};
 
@@ -23,7 +24,10 @@ const EXCERPT_BYTES: usize = 600;
 const EXCERPT_LINES: usize = 8;
 
 impl Notifier {
-    /// Brings the run's chat messages up to date in `tx`.
+    /// Brings the run's chat messages up to date in `tx`. `snapshot` is the `run.updated`
+    /// being handled: a gate attempt it shows waiting gets its card even when the stored
+    /// run has moved past it since (the gate was decided before this notifier got to the
+    /// snapshot: it was down or behind), so every gate attempt has exactly one card.
     pub(crate) async fn update_chat(
         &self,
         tx: &mut Tx,
@@ -31,47 +35,72 @@ impl Notifier {
         sop: &Sop,
         state: &RunState,
         requirement: Option<&RequirementRow>,
+        snapshot: &RunUpdated,
     ) -> Result<(), HandlerError> {
         let source: Option<RequirementSource> =
             requirement.and_then(|r| serde_json::from_str(&r.source).ok());
         let thread = source.as_ref().and_then(|s| self.chat.thread_of(s));
         let run_url = self.run_url(run.id);
         let mut outputs = None;
+        // Keys of the run's chat messages, read once a missed attempt needs them.
+        let mut existing: Option<HashSet<String>> = None;
         for def in &sop.nodes {
             let (NodeKind::Gate(gate), Some(n)) = (&def.kind, state.nodes.get(&def.id)) else {
                 continue;
             };
-            if n.status != NodeStatus::WaitingApproval {
-                continue;
-            }
-            if outputs.is_none() {
-                outputs = Some(self.outputs(run).await?);
-            }
-            let gate_state = n.gate.as_ref();
-            let rework_left = gate_state.is_none_or(|g| g.sent_back < gate.max_rework);
-            let card = Card {
-                run: run.id,
-                sop: sop.name.clone(),
-                node: def.id.clone(),
-                attempt: n.attempt,
-                requirement: requirement.map(|r| r.title.clone()),
-                requirement_url: requirement.and_then(|r| r.url.clone()),
-                run_url: run_url.clone(),
-                outputs: outputs.clone().unwrap_or_default(),
-                approvers: gate.approvers.clone(),
-                min_approvals: gate.min_approvals,
-                approvals: gate_state.map(|g| g.approvals.clone()).unwrap_or_default(),
-                send_back: if rework_left {
-                    gate.send_back.clone()
-                } else {
-                    Vec::new()
-                },
-                outcome: None,
-            };
-            let body = serde_json::to_string(&Body::Card(Box::new(card)))?;
-            for place in self.chat.card_places(&gate.channels, thread.as_ref()) {
-                let key = format!("card:{}/{}/{}:{}", run.id, def.id, n.attempt, place.key());
-                want(tx, &key, &place, Some(run), &body).await?;
+            let waiting = (n.status == NodeStatus::WaitingApproval).then_some(n.attempt);
+            let missed = snapshot
+                .nodes
+                .iter()
+                .find(|s| s.node == def.id && s.status == NodeStatus::WaitingApproval)
+                .map(|s| s.attempt)
+                .filter(|attempt| waiting != Some(*attempt));
+            let attempts = waiting
+                .map(|a| (a, false))
+                .into_iter()
+                .chain(missed.map(|a| (a, true)));
+            for (attempt, missed) in attempts {
+                if outputs.is_none() {
+                    outputs = Some(self.outputs(run).await?);
+                }
+                let gate_state = n.gate.as_ref().filter(|_| n.attempt == attempt);
+                let rework_left = gate_state.is_none_or(|g| g.sent_back < gate.max_rework);
+                let card = Card {
+                    run: run.id,
+                    sop: sop.name.clone(),
+                    node: def.id.clone(),
+                    attempt,
+                    requirement: requirement.map(|r| r.title.clone()),
+                    requirement_url: requirement.and_then(|r| r.url.clone()),
+                    run_url: run_url.clone(),
+                    outputs: outputs.clone().unwrap_or_default(),
+                    approvers: gate.approvers.clone(),
+                    min_approvals: gate.min_approvals,
+                    approvals: gate_state.map(|g| g.approvals.clone()).unwrap_or_default(),
+                    send_back: if rework_left {
+                        gate.send_back.clone()
+                    } else {
+                        Vec::new()
+                    },
+                    outcome: None,
+                };
+                let body = serde_json::to_string(&Body::Card(Box::new(card)))?;
+                for place in self.chat.card_places(&gate.channels, thread.as_ref()) {
+                    let key = format!("card:{}/{}/{}:{}", run.id, def.id, attempt, place.key());
+                    if missed {
+                        if existing.is_none() {
+                            let rows = tx.chat_messages_of_run(run.id).await?;
+                            existing = Some(rows.into_iter().map(|m| m.key).collect());
+                        }
+                        // Carded already (this is a late or repeated snapshot): leave it be.
+                        if existing.as_ref().is_some_and(|keys| keys.contains(&key)) {
+                            continue;
+                        }
+                    }
+                    // A missed attempt's card shows its outcome at once: `settle_cards`
+                    // fills it in below, before anything is posted.
+                    want(tx, &key, &place, Some(run), &body).await?;
+                }
             }
         }
         self.settle_cards(tx, run, state).await?;

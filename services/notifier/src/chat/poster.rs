@@ -15,6 +15,7 @@ use gatehouse_store::ChatMessageRow;
 use tokio_util::sync::CancellationToken;
 
 use crate::Notifier;
+use crate::notifier::CHAT_LEASE;
 use crate::poster::Failure;
 
 /// How long the poster sleeps when nothing wakes it (replies written by ingest), and
@@ -30,6 +31,14 @@ impl Notifier {
             return;
         }
         loop {
+            if !self.may_post(CHAT_LEASE).await {
+                // Another replica posts; this one stands by in case it stops.
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(POLL) => {}
+                }
+                continue;
+            }
             let failed = match self.store.dirty_chat_messages(50).await {
                 Ok(dirty) => {
                     // Channels are paced separately (Slack: one message a second each):
@@ -84,6 +93,9 @@ impl Notifier {
         for message in messages {
             if shutdown.is_cancelled() {
                 break;
+            }
+            if !self.may_post(CHAT_LEASE).await {
+                return true;
             }
             let result = self.post_chat_message(&message).await;
             let outcome = match &result {

@@ -1,0 +1,226 @@
+//! One trace id for a run's work, across services and NATS: a run started through the API
+//! is handled by the scheduler and the runner over JetStream, and every event of it carries
+//! the trace the API request started (in its envelope and its `traceparent` header, each
+//! with a span id of its own), and every service handles it inside a span with that trace
+//! id.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use gatehouse_bus::{Bus, ConsumerSpec, JetStreamBus};
+use gatehouse_events::{Envelope, TraceParent};
+use gatehouse_ingest::{ApiState, hash_token};
+use gatehouse_sop::Catalog;
+use gatehouse_tests::{Backend, Services, TestDb, TestNats, nats_url, quick_retry};
+use tokio_util::sync::CancellationToken;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
+use tracing_subscriber::layer::{Context, SubscriberExt};
+use tracing_subscriber::registry::LookupSpan;
+use uuid::Uuid;
+
+const TWO_STEPS: &str = r#"
+name: two-steps
+nodes:
+  build: { kind: script, run: "echo building" }
+  check: { kind: script, needs: [build], run: "echo checking" }
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
+    // The services run on the runtime's threads: spans are collected process-wide.
+    let spans = Spans::default();
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans.clone()))
+        .expect("the only subscriber of this test binary");
+
+    let db = TestDb::new(Backend::Postgres).await;
+    let nats = TestNats::new();
+    let bus: Arc<dyn Bus> = Arc::new(
+        JetStreamBus::connect(&nats_url(), nats.prefix.clone(), quick_retry())
+            .await
+            .expect("connect to JetStream"),
+    );
+    let data = tempfile::tempdir().unwrap();
+    let sops = data.path().join("sops");
+    std::fs::create_dir_all(&sops).unwrap();
+    std::fs::write(sops.join("two-steps.yaml"), TWO_STEPS).unwrap();
+    let (catalog, errors) = Catalog::load(&[&sops]);
+    assert!(errors.is_empty(), "{errors:?}");
+    let services = Services::start(
+        &db.store,
+        bus.clone(),
+        catalog.clone(),
+        data.path(),
+        Duration::from_secs(5),
+    );
+    let stop = CancellationToken::new();
+    let api = ApiState::new(db.store.clone(), Arc::new(catalog));
+    let url = gatehouse_tests::serve_api(api, stop.clone()).await;
+    db.store
+        .create_token("ana", &hash_token("secret-token"))
+        .await
+        .unwrap();
+
+    let accepted: serde_json::Value = reqwest::Client::new()
+        .post(format!("{url}/api/v1/runs"))
+        .bearer_auth("secret-token")
+        .json(&serde_json::json!({ "sop": "two-steps" }))
+        .send()
+        .await
+        .unwrap()
+        .error_for_status()
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let run: Uuid = accepted["run_id"].as_str().unwrap().parse().unwrap();
+    for _ in 0..500 {
+        let row = db.store.run(run).await.unwrap();
+        if row.is_some_and(|r| r.status == "succeeded") {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let row = db.store.run(run).await.unwrap().unwrap();
+    assert_eq!(row.status, "succeeded", "{row:#?}");
+    // The last snapshot's consumers have had a moment to handle it.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+
+    // Every event of the run on the events stream, as JetStream delivers it.
+    let mut audit = bus
+        .subscribe(&ConsumerSpec::new("trace-audit", ">"))
+        .await
+        .unwrap();
+    let mut events = Vec::new();
+    while let Ok(delivery) = tokio::time::timeout(Duration::from_secs(1), audit.next()).await {
+        let delivery = delivery.unwrap();
+        let envelope = Envelope::from_slice(&delivery.payload).unwrap();
+        let header: Option<TraceParent> =
+            delivery.traceparent.as_deref().map(|t| t.parse().unwrap());
+        delivery.ack().await.unwrap();
+        if envelope.correlation.run_id == Some(run) {
+            events.push((envelope, header));
+        }
+    }
+    let (first, _) = events.first().expect("the run's events");
+    assert_eq!(first.event_type, "run.requested");
+    let trace = first.trace.clone().expect("ingest starts a trace");
+    let mut traceparents = BTreeSet::new();
+    for (envelope, header) in &events {
+        let what = format!("{} from {}", envelope.event_type, envelope.source);
+        assert_eq!(
+            header.as_ref(),
+            envelope.trace.as_ref(),
+            "{what}: header and envelope"
+        );
+        let own = envelope
+            .trace
+            .as_ref()
+            .unwrap_or_else(|| panic!("{what}: no trace"));
+        assert_eq!(own.trace_id(), trace.trace_id(), "{what}");
+        traceparents.insert(own.to_string());
+    }
+    assert_eq!(
+        traceparents.len(),
+        events.len(),
+        "each event has a span of its own"
+    );
+    let sources: BTreeSet<_> = events.iter().map(|(e, _)| e.source.as_str()).collect();
+    assert_eq!(sources, BTreeSet::from(["ingest", "runner", "scheduler"]));
+
+    // The API request and every service's handling of the run ran in spans with its trace.
+    let spans = spans.closed();
+    let traced = |name: &str, field: &str, value: &str| {
+        spans.iter().any(|(n, fields)| {
+            n == name
+                && fields.get(field).map(String::as_str) == Some(value)
+                && fields.get("trace_id").map(String::as_str) == Some(trace.trace_id())
+        })
+    };
+    assert!(traced("request", "route", "/api/v1/runs"), "{spans:#?}");
+    for consumer in [
+        "scheduler-requests",
+        "scheduler-progress",
+        "scheduler-results",
+        "runner",
+        "runner-watch",
+    ] {
+        assert!(
+            traced("event", "consumer", consumer),
+            "{consumer} in {spans:#?}"
+        );
+    }
+    let runner_jobs = spans
+        .iter()
+        .filter(|(n, f)| n == "event" && f.get("consumer").map(String::as_str) == Some("runner"))
+        .count();
+    assert_eq!(runner_jobs, 2, "one job span per node");
+
+    stop.cancel();
+    services.stop().await;
+    drop(audit);
+    db.cleanup().await;
+    nats.cleanup().await;
+}
+
+/// Spans, by name with their fields, once they have closed.
+#[derive(Clone, Default)]
+struct Spans(Arc<Mutex<Vec<Named>>>);
+
+/// A name (of a span, or a log line's message) with fields.
+type Named = (String, BTreeMap<String, String>);
+
+impl Spans {
+    fn closed(&self) -> Vec<Named> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+#[derive(Default)]
+struct Fields(BTreeMap<String, String>);
+
+impl Visit for Fields {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.0.insert(field.name().to_owned(), value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        self.0.insert(field.name().to_owned(), format!("{value:?}"));
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for Spans
+where
+    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let mut fields = Fields::default();
+        attrs.record(&mut fields);
+        if let Some(span) = ctx.span(id) {
+            span.extensions_mut().insert(fields);
+        }
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(id)
+            && let Some(fields) = span.extensions_mut().get_mut::<Fields>()
+        {
+            values.record(fields);
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        if let Some(span) = ctx.span(&id) {
+            let fields = span
+                .extensions()
+                .get::<Fields>()
+                .map(|f| f.0.clone())
+                .unwrap_or_default();
+            self.0
+                .lock()
+                .unwrap()
+                .push((span.name().to_owned(), fields));
+        }
+    }
+}
