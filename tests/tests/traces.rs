@@ -4,20 +4,18 @@
 //! with a span id of its own), and every service handles it inside a span with that trace
 //! id.
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_bus::{Bus, ConsumerSpec, JetStreamBus};
 use gatehouse_events::{Envelope, TraceParent};
 use gatehouse_ingest::{ApiState, hash_token};
 use gatehouse_sop::Catalog;
+use gatehouse_tests::captured::Captured;
 use gatehouse_tests::{Backend, Services, TestDb, TestNats, nats_url, quick_retry};
 use tokio_util::sync::CancellationToken;
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
+use tracing_subscriber::layer::SubscriberExt;
 use uuid::Uuid;
 
 const TWO_STEPS: &str = r#"
@@ -30,7 +28,7 @@ nodes:
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
     // The services run on the runtime's threads: spans are collected process-wide.
-    let spans = Spans::default();
+    let spans = Captured::default();
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans.clone()))
         .expect("the only subscriber of this test binary");
 
@@ -130,7 +128,7 @@ async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
     assert_eq!(sources, BTreeSet::from(["ingest", "runner", "scheduler"]));
 
     // The API request and every service's handling of the run ran in spans with its trace.
-    let spans = spans.closed();
+    let spans = spans.closed_spans();
     let traced = |name: &str, field: &str, value: &str| {
         spans.iter().any(|(n, fields)| {
             n == name
@@ -162,65 +160,4 @@ async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
     drop(audit);
     db.cleanup().await;
     nats.cleanup().await;
-}
-
-/// Spans, by name with their fields, once they have closed.
-#[derive(Clone, Default)]
-struct Spans(Arc<Mutex<Vec<Named>>>);
-
-/// A name (of a span, or a log line's message) with fields.
-type Named = (String, BTreeMap<String, String>);
-
-impl Spans {
-    fn closed(&self) -> Vec<Named> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-#[derive(Default)]
-struct Fields(BTreeMap<String, String>);
-
-impl Visit for Fields {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl<S> tracing_subscriber::Layer<S> for Spans
-where
-    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut fields = Fields::default();
-        attrs.record(&mut fields);
-        if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(fields);
-        }
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(id)
-            && let Some(fields) = span.extensions_mut().get_mut::<Fields>()
-        {
-            values.record(fields);
-        }
-    }
-
-    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(&id) {
-            let fields = span
-                .extensions()
-                .get::<Fields>()
-                .map(|f| f.0.clone())
-                .unwrap_or_default();
-            self.0
-                .lock()
-                .unwrap()
-                .push((span.name().to_owned(), fields));
-        }
-    }
 }

@@ -2,89 +2,33 @@
 //! `event` span carrying its trace id, and the event its handler emits continues that
 //! trace through the outbox, the relay and the `traceparent` header. Also what the relay
 //! and the consumer count. On JetStream (the machine's NATS, `GATEHOUSE_TEST_NATS`) and on
-//! the in-process bus, each on a SQLite store in a temporary directory.
+//! both in-process buses.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
-use backon::ExponentialBuilder;
 use gatehouse_bus::{
-    Bus, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, InProcessBus,
-    JetStreamBus, Outcome, Outgoing, Relay, RelayOptions,
+    Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, Outcome, Outgoing, Relay,
+    RelayOptions,
 };
 use gatehouse_events::{
-    Actor, Channel, Envelope, Event, NodeProgress, Prefix, RunCommand, RunCommandKind, StreamKind,
-    TraceParent,
+    Actor, Channel, Envelope, Event, NodeProgress, RunCommand, RunCommandKind, TraceParent,
 };
-use gatehouse_store::{Store, Tx};
-use tracing::field::{Field, Visit};
-use tracing::span::{Attributes, Id, Record};
-use tracing_subscriber::layer::{Context, SubscriberExt};
-use tracing_subscriber::registry::LookupSpan;
+use gatehouse_store::Tx;
+use gatehouse_tests::captured::Captured;
+use gatehouse_tests::{BusKind, TestBus, on_every_bus};
+use tracing_subscriber::layer::SubscriberExt;
 use uuid::Uuid;
 
-#[tokio::test]
-async fn jetstream() {
-    let nats =
-        std::env::var("GATEHOUSE_TEST_NATS").unwrap_or_else(|_| "nats://127.0.0.1:4222".to_owned());
-    let id = Uuid::now_v7().simple().to_string();
-    let prefix = Prefix::new(&format!("t{}", &id[id.len() - 16..])).unwrap();
-    let streams = Streams {
-        url: nats.clone(),
-        prefix: prefix.clone(),
-    };
-    let retry = ExponentialBuilder::default().with_max_times(2);
-    let connect = JetStreamBus::connect(&nats, prefix, retry);
-    let bus = connect.await.expect("connect to JetStream");
-    one_trace_across_the_bus(|_| Arc::new(bus)).await;
-    drop(streams);
-}
+on_every_bus!(one_trace_across_the_bus);
 
-#[tokio::test]
-async fn in_process() {
-    one_trace_across_the_bus(|store| Arc::new(InProcessBus::new(store.clone()))).await;
-}
-
-/// Deletes a test prefix's streams when the test ends, however it ends.
-struct Streams {
-    url: String,
-    prefix: Prefix,
-}
-
-impl Drop for Streams {
-    fn drop(&mut self) {
-        let (url, prefix) = (self.url.clone(), self.prefix.clone());
-        let _ = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .unwrap();
-            runtime.block_on(async {
-                let Ok(client) = async_nats::connect(url).await else {
-                    return;
-                };
-                let js = async_nats::jetstream::new(client);
-                for kind in [StreamKind::Events, StreamKind::Jobs] {
-                    let _ = js.delete_stream(prefix.stream_name(kind)).await;
-                }
-            });
-        })
-        .join();
-    }
-}
-
-async fn one_trace_across_the_bus(bus: impl FnOnce(&Store) -> Arc<dyn Bus>) {
-    let dir = tempfile::tempdir().unwrap();
-    let url = format!("sqlite:{}", dir.path().join("bus.db").display());
-    let store = Store::connect(&url, ExponentialBuilder::default())
-        .await
-        .unwrap();
-    store.migrate().await.unwrap();
-    let bus = bus(&store);
+async fn one_trace_across_the_bus(kind: BusKind) {
+    let test_bus = TestBus::new(kind).await;
+    let (bus, store) = (test_bus.bus.clone(), test_bus.db.store.clone());
     // Thread-local: the test's runtime runs everything on this thread.
-    let logs = Logs::default();
+    let logs = Captured::default();
     let _logging =
         tracing::subscriber::set_default(tracing_subscriber::registry().with(logs.clone()));
     let counts = Counts::default();
@@ -249,69 +193,6 @@ impl Handler for Continues {
         tx.append_outbox(&Envelope::new("test", &progress, trace)?)
             .await?;
         Ok(())
-    }
-}
-
-/// Log lines with the fields of the spans they were logged in.
-#[derive(Clone, Default)]
-struct Logs(Arc<Mutex<Vec<Named>>>);
-
-/// A name (of a span, or a log line's message) with fields.
-type Named = (String, BTreeMap<String, String>);
-
-impl Logs {
-    fn lines(&self) -> Vec<Named> {
-        self.0.lock().unwrap().clone()
-    }
-}
-
-/// A span's or an event's fields as text.
-#[derive(Default)]
-struct Fields(BTreeMap<String, String>);
-
-impl Visit for Fields {
-    fn record_str(&mut self, field: &Field, value: &str) {
-        self.0.insert(field.name().to_owned(), value.to_owned());
-    }
-
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        self.0.insert(field.name().to_owned(), format!("{value:?}"));
-    }
-}
-
-impl<S> tracing_subscriber::Layer<S> for Logs
-where
-    S: tracing::Subscriber + for<'a> LookupSpan<'a>,
-{
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
-        let mut fields = Fields::default();
-        attrs.record(&mut fields);
-        if let Some(span) = ctx.span(id) {
-            span.extensions_mut().insert(fields);
-        }
-    }
-
-    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
-        if let Some(span) = ctx.span(id)
-            && let Some(fields) = span.extensions_mut().get_mut::<Fields>()
-        {
-            values.record(fields);
-        }
-    }
-
-    fn on_event(&self, event: &tracing::Event<'_>, ctx: Context<'_, S>) {
-        let mut own = Fields::default();
-        event.record(&mut own);
-        let mut spans = BTreeMap::new();
-        if let Some(scope) = ctx.event_scope(event) {
-            for span in scope.from_root() {
-                if let Some(fields) = span.extensions().get::<Fields>() {
-                    spans.extend(fields.0.clone());
-                }
-            }
-        }
-        let message = own.0.remove("message").unwrap_or_default();
-        self.0.lock().unwrap().push((message, spans));
     }
 }
 
