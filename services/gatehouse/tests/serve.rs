@@ -85,11 +85,36 @@ async fn the_services_run_as_separate_processes() {
         );
     }
 
-    let (status, metrics) = fleet.get("runner-1", "/metrics");
-    assert_eq!(status, 200);
+    // Each service reports its own part of the work on /metrics: runners their nodes,
+    // schedulers the events they consumed, every relay the events it published.
+    let metrics = |names: &[&str]| -> String {
+        names
+            .iter()
+            .map(|name| {
+                let (status, body) = fleet.get(name, "/metrics");
+                assert_eq!(status, 200, "{name}");
+                body
+            })
+            .collect()
+    };
+    let runners = metrics(&["runner-1", "runner-2"]);
     assert!(
-        metrics.is_empty() || metrics.contains("gatehouse_"),
-        "{metrics}"
+        runners.contains(
+            "gatehouse_node_duration_seconds_count{kind=\"script\",outcome=\"succeeded\"}"
+        ),
+        "{runners}"
+    );
+    let schedulers = metrics(&["scheduler-1", "scheduler-2"]);
+    assert!(
+        schedulers.contains(
+            "gatehouse_events_consumed_total{consumer=\"scheduler-results\",outcome=\"applied\"}"
+        ),
+        "{schedulers}"
+    );
+    let ingest = metrics(&["ingest"]);
+    assert!(
+        ingest.contains("gatehouse_events_published_total{type=\"run.requested\"}"),
+        "{ingest}"
     );
     for name in [
         "ingest",
