@@ -1,6 +1,5 @@
 //! The run's directories on disk, and artifact bookkeeping.
 
-use std::io;
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
@@ -48,10 +47,9 @@ impl RunDirs {
     }
 }
 
-/// Hex SHA-256 and size of a file.
-pub(crate) fn digest(path: &Path) -> io::Result<(String, u64)> {
-    let bytes = std::fs::read(path)?;
-    let hash = Sha256::digest(&bytes);
+/// Hex SHA-256 and size of a file's contents.
+pub(crate) fn digest(bytes: &[u8]) -> (String, u64) {
+    let hash = Sha256::digest(bytes);
     let hex = hash.iter().map(|b| format!("{b:02x}")).collect();
-    Ok((hex, bytes.len() as u64))
+    (hex, bytes.len() as u64)
 }

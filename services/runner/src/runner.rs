@@ -514,38 +514,36 @@ impl Runner {
         let mut missing = Vec::new();
         for name in &spec.artifacts {
             let path = artifacts.join(name);
-            if let Some(secret) = std::fs::read(&path)
-                .ok()
-                .and_then(|b| secrets.found_in(&b).map(str::to_owned))
-            {
+            // Read once: checked for secrets, then hashed.
+            let Ok(bytes) = tokio::fs::read(&path).await else {
+                missing.push(name.as_str());
+                continue;
+            };
+            if let Some(secret) = secrets.found_in(&bytes) {
                 // Kept nowhere: the file goes, and the attempt fails saying why.
-                let _ = std::fs::remove_file(&path);
+                let _ = tokio::fs::remove_file(&path).await;
                 problems.push(format!(
                     "artifact {name} contained the value of the secret {secret}; it was deleted, not stored"
                 ));
                 continue;
             }
-            match digest(&path) {
-                Ok((sha256, size)) => {
-                    self.store
-                        .record_artifact(&ArtifactRow {
-                            location: format!("{artifacts_location}/{name}"),
-                            run_id,
-                            node: job.node.clone(),
-                            attempt,
-                            name: name.clone(),
-                            sha256: sha256.clone(),
-                            size: i64::try_from(size).unwrap_or(i64::MAX),
-                        })
-                        .await?;
-                    stored.push(Artifact {
-                        name: name.clone(),
-                        sha256,
-                        size,
-                    });
-                }
-                Err(_) => missing.push(name.as_str()),
-            }
+            let (sha256, size) = digest(&bytes);
+            self.store
+                .record_artifact(&ArtifactRow {
+                    location: format!("{artifacts_location}/{name}"),
+                    run_id,
+                    node: job.node.clone(),
+                    attempt,
+                    name: name.clone(),
+                    sha256: sha256.clone(),
+                    size: i64::try_from(size).unwrap_or(i64::MAX),
+                })
+                .await?;
+            stored.push(Artifact {
+                name: name.clone(),
+                sha256,
+                size,
+            });
         }
         if !missing.is_empty() {
             problems.push(format!(
