@@ -657,7 +657,7 @@ impl Runner {
             }
             let taken = checkpoint::take(&workspace, &archive)?;
             Ok(Some(format!(
-                "[gatehouse] workspace checkpoint taken: {} entries, {}",
+                "[gatehouse] workspace checkpoint taken: {} entries, {} archived",
                 taken.entries,
                 bytesize::ByteSize::b(taken.bytes).display().iec()
             )))
