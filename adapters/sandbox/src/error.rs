@@ -64,6 +64,10 @@ pub enum SandboxError {
     /// A job's profile uses docker, but there is no Docker sandbox.
     #[error("profile uses docker but the Docker engine was not reachable at start: {0}")]
     DockerNotConfigured(String),
+    /// A job's profile uses docker, but none did when the runner started, so it has no
+    /// Docker sandbox.
+    #[error("profile uses docker, but no profile did when this runner started: restart it")]
+    NoDockerAtStart,
 }
 
 impl SandboxError {

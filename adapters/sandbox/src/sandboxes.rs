@@ -13,8 +13,9 @@ use crate::{
 #[derive(Debug, Clone)]
 pub struct Sandboxes {
     process: ProcessSandbox,
-    /// The Docker sandbox, or why connecting to the engine failed.
-    docker: Result<DockerSandbox, String>,
+    /// The Docker sandbox, or why connecting to the engine failed; `None` when no profile
+    /// used Docker at start.
+    docker: Option<Result<DockerSandbox, String>>,
 }
 
 impl Sandboxes {
@@ -23,13 +24,21 @@ impl Sandboxes {
     pub fn new(process: ProcessSandbox, docker: Result<DockerSandbox, SandboxError>) -> Self {
         Self {
             process,
-            docker: docker.map_err(|e| e.to_string()),
+            docker: Some(docker.map_err(|e| e.to_string())),
+        }
+    }
+
+    /// Only the process sandbox: no profile used Docker when the runner started.
+    pub fn process_only(process: ProcessSandbox) -> Self {
+        Self {
+            process,
+            docker: None,
         }
     }
 
     /// The Docker sandbox, for reaping orphans at start and removing run volumes.
     pub fn docker(&self) -> Option<&DockerSandbox> {
-        self.docker.as_ref().ok()
+        self.docker.as_ref().and_then(|docker| docker.as_ref().ok())
     }
 
     /// The process sandbox, for reaping its orphans at start.
@@ -49,16 +58,17 @@ impl Sandbox for Sandboxes {
         match job.profile.kind {
             SandboxKind::Process => self.process.run(job, logs, cancel).await,
             SandboxKind::Docker => match &self.docker {
-                Ok(docker) => docker.run(job, logs, cancel).await,
-                Err(why) => Err(SandboxError::DockerNotConfigured(why.clone())),
+                Some(Ok(docker)) => docker.run(job, logs, cancel).await,
+                Some(Err(why)) => Err(SandboxError::DockerNotConfigured(why.clone())),
+                None => Err(SandboxError::NoDockerAtStart),
             },
         }
     }
 
     async fn run_ended(&self, run: &str) -> Result<(), SandboxError> {
-        match &self.docker {
-            Ok(docker) => docker.run_ended(run).await,
-            Err(_) => Ok(()),
+        match self.docker() {
+            Some(docker) => docker.run_ended(run).await,
+            None => Ok(()),
         }
     }
 }

@@ -4,7 +4,7 @@
 use std::path::Path;
 
 use anyhow::Context;
-use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, SandboxError, SandboxKind, Sandboxes};
+use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, SandboxKind, Sandboxes};
 
 use crate::config::Config;
 
@@ -30,10 +30,7 @@ pub async fn sandboxes(config: &Config, data_dir: &Path) -> anyhow::Result<Sandb
         .map(|(name, p)| (name, p.image.as_deref().unwrap_or_default()))
         .collect();
     if docker_profiles.is_empty() {
-        let unused = SandboxError::DockerNotConfigured(
-            "no sandbox profile used Docker when this runner started".into(),
-        );
-        return Ok(Sandboxes::new(process, Err(unused)));
+        return Ok(Sandboxes::process_only(process));
     }
     // The data directory and the runner's id name its containers: a restart finds its own,
     // never those of another runner on the same engine.
