@@ -132,6 +132,22 @@ pub enum RoleError {
 }
 
 impl Role {
+    /// A role of `executor` with nothing else set: what a configuration naming only the
+    /// executor gives, and the start of one built in code.
+    pub fn new(executor: Executor) -> Self {
+        Self {
+            executor,
+            model: None,
+            system_prompt: None,
+            rules: Vec::new(),
+            env: BTreeMap::new(),
+            secrets: Vec::new(),
+            sandbox: None,
+            command: Vec::new(),
+            args: Vec::new(),
+        }
+    }
+
     /// Checks what serde cannot: that the executor's own keys are consistent. Called when the
     /// configuration loads, so a role that [`crate::invocation`] would turn into a broken
     /// command line is refused before any run uses it.

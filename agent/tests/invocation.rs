@@ -1,5 +1,3 @@
-use std::collections::BTreeMap;
-
 use gatehouse_agent::{Executor, Role, invocation};
 use insta::assert_snapshot;
 
@@ -10,17 +8,7 @@ const SYSTEM: &str = "/in/.agent/system.md";
 const AWKWARD: &str = "/in/.agent/it's \"the\" prompt $HOME.md";
 
 fn role(executor: Executor) -> Role {
-    Role {
-        executor,
-        model: None,
-        system_prompt: None,
-        rules: Vec::new(),
-        env: BTreeMap::new(),
-        secrets: Vec::new(),
-        sandbox: None,
-        command: Vec::new(),
-        args: Vec::new(),
-    }
+    Role::new(executor)
 }
 
 #[test]

@@ -3,17 +3,7 @@ use std::collections::BTreeMap;
 use gatehouse_agent::{Executor, Role, RoleError};
 
 fn role(executor: Executor) -> Role {
-    Role {
-        executor,
-        model: None,
-        system_prompt: None,
-        rules: Vec::new(),
-        env: BTreeMap::new(),
-        secrets: Vec::new(),
-        sandbox: None,
-        command: Vec::new(),
-        args: Vec::new(),
-    }
+    Role::new(executor)
 }
 
 fn command(argv: &[&str]) -> Role {

@@ -2,7 +2,6 @@
 //! so the quoting is checked by the shell itself, not by reading it.
 #![cfg(unix)]
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -65,15 +64,9 @@ impl Drop for Scratch {
 
 fn role(executor: Executor) -> Role {
     Role {
-        executor,
         model: Some("the model".to_owned()),
-        system_prompt: None,
-        rules: Vec::new(),
-        env: BTreeMap::new(),
-        secrets: Vec::new(),
-        sandbox: None,
-        command: Vec::new(),
         args: vec!["--extra".to_owned(), "a 'b' \"c\"".to_owned()],
+        ..Role::new(executor)
     }
 }
 

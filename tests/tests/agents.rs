@@ -102,15 +102,11 @@ fn install(dir: &std::path::Path, name: &str, script: &str) {
 /// A role of `executor` whose CLI is found in `bin`.
 fn role(executor: Executor, model: &str, bin: &std::path::Path) -> Role {
     Role {
-        executor,
         model: Some(model.into()),
         system_prompt: Some("Be brief.".into()),
         rules: vec!["Never push.".into()],
         env: BTreeMap::from([("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()))]),
-        secrets: Vec::new(),
-        sandbox: None,
-        command: Vec::new(),
-        args: Vec::new(),
+        ..Role::new(executor)
     }
 }
 

@@ -298,15 +298,10 @@ async fn an_agent_runs_its_cli_inside_the_container(backend: Backend) {
         options.roles.insert(
             "boxed".into(),
             gatehouse_agent::Role {
-                executor: gatehouse_agent::Executor::ClaudeCode,
                 model: Some("claude-haiku-4-5".into()),
-                system_prompt: None,
-                rules: Vec::new(),
                 env: BTreeMap::from([("PATH".into(), "/opt/agent:/bin".into())]),
-                secrets: Vec::new(),
                 sandbox: Some("agent-box".into()),
-                command: Vec::new(),
-                args: Vec::new(),
+                ..gatehouse_agent::Role::new(gatehouse_agent::Executor::ClaudeCode)
             },
         );
     })
