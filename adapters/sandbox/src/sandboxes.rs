@@ -36,14 +36,9 @@ impl Sandboxes {
         }
     }
 
-    /// The Docker sandbox, for reaping orphans at start and removing run volumes.
+    /// The Docker sandbox, when the runner has one.
     pub fn docker(&self) -> Option<&DockerSandbox> {
         self.docker.as_ref().and_then(|docker| docker.as_ref().ok())
-    }
-
-    /// The process sandbox, for reaping its orphans at start.
-    pub fn process(&self) -> &ProcessSandbox {
-        &self.process
     }
 }
 

@@ -32,8 +32,8 @@ impl DockerSandbox {
         Ok(removed)
     }
 
-    /// Containers of this owner currently present, with their labels (for tests and
-    /// `reap`).
+    /// Containers of this owner currently present, with the node attempts they belong
+    /// to: what [`DockerSandbox::reap_orphans`] would remove.
     pub async fn containers(&self) -> Result<Vec<JobLabels>, SandboxError> {
         Ok(self
             .owned()
