@@ -1,6 +1,7 @@
 //! Several runners on one work queue, on every bus: jobs spread over the runners within
-//! each one's concurrency, a job longer than its lease keeps it alive and runs once, and a
-//! job whose runner died comes back to another runner as the engine's next attempt.
+//! each one's concurrency, a job longer than its lease keeps it alive and runs once, a job
+//! whose runner died comes back to another runner as the engine's next attempt, and a
+//! runner told to stop finishes its jobs within its grace and interrupts the rest.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_sop::Catalog;
 use gatehouse_tests::{BusKind, TestBus, on_every_bus, request_runs};
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
@@ -36,9 +38,18 @@ nodes:
     artifacts: [done]
 "#;
 
+/// One node that takes a moment.
+const SHORT: &str = r#"
+name: short
+nodes:
+  work: { kind: script, run: "sleep 1.5; touch $GATEHOUSE_ARTIFACTS/done", artifacts: [done] }
+"#;
+
 on_every_bus!(
     runners_share_the_queue_and_long_jobs_keep_their_lease,
     a_dead_runners_job_is_retried_on_another_as_the_next_attempt,
+    a_stopped_runner_finishes_its_jobs_within_its_grace,
+    a_stopped_runner_interrupts_what_outlives_its_grace,
 );
 
 /// The relay and the scheduler on a bus, and runners started and stopped one by one, each
@@ -47,7 +58,7 @@ struct Cluster {
     bus: TestBus,
     data: tempfile::TempDir,
     stop: CancellationToken,
-    runners: BTreeMap<&'static str, CancellationToken>,
+    runners: BTreeMap<&'static str, (CancellationToken, JoinHandle<()>)>,
 }
 
 impl Cluster {
@@ -58,6 +69,7 @@ impl Cluster {
         std::fs::create_dir_all(&sops).unwrap();
         std::fs::write(sops.join("wide.yaml"), WIDE).unwrap();
         std::fs::write(sops.join("stubborn.yaml"), STUBBORN).unwrap();
+        std::fs::write(sops.join("short.yaml"), SHORT).unwrap();
         let (catalog, errors) = Catalog::load(&[&sops]);
         assert!(errors.is_empty(), "{errors:?}");
         let stop = CancellationToken::new();
@@ -87,9 +99,15 @@ impl Cluster {
 
     /// Starts a runner of concurrency 2 and a 1-second lease, on its own bus connection.
     async fn runner(&mut self, name: &'static str) {
+        self.runner_with_grace(name, Duration::from_secs(20)).await;
+    }
+
+    /// Starts a runner as [`Cluster::runner`] does, with `grace` for its jobs at shutdown.
+    async fn runner_with_grace(&mut self, name: &'static str, grace: Duration) {
         let options = RunnerOptions {
             concurrency: 2,
             ack_wait: Duration::from_secs(1),
+            shutdown_grace: grace,
             ..RunnerOptions::new(self.dir(name))
         };
         let runner = Runner::new(
@@ -98,15 +116,22 @@ impl Cluster {
             options,
         );
         let stop = CancellationToken::new();
-        tokio::spawn(runner.run(self.bus.reopen().await, stop.clone()));
-        self.runners.insert(name, stop);
+        let running = tokio::spawn(runner.run(self.bus.reopen().await, stop.clone()));
+        self.runners.insert(name, (stop, running));
     }
 
     /// Stops a runner as a crash would leave its jobs: unacknowledged, their scripts gone.
     fn kill(&mut self, name: &str) {
-        if let Some(stop) = self.runners.remove(name) {
-            stop.cancel();
+        if let Some((_, running)) = self.runners.remove(name) {
+            running.abort();
         }
+    }
+
+    /// Tells a runner to stop, as SIGTERM does; the handle ends when the runner has.
+    fn shut_down(&mut self, name: &str) -> JoinHandle<()> {
+        let (stop, running) = self.runners.remove(name).unwrap();
+        stop.cancel();
+        running
     }
 
     async fn request(&self, sop: &str) -> Uuid {
@@ -138,8 +163,8 @@ impl Cluster {
 
     async fn stop(self) {
         self.stop.cancel();
-        for stop in self.runners.values() {
-            stop.cancel();
+        for (_, running) in self.runners.values() {
+            running.abort();
         }
         self.bus.cleanup().await;
     }
@@ -214,5 +239,66 @@ async fn a_dead_runners_job_is_retried_on_another_as_the_next_attempt(kind: BusK
     );
     assert!(ran_in(&cluster.dir("two"), run, "work", 2));
     assert!(!ran_in(&cluster.dir("one"), run, "work", 2));
+    cluster.stop().await;
+}
+
+async fn a_stopped_runner_finishes_its_jobs_within_its_grace(kind: BusKind) {
+    let mut cluster = Cluster::start(kind).await;
+    cluster.runner("one").await;
+    let run = cluster.request("short").await;
+    cluster
+        .wait_until("the attempt to start", async || {
+            !cluster.bus.db.store.attempts(run).await.unwrap().is_empty()
+        })
+        .await;
+    let stopped = cluster.shut_down("one");
+    tokio::time::timeout(Duration::from_secs(15), stopped)
+        .await
+        .expect("the runner stops once its job is done")
+        .unwrap();
+    // Reported before the runner returned: no other runner was needed.
+    cluster.wait_status(run, "succeeded").await;
+    let attempts = cluster.bus.db.store.attempts(run).await.unwrap();
+    let seen: Vec<(i32, &str)> = attempts
+        .iter()
+        .map(|a| (a.attempt, a.status.as_str()))
+        .collect();
+    assert_eq!(seen, [(1, "succeeded")]);
+    assert!(ran_in(&cluster.dir("one"), run, "work", 1));
+    cluster.stop().await;
+}
+
+async fn a_stopped_runner_interrupts_what_outlives_its_grace(kind: BusKind) {
+    let mut cluster = Cluster::start(kind).await;
+    cluster
+        .runner_with_grace("one", Duration::from_millis(300))
+        .await;
+    let run = cluster.request("stubborn").await;
+    cluster
+        .wait_until("attempt 1 to start", async || {
+            !cluster.bus.db.store.attempts(run).await.unwrap().is_empty()
+        })
+        .await;
+    let stopped = cluster.shut_down("one");
+    tokio::time::timeout(Duration::from_secs(10), stopped)
+        .await
+        .expect("the runner stops soon after its grace")
+        .unwrap();
+    let attempts = cluster.bus.db.store.attempts(run).await.unwrap();
+    assert_eq!(
+        attempts[0].status, "interrupted",
+        "reported by the runner itself"
+    );
+    assert_eq!(
+        attempts[0].error.as_deref(),
+        Some(
+            "interrupted: the runner shut down and the attempt did not finish within its 300ms grace"
+        )
+    );
+    cluster.runner("two").await;
+    cluster.wait_status(run, "succeeded").await;
+    let attempts = cluster.bus.db.store.attempts(run).await.unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert!(ran_in(&cluster.dir("two"), run, "work", 2));
     cluster.stop().await;
 }

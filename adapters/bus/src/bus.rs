@@ -92,6 +92,10 @@ pub trait Bus: Send + Sync {
 pub trait Subscription: Send {
     /// Waits for the next delivery.
     async fn next(&mut self) -> Result<Delivery, BusError>;
+
+    /// At shutdown: gives back, for redelivery at once, what was pulled ahead of
+    /// processing, so other replicas take it now instead of after its ack wait.
+    async fn hand_back(&mut self) {}
 }
 
 /// How a delivery is settled; one implementation per bus.

@@ -98,7 +98,7 @@ impl Consumer {
     }
 
     /// Subscribes and processes deliveries until `shutdown` is cancelled. A delivery in
-    /// flight at shutdown is finished first. Errors talking to the bus or the store are
+    /// flight at shutdown is finished first; those pulled ahead of it are handed back. Errors talking to the bus or the store are
     /// logged and retried (a lost subscription is re-established); they never end the loop.
     pub async fn run(&self, handler: &dyn Handler, shutdown: CancellationToken) {
         let name = &self.options.spec.name;
@@ -110,7 +110,10 @@ impl Consumer {
             match subscribed {
                 Ok(mut subscription) => loop {
                     let delivery = tokio::select! {
-                        _ = shutdown.cancelled() => return,
+                        _ = shutdown.cancelled() => {
+                            subscription.hand_back().await;
+                            return;
+                        }
                         d = subscription.next() => d,
                     };
                     match delivery {

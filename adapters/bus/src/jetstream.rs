@@ -1,6 +1,7 @@
 //! The JetStream bus, for distributed mode.
 
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_nats::jetstream::consumer::{AckPolicy, pull};
@@ -10,7 +11,7 @@ use async_nats::jetstream::{self, AckKind};
 use async_nats::{ConnectErrorKind, HeaderMap};
 use async_trait::async_trait;
 use backon::{ExponentialBuilder, Retryable};
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use gatehouse_events::{Prefix, StreamSpec};
 
 use crate::bus::Settle;
@@ -27,6 +28,8 @@ const PREFETCH: usize = 16;
 pub struct JetStreamBus {
     js: jetstream::Context,
     prefix: Prefix,
+    /// Set once the deployment's streams are known to exist.
+    streams_ready: Arc<AtomicBool>,
 }
 
 impl JetStreamBus {
@@ -69,9 +72,33 @@ impl JetStreamBus {
         let bus = Self {
             js: jetstream::new(client),
             prefix,
+            streams_ready: Arc::default(),
         };
         bus.ensure_streams().await?;
         Ok(bus)
+    }
+
+    /// A bus whose connection is made in the background, retried with backoff for as
+    /// long as it takes: for a service that must start, and answer its probes, while NATS
+    /// is still unreachable. [`Bus::check_ready`] creates the streams once NATS answers,
+    /// and says why not until then. Only a malformed URL is an error here.
+    pub async fn connect_lazy(url: &str, prefix: Prefix) -> Result<Self, BusError> {
+        let client = async_nats::ConnectOptions::new()
+            .name("gatehouse")
+            .connection_timeout(Duration::from_secs(5))
+            .retry_on_initial_connect()
+            .connect(url)
+            .await
+            .map_err(|source| BusError::Unreachable {
+                url: url.to_owned(),
+                attempts: 1,
+                source,
+            })?;
+        Ok(Self {
+            js: jetstream::new(client),
+            prefix,
+            streams_ready: Arc::default(),
+        })
     }
 
     /// Creates both streams, or updates them to the current definition. Idempotent, so
@@ -96,6 +123,7 @@ impl JetStreamBus {
                 .map_err(|e| BusError::jetstream("create or update stream", e))?;
             tracing::debug!(stream = %spec.name, "stream ready");
         }
+        self.streams_ready.store(true, Ordering::Relaxed);
         Ok(())
     }
 }
@@ -103,6 +131,9 @@ impl JetStreamBus {
 #[async_trait]
 impl Bus for JetStreamBus {
     async fn check_ready(&self) -> Result<(), BusError> {
+        if !self.streams_ready.load(Ordering::Relaxed) {
+            return self.ensure_streams().await;
+        }
         // A stream lookup is a round trip through the server and JetStream.
         let name = self.prefix.stream_name(gatehouse_events::StreamKind::Jobs);
         self.js
@@ -190,9 +221,32 @@ impl Subscription for JetStreamSubscription {
             }
         }
     }
+
+    async fn hand_back(&mut self) {
+        let buffered = self.buffered();
+        let count = buffered.len();
+        for message in buffered {
+            if let Err(err) = message.ack_with(AckKind::Nak(None)).await {
+                tracing::debug!(consumer = %self.name, error = %err, "handing back a message failed; it returns after its ack wait");
+            }
+        }
+        if count > 0 {
+            tracing::debug!(consumer = %self.name, count, "handed back messages pulled ahead");
+        }
+    }
 }
 
 impl JetStreamSubscription {
+    /// The messages already pulled and waiting in the stream's buffer, without waiting
+    /// for more.
+    fn buffered(&mut self) -> Vec<jetstream::Message> {
+        let mut buffered = Vec::new();
+        while let Some(Some(Ok(message))) = self.messages.next().now_or_never() {
+            buffered.push(message);
+        }
+        buffered
+    }
+
     fn delivery(&self, message: jetstream::Message) -> Delivery {
         let header = |name: &str| {
             message

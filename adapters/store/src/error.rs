@@ -43,3 +43,44 @@ pub enum StoreError {
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),
 }
+
+impl StoreError {
+    /// Whether the database could not be reached or went away (connection refused or
+    /// lost, pool timeout, server shutting down): worth retrying the same write later,
+    /// unlike a query the database refused.
+    pub fn is_unavailable(&self) -> bool {
+        match self {
+            Self::Unreachable { .. } => true,
+            Self::Database(err) => match err {
+                sqlx::Error::Io(_)
+                | sqlx::Error::PoolTimedOut
+                | sqlx::Error::Protocol(_)
+                | sqlx::Error::Tls(_) => true,
+                // SQLSTATE class 08: connection exception; 57P01-03: the server is
+                // shutting down or starting; SQLite 5/6: busy, locked.
+                sqlx::Error::Database(db) => db.code().is_some_and(|code| {
+                    code.starts_with("08")
+                        || ["57P01", "57P02", "57P03", "5", "6"].contains(&&*code)
+                }),
+                _ => false,
+            },
+            _ => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lost_connections_are_unavailable_and_refused_queries_are_not() {
+        let lost = StoreError::Database(sqlx::Error::Io(std::io::Error::from(
+            std::io::ErrorKind::ConnectionReset,
+        )));
+        assert!(lost.is_unavailable());
+        assert!(StoreError::Database(sqlx::Error::PoolTimedOut).is_unavailable());
+        assert!(!StoreError::Database(sqlx::Error::RowNotFound).is_unavailable());
+        assert!(!StoreError::Pending(vec![1]).is_unavailable());
+    }
+}

@@ -8,7 +8,7 @@ use backon::{ExponentialBuilder, Retryable};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqlitePoolOptions};
-use tokio::sync::watch;
+use tokio::sync::{Semaphore, watch};
 
 use crate::url::ConnectOptions;
 use crate::{Backend, StoreError, Tx};
@@ -40,7 +40,17 @@ pub struct Store {
     /// Bumped whenever a transaction that appended to the outbox commits, so an in-process
     /// relay publishes at once instead of at its next poll.
     pub(crate) outbox_written: Arc<watch::Sender<u64>>,
+    /// Transactions open at once in this process. A transaction holds a connection and
+    /// often reads through the pool meanwhile; if every connection were held by an open
+    /// transaction (or, on SQLite, by one waiting for the single write lock), those reads
+    /// would wait for each other until timeouts broke the knot. Waiting here holds none.
+    tx_slots: Arc<Semaphore>,
 }
+
+/// Connections in a Postgres pool; half of them at most are held by transactions.
+const POSTGRES_CONNECTIONS: u32 = 16;
+/// Connections in a SQLite pool (readers are concurrent under WAL).
+const SQLITE_CONNECTIONS: u32 = 32;
 
 impl Store {
     /// Connects to the database the URL names, retrying with `retry` while it is
@@ -49,16 +59,7 @@ impl Store {
         let options = ConnectOptions::parse(url)?;
         let backend = options.backend();
         let target = options.target();
-        if let ConnectOptions::Sqlite(o) = &options {
-            // SQLite creates the file but not its directory.
-            if let Some(dir) = o
-                .get_filename()
-                .parent()
-                .filter(|d| !d.as_os_str().is_empty())
-            {
-                std::fs::create_dir_all(dir).map_err(|e| StoreError::Database(e.into()))?;
-            }
-        }
+        create_sqlite_dir(&options)?;
         let attempts = AtomicUsize::new(0);
         // Probe with a single connection first: the pool retries refused connections
         // internally until its acquire timeout, which would hide both the attempts and
@@ -88,29 +89,44 @@ impl Store {
                 other => StoreError::Database(other),
             })?;
         let pool = match options {
-            ConnectOptions::Postgres(o) => PgPoolOptions::new()
-                .max_connections(16)
-                .acquire_timeout(Duration::from_secs(10))
-                .connect_with(o)
-                .await
-                .map(Pool::Postgres)?,
-            // SQLite has one writer: every transaction waiting for the write lock holds a
-            // connection meanwhile, so the pool must be larger than the number of writers
-            // that can wait at once (each service's consumers and loops), or the lock
-            // holder could not get a connection for a read and would wait on the waiters.
-            ConnectOptions::Sqlite(o) => SqlitePoolOptions::new()
-                .max_connections(32)
-                .acquire_timeout(Duration::from_secs(30))
-                .connect_with(o)
-                .await
-                .map(Pool::Sqlite)?,
+            ConnectOptions::Postgres(o) => {
+                postgres_pool().connect_with(o).await.map(Pool::Postgres)?
+            }
+            ConnectOptions::Sqlite(o) => sqlite_pool().connect_with(o).await.map(Pool::Sqlite)?,
         };
         tracing::debug!(%backend, %target, "connected to the database");
-        Ok(Self {
+        Ok(Self::over(pool, target))
+    }
+
+    /// A store that connects on first use instead of now: for a service that must start,
+    /// and answer its probes, while its database is still unreachable. Until the database
+    /// answers, queries fail and [`Store::check_ready`] says why. Only a malformed URL is
+    /// an error here.
+    pub fn connect_lazy(url: &str) -> Result<Self, StoreError> {
+        let options = ConnectOptions::parse(url)?;
+        create_sqlite_dir(&options)?;
+        let target = options.target();
+        let pool = match options {
+            ConnectOptions::Postgres(o) => Pool::Postgres(postgres_pool().connect_lazy_with(o)),
+            ConnectOptions::Sqlite(o) => Pool::Sqlite(sqlite_pool().connect_lazy_with(o)),
+        };
+        Ok(Self::over(pool, target))
+    }
+
+    fn over(pool: Pool, target: String) -> Self {
+        // SQLite has a single writer, and every transaction here writes (`BEGIN
+        // IMMEDIATE`): more than one open at once would only queue inside SQLite's busy
+        // handler, holding connections and retrying by sleeps instead of in order.
+        let tx_slots = match pool {
+            Pool::Postgres(_) => POSTGRES_CONNECTIONS as usize / 2,
+            Pool::Sqlite(_) => 1,
+        };
+        Self {
             pool,
             target: target.into(),
             outbox_written: Arc::new(watch::channel(0).0),
-        })
+            tx_slots: Arc::new(Semaphore::new(tx_slots)),
+        }
     }
 
     /// Which backend this store runs on.
@@ -170,15 +186,27 @@ impl Store {
         }
     }
 
-    /// Starts a transaction. On SQLite it takes the write lock up front (`BEGIN
-    /// IMMEDIATE`): a deferred transaction that reads and then writes fails at once when
-    /// another writer got in between, instead of waiting for it.
+    /// Starts a transaction, first waiting (in order, holding no connection) for one of
+    /// this process's transaction slots. On SQLite it takes the write lock up front
+    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes fails at once
+    /// when another writer got in between, instead of waiting for it.
+    ///
+    /// A task must not begin a second transaction while it holds one: on SQLite that
+    /// would wait for itself.
     pub async fn begin(&self) -> Result<Tx, StoreError> {
+        let slot = self
+            .tx_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Database(sqlx::Error::PoolClosed))?;
         Ok(match &self.pool {
-            Pool::Postgres(pool) => Tx::postgres(pool.begin().await?, self.clone()),
-            Pool::Sqlite(pool) => {
-                Tx::sqlite(pool.begin_with("BEGIN IMMEDIATE").await?, self.clone())
-            }
+            Pool::Postgres(pool) => Tx::postgres(pool.begin().await?, self.clone(), slot),
+            Pool::Sqlite(pool) => Tx::sqlite(
+                pool.begin_with("BEGIN IMMEDIATE").await?,
+                self.clone(),
+                slot,
+            ),
         })
     }
 
@@ -191,6 +219,31 @@ impl Store {
     pub fn watch_outbox(&self) -> watch::Receiver<u64> {
         self.outbox_written.subscribe()
     }
+}
+
+/// SQLite creates its file but not the file's directory.
+fn create_sqlite_dir(options: &ConnectOptions) -> Result<(), StoreError> {
+    if let ConnectOptions::Sqlite(o) = options
+        && let Some(dir) = o
+            .get_filename()
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+    {
+        std::fs::create_dir_all(dir).map_err(|e| StoreError::Database(e.into()))?;
+    }
+    Ok(())
+}
+
+fn postgres_pool() -> PgPoolOptions {
+    PgPoolOptions::new()
+        .max_connections(POSTGRES_CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(10))
+}
+
+fn sqlite_pool() -> SqlitePoolOptions {
+    SqlitePoolOptions::new()
+        .max_connections(SQLITE_CONNECTIONS)
+        .acquire_timeout(Duration::from_secs(30))
 }
 
 /// Errors worth retrying at connect time: the server is not there (yet), not that it

@@ -1,6 +1,7 @@
 //! A transaction on either backend.
 
 use sqlx::{Postgres, Sqlite, Transaction};
+use tokio::sync::OwnedSemaphorePermit;
 
 use crate::{Store, StoreError};
 
@@ -35,22 +36,34 @@ pub struct Tx {
     pub(crate) inner: Inner,
     pub(crate) appended_outbox: bool,
     store: Store,
+    /// This process's transaction slot, given back when the transaction ends.
+    _slot: OwnedSemaphorePermit,
 }
 
 impl Tx {
-    pub(crate) fn postgres(tx: Transaction<'static, Postgres>, store: Store) -> Self {
+    pub(crate) fn postgres(
+        tx: Transaction<'static, Postgres>,
+        store: Store,
+        slot: OwnedSemaphorePermit,
+    ) -> Self {
         Self {
             inner: Inner::Postgres(tx),
             appended_outbox: false,
             store,
+            _slot: slot,
         }
     }
 
-    pub(crate) fn sqlite(tx: Transaction<'static, Sqlite>, store: Store) -> Self {
+    pub(crate) fn sqlite(
+        tx: Transaction<'static, Sqlite>,
+        store: Store,
+        slot: OwnedSemaphorePermit,
+    ) -> Self {
         Self {
             inner: Inner::Sqlite(tx),
             appended_outbox: false,
             store,
+            _slot: slot,
         }
     }
 

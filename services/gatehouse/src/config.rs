@@ -309,6 +309,11 @@ pub struct RunnerConfig {
     /// Names this runner among the runners sharing a data directory or a Docker engine:
     /// after a crash it cleans up only what it started itself. Default: the host name.
     pub id: String,
+    /// At shutdown (SIGTERM), how long node attempts in flight may take to finish before
+    /// they are stopped and reported as interrupted. Keep it below the platform's own
+    /// grace (Kubernetes' `terminationGracePeriodSeconds`, compose's `stop_grace_period`).
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
 }
 
 impl Default for RunnerConfig {
@@ -317,6 +322,7 @@ impl Default for RunnerConfig {
             concurrency: 4,
             lease: Duration::from_secs(30),
             log_limit: bytesize::ByteSize::mib(1),
+            shutdown_grace: Duration::from_secs(20),
             id: std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_owned())
                 .unwrap_or_else(|_| "runner".into()),

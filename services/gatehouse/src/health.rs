@@ -2,6 +2,7 @@
 //! service's own routes once it runs.
 
 use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use axum::Router;
 use axum::extract::Request;
@@ -44,12 +45,24 @@ pub fn router(store: Store, bus: Arc<dyn Bus>, routes: Arc<OnceLock<Router>>) ->
         })
 }
 
+/// How long `/readyz` waits for the database or the bus: probes give up after a second or
+/// a few, and an answer that says why beats a probe timeout.
+const READY_TIMEOUT: Duration = Duration::from_secs(2);
+
 async fn readiness(store: &Store, bus: &dyn Bus, started: bool) -> Response {
-    if let Err(e) = store.check_ready().await {
-        return (StatusCode::SERVICE_UNAVAILABLE, format!("database: {e}\n")).into_response();
+    let unavailable = |what: &str, why: String| {
+        (StatusCode::SERVICE_UNAVAILABLE, format!("{what}: {why}\n")).into_response()
+    };
+    let no_answer = || format!("no answer within {READY_TIMEOUT:?}");
+    match tokio::time::timeout(READY_TIMEOUT, store.check_ready()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return unavailable("database", e.to_string()),
+        Err(_) => return unavailable("database", no_answer()),
     }
-    if let Err(e) = bus.check_ready().await {
-        return (StatusCode::SERVICE_UNAVAILABLE, format!("bus: {e}\n")).into_response();
+    match tokio::time::timeout(READY_TIMEOUT, bus.check_ready()).await {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => return unavailable("bus", e.to_string()),
+        Err(_) => return unavailable("bus", no_answer()),
     }
     if !started {
         return (StatusCode::SERVICE_UNAVAILABLE, "starting\n").into_response();

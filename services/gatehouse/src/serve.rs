@@ -89,13 +89,21 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
     let metrics = crate::metrics::install()?;
     std::fs::create_dir_all(&server.data_dir)
         .with_context(|| format!("creating the data directory {}", server.data_dir.display()))?;
-    let store = Store::connect(&server.effective_database_url(), crate::startup_retry()).await?;
-    if migrate {
+    // `up` is started by hand: when its database or NATS is not there, it says so and
+    // stops. A `serve` replica is started by an orchestrator, often before them: it waits
+    // for as long as it takes (saying why on `/readyz`) instead of exiting into a restart
+    // loop.
+    let store = if migrate {
+        let store =
+            Store::connect(&server.effective_database_url(), crate::startup_retry()).await?;
         store.migrate().await.context("applying migrations")?;
-    }
+        store
+    } else {
+        Store::connect_lazy(&server.effective_database_url())?
+    };
     let bus: Arc<dyn Bus> = if server.nats_url.is_empty() {
         Arc::new(InProcessBus::new(store.clone()))
-    } else {
+    } else if migrate {
         Arc::new(
             JetStreamBus::connect(
                 &server.nats_url,
@@ -104,6 +112,8 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
             )
             .await?,
         )
+    } else {
+        Arc::new(JetStreamBus::connect_lazy(&server.nats_url, server.nats_prefix.clone()).await?)
     };
     let listener = tokio::net::TcpListener::bind(&server.listen)
         .await
@@ -269,6 +279,7 @@ async fn spawn_runner(
         roles: config.roles.clone(),
         prices: config.pricing.clone(),
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
+        shutdown_grace: config.runner.shutdown_grace,
     };
     tasks.spawn(
         Runner::new(store.clone(), Arc::new(sandbox), options).run(bus.clone(), shutdown.clone()),
@@ -351,28 +362,51 @@ async fn wait_for_signal() {
 }
 
 /// Writes an admin token to `path` (mode 0600) on first start, and makes sure the store
-/// knows it on every start (a fresh database keeps working with the old file).
+/// knows it on every start (a fresh database keeps working with the old file). Replicas
+/// sharing a data directory may start together: the file appears whole or not at all (a
+/// hard link of a finished file), the first one wins, and the others adopt its token.
 async fn ensure_admin_token(store: &Store, path: &Path) -> anyhow::Result<()> {
-    let token = match std::fs::read_to_string(path) {
-        Ok(token) => token.trim().to_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+    let token = match read_token(path)? {
+        Some(token) => token,
+        None => {
             let token = new_token();
+            let draft = path.with_extension(format!("{}.tmp", uuid::Uuid::now_v7()));
             let mut file = std::fs::OpenOptions::new()
                 .write(true)
                 .create_new(true)
                 .mode(0o600)
-                .open(path)
-                .with_context(|| format!("writing {}", path.display()))?;
+                .open(&draft)
+                .with_context(|| format!("writing {}", draft.display()))?;
             writeln!(file, "{token}")?;
-            token
+            drop(file);
+            let linked = std::fs::hard_link(&draft, path);
+            let _ = std::fs::remove_file(&draft);
+            match linked {
+                Ok(()) => token,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => read_token(path)?
+                    .with_context(|| format!("{} vanished while being read", path.display()))?,
+                Err(e) => return Err(e).with_context(|| format!("writing {}", path.display())),
+            }
         }
-        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
     let hash = hash_token(&token);
-    if store.token_name(&hash).await?.is_none() {
-        store.create_token("admin", &hash).await?;
+    if store.token_name(&hash).await?.is_none()
+        && let Err(err) = store.create_token("admin", &hash).await
+        // Another replica registered the same token in between.
+        && store.token_name(&hash).await?.is_none()
+    {
+        return Err(err.into());
     }
     Ok(())
+}
+
+/// The token in `path`, or `None` when there is no such file yet.
+fn read_token(path: &Path) -> anyhow::Result<Option<String>> {
+    match std::fs::read_to_string(path) {
+        Ok(token) => Ok(Some(token.trim().to_owned())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e).with_context(|| format!("reading {}", path.display())),
+    }
 }
 
 /// Makes the stored schedules from the configuration match `[[schedules]]`: new ones start
@@ -501,5 +535,34 @@ fn github_client(
             )?))
         }
         _ => Ok(None),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Replicas starting together on one data directory end up with one admin token, which
+    /// the store knows, and none of them fails.
+    #[tokio::test]
+    async fn replicas_starting_together_share_one_admin_token() {
+        let dir = tempfile::tempdir().unwrap();
+        let url = format!("sqlite:{}", dir.path().join("g.db").display());
+        let store = Store::connect(&url, crate::startup_retry()).await.unwrap();
+        store.migrate().await.unwrap();
+        let path = dir.path().join("admin.token");
+        let starts = (0..8).map(|_| ensure_admin_token(&store, &path));
+        for started in futures::future::join_all(starts).await {
+            started.unwrap();
+        }
+        let token = std::fs::read_to_string(&path).unwrap();
+        let name = store.token_name(&hash_token(token.trim())).await.unwrap();
+        assert_eq!(name.as_deref(), Some("admin"));
+        let drafts: Vec<_> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .filter(|n| n.to_string_lossy().ends_with(".tmp"))
+            .collect();
+        assert!(drafts.is_empty(), "drafts left behind: {drafts:?}");
     }
 }

@@ -10,6 +10,7 @@
 mod agent;
 mod checkpoint;
 mod deliver;
+mod durably;
 mod files;
 mod job;
 mod logs;

@@ -12,6 +12,15 @@ pub(crate) struct Verdict {
 }
 
 impl Verdict {
+    /// An attempt stopped because its runner shut down: a failure the engine may retry.
+    pub(crate) fn interrupted(reason: String) -> Self {
+        Self {
+            outcome: NodeOutcome::Failed { reason },
+            status: "interrupted",
+            exit_code: None,
+        }
+    }
+
     /// The reason stored with the attempt.
     pub(crate) fn error(&self) -> Option<&str> {
         match &self.outcome {

@@ -15,9 +15,10 @@ use gatehouse_events::{
     Artifact, Envelope, Event, EventError, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress,
     NodeStatus, RunUpdated, TraceParent,
 };
-use gatehouse_sandbox::{Job, JobLabels, LogLine, Profile, Sandbox};
+use gatehouse_sandbox::{ExitStatus, Job, JobLabels, LogLine, Profile, Sandbox};
 use gatehouse_store::{ArtifactRow, NewDeadLetter, Store, Tx};
 use tokio::sync::{Semaphore, mpsc};
+use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 use uuid::Uuid;
@@ -28,16 +29,19 @@ use serde::de::DeserializeOwned;
 use crate::agent;
 use crate::checkpoint;
 use crate::deliver::{DeliverSpec, DeliveredTo, Deliverer, Target};
+use crate::durably::durably;
 use crate::files::{RunDirs, digest};
 use crate::job::ScriptSpec;
 use crate::logs::{LogTarget, Secrets, store_output};
 use crate::observe::{self, InFlight, SandboxStart};
-use crate::outcome::judge;
+use crate::outcome::{Verdict, judge};
 
 /// Where the runner's events say they come from.
 const SOURCE: &str = "runner";
 /// The durable consumer of the work queue, shared by every runner.
 const JOBS: &str = "runner";
+/// How long attempts stopped at the end of the shutdown grace have to report.
+const REPORT_AFTER_HALT: Duration = Duration::from_secs(5);
 
 /// Tuning for a [`Runner`].
 #[derive(Debug, Clone)]
@@ -59,11 +63,15 @@ pub struct RunnerOptions {
     pub prices: PriceTable,
     /// Output bytes stored per attempt.
     pub log_limit: usize,
+    /// How long jobs in flight may take to finish once the runner is told to stop; those
+    /// still running then are stopped and reported as interrupted.
+    pub shutdown_grace: Duration,
 }
 
 impl RunnerOptions {
     /// Defaults for a runner keeping runs' files under `data_dir`: 4 jobs at once, a
-    /// 30-second lease, the `default` process profile, no roles, 1 MiB of output per attempt.
+    /// 30-second lease, the `default` process profile, no roles, 1 MiB of output per
+    /// attempt, 20 seconds for jobs in flight to finish at shutdown.
     pub fn new(data_dir: PathBuf) -> Self {
         Self {
             concurrency: 4,
@@ -74,6 +82,7 @@ impl RunnerOptions {
             roles: BTreeMap::new(),
             prices: PriceTable::new(),
             log_limit: 1024 * 1024,
+            shutdown_grace: Duration::from_secs(20),
         }
     }
 }
@@ -94,6 +103,9 @@ pub struct Runner {
     options: RunnerOptions,
     running: Running,
     snapshots: Snapshots,
+    /// Cancelled when the shutdown grace has run out: attempts stopped then are reported
+    /// as interrupted by the shutdown, not as cancelled by someone.
+    halted: CancellationToken,
 }
 
 impl Runner {
@@ -105,27 +117,35 @@ impl Runner {
             options,
             running: Arc::default(),
             snapshots: Arc::default(),
+            halted: CancellationToken::new(),
         }
     }
 
-    /// Takes jobs and watches runs until `shutdown` is cancelled; jobs in flight are
-    /// cancelled then, and their leases run out so another runner reports them.
+    /// Takes jobs and watches runs until `shutdown` is cancelled. Then it takes no more,
+    /// hands back jobs pulled but not started, and gives those in flight
+    /// [`RunnerOptions::shutdown_grace`] to finish; any still running after that are
+    /// stopped and reported as interrupted, so the engine retries them at once rather
+    /// than after their lease runs out.
     pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
+        // Runs keep being watched during the grace period, so a cancelled run still stops.
+        let stop_watching = CancellationToken::new();
         let watch = {
             let consumer = Consumer::new(
                 bus.clone(),
                 self.store.clone(),
                 ConsumerOptions::new(ConsumerSpec::new("runner-watch", "run.updated")),
             );
-            let (watcher, shutdown) = (self.clone(), shutdown.clone());
-            tokio::spawn(async move { consumer.run(&watcher, shutdown).await })
+            let (watcher, stop) = (self.clone(), stop_watching.clone());
+            tokio::spawn(async move { consumer.run(&watcher, stop).await })
         };
+        // Jobs are tasks of this future: if it is dropped (the process dies), they go too.
+        let mut in_flight = JoinSet::new();
         let slots = Arc::new(Semaphore::new(self.options.concurrency.max(1)));
         let spec = ConsumerSpec {
             ack_wait: self.options.ack_wait,
             ..ConsumerSpec::new(JOBS, "node.dispatch")
         };
-        loop {
+        while !shutdown.is_cancelled() {
             let mut jobs = tokio::select! {
                 () = shutdown.cancelled() => break,
                 s = bus.subscribe(&spec) => match s {
@@ -138,9 +158,12 @@ impl Runner {
                 },
             };
             loop {
-                let Ok(slot) = slots.clone().acquire_owned().await else {
-                    break;
+                while in_flight.try_join_next().is_some() {}
+                let slot = tokio::select! {
+                    () = shutdown.cancelled() => break,
+                    slot = slots.clone().acquire_owned() => slot,
                 };
+                let Ok(slot) = slot else { break };
                 let delivery = tokio::select! {
                     () = shutdown.cancelled() => break,
                     d = jobs.next() => d,
@@ -148,9 +171,8 @@ impl Runner {
                 match delivery {
                     Ok(delivery) => {
                         let runner = self.clone();
-                        let shutdown = shutdown.clone();
-                        tokio::spawn(async move {
-                            runner.take(delivery, shutdown).await;
+                        in_flight.spawn(async move {
+                            runner.take(delivery).await;
                             drop(slot);
                         });
                     }
@@ -161,9 +183,38 @@ impl Runner {
                 }
             }
             if shutdown.is_cancelled() {
-                break;
+                jobs.hand_back().await;
             }
         }
+        self.finish_in_flight(&mut in_flight).await;
+        stop_watching.cancel();
+        let _ = watch.await;
+    }
+
+    /// Waits out the shutdown grace for jobs in flight, then stops the rest and waits for
+    /// them to report. A job that cannot even report is left to its lease.
+    async fn finish_in_flight(&self, in_flight: &mut JoinSet<()>) {
+        while in_flight.try_join_next().is_some() {}
+        if in_flight.is_empty() {
+            return;
+        }
+        let grace = self.options.shutdown_grace;
+        tracing::info!(
+            jobs = in_flight.len(),
+            ?grace,
+            "waiting for jobs in flight to finish"
+        );
+        if tokio::time::timeout(grace, join_all(in_flight))
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        tracing::warn!(
+            jobs = in_flight.len(),
+            "the shutdown grace ran out; interrupting jobs in flight"
+        );
+        self.halted.cancel();
         for token in self
             .running
             .lock()
@@ -172,28 +223,29 @@ impl Runner {
         {
             token.cancel();
         }
-        let _ = watch.await;
+        if tokio::time::timeout(REPORT_AFTER_HALT, join_all(in_flight))
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                jobs = in_flight.len(),
+                "jobs did not report in time; their leases will run out and they will be reported as interrupted"
+            );
+        }
     }
 
     /// Runs one job to its end, renewing its lease meanwhile, and settles it. All of it
     /// happens in the job's event span (its trace id, run and node), and is counted like a
     /// consumer's delivery under the consumer name `runner`.
-    async fn take(&self, delivery: Delivery, shutdown: CancellationToken) {
+    async fn take(&self, delivery: Delivery) {
         let _in_flight = InFlight::start();
         let envelope = Envelope::from_slice(&delivery.payload);
         let span = event_span(JOBS, &delivery, envelope.as_ref().ok());
         count_received(JOBS, &delivery);
-        self.settle(delivery, envelope, shutdown)
-            .instrument(span)
-            .await;
+        self.settle(delivery, envelope).instrument(span).await;
     }
 
-    async fn settle(
-        &self,
-        delivery: Delivery,
-        envelope: Result<Envelope, EventError>,
-        shutdown: CancellationToken,
-    ) {
+    async fn settle(&self, delivery: Delivery, envelope: Result<Envelope, EventError>) {
         let envelope = match envelope {
             Ok(e) => e,
             Err(err) => return self.park(delivery, err.to_string()).await,
@@ -223,8 +275,6 @@ impl Runner {
         let result = tokio::select! {
             r = self.execute(&envelope, &dispatch) => r,
             () = lease => unreachable!("the lease loop never ends"),
-            // Handed back unsettled, not counted: its lease runs out and it comes again.
-            () = shutdown.cancelled() => return,
         };
         match result {
             Ok(reported) => {
@@ -311,15 +361,19 @@ impl Runner {
             .await?
         {
             let begun = Instant::now();
-            let mut tx = self.store.begin().await?;
             let started = NodeProgress {
                 run_id: job.run_id,
                 node: job.node.clone(),
                 attempt: job.attempt,
                 message: "started".into(),
             };
-            emit(&mut tx, Event::NodeProgress(started), trace).await?;
-            tx.commit().await?;
+            let started = envelope_of(Event::NodeProgress(started), trace)?;
+            durably("reporting an attempt's start", || async {
+                let mut tx = self.store.begin().await?;
+                tx.append_outbox(&started).await?;
+                tx.commit().await
+            })
+            .await?;
             let finished = self.attempt(job, cancel, begun).await?;
             observe::node_finished(&job.kind, &finished.outcome, begun);
             finished
@@ -328,8 +382,8 @@ impl Runner {
             // twice; the engine decides whether a new attempt follows. Not measured: how
             // long it ran is unknown.
             let reason = "interrupted: the runner stopped during this attempt";
-            self.store
-                .finish_attempt(
+            durably("recording an interrupted attempt", || {
+                self.store.finish_attempt(
                     job.run_id,
                     &job.node,
                     attempt,
@@ -338,7 +392,8 @@ impl Runner {
                     Some(reason),
                     None,
                 )
-                .await?;
+            })
+            .await?;
             NodeFinished {
                 run_id: job.run_id,
                 node: job.node.clone(),
@@ -351,12 +406,17 @@ impl Runner {
                 artifacts: Vec::new(),
             }
         };
-        let mut tx = self.store.begin().await?;
-        let first = tx.record_inbox(JOBS, envelope.id).await?;
-        if first {
-            emit(&mut tx, Event::NodeFinished(finished), trace).await?;
-        }
-        tx.commit().await?;
+        let finished = envelope_of(Event::NodeFinished(finished), trace)?;
+        let first = durably("reporting an attempt's end", || async {
+            let mut tx = self.store.begin().await?;
+            let first = tx.record_inbox(JOBS, envelope.id).await?;
+            if first {
+                tx.append_outbox(&finished).await?;
+            }
+            tx.commit().await?;
+            Ok(first)
+        })
+        .await?;
         Ok(first)
     }
 
@@ -528,17 +588,16 @@ impl Runner {
                 continue;
             }
             let (sha256, size) = digest(&bytes);
-            self.store
-                .record_artifact(&ArtifactRow {
-                    location: format!("{artifacts_location}/{name}"),
-                    run_id,
-                    node: job.node.clone(),
-                    attempt,
-                    name: name.clone(),
-                    sha256: sha256.clone(),
-                    size: i64::try_from(size).unwrap_or(i64::MAX),
-                })
-                .await?;
+            let row = ArtifactRow {
+                location: format!("{artifacts_location}/{name}"),
+                run_id,
+                node: job.node.clone(),
+                attempt,
+                name: name.clone(),
+                sha256: sha256.clone(),
+                size: i64::try_from(size).unwrap_or(i64::MAX),
+            };
+            durably("recording an artifact", || self.store.record_artifact(&row)).await?;
             stored.push(Artifact {
                 name: name.clone(),
                 sha256,
@@ -555,7 +614,7 @@ impl Runner {
             match agent::report(role, &exit.stdout_tail) {
                 Ok(report) => {
                     for row in agent::usage_rows(job, &report.usage, &self.options.prices) {
-                        self.store.record_usage(&row).await?;
+                        durably("recording usage", || self.store.record_usage(&row)).await?;
                     }
                     if let Some(failed) = report.failed {
                         problems.push(format!("the agent reported an error: {failed}"));
@@ -565,14 +624,21 @@ impl Runner {
                 Err(_) => {}
             }
         }
-        let verdict = judge(
-            &exit,
-            &profile,
-            (!problems.is_empty()).then(|| problems.join("; ")),
-        );
+        let verdict = if exit.status == ExitStatus::Cancelled && self.halted.is_cancelled() {
+            Verdict::interrupted(format!(
+                "interrupted: the runner shut down and the attempt did not finish within its {:?} grace",
+                self.options.shutdown_grace
+            ))
+        } else {
+            judge(
+                &exit,
+                &profile,
+                (!problems.is_empty()).then(|| problems.join("; ")),
+            )
+        };
         let duration_ms = u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX);
-        self.store
-            .finish_attempt(
+        durably("recording an attempt's end", || {
+            self.store.finish_attempt(
                 run_id,
                 &job.node,
                 attempt,
@@ -581,7 +647,8 @@ impl Runner {
                 verdict.error(),
                 Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
             )
-            .await?;
+        })
+        .await?;
         Ok(NodeFinished {
             run_id,
             node: job.node.clone(),
@@ -826,8 +893,8 @@ impl Runner {
     ) -> Result<NodeFinished, HandlerError> {
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
-        self.store
-            .finish_attempt(
+        durably("recording a failed attempt", || {
+            self.store.finish_attempt(
                 job.run_id,
                 &job.node,
                 attempt,
@@ -836,7 +903,8 @@ impl Runner {
                 Some(&reason),
                 Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
             )
-            .await?;
+        })
+        .await?;
         Ok(NodeFinished {
             run_id: job.run_id,
             node: job.node.clone(),
@@ -891,11 +959,14 @@ fn environment(
 
 /// Appends one of the runner's events to the outbox, continuing `trace` (the dispatch's)
 /// with a span of its own.
-async fn emit(tx: &mut Tx, event: Event, trace: Option<&TraceParent>) -> Result<(), HandlerError> {
-    let trace = trace.map(TraceParent::child);
-    tx.append_outbox(&Envelope::new(SOURCE, &event, trace)?)
-        .await?;
-    Ok(())
+/// The envelope of an event this runner reports, continuing `trace`.
+fn envelope_of(event: Event, trace: Option<&TraceParent>) -> Result<Envelope, EventError> {
+    Envelope::new(SOURCE, &event, trace.map(TraceParent::child))
+}
+
+/// Waits for every task in `tasks` to end.
+async fn join_all(tasks: &mut JoinSet<()>) {
+    while tasks.join_next().await.is_some() {}
 }
 
 /// Whether `snapshot` shows that `node`'s `attempt` is no longer wanted: a newer attempt
