@@ -11,6 +11,7 @@ pub mod fake_discord;
 pub mod fake_github;
 pub mod fake_slack;
 pub mod private_nats;
+pub mod proxy;
 mod stack;
 
 pub use stack::{Stack, actor};

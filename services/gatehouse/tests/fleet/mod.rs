@@ -203,6 +203,13 @@ impl Fleet {
     pub fn running(&self, name: &str) -> bool {
         self.children.contains_key(name)
     }
+
+    /// Whether `name`'s process is still alive (it has not exited by itself).
+    pub fn alive(&mut self, name: &str) -> bool {
+        self.children
+            .get_mut(name)
+            .is_some_and(|child| child.try_wait().unwrap().is_none())
+    }
 }
 
 impl Drop for Fleet {
