@@ -56,6 +56,11 @@ pub struct GateState {
     pub approvals: Vec<String>,
     /// Times this gate sent work back; bounded by `max_rework`.
     pub sent_back: u32,
+    /// When the current opening began, in Unix milliseconds. The engine has no clock: the
+    /// scheduler stamps it when it carries out the opening, so any replica can tell how
+    /// long the gate waited when it closes.
+    #[serde(default)]
+    pub opened_ms: Option<i64>,
 }
 
 impl RunState {
@@ -69,6 +74,7 @@ impl RunState {
                     status: GateStatus::Waiting,
                     approvals: Vec::new(),
                     sent_back: 0,
+                    opened_ms: None,
                 });
                 (
                     n.id.clone(),

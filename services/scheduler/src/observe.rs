@@ -4,30 +4,19 @@
 //! A step measures while its transaction is open and records once it has committed, so a
 //! step that is rolled back and retried counts once.
 //!
-//! Gate waits are timed by this process: neither the engine's state nor the run row says
-//! when a gate opened, so the scheduler notes the moment it commits a `gate.opened` and
-//! measures from there to the step that closes the gate (decided, expired, or cancelled
-//! with its run). A gate closed by another scheduler replica, or after this process
-//! restarted, is not measured: the samples come from the gates one process saw open and
-//! close. Storing the time in the gate's state would measure every gate, but that state
-//! belongs to the engine.
+//! Gate waits are timed from the stamp the scheduler puts in the gate's state when it
+//! opens it ([`stamp_opened_gates`]) to the step that closes it (decided, expired, or
+//! cancelled with its run), so every gate is measured by whichever replica closes it, even
+//! after restarts.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use chrono::Utc;
 use gatehouse_engine::{Command, RunState};
 use gatehouse_events::{GateStatus, RunStatus};
 use gatehouse_store::RunRow;
 use uuid::Uuid;
-
-/// A gate attempt: run, node, attempt.
-type GateKey = (Uuid, String, u32);
-
-/// Open gates remembered at most; past it the oldest is forgotten, so gates closed by
-/// other replicas cannot make the map grow without end.
-const GATES_KEPT: usize = 10_000;
 
 /// Steps waiting for their commit at most; a step whose commit failed leaves its entry
 /// behind (its retry replaces it), so the map is emptied rather than left to grow.
@@ -38,10 +27,8 @@ const PENDING_KEPT: usize = 1_000;
 pub(crate) struct Measured {
     /// The run reached a terminal status: that status, and seconds since it was created.
     run_ended: Option<(&'static str, f64)>,
-    /// Gates the step opened.
-    opened: Vec<GateKey>,
-    /// Gates the step closed, with how.
-    closed: Vec<(GateKey, &'static str)>,
+    /// Gates the step closed: how, and seconds since they opened.
+    closed: Vec<(&'static str, f64)>,
 }
 
 impl Measured {
@@ -54,19 +41,17 @@ impl Measured {
         state: &RunState,
         commands: &[Command],
     ) {
+        let now_ms = Utc::now().timestamp_millis();
         for command in commands {
-            match command {
-                Command::OpenGate { node, attempt } => {
-                    self.opened.push((run.id, node.clone(), *attempt));
-                }
-                Command::CloseGate {
-                    node,
-                    attempt,
-                    status,
-                } => self
-                    .closed
-                    .push(((run.id, node.clone(), *attempt), gate_outcome(*status))),
-                _ => {}
+            if let Command::CloseGate { node, status, .. } = command
+                && let Some(opened_ms) = state
+                    .nodes
+                    .get(node)
+                    .and_then(|n| n.gate.as_ref())
+                    .and_then(|g| g.opened_ms)
+            {
+                let waited = (now_ms - opened_ms).max(0) as f64 / 1000.0;
+                self.closed.push((gate_outcome(*status), waited));
             }
         }
         // A run retried after it failed ends again: each end is measured from creation.
@@ -80,7 +65,7 @@ impl Measured {
     }
 
     fn is_empty(&self) -> bool {
-        self.run_ended.is_none() && self.opened.is_empty() && self.closed.is_empty()
+        self.run_ended.is_none() && self.closed.is_empty()
     }
 }
 
@@ -95,11 +80,21 @@ fn gate_outcome(status: GateStatus) -> &'static str {
     }
 }
 
-/// The scheduler's measurements: open gates and the steps waiting for their commit.
-/// Cheap to clone.
+/// Stamps the gates `commands` open with the time, in `state`, before it is stored.
+pub(crate) fn stamp_opened_gates(state: &mut RunState, commands: &[Command]) {
+    let now_ms = Utc::now().timestamp_millis();
+    for command in commands {
+        if let Command::OpenGate { node, .. } = command
+            && let Some(gate) = state.nodes.get_mut(node).and_then(|n| n.gate.as_mut())
+        {
+            gate.opened_ms = Some(now_ms);
+        }
+    }
+}
+
+/// The scheduler's measurements waiting for their steps' commits. Cheap to clone.
 #[derive(Clone, Default)]
 pub(crate) struct Meter {
-    opened: Arc<Mutex<HashMap<GateKey, Instant>>>,
     pending: Arc<Mutex<HashMap<Uuid, Measured>>>,
 }
 
@@ -138,24 +133,8 @@ impl Meter {
 
     /// Records a committed step's measurements.
     pub(crate) fn record(&self, measured: Measured) {
-        let now = Instant::now();
-        let mut opened = self.opened.lock().unwrap_or_else(|p| p.into_inner());
-        for gate in measured.opened {
-            if opened.len() >= GATES_KEPT
-                && let Some(oldest) = opened
-                    .iter()
-                    .min_by_key(|(_, at)| **at)
-                    .map(|(k, _)| k.clone())
-            {
-                opened.remove(&oldest);
-            }
-            opened.entry(gate).or_insert(now);
-        }
-        for (gate, outcome) in measured.closed {
-            if let Some(at) = opened.remove(&gate) {
-                metrics::histogram!("gatehouse_gate_wait_seconds", "outcome" => outcome)
-                    .record(now.duration_since(at).as_secs_f64());
-            }
+        for (outcome, waited) in measured.closed {
+            metrics::histogram!("gatehouse_gate_wait_seconds", "outcome" => outcome).record(waited);
         }
         if let Some((status, took)) = measured.run_ended {
             metrics::histogram!("gatehouse_run_duration_seconds", "status" => status).record(took);
@@ -166,50 +145,85 @@ impl Meter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gatehouse_engine::{Decision, Input, apply};
 
-    #[test]
-    fn a_gate_is_timed_from_the_commit_that_opened_it_to_the_one_that_closed_it() {
-        let meter = Meter::default();
-        let (run, event) = (Uuid::now_v7(), Uuid::now_v7());
-        let gate = (run, "review".to_owned(), 1);
-        meter.record(Measured {
-            opened: vec![gate.clone()],
-            ..Measured::default()
-        });
-        assert!(meter.opened.lock().unwrap().contains_key(&gate));
+    const SOP: &str = "name: s\nnodes:\n  review: { kind: gate, approvers: [ana] }\n";
 
-        meter.hold(
-            event,
-            Measured {
-                closed: vec![(gate.clone(), "approved")],
-                ..Measured::default()
-            },
-        );
-        // Not yet committed: the gate is still open.
-        assert!(meter.opened.lock().unwrap().contains_key(&gate));
-        meter.committed(event);
-        assert!(meter.opened.lock().unwrap().is_empty());
-        assert!(meter.pending.lock().unwrap().is_empty());
+    fn row(state: &RunState) -> RunRow {
+        let now = Utc::now();
+        RunRow {
+            id: Uuid::now_v7(),
+            sop: "s".into(),
+            sop_version: "v".into(),
+            params: "{}".into(),
+            requested_by: None,
+            status: state.status.as_str().into(),
+            state: String::new(),
+            revision: 0,
+            parent_run: None,
+            parent_node: None,
+            parent_attempt: None,
+            requirement_id: None,
+            schedule: None,
+            scheduled_ms: None,
+            created_at: now,
+            updated_at: now,
+        }
     }
 
     #[test]
-    fn a_rolled_back_step_records_nothing() {
+    fn a_gate_is_timed_from_its_stamp_to_the_step_that_closes_it() {
+        let sop = gatehouse_sop::parse("s.yaml", SOP).unwrap();
+        let mut state = RunState::new(&sop, None);
+        let opened = apply(&sop, &mut state, Input::Start).unwrap();
+        stamp_opened_gates(&mut state, &opened);
+        let stamp = state.nodes["review"].gate.as_ref().unwrap().opened_ms;
+        assert!(stamp.is_some(), "the opening is stamped");
+
+        // As if it had opened 90 s ago, on another replica or before a restart.
+        state
+            .nodes
+            .get_mut("review")
+            .unwrap()
+            .gate
+            .as_mut()
+            .unwrap()
+            .opened_ms = Some(Utc::now().timestamp_millis() - 90_000);
+        let before = state.status;
+        let decide = Input::Decide {
+            node: "review".into(),
+            attempt: 1,
+            decision: Decision::Approve,
+            comment: None,
+            person: "ana".into(),
+            groups: Vec::new(),
+        };
+        let closed = apply(&sop, &mut state, decide).unwrap();
+        let mut measured = Measured::default();
+        measured.step(&row(&state), before, &state, &closed);
+        let [(outcome, waited)] = measured.closed[..] else {
+            panic!("one gate closed: {:?}", measured.closed);
+        };
+        assert_eq!(outcome, "approved");
+        assert!((90.0..95.0).contains(&waited), "{waited}");
+    }
+
+    #[test]
+    fn only_committed_steps_are_recorded() {
         let meter = Meter::default();
-        let (run, event) = (Uuid::now_v7(), Uuid::now_v7());
-        let gate = (run, "review".to_owned(), 1);
-        meter.record(Measured {
-            opened: vec![gate.clone()],
-            ..Measured::default()
-        });
-        meter.hold(
-            event,
-            Measured {
-                closed: vec![(gate.clone(), "rejected")],
-                ..Measured::default()
-            },
-        );
-        meter.drop_held(event);
-        meter.committed(event);
-        assert!(meter.opened.lock().unwrap().contains_key(&gate));
+        let (committed, rolled_back) = (Uuid::now_v7(), Uuid::now_v7());
+        for event in [committed, rolled_back] {
+            meter.hold(
+                event,
+                Measured {
+                    closed: vec![("approved", 1.0)],
+                    ..Measured::default()
+                },
+            );
+        }
+        meter.drop_held(rolled_back);
+        assert_eq!(meter.pending.lock().unwrap().len(), 1);
+        meter.committed(committed);
+        assert!(meter.pending.lock().unwrap().is_empty());
     }
 }

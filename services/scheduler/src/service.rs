@@ -18,7 +18,7 @@ use thiserror::Error;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::observe::{Measured, Meter};
+use crate::observe::{Measured, Meter, stamp_opened_gates};
 
 /// Why the scheduler could not apply an event (it is retried).
 #[derive(Debug, Error)]
@@ -210,6 +210,7 @@ impl Scheduler {
         if state.revision == revision {
             return Ok(Ok(()));
         }
+        stamp_opened_gates(&mut state, &commands);
         let stored = tx
             .update_run(
                 run_id,
