@@ -86,6 +86,7 @@ pub async fn serve(config: &Config, service: Service) -> anyhow::Result<()> {
 async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Result<()> {
     let server = &config.server;
     let has = |s: Service| services.contains(&s);
+    let signalled = signals()?;
     let metrics = crate::metrics::install()?;
     std::fs::create_dir_all(&server.data_dir)
         .with_context(|| format!("creating the data directory {}", server.data_dir.display()))?;
@@ -135,7 +136,7 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
             }
         }
     });
-    if !wait_until_ready(&store, bus.as_ref()).await {
+    if !wait_until_ready(&store, bus.as_ref(), &signalled).await {
         shutdown.cancel();
         while tasks.join_next().await.is_some() {}
         return Ok(());
@@ -241,7 +242,7 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
         ),
     }
 
-    wait_for_signal().await;
+    signalled.cancelled().await;
     tracing::info!("shutting down");
     shutdown.cancel();
     while tasks.join_next().await.is_some() {}
@@ -325,12 +326,18 @@ fn spawn_ingest(
 }
 
 /// Waits until the store and the bus are ready (a signal ends the wait: `false`).
-async fn wait_until_ready(store: &Store, bus: &dyn Bus) -> bool {
+async fn wait_until_ready(store: &Store, bus: &dyn Bus, signalled: &CancellationToken) -> bool {
     let mut told = false;
     loop {
-        let problem = match store.check_ready().await {
-            Err(e) => Some(e.to_string()),
-            Ok(()) => bus.check_ready().await.err().map(|e| e.to_string()),
+        let check = async {
+            match store.check_ready().await {
+                Err(e) => Some(e.to_string()),
+                Ok(()) => bus.check_ready().await.err().map(|e| e.to_string()),
+            }
+        };
+        let problem = tokio::select! {
+            problem = check => problem,
+            () = signalled.cancelled() => return false,
         };
         let Some(problem) = problem else {
             return true;
@@ -341,24 +348,30 @@ async fn wait_until_ready(store: &Store, bus: &dyn Bus) -> bool {
         }
         tokio::select! {
             () = tokio::time::sleep(READY_POLL) => {}
-            () = wait_for_signal() => return false,
+            () = signalled.cancelled() => return false,
         }
     }
 }
 
-async fn wait_for_signal() {
-    let terminate = async {
-        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(mut term) => {
-                term.recv().await;
+/// A token cancelled at the first SIGINT or SIGTERM. The handlers are installed at once,
+/// so a signal that arrives while the process is busy starting (or checking its database)
+/// is not lost.
+fn signals() -> anyhow::Result<CancellationToken> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let signalled = CancellationToken::new();
+    let mut terminate = signal(SignalKind::terminate()).context("listening for SIGTERM")?;
+    let mut interrupt = signal(SignalKind::interrupt()).context("listening for SIGINT")?;
+    tokio::spawn({
+        let signalled = signalled.clone();
+        async move {
+            tokio::select! {
+                _ = terminate.recv() => {}
+                _ = interrupt.recv() => {}
             }
-            Err(_) => std::future::pending().await,
+            signalled.cancel();
         }
-    };
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        () = terminate => {}
-    }
+    });
+    Ok(signalled)
 }
 
 /// Writes an admin token to `path` (mode 0600) on first start, and makes sure the store

@@ -75,6 +75,15 @@ async fn services_started_before_postgres_and_nats_wait_for_them() {
         assert_eq!(status, 503, "{name}: {why}");
         assert!(why.starts_with("database: "), "{name}: {why}");
     }
+    // Waiting is no reason to ignore SIGTERM.
+    let stopped = Instant::now();
+    assert!(fleet.terminate("notifier").success());
+    assert!(
+        stopped.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        stopped.elapsed()
+    );
+    fleet.start("notifier", "notifier");
 
     postgres.restore();
     eventually(Duration::from_secs(20), "waiting for NATS instead", || {
