@@ -1,8 +1,13 @@
 //! What every consumer's handling of a delivery is logged and counted under, shared by the
 //! [`Consumer`](crate::Consumer) loop and the runner's own job loop so both read the same.
 
+use std::collections::HashMap;
+
 use gatehouse_events::{Envelope, TraceParent};
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing::field::{Empty, display};
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::{Delivery, Outcome};
 
@@ -11,7 +16,8 @@ use crate::{Delivery, Outcome};
 /// and across NATS; the run and node (from the envelope's correlation) say what it is about.
 ///
 /// The trace is the envelope's; the `traceparent` header (the same value, set by the relay)
-/// stands in when the payload does not decode.
+/// stands in when the payload does not decode. When spans are exported (OpenTelemetry), the
+/// trace is also the span's parent, so a collector shows it in the same trace.
 pub fn event_span(
     consumer: &str,
     delivery: &Delivery,
@@ -34,6 +40,7 @@ pub fn event_span(
     };
     if let Some(trace) = envelope.and_then(|e| e.trace.clone()).or_else(header) {
         span.record("trace_id", trace.trace_id());
+        continue_trace(&span, &trace);
     }
     if let Some(correlation) = envelope.map(|e| &e.correlation) {
         if let Some(run) = correlation.run_id {
@@ -44,6 +51,15 @@ pub fn event_span(
         }
     }
     span
+}
+
+/// Makes `trace` the OpenTelemetry parent of `span`, so that the exported span belongs to
+/// the trace its `trace_id` field names. Does nothing when no OpenTelemetry layer is
+/// installed (export is off).
+fn continue_trace(span: &tracing::Span, trace: &TraceParent) {
+    let carrier = HashMap::from([("traceparent".to_owned(), trace.to_string())]);
+    // An error means export is off, which is fine.
+    let _ = span.set_parent(TraceContextPropagator::new().extract(&carrier));
 }
 
 /// Counts a delivery that comes again (`gatehouse_events_redelivered_total`): a handler

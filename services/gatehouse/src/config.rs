@@ -52,6 +52,9 @@ pub struct Config {
     /// Cron schedules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedules: Vec<ScheduleConfig>,
+    /// Span export to an OpenTelemetry collector; off unless a collector is named.
+    #[serde(default)]
+    pub telemetry: crate::telemetry::TelemetryConfig,
 }
 
 /// `[server]`

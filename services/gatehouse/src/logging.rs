@@ -1,7 +1,13 @@
-//! Structured logs: human-readable by default, JSON for log collectors.
+//! Structured logs: human-readable by default, JSON for log collectors; and, when
+//! configured, the same spans exported to an OpenTelemetry collector.
 
 use clap::ValueEnum;
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
+use tracing_subscriber::layer::SubscriberExt;
+use tracing_subscriber::util::SubscriberInitExt;
+
+use crate::telemetry::Telemetry;
 
 /// How log lines are written to stderr.
 #[derive(Debug, Clone, Copy, Default, ValueEnum)]
@@ -15,20 +21,23 @@ pub enum LogFormat {
 
 /// Installs the global subscriber. The level comes from `GATEHOUSE_LOG` (or `RUST_LOG`),
 /// in `tracing` filter syntax; the default is `info`, with the NATS client's connection
-/// chatter at `warn`.
-pub fn init(format: LogFormat) {
+/// chatter at `warn`. With `telemetry`, the spans that pass the filter are also exported.
+pub fn init(format: LogFormat, telemetry: Option<&Telemetry>) {
     let filter = EnvFilter::try_from_env("GATEHOUSE_LOG")
         .or_else(|_| EnvFilter::try_from_default_env())
         .unwrap_or_else(|_| EnvFilter::new("info,async_nats=warn"));
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr);
-    match format {
-        LogFormat::Pretty => builder.init(),
-        LogFormat::Json => builder
+    let lines = tracing_subscriber::fmt::layer().with_writer(std::io::stderr);
+    let lines = match format {
+        LogFormat::Pretty => lines.boxed(),
+        LogFormat::Json => lines
             .json()
             .flatten_event(true)
             .with_current_span(true)
-            .init(),
-    }
+            .boxed(),
+    };
+    tracing_subscriber::registry()
+        .with(filter)
+        .with(lines)
+        .with(telemetry.map(Telemetry::layer))
+        .init();
 }

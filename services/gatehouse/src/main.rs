@@ -14,13 +14,14 @@ mod schedule_commands;
 mod secret;
 mod serve;
 mod sop_commands;
+mod telemetry;
 
 use std::process::ExitCode;
 use std::time::Duration;
 
 use anyhow::Context;
 use backon::ExponentialBuilder;
-use clap::Parser;
+use clap::{Parser, ValueEnum};
 use gatehouse_bus::JetStreamBus;
 use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
@@ -30,20 +31,58 @@ use crate::config::Config;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    logging::init(cli.log_format);
-    let runtime = match tokio::runtime::Runtime::new() {
-        Ok(rt) => rt,
-        Err(err) => {
-            tracing::error!(error = %err, "cannot start the async runtime");
-            return ExitCode::FAILURE;
-        }
+    // The configuration says whether spans are exported, which the subscriber must know
+    // when it is installed; until then errors go to stderr as every error does.
+    let fail = |err: anyhow::Error| {
+        eprintln!("error: {}", report(&err));
+        ExitCode::FAILURE
     };
-    match runtime.block_on(run(cli)) {
+    let config = match Config::load(cli.config.as_deref()).context("loading the configuration") {
+        Ok(config) => config,
+        Err(err) => return fail(err),
+    };
+    let runtime = match tokio::runtime::Runtime::new().context("cannot start the async runtime") {
+        Ok(rt) => rt,
+        Err(err) => return fail(err),
+    };
+    let telemetry = match telemetry_service(&cli.command)
+        .map(|service| {
+            telemetry::Telemetry::start(&config.telemetry, &service, runtime.handle().clone())
+        })
+        .transpose()
+    {
+        Ok(telemetry) => telemetry.flatten(),
+        Err(err) => return fail(err),
+    };
+    logging::init(cli.log_format, telemetry.as_ref());
+    if let Some(t) = &telemetry {
+        tracing::info!(
+            endpoint = t.endpoint(),
+            service = t.service_name(),
+            "exporting spans over OTLP"
+        );
+    }
+    let result = runtime.block_on(run(cli, config));
+    // After the services stopped, while the runtime still carries the last export.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    match result {
         Ok(()) => ExitCode::SUCCESS,
-        Err(err) => {
-            eprintln!("error: {}", report(&err));
-            ExitCode::FAILURE
-        }
+        Err(err) => fail(err),
+    }
+}
+
+/// The default `service.name` of exported spans for the commands that run services
+/// (`gatehouse` for `up`, `gatehouse-<service>` for `serve`); `None` for the client
+/// commands, which export nothing.
+fn telemetry_service(command: &Command) -> Option<String> {
+    match command {
+        Command::Up { .. } => Some("gatehouse".into()),
+        Command::Serve { service, .. } => service
+            .to_possible_value()
+            .map(|name| format!("gatehouse-{}", name.get_name())),
+        _ => None,
     }
 }
 
@@ -62,8 +101,7 @@ fn report(err: &anyhow::Error) -> String {
     message
 }
 
-async fn run(cli: Cli) -> anyhow::Result<()> {
-    let mut config = Config::load(cli.config.as_deref()).context("loading the configuration")?;
+async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
     let client = |args: &cli::ClientArgs, config: &Config| {
         let server = args
             .server

@@ -99,7 +99,9 @@ impl ApiState {
     ) -> Result<bool, ApiError> {
         let span = tracing::Span::current();
         span.record("delivery", id);
-        span.record("trace_id", crate::trace::of_delivery(source, id).trace_id());
+        let trace = crate::trace::of_delivery(source, id);
+        span.record("trace_id", trace.trace_id());
+        crate::trace::continue_trace(&span, &trace);
         let stored = self.store.record_delivery(source, id, event, body).await?;
         if stored {
             self.deliveries.notify_one();
@@ -115,6 +117,7 @@ impl ApiState {
         let trace = crate::trace::of_delivery(&delivery.source, &delivery.delivery_id);
         let span = tracing::info_span!("delivery", source = %delivery.source,
             delivery = %delivery.delivery_id, event = %delivery.event, trace_id = trace.trace_id());
+        crate::trace::continue_trace(&span, &trace);
         crate::trace::within(trace, self.process_traced(delivery))
             .instrument(span)
             .await

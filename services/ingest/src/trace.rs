@@ -1,17 +1,22 @@
 //! Where traces start: each API request, each webhook delivery and each reconciled issue
 //! gets one trace, which every event it causes continues (so the scheduler, the runners and
 //! the notifier log the same trace id for that work), and a span carrying its trace id.
-//! Webhook requests are also timed (`gatehouse_webhook_duration_seconds`).
+//! Webhook requests are also timed (`gatehouse_webhook_duration_seconds`). When spans are
+//! exported (OpenTelemetry), each span's trace is also its parent: see [`continue_trace`].
 
+use std::collections::HashMap;
 use std::time::Instant;
 
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use gatehouse_events::TraceParent;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use sha2::{Digest, Sha256};
 use tracing::Instrument;
 use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 tokio::task_local! {
     /// The trace of the work this task is doing for a request or a delivery.
@@ -44,10 +49,27 @@ pub(crate) fn of_delivery(source: &str, delivery: &str) -> TraceParent {
         .unwrap_or_else(|_| TraceParent::new_root())
 }
 
-/// Middleware for `/api/v1`: a new trace per request, in a `request` span with its method
-/// and route (the route's pattern, not the path, so ids stay out of it).
+/// Makes `trace` the OpenTelemetry parent of `span`, so that the exported span belongs to
+/// the trace its `trace_id` field names (and a collector shows the request, its delivery
+/// and every service's handling of its events as one trace). Call it before the span has
+/// children. Does nothing when no OpenTelemetry layer is installed (export is off).
+pub(crate) fn continue_trace(span: &tracing::Span, trace: &TraceParent) {
+    let carrier = HashMap::from([("traceparent".to_owned(), trace.to_string())]);
+    // An error means export is off, or the span had started (a child came first) and keeps
+    // a trace of its own.
+    let _ = span.set_parent(TraceContextPropagator::new().extract(&carrier));
+}
+
+/// Middleware for `/api/v1`: a trace per request, in a `request` span with its method and
+/// route (the route's pattern, not the path, so ids stay out of it). The trace is new,
+/// unless the caller sent a W3C `traceparent` of its own: then the request continues it.
 pub(crate) async fn api_request(request: Request, next: Next) -> Response {
-    let trace = TraceParent::new_root();
+    let trace = request
+        .headers()
+        .get("traceparent")
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<TraceParent>().ok())
+        .unwrap_or_else(TraceParent::new_root);
     let route = request
         .extensions()
         .get::<MatchedPath>()
@@ -59,12 +81,14 @@ pub(crate) async fn api_request(request: Request, next: Next) -> Response {
         route,
         trace_id = trace.trace_id(),
     );
+    continue_trace(&span, &trace);
     within(trace, next.run(request)).instrument(span).await
 }
 
 /// Middleware for the webhooks of `source`: times the request from its arrival to its
 /// response (`gatehouse_webhook_duration_seconds{source}`) and runs it in a `webhook`
-/// span, to which storing the delivery adds the delivery id and its trace id.
+/// span, to which storing the delivery adds the delivery id and its trace id (and, when
+/// spans are exported, that trace as the span's parent: [`continue_trace`]).
 pub(crate) async fn webhook(
     State(source): State<&'static str>,
     request: Request,
