@@ -12,10 +12,9 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use gatehouse_engine::{Command, RunState};
 use gatehouse_events::{GateStatus, RunStatus};
-use gatehouse_store::RunRow;
 use uuid::Uuid;
 
 /// Steps waiting for their commit at most; a step whose commit failed leaves its entry
@@ -32,11 +31,11 @@ pub(crate) struct Measured {
 }
 
 impl Measured {
-    /// Notes what a step of `run` did: `before` was its status, `state` is the new one and
-    /// `commands` what the engine asked for.
+    /// Notes what a step of a run created at `created_at` did: `before` was its status,
+    /// `state` is the new one and `commands` what the engine asked for.
     pub(crate) fn step(
         &mut self,
-        run: &RunRow,
+        created_at: DateTime<Utc>,
         before: RunStatus,
         state: &RunState,
         commands: &[Command],
@@ -56,7 +55,7 @@ impl Measured {
         }
         // A run retried after it failed ends again: each end is measured from creation.
         if state.status.is_terminal() && !before.is_terminal() {
-            let took = (Utc::now() - run.created_at)
+            let took = (Utc::now() - created_at)
                 .to_std()
                 .unwrap_or_default()
                 .as_secs_f64();
@@ -149,28 +148,6 @@ mod tests {
 
     const SOP: &str = "name: s\nnodes:\n  review: { kind: gate, approvers: [ana] }\n";
 
-    fn row(state: &RunState) -> RunRow {
-        let now = Utc::now();
-        RunRow {
-            id: Uuid::now_v7(),
-            sop: "s".into(),
-            sop_version: "v".into(),
-            params: "{}".into(),
-            requested_by: None,
-            status: state.status.as_str().into(),
-            state: String::new(),
-            revision: 0,
-            parent_run: None,
-            parent_node: None,
-            parent_attempt: None,
-            requirement_id: None,
-            schedule: None,
-            scheduled_ms: None,
-            created_at: now,
-            updated_at: now,
-        }
-    }
-
     #[test]
     fn a_gate_is_timed_from_its_stamp_to_the_step_that_closes_it() {
         let sop = gatehouse_sop::parse("s.yaml", SOP).unwrap();
@@ -200,7 +177,7 @@ mod tests {
         };
         let closed = apply(&sop, &mut state, decide).unwrap();
         let mut measured = Measured::default();
-        measured.step(&row(&state), before, &state, &closed);
+        measured.step(Utc::now(), before, &state, &closed);
         let [(outcome, waited)] = measured.closed[..] else {
             panic!("one gate closed: {:?}", measured.closed);
         };

@@ -241,7 +241,7 @@ impl Scheduler {
             trace,
         };
         context.carry_out(tx, &commands).await?;
-        measured.step(&row, before, &state, &commands);
+        measured.step(row.created_at, before, &state, &commands);
         Ok(Ok(()))
     }
 }
