@@ -3,8 +3,10 @@
 //! trace the caller's `traceparent` named, and a webhook delivery and its processing in
 //! the trace of the delivery, all sent when the process shuts down.
 
+mod fleet;
+
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -89,20 +91,6 @@ fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
-}
-
-/// SIGTERM, then the exit status once the process has stopped.
-fn terminate(child: &mut Child) -> ExitStatus {
-    let pid = child.id().to_string();
-    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-    for _ in 0..600 {
-        if let Some(status) = child.try_wait().unwrap() {
-            return status;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    child.kill().unwrap();
-    panic!("gatehouse up did not stop within 15 s of SIGTERM");
 }
 
 fn log(dir: &Path) -> String {
@@ -255,7 +243,7 @@ fn spans_reach_the_collector_in_the_callers_trace() {
         "spans were exported before shutdown; the test could not tell the flush at exit apart"
     );
 
-    let status = terminate(&mut child);
+    let status = fleet::terminate(&mut child, "gatehouse up", Duration::from_secs(15));
     assert!(status.success(), "{status}: {}", log(dir.path()));
     let spans = spans(&received);
     let ours: Vec<&(String, Span)> = spans

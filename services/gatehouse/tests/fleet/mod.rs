@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -175,19 +175,26 @@ impl Fleet {
     }
 
     /// SIGTERM to `name`; its exit status once it has stopped.
-    pub fn terminate(&mut self, name: &str) -> std::process::ExitStatus {
+    pub fn terminate(&mut self, name: &str) -> ExitStatus {
         let mut child = self.children.remove(name).unwrap();
-        let pid = child.id().to_string();
-        Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        for _ in 0..200 {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        let _ = child.kill();
-        panic!("{name} did not stop within 10 s of SIGTERM");
+        terminate(&mut child, name, Duration::from_secs(10))
     }
+}
+
+/// SIGTERM to `child` (`name` in the message); its exit status once it has stopped, which
+/// must be `within` the given time (else it is killed and the test fails).
+pub fn terminate(child: &mut Child, name: &str, within: Duration) -> ExitStatus {
+    let pid = child.id().to_string();
+    Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+    let start = std::time::Instant::now();
+    while start.elapsed() < within {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let _ = child.kill();
+    panic!("{name} did not stop within {within:?} of SIGTERM");
 }
 
 impl Fleet {
