@@ -34,6 +34,14 @@ fn nats_address() -> String {
     nats_url().trim_start_matches("nats://").to_owned()
 }
 
+/// Starts a run of `steps` through the CLI; its id.
+fn start_steps(fleet: &Fleet) -> String {
+    fleet.cli(&["run", "start", "steps"])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
+}
+
 /// Polls `check` every 100 ms for up to `within`.
 fn eventually(within: Duration, what: &str, mut check: impl FnMut() -> bool) {
     let start = Instant::now();
@@ -98,10 +106,7 @@ async fn services_started_before_postgres_and_nats_wait_for_them() {
     for (name, _) in SERVICES {
         fleet.wait_ready(name);
     }
-    let run = fleet.cli(&["run", "start", "steps"])["run_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run = start_steps(&fleet);
     fleet.wait_status(&run, "succeeded");
     drop(fleet);
     db.cleanup().await;
@@ -126,10 +131,7 @@ async fn a_run_survives_postgres_going_away_while_a_node_runs() {
     for (name, _) in SERVICES {
         fleet.wait_ready(name);
     }
-    let run = fleet.cli(&["run", "start", "steps"])["run_id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let run = start_steps(&fleet);
     let id = run.parse().unwrap();
     for _ in 0..300 {
         if !db.store.attempts(id).await.unwrap().is_empty() {
