@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use anyhow::Context;
 use backon::ExponentialBuilder;
-use clap::{Parser, ValueEnum};
+use clap::Parser;
 use gatehouse_bus::JetStreamBus;
 use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
@@ -79,9 +79,7 @@ fn main() -> ExitCode {
 fn telemetry_service(command: &Command) -> Option<String> {
     match command {
         Command::Up { .. } => Some("gatehouse".into()),
-        Command::Serve { service, .. } => service
-            .to_possible_value()
-            .map(|name| format!("gatehouse-{}", name.get_name())),
+        Command::Serve { service, .. } => Some(format!("gatehouse-{}", service.name())),
         _ => None,
     }
 }

@@ -43,7 +43,8 @@ impl Service {
         Service::Notifier,
     ];
 
-    fn name(self) -> &'static str {
+    /// The service's name, as `serve` takes it.
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Service::Ingest => "ingest",
             Service::Scheduler => "scheduler",
