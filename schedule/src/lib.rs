@@ -2,10 +2,15 @@
 //!
 //! A [`Cron`] is an expression in an IANA time zone: five fields (minute hour day month
 //! weekday), six with seconds first, or `@hourly`, `@daily`, `@weekly`, `@monthly`,
-//! `@yearly`. Parsing is [croner]'s and time zones are [jiff]'s (its time zone database is
-//! built in, so containers without `tzdata` behave the same); this crate adds messages
-//! that name the bad field, refuses expressions that can never fire, and fixes the rules
-//! for daylight saving time:
+//! `@yearly`. Each field takes a value, a range `a-b`, `*`, a step `*/n` or `a-b/n`, the
+//! start/step form `a/n` (from `a` to the field's end: minute `0/15` is 0,15,30,45, day of
+//! week `MON/2` is Monday, Wednesday, Friday, as Kubernetes CronJob, Quartz and robfig/cron
+//! read it), or a list of these; month and day of week also take names (JAN-DEC, SUN-SAT;
+//! day of week 0 and 7 are Sunday). Parsing is [croner]'s and time zones are [jiff]'s (its
+//! time zone database is built in, so containers without `tzdata` behave the same); this
+//! crate adds the start/step form, messages in its own words that name the bad field, the
+//! value and what the field takes, refuses expressions that can never fire, and fixes the
+//! rules for daylight saving time:
 //!
 //! - **Skipped wall-clock time** (spring forward): a job at a fixed time inside the gap
 //!   fires once, at the first valid time after the gap on the same day (02:30 in
@@ -20,6 +25,7 @@
 //!
 //! Fire times are always returned with their UTC offset, so the instant is unambiguous.
 
+mod expr;
 mod plan;
 mod timing;
 
@@ -29,12 +35,13 @@ pub use timing::{Fire, Timing};
 use std::fmt;
 use std::str::FromStr;
 
-use croner::parser::{CronParser, Seconds};
 use jiff::tz::TimeZone;
 use jiff::{Timestamp, Zoned};
 use thiserror::Error;
 
-/// Why a schedule cannot be used. The message names the field.
+/// Why a schedule cannot be used. A cron message names the field, quotes the bad value
+/// and says what the field takes, e.g. "cron `61 * * * *`: minute `61`: 61 is out of
+/// range; minute is 0-59".
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum ScheduleError {
     /// The cron expression does not parse.
@@ -42,7 +49,8 @@ pub enum ScheduleError {
     Cron {
         /// The expression.
         expr: String,
-        /// What croner found wrong.
+        /// What is wrong, in Gatehouse's words: the field, the value, what it takes (or
+        /// that the number of fields is wrong).
         reason: String,
     },
     /// The expression parses but no date matches it (30 February).
@@ -93,14 +101,10 @@ impl fmt::Debug for Cron {
 impl Cron {
     /// Parses `expr` in the IANA zone `timezone`, refusing one that can never fire.
     pub fn new(expr: &str, timezone: &str) -> Result<Self, ScheduleError> {
-        let cron = CronParser::builder()
-            .seconds(Seconds::Optional)
-            .build()
-            .parse(expr.trim())
-            .map_err(|e| ScheduleError::Cron {
-                expr: expr.to_owned(),
-                reason: e.to_string(),
-            })?;
+        let cron = expr::parse(expr.trim()).map_err(|e| ScheduleError::Cron {
+            expr: expr.to_owned(),
+            reason: e.to_string(),
+        })?;
         let zone =
             TimeZone::get(timezone).map_err(|_| ScheduleError::TimeZone(timezone.to_owned()))?;
         let spec = Self {
