@@ -76,6 +76,22 @@ pub struct ServerConfig {
     /// Where people reach this Gatehouse (`https://gatehouse.example.com`), for links in
     /// comments; empty: no links.
     pub public_url: String,
+    /// A request's headers must arrive within this long of its first byte (and a kept-alive
+    /// HTTP/1 connection must start its next request within it), so a client that sends a
+    /// few bytes and stalls does not hold a connection.
+    #[serde(with = "humantime_serde")]
+    pub header_timeout: Duration,
+    /// A request's whole body must arrive within this long of its headers; a client that
+    /// trickles it is answered 408 and disconnected.
+    #[serde(with = "humantime_serde")]
+    pub body_timeout: Duration,
+    /// A connection with no request in flight and no bytes either way for this long is
+    /// closed (HTTP/2 connections, clients that stop reading their answer).
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
+    /// Connections open at once per listener; past it new connections wait in the kernel's
+    /// listen backlog (and are refused by the kernel once that is full) until one closes.
+    pub max_connections: usize,
 }
 
 impl Default for ServerConfig {
@@ -88,6 +104,10 @@ impl Default for ServerConfig {
             nats_prefix: Prefix::default(),
             sop_dirs: vec!["sops".into()],
             public_url: String::new(),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 1024,
         }
     }
 }
@@ -100,6 +120,25 @@ impl ServerConfig {
         } else {
             self.database_url.clone()
         }
+    }
+
+    /// Checks the listener limits: a zero would refuse every request or connection.
+    fn check(&self) -> Result<(), ConfigError> {
+        let zero =
+            |key: &str| ConfigError::Inconsistent(format!("server.{key} must be more than zero"));
+        for (key, value) in [
+            ("header_timeout", self.header_timeout),
+            ("body_timeout", self.body_timeout),
+            ("idle_timeout", self.idle_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(zero(key));
+            }
+        }
+        if self.max_connections == 0 {
+            return Err(zero("max_connections"));
+        }
+        Ok(())
     }
 }
 
@@ -536,6 +575,7 @@ impl Config {
 
     /// Checks what serde cannot: uniqueness of names and of chat identities.
     fn validate(&self) -> Result<(), ConfigError> {
+        self.server.check()?;
         let people = || self.people.iter();
         unique("person", people().map(|p| p.id.as_str()))?;
         unique("GitHub login", people().filter_map(|p| p.github.as_deref()))?;
@@ -800,6 +840,32 @@ mod tests {
         )
         .unwrap();
         assert_eq!(app.github.unwrap().app_id, Some(12345));
+    }
+
+    #[test]
+    fn listener_limits_take_durations_and_refuse_zero() {
+        let c = load_with("", &[]).unwrap();
+        assert_eq!(c.server.header_timeout, Duration::from_secs(10));
+        assert_eq!(c.server.body_timeout, Duration::from_secs(60));
+        assert_eq!(c.server.idle_timeout, Duration::from_secs(60));
+        assert_eq!(c.server.max_connections, 1024);
+        let c = load_with(
+            "[server]\nheader_timeout = \"2s\"\nbody_timeout = \"1m 30s\"\nmax_connections = 8\n",
+            &[("GATEHOUSE_SERVER__IDLE_TIMEOUT", "5s")],
+        )
+        .unwrap();
+        assert_eq!(c.server.header_timeout, Duration::from_secs(2));
+        assert_eq!(c.server.body_timeout, Duration::from_secs(90));
+        assert_eq!(c.server.idle_timeout, Duration::from_secs(5));
+        assert_eq!(c.server.max_connections, 8);
+        assert_eq!(
+            load_with("[server]\nheader_timeout = \"0s\"\n", &[]).unwrap_err(),
+            "server.header_timeout must be more than zero"
+        );
+        assert_eq!(
+            load_with("[server]\nmax_connections = 0\n", &[]).unwrap_err(),
+            "server.max_connections must be more than zero"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod client;
 mod client_commands;
 mod config;
 mod health;
+mod listener;
 mod logging;
 mod metrics;
 mod sandbox;

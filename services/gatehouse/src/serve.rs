@@ -125,18 +125,16 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
     // The probes and metrics answer from the start; the service's own routes (ingest's API)
     // once it runs. A replica started before `gatehouse migrate` waits instead of failing.
     let routes = Arc::new(OnceLock::new());
+    let limits = crate::listener::Limits::of(server);
     let app = crate::health::router(store.clone(), bus.clone(), routes.clone())
         .merge(crate::metrics::router(metrics));
-    tasks.spawn({
-        let stop = shutdown.clone();
-        async move {
-            let serve = axum::serve(listener, app)
-                .with_graceful_shutdown(async move { stop.cancelled().await });
-            if let Err(err) = serve.await {
-                tracing::error!(error = %err, "the HTTP server stopped");
-            }
-        }
-    });
+    tasks.spawn(crate::listener::serve(
+        listener,
+        app,
+        limits,
+        "main",
+        shutdown.clone(),
+    ));
     if !wait_until_ready(&store, bus.as_ref(), &signalled).await {
         shutdown.cancel();
         while tasks.join_next().await.is_some() {}

@@ -1,0 +1,277 @@
+//! The edge of `gatehouse up` as the internet sees it: the listener's timeouts and
+//! connection limit, the bound on unverified webhook bodies, where `/metrics` is served,
+//! and the modes of the files it creates. Real processes, raw TCP clients.
+
+use std::io::{ErrorKind, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A `gatehouse up` on a free port and a temporary directory.
+struct Up {
+    dir: tempfile::TempDir,
+    port: u16,
+    child: Option<Child>,
+}
+
+/// GitHub, Slack and Discord configured, so each webhook route reads and checks bodies.
+const WEBHOOKS: &str = "[github]\nwebhook_secrets = [\"s3cret\"]\n[slack]\nsigning_secret = \"sl4ck\"\n[discord]\npublic_key = \"d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a\"\ngateway = false\n";
+
+impl Up {
+    /// Starts with `server` under `[server]` and `extra` after it, with `env` set.
+    fn start(server: &str, extra: &str, env: &[(&str, &str)]) -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let port = free_port();
+        std::fs::write(
+            dir.path().join("gatehouse.toml"),
+            format!("[server]\nsop_dirs = []\n{server}\n{extra}"),
+        )
+        .unwrap();
+        let child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+            .args(["up", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
+            .arg(dir.path().join("data"))
+            .current_dir(dir.path())
+            .env("GATEHOUSE_LOG", "warn")
+            .envs(env.iter().copied())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let up = Self {
+            dir,
+            port,
+            child: Some(child),
+        };
+        up.wait_ready();
+        up
+    }
+
+    fn wait_ready(&self) {
+        for _ in 0..600 {
+            if let Ok((status, _)) = get(self.port, "/readyz", None)
+                && status == 200
+            {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!(
+            "gatehouse up in {} did not become ready on {}",
+            self.dir.path().display(),
+            self.port
+        );
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.as_ref().unwrap().id()
+    }
+
+    fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(30)))
+            .unwrap();
+        stream
+    }
+
+    /// SIGTERM, then the exit status (within 20 s).
+    fn terminate(&mut self) -> std::process::ExitStatus {
+        let child = self.child.as_mut().unwrap();
+        Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status()
+            .unwrap();
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(20) {
+            if let Some(status) = child.try_wait().unwrap() {
+                return status;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("gatehouse up did not stop within 20 s of SIGTERM");
+    }
+}
+
+impl Drop for Up {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A GET over a fresh connection: the status and the body.
+fn get(port: u16, path: &str, token: Option<&str>) -> std::io::Result<(u16, String)> {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
+    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
+    let auth = token
+        .map(|t| format!("Authorization: Bearer {t}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
+    )?;
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer)?;
+    Ok(parse(&answer))
+}
+
+fn parse(answer: &str) -> (u16, String) {
+    let status = answer
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(0);
+    let body = answer
+        .find("\r\n\r\n")
+        .map_or("", |i| &answer[i + 4..])
+        .to_owned();
+    (status, body)
+}
+
+/// Reads until the server closes the connection: what it said, and when it closed. A
+/// reset counts as closed.
+fn until_closed(stream: &mut TcpStream) -> (String, Instant) {
+    let mut said = Vec::new();
+    let mut buf = [0u8; 4096];
+    loop {
+        match stream.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => said.extend_from_slice(&buf[..n]),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut => {
+                panic!("the server kept the connection open for 30 s")
+            }
+            Err(_) => break,
+        }
+    }
+    (String::from_utf8_lossy(&said).into_owned(), Instant::now())
+}
+
+/// How late a cut may come after its timeout on a loaded test machine.
+const SLACK: Duration = Duration::from_millis(1500);
+
+#[test]
+fn a_client_that_stalls_in_its_request_line_is_cut_after_header_timeout() {
+    let up = Up::start("header_timeout = \"1s\"", WEBHOOKS, &[]);
+    let mut half = up.connect();
+    let start = Instant::now();
+    half.write_all(b"POST /webhooks/github HT").unwrap();
+    let (_, closed) = until_closed(&mut half);
+    let took = closed - start;
+    assert!(
+        took >= Duration::from_millis(900) && took < Duration::from_secs(1) + SLACK,
+        "cut after {took:?}"
+    );
+    // One that sends nothing at all is cut too (before any request, HTTP/1 or HTTP/2).
+    let mut silent = up.connect();
+    let start = Instant::now();
+    let (_, closed) = until_closed(&mut silent);
+    let took = closed - start;
+    assert!(took < Duration::from_secs(1) + SLACK, "cut after {took:?}");
+    // The listener still answers.
+    assert_eq!(get(up.port, "/healthz", None).unwrap().0, 200);
+}
+
+#[test]
+fn a_client_that_trickles_its_body_is_cut_after_body_timeout() {
+    let up = Up::start("body_timeout = \"2s\"", WEBHOOKS, &[]);
+    let mut slow = up.connect();
+    slow.set_nodelay(true).unwrap();
+    let start = Instant::now();
+    write!(
+        slow,
+        "POST /webhooks/github HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: d-1\r\nContent-Length: 1000\r\n\r\n"
+    )
+    .unwrap();
+    // A byte every 100 ms: never quiet for long, but 1000 bytes would take 100 s.
+    let mut writer = slow.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        for _ in 0..1000 {
+            if writer.write_all(b" ").is_err() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    });
+    let (said, closed) = until_closed(&mut slow);
+    let took = closed - start;
+    assert!(
+        took >= Duration::from_millis(1900) && took < Duration::from_secs(2) + SLACK,
+        "cut after {took:?}"
+    );
+    assert_eq!(parse(&said).0, 408, "{said}");
+    trickle.join().unwrap();
+}
+
+#[test]
+fn a_kept_alive_connection_that_goes_quiet_is_closed() {
+    let up = Up::start("header_timeout = \"1s\"\nidle_timeout = \"1s\"", "", &[]);
+    let mut kept = up.connect();
+    kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+        .unwrap();
+    let mut buf = [0u8; 1024];
+    let n = kept.read(&mut buf).unwrap();
+    assert!(String::from_utf8_lossy(&buf[..n]).starts_with("HTTP/1.1 200"));
+    let start = Instant::now();
+    let (_, closed) = until_closed(&mut kept);
+    assert!(closed - start < Duration::from_secs(1) + SLACK);
+}
+
+#[test]
+fn past_max_connections_new_connections_wait_until_one_closes() {
+    let up = Up::start("header_timeout = \"30s\"\nmax_connections = 3", "", &[]);
+    let held: Vec<TcpStream> = (0..3).map(|_| up.connect()).collect();
+    // Accepted by the kernel, not by Gatehouse: the request is not answered meanwhile.
+    let mut waiting = up.connect();
+    waiting
+        .write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+        .unwrap();
+    waiting
+        .set_read_timeout(Some(Duration::from_millis(700)))
+        .unwrap();
+    let mut buf = [0u8; 256];
+    let early = waiting.read(&mut buf);
+    assert!(
+        matches!(&early, Err(e) if e.kind() == ErrorKind::WouldBlock || e.kind() == ErrorKind::TimedOut),
+        "answered past the limit: {early:?}"
+    );
+    drop(held);
+    waiting
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let (said, _) = until_closed(&mut waiting);
+    assert_eq!(parse(&said).0, 200, "{said}");
+}
+
+#[test]
+fn at_sigterm_a_request_in_flight_is_answered() {
+    let mut up = Up::start("body_timeout = \"20s\"", WEBHOOKS, &[]);
+    let mut slow = up.connect();
+    write!(
+        slow,
+        "POST /webhooks/github HTTP/1.1\r\nHost: x\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: d-1\r\nContent-Length: 4\r\n\r\n{{"
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    let pid = up.pid();
+    Command::new("kill")
+        .args(["-TERM", &pid.to_string()])
+        .status()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    slow.write_all(b"  }").unwrap();
+    let (said, _) = until_closed(&mut slow);
+    // Unsigned: 401, but answered.
+    assert_eq!(parse(&said).0, 401, "{said}");
+    let _ = up.terminate();
+}
