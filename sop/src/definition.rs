@@ -6,6 +6,9 @@ use std::time::Duration;
 use indexmap::IndexMap;
 use serde::Serialize;
 
+use crate::Param;
+use crate::people;
+
 /// A validated SOP definition at one version.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Sop {
@@ -19,6 +22,9 @@ pub struct Sop {
     pub sandbox: String,
     /// Declared parameters, in file order.
     pub params: IndexMap<String, Param>,
+    /// Who may start it (person ids and `group:<name>`), beside having run rights in the
+    /// project; `None` when the file does not say, and then anyone with run rights may.
+    pub starters: Option<Vec<String>>,
     /// Nodes in file order.
     pub nodes: Vec<Node>,
     /// `sha256:<hex>` of the file's content: a run freezes this.
@@ -41,8 +47,8 @@ impl Sop {
     }
 
     /// Whether a run can start with `params`: required parameters given, no unknown ones,
-    /// and every agent role it names configured (when the catalog was told the roles).
-    /// The message says what to change.
+    /// every value one its parameter's type accepts, and every agent role it names
+    /// configured (when the catalog was told the roles). The message says what to change.
     pub fn check_start(&self, params: &BTreeMap<String, String>) -> Result<(), String> {
         if let Some(why) = &self.unavailable {
             return Err(why.clone());
@@ -63,7 +69,21 @@ impl Sop {
         if let Some(unknown) = params.keys().find(|k| !self.params.contains_key(*k)) {
             return Err(format!("`{}` has no parameter `{unknown}`", self.name));
         }
+        for (name, param) in &self.params {
+            if let Some(value) = params.get(name) {
+                param.check(name, value)?;
+            }
+        }
         Ok(())
+    }
+
+    /// Whether `person`, a member of `groups`, may start it: anyone when it names no
+    /// `starters`, else only those named directly or through a group. Run rights in the
+    /// project are checked apart from this.
+    pub fn may_start(&self, person: &str, groups: &[String]) -> bool {
+        self.starters
+            .as_ref()
+            .is_none_or(|starters| people::names(starters, person, groups))
     }
 
     /// The parameters a run gets: the given ones over the declared defaults.
@@ -85,17 +105,6 @@ impl Sop {
         let hex = self.version.trim_start_matches("sha256:");
         &hex[..hex.len().min(12)]
     }
-}
-
-/// A declared parameter.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Param {
-    /// Starting a run without it is refused.
-    pub required: bool,
-    /// Used when not given.
-    pub default: Option<String>,
-    /// For help texts.
-    pub description: String,
 }
 
 /// Retries of a failing node before it counts as failed.
@@ -226,14 +235,7 @@ impl Gate {
     /// Whether `person` (with `groups`) may decide this gate: named directly, or through
     /// `group:<name>`. A gate without approvers may be decided by anyone known.
     pub fn allows(&self, person: &str, groups: &[String]) -> bool {
-        self.approvers.is_empty()
-            || self
-                .approvers
-                .iter()
-                .any(|a| match a.strip_prefix("group:") {
-                    Some(group) => groups.iter().any(|g| g == group),
-                    None => a == person,
-                })
+        self.approvers.is_empty() || people::names(&self.approvers, person, groups)
     }
 }
 

@@ -7,14 +7,21 @@
 //! content, and holds the SOPs built into the binary. It does no I/O beyond reading the
 //! directories it is given.
 
+mod artifact;
 mod catalog;
 mod definition;
 mod diagnostic;
 mod graph;
+mod param;
 mod parse;
+mod people;
+mod quote;
 mod raw;
 
+pub use artifact::check_artifact_name;
 pub use catalog::Catalog;
-pub use definition::{DeliverMode, Gate, Node, NodeKind, OnExpire, OnFailure, Param, Retry, Sop};
+pub use definition::{DeliverMode, Gate, Node, NodeKind, OnExpire, OnFailure, Retry, Sop};
 pub use diagnostic::{Diagnostic, SopError};
+pub use param::{Param, ParamType, Pattern};
 pub use parse::parse;
+pub use people::check_person_or_group;

@@ -1,5 +1,7 @@
 //! From YAML text to a validated [`Sop`], collecting every problem with its position.
 
+mod params;
+
 use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
@@ -7,12 +9,10 @@ use indexmap::IndexMap;
 use marked_yaml::{FromYamlError, LoaderOptions, Marker, Span, Spanned};
 use sha2::{Digest, Sha256};
 
-use crate::definition::{
-    DeliverMode, Gate, Node, NodeKind, OnExpire, OnFailure, Param, Retry, Sop,
-};
+use crate::definition::{DeliverMode, Gate, Node, NodeKind, OnExpire, OnFailure, Retry, Sop};
 use crate::graph::Graph;
 use crate::raw::{RawNode, RawSop};
-use crate::{Diagnostic, SopError};
+use crate::{Diagnostic, SopError, check_artifact_name, check_person_or_group};
 
 /// Parses and validates one SOP file. `file` names it in diagnostics.
 pub fn parse(file: &str, text: &str) -> Result<Sop, SopError> {
@@ -145,6 +145,17 @@ fn locate_key(text: &str, near: Marker, field: &str) -> Option<Marker> {
         .min_by_key(|m| (m.line(), m.column()))
 }
 
+/// The entries of a people list (`approvers`, `starters`), each checked where it is
+/// written.
+fn people(report: &mut Report<'_>, entries: &[Spanned<String>], key: &str) -> Vec<String> {
+    for entry in entries {
+        if let Err(e) = check_person_or_group(entry) {
+            report.span(entry.span(), format!("`{key}`: {e}"));
+        }
+    }
+    entries.iter().map(|e| e.to_string()).collect()
+}
+
 fn valid_id(s: &str) -> bool {
     s.starts_with(|c: char| c.is_ascii_lowercase())
         && s.chars()
@@ -237,15 +248,18 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
                 ),
             );
         }
-        params.insert(
-            name.to_string(),
-            Param {
-                required: p.required,
-                default: p.default,
-                description: p.description.unwrap_or_default(),
-            },
-        );
+        let param = params::param(report, &name, p);
+        params.insert(name.to_string(), param);
     }
+    let starters = raw.starters.as_ref().map(|starters| {
+        if starters.is_empty() {
+            report.span(
+                starters.span(),
+                "`starters` names nobody, so no run could start; name person ids or group:<name>, or leave it out to let anyone with run rights start",
+            );
+        }
+        people(report, starters, "starters")
+    });
 
     let ids: HashMap<String, usize> = raw
         .nodes
@@ -334,7 +348,11 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
         let kind = match kind_name {
             "script" => required(report, n.run.as_ref(), "run").map(|run| NodeKind::Script { run }),
             "gate" => {
-                let approvers = n.approvers.as_ref().map(|a| a.to_vec()).unwrap_or_default();
+                let approvers = n
+                    .approvers
+                    .as_ref()
+                    .map(|a| people(report, a, "approvers"))
+                    .unwrap_or_default();
                 if approvers.is_empty() {
                     let at = n.approvers.as_ref().map_or(id.span(), Spanned::span);
                     report.span(
@@ -398,6 +416,14 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
                     })
                 {
                     report.span(import.span(), format!("`import` entry `{bad}` must be NODE/FILE, a node of the child SOP and one of its artifacts"));
+                }
+                if let Some(import) = &n.import
+                    && let Some(e) = import.iter().find_map(|e| {
+                        let (_, file) = e.split_once('/')?;
+                        check_artifact_name(file).err()
+                    })
+                {
+                    report.span(import.span(), format!("`import`: {e}"));
                 }
                 required(report, n.sop.as_ref(), "sop").map(|sop| NodeKind::Sop {
                     sop,
@@ -467,6 +493,11 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
                 max,
             }
         });
+        for artifact in &n.artifacts {
+            if let Err(e) = check_artifact_name(artifact) {
+                report.span(artifact.span(), e);
+            }
+        }
         let timeout = n
             .timeout
             .as_ref()
@@ -478,7 +509,7 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
                 needs: n.needs.iter().map(|s| s.to_string()).collect(),
                 timeout,
                 retry,
-                artifacts: n.artifacts.clone(),
+                artifacts: n.artifacts.iter().map(|a| a.to_string()).collect(),
                 env: n
                     .env
                     .iter()
@@ -549,6 +580,7 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
             .sandbox
             .map_or_else(|| "default".to_owned(), |s| s.to_string()),
         params,
+        starters,
         nodes,
         version,
         source: report.file.to_owned(),

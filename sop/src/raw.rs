@@ -16,6 +16,8 @@ pub(crate) struct RawSop {
     pub sandbox: Option<Spanned<String>>,
     #[serde(default)]
     pub params: IndexMap<Spanned<String>, RawParam>,
+    #[serde(default)]
+    pub starters: Option<Spanned<Vec<Spanned<String>>>>,
     pub nodes: IndexMap<Spanned<String>, RawNode>,
 }
 
@@ -25,9 +27,15 @@ pub(crate) struct RawParam {
     #[serde(default)]
     pub required: bool,
     #[serde(default)]
-    pub default: Option<String>,
+    pub default: Option<Spanned<String>>,
     #[serde(default)]
     pub description: Option<String>,
+    #[serde(default, rename = "type")]
+    pub kind: Option<Spanned<String>>,
+    #[serde(default)]
+    pub values: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub pattern: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -61,7 +69,7 @@ pub(crate) struct RawNode {
     #[serde(default)]
     pub retry: Option<RawRetry>,
     #[serde(default)]
-    pub artifacts: Vec<String>,
+    pub artifacts: Vec<Spanned<String>>,
     #[serde(default)]
     pub env: IndexMap<String, String>,
     #[serde(default)]
@@ -75,7 +83,7 @@ pub(crate) struct RawNode {
     pub run: Option<Spanned<String>>,
     // gate
     #[serde(default)]
-    pub approvers: Option<Spanned<Vec<String>>>,
+    pub approvers: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub min_approvals: Option<Spanned<u32>>,
     #[serde(default)]
