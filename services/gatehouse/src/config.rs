@@ -92,6 +92,10 @@ pub struct ServerConfig {
     /// Connections open at once per listener; past it new connections wait in the kernel's
     /// listen backlog (and are refused by the kernel once that is full) until one closes.
     pub max_connections: usize,
+    /// Webhook bodies (GitHub, Slack, Discord) read at once before their signature is
+    /// checked; past it a webhook is answered 503 with `Retry-After` without being read.
+    /// Body memory of unverified requests stays below this × the largest `max_body_bytes`.
+    pub max_unverified_bodies: usize,
 }
 
 impl Default for ServerConfig {
@@ -108,6 +112,7 @@ impl Default for ServerConfig {
             body_timeout: Duration::from_secs(60),
             idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
+            max_unverified_bodies: 16,
         }
     }
 }
@@ -138,6 +143,9 @@ impl ServerConfig {
         if self.max_connections == 0 {
             return Err(zero("max_connections"));
         }
+        if self.max_unverified_bodies == 0 {
+            return Err(zero("max_unverified_bodies"));
+        }
         Ok(())
     }
 }
@@ -167,7 +175,9 @@ pub struct GithubConfig {
     /// The bot's login: `@<login> command` in a comment is a command.
     #[serde(default = "default_bot_login")]
     pub bot_login: String,
-    /// Deliveries larger than this are refused with 413.
+    /// Deliveries larger than this are refused with 413. GitHub caps payloads at 25 MB;
+    /// the events Gatehouse reads (issues, pull requests, comments) are a few KiB to a few
+    /// hundred, so the default is 5 MiB.
     #[serde(default = "default_max_body")]
     pub max_body_bytes: usize,
     /// Where repositories are cloned from and pushed to (`{git_url}/owner/name.git`);
@@ -218,7 +228,7 @@ fn default_bot_login() -> String {
 }
 
 fn default_max_body() -> usize {
-    25 * 1024 * 1024
+    5 * 1024 * 1024
 }
 
 fn default_github_api() -> String {
@@ -269,6 +279,8 @@ pub struct SlackConfig {
     pub max_body_bytes: usize,
 }
 
+/// Slack's and Discord's requests (events, clicks, dialog submissions) are a few KiB;
+/// even a message with the most blocks Slack allows stays well under 1 MiB.
 fn default_chat_body_bytes() -> usize {
     1024 * 1024
 }
@@ -865,6 +877,19 @@ mod tests {
         assert_eq!(
             load_with("[server]\nmax_connections = 0\n", &[]).unwrap_err(),
             "server.max_connections must be more than zero"
+        );
+    }
+
+    #[test]
+    fn webhook_bodies_are_bounded_by_default() {
+        let c = load_with("[github]\n[slack]\n[discord]\n", &[]).unwrap();
+        assert_eq!(c.server.max_unverified_bodies, 16);
+        assert_eq!(c.github.unwrap().max_body_bytes, 5 * 1024 * 1024);
+        assert_eq!(c.slack.unwrap().max_body_bytes, 1024 * 1024);
+        assert_eq!(c.discord.unwrap().max_body_bytes, 1024 * 1024);
+        assert_eq!(
+            load_with("[server]\nmax_unverified_bodies = 0\n", &[]).unwrap_err(),
+            "server.max_unverified_bodies must be more than zero"
         );
     }
 

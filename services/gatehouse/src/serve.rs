@@ -206,7 +206,10 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
                 slack_client.as_ref(),
             )?);
         let api = spawn_ingest(config, api, github_client.clone(), &mut tasks, &shutdown)?;
-        let _ = routes.set(gatehouse_ingest::router(api));
+        let limits = gatehouse_ingest::WebhookLimits {
+            max_unverified_bodies: server.max_unverified_bodies,
+        };
+        let _ = routes.set(gatehouse_ingest::router_with(api, limits));
     }
     if has(Service::Notifier) {
         let mut notifier = Notifier::new(store.clone(), github_client)

@@ -275,3 +275,111 @@ fn at_sigterm_a_request_in_flight_is_answered() {
     assert_eq!(parse(&said).0, 401, "{said}");
     let _ = up.terminate();
 }
+
+/// Resident memory of `pid` in KiB: now (`VmRSS`) and at its peak (`VmHWM`).
+fn memory_kib(pid: u32) -> (u64, u64) {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let field = |name: &str| -> u64 {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap()
+    };
+    (field("VmRSS:"), field("VmHWM:"))
+}
+
+/// Posts `total` bytes of nothing in particular, unsigned and chunked (so only reading
+/// can tell how large it is), as fast as the server takes them; returns the status the
+/// server answered with (0: none, the connection was cut) and how long that took.
+fn flood(port: u16, path: &str, total: usize, go: &std::sync::Barrier) -> (u16, Duration) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(60)))
+        .unwrap();
+    let mut writer = stream.try_clone().unwrap();
+    let path = path.to_owned();
+    go.wait();
+    let start = Instant::now();
+    let sender = std::thread::spawn(move || {
+        let chunk = vec![b'x'; 64 * 1024];
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-GitHub-Event: ping\r\nX-GitHub-Delivery: flood\r\nTransfer-Encoding: chunked\r\n\r\n"
+        );
+        if writer.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        let mut sent = 0;
+        while sent < total {
+            let frame = [format!("{:x}\r\n", chunk.len()).as_bytes(), &chunk, b"\r\n"].concat();
+            if writer.write_all(&frame).is_err() {
+                return;
+            }
+            sent += chunk.len();
+        }
+        let _ = writer.write_all(b"0\r\n\r\n");
+    });
+    let mut line = Vec::new();
+    let mut byte = [0u8; 1];
+    while !line.ends_with(b"\r\n") {
+        match stream.read(&mut byte) {
+            Ok(1) => line.push(byte[0]),
+            _ => break,
+        }
+    }
+    let took = start.elapsed();
+    let _ = stream.shutdown(std::net::Shutdown::Both);
+    let _ = sender.join();
+    (parse(&String::from_utf8_lossy(&line)).0, took)
+}
+
+#[test]
+fn unsigned_floods_hold_no_more_than_the_documented_body_memory() {
+    let up = Up::start("", WEBHOOKS, &[]);
+    let routes = [
+        "/webhooks/github",
+        "/webhooks/slack/events",
+        "/webhooks/discord/interactions",
+    ];
+    // Warm up every route (allocator arenas, lazy statics) before the baseline.
+    for route in routes {
+        let go = std::sync::Barrier::new(1);
+        flood(up.port, route, 64 * 1024, &go);
+    }
+    let pid = up.pid();
+    // Reset the peak, so VmHWM is the peak of the flood alone.
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").unwrap();
+    let (baseline, _) = memory_kib(pid);
+    let go = std::sync::Arc::new(std::sync::Barrier::new(40));
+    let posts: Vec<_> = (0..40)
+        .map(|i| {
+            let (port, route, go) = (up.port, routes[i % routes.len()], go.clone());
+            std::thread::spawn(move || flood(port, route, 25 * 1024 * 1024, &go))
+        })
+        .collect();
+    let answers: Vec<(u16, Duration)> = posts.into_iter().map(|p| p.join().unwrap()).collect();
+    let (_, peak) = memory_kib(pid);
+    let grew_mib = peak.saturating_sub(baseline) as f64 / 1024.0;
+    // docs/security-edge.md: max_unverified_bodies (16) × the largest max_body_bytes
+    // (GitHub's 5 MiB) = 80 MiB of body bytes.
+    let bound_mib = 16.0 * 5.0;
+    let busy = answers.iter().filter(|(s, _)| *s == 503).count();
+    let too_large = answers.iter().filter(|(s, _)| *s == 413).count();
+    let slowest = answers.iter().map(|(_, t)| *t).max().unwrap();
+    eprintln!(
+        "40 unsigned 25 MiB posts: resident memory {baseline} KiB → peak {peak} KiB (+{grew_mib:.1} MiB, bound {bound_mib} MiB); {busy} × 503, {too_large} × 413; slowest answer {slowest:?}"
+    );
+    assert!(
+        grew_mib <= bound_mib,
+        "resident memory grew by {grew_mib:.1} MiB, more than {bound_mib} MiB"
+    );
+    assert_eq!(
+        busy + too_large,
+        40,
+        "every post is refused unread (503) or at the limit (413): {answers:?}"
+    );
+    assert!(busy > 0, "40 at once is more than 16 slots: {answers:?}");
+    assert!(slowest < Duration::from_secs(10), "{answers:?}");
+    // Nothing was stored, and the webhooks still answer.
+    assert_eq!(get(up.port, "/healthz", None).unwrap().0, 200);
+}

@@ -28,6 +28,7 @@ mod state;
 mod tokens;
 mod trace;
 pub mod views;
+mod webhook_limits;
 
 pub use auth::{hash_token, new_token};
 pub use chat::{ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
@@ -36,13 +37,19 @@ pub use error::ApiError;
 pub use github::{GithubSettings, ReconcileError, Trigger, reconcile_github};
 pub use people::{People, Person};
 pub use state::ApiState;
+pub use webhook_limits::WebhookLimits;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{get, post};
 
-/// The API's routes, under `/api/v1`, plus `/healthz`.
+/// The API's routes, under `/api/v1`, plus `/healthz`, with the default webhook limits.
 pub fn router(state: ApiState) -> Router {
+    router_with(state, WebhookLimits::default())
+}
+
+/// [`router`], with `limits` on the webhooks' unverified bodies.
+pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
     let api = Router::new()
         .route("/runs", post(runs::start).get(runs::list))
         .route("/runs/{id}", get(runs::show))
@@ -71,43 +78,54 @@ pub fn router(state: ApiState) -> Router {
         // Outside the token check, so a refused request is logged in its trace too.
         .route_layer(axum::middleware::from_fn(trace::api_request))
         .route("/openapi.json", get(openapi::document));
+    // Every webhook route reads its body before the signature can be checked: one set of
+    // slots bounds how many are read at once, each route's limit how large they may be.
+    let admission = webhook_limits::Admission::new(limits);
+    let body_limit =
+        |configured: Option<usize>| configured.unwrap_or(webhook_limits::UNCONFIGURED_BODY_BYTES);
+    let github_limit = body_limit(state.github.as_ref().map(|g| g.max_body_bytes));
     let webhooks = Router::new()
         .route("/webhooks/github", post(github::receive))
+        .layer(DefaultBodyLimit::max(github_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            admission.rule("github", github_limit),
+            webhook_limits::admit,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             "github",
             trace::webhook,
         ));
-    let webhooks = match &state.github {
-        Some(github) => webhooks.layer(DefaultBodyLimit::max(github.max_body_bytes)),
-        None => webhooks,
-    };
+    let slack_limit = body_limit(state.chat.slack.as_ref().map(|s| s.max_body_bytes));
     let slack = Router::new()
         .route("/webhooks/slack/events", post(chat::slack_events))
         .route(
             "/webhooks/slack/interactions",
             post(chat::slack_interactions),
         )
+        .layer(DefaultBodyLimit::max(slack_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            admission.rule("slack", slack_limit),
+            webhook_limits::admit,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             "slack",
             trace::webhook,
         ));
-    let slack = match &state.chat.slack {
-        Some(s) => slack.layer(DefaultBodyLimit::max(s.max_body_bytes)),
-        None => slack,
-    };
+    let discord_limit = body_limit(state.chat.discord.as_ref().map(|d| d.max_body_bytes));
     let discord = Router::new()
         .route(
             "/webhooks/discord/interactions",
             post(chat::discord_interactions),
         )
+        .layer(DefaultBodyLimit::max(discord_limit))
+        .layer(axum::middleware::from_fn_with_state(
+            admission.rule("discord", discord_limit),
+            webhook_limits::admit,
+        ))
         .layer(axum::middleware::from_fn_with_state(
             "discord",
             trace::webhook,
         ));
-    let discord = match &state.chat.discord {
-        Some(d) => discord.layer(DefaultBodyLimit::max(d.max_body_bytes)),
-        None => discord,
-    };
     Router::new()
         .nest("/api/v1", api)
         .merge(webhooks)
