@@ -274,9 +274,15 @@ fn labeled(label: &str) -> Value {
     payload
 }
 
-/// The real `issue_comment.created` payload with another body and author.
+/// The real `issue_comment.created` payload with another body and author, as a comment of
+/// its own: GitHub never sends two comments (or two versions of one) with the same id and
+/// `updated_at`, and Gatehouse runs a version's commands once.
 fn comment(login: &str, body: &str) -> Value {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
     let mut payload = fixture("issue_comment.created");
+    let id = payload["comment"]["id"].as_u64().unwrap()
+        + NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    payload["comment"]["id"] = json!(id);
     payload["comment"]["body"] = json!(body);
     payload["comment"]["user"]["login"] = json!(login);
     payload["sender"]["login"] = json!(login);
@@ -292,6 +298,7 @@ on_both_backends!(
     a_label_starts_its_sop_once_however_often_it_is_delivered,
     a_delivery_stored_before_a_crash_is_processed_after_the_restart,
     comment_commands_act_for_configured_people_only,
+    a_comment_delivered_again_under_a_new_delivery_id_starts_nothing,
     issue_events_keep_the_requirement_current,
     forks_and_removed_labels_follow_their_trigger,
     the_status_comment_is_posted_once_and_edited_in_place,
@@ -510,6 +517,42 @@ async fn comment_commands_act_for_configured_people_only(backend: Backend) {
     let note = hub.note("c-5").await;
     assert!(note.contains("unknown command"), "{note}");
     assert!(note.contains("run: started `quick`"), "{note}");
+    hub.stop().await;
+}
+
+async fn a_comment_delivered_again_under_a_new_delivery_id_starts_nothing(backend: Backend) {
+    let hub = Hub::start(backend, vec![], true).await;
+    let written = comment("bob-gh", "/gatehouse run quick");
+    let (id, at) = (&written["comment"]["id"], &written["comment"]["updated_at"]);
+    let again = format!(
+        "comment {id} as of {} was acted on already, by another delivery",
+        at.as_str().unwrap()
+    );
+    hub.deliver("issue_comment", "r-1", &written).await;
+    let note = hub.note("r-1").await;
+    assert!(note.contains("run: started `quick`"), "{note}");
+    // The same body under a new delivery id: a redelivery, a second hook, a replay.
+    hub.deliver("issue_comment", "r-2", &written).await;
+    assert_eq!(hub.note("r-2").await, again);
+
+    // An edit is a new version of the comment: the command it added runs.
+    let mut edited = written.clone();
+    edited["action"] = json!("edited");
+    edited["comment"]["body"] = json!("/gatehouse run quick\n/gatehouse run quick");
+    edited["comment"]["updated_at"] = json!("2019-05-15T15:30:00Z");
+    edited["changes"] = json!({"body": {"from": "/gatehouse run quick"}});
+    hub.deliver("issue_comment", "r-3", &edited).await;
+    let note = hub.note("r-3").await;
+    assert!(note.contains("run: started `quick`"), "{note}");
+    hub.deliver("issue_comment", "r-4", &edited).await;
+    assert_eq!(
+        hub.note("r-4").await,
+        again.replace(at.as_str().unwrap(), "2019-05-15T15:30:00Z")
+    );
+    hub.runs_where(1, 2, |_| true).await;
+    // Two runs, not four, however long one waits.
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    hub.runs_where(1, 2, |_| true).await;
     hub.stop().await;
 }
 

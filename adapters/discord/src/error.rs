@@ -12,6 +12,21 @@ pub enum SignatureError {
     /// No `X-Signature-Timestamp` header.
     #[error("the request has no X-Signature-Timestamp header")]
     MissingTimestamp,
+    /// The timestamp header is not Unix seconds.
+    #[error("the X-Signature-Timestamp header `{0}` is not a Unix time")]
+    BadTimestamp(String),
+    /// The timestamp is too far from now: an old request replayed, or a wrong clock.
+    #[error(
+        "the request's timestamp {timestamp} is {skew} s from now ({now}); more than 5 minutes is refused as a possible replay"
+    )]
+    Stale {
+        /// The request's timestamp.
+        timestamp: i64,
+        /// Our clock.
+        now: i64,
+        /// How far apart they are, in seconds.
+        skew: i64,
+    },
     /// The signature header is not 64 bytes of hex.
     #[error("the X-Signature-Ed25519 header is not a hex Ed25519 signature")]
     BadHex,

@@ -22,4 +22,4 @@ pub use interactions::{
     Component, Interaction, ModalSubmit, deferred_update, ephemeral_reply, parse_interaction, pong,
     reject_modal, send_back_modal,
 };
-pub use signature::{PublicKey, sign_interaction, verify_interaction};
+pub use signature::{MAX_SKEW_SECONDS, PublicKey, sign_interaction, verify_interaction};

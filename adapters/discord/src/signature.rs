@@ -1,10 +1,16 @@
 //! Discord signs every HTTP interaction with the application's Ed25519 key over the
 //! `X-Signature-Timestamp` header followed by the raw body; an endpoint that accepts an
 //! unsigned or mis-signed request is removed from the application by Discord's own checks.
+//! The signature never expires, so the timestamp must also be recent: a captured request
+//! replayed later (a click that approves a gate) is refused like a forged one.
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 
 use crate::error::SignatureError;
+
+/// How far an interaction's timestamp may be from our clock, either way: the same
+/// 5-minute window Slack documents for its signatures.
+pub const MAX_SKEW_SECONDS: i64 = 300;
 
 /// The application's public key from the developer portal, checked once at start-up so a
 /// bad key fails the configuration rather than every request.
@@ -26,7 +32,9 @@ impl PublicKey {
 }
 
 /// Checks an interaction request before anything reads its body. `signature` and
-/// `timestamp` are the `X-Signature-Ed25519` and `X-Signature-Timestamp` headers.
+/// `timestamp` are the `X-Signature-Ed25519` and `X-Signature-Timestamp` headers (Unix
+/// seconds, which must be within [`MAX_SKEW_SECONDS`] of `now_unix`; passed in so tests
+/// and replays of recorded requests can fix the clock).
 ///
 /// Uses `verify_strict`, which also refuses the malleable and small-order signatures plain
 /// Ed25519 verification lets through.
@@ -35,9 +43,22 @@ pub fn verify_interaction(
     signature: Option<&str>,
     timestamp: Option<&str>,
     body: &[u8],
+    now_unix: i64,
 ) -> Result<(), SignatureError> {
     let signature = signature.ok_or(SignatureError::MissingSignature)?;
     let timestamp = timestamp.ok_or(SignatureError::MissingTimestamp)?;
+    let seconds: i64 = timestamp
+        .trim()
+        .parse()
+        .map_err(|_| SignatureError::BadTimestamp(timestamp.to_owned()))?;
+    let skew = now_unix.saturating_sub(seconds).saturating_abs();
+    if skew > MAX_SKEW_SECONDS {
+        return Err(SignatureError::Stale {
+            timestamp: seconds,
+            now: now_unix,
+            skew,
+        });
+    }
     let bytes: [u8; 64] = hex::decode(signature)
         .ok()
         .and_then(|b| b.try_into().ok())
@@ -67,6 +88,7 @@ mod tests {
     const BODY: &[u8] =
         include_bytes!("../../../fixtures/discord/interaction.ping.discord-interactions-js.json");
     const TIMESTAMP: &str = "1700000000";
+    const NOW: i64 = 1_700_000_000;
 
     fn keys() -> (SigningKey, PublicKey) {
         let signing = SigningKey::generate(&mut rand::rngs::OsRng);
@@ -79,7 +101,29 @@ mod tests {
     fn a_signed_fixture_verifies() {
         let (signing, public) = keys();
         let signature = sign_interaction(&signing, TIMESTAMP, BODY);
-        verify_interaction(&public, Some(&signature), Some(TIMESTAMP), BODY).unwrap();
+        verify_interaction(&public, Some(&signature), Some(TIMESTAMP), BODY, NOW).unwrap();
+        // At the edge of the window, both ways.
+        verify_interaction(&public, Some(&signature), Some(TIMESTAMP), BODY, NOW + 300).unwrap();
+        verify_interaction(&public, Some(&signature), Some(TIMESTAMP), BODY, NOW - 300).unwrap();
+    }
+
+    #[test]
+    fn a_correctly_signed_old_or_future_request_is_refused() {
+        let (signing, public) = keys();
+        let signature = sign_interaction(&signing, TIMESTAMP, BODY);
+        let at = |now| verify_interaction(&public, Some(&signature), Some(TIMESTAMP), BODY, now);
+        assert!(matches!(
+            at(NOW + 301),
+            Err(SignatureError::Stale { skew: 301, .. })
+        ));
+        assert!(matches!(at(NOW - 301), Err(SignatureError::Stale { .. })));
+        let soon = sign_interaction(&signing, "soon", BODY);
+        assert!(matches!(
+            verify_interaction(&public, Some(&soon), Some("soon"), BODY, NOW),
+            Err(SignatureError::BadTimestamp(t)) if t == "soon"
+        ));
+        let message = at(NOW + 3600).unwrap_err().to_string();
+        assert!(message.contains("replay"), "{message}");
     }
 
     #[test]
@@ -89,7 +133,7 @@ mod tests {
         let mut tampered = BODY.to_vec();
         tampered[BODY.len() - 2] ^= 1;
         let refused = |sig: Option<&str>, ts: Option<&str>, body: &[u8]| {
-            verify_interaction(&public, sig, ts, body).unwrap_err()
+            verify_interaction(&public, sig, ts, body, NOW).unwrap_err()
         };
         assert!(matches!(
             refused(Some(&signature), Some(TIMESTAMP), &tampered),
@@ -123,7 +167,7 @@ mod tests {
         let (_, other) = keys();
         let signature = sign_interaction(&signing, TIMESTAMP, BODY);
         assert!(matches!(
-            verify_interaction(&other, Some(&signature), Some(TIMESTAMP), BODY),
+            verify_interaction(&other, Some(&signature), Some(TIMESTAMP), BODY, NOW),
             Err(SignatureError::Mismatch)
         ));
     }

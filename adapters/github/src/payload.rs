@@ -164,6 +164,9 @@ pub struct Comment {
     pub user: User,
     /// Link.
     pub html_url: String,
+    /// Last change (creation or edit): with `id`, names this version of the comment.
+    #[serde(default)]
+    pub updated_at: String,
 }
 
 /// `changes` of an edited comment.

@@ -11,6 +11,7 @@
 mod attempts;
 mod chat;
 mod claims;
+mod comment_dedup;
 mod comments;
 mod dead_letter;
 mod deliveries;

@@ -901,8 +901,9 @@ fn slack_and_discord_from_the_config_file() {
         "data": { "custom_id": approve, "component_type": 2 },
     })
     .to_string();
-    let timestamp = "1796000000";
-    let signature = gatehouse_discord::sign_interaction(&key, timestamp, click.as_bytes());
+    // Interactions signed more than five minutes from now are refused as replays.
+    let timestamp = chrono::Utc::now().timestamp().to_string();
+    let signature = gatehouse_discord::sign_interaction(&key, &timestamp, click.as_bytes());
     let answer: Value = runtime.block_on(async {
         http.post(format!("{url}/webhooks/discord/interactions"))
             .header("X-Signature-Ed25519", signature)

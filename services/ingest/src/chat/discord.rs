@@ -37,6 +37,7 @@ pub(crate) async fn interactions(
         header("x-signature-ed25519"),
         header("x-signature-timestamp"),
         &body,
+        chrono::Utc::now().timestamp(),
     )
     .map_err(|why| {
         metrics::counter!("gatehouse_webhook_rejected_total", "source" => "discord", "reason" => "signature")

@@ -156,6 +156,16 @@ impl ApiState {
         if found.is_empty() {
             return Ok(Outcome::ignored("no command in the comment"));
         }
+        // The same version of the comment under another delivery id runs nothing again.
+        if !tx
+            .claim_comment_commands(e.comment.id, &e.comment.updated_at, delivery)
+            .await?
+        {
+            return Ok(Outcome::ignored(format!(
+                "comment {} as of {} was acted on already, by another delivery",
+                e.comment.id, e.comment.updated_at
+            )));
+        }
         let actor = self.github_actor(&e.comment.user.login);
         let mut notes = Vec::new();
         let mut replies = Vec::new();
