@@ -304,6 +304,11 @@ impl Step<'_> {
                 if !gate.allow_requester && self.state.requested_by.as_deref() == Some(&person) {
                     return Err(Rejection::RequesterMayNotApprove(id.to_owned()));
                 }
+                if !gate.allow_requester
+                    && self.state.requirement_author.as_deref() == Some(&person)
+                {
+                    return Err(Rejection::AuthorMayNotApprove(id.to_owned()));
+                }
                 let approvals = match self.state.nodes[id].gate.as_mut() {
                     Some(g) => &mut g.approvals,
                     None => return Err(Rejection::NotAGate(id.to_owned())),

@@ -207,6 +207,9 @@ pub enum Rejection {
     /// The requester approving their own requirement.
     #[error("the requester may not approve their own requirement at gate `{0}`")]
     RequesterMayNotApprove(String),
+    /// The requirement's author approving the work done on it.
+    #[error("the requirement's author may not approve the work on it at gate `{0}`")]
+    AuthorMayNotApprove(String),
     /// A second approval by the same person.
     #[error(
         "{person} has already approved gate `{gate}`; it needs approvals from different people"

@@ -14,6 +14,10 @@ pub struct RunState {
     pub nodes: IndexMap<String, NodeState>,
     /// The person who asked for the work; gates refuse their approval by default.
     pub requested_by: Option<String>,
+    /// The person whose requirement this is (the GitHub issue's author, the chat
+    /// requester), when the run works on one; held to the same rule as the requester.
+    #[serde(default)]
+    pub requirement_author: Option<String>,
     /// No new dispatches while set.
     pub paused: bool,
     /// Set by cancel.
@@ -96,6 +100,7 @@ impl RunState {
             status: RunStatus::Queued,
             nodes,
             requested_by,
+            requirement_author: None,
             paused: false,
             cancelled: false,
             failure: None,

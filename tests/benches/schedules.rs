@@ -53,6 +53,7 @@ fn schedule(name: String, cron: String) -> ScheduleRow {
         paused: false,
         pause_note: None,
         source: "api".into(),
+        owner: "admin".into(),
         since_ms: now.timestamp_millis(),
         next_due_ms: Some(0),
         revision: 0,

@@ -252,15 +252,46 @@ async fn attempts_are_begun_once_and_keep_results_artifacts_and_logs(backend: Ba
 
 async fn tokens_are_found_by_hash_only(backend: Backend) {
     let db = TestDb::new(backend).await;
-    db.store.create_token("admin", "hash-1").await.unwrap();
+    let token = |name: &'static str, hash: &'static str| gatehouse_store::NewToken {
+        name,
+        person: "ana",
+        created_by: "admin",
+        scopes: "read",
+        expires_at: None,
+        hash,
+    };
+    let created = db
+        .store
+        .create_token(&token("ana", "hash-1"))
+        .await
+        .unwrap();
+    assert_eq!(created.map(|t| t.person).as_deref(), Some("ana"));
+    let found = db.store.token_by_hash("hash-1").await.unwrap().unwrap();
     assert_eq!(
-        db.store.token_name("hash-1").await.unwrap().as_deref(),
-        Some("admin")
+        (found.name.as_str(), found.scopes.as_str()),
+        ("ana", "read")
     );
-    assert_eq!(db.store.token_name("hash-2").await.unwrap(), None);
-    assert!(
-        db.store.create_token("again", "hash-1").await.is_err(),
+    assert_eq!(db.store.token_by_hash("hash-2").await.unwrap(), None);
+    assert_eq!(
+        db.store
+            .create_token(&token("again", "hash-1"))
+            .await
+            .unwrap(),
+        None,
         "hashes are unique"
     );
+    assert_eq!(
+        db.store
+            .create_token(&token("ana", "hash-3"))
+            .await
+            .unwrap(),
+        None,
+        "names are unique"
+    );
+    assert!(db.store.revoke_token("ana").await.unwrap());
+    assert!(!db.store.revoke_token("ana").await.unwrap(), "once");
+    let revoked = db.store.token_by_hash("hash-1").await.unwrap().unwrap();
+    assert!(revoked.revoked_at.is_some());
+    assert!(db.store.tokens(Some("ana")).await.unwrap().is_empty());
     db.cleanup().await;
 }

@@ -134,6 +134,7 @@ fn row(name: &str, cron: &str, sop: &str, overlap: &str, window: Duration) -> Sc
         paused: false,
         pause_note: None,
         source: "api".into(),
+        owner: "admin".into(),
         since_ms: at("2030-01-01T00:00:00Z").as_millisecond(),
         next_due_ms: Some(0),
         revision: 0,
@@ -409,6 +410,7 @@ async fn manual_triggers_obey_the_overlap_policy(backend: Backend) {
         run_id: None,
         fired_ms: ms,
         lateness_ms: 0,
+        requested_by: Some("ana".into()),
     };
     let store = setup.db.store.clone();
     let request = |ms| {
@@ -460,8 +462,11 @@ async fn backfill_runs_missed_times_one_after_another(backend: Backend) {
     let now = at("2030-01-03T12:00:00Z").as_millisecond();
     for night in ["01", "02"] {
         let t = at(&format!("2030-01-{night}T03:00:00Z")).as_millisecond();
-        assert!(tx.backfill_fire("nightly", t, now).await.unwrap());
-        assert!(!tx.backfill_fire("nightly", t, now).await.unwrap(), "once");
+        assert!(tx.backfill_fire("nightly", t, now, "ana").await.unwrap());
+        assert!(
+            !tx.backfill_fire("nightly", t, now, "ana").await.unwrap(),
+            "once"
+        );
     }
     tx.commit().await.unwrap();
     assert_eq!(

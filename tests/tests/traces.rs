@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use gatehouse_bus::{Bus, ConsumerSpec, JetStreamBus};
 use gatehouse_events::{Envelope, TraceParent};
-use gatehouse_ingest::{ApiState, hash_token};
+use gatehouse_ingest::ApiState;
 use gatehouse_sop::Catalog;
 use gatehouse_tests::captured::Captured;
 use gatehouse_tests::{Backend, Services, TestDb, TestNats, nats_url, quick_retry};
@@ -55,10 +55,7 @@ async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
     let stop = CancellationToken::new();
     let api = ApiState::new(db.store.clone(), Arc::new(catalog));
     let url = gatehouse_tests::serve_api(api, stop.clone()).await;
-    db.store
-        .create_token("ana", &hash_token("secret-token"))
-        .await
-        .unwrap();
+    gatehouse_tests::token_for(&db.store, "admin", "secret-token").await;
 
     let accepted: serde_json::Value = reqwest::Client::new()
         .post(format!("{url}/api/v1/runs"))

@@ -40,6 +40,8 @@ pub struct ScheduleRow {
     pub pause_note: Option<String>,
     /// `config` or `api`.
     pub source: String,
+    /// The person accountable for its runs: who created or last changed it.
+    pub owner: String,
     /// Fires before this (epoch ms) are not owed: set at creation and on resume.
     pub since_ms: i64,
     /// When the next fire is due (epoch ms); 0 = not computed yet, `None` = ended.
@@ -69,6 +71,8 @@ pub struct FireRow {
     pub fired_ms: i64,
     /// How long after it was due it was handled.
     pub lateness_ms: i64,
+    /// Who triggered or backfilled it by hand; cron fires answer to the schedule's owner.
+    pub requested_by: Option<String>,
 }
 
 /// How many fires a schedule has had.
@@ -82,9 +86,10 @@ pub struct FireCounts {
 
 const SCHEDULE_COLUMNS: &str = "name, cron, timezone, sop, params, overlap, catchup_window_ms, \
      jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms, revision, \
-     created_at, updated_at";
+     created_at, updated_at, owner";
 
-const FIRE_COLUMNS: &str = "schedule, scheduled_ms, kind, outcome, run_id, fired_ms, lateness_ms";
+const FIRE_COLUMNS: &str =
+    "schedule, scheduled_ms, kind, outcome, run_id, fired_ms, lateness_ms, requested_by";
 
 impl Store {
     /// Creates or updates a schedule by name (the configuration file's schedules); an
@@ -96,7 +101,7 @@ impl Store {
                sop = excluded.sop, params = excluded.params, overlap = excluded.overlap,
                catchup_window_ms = excluded.catchup_window_ms, jitter_ms = excluded.jitter_ms,
                starts_ms = excluded.starts_ms, ends_ms = excluded.ends_ms,
-               source = excluded.source, next_due_ms = 0,
+               source = excluded.source, owner = excluded.owner, next_due_ms = 0,
                revision = schedules.revision + 1, updated_at = excluded.updated_at",
         )
         .await
@@ -114,8 +119,8 @@ impl Store {
         let sql = format!(
             "INSERT INTO schedules (name, cron, timezone, sop, params, overlap, catchup_window_ms,
                jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms,
-               revision, created_at, updated_at)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16)
+               revision, created_at, updated_at, owner)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16, $17)
              ON CONFLICT (name) {on_conflict}"
         );
         Ok(with_pool!(self, pool => {
@@ -136,6 +141,7 @@ impl Store {
                 .bind(s.since_ms)
                 .bind(s.created_at)
                 .bind(s.updated_at)
+                .bind(&s.owner)
                 .execute(pool)
                 .await?
                 .rows_affected()
@@ -393,8 +399,8 @@ impl Tx {
         let inserted = with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO schedule_fires (schedule, scheduled_ms, kind, outcome, run_id, fired_ms,
-                   lateness_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (schedule, scheduled_ms) DO NOTHING",
+                   lateness_ms, requested_by)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (schedule, scheduled_ms) DO NOTHING",
             )
             .bind(&fire.schedule)
             .bind(fire.scheduled_ms)
@@ -403,6 +409,7 @@ impl Tx {
             .bind(fire.run_id)
             .bind(fire.fired_ms)
             .bind(fire.lateness_ms)
+            .bind(&fire.requested_by)
             .execute(conn)
             .await?
             .rows_affected()
@@ -439,6 +446,7 @@ impl Tx {
         schedule: &str,
         scheduled_ms: i64,
         now_ms: i64,
+        requested_by: &str,
     ) -> Result<bool, StoreError> {
         let fire = FireRow {
             schedule: schedule.to_owned(),
@@ -448,18 +456,21 @@ impl Tx {
             run_id: None,
             fired_ms: now_ms,
             lateness_ms: 0,
+            requested_by: Some(requested_by.to_owned()),
         };
         if self.record_fire(&fire).await? {
             return Ok(true);
         }
         let updated = with_tx!(self, conn => {
             sqlx::query(
-                "UPDATE schedule_fires SET outcome = 'buffered', kind = 'backfill', fired_ms = $1
+                "UPDATE schedule_fires SET outcome = 'buffered', kind = 'backfill', fired_ms = $1,
+                   requested_by = $4
                  WHERE schedule = $2 AND scheduled_ms = $3 AND outcome LIKE 'skipped%'",
             )
             .bind(now_ms)
             .bind(schedule)
             .bind(scheduled_ms)
+            .bind(requested_by)
             .execute(conn)
             .await?
             .rows_affected()

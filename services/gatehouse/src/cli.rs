@@ -11,10 +11,13 @@ Examples:
   # Run everything on this machine (SQLite and workspaces in .gatehouse/)
   gatehouse up
 
-  # From a second terminal: start the built-in check, follow it, approve its gate
+  # From a second terminal: start the built-in check; a lead reads its report and
+  # approves its gate (the requester may not approve their own work)
   gatehouse run start platform-check
-  gatehouse gate list
-  gatehouse gate approve <RUN>/confirm
+  gatehouse person add ana --group leads
+  T=$(gatehouse token create ana --json | jq -r .token)
+  gatehouse run artifact <RUN> report welcome.md --token $T
+  gatehouse gate approve <RUN>/confirm --token $T
   gatehouse run watch <RUN>
 
   # Prepare the embedded SQLite database in .gatehouse/
@@ -126,7 +129,16 @@ pub enum Command {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Manage API tokens.
+    /// The people known to Gatehouse (administrators add and remove them).
+    Person {
+        /// What to do.
+        #[command(subcommand)]
+        command: PersonCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Manage API tokens: each acts for one person, with scopes.
     Token {
         /// What to do.
         #[command(subcommand)]
@@ -225,6 +237,21 @@ pub enum RunCommand {
         #[arg(long)]
         node: String,
     },
+    /// Print (or save) an artifact a node produced, e.g. the report a gate asks about.
+    Artifact {
+        /// Run id.
+        run: String,
+        /// The node that produced it.
+        node: String,
+        /// The artifact's name, as `run show` lists it.
+        name: String,
+        /// Which attempt of the node (default: the latest that has it).
+        #[arg(long)]
+        attempt: Option<u32>,
+        /// Write it to this file instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
 }
 
 fn key_value(s: &str) -> Result<(String, String), String> {
@@ -270,10 +297,62 @@ pub enum GateCommand {
 /// `gatehouse token ...`
 #[derive(Debug, Subcommand)]
 pub enum TokenCommand {
-    /// Create a token acting as NAME; it is printed once.
+    /// Create a token acting for PERSON (default: yourself); it is printed once. Only an
+    /// administrator creates tokens for others.
     Create {
-        /// The person the token acts as.
+        /// The person it acts for (`gatehouse person list`).
+        person: Option<String>,
+        /// A unique name for it (default: the person's id, numbered if taken).
+        #[arg(long)]
+        name: Option<String>,
+        /// What it may do: read, run, decide, admin; repeat or separate with commas
+        /// (default: read, run and decide, as far as your own token has them).
+        #[arg(long = "scope", value_name = "SCOPE", value_delimiter = ',')]
+        scopes: Vec<String>,
+        /// It stops working after this long (`30d`, `12h`; default: never).
+        #[arg(long, value_name = "DURATION")]
+        expires: Option<String>,
+    },
+    /// Tokens in use: your own, or everyone's for an administrator.
+    List {
+        /// Only this person's (administrators).
+        #[arg(long)]
+        person: Option<String>,
+    },
+    /// Revoke a token by name: it stops working at once.
+    Revoke {
+        /// The token's name (`gatehouse token list`).
         name: String,
+    },
+}
+
+/// `gatehouse person ...`
+#[derive(Debug, Subcommand)]
+pub enum PersonCommand {
+    /// Add a person (administrators). Configured `[[people]]` are changed in the file.
+    Add {
+        /// Their Gatehouse id (what gates and tokens name).
+        id: String,
+        /// Their GitHub login.
+        #[arg(long)]
+        github: Option<String>,
+        /// Their Slack user id (U...).
+        #[arg(long)]
+        slack: Option<String>,
+        /// Their Discord user id.
+        #[arg(long)]
+        discord: Option<String>,
+        /// A group (gates name them as group:NAME; `admins` administer Gatehouse); repeat
+        /// or separate with commas.
+        #[arg(long = "group", value_name = "GROUP", value_delimiter = ',')]
+        groups: Vec<String>,
+    },
+    /// Everyone known: configured people and those added here.
+    List,
+    /// Remove a person added here, revoking their tokens (administrators).
+    Remove {
+        /// Their id.
+        id: String,
     },
 }
 

@@ -50,6 +50,24 @@ impl Client {
             .await
     }
 
+    /// GET raw bytes (an artifact).
+    pub async fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
+        let response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the Gatehouse server at {}", self.base))?;
+        let status = response.status();
+        let body = response.bytes().await?;
+        if !status.is_success() {
+            let text = String::from_utf8_lossy(&body);
+            bail!("{} ({status})", error_message(&text));
+        }
+        Ok(body.to_vec())
+    }
+
     /// DELETE a resource.
     pub async fn delete(&self, path: &str) -> anyhow::Result<()> {
         self.exchange(self.http.delete(format!("{}{path}", self.base)))
@@ -76,12 +94,28 @@ impl Client {
         let status = response.status();
         let body = response.text().await?;
         if !status.is_success() {
-            let message = serde_json::from_str::<serde_json::Value>(&body)
-                .ok()
-                .and_then(|v| v["error"].as_str().map(str::to_owned))
-                .unwrap_or(body);
-            bail!("{message} ({status})");
+            bail!("{} ({status})", error_message(&body));
         }
         Ok(body)
     }
+}
+
+/// The API's `{"error": ...}` message, or the body as it came.
+fn error_message(body: &str) -> String {
+    serde_json::from_str::<serde_json::Value>(body)
+        .ok()
+        .and_then(|v| v["error"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| body.to_owned())
+}
+
+/// One URL path segment, percent-encoded: whatever a name holds stays one segment.
+pub fn path_segment(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }

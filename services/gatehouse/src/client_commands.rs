@@ -1,4 +1,4 @@
-//! The client verbs: `run ...`, `gate ...`, `token create`.
+//! The client verbs `run ...` and `gate ...`.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -7,7 +7,7 @@ use anyhow::bail;
 use gatehouse_ingest::views::*;
 use serde_json::json;
 
-use crate::cli::{GateCommand, RunCommand, TokenCommand};
+use crate::cli::{GateCommand, RunCommand};
 use crate::client::Client;
 
 /// `gatehouse run ...`
@@ -53,6 +53,13 @@ pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow:
             print(as_json, &run, || tree(&run))
         }
         RunCommand::Watch { id } => watch(client, &id).await,
+        RunCommand::Artifact {
+            run,
+            node,
+            name,
+            attempt,
+            output,
+        } => artifact(client, &run, &node, &name, attempt, output.as_deref()).await,
         RunCommand::Cancel { id } => {
             command_verb(
                 client,
@@ -168,18 +175,6 @@ pub async fn gate(client: &Client, command: GateCommand, as_json: bool) -> anyho
     })
 }
 
-/// `gatehouse token create`
-pub async fn token(client: &Client, command: TokenCommand, as_json: bool) -> anyhow::Result<()> {
-    let TokenCommand::Create { name } = command;
-    let created: TokenCreated = client.post("/tokens", &CreateToken { name }).await?;
-    print(as_json, &created, || {
-        format!(
-            "{}\n(shown once; it acts as `{}`)",
-            created.token, created.name
-        )
-    })
-}
-
 pub(crate) fn print(
     as_json: bool,
     value: &impl serde::Serialize,
@@ -286,6 +281,65 @@ fn total(t: &UsageTotal) -> String {
 
 fn dollars(usd: f64) -> String {
     format!("${usd:.4}")
+}
+
+/// `gatehouse run artifact`: the bytes as the API serves them, to stdout or a file. The
+/// attempt defaults to the latest one of the node that recorded the name.
+async fn artifact(
+    client: &Client,
+    run: &str,
+    node: &str,
+    name: &str,
+    attempt: Option<u32>,
+    output: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
+    let attempt = match attempt {
+        Some(attempt) => attempt,
+        None => {
+            let shown: RunDetail = client.get(&format!("/runs/{run}")).await?;
+            let recorded: Vec<_> = shown.artifacts.iter().filter(|a| a.node == node).collect();
+            match recorded
+                .iter()
+                .filter(|a| a.name == name)
+                .map(|a| a.attempt)
+                .max()
+            {
+                Some(attempt) => u32::try_from(attempt).unwrap_or_default(),
+                None if recorded.is_empty() => {
+                    bail!("node `{node}` of run {run} has recorded no artifacts")
+                }
+                None => {
+                    let mut names: Vec<&str> = recorded.iter().map(|a| a.name.as_str()).collect();
+                    names.dedup();
+                    bail!(
+                        "node `{node}` of run {run} recorded no `{name}`; it has: {}",
+                        names.join(", ")
+                    )
+                }
+            }
+        }
+    };
+    let path = format!(
+        "/runs/{run}/artifacts/{}/{attempt}/{}",
+        crate::client::path_segment(node),
+        name.split('/')
+            .map(crate::client::path_segment)
+            .collect::<Vec<_>>()
+            .join("/")
+    );
+    let bytes = client.get_bytes(&path).await?;
+    match output {
+        Some(file) => {
+            std::fs::write(file, &bytes)
+                .map_err(|e| anyhow::anyhow!("writing {}: {e}", file.display()))?;
+            eprintln!("wrote {} ({} B)", file.display(), bytes.len());
+        }
+        None => {
+            use std::io::Write;
+            std::io::stdout().write_all(&bytes)?;
+        }
+    }
+    Ok(())
 }
 
 /// Prints node changes and output until the run ends; fails unless it succeeded.

@@ -442,6 +442,14 @@ pub struct ScheduleConfig {
     pub start: Option<String>,
     /// No fire after this RFC 3339 time.
     pub end: Option<String>,
+    /// The person its runs answer to (the requester rule of gates holds them to it); the
+    /// bootstrap administrator, `admin`, when not given.
+    #[serde(default = "default_owner")]
+    pub owner: String,
+}
+
+fn default_owner() -> String {
+    "admin".into()
 }
 
 impl ScheduleConfig {

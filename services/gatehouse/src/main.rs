@@ -7,6 +7,7 @@ mod client;
 mod client_commands;
 mod config;
 mod health;
+mod identity_commands;
 mod listener;
 mod logging;
 mod metrics;
@@ -155,7 +156,11 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
         Command::Token {
             command,
             client: args,
-        } => client_commands::token(&client(&args, &config)?, command, args.json).await,
+        } => identity_commands::token(&client(&args, &config)?, command, args.json).await,
+        Command::Person {
+            command,
+            client: args,
+        } => identity_commands::person(&client(&args, &config)?, command, args.json).await,
         Command::Migrate {
             database_url,
             nats_url,

@@ -11,12 +11,12 @@ use std::time::Duration;
 
 use anyhow::Context;
 use gatehouse_bus::{Bus, InProcessBus, JetStreamBus, Relay, RelayOptions};
-use gatehouse_ingest::{ApiState, hash_token, new_token};
+use gatehouse_ingest::{ApiState, BOOTSTRAP_ADMIN, Scopes, hash_token, new_token};
 use gatehouse_notifier::Notifier;
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_scheduler::Scheduler;
 use gatehouse_sop::Catalog;
-use gatehouse_store::Store;
+use gatehouse_store::{NewToken, Store};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
@@ -199,6 +199,7 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
         ensure_admin_token(&store, &file).await?;
         token_file = Some(file);
         let api = ApiState::new(store.clone(), catalog.clone())
+            .with_data_dir(&data_dir)
             .with_people(people(config))
             .with_chat(crate::chat::settings(
                 config,
@@ -405,14 +406,38 @@ async fn ensure_admin_token(store: &Store, path: &Path) -> anyhow::Result<()> {
         }
     };
     let hash = hash_token(&token);
-    if store.token_name(&hash).await?.is_none()
-        && let Err(err) = store.create_token("admin", &hash).await
-        // Another replica registered the same token in between.
-        && store.token_name(&hash).await?.is_none()
-    {
-        return Err(err.into());
+    // Named `admin`, or after its hash when an earlier admin token holds that name (the
+    // file was replaced while the database stayed).
+    for name in [
+        BOOTSTRAP_ADMIN.to_owned(),
+        format!("{BOOTSTRAP_ADMIN}-{}", &hash[..8]),
+    ] {
+        match store.token_by_hash(&hash).await? {
+            Some(row) if row.revoked_at.is_some() => {
+                tracing::warn!(token = %row.name, file = %path.display(),
+                    "the admin token in this file was revoked; delete the file and restart for a new one");
+                return Ok(());
+            }
+            Some(_) => return Ok(()),
+            None => {}
+        }
+        let new = NewToken {
+            name: &name,
+            person: BOOTSTRAP_ADMIN,
+            created_by: BOOTSTRAP_ADMIN,
+            scopes: &Scopes::all().to_stored(),
+            expires_at: None,
+            hash: &hash,
+        };
+        // `None`: another replica registered this token in between, or the name is taken.
+        if store.create_token(&new).await?.is_some() {
+            return Ok(());
+        }
     }
-    Ok(())
+    match store.token_by_hash(&hash).await? {
+        Some(_) => Ok(()),
+        None => anyhow::bail!("could not register the admin token of {}", path.display()),
+    }
 }
 
 /// The token in `path`, or `None` when there is no such file yet.
@@ -460,6 +485,7 @@ async fn sync_schedules(store: &Store, config: &Config, catalog: &Catalog) -> an
                 paused: false,
                 pause_note: None,
                 source: "config".into(),
+                owner: s.owner.clone(),
                 since_ms: now.timestamp_millis(),
                 created_at: now,
                 updated_at: now,
@@ -571,8 +597,13 @@ mod tests {
             started.unwrap();
         }
         let token = std::fs::read_to_string(&path).unwrap();
-        let name = store.token_name(&hash_token(token.trim())).await.unwrap();
-        assert_eq!(name.as_deref(), Some("admin"));
+        let row = store
+            .token_by_hash(&hash_token(token.trim()))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!((row.name.as_str(), row.person.as_str()), ("admin", "admin"));
+        assert_eq!(row.scopes, "read,run,decide,admin");
         let drafts: Vec<_> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name())

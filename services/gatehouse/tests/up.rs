@@ -505,6 +505,11 @@ fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
         up.fails(&["gate", "approve", &gate]),
         "error: the requester may not approve their own requirement at gate `confirm` (403 Forbidden)"
     );
+    assert_eq!(
+        up.fails(&["token", "create", "mallory"]),
+        "error: `mallory` is not one of the people known to Gatehouse; an administrator adds them first (`gatehouse person add mallory`) (422 Unprocessable Entity)"
+    );
+    up.json(&["person", "add", "mallory"]);
     let outsider = up.json(&["token", "create", "mallory"])["token"]
         .as_str()
         .unwrap()

@@ -1,20 +1,23 @@
-//! Bearer tokens.
+//! Bearer tokens: who a request acts for, and whether its token may use the route.
 
-use axum::extract::{Request, State};
+use axum::extract::{MatchedPath, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
+use chrono::Utc;
 use sha2::{Digest, Sha256};
 
+use crate::rights::{Caller, Scopes, required_scope};
 use crate::{ApiError, ApiState};
-
-/// The person a request acts as: the name the token was created with.
-#[derive(Debug, Clone)]
-pub struct Caller(pub String);
 
 /// How a token is stored: its SHA-256, hex.
 pub fn hash_token(token: &str) -> String {
-    Sha256::digest(token.as_bytes())
+    sha256_hex(token.as_bytes())
+}
+
+/// Hex SHA-256, as tokens and artifacts are recorded.
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
+    Sha256::digest(bytes)
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
@@ -29,12 +32,15 @@ pub fn new_token() -> String {
     )
 }
 
-/// Refuses requests without a valid `Authorization: Bearer` token (401).
+/// Refuses requests without a valid `Authorization: Bearer` token (401: missing,
+/// unknown, revoked, expired, or acting for someone no longer known) and requests whose
+/// token lacks the route's scope (403). The [`Caller`] goes to the handler.
 pub(crate) async fn require_token(
     State(state): State<ApiState>,
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
+    let unauthorized = |m: String| ApiError::new(StatusCode::UNAUTHORIZED, m);
     let token = request
         .headers()
         .get(axum::http::header::AUTHORIZATION)
@@ -42,12 +48,37 @@ pub(crate) async fn require_token(
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "missing bearer token"))?;
-    let name = state
+        .ok_or_else(|| unauthorized("missing bearer token".into()))?;
+    let row = state
         .store
-        .token_name(&hash_token(token))
+        .token_by_hash(&hash_token(token))
         .await?
-        .ok_or_else(|| ApiError::new(StatusCode::UNAUTHORIZED, "unknown token"))?;
-    request.extensions_mut().insert(Caller(name));
+        .ok_or_else(|| unauthorized("unknown token".into()))?;
+    if row.revoked_at.is_some() {
+        return Err(unauthorized(format!("token `{}` was revoked", row.name)));
+    }
+    if row.expires_at.is_some_and(|at| at <= Utc::now()) {
+        return Err(unauthorized(format!("token `{}` has expired", row.name)));
+    }
+    let people = state.people().await?;
+    let person = people.by_id(&row.person).ok_or_else(|| {
+        unauthorized(format!(
+            "token `{}` acts for `{}`, who is no longer one of the people known to Gatehouse",
+            row.name, row.person
+        ))
+    })?;
+    let caller = Caller {
+        person: person.id.clone(),
+        groups: person.groups.clone(),
+        scopes: Scopes::parse_stored(&row.scopes),
+        token: row.name,
+    };
+    let route = request
+        .extensions()
+        .get::<MatchedPath>()
+        .map(|p| p.as_str().trim_start_matches("/api/v1").to_owned())
+        .unwrap_or_default();
+    caller.require(required_scope(request.method(), &route))?;
+    request.extensions_mut().insert(caller);
     Ok(next.run(request).await)
 }

@@ -223,6 +223,9 @@ impl ApiState {
             .ok_or_else(|| ApiError::not_found(format!("no SOP named `{sop}`")))?;
         sop.check_start(&params)
             .map_err(|m| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
+        if let Some(person) = &actor.person {
+            self.may_start(sop, person).await?;
+        }
         let run_id = Uuid::now_v7();
         let request = RunRequested {
             run_id,

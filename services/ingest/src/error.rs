@@ -84,9 +84,9 @@ impl From<Rejection> for ApiError {
             Rejection::NotAGate(_)
             | Rejection::NotASendBackTarget { .. }
             | Rejection::CommentRequired => StatusCode::UNPROCESSABLE_ENTITY,
-            Rejection::RequesterMayNotApprove(_) | Rejection::NotAnApprover { .. } => {
-                StatusCode::FORBIDDEN
-            }
+            Rejection::RequesterMayNotApprove(_)
+            | Rejection::AuthorMayNotApprove(_)
+            | Rejection::NotAnApprover { .. } => StatusCode::FORBIDDEN,
             Rejection::NotWaiting { .. }
             | Rejection::StaleAttempt { .. }
             | Rejection::ReworkLimit { .. }

@@ -9,8 +9,8 @@ use gatehouse_sop::NodeKind;
 use gatehouse_store::{Claim, OutcomeRow, Tx, Vote};
 use uuid::Uuid;
 
-use crate::auth::Caller;
 use crate::error::ErrorBody;
+use crate::rights::Caller;
 use crate::state::actor;
 use crate::views::*;
 use crate::{ApiError, ApiState};
@@ -57,7 +57,7 @@ pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<GateView>>, 
     (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn decide(
     State(state): State<ApiState>,
-    Extension(Caller(person)): Extension<Caller>,
+    Extension(Caller { person, .. }): Extension<Caller>,
     Path((id, node)): Path<(Uuid, String)>,
     Json(body): Json<Decide>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
@@ -86,8 +86,18 @@ pub(crate) async fn checked_decision(
     body: Decide,
     actor: Actor,
 ) -> Result<GateDecision, ApiError> {
-    let person = actor.person.clone().unwrap_or_else(|| actor.handle.clone());
-    let groups = state.people.groups(&person);
+    // Only a person known to Gatehouse decides: an unmapped account's handle could be
+    // anyone's name.
+    let person = actor.person.clone().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!(
+                "`{}` is not one of the people known to Gatehouse, so it cannot decide gates",
+                actor.handle
+            ),
+        )
+    })?;
+    let groups = state.people().await?.groups(&person);
     let (_, sop, mut run) = state.load(id).await?;
     let current = run
         .nodes

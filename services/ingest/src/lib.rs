@@ -5,13 +5,15 @@
 //! the outbox: `run.requested`, `run.command`, `gate.decision`. The scheduler applies them,
 //! so the API never writes run state itself. Schedules are definitions the API writes;
 //! their fires (manual triggers too) are decided by the scheduler. Every request needs a bearer token; tokens
-//! are stored as SHA-256 hashes and name the person acting.
+//! are stored as SHA-256 hashes, act for one person and carry scopes; the scope each route
+//! needs is in one table ([`required_scope`]).
 //!
 //! Beside the API: the GitHub, Slack and Discord webhooks (and the Discord gateway's
 //! [`DiscordSink`]), whose requests are verified, stored and answered at once, then
 //! processed by [`process_deliveries`] into requirements, runs, commands and gate
 //! decisions. Every gate decision, whatever its channel, is claimed compare-and-set first.
 
+mod artifacts;
 mod auth;
 mod chat;
 mod commands;
@@ -22,6 +24,7 @@ mod github;
 mod openapi;
 mod people;
 mod requirements;
+mod rights;
 mod runs;
 mod schedules;
 mod state;
@@ -36,12 +39,13 @@ pub use deliveries::process_deliveries;
 pub use error::ApiError;
 pub use github::{GithubSettings, ReconcileError, Trigger, reconcile_github};
 pub use people::{People, Person};
+pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};
 pub use state::ApiState;
 pub use webhook_limits::WebhookLimits;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{get, post};
+use axum::routing::{delete, get, post};
 
 /// The API's routes, under `/api/v1`, plus `/healthz`, with the default webhook limits.
 pub fn router(state: ApiState) -> Router {
@@ -54,6 +58,10 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/runs", post(runs::start).get(runs::list))
         .route("/runs/{id}", get(runs::show))
         .route("/runs/{id}/logs", get(runs::logs))
+        .route(
+            "/runs/{id}/artifacts/{node}/{attempt}/{*name}",
+            get(artifacts::download),
+        )
         .route("/runs/{id}/cancel", post(runs::cancel))
         .route("/runs/{id}/pause", post(runs::pause))
         .route("/runs/{id}/resume", post(runs::resume))
@@ -70,7 +78,10 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/schedules/{name}/resume", post(schedules::resume))
         .route("/schedules/{name}/trigger", post(schedules::trigger))
         .route("/schedules/{name}/backfill", post(schedules::backfill))
-        .route("/tokens", post(tokens::create))
+        .route("/tokens", post(tokens::create).get(tokens::list))
+        .route("/tokens/{name}", delete(tokens::revoke))
+        .route("/people", post(people::add).get(people::list))
+        .route("/people/{id}", delete(people::remove))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,

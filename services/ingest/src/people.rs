@@ -1,6 +1,24 @@
-//! Who is who: the configuration's `[[people]]`, looked up by the handle a request came
-//! with (an API token's name, a GitHub login, a Slack or Discord user id). Permissions come from here and from the
-//! gate's policy, never from the text of a request.
+//! Who is who: the configuration's `[[people]]` and the people an administrator added
+//! (`gatehouse person add`), looked up by the handle a request came with (a token's
+//! person, a GitHub login, a Slack or Discord user id). The configuration wins for an id
+//! it names. Permissions come from here and from the gate's policy, never from the text
+//! of a request.
+//!
+//! Stored people are read afresh for each request that needs them, so a person added
+//! through one ingest replica is known to every other at once.
+
+use std::collections::BTreeSet;
+
+use axum::Json;
+use axum::extract::{Extension, Path, State};
+use axum::http::StatusCode;
+use gatehouse_store::{PersonConflict, PersonRow};
+
+use crate::error::ErrorBody;
+use crate::rights::{ADMINS, BOOTSTRAP_ADMIN, Caller};
+use crate::tokens::check_name;
+use crate::views::{AddPerson, PersonView};
+use crate::{ApiError, ApiState};
 
 /// One person.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -17,16 +35,75 @@ pub struct Person {
     pub groups: Vec<String>,
 }
 
-/// Everyone configured.
+impl Person {
+    fn from_row(row: &PersonRow) -> Self {
+        Self {
+            id: row.id.clone(),
+            github: row.github.clone(),
+            slack: row.slack.clone(),
+            discord: row.discord.clone(),
+            groups: row.group_list(),
+        }
+    }
+}
+
+/// Everyone known: configured people first, then stored ones.
 #[derive(Debug, Clone, Default)]
 pub struct People {
     people: Vec<Person>,
+    /// Ids that come from the configuration (they cannot be removed through the API).
+    configured: BTreeSet<String>,
 }
 
 impl People {
-    /// The configured people.
+    /// The configured people. The bootstrap administrator (`admin`) is always among
+    /// them, in group `admins`.
     pub fn new(people: Vec<Person>) -> Self {
-        Self { people }
+        let mut people = people;
+        match people.iter_mut().find(|p| p.id == BOOTSTRAP_ADMIN) {
+            Some(admin) if !admin.groups.iter().any(|g| g == ADMINS) => {
+                admin.groups.push(ADMINS.to_owned());
+            }
+            Some(_) => {}
+            None => people.push(Person {
+                id: BOOTSTRAP_ADMIN.to_owned(),
+                github: None,
+                slack: None,
+                discord: None,
+                groups: vec![ADMINS.to_owned()],
+            }),
+        }
+        let configured = people.iter().map(|p| p.id.clone()).collect();
+        Self { people, configured }
+    }
+
+    /// These people with the stored ones added; a stored person whose id or handle a
+    /// configured one already has is left out (the configuration wins).
+    fn with_stored(&self, stored: &[PersonRow]) -> Self {
+        let mut merged = self.clone();
+        for row in stored {
+            let person = Person::from_row(row);
+            let clash = merged.people.iter().any(|p| {
+                p.id == person.id
+                    || same(&p.github, &person.github)
+                    || same(&p.slack, &person.slack)
+                    || same(&p.discord, &person.discord)
+            });
+            if !clash {
+                merged.people.push(person);
+            }
+        }
+        merged
+    }
+
+    /// Everyone, configured first.
+    pub fn iter(&self) -> impl Iterator<Item = &Person> {
+        self.people.iter()
+    }
+
+    /// Whether `id` comes from the configuration.
+    pub fn is_configured(&self, id: &str) -> bool {
+        self.configured.contains(id)
     }
 
     /// A person by id.
@@ -55,8 +132,189 @@ impl People {
             .find(|p| p.discord.as_deref() == Some(id))
     }
 
-    /// A person's groups; none for someone not configured.
+    /// A person's groups; none for someone not known.
     pub fn groups(&self, id: &str) -> Vec<String> {
         self.by_id(id).map(|p| p.groups.clone()).unwrap_or_default()
+    }
+}
+
+/// Whether two optional handles are the same (case-insensitively: GitHub logins are).
+fn same(a: &Option<String>, b: &Option<String>) -> bool {
+    matches!((a, b), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
+}
+
+impl ApiState {
+    /// Everyone known now: the configuration's people and the stored ones.
+    pub(crate) async fn people(&self) -> Result<People, ApiError> {
+        let stored = self.store.people().await?;
+        Ok(self.people.with_stored(&stored))
+    }
+}
+
+/// Everyone known to Gatehouse, configured first.
+#[utoipa::path(get, path = "/people", responses(
+    (status = 200, body = [PersonView]), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
+pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<PersonView>>, ApiError> {
+    let people = state.people().await?;
+    let view = |p: &Person| PersonView {
+        id: p.id.clone(),
+        github: p.github.clone(),
+        slack: p.slack.clone(),
+        discord: p.discord.clone(),
+        groups: p.groups.clone(),
+        source: if people.is_configured(&p.id) {
+            "config"
+        } else {
+            "api"
+        }
+        .to_owned(),
+    };
+    Ok(Json(people.iter().map(view).collect()))
+}
+
+/// Adds a person (administrators only). Ids and handles are unique across the
+/// configuration and the stored people.
+#[utoipa::path(post, path = "/people", request_body = AddPerson, responses(
+    (status = 201, body = PersonView), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+    (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 415, body = ErrorBody),
+    (status = 422, body = ErrorBody)))]
+pub async fn add(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Json(body): Json<AddPerson>,
+) -> Result<(StatusCode, Json<PersonView>), ApiError> {
+    caller.require_admin("add people")?;
+    let id = body.id.trim();
+    check_name(id)?;
+    for group in &body.groups {
+        check_name(group)?;
+    }
+    let handle = |h: &Option<String>| {
+        h.as_deref()
+            .map(str::trim)
+            .filter(|h| !h.is_empty())
+            .map(str::to_owned)
+    };
+    let (github, slack, discord) = (
+        handle(&body.github),
+        handle(&body.slack),
+        handle(&body.discord),
+    );
+    let conflict = |m: String| ApiError::new(StatusCode::CONFLICT, m);
+    let people = state.people().await?;
+    if people.is_configured(id) {
+        return Err(conflict(format!(
+            "`{id}` is configured in [[people]]; change them in the configuration"
+        )));
+    }
+    for (what, mine, theirs) in [
+        (
+            "GitHub login",
+            &github,
+            (|p: &Person| p.github.clone()) as fn(&Person) -> Option<String>,
+        ),
+        ("Slack id", &slack, |p| p.slack.clone()),
+        ("Discord id", &discord, |p| p.discord.clone()),
+    ] {
+        if let Some(other) = people.iter().find(|p| same(&theirs(p), mine)) {
+            return Err(conflict(format!(
+                "{what} `{}` belongs to `{}` already",
+                mine.as_deref().unwrap_or_default(),
+                other.id
+            )));
+        }
+    }
+    let row = PersonRow {
+        id: id.to_owned(),
+        github,
+        slack,
+        discord,
+        groups: serde_json::to_string(&body.groups)?,
+        created_by: caller.person.clone(),
+        created_at: chrono::Utc::now(),
+    };
+    match state.store.add_person(&row).await? {
+        Ok(()) => {}
+        Err(PersonConflict::Id) => return Err(conflict(format!("`{id}` exists already"))),
+        Err(PersonConflict::Handle(what)) => {
+            return Err(conflict(format!("another person has this {what} handle")));
+        }
+    }
+    tracing::info!(person = %id, by = %caller.person, groups = ?body.groups, "person added");
+    let person = Person::from_row(&row);
+    Ok((
+        StatusCode::CREATED,
+        Json(PersonView {
+            id: person.id,
+            github: person.github,
+            slack: person.slack,
+            discord: person.discord,
+            groups: person.groups,
+            source: "api".to_owned(),
+        }),
+    ))
+}
+
+/// Removes a person added through the API, and revokes their tokens (administrators
+/// only). Configured people are changed in the configuration.
+#[utoipa::path(delete, path = "/people/{id}", params(("id" = String, Path, description = "The person's id")), responses(
+    (status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+    (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn remove(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.require_admin("remove people")?;
+    if state.people.is_configured(&id) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("`{id}` is configured in [[people]]; remove them from the configuration"),
+        ));
+    }
+    if !state.store.remove_person(&id).await? {
+        return Err(ApiError::not_found(format!("no person `{id}` was added")));
+    }
+    let revoked = state.store.revoke_tokens_of(&id).await?;
+    tracing::info!(person = %id, by = %caller.person, revoked, "person removed");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(id: &str, github: Option<&str>) -> PersonRow {
+        PersonRow {
+            id: id.into(),
+            github: github.map(Into::into),
+            slack: None,
+            discord: None,
+            groups: r#"["devs"]"#.into(),
+            created_by: "admin".into(),
+            created_at: chrono::Utc::now(),
+        }
+    }
+
+    #[test]
+    fn the_configuration_wins_and_admin_is_always_an_administrator() {
+        let configured = People::new(vec![Person {
+            id: "ana".into(),
+            github: Some("Ana-GH".into()),
+            slack: None,
+            discord: None,
+            groups: vec!["leads".into()],
+        }]);
+        let people = configured.with_stored(&[
+            row("ana", None),
+            row("eve", Some("ana-gh")),
+            row("bo", None),
+        ]);
+        let ids: Vec<&str> = people.iter().map(|p| p.id.as_str()).collect();
+        assert_eq!(ids, ["ana", "admin", "bo"]);
+        assert_eq!(people.groups("ana"), ["leads"]);
+        assert_eq!(people.groups("bo"), ["devs"]);
+        assert_eq!(people.groups("admin"), ["admins"]);
+        assert!(people.is_configured("ana") && !people.is_configured("bo"));
     }
 }

@@ -10,8 +10,8 @@ use gatehouse_events::{Event, RunCommand, RunCommandKind, RunRequested};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::auth::Caller;
 use crate::error::ErrorBody;
+use crate::rights::Caller;
 use crate::schedules::millis;
 use crate::state::actor;
 use crate::views::*;
@@ -37,10 +37,11 @@ pub struct LogQuery {
 
 /// Starts a run of an SOP.
 #[utoipa::path(post, path = "/runs", request_body = StartRun, responses(
-    (status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    (status = 202, body = Accepted), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
+    (status = 422, body = ErrorBody)))]
 pub async fn start(
     State(state): State<ApiState>,
-    Extension(Caller(person)): Extension<Caller>,
+    Extension(Caller { person, .. }): Extension<Caller>,
     Json(body): Json<StartRun>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let sop = state.catalog.get(&body.sop).ok_or_else(|| {
@@ -51,6 +52,7 @@ pub async fn start(
     })?;
     sop.check_start(&body.params)
         .map_err(|m| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
+    state.may_start(sop, &person).await?;
     let run_id = Uuid::now_v7();
     let event_id = state
         .emit(Event::RunRequested(RunRequested {
@@ -278,7 +280,7 @@ async fn command(
 #[utoipa::path(post, path = "/runs/{id}/cancel", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn cancel(
     State(state): State<ApiState>,
-    Extension(Caller(person)): Extension<Caller>,
+    Extension(Caller { person, .. }): Extension<Caller>,
     Path(id): Path<Uuid>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     command(&state, id, &person, Input::Cancel, RunCommandKind::Cancel).await
@@ -288,7 +290,7 @@ pub async fn cancel(
 #[utoipa::path(post, path = "/runs/{id}/pause", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn pause(
     State(state): State<ApiState>,
-    Extension(Caller(person)): Extension<Caller>,
+    Extension(Caller { person, .. }): Extension<Caller>,
     Path(id): Path<Uuid>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     command(&state, id, &person, Input::Pause, RunCommandKind::Pause).await
@@ -298,7 +300,7 @@ pub async fn pause(
 #[utoipa::path(post, path = "/runs/{id}/resume", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn resume(
     State(state): State<ApiState>,
-    Extension(Caller(person)): Extension<Caller>,
+    Extension(Caller { person, .. }): Extension<Caller>,
     Path(id): Path<Uuid>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     command(&state, id, &person, Input::Resume, RunCommandKind::Resume).await
@@ -308,7 +310,7 @@ pub async fn resume(
 #[utoipa::path(post, path = "/runs/{id}/retry", request_body = Retry, responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn retry(
     State(state): State<ApiState>,
-    Extension(Caller(person)): Extension<Caller>,
+    Extension(Caller { person, .. }): Extension<Caller>,
     Path(id): Path<Uuid>,
     Json(body): Json<Retry>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {

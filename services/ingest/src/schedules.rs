@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use gatehouse_schedule::{Overlap, Timing, parse_time, rfc3339};
@@ -17,6 +17,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use crate::error::ErrorBody;
+use crate::rights::Caller;
 use crate::views::*;
 use crate::{ApiError, ApiState};
 
@@ -38,9 +39,10 @@ pub struct ListQuery {
     (status = 201, body = ScheduleView), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Json(body): Json<CreateSchedule>,
 ) -> Result<(StatusCode, Json<ScheduleView>), ApiError> {
-    let row = checked(&state, body)?;
+    let row = checked(&state, &caller, body).await?;
     if !state.store.insert_schedule(&row).await? {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -145,6 +147,7 @@ async fn set_paused(
     (status = 202, body = FireView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn trigger(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<FireView>), ApiError> {
     let row = find(&state, &name).await?;
@@ -163,6 +166,7 @@ pub async fn trigger(
         run_id: None,
         fired_ms: now,
         lateness_ms: 0,
+        requested_by: Some(caller.person.clone()),
     };
     let mut tx = state.store.begin().await?;
     if !tx.record_fire(&fire).await? {
@@ -197,6 +201,7 @@ pub async fn trigger(
     (status = 200, body = BackfillResult), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn backfill(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
     Json(body): Json<Backfill>,
 ) -> Result<Json<BackfillResult>, ApiError> {
@@ -234,7 +239,10 @@ pub async fn backfill(
     let mut tx = state.store.begin().await?;
     let mut queued = Vec::new();
     for &ms in &times {
-        if tx.backfill_fire(&name, ms, now.as_millisecond()).await? {
+        if tx
+            .backfill_fire(&name, ms, now.as_millisecond(), &caller.person)
+            .await?
+        {
             queued.push(millis(ms));
         }
     }
@@ -266,7 +274,11 @@ pub async fn delete(
 }
 
 /// A create request checked field by field; every message names the field.
-fn checked(state: &ApiState, body: CreateSchedule) -> Result<ScheduleRow, ApiError> {
+async fn checked(
+    state: &ApiState,
+    caller: &Caller,
+    body: CreateSchedule,
+) -> Result<ScheduleRow, ApiError> {
     let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m);
     let name_ok = !body.name.is_empty()
         && body.name.len() <= 100
@@ -322,6 +334,8 @@ fn checked(state: &ApiState, body: CreateSchedule) -> Result<ScheduleRow, ApiErr
     })?;
     sop.check_start(&body.params)
         .map_err(|m| unprocessable(format!("params: {m}")))?;
+    // Its runs answer to its creator, who must be allowed to start them.
+    state.may_start(sop, &caller.person).await?;
     let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let created = Utc::now();
     Ok(ScheduleRow {
@@ -338,6 +352,7 @@ fn checked(state: &ApiState, body: CreateSchedule) -> Result<ScheduleRow, ApiErr
         paused: false,
         pause_note: None,
         source: "api".into(),
+        owner: caller.person.clone(),
         since_ms: now.as_millisecond(),
         next_due_ms: Some(0),
         revision: 0,
@@ -412,6 +427,7 @@ async fn view(state: &ApiState, row: ScheduleRow) -> Result<ScheduleView, ApiErr
         paused: row.paused,
         pause_note: row.pause_note,
         source: row.source,
+        owner: row.owner,
         created_at: row.created_at,
         updated_at: row.updated_at,
     })
@@ -430,6 +446,7 @@ async fn fire_view(state: &ApiState, fire: FireRow) -> Result<FireView, ApiError
         run_status,
         fired_at: millis(fire.fired_ms),
         lateness_ms: fire.lateness_ms,
+        requested_by: fire.requested_by,
     })
 }
 

@@ -19,6 +19,8 @@ pub struct ApiState {
     pub(crate) people: Arc<People>,
     pub(crate) github: Option<Arc<GithubSettings>>,
     pub(crate) chat: Arc<ChatSettings>,
+    /// Where the runner keeps artifacts (the same data directory), to serve them.
+    pub(crate) data_dir: Option<std::path::PathBuf>,
     /// Wakes the delivery processor when a webhook was stored.
     pub(crate) deliveries: Arc<tokio::sync::Notify>,
     definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
@@ -33,6 +35,7 @@ impl ApiState {
             people: Arc::default(),
             github: None,
             chat: Arc::default(),
+            data_dir: None,
             deliveries: Arc::default(),
             definitions: Arc::default(),
         }
@@ -47,6 +50,12 @@ impl ApiState {
     /// Accepts Slack and Discord at `/webhooks/slack/*` and `/webhooks/discord/*`.
     pub fn with_chat(mut self, chat: ChatSettings) -> Self {
         self.chat = Arc::new(chat);
+        self
+    }
+
+    /// Serves artifacts from `data_dir` (where the runners write them).
+    pub fn with_data_dir(mut self, data_dir: impl Into<std::path::PathBuf>) -> Self {
+        self.data_dir = Some(data_dir.into());
         self
     }
 

@@ -1,33 +1,239 @@
-//! `/tokens`.
+//! `/tokens`: a person creates, lists and revokes their own tokens; an administrator does
+//! so for anyone. A token never gives more than its creator's token has.
 
 use axum::Json;
-use axum::extract::State;
+use axum::extract::{Extension, Path, Query, State};
 use axum::http::StatusCode;
+use chrono::Utc;
+use gatehouse_store::{NewToken, TokenRow};
+use serde::Deserialize;
 
 use crate::error::ErrorBody;
-use crate::views::{CreateToken, TokenCreated};
+use crate::rights::{ADMINS, Caller, Scope, Scopes};
+use crate::views::{CreateToken, TokenCreated, TokenView};
 use crate::{ApiError, ApiState, hash_token, new_token};
 
-/// Creates a token acting as `name`; the token is shown once.
-#[utoipa::path(post, path = "/tokens", request_body = CreateToken, responses((status = 201, body = TokenCreated), (status = 422, body = ErrorBody)))]
+/// Query of `GET /tokens`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct ListQuery {
+    /// Only this person's tokens (an administrator's choice; others see their own).
+    pub person: Option<String>,
+}
+
+/// Creates a token acting for a person; the secret is shown once.
+#[utoipa::path(post, path = "/tokens", request_body = CreateToken, responses(
+    (status = 201, body = TokenCreated), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+    (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 415, body = ErrorBody),
+    (status = 422, body = ErrorBody)))]
 pub async fn create(
     State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
     Json(body): Json<CreateToken>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
-    let name = body.name.trim();
-    if name.is_empty() {
+    let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m);
+    let person_id = body
+        .person
+        .as_deref()
+        .map(str::trim)
+        .unwrap_or(&caller.person)
+        .to_owned();
+    if person_id != caller.person {
+        caller.require_admin("create tokens for other people")?;
+    }
+    let people = state.people().await?;
+    let person = people.by_id(&person_id).ok_or_else(|| {
+        unprocessable(format!(
+            "`{person_id}` is not one of the people known to Gatehouse; an administrator adds them first (`gatehouse person add {person_id}`)"
+        ))
+    })?;
+    let scopes = match &body.scopes {
+        Some(scopes) if scopes.is_empty() => {
+            return Err(unprocessable("a token needs at least one scope".into()));
+        }
+        Some(scopes) => Scopes::of(scopes.iter().copied()),
+        None => Scopes::of(
+            Scopes::default_for_new()
+                .to_vec()
+                .into_iter()
+                .filter(|s| caller.scopes.has(*s)),
+        ),
+    };
+    if !caller.scopes.covers(&scopes) {
         return Err(ApiError::new(
-            StatusCode::UNPROCESSABLE_ENTITY,
-            "a token needs a name",
+            StatusCode::FORBIDDEN,
+            format!(
+                "a token can only give scopes its creator's token has ({}); asked for {}",
+                caller.scopes.names().join(", "),
+                scopes.names().join(", ")
+            ),
         ));
     }
-    let token = new_token();
-    state.store.create_token(name, &hash_token(&token)).await?;
+    if scopes.has(Scope::Admin) && !person.groups.iter().any(|g| g == ADMINS) {
+        return Err(unprocessable(format!(
+            "the `admin` scope is only for people in group `{ADMINS}`, and {person_id} is not"
+        )));
+    }
+    let expires_at = match body.expires_in.as_deref().map(str::trim) {
+        None | Some("") => None,
+        Some(text) => {
+            let after = humantime::parse_duration(text)
+                .ok()
+                .and_then(|d| chrono::Duration::from_std(d).ok())
+                .filter(|d| *d > chrono::Duration::zero())
+                .ok_or_else(|| {
+                    unprocessable(format!(
+                        "expires_in `{text}` is not a duration such as `30d` or `12h`"
+                    ))
+                })?;
+            Some(Utc::now() + after)
+        }
+    };
+    let secret = new_token();
+    let hash = hash_token(&secret);
+    let stored_scopes = scopes.to_stored();
+    let base = NewToken {
+        name: "",
+        person: &person_id,
+        created_by: &caller.person,
+        scopes: &stored_scopes,
+        expires_at,
+        hash: &hash,
+    };
+    let row = match body.name.as_deref().map(str::trim) {
+        Some(name) => {
+            check_name(name)?;
+            state
+                .store
+                .create_token(&NewToken {
+                    name,
+                    ..base.clone()
+                })
+                .await?
+                .ok_or_else(|| {
+                    ApiError::new(
+                        StatusCode::CONFLICT,
+                        format!("a token named `{name}` exists; choose another name"),
+                    )
+                })?
+        }
+        // The person's id, then `id-2`, `id-3`, ...: readable in `token list`.
+        None => {
+            let mut created = None;
+            for n in 1..=100 {
+                let name = if n == 1 {
+                    person_id.clone()
+                } else {
+                    format!("{person_id}-{n}")
+                };
+                if let Some(row) = state
+                    .store
+                    .create_token(&NewToken {
+                        name: &name,
+                        ..base.clone()
+                    })
+                    .await?
+                {
+                    created = Some(row);
+                    break;
+                }
+            }
+            created.ok_or_else(|| {
+                ApiError::new(
+                    StatusCode::CONFLICT,
+                    format!("{person_id} has 100 tokens named after them; give this one a name"),
+                )
+            })?
+        }
+    };
+    tracing::info!(token = %row.name, person = %row.person, by = %caller.person, scopes = %row.scopes, "token created");
     Ok((
         StatusCode::CREATED,
         Json(TokenCreated {
-            name: name.to_owned(),
-            token,
+            name: row.name,
+            person: row.person,
+            scopes: scopes.to_vec(),
+            expires_at: row.expires_at,
+            token: secret,
         }),
     ))
+}
+
+/// The tokens in use (not revoked): one's own, or anyone's for an administrator.
+#[utoipa::path(get, path = "/tokens", params(ListQuery), responses(
+    (status = 200, body = [TokenView]), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
+    (status = 403, body = ErrorBody)))]
+pub async fn list(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Query(q): Query<ListQuery>,
+) -> Result<Json<Vec<TokenView>>, ApiError> {
+    let person = match q.person {
+        Some(person) if person != caller.person => {
+            caller.require_admin("list other people's tokens")?;
+            Some(person)
+        }
+        Some(person) => Some(person),
+        None if caller.is_admin() => None,
+        None => Some(caller.person.clone()),
+    };
+    let rows = state.store.tokens(person.as_deref()).await?;
+    Ok(Json(rows.into_iter().map(view).collect()))
+}
+
+/// Revokes a token by name: one's own, or anyone's for an administrator.
+#[utoipa::path(delete, path = "/tokens/{name}", params(("name" = String, Path, description = "The token's name")), responses(
+    (status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
+pub async fn revoke(
+    State(state): State<ApiState>,
+    Extension(caller): Extension<Caller>,
+    Path(name): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    let not_found = || ApiError::not_found(format!("no token named `{name}` is in use"));
+    let row = state
+        .store
+        .token(&name)
+        .await?
+        .filter(|t| t.revoked_at.is_none())
+        .ok_or_else(not_found)?;
+    if row.person != caller.person {
+        // Someone else's token: its existence is not told to those who may not see it.
+        if !caller.is_admin() {
+            return Err(not_found());
+        }
+    }
+    if !state.store.revoke_token(&name).await? {
+        return Err(not_found());
+    }
+    tracing::info!(token = %name, person = %row.person, by = %caller.person, "token revoked");
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Token and person ids: short, and safe in a shell, a URL path and a log line.
+pub(crate) fn check_name(name: &str) -> Result<(), ApiError> {
+    let ok = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        && !name.starts_with(['.', '-']);
+    if ok {
+        return Ok(());
+    }
+    Err(ApiError::new(
+        StatusCode::UNPROCESSABLE_ENTITY,
+        format!(
+            "`{name}` is not a valid name: use 1 to 64 letters, digits, `.`, `_` or `-`, not starting with `.` or `-`"
+        ),
+    ))
+}
+
+fn view(row: TokenRow) -> TokenView {
+    TokenView {
+        scopes: Scopes::parse_stored(&row.scopes).to_vec(),
+        name: row.name,
+        person: row.person,
+        created_by: row.created_by,
+        created_at: row.created_at,
+        expires_at: row.expires_at,
+    }
 }

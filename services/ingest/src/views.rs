@@ -7,6 +7,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
+pub use crate::rights::Scope;
+
 /// `POST /runs`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
 pub struct StartRun {
@@ -304,10 +306,23 @@ pub struct Retry {
 }
 
 /// `POST /tokens`
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
 pub struct CreateToken {
-    /// The name (the person the token acts as).
-    pub name: String,
+    /// The person it acts for; the caller when omitted. Only an administrator creates
+    /// tokens for others.
+    #[serde(default)]
+    pub person: Option<String>,
+    /// A unique name (letters, digits, `.`, `_`, `-`); the person's id, or that with a
+    /// number, when omitted.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// What it may do; `read`, `run` and `decide` (as far as the caller's token has them)
+    /// when omitted. A token gives only scopes its creator's token has.
+    #[serde(default)]
+    pub scopes: Option<Vec<Scope>>,
+    /// It stops working this long after creation (`30d`, `12h`); never when omitted.
+    #[serde(default)]
+    pub expires_in: Option<String>,
 }
 
 /// A new token, shown once.
@@ -315,8 +330,67 @@ pub struct CreateToken {
 pub struct TokenCreated {
     /// Its name.
     pub name: String,
+    /// The person it acts for.
+    pub person: String,
+    /// What it may do.
+    pub scopes: Vec<Scope>,
+    /// When it stops working.
+    pub expires_at: Option<DateTime<Utc>>,
     /// The token; only its hash is stored.
     pub token: String,
+}
+
+/// A token, without its secret.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct TokenView {
+    /// Its name.
+    pub name: String,
+    /// The person it acts for.
+    pub person: String,
+    /// Who created it.
+    pub created_by: String,
+    /// What it may do.
+    pub scopes: Vec<Scope>,
+    /// Created.
+    pub created_at: DateTime<Utc>,
+    /// When it stops working.
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// `POST /people`
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct AddPerson {
+    /// Gatehouse's id for them (letters, digits, `.`, `_`, `-`).
+    pub id: String,
+    /// GitHub login.
+    #[serde(default)]
+    pub github: Option<String>,
+    /// Slack user id.
+    #[serde(default)]
+    pub slack: Option<String>,
+    /// Discord user id.
+    #[serde(default)]
+    pub discord: Option<String>,
+    /// Groups (gates name them as `group:<name>`; `admins` administer Gatehouse).
+    #[serde(default)]
+    pub groups: Vec<String>,
+}
+
+/// A person known to Gatehouse.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PersonView {
+    /// Id.
+    pub id: String,
+    /// GitHub login.
+    pub github: Option<String>,
+    /// Slack user id.
+    pub slack: Option<String>,
+    /// Discord user id.
+    pub discord: Option<String>,
+    /// Groups.
+    pub groups: Vec<String>,
+    /// `config` (the configuration's `[[people]]`, or the built-in `admin`) or `api`.
+    pub source: String,
 }
 
 /// An SOP that can be started.
@@ -396,6 +470,8 @@ pub struct ScheduleView {
     pub pause_note: Option<String>,
     /// `config` (the configuration file) or `api`.
     pub source: String,
+    /// The person its runs answer to: who created or last changed it.
+    pub owner: String,
     /// The next cron time, with the zone's offset; none when paused or ended.
     pub next_fire: Option<String>,
     /// The most recent fire.
@@ -439,6 +515,8 @@ pub struct FireView {
     pub fired_at: DateTime<Utc>,
     /// How long after it was due it was decided, in milliseconds.
     pub lateness_ms: i64,
+    /// Who triggered or backfilled it by hand.
+    pub requested_by: Option<String>,
 }
 
 /// `POST /schedules/{name}/pause`

@@ -62,6 +62,8 @@ struct Pending<'a> {
     due: Timestamp,
     /// Recorded as `requested` already (a manual trigger), rather than new.
     requested: bool,
+    /// Who triggered it by hand; a cron fire answers to the schedule's owner.
+    requested_by: Option<&'a str>,
 }
 
 impl Scheduler {
@@ -164,6 +166,7 @@ impl Scheduler {
                 scheduled: fire.scheduled.timestamp(),
                 due: fire.due,
                 requested: false,
+                requested_by: None,
             };
             self.fire(&schedule, &pending, clock).await?;
             cursor = fire.scheduled.timestamp();
@@ -198,6 +201,7 @@ impl Scheduler {
                 scheduled: at,
                 due: at.max(now),
                 requested: true,
+                requested_by: fire.requested_by.as_deref(),
             };
             self.fire(schedule, &pending, clock).await?;
         }
@@ -244,6 +248,7 @@ impl Scheduler {
             run_id,
             fired_ms: now.as_millisecond(),
             lateness_ms: lateness.as_millis().try_into().unwrap_or(i64::MAX),
+            requested_by: pending.requested_by.map(str::to_owned),
         };
         let mut tx = self.store.begin().await?;
         let claimed = if pending.requested {
@@ -261,13 +266,13 @@ impl Scheduler {
                 let command = RunCommand {
                     run_id: *other,
                     command: RunCommandKind::Cancel,
-                    actor: actor(schedule),
+                    actor: actor(schedule, pending.requested_by),
                 };
                 emit(&mut tx, Event::RunCommand(command), Some(&trace)).await?;
             }
         }
         if let Some(run_id) = run_id {
-            let request = request(schedule, run_id, pending.scheduled);
+            let request = request(schedule, run_id, pending.scheduled, pending.requested_by);
             emit(&mut tx, Event::RunRequested(request), Some(&trace)).await?;
         }
         tx.commit().await?;
@@ -334,7 +339,7 @@ impl Scheduler {
                 .await?;
             if started {
                 let scheduled = Timestamp::from_millisecond(oldest.scheduled_ms).unwrap_or(now);
-                let request = request(schedule, run_id, scheduled);
+                let request = request(schedule, run_id, scheduled, oldest.requested_by.as_deref());
                 emit(&mut tx, Event::RunRequested(request), None).await?;
             }
         }
@@ -355,15 +360,23 @@ fn timing(s: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> 
     )
 }
 
-fn actor(schedule: &ScheduleRow) -> Actor {
+/// The schedule as an actor, answering for the person accountable for this fire: who
+/// triggered it by hand, else who created or last changed the schedule. The gates of its
+/// runs hold that person to the requester rule.
+fn actor(schedule: &ScheduleRow, requested_by: Option<&str>) -> Actor {
     Actor {
         channel: Channel::Schedule,
         handle: schedule.name.clone(),
-        person: None,
+        person: Some(requested_by.unwrap_or(&schedule.owner).to_owned()),
     }
 }
 
-fn request(schedule: &ScheduleRow, run_id: Uuid, scheduled: Timestamp) -> RunRequested {
+fn request(
+    schedule: &ScheduleRow,
+    run_id: Uuid,
+    scheduled: Timestamp,
+    requested_by: Option<&str>,
+) -> RunRequested {
     let params: BTreeMap<String, String> =
         serde_json::from_str(&schedule.params).unwrap_or_default();
     RunRequested {
@@ -371,7 +384,7 @@ fn request(schedule: &ScheduleRow, run_id: Uuid, scheduled: Timestamp) -> RunReq
         sop: schedule.sop.clone(),
         params,
         requirement_id: None,
-        requested_by: actor(schedule),
+        requested_by: actor(schedule, requested_by),
         schedule: Some(ScheduleFire {
             schedule: schedule.name.clone(),
             scheduled_time: chrono::DateTime::from_timestamp_millis(scheduled.as_millisecond())

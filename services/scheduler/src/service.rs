@@ -140,7 +140,11 @@ impl Scheduler {
             .person
             .clone()
             .unwrap_or_else(|| request.requested_by.handle.clone());
-        let state = RunState::new(sop, Some(person.clone()));
+        let mut state = RunState::new(sop, Some(person.clone()));
+        // The requirement's author is held to the requester rule too.
+        if let Some(id) = request.requirement_id {
+            state.requirement_author = self.store.requirement(id).await?.map(|r| r.requested_by);
+        }
         let now = Utc::now();
         let row = RunRow {
             id: request.run_id,

@@ -39,7 +39,7 @@ impl ApiState {
         delivery: &str,
         c: &Click,
     ) -> Result<Outcome, ApiError> {
-        let actor = self.chat_actor(c.platform, &c.user);
+        let actor = self.chat_actor(c.platform, &c.user).await?;
         let gate = c.action.gate();
         match self.decide_click(tx, c, &actor).await {
             Ok(note) => Ok(Outcome::processed(vec![note])),

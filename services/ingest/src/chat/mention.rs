@@ -53,7 +53,7 @@ impl ApiState {
         delivery: &str,
         m: &ChatMention,
     ) -> Result<Outcome, ApiError> {
-        let actor = self.chat_actor(m.platform, &m.user);
+        let actor = self.chat_actor(m.platform, &m.user).await?;
         let (note, reply) = match parse_mention(&m.text) {
             Mention::Command(command) => self.chat_command(tx, m, &actor, command).await?,
             Mention::Error(error) => {
@@ -156,16 +156,21 @@ impl ApiState {
     }
 
     /// A chat account as an actor, resolved to a configured person when there is one.
-    pub(crate) fn chat_actor(&self, platform: Platform, user: &str) -> Actor {
+    pub(crate) async fn chat_actor(
+        &self,
+        platform: Platform,
+        user: &str,
+    ) -> Result<Actor, ApiError> {
+        let people = self.people().await?;
         let person = match platform {
-            Platform::Slack => self.people.by_slack(user),
-            Platform::Discord => self.people.by_discord(user),
+            Platform::Slack => people.by_slack(user),
+            Platform::Discord => people.by_discord(user),
         };
-        Actor {
+        Ok(Actor {
             channel: platform.channel(),
             handle: user.to_owned(),
             person: person.map(|p| p.id.clone()),
-        }
+        })
     }
 
     /// Wants a text message in chat: a reply in a thread, or an ephemeral answer.

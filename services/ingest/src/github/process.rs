@@ -47,7 +47,7 @@ impl ApiState {
             url: &issue.html_url,
             updated_at: &issue.updated_at,
             from_fork: false,
-            sender: self.github_actor(&e.sender.login),
+            sender: self.github_actor(&e.sender.login).await?,
         };
         let notes = match e.action.as_str() {
             "labeled" => self.labeled(tx, &requirement, &label).await?,
@@ -83,7 +83,7 @@ impl ApiState {
             url: &pr.html_url,
             updated_at: &pr.updated_at,
             from_fork: pr.from_fork(),
-            sender: self.github_actor(&e.sender.login),
+            sender: self.github_actor(&e.sender.login).await?,
         };
         let notes = match e.action.as_str() {
             "labeled" => self.labeled(tx, &requirement, &label).await?,
@@ -166,7 +166,7 @@ impl ApiState {
                 e.comment.id, e.comment.updated_at
             )));
         }
-        let actor = self.github_actor(&e.comment.user.login);
+        let actor = self.github_actor(&e.comment.user.login).await?;
         let mut notes = Vec::new();
         let mut replies = Vec::new();
         for command in found {

@@ -138,7 +138,7 @@ impl ApiState {
             // One reconciliation start per issue, label and SOP, across replicas.
             updated_at: "reconciled",
             from_fork: false,
-            sender: self.github_actor(&issue.user.login),
+            sender: self.github_actor(&issue.user.login).await?,
         };
         let note = self
             .start_trigger(&mut tx, &requirement, trigger, &event)

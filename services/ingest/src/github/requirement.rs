@@ -95,18 +95,18 @@ impl ApiState {
             url: Some(subject.url.to_owned()),
             state: state_name(subject.state),
             source_updated_at: subject.updated_at.to_owned(),
-            author: self.github_actor(subject.author),
+            author: self.github_actor(subject.author).await?,
         };
         self.create_requirement(tx, new).await
     }
 
     /// A GitHub account as an actor, resolved to a configured person when there is one.
-    pub(crate) fn github_actor(&self, login: &str) -> Actor {
-        Actor {
+    pub(crate) async fn github_actor(&self, login: &str) -> Result<Actor, ApiError> {
+        Ok(Actor {
             channel: Channel::Github,
             handle: login.to_owned(),
-            person: self.people.by_github(login).map(|p| p.id.clone()),
-        }
+            person: self.people().await?.by_github(login).map(|p| p.id.clone()),
+        })
     }
 }
 

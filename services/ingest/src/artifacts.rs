@@ -1,0 +1,133 @@
+//! `GET /runs/{id}/artifacts/{node}/{attempt}/{name}`: what a node produced, for the
+//! reviewer deciding its gate.
+//!
+//! A node's files are untrusted: the file is opened without following links, must be the
+//! regular file that was recorded (its SHA-256 is checked), and is served so that no
+//! browser runs it: never as HTML, with `nosniff` and a sandboxing CSP, and as a download
+//! unless it is plain text.
+
+use axum::body::Body;
+use axum::extract::{Path, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
+use uuid::Uuid;
+
+use crate::error::ErrorBody;
+use crate::{ApiError, ApiState};
+
+/// Artifacts above this are not served through the API.
+const MAX_SERVED: u64 = 64 * 1024 * 1024;
+
+/// One artifact's bytes.
+#[utoipa::path(get, path = "/runs/{id}/artifacts/{node}/{attempt}/{name}",
+    params(("id" = Uuid, Path, description = "Run id"), ("node" = String, Path, description = "Node id"),
+        ("attempt" = u32, Path, description = "The node's attempt"),
+        ("name" = String, Path, description = "The artifact's name (may contain `/`)")),
+    responses((status = 200, description = "The file", content_type = "application/octet-stream"),
+        (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+        (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+pub async fn download(
+    State(state): State<ApiState>,
+    Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
+) -> Result<Response, ApiError> {
+    let not_found = || {
+        ApiError::not_found(format!(
+            "run {id} recorded no artifact `{name}` for attempt {attempt} of node `{node}`"
+        ))
+    };
+    let row = state
+        .store
+        .artifacts(id)
+        .await?
+        .into_iter()
+        .find(|a| a.node == node && i64::from(a.attempt) == i64::from(attempt) && a.name == name)
+        .ok_or_else(not_found)?;
+    let data_dir = state.data_dir.clone().ok_or_else(|| {
+        ApiError::new(
+            StatusCode::NOT_FOUND,
+            "this ingest has no data directory to serve artifacts from",
+        )
+    })?;
+    // Stored as `<artifact directory>/<name>`, relative to the data directory; both parts
+    // are walked without following links.
+    let dir = row
+        .location
+        .strip_suffix(&row.name)
+        .filter(|d| d.ends_with('/'))
+        .map(|d| d.trim_end_matches('/').to_owned())
+        .ok_or_else(not_found)?;
+    let refused = |e: gatehouse_sandbox::untrusted::Refused| {
+        tracing::warn!(run = %id, %node, attempt, error = %e, "artifact not served");
+        ApiError::new(StatusCode::CONFLICT, format!("{e}; it is not served"))
+    };
+    let bytes = tokio::task::spawn_blocking({
+        let name = row.name.clone();
+        move || gatehouse_sandbox::untrusted::read_in(&data_dir, &dir, &name, MAX_SERVED)
+    })
+    .await
+    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .map_err(refused)?;
+    if crate::auth::sha256_hex(&bytes) != row.sha256 {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("artifact `{name}` changed after it was recorded; it is not served"),
+        ));
+    }
+    let (content_type, inline) = content_type(&row.name);
+    let file_name = row
+        .name
+        .rsplit('/')
+        .next()
+        .unwrap_or(&row.name)
+        .replace('"', "");
+    let disposition = if inline { "inline" } else { "attachment" };
+    let mut response = Response::new(Body::from(bytes));
+    let headers = response.headers_mut();
+    headers.insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        HeaderValue::from_static("nosniff"),
+    );
+    headers.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static("sandbox; default-src 'none'"),
+    );
+    if let Ok(value) = HeaderValue::from_str(&format!("{disposition}; filename=\"{file_name}\"")) {
+        headers.insert(header::CONTENT_DISPOSITION, value);
+    }
+    Ok(response)
+}
+
+/// The content type a name suggests, and whether it is shown rather than downloaded.
+/// Markup a browser would run (HTML, SVG) is served as plain text or a download.
+fn content_type(name: &str) -> (&'static str, bool) {
+    let extension = name
+        .rsplit_once('.')
+        .map(|(_, e)| e.to_ascii_lowercase())
+        .unwrap_or_default();
+    match extension.as_str() {
+        "md" | "markdown" => ("text/markdown; charset=utf-8", true),
+        "txt" | "log" | "diff" | "patch" | "csv" | "yaml" | "yml" | "toml" | "html" | "htm"
+        | "svg" | "xml" => ("text/plain; charset=utf-8", true),
+        "json" => ("application/json", true),
+        "png" => ("image/png", false),
+        "jpg" | "jpeg" => ("image/jpeg", false),
+        "pdf" => ("application/pdf", false),
+        "gz" | "tgz" => ("application/gzip", false),
+        "zip" => ("application/zip", false),
+        _ => ("application/octet-stream", false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::content_type;
+
+    #[test]
+    fn markup_is_never_served_as_markup() {
+        assert_eq!(content_type("report.md").0, "text/markdown; charset=utf-8");
+        assert_eq!(content_type("page.HTML").0, "text/plain; charset=utf-8");
+        assert_eq!(content_type("x.svg").0, "text/plain; charset=utf-8");
+        assert_eq!(content_type("blob"), ("application/octet-stream", false));
+    }
+}
