@@ -6,7 +6,7 @@ pub enum BusError {
     /// NATS did not answer within the retry budget at start.
     #[error("NATS at {url} is unreachable after {attempts} attempts: {source}")]
     Unreachable {
-        /// The server URL.
+        /// The server URL, its password hidden.
         url: String,
         /// Connection attempts made.
         attempts: usize,

@@ -61,11 +61,12 @@ impl JetStreamBus {
                 )
             })
             .notify(|err, delay| {
+                let url = crate::redact_url(url);
                 tracing::warn!(%url, error = %err, retry_in = ?delay, "NATS unreachable, retrying");
             })
             .await
             .map_err(|source| BusError::Unreachable {
-                url: url.to_owned(),
+                url: crate::redact_url(url),
                 attempts: attempts.load(Ordering::Relaxed),
                 source,
             })?;
@@ -90,7 +91,7 @@ impl JetStreamBus {
             .connect(url)
             .await
             .map_err(|source| BusError::Unreachable {
-                url: url.to_owned(),
+                url: crate::redact_url(url),
                 attempts: 1,
                 source,
             })?;

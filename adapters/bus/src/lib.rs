@@ -18,6 +18,7 @@ mod error;
 mod in_process;
 mod jetstream;
 mod observe;
+mod redact;
 mod relay;
 
 pub use bus::{Bus, ConsumerSpec, Delivery, Outgoing, Published, Subscription};
@@ -26,4 +27,5 @@ pub use error::BusError;
 pub use in_process::InProcessBus;
 pub use jetstream::JetStreamBus;
 pub use observe::{count_handled, count_received, event_span};
+pub use redact::redact_url;
 pub use relay::{Relay, RelayOptions};

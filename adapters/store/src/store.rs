@@ -221,15 +221,49 @@ impl Store {
     }
 }
 
-/// SQLite creates its file but not the file's directory.
+/// SQLite creates its file but not the file's directory. Both are this user's alone: the
+/// directory is created 0700 and the database 0600 (SQLite gives its `-wal` and `-shm`
+/// files the database's mode), and an existing database readable by others is narrowed
+/// to 0600, so tokens, deliveries and logs in it are not readable by every local user.
 fn create_sqlite_dir(options: &ConnectOptions) -> Result<(), StoreError> {
-    if let ConnectOptions::Sqlite(o) = options
-        && let Some(dir) = o
-            .get_filename()
-            .parent()
-            .filter(|d| !d.as_os_str().is_empty())
+    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+    let ConnectOptions::Sqlite(o) = options else {
+        return Ok(());
+    };
+    let file = o.get_filename();
+    if file.as_os_str().is_empty() || file.as_os_str() == ":memory:" {
+        return Ok(());
+    }
+    let io = |e: std::io::Error| StoreError::Database(e.into());
+    if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)
+            .map_err(io)?;
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(file)
     {
-        std::fs::create_dir_all(dir).map_err(|e| StoreError::Database(e.into()))?;
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(io(e)),
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let path = format!("{}{suffix}", file.display());
+        if let Ok(meta) = std::fs::metadata(&path)
+            && meta.permissions().mode() & 0o077 != 0
+        {
+            match std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)) {
+                Ok(()) => tracing::info!(%path, "narrowed the database file to mode 0600"),
+                Err(e) => {
+                    tracing::warn!(%path, error = %e, "the database file is readable by others and could not be narrowed to 0600")
+                }
+            }
+        }
     }
     Ok(())
 }

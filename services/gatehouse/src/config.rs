@@ -96,6 +96,12 @@ pub struct ServerConfig {
     /// checked; past it a webhook is answered 503 with `Retry-After` without being read.
     /// Body memory of unverified requests stays below this × the largest `max_body_bytes`.
     pub max_unverified_bodies: usize,
+    /// Where `/metrics` is served instead of on `listen` (e.g. `127.0.0.1:9090`, a port
+    /// only the scraper reaches); empty: on `listen`. When set, `listen` answers 404 there.
+    pub metrics_listen: String,
+    /// When set, `/metrics` needs `Authorization: Bearer <this>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_token: Option<Secret>,
 }
 
 impl Default for ServerConfig {
@@ -113,6 +119,8 @@ impl Default for ServerConfig {
             idle_timeout: Duration::from_secs(60),
             max_connections: 1024,
             max_unverified_bodies: 16,
+            metrics_listen: String::new(),
+            metrics_token: None,
         }
     }
 }
@@ -590,7 +598,12 @@ impl Config {
                 .as_ref()
                 .map(|s| ("discord.bot_token".to_owned(), s))
         });
-        github.chain(slack).chain(discord)
+        let server = self
+            .server
+            .metrics_token
+            .iter()
+            .map(|s| ("server.metrics_token".to_owned(), s));
+        server.chain(github).chain(slack).chain(discord)
     }
 
     /// Checks what serde cannot: uniqueness of names and of chat identities.
@@ -898,6 +911,21 @@ mod tests {
         assert_eq!(
             load_with("[server]\nmax_unverified_bodies = 0\n", &[]).unwrap_err(),
             "server.max_unverified_bodies must be more than zero"
+        );
+    }
+
+    #[test]
+    fn the_metrics_token_is_a_secret_config_check_reads() {
+        let c = load_with(
+            "[server]\nmetrics_listen = \"127.0.0.1:9090\"\nmetrics_token = { env = \"GATEHOUSE_TEST_METRICS\" }\n",
+            &[],
+        )
+        .unwrap();
+        assert_eq!(c.server.metrics_listen, "127.0.0.1:9090");
+        let secrets: Vec<String> = c.secrets().map(|(key, s)| format!("{key}: {s}")).collect();
+        assert_eq!(
+            secrets,
+            ["server.metrics_token: environment variable GATEHOUSE_TEST_METRICS"]
         );
     }
 

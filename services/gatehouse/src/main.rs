@@ -223,7 +223,8 @@ async fn migrate(
         let prefix = &config.server.nats_prefix;
         JetStreamBus::connect(&nats_url, prefix.clone(), startup_retry()).await?;
         println!(
-            "NATS at {nats_url}: streams {} and {} ready",
+            "NATS at {}: streams {} and {} ready",
+            gatehouse_bus::redact_url(&nats_url),
             prefix.stream_name(StreamKind::Events),
             prefix.stream_name(StreamKind::Jobs)
         );
@@ -236,9 +237,13 @@ fn check_config(config: &Config) -> anyhow::Result<()> {
         .secrets()
         .filter_map(|(key, secret)| secret.resolve().err().map(|e| format!("{key}: {e}")))
         .collect();
+    // The URLs may carry passwords; what is printed must not.
+    let mut shown = config.clone();
+    shown.server.database_url = gatehouse_bus::redact_url(&shown.server.database_url);
+    shown.server.nats_url = gatehouse_bus::redact_url(&shown.server.nats_url);
     print!(
         "{}",
-        toml::to_string_pretty(config).context("printing the configuration")?
+        toml::to_string_pretty(&shown).context("printing the configuration")?
     );
     if problems.is_empty() {
         eprintln!("configuration is valid; every secret is readable");

@@ -1,10 +1,16 @@
 //! Prometheus metrics at `/metrics`: the services record through the `metrics` facade and
-//! this process renders them. Unauthenticated, like most scrape targets: it carries
-//! counts and timings, never names or content.
+//! this process renders them. They carry counts and timings, never names or content, but
+//! they do tell an outsider how busy the deployment is and what fails: so `/metrics` can be
+//! moved to a listener of its own (`server.metrics_listen`, a port only the scraper
+//! reaches) or require a bearer token (`server.metrics_token`), or both.
 
 use axum::Router;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::IntoResponse;
 use axum::routing::get;
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
+use secrecy::{ExposeSecret, SecretString};
+use sha2::{Digest, Sha256};
 
 /// Lateness buckets (seconds): a healthy scheduler fires within milliseconds; a minute or
 /// more means it was down or overloaded.
@@ -52,13 +58,51 @@ pub fn install() -> anyhow::Result<PrometheusHandle> {
     Ok(builder.install_recorder()?)
 }
 
-/// `GET /metrics` in the Prometheus text format.
-pub fn router(handle: PrometheusHandle) -> Router {
+/// `GET /metrics` in the Prometheus text format; with `token`, only for requests that
+/// carry `Authorization: Bearer <token>` (401 otherwise).
+pub fn router(handle: PrometheusHandle, token: Option<SecretString>) -> Router {
+    let token = token.map(|t| Sha256::digest(t.expose_secret().as_bytes()));
     Router::new().route(
         "/metrics",
-        get(move || {
+        get(move |headers: HeaderMap| {
             let handle = handle.clone();
-            async move { handle.render() }
+            async move {
+                if let Some(expected) = token
+                    && !bearer_matches(&headers, &expected)
+                {
+                    return (
+                        StatusCode::UNAUTHORIZED,
+                        [(header::WWW_AUTHENTICATE, "Bearer")],
+                        "/metrics needs Authorization: Bearer <server.metrics_token>\n",
+                    )
+                        .into_response();
+                }
+                handle.render().into_response()
+            }
         }),
     )
+}
+
+/// The main listener's `/metrics` when `server.metrics_listen` serves it instead: 404, as
+/// for any path that is not there (and not the 503 other paths answer while starting).
+pub fn elsewhere() -> Router {
+    Router::new().route("/metrics", get(|| async { StatusCode::NOT_FOUND }))
+}
+
+/// Whether the request's bearer token is the expected one. The digests are compared, all
+/// of their bytes every time, so the answer's timing says nothing about the token.
+fn bearer_matches(headers: &HeaderMap, expected: &[u8]) -> bool {
+    let Some(given) = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    let given = Sha256::digest(given.trim().as_bytes());
+    given
+        .iter()
+        .zip(expected)
+        .fold(0u8, |diff, (a, b)| diff | (a ^ b))
+        == 0
 }

@@ -89,8 +89,7 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
     let has = |s: Service| services.contains(&s);
     let signalled = signals()?;
     let metrics = crate::metrics::install()?;
-    std::fs::create_dir_all(&server.data_dir)
-        .with_context(|| format!("creating the data directory {}", server.data_dir.display()))?;
+    create_data_dir(&server.data_dir)?;
     // `up` is started by hand: when its database or NATS is not there, it says so and
     // stops. A `serve` replica is started by an orchestrator, often before them: it waits
     // for as long as it takes (saying why on `/readyz`) instead of exiting into a restart
@@ -126,8 +125,33 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
     // once it runs. A replica started before `gatehouse migrate` waits instead of failing.
     let routes = Arc::new(OnceLock::new());
     let limits = crate::listener::Limits::of(server);
-    let app = crate::health::router(store.clone(), bus.clone(), routes.clone())
-        .merge(crate::metrics::router(metrics));
+    let metrics_token = server
+        .metrics_token
+        .as_ref()
+        .map(|t| t.resolve().context("server.metrics_token"))
+        .transpose()?;
+    let metrics = crate::metrics::router(metrics, metrics_token);
+    let health = crate::health::router(store.clone(), bus.clone(), routes.clone());
+    let app = if server.metrics_listen.is_empty() {
+        health.merge(metrics)
+    } else {
+        let metrics_listener = tokio::net::TcpListener::bind(&server.metrics_listen)
+            .await
+            .with_context(|| {
+                format!(
+                    "listening on {} (server.metrics_listen)",
+                    server.metrics_listen
+                )
+            })?;
+        tasks.spawn(crate::listener::serve(
+            metrics_listener,
+            metrics,
+            limits,
+            "metrics",
+            shutdown.clone(),
+        ));
+        health.merge(crate::metrics::elsewhere())
+    };
     tasks.spawn(crate::listener::serve(
         listener,
         app,
@@ -375,6 +399,24 @@ fn signals() -> anyhow::Result<CancellationToken> {
         }
     });
     Ok(signalled)
+}
+
+/// Creates the data directory, readable by this user only (0700): it holds the SQLite
+/// database, the admin token, workspaces and artifacts. One that exists keeps its mode
+/// (it may be a volume shared on purpose), with a warning when others can read it.
+fn create_data_dir(dir: &Path) -> anyhow::Result<()> {
+    use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("creating the data directory {}", dir.display()))?;
+    let mode = std::fs::metadata(dir)?.permissions().mode();
+    if mode & 0o077 != 0 {
+        tracing::warn!(dir = %dir.display(), mode = format!("{:o}", mode & 0o777),
+            "the data directory is open to other users; `chmod 700` it unless that is meant");
+    }
+    Ok(())
 }
 
 /// Writes an admin token to `path` (mode 0600) on first start, and makes sure the store

@@ -4,6 +4,8 @@
 
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -60,6 +62,10 @@ impl Up {
             self.dir.path().display(),
             self.port
         );
+    }
+
+    fn data_dir(&self) -> PathBuf {
+        self.dir.path().join("data")
     }
 
     fn pid(&self) -> u32 {
@@ -382,4 +388,115 @@ fn unsigned_floods_hold_no_more_than_the_documented_body_memory() {
     assert!(slowest < Duration::from_secs(10), "{answers:?}");
     // Nothing was stored, and the webhooks still answer.
     assert_eq!(get(up.port, "/healthz", None).unwrap().0, 200);
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+#[test]
+fn the_data_directory_and_the_database_are_the_users_alone() {
+    let up = Up::start("", "", &[]);
+    let data = up.data_dir();
+    assert_eq!(mode(&data), 0o700, "{}", data.display());
+    for file in [
+        "gatehouse.db",
+        "gatehouse.db-wal",
+        "gatehouse.db-shm",
+        "admin.token",
+    ] {
+        assert_eq!(mode(&data.join(file)), 0o600, "{file}");
+    }
+}
+
+#[test]
+fn metrics_can_live_on_a_listener_of_their_own() {
+    let metrics_port = free_port();
+    let up = Up::start(
+        &format!("metrics_listen = \"127.0.0.1:{metrics_port}\""),
+        "",
+        &[],
+    );
+    assert_eq!(get(up.port, "/metrics", None).unwrap().0, 404);
+    let (status, text) = get(metrics_port, "/metrics", None).unwrap();
+    assert_eq!(status, 200);
+    assert!(text.contains("gatehouse_"), "{text}");
+    // Only metrics there.
+    assert_eq!(get(metrics_port, "/readyz", None).unwrap().0, 404);
+    assert_eq!(get(up.port, "/readyz", None).unwrap().0, 200);
+}
+
+#[test]
+fn metrics_can_require_a_token() {
+    let up = Up::start(
+        "metrics_token = { env = \"METRICS_TOKEN\" }",
+        "",
+        &[("METRICS_TOKEN", "scrape-me")],
+    );
+    assert_eq!(get(up.port, "/metrics", None).unwrap().0, 401);
+    assert_eq!(get(up.port, "/metrics", Some("scrape-you")).unwrap().0, 401);
+    let (status, text) = get(up.port, "/metrics", Some("scrape-me")).unwrap();
+    assert_eq!(status, 200);
+    assert!(text.contains("gatehouse_"), "{text}");
+    // The probes stay open.
+    assert_eq!(get(up.port, "/readyz", None).unwrap().0, 200);
+}
+
+#[test]
+fn config_check_and_logs_hide_the_passwords_in_urls() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("gatehouse.toml"),
+        format!(
+            "[server]\ndatabase_url = \"postgres://gatehouse:s3cret@127.0.0.1:{}/gatehouse\"\nnats_url = \"nats://alice:s3cret@127.0.0.1:{}\"\n",
+            free_port(),
+            free_port()
+        ),
+    )
+    .unwrap();
+    let check = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["config", "check"])
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&check.stdout);
+    assert!(check.status.success(), "{shown}");
+    assert!(!shown.contains("s3cret"), "{shown}");
+    assert!(
+        shown.contains("postgres://gatehouse:****@127.0.0.1:"),
+        "{shown}"
+    );
+    assert!(shown.contains("nats://alice:****@127.0.0.1:"), "{shown}");
+
+    // `up` on the embedded database and an unreachable NATS: its retries say where, not
+    // the password.
+    std::fs::write(
+        dir.path().join("gatehouse.toml"),
+        format!(
+            "[server]\nsop_dirs = []\nnats_url = \"nats://alice:s3cret@127.0.0.1:{}\"\n",
+            free_port()
+        ),
+    )
+    .unwrap();
+    let mut up = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["up", "--listen", &format!("127.0.0.1:{}", free_port())])
+        .arg("--data-dir")
+        .arg(dir.path().join("data"))
+        .current_dir(dir.path())
+        .env("GATEHOUSE_LOG", "warn")
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_secs(3));
+    let _ = up.kill();
+    let out = up.wait_with_output().unwrap();
+    let logs = String::from_utf8_lossy(&out.stderr);
+    assert!(logs.contains("NATS unreachable"), "{logs}");
+    assert!(logs.contains("alice:****@127.0.0.1"), "{logs}");
+    assert!(!logs.contains("s3cret"), "{logs}");
 }
