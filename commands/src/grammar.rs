@@ -216,8 +216,14 @@ fn issue_ref(word: &str) -> Result<IssueRef, Problem> {
     let not_an_issue = || Problem::NotAnIssue(word.to_owned());
     let (path, number) = word.split_once('#').ok_or_else(not_an_issue)?;
     let (owner, repo) = path.split_once('/').ok_or_else(not_an_issue)?;
-    // `u64::from_str` would also take `+7`.
-    if !is_id(owner) || !is_id(repo) || !number.bytes().all(|b| b.is_ascii_digit()) {
+    // `u64::from_str` would also take `+7`; `.` and `..` are path segments, not names.
+    let dots = |s: &str| s == "." || s == "..";
+    if !is_id(owner)
+        || !is_id(repo)
+        || dots(owner)
+        || dots(repo)
+        || !number.bytes().all(|b| b.is_ascii_digit())
+    {
         return Err(not_an_issue());
     }
     let number: u64 = number.parse().map_err(|_| not_an_issue())?;
@@ -310,6 +316,17 @@ mod tests {
                 ]),
             }
         );
+    }
+
+    #[test]
+    fn dot_segments_are_not_repositories() {
+        for word in ["../api#1", "acme/..#1", "./x#2", "acme/.#3"] {
+            assert!(
+                issue_ref(word).is_err(),
+                "`{word}` must not name a repository"
+            );
+        }
+        assert!(issue_ref("acme/.github#4").is_ok(), "dot-names are names");
     }
 
     #[test]

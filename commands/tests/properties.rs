@@ -29,7 +29,9 @@ fn gate() -> impl Strategy<Value = GateRef> {
 
 fn command() -> impl Strategy<Value = Command> {
     let run = proptest::option::of(any::<u128>().prop_map(Uuid::from_u128));
-    let issue = (id(), id(), 1..=u64::MAX).prop_map(|(owner, repo, number)| IssueRef {
+    // `.` and `..` are path segments, never owner or repository names.
+    let name = || id().prop_filter("not a dot segment", |s| s != "." && s != "..");
+    let issue = (name(), name(), 1..=u64::MAX).prop_map(|(owner, repo, number)| IssueRef {
         owner,
         repo,
         number,

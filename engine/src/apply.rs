@@ -309,6 +309,9 @@ impl Step<'_> {
                 {
                     return Err(Rejection::AuthorMayNotApprove(id.to_owned()));
                 }
+                if !gate.allow_requester && self.state.schedule_owner.as_deref() == Some(&person) {
+                    return Err(Rejection::OwnerMayNotApprove(id.to_owned()));
+                }
                 let approvals = match self.state.nodes[id].gate.as_mut() {
                     Some(g) => &mut g.approvals,
                     None => return Err(Rejection::NotAGate(id.to_owned())),

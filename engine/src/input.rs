@@ -210,6 +210,9 @@ pub enum Rejection {
     /// The requirement's author approving the work done on it.
     #[error("the requirement's author may not approve the work on it at gate `{0}`")]
     AuthorMayNotApprove(String),
+    /// The owner of the schedule that started the run approving its work.
+    #[error("the owner of the schedule that started this run may not approve it at gate `{0}`")]
+    OwnerMayNotApprove(String),
     /// A second approval by the same person.
     #[error(
         "{person} has already approved gate `{gate}`; it needs approvals from different people"

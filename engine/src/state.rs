@@ -18,6 +18,10 @@ pub struct RunState {
     /// requester), when the run works on one; held to the same rule as the requester.
     #[serde(default)]
     pub requirement_author: Option<String>,
+    /// The owner of the schedule that started it (who created or last changed it), held
+    /// to the same rule: whoever triggers their schedule, they do not approve its work.
+    #[serde(default)]
+    pub schedule_owner: Option<String>,
     /// No new dispatches while set.
     pub paused: bool,
     /// Set by cancel.
@@ -101,6 +105,7 @@ impl RunState {
             nodes,
             requested_by,
             requirement_author: None,
+            schedule_owner: None,
             paused: false,
             cancelled: false,
             failure: None,

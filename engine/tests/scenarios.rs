@@ -182,6 +182,28 @@ fn send_back_reruns_the_target_with_the_comment_then_binds_decisions_to_the_new_
 }
 
 #[test]
+fn everyone_accountable_for_a_run_is_held_to_the_requester_rule() {
+    let (mut run, _) = Run::start(platform_check());
+    run.state.requirement_author = Some("cy".into());
+    run.state.schedule_owner = Some("dee".into());
+    run.finish("report", Outcome::Succeeded);
+    let before = run.state.clone();
+    for (person, refusal) in [
+        ("bob", Rejection::RequesterMayNotApprove("confirm".into())),
+        ("cy", Rejection::AuthorMayNotApprove("confirm".into())),
+        ("dee", Rejection::OwnerMayNotApprove("confirm".into())),
+    ] {
+        assert_eq!(
+            run.decide("confirm", Decision::Approve, None, person),
+            Err(refusal)
+        );
+        assert_eq!(run.state, before, "a refusal changes nothing");
+    }
+    run.decide("confirm", Decision::Approve, None, "ana")
+        .unwrap();
+}
+
+#[test]
 fn refused_decisions_change_nothing() {
     let (mut run, _) = Run::start(platform_check());
     run.finish("report", Outcome::Succeeded);

@@ -83,7 +83,7 @@ impl Sop {
     pub fn may_start(&self, person: &str, groups: &[String]) -> bool {
         self.starters
             .as_ref()
-            .is_none_or(|starters| people::names(starters, person, groups))
+            .is_none_or(|starters| people::names_person(starters, person, groups))
     }
 
     /// The parameters a run gets: the given ones over the declared defaults.
@@ -235,7 +235,7 @@ impl Gate {
     /// Whether `person` (with `groups`) may decide this gate: named directly, or through
     /// `group:<name>`. A gate without approvers may be decided by anyone known.
     pub fn allows(&self, person: &str, groups: &[String]) -> bool {
-        self.approvers.is_empty() || people::names(&self.approvers, person, groups)
+        self.approvers.is_empty() || people::names_person(&self.approvers, person, groups)
     }
 }
 

@@ -24,4 +24,4 @@ pub use definition::{DeliverMode, Gate, Node, NodeKind, OnExpire, OnFailure, Ret
 pub use diagnostic::{Diagnostic, SopError};
 pub use param::{Param, ParamType, Pattern};
 pub use parse::parse;
-pub use people::check_person_or_group;
+pub use people::{check_person_or_group, names_person};

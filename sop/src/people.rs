@@ -19,7 +19,7 @@ pub fn check_person_or_group(entry: &str) -> Result<(), String> {
 }
 
 /// Whether `person`, a member of `groups`, is named by one of `entries`.
-pub(crate) fn names(entries: &[String], person: &str, groups: &[String]) -> bool {
+pub fn names_person(entries: &[String], person: &str, groups: &[String]) -> bool {
     entries
         .iter()
         .any(|entry| match entry.strip_prefix("group:") {

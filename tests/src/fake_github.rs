@@ -28,6 +28,8 @@ struct Inner {
     /// `Authorization` of every call, beside `calls`.
     authorizations: Vec<String>,
     tokens_minted: usize,
+    /// The `q` of every search, as asked.
+    searches: Vec<String>,
 }
 
 /// A pull request the fake holds.
@@ -136,6 +138,11 @@ impl FakeGithub {
     /// An issue that searches for its labels find.
     pub fn add_search_result(&self, issue: Value) {
         self.lock().search.push(issue);
+    }
+
+    /// The queries of every issue search so far.
+    pub fn searches(&self) -> Vec<String> {
+        self.lock().searches.clone()
     }
 }
 
@@ -331,10 +338,30 @@ async fn search(
         return refused;
     }
     let q = query.get("q").cloned().unwrap_or_default();
-    let state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    state.searches.push(q.clone());
+    // `repo:` and `user:` qualifiers narrow the search as GitHub's do (either may match).
+    let scopes: Vec<&str> = q
+        .split_whitespace()
+        .filter(|w| w.starts_with("repo:") || w.starts_with("user:"))
+        .collect();
+    let in_scope = |issue: &Value| {
+        let url = issue["repository_url"].as_str().unwrap_or_default();
+        let mut parts = url.rsplit('/');
+        let name = parts.next().unwrap_or_default();
+        let owner = parts.next().unwrap_or_default();
+        scopes.is_empty()
+            || scopes.iter().any(|s| {
+                s.strip_prefix("repo:")
+                    .is_some_and(|r| r.eq_ignore_ascii_case(&format!("{owner}/{name}")))
+                    || s.strip_prefix("user:")
+                        .is_some_and(|u| u.eq_ignore_ascii_case(owner))
+            })
+    };
     let items: Vec<Value> = state
         .search
         .iter()
+        .filter(|issue| in_scope(issue))
         .filter(|issue| {
             issue["labels"].as_array().is_some_and(|labels| {
                 labels.iter().any(|l| {

@@ -413,12 +413,19 @@ async fn a_non_admin_cannot_mint_tokens_for_others(backend: Backend) {
         .await
         .refused(422, "`mallory` is not one of the people known to Gatehouse");
 
-    // A token's name is a label, not an identity: bo's token named "admin" acts for bo,
-    // sees only bo's tokens and administers nothing.
+    // A token's name is a label, not an identity, and a non-administrator names tokens
+    // after themselves: no token of bo's may look like the admin's (or squat the names
+    // another person's tokens would get). `bo-admin` acts for bo, sees only bo's tokens
+    // and administers nothing.
+    gh.api
+        .as_(&bo)
+        .post("/tokens", json!({ "name": "admin" }))
+        .await
+        .refused(422, "is named `bo` or `bo-<something>`; `admin` is not");
     let named = gh
         .api
         .as_(&bo)
-        .post("/tokens", json!({ "name": "admin" }))
+        .post("/tokens", json!({ "name": "bo-admin" }))
         .await
         .is(201);
     assert_eq!(named["person"], "bo", "{named}");
@@ -584,7 +591,10 @@ async fn revoked_and_expired_tokens_are_refused(backend: Backend) {
     let brief = gh
         .api
         .as_(&ana)
-        .post("/tokens", json!({ "name": "brief", "expires_in": "2s" }))
+        .post(
+            "/tokens",
+            json!({ "name": "ana-brief", "expires_in": "2s" }),
+        )
         .await
         .is(201);
     let expires_at: chrono::DateTime<chrono::Utc> =
@@ -599,30 +609,30 @@ async fn revoked_and_expired_tokens_are_refused(backend: Backend) {
         .as_(&brief)
         .get("/runs")
         .await
-        .refused(401, "token `brief` has expired");
+        .refused(401, "token `ana-brief` has expired");
     gh.api
         .as_(&brief)
-        .post("/tokens", json!({ "name": "renewed" }))
+        .post("/tokens", json!({ "name": "ana-renewed" }))
         .await
         .refused(401, "has expired");
 
     let gone = gh
         .api
         .as_(&ana)
-        .post("/tokens", json!({ "name": "gone" }))
+        .post("/tokens", json!({ "name": "ana-gone" }))
         .await
         .is(201);
     let gone = str_of(&gone["token"]).to_owned();
     assert_eq!(
-        gh.api.as_(&ana).delete("/tokens/gone").await.status,
+        gh.api.as_(&ana).delete("/tokens/ana-gone").await.status,
         StatusCode::NO_CONTENT
     );
     for reply in [
         gh.api.as_(&gone).get("/runs").await,
         gh.api.as_(&gone).post("/tokens", json!({})).await,
-        gh.api.as_(&gone).delete("/tokens/gone").await,
+        gh.api.as_(&gone).delete("/tokens/ana-gone").await,
     ] {
-        reply.refused(401, "token `gone` was revoked");
+        reply.refused(401, "token `ana-gone` was revoked");
     }
     for nonsense in ["0s", "soon", "-1d"] {
         gh.api
@@ -702,11 +712,17 @@ async fn a_removed_persons_tokens_stop_working(backend: Backend) {
 async fn the_requester_may_not_approve_their_own_gate(backend: Backend) {
     let gh = Gatehouse::start(backend).await;
     let ana = gh.mint("ana").await;
-    // Minted before bo has a token, so the name `bo` is free.
+    // ana may not take the name bo's first token would get, and a second token of her
+    // own is still hers.
+    gh.api
+        .as_(&ana)
+        .post("/tokens", json!({ "name": "bo" }))
+        .await
+        .refused(422, "`bo` is not");
     let as_bo = gh
         .api
         .as_(&ana)
-        .post("/tokens", json!({ "name": "bo" }))
+        .post("/tokens", json!({ "name": "ana-second" }))
         .await
         .is(201);
     assert_eq!(as_bo["person"], "ana");
@@ -776,14 +792,18 @@ async fn a_schedules_run_answers_to_whoever_triggered_it(backend: Backend) {
     gh.wait_status(run, "succeeded").await;
 
     let run = gh.trigger(&bo, "ana-yearly", "bo").await;
+    let decide = format!("/runs/{run}/gates/review/decision");
     gh.api
         .as_(&bo)
-        .post(
-            &format!("/runs/{run}/gates/review/decision"),
-            approve.clone(),
-        )
+        .post(&decide, approve.clone())
         .await
         .refused(403, "requester");
+    // Nor does the schedule's owner approve by proxy when someone else triggers it.
+    gh.api
+        .as_(&ana)
+        .post(&decide, approve.clone())
+        .await
+        .refused(403, "owner of the schedule");
     gh.stop().await;
 }
 
@@ -817,6 +837,32 @@ async fn starters_are_enforced_when_a_run_starts(backend: Backend) {
     assert_eq!(
         gh.wait_status(run, "waiting").await.requested_by.as_deref(),
         Some("ana")
+    );
+    // Nor through someone else's schedule: firing it by hand is starting its SOP.
+    gh.api
+        .as_(&ana)
+        .post(
+            "/schedules",
+            json!({ "name": "ana-leads", "cron": "0 0 1 1 *", "sop": "leads-only" }),
+        )
+        .await
+        .is(201);
+    gh.api
+        .as_(&bo)
+        .post("/schedules/ana-leads/trigger", json!({}))
+        .await
+        .refused(403, "bo may not start `leads-only`");
+    gh.api
+        .as_(&bo)
+        .post(
+            "/schedules/ana-leads/backfill",
+            json!({ "from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z" }),
+        )
+        .await
+        .refused(403, "bo may not start `leads-only`");
+    assert!(
+        gh.db.store.fires("ana-leads", 10).await.unwrap().is_empty(),
+        "nothing was fired"
     );
     gh.stop().await;
 }

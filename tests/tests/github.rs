@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use gatehouse_bus::{Bus, InProcessBus};
 use gatehouse_github::GithubClient;
-use gatehouse_ingest::{ApiState, GithubSettings, People, Person, Trigger};
+use gatehouse_ingest::{ApiState, GithubSettings, People, Person, Repositories, Trigger};
 use gatehouse_notifier::Notifier;
 use gatehouse_runner::Deliverer;
 use gatehouse_sop::Catalog;
@@ -97,6 +97,8 @@ impl Hub {
                 triggers,
                 bot_login: "gatehouse".into(),
                 max_body_bytes: 64 * 1024,
+                // The repository is configured, whatever the triggers name.
+                repositories: Repositories::new(&[REPO.into()]).unwrap(),
             });
         let url = gatehouse_tests::serve_api(api.clone(), stop.clone()).await;
         let hub = Self {
@@ -258,12 +260,20 @@ fn sign(body: &[u8]) -> String {
     format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
+/// A real payload. Its issue was opened by `reporter`, someone Gatehouse does not know:
+/// the fixtures' author, Codertocat, is ana here, a lead who decides gates, and the
+/// requirement's author may not approve the work on it.
 fn fixture(name: &str) -> Value {
     let path = format!(
         "{}/../fixtures/github/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
-    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+    let mut payload: Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    if payload["issue"]["user"].is_object() {
+        payload["issue"]["user"]["login"] = json!("reporter");
+    }
+    payload
 }
 
 /// The real `issues.labeled` payload, labelled `label` by the triager.
@@ -305,6 +315,7 @@ on_both_backends!(
     a_comment_github_stored_before_failing_is_not_posted_again,
     commands_that_need_an_answer_get_a_reply,
     reconciliation_starts_labels_added_while_away_exactly_once,
+    labels_and_commands_reach_only_configured_repositories_and_people,
     deliver_pushes_a_work_branch_and_keeps_one_pull_request,
     direct_delivery_merges_into_the_branch,
     direct_delivery_refuses_a_conflicting_merge,
@@ -334,7 +345,14 @@ async fn a_github_app_acts_through_its_installation() {
         "updated_at": "2026-11-30T10:00:00Z", "user": {"login": "Codertocat"},
         "labels": [{"name": "bug"}]
     }));
-    assert_eq!(client.open_with_label("bug").await.unwrap().len(), 1);
+    assert_eq!(
+        client
+            .open_with_label("bug", "user:Codertocat")
+            .await
+            .unwrap()
+            .len(),
+        1
+    );
 
     let calls = github.calls();
     let authorizations = github.authorizations();
@@ -558,8 +576,9 @@ async fn a_comment_delivered_again_under_a_new_delivery_id_starts_nothing(backen
 
 async fn issue_events_keep_the_requirement_current(backend: Backend) {
     let hub = Hub::start(backend, vec![], true).await;
-    hub.deliver("issues", "d-open", &fixture("issues.opened"))
-        .await;
+    let mut opened = fixture("issues.opened");
+    opened["issue"]["user"]["login"] = json!("Codertocat");
+    hub.deliver("issues", "d-open", &opened).await;
     hub.note("d-open").await;
     let created = hub.requirement(1).await;
     assert_eq!(
@@ -599,8 +618,8 @@ async fn issue_events_keep_the_requirement_current(backend: Backend) {
 async fn forks_and_removed_labels_follow_their_trigger(backend: Backend) {
     let triggers = vec![
         hold_on("bug"),
-        Trigger::new("stop-me", "hold", &[], true, false).unwrap(),
-        Trigger::new("fork-ok", "quick", &[], false, true).unwrap(),
+        Trigger::new("stop-me", "hold", &["Codertocat/*".into()], true, false).unwrap(),
+        Trigger::new("fork-ok", "quick", &["Codertocat/*".into()], false, true).unwrap(),
     ];
     let hub = Hub::start(backend, triggers, true).await;
     // A pull request from a fork does not start a run holding credentials...
@@ -816,11 +835,77 @@ async fn reconciliation_starts_labels_added_while_away_exactly_once(backend: Bac
             .is_none(),
         "outside the trigger's repositories"
     );
+    // GitHub is only ever searched within the triggers' owners, never all of it.
+    let searches = hub.github.searches();
+    assert!(!searches.is_empty());
+    for q in &searches {
+        assert!(q.ends_with(" user:Codertocat"), "unscoped search: {q}");
+    }
+    hub.stop().await;
+}
+
+async fn labels_and_commands_reach_only_configured_repositories_and_people(backend: Backend) {
+    let people_only = Trigger::new("people-only", "hold", &[REPO.into()], false, false)
+        .unwrap()
+        .requiring_person(true);
+    let leads_only = Trigger::new("leads-only", "hold", &[REPO.into()], false, false)
+        .unwrap()
+        .with_starters(Some(vec!["group:leads".into()]));
+    let hub = Hub::start(backend, vec![hold_on("bug"), people_only, leads_only], true).await;
+    // An issue template labels for whoever opens an issue: a stranger starts nothing.
+    let mut by_stranger = labeled("people-only");
+    by_stranger["sender"]["login"] = json!("drive-by");
+    hub.deliver("issues", "p-1", &by_stranger).await;
+    assert_eq!(
+        hub.note("p-1").await,
+        "`hold` not started: `drive-by` is not one of the people known to Gatehouse, and this trigger starts runs only for them"
+    );
+    hub.deliver("issues", "p-2", &labeled("people-only")).await;
+    assert!(
+        hub.note("p-2").await.starts_with("started `hold`"),
+        "tri is known"
+    );
+    // Starters: the triager (no groups) may not, a lead may.
+    hub.deliver("issues", "s-1", &labeled("leads-only")).await;
+    assert_eq!(
+        hub.note("s-1").await,
+        "`hold` not started: tri may not start it by labelling; the trigger's starters are group:leads"
+    );
+    let mut by_lead = labeled("leads-only");
+    by_lead["sender"]["login"] = json!("Codertocat");
+    hub.deliver("issues", "s-2", &by_lead).await;
+    assert!(hub.note("s-2").await.starts_with("started `hold`"));
+    // A repository no trigger names (a hook there, or an App installed more widely).
+    let mut elsewhere = labeled("bug");
+    elsewhere["repository"]["full_name"] = json!("other/repo");
+    hub.deliver("issues", "o-1", &elsewhere).await;
+    assert_eq!(
+        hub.note("o-1").await,
+        "repository `other/repo` is not configured: name it in a trigger's `repos` or in [github] repositories"
+    );
+    let mut comment_elsewhere = comment("Codertocat", "@gatehouse run quick");
+    comment_elsewhere["repository"]["full_name"] = json!("other/repo");
+    hub.deliver("issue_comment", "o-2", &comment_elsewhere)
+        .await;
+    assert!(
+        hub.note("o-2")
+            .await
+            .starts_with("repository `other/repo` is not configured")
+    );
+    assert!(
+        hub.db
+            .store
+            .requirement_by_key("github:other/repo#1")
+            .await
+            .unwrap()
+            .is_none(),
+        "nothing is recorded for it"
+    );
     hub.stop().await;
 }
 
 async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backend) {
-    let ship = Trigger::new("ship", "ship", &[], false, false).unwrap();
+    let ship = Trigger::new("ship", "ship", &["Codertocat/*".into()], false, false).unwrap();
     let hub = Hub::start(backend, vec![ship], true).await;
     let bare = hub._data.path().join(format!("git/{REPO}.git"));
     hub.deliver("issues", "d-ship", &labeled("ship")).await;
@@ -918,7 +1003,7 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
 }
 
 async fn direct_delivery_merges_into_the_branch(backend: Backend) {
-    let merge = Trigger::new("merge", "merge", &[], false, false).unwrap();
+    let merge = Trigger::new("merge", "merge", &["Codertocat/*".into()], false, false).unwrap();
     let hub = Hub::start(backend, vec![merge], true).await;
     let bare = hub._data.path().join(format!("git/{REPO}.git"));
     hub.deliver("issues", "d-merge", &labeled("merge")).await;
@@ -932,7 +1017,14 @@ async fn direct_delivery_merges_into_the_branch(backend: Backend) {
 }
 
 async fn direct_delivery_refuses_a_conflicting_merge(backend: Backend) {
-    let later = Trigger::new("merge-later", "merge-later", &[], false, false).unwrap();
+    let later = Trigger::new(
+        "merge-later",
+        "merge-later",
+        &["Codertocat/*".into()],
+        false,
+        false,
+    )
+    .unwrap();
     let hub = Hub::start(backend, vec![later], true).await;
     let bare = hub._data.path().join(format!("git/{REPO}.git"));
     hub.deliver("issues", "d-merge", &labeled("merge-later"))

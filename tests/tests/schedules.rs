@@ -428,7 +428,13 @@ async fn manual_triggers_obey_the_overlap_policy(backend: Backend) {
     x.unwrap();
     y.unwrap();
     assert_eq!(setup.outcomes("manual").await, ["started"], "decided once");
-    setup.wait_runs("manual", "waiting", 1).await;
+    let run = setup.wait_runs("manual", "waiting", 1).await[0];
+    let run = setup.db.store.run(run).await.unwrap().unwrap();
+    assert_eq!(
+        run.requested_by.as_deref(),
+        Some("ana"),
+        "a manual trigger's run answers to whoever triggered it"
+    );
     // A second trigger while the first run waits at its gate: skip says no.
     request(now.as_millisecond() + 1).await;
     a.fire_schedules(now).await.unwrap();
@@ -462,9 +468,9 @@ async fn backfill_runs_missed_times_one_after_another(backend: Backend) {
     let now = at("2030-01-03T12:00:00Z").as_millisecond();
     for night in ["01", "02"] {
         let t = at(&format!("2030-01-{night}T03:00:00Z")).as_millisecond();
-        assert!(tx.backfill_fire("nightly", t, now, "ana").await.unwrap());
+        assert!(tx.backfill_fire("nightly", t, now, "admin").await.unwrap());
         assert!(
-            !tx.backfill_fire("nightly", t, now, "ana").await.unwrap(),
+            !tx.backfill_fire("nightly", t, now, "admin").await.unwrap(),
             "once"
         );
     }
@@ -475,6 +481,12 @@ async fn backfill_runs_missed_times_one_after_another(backend: Backend) {
     );
     // The services' own loop starts the oldest; the next waits for it to end.
     let first = setup.wait_runs("nightly", "waiting", 1).await[0];
+    let run = setup.db.store.run(first).await.unwrap().unwrap();
+    assert_eq!(
+        run.requested_by.as_deref(),
+        Some("admin"),
+        "who backfilled it"
+    );
     assert_eq!(
         setup.outcomes("nightly").await,
         ["started", "buffered", "skipped_missed"]

@@ -335,9 +335,15 @@ impl GithubClient {
         Err(error)
     }
 
-    /// Open issues and pull requests carrying `label`, for reconciliation: those the
-    /// token sees, or those of every installation of the app.
-    pub async fn open_with_label(&self, label: &str) -> Result<Vec<FoundIssue>, GithubError> {
+    /// Open issues and pull requests carrying `label` within `scope` (a search qualifier
+    /// such as `repo:acme/api` or `user:acme`: reconciliation never searches all of
+    /// GitHub), for reconciliation: those the token sees, or those of every installation
+    /// of the app.
+    pub async fn open_with_label(
+        &self,
+        label: &str,
+        scope: &str,
+    ) -> Result<Vec<FoundIssue>, GithubError> {
         let clients = match &self.auth {
             Auth::Token { octo, .. } => vec![octo.clone()],
             Auth::App { app, .. } => {
@@ -356,19 +362,24 @@ impl GithubClient {
         };
         let mut all = Vec::new();
         for octo in &clients {
-            all.extend(self.search(octo, label).await?);
+            all.extend(self.search(octo, label, scope).await?);
         }
         Ok(all)
     }
 
-    async fn search(&self, octo: &Octocrab, label: &str) -> Result<Vec<FoundIssue>, GithubError> {
+    async fn search(
+        &self,
+        octo: &Octocrab,
+        label: &str,
+        scope: &str,
+    ) -> Result<Vec<FoundIssue>, GithubError> {
         #[derive(Deserialize)]
         struct Page {
             items: Vec<FoundIssue>,
         }
         let mut all = Vec::new();
         for page in 1..=10 {
-            let query = format!("is:open label:\"{label}\"");
+            let query = format!("is:open label:\"{label}\" {scope}");
             let url = format!(
                 "/search/issues?q={}&per_page=100&page={page}",
                 urlencode(&query)

@@ -29,6 +29,16 @@ impl Webhook {
             other => Self::Other(other.to_owned()),
         })
     }
+
+    /// The repository (`owner/name`) an event happened in, for the events that have one.
+    pub fn repository(&self) -> Option<&str> {
+        match self {
+            Self::Issues(e) => Some(&e.repository.full_name),
+            Self::IssueComment(e) => Some(&e.repository.full_name),
+            Self::PullRequest(e) => Some(&e.repository.full_name),
+            Self::Ping | Self::Other(_) => None,
+        }
+    }
 }
 
 /// `issues`

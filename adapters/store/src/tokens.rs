@@ -97,15 +97,20 @@ impl Store {
         }))
     }
 
-    /// Tokens not revoked, oldest first; only `person`'s when given.
+    /// Tokens in use (neither revoked nor expired), oldest first; only `person`'s when given.
     pub async fn tokens(&self, person: Option<&str>) -> Result<Vec<TokenRow>, StoreError> {
         let sql = format!(
             "SELECT {COLUMNS} FROM api_tokens
              WHERE revoked_at IS NULL AND ($1 IS NULL OR person = $1) ORDER BY created_at, name"
         );
-        Ok(with_pool!(self, pool => {
+        let rows: Vec<TokenRow> = with_pool!(self, pool => {
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(person).fetch_all(pool).await?
-        }))
+        });
+        let now = Utc::now();
+        Ok(rows
+            .into_iter()
+            .filter(|t| t.expires_at.is_none_or(|at| at > now))
+            .collect())
     }
 
     /// Revokes a token by name; `false` when there is no such token or it was revoked.

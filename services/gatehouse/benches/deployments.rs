@@ -42,7 +42,7 @@ struct Target {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let extra = format!(
-        "[github]\nwebhook_secrets = [\"{SECRET}\"]\n[[github.triggers]]\nlabel = \"sop:bench\"\nsop = \"bench\"\n"
+        "[github]\nwebhook_secrets = [\"{SECRET}\"]\n[[github.triggers]]\nlabel = \"sop:bench\"\nsop = \"bench\"\nrepos = [\"Codertocat/*\"]\n"
     );
     let mut results = Vec::new();
 

@@ -180,6 +180,10 @@ pub struct GithubConfig {
     /// Labels that start SOPs.
     #[serde(default)]
     pub triggers: Vec<GithubTrigger>,
+    /// Repositories Gatehouse may act on besides the triggers' (`owner/name`, `owner/*`):
+    /// where comment commands and chat's `on owner/name#N` may reach.
+    #[serde(default)]
+    pub repositories: Vec<String>,
     /// The bot's login: `@<login> command` in a comment is a command.
     #[serde(default = "default_bot_login")]
     pub bot_login: String,
@@ -251,9 +255,17 @@ pub struct GithubTrigger {
     pub label: String,
     /// The SOP it starts.
     pub sop: String,
-    /// Repository globs (`acme/*`); empty means every repository.
+    /// Repository globs (`acme/*`, `acme/api`), each with a fixed owner; required, so a
+    /// label starts runs only where someone chose and reconciliation searches only there.
     #[serde(default)]
     pub repos: Vec<String>,
+    /// Only people known to Gatehouse may start it by labelling (GitHub issue templates
+    /// apply labels for anyone who opens an issue).
+    #[serde(default)]
+    pub require_person: bool,
+    /// Only these people and `group:` entries may start it by labelling.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub starters: Option<Vec<String>>,
     /// Removing the label cancels the runs it started.
     #[serde(default)]
     pub cancel_on_unlabel: bool,
@@ -622,6 +634,27 @@ impl Config {
                 "github.app_id and github.private_key go together: a GitHub App needs both".into(),
             ));
         }
+        if let Some(github) = &self.github {
+            for t in &github.triggers {
+                let repos = match t.repos.is_empty() {
+                    true => Err(gatehouse_ingest::RepoPatternError::None),
+                    false => gatehouse_ingest::Repositories::new(&t.repos).map(drop),
+                };
+                repos.map_err(|e| {
+                    ConfigError::Inconsistent(format!("github.triggers (label `{}`): {e}", t.label))
+                })?;
+                for entry in t.starters.iter().flatten() {
+                    gatehouse_sop::check_person_or_group(entry).map_err(|e| {
+                        ConfigError::Inconsistent(format!(
+                            "github.triggers (label `{}`): starters: {e}",
+                            t.label
+                        ))
+                    })?;
+                }
+            }
+            gatehouse_ingest::Repositories::new(&github.repositories)
+                .map_err(|e| ConfigError::Inconsistent(format!("github.repositories: {e}")))?;
+        }
         for (name, profile) in &self.sandbox.profiles {
             profile
                 .check()
@@ -873,6 +906,40 @@ mod tests {
         )
         .unwrap();
         assert_eq!(app.github.unwrap().app_id, Some(12345));
+    }
+
+    #[test]
+    fn a_trigger_names_the_repositories_it_may_reach() {
+        let trigger = |extra: &str| {
+            load_with(
+                &format!(
+                    "[github]\n[[github.triggers]]\nlabel = \"bug\"\nsop = \"bug-fix\"\n{extra}"
+                ),
+                &[],
+            )
+        };
+        assert_eq!(
+            trigger("").unwrap_err(),
+            "github.triggers (label `bug`): no `repos`: write repos = [\"owner/*\"] (or list the repositories, e.g. [\"acme/api\"]) so the label starts runs only there and reconciliation searches only there"
+        );
+        assert_eq!(
+            trigger("repos = [\"*/api\"]").unwrap_err(),
+            "github.triggers (label `bug`): `*/api` has a wildcard owner; name the owner (`acme/*`), so GitHub is searched only there"
+        );
+        assert_eq!(
+            trigger("repos = [\"acme/..\"]").unwrap_err(),
+            "github.triggers (label `bug`): `acme/..` has a `.` or `..` segment"
+        );
+        assert_eq!(
+            trigger("repos = [\"acme/*\"]\nstarters = [\"group:\"]").unwrap_err(),
+            "github.triggers (label `bug`): starters: `group:` names no group; write group:<name>"
+        );
+        let ok =
+            trigger("repos = [\"acme/*\"]\nrequire_person = true\nstarters = [\"group:leads\"]")
+                .unwrap();
+        let t = &ok.github.unwrap().triggers[0];
+        assert!(t.require_person);
+        assert_eq!(t.starters.as_deref(), Some(&["group:leads".to_owned()][..]));
     }
 
     #[test]

@@ -578,14 +578,16 @@ fn github_settings(
         .triggers
         .iter()
         .map(|t| {
-            gatehouse_ingest::Trigger::new(
+            Ok(gatehouse_ingest::Trigger::new(
                 &t.label,
                 &t.sop,
                 &t.repos,
                 t.cancel_on_unlabel,
                 t.allow_forks,
             )
-            .with_context(|| format!("github.triggers `{}`: repos", t.label))
+            .with_context(|| format!("github.triggers `{}`: repos", t.label))?
+            .requiring_person(t.require_person)
+            .with_starters(t.starters.clone()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(gatehouse_ingest::GithubSettings {
@@ -593,6 +595,8 @@ fn github_settings(
         triggers,
         bot_login: github.bot_login.clone(),
         max_body_bytes: github.max_body_bytes,
+        repositories: gatehouse_ingest::Repositories::new(&github.repositories)
+            .context("github.repositories")?,
     })
 }
 

@@ -605,7 +605,7 @@ fn configured_schedules_start_runs() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|r| r["sop"] == "tick" && r["requested_by"] == "every-second")
+            .filter(|r| r["sop"] == "tick" && r["requested_by"] == "admin")
             .collect();
         if ticks.len() >= 2 {
             let metrics = up.http_get("/metrics");
@@ -804,7 +804,7 @@ fn github_webhooks_start_runs_and_post_their_status() {
     let git = tempfile::tempdir().unwrap();
     gatehouse_tests::fake_github::bare_repository(&git.path().join("Codertocat/Hello-World.git"));
     let up = Up::start_with(&format!(
-        "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[github.triggers]]\nlabel = \"bug\"\nsop = \"tick\"\n",
+        "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[github.triggers]]\nlabel = \"bug\"\nsop = \"tick\"\nrepos = [\"Codertocat/*\"]\n",
         github.url,
         git.path().display()
     ));
@@ -1044,7 +1044,7 @@ fn agent_usage_shows_in_run_show_and_secrets_never_reach_logs_or_artifacts() {
             .as_array()
             .unwrap()
             .iter()
-            .find(|r| r["sop"] == "schedule-notes" && r["requested_by"] == "notes")
+            .find(|r| r["sop"] == "schedule-notes" && r["requested_by"] == "admin")
         {
             let shown = up.show(task["id"].as_str().unwrap());
             assert_eq!(Up::node(&shown, "agent")["status"], "succeeded");

@@ -50,6 +50,42 @@ impl IntoResponse for ApiError {
     }
 }
 
+/// Every error of the API answers `{"error": ...}`: axum's own refusals (a path, query or
+/// body that does not parse, a wrong content type, a body over the limit, a method the
+/// route does not have) come as plain text, and are rewritten here with their wording.
+pub(crate) async fn as_json(response: Response) -> Response {
+    let status = response.status();
+    let is_json = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.starts_with("application/json"));
+    if !(status.is_client_error() || status.is_server_error()) || is_json {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let text = match axum::body::to_bytes(body, 64 * 1024).await {
+        Ok(bytes) => String::from_utf8_lossy(&bytes).trim().to_owned(),
+        Err(_) => String::new(),
+    };
+    let error = if text.is_empty() {
+        parts
+            .status
+            .canonical_reason()
+            .unwrap_or("error")
+            .to_owned()
+    } else {
+        text
+    };
+    let mut rewritten = (parts.status, Json(ErrorBody { error })).into_response();
+    for (name, value) in &parts.headers {
+        if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
+            rewritten.headers_mut().insert(name, value.clone());
+        }
+    }
+    rewritten
+}
+
 impl From<gatehouse_store::StoreError> for ApiError {
     fn from(err: gatehouse_store::StoreError) -> Self {
         tracing::error!(error = %err, "store error in the API");
@@ -86,6 +122,7 @@ impl From<Rejection> for ApiError {
             | Rejection::CommentRequired => StatusCode::UNPROCESSABLE_ENTITY,
             Rejection::RequesterMayNotApprove(_)
             | Rejection::AuthorMayNotApprove(_)
+            | Rejection::OwnerMayNotApprove(_)
             | Rejection::NotAnApprover { .. } => StatusCode::FORBIDDEN,
             Rejection::NotWaiting { .. }
             | Rejection::StaleAttempt { .. }

@@ -37,7 +37,10 @@ pub use auth::{hash_token, new_token};
 pub use chat::{ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
 pub use deliveries::process_deliveries;
 pub use error::ApiError;
-pub use github::{GithubSettings, ReconcileError, Trigger, reconcile_github};
+pub use github::{
+    GithubSettings, ReconcileError, RepoPatternError, Repositories, Trigger, is_repo_name,
+    reconcile_github,
+};
 pub use people::{People, Person};
 pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};
 pub use state::ApiState;
@@ -88,6 +91,8 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         ))
         // Outside the token check, so a refused request is logged in its trace too.
         .route_layer(axum::middleware::from_fn(trace::api_request))
+        // Outermost, so extractor refusals and unknown routes answer JSON too.
+        .layer(axum::middleware::map_response(error::as_json))
         .route("/openapi.json", get(openapi::document));
     // Every webhook route reads its body before the signature can be checked: one set of
     // slots bounds how many are read at once, each route's limit how large they may be.

@@ -151,6 +151,10 @@ pub async fn trigger(
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<FireView>), ApiError> {
     let row = find(&state, &name).await?;
+    // Whoever fires it answers for the run, so they must be allowed to start its SOP.
+    if let Some(sop) = state.catalog.get(&row.sop) {
+        state.may_start(sop, &caller.person).await?;
+    }
     if row.paused {
         return Err(ApiError::new(
             StatusCode::CONFLICT,
@@ -206,6 +210,9 @@ pub async fn backfill(
     Json(body): Json<Backfill>,
 ) -> Result<Json<BackfillResult>, ApiError> {
     let row = find(&state, &name).await?;
+    if let Some(sop) = state.catalog.get(&row.sop) {
+        state.may_start(sop, &caller.person).await?;
+    }
     let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m);
     let from = parse_time(&body.from).map_err(|e| unprocessable(format!("from: {e}")))?;
     let to = parse_time(&body.to).map_err(|e| unprocessable(format!("to: {e}")))?;

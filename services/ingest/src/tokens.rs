@@ -102,6 +102,15 @@ pub async fn create(
     let row = match body.name.as_deref().map(str::trim) {
         Some(name) => {
             check_name(name)?;
+            // Names are global: a non-administrator names tokens after the person they
+            // act for, so nobody takes the names another person's tokens would get (or
+            // names a token to look like someone else's).
+            let own = name == person_id || name.starts_with(&format!("{person_id}-"));
+            if !own && !caller.is_admin() {
+                return Err(unprocessable(format!(
+                    "a token for {person_id} is named `{person_id}` or `{person_id}-<something>`; `{name}` is not"
+                )));
+            }
             state
                 .store
                 .create_token(&NewToken {

@@ -88,6 +88,20 @@ impl ApiState {
         command: Command,
     ) -> Result<(String, String), ApiError> {
         let known = actor.person.is_some();
+        if let Command::Run {
+            issue: Some(issue), ..
+        } = &command
+        {
+            let repo = format!("{}/{}", issue.owner, issue.repo);
+            if !self.github.as_ref().is_some_and(|g| g.allows_repo(&repo)) {
+                return Ok((
+                    format!("run: refused, repository `{repo}` is not configured"),
+                    format!(
+                        "`{command}`: refused: Gatehouse works only on the repositories its configuration names, and `{repo}` is not one of them (an administrator adds it to a trigger's `repos` or to [github] repositories)."
+                    ),
+                ));
+            }
+        }
         // A run needs something to work on: the issue it names, or else this thread, which
         // becomes a requirement. Other commands only look the thread up.
         let requirement = match &command {

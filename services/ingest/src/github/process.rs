@@ -18,21 +18,30 @@ impl ApiState {
         tx: &mut Tx,
         delivery: &DeliveryRow,
     ) -> Result<Outcome, ApiError> {
-        Ok(
-            match Webhook::parse(&delivery.event, delivery.body.as_bytes()) {
-                Err(e) => {
-                    tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
-                    Outcome::ignored(format!("payload not understood: {e}"))
-                }
-                Ok(Webhook::Ping) => Outcome::ignored("ping"),
-                Ok(Webhook::Other(event)) => {
-                    Outcome::ignored(format!("`{event}` events are not acted on"))
-                }
-                Ok(Webhook::Issues(e)) => self.issues(tx, &e).await?,
-                Ok(Webhook::PullRequest(e)) => self.pull_request(tx, &e).await?,
-                Ok(Webhook::IssueComment(e)) => self.comment(tx, &delivery.delivery_id, &e).await?,
-            },
-        )
+        let parsed = Webhook::parse(&delivery.event, delivery.body.as_bytes());
+        // Only repositories the configuration names are acted on: an App installed more
+        // widely, or a hook on another repository, reaches nothing else.
+        if let Ok(webhook) = &parsed
+            && let Some(repo) = webhook.repository()
+            && !self.github.as_ref().is_some_and(|g| g.allows_repo(repo))
+        {
+            return Ok(Outcome::ignored(format!(
+                "repository `{repo}` is not configured: name it in a trigger's `repos` or in [github] repositories"
+            )));
+        }
+        Ok(match parsed {
+            Err(e) => {
+                tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
+                Outcome::ignored(format!("payload not understood: {e}"))
+            }
+            Ok(Webhook::Ping) => Outcome::ignored("ping"),
+            Ok(Webhook::Other(event)) => {
+                Outcome::ignored(format!("`{event}` events are not acted on"))
+            }
+            Ok(Webhook::Issues(e)) => self.issues(tx, &e).await?,
+            Ok(Webhook::PullRequest(e)) => self.pull_request(tx, &e).await?,
+            Ok(Webhook::IssueComment(e)) => self.comment(tx, &delivery.delivery_id, &e).await?,
+        })
     }
 
     async fn issues(&self, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome, ApiError> {

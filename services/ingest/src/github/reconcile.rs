@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::requirement::Subject;
 use super::triggers::LabelEvent;
-use crate::{ApiError, ApiState, Trigger};
+use crate::{ApiError, ApiState, GithubSettings, Trigger};
 
 /// Reconciles at once and then every `interval` until `shutdown`.
 pub async fn reconcile_github(
@@ -72,11 +72,15 @@ impl ApiState {
         };
         let mut started = 0;
         for trigger in &github.triggers {
-            for issue in client.open_with_label(&trigger.label).await? {
-                if trigger.matches(&trigger.label, &issue.repo())
-                    && self.reconcile_issue(trigger, &issue).await?
-                {
-                    started += 1;
+            // One search per owner or repository the trigger names; what a glob's owner
+            // search finds beyond the glob is left alone.
+            for scope in GithubSettings::search_qualifiers(trigger) {
+                for issue in client.open_with_label(&trigger.label, &scope).await? {
+                    if trigger.matches(&trigger.label, &issue.repo())
+                        && self.reconcile_issue(trigger, &issue).await?
+                    {
+                        started += 1;
+                    }
                 }
             }
         }

@@ -1,6 +1,6 @@
 //! The `[github]` settings ingest acts on.
 
-use globset::{Glob, GlobSet, GlobSetBuilder};
+use globset::{GlobSet, GlobSetBuilder};
 use secrecy::{ExposeSecret, SecretString};
 
 /// What ingest needs from `[github]`.
@@ -13,6 +13,8 @@ pub struct GithubSettings {
     pub bot_login: String,
     /// Larger deliveries are refused with 413.
     pub max_body_bytes: usize,
+    /// Repositories Gatehouse may act on besides the triggers' (`[github] repositories`).
+    pub repositories: Repositories,
 }
 
 impl GithubSettings {
@@ -37,39 +39,185 @@ pub struct Trigger {
     /// Pull requests from forks may start it (their runs hold this deployment's
     /// credentials, so this is off unless configured).
     pub allow_forks: bool,
-    repos: Option<GlobSet>,
+    /// The labelling user must be one of the people known to Gatehouse (issue templates
+    /// apply labels for anyone who opens an issue).
+    pub require_person: bool,
+    /// Who may start it by labelling (people and `group:` entries); anyone when unset.
+    pub starters: Option<Vec<String>>,
+    repos: Repositories,
 }
 
 impl Trigger {
-    /// A trigger for repositories matching `repos` (`acme/*`); none means every one.
+    /// A trigger for repositories matching `repos` (`acme/*`, `acme/app`): at least one,
+    /// each with a fixed owner, so what it starts and what reconciliation searches stay
+    /// within repositories someone chose.
     pub fn new(
         label: &str,
         sop: &str,
         repos: &[String],
         cancel_on_unlabel: bool,
         allow_forks: bool,
-    ) -> Result<Self, globset::Error> {
-        let repos = if repos.is_empty() {
-            None
-        } else {
-            let mut set = GlobSetBuilder::new();
-            for pattern in repos {
-                set.add(Glob::new(pattern)?);
-            }
-            Some(set.build()?)
-        };
+    ) -> Result<Self, RepoPatternError> {
+        if repos.is_empty() {
+            return Err(RepoPatternError::None);
+        }
         Ok(Self {
             label: label.to_owned(),
             sop: sop.to_owned(),
             cancel_on_unlabel,
             allow_forks,
-            repos,
+            require_person: false,
+            starters: None,
+            repos: Repositories::new(repos)?,
         })
+    }
+
+    /// Only people known to Gatehouse may start it by labelling.
+    pub fn requiring_person(mut self, require: bool) -> Self {
+        self.require_person = require;
+        self
+    }
+
+    /// Only these people and groups may start it by labelling.
+    pub fn with_starters(mut self, starters: Option<Vec<String>>) -> Self {
+        self.starters = starters;
+        self
     }
 
     /// Whether the trigger covers `label` on `repo` (`owner/name`).
     pub fn matches(&self, label: &str, repo: &str) -> bool {
-        self.label == label && self.repos.as_ref().is_none_or(|set| set.is_match(repo))
+        self.label == label && self.repos.allows(repo)
+    }
+
+    /// The repositories it covers.
+    pub fn repositories(&self) -> &Repositories {
+        &self.repos
+    }
+}
+
+/// A set of repository patterns (`owner/name`, `owner/*`, `owner/api-*`).
+#[derive(Clone, Default)]
+pub struct Repositories {
+    patterns: Vec<String>,
+    set: Option<GlobSet>,
+}
+
+/// Why a repository pattern was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum RepoPatternError {
+    /// A trigger with no repositories.
+    #[error(
+        "no `repos`: write repos = [\"owner/*\"] (or list the repositories, e.g. [\"acme/api\"]) so the label starts runs only there and reconciliation searches only there"
+    )]
+    None,
+    /// Not `owner/name`.
+    #[error("`{0}` is not owner/name (a name may be a glob such as `api-*`)")]
+    Shape(String),
+    /// The owner is a glob, so the search cannot be scoped.
+    #[error(
+        "`{0}` has a wildcard owner; name the owner (`acme/*`), so GitHub is searched only there"
+    )]
+    WildOwner(String),
+    /// `.` or `..` as a segment.
+    #[error("`{0}` has a `.` or `..` segment")]
+    DotSegment(String),
+    /// The glob does not compile.
+    #[error("`{pattern}`: {source}")]
+    Glob {
+        /// The pattern.
+        pattern: String,
+        /// Why.
+        source: globset::Error,
+    },
+}
+
+impl Repositories {
+    /// The patterns, checked.
+    pub fn new(patterns: &[String]) -> Result<Self, RepoPatternError> {
+        let mut set = GlobSetBuilder::new();
+        for pattern in patterns {
+            let (owner, name) = pattern
+                .split_once('/')
+                .filter(|(o, n)| !o.is_empty() && !n.is_empty() && !n.contains('/'))
+                .ok_or_else(|| RepoPatternError::Shape(pattern.clone()))?;
+            if [owner, name].iter().any(|s| *s == "." || *s == "..") {
+                return Err(RepoPatternError::DotSegment(pattern.clone()));
+            }
+            if owner.contains(['*', '?', '[', '{']) {
+                return Err(RepoPatternError::WildOwner(pattern.clone()));
+            }
+            // GitHub's names are case-insensitive.
+            let glob = globset::GlobBuilder::new(pattern)
+                .case_insensitive(true)
+                .literal_separator(true)
+                .build()
+                .map_err(|source| RepoPatternError::Glob {
+                    pattern: pattern.clone(),
+                    source,
+                })?;
+            set.add(glob);
+        }
+        let set = set.build().map_err(|source| RepoPatternError::Glob {
+            pattern: patterns.join(", "),
+            source,
+        })?;
+        Ok(Self {
+            patterns: patterns.to_vec(),
+            set: Some(set),
+        })
+    }
+
+    /// Whether `repo` (`owner/name`) is covered; never a name with a `.` or `..` segment.
+    pub fn allows(&self, repo: &str) -> bool {
+        is_repo_name(repo) && self.set.as_ref().is_some_and(|set| set.is_match(repo))
+    }
+
+    /// GitHub search qualifiers that cover these repositories and no others' owners:
+    /// `repo:owner/name` for an exact name, `user:owner` for a glob (the results are
+    /// filtered by the glob afterwards).
+    pub fn search_qualifiers(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .patterns
+            .iter()
+            .filter_map(|p| {
+                let (owner, name) = p.split_once('/')?;
+                Some(if name.contains(['*', '?', '[', '{']) {
+                    format!("user:{owner}")
+                } else {
+                    format!("repo:{p}")
+                })
+            })
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+}
+
+/// Whether `repo` is `owner/name` with plain segments (no `.` or `..`, nothing else).
+pub fn is_repo_name(repo: &str) -> bool {
+    let Some((owner, name)) = repo.split_once('/') else {
+        return false;
+    };
+    let plain = |s: &str| {
+        !s.is_empty()
+            && s != "."
+            && s != ".."
+            && s.chars()
+                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    };
+    plain(owner) && plain(name)
+}
+
+impl GithubSettings {
+    /// Whether Gatehouse acts on `repo`: a trigger or `[github] repositories` names it.
+    pub fn allows_repo(&self, repo: &str) -> bool {
+        self.repositories.allows(repo) || self.triggers.iter().any(|t| t.repos.allows(repo))
+    }
+
+    /// Search qualifiers for a trigger's reconciliation.
+    pub(crate) fn search_qualifiers(trigger: &Trigger) -> Vec<String> {
+        trigger.repos.search_qualifiers()
     }
 }
 
@@ -83,8 +231,55 @@ mod tests {
         assert!(t.matches("sop:fix", "acme/app"));
         assert!(!t.matches("sop:fix", "other/app"));
         assert!(!t.matches("sop:other", "acme/app"));
-        let any = Trigger::new("sop:fix", "fix", &[], false, false).unwrap();
-        assert!(any.matches("sop:fix", "whoever/whatever"));
-        assert!(Trigger::new("l", "s", &["acme/[".into()], false, false).is_err());
+        assert!(
+            t.matches("sop:fix", "ACME/App"),
+            "names are case-insensitive"
+        );
+        assert!(!t.matches("sop:fix", "acme/.."));
+        assert!(!t.matches("sop:fix", "acme/app/x"));
+        let refused = |repos: &[&str]| {
+            let repos: Vec<String> = repos.iter().map(|r| r.to_string()).collect();
+            Trigger::new("l", "s", &repos, false, false)
+                .err()
+                .map(|e| e.to_string())
+                .unwrap_or_default()
+        };
+        assert!(refused(&[]).starts_with("no `repos`: write repos = [\"owner/*\"]"));
+        assert!(refused(&["acme/["]).starts_with("`acme/[`:"));
+        assert_eq!(
+            refused(&["*/app"]),
+            "`*/app` has a wildcard owner; name the owner (`acme/*`), so GitHub is searched only there"
+        );
+        assert_eq!(refused(&["acme/.."]), "`acme/..` has a `.` or `..` segment");
+        assert_eq!(
+            refused(&["acme"]),
+            "`acme` is not owner/name (a name may be a glob such as `api-*`)"
+        );
+    }
+
+    #[test]
+    fn reconciliation_searches_only_the_configured_owners() {
+        let repos =
+            Repositories::new(&["acme/*".into(), "acme/api".into(), "beta/web".into()]).unwrap();
+        assert_eq!(
+            repos.search_qualifiers(),
+            ["repo:acme/api", "repo:beta/web", "user:acme"]
+        );
+    }
+
+    #[test]
+    fn repository_names_have_plain_segments() {
+        assert!(is_repo_name("acme/app.js"));
+        for bad in [
+            "acme/..",
+            "./app",
+            "acme",
+            "acme/a/b",
+            "acme/",
+            "acme/a b",
+            "acme/$(id)",
+        ] {
+            assert!(!is_repo_name(bad), "{bad}");
+        }
     }
 }

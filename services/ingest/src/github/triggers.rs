@@ -77,6 +77,9 @@ impl ApiState {
             tracing::error!(label = %event.label, sop = %trigger.sop, "a GitHub trigger names an SOP that does not exist");
             return Ok(format!("trigger names no SOP `{}`", trigger.sop));
         };
+        if let Some(refusal) = self.labeller_refused(trigger, sop, &event.sender).await? {
+            return Ok(format!("`{}` not started: {refusal}", trigger.sop));
+        }
         let params = issue_params(sop, event);
         if let Err(why) = sop.check_start(&params) {
             return Ok(format!("`{}` cannot start: {why}", trigger.sop));
@@ -103,6 +106,39 @@ impl ApiState {
         };
         self.append(tx, Event::RunRequested(request)).await?;
         Ok(format!("started `{}` as run {run_id}", trigger.sop))
+    }
+
+    /// Why the person who labelled may not start the trigger's SOP, if they may not: the
+    /// trigger's `require_person` and `starters`, then the SOP's own `starters`.
+    async fn labeller_refused(
+        &self,
+        trigger: &Trigger,
+        sop: &Sop,
+        sender: &Actor,
+    ) -> Result<Option<String>, ApiError> {
+        let Some(person) = &sender.person else {
+            let needs_person =
+                trigger.require_person || trigger.starters.is_some() || sop.starters.is_some();
+            return Ok(needs_person.then(|| {
+                format!(
+                    "`{}` is not one of the people known to Gatehouse, and this trigger starts runs only for them",
+                    sender.handle
+                )
+            }));
+        };
+        let groups = self.people().await?.groups(person);
+        if let Some(starters) = &trigger.starters
+            && !gatehouse_sop::names_person(starters, person, &groups)
+        {
+            return Ok(Some(format!(
+                "{person} may not start it by labelling; the trigger's starters are {}",
+                starters.join(", ")
+            )));
+        }
+        Ok(match self.may_start(sop, person).await {
+            Ok(()) => None,
+            Err(refused) => Some(refused.message),
+        })
     }
 
     /// Cancels the runs a removed label started, where its trigger says so.
