@@ -5,6 +5,7 @@
 //! [`LogLine`] channel, a wall-clock limit, and cancellation. The job's [`Profile`] says
 //! where: [`ProcessSandbox`] runs it as a local process group (the embedded default),
 //! [`DockerSandbox`] in a fresh, locked-down container; [`Sandboxes`] picks by profile.
+//! What a node leaves behind is read back only through [`untrusted`].
 
 mod docker;
 mod error;
@@ -17,6 +18,7 @@ mod profile;
 mod sandboxes;
 mod sink;
 mod tail;
+pub mod untrusted;
 
 pub use docker::DockerSandbox;
 pub use error::SandboxError;

@@ -9,6 +9,7 @@ use gatehouse_agent::{
     parse_report, render_prompt,
 };
 use gatehouse_events::NodeDispatch;
+use gatehouse_sandbox::untrusted;
 use gatehouse_store::{Store, StoreError, UsageRow};
 use serde::Deserialize;
 
@@ -26,7 +27,7 @@ pub(crate) struct AgentSpec {
 /// Where the prompt files go, under the attempt's inputs directory.
 const AGENT_DIR: &str = ".agent";
 /// The part of each upstream file a prompt may quote.
-const INPUT_TEXT_LIMIT: usize = 64 * 1024;
+const INPUT_TEXT_LIMIT: u64 = 64 * 1024;
 /// The end of the CLI's output kept for its report.
 pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
 
@@ -91,7 +92,9 @@ async fn requirement(
 }
 
 /// Upstream artifacts (`inputs/<node>/<file>`) as text; binary files are left out and long
-/// ones cut, so a prompt stays a prompt.
+/// ones cut, so a prompt stays a prompt. The inputs are the runner's own copies, read all
+/// the same as files a node wrote ([`gatehouse_sandbox::untrusted`]): only regular files,
+/// no link followed, no more than the part a prompt may quote.
 fn upstream_texts(inputs: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
     let mut texts = BTreeMap::new();
     let Ok(nodes) = std::fs::read_dir(inputs) else {
@@ -99,52 +102,62 @@ fn upstream_texts(inputs: &Path) -> BTreeMap<String, BTreeMap<String, String>> {
     };
     for node in nodes.flatten() {
         let name = node.file_name().to_string_lossy().into_owned();
-        if name == AGENT_DIR || !node.path().is_dir() {
+        // The entry's own type: a link to a directory is not walked.
+        if name == AGENT_DIR || !node.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
         let mut files = BTreeMap::new();
-        for file in walk(&node.path()) {
-            let Ok(bytes) = std::fs::read(&file) else {
+        for relative in walk(&node.path()) {
+            let Ok(file) = untrusted::open(inputs, &format!("{name}/{relative}")) else {
                 continue;
             };
-            let Ok(text) = String::from_utf8(bytes) else {
+            let Ok(start) = file.read_start(INPUT_TEXT_LIMIT) else {
                 continue;
             };
-            let relative = file
-                .strip_prefix(node.path())
-                .map(|p| p.to_string_lossy().into_owned())
-                .unwrap_or_default();
-            files.insert(relative, cut(text));
+            let Some(text) = text(&start) else {
+                continue;
+            };
+            files.insert(relative, cut(text, file.size()));
         }
         texts.insert(name, files);
     }
     texts
 }
 
-fn walk(dir: &Path) -> Vec<std::path::PathBuf> {
+/// The files below `dir`, as `/`-separated paths relative to it; links are not walked.
+fn walk(dir: &Path) -> Vec<String> {
     let mut files = Vec::new();
-    let mut stack = vec![dir.to_owned()];
-    while let Some(dir) = stack.pop() {
+    let mut stack = vec![(dir.to_owned(), String::new())];
+    while let Some((dir, prefix)) = stack.pop() {
         for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
-            let path = entry.path();
-            if path.is_dir() {
-                stack.push(path);
-            } else {
-                files.push(path);
+            let Ok(name) = entry.file_name().into_string() else {
+                continue;
+            };
+            let relative = format!("{prefix}{name}");
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => stack.push((entry.path(), format!("{relative}/"))),
+                Ok(_) => files.push(relative),
+                Err(_) => {}
             }
         }
     }
     files
 }
 
-fn cut(mut text: String) -> String {
-    if text.len() > INPUT_TEXT_LIMIT {
-        let mut end = INPUT_TEXT_LIMIT;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        let more = text.len() - end;
-        text.truncate(end);
+/// `bytes` as text; `None` when they are not UTF-8, except for a character cut at the end.
+fn text(bytes: &[u8]) -> Option<&str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Some(text),
+        Err(e) if e.error_len().is_none() => std::str::from_utf8(&bytes[..e.valid_up_to()]).ok(),
+        Err(_) => None,
+    }
+}
+
+/// The text, with a note of how much of the file (`size` bytes) it leaves out.
+fn cut(text: &str, size: u64) -> String {
+    let mut text = text.to_owned();
+    let more = size.saturating_sub(text.len() as u64);
+    if more > 0 {
         text.push_str(&format!("\n… [{more} more bytes not shown]"));
     }
     text

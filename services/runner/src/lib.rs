@@ -8,6 +8,7 @@
 //! stop attempts the scheduler no longer wants (cancel, fail-fast, send back).
 
 mod agent;
+mod artifacts;
 mod checkpoint;
 mod deliver;
 mod durably;

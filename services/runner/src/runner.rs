@@ -27,6 +27,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::agent;
+use crate::artifacts::{self, ARTIFACT_LIMIT};
 use crate::checkpoint;
 use crate::deliver::{DeliverSpec, DeliveredTo, Deliverer, Target};
 use crate::durably::durably;
@@ -106,6 +107,8 @@ pub struct Runner {
     /// Cancelled when the shutdown grace has run out: attempts stopped then are reported
     /// as interrupted by the shutdown, not as cancelled by someone.
     halted: CancellationToken,
+    /// The most bytes an artifact may have; see [`Runner::with_artifact_limit`].
+    artifact_limit: u64,
 }
 
 impl Runner {
@@ -118,7 +121,15 @@ impl Runner {
             running: Arc::default(),
             snapshots: Arc::default(),
             halted: CancellationToken::new(),
+            artifact_limit: ARTIFACT_LIMIT,
         }
+    }
+
+    /// Refuses artifacts over `bytes` (64 MiB unless set): the attempt that left one fails,
+    /// and an input over it is not copied. Sizes are checked before a byte is read.
+    pub fn with_artifact_limit(mut self, bytes: u64) -> Self {
+        self.artifact_limit = bytes;
+        self
     }
 
     /// Takes jobs and watches runs until `shutdown` is cancelled. Then it takes no more,
@@ -493,7 +504,9 @@ impl Runner {
         let artifacts_location = dirs.artifacts_location(&job.node, job.attempt);
         let artifacts = dirs.resolve(&artifacts_location);
         let inputs = dirs.inputs(&job.node, job.attempt);
-        self.copy_inputs(job, &spec, &dirs, &inputs).await?;
+        if let Err(reason) = self.copy_inputs(job, &spec, &inputs).await? {
+            return self.failed(job, reason, started).await;
+        }
         if let Err(reason) = self.checkpoint(job, &spec, &dirs).await {
             return self.failed(job, reason, started).await;
         }
@@ -571,14 +584,24 @@ impl Runner {
 
         let mut stored = Vec::new();
         let mut problems = Vec::new();
-        let mut missing = Vec::new();
-        for name in &spec.artifacts {
-            let path = artifacts.join(name);
-            // Read once: checked for secrets, then hashed.
-            let Ok(bytes) = tokio::fs::read(&path).await else {
-                missing.push(name.as_str());
-                continue;
-            };
+        let collected = {
+            let (data_dir, location) = (self.options.data_dir.clone(), artifacts_location.clone());
+            let (names, limit) = (spec.artifacts.clone(), self.artifact_limit);
+            tokio::task::spawn_blocking(move || {
+                artifacts::collect(&data_dir, &location, &names, limit)
+            })
+            .await?
+        };
+        // A file the node must not have left (a link, a FIFO, an oversized file, a name
+        // reaching out) fails the attempt, and nothing of it is stored.
+        let read = if collected.refused.is_empty() {
+            collected.read
+        } else {
+            problems.extend(collected.refused);
+            Vec::new()
+        };
+        for (name, bytes) in read {
+            let path = artifacts.join(&name);
             if let Some(secret) = secrets.found_in(&bytes) {
                 // Kept nowhere: the file goes, and the attempt fails saying why.
                 let _ = tokio::fs::remove_file(&path).await;
@@ -604,10 +627,10 @@ impl Runner {
                 size,
             });
         }
-        if !missing.is_empty() {
+        if !collected.missing.is_empty() {
             problems.push(format!(
                 "declared artifacts were not written: {}",
-                missing.join(", ")
+                collected.missing.join(", ")
             ));
         }
         if let Some(role) = &role {
@@ -661,15 +684,15 @@ impl Runner {
     }
 
     /// Copies the recorded artifacts of the upstream attempts this node reads into its
-    /// inputs directory (an imported artifact lives in its child run).
+    /// inputs directory (an imported artifact lives in its child run). `Ok(Err(reason))`:
+    /// an artifact was refused ([`artifacts::copy_inputs`]), which fails the attempt.
     async fn copy_inputs(
         &self,
         job: &NodeDispatch,
         spec: &ScriptSpec,
-        dirs: &RunDirs,
         inputs: &std::path::Path,
-    ) -> Result<(), HandlerError> {
-        let copies: Vec<(PathBuf, PathBuf)> = self
+    ) -> Result<Result<(), String>, HandlerError> {
+        let rows: Vec<ArtifactRow> = self
             .store
             .artifacts(job.run_id)
             .await?
@@ -679,26 +702,16 @@ impl Runner {
                     .get(&a.node)
                     .is_some_and(|&at| i64::from(at) == i64::from(a.attempt))
             })
-            .map(|a| {
-                (
-                    dirs.resolve(&a.location),
-                    inputs.join(&a.node).join(&a.name),
-                )
-            })
             .collect();
-        let inputs_dir = inputs.to_owned();
-        tokio::task::spawn_blocking(move || -> std::io::Result<()> {
-            std::fs::create_dir_all(&inputs_dir)?;
-            for (from, to) in copies {
-                if let Some(parent) = to.parent() {
-                    std::fs::create_dir_all(parent)?;
-                }
-                std::fs::copy(from, to)?;
-            }
-            Ok(())
+        let (data_dir, inputs, limit) = (
+            self.options.data_dir.clone(),
+            inputs.to_owned(),
+            self.artifact_limit,
+        );
+        Ok(tokio::task::spawn_blocking(move || {
+            artifacts::copy_inputs(&data_dir, &rows, &inputs, limit)
         })
-        .await??;
-        Ok(())
+        .await??)
     }
 
     /// Records the workspace when the node first starts; restores that record when the

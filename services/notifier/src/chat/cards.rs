@@ -164,7 +164,7 @@ impl Notifier {
                 excerpt: self
                     .data_dir
                     .as_deref()
-                    .and_then(|dir| excerpt(&dir.join(&a.location))),
+                    .and_then(|dir| excerpt(dir, &a.location)),
                 name: format!("{}/{}", a.node, a.name),
                 size: u64::try_from(a.size).unwrap_or_default(),
             })
@@ -192,14 +192,13 @@ async fn want(
     Ok(())
 }
 
-/// The first lines of a text file; none for binary files or files that cannot be read.
-fn excerpt(path: &Path) -> Option<String> {
-    use std::io::Read;
-    let mut bytes = Vec::with_capacity(EXCERPT_BYTES);
-    std::fs::File::open(path)
+/// The first lines of the stored artifact at `location` under `data_dir`; none for binary
+/// files or files that cannot be read. A node wrote it, so it is read as untrusted: no link
+/// followed, regular files only, never more than the excerpt's bytes.
+fn excerpt(data_dir: &Path, location: &str) -> Option<String> {
+    let bytes = gatehouse_sandbox::untrusted::open(data_dir, location)
         .ok()?
-        .take(EXCERPT_BYTES as u64)
-        .read_to_end(&mut bytes)
+        .read_start(EXCERPT_BYTES as u64)
         .ok()?;
     let text = match std::str::from_utf8(&bytes) {
         Ok(text) => text,
@@ -221,18 +220,51 @@ mod tests {
     #[test]
     fn excerpts_are_the_first_lines_of_text_files() {
         let dir = tempfile::tempdir().unwrap();
-        let text = dir.path().join("notes.md");
         let lines: Vec<String> = (1..=20).map(|i| format!("line {i}")).collect();
-        std::fs::write(&text, lines.join("\n")).unwrap();
-        assert_eq!(excerpt(&text).unwrap().lines().count(), EXCERPT_LINES);
-        let binary = dir.path().join("a.bin");
-        std::fs::write(&binary, [0u8, 159, 146, 150]).unwrap();
-        assert_eq!(excerpt(&binary), None);
-        let cut = dir.path().join("cut.txt");
+        std::fs::write(dir.path().join("notes.md"), lines.join("\n")).unwrap();
+        assert_eq!(
+            excerpt(dir.path(), "notes.md").unwrap().lines().count(),
+            EXCERPT_LINES
+        );
+        std::fs::write(dir.path().join("a.bin"), [0u8, 159, 146, 150]).unwrap();
+        assert_eq!(excerpt(dir.path(), "a.bin"), None);
         let mut long = "a".repeat(EXCERPT_BYTES - 1);
         long.push('é');
-        std::fs::write(&cut, long).unwrap();
-        assert_eq!(excerpt(&cut).unwrap().len(), EXCERPT_BYTES - 1);
-        assert_eq!(excerpt(&dir.path().join("missing")), None);
+        std::fs::write(dir.path().join("cut.txt"), long).unwrap();
+        assert_eq!(
+            excerpt(dir.path(), "cut.txt").unwrap().len(),
+            EXCERPT_BYTES - 1
+        );
+        assert_eq!(excerpt(dir.path(), "missing"), None);
+    }
+
+    /// A stored artifact a node later replaced with a link (the process sandbox can), or
+    /// one under a linked directory, shows no excerpt: the card never carries a host file.
+    #[test]
+    fn excerpts_never_follow_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret.txt"), "host secret").unwrap();
+        let artifacts = dir.path().join("runs/r/artifacts/n/1");
+        std::fs::create_dir_all(&artifacts).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), artifacts.join("a.md"))
+            .unwrap();
+        assert_eq!(excerpt(dir.path(), "runs/r/artifacts/n/1/a.md"), None);
+        std::os::unix::fs::symlink("/proc/self/environ", artifacts.join("env.md")).unwrap();
+        assert_eq!(excerpt(dir.path(), "runs/r/artifacts/n/1/env.md"), None);
+        std::fs::create_dir_all(dir.path().join("runs/r/artifacts/m")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("runs/r/artifacts/m/1"))
+            .unwrap();
+        assert_eq!(excerpt(dir.path(), "runs/r/artifacts/m/1/secret.txt"), None);
+        // A FIFO does not hold the notifier up.
+        let fifo = artifacts.join("pipe.md");
+        assert!(
+            std::process::Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .unwrap()
+                .success()
+        );
+        assert_eq!(excerpt(dir.path(), "runs/r/artifacts/n/1/pipe.md"), None);
     }
 }
