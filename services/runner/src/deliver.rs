@@ -4,19 +4,23 @@
 //! updates the branch's pull request — or, in `direct` mode, merges it into the target
 //! branch after a conflict check.
 //!
-//! The token reaches git only through its environment, as an HTTP header
-//! (`GIT_CONFIG_*`): never in a remote URL, the repository's config, logs or artifacts.
-//! Earlier nodes run code in the workspace, so before git runs with the token the clone's
-//! config is rewritten (its remote pointing where Gatehouse says) and its hooks removed, and
-//! every git command runs with hooks and fsmonitor turned off: nothing the workspace holds
-//! can redirect the push or run with the token in reach.
+//! The token reaches git only through its environment, as an HTTP header scoped to the
+//! remote (`GIT_CONFIG_*`), and only for the commands that talk to it: never in a remote
+//! URL, the repository's config, logs or artifacts. Earlier nodes run code in the
+//! workspace, so before git runs in it the `.git` is checked for links and redirections
+//! ([`crate::gitdir`]), its config is rewritten (its remote pointing where Gatehouse says)
+//! and its hooks removed, and every git command runs without global, system or the
+//! runner's own git settings and with everything that could run a program or reach another
+//! place turned off ([`crate::git`]): nothing the workspace holds can redirect the push or
+//! run with the token in reach.
 
 use std::path::Path;
 
-use base64::Engine;
 use gatehouse_github::GithubClient;
-use secrecy::{ExposeSecret, SecretString};
+use secrecy::SecretString;
 use serde::Deserialize;
+
+use crate::git::{Git, Network};
 
 /// What delivering needs: where repositories are, and who Gatehouse is on GitHub.
 pub struct Deliverer {
@@ -119,8 +123,12 @@ impl Deliverer {
         }
         let url = self.url(repo);
         let dir = workspace.to_string_lossy().into_owned();
-        self.git(
-            workspace.parent().unwrap_or(workspace),
+        let parent = workspace.parent().unwrap_or(workspace);
+        self.run(
+            &url,
+            parent,
+            None,
+            Network::Remote,
             &["clone", "--quiet", &url, &dir],
             log,
         )
@@ -136,10 +144,14 @@ impl Deliverer {
         spec: &DeliverSpec,
         log: &mut Session,
     ) -> Delivered {
-        if !workspace.join(".git").exists() {
-            return Err("the workspace is not a clone of the repository".into());
-        }
-        self.sanitize(workspace, &self.url(target.repo))?;
+        crate::gitdir::check(workspace)?;
+        let url = self.url(target.repo);
+        self.sanitize(workspace, &url)?;
+        let repo = Repo {
+            deliverer: self,
+            url: &url,
+            workspace,
+        };
         let branch = work_branch(target.number, target.title);
         let base = match &spec.branch {
             Some(branch) => branch.clone(),
@@ -149,17 +161,16 @@ impl Deliverer {
                 .await
                 .map_err(|e| format!("finding the default branch: {e}"))?,
         };
-        self.git(workspace, &["checkout", "--quiet", "-B", &branch], log)
+        repo.local(&["checkout", "--quiet", "-B", &branch], log)
             .await?;
-        self.git(workspace, &["add", "--all"], log).await?;
-        let changes = self.git(workspace, &["status", "--porcelain"], log).await?;
+        repo.local(&["add", "--all"], log).await?;
+        let changes = repo.local(&["status", "--porcelain"], log).await?;
         if !changes.trim().is_empty() {
             let subject = format!("{} (#{})", target.title, target.number);
             let body = format!("Delivered by Gatehouse run {}.", target.run);
             let name = format!("user.name={}", self.author_name);
             let email = format!("user.email={}", self.author_email);
-            self.git(
-                workspace,
+            repo.local(
                 &[
                     "-c", &name, "-c", &email, "commit", "--quiet", "-m", &subject, "-m", &body,
                 ],
@@ -167,9 +178,8 @@ impl Deliverer {
             )
             .await?;
         }
-        let ahead = self
-            .git(
-                workspace,
+        let ahead = repo
+            .local(
                 &["rev-list", "--count", &format!("origin/{base}..HEAD")],
                 log,
             )
@@ -180,14 +190,10 @@ impl Deliverer {
             ));
         }
         if spec.mode == "direct" {
-            return self.merge(workspace, &branch, &base, log).await;
+            return repo.merge(&branch, &base, log).await;
         }
-        self.git(
-            workspace,
-            &["push", "--quiet", "--force", "origin", &branch],
-            log,
-        )
-        .await?;
+        repo.remote(&["push", "--quiet", "--force", "origin", &branch], log)
+            .await?;
         let body = format!(
             "Closes #{}\n\nDelivered by Gatehouse run `{}`.",
             target.number, target.run
@@ -199,67 +205,28 @@ impl Deliverer {
             .map_err(|e| format!("opening the pull request: {e}"))
     }
 
-    /// Merges the work branch into `base` when it merges cleanly, and pushes `base`.
-    async fn merge(
-        &self,
-        workspace: &Path,
-        branch: &str,
-        base: &str,
-        log: &mut Session,
-    ) -> Delivered {
-        self.git(workspace, &["fetch", "--quiet", "origin", base], log)
-            .await?;
-        self.git(
-            workspace,
-            &["checkout", "--quiet", "-B", base, &format!("origin/{base}")],
-            log,
-        )
-        .await?;
-        let name = format!("user.name={}", self.author_name);
-        let email = format!("user.email={}", self.author_email);
-        let message = format!("Merge {branch} into {base}");
-        if self
-            .git(
-                workspace,
-                &[
-                    "-c", &name, "-c", &email, "merge", "--no-ff", "--quiet", "-m", &message,
-                    branch,
-                ],
-                log,
-            )
-            .await
-            .is_err()
-        {
-            let conflicts = self
-                .git(workspace, &["diff", "--name-only", "--diff-filter=U"], log)
-                .await
-                .unwrap_or_default();
-            let _ = self.git(workspace, &["merge", "--abort"], log).await;
-            let _ = self
-                .git(workspace, &["checkout", "--quiet", branch], log)
-                .await;
-            return Err(format!(
-                "the work conflicts with {base} in: {}",
-                conflicts.split_whitespace().collect::<Vec<_>>().join(", ")
-            ));
-        }
-        self.git(workspace, &["push", "--quiet", "origin", base], log)
-            .await?;
-        Ok(DeliveredTo::Merged(base.to_owned()))
-    }
-
     fn url(&self, repo: &str) -> String {
         format!("{}/{repo}.git", self.git_url.trim_end_matches('/'))
     }
 
     /// Replaces whatever earlier nodes did to the clone's git configuration and hooks.
+    /// `.git` was checked to hold no links ([`crate::gitdir`]); the config is still
+    /// replaced by a new file rather than written through whatever is there.
     fn sanitize(&self, workspace: &Path, url: &str) -> Result<(), String> {
         let git_dir = workspace.join(".git");
         let config = format!(
             "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = {url}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
         );
-        std::fs::write(git_dir.join("config"), config)
-            .map_err(|e| format!("resetting the clone's configuration: {e}"))?;
+        let path = git_dir.join("config");
+        let replaced = match std::fs::remove_file(&path) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(e),
+            _ => std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .open(&path)
+                .and_then(|mut file| std::io::Write::write_all(&mut file, config.as_bytes())),
+        };
+        replaced.map_err(|e| format!("resetting the clone's configuration: {e}"))?;
         let hooks = git_dir.join("hooks");
         if hooks.exists() {
             std::fs::remove_dir_all(&hooks).map_err(|e| format!("removing git hooks: {e}"))?;
@@ -267,33 +234,22 @@ impl Deliverer {
         Ok(())
     }
 
-    /// Runs git with the token as an HTTP header in its environment; its output goes to
-    /// the node's log.
-    async fn git(&self, dir: &Path, args: &[&str], log: &mut Session) -> Result<String, String> {
-        let credentials = base64::engine::general_purpose::STANDARD
-            .encode(format!("x-access-token:{}", log.token.expose_secret()));
-        let output = tokio::process::Command::new("git")
-            // A Docker sandbox leaves the workspace owned by its non-root user; the
-            // runner's git must still work in it.
-            .args([
-                "-c",
-                "core.hooksPath=/dev/null",
-                "-c",
-                "core.fsmonitor=false",
-                "-c",
-                "safe.directory=*",
-            ])
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_TERMINAL_PROMPT", "0")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("GIT_CONFIG_COUNT", "1")
-            .env("GIT_CONFIG_KEY_0", "http.extraHeader")
-            .env(
-                "GIT_CONFIG_VALUE_0",
-                format!("Authorization: Basic {credentials}"),
-            )
-            .stdin(std::process::Stdio::null())
+    /// Runs git ([`Git::command`]) for the remote `url`; its output goes to the node's log.
+    async fn run(
+        &self,
+        url: &str,
+        dir: &Path,
+        repo: Option<&Path>,
+        network: Network,
+        args: &[&str],
+        log: &mut Session,
+    ) -> Result<String, String> {
+        let git = Git {
+            remote: url,
+            token: &log.token,
+        };
+        let output = git
+            .command(dir, repo, network, args)
             .output()
             .await
             .map_err(|e| format!("git {}: {e}", args.first().unwrap_or(&"")))?;
@@ -311,6 +267,70 @@ impl Deliverer {
                 stderr.lines().last().unwrap_or("no message")
             ))
         }
+    }
+}
+
+/// The workspace's repository, delivered to `url`.
+struct Repo<'a> {
+    deliverer: &'a Deliverer,
+    url: &'a str,
+    workspace: &'a Path,
+}
+
+impl Repo<'_> {
+    /// A git command that stays in the workspace: no token.
+    async fn local(&self, args: &[&str], log: &mut Session) -> Result<String, String> {
+        let (url, dir) = (self.url, self.workspace);
+        self.deliverer
+            .run(url, dir, Some(dir), Network::Local, args, log)
+            .await
+    }
+
+    /// A git command that talks to the remote, with the token.
+    async fn remote(&self, args: &[&str], log: &mut Session) -> Result<String, String> {
+        let (url, dir) = (self.url, self.workspace);
+        self.deliverer
+            .run(url, dir, Some(dir), Network::Remote, args, log)
+            .await
+    }
+
+    /// Merges the work branch into `base` when it merges cleanly, and pushes `base`.
+    async fn merge(&self, branch: &str, base: &str, log: &mut Session) -> Delivered {
+        self.remote(&["fetch", "--quiet", "origin", base], log)
+            .await?;
+        self.local(
+            &["checkout", "--quiet", "-B", base, &format!("origin/{base}")],
+            log,
+        )
+        .await?;
+        let name = format!("user.name={}", self.deliverer.author_name);
+        let email = format!("user.email={}", self.deliverer.author_email);
+        let message = format!("Merge {branch} into {base}");
+        if self
+            .local(
+                &[
+                    "-c", &name, "-c", &email, "merge", "--no-ff", "--quiet", "-m", &message,
+                    branch,
+                ],
+                log,
+            )
+            .await
+            .is_err()
+        {
+            let conflicts = self
+                .local(&["diff", "--name-only", "--diff-filter=U"], log)
+                .await
+                .unwrap_or_default();
+            let _ = self.local(&["merge", "--abort"], log).await;
+            let _ = self.local(&["checkout", "--quiet", branch], log).await;
+            return Err(format!(
+                "the work conflicts with {base} in: {}",
+                conflicts.split_whitespace().collect::<Vec<_>>().join(", ")
+            ));
+        }
+        self.remote(&["push", "--quiet", "origin", base], log)
+            .await?;
+        Ok(DeliveredTo::Merged(base.to_owned()))
     }
 }
 
@@ -334,6 +354,9 @@ pub(crate) fn work_branch(number: u64, title: &str) -> String {
         format!("gatehouse/{number}-{slug}")
     }
 }
+
+#[cfg(test)]
+mod hostile;
 
 #[cfg(test)]
 mod tests {

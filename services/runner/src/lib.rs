@@ -13,6 +13,8 @@ mod checkpoint;
 mod deliver;
 mod durably;
 mod files;
+mod git;
+mod gitdir;
 mod job;
 mod logs;
 mod observe;
