@@ -120,7 +120,7 @@ fn spans_reach_the_collector_in_the_callers_trace() {
     std::fs::write(
         dir.path().join("gatehouse.toml"),
         format!(
-            "[server]\nsop_dirs = [\"sops\"]\n[github]\nwebhook_secrets = [\"s3cret\"]\n[telemetry]\notlp_endpoint = \"{collector_url}\"\n"
+            "[server]\nsop_dirs = [\"sops\"]\n[github]\nwebhook_secrets = [\"s3cret\"]\nrepositories = [\"Codertocat/*\"]\n[telemetry]\notlp_endpoint = \"{collector_url}\"\n"
         ),
     )
     .unwrap();

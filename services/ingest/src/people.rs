@@ -48,11 +48,18 @@ impl Person {
 }
 
 /// Everyone known: configured people first, then stored ones.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct People {
     people: Vec<Person>,
     /// Ids that come from the configuration (they cannot be removed through the API).
     configured: BTreeSet<String>,
+}
+
+/// No one configured: the bootstrap administrator alone.
+impl Default for People {
+    fn default() -> Self {
+        Self::new(Vec::new())
+    }
 }
 
 impl People {
