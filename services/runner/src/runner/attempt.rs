@@ -1,0 +1,280 @@
+//! One attempt of a node, in named steps: its workspace (the run's GitHub issue cloned into
+//! it, see [`super::delivery`]), [`prepare`](Attempt::prepare) (settings, inputs,
+//! checkpoint, environment and secrets: [`super::prepare`]), [`run`](Attempt::run) (the
+//! sandbox, its output stored as it comes), [`collect`](Attempt::collect) (artifacts and
+//! an agent's usage) and [`verdict`](Attempt::verdict) (the outcome, recorded, as the
+//! `node.finished` to report). A step that fails the attempt says why, and the attempt ends
+//! there as failed; nothing after it runs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use gatehouse_bus::HandlerError;
+use gatehouse_events::{Artifact, NodeDispatch, NodeFinished};
+use gatehouse_sandbox::{Exit, ExitStatus, LogLine};
+use gatehouse_store::ArtifactRow;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
+
+use super::Runner;
+use super::prepare::Prepared;
+use crate::agent;
+use crate::artifacts;
+use crate::durably::durably;
+use crate::files::{RunDirs, digest};
+use crate::logs::{LogTarget, store_output};
+use crate::observe::SandboxStart;
+use crate::outcome::{Verdict, judge};
+
+/// What a step of an attempt gives: `Ok(Err(reason))` fails the attempt for `reason`;
+/// `Err` is a failure to read or record, and the job comes back.
+pub(super) type Step<T> = Result<Result<T, String>, HandlerError>;
+
+/// One attempt of a node, on its way through the steps.
+pub(super) struct Attempt<'a> {
+    pub(super) runner: &'a Runner,
+    pub(super) job: &'a NodeDispatch,
+    /// The run's directories: the workspace, this attempt's inputs and artifacts.
+    pub(super) dirs: RunDirs,
+    /// When the attempt's own work began: how long a failed attempt took counts from here.
+    started: Instant,
+}
+
+/// What the node left: the artifacts stored, and the problems that fail an attempt even
+/// when its process exited 0.
+struct Outputs {
+    stored: Vec<Artifact>,
+    problems: Vec<String>,
+}
+
+impl Runner {
+    /// Prepares the directories, runs the script, and collects output and artifacts.
+    pub(super) async fn attempt(
+        &self,
+        job: &NodeDispatch,
+        cancel: CancellationToken,
+        begun: Instant,
+    ) -> Result<NodeFinished, HandlerError> {
+        let attempt = Attempt {
+            runner: self,
+            job,
+            dirs: RunDirs::new(&self.options.data_dir, job.run_id),
+            started: Instant::now(),
+        };
+        let issue = self.github_issue(job.run_id).await?;
+        if let Err(reason) = self.clone_issue(job, issue.as_ref(), &attempt.dirs).await {
+            return attempt.failed(reason).await;
+        }
+        if job.kind == "deliver" {
+            return self
+                .deliver(job, issue, &attempt.dirs, attempt.started)
+                .await;
+        }
+        let prepared = match attempt.prepare().await? {
+            Ok(prepared) => prepared,
+            Err(reason) => return attempt.failed(reason).await,
+        };
+        let exit = match attempt.run(&prepared, cancel, begun).await {
+            Ok(exit) => exit,
+            Err(reason) => return attempt.failed(reason).await,
+        };
+        let outputs = attempt.collect(&prepared, &exit).await?;
+        attempt.verdict(&prepared, &exit, outputs).await
+    }
+}
+
+impl Attempt<'_> {
+    /// The attempt's number as the store keeps it.
+    fn number(&self) -> i32 {
+        i32::try_from(self.job.attempt).unwrap_or(i32::MAX)
+    }
+
+    /// Ends the attempt as failed for `reason`, before or instead of its verdict.
+    async fn failed(&self, reason: String) -> Result<NodeFinished, HandlerError> {
+        self.runner.failed(self.job, reason, self.started).await
+    }
+
+    /// Runs the prepared job in the sandbox until it ends or `cancel` stops it, storing its
+    /// output as it comes (secrets masked, up to the log limit). `Err`: the sandbox could
+    /// not run it, which fails the attempt.
+    async fn run(
+        &self,
+        prepared: &Prepared,
+        cancel: CancellationToken,
+        begun: Instant,
+    ) -> Result<Exit, String> {
+        let runner = self.runner;
+        let (logs, lines) = mpsc::channel::<LogLine>(256);
+        let start = Arc::new(SandboxStart::new(begun, &self.job.kind));
+        let writer = tokio::spawn(
+            store_output(
+                runner.store.clone(),
+                LogTarget {
+                    run_id: self.job.run_id,
+                    node: self.job.node.clone(),
+                    attempt: self.number(),
+                },
+                lines,
+                prepared.secrets.clone(),
+                runner.options.log_limit,
+                {
+                    let start = start.clone();
+                    move || start.running()
+                },
+            )
+            .in_current_span(),
+        );
+        // Cancelled before it began: the sandbox stops it at once, nothing of it runs on.
+        let exit = runner.sandbox.run(&prepared.sandbox, logs, cancel).await;
+        // After the writer has taken every line: a first line, if any, was timed already.
+        let _ = writer.await;
+        start.running();
+        exit.map_err(|err| format!("sandbox: {err}"))
+    }
+
+    /// Stores the artifacts the node left and records an agent's usage. What fails the
+    /// attempt comes back as problems, in this order: artifacts refused, artifacts holding
+    /// a secret, artifacts missing, what the agent reported.
+    async fn collect(&self, prepared: &Prepared, exit: &Exit) -> Result<Outputs, HandlerError> {
+        let mut outputs = self.store_artifacts(prepared).await?;
+        self.record_usage(prepared, exit, &mut outputs.problems)
+            .await?;
+        Ok(outputs)
+    }
+
+    /// Reads the declared artifacts and records each one that may be kept.
+    async fn store_artifacts(&self, prepared: &Prepared) -> Result<Outputs, HandlerError> {
+        let (runner, job) = (self.runner, self.job);
+        let artifacts_location = &prepared.artifacts_location;
+        let mut stored = Vec::new();
+        let mut problems = Vec::new();
+        let collected = {
+            let (data_dir, location) =
+                (runner.options.data_dir.clone(), artifacts_location.clone());
+            let (names, limit) = (prepared.spec.artifacts.clone(), runner.artifact_limit);
+            tokio::task::spawn_blocking(move || {
+                artifacts::collect(&data_dir, &location, &names, limit)
+            })
+            .await?
+        };
+        // A file the node must not have left (a link, a FIFO, an oversized file, a name
+        // reaching out) fails the attempt, and nothing of it is stored.
+        let read = if collected.refused.is_empty() {
+            collected.read
+        } else {
+            problems.extend(collected.refused);
+            Vec::new()
+        };
+        for (name, bytes) in read {
+            let path = prepared.sandbox.artifacts.join(&name);
+            if let Some(secret) = prepared.secrets.found_in(&bytes) {
+                // Kept nowhere: the file goes, and the attempt fails saying why.
+                let _ = tokio::fs::remove_file(&path).await;
+                problems.push(format!(
+                    "artifact {name} contained the value of the secret {secret}; it was deleted, not stored"
+                ));
+                continue;
+            }
+            let (sha256, size) = digest(&bytes);
+            let row = ArtifactRow {
+                location: format!("{artifacts_location}/{name}"),
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: self.number(),
+                name: name.clone(),
+                sha256: sha256.clone(),
+                size: i64::try_from(size).unwrap_or(i64::MAX),
+            };
+            durably("recording an artifact", || {
+                runner.store.record_artifact(&row)
+            })
+            .await?;
+            stored.push(Artifact {
+                name: name.clone(),
+                sha256,
+                size,
+            });
+        }
+        if !collected.missing.is_empty() {
+            problems.push(format!(
+                "declared artifacts were not written: {}",
+                collected.missing.join(", ")
+            ));
+        }
+        Ok(Outputs { stored, problems })
+    }
+
+    /// Records what an agent node's agent reported using; an error it reported, or a
+    /// report missing from a process that succeeded, is a problem.
+    async fn record_usage(
+        &self,
+        prepared: &Prepared,
+        exit: &Exit,
+        problems: &mut Vec<String>,
+    ) -> Result<(), HandlerError> {
+        let runner = self.runner;
+        if let Some(role) = &prepared.role {
+            match agent::report(role, &exit.stdout_tail) {
+                Ok(report) => {
+                    for row in agent::usage_rows(self.job, &report.usage, &runner.options.prices) {
+                        durably("recording usage", || runner.store.record_usage(&row)).await?;
+                    }
+                    if let Some(failed) = report.failed {
+                        problems.push(format!("the agent reported an error: {failed}"));
+                    }
+                }
+                Err(reason) if exit.succeeded() => problems.push(reason),
+                Err(_) => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// Judges the exit with the problems found, records the attempt's end, and gives the
+    /// `node.finished` to report. An attempt stopped because the shutdown grace ran out is
+    /// interrupted, not cancelled.
+    async fn verdict(
+        &self,
+        prepared: &Prepared,
+        exit: &Exit,
+        outputs: Outputs,
+    ) -> Result<NodeFinished, HandlerError> {
+        let (runner, job) = (self.runner, self.job);
+        let Outputs { stored, problems } = outputs;
+        let verdict = if exit.status == ExitStatus::Cancelled && runner.halted.is_cancelled() {
+            Verdict::interrupted(format!(
+                "interrupted: the runner shut down and the attempt did not finish within its {:?} grace",
+                runner.options.shutdown_grace
+            ))
+        } else {
+            judge(
+                exit,
+                &prepared.sandbox.profile,
+                (!problems.is_empty()).then(|| problems.join("; ")),
+            )
+        };
+        let duration_ms = u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX);
+        durably("recording an attempt's end", || {
+            runner.store.finish_attempt(
+                job.run_id,
+                &job.node,
+                self.number(),
+                verdict.status,
+                verdict.exit_code,
+                verdict.error(),
+                Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
+            )
+        })
+        .await?;
+        Ok(NodeFinished {
+            run_id: job.run_id,
+            node: job.node.clone(),
+            attempt: job.attempt,
+            outcome: verdict.outcome,
+            exit_code: verdict.exit_code,
+            duration_ms,
+            artifacts: stored,
+        })
+    }
+}

@@ -1,0 +1,151 @@
+//! What an attempt tells the rest of Gatehouse: `node.progress` when it starts and
+//! `node.finished` when it ends, each continuing the trace of the dispatch that asked for
+//! it; an attempt begun before (its runner died) reported as interrupted, never run twice;
+//! and the records of attempts that end early and of the lines they log.
+
+use std::time::Instant;
+
+use gatehouse_bus::HandlerError;
+use gatehouse_events::{
+    Envelope, Event, EventError, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, TraceParent,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::{JOBS, Runner};
+use crate::durably::durably;
+use crate::observe;
+
+/// Where the runner's events say they come from.
+const SOURCE: &str = "runner";
+
+impl Runner {
+    /// Begins the attempt and reports its start, runs it, and reports its end; or, when it
+    /// was begun before, records and reports it as interrupted. `false`: the inbox had the
+    /// job already, so its result had been reported before.
+    pub(super) async fn report(
+        &self,
+        envelope: &Envelope,
+        job: &NodeDispatch,
+        attempt: i32,
+        cancel: CancellationToken,
+    ) -> Result<bool, HandlerError> {
+        // What this attempt reports continues the trace of the dispatch that asked for it.
+        let trace = envelope.trace.as_ref();
+        let finished = if self
+            .store
+            .begin_attempt(job.run_id, &job.node, attempt)
+            .await?
+        {
+            let begun = Instant::now();
+            let started = NodeProgress {
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: job.attempt,
+                message: "started".into(),
+            };
+            let started = envelope_of(Event::NodeProgress(started), trace)?;
+            durably("reporting an attempt's start", || async {
+                let mut tx = self.store.begin().await?;
+                tx.append_outbox(&started).await?;
+                tx.commit().await
+            })
+            .await?;
+            let finished = self.attempt(job, cancel, begun).await?;
+            observe::node_finished(&job.kind, &finished.outcome, begun);
+            finished
+        } else {
+            // Begun before: its runner died (or this is a repeat). Never run an attempt
+            // twice; the engine decides whether a new attempt follows. Not measured: how
+            // long it ran is unknown.
+            let reason = "interrupted: the runner stopped during this attempt";
+            durably("recording an interrupted attempt", || {
+                self.store.finish_attempt(
+                    job.run_id,
+                    &job.node,
+                    attempt,
+                    "interrupted",
+                    None,
+                    Some(reason),
+                    None,
+                )
+            })
+            .await?;
+            NodeFinished {
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: job.attempt,
+                outcome: NodeOutcome::Failed {
+                    reason: reason.into(),
+                },
+                exit_code: None,
+                duration_ms: 0,
+                artifacts: Vec::new(),
+            }
+        };
+        let finished = envelope_of(Event::NodeFinished(finished), trace)?;
+        let first = durably("reporting an attempt's end", || async {
+            let mut tx = self.store.begin().await?;
+            let first = tx.record_inbox(JOBS, envelope.id).await?;
+            if first {
+                tx.append_outbox(&finished).await?;
+            }
+            tx.commit().await?;
+            Ok(first)
+        })
+        .await?;
+        Ok(first)
+    }
+
+    /// Ends an attempt that failed before or instead of running a process.
+    pub(super) async fn failed(
+        &self,
+        job: &NodeDispatch,
+        reason: String,
+        started: std::time::Instant,
+    ) -> Result<NodeFinished, HandlerError> {
+        let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
+        durably("recording a failed attempt", || {
+            self.store.finish_attempt(
+                job.run_id,
+                &job.node,
+                attempt,
+                "failed",
+                None,
+                Some(&reason),
+                Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
+            )
+        })
+        .await?;
+        Ok(NodeFinished {
+            run_id: job.run_id,
+            node: job.node.clone(),
+            attempt: job.attempt,
+            outcome: NodeOutcome::Failed { reason },
+            exit_code: None,
+            duration_ms,
+            artifacts: Vec::new(),
+        })
+    }
+
+    /// Appends lines to the attempt's log; a failure to store them is logged, not fatal.
+    pub(super) async fn store_log(&self, job: &NodeDispatch, lines: &[String]) {
+        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
+        for line in lines {
+            if let Err(err) = self
+                .store
+                .append_log(job.run_id, &job.node, attempt, "stdout", line)
+                .await
+            {
+                tracing::warn!(error = %err, "storing a log line failed");
+            }
+        }
+    }
+}
+
+/// Appends one of the runner's events to the outbox, continuing `trace` (the dispatch's)
+/// with a span of its own.
+/// The envelope of an event this runner reports, continuing `trace`.
+fn envelope_of(event: Event, trace: Option<&TraceParent>) -> Result<Envelope, EventError> {
+    Envelope::new(SOURCE, &event, trace.map(TraceParent::child))
+}
