@@ -12,6 +12,7 @@ use gatehouse_store::{RequirementRow, RunRow, Tx};
 use uuid::Uuid;
 
 use crate::gates::checked_decision;
+use crate::rights::may_start;
 use crate::views::{Decide, DecisionKind};
 use crate::{ApiError, ApiState};
 
@@ -61,7 +62,7 @@ impl ApiState {
     ) -> Result<Done, ApiError> {
         let verb = command.verb().name();
         let text = format!("`{command}`");
-        if actor.person.is_none() {
+        let Some(person) = &actor.person else {
             let why = format!(
                 "`{}` is not one of the people configured for Gatehouse; ask an administrator to add you to [[people]]",
                 actor.handle
@@ -70,16 +71,19 @@ impl ApiState {
                 format!("{verb}: refused, {why}"),
                 format!("{text}: refused: {why}."),
             ));
-        }
+        };
+        let groups = self.people().await?.groups(person);
         let result = match command {
-            Command::Run { sop, params, .. } => self.start(tx, scope, actor, &sop, params).await,
+            Command::Run { sop, params, .. } => {
+                self.start(tx, scope, actor, &groups, &sop, params).await
+            }
             Command::Approve { gate, comment } => {
                 let decide = decision(DecisionKind::Approve, None, comment);
-                self.decide(tx, scope, actor, gate, decide).await
+                self.decide(tx, scope, actor, &groups, gate, decide).await
             }
             Command::Reject { gate, comment } => {
                 let decide = decision(DecisionKind::Reject, None, comment);
-                self.decide(tx, scope, actor, gate, decide).await
+                self.decide(tx, scope, actor, &groups, gate, decide).await
             }
             Command::SendBack {
                 node,
@@ -87,7 +91,7 @@ impl ApiState {
                 comment,
             } => {
                 let decide = decision(DecisionKind::SendBack, Some(node), comment);
-                self.decide(tx, scope, actor, gate, decide).await
+                self.decide(tx, scope, actor, &groups, gate, decide).await
             }
             Command::Cancel { run } => {
                 let kind = RunCommandKind::Cancel;
@@ -214,6 +218,7 @@ impl ApiState {
         tx: &mut Tx,
         scope: &Scope<'_>,
         actor: &Actor,
+        groups: &[String],
         sop: &str,
         params: BTreeMap<String, String>,
     ) -> Result<String, ApiError> {
@@ -223,8 +228,9 @@ impl ApiState {
             .ok_or_else(|| ApiError::not_found(format!("no SOP named `{sop}`")))?;
         sop.check_start(&params)
             .map_err(|m| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
+        // `command` answered anyone without a person already.
         if let Some(person) = &actor.person {
-            self.may_start(sop, person).await?;
+            may_start(sop, person, groups)?;
         }
         let run_id = Uuid::now_v7();
         let request = RunRequested {
@@ -245,6 +251,7 @@ impl ApiState {
         tx: &mut Tx,
         scope: &Scope<'_>,
         actor: &Actor,
+        groups: &[String],
         gate: Option<GateRef>,
         decide: Decide,
     ) -> Result<String, ApiError> {
@@ -256,8 +263,16 @@ impl ApiState {
             None => self.waiting_gate(scope).await?,
         };
         let kind = decide.decision;
-        let decision =
-            checked_decision(self, tx, run_id, node.clone(), decide, actor.clone()).await?;
+        let decision = checked_decision(
+            self,
+            tx,
+            run_id,
+            node.clone(),
+            decide,
+            actor.clone(),
+            groups.to_vec(),
+        )
+        .await?;
         self.append(tx, Event::GateDecision(decision)).await?;
         Ok(format!("{kind:?} {run_id}/{node}: decided").to_lowercase())
     }

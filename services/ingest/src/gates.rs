@@ -57,12 +57,13 @@ pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<GateView>>, 
     (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn decide(
     State(state): State<ApiState>,
-    Extension(Caller { person, .. }): Extension<Caller>,
+    Extension(Caller { person, groups, .. }): Extension<Caller>,
     Path((id, node)): Path<(Uuid, String)>,
     Json(body): Json<Decide>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let mut tx = state.store.begin().await?;
-    let decision = checked_decision(&state, &mut tx, id, node, body, actor(&person)).await?;
+    let decision =
+        checked_decision(&state, &mut tx, id, node, body, actor(&person), groups).await?;
     let event_id = state.append(&mut tx, Event::GateDecision(decision)).await?;
     tx.commit().await?;
     Ok((
@@ -75,9 +76,10 @@ pub async fn decide(
 }
 
 /// A decision checked against the run and the gate's policy and claimed in `tx`, ready to
-/// emit: what the API, comment commands and chat share. The decider's groups come from
-/// `[[people]]`. The claim makes it compare-and-set: of two decisions racing for the same
-/// gate attempt, the second is refused (409) with who decided first.
+/// emit: what the API, comment commands and chat share. The decider's groups are those
+/// of the person the request came in as (resolved once, where it came in). The claim
+/// makes it compare-and-set: of two decisions racing for the same gate attempt, the second
+/// is refused (409) with who decided first.
 pub(crate) async fn checked_decision(
     state: &ApiState,
     tx: &mut Tx,
@@ -85,6 +87,7 @@ pub(crate) async fn checked_decision(
     node: String,
     body: Decide,
     actor: Actor,
+    groups: Vec<String>,
 ) -> Result<GateDecision, ApiError> {
     // Only a person known to Gatehouse decides: an unmapped account's handle could be
     // anyone's name.
@@ -97,7 +100,6 @@ pub(crate) async fn checked_decision(
             ),
         )
     })?;
-    let groups = state.people().await?.groups(&person);
     let (_, sop, mut run) = state.load(id).await?;
     let current = run
         .nodes

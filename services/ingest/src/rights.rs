@@ -191,27 +191,25 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
     }
 }
 
-impl crate::ApiState {
-    /// Refuses (403) unless `person` may start `sop` (its `starters`): the one check the
-    /// API, schedules, chat, comments and label triggers share.
-    pub(crate) async fn may_start(
-        &self,
-        sop: &gatehouse_sop::Sop,
-        person: &str,
-    ) -> Result<(), ApiError> {
-        let groups = self.people().await?.groups(person);
-        if sop.may_start(person, &groups) {
-            return Ok(());
-        }
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "{person} may not start `{}`; its starters are {}",
-                sop.name,
-                sop.starters.as_deref().unwrap_or_default().join(", ")
-            ),
-        ))
+/// Refuses (403) unless `person`, in `groups`, may start `sop` (its `starters`): the one
+/// check the API, schedules, chat, comments and label triggers share. The caller resolves
+/// the groups once, where the person came in.
+pub(crate) fn may_start(
+    sop: &gatehouse_sop::Sop,
+    person: &str,
+    groups: &[String],
+) -> Result<(), ApiError> {
+    if sop.may_start(person, groups) {
+        return Ok(());
     }
+    Err(ApiError::new(
+        StatusCode::FORBIDDEN,
+        format!(
+            "{person} may not start `{}`; its starters are {}",
+            sop.name,
+            sop.starters.as_deref().unwrap_or_default().join(", ")
+        ),
+    ))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
-use crate::rights::Caller;
+use crate::rights::{Caller, may_start};
 use crate::schedules::millis;
 use crate::state::actor;
 use crate::views::*;
@@ -41,7 +41,7 @@ pub struct LogQuery {
     (status = 422, body = ErrorBody)))]
 pub async fn start(
     State(state): State<ApiState>,
-    Extension(Caller { person, .. }): Extension<Caller>,
+    Extension(Caller { person, groups, .. }): Extension<Caller>,
     Json(body): Json<StartRun>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let sop = state.catalog.get(&body.sop).ok_or_else(|| {
@@ -52,7 +52,7 @@ pub async fn start(
     })?;
     sop.check_start(&body.params)
         .map_err(|m| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
-    state.may_start(sop, &person).await?;
+    may_start(sop, &person, &groups)?;
     let run_id = Uuid::now_v7();
     let event_id = state
         .emit(Event::RunRequested(RunRequested {

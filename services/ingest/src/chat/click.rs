@@ -70,7 +70,7 @@ impl ApiState {
         actor: &Actor,
     ) -> Result<String, ApiError> {
         let a = &c.action;
-        if actor.person.is_none() {
+        let Some(person) = &actor.person else {
             return Err(ApiError::new(
                 StatusCode::FORBIDDEN,
                 format!(
@@ -79,7 +79,7 @@ impl ApiState {
                     c.user
                 ),
             ));
-        }
+        };
         // Said first, because it is the likeliest reason: someone was quicker.
         if let Some(outcome) = tx.outcome(a.run, &a.node, a.attempt).await? {
             return Err(ApiError::new(StatusCode::CONFLICT, settled_by(&outcome)));
@@ -101,8 +101,17 @@ impl ApiState {
             comment: c.comment.clone().filter(|c| !c.trim().is_empty()),
             attempt: Some(a.attempt),
         };
-        let decision =
-            checked_decision(self, tx, a.run, a.node.clone(), decide, actor.clone()).await?;
+        let groups = self.people().await?.groups(person);
+        let decision = checked_decision(
+            self,
+            tx,
+            a.run,
+            a.node.clone(),
+            decide,
+            actor.clone(),
+            groups,
+        )
+        .await?;
         self.append(tx, Event::GateDecision(decision)).await?;
         Ok(format!(
             "{} (attempt {}): {:?} decided",

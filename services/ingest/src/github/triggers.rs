@@ -7,6 +7,7 @@ use gatehouse_sop::Sop;
 use gatehouse_store::{RequirementRow, Tx};
 use uuid::Uuid;
 
+use crate::rights::may_start;
 use crate::{ApiError, ApiState, Trigger};
 
 /// A label event on an issue or pull request.
@@ -135,10 +136,9 @@ impl ApiState {
                 starters.join(", ")
             )));
         }
-        Ok(match self.may_start(sop, person).await {
-            Ok(()) => None,
-            Err(refused) => Some(refused.message),
-        })
+        Ok(may_start(sop, person, &groups)
+            .err()
+            .map(|refused| refused.message))
     }
 
     /// Cancels the runs a removed label started, where its trigger says so.
