@@ -215,17 +215,11 @@ fn run_id(word: &str) -> Option<Uuid> {
 fn issue_ref(word: &str) -> Result<IssueRef, Problem> {
     let not_an_issue = || Problem::NotAnIssue(word.to_owned());
     let (path, number) = word.split_once('#').ok_or_else(not_an_issue)?;
-    let (owner, repo) = path.split_once('/').ok_or_else(not_an_issue)?;
-    // `u64::from_str` would also take `+7`; `.` and `..` are path segments, not names.
-    let dots = |s: &str| s == "." || s == "..";
-    if !is_id(owner)
-        || !is_id(repo)
-        || dots(owner)
-        || dots(repo)
-        || !number.bytes().all(|b| b.is_ascii_digit())
-    {
+    // `u64::from_str` would also take `+7`.
+    if !is_repo_name(path) || !number.bytes().all(|b| b.is_ascii_digit()) {
         return Err(not_an_issue());
     }
+    let (owner, repo) = path.split_once('/').ok_or_else(not_an_issue)?;
     let number: u64 = number.parse().map_err(|_| not_an_issue())?;
     if number == 0 {
         return Err(Problem::IssueZero(word.to_owned()));
@@ -235,6 +229,17 @@ fn issue_ref(word: &str) -> Result<IssueRef, Problem> {
         repo: repo.to_owned(),
         number,
     })
+}
+
+/// Whether `repo` is `owner/name` as GitHub spells them: two segments of letters, digits,
+/// `-`, `_` and `.`, neither of them `.` or `..` (path segments, not names). The one rule
+/// for every place an owner/name is read.
+pub fn is_repo_name(repo: &str) -> bool {
+    let Some((owner, name)) = repo.split_once('/') else {
+        return false;
+    };
+    let plain = |s: &str| is_id(s) && s != "." && s != "..";
+    plain(owner) && plain(name)
 }
 
 fn id(word: &str, what: &'static str) -> Result<String, Problem> {
@@ -316,6 +321,22 @@ mod tests {
                 ]),
             }
         );
+    }
+
+    #[test]
+    fn repository_names_have_plain_segments() {
+        assert!(is_repo_name("acme/app.js"));
+        for bad in [
+            "acme/..",
+            "./app",
+            "acme",
+            "acme/a/b",
+            "acme/",
+            "acme/a b",
+            "acme/$(id)",
+        ] {
+            assert!(!is_repo_name(bad), "{bad}");
+        }
     }
 
     #[test]

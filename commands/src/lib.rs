@@ -39,4 +39,5 @@ mod mention;
 pub use command::{Command, GateRef, IssueRef, Verb, help};
 pub use comment::{Found, new_commands, parse_comment};
 pub use error::{ParseError, Problem};
+pub use grammar::is_repo_name;
 pub use mention::{Mention, parse_mention};

@@ -38,8 +38,7 @@ pub use chat::{ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
 pub use deliveries::process_deliveries;
 pub use error::ApiError;
 pub use github::{
-    GithubSettings, ReconcileError, RepoPatternError, Repositories, Trigger, is_repo_name,
-    reconcile_github,
+    GithubSettings, ReconcileError, RepoPatternError, Repositories, Trigger, reconcile_github,
 };
 pub use people::{People, Person};
 pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};

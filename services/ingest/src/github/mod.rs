@@ -10,5 +10,5 @@ mod triggers;
 mod webhook;
 
 pub use reconcile::{ReconcileError, reconcile_github};
-pub use settings::{GithubSettings, RepoPatternError, Repositories, Trigger, is_repo_name};
+pub use settings::{GithubSettings, RepoPatternError, Repositories, Trigger};
 pub(crate) use webhook::receive;

@@ -12,7 +12,7 @@ use tracing::Instrument;
 
 use super::requirement::Subject;
 use super::triggers::LabelEvent;
-use crate::{ApiError, ApiState, GithubSettings, Trigger};
+use crate::{ApiError, ApiState, Trigger};
 
 /// Reconciles at once and then every `interval` until `shutdown`.
 pub async fn reconcile_github(
@@ -74,7 +74,7 @@ impl ApiState {
         for trigger in &github.triggers {
             // One search per owner or repository the trigger names; what a glob's owner
             // search finds beyond the glob is left alone.
-            for scope in GithubSettings::search_qualifiers(trigger) {
+            for scope in trigger.repositories().search_qualifiers() {
                 for issue in client.open_with_label(&trigger.label, &scope).await? {
                     if trigger.matches(&trigger.label, &issue.repo())
                         && self.reconcile_issue(trigger, &issue).await?

@@ -1,5 +1,6 @@
 //! The `[github]` settings ingest acts on.
 
+use gatehouse_commands::is_repo_name;
 use globset::{GlobSet, GlobSetBuilder};
 use secrecy::{ExposeSecret, SecretString};
 
@@ -99,7 +100,8 @@ impl Trigger {
 #[derive(Clone, Default)]
 pub struct Repositories {
     patterns: Vec<String>,
-    set: Option<GlobSet>,
+    /// Empty by default: covers nothing.
+    set: GlobSet,
 }
 
 /// Why a repository pattern was refused.
@@ -163,13 +165,13 @@ impl Repositories {
         })?;
         Ok(Self {
             patterns: patterns.to_vec(),
-            set: Some(set),
+            set,
         })
     }
 
     /// Whether `repo` (`owner/name`) is covered; never a name with a `.` or `..` segment.
     pub fn allows(&self, repo: &str) -> bool {
-        is_repo_name(repo) && self.set.as_ref().is_some_and(|set| set.is_match(repo))
+        is_repo_name(repo) && self.set.is_match(repo)
     }
 
     /// GitHub search qualifiers that cover these repositories and no others' owners:
@@ -194,30 +196,10 @@ impl Repositories {
     }
 }
 
-/// Whether `repo` is `owner/name` with plain segments (no `.` or `..`, nothing else).
-pub fn is_repo_name(repo: &str) -> bool {
-    let Some((owner, name)) = repo.split_once('/') else {
-        return false;
-    };
-    let plain = |s: &str| {
-        !s.is_empty()
-            && s != "."
-            && s != ".."
-            && s.chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    };
-    plain(owner) && plain(name)
-}
-
 impl GithubSettings {
     /// Whether Gatehouse acts on `repo`: a trigger or `[github] repositories` names it.
     pub fn allows_repo(&self, repo: &str) -> bool {
         self.repositories.allows(repo) || self.triggers.iter().any(|t| t.repos.allows(repo))
-    }
-
-    /// Search qualifiers for a trigger's reconciliation.
-    pub(crate) fn search_qualifiers(trigger: &Trigger) -> Vec<String> {
-        trigger.repos.search_qualifiers()
     }
 }
 
@@ -265,21 +247,5 @@ mod tests {
             repos.search_qualifiers(),
             ["repo:acme/api", "repo:beta/web", "user:acme"]
         );
-    }
-
-    #[test]
-    fn repository_names_have_plain_segments() {
-        assert!(is_repo_name("acme/app.js"));
-        for bad in [
-            "acme/..",
-            "./app",
-            "acme",
-            "acme/a/b",
-            "acme/",
-            "acme/a b",
-            "acme/$(id)",
-        ] {
-            assert!(!is_repo_name(bad), "{bad}");
-        }
     }
 }
