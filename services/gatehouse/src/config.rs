@@ -275,6 +275,27 @@ pub struct GithubTrigger {
     pub allow_forks: bool,
 }
 
+impl GithubTrigger {
+    /// The trigger as ingest acts on it; the error says what to fix. Loading the
+    /// configuration checks it, starting ingest builds it: one conversion for both.
+    pub fn to_trigger(&self) -> Result<gatehouse_ingest::Trigger, String> {
+        for entry in self.starters.iter().flatten() {
+            gatehouse_sop::check_person_or_group(entry).map_err(|e| format!("starters: {e}"))?;
+        }
+        let trigger = gatehouse_ingest::Trigger::new(
+            &self.label,
+            &self.sop,
+            &self.repos,
+            self.cancel_on_unlabel,
+            self.allow_forks,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(trigger
+            .requiring_person(self.require_person)
+            .with_starters(self.starters.clone()))
+    }
+}
+
 /// `[slack]`
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -380,6 +401,8 @@ pub struct RunnerConfig {
     pub lease: Duration,
     /// Output stored per node attempt; the rest is counted and dropped, with a note.
     pub log_limit: bytesize::ByteSize,
+    /// The largest artifact a node may leave: a larger one fails the attempt, unread.
+    pub artifact_limit: bytesize::ByteSize,
     /// Names this runner among the runners sharing a data directory or a Docker engine:
     /// after a crash it cleans up only what it started itself. Default: the host name.
     pub id: String,
@@ -396,6 +419,7 @@ impl Default for RunnerConfig {
             concurrency: 4,
             lease: Duration::from_secs(30),
             log_limit: bytesize::ByteSize::mib(1),
+            artifact_limit: bytesize::ByteSize::mib(64),
             shutdown_grace: Duration::from_secs(20),
             id: std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_owned())
@@ -636,21 +660,9 @@ impl Config {
         }
         if let Some(github) = &self.github {
             for t in &github.triggers {
-                let repos = match t.repos.is_empty() {
-                    true => Err(gatehouse_ingest::RepoPatternError::None),
-                    false => gatehouse_ingest::Repositories::new(&t.repos).map(drop),
-                };
-                repos.map_err(|e| {
+                t.to_trigger().map_err(|e| {
                     ConfigError::Inconsistent(format!("github.triggers (label `{}`): {e}", t.label))
                 })?;
-                for entry in t.starters.iter().flatten() {
-                    gatehouse_sop::check_person_or_group(entry).map_err(|e| {
-                        ConfigError::Inconsistent(format!(
-                            "github.triggers (label `{}`): starters: {e}",
-                            t.label
-                        ))
-                    })?;
-                }
             }
             gatehouse_ingest::Repositories::new(&github.repositories)
                 .map_err(|e| ConfigError::Inconsistent(format!("github.repositories: {e}")))?;

@@ -310,7 +310,9 @@ async fn spawn_runner(
         shutdown_grace: config.runner.shutdown_grace,
     };
     tasks.spawn(
-        Runner::new(store.clone(), Arc::new(sandbox), options).run(bus.clone(), shutdown.clone()),
+        Runner::new(store.clone(), Arc::new(sandbox), options)
+            .with_artifact_limit(config.runner.artifact_limit.as_u64())
+            .run(bus.clone(), shutdown.clone()),
     );
     Ok(())
 }
@@ -578,16 +580,9 @@ fn github_settings(
         .triggers
         .iter()
         .map(|t| {
-            Ok(gatehouse_ingest::Trigger::new(
-                &t.label,
-                &t.sop,
-                &t.repos,
-                t.cancel_on_unlabel,
-                t.allow_forks,
-            )
-            .with_context(|| format!("github.triggers `{}`: repos", t.label))?
-            .requiring_person(t.require_person)
-            .with_starters(t.starters.clone()))
+            t.to_trigger()
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("github.triggers (label `{}`)", t.label))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(gatehouse_ingest::GithubSettings {

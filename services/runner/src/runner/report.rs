@@ -143,9 +143,7 @@ impl Runner {
     }
 }
 
-/// Appends one of the runner's events to the outbox, continuing `trace` (the dispatch's)
-/// with a span of its own.
-/// The envelope of an event this runner reports, continuing `trace`.
+/// The envelope of an event this runner reports, continuing `trace` (the dispatch's).
 fn envelope_of(event: Event, trace: Option<&TraceParent>) -> Result<Envelope, EventError> {
     Envelope::new(SOURCE, &event, trace.map(TraceParent::child))
 }
