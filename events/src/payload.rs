@@ -101,6 +101,10 @@ pub struct ScheduleFire {
     pub schedule: String,
     /// The cron time this fire belongs to (not when it actually fired).
     pub scheduled_time: DateTime<Utc>,
+    /// The schedule's owner when it fired (who created or last changed it): the run's
+    /// gates hold them to the requester rule, whoever triggered the fire.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub owner: Option<String>,
 }
 
 /// `run.requested`: someone or something asked for an SOP to run.

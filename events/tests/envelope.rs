@@ -66,6 +66,7 @@ fn samples() -> Vec<Event> {
             schedule: Some(ScheduleFire {
                 schedule: "nightly-triage".into(),
                 scheduled_time: at("2026-11-30T02:00:00Z"),
+                owner: None,
             }),
             parent: None,
         }),

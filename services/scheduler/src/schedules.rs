@@ -389,6 +389,7 @@ fn request(
             schedule: schedule.name.clone(),
             scheduled_time: chrono::DateTime::from_timestamp_millis(scheduled.as_millisecond())
                 .unwrap_or_default(),
+            owner: Some(schedule.owner.clone()),
         }),
         parent: None,
     }

@@ -146,9 +146,7 @@ impl Scheduler {
             state.requirement_author = self.store.requirement(id).await?.map(|r| r.requested_by);
         }
         // And so is the owner of the schedule that fired it, whoever triggered it.
-        if let Some(fire) = &request.schedule {
-            state.schedule_owner = self.store.schedule(&fire.schedule).await?.map(|s| s.owner);
-        }
+        state.schedule_owner = request.schedule.as_ref().and_then(|f| f.owner.clone());
         let now = Utc::now();
         let row = RunRow {
             id: request.run_id,
