@@ -38,7 +38,7 @@ pub use dead_letter::{DeadLetter, NewDeadLetter};
 pub use deliveries::DeliveryRow;
 pub use error::StoreError;
 pub use outbox::OutboxMessage;
-pub use people::{PersonConflict, PersonRow};
+pub use people::PersonRow;
 pub use queue::{QueueMessage, QueuedDelivery};
 pub use requirements::RequirementRow;
 pub use runs::{DecisionRow, RunRow, TimerRow};

@@ -32,44 +32,10 @@ impl PersonRow {
     }
 }
 
-/// Why a person could not be added.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PersonConflict {
-    /// The id is taken.
-    Id,
-    /// Another person has this handle (`github`, `slack` or `discord`).
-    Handle(&'static str),
-}
-
 impl Store {
-    /// Adds a person; a conflict when the id or one of the handles is taken.
-    pub async fn add_person(
-        &self,
-        row: &PersonRow,
-    ) -> Result<Result<(), PersonConflict>, StoreError> {
-        let people = self.people().await?;
-        if people.iter().any(|p| p.id == row.id) {
-            return Ok(Err(PersonConflict::Id));
-        }
-        let taken = |get: fn(&PersonRow) -> Option<&str>| {
-            get(row).is_some_and(|h| {
-                people
-                    .iter()
-                    .any(|p| get(p).is_some_and(|o| o.eq_ignore_ascii_case(h)))
-            })
-        };
-        for (what, get) in [
-            (
-                "github",
-                (|p: &PersonRow| p.github.as_deref()) as fn(&PersonRow) -> Option<&str>,
-            ),
-            ("slack", |p| p.slack.as_deref()),
-            ("discord", |p| p.discord.as_deref()),
-        ] {
-            if taken(get) {
-                return Ok(Err(PersonConflict::Handle(what)));
-            }
-        }
+    /// Adds a person; `false` when their id or one of their handles is taken (the unique
+    /// indexes decide, so two administrators racing cannot both win).
+    pub async fn add_person(&self, row: &PersonRow) -> Result<bool, StoreError> {
         let written = with_pool!(self, pool => {
             sqlx::query(
                 "INSERT INTO people (id, github, slack, discord, groups, created_by, created_at)
@@ -86,12 +52,7 @@ impl Store {
             .await?
             .rows_affected()
         });
-        // Lost a race with another writer of the same id or handle.
-        Ok(if written == 1 {
-            Ok(())
-        } else {
-            Err(PersonConflict::Id)
-        })
+        Ok(written == 1)
     }
 
     /// Everyone stored, by id.

@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use axum::Json;
 use axum::extract::{Extension, Path, State};
 use axum::http::StatusCode;
-use gatehouse_store::{PersonConflict, PersonRow};
+use gatehouse_store::PersonRow;
 
 use crate::error::ErrorBody;
 use crate::rights::{ADMINS, BOOTSTRAP_ADMIN, Caller};
@@ -214,6 +214,9 @@ pub async fn add(
             "`{id}` is configured in [[people]]; change them in the configuration"
         )));
     }
+    if people.by_id(id).is_some() {
+        return Err(conflict(format!("`{id}` exists already")));
+    }
     for (what, mine, theirs) in [
         (
             "GitHub login",
@@ -240,12 +243,11 @@ pub async fn add(
         created_by: caller.person.clone(),
         created_at: chrono::Utc::now(),
     };
-    match state.store.add_person(&row).await? {
-        Ok(()) => {}
-        Err(PersonConflict::Id) => return Err(conflict(format!("`{id}` exists already"))),
-        Err(PersonConflict::Handle(what)) => {
-            return Err(conflict(format!("another person has this {what} handle")));
-        }
+    // Checked above against everyone; a race with another administrator is settled here.
+    if !state.store.add_person(&row).await? {
+        return Err(conflict(format!(
+            "`{id}` or one of their handles was added by someone else just now"
+        )));
     }
     tracing::info!(person = %id, by = %caller.person, groups = ?body.groups, "person added");
     let person = Person::from_row(&row);
