@@ -52,20 +52,8 @@ impl Client {
 
     /// GET raw bytes (an artifact).
     pub async fn get_bytes(&self, path: &str) -> anyhow::Result<Vec<u8>> {
-        let response = self
-            .http
-            .get(format!("{}{path}", self.base))
-            .bearer_auth(&self.token)
-            .send()
+        self.exchange(self.http.get(format!("{}{path}", self.base)))
             .await
-            .with_context(|| format!("cannot reach the Gatehouse server at {}", self.base))?;
-        let status = response.status();
-        let body = response.bytes().await?;
-        if !status.is_success() {
-            let text = String::from_utf8_lossy(&body);
-            bail!("{} ({status})", error_message(&text));
-        }
-        Ok(body.to_vec())
     }
 
     /// DELETE a resource.
@@ -80,23 +68,30 @@ impl Client {
         request: reqwest::RequestBuilder,
     ) -> anyhow::Result<T> {
         let body = self.exchange(request).await?;
-        serde_json::from_str(&body)
-            .with_context(|| format!("unexpected response from the server: {body}"))
+        serde_json::from_slice(&body).with_context(|| {
+            format!(
+                "unexpected response from the server: {}",
+                String::from_utf8_lossy(&body)
+            )
+        })
     }
 
     /// Sends a request; the body of a success, or the server's error message.
-    async fn exchange(&self, request: reqwest::RequestBuilder) -> anyhow::Result<String> {
+    async fn exchange(&self, request: reqwest::RequestBuilder) -> anyhow::Result<Vec<u8>> {
         let response = request
             .bearer_auth(&self.token)
             .send()
             .await
             .with_context(|| format!("cannot reach the Gatehouse server at {}", self.base))?;
         let status = response.status();
-        let body = response.text().await?;
+        let body = response.bytes().await?;
         if !status.is_success() {
-            bail!("{} ({status})", error_message(&body));
+            bail!(
+                "{} ({status})",
+                error_message(&String::from_utf8_lossy(&body))
+            );
         }
-        Ok(body)
+        Ok(body.to_vec())
     }
 }
 
