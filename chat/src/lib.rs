@@ -9,6 +9,8 @@
 
 mod action;
 mod card;
+mod replay;
 
 pub use action::{ActionError, CardAction, Verb};
 pub use card::{Body, Card, Outcome, Output, Progress};
+pub use replay::{MAX_SKEW_SECONDS, Skew, check_timestamp};

@@ -8,9 +8,9 @@ use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 
 use crate::error::SignatureError;
 
-/// How far an interaction's timestamp may be from our clock, either way: the same
-/// 5-minute window Slack documents for its signatures.
-pub const MAX_SKEW_SECONDS: i64 = 300;
+/// The replay window (five minutes either way), shared with the other chat platform.
+pub use gatehouse_chat::MAX_SKEW_SECONDS;
+use gatehouse_chat::Skew;
 
 /// The application's public key from the developer portal, checked once at start-up so a
 /// bad key fails the configuration rather than every request.
@@ -47,18 +47,18 @@ pub fn verify_interaction(
 ) -> Result<(), SignatureError> {
     let signature = signature.ok_or(SignatureError::MissingSignature)?;
     let timestamp = timestamp.ok_or(SignatureError::MissingTimestamp)?;
-    let seconds: i64 = timestamp
-        .trim()
-        .parse()
-        .map_err(|_| SignatureError::BadTimestamp(timestamp.to_owned()))?;
-    let skew = now_unix.saturating_sub(seconds).saturating_abs();
-    if skew > MAX_SKEW_SECONDS {
-        return Err(SignatureError::Stale {
-            timestamp: seconds,
-            now: now_unix,
+    gatehouse_chat::check_timestamp(timestamp, now_unix).map_err(|skew| match skew {
+        Skew::NotATime => SignatureError::BadTimestamp(timestamp.to_owned()),
+        Skew::Stale {
+            timestamp,
+            now,
             skew,
-        });
-    }
+        } => SignatureError::Stale {
+            timestamp,
+            now,
+            skew,
+        },
+    })?;
     let bytes: [u8; 64] = hex::decode(signature)
         .ok()
         .and_then(|b| b.try_into().ok())

@@ -8,9 +8,9 @@ use sha2::{Digest, Sha256};
 
 use crate::error::SignatureError;
 
-/// How far a request's timestamp may be from our clock, either way: Slack's documented
-/// replay window.
-pub const MAX_SKEW_SECONDS: i64 = 300;
+/// The replay window (five minutes either way), shared with the other chat platform.
+pub use gatehouse_chat::MAX_SKEW_SECONDS;
+use gatehouse_chat::Skew;
 
 /// Checks the `X-Slack-Request-Timestamp` (`timestamp`) and `X-Slack-Signature`
 /// (`signature`) headers against the raw `body`. `now_unix` is passed in so tests and
@@ -24,18 +24,18 @@ pub fn verify_request(
 ) -> Result<(), SignatureError> {
     let timestamp = timestamp.ok_or(SignatureError::MissingTimestamp)?;
     let signature = signature.ok_or(SignatureError::MissingSignature)?;
-    let seconds: i64 = timestamp
-        .trim()
-        .parse()
-        .map_err(|_| SignatureError::BadTimestamp(timestamp.to_owned()))?;
-    let skew = now_unix.saturating_sub(seconds).saturating_abs();
-    if skew > MAX_SKEW_SECONDS {
-        return Err(SignatureError::Stale {
-            timestamp: seconds,
-            now: now_unix,
+    gatehouse_chat::check_timestamp(timestamp, now_unix).map_err(|skew| match skew {
+        Skew::NotATime => SignatureError::BadTimestamp(timestamp.to_owned()),
+        Skew::Stale {
+            timestamp,
+            now,
             skew,
-        });
-    }
+        } => SignatureError::Stale {
+            timestamp,
+            now,
+            skew,
+        },
+    })?;
     let digest = signature
         .strip_prefix("v0=")
         .and_then(|h| hex::decode(h).ok())
