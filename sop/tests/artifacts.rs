@@ -1,16 +1,10 @@
 //! Artifact names: relative paths of plain components, refused otherwise where they are
 //! written.
 
-use gatehouse_sop::{check_artifact_name, parse};
+use gatehouse_sop::check_artifact_name;
 
-fn errors(text: &str) -> Vec<String> {
-    parse("sops/x.yaml", text)
-        .expect_err("the SOP should be refused")
-        .diagnostics
-        .iter()
-        .map(ToString::to_string)
-        .collect()
-}
+mod common;
+use common::errors;
 
 #[test]
 fn plain_relative_names_are_accepted() {

@@ -5,14 +5,8 @@ use std::collections::BTreeMap;
 
 use gatehouse_sop::{ParamType, Sop, parse};
 
-fn errors(text: &str) -> Vec<String> {
-    parse("sops/x.yaml", text)
-        .expect_err("the SOP should be refused")
-        .diagnostics
-        .iter()
-        .map(ToString::to_string)
-        .collect()
-}
+mod common;
+use common::errors;
 
 /// An SOP declaring `params` (YAML lines, indented by two) with one script node.
 fn with_params(params: &str) -> String {

@@ -2,14 +2,8 @@
 
 use gatehouse_sop::{check_person_or_group, parse};
 
-fn errors(text: &str) -> Vec<String> {
-    parse("sops/x.yaml", text)
-        .expect_err("the SOP should be refused")
-        .diagnostics
-        .iter()
-        .map(ToString::to_string)
-        .collect()
-}
+mod common;
+use common::errors;
 
 fn groups(names: &[&str]) -> Vec<String> {
     names.iter().map(|g| (*g).to_owned()).collect()

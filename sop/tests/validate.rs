@@ -4,14 +4,8 @@ use std::time::Duration;
 
 use gatehouse_sop::{Catalog, NodeKind, OnExpire, parse};
 
-fn errors(text: &str) -> Vec<String> {
-    parse("sops/x.yaml", text)
-        .expect_err("the SOP should be refused")
-        .diagnostics
-        .iter()
-        .map(ToString::to_string)
-        .collect()
-}
+mod common;
+use common::errors;
 
 const VALID: &str = "\
 name: demo

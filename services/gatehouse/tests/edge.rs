@@ -2,6 +2,7 @@
 //! connection limit, the bound on unverified webhook bodies, where `/metrics` is served,
 //! and the modes of the files it creates. Real processes, raw TCP clients.
 
+use gatehouse_tests::private_nats::free_port;
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
@@ -105,14 +106,6 @@ impl Drop for Up {
             let _ = child.wait();
         }
     }
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// A GET over a fresh connection: the status and the body.

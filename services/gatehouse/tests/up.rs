@@ -52,11 +52,7 @@ impl Up {
         for (name, text) in SOPS {
             std::fs::write(dir.path().join(format!("sops/{name}.yaml")), text).unwrap();
         }
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
+        let port = gatehouse_tests::private_nats::free_port();
         // A short lease, so an attempt cut off by kill -9 is reported within the test.
         std::fs::write(
             dir.path().join("gatehouse.toml"),

@@ -100,11 +100,7 @@ impl Drop for Up {
 #[test]
 fn the_first_run_walkthrough_works_as_written() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
+    let port = gatehouse_tests::private_nats::free_port();
     let server = format!("http://127.0.0.1:{port}");
     let bin = env!("CARGO_BIN_EXE_gatehouse");
     // As README starts it: no configuration, data in ./.gatehouse.

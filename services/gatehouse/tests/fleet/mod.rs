@@ -73,13 +73,10 @@ impl Fleet {
 
     /// Starts `service` as the process `name` on a free port.
     pub fn start(&mut self, name: &'static str, service: &str) {
-        let port = *self.ports.entry(name).or_insert_with(|| {
-            std::net::TcpListener::bind("127.0.0.1:0")
-                .unwrap()
-                .local_addr()
-                .unwrap()
-                .port()
-        });
+        let port = *self
+            .ports
+            .entry(name)
+            .or_insert_with(gatehouse_tests::private_nats::free_port);
         let child = self
             .gatehouse()
             .args(["serve", service, "--listen", &format!("127.0.0.1:{port}")])
