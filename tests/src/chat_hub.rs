@@ -194,7 +194,7 @@ impl Hub {
     ) -> String {
         let ts = self.slack.add_user_message(channel, user, text, None);
         let mut body: Value = serde_json::from_str(include_str!(
-            "../../fixtures/slack/event_callback.app_mention.json"
+            "../fixtures/slack/event_callback.app_mention.json"
         ))
         .unwrap();
         body["event_id"] = json!(event_id);
@@ -218,7 +218,7 @@ impl Hub {
     /// The form body of a click on `action_id` (bolt-python's block_actions fixture).
     pub fn slack_click_body(&self, user: &str, channel: &str, action_id: &str) -> Vec<u8> {
         let mut payload: Value = serde_json::from_str(include_str!(
-            "../../fixtures/slack/block_actions.button_with_message.json"
+            "../fixtures/slack/block_actions.button_with_message.json"
         ))
         .unwrap();
         payload["user"]["id"] = json!(user);
@@ -288,7 +288,7 @@ impl Hub {
     /// A component interaction (Discord's docs sample) by `user` on `custom_id`.
     pub fn discord_click(&self, user: &str, custom_id: &str, values: &[&str]) -> Value {
         let mut body: Value = serde_json::from_str(include_str!(
-            "../../fixtures/discord/interaction.message_component.discord-docs.json"
+            "../fixtures/discord/interaction.message_component.discord-docs.json"
         ))
         .unwrap();
         body["id"] = json!(snowflake());

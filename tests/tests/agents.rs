@@ -16,7 +16,7 @@ use gatehouse_tests::{Backend, Stack, TestDb, actor, on_both_backends};
 use uuid::Uuid;
 
 /// Claude Code's `--output-format json` result, as the real CLI prints it (fields from
-/// agent/fixtures/claude), after reading the prompt on stdin and editing the workspace.
+/// domain/agent/fixtures/claude), after reading the prompt on stdin and editing the workspace.
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
 prompt=$(cat)
 printf '%s\n' "$prompt" > "$GATEHOUSE_ARTIFACTS/prompt.md"
@@ -25,7 +25,7 @@ echo edit >> work.txt
 printf '{"type":"result","subtype":"success","is_error":false,"duration_ms":8722,"num_turns":3,"result":"Implemented.","session_id":"s1","total_cost_usd":0.0109,"usage":{"input_tokens":1000,"cache_creation_input_tokens":100,"cache_read_input_tokens":200,"output_tokens":500},"modelUsage":{"claude-sonnet-4-5":{"inputTokens":1000,"outputTokens":500,"cacheReadInputTokens":200,"cacheCreationInputTokens":100,"costUSD":0.0109}}}\n'
 "#;
 
-/// `codex exec --json` events (shapes from agent/fixtures/codex).
+/// `codex exec --json` events (shapes from domain/agent/fixtures/codex).
 const FAKE_CODEX: &str = r#"#!/bin/sh
 cat > "$GATEHOUSE_ARTIFACTS/prompt.md"
 echo '{"type":"thread.started","thread_id":"t1"}'
@@ -41,7 +41,7 @@ echo "my-agent: model $2"
 echo '{"gatehouse_usage": {"model": "my-model", "input_tokens": 10, "output_tokens": 20}}'
 "#;
 
-/// Claude Code reporting an error result (agent/fixtures/claude/invalid_api_key.json).
+/// Claude Code reporting an error result (domain/agent/fixtures/claude/invalid_api_key.json).
 const FAILING_CLAUDE: &str = r#"#!/bin/sh
 cat >/dev/null
 echo '{"is_error":true,"result":"Invalid API key · Fix external API key","session_id":"s","modelUsage":{}}'

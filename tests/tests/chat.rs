@@ -55,7 +55,7 @@ async fn a_slack_request_becomes_a_run_whose_card_decides_it(backend: Backend) {
         .await;
     // Slack retries an event it thinks was not answered: same event id, stored once.
     let mut retry: Value = serde_json::from_str(include_str!(
-        "../../fixtures/slack/event_callback.app_mention.json"
+        "../fixtures/slack/event_callback.app_mention.json"
     ))
     .unwrap();
     retry["event_id"] = json!("Ev1");
@@ -233,7 +233,7 @@ async fn bad_slack_and_discord_requests_change_nothing(backend: Backend) {
 
     // Discord: PING → PONG, a forged signature is 401, a body that is not an interaction 400.
     let ping: Value = serde_json::from_str(include_str!(
-        "../../fixtures/discord/interaction.ping.discord-interactions-js.json"
+        "../fixtures/discord/interaction.ping.discord-interactions-js.json"
     ))
     .unwrap();
     assert_eq!(hub.discord_post(&ping).await, (200, json!({ "type": 1 })));

@@ -265,7 +265,7 @@ fn sign(body: &[u8]) -> String {
 /// requirement's author may not approve the work on it.
 fn fixture(name: &str) -> Value {
     let path = format!(
-        "{}/../fixtures/github/{name}.json",
+        "{}/fixtures/github/{name}.json",
         env!("CARGO_MANIFEST_DIR")
     );
     let mut payload: Value =
@@ -328,7 +328,7 @@ async fn a_github_app_acts_through_its_installation() {
     let github = FakeGithub::start().await;
     let key = std::fs::read_to_string(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../fixtures/github/test-app-private-key.pem"
+        "/fixtures/github/test-app-private-key.pem"
     ))
     .unwrap();
     let client = GithubClient::app(&github.url, 12345, &key.into()).unwrap();

@@ -86,7 +86,7 @@ mod tests {
     use super::*;
 
     const BODY: &[u8] =
-        include_bytes!("../../../fixtures/discord/interaction.ping.discord-interactions-js.json");
+        include_bytes!("../../../tests/fixtures/discord/interaction.ping.discord-interactions-js.json");
     const TIMESTAMP: &str = "1700000000";
     const NOW: i64 = 1_700_000_000;
 

@@ -164,21 +164,21 @@ mod tests {
 
     fn fixture(name: &str) -> &'static str {
         match name {
-            "url_verification" => include_str!("../../../fixtures/slack/url_verification.json"),
+            "url_verification" => include_str!("../../../tests/fixtures/slack/url_verification.json"),
             "app_mention" => {
-                include_str!("../../../fixtures/slack/event_callback.app_mention.json")
+                include_str!("../../../tests/fixtures/slack/event_callback.app_mention.json")
             }
             "app_mention.with_blocks" => {
-                include_str!("../../../fixtures/slack/event_callback.app_mention.with_blocks.json")
+                include_str!("../../../tests/fixtures/slack/event_callback.app_mention.with_blocks.json")
             }
             "message.channels" => {
-                include_str!("../../../fixtures/slack/event_callback.message.channels.json")
+                include_str!("../../../tests/fixtures/slack/event_callback.message.channels.json")
             }
             "message_changed" => include_str!(
-                "../../../fixtures/slack/slack-morphism.event_callback.message_changed.json"
+                "../../../tests/fixtures/slack/slack-morphism.event_callback.message_changed.json"
             ),
             "message_changed_by_bot" => include_str!(
-                "../../../fixtures/slack/slack-morphism.event_callback.message_changed_by_bot.json"
+                "../../../tests/fixtures/slack/slack-morphism.event_callback.message_changed_by_bot.json"
             ),
             _ => panic!("no fixture {name}"),
         }

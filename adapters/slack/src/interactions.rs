@@ -205,11 +205,11 @@ struct RawInput {
 mod tests {
     use super::*;
 
-    const BUTTON: &str = include_str!("../../../fixtures/slack/block_actions.button.json");
+    const BUTTON: &str = include_str!("../../../tests/fixtures/slack/block_actions.button.json");
     const BUTTON_FORM: &str =
-        include_str!("../../../fixtures/slack/block_actions.button.form-urlencoded.txt");
+        include_str!("../../../tests/fixtures/slack/block_actions.button.form-urlencoded.txt");
     const BUTTON_WITH_MESSAGE: &str =
-        include_str!("../../../fixtures/slack/block_actions.button_with_message.json");
+        include_str!("../../../tests/fixtures/slack/block_actions.button_with_message.json");
 
     fn form(payload: &str) -> Vec<u8> {
         serde_urlencoded::to_string([("payload", payload)])

@@ -76,7 +76,7 @@ fn mac(secret: &[u8], timestamp: &str, body: &[u8]) -> Hmac<Sha256> {
 mod tests {
     use super::*;
 
-    const VECTORS: &str = include_str!("../../../fixtures/slack/signature-vectors.json");
+    const VECTORS: &str = include_str!("../../../tests/fixtures/slack/signature-vectors.json");
 
     struct Vector {
         secret: String,

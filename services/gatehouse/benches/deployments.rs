@@ -234,7 +234,7 @@ fn issue_number() -> u64 {
 /// Sends a signed `issues.labeled` for issue `n`; the time just before sending.
 async fn deliver(target: &Target, n: u64) -> DateTime<Utc> {
     let mut body: Value =
-        serde_json::from_str(include_str!("../../../fixtures/github/issues.labeled.json")).unwrap();
+        serde_json::from_str(include_str!("../../../tests/fixtures/github/issues.labeled.json")).unwrap();
     body["issue"]["number"] = json!(n);
     body["label"]["name"] = json!("sop:bench");
     body["issue"]["labels"] = json!([{ "name": "sop:bench" }]);

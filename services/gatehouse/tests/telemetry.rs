@@ -201,7 +201,7 @@ fn spans_reach_the_collector_in_the_callers_trace() {
     use hmac::{KeyInit, Mac};
     let body = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../fixtures/github/issues.labeled.json"
+        "/../../tests/fixtures/github/issues.labeled.json"
     ))
     .unwrap();
     let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();

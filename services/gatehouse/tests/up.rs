@@ -806,7 +806,7 @@ fn github_webhooks_start_runs_and_post_their_status() {
     ));
     let body = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../fixtures/github/issues.labeled.json"
+        "/../../tests/fixtures/github/issues.labeled.json"
     ))
     .unwrap();
     let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
