@@ -5,7 +5,7 @@
 //! group) and holds every answer to `gatehouse_ingest::required_scope`, the one table the
 //! token check reads, so the table, the router and this file cannot drift apart: a route
 //! added to the router without a row here fails `every_route_of_the_api_router_has_a_row`.
-//! The second half replays the attacks of issue 15 as regressions; each says why it
+//! The second half replays the attacks below as regressions; each says why it
 //! failed on the code before tokens acted for people (commit 8c0948c), when a token acted
 //! as whatever name it was created with and carried no scopes. (There, their setup, which
 //! mints tokens `{"person": ...}`, is already refused; each comment says why the attack
@@ -375,7 +375,7 @@ async fn requests_without_a_valid_token_are_401_on_every_route(backend: Backend)
 }
 
 // ---------------------------------------------------------------------------------------
-// Issue 15's attacks
+// The attacks below
 // ---------------------------------------------------------------------------------------
 
 /// Only an administrator mints tokens for others. Before: `POST /tokens` took only a
