@@ -16,7 +16,6 @@
 mod artifacts;
 mod auth;
 mod chat;
-mod commands;
 mod deliveries;
 mod error;
 mod gates;
@@ -32,6 +31,7 @@ mod tokens;
 mod trace;
 pub mod views;
 mod webhook_limits;
+mod written;
 
 pub use auth::{hash_token, new_token};
 pub use chat::{ChatSettings, DiscordSettings, DiscordSink, SlackSettings};

@@ -9,7 +9,7 @@ use gatehouse_events::Actor;
 use gatehouse_store::Tx;
 
 use super::Platform;
-use crate::commands::Scope;
+use crate::written::Scope;
 use crate::deliveries::Outcome;
 use crate::{ApiError, ApiState};
 

@@ -7,7 +7,7 @@ use gatehouse_store::{DeliveryRow, Tx};
 
 use super::requirement::Subject;
 use super::triggers::LabelEvent;
-use crate::commands::{Done, Scope};
+use crate::written::{Done, Scope};
 use crate::deliveries::Outcome;
 use crate::{ApiError, ApiState};
 
