@@ -8,7 +8,7 @@
 
 use axum::body::Body;
 use axum::extract::{Path, State};
-use axum::http::{HeaderValue, StatusCode, header};
+use axum::http::{HeaderValue, header};
 use axum::response::Response;
 use uuid::Uuid;
 
@@ -31,7 +31,7 @@ pub async fn download(
     Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
 ) -> Result<Response, ApiError> {
     let not_found = || {
-        ApiError::not_found(format!(
+        ApiError::NotFound(format!(
             "run {id} recorded no artifact `{name}` for attempt {attempt} of node `{node}`"
         ))
     };
@@ -43,10 +43,7 @@ pub async fn download(
         .find(|a| a.node == node && i64::from(a.attempt) == i64::from(attempt) && a.name == name)
         .ok_or_else(not_found)?;
     let data_dir = state.data_dir.clone().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::NOT_FOUND,
-            "this ingest has no data directory to serve artifacts from",
-        )
+        ApiError::NotFound("this ingest has no data directory to serve artifacts from".into())
     })?;
     // Stored as `<artifact directory>/<name>`, relative to the data directory; both parts
     // are walked without following links.
@@ -58,20 +55,19 @@ pub async fn download(
         .ok_or_else(not_found)?;
     let refused = |e: gatehouse_sandbox::untrusted::Refused| {
         tracing::warn!(run = %id, %node, attempt, error = %e, "artifact not served");
-        ApiError::new(StatusCode::CONFLICT, format!("{e}; it is not served"))
+        ApiError::Conflict(format!("{e}; it is not served"))
     };
     let bytes = tokio::task::spawn_blocking({
         let name = row.name.clone();
         move || gatehouse_sandbox::untrusted::read_in(&data_dir, &dir, &name, MAX_SERVED)
     })
     .await
-    .map_err(|e| ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, e.to_string()))?
+    .map_err(|e| ApiError::Internal(e.to_string()))?
     .map_err(refused)?;
     if crate::auth::sha256_hex(&bytes) != row.sha256 {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!("artifact `{name}` changed after it was recorded; it is not served"),
-        ));
+        return Err(ApiError::Conflict(format!(
+            "artifact `{name}` changed after it was recorded; it is not served"
+        )));
     }
     let (content_type, inline) = content_type(&row.name);
     let file_name = row

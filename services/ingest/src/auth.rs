@@ -1,7 +1,6 @@
 //! Bearer tokens: who a request acts for, and whether its token may use the route.
 
 use axum::extract::{MatchedPath, Request, State};
-use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::Response;
 use chrono::Utc;
@@ -40,7 +39,6 @@ pub(crate) async fn require_token(
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
-    let unauthorized = |m: String| ApiError::new(StatusCode::UNAUTHORIZED, m);
     let token = request
         .headers()
         .get(axum::http::header::AUTHORIZATION)
@@ -48,21 +46,27 @@ pub(crate) async fn require_token(
         .and_then(|v| v.strip_prefix("Bearer "))
         .map(str::trim)
         .filter(|t| !t.is_empty())
-        .ok_or_else(|| unauthorized("missing bearer token".into()))?;
+        .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
     let row = state
         .store
         .token_by_hash(&hash_token(token))
         .await?
-        .ok_or_else(|| unauthorized("unknown token".into()))?;
+        .ok_or_else(|| ApiError::Unauthorized("unknown token".into()))?;
     if row.revoked_at.is_some() {
-        return Err(unauthorized(format!("token `{}` was revoked", row.name)));
+        return Err(ApiError::Unauthorized(format!(
+            "token `{}` was revoked",
+            row.name
+        )));
     }
     if row.expires_at.is_some_and(|at| at <= Utc::now()) {
-        return Err(unauthorized(format!("token `{}` has expired", row.name)));
+        return Err(ApiError::Unauthorized(format!(
+            "token `{}` has expired",
+            row.name
+        )));
     }
     let people = state.people().await?;
     let person = people.by_id(&row.person).ok_or_else(|| {
-        unauthorized(format!(
+        ApiError::Unauthorized(format!(
             "token `{}` acts for `{}`, who is no longer one of the people known to Gatehouse",
             row.name, row.person
         ))

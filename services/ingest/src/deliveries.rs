@@ -19,7 +19,7 @@ const POLL: Duration = Duration::from_secs(1);
 pub async fn process_deliveries(state: ApiState, shutdown: CancellationToken) {
     loop {
         if let Err(err) = state.process_pending().await {
-            tracing::warn!(error = %err.message, "processing webhook deliveries failed; retrying");
+            tracing::warn!(error = %err, "processing webhook deliveries failed; retrying");
         }
         tokio::select! {
             () = shutdown.cancelled() => return,
@@ -31,8 +31,7 @@ pub async fn process_deliveries(state: ApiState, shutdown: CancellationToken) {
 
 /// A request body as text, which is how deliveries are stored: 400 when it is not UTF-8.
 pub(crate) fn utf8(body: &[u8]) -> Result<&str, ApiError> {
-    std::str::from_utf8(body)
-        .map_err(|_| ApiError::new(axum::http::StatusCode::BAD_REQUEST, "the body is not UTF-8"))
+    std::str::from_utf8(body).map_err(|_| ApiError::BadRequest("the body is not UTF-8".into()))
 }
 
 /// What processing a delivery came to.
@@ -77,7 +76,7 @@ impl ApiState {
                 match self.process(delivery).await {
                     Ok(()) => done += 1,
                     Err(e) => {
-                        tracing::warn!(%source, delivery = %id, error = %e.message, "processing a delivery failed; it stays pending");
+                        tracing::warn!(%source, delivery = %id, error = %e, "processing a delivery failed; it stays pending");
                         first_error.get_or_insert(e);
                     }
                 }

@@ -7,13 +7,35 @@ use gatehouse_engine::Rejection;
 use serde::Serialize;
 use utoipa::ToSchema;
 
-/// An error response.
-#[derive(Debug)]
-pub struct ApiError {
-    /// HTTP status.
-    pub status: StatusCode,
-    /// What went wrong, for people.
-    pub message: String,
+/// What a request came to when it did not succeed: each outcome answers with its own
+/// status and its message as `{"error": ...}`.
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    /// 400: the request cannot be read (a body that is not UTF-8 or JSON, a malformed
+    /// webhook payload, missing webhook headers).
+    #[error("{0}")]
+    BadRequest(String),
+    /// 401: no credentials, or ones that do not check out (token, webhook signature).
+    #[error("{0}")]
+    Unauthorized(String),
+    /// 403: the caller is known but may not do this.
+    #[error("{0}")]
+    Forbidden(String),
+    /// 404: nothing by that id or name, or a platform that is not configured.
+    #[error("{0}")]
+    NotFound(String),
+    /// 409: the request does not apply to the current state (it may later).
+    #[error("{0}")]
+    Conflict(String),
+    /// 422: the request can never apply as it is.
+    #[error("{0}")]
+    Unprocessable(String),
+    /// 500: Gatehouse's own data or code failed.
+    #[error("{0}")]
+    Internal(String),
+    /// 503: the database could not be used; the request may be tried again.
+    #[error("the database is not available; try again")]
+    Unavailable,
 }
 
 /// The JSON body of every error.
@@ -24,29 +46,26 @@ pub struct ErrorBody {
 }
 
 impl ApiError {
-    /// An error with a status.
-    pub fn new(status: StatusCode, message: impl Into<String>) -> Self {
-        Self {
-            status,
-            message: message.into(),
+    /// The status the outcome answers with.
+    pub fn status(&self) -> StatusCode {
+        match self {
+            Self::BadRequest(_) => StatusCode::BAD_REQUEST,
+            Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
+            Self::NotFound(_) => StatusCode::NOT_FOUND,
+            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+            Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,
         }
-    }
-
-    /// 404.
-    pub fn not_found(message: impl Into<String>) -> Self {
-        Self::new(StatusCode::NOT_FOUND, message)
     }
 }
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (
-            self.status,
-            Json(ErrorBody {
-                error: self.message,
-            }),
-        )
-            .into_response()
+        let status = self.status();
+        let error = self.to_string();
+        (status, Json(ErrorBody { error })).into_response()
     }
 }
 
@@ -89,49 +108,43 @@ pub(crate) async fn as_json(response: Response) -> Response {
 impl From<gatehouse_store::StoreError> for ApiError {
     fn from(err: gatehouse_store::StoreError) -> Self {
         tracing::error!(error = %err, "store error in the API");
-        Self::new(
-            StatusCode::SERVICE_UNAVAILABLE,
-            "the database is not available; try again",
-        )
+        Self::Unavailable
     }
 }
 
 impl From<gatehouse_events::EventError> for ApiError {
     fn from(err: gatehouse_events::EventError) -> Self {
-        Self::new(StatusCode::INTERNAL_SERVER_ERROR, err.to_string())
+        Self::Internal(err.to_string())
+    }
+}
+
+impl From<serde_json::Error> for ApiError {
+    fn from(e: serde_json::Error) -> Self {
+        Self::Internal(format!("serialising failed: {e}"))
     }
 }
 
 /// The engine's refusals: a wrong id is 404, a request that can never apply is 422, one
 /// that does not apply now is 409, a forbidden approval is 403.
-impl From<serde_json::Error> for ApiError {
-    fn from(e: serde_json::Error) -> Self {
-        Self::new(
-            StatusCode::INTERNAL_SERVER_ERROR,
-            format!("serialising failed: {e}"),
-        )
-    }
-}
-
 impl From<Rejection> for ApiError {
     fn from(rejection: Rejection) -> Self {
-        let status = match &rejection {
-            Rejection::UnknownNode(_) => StatusCode::NOT_FOUND,
+        let outcome = match &rejection {
+            Rejection::UnknownNode(_) => Self::NotFound,
             Rejection::NotAGate(_)
             | Rejection::NotASendBackTarget { .. }
-            | Rejection::CommentRequired => StatusCode::UNPROCESSABLE_ENTITY,
+            | Rejection::CommentRequired => Self::Unprocessable,
             Rejection::RequesterMayNotApprove(_)
             | Rejection::AuthorMayNotApprove(_)
             | Rejection::OwnerMayNotApprove(_)
-            | Rejection::NotAnApprover { .. } => StatusCode::FORBIDDEN,
+            | Rejection::NotAnApprover { .. } => Self::Forbidden,
             Rejection::NotWaiting { .. }
             | Rejection::StaleAttempt { .. }
             | Rejection::ReworkLimit { .. }
             | Rejection::AlreadyApproved { .. }
             | Rejection::Ended(_)
             | Rejection::PauseState(_)
-            | Rejection::InFlight(_) => StatusCode::CONFLICT,
+            | Rejection::InFlight(_) => Self::Conflict,
         };
-        Self::new(status, rejection.to_string())
+        outcome(rejection.to_string())
     }
 }

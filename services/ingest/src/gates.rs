@@ -92,30 +92,24 @@ pub(crate) async fn checked_decision(
     // Only a person known to Gatehouse decides: an unmapped account's handle could be
     // anyone's name.
     let person = actor.person.clone().ok_or_else(|| {
-        ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "`{}` is not one of the people known to Gatehouse, so it cannot decide gates",
-                actor.handle
-            ),
-        )
+        ApiError::Forbidden(format!(
+            "`{}` is not one of the people known to Gatehouse, so it cannot decide gates",
+            actor.handle
+        ))
     })?;
     let (_, sop, mut run) = state.load(id).await?;
     let current = run
         .nodes
         .get(&node)
         .map(|n| n.attempt)
-        .ok_or_else(|| ApiError::not_found(format!("run {id} has no node `{node}`")))?;
+        .ok_or_else(|| ApiError::NotFound(format!("run {id} has no node `{node}`")))?;
     let attempt = body.attempt.unwrap_or(current);
     let (decision, kind) = match body.decision {
         DecisionKind::Approve => (Decision::Approve, GateDecisionKind::Approve),
         DecisionKind::Reject => (Decision::Reject, GateDecisionKind::Reject),
         DecisionKind::SendBack => {
             let to = body.to.clone().ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "send_back needs `to`: the node to redo",
-                )
+                ApiError::Unprocessable("send_back needs `to`: the node to redo".into())
             })?;
             (
                 Decision::SendBack { to: to.clone() },
@@ -152,13 +146,12 @@ pub(crate) async fn checked_decision(
     match tx.claim_decision(&vote).await? {
         Claim::Counted | Claim::Settled => {}
         Claim::AlreadyVoted => {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!("{person} already decided on attempt {attempt} of gate `{node}`"),
-            ));
+            return Err(ApiError::Conflict(format!(
+                "{person} already decided on attempt {attempt} of gate `{node}`"
+            )));
         }
         Claim::AlreadySettled(outcome) => {
-            return Err(ApiError::new(StatusCode::CONFLICT, settled_by(&outcome)));
+            return Err(ApiError::Conflict(settled_by(&outcome)));
         }
     }
     Ok(GateDecision {

@@ -207,15 +207,14 @@ pub async fn add(
         handle(&body.slack),
         handle(&body.discord),
     );
-    let conflict = |m: String| ApiError::new(StatusCode::CONFLICT, m);
     let people = state.people().await?;
     if people.is_configured(id) {
-        return Err(conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "`{id}` is configured in [[people]]; change them in the configuration"
         )));
     }
     if people.by_id(id).is_some() {
-        return Err(conflict(format!("`{id}` exists already")));
+        return Err(ApiError::Conflict(format!("`{id}` exists already")));
     }
     for (what, mine, theirs) in [
         (
@@ -227,7 +226,7 @@ pub async fn add(
         ("Discord id", &discord, |p| p.discord.clone()),
     ] {
         if let Some(other) = people.iter().find(|p| same(&theirs(p), mine)) {
-            return Err(conflict(format!(
+            return Err(ApiError::Conflict(format!(
                 "{what} `{}` belongs to `{}` already",
                 mine.as_deref().unwrap_or_default(),
                 other.id
@@ -245,7 +244,7 @@ pub async fn add(
     };
     // Checked above against everyone; a race with another administrator is settled here.
     if !state.store.add_person(&row).await? {
-        return Err(conflict(format!(
+        return Err(ApiError::Conflict(format!(
             "`{id}` or one of their handles was added by someone else just now"
         )));
     }
@@ -276,13 +275,12 @@ pub async fn remove(
 ) -> Result<StatusCode, ApiError> {
     caller.require_admin("remove people")?;
     if state.people.is_configured(&id) {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!("`{id}` is configured in [[people]]; remove them from the configuration"),
-        ));
+        return Err(ApiError::Conflict(format!(
+            "`{id}` is configured in [[people]]; remove them from the configuration"
+        )));
     }
     if !state.store.remove_person(&id).await? {
-        return Err(ApiError::not_found(format!("no person `{id}` was added")));
+        return Err(ApiError::NotFound(format!("no person `{id}` was added")));
     }
     let revoked = state.store.revoke_tokens_of(&id).await?;
     tracing::info!(person = %id, by = %caller.person, revoked, "person removed");

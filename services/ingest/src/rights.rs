@@ -8,7 +8,7 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
-use axum::http::{Method, StatusCode};
+use axum::http::Method;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -139,13 +139,10 @@ impl Caller {
         if self.is_admin() {
             return Ok(());
         }
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "only an administrator may {what}; {} is not (an `admin` token of someone in group `{ADMINS}` is needed)",
-                self.person
-            ),
-        ))
+        Err(ApiError::Forbidden(format!(
+            "only an administrator may {what}; {} is not (an `admin` token of someone in group `{ADMINS}` is needed)",
+            self.person
+        )))
     }
 
     /// Refuses (403) unless the token has `scope`.
@@ -153,14 +150,11 @@ impl Caller {
         if self.scopes.has(scope) {
             return Ok(());
         }
-        Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "this token (`{}`) lacks the `{scope}` scope; it has: {}",
-                self.token,
-                self.scopes.names().join(", ")
-            ),
-        ))
+        Err(ApiError::Forbidden(format!(
+            "this token (`{}`) lacks the `{scope}` scope; it has: {}",
+            self.token,
+            self.scopes.names().join(", ")
+        )))
     }
 }
 
@@ -202,14 +196,11 @@ pub(crate) fn may_start(
     if sop.may_start(person, groups) {
         return Ok(());
     }
-    Err(ApiError::new(
-        StatusCode::FORBIDDEN,
-        format!(
-            "{person} may not start `{}`; its starters are {}",
-            sop.name,
-            sop.starters.as_deref().unwrap_or_default().join(", ")
-        ),
-    ))
+    Err(ApiError::Forbidden(format!(
+        "{person} may not start `{}`; its starters are {}",
+        sop.name,
+        sop.starters.as_deref().unwrap_or_default().join(", ")
+    )))
 }
 
 #[cfg(test)]

@@ -45,13 +45,13 @@ pub async fn start(
     Json(body): Json<StartRun>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
     let sop = state.catalog.get(&body.sop).ok_or_else(|| {
-        ApiError::not_found(format!(
+        ApiError::NotFound(format!(
             "no SOP named `{}`; `gatehouse sop list` shows them",
             body.sop
         ))
     })?;
     sop.check_start(&body.params)
-        .map_err(|m| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
+        .map_err(ApiError::Unprocessable)?;
     may_start(sop, &person, &groups)?;
     let run_id = Uuid::now_v7();
     let event_id = state
@@ -226,7 +226,7 @@ pub async fn logs(
     Query(q): Query<LogQuery>,
 ) -> Result<Json<Vec<LogView>>, ApiError> {
     if state.store.run(id).await?.is_none() {
-        return Err(ApiError::not_found(format!("no run {id}")));
+        return Err(ApiError::NotFound(format!("no run {id}")));
     }
     let rows = state
         .store

@@ -44,10 +44,10 @@ pub async fn create(
 ) -> Result<(StatusCode, Json<ScheduleView>), ApiError> {
     let row = checked(&state, &caller, body).await?;
     if !state.store.insert_schedule(&row).await? {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!("a schedule named `{}` exists already", row.name),
-        ));
+        return Err(ApiError::Conflict(format!(
+            "a schedule named `{}` exists already",
+            row.name
+        )));
     }
     let stored = find(&state, &row.name).await?;
     Ok((StatusCode::CREATED, Json(view(&state, stored).await?)))
@@ -156,10 +156,9 @@ pub async fn trigger(
         may_start(sop, &caller.person, &caller.groups)?;
     }
     if row.paused {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!("schedule `{name}` is paused; resume it first"),
-        ));
+        return Err(ApiError::Conflict(format!(
+            "schedule `{name}` is paused; resume it first"
+        )));
     }
     let now = Utc::now().timestamp_millis();
     let fire = FireRow {
@@ -174,10 +173,9 @@ pub async fn trigger(
     };
     let mut tx = state.store.begin().await?;
     if !tx.record_fire(&fire).await? {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!("schedule `{name}` fired at this very millisecond; try again"),
-        ));
+        return Err(ApiError::Conflict(format!(
+            "schedule `{name}` fired at this very millisecond; try again"
+        )));
     }
     tx.commit().await?;
     let mut latest = fire;
@@ -213,19 +211,20 @@ pub async fn backfill(
     if let Some(sop) = state.catalog.get(&row.sop) {
         may_start(sop, &caller.person, &caller.groups)?;
     }
-    let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m);
-    let from = parse_time(&body.from).map_err(|e| unprocessable(format!("from: {e}")))?;
-    let to = parse_time(&body.to).map_err(|e| unprocessable(format!("to: {e}")))?;
+    let from = parse_time(&body.from).map_err(|e| ApiError::Unprocessable(format!("from: {e}")))?;
+    let to = parse_time(&body.to).map_err(|e| ApiError::Unprocessable(format!("to: {e}")))?;
     if to < from {
-        return Err(unprocessable(format!("to {to} is before from {from}")));
+        return Err(ApiError::Unprocessable(format!(
+            "to {to} is before from {from}"
+        )));
     }
     let now = Timestamp::now();
     if to > now {
-        return Err(unprocessable(format!(
+        return Err(ApiError::Unprocessable(format!(
             "to {to} is in the future; the scheduler fires those itself"
         )));
     }
-    let timing = timing(&row).map_err(|e| unprocessable(e.to_string()))?;
+    let timing = timing(&row).map_err(|e| ApiError::Unprocessable(e.to_string()))?;
     let mut times = Vec::new();
     let mut cursor = from
         .checked_sub(jiff::SignedDuration::from_nanos(1))
@@ -236,7 +235,7 @@ pub async fn backfill(
             break;
         }
         if times.len() == MAX_BACKFILL {
-            return Err(unprocessable(format!(
+            return Err(ApiError::Unprocessable(format!(
                 "more than {MAX_BACKFILL} fires between {from} and {to}; backfill a shorter range"
             )));
         }
@@ -267,12 +266,9 @@ pub async fn delete(
 ) -> Result<StatusCode, ApiError> {
     let row = find(&state, &name).await?;
     if row.source == "config" {
-        return Err(ApiError::new(
-            StatusCode::CONFLICT,
-            format!(
-                "schedule `{name}` comes from the configuration file; remove it there (or pause it)"
-            ),
-        ));
+        return Err(ApiError::Conflict(format!(
+            "schedule `{name}` comes from the configuration file; remove it there (or pause it)"
+        )));
     }
     if !state.store.delete_schedule(&name).await? {
         return Err(no_schedule(&name));
@@ -286,7 +282,6 @@ async fn checked(
     caller: &Caller,
     body: CreateSchedule,
 ) -> Result<ScheduleRow, ApiError> {
-    let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m);
     let name_ok = !body.name.is_empty()
         && body.name.len() <= 100
         && body
@@ -294,15 +289,16 @@ async fn checked(
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
     if !name_ok {
-        return Err(unprocessable(format!(
+        return Err(ApiError::Unprocessable(format!(
             "name `{}`: use 1 to 100 letters, digits, `.`, `_` or `-`",
             body.name
         )));
     }
     let duration = |field: &str, text: Option<&str>, default: Duration| match text {
         None => Ok(default),
-        Some(t) => humantime::parse_duration(t)
-            .map_err(|e| unprocessable(format!("{field} `{t}`: {e} (e.g. 90s, 15m, 1h)"))),
+        Some(t) => humantime::parse_duration(t).map_err(|e| {
+            ApiError::Unprocessable(format!("{field} `{t}`: {e} (e.g. 90s, 15m, 1h)"))
+        }),
     };
     let catchup_window = duration(
         "catchup_window",
@@ -313,16 +309,16 @@ async fn checked(
     let time = |field: &str, text: Option<&str>| {
         text.map(parse_time)
             .transpose()
-            .map_err(|e| unprocessable(format!("{field}: {e}")))
+            .map_err(|e| ApiError::Unprocessable(format!("{field}: {e}")))
     };
     let start = time("start", body.start.as_deref())?;
     let end = time("end", body.end.as_deref())?;
     let timezone = body.timezone.unwrap_or_else(|| "UTC".into());
     let timing = Timing::new(&body.name, &body.cron, &timezone, jitter, start, end)
-        .map_err(|e| unprocessable(e.to_string()))?;
+        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
     let now = Timestamp::now();
     if timing.next_fire(now).is_none() {
-        return Err(unprocessable(format!(
+        return Err(ApiError::Unprocessable(format!(
             "end: the schedule would never fire again (its end {} has passed)",
             end.map(|e| e.to_string()).unwrap_or_default()
         )));
@@ -332,15 +328,15 @@ async fn checked(
         .as_deref()
         .unwrap_or("skip")
         .parse()
-        .map_err(unprocessable)?;
+        .map_err(ApiError::Unprocessable)?;
     let sop = state.catalog.get(&body.sop).ok_or_else(|| {
-        unprocessable(format!(
+        ApiError::Unprocessable(format!(
             "sop: no SOP named `{}`; `gatehouse sop list` shows them",
             body.sop
         ))
     })?;
     sop.check_start(&body.params)
-        .map_err(|m| unprocessable(format!("params: {m}")))?;
+        .map_err(|m| ApiError::Unprocessable(format!("params: {m}")))?;
     // Its runs answer to its creator, who must be allowed to start them.
     may_start(sop, &caller.person, &caller.groups)?;
     let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
@@ -377,7 +373,7 @@ async fn find(state: &ApiState, name: &str) -> Result<ScheduleRow, ApiError> {
 }
 
 fn no_schedule(name: &str) -> ApiError {
-    ApiError::not_found(format!(
+    ApiError::NotFound(format!(
         "no schedule named `{name}`; `gatehouse schedule list` shows them"
     ))
 }

@@ -71,7 +71,7 @@ impl ApiState {
             .store
             .run(id)
             .await?
-            .ok_or_else(|| ApiError::not_found(format!("no run {id}")))?;
+            .ok_or_else(|| ApiError::NotFound(format!("no run {id}")))?;
         self.decode(row).await
     }
 
@@ -81,12 +81,8 @@ impl ApiState {
         row: RunRow,
     ) -> Result<(RunRow, Arc<Sop>, RunState), ApiError> {
         let sop = self.definition(&row.sop_version).await?;
-        let state = serde_json::from_str(&row.state).map_err(|e| {
-            ApiError::new(
-                axum::http::StatusCode::INTERNAL_SERVER_ERROR,
-                format!("run {} has unreadable state: {e}", row.id),
-            )
-        })?;
+        let state = serde_json::from_str(&row.state)
+            .map_err(|e| ApiError::Internal(format!("run {} has unreadable state: {e}", row.id)))?;
         Ok((row, sop, state))
     }
 
@@ -99,14 +95,13 @@ impl ApiState {
         {
             return Ok(sop.clone());
         }
-        let internal = |m: String| ApiError::new(axum::http::StatusCode::INTERNAL_SERVER_ERROR, m);
-        let (source, body) = self
-            .store
-            .sop_version_body(version)
-            .await?
-            .ok_or_else(|| internal(format!("SOP version {version} is not stored")))?;
-        let sop =
-            Arc::new(gatehouse_sop::parse(&source, &body).map_err(|e| internal(e.to_string()))?);
+        let (source, body) =
+            self.store.sop_version_body(version).await?.ok_or_else(|| {
+                ApiError::Internal(format!("SOP version {version} is not stored"))
+            })?;
+        let sop = Arc::new(
+            gatehouse_sop::parse(&source, &body).map_err(|e| ApiError::Internal(e.to_string()))?,
+        );
         self.definitions
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -30,7 +30,6 @@ pub async fn create(
     Extension(caller): Extension<Caller>,
     Json(body): Json<CreateToken>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
-    let unprocessable = |m: String| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m);
     let person_id = body
         .person
         .as_deref()
@@ -42,13 +41,15 @@ pub async fn create(
     }
     let people = state.people().await?;
     let person = people.by_id(&person_id).ok_or_else(|| {
-        unprocessable(format!(
+        ApiError::Unprocessable(format!(
             "`{person_id}` is not one of the people known to Gatehouse; an administrator adds them first (`gatehouse person add {person_id}`)"
         ))
     })?;
     let scopes = match &body.scopes {
         Some(scopes) if scopes.is_empty() => {
-            return Err(unprocessable("a token needs at least one scope".into()));
+            return Err(ApiError::Unprocessable(
+                "a token needs at least one scope".into(),
+            ));
         }
         Some(scopes) => Scopes::of(scopes.iter().copied()),
         None => Scopes::of(
@@ -59,17 +60,14 @@ pub async fn create(
         ),
     };
     if !caller.scopes.covers(&scopes) {
-        return Err(ApiError::new(
-            StatusCode::FORBIDDEN,
-            format!(
-                "a token can only give scopes its creator's token has ({}); asked for {}",
-                caller.scopes.names().join(", "),
-                scopes.names().join(", ")
-            ),
-        ));
+        return Err(ApiError::Forbidden(format!(
+            "a token can only give scopes its creator's token has ({}); asked for {}",
+            caller.scopes.names().join(", "),
+            scopes.names().join(", ")
+        )));
     }
     if scopes.has(Scope::Admin) && !person.groups.iter().any(|g| g == ADMINS) {
-        return Err(unprocessable(format!(
+        return Err(ApiError::Unprocessable(format!(
             "the `admin` scope is only for people in group `{ADMINS}`, and {person_id} is not"
         )));
     }
@@ -81,7 +79,7 @@ pub async fn create(
                 .and_then(|d| chrono::Duration::from_std(d).ok())
                 .filter(|d| *d > chrono::Duration::zero())
                 .ok_or_else(|| {
-                    unprocessable(format!(
+                    ApiError::Unprocessable(format!(
                         "expires_in `{text}` is not a duration such as `30d` or `12h`"
                     ))
                 })?;
@@ -107,7 +105,7 @@ pub async fn create(
             // names a token to look like someone else's).
             let own = name == person_id || name.starts_with(&format!("{person_id}-"));
             if !own && !caller.is_admin() {
-                return Err(unprocessable(format!(
+                return Err(ApiError::Unprocessable(format!(
                     "a token for {person_id} is named `{person_id}` or `{person_id}-<something>`; `{name}` is not"
                 )));
             }
@@ -119,10 +117,9 @@ pub async fn create(
                 })
                 .await?
                 .ok_or_else(|| {
-                    ApiError::new(
-                        StatusCode::CONFLICT,
-                        format!("a token named `{name}` exists; choose another name"),
-                    )
+                    ApiError::Conflict(format!(
+                        "a token named `{name}` exists; choose another name"
+                    ))
                 })?
         }
         // The person's id, then `id-2`, `id-3`, ...: readable in `token list`.
@@ -147,10 +144,9 @@ pub async fn create(
                 }
             }
             created.ok_or_else(|| {
-                ApiError::new(
-                    StatusCode::CONFLICT,
-                    format!("{person_id} has 100 tokens named after them; give this one a name"),
-                )
+                ApiError::Conflict(format!(
+                    "{person_id} has 100 tokens named after them; give this one a name"
+                ))
             })?
         }
     };
@@ -197,7 +193,7 @@ pub async fn revoke(
     Extension(caller): Extension<Caller>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let not_found = || ApiError::not_found(format!("no token named `{name}` is in use"));
+    let not_found = || ApiError::NotFound(format!("no token named `{name}` is in use"));
     let row = state
         .store
         .token(&name)
@@ -228,12 +224,9 @@ pub(crate) fn check_name(name: &str) -> Result<(), ApiError> {
     if ok {
         return Ok(());
     }
-    Err(ApiError::new(
-        StatusCode::UNPROCESSABLE_ENTITY,
-        format!(
-            "`{name}` is not a valid name: use 1 to 64 letters, digits, `.`, `_` or `-`, not starting with `.` or `-`"
-        ),
-    ))
+    Err(ApiError::Unprocessable(format!(
+        "`{name}` is not a valid name: use 1 to 64 letters, digits, `.`, `_` or `-`, not starting with `.` or `-`"
+    )))
 }
 
 fn view(row: TokenRow) -> TokenView {

@@ -4,7 +4,6 @@
 
 use std::collections::BTreeMap;
 
-use axum::http::StatusCode;
 use gatehouse_commands::{Command, GateRef};
 use gatehouse_engine::{Input, apply};
 use gatehouse_events::{Actor, Event, NodeStatus, RunCommand, RunCommandKind, RunRequested};
@@ -125,10 +124,10 @@ impl ApiState {
         };
         match result {
             Ok(done) => Ok(Done::quiet(done)),
-            Err(e) if e.status == StatusCode::SERVICE_UNAVAILABLE => Err(e),
+            Err(ApiError::Unavailable) => Err(ApiError::Unavailable),
             Err(e) => Ok(Done::answered(
-                format!("{verb}: refused: {}", e.message),
-                format!("{text}: refused: {}.", e.message),
+                format!("{verb}: refused: {e}"),
+                format!("{text}: refused: {e}."),
             )),
         }
     }
@@ -225,9 +224,8 @@ impl ApiState {
         let sop = self
             .catalog
             .get(sop)
-            .ok_or_else(|| ApiError::not_found(format!("no SOP named `{sop}`")))?;
-        sop.check_start(&params)
-            .map_err(|m| ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, m))?;
+            .ok_or_else(|| ApiError::NotFound(format!("no SOP named `{sop}`")))?;
+        sop.check_start(&params).map_err(ApiError::Unprocessable)?;
         // `command` answered anyone without a person already.
         if let Some(person) = &actor.person {
             may_start(sop, person, groups)?;
@@ -309,12 +307,12 @@ impl ApiState {
             .store
             .run(run)
             .await?
-            .ok_or_else(|| ApiError::not_found(format!("no run {run}")))?;
+            .ok_or_else(|| ApiError::NotFound(format!("no run {run}")))?;
         if !scope.anywhere && row.requirement_id != scope.requirement.map(|r| r.id) {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                format!("run {run} does not work on this {}", scope.place),
-            ));
+            return Err(ApiError::Forbidden(format!(
+                "run {run} does not work on this {}",
+                scope.place
+            )));
         }
         Ok(row)
     }
@@ -334,7 +332,7 @@ impl ApiState {
             .first()
             .map(|r| r.id)
             .ok_or_else(|| {
-                ApiError::not_found(format!("no run works on this {}; name one", scope.place))
+                ApiError::NotFound(format!("no run works on this {}; name one", scope.place))
             })
     }
 
@@ -353,26 +351,20 @@ impl ApiState {
             }
         }
         match waiting.len() {
-            0 => Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!(
-                    "no gate is waiting on this {}; name one: RUN/NODE",
-                    scope.place
-                ),
-            )),
+            0 => Err(ApiError::Conflict(format!(
+                "no gate is waiting on this {}; name one: RUN/NODE",
+                scope.place
+            ))),
             1 => Ok(waiting.remove(0)),
-            _ => Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!(
-                    "several gates wait on this {}; name one: {}",
-                    scope.place,
-                    waiting
-                        .iter()
-                        .map(|(run, node)| format!("{run}/{node}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ),
-            )),
+            _ => Err(ApiError::Conflict(format!(
+                "several gates wait on this {}; name one: {}",
+                scope.place,
+                waiting
+                    .iter()
+                    .map(|(run, node)| format!("{run}/{node}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))),
         }
     }
 }

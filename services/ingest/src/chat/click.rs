@@ -3,7 +3,6 @@
 //! ephemeral answer saying why — only the clicker sees it; the card itself changes when
 //! the decision is applied.
 
-use axum::http::StatusCode;
 use gatehouse_chat::{CardAction, Verb};
 use gatehouse_events::{Actor, Event};
 use gatehouse_store::Tx;
@@ -43,10 +42,10 @@ impl ApiState {
         let gate = c.action.gate();
         match self.decide_click(tx, c, &actor).await {
             Ok(note) => Ok(Outcome::processed(vec![note])),
-            Err(e) if e.status.is_server_error() => Err(e),
+            Err(e) if e.status().is_server_error() => Err(e),
             Err(e) => {
                 let key = format!("ephemeral:{}:{delivery}", c.platform.name());
-                let text = format!("Your decision on `{gate}` was not taken: {}.", e.message);
+                let text = format!("Your decision on `{gate}` was not taken: {e}.");
                 let to = Reply {
                     platform: c.platform,
                     key: &key,
@@ -55,10 +54,7 @@ impl ApiState {
                     recipient: Some(&c.recipient),
                 };
                 self.want_chat_text(tx, &to, &text).await?;
-                Ok(Outcome::processed(vec![format!(
-                    "{gate}: refused: {}",
-                    e.message
-                )]))
+                Ok(Outcome::processed(vec![format!("{gate}: refused: {e}")]))
             }
         }
     }
@@ -71,27 +67,23 @@ impl ApiState {
     ) -> Result<String, ApiError> {
         let a = &c.action;
         let Some(person) = &actor.person else {
-            return Err(ApiError::new(
-                StatusCode::FORBIDDEN,
-                format!(
-                    "you are not one of the people configured for Gatehouse, so you cannot decide gates; ask an administrator to add your {} id `{}` to [[people]]",
-                    c.platform.name(),
-                    c.user
-                ),
-            ));
+            return Err(ApiError::Forbidden(format!(
+                "you are not one of the people configured for Gatehouse, so you cannot decide gates; ask an administrator to add your {} id `{}` to [[people]]",
+                c.platform.name(),
+                c.user
+            )));
         };
         // Said first, because it is the likeliest reason: someone was quicker.
         if let Some(outcome) = tx.outcome(a.run, &a.node, a.attempt).await? {
-            return Err(ApiError::new(StatusCode::CONFLICT, settled_by(&outcome)));
+            return Err(ApiError::Conflict(settled_by(&outcome)));
         }
         let (decision, to) = match (a.verb, &a.target) {
             (Verb::Approve, _) => (DecisionKind::Approve, None),
             (Verb::Reject, _) => (DecisionKind::Reject, None),
             (Verb::SendBack, Some(target)) => (DecisionKind::SendBack, Some(target.clone())),
             (Verb::SendBack, None) => {
-                return Err(ApiError::new(
-                    StatusCode::UNPROCESSABLE_ENTITY,
-                    "choose the node to send the work back to",
+                return Err(ApiError::Unprocessable(
+                    "choose the node to send the work back to".into(),
                 ));
             }
         };
@@ -133,29 +125,26 @@ impl ApiState {
         let node = state
             .nodes
             .get(&action.node)
-            .ok_or_else(|| ApiError::not_found(format!("run has no node `{}`", action.node)))?;
+            .ok_or_else(|| ApiError::NotFound(format!("run has no node `{}`", action.node)))?;
         if node.attempt != action.attempt
             || node.status != gatehouse_events::NodeStatus::WaitingApproval
         {
-            return Err(ApiError::new(
-                StatusCode::CONFLICT,
-                format!(
-                    "this card is for attempt {} of gate `{}`, which is now at attempt {} ({})",
-                    action.attempt,
-                    action.node,
-                    node.attempt,
-                    node.status.as_str()
-                ),
-            ));
+            return Err(ApiError::Conflict(format!(
+                "this card is for attempt {} of gate `{}`, which is now at attempt {} ({})",
+                action.attempt,
+                action.node,
+                node.attempt,
+                node.status.as_str()
+            )));
         }
         match sop.node(&action.node).map(|d| &d.kind) {
             Some(gatehouse_sop::NodeKind::Gate(gate)) if !gate.send_back.is_empty() => {
                 Ok(gate.send_back.clone())
             }
-            _ => Err(ApiError::new(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                format!("gate `{}` cannot send work back", action.node),
-            )),
+            _ => Err(ApiError::Unprocessable(format!(
+                "gate `{}` cannot send work back",
+                action.node
+            ))),
         }
     }
 }

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::http::HeaderMap;
 use gatehouse_chat::{CardAction, Verb};
 use gatehouse_discord::{
     GatewaySink, Interaction, Mention, deferred_update, ephemeral_reply, parse_interaction, pong,
@@ -29,7 +29,9 @@ pub(crate) async fn interactions(
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
     let Some(discord) = state.chat.discord.as_ref() else {
-        return Err(ApiError::not_found("Discord is not configured ([discord])"));
+        return Err(ApiError::NotFound(
+            "Discord is not configured ([discord])".into(),
+        ));
     };
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     verify_interaction(
@@ -43,7 +45,7 @@ pub(crate) async fn interactions(
         metrics::counter!("gatehouse_webhook_rejected_total", "source" => "discord", "reason" => "signature")
             .increment(1);
         tracing::warn!(reason = %why, "Discord interaction refused");
-        ApiError::new(StatusCode::UNAUTHORIZED, why.to_string())
+        ApiError::Unauthorized(why.to_string())
     })?;
     Ok(Json(state.discord_interaction(&body).await?))
 }
@@ -51,12 +53,8 @@ pub(crate) async fn interactions(
 impl ApiState {
     /// The answer to an interaction, from the HTTP endpoint or the gateway.
     pub(crate) async fn discord_interaction(&self, body: &[u8]) -> Result<Value, ApiError> {
-        let interaction = parse_interaction(body).map_err(|e| {
-            ApiError::new(
-                StatusCode::BAD_REQUEST,
-                format!("malformed Discord interaction: {e}"),
-            )
-        })?;
+        let interaction = parse_interaction(body)
+            .map_err(|e| ApiError::BadRequest(format!("malformed Discord interaction: {e}")))?;
         let unknown =
             || ephemeral_reply("That control is not one Gatehouse knows; nothing was changed.");
         match interaction {
@@ -179,7 +177,7 @@ impl GatewaySink for DiscordSink {
             Err(e) => Err(e.into()),
         };
         if let Err(e) = result {
-            tracing::error!(message = %id, error = %e.message, "storing a Discord mention failed; it is lost");
+            tracing::error!(message = %id, error = %e, "storing a Discord mention failed; it is lost");
         }
     }
 
@@ -187,7 +185,7 @@ impl GatewaySink for DiscordSink {
         match self.state.discord_interaction(&body).await {
             Ok(answer) => Some(answer),
             Err(e) => {
-                tracing::error!(error = %e.message, "a Discord interaction from the gateway failed");
+                tracing::error!(error = %e, "a Discord interaction from the gateway failed");
                 None
             }
         }

@@ -9,8 +9,8 @@ use gatehouse_events::Actor;
 use gatehouse_store::Tx;
 
 use super::Platform;
-use crate::written::Scope;
 use crate::deliveries::Outcome;
+use crate::written::Scope;
 use crate::{ApiError, ApiState};
 
 /// A message addressed to the bot, from either platform.

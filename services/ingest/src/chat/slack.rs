@@ -90,10 +90,10 @@ pub(crate) async fn interactions(
         }
         Interaction::ViewSubmission(view) => {
             if view.callback_id.parse::<CardAction>().is_err() {
-                return Err(ApiError::new(
-                    StatusCode::BAD_REQUEST,
-                    format!("`{}` is not a Gatehouse dialog", view.callback_id),
-                ));
+                return Err(ApiError::BadRequest(format!(
+                    "`{}` is not a Gatehouse dialog",
+                    view.callback_id
+                )));
             }
             let id = format!("view:{}", view.view_id);
             state
@@ -181,7 +181,9 @@ impl ApiState {
 
 fn verified(state: &ApiState, headers: &HeaderMap, body: &[u8]) -> Result<(), ApiError> {
     let Some(slack) = state.chat.slack.as_ref() else {
-        return Err(ApiError::not_found("Slack is not configured ([slack])"));
+        return Err(ApiError::NotFound(
+            "Slack is not configured ([slack])".into(),
+        ));
     };
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     let now = chrono::Utc::now().timestamp();
@@ -196,15 +198,12 @@ fn verified(state: &ApiState, headers: &HeaderMap, body: &[u8]) -> Result<(), Ap
         metrics::counter!("gatehouse_webhook_rejected_total", "source" => "slack", "reason" => "signature")
             .increment(1);
         tracing::warn!(reason = %why, "Slack request refused");
-        ApiError::new(StatusCode::UNAUTHORIZED, why.to_string())
+        ApiError::Unauthorized(why.to_string())
     })
 }
 
 fn malformed(e: impl std::fmt::Display) -> ApiError {
-    ApiError::new(
-        StatusCode::BAD_REQUEST,
-        format!("malformed Slack request: {e}"),
-    )
+    ApiError::BadRequest(format!("malformed Slack request: {e}"))
 }
 
 fn client(state: &ApiState) -> Option<SlackClient> {
@@ -243,7 +242,7 @@ async fn open_send_back(state: ApiState, click: BlockAction, action: CardAction)
                 .await
                 .map_err(|e| e.to_string())
         }
-        Err(e) => Err(e.message),
+        Err(e) => Err(e.to_string()),
     };
     if let Err(why) = result {
         let text = format!("Cannot send `{}` back: {why}.", action.gate());

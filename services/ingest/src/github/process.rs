@@ -7,8 +7,8 @@ use gatehouse_store::{DeliveryRow, Tx};
 
 use super::requirement::Subject;
 use super::triggers::LabelEvent;
-use crate::written::{Done, Scope};
 use crate::deliveries::Outcome;
+use crate::written::{Done, Scope};
 use crate::{ApiError, ApiState};
 
 impl ApiState {

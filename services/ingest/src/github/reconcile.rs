@@ -48,14 +48,8 @@ pub enum ReconcileError {
     #[error(transparent)]
     Github(#[from] gatehouse_github::GithubError),
     /// The database could not be used.
-    #[error("{}", .0.message)]
-    Store(ApiError),
-}
-
-impl From<ApiError> for ReconcileError {
-    fn from(e: ApiError) -> Self {
-        Self::Store(e)
-    }
+    #[error(transparent)]
+    Store(#[from] ApiError),
 }
 
 impl From<gatehouse_store::StoreError> for ReconcileError {

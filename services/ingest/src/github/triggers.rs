@@ -138,7 +138,7 @@ impl ApiState {
         }
         Ok(may_start(sop, person, &groups)
             .err()
-            .map(|refused| refused.message))
+            .map(|refused| refused.to_string()))
     }
 
     /// Cancels the runs a removed label started, where its trigger says so.

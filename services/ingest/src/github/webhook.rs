@@ -20,7 +20,9 @@ pub(crate) async fn receive(
     body: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
     let Some(github) = state.github.as_ref() else {
-        return Err(ApiError::not_found("GitHub is not configured ([github])"));
+        return Err(ApiError::NotFound(
+            "GitHub is not configured ([github])".into(),
+        ));
     };
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Err(why) = verify_signature(&github.secret_bytes(), header("x-hub-signature-256"), &body)
@@ -28,18 +30,14 @@ pub(crate) async fn receive(
         metrics::counter!("gatehouse_webhook_rejected_total", "source" => "github", "reason" => "signature")
             .increment(1);
         tracing::warn!(reason = %why, delivery = header("x-github-delivery").unwrap_or("-"), "GitHub delivery refused");
-        return Err(ApiError::new(StatusCode::UNAUTHORIZED, why.to_string()));
+        return Err(ApiError::Unauthorized(why.to_string()));
     }
-    let bad = |m: &str| ApiError::new(StatusCode::BAD_REQUEST, m);
+    let bad = |m: &str| ApiError::BadRequest(m.to_owned());
     let event = header("x-github-event").ok_or_else(|| bad("no X-GitHub-Event header"))?;
     let delivery = header("x-github-delivery").ok_or_else(|| bad("no X-GitHub-Delivery header"))?;
     let text = utf8(&body)?;
-    serde_json::from_str::<Value>(text).map_err(|e| {
-        ApiError::new(
-            StatusCode::BAD_REQUEST,
-            format!("the body is not JSON: {e}"),
-        )
-    })?;
+    serde_json::from_str::<Value>(text)
+        .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {e}")))?;
     let stored = state
         .store_delivery("github", delivery, event, text)
         .await?;
