@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::payload::*;
-use crate::{Correlation, EventError};
+use crate::{Correlation, EventError, NodeDispatch};
 
 /// Every event type DESIGN.md names. Its string form is the topic it is published under.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,6 +7,7 @@
 //! services evolve independently while agreeing on the bytes on the wire.
 
 mod common;
+mod dispatch;
 mod envelope;
 mod error;
 mod event;
@@ -16,12 +17,15 @@ mod topic;
 mod trace;
 
 pub use common::{Actor, Artifact, Channel, GateStatus, NodeStatus, RunStatus};
+pub use dispatch::{
+    AgentSpec, DeliverMode, DeliverSpec, NodeDispatch, NodeSpec, SandboxWork, ScriptSpec,
+};
 pub use envelope::{Correlation, Envelope, SCHEMA_VERSION};
 pub use error::EventError;
 pub use event::{Event, EventType};
 pub use payload::{
-    CardPosted, GateClosed, GateDecision, GateDecisionKind, GateOpened, NodeDispatch, NodeFinished,
-    NodeOutcome, NodeProgress, NodeSnapshot, ParentNode, RequirementCreated, RequirementSource,
+    CardPosted, GateClosed, GateDecision, GateDecisionKind, GateOpened, NodeFinished, NodeOutcome,
+    NodeProgress, NodeSnapshot, ParentNode, RequirementCreated, RequirementSource,
     RequirementState, RequirementUpdated, RunCommand, RunCommandKind, RunRequested, RunUpdated,
     ScheduleFire,
 };

@@ -299,33 +299,6 @@ pub struct GateClosed {
     pub comment: Option<String>,
 }
 
-/// `node.dispatch`: a job for a runner. It carries everything the runner needs, so runners
-/// never read the scheduler's tables.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct NodeDispatch {
-    /// Which run.
-    pub run_id: Uuid,
-    /// Node id.
-    pub node: String,
-    /// Attempt being dispatched; a runner reports results under it.
-    pub attempt: u32,
-    /// Node kind (`script`, `agent`, `deliver`).
-    pub kind: String,
-    /// Sandbox profile name, frozen with the run.
-    pub sandbox: String,
-    /// Kind-specific specification (script text, agent role and prompt, delivery target).
-    pub spec: serde_json::Value,
-    /// Environment the node declared, already rendered.
-    #[serde(default)]
-    pub env: BTreeMap<String, String>,
-    /// Names of secrets the node declared; values are resolved by the runner.
-    #[serde(default)]
-    pub secrets: Vec<String>,
-    /// Wall-clock limit in seconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub timeout_secs: Option<u64>,
-}
-
 /// `node.progress`: a line of output or a stage change from a running node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeProgress {

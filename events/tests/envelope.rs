@@ -124,9 +124,11 @@ fn samples() -> Vec<Event> {
             run_id: run_id(),
             node: "report".into(),
             attempt: 3,
-            kind: "script".into(),
             sandbox: "default".into(),
-            spec: serde_json::json!({ "run": "echo hi" }),
+            spec: NodeSpec::Script(ScriptSpec {
+                run: "echo hi".into(),
+                work: SandboxWork::default(),
+            }),
             env: BTreeMap::from([("GREETING".into(), "hi".into())]),
             secrets: vec!["GITHUB_TOKEN".into()],
             timeout_secs: Some(600),

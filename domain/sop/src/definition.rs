@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+pub use gatehouse_events::DeliverMode;
 use indexmap::IndexMap;
 use serde::Serialize;
 
@@ -247,14 +248,4 @@ pub enum OnExpire {
     Reject,
     /// The run continues.
     Approve,
-}
-
-/// How a `deliver` node hands over the work.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum DeliverMode {
-    /// Push a work branch and open or update a pull request.
-    Pr,
-    /// Merge into the branch after a conflict check.
-    Direct,
 }

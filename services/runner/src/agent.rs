@@ -8,21 +8,9 @@ use gatehouse_agent::{
     ModelUsage, PriceTable, PromptContext, Report, RequirementView, Role, cost, invocation,
     parse_report, render_prompt,
 };
-use gatehouse_events::NodeDispatch;
+use gatehouse_events::{AgentSpec, NodeDispatch};
 use gatehouse_sandbox::untrusted;
 use gatehouse_store::{Store, StoreError, UsageRow};
-use serde::Deserialize;
-
-use crate::job::ScriptSpec;
-
-/// The agent part of a dispatch's spec.
-#[derive(Debug, Clone, Deserialize)]
-pub(crate) struct AgentSpec {
-    /// The role's name under `[roles]`.
-    pub role: String,
-    /// The prompt template.
-    pub prompt: String,
-}
 
 /// Where the prompt files go, under the attempt's inputs directory.
 const AGENT_DIR: &str = ".agent";
@@ -37,7 +25,6 @@ pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
 pub(crate) async fn prepare(
     store: &Store,
     job: &NodeDispatch,
-    spec: &ScriptSpec,
     agent: &AgentSpec,
     role: &Role,
     inputs: &Path,
@@ -48,9 +35,9 @@ pub(crate) async fn prepare(
         .map_err(|e| format!("reading the requirement: {e}"))?;
     let context = PromptContext {
         requirement,
-        params: spec.params.clone(),
+        params: agent.work.params.clone(),
         inputs: upstream_texts(inputs),
-        rework_comment: spec.rework_comment.clone(),
+        rework_comment: agent.work.rework_comment.clone(),
         run_id: job.run_id.to_string(),
         node: job.node.clone(),
         attempt: job.attempt,

@@ -16,9 +16,9 @@
 
 use std::path::Path;
 
+use gatehouse_events::{DeliverMode, DeliverSpec};
 use gatehouse_github::GithubClient;
 use secrecy::SecretString;
-use serde::Deserialize;
 
 use crate::git::{Git, Network};
 
@@ -49,16 +49,6 @@ pub(crate) struct Session {
     token: SecretString,
     /// Commands and their output, for the node's log.
     pub lines: Vec<String>,
-}
-
-/// The `deliver` part of a dispatch.
-#[derive(Debug, Clone, Default, Deserialize)]
-#[serde(default)]
-pub(crate) struct DeliverSpec {
-    /// `pr` or `direct`.
-    pub mode: String,
-    /// The target branch; the repository's default when not given.
-    pub branch: Option<String>,
 }
 
 /// A GitHub issue a run works on.
@@ -189,8 +179,9 @@ impl Deliverer {
                 "nothing to deliver: the workspace has no changes against {base}"
             ));
         }
-        if spec.mode == "direct" {
-            return repo.merge(&branch, &base, log).await;
+        match spec.mode {
+            DeliverMode::Direct => return repo.merge(&branch, &base, log).await,
+            DeliverMode::Pr => {}
         }
         repo.remote(&["push", "--quiet", "--force", "origin", &branch], log)
             .await?;

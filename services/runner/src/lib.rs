@@ -15,7 +15,6 @@ mod durably;
 mod files;
 mod git;
 mod gitdir;
-mod job;
 mod logs;
 mod observe;
 mod outcome;

@@ -23,19 +23,9 @@ impl Drop for InFlight {
     }
 }
 
-/// A node kind as a label: the kinds runners run, anything else folded into `other` so
-/// the label stays a small fixed set whatever a dispatch says.
-pub(crate) fn kind_label(kind: &str) -> &'static str {
-    match kind {
-        "script" => "script",
-        "agent" => "agent",
-        "deliver" => "deliver",
-        _ => "other",
-    }
-}
-
 /// Records `gatehouse_node_duration_seconds`: one attempt, from its beginning to its result.
-pub(crate) fn node_finished(kind: &str, outcome: &NodeOutcome, begun: Instant) {
+/// `kind` is [`gatehouse_events::NodeSpec::kind`], a small fixed set.
+pub(crate) fn node_finished(kind: &'static str, outcome: &NodeOutcome, begun: Instant) {
     let outcome = match outcome {
         NodeOutcome::Succeeded => "succeeded",
         NodeOutcome::Failed { .. } => "failed",
@@ -43,7 +33,7 @@ pub(crate) fn node_finished(kind: &str, outcome: &NodeOutcome, begun: Instant) {
         NodeOutcome::Cancelled => "cancelled",
     };
     metrics::histogram!("gatehouse_node_duration_seconds",
-        "kind" => kind_label(kind), "outcome" => outcome)
+        "kind" => kind, "outcome" => outcome)
     .record(begun.elapsed().as_secs_f64());
 }
 
@@ -61,10 +51,10 @@ pub(crate) struct SandboxStart {
 }
 
 impl SandboxStart {
-    pub(crate) fn new(begun: Instant, kind: &str) -> Self {
+    pub(crate) fn new(begun: Instant, kind: &'static str) -> Self {
         Self {
             begun,
-            kind: kind_label(kind),
+            kind,
             recorded: AtomicBool::new(false),
         }
     }

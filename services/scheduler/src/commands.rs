@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::Utc;
 use gatehouse_engine::{Command, RunState};
 use gatehouse_events::{
-    Actor, Artifact, Channel, Envelope, Event, GateClosed, GateOpened, NodeDispatch, NodeFinished,
-    NodeOutcome, NodeSnapshot, ParentNode, RunRequested, RunUpdated, TraceParent,
+    Actor, AgentSpec, Artifact, Channel, DeliverSpec, Envelope, Event, GateClosed, GateOpened,
+    NodeDispatch, NodeFinished, NodeOutcome, NodeSnapshot, NodeSpec, ParentNode, RunRequested,
+    RunUpdated, SandboxWork, ScriptSpec, TraceParent,
 };
-use gatehouse_sop::{NodeKind, Sop};
+use gatehouse_sop::{Node, NodeKind, Sop};
 use gatehouse_store::{RunRow, TimerRow, Tx};
-use serde_json::json;
 use uuid::Uuid;
 
 use crate::SchedulerError;
@@ -41,7 +41,7 @@ impl Context<'_> {
         for command in commands {
             match command {
                 Command::Dispatch { node, attempt } => {
-                    self.emit(tx, Event::NodeDispatch(self.dispatch(node, *attempt)))
+                    self.emit(tx, Event::NodeDispatch(self.dispatch(node, *attempt)?))
                         .await?
                 }
                 Command::StartChild { node, attempt } => {
@@ -127,18 +127,61 @@ impl Context<'_> {
         }
     }
 
-    /// A job with everything a runner needs: the script, what to keep, where its inputs
-    /// come from, the reviewer's comment, and the environment.
-    fn dispatch(&self, node: &str, attempt: u32) -> NodeDispatch {
+    /// A job with everything a runner needs: the script, agent or delivery, what to keep,
+    /// where its inputs come from, the reviewer's comment, and the environment.
+    fn dispatch(&self, node: &str, attempt: u32) -> Result<NodeDispatch, SchedulerError> {
         let def = self
             .sop
             .node(node)
             .unwrap_or_else(|| unreachable!("commands name nodes of the SOP"));
-        let run = match &def.kind {
-            NodeKind::Script { run } => run.clone(),
-            _ => String::new(),
+        let work = || SandboxWork {
+            artifacts: def.artifacts.clone(),
+            inputs: self.inputs(def),
+            rework_comment: self.state.nodes[node].rework_comment.clone(),
+            params: self.params.clone(),
         };
-        // Every script node upstream, at its latest attempt: its artifacts are the inputs.
+        let spec = match &def.kind {
+            NodeKind::Script { run } => NodeSpec::Script(ScriptSpec {
+                run: run.clone(),
+                work: work(),
+            }),
+            NodeKind::Agent { role, prompt } => NodeSpec::Agent(AgentSpec {
+                role: role.clone(),
+                prompt: prompt.clone(),
+                work: work(),
+            }),
+            NodeKind::Deliver { mode, branch } => NodeSpec::Deliver(DeliverSpec {
+                mode: *mode,
+                branch: branch.clone(),
+            }),
+            NodeKind::Gate(_) | NodeKind::Sop { .. } => {
+                return Err(SchedulerError::Corrupt {
+                    run: self.run.id,
+                    message: format!(
+                        "`{node}` is a {} node, which runners do not run",
+                        def.kind.name()
+                    ),
+                });
+            }
+        };
+        Ok(NodeDispatch {
+            run_id: self.run.id,
+            node: node.to_owned(),
+            attempt,
+            sandbox: def
+                .sandbox
+                .clone()
+                .unwrap_or_else(|| self.sop.sandbox.clone()),
+            spec,
+            env: def.env.clone(),
+            secrets: def.secrets.clone(),
+            timeout_secs: def.timeout.map(|t| t.as_secs().max(1)),
+        })
+    }
+
+    /// Every node upstream of `def` but gates, at its latest attempt: their artifacts are
+    /// its inputs.
+    fn inputs(&self, def: &Node) -> BTreeMap<String, u32> {
         let mut inputs = BTreeMap::new();
         let mut seen = BTreeSet::new();
         let mut stack = def.needs.clone();
@@ -154,34 +197,7 @@ impl Context<'_> {
                 stack.extend(up_def.needs.iter().cloned());
             }
         }
-        NodeDispatch {
-            run_id: self.run.id,
-            node: node.to_owned(),
-            attempt,
-            kind: def.kind.name().to_owned(),
-            sandbox: def
-                .sandbox
-                .clone()
-                .unwrap_or_else(|| self.sop.sandbox.clone()),
-            spec: json!({
-                "run": run,
-                "artifacts": def.artifacts,
-                "inputs": inputs,
-                "rework_comment": self.state.nodes[node].rework_comment,
-                "params": self.params,
-                "deliver": match &def.kind {
-                    NodeKind::Deliver { mode, branch } => json!({ "mode": mode, "branch": branch }),
-                    _ => serde_json::Value::Null,
-                },
-                "agent": match &def.kind {
-                    NodeKind::Agent { role, prompt } => json!({ "role": role, "prompt": prompt }),
-                    _ => serde_json::Value::Null,
-                },
-            }),
-            env: def.env.clone(),
-            secrets: def.secrets.clone(),
-            timeout_secs: def.timeout.map(|t| t.as_secs().max(1)),
-        }
+        inputs
     }
 
     async fn start_child(

@@ -86,7 +86,7 @@ impl Scene {
             run: uuid::Uuid::nil(),
         };
         let spec = DeliverSpec {
-            mode: "direct".into(),
+            mode: DeliverMode::Direct,
             branch: Some("main".into()),
         };
         let mut session = session();

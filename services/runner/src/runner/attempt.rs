@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{Artifact, NodeDispatch, NodeFinished};
+use gatehouse_events::{Artifact, NodeDispatch, NodeFinished, NodeSpec};
 use gatehouse_sandbox::{Exit, ExitStatus, LogLine};
 use gatehouse_store::ArtifactRow;
 use tokio::sync::mpsc;
@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Runner;
-use super::prepare::Prepared;
+use super::prepare::{Prepared, Program};
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
@@ -66,12 +66,16 @@ impl Runner {
         if let Err(reason) = self.clone_issue(job, issue.as_ref(), &attempt.dirs).await {
             return attempt.failed(reason).await;
         }
-        if job.kind == "deliver" {
-            return self
-                .deliver(job, issue, &attempt.dirs, attempt.started)
-                .await;
-        }
-        let prepared = match attempt.prepare().await? {
+        let program = match &job.spec {
+            NodeSpec::Script(script) => Program::Script(script),
+            NodeSpec::Agent(agent) => Program::Agent(agent),
+            NodeSpec::Deliver(spec) => {
+                return self
+                    .deliver(job, spec, issue, &attempt.dirs, attempt.started)
+                    .await;
+            }
+        };
+        let prepared = match attempt.prepare(program).await? {
             Ok(prepared) => prepared,
             Err(reason) => return attempt.failed(reason).await,
         };
@@ -100,13 +104,13 @@ impl Attempt<'_> {
     /// not run it, which fails the attempt.
     async fn run(
         &self,
-        prepared: &Prepared,
+        prepared: &Prepared<'_>,
         cancel: CancellationToken,
         begun: Instant,
     ) -> Result<Exit, String> {
         let runner = self.runner;
         let (logs, lines) = mpsc::channel::<LogLine>(256);
-        let start = Arc::new(SandboxStart::new(begun, &self.job.kind));
+        let start = Arc::new(SandboxStart::new(begun, self.job.spec.kind()));
         let writer = tokio::spawn(
             store_output(
                 runner.store.clone(),
@@ -136,7 +140,7 @@ impl Attempt<'_> {
     /// Stores the artifacts the node left and records an agent's usage. What fails the
     /// attempt comes back as problems, in this order: artifacts refused, artifacts holding
     /// a secret, artifacts missing, what the agent reported.
-    async fn collect(&self, prepared: &Prepared, exit: &Exit) -> Result<Outputs, HandlerError> {
+    async fn collect(&self, prepared: &Prepared<'_>, exit: &Exit) -> Result<Outputs, HandlerError> {
         let mut outputs = self.store_artifacts(prepared).await?;
         self.record_usage(prepared, exit, &mut outputs.problems)
             .await?;
@@ -144,7 +148,7 @@ impl Attempt<'_> {
     }
 
     /// Reads the declared artifacts and records each one that may be kept.
-    async fn store_artifacts(&self, prepared: &Prepared) -> Result<Outputs, HandlerError> {
+    async fn store_artifacts(&self, prepared: &Prepared<'_>) -> Result<Outputs, HandlerError> {
         let (runner, job) = (self.runner, self.job);
         let artifacts_location = &prepared.artifacts_location;
         let mut stored = Vec::new();
@@ -152,7 +156,7 @@ impl Attempt<'_> {
         let collected = {
             let (data_dir, location) =
                 (runner.options.data_dir.clone(), artifacts_location.clone());
-            let (names, limit) = (prepared.spec.artifacts.clone(), runner.artifact_limit);
+            let (names, limit) = (prepared.work.artifacts.clone(), runner.artifact_limit);
             tokio::task::spawn_blocking(move || {
                 artifacts::collect(&data_dir, &location, &names, limit)
             })
@@ -209,7 +213,7 @@ impl Attempt<'_> {
     /// report missing from a process that succeeded, is a problem.
     async fn record_usage(
         &self,
-        prepared: &Prepared,
+        prepared: &Prepared<'_>,
         exit: &Exit,
         problems: &mut Vec<String>,
     ) -> Result<(), HandlerError> {
@@ -236,7 +240,7 @@ impl Attempt<'_> {
     /// interrupted, not cancelled.
     async fn verdict(
         &self,
-        prepared: &Prepared,
+        prepared: &Prepared<'_>,
         exit: &Exit,
         outputs: Outputs,
     ) -> Result<NodeFinished, HandlerError> {

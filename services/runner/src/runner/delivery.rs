@@ -7,10 +7,10 @@
 //! records.
 
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{NodeDispatch, NodeFinished, NodeOutcome};
+use gatehouse_events::{DeliverSpec, NodeDispatch, NodeFinished, NodeOutcome};
 
 use super::Runner;
-use crate::deliver::{DeliverSpec, DeliveredTo, Target};
+use crate::deliver::{DeliveredTo, Target};
 use crate::files::RunDirs;
 
 /// The GitHub issue a run works on.
@@ -76,6 +76,7 @@ impl Runner {
     pub(super) async fn deliver(
         &self,
         job: &NodeDispatch,
+        spec: &DeliverSpec,
         issue: Option<Issue>,
         dirs: &RunDirs,
         started: std::time::Instant,
@@ -88,7 +89,6 @@ impl Runner {
             let reason = "deliver needs a run that works on a GitHub issue";
             return self.failed(job, reason.into(), started).await;
         };
-        let spec: DeliverSpec = serde_json::from_value(job.spec["deliver"].clone())?;
         let target = Target {
             repo: &issue.repo,
             number: issue.number,
@@ -100,7 +100,7 @@ impl Runner {
             Err(reason) => return self.failed(job, reason, started).await,
         };
         let delivered = delivery
-            .deliver(&target, &dirs.workspace(), &spec, &mut session)
+            .deliver(&target, &dirs.workspace(), spec, &mut session)
             .await;
         self.store_log(job, &session.lines).await;
         let note = match delivered {

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use gatehouse_agent::Role;
 use gatehouse_bus::HandlerError;
-use gatehouse_events::NodeDispatch;
+use gatehouse_events::{AgentSpec, NodeDispatch, SandboxWork, ScriptSpec};
 use gatehouse_sandbox::{Job, JobLabels, Profile};
 use gatehouse_store::ArtifactRow;
 use serde::Serialize;
@@ -21,13 +21,29 @@ use super::attempt::{Attempt, Step};
 use crate::agent;
 use crate::artifacts;
 use crate::checkpoint;
-use crate::job::ScriptSpec;
 use crate::logs::Secrets;
 
+/// What runs in the sandbox: a script node's script, or an agent node's role CLI on the
+/// node's prompt.
+#[derive(Clone, Copy)]
+pub(super) enum Program<'a> {
+    Script(&'a ScriptSpec),
+    Agent(&'a AgentSpec),
+}
+
+impl<'a> Program<'a> {
+    fn work(self) -> &'a SandboxWork {
+        match self {
+            Self::Script(script) => &script.work,
+            Self::Agent(agent) => &agent.work,
+        }
+    }
+}
+
 /// An attempt ready to run, and what the later steps need of its preparation.
-pub(super) struct Prepared {
-    /// What the dispatch asks for.
-    pub(super) spec: ScriptSpec,
+pub(super) struct Prepared<'a> {
+    /// What the node works with (the artifacts it declared among it).
+    pub(super) work: &'a SandboxWork,
     /// The run's frozen agent role, for an agent node.
     pub(super) role: Option<Role>,
     /// The job the sandbox runs: script, environment, directories, profile.
@@ -38,31 +54,34 @@ pub(super) struct Prepared {
     pub(super) secrets: Secrets,
 }
 
-impl Attempt<'_> {
+impl<'a> Attempt<'a> {
     /// Readies the attempt for the sandbox: settings, inputs, checkpoint, environment and
     /// secrets, and an agent's script.
-    pub(super) async fn prepare(&self) -> Step<Prepared> {
+    pub(super) async fn prepare(&self, program: Program<'a>) -> Step<Prepared<'a>> {
         let job = self.job;
-        let spec: ScriptSpec = serde_json::from_value(job.spec.clone())?;
-        let (role, profile) = match self.settings(&spec).await? {
+        let work = program.work();
+        let (role, profile) = match self.settings(program).await? {
             Ok(settings) => settings,
             Err(reason) => return Ok(Err(reason)),
         };
         let artifacts_location = self.dirs.artifacts_location(&job.node, job.attempt);
         let artifacts = self.dirs.resolve(&artifacts_location);
         let inputs = self.dirs.inputs(&job.node, job.attempt);
-        if let Err(reason) = self.copy_inputs(&spec, &inputs).await? {
+        if let Err(reason) = self.copy_inputs(work, &inputs).await? {
             return Ok(Err(reason));
         }
-        if let Err(reason) = self.checkpoint(&spec).await {
+        if let Err(reason) = self.checkpoint(work).await {
             return Ok(Err(reason));
         }
         let secrets = self.secrets(role.as_ref());
-        let mut env = environment(job, &spec, role.as_ref());
+        let mut env = environment(job, work, role.as_ref());
         env.extend(secrets.iter().map(|(k, v)| (k.clone(), v.clone())));
         let secrets = Secrets::new(secrets);
         let mut sandbox = Job {
-            script: spec.run.clone(),
+            script: match program {
+                Program::Script(script) => script.run.clone(),
+                Program::Agent(_) => String::new(),
+            },
             env,
             workspace: self.dirs.workspace(),
             artifacts,
@@ -80,25 +99,16 @@ impl Attempt<'_> {
                 0
             },
         };
-        if let (Some(agent), Some(role)) = (&spec.agent, &role) {
+        if let (Program::Agent(agent), Some(role)) = (program, &role) {
             let seen = sandbox.inputs_seen();
-            match agent::prepare(
-                &self.runner.store,
-                job,
-                &spec,
-                agent,
-                role,
-                &sandbox.inputs,
-                &seen,
-            )
-            .await
+            match agent::prepare(&self.runner.store, job, agent, role, &sandbox.inputs, &seen).await
             {
                 Ok(script) => sandbox.script = script,
                 Err(reason) => return Ok(Err(reason)),
             }
         }
         Ok(Ok(Prepared {
-            spec,
+            work,
             role,
             sandbox,
             artifacts_location,
@@ -108,10 +118,10 @@ impl Attempt<'_> {
 
     /// The run's frozen agent role (for an agent node) and sandbox profile (the role's,
     /// else the node's). `Ok(Err(reason))`: one of them is not configured.
-    async fn settings(&self, spec: &ScriptSpec) -> Step<(Option<Role>, Profile)> {
+    async fn settings(&self, program: Program<'_>) -> Step<(Option<Role>, Profile)> {
         let (runner, job) = (self.runner, self.job);
-        let role = match &spec.agent {
-            Some(agent) => match runner
+        let role = match program {
+            Program::Agent(agent) => match runner
                 .frozen(
                     job.run_id,
                     "role",
@@ -129,7 +139,7 @@ impl Attempt<'_> {
                     return Ok(Err(reason));
                 }
             },
-            None => None,
+            Program::Script(_) => None,
         };
         let profile_name = role
             .as_ref()
@@ -155,7 +165,7 @@ impl Attempt<'_> {
     /// Copies the recorded artifacts of the upstream attempts this node reads into its
     /// inputs directory (an imported artifact lives in its child run). `Ok(Err(reason))`:
     /// an artifact was refused ([`artifacts::copy_inputs`]), which fails the attempt.
-    async fn copy_inputs(&self, spec: &ScriptSpec, inputs: &std::path::Path) -> Step<()> {
+    async fn copy_inputs(&self, work: &SandboxWork, inputs: &std::path::Path) -> Step<()> {
         let runner = self.runner;
         let rows: Vec<ArtifactRow> = runner
             .store
@@ -163,7 +173,7 @@ impl Attempt<'_> {
             .await?
             .into_iter()
             .filter(|a| {
-                spec.inputs
+                work.inputs
                     .get(&a.node)
                     .is_some_and(|&at| i64::from(at) == i64::from(a.attempt))
             })
@@ -181,10 +191,10 @@ impl Attempt<'_> {
 
     /// Records the workspace when the node first starts; restores that record when the
     /// node runs again after a send-back, so the rework starts where the work first did.
-    async fn checkpoint(&self, spec: &ScriptSpec) -> Result<(), String> {
+    async fn checkpoint(&self, work: &SandboxWork) -> Result<(), String> {
         let job = self.job;
         let (workspace, archive) = (self.dirs.workspace(), self.dirs.checkpoint(&job.node));
-        let rework = spec.rework_comment.is_some();
+        let rework = work.rework_comment.is_some();
         let note = tokio::task::spawn_blocking(move || -> std::io::Result<Option<String>> {
             if archive.exists() {
                 if !rework {
@@ -262,12 +272,12 @@ impl Runner {
 /// node (and its agent role) declared plus Gatehouse's variables.
 fn environment(
     job: &NodeDispatch,
-    spec: &ScriptSpec,
+    work: &SandboxWork,
     role: Option<&Role>,
 ) -> BTreeMap<String, String> {
     let mut env = role.map(|r| r.env.clone()).unwrap_or_default();
     env.extend(job.env.clone());
-    for (name, value) in &spec.params {
+    for (name, value) in &work.params {
         env.insert(
             format!("GATEHOUSE_PARAM_{}", name.to_ascii_uppercase()),
             value.clone(),
@@ -278,7 +288,7 @@ fn environment(
         ("GATEHOUSE_NODE".to_owned(), job.node.clone()),
         ("GATEHOUSE_ATTEMPT".to_owned(), job.attempt.to_string()),
     ]);
-    if let Some(comment) = &spec.rework_comment {
+    if let Some(comment) = &work.rework_comment {
         env.insert("GATEHOUSE_REWORK_COMMENT".to_owned(), comment.clone());
     }
     env

@@ -51,7 +51,7 @@ impl Runner {
             })
             .await?;
             let finished = self.attempt(job, cancel, begun).await?;
-            observe::node_finished(&job.kind, &finished.outcome, begun);
+            observe::node_finished(job.spec.kind(), &finished.outcome, begun);
             finished
         } else {
             // Begun before: its runner died (or this is a repeat). Never run an attempt

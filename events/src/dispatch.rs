@@ -1,0 +1,140 @@
+//! `node.dispatch`: the job a runner executes, typed per kind of node, so the scheduler
+//! that writes it and the runner that reads it agree on it at compile time.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+use uuid::Uuid;
+
+/// `node.dispatch`: a job for a runner. It carries everything the runner needs, so runners
+/// never read the scheduler's tables.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeDispatch {
+    /// Which run.
+    pub run_id: Uuid,
+    /// Node id.
+    pub node: String,
+    /// Attempt being dispatched; a runner reports results under it.
+    pub attempt: u32,
+    /// Sandbox profile name, frozen with the run.
+    pub sandbox: String,
+    /// What to run; its `kind` says which of the node kinds runners execute it is.
+    pub spec: NodeSpec,
+    /// Environment the node declared, already rendered.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Names of secrets the node declared; values are resolved by the runner.
+    #[serde(default)]
+    pub secrets: Vec<String>,
+    /// Wall-clock limit in seconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_secs: Option<u64>,
+}
+
+/// The work of a node, one variant per kind of node runners execute. Gates and `sop` nodes
+/// are the scheduler's own and never dispatched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum NodeSpec {
+    /// A shell script in the sandbox.
+    Script(ScriptSpec),
+    /// A coding agent in the sandbox, on a prompt rendered from the node's template.
+    Agent(AgentSpec),
+    /// The workspace handed to the requirement's repository.
+    Deliver(DeliverSpec),
+}
+
+impl NodeSpec {
+    /// The node kind's name (`script`, `agent`, `deliver`), as the SOP and the wire spell
+    /// it; metrics label attempts with it.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Self::Script(_) => "script",
+            Self::Agent(_) => "agent",
+            Self::Deliver(_) => "deliver",
+        }
+    }
+}
+
+/// What a node run in the sandbox (a script or an agent) works with, whichever it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SandboxWork {
+    /// Files the node must leave under `$GATEHOUSE_ARTIFACTS`.
+    pub artifacts: Vec<String>,
+    /// Upstream nodes and the attempt whose artifacts are this node's inputs.
+    pub inputs: BTreeMap<String, u32>,
+    /// The reviewer's comment for this attempt, when work was sent back to it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rework_comment: Option<String>,
+    /// The run's parameters.
+    pub params: BTreeMap<String, String>,
+}
+
+/// A `script` node's job.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScriptSpec {
+    /// The script, run with `sh -c`.
+    pub run: String,
+    /// Its artifacts, inputs, rework comment and parameters.
+    #[serde(flatten)]
+    pub work: SandboxWork,
+}
+
+/// An `agent` node's job: the role's CLI is what runs, on the rendered prompt.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentSpec {
+    /// The role's name under `[roles]`, looked up (and frozen) by the runner.
+    pub role: String,
+    /// The prompt template, rendered by the runner over what the node knows.
+    pub prompt: String,
+    /// Its artifacts, inputs, rework comment and parameters.
+    #[serde(flatten)]
+    pub work: SandboxWork,
+}
+
+/// A `deliver` node's job.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliverSpec {
+    /// How the work is handed over.
+    pub mode: DeliverMode,
+    /// The target (base) branch; the repository's default when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+}
+
+/// How a `deliver` node hands over the work.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliverMode {
+    /// Push a work branch and open or update a pull request.
+    Pr,
+    /// Merge into the branch after a conflict check.
+    Direct,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn kind_is_the_wire_tag() {
+        let specs = [
+            NodeSpec::Script(ScriptSpec::default()),
+            NodeSpec::Agent(AgentSpec {
+                role: "coder".into(),
+                prompt: "Do it.".into(),
+                work: SandboxWork::default(),
+            }),
+            NodeSpec::Deliver(DeliverSpec {
+                mode: DeliverMode::Pr,
+                branch: None,
+            }),
+        ];
+        for spec in specs {
+            let wire = serde_json::to_value(&spec).unwrap();
+            assert_eq!(wire["kind"], spec.kind());
+            assert_eq!(serde_json::from_value::<NodeSpec>(wire).unwrap(), spec);
+        }
+    }
+}
