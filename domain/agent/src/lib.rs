@@ -20,7 +20,8 @@ mod role;
 mod usage;
 
 pub use invocation::invocation;
+pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{Executor, Role, RoleError};
-pub use usage::{ModelUsage, ParseError, Report, parse_report};
+pub use usage::{ModelUsage, ParseError, Report};

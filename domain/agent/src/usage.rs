@@ -3,11 +3,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::parse;
 use crate::role::Executor;
-
-/// The model name recorded when neither the CLI's output nor the role names one.
-pub(crate) const UNKNOWN_MODEL: &str = "unknown";
 
 /// Tokens one model used in an attempt, split the way prices are: each token is counted in
 /// exactly one of the four fields, so [`crate::cost`] prices it once.
@@ -61,7 +57,7 @@ pub struct Report {
 pub enum ParseError {
     /// A Claude Code or Codex run printed nothing that reads as its result or events,
     /// typically because the CLI failed before it started (not installed, bad flag).
-    #[error("{executor} printed no result that Gatehouse recognises; {}", parse::quoted_excerpt(.excerpt))]
+    #[error("{executor} printed no result that Gatehouse recognises; {}", quoted_excerpt(.excerpt))]
     NoResult {
         /// The role's executor.
         executor: Executor,
@@ -78,25 +74,11 @@ pub enum ParseError {
     },
 }
 
-/// Reads usage, the failure message and the final message from the tail of a CLI's stdout.
-///
-/// The tail may start mid-line: lines that are not JSON are skipped. `model` is the role's
-/// model, recorded for usage whose output does not name the model (Codex never does).
-/// Only a Claude Code or Codex output with no recognisable result at all is an error.
-pub fn parse_report(
-    executor: Executor,
-    model: Option<&str>,
-    stdout: &[u8],
-) -> Result<Report, ParseError> {
-    let text = String::from_utf8_lossy(stdout);
-    let model = model.unwrap_or(UNKNOWN_MODEL);
-    let report = match executor {
-        Executor::ClaudeCode => parse::claude::report(&text, model),
-        Executor::Codex => parse::codex::report(&text, model),
-        Executor::Command => return parse::command::report(&text),
-    };
-    report.ok_or_else(|| ParseError::NoResult {
-        executor,
-        excerpt: parse::excerpt(&text),
-    })
+/// How an error message shows an excerpt.
+fn quoted_excerpt(excerpt: &str) -> String {
+    if excerpt.trim().is_empty() {
+        "its stdout was empty (did it start at all?)".to_owned()
+    } else {
+        format!("its stdout begins: {excerpt:?}")
+    }
 }

@@ -1,16 +1,45 @@
 //! Reading the JSON that coding-agent CLIs print, from the tail of their stdout.
 
-pub(crate) mod claude;
-pub(crate) mod codex;
-pub(crate) mod command;
+mod claude;
+mod codex;
+mod command;
 
 use serde_json::{Map, Value};
+
+use crate::role::Executor;
+use crate::usage::{ParseError, Report};
+
+/// The model name recorded when neither the CLI's output nor the role names one.
+const UNKNOWN_MODEL: &str = "unknown";
 
 /// A JSON object as printed.
 pub(crate) type Object = Map<String, Value>;
 
 /// How much of the output a [`crate::ParseError`] quotes.
 const EXCERPT_CHARS: usize = 200;
+
+/// Reads usage, the failure message and the final message from the tail of a CLI's stdout.
+///
+/// The tail may start mid-line: lines that are not JSON are skipped. `model` is the role's
+/// model, recorded for usage whose output does not name the model (Codex never does).
+/// Only a Claude Code or Codex output with no recognisable result at all is an error.
+pub fn parse_report(
+    executor: Executor,
+    model: Option<&str>,
+    stdout: &[u8],
+) -> Result<Report, ParseError> {
+    let text = String::from_utf8_lossy(stdout);
+    let model = model.unwrap_or(UNKNOWN_MODEL);
+    let report = match executor {
+        Executor::ClaudeCode => claude::report(&text, model),
+        Executor::Codex => codex::report(&text, model),
+        Executor::Command => return command::report(&text),
+    };
+    report.ok_or_else(|| ParseError::NoResult {
+        executor,
+        excerpt: excerpt(&text),
+    })
+}
 
 /// Every JSON object that starts a line of `text`, in order, whether it fits on its line
 /// (JSON Lines) or spans several (pretty-printed). Anything else is skipped: a first line cut
@@ -61,15 +90,6 @@ pub(crate) fn excerpt(text: &str) -> String {
         excerpt.push('…');
     }
     excerpt
-}
-
-/// How an error message shows an excerpt.
-pub(crate) fn quoted_excerpt(excerpt: &str) -> String {
-    if excerpt.trim().is_empty() {
-        "its stdout was empty (did it start at all?)".to_owned()
-    } else {
-        format!("its stdout begins: {excerpt:?}")
-    }
 }
 
 #[cfg(test)]
