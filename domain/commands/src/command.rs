@@ -1,12 +1,12 @@
-//! The commands people give Gatehouse, their canonical text, and the help that lists them.
+//! The commands people give Gatehouse, their words, and the help that lists them: values
+//! only. Reading them from text is the grammar's business and writing them the renderer's;
+//! neither is known here.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::LazyLock;
 
 use uuid::Uuid;
-
-use crate::grammar;
 
 /// A command a person gave the bot, checked for shape only.
 ///
@@ -234,187 +234,9 @@ impl Command {
     }
 }
 
-impl fmt::Display for Command {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.verb().name())?;
-        match self {
-            Command::Run { sop, issue, params } => {
-                write!(f, " {sop}")?;
-                if let Some(issue) = issue {
-                    write!(f, " on {issue}")?;
-                }
-                for (key, value) in params {
-                    write!(f, " {key}={}", grammar::quote_value(value)?)?;
-                }
-                Ok(())
-            }
-            Command::Status { run } | Command::Cancel { run } => match run {
-                Some(run) => write!(f, " {run}"),
-                None => Ok(()),
-            },
-            Command::Approve { gate, comment } | Command::Reject { gate, comment } => {
-                write_decision(f, gate.as_ref(), comment.as_deref())
-            }
-            Command::SendBack {
-                node,
-                gate,
-                comment,
-            } => {
-                write!(f, " {node}")?;
-                write_decision(f, gate.as_ref(), comment.as_deref())
-            }
-            Command::Retry { node } => write!(f, " {node}"),
-            Command::Runs | Command::Schedules | Command::Help => Ok(()),
-        }
-    }
-}
-
-fn write_decision(
-    f: &mut fmt::Formatter<'_>,
-    gate: Option<&GateRef>,
-    comment: Option<&str>,
-) -> fmt::Result {
-    if let Some(gate) = gate {
-        write!(f, " {gate}")?;
-    }
-    if let Some(comment) = comment {
-        write!(f, " {}", grammar::render_comment(comment, gate.is_some()))?;
-    }
-    Ok(())
-}
-
-impl fmt::Display for IssueRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}#{}", self.owner, self.repo, self.number)
-    }
-}
-
-impl fmt::Display for GateRef {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{}/{}", self.run, self.node)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    const RUN: &str = "0190f3a2-7b1c-7d2e-8f00-0123456789ab";
-
-    fn run_id() -> Uuid {
-        Uuid::parse_str(RUN).expect("a valid uuid")
-    }
-
-    fn gate() -> GateRef {
-        GateRef {
-            run: run_id(),
-            node: "review".into(),
-        }
-    }
-
-    #[test]
-    fn renders_every_command_canonically() {
-        let params = BTreeMap::from([
-            ("title".to_owned(), "two words".to_owned()),
-            ("env".to_owned(), "prod".to_owned()),
-        ]);
-        let cases = [
-            (
-                Command::Run {
-                    sop: "fix-bug".into(),
-                    issue: Some(IssueRef {
-                        owner: "acme".into(),
-                        repo: "api".into(),
-                        number: 42,
-                    }),
-                    params,
-                },
-                "run fix-bug on acme/api#42 env=prod title='two words'".to_owned(),
-            ),
-            (
-                Command::Run {
-                    sop: "lint".into(),
-                    issue: None,
-                    params: BTreeMap::new(),
-                },
-                "run lint".into(),
-            ),
-            (Command::Status { run: None }, "status".into()),
-            (
-                Command::Status {
-                    run: Some(run_id()),
-                },
-                format!("status {RUN}"),
-            ),
-            (Command::Runs, "runs".into()),
-            (
-                Command::Approve {
-                    gate: Some(gate()),
-                    comment: Some("ship it".into()),
-                },
-                format!("approve {RUN}/review ship it"),
-            ),
-            (
-                Command::Reject {
-                    gate: None,
-                    comment: None,
-                },
-                "reject".into(),
-            ),
-            (
-                Command::SendBack {
-                    node: "build".into(),
-                    gate: Some(gate()),
-                    comment: Some("add tests".into()),
-                },
-                format!("send-back build {RUN}/review add tests"),
-            ),
-            (
-                Command::Cancel {
-                    run: Some(run_id()),
-                },
-                format!("cancel {RUN}"),
-            ),
-            (
-                Command::Retry {
-                    node: "build".into(),
-                },
-                "retry build".into(),
-            ),
-            (Command::Schedules, "schedules".into()),
-            (Command::Help, "help".into()),
-        ];
-        for (command, text) in cases {
-            assert_eq!(command.to_string(), text);
-        }
-    }
-
-    #[test]
-    fn quotes_a_comment_only_when_it_would_read_differently() {
-        let approve = |comment: &str| Command::Approve {
-            gate: None,
-            comment: Some(comment.into()),
-        };
-        assert_eq!(approve("it's fine").to_string(), "approve it's fine");
-        // Bare, the first word would be read as the GATE.
-        assert_eq!(
-            approve(&format!("{RUN}/review is fine")).to_string(),
-            format!("approve '{RUN}/review is fine'")
-        );
-        // Bare, the quotes would be taken off.
-        assert_eq!(approve("'x'").to_string(), r#"approve ''\''x'\'''"#);
-        // Bare, the spaces would be trimmed.
-        assert_eq!(approve(" padded ").to_string(), "approve ' padded '");
-        // After a GATE, a GATE-shaped word is just text.
-        let reject = Command::Reject {
-            gate: Some(gate()),
-            comment: Some(format!("{RUN}/other too")),
-        };
-        assert_eq!(
-            reject.to_string(),
-            format!("reject {RUN}/review {RUN}/other too")
-        );
-    }
 
     #[test]
     fn help_lists_every_command_on_its_own_line() {

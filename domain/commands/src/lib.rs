@@ -35,6 +35,7 @@ mod error;
 mod grammar;
 mod markdown;
 mod mention;
+mod render;
 
 pub use command::{Command, GateRef, IssueRef, Verb, help};
 pub use comment::{Found, new_commands, parse_comment};
