@@ -27,7 +27,7 @@ const MAX_SERVED: u64 = 64 * 1024 * 1024;
         (status = 400, body = ErrorBody), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn download(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
 ) -> Result<Response, ApiError> {
     let not_found = || {
@@ -35,14 +35,14 @@ pub async fn download(
             "run {id} recorded no artifact `{name}` for attempt {attempt} of node `{node}`"
         ))
     };
-    let row = state
+    let row = api
         .store
         .artifacts(id)
         .await?
         .into_iter()
         .find(|a| a.node == node && i64::from(a.attempt) == i64::from(attempt) && a.name == name)
         .ok_or_else(not_found)?;
-    let data_dir = state.data_dir.clone().ok_or_else(|| {
+    let data_dir = api.data_dir.clone().ok_or_else(|| {
         ApiError::NotFound("this ingest has no data directory to serve artifacts from".into())
     })?;
     // Stored as `<artifact directory>/<name>`, relative to the data directory; both parts

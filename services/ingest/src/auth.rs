@@ -35,7 +35,7 @@ pub fn new_token() -> String {
 /// unknown, revoked, expired, or acting for someone no longer known) and requests whose
 /// token lacks the route's scope (403). The [`Caller`] goes to the handler.
 pub(crate) async fn require_token(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     mut request: Request,
     next: Next,
 ) -> Result<Response, ApiError> {
@@ -47,7 +47,7 @@ pub(crate) async fn require_token(
         .map(str::trim)
         .filter(|t| !t.is_empty())
         .ok_or_else(|| ApiError::Unauthorized("missing bearer token".into()))?;
-    let row = state
+    let row = api
         .store
         .token_by_hash(&hash_token(token))
         .await?
@@ -64,7 +64,7 @@ pub(crate) async fn require_token(
             row.name
         )));
     }
-    let people = state.people().await?;
+    let people = api.people.current(&api.store).await?;
     let person = people.by_id(&row.person).ok_or_else(|| {
         ApiError::Unauthorized(format!(
             "token `{}` acts for `{}`, who is no longer one of the people known to Gatehouse",

@@ -11,9 +11,11 @@ mod settings;
 mod slack;
 
 pub use discord::DiscordSink;
-pub(crate) use discord::interactions as discord_interactions;
+pub(crate) use discord::{interactions as discord_interactions, process as process_discord};
 pub use settings::{ChatSettings, DiscordSettings, SlackSettings};
-pub(crate) use slack::{events as slack_events, interactions as slack_interactions};
+pub(crate) use slack::{
+    events as slack_events, interactions as slack_interactions, process as process_slack,
+};
 
 use gatehouse_events::Channel;
 

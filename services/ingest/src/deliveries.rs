@@ -16,14 +16,14 @@ const POLL: Duration = Duration::from_secs(1);
 
 /// Processes stored deliveries until `shutdown`: those received by this process as they
 /// come, and any left pending by a crash or another replica.
-pub async fn process_deliveries(state: ApiState, shutdown: CancellationToken) {
+pub async fn process_deliveries(api: ApiState, shutdown: CancellationToken) {
     loop {
-        if let Err(err) = state.process_pending().await {
+        if let Err(err) = process_pending(&api).await {
             tracing::warn!(error = %err, "processing webhook deliveries failed; retrying");
         }
         tokio::select! {
             () = shutdown.cancelled() => return,
-            () = state.deliveries.notified() => {}
+            () = api.deliveries.notified() => {}
             () = tokio::time::sleep(POLL) => {}
         }
     }
@@ -58,91 +58,89 @@ impl Outcome {
     }
 }
 
-impl ApiState {
-    /// Processes every pending delivery, oldest first. One that fails is logged and left
-    /// pending while the others go on (it must not hold up every later delivery); the pass
-    /// then ends with its error, so the caller waits before trying again.
-    pub(crate) async fn process_pending(&self) -> Result<usize, ApiError> {
-        let mut done = 0;
-        loop {
-            let pending = self.store.pending_deliveries(100).await?;
-            if pending.is_empty() {
-                return Ok(done);
-            }
-            let mut first_error = None;
-            for delivery in pending {
-                let id = delivery.delivery_id.clone();
-                let source = delivery.source.clone();
-                match self.process(delivery).await {
-                    Ok(()) => done += 1,
-                    Err(e) => {
-                        tracing::warn!(%source, delivery = %id, error = %e, "processing a delivery failed; it stays pending");
-                        first_error.get_or_insert(e);
-                    }
+/// Processes every pending delivery, oldest first. One that fails is logged and left
+/// pending while the others go on (it must not hold up every later delivery); the pass
+/// then ends with its error, so the caller waits before trying again.
+pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
+    let mut done = 0;
+    loop {
+        let pending = api.store.pending_deliveries(100).await?;
+        if pending.is_empty() {
+            return Ok(done);
+        }
+        let mut first_error = None;
+        for delivery in pending {
+            let id = delivery.delivery_id.clone();
+            let source = delivery.source.clone();
+            match process(api, delivery).await {
+                Ok(()) => done += 1,
+                Err(e) => {
+                    tracing::warn!(%source, delivery = %id, error = %e, "processing a delivery failed; it stays pending");
+                    first_error.get_or_insert(e);
                 }
             }
-            if let Some(e) = first_error {
-                return Err(e);
-            }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
         }
     }
+}
 
-    /// Stores a verified request (GitHub, Slack, Discord) for processing and wakes the
-    /// processor; `false` for one stored before, which must then do nothing.
-    pub(crate) async fn store_delivery(
-        &self,
-        source: &'static str,
-        id: &str,
-        event: &str,
-        body: &str,
-    ) -> Result<bool, ApiError> {
-        let span = tracing::Span::current();
-        span.record("delivery", id);
-        let trace = crate::trace::of_delivery(source, id);
-        span.record("trace_id", trace.trace_id());
-        crate::trace::continue_trace(&span, &trace);
-        let stored = self.store.record_delivery(source, id, event, body).await?;
-        if stored {
-            self.deliveries.notify_one();
-        }
-        metrics::counter!("gatehouse_webhook_deliveries_total", "source" => source, "duplicate" => if stored { "false" } else { "true" })
-            .increment(1);
-        Ok(stored)
+/// Stores a verified request (GitHub, Slack, Discord) for processing and wakes the
+/// processor; `false` for one stored before, which must then do nothing.
+pub(crate) async fn store(
+    api: &ApiState,
+    source: &'static str,
+    id: &str,
+    event: &str,
+    body: &str,
+) -> Result<bool, ApiError> {
+    let span = tracing::Span::current();
+    span.record("delivery", id);
+    let trace = crate::trace::of_delivery(source, id);
+    span.record("trace_id", trace.trace_id());
+    crate::trace::continue_trace(&span, &trace);
+    let stored = api.store.record_delivery(source, id, event, body).await?;
+    if stored {
+        api.deliveries.notify_one();
     }
+    metrics::counter!("gatehouse_webhook_deliveries_total", "source" => source, "duplicate" => if stored { "false" } else { "true" })
+        .increment(1);
+    Ok(stored)
+}
 
-    /// Processes one delivery in its trace (the one its request was logged with), in a
-    /// `delivery` span.
-    async fn process(&self, delivery: DeliveryRow) -> Result<(), ApiError> {
-        let trace = crate::trace::of_delivery(&delivery.source, &delivery.delivery_id);
-        let span = tracing::info_span!("delivery", source = %delivery.source,
-            delivery = %delivery.delivery_id, event = %delivery.event, trace_id = trace.trace_id());
-        crate::trace::continue_trace(&span, &trace);
-        crate::trace::within(trace, self.process_traced(delivery))
-            .instrument(span)
-            .await
-    }
+/// Processes one delivery in its trace (the one its request was logged with), in a
+/// `delivery` span.
+async fn process(api: &ApiState, delivery: DeliveryRow) -> Result<(), ApiError> {
+    let trace = crate::trace::of_delivery(&delivery.source, &delivery.delivery_id);
+    let span = tracing::info_span!("delivery", source = %delivery.source,
+        delivery = %delivery.delivery_id, event = %delivery.event, trace_id = trace.trace_id());
+    crate::trace::continue_trace(&span, &trace);
+    crate::trace::within(trace, process_traced(api, delivery))
+        .instrument(span)
+        .await
+}
 
-    async fn process_traced(&self, delivery: DeliveryRow) -> Result<(), ApiError> {
-        let mut tx = self.store.begin().await?;
-        let outcome = match delivery.source.as_str() {
-            "github" => self.github_delivery(&mut tx, &delivery).await?,
-            "slack" => self.slack_delivery(&mut tx, &delivery).await?,
-            "discord" => self.discord_delivery(&mut tx, &delivery).await?,
-            other => Outcome::ignored(format!("unknown source `{other}`")),
-        };
-        // Another replica may have processed it meanwhile: then roll all of this back.
-        if tx
-            .finish_delivery(
-                &delivery.source,
-                &delivery.delivery_id,
-                outcome.status,
-                &outcome.note,
-            )
-            .await?
-        {
-            tx.commit().await?;
-            tracing::info!(source = %delivery.source, delivery = %delivery.delivery_id, event = %delivery.event, status = outcome.status, note = %outcome.note, "delivery processed");
-        }
-        Ok(())
+async fn process_traced(api: &ApiState, delivery: DeliveryRow) -> Result<(), ApiError> {
+    let mut tx = api.store.begin().await?;
+    let outcome = match delivery.source.as_str() {
+        "github" => crate::github::process(api, &mut tx, &delivery).await?,
+        "slack" => crate::chat::process_slack(api, &mut tx, &delivery).await?,
+        "discord" => crate::chat::process_discord(api, &mut tx, &delivery).await?,
+        other => Outcome::ignored(format!("unknown source `{other}`")),
+    };
+    // Another replica may have processed it meanwhile: then roll all of this back.
+    if tx
+        .finish_delivery(
+            &delivery.source,
+            &delivery.delivery_id,
+            outcome.status,
+            &outcome.note,
+        )
+        .await?
+    {
+        tx.commit().await?;
+        tracing::info!(source = %delivery.source, delivery = %delivery.delivery_id, event = %delivery.event, status = outcome.status, note = %outcome.note, "delivery processed");
     }
+    Ok(())
 }

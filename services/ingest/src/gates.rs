@@ -1,7 +1,7 @@
 //! `/gates` and gate decisions.
 
 use axum::Json;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use gatehouse_engine::{Decision, Input, apply};
 use gatehouse_events::{Actor, Event, GateDecision, GateDecisionKind, NodeStatus};
@@ -11,17 +11,16 @@ use uuid::Uuid;
 
 use crate::error::ErrorBody;
 use crate::rights::Caller;
-use crate::state::actor;
 use crate::views::*;
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, outbox};
 
 /// Gates waiting for a decision, in all unfinished runs.
 #[utoipa::path(get, path = "/gates", responses((status = 200, body = [GateView])))]
-pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<GateView>>, ApiError> {
+pub async fn list(State(api): State<ApiState>) -> Result<Json<Vec<GateView>>, ApiError> {
     let mut gates = Vec::new();
     for status in ["waiting", "running", "paused"] {
-        for row in state.store.runs(Some(status), 500).await? {
-            let (row, sop, run) = state.decode(row).await?;
+        for row in api.store.runs(Some(status), 500).await? {
+            let (row, sop, run) = api.runs.decode(row).await?;
             for (node, n) in &run.nodes {
                 let (NodeStatus::WaitingApproval, Some(NodeKind::Gate(gate))) =
                     (n.status, sop.node(node).map(|d| &d.kind))
@@ -56,15 +55,15 @@ pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<GateView>>, 
     (status = 202, body = Accepted), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
     (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn decide(
-    State(state): State<ApiState>,
-    Extension(Caller { person, groups, .. }): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path((id, node)): Path<(Uuid, String)>,
     Json(body): Json<Decide>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let mut tx = state.store.begin().await?;
+    let mut tx = api.store.begin().await?;
     let decision =
-        checked_decision(&state, &mut tx, id, node, body, actor(&person), groups).await?;
-    let event_id = state.append(&mut tx, Event::GateDecision(decision)).await?;
+        checked_decision(&api, &mut tx, id, node, body, caller.actor(), caller.groups).await?;
+    let event_id = outbox::append(&mut tx, Event::GateDecision(decision)).await?;
     tx.commit().await?;
     Ok((
         StatusCode::ACCEPTED,
@@ -81,7 +80,7 @@ pub async fn decide(
 /// makes it compare-and-set: of two decisions racing for the same gate attempt, the second
 /// is refused (409) with who decided first.
 pub(crate) async fn checked_decision(
-    state: &ApiState,
+    api: &ApiState,
     tx: &mut Tx,
     id: Uuid,
     node: String,
@@ -97,7 +96,7 @@ pub(crate) async fn checked_decision(
             actor.handle
         ))
     })?;
-    let (_, sop, mut run) = state.load(id).await?;
+    let (_, sop, mut run) = api.runs.load(id).await?;
     let current = run
         .nodes
         .get(&node)

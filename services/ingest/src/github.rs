@@ -2,13 +2,14 @@
 //! requirements, label-triggered runs and comment commands by
 //! [`process_deliveries`](crate::process_deliveries).
 
-mod process;
-mod reconcile;
+mod delivery;
+pub(crate) mod reconcile;
 pub(crate) mod requirement;
 mod settings;
 mod triggers;
 mod webhook;
 
+pub(crate) use delivery::process;
 pub use reconcile::{ReconcileError, reconcile_github};
 pub use settings::{GithubSettings, RepoPatternError, Repositories, Trigger};
 pub(crate) use webhook::receive;

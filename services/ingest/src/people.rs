@@ -10,9 +10,9 @@
 use std::collections::BTreeSet;
 
 use axum::Json;
-use axum::extract::{Extension, Path, State};
+use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use gatehouse_store::PersonRow;
+use gatehouse_store::{PersonRow, Store, StoreError};
 
 use crate::error::ErrorBody;
 use crate::rights::{ADMINS, BOOTSTRAP_ADMIN, Caller};
@@ -103,6 +103,11 @@ impl People {
         merged
     }
 
+    /// Everyone known now: these people and the stored ones.
+    pub(crate) async fn current(&self, store: &Store) -> Result<People, StoreError> {
+        Ok(self.with_stored(&store.people().await?))
+    }
+
     /// Everyone, configured first.
     pub fn iter(&self) -> impl Iterator<Item = &Person> {
         self.people.iter()
@@ -150,19 +155,11 @@ fn same(a: &Option<String>, b: &Option<String>) -> bool {
     matches!((a, b), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
 }
 
-impl ApiState {
-    /// Everyone known now: the configuration's people and the stored ones.
-    pub(crate) async fn people(&self) -> Result<People, ApiError> {
-        let stored = self.store.people().await?;
-        Ok(self.people.with_stored(&stored))
-    }
-}
-
 /// Everyone known to Gatehouse, configured first.
 #[utoipa::path(get, path = "/people", responses(
     (status = 200, body = [PersonView]), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]
-pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<PersonView>>, ApiError> {
-    let people = state.people().await?;
+pub async fn list(State(api): State<ApiState>) -> Result<Json<Vec<PersonView>>, ApiError> {
+    let people = api.people.current(&api.store).await?;
     let view = |p: &Person| PersonView {
         id: p.id.clone(),
         github: p.github.clone(),
@@ -186,8 +183,8 @@ pub async fn list(State(state): State<ApiState>) -> Result<Json<Vec<PersonView>>
     (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 415, body = ErrorBody),
     (status = 422, body = ErrorBody)))]
 pub async fn add(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Json(body): Json<AddPerson>,
 ) -> Result<(StatusCode, Json<PersonView>), ApiError> {
     caller.require_admin("add people")?;
@@ -207,7 +204,7 @@ pub async fn add(
         handle(&body.slack),
         handle(&body.discord),
     );
-    let people = state.people().await?;
+    let people = api.people.current(&api.store).await?;
     if people.is_configured(id) {
         return Err(ApiError::Conflict(format!(
             "`{id}` is configured in [[people]]; change them in the configuration"
@@ -243,7 +240,7 @@ pub async fn add(
         created_at: chrono::Utc::now(),
     };
     // Checked above against everyone; a race with another administrator is settled here.
-    if !state.store.add_person(&row).await? {
+    if !api.store.add_person(&row).await? {
         return Err(ApiError::Conflict(format!(
             "`{id}` or one of their handles was added by someone else just now"
         )));
@@ -269,20 +266,20 @@ pub async fn add(
     (status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
     (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn remove(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     caller.require_admin("remove people")?;
-    if state.people.is_configured(&id) {
+    if api.people.is_configured(&id) {
         return Err(ApiError::Conflict(format!(
             "`{id}` is configured in [[people]]; remove them from the configuration"
         )));
     }
-    if !state.store.remove_person(&id).await? {
+    if !api.store.remove_person(&id).await? {
         return Err(ApiError::NotFound(format!("no person `{id}` was added")));
     }
-    let revoked = state.store.revoke_tokens_of(&id).await?;
+    let revoked = api.store.revoke_tokens_of(&id).await?;
     tracing::info!(person = %id, by = %caller.person, revoked, "person removed");
     Ok(StatusCode::NO_CONTENT)
 }

@@ -6,7 +6,7 @@ use gatehouse_events::{Actor, Event, RequirementCreated, RequirementSource};
 use gatehouse_store::{RequirementRow, Tx};
 use uuid::Uuid;
 
-use crate::{ApiError, ApiState};
+use crate::{ApiError, outbox};
 
 /// A requirement about to be created.
 pub(crate) struct NewRequirement {
@@ -28,41 +28,35 @@ pub(crate) struct NewRequirement {
     pub author: Actor,
 }
 
-impl ApiState {
-    /// Stores `new` and emits `requirement.created`.
-    pub(crate) async fn create_requirement(
-        &self,
-        tx: &mut Tx,
-        new: NewRequirement,
-    ) -> Result<RequirementRow, ApiError> {
-        let now = Utc::now();
-        let row = RequirementRow {
-            id: Uuid::now_v7(),
-            source_key: new.key,
-            source: serde_json::to_string(&new.source)?,
-            title: new.title,
-            body: new.body,
-            url: new.url,
-            state: new.state.to_owned(),
-            requested_by: new
-                .author
-                .person
-                .clone()
-                .unwrap_or_else(|| new.author.handle.clone()),
-            source_updated_at: new.source_updated_at,
-            created_at: now,
-            updated_at: now,
-        };
-        tx.insert_requirement(&row).await?;
-        let created = RequirementCreated {
-            requirement_id: row.id,
-            source: new.source,
-            title: row.title.clone(),
-            body: row.body.clone(),
-            url: row.url.clone(),
-            requested_by: new.author,
-        };
-        self.append(tx, Event::RequirementCreated(created)).await?;
-        Ok(row)
-    }
+/// Stores `new` and emits `requirement.created`.
+pub(crate) async fn create(tx: &mut Tx, new: NewRequirement) -> Result<RequirementRow, ApiError> {
+    let now = Utc::now();
+    let row = RequirementRow {
+        id: Uuid::now_v7(),
+        source_key: new.key,
+        source: serde_json::to_string(&new.source)?,
+        title: new.title,
+        body: new.body,
+        url: new.url,
+        state: new.state.to_owned(),
+        requested_by: new
+            .author
+            .person
+            .clone()
+            .unwrap_or_else(|| new.author.handle.clone()),
+        source_updated_at: new.source_updated_at,
+        created_at: now,
+        updated_at: now,
+    };
+    tx.insert_requirement(&row).await?;
+    let created = RequirementCreated {
+        requirement_id: row.id,
+        source: new.source,
+        title: row.title.clone(),
+        body: row.body.clone(),
+        url: row.url.clone(),
+        requested_by: new.author,
+    };
+    outbox::append(tx, Event::RequirementCreated(created)).await?;
+    Ok(row)
 }

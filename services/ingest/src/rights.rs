@@ -8,7 +8,10 @@
 use std::collections::BTreeSet;
 use std::fmt;
 
+use axum::extract::FromRequestParts;
 use axum::http::Method;
+use axum::http::request::Parts;
+use gatehouse_events::{Actor, Channel};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
@@ -128,7 +131,29 @@ pub struct Caller {
     pub token: String,
 }
 
+/// The caller of a route behind the token check, which put it in the request.
+impl<S: Send + Sync> FromRequestParts<S> for Caller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, _: &S) -> Result<Self, ApiError> {
+        parts
+            .extensions
+            .get::<Caller>()
+            .cloned()
+            .ok_or_else(|| ApiError::Internal("this route is not behind the token check".into()))
+    }
+}
+
 impl Caller {
+    /// The caller as an actor on the API channel.
+    pub(crate) fn actor(&self) -> Actor {
+        Actor {
+            channel: Channel::Api,
+            handle: self.person.clone(),
+            person: Some(self.person.clone()),
+        }
+    }
+
     /// Whether the caller administers Gatehouse: an `admin` token of a person in `admins`.
     pub fn is_admin(&self) -> bool {
         self.scopes.has(Scope::Admin) && self.groups.iter().any(|g| g == ADMINS)

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use axum::Json;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use gatehouse_engine::{Input, apply};
 use gatehouse_events::{Event, RunCommand, RunCommandKind, RunRequested};
@@ -13,9 +13,8 @@ use uuid::Uuid;
 use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};
 use crate::schedules::millis;
-use crate::state::actor;
 use crate::views::*;
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, outbox};
 
 /// Query of `GET /runs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -40,11 +39,11 @@ pub struct LogQuery {
     (status = 202, body = Accepted), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody),
     (status = 422, body = ErrorBody)))]
 pub async fn start(
-    State(state): State<ApiState>,
-    Extension(Caller { person, groups, .. }): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Json(body): Json<StartRun>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let sop = state.catalog.get(&body.sop).ok_or_else(|| {
+    let sop = api.catalog.get(&body.sop).ok_or_else(|| {
         ApiError::NotFound(format!(
             "no SOP named `{}`; `gatehouse sop list` shows them",
             body.sop
@@ -52,23 +51,25 @@ pub async fn start(
     })?;
     sop.check_start(&body.params)
         .map_err(ApiError::Unprocessable)?;
-    may_start(sop, &person, &groups)?;
+    may_start(sop, &caller.person, &caller.groups)?;
     let run_id = Uuid::now_v7();
-    let event_id = state
-        .emit(Event::RunRequested(RunRequested {
+    let event_id = outbox::emit(
+        &api.store,
+        Event::RunRequested(RunRequested {
             run_id,
             sop: sop.name.clone(),
             params: body.params,
             requirement_id: None,
-            requested_by: actor(&person),
+            requested_by: caller.actor(),
             schedule: None,
             parent: None,
-        }))
-        .await?;
+        }),
+    )
+    .await?;
     // The scheduler creates the run within milliseconds; waiting for it here means a
     // `run show` right after `run start` finds it. After the wait the request still stands.
     for _ in 0..250 {
-        if state.store.run(run_id).await?.is_some() {
+        if api.store.run(run_id).await?.is_some() {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
@@ -79,11 +80,11 @@ pub async fn start(
 /// Lists runs, newest first.
 #[utoipa::path(get, path = "/runs", params(ListQuery), responses((status = 200, body = [RunSummary])))]
 pub async fn list(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<RunSummary>>, ApiError> {
     let limit = q.limit.unwrap_or(50).clamp(1, 500);
-    let rows = state.store.runs(q.status.as_deref(), limit).await?;
+    let rows = api.store.runs(q.status.as_deref(), limit).await?;
     Ok(Json(rows.into_iter().map(summary).collect()))
 }
 
@@ -102,13 +103,13 @@ fn summary(row: gatehouse_store::RunRow) -> RunSummary {
 
 /// What a run's agent attempts used, with the run's and its requirement's sums.
 async fn usage(
-    state: &ApiState,
+    api: &ApiState,
     run: Uuid,
     requirement: Option<Uuid>,
 ) -> Result<UsageView, ApiError> {
-    let rows = state.store.usage_of_run(run).await?;
+    let rows = api.store.usage_of_run(run).await?;
     let requirement = match requirement {
-        Some(id) => Some(UsageTotal::of(&state.store.usage_of_requirement(id).await?)),
+        Some(id) => Some(UsageTotal::of(&api.store.usage_of_requirement(id).await?)),
         None => None,
     };
     Ok(UsageView {
@@ -133,14 +134,14 @@ async fn usage(
 /// A run with its nodes, attempts, artifacts and decisions.
 #[utoipa::path(get, path = "/runs/{id}", responses((status = 200, body = RunDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Path(id): Path<Uuid>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    let (row, sop, run) = state.load(id).await?;
-    let attempts = state.store.attempts(id).await?;
-    let artifacts = state.store.artifacts(id).await?;
-    let decisions = state.store.decisions(id).await?;
-    let usage = usage(&state, id, row.requirement_id).await?;
+    let (row, sop, run) = api.runs.load(id).await?;
+    let attempts = api.store.attempts(id).await?;
+    let artifacts = api.store.artifacts(id).await?;
+    let decisions = api.store.decisions(id).await?;
+    let usage = usage(&api, id, row.requirement_id).await?;
     let nodes = run
         .nodes
         .iter()
@@ -221,14 +222,14 @@ pub async fn show(
 /// A run's output, oldest first; follow it with `after`.
 #[utoipa::path(get, path = "/runs/{id}/logs", params(LogQuery), responses((status = 200, body = [LogView]), (status = 404, body = ErrorBody)))]
 pub async fn logs(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Path(id): Path<Uuid>,
     Query(q): Query<LogQuery>,
 ) -> Result<Json<Vec<LogView>>, ApiError> {
-    if state.store.run(id).await?.is_none() {
+    if api.store.run(id).await?.is_none() {
         return Err(ApiError::NotFound(format!("no run {id}")));
     }
-    let rows = state
+    let rows = api
         .store
         .logs(
             id,
@@ -252,21 +253,23 @@ pub async fn logs(
 
 /// Checks a command against the run's state, then sends it to the scheduler.
 async fn command(
-    state: &ApiState,
+    api: &ApiState,
     id: Uuid,
-    person: &str,
+    caller: &Caller,
     input: Input,
     command: RunCommandKind,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let (_, sop, mut run) = state.load(id).await?;
+    let (_, sop, mut run) = api.runs.load(id).await?;
     apply(&sop, &mut run, input)?;
-    let event_id = state
-        .emit(Event::RunCommand(RunCommand {
+    let event_id = outbox::emit(
+        &api.store,
+        Event::RunCommand(RunCommand {
             run_id: id,
             command,
-            actor: actor(person),
-        }))
-        .await?;
+            actor: caller.actor(),
+        }),
+    )
+    .await?;
     Ok((
         StatusCode::ACCEPTED,
         Json(Accepted {
@@ -279,38 +282,38 @@ async fn command(
 /// Cancels a run: stops what runs, closes open gates.
 #[utoipa::path(post, path = "/runs/{id}/cancel", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn cancel(
-    State(state): State<ApiState>,
-    Extension(Caller { person, .. }): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    command(&state, id, &person, Input::Cancel, RunCommandKind::Cancel).await
+    command(&api, id, &caller, Input::Cancel, RunCommandKind::Cancel).await
 }
 
 /// Pauses a run: nothing new is dispatched.
 #[utoipa::path(post, path = "/runs/{id}/pause", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn pause(
-    State(state): State<ApiState>,
-    Extension(Caller { person, .. }): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    command(&state, id, &person, Input::Pause, RunCommandKind::Pause).await
+    command(&api, id, &caller, Input::Pause, RunCommandKind::Pause).await
 }
 
 /// Resumes a paused run.
 #[utoipa::path(post, path = "/runs/{id}/resume", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn resume(
-    State(state): State<ApiState>,
-    Extension(Caller { person, .. }): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    command(&state, id, &person, Input::Resume, RunCommandKind::Resume).await
+    command(&api, id, &caller, Input::Resume, RunCommandKind::Resume).await
 }
 
 /// Runs a node again, with everything after it and everything that did not complete.
 #[utoipa::path(post, path = "/runs/{id}/retry", request_body = Retry, responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn retry(
-    State(state): State<ApiState>,
-    Extension(Caller { person, .. }): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
     Json(body): Json<Retry>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
@@ -318,9 +321,9 @@ pub async fn retry(
         node: body.node.clone(),
     };
     command(
-        &state,
+        &api,
         id,
-        &person,
+        &caller,
         input,
         RunCommandKind::Retry { node: body.node },
     )
@@ -329,10 +332,9 @@ pub async fn retry(
 
 /// The SOPs this deployment offers.
 #[utoipa::path(get, path = "/sops", responses((status = 200, body = [SopView])))]
-pub async fn sops(State(state): State<ApiState>) -> Json<Vec<SopView>> {
+pub async fn sops(State(api): State<ApiState>) -> Json<Vec<SopView>> {
     Json(
-        state
-            .catalog
+        api.catalog
             .iter()
             .map(|s| SopView {
                 name: s.name.clone(),

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use axum::Json;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use chrono::{DateTime, Utc};
 use gatehouse_schedule::{Overlap, Timing, parse_time, rfc3339};
@@ -38,32 +38,32 @@ pub struct ListQuery {
 #[utoipa::path(post, path = "/schedules", request_body = CreateSchedule, responses(
     (status = 201, body = ScheduleView), (status = 409, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn create(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Json(body): Json<CreateSchedule>,
 ) -> Result<(StatusCode, Json<ScheduleView>), ApiError> {
-    let row = checked(&state, &caller, body).await?;
-    if !state.store.insert_schedule(&row).await? {
+    let row = checked(&api, &caller, body).await?;
+    if !api.store.insert_schedule(&row).await? {
         return Err(ApiError::Conflict(format!(
             "a schedule named `{}` exists already",
             row.name
         )));
     }
-    let stored = find(&state, &row.name).await?;
-    Ok((StatusCode::CREATED, Json(view(&state, stored).await?)))
+    let stored = find(&api, &row.name).await?;
+    Ok((StatusCode::CREATED, Json(view(&api, stored).await?)))
 }
 
 /// Lists schedules by name with their last and next fire.
 #[utoipa::path(get, path = "/schedules", params(ListQuery), responses((status = 200, body = [ScheduleView])))]
 pub async fn list(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<ScheduleView>>, ApiError> {
     let limit = q.limit.unwrap_or(100).clamp(1, 1_000);
-    let rows = state.store.schedules(q.after.as_deref(), limit).await?;
+    let rows = api.store.schedules(q.after.as_deref(), limit).await?;
     let mut views = Vec::with_capacity(rows.len());
     for row in rows {
-        views.push(view(&state, row).await?);
+        views.push(view(&api, row).await?);
     }
     Ok(Json(views))
 }
@@ -71,14 +71,14 @@ pub async fn list(
 /// A schedule with its recent fires and next fire times.
 #[utoipa::path(get, path = "/schedules/{name}", responses((status = 200, body = ScheduleDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<Json<ScheduleDetail>, ApiError> {
-    let row = find(&state, &name).await?;
+    let row = find(&api, &name).await?;
     let upcoming = match (timing(&row), row.paused) {
         (Ok(timing), false) => {
             let mut times = Vec::new();
-            let mut cursor = cursor(&state, &row).await?;
+            let mut cursor = cursor(&api, &row).await?;
             while times.len() < 5 {
                 let Some(fire) = timing.next_fire(cursor) else {
                     break;
@@ -91,11 +91,11 @@ pub async fn show(
         _ => Vec::new(),
     };
     let mut recent = Vec::new();
-    for fire in state.store.fires(&name, 20).await? {
-        recent.push(fire_view(&state, fire).await?);
+    for fire in api.store.fires(&name, 20).await? {
+        recent.push(fire_view(&api, fire).await?);
     }
     Ok(Json(ScheduleDetail {
-        schedule: view(&state, row).await?,
+        schedule: view(&api, row).await?,
         upcoming,
         recent,
     }))
@@ -105,39 +105,39 @@ pub async fn show(
 #[utoipa::path(post, path = "/schedules/{name}/pause", request_body = PauseSchedule, responses(
     (status = 200, body = ScheduleView), (status = 404, body = ErrorBody)))]
 pub async fn pause(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Path(name): Path<String>,
     body: Option<Json<PauseSchedule>>,
 ) -> Result<Json<ScheduleView>, ApiError> {
     let note = body.and_then(|Json(b)| b.note);
-    set_paused(&state, &name, true, note.as_deref()).await
+    set_paused(&api, &name, true, note.as_deref()).await
 }
 
 /// Resumes a paused schedule from now on.
 #[utoipa::path(post, path = "/schedules/{name}/resume", responses(
     (status = 200, body = ScheduleView), (status = 404, body = ErrorBody)))]
 pub async fn resume(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    set_paused(&state, &name, false, None).await
+    set_paused(&api, &name, false, None).await
 }
 
 async fn set_paused(
-    state: &ApiState,
+    api: &ApiState,
     name: &str,
     paused: bool,
     note: Option<&str>,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    if !state
+    if !api
         .store
         .set_schedule_paused(name, paused, note, Utc::now())
         .await?
     {
         return Err(no_schedule(name));
     }
-    let row = find(state, name).await?;
-    Ok(Json(view(state, row).await?))
+    let row = find(api, name).await?;
+    Ok(Json(view(api, row).await?))
 }
 
 /// Fires a schedule now. The scheduler decides the fire by the schedule's overlap policy
@@ -146,13 +146,13 @@ async fn set_paused(
 #[utoipa::path(post, path = "/schedules/{name}/trigger", responses(
     (status = 202, body = FireView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn trigger(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<FireView>), ApiError> {
-    let row = find(&state, &name).await?;
+    let row = find(&api, &name).await?;
     // Whoever fires it answers for the run, so they must be allowed to start its SOP.
-    if let Some(sop) = state.catalog.get(&row.sop) {
+    if let Some(sop) = api.catalog.get(&row.sop) {
         may_start(sop, &caller.person, &caller.groups)?;
     }
     if row.paused {
@@ -171,7 +171,7 @@ pub async fn trigger(
         lateness_ms: 0,
         requested_by: Some(caller.person.clone()),
     };
-    let mut tx = state.store.begin().await?;
+    let mut tx = api.store.begin().await?;
     if !tx.record_fire(&fire).await? {
         return Err(ApiError::Conflict(format!(
             "schedule `{name}` fired at this very millisecond; try again"
@@ -180,7 +180,7 @@ pub async fn trigger(
     tx.commit().await?;
     let mut latest = fire;
     for _ in 0..250 {
-        if let Some(found) = state
+        if let Some(found) = api
             .store
             .fires(&name, 50)
             .await?
@@ -194,7 +194,7 @@ pub async fn trigger(
         }
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
-    Ok((StatusCode::ACCEPTED, Json(fire_view(&state, latest).await?)))
+    Ok((StatusCode::ACCEPTED, Json(fire_view(&api, latest).await?)))
 }
 
 /// Queues the schedule's cron times between `from` and `to` that never ran (never
@@ -202,13 +202,13 @@ pub async fn trigger(
 #[utoipa::path(post, path = "/schedules/{name}/backfill", request_body = Backfill, responses(
     (status = 200, body = BackfillResult), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn backfill(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path(name): Path<String>,
     Json(body): Json<Backfill>,
 ) -> Result<Json<BackfillResult>, ApiError> {
-    let row = find(&state, &name).await?;
-    if let Some(sop) = state.catalog.get(&row.sop) {
+    let row = find(&api, &name).await?;
+    if let Some(sop) = api.catalog.get(&row.sop) {
         may_start(sop, &caller.person, &caller.groups)?;
     }
     let from = parse_time(&body.from).map_err(|e| ApiError::Unprocessable(format!("from: {e}")))?;
@@ -242,7 +242,7 @@ pub async fn backfill(
         times.push(at.as_millisecond());
         cursor = at;
     }
-    let mut tx = state.store.begin().await?;
+    let mut tx = api.store.begin().await?;
     let mut queued = Vec::new();
     for &ms in &times {
         if tx
@@ -261,16 +261,16 @@ pub async fn backfill(
 #[utoipa::path(delete, path = "/schedules/{name}", responses(
     (status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn delete(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
-    let row = find(&state, &name).await?;
+    let row = find(&api, &name).await?;
     if row.source == "config" {
         return Err(ApiError::Conflict(format!(
             "schedule `{name}` comes from the configuration file; remove it there (or pause it)"
         )));
     }
-    if !state.store.delete_schedule(&name).await? {
+    if !api.store.delete_schedule(&name).await? {
         return Err(no_schedule(&name));
     }
     Ok(StatusCode::NO_CONTENT)
@@ -278,7 +278,7 @@ pub async fn delete(
 
 /// A create request checked field by field; every message names the field.
 async fn checked(
-    state: &ApiState,
+    api: &ApiState,
     caller: &Caller,
     body: CreateSchedule,
 ) -> Result<ScheduleRow, ApiError> {
@@ -329,7 +329,7 @@ async fn checked(
         .unwrap_or("skip")
         .parse()
         .map_err(ApiError::Unprocessable)?;
-    let sop = state.catalog.get(&body.sop).ok_or_else(|| {
+    let sop = api.catalog.get(&body.sop).ok_or_else(|| {
         ApiError::Unprocessable(format!(
             "sop: no SOP named `{}`; `gatehouse sop list` shows them",
             body.sop
@@ -364,9 +364,8 @@ async fn checked(
     })
 }
 
-async fn find(state: &ApiState, name: &str) -> Result<ScheduleRow, ApiError> {
-    state
-        .store
+async fn find(api: &ApiState, name: &str) -> Result<ScheduleRow, ApiError> {
+    api.store
         .schedule(name)
         .await?
         .ok_or_else(|| no_schedule(name))
@@ -391,23 +390,23 @@ fn timing(s: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> 
 }
 
 /// Where the schedule's next cron time is searched from (the scheduler's rule).
-async fn cursor(state: &ApiState, row: &ScheduleRow) -> Result<Timestamp, ApiError> {
-    let after = state.store.fire_cursor_ms(row).await?;
+async fn cursor(api: &ApiState, row: &ScheduleRow) -> Result<Timestamp, ApiError> {
+    let after = api.store.fire_cursor_ms(row).await?;
     Ok(Timestamp::from_millisecond(after).unwrap_or(Timestamp::UNIX_EPOCH))
 }
 
-async fn view(state: &ApiState, row: ScheduleRow) -> Result<ScheduleView, ApiError> {
+async fn view(api: &ApiState, row: ScheduleRow) -> Result<ScheduleView, ApiError> {
     let next_fire = match (timing(&row), row.paused) {
         (Ok(timing), false) => timing
-            .next_fire(cursor(state, &row).await?)
+            .next_fire(cursor(api, &row).await?)
             .map(|f| rfc3339(&f.scheduled)),
         _ => None,
     };
-    let last_fire = match state.store.fires(&row.name, 1).await?.pop() {
-        Some(fire) => Some(fire_view(state, fire).await?),
+    let last_fire = match api.store.fires(&row.name, 1).await?.pop() {
+        Some(fire) => Some(fire_view(api, fire).await?),
         None => None,
     };
-    let counts = state.store.fire_counts(&row.name).await?;
+    let counts = api.store.fire_counts(&row.name).await?;
     let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
     let span = |ms: i64| {
         humantime::format_duration(Duration::from_millis(ms.max(0).unsigned_abs())).to_string()
@@ -436,9 +435,9 @@ async fn view(state: &ApiState, row: ScheduleRow) -> Result<ScheduleView, ApiErr
     })
 }
 
-async fn fire_view(state: &ApiState, fire: FireRow) -> Result<FireView, ApiError> {
+async fn fire_view(api: &ApiState, fire: FireRow) -> Result<FireView, ApiError> {
     let run_status = match fire.run_id {
-        Some(id) => state.store.run(id).await?.map(|r| r.status),
+        Some(id) => api.store.run(id).await?.map(|r| r.status),
         None => None,
     };
     Ok(FireView {

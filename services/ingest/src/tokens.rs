@@ -2,7 +2,7 @@
 //! so for anyone. A token never gives more than its creator's token has.
 
 use axum::Json;
-use axum::extract::{Extension, Path, Query, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use chrono::Utc;
 use gatehouse_store::{NewToken, TokenRow};
@@ -26,8 +26,8 @@ pub struct ListQuery {
     (status = 403, body = ErrorBody), (status = 409, body = ErrorBody), (status = 415, body = ErrorBody),
     (status = 422, body = ErrorBody)))]
 pub async fn create(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Json(body): Json<CreateToken>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
     let person_id = body
@@ -39,7 +39,7 @@ pub async fn create(
     if person_id != caller.person {
         caller.require_admin("create tokens for other people")?;
     }
-    let people = state.people().await?;
+    let people = api.people.current(&api.store).await?;
     let person = people.by_id(&person_id).ok_or_else(|| {
         ApiError::Unprocessable(format!(
             "`{person_id}` is not one of the people known to Gatehouse; an administrator adds them first (`gatehouse person add {person_id}`)"
@@ -109,8 +109,7 @@ pub async fn create(
                     "a token for {person_id} is named `{person_id}` or `{person_id}-<something>`; `{name}` is not"
                 )));
             }
-            state
-                .store
+            api.store
                 .create_token(&NewToken {
                     name,
                     ..base.clone()
@@ -131,7 +130,7 @@ pub async fn create(
                 } else {
                     format!("{person_id}-{n}")
                 };
-                if let Some(row) = state
+                if let Some(row) = api
                     .store
                     .create_token(&NewToken {
                         name: &name,
@@ -168,8 +167,8 @@ pub async fn create(
     (status = 200, body = [TokenView]), (status = 400, body = ErrorBody), (status = 401, body = ErrorBody),
     (status = 403, body = ErrorBody)))]
 pub async fn list(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<TokenView>>, ApiError> {
     let person = match q.person {
@@ -181,7 +180,7 @@ pub async fn list(
         None if caller.is_admin() => None,
         None => Some(caller.person.clone()),
     };
-    let rows = state.store.tokens(person.as_deref()).await?;
+    let rows = api.store.tokens(person.as_deref()).await?;
     Ok(Json(rows.into_iter().map(view).collect()))
 }
 
@@ -189,12 +188,12 @@ pub async fn list(
 #[utoipa::path(delete, path = "/tokens/{name}", params(("name" = String, Path, description = "The token's name")), responses(
     (status = 204), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn revoke(
-    State(state): State<ApiState>,
-    Extension(caller): Extension<Caller>,
+    State(api): State<ApiState>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let not_found = || ApiError::NotFound(format!("no token named `{name}` is in use"));
-    let row = state
+    let row = api
         .store
         .token(&name)
         .await?
@@ -206,7 +205,7 @@ pub async fn revoke(
             return Err(not_found());
         }
     }
-    if !state.store.revoke_token(&name).await? {
+    if !api.store.revoke_token(&name).await? {
         return Err(not_found());
     }
     tracing::info!(token = %name, person = %row.person, by = %caller.person, "token revoked");

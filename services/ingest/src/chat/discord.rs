@@ -17,18 +17,18 @@ use gatehouse_store::{DeliveryRow, Tx};
 use serde_json::Value;
 
 use super::Platform;
-use super::click::Click;
-use super::mention::ChatMention;
-use crate::deliveries::{Outcome, utf8};
+use super::click::{self, Click};
+use super::mention::{self, ChatMention};
+use crate::deliveries::{self, Outcome, utf8};
 use crate::{ApiError, ApiState};
 
 /// Interactions over HTTP: 401 for a bad signature, 400 for a malformed body.
 pub(crate) async fn interactions(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<Json<Value>, ApiError> {
-    let Some(discord) = state.chat.discord.as_ref() else {
+    let Some(discord) = api.chat.discord.as_ref() else {
         return Err(ApiError::NotFound(
             "Discord is not configured ([discord])".into(),
         ));
@@ -47,105 +47,99 @@ pub(crate) async fn interactions(
         tracing::warn!(reason = %why, "Discord interaction refused");
         ApiError::Unauthorized(why.to_string())
     })?;
-    Ok(Json(state.discord_interaction(&body).await?))
+    Ok(Json(answer(&api, &body).await?))
 }
 
-impl ApiState {
-    /// The answer to an interaction, from the HTTP endpoint or the gateway.
-    pub(crate) async fn discord_interaction(&self, body: &[u8]) -> Result<Value, ApiError> {
-        let interaction = parse_interaction(body)
-            .map_err(|e| ApiError::BadRequest(format!("malformed Discord interaction: {e}")))?;
-        let unknown =
-            || ephemeral_reply("That control is not one Gatehouse knows; nothing was changed.");
-        match interaction {
-            Interaction::Ping => Ok(pong()),
-            Interaction::Component(c) => {
-                let Ok(action) = c.custom_id.parse::<CardAction>() else {
-                    tracing::warn!(custom_id = %c.custom_id, user = %c.user, "unknown Discord component");
-                    return Ok(unknown());
-                };
-                match (action.verb, c.values.first()) {
-                    (Verb::Approve, _) => {
-                        let id = format!("interaction:{}", c.id);
-                        self.store_delivery("discord", &id, "interaction", utf8(body)?)
-                            .await?;
-                        Ok(deferred_update())
-                    }
-                    (Verb::Reject, _) => Ok(reject_modal(&action)),
-                    (Verb::SendBack, Some(target)) => {
-                        Ok(send_back_modal(&action.with_target(target)))
-                    }
-                    (Verb::SendBack, None) => {
-                        Ok(ephemeral_reply("Choose the node to send the work back to."))
-                    }
+/// The answer to an interaction, from the HTTP endpoint or the gateway.
+pub(crate) async fn answer(api: &ApiState, body: &[u8]) -> Result<Value, ApiError> {
+    let interaction = parse_interaction(body)
+        .map_err(|e| ApiError::BadRequest(format!("malformed Discord interaction: {e}")))?;
+    let unknown =
+        || ephemeral_reply("That control is not one Gatehouse knows; nothing was changed.");
+    match interaction {
+        Interaction::Ping => Ok(pong()),
+        Interaction::Component(c) => {
+            let Ok(action) = c.custom_id.parse::<CardAction>() else {
+                tracing::warn!(custom_id = %c.custom_id, user = %c.user, "unknown Discord component");
+                return Ok(unknown());
+            };
+            match (action.verb, c.values.first()) {
+                (Verb::Approve, _) => {
+                    let id = format!("interaction:{}", c.id);
+                    deliveries::store(api, "discord", &id, "interaction", utf8(body)?).await?;
+                    Ok(deferred_update())
+                }
+                (Verb::Reject, _) => Ok(reject_modal(&action)),
+                (Verb::SendBack, Some(target)) => Ok(send_back_modal(&action.with_target(target))),
+                (Verb::SendBack, None) => {
+                    Ok(ephemeral_reply("Choose the node to send the work back to."))
                 }
             }
-            Interaction::ModalSubmit(m) => {
-                if m.custom_id.parse::<CardAction>().is_err() {
-                    return Ok(unknown());
-                }
-                let id = format!("interaction:{}", m.id);
-                self.store_delivery("discord", &id, "interaction", utf8(body)?)
-                    .await?;
-                Ok(deferred_update())
-            }
-            Interaction::Other { .. } => Ok(ephemeral_reply(
-                "Gatehouse answers mentions: write `@Gatehouse help`.",
-            )),
         }
+        Interaction::ModalSubmit(m) => {
+            if m.custom_id.parse::<CardAction>().is_err() {
+                return Ok(unknown());
+            }
+            let id = format!("interaction:{}", m.id);
+            deliveries::store(api, "discord", &id, "interaction", utf8(body)?).await?;
+            Ok(deferred_update())
+        }
+        Interaction::Other { .. } => Ok(ephemeral_reply(
+            "Gatehouse answers mentions: write `@Gatehouse help`.",
+        )),
     }
+}
 
-    /// What a stored Discord mention or interaction comes to, written into `tx`.
-    pub(crate) async fn discord_delivery(
-        &self,
-        tx: &mut Tx,
-        delivery: &DeliveryRow,
-    ) -> Result<Outcome, ApiError> {
-        match delivery.event.as_str() {
-            "mention" => {
-                let m: Mention = match serde_json::from_str(&delivery.body) {
-                    Ok(m) => m,
-                    Err(e) => return Ok(Outcome::ignored(format!("unreadable mention: {e}"))),
-                };
-                let mention = ChatMention {
-                    platform: Platform::Discord,
-                    root: m.reply_to.clone().unwrap_or_else(|| m.message_id.clone()),
-                    reply_to: m.message_id,
-                    channel: m.channel_id,
-                    user: m.author,
-                    text: m.text,
-                };
-                self.mention(tx, &delivery.delivery_id, &mention).await
-            }
-            "interaction" => {
-                let click = match parse_interaction(delivery.body.as_bytes()) {
-                    Ok(Interaction::Component(c)) => c.custom_id.parse().ok().map(|action| Click {
-                        platform: Platform::Discord,
-                        channel: c.channel_id.unwrap_or_default(),
-                        recipient: c.token,
-                        user: c.user,
-                        action,
-                        comment: None,
-                    }),
-                    Ok(Interaction::ModalSubmit(mut m)) => {
-                        m.custom_id.parse().ok().map(|action| Click {
-                            platform: Platform::Discord,
-                            channel: m.channel_id.unwrap_or_default(),
-                            recipient: m.token,
-                            user: m.user,
-                            action,
-                            comment: m.fields.remove("comment"),
-                        })
-                    }
-                    _ => None,
-                };
-                match click {
-                    Some(click) => self.click(tx, &delivery.delivery_id, &click).await,
-                    None => Ok(Outcome::ignored("not a Gatehouse control")),
-                }
-            }
-            other => Ok(Outcome::ignored(format!("unknown Discord event `{other}`"))),
+/// What a stored Discord mention or interaction comes to, written into `tx`.
+pub(crate) async fn process(
+    api: &ApiState,
+    tx: &mut Tx,
+    delivery: &DeliveryRow,
+) -> Result<Outcome, ApiError> {
+    match delivery.event.as_str() {
+        "mention" => {
+            let m: Mention = match serde_json::from_str(&delivery.body) {
+                Ok(m) => m,
+                Err(e) => return Ok(Outcome::ignored(format!("unreadable mention: {e}"))),
+            };
+            let mention = ChatMention {
+                platform: Platform::Discord,
+                root: m.reply_to.clone().unwrap_or_else(|| m.message_id.clone()),
+                reply_to: m.message_id,
+                channel: m.channel_id,
+                user: m.author,
+                text: m.text,
+            };
+            mention::answer(api, tx, &delivery.delivery_id, &mention).await
         }
+        "interaction" => {
+            let click = match parse_interaction(delivery.body.as_bytes()) {
+                Ok(Interaction::Component(c)) => c.custom_id.parse().ok().map(|action| Click {
+                    platform: Platform::Discord,
+                    channel: c.channel_id.unwrap_or_default(),
+                    recipient: c.token,
+                    user: c.user,
+                    action,
+                    comment: None,
+                }),
+                Ok(Interaction::ModalSubmit(mut m)) => {
+                    m.custom_id.parse().ok().map(|action| Click {
+                        platform: Platform::Discord,
+                        channel: m.channel_id.unwrap_or_default(),
+                        recipient: m.token,
+                        user: m.user,
+                        action,
+                        comment: m.fields.remove("comment"),
+                    })
+                }
+                _ => None,
+            };
+            match click {
+                Some(click) => click::handle(api, tx, &delivery.delivery_id, &click).await,
+                None => Ok(Outcome::ignored("not a Gatehouse control")),
+            }
+        }
+        other => Ok(Outcome::ignored(format!("unknown Discord event `{other}`"))),
     }
 }
 
@@ -154,13 +148,13 @@ impl ApiState {
 /// the same answer as over HTTP.
 #[derive(Clone)]
 pub struct DiscordSink {
-    state: ApiState,
+    api: ApiState,
 }
 
 impl DiscordSink {
-    /// A sink into `state`'s store and delivery processor.
-    pub fn new(state: ApiState) -> Self {
-        Self { state }
+    /// A sink into `api`'s store and delivery processor.
+    pub fn new(api: ApiState) -> Self {
+        Self { api }
     }
 }
 
@@ -169,9 +163,7 @@ impl GatewaySink for DiscordSink {
     async fn mention(&self, m: Mention) {
         let id = format!("message:{}", m.message_id);
         let result = match serde_json::to_string(&m) {
-            Ok(body) => self
-                .state
-                .store_delivery("discord", &id, "mention", &body)
+            Ok(body) => deliveries::store(&self.api, "discord", &id, "mention", &body)
                 .await
                 .map(|_| ()),
             Err(e) => Err(e.into()),
@@ -182,7 +174,7 @@ impl GatewaySink for DiscordSink {
     }
 
     async fn interaction(&self, body: Vec<u8>) -> Option<Value> {
-        match self.state.discord_interaction(&body).await {
+        match answer(&self.api, &body).await {
             Ok(answer) => Some(answer),
             Err(e) => {
                 tracing::error!(error = %e, "a Discord interaction from the gateway failed");

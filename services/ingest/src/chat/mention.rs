@@ -9,8 +9,9 @@ use gatehouse_events::Actor;
 use gatehouse_store::Tx;
 
 use super::Platform;
+use super::requirement::{find_thread_requirement, issue_requirement, thread_requirement};
 use crate::deliveries::Outcome;
-use crate::written::Scope;
+use crate::written::{self, Scope};
 use crate::{ApiError, ApiState};
 
 /// A message addressed to the bot, from either platform.
@@ -44,167 +45,164 @@ pub(crate) struct Reply<'a> {
     pub recipient: Option<&'a str>,
 }
 
-impl ApiState {
-    /// Carries out a mention and wants its reply, keyed by the delivery so a redelivery or
-    /// a restart does not answer twice.
-    pub(crate) async fn mention(
-        &self,
-        tx: &mut Tx,
-        delivery: &str,
-        m: &ChatMention,
-    ) -> Result<Outcome, ApiError> {
-        let actor = self.chat_actor(m.platform, &m.user).await?;
-        let (note, reply) = match parse_mention(&m.text) {
-            Mention::Command(command) => self.chat_command(tx, m, &actor, command).await?,
-            Mention::Error(error) => {
-                let help = matches!(
-                    error,
-                    gatehouse_commands::ParseError::UnknownCommand(_)
-                        | gatehouse_commands::ParseError::Empty
-                )
-                .then(|| format!("\n```\n{}\n```", gatehouse_commands::help()))
-                .unwrap_or_default();
-                (error.to_string(), format!("{error}{help}"))
-            }
-            Mention::FreeText(text) => self.free_text(tx, m, &actor, &text).await?,
-        };
-        let key = format!("reply:{}:{delivery}", m.platform.name());
-        let to = Reply {
-            platform: m.platform,
-            key: &key,
-            channel: &m.channel,
-            thread: Some(&m.reply_to),
-            recipient: None,
-        };
-        self.want_chat_text(tx, &to, &reply).await?;
-        Ok(Outcome::processed(vec![note]))
-    }
-
-    async fn chat_command(
-        &self,
-        tx: &mut Tx,
-        m: &ChatMention,
-        actor: &Actor,
-        command: Command,
-    ) -> Result<(String, String), ApiError> {
-        let known = actor.person.is_some();
-        if let Command::Run {
-            issue: Some(issue), ..
-        } = &command
-        {
-            let repo = format!("{}/{}", issue.owner, issue.repo);
-            if !self.github.as_ref().is_some_and(|g| g.allows_repo(&repo)) {
-                return Ok((
-                    format!("run: refused, repository `{repo}` is not configured"),
-                    format!(
-                        "`{command}`: refused: Gatehouse works only on the repositories its configuration names, and `{repo}` is not one of them (an administrator adds it to a trigger's `repos` or to [github] repositories)."
-                    ),
-                ));
-            }
+/// Carries out a mention and wants its reply, keyed by the delivery so a redelivery or
+/// a restart does not answer twice.
+pub(crate) async fn answer(
+    api: &ApiState,
+    tx: &mut Tx,
+    delivery: &str,
+    m: &ChatMention,
+) -> Result<Outcome, ApiError> {
+    let actor = chat_actor(api, m.platform, &m.user).await?;
+    let (note, reply) = match parse_mention(&m.text) {
+        Mention::Command(command) => chat_command(api, tx, m, &actor, command).await?,
+        Mention::Error(error) => {
+            let help = matches!(
+                error,
+                gatehouse_commands::ParseError::UnknownCommand(_)
+                    | gatehouse_commands::ParseError::Empty
+            )
+            .then(|| format!("\n```\n{}\n```", gatehouse_commands::help()))
+            .unwrap_or_default();
+            (error.to_string(), format!("{error}{help}"))
         }
-        // A run needs something to work on: the issue it names, or else this thread, which
-        // becomes a requirement. Other commands only look the thread up.
-        let requirement = match &command {
-            Command::Run {
-                issue: Some(issue), ..
-            } if known => Some(self.issue_requirement(tx, issue, actor).await?),
-            Command::Run { issue: None, .. } if known => {
-                Some(self.thread_requirement(tx, m, actor, &m.text).await?)
-            }
-            _ => self.find_thread_requirement(tx, m).await?,
-        };
-        let scope = Scope {
-            requirement: requirement.as_ref(),
-            anywhere: true,
-            place: "thread",
-        };
-        let done = self.command(tx, &scope, actor, command).await?;
-        // Chat has no status comment to show that a command worked, so say so.
-        let reply = done
-            .reply
-            .unwrap_or_else(|| format!("Done: {}.", done.note));
-        Ok((done.note, reply))
-    }
+        Mention::FreeText(text) => free_text(api, tx, m, &actor, &text).await?,
+    };
+    let key = format!("reply:{}:{delivery}", m.platform.name());
+    let to = Reply {
+        platform: m.platform,
+        key: &key,
+        channel: &m.channel,
+        thread: Some(&m.reply_to),
+        recipient: None,
+    };
+    want_chat_text(tx, &to, &reply).await?;
+    Ok(Outcome::processed(vec![note]))
+}
 
-    /// Prose: the thread's requirement, started with the channel's SOP when it has one.
-    async fn free_text(
-        &self,
-        tx: &mut Tx,
-        m: &ChatMention,
-        actor: &Actor,
-        text: &str,
-    ) -> Result<(String, String), ApiError> {
-        if actor.person.is_none() {
+async fn chat_command(
+    api: &ApiState,
+    tx: &mut Tx,
+    m: &ChatMention,
+    actor: &Actor,
+    command: Command,
+) -> Result<(String, String), ApiError> {
+    let known = actor.person.is_some();
+    if let Command::Run {
+        issue: Some(issue), ..
+    } = &command
+    {
+        let repo = format!("{}/{}", issue.owner, issue.repo);
+        if !api.github.as_ref().is_some_and(|g| g.allows_repo(&repo)) {
             return Ok((
-                "request refused: unknown person".into(),
+                format!("run: refused, repository `{repo}` is not configured"),
                 format!(
-                    "Sorry, I can only take requests from people configured for Gatehouse, and `{}` is not one of them. Ask an administrator to add your {} id to [[people]].",
-                    m.user,
-                    m.platform.name()
+                    "`{command}`: refused: Gatehouse works only on the repositories its configuration names, and `{repo}` is not one of them (an administrator adds it to a trigger's `repos` or to [github] repositories)."
                 ),
             ));
         }
-        let requirement = self.thread_requirement(tx, m, actor, text).await?;
-        let Some(sop) = self.chat.channel_sop(m.platform, &m.channel) else {
-            return Ok((
-                format!("requirement {} noted", requirement.source_key),
-                "Noted as a requirement for this thread. No SOP is configured for this channel; start one here with `run SOP`.".into(),
-            ));
-        };
-        let scope = Scope {
-            requirement: Some(&requirement),
-            anywhere: true,
-            place: "thread",
-        };
-        let command = Command::Run {
-            sop: sop.to_owned(),
-            issue: None,
-            params: BTreeMap::new(),
-        };
-        let done = self.command(tx, &scope, actor, command).await?;
-        let reply = match done.reply {
-            Some(refusal) => format!("Noted as a requirement for this thread, but {refusal}"),
-            None => format!("Noted as a requirement for this thread. {}.", done.note),
-        };
-        Ok((done.note, reply))
     }
+    // A run needs something to work on: the issue it names, or else this thread, which
+    // becomes a requirement. Other commands only look the thread up.
+    let requirement = match &command {
+        Command::Run {
+            issue: Some(issue), ..
+        } if known => Some(issue_requirement(api, tx, issue, actor).await?),
+        Command::Run { issue: None, .. } if known => {
+            Some(thread_requirement(tx, m, actor, &m.text).await?)
+        }
+        _ => find_thread_requirement(tx, m).await?,
+    };
+    let scope = Scope {
+        requirement: requirement.as_ref(),
+        anywhere: true,
+        place: "thread",
+    };
+    let done = written::carry_out(api, tx, &scope, actor, command).await?;
+    // Chat has no status comment to show that a command worked, so say so.
+    let reply = done
+        .reply
+        .unwrap_or_else(|| format!("Done: {}.", done.note));
+    Ok((done.note, reply))
+}
 
-    /// A chat account as an actor, resolved to a configured person when there is one.
-    pub(crate) async fn chat_actor(
-        &self,
-        platform: Platform,
-        user: &str,
-    ) -> Result<Actor, ApiError> {
-        let people = self.people().await?;
-        let person = match platform {
-            Platform::Slack => people.by_slack(user),
-            Platform::Discord => people.by_discord(user),
-        };
-        Ok(Actor {
-            channel: platform.channel(),
-            handle: user.to_owned(),
-            person: person.map(|p| p.id.clone()),
-        })
+/// Prose: the thread's requirement, started with the channel's SOP when it has one.
+async fn free_text(
+    api: &ApiState,
+    tx: &mut Tx,
+    m: &ChatMention,
+    actor: &Actor,
+    text: &str,
+) -> Result<(String, String), ApiError> {
+    if actor.person.is_none() {
+        return Ok((
+            "request refused: unknown person".into(),
+            format!(
+                "Sorry, I can only take requests from people configured for Gatehouse, and `{}` is not one of them. Ask an administrator to add your {} id to [[people]].",
+                m.user,
+                m.platform.name()
+            ),
+        ));
     }
+    let requirement = thread_requirement(tx, m, actor, text).await?;
+    let Some(sop) = api.chat.channel_sop(m.platform, &m.channel) else {
+        return Ok((
+            format!("requirement {} noted", requirement.source_key),
+            "Noted as a requirement for this thread. No SOP is configured for this channel; start one here with `run SOP`.".into(),
+        ));
+    };
+    let scope = Scope {
+        requirement: Some(&requirement),
+        anywhere: true,
+        place: "thread",
+    };
+    let command = Command::Run {
+        sop: sop.to_owned(),
+        issue: None,
+        params: BTreeMap::new(),
+    };
+    let done = written::carry_out(api, tx, &scope, actor, command).await?;
+    let reply = match done.reply {
+        Some(refusal) => format!("Noted as a requirement for this thread, but {refusal}"),
+        None => format!("Noted as a requirement for this thread. {}.", done.note),
+    };
+    Ok((done.note, reply))
+}
 
-    /// Wants a text message in chat: a reply in a thread, or an ephemeral answer.
-    pub(crate) async fn want_chat_text(
-        &self,
-        tx: &mut Tx,
-        to: &Reply<'_>,
-        text: &str,
-    ) -> Result<(), ApiError> {
-        let body = serde_json::to_string(&gatehouse_chat::Body::text(text))?;
-        tx.want_chat_message(&gatehouse_store::WantChat {
-            key: to.key,
-            platform: to.platform.name(),
-            channel: to.channel,
-            thread: to.thread,
-            recipient: to.recipient,
-            run_id: None,
-            body: &body,
-        })
-        .await?;
-        Ok(())
-    }
+/// A chat account as an actor, resolved to a configured person when there is one.
+pub(crate) async fn chat_actor(
+    api: &ApiState,
+    platform: Platform,
+    user: &str,
+) -> Result<Actor, ApiError> {
+    let people = api.people.current(&api.store).await?;
+    let person = match platform {
+        Platform::Slack => people.by_slack(user),
+        Platform::Discord => people.by_discord(user),
+    };
+    Ok(Actor {
+        channel: platform.channel(),
+        handle: user.to_owned(),
+        person: person.map(|p| p.id.clone()),
+    })
+}
+
+/// Wants a text message in chat: a reply in a thread, or an ephemeral answer.
+pub(crate) async fn want_chat_text(
+    tx: &mut Tx,
+    to: &Reply<'_>,
+    text: &str,
+) -> Result<(), ApiError> {
+    let body = serde_json::to_string(&gatehouse_chat::Body::text(text))?;
+    tx.want_chat_message(&gatehouse_store::WantChat {
+        key: to.key,
+        platform: to.platform.name(),
+        channel: to.channel,
+        thread: to.thread,
+        recipient: to.recipient,
+        run_id: None,
+        body: &body,
+    })
+    .await?;
+    Ok(())
 }

@@ -5,81 +5,77 @@ use gatehouse_events::{Actor, RequirementSource, RequirementState};
 use gatehouse_store::{RequirementRow, Tx};
 
 use super::mention::ChatMention;
-use crate::github::requirement::Subject;
-use crate::requirements::NewRequirement;
+use crate::github::requirement::{self, Subject};
+use crate::requirements::{self, NewRequirement};
 use crate::{ApiError, ApiState};
 
 /// Longest requirement title taken from a message; the whole text is the body.
 const TITLE_CHARS: usize = 80;
 
-impl ApiState {
-    /// The thread's requirement, created from `text` (with `requirement.created`) on first use.
-    pub(crate) async fn thread_requirement(
-        &self,
-        tx: &mut Tx,
-        m: &ChatMention,
-        actor: &Actor,
-        text: &str,
-    ) -> Result<RequirementRow, ApiError> {
-        if let Some(row) = self.find_thread_requirement(tx, m).await? {
-            return Ok(row);
-        }
-        let source = match m.platform {
-            super::Platform::Slack => RequirementSource::Slack {
-                channel: m.channel.clone(),
-                thread_ts: m.root.clone(),
-            },
-            super::Platform::Discord => RequirementSource::Discord {
-                channel: m.channel.clone(),
-                message_id: m.root.clone(),
-            },
-        };
-        let new = NewRequirement {
-            key: thread_key(m),
-            source,
-            title: title(text),
-            body: text.to_owned(),
-            url: None,
-            state: "open",
-            source_updated_at: String::new(),
-            author: actor.clone(),
-        };
-        self.create_requirement(tx, new).await
+/// The thread's requirement, created from `text` (with `requirement.created`) on first use.
+pub(crate) async fn thread_requirement(
+    tx: &mut Tx,
+    m: &ChatMention,
+    actor: &Actor,
+    text: &str,
+) -> Result<RequirementRow, ApiError> {
+    if let Some(row) = find_thread_requirement(tx, m).await? {
+        return Ok(row);
     }
+    let source = match m.platform {
+        super::Platform::Slack => RequirementSource::Slack {
+            channel: m.channel.clone(),
+            thread_ts: m.root.clone(),
+        },
+        super::Platform::Discord => RequirementSource::Discord {
+            channel: m.channel.clone(),
+            message_id: m.root.clone(),
+        },
+    };
+    let new = NewRequirement {
+        key: thread_key(m),
+        source,
+        title: title(text),
+        body: text.to_owned(),
+        url: None,
+        state: "open",
+        source_updated_at: String::new(),
+        author: actor.clone(),
+    };
+    requirements::create(tx, new).await
+}
 
-    /// The thread's requirement, if it has one.
-    pub(crate) async fn find_thread_requirement(
-        &self,
-        tx: &mut Tx,
-        m: &ChatMention,
-    ) -> Result<Option<RequirementRow>, ApiError> {
-        Ok(tx.requirement_by_key(&thread_key(m)).await?)
-    }
+/// The thread's requirement, if it has one.
+pub(crate) async fn find_thread_requirement(
+    tx: &mut Tx,
+    m: &ChatMention,
+) -> Result<Option<RequirementRow>, ApiError> {
+    Ok(tx.requirement_by_key(&thread_key(m)).await?)
+}
 
-    /// The requirement of an issue named from chat; created when Gatehouse has not seen the
-    /// issue yet (its title and body arrive with the issue's next webhook).
-    pub(crate) async fn issue_requirement(
-        &self,
-        tx: &mut Tx,
-        issue: &IssueRef,
-        actor: &Actor,
-    ) -> Result<RequirementRow, ApiError> {
-        let repo = format!("{}/{}", issue.owner, issue.repo);
-        let name = format!("{repo}#{}", issue.number);
-        let subject = Subject {
-            repo: &repo,
-            number: issue.number,
-            pull_request: false,
-            title: &name,
-            body: "",
-            url: "",
-            state: RequirementState::Open,
-            author: &actor.handle,
-            // Older than any webhook's view, so a known issue is left as GitHub described it.
-            updated_at: "",
-        };
-        self.requirement(tx, &subject).await
-    }
+/// The requirement of an issue named from chat; created when Gatehouse has not seen the
+/// issue yet (its title and body arrive with the issue's next webhook).
+pub(crate) async fn issue_requirement(
+    api: &ApiState,
+    tx: &mut Tx,
+    issue: &IssueRef,
+    actor: &Actor,
+) -> Result<RequirementRow, ApiError> {
+    let repo = format!("{}/{}", issue.owner, issue.repo);
+    let name = format!("{repo}#{}", issue.number);
+    let subject = Subject {
+        repo: &repo,
+        number: issue.number,
+        pull_request: false,
+        title: &name,
+        body: "",
+        url: "",
+        state: RequirementState::Open,
+        author: &actor.handle,
+        // Older than any webhook's view, so a known issue is left as GitHub described it.
+        updated_at: "",
+    };
+    requirement::sync(api, tx, &subject).await
 }
 
 /// `slack:C0123:1700000000.000100`: one requirement per thread.

@@ -10,19 +10,19 @@ use gatehouse_github::{FoundIssue, GithubClient};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::requirement::Subject;
-use super::triggers::LabelEvent;
+use super::requirement::{self, Subject, github_actor};
+use super::triggers::{LabelEvent, start_trigger};
 use crate::{ApiError, ApiState, Trigger};
 
 /// Reconciles at once and then every `interval` until `shutdown`.
 pub async fn reconcile_github(
-    state: ApiState,
+    api: ApiState,
     client: GithubClient,
     interval: Duration,
     shutdown: CancellationToken,
 ) {
     loop {
-        match state.reconcile(&client).await {
+        match pass(&api, &client).await {
             Ok(0) => {}
             Ok(started) => {
                 tracing::info!(
@@ -58,91 +58,87 @@ impl From<gatehouse_store::StoreError> for ReconcileError {
     }
 }
 
-impl ApiState {
-    /// One pass: returns how many runs it started.
-    pub async fn reconcile(&self, client: &GithubClient) -> Result<usize, ReconcileError> {
-        let Some(github) = self.github.clone() else {
-            return Ok(0);
-        };
-        let mut started = 0;
-        for trigger in &github.triggers {
-            // One search per owner or repository the trigger names; what a glob's owner
-            // search finds beyond the glob is left alone.
-            for scope in trigger.repositories().search_qualifiers() {
-                for issue in client.open_with_label(&trigger.label, &scope).await? {
-                    if trigger.matches(&trigger.label, &issue.repo())
-                        && self.reconcile_issue(trigger, &issue).await?
-                    {
-                        started += 1;
-                    }
+/// One pass: returns how many runs it started.
+pub(crate) async fn pass(api: &ApiState, client: &GithubClient) -> Result<usize, ReconcileError> {
+    let Some(github) = api.github.clone() else {
+        return Ok(0);
+    };
+    let mut started = 0;
+    for trigger in &github.triggers {
+        // One search per owner or repository the trigger names; what a glob's owner
+        // search finds beyond the glob is left alone.
+        for scope in trigger.repositories().search_qualifiers() {
+            for issue in client.open_with_label(&trigger.label, &scope).await? {
+                if trigger.matches(&trigger.label, &issue.repo())
+                    && reconcile_issue(api, trigger, &issue).await?
+                {
+                    started += 1;
                 }
             }
         }
-        Ok(started)
     }
+    Ok(started)
+}
 
-    /// Reconciles one issue in a trace of its own, in a `reconcile` span.
-    async fn reconcile_issue(
-        &self,
-        trigger: &Trigger,
-        issue: &FoundIssue,
-    ) -> Result<bool, ReconcileError> {
-        let trace = TraceParent::new_root();
-        let span = tracing::info_span!("reconcile", trace_id = trace.trace_id());
-        crate::trace::within(trace, self.reconcile_traced(trigger, issue))
-            .instrument(span)
-            .await
+/// Reconciles one issue in a trace of its own, in a `reconcile` span.
+async fn reconcile_issue(
+    api: &ApiState,
+    trigger: &Trigger,
+    issue: &FoundIssue,
+) -> Result<bool, ReconcileError> {
+    let trace = TraceParent::new_root();
+    let span = tracing::info_span!("reconcile", trace_id = trace.trace_id());
+    crate::trace::within(trace, reconcile_traced(api, trigger, issue))
+        .instrument(span)
+        .await
+}
+
+async fn reconcile_traced(
+    api: &ApiState,
+    trigger: &Trigger,
+    issue: &FoundIssue,
+) -> Result<bool, ReconcileError> {
+    // A fork cannot be told from a search result: pull requests are left to their
+    // webhooks unless the trigger accepts forks anyway.
+    if issue.pull_request.is_some() && !trigger.allow_forks {
+        return Ok(false);
     }
-
-    async fn reconcile_traced(
-        &self,
-        trigger: &Trigger,
-        issue: &FoundIssue,
-    ) -> Result<bool, ReconcileError> {
-        // A fork cannot be told from a search result: pull requests are left to their
-        // webhooks unless the trigger accepts forks anyway.
-        if issue.pull_request.is_some() && !trigger.allow_forks {
+    let repo = issue.repo();
+    // Read before the transaction: on SQLite a transaction holds the only write lock,
+    // and reads through other connections meanwhile are best avoided.
+    let key = format!("github:{repo}#{}", issue.number);
+    if let Some(known) = api.store.requirement_by_key(&key).await? {
+        let runs = api.store.runs_of_requirement(known.id).await?;
+        if runs.iter().any(|r| r.sop == trigger.sop) {
             return Ok(false);
         }
-        let repo = issue.repo();
-        // Read before the transaction: on SQLite a transaction holds the only write lock,
-        // and reads through other connections meanwhile are best avoided.
-        let key = format!("github:{repo}#{}", issue.number);
-        if let Some(known) = self.store.requirement_by_key(&key).await? {
-            let runs = self.store.runs_of_requirement(known.id).await?;
-            if runs.iter().any(|r| r.sop == trigger.sop) {
-                return Ok(false);
-            }
-        }
-        let mut tx = self.store.begin().await?;
-        let subject = Subject {
-            repo: &repo,
-            number: issue.number,
-            pull_request: issue.pull_request.is_some(),
-            title: &issue.title,
-            body: issue.body.as_deref().unwrap_or_default(),
-            url: &issue.html_url,
-            state: RequirementState::Open,
-            author: &issue.user.login,
-            updated_at: &issue.updated_at,
-        };
-        let requirement = self.requirement(&mut tx, &subject).await?;
-        let event = LabelEvent {
-            repo: &repo,
-            number: issue.number,
-            label: &trigger.label,
-            title: &issue.title,
-            url: &issue.html_url,
-            // One reconciliation start per issue, label and SOP, across replicas.
-            updated_at: "reconciled",
-            from_fork: false,
-            sender: self.github_actor(&issue.user.login).await?,
-        };
-        let note = self
-            .start_trigger(&mut tx, &requirement, trigger, &event)
-            .await?;
-        tx.commit().await?;
-        tracing::info!(%repo, number = issue.number, label = %trigger.label, %note, "reconciled");
-        Ok(note.starts_with("started"))
     }
+    let mut tx = api.store.begin().await?;
+    let subject = Subject {
+        repo: &repo,
+        number: issue.number,
+        pull_request: issue.pull_request.is_some(),
+        title: &issue.title,
+        body: issue.body.as_deref().unwrap_or_default(),
+        url: &issue.html_url,
+        state: RequirementState::Open,
+        author: &issue.user.login,
+        updated_at: &issue.updated_at,
+    };
+    let requirement = requirement::sync(api, &mut tx, &subject).await?;
+    let event = LabelEvent {
+        repo: &repo,
+        number: issue.number,
+        label: &trigger.label,
+        title: &issue.title,
+        url: &issue.html_url,
+        // One reconciliation start per issue, label and SOP, across replicas.
+        updated_at: "reconciled",
+        from_fork: false,
+        sender: github_actor(api, &issue.user.login).await?,
+    };
+    let note = start_trigger(api, &mut tx, &requirement, trigger, &event).await?;
+    tx.commit().await?;
+    tracing::info!(%repo, number = issue.number, label = %trigger.label, %note, "reconciled");
+    Ok(note.starts_with("started"))
 }

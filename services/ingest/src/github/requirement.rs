@@ -6,8 +6,8 @@ use gatehouse_events::{
 };
 use gatehouse_store::{RequirementRow, Tx};
 
-use crate::requirements::NewRequirement;
-use crate::{ApiError, ApiState};
+use crate::requirements::{self, NewRequirement};
+use crate::{ApiError, ApiState, outbox};
 
 /// An issue or pull request as a webhook shows it.
 pub(crate) struct Subject<'a> {
@@ -31,83 +31,86 @@ pub(crate) struct Subject<'a> {
     pub updated_at: &'a str,
 }
 
-impl ApiState {
-    /// The subject's requirement, created (with `requirement.created`) or brought up to
-    /// date (with `requirement.updated`) in `tx`.
-    pub(crate) async fn requirement(
-        &self,
-        tx: &mut Tx,
-        subject: &Subject<'_>,
-    ) -> Result<RequirementRow, ApiError> {
-        let key = format!("github:{}#{}", subject.repo, subject.number);
-        let Some(mut row) = tx.requirement_by_key(&key).await? else {
-            return self.create_issue_requirement(tx, key, subject).await;
-        };
-        // Deliveries can arrive out of order: an older view must not undo a newer one.
-        if subject.updated_at < row.source_updated_at.as_str() {
-            return Ok(row);
-        }
-        // A merged pull request stays delivered when its `closed` event comes later.
-        let state = match (row.state.as_str(), subject.state) {
-            ("delivered", RequirementState::Closed) => RequirementState::Delivered,
-            (_, state) => state,
-        };
-        let state_name = state_name(state);
-        if row.title == subject.title && row.body == subject.body && row.state == state_name {
-            return Ok(row);
-        }
-        let update = RequirementUpdated {
-            requirement_id: row.id,
-            title: (row.title != subject.title).then(|| subject.title.to_owned()),
-            body: (row.body != subject.body).then(|| subject.body.to_owned()),
-            state,
-        };
-        tx.update_requirement(
-            row.id,
-            subject.title,
-            subject.body,
-            state_name,
-            subject.updated_at,
-        )
-        .await?;
-        self.append(tx, Event::RequirementUpdated(update)).await?;
-        row.title = subject.title.to_owned();
-        row.body = subject.body.to_owned();
-        row.state = state_name.to_owned();
-        Ok(row)
+/// The subject's requirement, created (with `requirement.created`) or brought up to
+/// date (with `requirement.updated`) in `tx`.
+pub(crate) async fn sync(
+    api: &ApiState,
+    tx: &mut Tx,
+    subject: &Subject<'_>,
+) -> Result<RequirementRow, ApiError> {
+    let key = format!("github:{}#{}", subject.repo, subject.number);
+    let Some(mut row) = tx.requirement_by_key(&key).await? else {
+        return create_issue_requirement(api, tx, key, subject).await;
+    };
+    // Deliveries can arrive out of order: an older view must not undo a newer one.
+    if subject.updated_at < row.source_updated_at.as_str() {
+        return Ok(row);
     }
+    // A merged pull request stays delivered when its `closed` event comes later.
+    let state = match (row.state.as_str(), subject.state) {
+        ("delivered", RequirementState::Closed) => RequirementState::Delivered,
+        (_, state) => state,
+    };
+    let state_name = state_name(state);
+    if row.title == subject.title && row.body == subject.body && row.state == state_name {
+        return Ok(row);
+    }
+    let update = RequirementUpdated {
+        requirement_id: row.id,
+        title: (row.title != subject.title).then(|| subject.title.to_owned()),
+        body: (row.body != subject.body).then(|| subject.body.to_owned()),
+        state,
+    };
+    tx.update_requirement(
+        row.id,
+        subject.title,
+        subject.body,
+        state_name,
+        subject.updated_at,
+    )
+    .await?;
+    outbox::append(tx, Event::RequirementUpdated(update)).await?;
+    row.title = subject.title.to_owned();
+    row.body = subject.body.to_owned();
+    row.state = state_name.to_owned();
+    Ok(row)
+}
 
-    async fn create_issue_requirement(
-        &self,
-        tx: &mut Tx,
-        key: String,
-        subject: &Subject<'_>,
-    ) -> Result<RequirementRow, ApiError> {
-        let new = NewRequirement {
-            key,
-            source: RequirementSource::Github {
-                repo: subject.repo.to_owned(),
-                number: subject.number,
-                pull_request: subject.pull_request,
-            },
-            title: subject.title.to_owned(),
-            body: subject.body.to_owned(),
-            url: Some(subject.url.to_owned()),
-            state: state_name(subject.state),
-            source_updated_at: subject.updated_at.to_owned(),
-            author: self.github_actor(subject.author).await?,
-        };
-        self.create_requirement(tx, new).await
-    }
+async fn create_issue_requirement(
+    api: &ApiState,
+    tx: &mut Tx,
+    key: String,
+    subject: &Subject<'_>,
+) -> Result<RequirementRow, ApiError> {
+    let new = NewRequirement {
+        key,
+        source: RequirementSource::Github {
+            repo: subject.repo.to_owned(),
+            number: subject.number,
+            pull_request: subject.pull_request,
+        },
+        title: subject.title.to_owned(),
+        body: subject.body.to_owned(),
+        url: Some(subject.url.to_owned()),
+        state: state_name(subject.state),
+        source_updated_at: subject.updated_at.to_owned(),
+        author: github_actor(api, subject.author).await?,
+    };
+    requirements::create(tx, new).await
+}
 
-    /// A GitHub account as an actor, resolved to a configured person when there is one.
-    pub(crate) async fn github_actor(&self, login: &str) -> Result<Actor, ApiError> {
-        Ok(Actor {
-            channel: Channel::Github,
-            handle: login.to_owned(),
-            person: self.people().await?.by_github(login).map(|p| p.id.clone()),
-        })
-    }
+/// A GitHub account as an actor, resolved to a configured person when there is one.
+pub(crate) async fn github_actor(api: &ApiState, login: &str) -> Result<Actor, ApiError> {
+    Ok(Actor {
+        channel: Channel::Github,
+        handle: login.to_owned(),
+        person: api
+            .people
+            .current(&api.store)
+            .await?
+            .by_github(login)
+            .map(|p| p.id.clone()),
+    })
 }
 
 fn state_name(state: RequirementState) -> &'static str {

@@ -8,7 +8,7 @@ use gatehouse_store::{RequirementRow, Tx};
 use uuid::Uuid;
 
 use crate::rights::may_start;
-use crate::{ApiError, ApiState, Trigger};
+use crate::{ApiError, ApiState, Trigger, outbox};
 
 /// A label event on an issue or pull request.
 pub(crate) struct LabelEvent<'a> {
@@ -31,148 +31,146 @@ pub(crate) struct LabelEvent<'a> {
     pub sender: Actor,
 }
 
-impl ApiState {
-    /// Starts the SOPs of the triggers matching a newly added label, once per label event.
-    /// Returns what happened, for the delivery's note.
-    pub(crate) async fn labeled(
-        &self,
-        tx: &mut Tx,
-        requirement: &RequirementRow,
-        event: &LabelEvent<'_>,
-    ) -> Result<Vec<String>, ApiError> {
-        let mut notes = Vec::new();
-        for trigger in self.triggers_for(event) {
-            notes.push(self.start_trigger(tx, requirement, &trigger, event).await?);
-        }
-        Ok(notes)
+/// Starts the SOPs of the triggers matching a newly added label, once per label event.
+/// Returns what happened, for the delivery's note.
+pub(crate) async fn labeled(
+    api: &ApiState,
+    tx: &mut Tx,
+    requirement: &RequirementRow,
+    event: &LabelEvent<'_>,
+) -> Result<Vec<String>, ApiError> {
+    let mut notes = Vec::new();
+    for trigger in triggers_for(api, event) {
+        notes.push(start_trigger(api, tx, requirement, &trigger, event).await?);
     }
+    Ok(notes)
+}
 
-    /// The configured triggers of a label event's label and repository.
-    fn triggers_for(&self, event: &LabelEvent<'_>) -> Vec<Trigger> {
-        self.github.as_ref().map_or_else(Vec::new, |github| {
-            github
-                .triggers
-                .iter()
-                .filter(|t| t.matches(event.label, event.repo))
-                .cloned()
-                .collect()
-        })
+/// The configured triggers of a label event's label and repository.
+fn triggers_for(api: &ApiState, event: &LabelEvent<'_>) -> Vec<Trigger> {
+    api.github.as_ref().map_or_else(Vec::new, |github| {
+        github
+            .triggers
+            .iter()
+            .filter(|t| t.matches(event.label, event.repo))
+            .cloned()
+            .collect()
+    })
+}
+
+/// Starts one trigger's SOP for a label event, unless this occurrence (`updated_at`)
+/// started it before. Returns what happened.
+pub(crate) async fn start_trigger(
+    api: &ApiState,
+    tx: &mut Tx,
+    requirement: &RequirementRow,
+    trigger: &Trigger,
+    event: &LabelEvent<'_>,
+) -> Result<String, ApiError> {
+    if event.from_fork && !trigger.allow_forks {
+        return Ok(format!(
+            "`{}` not started: the pull request comes from a fork (allow_forks = false)",
+            trigger.sop
+        ));
     }
+    let Some(sop) = api.catalog.get(&trigger.sop) else {
+        tracing::error!(label = %event.label, sop = %trigger.sop, "a GitHub trigger names an SOP that does not exist");
+        return Ok(format!("trigger names no SOP `{}`", trigger.sop));
+    };
+    if let Some(refusal) = labeller_refused(api, trigger, sop, &event.sender).await? {
+        return Ok(format!("`{}` not started: {refusal}", trigger.sop));
+    }
+    let params = issue_params(sop, event);
+    if let Err(why) = sop.check_start(&params) {
+        return Ok(format!("`{}` cannot start: {why}", trigger.sop));
+    }
+    let run_id = Uuid::now_v7();
+    let key = format!(
+        "github:{}#{}:{}:{}:{}",
+        event.repo, event.number, event.label, trigger.sop, event.updated_at
+    );
+    if !tx.record_trigger_start(&key, run_id).await? {
+        return Ok(format!(
+            "`{}` already started for this label event (delivered twice)",
+            trigger.sop
+        ));
+    }
+    let request = RunRequested {
+        run_id,
+        sop: sop.name.clone(),
+        params,
+        requirement_id: Some(requirement.id),
+        requested_by: event.sender.clone(),
+        schedule: None,
+        parent: None,
+    };
+    outbox::append(tx, Event::RunRequested(request)).await?;
+    Ok(format!("started `{}` as run {run_id}", trigger.sop))
+}
 
-    /// Starts one trigger's SOP for a label event, unless this occurrence (`updated_at`)
-    /// started it before. Returns what happened.
-    pub(crate) async fn start_trigger(
-        &self,
-        tx: &mut Tx,
-        requirement: &RequirementRow,
-        trigger: &Trigger,
-        event: &LabelEvent<'_>,
-    ) -> Result<String, ApiError> {
-        if event.from_fork && !trigger.allow_forks {
-            return Ok(format!(
-                "`{}` not started: the pull request comes from a fork (allow_forks = false)",
+/// Why the person who labelled may not start the trigger's SOP, if they may not: the
+/// trigger's `require_person` and `starters`, then the SOP's own `starters`.
+async fn labeller_refused(
+    api: &ApiState,
+    trigger: &Trigger,
+    sop: &Sop,
+    sender: &Actor,
+) -> Result<Option<String>, ApiError> {
+    let Some(person) = &sender.person else {
+        let needs_person =
+            trigger.require_person || trigger.starters.is_some() || sop.starters.is_some();
+        return Ok(needs_person.then(|| {
+            format!(
+                "`{}` is not one of the people known to Gatehouse, and this trigger starts runs only for them",
+                sender.handle
+            )
+        }));
+    };
+    let groups = api.people.current(&api.store).await?.groups(person);
+    if let Some(starters) = &trigger.starters
+        && !gatehouse_sop::names_person(starters, person, &groups)
+    {
+        return Ok(Some(format!(
+            "{person} may not start it by labelling; the trigger's starters are {}",
+            starters.join(", ")
+        )));
+    }
+    Ok(may_start(sop, person, &groups)
+        .err()
+        .map(|refused| refused.to_string()))
+}
+
+/// Cancels the runs a removed label started, where its trigger says so.
+pub(crate) async fn unlabeled(
+    api: &ApiState,
+    tx: &mut Tx,
+    requirement: &RequirementRow,
+    event: &LabelEvent<'_>,
+) -> Result<Vec<String>, ApiError> {
+    let mut notes = Vec::new();
+    for trigger in triggers_for(api, event) {
+        if !trigger.cancel_on_unlabel {
+            notes.push(format!(
+                "label removed; runs of `{}` go on (cancel_on_unlabel = false)",
                 trigger.sop
             ));
+            continue;
         }
-        let Some(sop) = self.catalog.get(&trigger.sop) else {
-            tracing::error!(label = %event.label, sop = %trigger.sop, "a GitHub trigger names an SOP that does not exist");
-            return Ok(format!("trigger names no SOP `{}`", trigger.sop));
-        };
-        if let Some(refusal) = self.labeller_refused(trigger, sop, &event.sender).await? {
-            return Ok(format!("`{}` not started: {refusal}", trigger.sop));
-        }
-        let params = issue_params(sop, event);
-        if let Err(why) = sop.check_start(&params) {
-            return Ok(format!("`{}` cannot start: {why}", trigger.sop));
-        }
-        let run_id = Uuid::now_v7();
-        let key = format!(
-            "github:{}#{}:{}:{}:{}",
-            event.repo, event.number, event.label, trigger.sop, event.updated_at
-        );
-        if !tx.record_trigger_start(&key, run_id).await? {
-            return Ok(format!(
-                "`{}` already started for this label event (delivered twice)",
-                trigger.sop
-            ));
-        }
-        let request = RunRequested {
-            run_id,
-            sop: sop.name.clone(),
-            params,
-            requirement_id: Some(requirement.id),
-            requested_by: event.sender.clone(),
-            schedule: None,
-            parent: None,
-        };
-        self.append(tx, Event::RunRequested(request)).await?;
-        Ok(format!("started `{}` as run {run_id}", trigger.sop))
-    }
-
-    /// Why the person who labelled may not start the trigger's SOP, if they may not: the
-    /// trigger's `require_person` and `starters`, then the SOP's own `starters`.
-    async fn labeller_refused(
-        &self,
-        trigger: &Trigger,
-        sop: &Sop,
-        sender: &Actor,
-    ) -> Result<Option<String>, ApiError> {
-        let Some(person) = &sender.person else {
-            let needs_person =
-                trigger.require_person || trigger.starters.is_some() || sop.starters.is_some();
-            return Ok(needs_person.then(|| {
-                format!(
-                    "`{}` is not one of the people known to Gatehouse, and this trigger starts runs only for them",
-                    sender.handle
-                )
-            }));
-        };
-        let groups = self.people().await?.groups(person);
-        if let Some(starters) = &trigger.starters
-            && !gatehouse_sop::names_person(starters, person, &groups)
-        {
-            return Ok(Some(format!(
-                "{person} may not start it by labelling; the trigger's starters are {}",
-                starters.join(", ")
-            )));
-        }
-        Ok(may_start(sop, person, &groups)
-            .err()
-            .map(|refused| refused.to_string()))
-    }
-
-    /// Cancels the runs a removed label started, where its trigger says so.
-    pub(crate) async fn unlabeled(
-        &self,
-        tx: &mut Tx,
-        requirement: &RequirementRow,
-        event: &LabelEvent<'_>,
-    ) -> Result<Vec<String>, ApiError> {
-        let mut notes = Vec::new();
-        for trigger in self.triggers_for(event) {
-            if !trigger.cancel_on_unlabel {
-                notes.push(format!(
-                    "label removed; runs of `{}` go on (cancel_on_unlabel = false)",
-                    trigger.sop
-                ));
+        for run in api.store.runs_of_requirement(requirement.id).await? {
+            let ended = ["succeeded", "failed", "cancelled"].contains(&run.status.as_str());
+            if run.sop != trigger.sop || ended {
                 continue;
             }
-            for run in self.store.runs_of_requirement(requirement.id).await? {
-                let ended = ["succeeded", "failed", "cancelled"].contains(&run.status.as_str());
-                if run.sop != trigger.sop || ended {
-                    continue;
-                }
-                let command = RunCommand {
-                    run_id: run.id,
-                    command: RunCommandKind::Cancel,
-                    actor: event.sender.clone(),
-                };
-                self.append(tx, Event::RunCommand(command)).await?;
-                notes.push(format!("label removed: cancelling run {}", run.id));
-            }
+            let command = RunCommand {
+                run_id: run.id,
+                command: RunCommandKind::Cancel,
+                actor: event.sender.clone(),
+            };
+            outbox::append(tx, Event::RunCommand(command)).await?;
+            notes.push(format!("label removed: cancelling run {}", run.id));
         }
-        Ok(notes)
     }
+    Ok(notes)
 }
 
 /// The parameters a triggered SOP gets from its issue: those it declares among `repo`,

@@ -8,18 +8,18 @@ use axum::http::{HeaderMap, StatusCode};
 use gatehouse_github::verify_signature;
 use serde_json::{Value, json};
 
-use crate::deliveries::utf8;
+use crate::deliveries::{self, utf8};
 use crate::{ApiError, ApiState};
 
 /// Receives a delivery: 401 for a bad signature (nothing stored, a counter counts it), 400
 /// for a body that is not JSON or lacks GitHub's headers, 413 above the size limit (the
 /// router's body limit), 202 once stored, 200 for a redelivery (which does nothing).
 pub(crate) async fn receive(
-    State(state): State<ApiState>,
+    State(api): State<ApiState>,
     headers: HeaderMap,
     body: Bytes,
 ) -> Result<(StatusCode, Json<Value>), ApiError> {
-    let Some(github) = state.github.as_ref() else {
+    let Some(github) = api.github.as_ref() else {
         return Err(ApiError::NotFound(
             "GitHub is not configured ([github])".into(),
         ));
@@ -38,9 +38,7 @@ pub(crate) async fn receive(
     let text = utf8(&body)?;
     serde_json::from_str::<Value>(text)
         .map_err(|e| ApiError::BadRequest(format!("the body is not JSON: {e}")))?;
-    let stored = state
-        .store_delivery("github", delivery, event, text)
-        .await?;
+    let stored = deliveries::store(&api, "github", delivery, event, text).await?;
     let status = if stored {
         StatusCode::ACCEPTED
     } else {

@@ -1,0 +1,238 @@
+//! GitHub deliveries: issues, pull requests and comments become requirements, triggered
+//! runs and commands.
+
+use gatehouse_events::RequirementState;
+use gatehouse_github::{IssueCommentEvent, IssuesEvent, PullRequestEvent, Webhook};
+use gatehouse_store::{DeliveryRow, Tx};
+
+use super::requirement::{self, Subject, github_actor};
+use super::triggers::{LabelEvent, labeled, unlabeled};
+use crate::deliveries::Outcome;
+use crate::written::{self, Done, Scope};
+use crate::{ApiError, ApiState, outbox};
+
+/// What a stored GitHub delivery comes to, written into `tx`.
+pub(crate) async fn process(
+    api: &ApiState,
+    tx: &mut Tx,
+    delivery: &DeliveryRow,
+) -> Result<Outcome, ApiError> {
+    let parsed = Webhook::parse(&delivery.event, delivery.body.as_bytes());
+    // Only repositories the configuration names are acted on: an App installed more
+    // widely, or a hook on another repository, reaches nothing else.
+    if let Ok(webhook) = &parsed
+        && let Some(repo) = webhook.repository()
+        && !api.github.as_ref().is_some_and(|g| g.allows_repo(repo))
+    {
+        return Ok(Outcome::ignored(format!(
+            "repository `{repo}` is not configured: name it in a trigger's `repos` or in [github] repositories"
+        )));
+    }
+    Ok(match parsed {
+        Err(e) => {
+            tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
+            Outcome::ignored(format!("payload not understood: {e}"))
+        }
+        Ok(Webhook::Ping) => Outcome::ignored("ping"),
+        Ok(Webhook::Other(event)) => Outcome::ignored(format!("`{event}` events are not acted on")),
+        Ok(Webhook::Issues(e)) => issues(api, tx, &e).await?,
+        Ok(Webhook::PullRequest(e)) => pull_request(api, tx, &e).await?,
+        Ok(Webhook::IssueComment(e)) => comment(api, tx, &delivery.delivery_id, &e).await?,
+    })
+}
+
+async fn issues(api: &ApiState, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome, ApiError> {
+    let issue = &e.issue;
+    let subject = issue_subject(&e.repository.full_name, issue);
+    let requirement = requirement::sync(api, tx, &subject).await?;
+    let label = LabelEvent {
+        repo: subject.repo,
+        number: issue.number,
+        label: e.label.as_ref().map_or("", |l| l.name.as_str()),
+        title: &issue.title,
+        url: &issue.html_url,
+        updated_at: &issue.updated_at,
+        from_fork: false,
+        sender: github_actor(api, &e.sender.login).await?,
+    };
+    let notes = match e.action.as_str() {
+        "labeled" => labeled(api, tx, &requirement, &label).await?,
+        "unlabeled" => unlabeled(api, tx, &requirement, &label).await?,
+        action => vec![format!("issue {action}")],
+    };
+    Ok(Outcome::processed(notes))
+}
+
+async fn pull_request(
+    api: &ApiState,
+    tx: &mut Tx,
+    e: &PullRequestEvent,
+) -> Result<Outcome, ApiError> {
+    let pr = &e.pull_request;
+    let state = match (pr.state.as_str(), pr.merged) {
+        (_, true) => RequirementState::Delivered,
+        (state, false) => open_or_closed(state),
+    };
+    let subject = Subject {
+        repo: &e.repository.full_name,
+        number: pr.number,
+        pull_request: true,
+        title: &pr.title,
+        body: pr.body.as_deref().unwrap_or_default(),
+        url: &pr.html_url,
+        state,
+        author: &pr.user.login,
+        updated_at: &pr.updated_at,
+    };
+    let requirement = requirement::sync(api, tx, &subject).await?;
+    let label = LabelEvent {
+        repo: subject.repo,
+        number: pr.number,
+        label: e.label.as_ref().map_or("", |l| l.name.as_str()),
+        title: &pr.title,
+        url: &pr.html_url,
+        updated_at: &pr.updated_at,
+        from_fork: pr.from_fork(),
+        sender: github_actor(api, &e.sender.login).await?,
+    };
+    let notes = match e.action.as_str() {
+        "labeled" => labeled(api, tx, &requirement, &label).await?,
+        "unlabeled" => unlabeled(api, tx, &requirement, &label).await?,
+        "closed" => vec![pull_closed(api, tx, subject.repo, pr).await?],
+        action => vec![format!("pull request {action}")],
+    };
+    Ok(Outcome::processed(notes))
+}
+
+/// A pull request Gatehouse opened was closed: merged, it delivers its requirement;
+/// closed unmerged, the requirement is closed (without delivery) until it is reopened.
+async fn pull_closed(
+    api: &ApiState,
+    tx: &mut Tx,
+    repo: &str,
+    pr: &gatehouse_github::PullRequest,
+) -> Result<String, ApiError> {
+    let Some(id) = api.store.pull_request_requirement(repo, pr.number).await? else {
+        return Ok(format!("pull request closed (merged: {})", pr.merged));
+    };
+    let Some(requirement) = api.store.requirement(id).await? else {
+        return Ok("pull request closed; its requirement is gone".into());
+    };
+    let (state, name, note) = if pr.merged {
+        (RequirementState::Delivered, "delivered", "merged")
+    } else {
+        (RequirementState::Closed, "closed", "closed unmerged")
+    };
+    if requirement.state != name && requirement.state != "delivered" {
+        tx.update_requirement(id, &requirement.title, &requirement.body, name, "")
+            .await?;
+        let update = gatehouse_events::RequirementUpdated {
+            requirement_id: id,
+            title: None,
+            body: None,
+            state,
+        };
+        outbox::append(tx, gatehouse_events::Event::RequirementUpdated(update)).await?;
+    }
+    Ok(format!("{note}: {} {name}", requirement.source_key))
+}
+
+async fn comment(
+    api: &ApiState,
+    tx: &mut Tx,
+    delivery: &str,
+    e: &IssueCommentEvent,
+) -> Result<Outcome, ApiError> {
+    let issue = &e.issue;
+    let subject = issue_subject(&e.repository.full_name, issue);
+    let requirement = requirement::sync(api, tx, &subject).await?;
+    let Some(github) = api.github.clone() else {
+        return Ok(Outcome::ignored("GitHub is not configured"));
+    };
+    let found = match e.action.as_str() {
+        "created" => gatehouse_commands::parse_comment(&e.comment.body, &github.bot_login),
+        // Only the commands the edit added run: the others ran when they were written.
+        "edited" => {
+            let before = e
+                .changes
+                .as_ref()
+                .and_then(|c| c.body.as_ref())
+                .map_or("", |b| b.from.as_str());
+            gatehouse_commands::new_commands(before, &e.comment.body, &github.bot_login)
+        }
+        action => return Ok(Outcome::ignored(format!("comment {action}"))),
+    };
+    if found.is_empty() {
+        return Ok(Outcome::ignored("no command in the comment"));
+    }
+    // The same version of the comment under another delivery id runs nothing again.
+    if !tx
+        .claim_comment_commands(e.comment.id, &e.comment.updated_at, delivery)
+        .await?
+    {
+        return Ok(Outcome::ignored(format!(
+            "comment {} as of {} was acted on already, by another delivery",
+            e.comment.id, e.comment.updated_at
+        )));
+    }
+    let actor = github_actor(api, &e.comment.user.login).await?;
+    let mut notes = Vec::new();
+    let mut replies = Vec::new();
+    for command in found {
+        let done = match command.result {
+            Ok(command) => {
+                let scope = Scope {
+                    requirement: Some(&requirement),
+                    anywhere: false,
+                    place: "issue",
+                };
+                written::carry_out(api, tx, &scope, &actor, command).await?
+            }
+            Err(error) => {
+                let help = matches!(
+                    error,
+                    gatehouse_commands::ParseError::UnknownCommand(_)
+                        | gatehouse_commands::ParseError::Empty
+                )
+                .then(|| format!("\n\n```\n{}\n```", gatehouse_commands::help()))
+                .unwrap_or_default();
+                Done {
+                    note: format!("line {}: {error}", command.line),
+                    reply: Some(format!("`{}`: {error}{help}", command.text.trim())),
+                }
+            }
+        };
+        notes.push(done.note);
+        replies.extend(done.reply);
+    }
+    if !replies.is_empty() {
+        let reply = format!("@{} {}", e.comment.user.login, replies.join("\n\n"));
+        let key = format!("reply:{delivery}");
+        tx.want_comment(&key, &e.repository.full_name, issue.number, &reply)
+            .await?;
+    }
+    Ok(Outcome::processed(notes))
+}
+
+/// An issue (or a pull request seen as an issue) as a requirement's subject.
+fn issue_subject<'a>(repo: &'a str, issue: &'a gatehouse_github::Issue) -> Subject<'a> {
+    Subject {
+        repo,
+        number: issue.number,
+        pull_request: issue.pull_request.is_some(),
+        title: &issue.title,
+        body: issue.body.as_deref().unwrap_or_default(),
+        url: &issue.html_url,
+        state: open_or_closed(&issue.state),
+        author: &issue.user.login,
+        updated_at: &issue.updated_at,
+    }
+}
+
+fn open_or_closed(state: &str) -> RequirementState {
+    if state == "closed" {
+        RequirementState::Closed
+    } else {
+        RequirementState::Open
+    }
+}
