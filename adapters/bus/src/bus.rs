@@ -114,7 +114,6 @@ pub struct Delivery {
     pub id: Option<Uuid>,
     /// Topic without the deployment prefix.
     pub topic: String,
-    /// Raw bytes.
     pub payload: Bytes,
     /// W3C traceparent header, if any.
     pub traceparent: Option<String>,

@@ -32,7 +32,6 @@ pub trait Handler: Send + Sync {
 /// Tuning for a [`Consumer`].
 #[derive(Debug, Clone)]
 pub struct ConsumerOptions {
-    /// The durable consumer.
     pub spec: ConsumerSpec,
     /// Deliveries after which a failing event is parked as a dead letter.
     pub max_deliveries: u32,
@@ -69,15 +68,9 @@ pub enum Outcome {
     /// The inbox had it already: a redelivery or duplicate, acknowledged without effect.
     Duplicate,
     /// The handler failed; it comes back after `retry_in`.
-    Retrying {
-        /// Delay before redelivery.
-        retry_in: Duration,
-    },
+    Retrying { retry_in: Duration },
     /// Parked in the dead-letter table with this reason.
-    DeadLettered {
-        /// Why.
-        reason: String,
-    },
+    DeadLettered { reason: String },
 }
 
 /// Runs a [`Handler`] over a durable consumer.

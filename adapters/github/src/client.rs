@@ -32,7 +32,6 @@ pub enum GithubError {
     /// GitHub answered with an error status that retrying will not fix.
     #[error("GitHub answered {status}: {message}")]
     Api {
-        /// The status.
         status: StatusCode,
         /// GitHub's message.
         message: String,
@@ -48,7 +47,6 @@ pub enum GithubError {
 /// A comment as listed.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct IssueComment {
-    /// Id.
     pub id: u64,
     /// Markdown.
     #[serde(default)]
@@ -58,21 +56,15 @@ pub struct IssueComment {
 /// An issue found by search (reconciliation).
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct FoundIssue {
-    /// Number.
     pub number: u64,
-    /// Title.
     pub title: String,
-    /// Body.
     pub body: Option<String>,
-    /// Link.
     pub html_url: String,
     /// `https://api.../repos/owner/name`: the repository.
     pub repository_url: String,
-    /// Last change.
     pub updated_at: String,
     /// Author.
     pub user: crate::User,
-    /// Labels.
     #[serde(default)]
     pub labels: Vec<crate::Label>,
     /// Present for pull requests.

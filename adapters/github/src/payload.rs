@@ -50,7 +50,6 @@ pub struct IssuesEvent {
     pub issue: Issue,
     /// The label added or removed (labeled, unlabeled).
     pub label: Option<Label>,
-    /// Where.
     pub repository: Repository,
     /// Who did it.
     pub sender: User,
@@ -63,11 +62,9 @@ pub struct IssueCommentEvent {
     pub action: String,
     /// The issue (or pull request) commented on.
     pub issue: Issue,
-    /// The comment.
     pub comment: Comment,
     /// For `edited`: what the body was before.
     pub changes: Option<CommentChanges>,
-    /// Where.
     pub repository: Repository,
     /// Who did it.
     pub sender: User,
@@ -82,7 +79,6 @@ pub struct PullRequestEvent {
     pub pull_request: PullRequest,
     /// The label added or removed (labeled, unlabeled).
     pub label: Option<Label>,
-    /// Where.
     pub repository: Repository,
     /// Who did it.
     pub sender: User,
@@ -93,13 +89,10 @@ pub struct PullRequestEvent {
 pub struct Issue {
     /// Number within the repository.
     pub number: u64,
-    /// Title.
     pub title: String,
-    /// Body, when there is one.
     pub body: Option<String>,
     /// open or closed.
     pub state: String,
-    /// Link.
     pub html_url: String,
     /// Labels now on it.
     #[serde(default)]
@@ -112,21 +105,17 @@ pub struct Issue {
     pub pull_request: Option<serde_json::Value>,
 }
 
-/// A pull request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct PullRequest {
     /// Number within the repository.
     pub number: u64,
-    /// Title.
     pub title: String,
-    /// Body, when there is one.
     pub body: Option<String>,
     /// open or closed.
     pub state: String,
     /// Whether it was merged (on `closed`).
     #[serde(default)]
     pub merged: bool,
-    /// Link.
     pub html_url: String,
     /// Labels now on it.
     #[serde(default)]
@@ -156,14 +145,12 @@ impl PullRequest {
 /// One end of a pull request.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Branch {
-    /// Branch name.
     #[serde(rename = "ref")]
     pub name: String,
     /// Its repository (absent when a fork was deleted).
     pub repo: Option<Repository>,
 }
 
-/// A comment.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Comment {
     /// Id (for edits and replies).
@@ -172,7 +159,6 @@ pub struct Comment {
     pub body: String,
     /// Author.
     pub user: User,
-    /// Link.
     pub html_url: String,
     /// Last change (creation or edit): with `id`, names this version of the comment.
     #[serde(default)]
@@ -186,21 +172,17 @@ pub struct CommentChanges {
     pub body: Option<Previous>,
 }
 
-/// A previous value.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub struct Previous {
-    /// What it was.
     pub from: String,
 }
 
-/// A label.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Label {
     /// Its name, e.g. `sop:bug-fix`.
     pub name: String,
 }
 
-/// A repository.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Repository {
     /// `owner/name`.
@@ -210,7 +192,6 @@ pub struct Repository {
 /// A GitHub account.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct User {
-    /// Login.
     pub login: String,
 }
 

@@ -14,9 +14,7 @@ pub enum SandboxError {
     Prepare {
         /// Which directory.
         what: &'static str,
-        /// Where.
         path: PathBuf,
-        /// Why.
         #[source]
         source: std::io::Error,
     },
@@ -57,7 +55,6 @@ pub enum SandboxError {
     Docker {
         /// What the sandbox was doing.
         doing: &'static str,
-        /// Docker's error.
         #[source]
         source: bollard::errors::Error,
     },

@@ -50,27 +50,22 @@ impl Job {
 /// it left behind.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct JobLabels {
-    /// The run's id.
     pub run: String,
     /// The node's name in the SOP.
     pub node: String,
-    /// The attempt number.
     pub attempt: u32,
 }
 
 /// Which output a line came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stream {
-    /// Standard output.
     Stdout,
-    /// Standard error.
     Stderr,
 }
 
 /// One line of output, without its newline.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LogLine {
-    /// Where it came from.
     pub stream: Stream,
     /// The text (invalid UTF-8 replaced).
     pub line: String,
@@ -95,7 +90,6 @@ pub enum ExitStatus {
 /// The end of a job.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Exit {
-    /// How it ended.
     pub status: ExitStatus,
     /// Wall-clock time from start to end.
     pub duration: Duration,

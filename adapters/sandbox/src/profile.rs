@@ -17,7 +17,6 @@ const DOCKER_SOCKETS: [&str; 2] = ["/var/run/docker.sock", "/run/docker.sock"];
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Profile {
-    /// Which sandbox runs the node.
     #[serde(default)]
     pub kind: SandboxKind,
     /// The image a Docker node runs in; required for `docker`.

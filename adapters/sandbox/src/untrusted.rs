@@ -50,7 +50,6 @@ use rustix::io::Errno;
 pub struct Refused {
     /// The name as given (relative to the directory it was looked up in).
     pub name: String,
-    /// What is wrong with it.
     pub problem: Problem,
 }
 
@@ -86,12 +85,7 @@ pub enum Problem {
     HardLinked(u64),
     /// Bigger than allowed, seen before reading.
     #[error("is {}, over the {} limit", iec(*.size), iec(*.limit))]
-    TooLarge {
-        /// Its size.
-        size: u64,
-        /// The limit.
-        limit: u64,
-    },
+    TooLarge { size: u64, limit: u64 },
     /// It grew past the limit while being read.
     #[error("grew past the {} limit while it was read", iec(*.0))]
     Grew(u64),

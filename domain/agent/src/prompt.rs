@@ -24,7 +24,6 @@ use thiserror::Error;
 pub struct RequirementView {
     /// One-line summary.
     pub title: String,
-    /// The full text.
     pub body: String,
     /// Where it lives, when it has an address (an issue URL, a chat permalink).
     pub url: Option<String>,
@@ -35,15 +34,12 @@ pub struct RequirementView {
 pub struct PromptContext {
     /// The run's requirement; `none` for runs started without one (schedules, the CLI).
     pub requirement: Option<RequirementView>,
-    /// The run's parameters.
     pub params: BTreeMap<String, String>,
     /// Upstream node → artifact file name → its text (large files truncated by the runner).
     pub inputs: BTreeMap<String, BTreeMap<String, String>>,
     /// The reviewer's send-back comment that caused this attempt; `none` otherwise.
     pub rework_comment: Option<String>,
-    /// The run's id.
     pub run_id: String,
-    /// This node's name.
     pub node: String,
     /// This execution's attempt number, from 1.
     pub attempt: u32,
@@ -70,7 +66,6 @@ pub enum PromptError {
     /// The template does not parse.
     #[error("prompt template{}: {message}", at_line(.line))]
     Syntax {
-        /// Where.
         line: Option<usize>,
         /// MiniJinja's description.
         message: String,
@@ -78,7 +73,6 @@ pub enum PromptError {
     /// The template uses a variable, attribute or key that the context does not have.
     #[error("prompt template{}: `{expression}` is undefined; {hint}", at_line(.line))]
     Undefined {
-        /// Where.
         line: Option<usize>,
         /// The expression as written in the template.
         expression: String,
@@ -88,7 +82,6 @@ pub enum PromptError {
     /// Any other rendering failure, such as a filter applied to the wrong type.
     #[error("prompt template{}: {message}", at_line(.line))]
     Render {
-        /// Where.
         line: Option<usize>,
         /// MiniJinja's description, with the failing expression when known.
         message: String,

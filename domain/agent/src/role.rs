@@ -14,7 +14,6 @@ use crate::placeholder::{self, Piece};
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Role {
-    /// Which coding-agent CLI runs.
     pub executor: Executor,
     /// The model to ask the CLI for; the CLI's own default when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,10 +89,7 @@ pub enum RoleError {
         "`command` is only read for executor \"command\", not \"{executor}\"; remove it, \
          or use `args` to add arguments to the {executor} command line"
     )]
-    CommandNotAllowed {
-        /// The role's executor.
-        executor: Executor,
-    },
+    CommandNotAllowed { executor: Executor },
     /// `args` given to executor `command`, which ignores it.
     #[error(
         "`args` is only read for executors \"claude-code\" and \"codex\"; for executor \

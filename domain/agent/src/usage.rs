@@ -59,7 +59,6 @@ pub enum ParseError {
     /// typically because the CLI failed before it started (not installed, bad flag).
     #[error("{executor} printed no result that Gatehouse recognises; {}", quoted_excerpt(.excerpt))]
     NoResult {
-        /// The role's executor.
         executor: Executor,
         /// The start of the output.
         excerpt: String,
@@ -67,7 +66,6 @@ pub enum ParseError {
     /// A `command` executor's `gatehouse_usage` line does not have the documented shape.
     #[error("the last `gatehouse_usage` line is malformed ({reason}); the line: {line:?}")]
     CommandUsage {
-        /// What is wrong with it.
         reason: String,
         /// The line, shortened.
         line: String,

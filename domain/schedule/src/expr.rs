@@ -39,11 +39,9 @@ pub(crate) enum ExprError {
     /// One element of one field is wrong.
     #[error("{} `{text}`: {problem}", .field.name)]
     Field {
-        /// The field.
         field: &'static Field,
         /// The element of the field croner refused, as written.
         text: String,
-        /// What is wrong with it.
         problem: Problem,
     },
     /// croner refuses the whole but no field on its own (not expected to happen).
@@ -61,7 +59,6 @@ pub(crate) enum Problem {
     OutOfRange {
         /// The number as written.
         value: String,
-        /// Its field.
         field: &'static Field,
     },
     /// Neither a number nor one of the field's names.
@@ -69,7 +66,6 @@ pub(crate) enum Problem {
     NotAValue {
         /// The text as written.
         value: String,
-        /// Its field.
         field: &'static Field,
     },
     /// A range whose start comes after its end.
@@ -110,7 +106,6 @@ pub(crate) enum Problem {
     /// A day-of-month or day-of-week notation in another field.
     #[error("{what} is only for {only}")]
     NotHere {
-        /// The notation.
         what: &'static str,
         /// The fields that take it.
         only: &'static str,
@@ -123,10 +118,7 @@ pub(crate) enum Problem {
         "not a value, range or step; {} takes {}, a range `a-b`, `*`, a step `*/n`, `a/n` or `a-b/n`{}, or a list of these separated by commas",
         .field.name, .field.values, .field.also
     )]
-    Syntax {
-        /// The field.
-        field: &'static Field,
-    },
+    Syntax { field: &'static Field },
 }
 
 /// Which notations beyond values, ranges and steps a field takes.

@@ -47,7 +47,6 @@ pub enum ScheduleError {
     /// The cron expression does not parse.
     #[error("cron `{expr}`: {reason}")]
     Cron {
-        /// The expression.
         expr: String,
         /// What is wrong, in Gatehouse's words: the field, the value, what it takes (or
         /// that the number of fields is wrong).
@@ -61,20 +60,10 @@ pub enum ScheduleError {
     TimeZone(String),
     /// The end of a schedule's window is not after its start.
     #[error("end {end} is not after start {start}")]
-    Window {
-        /// The start.
-        start: String,
-        /// The end.
-        end: String,
-    },
+    Window { start: String, end: String },
     /// No fire time falls between the schedule's start and end.
     #[error("cron `{expr}` never fires before the schedule's end {end}")]
-    NeverFiresInWindow {
-        /// The expression.
-        expr: String,
-        /// The end.
-        end: String,
-    },
+    NeverFiresInWindow { expr: String, end: String },
     /// A jitter too large to add to a time.
     #[error("jitter {0} is too large")]
     Jitter(String),

@@ -86,7 +86,6 @@ impl Catalog {
         (catalog, errors)
     }
 
-    /// The SOP called `name`.
     pub fn get(&self, name: &str) -> Option<&Sop> {
         self.sops.get(name)
     }

@@ -17,7 +17,6 @@ pub struct Sop {
     pub name: String,
     /// One-line title for cards and listings.
     pub title: String,
-    /// Longer description.
     pub description: String,
     /// Default sandbox profile for its nodes.
     pub sandbox: String,
@@ -42,7 +41,6 @@ pub struct Sop {
 }
 
 impl Sop {
-    /// A node by id.
     pub fn node(&self, id: &str) -> Option<&Node> {
         self.nodes.iter().find(|n| n.id == id)
     }
@@ -146,19 +144,15 @@ pub struct Node {
     pub needs: Vec<String>,
     /// Wall-clock limit per attempt.
     pub timeout: Option<Duration>,
-    /// Retries after failure.
     pub retry: Retry,
     /// Files under `$GATEHOUSE_ARTIFACTS` kept as outputs.
     pub artifacts: Vec<String>,
-    /// Environment for the node.
     pub env: BTreeMap<String, String>,
     /// Secrets the node may read.
     pub secrets: Vec<String>,
-    /// Rework instead of failure.
     pub on_failure: Option<OnFailure>,
     /// Sandbox profile override.
     pub sandbox: Option<String>,
-    /// What the node does.
     pub kind: NodeKind,
 }
 
@@ -191,7 +185,6 @@ pub enum NodeKind {
     },
     /// Push the work branch and open or update a PR, or merge directly.
     Deliver {
-        /// How to deliver.
         mode: DeliverMode,
         /// The target (base) branch; the repository default when not given.
         branch: Option<String>,
@@ -224,7 +217,6 @@ pub struct Gate {
     pub allow_requester: bool,
     /// The gate expires this long after it opens.
     pub expires_in: Option<Duration>,
-    /// What expiry means.
     pub on_expire: OnExpire,
     /// How many times this gate may send work back before only approve or reject remain.
     pub max_rework: u32,

@@ -69,7 +69,6 @@ pub enum ParamType {
 }
 
 impl ParamType {
-    /// Whether `value` is of this type.
     pub fn accepts(&self, value: &str) -> bool {
         match self {
             Self::String { pattern } => pattern.as_ref().is_none_or(|p| p.matches(value)),
