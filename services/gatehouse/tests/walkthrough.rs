@@ -28,11 +28,9 @@ fn walkthrough() -> Vec<Step> {
         .split("### First run")
         .nth(1)
         .expect("README has a First run section");
+    // The section ends at the next heading of its level or above.
     let section = section.split("\n### ").next().unwrap_or(section);
-    let section = section
-        .split("\nEvery client verb")
-        .next()
-        .unwrap_or(section);
+    let section = section.split("\n## ").next().unwrap_or(section);
     let mut steps: Vec<Step> = Vec::new();
     let mut in_block = false;
     for line in section.lines() {
