@@ -2,7 +2,7 @@
 
 use marked_yaml::Spanned;
 
-use super::Report;
+use super::report::Report;
 use crate::raw::RawParam;
 use crate::{Param, ParamType, Pattern};
 
