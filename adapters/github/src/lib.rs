@@ -6,12 +6,21 @@
 //! and a delivery that lacks a field Gatehouse needs is recorded and ignored, never a panic.
 
 mod client;
+mod comments;
+mod error;
 mod payload;
+mod pulls;
+mod search;
 mod signature;
+mod transport;
 
-pub use client::{FoundIssue, GithubClient, GithubError, IssueComment, rate_limit_wait};
+pub use client::GithubClient;
+pub use comments::IssueComment;
+pub use error::GithubError;
 pub use payload::{
     Branch, Comment, CommentChanges, Issue, IssueCommentEvent, IssuesEvent, Label, Previous,
     PullRequest, PullRequestEvent, Repository, User, Webhook,
 };
+pub use search::FoundIssue;
 pub use signature::{SignatureError, verify_signature};
+pub use transport::rate_limit_wait;
