@@ -1,5 +1,7 @@
 //! `/runs`: start, list, show, logs, and the run commands.
 
+mod detail;
+
 use std::collections::BTreeMap;
 
 use axum::Json;
@@ -10,9 +12,10 @@ use gatehouse_events::{Event, RunCommand, RunCommandKind, RunRequested};
 use serde::Deserialize;
 use uuid::Uuid;
 
+use detail::{detail, summary};
+
 use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};
-use crate::schedules::millis;
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox};
 
@@ -88,135 +91,13 @@ pub async fn list(
     Ok(Json(rows.into_iter().map(summary).collect()))
 }
 
-fn summary(row: gatehouse_store::RunRow) -> RunSummary {
-    RunSummary {
-        id: row.id,
-        sop: row.sop,
-        sop_version: row.sop_version,
-        status: row.status,
-        requested_by: row.requested_by,
-        parent_run: row.parent_run,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-    }
-}
-
-/// What a run's agent attempts used, with the run's and its requirement's sums.
-async fn usage(
-    api: &ApiState,
-    run: Uuid,
-    requirement: Option<Uuid>,
-) -> Result<UsageView, ApiError> {
-    let rows = api.store.usage_of_run(run).await?;
-    let requirement = match requirement {
-        Some(id) => Some(UsageTotal::of(&api.store.usage_of_requirement(id).await?)),
-        None => None,
-    };
-    Ok(UsageView {
-        run: UsageTotal::of(&rows),
-        requirement,
-        attempts: rows
-            .into_iter()
-            .map(|u| AttemptUsage {
-                node: u.node,
-                attempt: u.attempt,
-                model: u.model,
-                input_tokens: u.input_tokens,
-                output_tokens: u.output_tokens,
-                cache_read_tokens: u.cache_read_tokens,
-                cache_write_tokens: u.cache_write_tokens,
-                cost_usd: u.cost_usd,
-            })
-            .collect(),
-    })
-}
-
 /// A run with its nodes, attempts, artifacts and decisions.
 #[utoipa::path(get, path = "/runs/{id}", responses((status = 200, body = RunDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
     State(api): State<ApiState>,
     Path(id): Path<Uuid>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    let (row, sop, run) = api.runs.load(id).await?;
-    let attempts = api.store.attempts(id).await?;
-    let artifacts = api.store.artifacts(id).await?;
-    let decisions = api.store.decisions(id).await?;
-    let usage = usage(&api, id, row.requirement_id).await?;
-    let nodes = run
-        .nodes
-        .iter()
-        .map(|(node, n)| NodeView {
-            node: node.clone(),
-            kind: sop
-                .node(node)
-                .map(|d| d.kind.name().to_owned())
-                .unwrap_or_default(),
-            status: n.status.as_str().to_owned(),
-            attempt: n.attempt,
-            rework_count: n.rework_count,
-            last_error: n.last_error.clone(),
-            duration_ms: attempts
-                .iter()
-                .filter(|a| &a.node == node)
-                .max_by_key(|a| a.attempt)
-                .and_then(|a| a.duration_ms),
-        })
-        .collect();
-    let attempts = attempts
-        .into_iter()
-        .map(|a| AttemptView {
-            node: a.node,
-            attempt: a.attempt,
-            status: a.status,
-            exit_code: a.exit_code,
-            error: a.error,
-            started_at: a.started_at,
-            finished_at: a.finished_at,
-            duration_ms: a.duration_ms,
-        })
-        .collect();
-    let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
-    let schedule = row
-        .schedule
-        .clone()
-        .zip(row.scheduled_ms)
-        .map(|(name, ms)| ScheduleLink {
-            name,
-            scheduled_time: millis(ms),
-        });
-    Ok(Json(RunDetail {
-        usage,
-        schedule,
-        params,
-        failure: run.failure.clone(),
-        nodes,
-        attempts,
-        artifacts: artifacts
-            .into_iter()
-            .map(|a| ArtifactView {
-                node: a.node,
-                attempt: a.attempt,
-                name: a.name,
-                sha256: a.sha256,
-                size: a.size,
-            })
-            .collect(),
-        decisions: decisions
-            .into_iter()
-            .map(|d| DecisionView {
-                node: d.node,
-                attempt: d.attempt,
-                decision: d.decision,
-                target: d.target,
-                comment: d.comment,
-                person: d.person,
-                channel: d.channel,
-                outcome: d.outcome,
-                decided_at: d.decided_at,
-            })
-            .collect(),
-        run: summary(row),
-    }))
+    Ok(Json(detail(&api, id).await?))
 }
 
 /// A run's output, oldest first; follow it with `after`.

@@ -4,17 +4,24 @@
 //! fire (overlap policy, catch-up window) and starts the runs, so a manual trigger obeys
 //! the same rules as a cron fire and is recorded the same way.
 
-use std::collections::BTreeMap;
+mod checked;
+mod view;
+
+pub(crate) use view::millis;
+
 use std::time::Duration;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use chrono::{DateTime, Utc};
-use gatehouse_schedule::{Overlap, Timing, parse_time, rfc3339};
+use chrono::Utc;
+use gatehouse_schedule::{parse_time, rfc3339};
 use gatehouse_store::{FireRow, ScheduleRow};
 use jiff::Timestamp;
 use serde::Deserialize;
+
+use checked::checked;
+use view::{cursor, fire_view, timing, view};
 
 use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};
@@ -276,94 +283,6 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// A create request checked field by field; every message names the field.
-async fn checked(
-    api: &ApiState,
-    caller: &Caller,
-    body: CreateSchedule,
-) -> Result<ScheduleRow, ApiError> {
-    let name_ok = !body.name.is_empty()
-        && body.name.len() <= 100
-        && body
-            .name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'));
-    if !name_ok {
-        return Err(ApiError::Unprocessable(format!(
-            "name `{}`: use 1 to 100 letters, digits, `.`, `_` or `-`",
-            body.name
-        )));
-    }
-    let duration = |field: &str, text: Option<&str>, default: Duration| match text {
-        None => Ok(default),
-        Some(t) => humantime::parse_duration(t).map_err(|e| {
-            ApiError::Unprocessable(format!("{field} `{t}`: {e} (e.g. 90s, 15m, 1h)"))
-        }),
-    };
-    let catchup_window = duration(
-        "catchup_window",
-        body.catchup_window.as_deref(),
-        Duration::from_secs(3600),
-    )?;
-    let jitter = duration("jitter", body.jitter.as_deref(), Duration::ZERO)?;
-    let time = |field: &str, text: Option<&str>| {
-        text.map(parse_time)
-            .transpose()
-            .map_err(|e| ApiError::Unprocessable(format!("{field}: {e}")))
-    };
-    let start = time("start", body.start.as_deref())?;
-    let end = time("end", body.end.as_deref())?;
-    let timezone = body.timezone.unwrap_or_else(|| "UTC".into());
-    let timing = Timing::new(&body.name, &body.cron, &timezone, jitter, start, end)
-        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
-    let now = Timestamp::now();
-    if timing.next_fire(now).is_none() {
-        return Err(ApiError::Unprocessable(format!(
-            "end: the schedule would never fire again (its end {} has passed)",
-            end.map(|e| e.to_string()).unwrap_or_default()
-        )));
-    }
-    let overlap: Overlap = body
-        .overlap
-        .as_deref()
-        .unwrap_or("skip")
-        .parse()
-        .map_err(ApiError::Unprocessable)?;
-    let sop = api.catalog.get(&body.sop).ok_or_else(|| {
-        ApiError::Unprocessable(format!(
-            "sop: no SOP named `{}`; `gatehouse sop list` shows them",
-            body.sop
-        ))
-    })?;
-    sop.check_start(&body.params)
-        .map_err(|m| ApiError::Unprocessable(format!("params: {m}")))?;
-    // Its runs answer to its creator, who must be allowed to start them.
-    may_start(sop, &caller.person, &caller.groups)?;
-    let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
-    let created = Utc::now();
-    Ok(ScheduleRow {
-        name: body.name,
-        cron: timing.cron().expr().to_owned(),
-        timezone,
-        sop: sop.name.clone(),
-        params: serde_json::to_string(&body.params).unwrap_or_else(|_| "{}".into()),
-        overlap: overlap.as_str().to_owned(),
-        catchup_window_ms: ms(catchup_window),
-        jitter_ms: ms(jitter),
-        starts_ms: start.map(|t| t.as_millisecond()),
-        ends_ms: end.map(|t| t.as_millisecond()),
-        paused: false,
-        pause_note: None,
-        source: "api".into(),
-        owner: caller.person.clone(),
-        since_ms: now.as_millisecond(),
-        next_due_ms: Some(0),
-        revision: 0,
-        created_at: created,
-        updated_at: created,
-    })
-}
-
 async fn find(api: &ApiState, name: &str) -> Result<ScheduleRow, ApiError> {
     api.store
         .schedule(name)
@@ -375,84 +294,4 @@ fn no_schedule(name: &str) -> ApiError {
     ApiError::NotFound(format!(
         "no schedule named `{name}`; `gatehouse schedule list` shows them"
     ))
-}
-
-/// The stored timing (checked when the schedule was created or loaded).
-fn timing(s: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
-    Timing::from_millis(
-        &s.name,
-        &s.cron,
-        &s.timezone,
-        s.jitter_ms,
-        s.starts_ms,
-        s.ends_ms,
-    )
-}
-
-/// Where the schedule's next cron time is searched from (the scheduler's rule).
-async fn cursor(api: &ApiState, row: &ScheduleRow) -> Result<Timestamp, ApiError> {
-    let after = api.store.fire_cursor_ms(row).await?;
-    Ok(Timestamp::from_millisecond(after).unwrap_or(Timestamp::UNIX_EPOCH))
-}
-
-async fn view(api: &ApiState, row: ScheduleRow) -> Result<ScheduleView, ApiError> {
-    let next_fire = match (timing(&row), row.paused) {
-        (Ok(timing), false) => timing
-            .next_fire(cursor(api, &row).await?)
-            .map(|f| rfc3339(&f.scheduled)),
-        _ => None,
-    };
-    let last_fire = match api.store.fires(&row.name, 1).await?.pop() {
-        Some(fire) => Some(fire_view(api, fire).await?),
-        None => None,
-    };
-    let counts = api.store.fire_counts(&row.name).await?;
-    let params: BTreeMap<String, String> = serde_json::from_str(&row.params).unwrap_or_default();
-    let span = |ms: i64| {
-        humantime::format_duration(Duration::from_millis(ms.max(0).unsigned_abs())).to_string()
-    };
-    Ok(ScheduleView {
-        catchup_window: span(row.catchup_window_ms),
-        jitter: span(row.jitter_ms),
-        start: row.starts_ms.map(millis),
-        end: row.ends_ms.map(millis),
-        next_fire,
-        last_fire,
-        fires: counts.total,
-        skipped: counts.skipped,
-        params,
-        name: row.name,
-        cron: row.cron,
-        timezone: row.timezone,
-        sop: row.sop,
-        overlap: row.overlap,
-        paused: row.paused,
-        pause_note: row.pause_note,
-        source: row.source,
-        owner: row.owner,
-        created_at: row.created_at,
-        updated_at: row.updated_at,
-    })
-}
-
-async fn fire_view(api: &ApiState, fire: FireRow) -> Result<FireView, ApiError> {
-    let run_status = match fire.run_id {
-        Some(id) => api.store.run(id).await?.map(|r| r.status),
-        None => None,
-    };
-    Ok(FireView {
-        scheduled_time: millis(fire.scheduled_ms),
-        kind: fire.kind,
-        outcome: fire.outcome,
-        run_id: fire.run_id,
-        run_status,
-        fired_at: millis(fire.fired_ms),
-        lateness_ms: fire.lateness_ms,
-        requested_by: fire.requested_by,
-    })
-}
-
-/// Epoch milliseconds as a time.
-pub(crate) fn millis(ms: i64) -> DateTime<Utc> {
-    DateTime::from_timestamp_millis(ms).unwrap_or_default()
 }

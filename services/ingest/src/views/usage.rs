@@ -1,0 +1,74 @@
+//! What a run's agents used and cost, as runs show it.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// What a run's agents used and cost.
+#[derive(Debug, Default, Serialize, Deserialize, ToSchema)]
+pub struct UsageView {
+    /// One line per agent attempt and model.
+    pub attempts: Vec<AttemptUsage>,
+    /// This run's sum.
+    pub run: UsageTotal,
+    /// The sum over every run of the run's requirement (when it has one).
+    pub requirement: Option<UsageTotal>,
+}
+
+/// One agent attempt's use of one model.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct AttemptUsage {
+    /// Node.
+    pub node: String,
+    /// Attempt.
+    pub attempt: i32,
+    /// Model, as the CLI named it.
+    pub model: String,
+    /// Input tokens, not counting cache reads.
+    pub input_tokens: i64,
+    /// Output tokens.
+    pub output_tokens: i64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: i64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: i64,
+    /// USD, from the configured price table; absent when the model has no price.
+    pub cost_usd: Option<f64>,
+}
+
+/// A sum of usage.
+#[derive(Debug, Default, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct UsageTotal {
+    /// Input tokens, not counting cache reads.
+    pub input_tokens: i64,
+    /// Output tokens.
+    pub output_tokens: i64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: i64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: i64,
+    /// USD of the priced models.
+    pub cost_usd: f64,
+    /// Models used without a price: their tokens are counted, their cost is not.
+    pub unpriced_models: Vec<String>,
+}
+
+impl UsageTotal {
+    /// The sum of `rows`.
+    pub fn of(rows: &[gatehouse_store::UsageRow]) -> Self {
+        let mut total = Self::default();
+        for row in rows {
+            total.input_tokens += row.input_tokens;
+            total.output_tokens += row.output_tokens;
+            total.cache_read_tokens += row.cache_read_tokens;
+            total.cache_write_tokens += row.cache_write_tokens;
+            match row.cost_usd {
+                Some(cost) => total.cost_usd += cost,
+                None if !total.unpriced_models.contains(&row.model) => {
+                    total.unpriced_models.push(row.model.clone())
+                }
+                None => {}
+            }
+        }
+        total
+    }
+}

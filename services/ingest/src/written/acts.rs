@@ -1,0 +1,105 @@
+//! The commands that act (`run`, the gate decisions, `cancel`, `retry`), checked as the
+//! API checks them; each appends its event to the caller's transaction.
+
+use std::collections::BTreeMap;
+
+use gatehouse_commands::GateRef;
+use gatehouse_engine::{Input, apply};
+use gatehouse_events::{Actor, Event, RunCommand, RunCommandKind, RunRequested};
+use gatehouse_store::Tx;
+use uuid::Uuid;
+
+use super::Scope;
+use super::targets::{in_scope, latest_run, waiting_gate};
+use crate::gates::checked_decision;
+use crate::rights::may_start;
+use crate::views::Decide;
+use crate::{ApiError, ApiState, outbox};
+
+pub(super) async fn start_run(
+    api: &ApiState,
+    tx: &mut Tx,
+    scope: &Scope<'_>,
+    actor: &Actor,
+    groups: &[String],
+    sop: &str,
+    params: BTreeMap<String, String>,
+) -> Result<String, ApiError> {
+    let sop = api
+        .catalog
+        .get(sop)
+        .ok_or_else(|| ApiError::NotFound(format!("no SOP named `{sop}`")))?;
+    sop.check_start(&params).map_err(ApiError::Unprocessable)?;
+    // `carry_out` answered anyone without a person already.
+    if let Some(person) = &actor.person {
+        may_start(sop, person, groups)?;
+    }
+    let run_id = Uuid::now_v7();
+    let request = RunRequested {
+        run_id,
+        sop: sop.name.clone(),
+        params,
+        requirement_id: scope.requirement.map(|r| r.id),
+        requested_by: actor.clone(),
+        schedule: None,
+        parent: None,
+    };
+    outbox::append(tx, Event::RunRequested(request)).await?;
+    Ok(format!("run: started `{}` as run {run_id}", sop.name))
+}
+
+pub(super) async fn decide_gate(
+    api: &ApiState,
+    tx: &mut Tx,
+    scope: &Scope<'_>,
+    actor: &Actor,
+    groups: &[String],
+    gate: Option<GateRef>,
+    decide: Decide,
+) -> Result<String, ApiError> {
+    let (run_id, node) = match gate {
+        Some(gate) => {
+            in_scope(api, scope, gate.run).await?;
+            (gate.run, gate.node)
+        }
+        None => waiting_gate(api, scope).await?,
+    };
+    let kind = decide.decision;
+    let decision = checked_decision(
+        api,
+        tx,
+        run_id,
+        node.clone(),
+        decide,
+        actor.clone(),
+        groups.to_vec(),
+    )
+    .await?;
+    outbox::append(tx, Event::GateDecision(decision)).await?;
+    Ok(format!("{kind:?} {run_id}/{node}: decided").to_lowercase())
+}
+
+pub(super) async fn run_command(
+    api: &ApiState,
+    tx: &mut Tx,
+    scope: &Scope<'_>,
+    actor: &Actor,
+    run: Option<Uuid>,
+    input: Input,
+    kind: RunCommandKind,
+) -> Result<String, ApiError> {
+    let run_id = match run {
+        Some(run) => in_scope(api, scope, run).await?.id,
+        None => latest_run(api, scope).await?,
+    };
+    let (_, sop, mut state) = api.runs.load(run_id).await?;
+    apply(&sop, &mut state, input)?;
+    let command = RunCommand {
+        run_id,
+        command: kind,
+        actor: actor.clone(),
+    };
+    let note = format!("{:?} run {run_id}: sent", command.command).to_lowercase();
+    outbox::append(tx, Event::RunCommand(command)).await?;
+    Ok(note)
+}

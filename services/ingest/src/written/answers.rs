@@ -1,0 +1,93 @@
+//! Answers to the commands that ask (`status`, `runs`, `schedules`).
+
+use gatehouse_events::NodeStatus;
+use gatehouse_store::RunRow;
+use uuid::Uuid;
+
+use super::Scope;
+use super::targets::in_scope;
+use crate::{ApiError, ApiState};
+
+/// Runs with the gates that wait and who may decide: the one named, or the scope's
+/// requirement's runs, newest first.
+pub(super) async fn status(
+    api: &ApiState,
+    scope: &Scope<'_>,
+    run: Option<Uuid>,
+) -> Result<String, ApiError> {
+    let runs = match (run, scope.requirement) {
+        (Some(run), _) => {
+            let row = in_scope(api, scope, run).await?;
+            vec![row]
+        }
+        (None, Some(requirement)) => api.store.runs_of_requirement(requirement.id).await?,
+        (None, None) => {
+            return Ok(format!(
+                "No run works on this {}; name one: `status RUN`.",
+                scope.place
+            ));
+        }
+    };
+    if runs.is_empty() {
+        return Ok(format!("No run works on this {} yet.", scope.place));
+    }
+    let mut out = String::from("Runs:\n");
+    for row in runs {
+        out.push_str(&run_line(api, row).await?);
+    }
+    Ok(out)
+}
+
+/// The runs not finished yet, anywhere (`runs` in chat).
+pub(super) async fn active_runs(api: &ApiState) -> Result<String, ApiError> {
+    let mut out = String::new();
+    for status in ["running", "waiting", "paused", "queued"] {
+        for row in api.store.runs(Some(status), 20).await? {
+            out.push_str(&run_line(api, row).await?);
+        }
+    }
+    if out.is_empty() {
+        return Ok("No run is active.".into());
+    }
+    Ok(format!("Active runs:\n{out}"))
+}
+
+/// One run as a list line: status, and each gate that waits with who may decide.
+pub(super) async fn run_line(api: &ApiState, row: RunRow) -> Result<String, ApiError> {
+    let (row, sop, state) = api.runs.decode(row).await?;
+    let mut out = format!("- `{}` {} — {}", row.id, row.sop, row.status);
+    for (node, n) in &state.nodes {
+        if n.status != NodeStatus::WaitingApproval {
+            continue;
+        }
+        let approvers = match sop.node(node).map(|d| &d.kind) {
+            Some(gatehouse_sop::NodeKind::Gate(gate)) if !gate.approvers.is_empty() => {
+                gate.approvers.join(", ")
+            }
+            _ => "anyone configured".into(),
+        };
+        out.push_str(&format!(
+            "; gate `{}/{node}` (attempt {}) waits for {approvers}",
+            row.id, n.attempt
+        ));
+    }
+    out.push('\n');
+    Ok(out)
+}
+
+/// The schedules, for `schedules`.
+pub(super) async fn schedule_list(api: &ApiState) -> Result<String, ApiError> {
+    let schedules = api.store.schedules(None, 50).await?;
+    if schedules.is_empty() {
+        return Ok("No schedules.".into());
+    }
+    let mut out = String::from("Schedules:\n");
+    for s in schedules {
+        let state = if s.paused { " (paused)" } else { "" };
+        out.push_str(&format!(
+            "- `{}`: `{}` {} → {}{state}\n",
+            s.name, s.cron, s.timezone, s.sop
+        ));
+    }
+    Ok(out)
+}
