@@ -14,6 +14,7 @@ mod interactions;
 mod pace;
 mod read;
 mod signature;
+mod transport;
 
 pub use blocks::{Message, card_message, progress_message, send_back_modal, text_message};
 pub use client::SlackClient;
