@@ -164,12 +164,16 @@ mod tests {
 
     fn fixture(name: &str) -> &'static str {
         match name {
-            "url_verification" => include_str!("../../../tests/fixtures/slack/url_verification.json"),
+            "url_verification" => {
+                include_str!("../../../tests/fixtures/slack/url_verification.json")
+            }
             "app_mention" => {
                 include_str!("../../../tests/fixtures/slack/event_callback.app_mention.json")
             }
             "app_mention.with_blocks" => {
-                include_str!("../../../tests/fixtures/slack/event_callback.app_mention.with_blocks.json")
+                include_str!(
+                    "../../../tests/fixtures/slack/event_callback.app_mention.with_blocks.json"
+                )
             }
             "message.channels" => {
                 include_str!("../../../tests/fixtures/slack/event_callback.message.channels.json")
