@@ -275,27 +275,6 @@ pub struct GithubTrigger {
     pub allow_forks: bool,
 }
 
-impl GithubTrigger {
-    /// The trigger as ingest acts on it; the error says what to fix. Loading the
-    /// configuration checks it, starting ingest builds it: one conversion for both.
-    pub fn to_trigger(&self) -> Result<gatehouse_ingest::Trigger, String> {
-        for entry in self.starters.iter().flatten() {
-            gatehouse_sop::check_person_or_group(entry).map_err(|e| format!("starters: {e}"))?;
-        }
-        let trigger = gatehouse_ingest::Trigger::new(
-            &self.label,
-            &self.sop,
-            &self.repos,
-            self.cancel_on_unlabel,
-            self.allow_forks,
-        )
-        .map_err(|e| e.to_string())?;
-        Ok(trigger
-            .requiring_person(self.require_person)
-            .with_starters(self.starters.clone()))
-    }
-}
-
 /// `[slack]`
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -494,47 +473,6 @@ pub struct ScheduleConfig {
 
 fn default_owner() -> String {
     "admin".into()
-}
-
-impl ScheduleConfig {
-    /// The SOP the schedule starts: `sop`, or `schedule-<name>` for the agent shorthand.
-    pub fn target(&self) -> String {
-        match &self.role {
-            Some(_) => format!("schedule-{}", self.name),
-            None => self.sop.clone(),
-        }
-    }
-
-    /// For the agent shorthand, the one-node SOP it runs (`schedule-<name>`, its node
-    /// `agent`), validated as any SOP file is.
-    pub fn agent_task(&self) -> Option<Result<gatehouse_sop::Sop, gatehouse_sop::SopError>> {
-        let (role, prompt) = self.role.as_ref().zip(self.prompt.as_ref())?;
-        // JSON is YAML: the SOP parser reads it, and serde_json does the quoting.
-        let text = serde_json::json!({
-            "name": self.target(),
-            "title": format!("Scheduled agent task · {}", self.name),
-            "nodes": { "agent": { "kind": "agent", "role": role, "prompt": prompt } },
-        })
-        .to_string();
-        Some(gatehouse_sop::parse(
-            &format!("schedules.{}", self.name),
-            &text,
-        ))
-    }
-
-    /// The schedule's timing, checked: the same check the API applies to a created one.
-    pub fn timing(&self) -> Result<gatehouse_schedule::Timing, gatehouse_schedule::ScheduleError> {
-        let time =
-            |t: &Option<String>| t.as_deref().map(gatehouse_schedule::parse_time).transpose();
-        gatehouse_schedule::Timing::new(
-            &self.name,
-            &self.cron,
-            &self.timezone,
-            self.jitter,
-            time(&self.start)?,
-            time(&self.end)?,
-        )
-    }
 }
 
 fn default_overlap() -> String {

@@ -1,21 +1,16 @@
 //! The `gatehouse` binary: parses the command line, loads configuration, and runs the
 //! chosen command.
 
-mod chat;
+mod admin_token;
 mod cli;
-mod client;
-mod client_commands;
 mod config;
 mod health;
-mod identity_commands;
 mod listener;
 mod logging;
 mod metrics;
-mod sandbox;
-mod schedule_commands;
 mod secret;
 mod serve;
-mod sop_commands;
+mod settings;
 mod telemetry;
 
 use std::process::ExitCode;
@@ -28,7 +23,8 @@ use gatehouse_bus::JetStreamBus;
 use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
-use crate::cli::{Cli, Command, ConfigCommand, ScheduleCommand, SopCommand};
+use crate::cli::args::{Cli, ConfigCommand, GatehouseCommand, ScheduleCommand, SopCommand};
+use crate::cli::{identity, runs, schedules, sops};
 use crate::config::Config;
 
 fn main() -> ExitCode {
@@ -78,10 +74,10 @@ fn main() -> ExitCode {
 /// The default `service.name` of exported spans for the commands that run services
 /// (`gatehouse` for `up`, `gatehouse-<service>` for `serve`); `None` for the client
 /// commands, which export nothing.
-fn telemetry_service(command: &Command) -> Option<String> {
+fn telemetry_service(command: &GatehouseCommand) -> Option<String> {
     match command {
-        Command::Up { .. } => Some("gatehouse".into()),
-        Command::Serve { service, .. } => Some(format!("gatehouse-{}", service.name())),
+        GatehouseCommand::Up { .. } => Some("gatehouse".into()),
+        GatehouseCommand::Serve { service, .. } => Some(format!("gatehouse-{}", service.name())),
         _ => None,
     }
 }
@@ -102,7 +98,7 @@ fn report(err: &anyhow::Error) -> String {
 }
 
 async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
-    let client = |args: &cli::ClientArgs, config: &Config| {
+    let client = |args: &cli::args::ClientArgs, config: &Config| {
         let server = args
             .server
             .clone()
@@ -111,10 +107,10 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             .data_dir
             .clone()
             .unwrap_or_else(|| config.server.data_dir.clone());
-        client::Client::new(&server, args.token.clone(), &data_dir)
+        cli::client::Client::new(&server, args.token.clone(), &data_dir)
     };
     match cli.command {
-        Command::Up { data_dir, listen } => {
+        GatehouseCommand::Up { data_dir, listen } => {
             if let Some(dir) = data_dir {
                 config.server.data_dir = dir;
             }
@@ -123,7 +119,7 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             }
             serve::up(&config).await
         }
-        Command::Serve {
+        GatehouseCommand::Serve {
             service,
             database_url,
             nats_url,
@@ -145,27 +141,27 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             }
             serve::serve(&config, service).await
         }
-        Command::Run {
+        GatehouseCommand::Run {
             command,
             client: args,
-        } => client_commands::run(&client(&args, &config)?, command, args.json).await,
-        Command::Gate {
+        } => runs::run(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Gate {
             command,
             client: args,
-        } => client_commands::gate(&client(&args, &config)?, command, args.json).await,
-        Command::Token {
+        } => runs::gate(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Token {
             command,
             client: args,
-        } => identity_commands::token(&client(&args, &config)?, command, args.json).await,
-        Command::Person {
+        } => identity::token(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Person {
             command,
             client: args,
-        } => identity_commands::person(&client(&args, &config)?, command, args.json).await,
-        Command::Migrate {
+        } => identity::person(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Migrate {
             database_url,
             nats_url,
         } => migrate(&config, database_url, nats_url).await,
-        Command::Schedule {
+        GatehouseCommand::Schedule {
             command:
                 ScheduleCommand::Preview {
                     expr,
@@ -174,18 +170,18 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
                     count,
                 },
             client: args,
-        } => schedule_commands::preview(&expr, &timezone, from.as_deref(), count, args.json),
-        Command::Schedule {
+        } => schedules::preview(&expr, &timezone, from.as_deref(), count, args.json),
+        GatehouseCommand::Schedule {
             command,
             client: args,
-        } => schedule_commands::schedule(&client(&args, &config)?, command, args.json).await,
-        Command::Sop {
+        } => schedules::schedule(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Sop {
             command: SopCommand::Validate { files, json },
-        } => sop_commands::validate(&files, json),
-        Command::Sop {
+        } => sops::validate(&files, json),
+        GatehouseCommand::Sop {
             command: SopCommand::List { json },
-        } => sop_commands::list(&config, json),
-        Command::Config {
+        } => sops::list(&config, json),
+        GatehouseCommand::Config {
             command: ConfigCommand::Check,
         } => check_config(&config),
     }

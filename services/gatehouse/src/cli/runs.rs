@@ -7,8 +7,8 @@ use anyhow::bail;
 use gatehouse_ingest::views::*;
 use serde_json::json;
 
-use crate::cli::{GateCommand, RunCommand};
-use crate::client::Client;
+use crate::cli::args::{GateCommand, RunCommand};
+use crate::cli::client::Client;
 
 /// `gatehouse run ...`
 pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow::Result<()> {
@@ -321,9 +321,9 @@ async fn artifact(
     };
     let path = format!(
         "/runs/{run}/artifacts/{}/{attempt}/{}",
-        crate::client::path_segment(node),
+        crate::cli::client::path_segment(node),
         name.split('/')
-            .map(crate::client::path_segment)
+            .map(crate::cli::client::path_segment)
             .collect::<Vec<_>>()
             .join("/")
     );

@@ -3,9 +3,9 @@
 use anyhow::bail;
 use gatehouse_ingest::views::*;
 
-use crate::cli::ScheduleCommand;
-use crate::client::Client;
-use crate::client_commands::print;
+use crate::cli::args::ScheduleCommand;
+use crate::cli::client::Client;
+use crate::cli::runs::print;
 
 /// `gatehouse schedule preview`: the next fire times of an expression, computed by the
 /// same code the scheduler uses.

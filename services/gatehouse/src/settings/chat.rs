@@ -1,15 +1,11 @@
-//! `[slack]` and `[discord]` turned into what ingest and the notifier use, and the Discord
-//! gateway connection.
-
-use std::sync::Arc;
+//! `[slack]` and `[discord]` turned into what ingest and the notifier use.
 
 use anyhow::Context;
-use gatehouse_ingest::{ApiState, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
+use gatehouse_fleet::DiscordGateway;
+use gatehouse_ingest::{ChatSettings, DiscordSettings, SlackSettings};
 use gatehouse_notifier::{ChatOutputs, DiscordOutput, SlackOutput};
 use gatehouse_sop::Catalog;
 use secrecy::ExposeSecret;
-use tokio::task::JoinSet;
-use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
 
@@ -102,52 +98,21 @@ pub fn outputs(
     Ok(outputs)
 }
 
-/// Connects to the Discord gateway for mentions (and clicks), reconnecting after failures.
-pub fn spawn_gateway(
-    config: &Config,
-    api: &ApiState,
-    tasks: &mut JoinSet<()>,
-    shutdown: &CancellationToken,
-) -> anyhow::Result<()> {
+/// The Discord gateway connection `[discord]` asks for: a bot token, with `gateway` on.
+pub fn discord_gateway(config: &Config) -> anyhow::Result<Option<DiscordGateway>> {
     let Some(discord) = &config.discord else {
-        return Ok(());
+        return Ok(None);
     };
     let Some(token) = &discord.bot_token else {
-        return Ok(());
+        return Ok(None);
     };
     if !discord.gateway {
-        return Ok(());
+        return Ok(None);
     }
-    let token = token.resolve().context("discord.bot_token")?;
-    let api_url = discord.api_url.clone();
-    let sink: Arc<dyn gatehouse_discord::GatewaySink> = Arc::new(DiscordSink::new(api.clone()));
-    let shutdown = shutdown.clone();
-    tasks.spawn(async move {
-        let mut wait = std::time::Duration::from_secs(1);
-        loop {
-            let stop = shutdown.clone();
-            let result = gatehouse_discord::run_gateway(
-                token.clone(),
-                &api_url,
-                sink.clone(),
-                async move { stop.cancelled().await },
-            )
-            .await;
-            if shutdown.is_cancelled() {
-                return;
-            }
-            match result {
-                Ok(()) => tracing::warn!("the Discord gateway closed; reconnecting"),
-                Err(e) => tracing::warn!(error = %e, retry_in = ?wait, "the Discord gateway failed; reconnecting"),
-            }
-            tokio::select! {
-                () = shutdown.cancelled() => return,
-                () = tokio::time::sleep(wait) => {}
-            }
-            wait = (wait * 2).min(std::time::Duration::from_secs(300));
-        }
-    });
-    Ok(())
+    Ok(Some(DiscordGateway {
+        token: token.resolve().context("discord.bot_token")?,
+        api_url: discord.api_url.clone(),
+    }))
 }
 
 fn check_sops(

@@ -2,9 +2,9 @@
 
 use gatehouse_ingest::views::*;
 
-use crate::cli::{PersonCommand, TokenCommand};
-use crate::client::{Client, path_segment};
-use crate::client_commands::print;
+use crate::cli::args::{PersonCommand, TokenCommand};
+use crate::cli::client::{Client, path_segment};
+use crate::cli::runs::print;
 
 /// `gatehouse token ...`
 pub async fn token(client: &Client, command: TokenCommand, as_json: bool) -> anyhow::Result<()> {

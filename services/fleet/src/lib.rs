@@ -1,0 +1,237 @@
+//! The composition root. Services never import each other; something has to start them side
+//! by side on one store and bus, and that is this crate: `gatehouse up` (all four in one
+//! process), `gatehouse serve SERVICE` (one of them) and every end-to-end suite build their
+//! fleet with the same [`Fleet::builder`], so what the tests run is what users run.
+//!
+//! The builder takes services already configured (a [`Runner`] with its sandbox, a
+//! [`Notifier`] with its outputs, ingest's [`ApiState`]); turning the configuration file into
+//! those is the binary's job. It adds what every process needs whatever it runs: the relay
+//! that publishes this process's outbox.
+
+mod gateway;
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_bus::{Bus, Relay, RelayOptions};
+use gatehouse_github::GithubClient;
+use gatehouse_ingest::{ApiState, WebhookLimits};
+use gatehouse_notifier::Notifier;
+use gatehouse_runner::Runner;
+use gatehouse_scheduler::Scheduler;
+use gatehouse_sop::Catalog;
+use gatehouse_store::Store;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+
+pub use gateway::DiscordGateway;
+
+/// A task of the fleet, started with the fleet's shutdown token.
+type Task = Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;
+
+/// The services running in this process, until [`Fleet::stop`] (or the shutdown token given
+/// to [`FleetBuilder::spawn`]) ends them.
+pub struct Fleet {
+    routes: Option<axum::Router>,
+    tasks: JoinSet<()>,
+    shutdown: CancellationToken,
+}
+
+/// What [`Fleet::builder`] collects: each service is optional, the relay is always there.
+pub struct FleetBuilder {
+    store: Store,
+    bus: Arc<dyn Bus>,
+    catalog: Arc<Catalog>,
+    relay: RelayOptions,
+    scheduler: bool,
+    ingest: Option<Ingest>,
+    runner: Option<Runner>,
+    notifier: Option<Notifier>,
+    tasks: Vec<Task>,
+}
+
+/// Ingest's state and the work it does beside answering requests.
+struct Ingest {
+    api: ApiState,
+    limits: WebhookLimits,
+    process_deliveries: bool,
+    reconcile: Option<(GithubClient, Duration)>,
+    gateway: Option<DiscordGateway>,
+}
+
+impl Fleet {
+    /// A fleet on `store` and `bus` with no services yet and an empty catalog; the relay
+    /// polls every 200 ms for rows other processes wrote.
+    pub fn builder(store: Store, bus: Arc<dyn Bus>) -> FleetBuilder {
+        FleetBuilder {
+            store,
+            bus,
+            catalog: Arc::new(Catalog::default()),
+            relay: RelayOptions {
+                poll: Duration::from_millis(200),
+                ..RelayOptions::default()
+            },
+            scheduler: false,
+            ingest: None,
+            runner: None,
+            notifier: None,
+            tasks: Vec::new(),
+        }
+    }
+
+    /// Ingest's routes (the API and the webhooks), when this fleet runs ingest.
+    pub fn routes(&self) -> Option<axum::Router> {
+        self.routes.clone()
+    }
+
+    /// Waits until every service has stopped (after the shutdown token is cancelled).
+    pub async fn join(mut self) {
+        while self.tasks.join_next().await.is_some() {}
+    }
+
+    /// Stops every service and waits until they have: no new work is taken, work in
+    /// flight is finished or handed back.
+    pub async fn stop(self) {
+        self.shutdown.cancel();
+        self.join().await;
+    }
+
+    /// Ends every task at once, as a crash would: nothing is finished or handed back.
+    pub fn abort(mut self) {
+        self.tasks.abort_all();
+    }
+}
+
+impl FleetBuilder {
+    /// The SOPs the scheduler runs and ingest starts.
+    pub fn catalog(mut self, catalog: Arc<Catalog>) -> Self {
+        self.catalog = catalog;
+        self
+    }
+
+    /// How the relay publishes this process's outbox (tests poll faster).
+    pub fn relay(mut self, options: RelayOptions) -> Self {
+        self.relay = options;
+        self
+    }
+
+    /// Runs the scheduler: the SOP engine, timers and cron schedules.
+    pub fn scheduler(mut self) -> Self {
+        self.scheduler = true;
+        self
+    }
+
+    /// Runs ingest on `api`: its routes are [`Fleet::routes`].
+    pub fn ingest(mut self, api: ApiState) -> Self {
+        self.ingest = Some(Ingest {
+            api,
+            limits: WebhookLimits::default(),
+            process_deliveries: false,
+            reconcile: None,
+            gateway: None,
+        });
+        self
+    }
+
+    /// Limits on the webhooks' unverified bodies. Needs [`FleetBuilder::ingest`] first.
+    pub fn webhook_limits(mut self, limits: WebhookLimits) -> Self {
+        if let Some(ingest) = &mut self.ingest {
+            ingest.limits = limits;
+        }
+        self
+    }
+
+    /// Turns stored webhook deliveries into requirements, runs and decisions (a process
+    /// that receives webhooks does; one that restarts picks up what was left).
+    pub fn process_deliveries(mut self) -> Self {
+        if let Some(ingest) = &mut self.ingest {
+            ingest.process_deliveries = true;
+        }
+        self
+    }
+
+    /// Looks for labelled issues GitHub failed to deliver, every `interval`.
+    pub fn reconcile_github(mut self, client: GithubClient, interval: Duration) -> Self {
+        if let Some(ingest) = &mut self.ingest {
+            ingest.reconcile = Some((client, interval));
+        }
+        self
+    }
+
+    /// Listens on the Discord gateway for mentions and clicks.
+    pub fn discord_gateway(mut self, gateway: DiscordGateway) -> Self {
+        if let Some(ingest) = &mut self.ingest {
+            ingest.gateway = Some(gateway);
+        }
+        self
+    }
+
+    /// Runs script, agent and deliver nodes from the work queue.
+    pub fn runner(mut self, runner: Runner) -> Self {
+        self.runner = Some(runner);
+        self
+    }
+
+    /// Posts approval cards, progress and GitHub comments.
+    pub fn notifier(mut self, notifier: Notifier) -> Self {
+        self.notifier = Some(notifier);
+        self
+    }
+
+    /// Starts everything; `shutdown` (or [`Fleet::stop`]) ends it.
+    pub fn spawn(self, shutdown: CancellationToken) -> Fleet {
+        let mut tasks = JoinSet::new();
+        let bus = self.bus;
+        tasks.spawn(Relay::new(self.store.clone(), bus.clone(), self.relay).run(shutdown.clone()));
+        if self.scheduler {
+            let scheduler = Scheduler::new(self.store.clone(), self.catalog.clone());
+            tasks.spawn(scheduler.run(bus.clone(), shutdown.clone()));
+        }
+        if let Some(runner) = self.runner {
+            tasks.spawn(runner.run(bus.clone(), shutdown.clone()));
+        }
+        if let Some(notifier) = self.notifier {
+            tasks.spawn(notifier.run(bus.clone(), shutdown.clone()));
+        }
+        let routes = self.ingest.map(|ingest| {
+            if ingest.process_deliveries {
+                tasks.spawn(gatehouse_ingest::process_deliveries(
+                    ingest.api.clone(),
+                    shutdown.clone(),
+                ));
+            }
+            if let Some((client, interval)) = ingest.reconcile {
+                tasks.spawn(gatehouse_ingest::reconcile_github(
+                    ingest.api.clone(),
+                    client,
+                    interval,
+                    shutdown.clone(),
+                ));
+            }
+            if let Some(gateway) = ingest.gateway {
+                tasks.spawn(gateway.run(ingest.api.clone(), shutdown.clone()));
+            }
+            gatehouse_ingest::router_with(ingest.api, ingest.limits)
+        });
+        for task in self.tasks {
+            tasks.spawn(task(shutdown.clone()));
+        }
+        Fleet {
+            routes,
+            tasks,
+            shutdown,
+        }
+    }
+
+    /// Runs `task` beside the services, with the fleet's shutdown token.
+    pub fn task<F>(mut self, task: impl FnOnce(CancellationToken) -> F + Send + 'static) -> Self
+    where
+        F: Future<Output = ()> + Send + 'static,
+    {
+        self.tasks
+            .push(Box::new(move |shutdown| Box::pin(task(shutdown))));
+        self
+    }
+}

@@ -1,0 +1,491 @@
+//! The command line.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::logging::LogFormat;
+
+const EXAMPLES: &str = "\
+Examples:
+  # Run everything on this machine (SQLite and workspaces in .gatehouse/)
+  gatehouse up
+
+  # From a second terminal: start the built-in check; a lead reads its report and
+  # approves its gate (the requester may not approve their own work)
+  gatehouse run start platform-check
+  gatehouse person add ana --group leads
+  T=$(gatehouse token create ana --json | jq -r .token)
+  gatehouse run artifact <RUN> report welcome.md --token $T
+  gatehouse gate approve <RUN>/confirm --token $T
+  gatehouse run watch <RUN>
+
+  # Prepare the embedded SQLite database in .gatehouse/
+  gatehouse migrate
+
+  # Prepare Postgres and the JetStream streams for distributed mode
+  gatehouse migrate --database-url postgres://gatehouse@db/gatehouse --nats nats://nats:4222
+
+  # When does a schedule fire? (daylight-saving changes included)
+  gatehouse schedule preview \"30 2 * * *\" --tz Europe/Berlin --from 2026-03-27T00:00:00Z -n 3
+
+  # Check SOP files before committing them; the SOPs available to run
+  gatehouse sop validate sops/*.yaml
+  gatehouse sop list
+
+  # Check a configuration file, its secrets and environment overrides
+  gatehouse --config /etc/gatehouse/gatehouse.toml config check
+
+  # JSON logs at debug level
+  GATEHOUSE_LOG=debug gatehouse --log-format json migrate
+
+Configuration: --config FILE, else ./gatehouse.toml if present, then GATEHOUSE_* variables
+(GATEHOUSE_DATABASE_URL, GATEHOUSE_GITHUB__API_URL, ...). See deploy/gatehouse.example.toml.";
+
+/// Gatehouse: GitHub issues and chat messages carried through versioned SOPs (agent steps,
+/// scripts, human approval gates) to pull requests.
+#[derive(Debug, Parser)]
+#[command(name = "gatehouse", version, after_help = EXAMPLES)]
+pub struct Cli {
+    /// Configuration file (default: ./gatehouse.toml if it exists).
+    #[arg(long, global = true, env = "GATEHOUSE_CONFIG", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Log format on stderr.
+    #[arg(
+        long,
+        global = true,
+        env = "GATEHOUSE_LOG_FORMAT",
+        value_enum,
+        default_value_t
+    )]
+    pub log_format: LogFormat,
+
+    /// What to do.
+    #[command(subcommand)]
+    pub command: GatehouseCommand,
+}
+
+/// Top-level commands.
+#[derive(Debug, Subcommand)]
+pub enum GatehouseCommand {
+    /// Apply database migrations and, with a NATS URL, create or update the JetStream
+    /// streams. Safe to run again and from several replicas at once.
+    Migrate {
+        /// Database URL (overrides server.database_url).
+        #[arg(long, value_name = "URL")]
+        database_url: Option<String>,
+        /// NATS URL (overrides server.nats_url).
+        #[arg(long = "nats", value_name = "URL")]
+        nats_url: Option<String>,
+    },
+    /// Run every service in this process: the API on --listen, the scheduler, a runner
+    /// with the local-process sandbox, on SQLite in --data-dir and the in-process bus
+    /// (or Postgres and NATS when configured). Writes DATA_DIR/admin.token on first start.
+    Up {
+        /// Data directory (overrides server.data_dir).
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Listen address (overrides server.listen).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+    },
+    /// Run one service on Postgres and NATS JetStream, beside any number of replicas of
+    /// each service in other processes. Run `gatehouse migrate` first (until then the
+    /// service waits). Answers /healthz, /readyz and /metrics on --listen (ingest: also the
+    /// API and the webhooks).
+    Serve {
+        /// Which service.
+        #[arg(value_enum)]
+        service: crate::serve::Service,
+        /// Database URL (overrides server.database_url); must be Postgres.
+        #[arg(long, value_name = "URL")]
+        database_url: Option<String>,
+        /// NATS URL (overrides server.nats_url).
+        #[arg(long = "nats", value_name = "URL")]
+        nats_url: Option<String>,
+        /// Data directory (overrides server.data_dir).
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Listen address (overrides server.listen).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+    },
+    /// Start, list, show, watch and steer runs.
+    Run {
+        /// What to do.
+        #[command(subcommand)]
+        command: RunCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// List and decide gates.
+    Gate {
+        /// What to do.
+        #[command(subcommand)]
+        command: GateCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// The people known to Gatehouse (administrators add and remove them).
+    Person {
+        /// What to do.
+        #[command(subcommand)]
+        command: PersonCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Manage API tokens: each acts for one person, with scopes.
+    Token {
+        /// What to do.
+        #[command(subcommand)]
+        command: TokenCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Cron schedules.
+    Schedule {
+        /// What to do.
+        #[command(subcommand)]
+        command: ScheduleCommand,
+        /// Server and credentials (not needed by `preview`).
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Check and list SOP definitions.
+    Sop {
+        /// What to do.
+        #[command(subcommand)]
+        command: SopCommand,
+    },
+    /// Inspect the configuration.
+    Config {
+        /// What to do with it.
+        #[command(subcommand)]
+        command: ConfigCommand,
+    },
+}
+
+/// Where the client verbs send their requests.
+#[derive(Debug, clap::Args)]
+pub struct ClientArgs {
+    /// Server URL (default: http://<server.listen>).
+    #[arg(long, global = true, env = "GATEHOUSE_SERVER", value_name = "URL")]
+    pub server: Option<String>,
+    /// API token (default: the admin token in the data directory).
+    #[arg(long, global = true, env = "GATEHOUSE_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Data directory holding admin.token (overrides server.data_dir).
+    #[arg(long, global = true, value_name = "DIR")]
+    pub data_dir: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+}
+
+/// `gatehouse run ...`
+#[derive(Debug, Subcommand)]
+pub enum RunCommand {
+    /// Start a run of an SOP.
+    Start {
+        /// SOP name (`gatehouse sop list`).
+        sop: String,
+        /// A parameter, KEY=VALUE; repeat for more.
+        #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
+        params: Vec<(String, String)>,
+    },
+    /// List runs, newest first.
+    List {
+        /// Only runs with this status.
+        #[arg(long)]
+        status: Option<String>,
+    },
+    /// Show a run as a tree of nodes with status, attempt, rework count and duration.
+    Show {
+        /// Run id.
+        id: String,
+    },
+    /// Follow a run's progress and output until it ends; exit code 1 unless it succeeded.
+    Watch {
+        /// Run id.
+        id: String,
+    },
+    /// Cancel a run.
+    Cancel {
+        /// Run id.
+        id: String,
+    },
+    /// Pause a run.
+    Pause {
+        /// Run id.
+        id: String,
+    },
+    /// Resume a paused run.
+    Resume {
+        /// Run id.
+        id: String,
+    },
+    /// Run a node again, with everything after it.
+    Retry {
+        /// Run id.
+        id: String,
+        /// The node.
+        #[arg(long)]
+        node: String,
+    },
+    /// Print (or save) an artifact a node produced, e.g. the report a gate asks about.
+    Artifact {
+        /// Run id.
+        run: String,
+        /// The node that produced it.
+        node: String,
+        /// The artifact's name, as `run show` lists it.
+        name: String,
+        /// Which attempt of the node (default: the latest that has it).
+        #[arg(long)]
+        attempt: Option<u32>,
+        /// Write it to this file instead of standard output.
+        #[arg(short = 'o', long = "output", value_name = "FILE")]
+        output: Option<PathBuf>,
+    },
+}
+
+fn key_value(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("`{s}` is not KEY=VALUE"))
+}
+
+/// `gatehouse gate ...`
+#[derive(Debug, Subcommand)]
+pub enum GateCommand {
+    /// Gates waiting for a decision.
+    List,
+    /// Approve a gate (RUN/NODE).
+    Approve {
+        /// RUN/NODE.
+        gate: String,
+        /// A comment for the record.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// Reject a gate: the run fails.
+    Reject {
+        /// RUN/NODE.
+        gate: String,
+        /// Why.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+    /// Send the work back to an earlier node, with a comment for whoever redoes it.
+    SendBack {
+        /// RUN/NODE.
+        gate: String,
+        /// The node to redo.
+        #[arg(long)]
+        to: String,
+        /// What to change.
+        #[arg(long)]
+        comment: Option<String>,
+    },
+}
+
+/// `gatehouse token ...`
+#[derive(Debug, Subcommand)]
+pub enum TokenCommand {
+    /// Create a token acting for PERSON (default: yourself); it is printed once. Only an
+    /// administrator creates tokens for others.
+    Create {
+        /// The person it acts for (`gatehouse person list`).
+        person: Option<String>,
+        /// A unique name for it (default: the person's id, numbered if taken).
+        #[arg(long)]
+        name: Option<String>,
+        /// What it may do: read, run, decide, admin; repeat or separate with commas
+        /// (default: read, run and decide, as far as your own token has them).
+        #[arg(long = "scope", value_name = "SCOPE", value_delimiter = ',')]
+        scopes: Vec<String>,
+        /// It stops working after this long (`30d`, `12h`; default: never).
+        #[arg(long, value_name = "DURATION")]
+        expires: Option<String>,
+    },
+    /// Tokens in use: your own, or everyone's for an administrator.
+    List {
+        /// Only this person's (administrators).
+        #[arg(long)]
+        person: Option<String>,
+    },
+    /// Revoke a token by name: it stops working at once.
+    Revoke {
+        /// The token's name (`gatehouse token list`).
+        name: String,
+    },
+}
+
+/// `gatehouse person ...`
+#[derive(Debug, Subcommand)]
+pub enum PersonCommand {
+    /// Add a person (administrators). Configured `[[people]]` are changed in the file.
+    Add {
+        /// Their Gatehouse id (what gates and tokens name).
+        id: String,
+        /// Their GitHub login.
+        #[arg(long)]
+        github: Option<String>,
+        /// Their Slack user id (U...).
+        #[arg(long)]
+        slack: Option<String>,
+        /// Their Discord user id.
+        #[arg(long)]
+        discord: Option<String>,
+        /// A group (gates name them as group:NAME; `admins` administer Gatehouse); repeat
+        /// or separate with commas.
+        #[arg(long = "group", value_name = "GROUP", value_delimiter = ',')]
+        groups: Vec<String>,
+    },
+    /// Everyone known: configured people and those added here.
+    List,
+    /// Remove a person added here, revoking their tokens (administrators).
+    Remove {
+        /// Their id.
+        id: String,
+    },
+}
+
+/// `gatehouse schedule ...`
+#[derive(Debug, Subcommand)]
+pub enum ScheduleCommand {
+    /// Print the next fire times of a cron expression as RFC 3339 with offset, one per
+    /// line: the same computation the scheduler uses, daylight-saving rules included.
+    Preview {
+        /// Five fields (or six with seconds first), or @hourly, @daily, @weekly, @monthly.
+        expr: String,
+        /// IANA time zone.
+        #[arg(long = "tz", default_value = "UTC", value_name = "ZONE")]
+        timezone: String,
+        /// Start after this RFC 3339 time (default: now).
+        #[arg(long, value_name = "TIME")]
+        from: Option<String>,
+        /// How many fire times.
+        #[arg(short = 'n', default_value_t = 5)]
+        count: usize,
+    },
+    /// List schedules with their last and next fire.
+    List,
+    /// A schedule: its definition, next fire times and recent fires.
+    Show {
+        /// Schedule name.
+        name: String,
+    },
+    /// Create a schedule. Fires are owed from now on (use backfill for the past).
+    Create {
+        /// Unique name: letters, digits, `.`, `_` and `-`.
+        name: String,
+        /// Five fields (or six with seconds first), or @hourly, @daily, @weekly, @monthly.
+        #[arg(long)]
+        cron: String,
+        /// IANA time zone.
+        #[arg(long = "tz", default_value = "UTC", value_name = "ZONE")]
+        timezone: String,
+        /// SOP to run.
+        #[arg(long)]
+        sop: String,
+        /// A parameter for the SOP, KEY=VALUE; repeat for more.
+        #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
+        params: Vec<(String, String)>,
+        /// skip, buffer_one, buffer_all, cancel_other or allow_all.
+        #[arg(long, default_value = "skip")]
+        overlap: String,
+        /// How late a missed fire may still start (e.g. 1h, 0s).
+        #[arg(long, default_value = "1h", value_name = "DURATION")]
+        catchup_window: String,
+        /// Start each fire up to this much after its cron time (e.g. 5m).
+        #[arg(long, value_name = "DURATION")]
+        jitter: Option<String>,
+        /// No fire before this RFC 3339 time.
+        #[arg(long, value_name = "TIME")]
+        start: Option<String>,
+        /// No fire after this RFC 3339 time.
+        #[arg(long, value_name = "TIME")]
+        end: Option<String>,
+    },
+    /// Pause a schedule; fires that fall due while paused are not owed.
+    Pause {
+        /// Schedule name.
+        name: String,
+        /// Why, for whoever looks next.
+        #[arg(long)]
+        note: Option<String>,
+    },
+    /// Resume a paused schedule from now on.
+    Resume {
+        /// Schedule name.
+        name: String,
+    },
+    /// Fire a schedule now (its overlap policy applies).
+    Trigger {
+        /// Schedule name.
+        name: String,
+    },
+    /// Run the cron times between --from and --to that never ran, one after another.
+    Backfill {
+        /// Schedule name.
+        name: String,
+        /// From this RFC 3339 time (inclusive).
+        #[arg(long, value_name = "TIME")]
+        from: String,
+        /// To this RFC 3339 time (inclusive).
+        #[arg(long, value_name = "TIME")]
+        to: String,
+    },
+    /// Delete a schedule created through the API (runs it started stay).
+    Delete {
+        /// Schedule name.
+        name: String,
+    },
+}
+
+/// `gatehouse sop ...`
+#[derive(Debug, Subcommand)]
+pub enum SopCommand {
+    /// Validate SOP files; every problem is printed as FILE:LINE:COLUMN: MESSAGE and the exit
+    /// code is 1 when any file is invalid.
+    Validate {
+        /// The files.
+        #[arg(required = true, value_name = "FILE")]
+        files: Vec<PathBuf>,
+        /// Print a JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the SOPs this configuration can run: the built-ins and those in server.sop_dirs.
+    List {
+        /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `gatehouse config ...`
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Load and validate the configuration, read every secret it references, and print the
+    /// effective configuration as TOML with secrets shown by source only.
+    Check,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    use super::*;
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}

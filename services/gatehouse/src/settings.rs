@@ -1,0 +1,158 @@
+//! The configuration file turned into what each service takes. The services know nothing of
+//! `gatehouse.toml`: they take typed settings, and every conversion from the one to the
+//! other is here (chat, GitHub and sandboxes in their own files), so `up`, `serve` and
+//! `config check` read the configuration the same way.
+
+pub mod chat;
+pub mod github;
+pub mod sandbox;
+
+use std::path::Path;
+use std::sync::Arc;
+
+use anyhow::Context;
+use gatehouse_github::GithubClient;
+use gatehouse_ingest::People;
+use gatehouse_runner::{Runner, RunnerOptions};
+use gatehouse_sop::Catalog;
+use gatehouse_store::{ScheduleRow, Store};
+
+use crate::config::{Config, ScheduleConfig};
+
+/// The SOPs of `server.sop_dirs` (invalid files are skipped with a warning) and the agent
+/// tasks of `[[schedules]]`, checked against `[roles]`.
+pub fn catalog(config: &Config) -> anyhow::Result<Arc<Catalog>> {
+    let (mut catalog, invalid) = Catalog::load(&config.server.sop_dirs);
+    for task in config.schedules.iter().filter_map(|s| s.agent_task()) {
+        // Checked when the configuration was loaded.
+        catalog.insert(task.context("an agent task of [[schedules]]")?);
+    }
+    catalog.require_roles(config.roles.keys().map(String::as_str));
+    for error in &invalid {
+        tracing::warn!("skipped an invalid SOP file:\n{error}");
+    }
+    Ok(Arc::new(catalog))
+}
+
+/// `[[people]]` as the API and the webhooks see them.
+pub fn people(config: &Config) -> People {
+    People::new(
+        config
+            .people
+            .iter()
+            .map(|p| gatehouse_ingest::Person {
+                id: p.id.clone(),
+                github: p.github.clone(),
+                slack: p.slack.clone(),
+                discord: p.discord.clone(),
+                groups: p.groups.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// A runner on this process's sandboxes (what a crash left behind is cleaned up first),
+/// delivering to GitHub when a client is configured. `data_dir` is absolute: scripts run in
+/// their workspace, so the paths they are given must not be relative.
+pub async fn runner(
+    config: &Config,
+    store: &Store,
+    data_dir: &Path,
+    github: Option<&GithubClient>,
+) -> anyhow::Result<Runner> {
+    let sandbox = sandbox::sandboxes(config, data_dir).await?;
+    let delivery = config
+        .github
+        .as_ref()
+        .zip(github)
+        .map(|(settings, client)| github::deliverer(settings, client));
+    let options = RunnerOptions {
+        concurrency: config.runner.concurrency,
+        ack_wait: config.runner.lease,
+        data_dir: data_dir.to_owned(),
+        delivery,
+        profiles: config.sandbox.profiles.clone(),
+        roles: config.roles.clone(),
+        prices: config.pricing.clone(),
+        log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
+        shutdown_grace: config.runner.shutdown_grace,
+    };
+    Ok(Runner::new(store.clone(), Arc::new(sandbox), options)
+        .with_artifact_limit(config.runner.artifact_limit.as_u64()))
+}
+
+/// A schedule of `[[schedules]]` as the store keeps it, owing its first fire at once (the
+/// scheduler works out when that is).
+pub fn schedule_row(
+    s: &ScheduleConfig,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<ScheduleRow> {
+    let ms = |t: &Option<String>| -> anyhow::Result<Option<i64>> {
+        Ok(t.as_deref()
+            .map(gatehouse_schedule::parse_time)
+            .transpose()?
+            .map(|t| t.as_millisecond()))
+    };
+    Ok(ScheduleRow {
+        name: s.name.clone(),
+        cron: s.cron.clone(),
+        timezone: s.timezone.clone(),
+        sop: s.target(),
+        params: serde_json::to_string(&s.params)?,
+        overlap: s.overlap.clone(),
+        catchup_window_ms: i64::try_from(s.catchup_window.as_millis()).unwrap_or(i64::MAX),
+        jitter_ms: i64::try_from(s.jitter.as_millis()).unwrap_or(i64::MAX),
+        starts_ms: ms(&s.start)?,
+        ends_ms: ms(&s.end)?,
+        next_due_ms: Some(0),
+        revision: 0,
+        paused: false,
+        pause_note: None,
+        source: "config".into(),
+        owner: s.owner.clone(),
+        since_ms: now.timestamp_millis(),
+        created_at: now,
+        updated_at: now,
+    })
+}
+
+impl ScheduleConfig {
+    /// The SOP the schedule starts: `sop`, or `schedule-<name>` for the agent shorthand.
+    pub fn target(&self) -> String {
+        match &self.role {
+            Some(_) => format!("schedule-{}", self.name),
+            None => self.sop.clone(),
+        }
+    }
+
+    /// For the agent shorthand, the one-node SOP it runs (`schedule-<name>`, its node
+    /// `agent`), validated as any SOP file is.
+    pub fn agent_task(&self) -> Option<Result<gatehouse_sop::Sop, gatehouse_sop::SopError>> {
+        let (role, prompt) = self.role.as_ref().zip(self.prompt.as_ref())?;
+        // JSON is YAML: the SOP parser reads it, and serde_json does the quoting.
+        let text = serde_json::json!({
+            "name": self.target(),
+            "title": format!("Scheduled agent task · {}", self.name),
+            "nodes": { "agent": { "kind": "agent", "role": role, "prompt": prompt } },
+        })
+        .to_string();
+        Some(gatehouse_sop::parse(
+            &format!("schedules.{}", self.name),
+            &text,
+        ))
+    }
+
+    /// The schedule's timing, checked: the same check the API applies to a created one.
+    pub fn timing(&self) -> Result<gatehouse_schedule::Timing, gatehouse_schedule::ScheduleError> {
+        let time =
+            |t: &Option<String>| t.as_deref().map(gatehouse_schedule::parse_time).transpose();
+        gatehouse_schedule::Timing::new(
+            &self.name,
+            &self.cron,
+            &self.timezone,
+            self.jitter,
+            time(&self.start)?,
+            time(&self.end)?,
+        )
+    }
+}

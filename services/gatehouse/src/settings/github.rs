@@ -1,0 +1,87 @@
+//! `[github]` turned into what ingest, the runner and the notifier use.
+
+use std::sync::Arc;
+
+use anyhow::Context;
+use gatehouse_github::GithubClient;
+use gatehouse_ingest::{GithubSettings, Repositories, Trigger};
+use gatehouse_runner::Deliverer;
+
+use crate::config::{GithubConfig, GithubTrigger};
+
+/// Ingest's webhook settings: secrets read, triggers and repository globs compiled.
+pub fn ingest(github: &GithubConfig) -> anyhow::Result<GithubSettings> {
+    let webhook_secrets = github
+        .webhook_secrets
+        .iter()
+        .map(|s| s.resolve().context("github.webhook_secrets"))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if webhook_secrets.is_empty() {
+        tracing::warn!("[github] has no webhook_secrets: every delivery will be refused with 401");
+    }
+    let triggers = github
+        .triggers
+        .iter()
+        .map(|t| {
+            t.to_trigger()
+                .map_err(anyhow::Error::msg)
+                .with_context(|| format!("github.triggers (label `{}`)", t.label))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    Ok(GithubSettings {
+        webhook_secrets,
+        triggers,
+        bot_login: github.bot_login.clone(),
+        max_body_bytes: github.max_body_bytes,
+        repositories: Repositories::new(&github.repositories).context("github.repositories")?,
+    })
+}
+
+/// The client `[github]` asks for: a token, or a GitHub App (`app_id` + `private_key`);
+/// none without either.
+pub fn client(github: &GithubConfig) -> anyhow::Result<Option<GithubClient>> {
+    if let Some(token) = &github.token {
+        let token = token.resolve().context("github.token")?;
+        return Ok(Some(
+            GithubClient::new(&github.api_url, token).context("github.api_url")?,
+        ));
+    }
+    match (github.app_id, &github.private_key) {
+        (Some(app_id), Some(key)) => {
+            let key = key.resolve().context("github.private_key")?;
+            Ok(Some(GithubClient::app(&github.api_url, app_id, &key)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// What the runner needs to clone issues' repositories and carry out `deliver` nodes.
+pub fn deliverer(github: &GithubConfig, client: &GithubClient) -> Arc<Deliverer> {
+    Arc::new(Deliverer {
+        github: client.clone(),
+        git_url: github.git_base(),
+        author_name: github.commit_author.clone(),
+        author_email: github.commit_email.clone(),
+    })
+}
+
+impl GithubTrigger {
+    /// The trigger as ingest acts on it; the error says what to fix. Loading the
+    /// configuration checks it, starting ingest builds it: one conversion for both.
+    pub fn to_trigger(&self) -> Result<Trigger, String> {
+        for entry in self.starters.iter().flatten() {
+            gatehouse_sop::check_person_or_group(entry).map_err(|e| format!("starters: {e}"))?;
+        }
+        let trigger = Trigger::new(
+            &self.label,
+            &self.sop,
+            &self.repos,
+            self.cancel_on_unlabel,
+            self.allow_forks,
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(trigger
+            .requiring_person(self.require_person)
+            .with_starters(self.starters.clone()))
+    }
+}
