@@ -1,4 +1,4 @@
-//! Chat-ops latency on Postgres with the whole chat Hub running (ingest's HTTP endpoints,
+//! Chat-ops latency on Postgres with the whole of Gatehouse running (ingest's HTTP endpoints,
 //! scheduler, runner and notifier, fake Slack and Discord APIs on loopback):
 //! - gate opened → card posted: from the scheduler storing the run as waiting at the
 //!   `check` gate (`runs.updated_at`, written with the process's clock) to the fake Slack
@@ -39,9 +39,9 @@ use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use gatehouse_slack::{Message, SlackClient};
-use gatehouse_tests::Backend;
-use gatehouse_tests::chat_hub::{ANA, APPROVALS, CY, Hub, REQUESTS, control, now};
 use gatehouse_tests::fake_slack;
+use gatehouse_tests::gatehouse::chat::{self, ANA, APPROVALS, CY, REQUESTS, control, now};
+use gatehouse_tests::{Backend, Gatehouse};
 use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -145,7 +145,7 @@ async fn sleep_until(at: DateTime<Utc>) {
 
 /// The card of `run`'s gate in the approvals channel, once posted: the fake's message,
 /// and when the notifier's poster first tried to post it (`chat_messages.first_try_at`).
-async fn card(hub: &Hub, run: Uuid) -> (fake_slack::SlackMessage, DateTime<Utc>) {
+async fn card(hub: &Gatehouse, run: Uuid) -> (fake_slack::SlackMessage, DateTime<Utc>) {
     let key = format!("card:{run}/check/1:slack:{APPROVALS}:-");
     let (ts, tried) = until("the approvals card", || async {
         let row = hub
@@ -171,7 +171,7 @@ async fn card(hub: &Hub, run: Uuid) -> (fake_slack::SlackMessage, DateTime<Utc>)
 
 /// When the scheduler stored `run` as waiting at its gate. Called once the card is
 /// posted and before anyone decides, so nothing has changed the run since.
-async fn gate_opened(hub: &Hub, run: Uuid) -> DateTime<Utc> {
+async fn gate_opened(hub: &Gatehouse, run: Uuid) -> DateTime<Utc> {
     let row = hub.db.store.run(run).await.expect("run").expect("stored");
     let state: Value = serde_json::from_str(&row.state).expect("state");
     assert_eq!(row.status, "waiting", "{run}");
@@ -180,7 +180,7 @@ async fn gate_opened(hub: &Hub, run: Uuid) -> DateTime<Utc> {
 }
 
 /// When the runner began `run`'s `after` node.
-async fn after_started(hub: &Hub, run: Uuid) -> DateTime<Utc> {
+async fn after_started(hub: &Gatehouse, run: Uuid) -> DateTime<Utc> {
     until("the node after the gate", || async {
         hub.db
             .store
@@ -194,7 +194,7 @@ async fn after_started(hub: &Hub, run: Uuid) -> DateTime<Utc> {
     .await
 }
 
-async fn succeeded(hub: &Hub, run: Uuid) {
+async fn succeeded(hub: &Gatehouse, run: Uuid) {
     until("the run to succeed", || async {
         let row = hub.db.store.run(run).await.expect("run").expect("stored");
         (row.status == "succeeded").then_some(())
@@ -203,7 +203,7 @@ async fn succeeded(hub: &Hub, run: Uuid) {
 }
 
 /// Until nothing is left to post, then a slot's length so that every channel is free.
-async fn settle(hub: &Hub) {
+async fn settle(hub: &Gatehouse) {
     until("chat to settle", || async {
         let dirty = hub.db.store.dirty_chat_messages(1).await.expect("dirty");
         dirty.is_empty().then_some(())
@@ -213,7 +213,7 @@ async fn settle(hub: &Hub) {
 }
 
 /// Approves the gate of `run` from its card, as ana, and returns when the click was sent.
-async fn approve(hub: &Hub, card: &fake_slack::SlackMessage) -> DateTime<Utc> {
+async fn approve(hub: &Gatehouse, card: &fake_slack::SlackMessage) -> DateTime<Utc> {
     let approve = control(&card.blocks, "approve");
     let clicked = Utc::now();
     assert_eq!(hub.slack_click(ANA, APPROVALS, &approve).await, 200);
@@ -248,7 +248,7 @@ impl Figures {
 /// Gates opened one at a time, each in a free slot of the approvals channel, with one
 /// sample of each baseline between them.
 async fn sequential(
-    hub: &Hub,
+    hub: &Gatehouse,
     gates: usize,
     direct: &SlackClient,
     post: &mut Latencies,
@@ -308,7 +308,7 @@ async fn sequential(
 
 /// Runs started by a Slack mention in the requests channel, one at a time: the reply and
 /// the progress message go to the request's thread first, paced, and the cards follow.
-async fn mentioned(hub: &Hub, count: usize) -> Figures {
+async fn mentioned(hub: &Gatehouse, count: usize) -> Figures {
     let mut f = Figures::new();
     let mut known: HashSet<Uuid> = hub
         .db
@@ -344,7 +344,7 @@ async fn mentioned(hub: &Hub, count: usize) -> Figures {
 }
 
 /// Gates opening together: runs requested in one transaction, cards paced in one channel.
-async fn burst(hub: &Hub, count: usize) -> (Latencies, f64) {
+async fn burst(hub: &Gatehouse, count: usize) -> (Latencies, f64) {
     settle(hub).await;
     let runs = gatehouse_tests::request_runs(&hub.db.store, "review", count, "cy").await;
     let mut card_l = Latencies::new();
@@ -377,7 +377,7 @@ async fn main() {
         )
     };
     let started = Instant::now();
-    let hub = Hub::start(Backend::Postgres).await;
+    let hub = chat::builder(Backend::Postgres).start().await;
     let direct =
         SlackClient::new(&hub.slack.api_url(), fake_slack::BOT_TOKEN.into()).expect("Slack client");
 

@@ -9,14 +9,12 @@
 //! `cargo bench -p gatehouse-tests --bench runs`. `BENCH_RUNS` (default 50) and
 //! `BENCH_WAITING` (default 10000) set the sizes.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gatehouse_bus::{Bus, InProcessBus};
 use gatehouse_engine::{Input, Outcome, RunState, apply};
-use gatehouse_sop::{Catalog, parse};
+use gatehouse_sop::parse;
 use gatehouse_store::Store;
-use gatehouse_tests::{Backend, Services, TestDb};
+use gatehouse_tests::{Backend, Gatehouse, TestDb};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -119,15 +117,11 @@ async fn throughput(runs: usize) {
     let data = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(data.path().join("sops")).expect("mkdir");
     std::fs::write(data.path().join("sops/noop10.yaml"), chain(10)).expect("write");
-    let (catalog, _) = Catalog::load(&[data.path().join("sops")]);
-    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
-    let services = Services::start(
-        &db.store,
-        bus,
-        catalog,
-        data.path(),
-        Duration::from_secs(30),
-    );
+    let services = Gatehouse::builder_on(db, data)
+        .lease(Duration::from_secs(30))
+        .start()
+        .await;
+    let db = &services.db;
     let start = Instant::now();
     gatehouse_tests::request_runs(&db.store, "noop10", runs, "bench").await;
     while count(&db.store, "succeeded", runs).await < runs {
@@ -135,7 +129,6 @@ async fn throughput(runs: usize) {
     }
     let elapsed = start.elapsed().as_secs_f64();
     services.stop().await;
-    db.cleanup().await;
     let nodes_per_sec = nodes as f64 / elapsed;
     println!(
         "10-node no-op SOP: {:.2} runs/s ({nodes_per_sec:.0} nodes/s) over {runs} runs; spawning `sh -c true` alone: {spawns_per_sec:.0}/s (services = {:.2}x raw spawning)",
@@ -150,15 +143,11 @@ async fn waiting(runs: usize) {
     let data = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(data.path().join("sops")).expect("mkdir");
     std::fs::write(data.path().join("sops/waits.yaml"), WAITS).expect("write");
-    let (catalog, _) = Catalog::load(&[data.path().join("sops")]);
-    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
-    let services = Services::start(
-        &db.store,
-        bus,
-        catalog,
-        data.path(),
-        Duration::from_secs(30),
-    );
+    let services = Gatehouse::builder_on(db, data)
+        .lease(Duration::from_secs(30))
+        .start()
+        .await;
+    let db = &services.db;
     // Warm up: one run through, so pools and caches exist before the baseline.
     gatehouse_tests::request_runs(&db.store, "waits", 1, "bench").await;
     while count(&db.store, "waiting", 1).await < 1 {
@@ -190,7 +179,6 @@ async fn waiting(runs: usize) {
         start.elapsed().as_secs_f64()
     );
     services.stop().await;
-    db.cleanup().await;
 }
 
 #[tokio::main(flavor = "multi_thread")]

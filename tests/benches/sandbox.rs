@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
-use gatehouse_tests::{Backend, Stack, TestDb};
+use gatehouse_tests::{Backend, Gatehouse, TestDb};
 use hdrhistogram::Histogram;
 use uuid::Uuid;
 
@@ -53,16 +53,17 @@ async fn main() {
         image: Some(IMAGE.into()),
         ..Profile::default()
     };
-    let stack = Stack::start_with(
-        TestDb::new(Backend::Postgres).await,
-        data,
-        &SOPS,
-        Arc::new(Sandboxes::new(ProcessSandbox::default(), Ok(docker))),
-        |options| {
+    let stack = Gatehouse::builder_on(TestDb::new(Backend::Postgres).await, data)
+        .sops(&SOPS)
+        .sandbox(Arc::new(Sandboxes::new(
+            ProcessSandbox::default(),
+            Ok(docker),
+        )))
+        .runner(|options| {
             options.profiles.insert("box".into(), profile);
-        },
-    )
-    .await;
+        })
+        .start()
+        .await;
 
     let mut docker_node = histogram();
     let mut process_node = histogram();
@@ -111,9 +112,9 @@ fn micros(d: Duration) -> u64 {
 
 /// Runs one `hello` node of `sop` and returns, in microseconds, the time from the runner
 /// beginning its attempt to its first output line.
-async fn start_overhead(stack: &Stack, sop: &str) -> u64 {
+async fn start_overhead(stack: &Gatehouse, sop: &str) -> u64 {
     let run: Uuid = stack.request(sop).await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
     let attempt = &stack.db.store.attempts(run).await.unwrap()[0];
     let logs = stack.db.store.logs(run, 0, 100).await.unwrap();
     let first = logs

@@ -7,15 +7,12 @@
 //!
 //! `cargo bench -p gatehouse-tests --bench schedules`.
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use futures::StreamExt;
-use gatehouse_bus::{Bus, InProcessBus};
-use gatehouse_sop::Catalog;
 use gatehouse_store::{ScheduleRow, Store};
-use gatehouse_tests::{Backend, Services, TestDb};
+use gatehouse_tests::{Backend, Gatehouse, TestDb};
 
 const WAITS: &str = "name: waits\nnodes:\n  ask: { kind: gate, approvers: [ana] }\n";
 
@@ -97,8 +94,6 @@ async fn scenario(total: usize, due: usize) -> Figures {
     let data = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(data.path().join("sops")).expect("mkdir");
     std::fs::write(data.path().join("sops/waits.yaml"), WAITS).expect("write");
-    let (catalog, _) = Catalog::load(&[data.path().join("sops")]);
-    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(store.clone()));
 
     // Idle schedules: yearly, on a day that is never the benchmark's.
     insert(
@@ -106,7 +101,10 @@ async fn scenario(total: usize, due: usize) -> Figures {
         (0..total - due).map(|i| schedule(format!("idle-{i:06}"), "0 0 1 1 *".into())),
     )
     .await;
-    let services = Services::start(&store, bus, catalog, data.path(), Duration::from_secs(30));
+    let services = Gatehouse::builder_on(db, data)
+        .lease(Duration::from_secs(30))
+        .start()
+        .await;
     let started = Instant::now();
     indexed(&store).await;
     let index = started.elapsed();
@@ -141,7 +139,6 @@ async fn scenario(total: usize, due: usize) -> Figures {
     }
     let rss_after_kib = rss_kib();
     services.stop().await;
-    db.cleanup().await;
     lateness.sort_unstable();
     let pct = |p: f64| lateness[((lateness.len() as f64 * p).ceil() as usize).saturating_sub(1)];
     Figures {

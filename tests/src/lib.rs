@@ -6,21 +6,20 @@
 //! `GATEHOUSE_TEST_POSTGRES` and `GATEHOUSE_TEST_NATS` override the default addresses.
 
 pub mod captured;
-pub mod chat_hub;
 pub mod fake_discord;
 pub mod fake_github;
 pub mod fake_slack;
+pub mod gatehouse;
 pub mod private_nats;
 pub mod proxy;
-mod stack;
 
-pub use stack::{Stack, actor};
+pub use gatehouse::{Gatehouse, GatehouseBuilder, actor, person};
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
-use gatehouse_bus::{Bus, InProcessBus, JetStreamBus, Relay, RelayOptions};
+use gatehouse_bus::{Bus, InProcessBus, JetStreamBus};
 use gatehouse_events::{Prefix, StreamKind};
 use gatehouse_store::Store;
 use uuid::Uuid;
@@ -301,80 +300,6 @@ macro_rules! on_every_bus {
     )*};
 }
 
-/// Relay, scheduler and runner (process sandbox) on one store and bus, wired as
-/// `gatehouse up` wires them, for tests and benchmarks that drive runs through events.
-pub struct Services {
-    stop: tokio_util::sync::CancellationToken,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
-}
-
-impl Services {
-    /// Starts the services; runs' files go under `data_dir`.
-    pub fn start(
-        store: &Store,
-        bus: Arc<dyn Bus>,
-        catalog: gatehouse_sop::Catalog,
-        data_dir: &std::path::Path,
-        ack_wait: Duration,
-    ) -> Self {
-        Self::start_delivering(store, bus, catalog, data_dir, ack_wait, None)
-    }
-
-    /// Starts the services with a runner that clones and delivers GitHub repositories.
-    pub fn start_delivering(
-        store: &Store,
-        bus: Arc<dyn Bus>,
-        catalog: gatehouse_sop::Catalog,
-        data_dir: &std::path::Path,
-        ack_wait: Duration,
-        delivery: Option<Arc<gatehouse_runner::Deliverer>>,
-    ) -> Self {
-        let options = gatehouse_runner::RunnerOptions {
-            concurrency: 2,
-            ack_wait,
-            delivery,
-            ..gatehouse_runner::RunnerOptions::new(data_dir.to_owned())
-        };
-        let sandbox = Arc::new(gatehouse_sandbox::ProcessSandbox::default());
-        Self::start_runner(store, bus, catalog, sandbox, options)
-    }
-
-    /// Starts the services with a runner of the given sandbox and options.
-    pub fn start_runner(
-        store: &Store,
-        bus: Arc<dyn Bus>,
-        catalog: gatehouse_sop::Catalog,
-        sandbox: Arc<dyn gatehouse_sandbox::Sandbox>,
-        options: gatehouse_runner::RunnerOptions,
-    ) -> Self {
-        let stop = tokio_util::sync::CancellationToken::new();
-        let relay = Relay::new(
-            store.clone(),
-            bus.clone(),
-            RelayOptions {
-                poll: Duration::from_millis(50),
-                ..RelayOptions::default()
-            },
-        );
-        let scheduler = gatehouse_scheduler::Scheduler::new(store.clone(), Arc::new(catalog));
-        let runner = gatehouse_runner::Runner::new(store.clone(), sandbox, options);
-        let tasks = vec![
-            tokio::spawn(relay.run(stop.clone())),
-            tokio::spawn(scheduler.run(bus.clone(), stop.clone())),
-            tokio::spawn(runner.run(bus, stop.clone())),
-        ];
-        Self { stop, tasks }
-    }
-
-    /// Stops them and waits until they have.
-    pub async fn stop(self) {
-        self.stop.cancel();
-        for task in self.tasks {
-            let _ = task.await;
-        }
-    }
-}
-
 /// Requests `count` runs of `sop` as the API does (`run.requested` events in the outbox, 500
 /// to a transaction), asked for by `person`, with no requirement; returns their ids.
 pub async fn request_runs(store: &Store, sop: &str, count: usize, person: &str) -> Vec<uuid::Uuid> {
@@ -418,16 +343,15 @@ pub async fn serve_fake(app: axum::Router) -> String {
     url
 }
 
-/// Serves ingest's routes for `api` on a free loopback port until `stop`; returns its URL.
-pub async fn serve_api(
-    api: gatehouse_ingest::ApiState,
+/// Serves `routes` (ingest's) on a free loopback port until `stop`; returns its URL.
+pub async fn serve_routes(
+    routes: axum::Router,
     stop: tokio_util::sync::CancellationToken,
 ) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    let router = gatehouse_ingest::router(api);
     tokio::spawn(async move {
-        axum::serve(listener, router)
+        axum::serve(listener, routes)
             .with_graceful_shutdown(async move { stop.cancelled().await })
             .await
             .unwrap();

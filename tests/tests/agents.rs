@@ -12,7 +12,7 @@ use gatehouse_events::{Event, GateDecisionKind, RunRequested};
 use gatehouse_ingest::views::UsageTotal;
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_store::RequirementRow;
-use gatehouse_tests::{Backend, Stack, TestDb, actor, on_both_backends};
+use gatehouse_tests::{Backend, Gatehouse, TestDb, actor, on_both_backends};
 use uuid::Uuid;
 
 /// Claude Code's `--output-format json` result, as the real CLI prints it (fields from
@@ -115,7 +115,7 @@ async fn stack(
     backend: Backend,
     sops: &[(&str, &str)],
     roles: impl FnOnce(&std::path::Path) -> BTreeMap<String, Role>,
-) -> Stack {
+) -> Gatehouse {
     let data = tempfile::tempdir().unwrap();
     let bin = data.path().join("bin");
     install(&bin, "claude", FAKE_CLAUDE);
@@ -132,17 +132,15 @@ async fn stack(
             cache_write: 3.75,
         },
     )]);
-    Stack::start_with(
-        TestDb::new(backend).await,
-        data,
-        sops,
-        Arc::new(ProcessSandbox::default()),
-        move |options| {
+    Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .sops(sops)
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
             options.roles = roles;
             options.prices = prices;
-        },
-    )
-    .await
+        })
+        .start()
+        .await
 }
 
 async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend: Backend) {
@@ -183,7 +181,7 @@ async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend:
             parent: None,
         }))
         .await;
-    stack.wait_status(run, "waiting").await;
+    stack.wait_run(run, "waiting").await;
 
     let prompt = stack.artifact(run, "code", 1, "prompt.md");
     assert_eq!(
@@ -257,7 +255,7 @@ async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend:
     stack
         .decide(run, "review", 2, GateDecisionKind::Approve, None)
         .await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
     // The rework started from the workspace as `code` first found it: one edit, not two.
     let work = stack
         .data
@@ -303,7 +301,7 @@ async fn codex_and_command_agents_report_usage(backend: Backend) {
     })
     .await;
     let run = stack.request("reviews").await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
 
     // Codex reads the role's system text and the prompt on stdin.
     assert_eq!(
@@ -357,7 +355,7 @@ async fn agent_errors_and_unknown_roles_fail_the_node(backend: Backend) {
         ),
     ] {
         let run = stack.request(sop).await;
-        stack.wait_status(run, "failed").await;
+        stack.wait_run(run, "failed").await;
         let attempts = stack.db.store.attempts(run).await.unwrap();
         assert_eq!(attempts[0].error.as_deref(), Some(error), "{sop}");
     }

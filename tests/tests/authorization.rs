@@ -15,16 +15,12 @@
 //! the scheduler and a runner going so runs and schedule fires really happen.
 
 use std::collections::BTreeSet;
-use std::sync::Arc;
 use std::time::Duration;
 
 use axum::http::{Method, StatusCode};
-use gatehouse_bus::{Bus, InProcessBus};
-use gatehouse_ingest::{ApiState, BOOTSTRAP_ADMIN, People, Person, Scope, required_scope};
-use gatehouse_sop::Catalog;
-use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
+use gatehouse_ingest::{BOOTSTRAP_ADMIN, Scope, required_scope};
+use gatehouse_tests::{Backend, Gatehouse as Harness, on_both_backends, person};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 on_both_backends!(
@@ -883,54 +879,33 @@ const QUICK: &str = "name: quick\nnodes:\n  work:\n    kind: script\n    run: ec
 /// administrator's token as `gatehouse up` writes it (every scope).
 struct Gatehouse {
     api: Api,
-    db: TestDb,
     admin: String,
-    services: Services,
-    stop: CancellationToken,
-    _data: tempfile::TempDir,
+    running: Harness,
+}
+
+/// The harness's verbs and fields (`db`, `url`) on the suite's own.
+impl std::ops::Deref for Gatehouse {
+    type Target = Harness;
+    fn deref(&self) -> &Harness {
+        &self.running
+    }
 }
 
 impl Gatehouse {
     async fn start(backend: Backend) -> Self {
-        let db = TestDb::new(backend).await;
-        let data = tempfile::tempdir().expect("a data directory");
-        let mut catalog = Catalog::default();
-        for (file, text) in [("hold", HOLD), ("leads-only", LEADS_ONLY), ("quick", QUICK)] {
-            catalog.insert(gatehouse_sop::parse(file, text).expect("a valid SOP"));
-        }
-        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
-        let services = Services::start(
-            &db.store,
-            bus,
-            catalog.clone(),
-            data.path(),
-            Duration::from_secs(5),
-        );
-        let person = |id: &str, groups: &[&str]| Person {
-            id: id.into(),
-            github: None,
-            slack: None,
-            discord: None,
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-        };
-        let api = ApiState::new(db.store.clone(), Arc::new(catalog))
-            .with_data_dir(data.path())
-            .with_people(People::new(vec![
-                person("ana", &["leads"]),
-                person("bo", &[]),
-            ]));
-        let stop = CancellationToken::new();
-        let url = gatehouse_tests::serve_api(api, stop.clone()).await;
+        let running = Harness::builder(backend)
+            .sops(&[("hold", HOLD), ("leads-only", LEADS_ONLY), ("quick", QUICK)])
+            .people(vec![person("ana", &["leads"]), person("bo", &[])])
+            .lease(Duration::from_secs(5))
+            .start()
+            .await;
         let mut gh = Self {
             api: Api {
-                url: format!("{url}/api/v1"),
+                url: format!("{}/api/v1", running.url),
                 http: reqwest::Client::new(),
             },
-            db,
             admin: String::new(),
-            services,
-            stop,
-            _data: data,
+            running,
         };
         gh.admin = gh.token(BOOTSTRAP_ADMIN, &Scope::ALL).await;
         gh
@@ -1053,9 +1028,7 @@ impl Gatehouse {
     }
 
     async fn stop(self) {
-        self.stop.cancel();
-        self.services.stop().await;
-        self.db.cleanup().await;
+        self.running.stop().await;
     }
 }
 

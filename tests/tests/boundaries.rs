@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use gatehouse_agent::{Executor, Role};
 use gatehouse_sandbox::ProcessSandbox;
-use gatehouse_tests::{Backend, Stack, TestDb, on_both_backends};
+use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};
 use uuid::Uuid;
 
 const REGULAR: &str = "artifacts must be regular files inside the artifact directory";
@@ -35,9 +35,12 @@ fn script(name: &str, run: &str, artifacts: &[&str]) -> String {
 
 /// Runs `sop` to its end and returns its failure and its stored artifacts.
 async fn failure(backend: Backend, sop: &str) -> (String, usize) {
-    let stack = Stack::start(backend, &[("sop", sop)]).await;
+    let stack = Gatehouse::builder(backend)
+        .sops(&[("sop", sop)])
+        .start()
+        .await;
     let run = stack.request("sop").await;
-    let state = stack.wait_status(run, "failed").await;
+    let state = stack.wait_run(run, "failed").await;
     let stored = stack.db.store.artifacts(run).await.unwrap().len();
     stack.stop().await;
     (
@@ -123,9 +126,12 @@ nodes:
 "#;
 
 async fn a_stored_artifact_swapped_for_a_link_is_not_copied_to_the_next_node(backend: Backend) {
-    let stack = Stack::start(backend, &[("swap", SWAP)]).await;
+    let stack = Gatehouse::builder(backend)
+        .sops(&[("swap", SWAP)])
+        .start()
+        .await;
     let run = stack.request("swap").await;
-    let state = stack.wait_status(run, "failed").await;
+    let state = stack.wait_run(run, "failed").await;
     assert_eq!(
         state["failure"],
         format!("node `read` failed: the input `plan/plan.md` is a symbolic link; {REGULAR}")
@@ -173,18 +179,16 @@ async fn nothing_planted_in_the_inputs_reaches_the_prompt(backend: Backend) {
         env: BTreeMap::from([("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()))]),
         ..Role::new(Executor::ClaudeCode)
     };
-    let stack = Stack::start_with(
-        TestDb::new(backend).await,
-        data,
-        &[("plant", PLANT)],
-        Arc::new(ProcessSandbox::default()),
-        move |options| {
+    let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .sops(&[("plant", PLANT)])
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
             options.roles = BTreeMap::from([("coder".to_owned(), coder)]);
-        },
-    )
-    .await;
+        })
+        .start()
+        .await;
     let run: Uuid = stack.request("plant").await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
     let prompt = stack.artifact(run, "code", 1, "prompt.md");
     assert!(prompt.contains("[plan.md: split the lexer\n]"), "{prompt}");
     assert!(

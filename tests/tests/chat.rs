@@ -9,10 +9,10 @@ use ed25519_dalek::SigningKey;
 use gatehouse_discord::GatewaySink;
 use gatehouse_ingest::DiscordSink;
 use gatehouse_store::RunRow;
-use gatehouse_tests::chat_hub::*;
 use gatehouse_tests::fake_discord::FakeDiscord;
 use gatehouse_tests::fake_slack::{self, FakeSlack, Fault, SlackMessage};
-use gatehouse_tests::{Backend, on_both_backends};
+use gatehouse_tests::gatehouse::chat::{self, *};
+use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -29,7 +29,7 @@ on_both_backends!(
 );
 
 async fn a_slack_request_becomes_a_run_whose_card_decides_it(backend: Backend) {
-    let hub = Hub::start(backend).await;
+    let hub = chat::builder(backend).start().await;
     // Slack checks the endpoint first.
     let challenge = json!({ "token": "t", "challenge": "3eZbrw1aB", "type": "url_verification" });
     let (status, answer) = hub
@@ -181,7 +181,7 @@ async fn a_slack_request_becomes_a_run_whose_card_decides_it(backend: Backend) {
 }
 
 async fn bad_slack_and_discord_requests_change_nothing(backend: Backend) {
-    let hub = Hub::start(backend).await;
+    let hub = chat::builder(backend).start().await;
     let event = serde_json::to_vec(&json!({
         "type": "event_callback", "event_id": "Ev-bad", "team_id": "T1",
         "event": { "type": "app_mention", "user": BO, "channel": REQUESTS, "ts": "1.000001",
@@ -275,7 +275,7 @@ async fn bad_slack_and_discord_requests_change_nothing(backend: Backend) {
 }
 
 /// Starts `review` from the requests channel and waits for its card.
-async fn review_waiting(hub: &Hub) -> (RunRow, SlackMessage) {
+async fn review_waiting(hub: &Gatehouse) -> (RunRow, SlackMessage) {
     hub.slack_mention(
         &format!("Ev{}", Uuid::new_v4().simple()),
         REQUESTS,
@@ -291,7 +291,7 @@ async fn review_waiting(hub: &Hub) -> (RunRow, SlackMessage) {
 }
 
 async fn double_clicks_decide_once_and_old_cards_are_refused(backend: Backend) {
-    let hub = Hub::start(backend).await;
+    let hub = chat::builder(backend).start().await;
     let (run, card) = review_waiting(&hub).await;
     // Send back: the click opens a dialog listing the targets, its submission decides.
     let send_back = control(&card.blocks, "send-back");
@@ -359,7 +359,7 @@ async fn double_clicks_decide_once_and_old_cards_are_refused(backend: Backend) {
 }
 
 async fn unknown_people_requesters_and_non_approvers_are_refused(backend: Backend) {
-    let hub = Hub::start(backend).await;
+    let hub = chat::builder(backend).start().await;
     // Someone not in [[people]] asks for work: a polite no, nothing created.
     hub.slack_mention("Ev-eve", REQUESTS, EVE, "please delete the prod database")
         .await;
@@ -404,7 +404,7 @@ async fn unknown_people_requesters_and_non_approvers_are_refused(backend: Backen
 }
 
 async fn min_approvals_collects_distinct_people(backend: Backend) {
-    let hub = Hub::start(backend).await;
+    let hub = chat::builder(backend).start().await;
     hub.slack_mention("Ev-pair", APPROVALS, CY, "run pair")
         .await;
     let run = hub.run_with_status("waiting").await;
@@ -448,7 +448,7 @@ async fn min_approvals_collects_distinct_people(backend: Backend) {
 }
 
 async fn discord_buttons_and_dialogs_decide_gates(backend: Backend) {
-    let hub = Hub::start(backend).await;
+    let hub = chat::builder(backend).start().await;
     let sink = DiscordSink::new(hub.api.clone());
     let mention = |id: &str, text: &str| gatehouse_discord::Mention {
         message_id: id.into(),
@@ -579,7 +579,11 @@ async fn a_card_posted_before_a_failure_is_not_posted_twice(backend: Backend) {
     slack.fail_next("chat.postMessage", Fault::StoreThenStatus(500));
     slack.fail_next("chat.postMessage", Fault::RateLimited { retry_after: 1 });
     discord.store_then_fail_creates(1);
-    let hub = Hub::start_with(backend, slack, discord).await;
+    let hub = chat::builder(backend)
+        .slack(slack)
+        .discord(discord)
+        .start()
+        .await;
     let (run, _) = review_waiting(&hub).await;
     let approve = format!("gh:approve:{}:1:check", run.id);
     hub.until("the Discord card", || {
@@ -685,11 +689,9 @@ async fn a_restart_between_posting_and_storing_the_id_posts_nothing_twice(backen
             approvals_channel: None,
         }),
     };
-    let notifier = tokio::spawn(
-        gatehouse_notifier::Notifier::new(db.store.clone(), None)
-            .with_chat(outputs)
-            .run(bus, stop.clone()),
-    );
+    let notifier = gatehouse_fleet::Fleet::builder(db.store.clone(), bus)
+        .notifier(gatehouse_notifier::Notifier::new(db.store.clone(), None).with_chat(outputs))
+        .spawn(stop.clone());
     for (key, expected) in [
         ("reply:slack:k1", &slack_ts),
         ("reply:discord:k2", &discord_id),
@@ -713,13 +715,12 @@ async fn a_restart_between_posting_and_storing_the_id_posts_nothing_twice(backen
         "{:?}",
         discord.calls()
     );
-    stop.cancel();
-    let _ = notifier.await;
+    notifier.stop().await;
     db.cleanup().await;
 }
 
 async fn commands_in_chat_name_runs_and_gates_anywhere(backend: Backend) {
-    let hub = Hub::start(backend).await;
+    let hub = chat::builder(backend).start().await;
     let (run, _) = review_waiting(&hub).await;
     let answer = |root: String| {
         let hub = &hub;

@@ -2,25 +2,15 @@
 //! over HTTP on loopback into the API, stored, processed into requirements, runs and gate
 //! decisions by the real scheduler on a real database.
 
-use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_bus::{Bus, InProcessBus};
 use gatehouse_github::GithubClient;
-use gatehouse_ingest::{ApiState, GithubSettings, People, Person, Repositories, Trigger};
-use gatehouse_notifier::Notifier;
-use gatehouse_runner::Deliverer;
-use gatehouse_sop::Catalog;
-use gatehouse_store::{RequirementRow, RunRow};
-use gatehouse_tests::fake_github::{FakeGithub, bare_repository, commit_all, git};
-use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
-use hmac::{Hmac, KeyInit, Mac};
+use gatehouse_ingest::{Person, Trigger};
+use gatehouse_tests::fake_github::{FakeGithub, commit_all, git};
+use gatehouse_tests::gatehouse::github::{REPO, TOKEN, sign};
+use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use serde_json::{Value, json};
-use sha2::Sha256;
-use tokio_util::sync::CancellationToken;
 
-const SECRET: &str = "webhook s3cret";
-const REPO: &str = "Codertocat/Hello-World";
 const HOLD: &str = "name: hold\nparams: { repo: {}, issue: {} }\nnodes:\n  review: { kind: gate, approvers: [group:leads] }\n";
 const QUICK: &str = "name: quick\nnodes:\n  work: { kind: script, run: \"true\" }\n";
 /// The `fix` node also tries what a hostile script could: point the remote elsewhere and
@@ -28,246 +18,44 @@ const QUICK: &str = "name: quick\nnodes:\n  work: { kind: script, run: \"true\" 
 const SHIP: &str = "name: ship\nnodes:\n  fix: { kind: script, run: 'echo \"fixed by $GATEHOUSE_RUN_ID\" > FIX.md; git remote -v > $GATEHOUSE_ARTIFACTS/remotes.txt; git config remote.origin.url file:///nonexistent/evil.git; printf \"#!/bin/sh\\nenv > ../hook-saw-this\\n\" > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit', artifacts: [remotes.txt] }\n  check: { kind: gate, needs: [fix], approvers: [group:leads], send_back: [fix] }\n  deliver: { kind: deliver, needs: [check] }\n";
 const MERGE: &str = "name: merge\nnodes:\n  fix: { kind: script, run: 'echo merged > MERGED.md' }\n  deliver: { kind: deliver, needs: [fix], mode: direct, branch: main }\n";
 const MERGE_LATER: &str = "name: merge-later\nnodes:\n  fix: { kind: script, run: 'echo ours > MERGED.md' }\n  check: { kind: gate, needs: [fix], approvers: [group:leads] }\n  deliver: { kind: deliver, needs: [check], mode: direct }\n";
-const TOKEN: &str = "ghs_test-token-never-shown";
 
-struct Hub {
-    db: TestDb,
-    github: FakeGithub,
-    client: GithubClient,
-    _data: tempfile::TempDir,
-    services: Services,
-    api: ApiState,
-    url: String,
-    stop: CancellationToken,
-    http: reqwest::Client,
-}
-
-impl Hub {
-    async fn start(backend: Backend, triggers: Vec<Trigger>, process: bool) -> Self {
-        let db = TestDb::new(backend).await;
-        let data = tempfile::tempdir().unwrap();
-        std::fs::create_dir(data.path().join("sops")).unwrap();
-        std::fs::write(data.path().join("sops/hold.yaml"), HOLD).unwrap();
-        std::fs::write(data.path().join("sops/quick.yaml"), QUICK).unwrap();
-        std::fs::write(data.path().join("sops/ship.yaml"), SHIP).unwrap();
-        std::fs::write(data.path().join("sops/merge.yaml"), MERGE).unwrap();
-        std::fs::write(data.path().join("sops/merge-later.yaml"), MERGE_LATER).unwrap();
-        let git = data.path().join("git");
-        bare_repository(&git.join(format!("{REPO}.git")));
-        let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
-        assert!(errors.is_empty(), "{errors:?}");
-        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
-        let github = FakeGithub::start().await;
-        let client = GithubClient::new(&github.url, TOKEN.into()).unwrap();
-        let delivery = Arc::new(Deliverer {
-            github: client.clone(),
-            git_url: format!("file://{}", git.display()),
-            author_name: "Gatehouse".into(),
-            author_email: "gatehouse@localhost".into(),
-        });
-        let stop = CancellationToken::new();
-        tokio::spawn(
-            Notifier::new(db.store.clone(), Some(client.clone()))
-                .with_public_url("https://gatehouse.test/")
-                .run(bus.clone(), stop.clone()),
-        );
-        let services = Services::start_delivering(
-            &db.store,
-            bus,
-            catalog.clone(),
-            data.path(),
-            Duration::from_secs(5),
-            Some(delivery),
-        );
-        let person = |id: &str, login: &str, groups: &[&str]| Person {
-            id: id.into(),
-            github: Some(login.into()),
-            slack: None,
-            discord: None,
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-        };
-        let api = ApiState::new(db.store.clone(), Arc::new(catalog))
-            .with_people(People::new(vec![
-                person("ana", "Codertocat", &["leads"]),
-                person("bob", "bob-gh", &[]),
-                person("tri", "triager", &[]),
-            ]))
-            .with_github(GithubSettings {
-                webhook_secrets: vec!["old secret".into(), SECRET.into()],
-                triggers,
-                bot_login: "gatehouse".into(),
-                max_body_bytes: 64 * 1024,
-                // The repository is configured, whatever the triggers name.
-                repositories: Repositories::new(&[REPO.into()]).unwrap(),
-            });
-        let url = gatehouse_tests::serve_api(api.clone(), stop.clone()).await;
-        let hub = Self {
-            db,
-            github,
-            client,
-            _data: data,
-            services,
-            api,
-            url,
-            stop,
-            http: reqwest::Client::new(),
-        };
-        if process {
-            hub.process();
-        }
-        hub
+/// Gatehouse wired to the fake GitHub with `triggers`, the SOPs above, and the people ana
+/// (Codertocat, a lead), bob and tri (the triager); `process: false` stores deliveries
+/// without processing them, as a process that crashed after storing them.
+async fn hub(backend: Backend, triggers: Vec<Trigger>, process: bool) -> Gatehouse {
+    let person = |id: &str, login: &str, groups: &[&str]| Person {
+        id: id.into(),
+        github: Some(login.into()),
+        slack: None,
+        discord: None,
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    };
+    let builder = Gatehouse::builder(backend)
+        .sops(&[
+            ("hold", HOLD),
+            ("quick", QUICK),
+            ("ship", SHIP),
+            ("merge", MERGE),
+            ("merge-later", MERGE_LATER),
+        ])
+        .people(vec![
+            person("ana", "Codertocat", &["leads"]),
+            person("bob", "bob-gh", &[]),
+            person("tri", "triager", &[]),
+        ])
+        .github(triggers)
+        .lease(Duration::from_secs(5));
+    match process {
+        true => builder.start().await,
+        false => builder.deliveries_later().start().await,
     }
-
-    /// Starts the delivery processor (a restarted process does this at start).
-    fn process(&self) {
-        tokio::spawn(gatehouse_ingest::process_deliveries(
-            self.api.clone(),
-            self.stop.clone(),
-        ));
-    }
-
-    async fn post(
-        &self,
-        event: &str,
-        delivery: &str,
-        body: &[u8],
-        signature: Option<String>,
-    ) -> (u16, Value) {
-        let mut request = self
-            .http
-            .post(format!("{}/webhooks/github", self.url))
-            .header("X-GitHub-Event", event)
-            .header("X-GitHub-Delivery", delivery)
-            .header("Content-Type", "application/json")
-            .body(body.to_vec());
-        if let Some(signature) = signature {
-            request = request.header("X-Hub-Signature-256", signature);
-        }
-        let response = request.send().await.unwrap();
-        let status = response.status().as_u16();
-        let text = response.text().await.unwrap();
-        (
-            status,
-            serde_json::from_str(&text).unwrap_or(Value::String(text)),
-        )
-    }
-
-    async fn deliver(&self, event: &str, delivery: &str, payload: &Value) -> Value {
-        let body = serde_json::to_vec(payload).unwrap();
-        let (status, answer) = self.post(event, delivery, &body, Some(sign(&body))).await;
-        assert!(status == 202 || status == 200, "{status}: {answer}");
-        answer
-    }
-
-    /// The delivery's note once it is processed.
-    async fn note(&self, delivery: &str) -> String {
-        for _ in 0..500 {
-            if let Some(d) = self.db.store.delivery("github", delivery).await.unwrap()
-                && d.status != "pending"
-            {
-                return d.note.unwrap_or_default();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("delivery {delivery} was never processed");
-    }
-
-    /// The issue's requirement, once a delivery has created it.
-    async fn requirement(&self, number: u64) -> RequirementRow {
-        let key = format!("github:{REPO}#{number}");
-        for _ in 0..500 {
-            if let Some(found) = self.db.store.requirement_by_key(&key).await.unwrap() {
-                return found;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("no requirement for {key}");
-    }
-
-    /// Waits until the requirement has `count` runs, all with `status`.
-    async fn runs(&self, number: u64, status: &str, count: usize) -> Vec<RunRow> {
-        self.runs_where(number, count, |runs| {
-            runs.iter().all(|r| r.status == status)
-        })
-        .await
-    }
-
-    /// Waits until the requirement has `count` runs and the newest has `status`.
-    async fn newest(&self, number: u64, status: &str, count: usize) -> Vec<RunRow> {
-        self.runs_where(number, count, |runs| runs[0].status == status)
-            .await
-    }
-
-    async fn runs_where(
-        &self,
-        number: u64,
-        count: usize,
-        check: impl Fn(&[RunRow]) -> bool,
-    ) -> Vec<RunRow> {
-        let requirement = self.requirement(number).await;
-        for _ in 0..500 {
-            let runs = self
-                .db
-                .store
-                .runs_of_requirement(requirement.id)
-                .await
-                .unwrap();
-            if runs.len() == count && check(&runs) {
-                return runs;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!(
-            "issue #{number} never had {count} runs as expected: {:?}",
-            self.db
-                .store
-                .runs_of_requirement(requirement.id)
-                .await
-                .unwrap()
-        );
-    }
-
-    /// Waits until the issue has `count` comments and the newest satisfies `check`.
-    async fn comments(
-        &self,
-        number: u64,
-        count: usize,
-        check: impl Fn(&str) -> bool,
-    ) -> Vec<String> {
-        for _ in 0..500 {
-            let comments = self.github.comments(REPO, number);
-            if comments.len() == count && comments.last().is_some_and(|c| check(c)) {
-                return comments;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!(
-            "issue #{number} never had {count} comments as expected: {:#?}",
-            self.github.comments(REPO, number)
-        );
-    }
-
-    async fn stop(self) {
-        self.stop.cancel();
-        self.services.stop().await;
-        self.db.cleanup().await;
-    }
-}
-
-fn sign(body: &[u8]) -> String {
-    let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();
-    mac.update(body);
-    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
 }
 
 /// A real payload. Its issue was opened by `reporter`, someone Gatehouse does not know:
 /// the fixtures' author, Codertocat, is ana here, a lead who decides gates, and the
 /// requirement's author may not approve the work on it.
 fn fixture(name: &str) -> Value {
-    let path = format!(
-        "{}/fixtures/github/{name}.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
+    let path = format!("{}/fixtures/github/{name}.json", env!("CARGO_MANIFEST_DIR"));
     let mut payload: Value =
         serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     if payload["issue"]["user"].is_object() {
@@ -381,23 +169,27 @@ async fn a_github_app_acts_through_its_installation() {
 }
 
 async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
-    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    let hub = hub(backend, vec![hold_on("bug")], true).await;
     let body = serde_json::to_vec(&labeled("bug")).unwrap();
-    let (status, answer) = hub.post("issues", "d-unsigned", &body, None).await;
+    let (status, answer) = hub.post_github("issues", "d-unsigned", &body, None).await;
     assert_eq!(status, 401);
     assert_eq!(answer["error"], "no X-Hub-Signature-256 header");
     let wrong = sign(b"another body");
     assert_eq!(
-        hub.post("issues", "d-wrong", &body, Some(wrong)).await.0,
+        hub.post_github("issues", "d-wrong", &body, Some(wrong))
+            .await
+            .0,
         401
     );
     let big = vec![b' '; 65 * 1024];
     assert_eq!(
-        hub.post("issues", "d-big", &big, Some(sign(&big))).await.0,
+        hub.post_github("issues", "d-big", &big, Some(sign(&big)))
+            .await
+            .0,
         413
     );
     let (status, answer) = hub
-        .post("issues", "d-text", b"not json", Some(sign(b"not json")))
+        .post_github("issues", "d-text", b"not json", Some(sign(b"not json")))
         .await;
     assert_eq!(status, 400);
     assert!(
@@ -415,31 +207,33 @@ async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
         );
     }
     // Parses as JSON but lacks what an `issues` event has: recorded and ignored.
-    hub.deliver("issues", "d-thin", &json!({"action": "opened"}))
+    hub.deliver_github("issues", "d-thin", &json!({"action": "opened"}))
         .await;
     assert!(
         hub.note("d-thin")
             .await
             .starts_with("payload not understood")
     );
-    hub.deliver("ping", "d-ping", &fixture("ping")).await;
+    hub.deliver_github("ping", "d-ping", &fixture("ping")).await;
     assert_eq!(hub.note("d-ping").await, "ping");
-    hub.deliver("push", "d-push", &fixture("push")).await;
+    hub.deliver_github("push", "d-push", &fixture("push")).await;
     assert_eq!(hub.note("d-push").await, "`push` events are not acted on");
     hub.stop().await;
 }
 
 async fn a_label_starts_its_sop_once_however_often_it_is_delivered(backend: Backend) {
-    let hub = Hub::start(backend, vec![hold_on("bug"), hold_on("other")], true).await;
+    let hub = hub(backend, vec![hold_on("bug"), hold_on("other")], true).await;
     let payload = labeled("bug");
-    let first = hub.deliver("issues", "d-1", &payload).await;
+    let first = hub.deliver_github("issues", "d-1", &payload).await;
     assert_eq!(first["duplicate"], false);
     let body = serde_json::to_vec(&payload).unwrap();
-    let (status, again) = hub.post("issues", "d-1", &body, Some(sign(&body))).await;
+    let (status, again) = hub
+        .post_github("issues", "d-1", &body, Some(sign(&body)))
+        .await;
     assert_eq!(status, 200);
     assert_eq!(again["duplicate"], true, "a redelivery does nothing");
     // The same label event through a second hook (another delivery id).
-    hub.deliver("issues", "d-2", &payload).await;
+    hub.deliver_github("issues", "d-2", &payload).await;
     assert!(hub.note("d-1").await.starts_with("started `hold`"));
     assert_eq!(
         hub.note("d-2").await,
@@ -453,15 +247,16 @@ async fn a_label_starts_its_sop_once_however_often_it_is_delivered(backend: Back
     assert_eq!(requirement.title, "Spelling error in the README file");
     assert_eq!(requirement.state, "open");
     // A label no trigger names starts nothing.
-    hub.deliver("issues", "d-3", &labeled("wontfix")).await;
+    hub.deliver_github("issues", "d-3", &labeled("wontfix"))
+        .await;
     assert_eq!(hub.note("d-3").await, "");
     hub.runs(1, "waiting", 1).await;
     hub.stop().await;
 }
 
 async fn a_delivery_stored_before_a_crash_is_processed_after_the_restart(backend: Backend) {
-    let hub = Hub::start(backend, vec![hold_on("bug")], false).await;
-    hub.deliver("issues", "d-1", &labeled("bug")).await;
+    let hub = hub(backend, vec![hold_on("bug")], false).await;
+    hub.deliver_github("issues", "d-1", &labeled("bug")).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     let stored = hub
         .db
@@ -471,18 +266,19 @@ async fn a_delivery_stored_before_a_crash_is_processed_after_the_restart(backend
         .unwrap()
         .unwrap();
     assert_eq!(stored.status, "pending", "answered before processing");
-    hub.process();
+    hub.process_deliveries();
     hub.note("d-1").await;
     hub.runs(1, "waiting", 1).await;
     hub.stop().await;
 }
 
 async fn comment_commands_act_for_configured_people_only(backend: Backend) {
-    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
-    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    let hub = hub(backend, vec![hold_on("bug")], true).await;
+    hub.deliver_github("issues", "d-label", &labeled("bug"))
+        .await;
     let run = hub.runs(1, "waiting", 1).await[0].id;
 
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-1",
         &comment("mallory", "/gatehouse approve"),
@@ -492,7 +288,7 @@ async fn comment_commands_act_for_configured_people_only(backend: Backend) {
         hub.note("c-1").await,
         "approve: refused, `mallory` is not one of the people configured for Gatehouse; ask an administrator to add you to [[people]]"
     );
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-2",
         &comment("bob-gh", "@gatehouse approve ok"),
@@ -504,7 +300,7 @@ async fn comment_commands_act_for_configured_people_only(backend: Backend) {
     );
     // Commands in code blocks and quotes are not commands.
     let quoted = "> /gatehouse approve\n```\n/gatehouse approve\n```\nthanks";
-    hub.deliver("issue_comment", "c-3", &comment("Codertocat", quoted))
+    hub.deliver_github("issue_comment", "c-3", &comment("Codertocat", quoted))
         .await;
     assert_eq!(hub.note("c-3").await, "no command in the comment");
     hub.runs(1, "waiting", 1).await;
@@ -513,7 +309,7 @@ async fn comment_commands_act_for_configured_people_only(backend: Backend) {
     let mut edited = comment("Codertocat", "@gatehouse status\n/gatehouse approve lgtm");
     edited["action"] = json!("edited");
     edited["changes"] = json!({"body": {"from": "@gatehouse status"}});
-    hub.deliver("issue_comment", "c-4", &edited).await;
+    hub.deliver_github("issue_comment", "c-4", &edited).await;
     assert_eq!(
         hub.note("c-4").await,
         format!("approve {run}/review: decided")
@@ -526,7 +322,7 @@ async fn comment_commands_act_for_configured_people_only(backend: Backend) {
     assert_eq!(decisions[0].comment.as_deref(), Some("lgtm"));
 
     // Unknown commands and `run` with parameters.
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-5",
         &comment("bob-gh", "/gatehouse deploy\n/gatehouse run quick"),
@@ -539,18 +335,18 @@ async fn comment_commands_act_for_configured_people_only(backend: Backend) {
 }
 
 async fn a_comment_delivered_again_under_a_new_delivery_id_starts_nothing(backend: Backend) {
-    let hub = Hub::start(backend, vec![], true).await;
+    let hub = hub(backend, vec![], true).await;
     let written = comment("bob-gh", "/gatehouse run quick");
     let (id, at) = (&written["comment"]["id"], &written["comment"]["updated_at"]);
     let again = format!(
         "comment {id} as of {} was acted on already, by another delivery",
         at.as_str().unwrap()
     );
-    hub.deliver("issue_comment", "r-1", &written).await;
+    hub.deliver_github("issue_comment", "r-1", &written).await;
     let note = hub.note("r-1").await;
     assert!(note.contains("run: started `quick`"), "{note}");
     // The same body under a new delivery id: a redelivery, a second hook, a replay.
-    hub.deliver("issue_comment", "r-2", &written).await;
+    hub.deliver_github("issue_comment", "r-2", &written).await;
     assert_eq!(hub.note("r-2").await, again);
 
     // An edit is a new version of the comment: the command it added runs.
@@ -559,10 +355,10 @@ async fn a_comment_delivered_again_under_a_new_delivery_id_starts_nothing(backen
     edited["comment"]["body"] = json!("/gatehouse run quick\n/gatehouse run quick");
     edited["comment"]["updated_at"] = json!("2019-05-15T15:30:00Z");
     edited["changes"] = json!({"body": {"from": "/gatehouse run quick"}});
-    hub.deliver("issue_comment", "r-3", &edited).await;
+    hub.deliver_github("issue_comment", "r-3", &edited).await;
     let note = hub.note("r-3").await;
     assert!(note.contains("run: started `quick`"), "{note}");
-    hub.deliver("issue_comment", "r-4", &edited).await;
+    hub.deliver_github("issue_comment", "r-4", &edited).await;
     assert_eq!(
         hub.note("r-4").await,
         again.replace(at.as_str().unwrap(), "2019-05-15T15:30:00Z")
@@ -575,10 +371,10 @@ async fn a_comment_delivered_again_under_a_new_delivery_id_starts_nothing(backen
 }
 
 async fn issue_events_keep_the_requirement_current(backend: Backend) {
-    let hub = Hub::start(backend, vec![], true).await;
+    let hub = hub(backend, vec![], true).await;
     let mut opened = fixture("issues.opened");
     opened["issue"]["user"]["login"] = json!("Codertocat");
-    hub.deliver("issues", "d-open", &opened).await;
+    hub.deliver_github("issues", "d-open", &opened).await;
     hub.note("d-open").await;
     let created = hub.requirement(1).await;
     assert_eq!(
@@ -587,13 +383,13 @@ async fn issue_events_keep_the_requirement_current(backend: Backend) {
     );
     let mut edited = fixture("issues.edited");
     edited["issue"]["title"] = json!("Spelling error in the README");
-    hub.deliver("issues", "d-edit", &edited).await;
+    hub.deliver_github("issues", "d-edit", &edited).await;
     hub.note("d-edit").await;
     let mut closed = fixture("issues.edited");
     closed["action"] = json!("closed");
     closed["issue"]["state"] = json!("closed");
     closed["issue"]["title"] = json!("Spelling error in the README");
-    hub.deliver("issues", "d-close", &closed).await;
+    hub.deliver_github("issues", "d-close", &closed).await;
     hub.note("d-close").await;
     let now = hub.requirement(1).await;
     assert_eq!(now.id, created.id, "one requirement per issue");
@@ -605,11 +401,11 @@ async fn issue_events_keep_the_requirement_current(backend: Backend) {
     newer["issue"]["number"] = json!(2);
     newer["issue"]["title"] = json!("The newer title");
     newer["issue"]["updated_at"] = json!("2019-05-16T00:00:00Z");
-    hub.deliver("issues", "d-2-edit", &newer).await;
+    hub.deliver_github("issues", "d-2-edit", &newer).await;
     hub.note("d-2-edit").await;
     let mut older = fixture("issues.opened");
     older["issue"]["number"] = json!(2);
-    hub.deliver("issues", "d-2-open", &older).await;
+    hub.deliver_github("issues", "d-2-open", &older).await;
     hub.note("d-2-open").await;
     assert_eq!(hub.requirement(2).await.title, "The newer title");
     hub.stop().await;
@@ -621,39 +417,39 @@ async fn forks_and_removed_labels_follow_their_trigger(backend: Backend) {
         Trigger::new("stop-me", "hold", &["Codertocat/*".into()], true, false).unwrap(),
         Trigger::new("fork-ok", "quick", &["Codertocat/*".into()], false, true).unwrap(),
     ];
-    let hub = Hub::start(backend, triggers, true).await;
+    let hub = hub(backend, triggers, true).await;
     // A pull request from a fork does not start a run holding credentials...
     let mut pr = fixture("pull_request.opened");
     pr["action"] = json!("labeled");
     pr["label"] = json!({"name": "bug"});
     pr["pull_request"]["head"]["repo"]["full_name"] = json!("mallory/Hello-World");
-    hub.deliver("pull_request", "p-1", &pr).await;
+    hub.deliver_github("pull_request", "p-1", &pr).await;
     assert_eq!(
         hub.note("p-1").await,
         "`hold` not started: the pull request comes from a fork (allow_forks = false)"
     );
     // ...unless its trigger allows forks.
     pr["label"] = json!({"name": "fork-ok"});
-    hub.deliver("pull_request", "p-2", &pr).await;
+    hub.deliver_github("pull_request", "p-2", &pr).await;
     assert!(hub.note("p-2").await.starts_with("started `quick`"));
 
     // Removing a label leaves its runs alone unless the trigger says otherwise.
-    hub.deliver("issues", "d-bug", &labeled("bug")).await;
+    hub.deliver_github("issues", "d-bug", &labeled("bug")).await;
     hub.runs(1, "waiting", 1).await;
     let mut removed = labeled("bug");
     removed["action"] = json!("unlabeled");
-    hub.deliver("issues", "d-unbug", &removed).await;
+    hub.deliver_github("issues", "d-unbug", &removed).await;
     assert_eq!(
         hub.note("d-unbug").await,
         "label removed; runs of `hold` go on (cancel_on_unlabel = false)"
     );
     let mut stop = labeled("stop-me");
     stop["issue"]["updated_at"] = json!("2019-05-15T15:21:00Z");
-    hub.deliver("issues", "d-stop", &stop).await;
+    hub.deliver_github("issues", "d-stop", &stop).await;
     hub.newest(1, "waiting", 2).await;
     stop["action"] = json!("unlabeled");
     stop["issue"]["updated_at"] = json!("2019-05-15T15:22:00Z");
-    hub.deliver("issues", "d-unstop", &stop).await;
+    hub.deliver_github("issues", "d-unstop", &stop).await;
     assert!(
         hub.note("d-unstop")
             .await
@@ -678,8 +474,9 @@ async fn forks_and_removed_labels_follow_their_trigger(backend: Backend) {
 }
 
 async fn the_status_comment_is_posted_once_and_edited_in_place(backend: Backend) {
-    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
-    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    let hub = hub(backend, vec![hold_on("bug")], true).await;
+    hub.deliver_github("issues", "d-label", &labeled("bug"))
+        .await;
     let run = hub.runs(1, "waiting", 1).await[0].id;
     let status = hub.comments(1, 1, |c| c.contains("waiting_approval")).await;
     assert!(status[0].contains(&format!("run `{run}`")), "{}", status[0]);
@@ -693,7 +490,7 @@ async fn the_status_comment_is_posted_once_and_edited_in_place(backend: Backend)
         status[0]
     );
 
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-ok",
         &comment("Codertocat", "/gatehouse approve"),
@@ -715,11 +512,12 @@ async fn the_status_comment_is_posted_once_and_edited_in_place(backend: Backend)
 }
 
 async fn a_comment_github_stored_before_failing_is_not_posted_again(backend: Backend) {
-    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    let hub = hub(backend, vec![hold_on("bug")], true).await;
     // The first create is stored by GitHub but answered 502 (the same as a crash between
     // posting and recording the id), and the next call meets a secondary rate limit.
     hub.github.fail_creates(1);
-    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    hub.deliver_github("issues", "d-label", &labeled("bug"))
+        .await;
     hub.runs(1, "waiting", 1).await;
     hub.comments(1, 1, |c| c.contains("waiting_approval")).await;
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -729,7 +527,7 @@ async fn a_comment_github_stored_before_failing_is_not_posted_again(backend: Bac
         "found by its marker, not repeated"
     );
     hub.github.rate_limit(1);
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-ok",
         &comment("Codertocat", "/gatehouse approve"),
@@ -746,12 +544,13 @@ async fn a_comment_github_stored_before_failing_is_not_posted_again(backend: Bac
 }
 
 async fn commands_that_need_an_answer_get_a_reply(backend: Backend) {
-    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
-    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    let hub = hub(backend, vec![hold_on("bug")], true).await;
+    hub.deliver_github("issues", "d-label", &labeled("bug"))
+        .await;
     let run = hub.runs(1, "waiting", 1).await[0].id;
     hub.comments(1, 1, |c| c.contains("waiting_approval")).await;
 
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-who",
         &comment("mallory", "/gatehouse approve"),
@@ -763,7 +562,7 @@ async fn commands_that_need_an_answer_get_a_reply(backend: Backend) {
         "{}",
         replies[1]
     );
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-typo",
         &comment("bob-gh", "/gatehouse aprove\n@gatehouse status"),
@@ -785,7 +584,7 @@ async fn commands_that_need_an_answer_get_a_reply(backend: Backend) {
         replies[2]
     );
     // A redelivery replies nothing new.
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-typo",
         &comment("bob-gh", "/gatehouse aprove"),
@@ -797,7 +596,7 @@ async fn commands_that_need_an_answer_get_a_reply(backend: Backend) {
 }
 
 async fn reconciliation_starts_labels_added_while_away_exactly_once(backend: Backend) {
-    let hub = Hub::start(
+    let hub = hub(
         backend,
         vec![hold_on("bug"), hold_on("elsewhere-only")],
         true,
@@ -851,41 +650,43 @@ async fn labels_and_commands_reach_only_configured_repositories_and_people(backe
     let leads_only = Trigger::new("leads-only", "hold", &[REPO.into()], false, false)
         .unwrap()
         .with_starters(Some(vec!["group:leads".into()]));
-    let hub = Hub::start(backend, vec![hold_on("bug"), people_only, leads_only], true).await;
+    let hub = hub(backend, vec![hold_on("bug"), people_only, leads_only], true).await;
     // An issue template labels for whoever opens an issue: a stranger starts nothing.
     let mut by_stranger = labeled("people-only");
     by_stranger["sender"]["login"] = json!("drive-by");
-    hub.deliver("issues", "p-1", &by_stranger).await;
+    hub.deliver_github("issues", "p-1", &by_stranger).await;
     assert_eq!(
         hub.note("p-1").await,
         "`hold` not started: `drive-by` is not one of the people known to Gatehouse, and this trigger starts runs only for them"
     );
-    hub.deliver("issues", "p-2", &labeled("people-only")).await;
+    hub.deliver_github("issues", "p-2", &labeled("people-only"))
+        .await;
     assert!(
         hub.note("p-2").await.starts_with("started `hold`"),
         "tri is known"
     );
     // Starters: the triager (no groups) may not, a lead may.
-    hub.deliver("issues", "s-1", &labeled("leads-only")).await;
+    hub.deliver_github("issues", "s-1", &labeled("leads-only"))
+        .await;
     assert_eq!(
         hub.note("s-1").await,
         "`hold` not started: tri may not start it by labelling; the trigger's starters are group:leads"
     );
     let mut by_lead = labeled("leads-only");
     by_lead["sender"]["login"] = json!("Codertocat");
-    hub.deliver("issues", "s-2", &by_lead).await;
+    hub.deliver_github("issues", "s-2", &by_lead).await;
     assert!(hub.note("s-2").await.starts_with("started `hold`"));
     // A repository no trigger names (a hook there, or an App installed more widely).
     let mut elsewhere = labeled("bug");
     elsewhere["repository"]["full_name"] = json!("other/repo");
-    hub.deliver("issues", "o-1", &elsewhere).await;
+    hub.deliver_github("issues", "o-1", &elsewhere).await;
     assert_eq!(
         hub.note("o-1").await,
         "repository `other/repo` is not configured: name it in a trigger's `repos` or in [github] repositories"
     );
     let mut comment_elsewhere = comment("Codertocat", "@gatehouse run quick");
     comment_elsewhere["repository"]["full_name"] = json!("other/repo");
-    hub.deliver("issue_comment", "o-2", &comment_elsewhere)
+    hub.deliver_github("issue_comment", "o-2", &comment_elsewhere)
         .await;
     assert!(
         hub.note("o-2")
@@ -906,11 +707,12 @@ async fn labels_and_commands_reach_only_configured_repositories_and_people(backe
 
 async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backend) {
     let ship = Trigger::new("ship", "ship", &["Codertocat/*".into()], false, false).unwrap();
-    let hub = Hub::start(backend, vec![ship], true).await;
-    let bare = hub._data.path().join(format!("git/{REPO}.git"));
-    hub.deliver("issues", "d-ship", &labeled("ship")).await;
+    let hub = hub(backend, vec![ship], true).await;
+    let bare = hub.data.path().join(format!("git/{REPO}.git"));
+    hub.deliver_github("issues", "d-ship", &labeled("ship"))
+        .await;
     let run = hub.runs(1, "waiting", 1).await[0].id;
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-ok",
         &comment("Codertocat", "/gatehouse approve"),
@@ -943,11 +745,11 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     assert!(pulls[0].body.starts_with("Closes #1"), "{}", pulls[0].body);
 
     // The token is in no remote URL, repository config, log or artifact.
-    let workspace = hub._data.path().join(format!("runs/{run}/workspace"));
+    let workspace = hub.data.path().join(format!("runs/{run}/workspace"));
     let config = std::fs::read_to_string(workspace.join(".git/config")).unwrap();
     assert!(!config.contains(TOKEN), "{config}");
     let remotes = std::fs::read_to_string(
-        hub._data
+        hub.data
             .path()
             .join(format!("runs/{run}/artifacts/fix/1/remotes.txt")),
     )
@@ -957,7 +759,7 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
         "{remotes}"
     );
     assert!(
-        !hub._data
+        !hub.data
             .path()
             .join(format!("runs/{run}/hook-saw-this"))
             .exists(),
@@ -977,9 +779,9 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     // Delivered again (a second label event): the same branch, the same pull request.
     let mut again = labeled("ship");
     again["issue"]["updated_at"] = json!("2019-05-15T16:00:00Z");
-    hub.deliver("issues", "d-ship-2", &again).await;
+    hub.deliver_github("issues", "d-ship-2", &again).await;
     hub.newest(1, "waiting", 2).await;
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-ok-2",
         &comment("Codertocat", "/gatehouse approve"),
@@ -993,7 +795,8 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     merged["number"] = json!(pulls[0].number);
     merged["pull_request"]["number"] = json!(pulls[0].number);
     merged["pull_request"]["merged"] = json!(true);
-    hub.deliver("pull_request", "p-merged", &merged).await;
+    hub.deliver_github("pull_request", "p-merged", &merged)
+        .await;
     assert_eq!(
         hub.note("p-merged").await,
         format!("merged: github:{REPO}#1 delivered")
@@ -1004,9 +807,10 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
 
 async fn direct_delivery_merges_into_the_branch(backend: Backend) {
     let merge = Trigger::new("merge", "merge", &["Codertocat/*".into()], false, false).unwrap();
-    let hub = Hub::start(backend, vec![merge], true).await;
-    let bare = hub._data.path().join(format!("git/{REPO}.git"));
-    hub.deliver("issues", "d-merge", &labeled("merge")).await;
+    let hub = hub(backend, vec![merge], true).await;
+    let bare = hub.data.path().join(format!("git/{REPO}.git"));
+    hub.deliver_github("issues", "d-merge", &labeled("merge"))
+        .await;
     hub.runs(1, "succeeded", 1).await;
     assert_eq!(git(&bare, &["show", "main:MERGED.md"]), "merged\n");
     assert!(
@@ -1025,15 +829,15 @@ async fn direct_delivery_refuses_a_conflicting_merge(backend: Backend) {
         false,
     )
     .unwrap();
-    let hub = Hub::start(backend, vec![later], true).await;
-    let bare = hub._data.path().join(format!("git/{REPO}.git"));
-    hub.deliver("issues", "d-merge", &labeled("merge-later"))
+    let hub = hub(backend, vec![later], true).await;
+    let bare = hub.data.path().join(format!("git/{REPO}.git"));
+    hub.deliver_github("issues", "d-merge", &labeled("merge-later"))
         .await;
     let run = hub.runs(1, "waiting", 1).await[0].id;
     // Meanwhile someone changes the same file on main.
-    let other = hub._data.path().join("other-clone");
+    let other = hub.data.path().join("other-clone");
     git(
-        hub._data.path(),
+        hub.data.path(),
         &[
             "clone",
             "--quiet",
@@ -1045,7 +849,7 @@ async fn direct_delivery_refuses_a_conflicting_merge(backend: Backend) {
     commit_all(&other, "theirs");
     git(&other, &["push", "--quiet", "origin", "main"]);
 
-    hub.deliver(
+    hub.deliver_github(
         "issue_comment",
         "c-ok",
         &comment("Codertocat", "/gatehouse approve"),
@@ -1067,9 +871,10 @@ async fn direct_delivery_refuses_a_conflicting_merge(backend: Backend) {
 }
 
 async fn a_comment_github_refuses_for_good_is_given_up(backend: Backend) {
-    let hub = Hub::start(backend, vec![hold_on("bug")], true).await;
+    let hub = hub(backend, vec![hold_on("bug")], true).await;
     hub.github.remove_repository(REPO);
-    hub.deliver("issues", "d-label", &labeled("bug")).await;
+    hub.deliver_github("issues", "d-label", &labeled("bug"))
+        .await;
     let run = hub.runs(1, "waiting", 1).await[0].id;
     let key = format!("run:{run}");
     for _ in 0..500 {

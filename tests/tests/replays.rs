@@ -2,14 +2,14 @@
 //! only its timestamp tells a click made now from one captured an hour ago. (GitHub's
 //! comment commands replayed under a new delivery id: tests/github.rs.)
 
-use gatehouse_tests::chat_hub::*;
-use gatehouse_tests::{Backend, on_both_backends};
+use gatehouse_tests::gatehouse::chat::{self, *};
+use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use serde_json::{Value, json};
 
 on_both_backends!(a_correctly_signed_discord_interaction_from_another_time_is_refused);
 
 /// Posts `body` signed with the application's key at `timestamp`.
-async fn post_signed_at(hub: &Hub, body: &Value, timestamp: i64) -> u16 {
+async fn post_signed_at(hub: &Gatehouse, body: &Value, timestamp: i64) -> u16 {
     let body = serde_json::to_vec(body).unwrap();
     let timestamp = timestamp.to_string();
     hub.http
@@ -29,7 +29,7 @@ async fn post_signed_at(hub: &Hub, body: &Value, timestamp: i64) -> u16 {
 }
 
 async fn a_correctly_signed_discord_interaction_from_another_time_is_refused(backend: Backend) {
-    let hub = Hub::start(backend).await;
+    let hub = chat::builder(backend).start().await;
     let click = hub.discord_click("4242", "click_one", &[]);
     let stored = || async { hub.db.store.pending_deliveries(100).await.unwrap().len() };
     let before = stored().await;

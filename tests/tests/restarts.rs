@@ -9,10 +9,10 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use gatehouse_bus::{
-    Bus, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, JetStreamBus, Relay,
-    RelayOptions,
+    Bus, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, JetStreamBus, RelayOptions,
 };
 use gatehouse_events::{Envelope, Event, NodeProgress, Prefix};
+use gatehouse_fleet::Fleet;
 use gatehouse_store::{Store, Tx};
 use gatehouse_tests::private_nats::{PrivateNats, free_port, wait_for_port};
 use gatehouse_tests::{Backend, TestDb, quick_retry};
@@ -36,22 +36,14 @@ impl Handler for Applied {
 /// A relay and a consumer that records what it applies, as a service runs them.
 struct Pipeline {
     store: Store,
-    stop: CancellationToken,
-    tasks: Vec<tokio::task::JoinHandle<()>>,
+    fleet: Fleet,
     applied: Arc<Applied>,
 }
 
 impl Pipeline {
     fn start(store: &Store, bus: Arc<dyn Bus>) -> Self {
-        let stop = CancellationToken::new();
-        let options = RelayOptions {
-            retry_delay: Duration::from_millis(200),
-            poll: Duration::from_millis(100),
-            ..RelayOptions::default()
-        };
-        let relay = tokio::spawn(Relay::new(store.clone(), bus.clone(), options).run(stop.clone()));
         let applied = Arc::new(Applied::default());
-        let consumer = tokio::spawn({
+        let consumer = {
             let spec = ConsumerSpec {
                 ack_wait: Duration::from_secs(2),
                 ..ConsumerSpec::new("survivor", "node.progress")
@@ -60,14 +52,21 @@ impl Pipeline {
                 retry_delay: Duration::from_millis(200),
                 ..ConsumerOptions::new(spec)
             };
-            let consumer = Consumer::new(bus, store.clone(), options);
-            let (applied, stop) = (applied.clone(), stop.clone());
-            async move { consumer.run(&*applied, stop).await }
-        });
+            let consumer = Consumer::new(bus.clone(), store.clone(), options);
+            let applied = applied.clone();
+            move |stop| async move { consumer.run(&*applied, stop).await }
+        };
+        let fleet = Fleet::builder(store.clone(), bus)
+            .relay(RelayOptions {
+                retry_delay: Duration::from_millis(200),
+                poll: Duration::from_millis(100),
+                ..RelayOptions::default()
+            })
+            .task(consumer)
+            .spawn(CancellationToken::new());
         Self {
             store: store.clone(),
-            stop,
-            tasks: vec![relay, consumer],
+            fleet,
             applied,
         }
     }
@@ -107,10 +106,7 @@ impl Pipeline {
     async fn finish(self, expected: usize) {
         self.wait_for(expected).await;
         tokio::time::sleep(Duration::from_millis(500)).await;
-        self.stop.cancel();
-        for task in self.tasks {
-            let _ = task.await;
-        }
+        self.fleet.stop().await;
         let applied = self.applied.0.lock().unwrap().clone();
         let unique: BTreeSet<_> = applied.iter().collect();
         assert_eq!(

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_bus::{Relay, RelayOptions};
+use gatehouse_bus::RelayOptions;
+use gatehouse_fleet::Fleet;
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_sop::Catalog;
@@ -57,8 +58,8 @@ on_every_bus!(
 struct Cluster {
     bus: TestBus,
     data: tempfile::TempDir,
-    stop: CancellationToken,
-    runners: BTreeMap<&'static str, (CancellationToken, JoinHandle<()>)>,
+    services: Fleet,
+    runners: BTreeMap<&'static str, (CancellationToken, Fleet)>,
 }
 
 impl Cluster {
@@ -72,23 +73,18 @@ impl Cluster {
         std::fs::write(sops.join("short.yaml"), SHORT).unwrap();
         let (catalog, errors) = Catalog::load(&[&sops]);
         assert!(errors.is_empty(), "{errors:?}");
-        let stop = CancellationToken::new();
-        let relay = Relay::new(
-            bus.db.store.clone(),
-            bus.bus.clone(),
-            RelayOptions {
+        let services = Fleet::builder(bus.db.store.clone(), bus.bus.clone())
+            .catalog(Arc::new(catalog))
+            .relay(RelayOptions {
                 poll: Duration::from_millis(50),
                 ..RelayOptions::default()
-            },
-        );
-        tokio::spawn(relay.run(stop.clone()));
-        let scheduler =
-            gatehouse_scheduler::Scheduler::new(bus.db.store.clone(), Arc::new(catalog));
-        tokio::spawn(scheduler.run(bus.bus.clone(), stop.clone()));
+            })
+            .scheduler()
+            .spawn(CancellationToken::new());
         Self {
             bus,
             data,
-            stop,
+            services,
             runners: BTreeMap::new(),
         }
     }
@@ -115,23 +111,32 @@ impl Cluster {
             Arc::new(ProcessSandbox::default()),
             options,
         );
+        // A runner process of its own: its own bus connection, relaying its own outbox (on
+        // a short claim, so rows a killed one had claimed are soon published by another).
         let stop = CancellationToken::new();
-        let running = tokio::spawn(runner.run(self.bus.reopen().await, stop.clone()));
-        self.runners.insert(name, (stop, running));
+        let process = Fleet::builder(self.bus.db.store.clone(), self.bus.reopen().await)
+            .relay(RelayOptions {
+                poll: Duration::from_millis(50),
+                lease: Duration::from_secs(1),
+                ..RelayOptions::default()
+            })
+            .runner(runner)
+            .spawn(stop.clone());
+        self.runners.insert(name, (stop, process));
     }
 
     /// Stops a runner as a crash would leave its jobs: unacknowledged, their scripts gone.
     fn kill(&mut self, name: &str) {
-        if let Some((_, running)) = self.runners.remove(name) {
-            running.abort();
+        if let Some((_, process)) = self.runners.remove(name) {
+            process.abort();
         }
     }
 
     /// Tells a runner to stop, as SIGTERM does; the handle ends when the runner has.
     fn shut_down(&mut self, name: &str) -> JoinHandle<()> {
-        let (stop, running) = self.runners.remove(name).unwrap();
+        let (stop, process) = self.runners.remove(name).unwrap();
         stop.cancel();
-        running
+        tokio::spawn(process.join())
     }
 
     async fn request(&self, sop: &str) -> Uuid {
@@ -162,10 +167,10 @@ impl Cluster {
     }
 
     async fn stop(self) {
-        self.stop.cancel();
-        for (_, running) in self.runners.values() {
-            running.abort();
+        for (_, process) in self.runners.into_values() {
+            process.abort();
         }
+        self.services.stop().await;
         self.bus.cleanup().await;
     }
 }

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
-use gatehouse_tests::{Backend, Stack, TestDb, on_both_backends};
+use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};
 
 const IMAGE: &str = "gatehouse-sandbox:busybox";
 
@@ -114,16 +114,16 @@ fn profile(image: &str, memory: Option<&str>, pids: Option<u32>) -> Profile {
 }
 
 /// The services with a runner on process and Docker sandboxes, or `None` without Docker.
-async fn stack(backend: Backend, sops: &[(&str, &str)], log_limit: usize) -> Option<Stack> {
-    stack_with(backend, sops, |options| options.log_limit = log_limit).await
+async fn stack(backend: Backend, sops: &[(&str, &str)], log_limit: usize) -> Option<Gatehouse> {
+    stack_with(backend, sops, move |options| options.log_limit = log_limit).await
 }
 
 /// As [`stack`], with the runner's options adjusted by `configure` after the profiles.
 async fn stack_with(
     backend: Backend,
     sops: &[(&str, &str)],
-    configure: impl FnOnce(&mut gatehouse_runner::RunnerOptions),
-) -> Option<Stack> {
+    configure: impl FnOnce(&mut gatehouse_runner::RunnerOptions) + 'static,
+) -> Option<Gatehouse> {
     let data = tempfile::tempdir().unwrap();
     let docker = docker(&data.path().display().to_string()).await?;
     let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
@@ -136,22 +136,20 @@ async fn stack_with(
         ),
     ]);
     Some(
-        Stack::start_with(
-            TestDb::new(backend).await,
-            data,
-            sops,
-            Arc::new(sandboxes),
-            move |options| {
+        Gatehouse::builder_on(TestDb::new(backend).await, data)
+            .sops(sops)
+            .sandbox(Arc::new(sandboxes))
+            .runner(move |options| {
                 options.profiles = profiles;
                 configure(options);
-            },
-        )
-        .await,
+            })
+            .start()
+            .await,
     )
 }
 
 /// Containers and volumes Docker still has for the stack's runner.
-fn leftovers(stack: &Stack) -> Vec<String> {
+fn leftovers(stack: &Gatehouse) -> Vec<String> {
     let owner = format!("label=gatehouse.owner={}", stack.data.path().display());
     let mut left = Vec::new();
     for args in [
@@ -177,7 +175,7 @@ async fn docker_nodes_share_a_workspace_without_network_or_root(backend: Backend
         return;
     };
     let run = stack.request("boxed").await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
     assert_eq!(stack.artifact(run, "write", 1, "uid").trim(), "65534");
     // Only the loopback interface: `network = "none"`.
     assert_eq!(stack.artifact(run, "write", 1, "interfaces").trim(), "1");
@@ -203,7 +201,7 @@ async fn docker_nodes_share_a_workspace_without_network_or_root(backend: Backend
 
     // 20 MB of output: the node succeeds, 64 KiB of it is stored, the rest is counted.
     let run = stack.request("flood").await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
     let logs = stack.db.store.logs(run, 0, 100_000).await.unwrap();
     let stored: usize = logs.iter().map(|l| l.line.len() + 1).sum();
     assert!(stored < 70 * 1024, "{stored} bytes stored");
@@ -247,7 +245,7 @@ async fn limits_and_a_missing_image_fail_the_node_with_a_reason(backend: Backend
     };
     let mut errors = BTreeMap::new();
     for (sop, run) in runs {
-        stack.wait_status(run, "failed").await;
+        stack.wait_run(run, "failed").await;
         let attempts = stack.db.store.attempts(run).await.unwrap();
         errors.insert(sop, attempts[0].error.clone().unwrap_or_default());
     }
@@ -310,7 +308,7 @@ async fn an_agent_runs_its_cli_inside_the_container(backend: Backend) {
         return;
     };
     let run = stack.request("agentic").await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
     let workspace = stack.data.path().join(format!("runs/{run}/workspace"));
     assert_eq!(
         std::fs::read_to_string(workspace.join("prompt-seen.md")).unwrap(),

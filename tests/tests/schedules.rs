@@ -7,45 +7,42 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
-use gatehouse_bus::{Bus, InProcessBus};
 use gatehouse_events::{Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind};
 use gatehouse_scheduler::Scheduler;
 use gatehouse_sop::Catalog;
 use gatehouse_store::ScheduleRow;
-use gatehouse_tests::{Backend, Services, TestDb, on_both_backends};
+use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use jiff::Timestamp;
 
 const QUICK: &str = "name: quick\nnodes:\n  work: { kind: script, run: \"true\" }\n";
 const HOLD: &str = "name: hold\nnodes:\n  ask: { kind: gate, approvers: [ana] }\n";
 
 struct Setup {
-    db: TestDb,
-    _data: tempfile::TempDir,
-    services: Services,
+    gh: Gatehouse,
     catalog: Arc<Catalog>,
+}
+
+/// The harness's fields (`db`) on the suite's own.
+impl std::ops::Deref for Setup {
+    type Target = Gatehouse;
+    fn deref(&self) -> &Gatehouse {
+        &self.gh
+    }
 }
 
 impl Setup {
     async fn start(backend: Backend) -> Self {
-        let db = TestDb::new(backend).await;
-        let data = tempfile::tempdir().unwrap();
-        std::fs::create_dir(data.path().join("sops")).unwrap();
-        std::fs::write(data.path().join("sops/quick.yaml"), QUICK).unwrap();
-        std::fs::write(data.path().join("sops/hold.yaml"), HOLD).unwrap();
-        let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
+        let sops = [("quick", QUICK), ("hold", HOLD)];
+        let gh = Gatehouse::builder(backend)
+            .sops(&sops)
+            .lease(Duration::from_secs(5))
+            .start()
+            .await;
+        // The same SOPs, for schedulers the tests drive by hand.
+        let (catalog, errors) = Catalog::load(&[gh.data.path().join("sops")]);
         assert!(errors.is_empty());
-        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
-        let services = Services::start(
-            &db.store,
-            bus,
-            catalog.clone(),
-            data.path(),
-            Duration::from_secs(5),
-        );
         Self {
-            db,
-            _data: data,
-            services,
+            gh,
             catalog: Arc::new(catalog),
         }
     }
@@ -113,8 +110,7 @@ impl Setup {
     }
 
     async fn stop(self) {
-        self.services.stop().await;
-        self.db.cleanup().await;
+        self.gh.stop().await;
     }
 }
 

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use gatehouse_events::{GateDecisionKind, RunCommandKind};
-use gatehouse_tests::{Backend, Stack, on_both_backends};
+use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 
 on_both_backends!(
     platform_check_approved,
@@ -17,13 +17,13 @@ on_both_backends!(
 );
 
 async fn platform_check_approved(backend: Backend) {
-    let stack = Stack::start(backend, &[]).await;
+    let stack = Gatehouse::builder(backend).sops(&[]).start().await;
     let run = stack.request("platform-check").await;
-    stack.wait_status(run, "waiting").await;
+    stack.wait_run(run, "waiting").await;
     stack
         .decide(run, "confirm", 1, GateDecisionKind::Approve, None)
         .await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
 
     assert!(
         stack
@@ -62,9 +62,9 @@ async fn platform_check_approved(backend: Backend) {
 }
 
 async fn platform_check_sent_back_then_approved(backend: Backend) {
-    let stack = Stack::start(backend, &[]).await;
+    let stack = Gatehouse::builder(backend).sops(&[]).start().await;
     let run = stack.request("platform-check").await;
-    stack.wait_status(run, "waiting").await;
+    stack.wait_run(run, "waiting").await;
     stack
         .decide(
             run,
@@ -96,7 +96,7 @@ async fn platform_check_sent_back_then_approved(backend: Backend) {
     stack
         .decide(run, "confirm", 2, GateDecisionKind::Approve, None)
         .await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
     let audit = stack.db.store.decisions(run).await.unwrap();
     let outcomes: Vec<_> = audit.iter().map(|d| d.outcome.as_str()).collect();
     assert_eq!(outcomes[0], "applied");
@@ -111,7 +111,10 @@ async fn platform_check_sent_back_then_approved(backend: Backend) {
 const SLOW: &str = "name: slow\nnodes:\n  wait:\n    kind: script\n    run: echo $$ > \"$GATEHOUSE_WORKSPACE/pid\"; sleep 60\n";
 
 async fn cancel_stops_a_running_script(backend: Backend) {
-    let stack = Stack::start(backend, &[("slow", SLOW)]).await;
+    let stack = Gatehouse::builder(backend)
+        .sops(&[("slow", SLOW)])
+        .start()
+        .await;
     let run = stack.request("slow").await;
     stack
         .wait(run, "the script to run", |_, s| {
@@ -123,7 +126,7 @@ async fn cancel_stops_a_running_script(backend: Backend) {
         .await
         .unwrap();
     stack.command(run, RunCommandKind::Cancel).await;
-    stack.wait_status(run, "cancelled").await;
+    stack.wait_run(run, "cancelled").await;
     for _ in 0..250 {
         let attempts = stack.db.store.attempts(run).await.unwrap();
         if attempts.first().is_some_and(|a| a.status == "cancelled") {
@@ -144,9 +147,12 @@ async fn cancel_stops_a_running_script(backend: Backend) {
 
 async fn timeout_fails_the_node(backend: Backend) {
     let sop = "name: late\nnodes:\n  nap:\n    kind: script\n    run: sleep 30\n    timeout: 1s\n";
-    let stack = Stack::start(backend, &[("late", sop)]).await;
+    let stack = Gatehouse::builder(backend)
+        .sops(&[("late", sop)])
+        .start()
+        .await;
     let run = stack.request("late").await;
-    let state = stack.wait_status(run, "failed").await;
+    let state = stack.wait_run(run, "failed").await;
     assert_eq!(state["failure"], "node `nap` failed: timed out");
     assert_eq!(
         stack.db.store.attempts(run).await.unwrap()[0].status,
@@ -166,7 +172,10 @@ nodes:
 ";
 
 async fn an_attempt_cut_off_by_a_crash_becomes_a_new_attempt(backend: Backend) {
-    let stack = Stack::start(backend, &[("lucky", SECOND_TIME_LUCKY)]).await;
+    let stack = Gatehouse::builder(backend)
+        .sops(&[("lucky", SECOND_TIME_LUCKY)])
+        .start()
+        .await;
     let run = stack.request("lucky").await;
     stack
         .wait(run, "attempt 1 to run", |_, s| {
@@ -175,8 +184,11 @@ async fn an_attempt_cut_off_by_a_crash_becomes_a_new_attempt(backend: Backend) {
         .await;
     // Everything stops mid-attempt; the job's lease is still held.
     let (db, data) = stack.halt().await;
-    let stack = Stack::start_on(db, data, &[("lucky", SECOND_TIME_LUCKY)]).await;
-    let state = stack.wait_status(run, "succeeded").await;
+    let stack = Gatehouse::builder_on(db, data)
+        .sops(&[("lucky", SECOND_TIME_LUCKY)])
+        .start()
+        .await;
+    let state = stack.wait_run(run, "succeeded").await;
     assert_eq!(state["nodes"]["work"]["attempt"], 2);
     let attempts = stack.db.store.attempts(run).await.unwrap();
     let statuses: Vec<_> = attempts
@@ -210,13 +222,12 @@ const GREEDY: &str =
     "name: greedy\nnodes:\n  sub: { kind: sop, sop: child, import: [make/missing.txt] }\n";
 
 async fn a_child_run_hands_its_declared_artifacts_to_the_parent(backend: Backend) {
-    let stack = Stack::start(
-        backend,
-        &[("child", CHILD), ("parent", PARENT), ("greedy", GREEDY)],
-    )
-    .await;
+    let stack = Gatehouse::builder(backend)
+        .sops(&[("child", CHILD), ("parent", PARENT), ("greedy", GREEDY)])
+        .start()
+        .await;
     let run = stack.request("parent").await;
-    stack.wait_status(run, "succeeded").await;
+    stack.wait_run(run, "succeeded").await;
     assert_eq!(
         stack.artifact(run, "use", 1, "seen.txt"),
         "from-the-child\n"
@@ -245,7 +256,7 @@ async fn a_child_run_hands_its_declared_artifacts_to_the_parent(backend: Backend
     );
 
     let run = stack.request("greedy").await;
-    let state = stack.wait_status(run, "failed").await;
+    let state = stack.wait_run(run, "failed").await;
     let failure = state["failure"].as_str().unwrap();
     assert!(
         failure.starts_with("node `sub` failed: child run ")
@@ -263,20 +274,26 @@ fn versioned(label: &str) -> String {
 
 async fn a_changed_sop_file_leaves_running_runs_on_their_version(backend: Backend) {
     let v1 = versioned("one");
-    let stack = Stack::start(backend, &[("versioned", &v1)]).await;
+    let stack = Gatehouse::builder(backend)
+        .sops(&[("versioned", &v1)])
+        .start()
+        .await;
     let old = stack.request("versioned").await;
-    stack.wait_status(old, "waiting").await;
+    stack.wait_run(old, "waiting").await;
     let (db, data) = stack.halt().await;
 
     let v2 = versioned("two");
-    let stack = Stack::start_on(db, data, &[("versioned", &v2)]).await;
+    let stack = Gatehouse::builder_on(db, data)
+        .sops(&[("versioned", &v2)])
+        .start()
+        .await;
     let new = stack.request("versioned").await;
-    stack.wait_status(new, "waiting").await;
+    stack.wait_run(new, "waiting").await;
     for run in [old, new] {
         stack
             .decide(run, "ask", 1, GateDecisionKind::Approve, None)
             .await;
-        stack.wait_status(run, "succeeded").await;
+        stack.wait_run(run, "succeeded").await;
     }
     assert_eq!(
         stack.artifact(old, "say", 1, "said"),

@@ -10,11 +10,8 @@ use std::time::Duration;
 
 use gatehouse_bus::{Bus, ConsumerSpec, JetStreamBus};
 use gatehouse_events::{Envelope, TraceParent};
-use gatehouse_ingest::ApiState;
-use gatehouse_sop::Catalog;
 use gatehouse_tests::captured::Captured;
-use gatehouse_tests::{Backend, Services, TestDb, TestNats, nats_url, quick_retry};
-use tokio_util::sync::CancellationToken;
+use gatehouse_tests::{Backend, Gatehouse, TestNats, nats_url, quick_retry};
 use tracing_subscriber::layer::SubscriberExt;
 use uuid::Uuid;
 
@@ -32,29 +29,19 @@ async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
     tracing::subscriber::set_global_default(tracing_subscriber::registry().with(spans.clone()))
         .expect("the only subscriber of this test binary");
 
-    let db = TestDb::new(Backend::Postgres).await;
     let nats = TestNats::new();
     let bus: Arc<dyn Bus> = Arc::new(
         JetStreamBus::connect(&nats_url(), nats.prefix.clone(), quick_retry())
             .await
             .expect("connect to JetStream"),
     );
-    let data = tempfile::tempdir().unwrap();
-    let sops = data.path().join("sops");
-    std::fs::create_dir_all(&sops).unwrap();
-    std::fs::write(sops.join("two-steps.yaml"), TWO_STEPS).unwrap();
-    let (catalog, errors) = Catalog::load(&[&sops]);
-    assert!(errors.is_empty(), "{errors:?}");
-    let services = Services::start(
-        &db.store,
-        bus.clone(),
-        catalog.clone(),
-        data.path(),
-        Duration::from_secs(5),
-    );
-    let stop = CancellationToken::new();
-    let api = ApiState::new(db.store.clone(), Arc::new(catalog));
-    let url = gatehouse_tests::serve_api(api, stop.clone()).await;
+    let gh = Gatehouse::builder(Backend::Postgres)
+        .bus(bus.clone())
+        .sop("two-steps", TWO_STEPS)
+        .lease(Duration::from_secs(5))
+        .start()
+        .await;
+    let (db, url) = (&gh.db, &gh.url);
     gatehouse_tests::token_for(&db.store, "admin", "secret-token").await;
 
     let accepted: serde_json::Value = reqwest::Client::new()
@@ -152,9 +139,7 @@ async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
         .count();
     assert_eq!(runner_jobs, 2, "one job span per node");
 
-    stop.cancel();
-    services.stop().await;
     drop(audit);
-    db.cleanup().await;
+    gh.stop().await;
     nats.cleanup().await;
 }

@@ -359,7 +359,7 @@ fn unsigned_floods_hold_no_more_than_the_documented_body_memory() {
     let answers: Vec<(u16, Duration)> = posts.into_iter().map(|p| p.join().unwrap()).collect();
     let (_, peak) = memory_kib(pid);
     let grew_mib = peak.saturating_sub(baseline) as f64 / 1024.0;
-    // docs/security-edge.md: max_unverified_bodies (16) × the largest max_body_bytes
+    // docs/security.md: max_unverified_bodies (16) × the largest max_body_bytes
     // (GitHub's 5 MiB) = 80 MiB of body bytes.
     let bound_mib = 16.0 * 5.0;
     let busy = answers.iter().filter(|(s, _)| *s == 503).count();

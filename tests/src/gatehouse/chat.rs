@@ -1,25 +1,19 @@
-//! A whole Gatehouse wired for chat, for the chat tests and benchmark: ingest's HTTP
-//! endpoints on loopback, the scheduler, runner and notifier on one database, and fake
-//! Slack and Discord APIs, with helpers that sign and send what the platforms would.
-
-use std::sync::Arc;
-use std::time::Duration;
+//! Slack and Discord for the harness: the channels and people chat tests use, how ingest
+//! and the notifier are wired to the fakes, and verbs that sign and send what the platforms
+//! would (a mention, a click, a dialog submitted).
 
 use ed25519_dalek::SigningKey;
-use gatehouse_bus::{Bus, InProcessBus};
 use gatehouse_discord::{DiscordClient, PublicKey};
-use gatehouse_ingest::{ApiState, ChatSettings, DiscordSettings, People, Person, SlackSettings};
-use gatehouse_notifier::{ChatOutputs, DiscordOutput, Notifier, SlackOutput};
+use gatehouse_ingest::{ChatSettings, DiscordSettings, Person, SlackSettings};
+use gatehouse_notifier::{ChatOutputs, DiscordOutput, SlackOutput};
 use gatehouse_slack::SlackClient;
-use gatehouse_sop::Catalog;
-use gatehouse_store::RunRow;
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
+use super::{Gatehouse, GatehouseBuilder};
+use crate::Backend;
 use crate::fake_discord::FakeDiscord;
 use crate::fake_slack::{self, FakeSlack, SlackMessage};
-use crate::{Backend, Services, TestDb};
 
 pub const SIGNING_SECRET: &str = "8f742231b10e8888abcd99yyyzzz85a5";
 pub const REVIEW: &str = "name: review\nnodes:\n  draft: { kind: script, run: 'echo \"draft of $GATEHOUSE_RUN_ID\" > $GATEHOUSE_ARTIFACTS/notes.md', artifacts: [notes.md] }\n  check: { kind: gate, needs: [draft], approvers: [group:leads], send_back: [draft] }\n  after: { kind: script, needs: [check], run: 'true' }\n";
@@ -36,125 +30,73 @@ pub const BO: &str = "U0BO";
 pub const CY: &str = "U0CY";
 pub const EVE: &str = "U0EVE";
 
-pub struct Hub {
-    pub db: TestDb,
-    pub slack: FakeSlack,
-    pub discord: FakeDiscord,
-    pub key: SigningKey,
-    _data: tempfile::TempDir,
-    pub services: Services,
-    pub api: ApiState,
-    pub url: String,
-    pub stop: CancellationToken,
-    pub http: reqwest::Client,
+/// A Gatehouse with the `review` and `pair` SOPs, the people ana and bo (leads) and cy,
+/// and Slack and Discord wired: requests in [`REQUESTS`] start `review`, cards go to
+/// [`APPROVALS`].
+pub fn builder(backend: Backend) -> GatehouseBuilder {
+    Gatehouse::builder(backend)
+        .sops(&[("review", REVIEW), ("pair", PAIR)])
+        .people(people())
+        .chat()
 }
 
-impl Hub {
-    pub async fn start(backend: Backend) -> Self {
-        Self::start_with(
-            backend,
-            FakeSlack::start().await,
-            FakeDiscord::start().await,
-        )
-        .await
-    }
+/// ana and bo (leads) and cy, on Slack and Discord.
+pub fn people() -> Vec<Person> {
+    let person = |id: &str, slack: &str, discord: &str, groups: &[&str]| Person {
+        id: id.into(),
+        github: None,
+        slack: Some(slack.into()),
+        discord: Some(discord.into()),
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    };
+    vec![
+        person("ana", ANA, "4242", &["leads"]),
+        person("bo", BO, "4343", &["leads"]),
+        person("cy", CY, "4444", &[]),
+    ]
+}
 
-    pub async fn start_with(backend: Backend, slack: FakeSlack, discord: FakeDiscord) -> Self {
-        let db = TestDb::new(backend).await;
-        let data = tempfile::tempdir().unwrap();
-        std::fs::create_dir(data.path().join("sops")).unwrap();
-        std::fs::write(data.path().join("sops/review.yaml"), REVIEW).unwrap();
-        std::fs::write(data.path().join("sops/pair.yaml"), PAIR).unwrap();
-        let (catalog, errors) = Catalog::load(&[data.path().join("sops")]);
-        assert!(errors.is_empty(), "{errors:?}");
-        let bus: Arc<dyn Bus> = Arc::new(InProcessBus::new(db.store.clone()));
-        let slack_client =
-            SlackClient::new(&slack.api_url(), fake_slack::BOT_TOKEN.into()).unwrap();
-        let discord_client = DiscordClient::new(
-            &discord.api_url(),
-            FakeDiscord::TOKEN.into(),
-            FakeDiscord::APPLICATION_ID,
-        )
-        .unwrap();
-        let stop = CancellationToken::new();
-        let outputs = ChatOutputs {
-            slack: Some(SlackOutput {
-                client: slack_client.clone(),
-                approvals_channel: Some(APPROVALS.into()),
-            }),
-            discord: Some(DiscordOutput {
-                client: discord_client,
-                approvals_channel: Some(DISCORD_APPROVALS.into()),
-            }),
-        };
-        tokio::spawn(
-            Notifier::new(db.store.clone(), None)
-                .with_chat(outputs)
-                .with_data_dir(data.path())
-                .with_public_url("https://gatehouse.test")
-                .run(bus.clone(), stop.clone()),
-        );
-        let services = Services::start(
-            &db.store,
-            bus,
-            catalog.clone(),
-            data.path(),
-            Duration::from_secs(5),
-        );
-        let person = |id: &str, slack: &str, discord: &str, groups: &[&str]| Person {
-            id: id.into(),
-            github: None,
-            slack: Some(slack.into()),
-            discord: Some(discord.into()),
-            groups: groups.iter().map(|g| g.to_string()).collect(),
-        };
-        let key = SigningKey::generate(&mut rand::rngs::OsRng);
-        let chat = ChatSettings {
-            slack: Some(SlackSettings {
-                signing_secret: SIGNING_SECRET.as_bytes().to_vec(),
-                client: Some(slack_client),
-                channel_sops: [(REQUESTS.to_owned(), "review".to_owned())].into(),
-                max_body_bytes: 64 * 1024,
-            }),
-            discord: Some(DiscordSettings {
-                public_key: PublicKey::from_hex(&hex::encode(key.verifying_key().as_bytes()))
-                    .unwrap(),
-                channel_sops: [(DISCORD_REQUESTS.to_owned(), "review".to_owned())].into(),
-                max_body_bytes: 64 * 1024,
-            }),
-        };
-        let api = ApiState::new(db.store.clone(), Arc::new(catalog))
-            .with_people(People::new(vec![
-                person("ana", ANA, "4242", &["leads"]),
-                person("bo", BO, "4343", &["leads"]),
-                person("cy", CY, "4444", &[]),
-            ]))
-            .with_chat(chat);
-        tokio::spawn(gatehouse_ingest::process_deliveries(
-            api.clone(),
-            stop.clone(),
-        ));
-        let url = crate::serve_api(api.clone(), stop.clone()).await;
-        Self {
-            db,
-            slack,
-            discord,
-            key,
-            _data: data,
-            services,
-            api,
-            url,
-            stop,
-            http: reqwest::Client::new(),
-        }
+/// What ingest checks Slack's and Discord's requests with, and where mentions start runs.
+pub(super) fn settings(slack: &FakeSlack, key: &SigningKey) -> ChatSettings {
+    ChatSettings {
+        slack: Some(SlackSettings {
+            signing_secret: SIGNING_SECRET.as_bytes().to_vec(),
+            client: Some(slack_client(slack)),
+            channel_sops: [(REQUESTS.to_owned(), "review".to_owned())].into(),
+            max_body_bytes: 64 * 1024,
+        }),
+        discord: Some(DiscordSettings {
+            public_key: PublicKey::from_hex(&hex::encode(key.verifying_key().as_bytes())).unwrap(),
+            channel_sops: [(DISCORD_REQUESTS.to_owned(), "review".to_owned())].into(),
+            max_body_bytes: 64 * 1024,
+        }),
     }
+}
 
-    pub async fn stop(self) {
-        self.stop.cancel();
-        self.services.stop().await;
-        self.db.cleanup().await;
+/// Where the notifier posts cards and progress.
+pub(super) fn outputs(slack: &FakeSlack, discord: &FakeDiscord) -> ChatOutputs {
+    ChatOutputs {
+        slack: Some(SlackOutput {
+            client: slack_client(slack),
+            approvals_channel: Some(APPROVALS.into()),
+        }),
+        discord: Some(DiscordOutput {
+            client: DiscordClient::new(
+                &discord.api_url(),
+                FakeDiscord::TOKEN.into(),
+                FakeDiscord::APPLICATION_ID,
+            )
+            .unwrap(),
+            approvals_channel: Some(DISCORD_APPROVALS.into()),
+        }),
     }
+}
 
+fn slack_client(slack: &FakeSlack) -> SlackClient {
+    SlackClient::new(&slack.api_url(), fake_slack::BOT_TOKEN.into()).unwrap()
+}
+
+impl Gatehouse {
     /// Posts a body to a Slack endpoint, signed at `at` (Unix seconds) unless told otherwise.
     pub async fn slack_post(
         &self,
@@ -194,7 +136,7 @@ impl Hub {
     ) -> String {
         let ts = self.slack.add_user_message(channel, user, text, None);
         let mut body: Value = serde_json::from_str(include_str!(
-            "../fixtures/slack/event_callback.app_mention.json"
+            "../../fixtures/slack/event_callback.app_mention.json"
         ))
         .unwrap();
         body["event_id"] = json!(event_id);
@@ -218,7 +160,7 @@ impl Hub {
     /// The form body of a click on `action_id` (bolt-python's block_actions fixture).
     pub fn slack_click_body(&self, user: &str, channel: &str, action_id: &str) -> Vec<u8> {
         let mut payload: Value = serde_json::from_str(include_str!(
-            "../fixtures/slack/block_actions.button_with_message.json"
+            "../../fixtures/slack/block_actions.button_with_message.json"
         ))
         .unwrap();
         payload["user"]["id"] = json!(user);
@@ -288,7 +230,7 @@ impl Hub {
     /// A component interaction (Discord's docs sample) by `user` on `custom_id`.
     pub fn discord_click(&self, user: &str, custom_id: &str, values: &[&str]) -> Value {
         let mut body: Value = serde_json::from_str(include_str!(
-            "../fixtures/discord/interaction.message_component.discord-docs.json"
+            "../../fixtures/discord/interaction.message_component.discord-docs.json"
         ))
         .unwrap();
         body["id"] = json!(snowflake());
@@ -311,48 +253,6 @@ impl Hub {
                 { "type": 1, "components": [{ "type": 4, "custom_id": "comment", "value": comment }] }
             ] },
         })
-    }
-
-    /// Polls until `f` finds something (10 s at most).
-    pub async fn until<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
-        for _ in 0..1000 {
-            if let Some(found) = f() {
-                return found;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("timed out waiting for {what}");
-    }
-
-    /// The only run, once it has `status`.
-    pub async fn run_with_status(&self, status: &str) -> RunRow {
-        for _ in 0..1000 {
-            let runs = self.db.store.runs(None, 10).await.unwrap();
-            if let [run] = runs.as_slice()
-                && run.status == status
-            {
-                return run.clone();
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!(
-            "no single run became {status}: {:?}",
-            self.db.store.runs(None, 10).await.unwrap()
-        );
-    }
-
-    /// The node's attempt in `run`, once it waits for approval (or the state `status`).
-    pub async fn node(&self, run: Uuid, node: &str, status: &str, attempt: u32) {
-        for _ in 0..1000 {
-            let row = self.db.store.run(run).await.unwrap().unwrap();
-            let state: Value = serde_json::from_str(&row.state).unwrap();
-            let n = &state["nodes"][node];
-            if n["status"] == status && n["attempt"] == attempt {
-                return;
-            }
-            tokio::time::sleep(Duration::from_millis(10)).await;
-        }
-        panic!("{node} never became {status} at attempt {attempt}");
     }
 
     /// Slack cards (bot messages with Gatehouse buttons or outcomes) in a channel.

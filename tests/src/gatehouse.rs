@@ -1,0 +1,458 @@
+//! The one end-to-end harness, as rust-lang/bors has `BorsTester`: a whole Gatehouse built
+//! with the same [`Fleet`] as `gatehouse up`, on a test database and data directory, with
+//! fake GitHub, Slack and Discord beside it, and verbs that act as the outside world does
+//! (request a run, decide a gate, deliver a webhook, mention the bot, click a button) and
+//! wait for what should follow. The chat verbs are in `gatehouse/chat.rs`, the GitHub ones
+//! in `gatehouse/github.rs`.
+//!
+//! ```ignore
+//! let gh = Gatehouse::builder(Backend::Sqlite).sop("review", REVIEW).chat().start().await;
+//! gh.slack_mention("Ev1", REQUESTS, ANA, "<@U0GATEHOUSE> fix the login page").await;
+//! let run = gh.run_with_status("waiting").await;
+//! gh.stop().await;
+//! ```
+
+pub mod chat;
+pub mod github;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ed25519_dalek::SigningKey;
+use gatehouse_bus::{Bus, InProcessBus, RelayOptions};
+use gatehouse_events::{
+    Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind, RunCommand, RunCommandKind,
+    RunRequested,
+};
+use gatehouse_fleet::Fleet;
+use gatehouse_github::GithubClient;
+use gatehouse_ingest::{ApiState, People, Person, Trigger};
+use gatehouse_notifier::Notifier;
+use gatehouse_runner::{Runner, RunnerOptions};
+use gatehouse_sandbox::{ProcessSandbox, Sandbox};
+use gatehouse_sop::Catalog;
+use gatehouse_store::RunRow;
+use tokio_util::sync::CancellationToken;
+use uuid::Uuid;
+
+use crate::fake_discord::FakeDiscord;
+use crate::fake_github::FakeGithub;
+use crate::fake_slack::FakeSlack;
+use crate::{Backend, TestDb};
+
+/// Gatehouse running for one test. The fakes always run; the services talk to them only
+/// when the builder asked for [`GatehouseBuilder::chat`] or [`GatehouseBuilder::github`].
+pub struct Gatehouse {
+    pub db: TestDb,
+    /// The data directory: SOP files, runs' workspaces and artifacts, bare repositories.
+    pub data: tempfile::TempDir,
+    /// Ingest's state, for tests that call it directly (reconciliation).
+    pub api: ApiState,
+    /// Ingest's routes on loopback, without the `/api/v1` suffix.
+    pub url: String,
+    pub http: reqwest::Client,
+    pub github: FakeGithub,
+    /// A client of the fake GitHub, as the services use it.
+    pub client: GithubClient,
+    pub slack: FakeSlack,
+    pub discord: FakeDiscord,
+    /// Signs Discord interactions; ingest knows its public key.
+    pub key: SigningKey,
+    shutdown: CancellationToken,
+    fleet: Fleet,
+}
+
+/// An adjustment of the runner's options.
+type Configure = Box<dyn FnOnce(&mut RunnerOptions)>;
+
+/// Configuration of a [`Gatehouse`] before it starts.
+pub struct GatehouseBuilder {
+    backend: Backend,
+    on: Option<(TestDb, tempfile::TempDir)>,
+    bus: Option<Arc<dyn Bus>>,
+    sops: Vec<(String, String)>,
+    people: Vec<Person>,
+    chat: bool,
+    triggers: Option<Vec<Trigger>>,
+    process_deliveries: bool,
+    slack: Option<FakeSlack>,
+    discord: Option<FakeDiscord>,
+    sandbox: Arc<dyn Sandbox>,
+    lease: Duration,
+    options: Vec<Configure>,
+}
+
+impl Gatehouse {
+    /// A Gatehouse on a new database of `backend`, to be configured.
+    pub fn builder(backend: Backend) -> GatehouseBuilder {
+        GatehouseBuilder {
+            backend,
+            on: None,
+            bus: None,
+            sops: Vec::new(),
+            people: Vec::new(),
+            chat: false,
+            triggers: None,
+            process_deliveries: true,
+            slack: None,
+            discord: None,
+            sandbox: Arc::new(ProcessSandbox::default()),
+            lease: Duration::from_secs(2),
+            options: Vec::new(),
+        }
+    }
+
+    /// A Gatehouse on an existing database and data directory, as a restart finds them.
+    pub fn builder_on(db: TestDb, data: tempfile::TempDir) -> GatehouseBuilder {
+        let mut builder = Self::builder(Backend::Sqlite);
+        builder.on = Some((db, data));
+        builder
+    }
+
+    /// Writes `event` to the outbox, as a service would emit it.
+    pub async fn emit(&self, event: Event) {
+        let mut tx = self.db.store.begin().await.unwrap();
+        tx.append_outbox(&Envelope::new("test", &event, None).unwrap())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    /// Requests a run of `sop` as bob.
+    pub async fn request(&self, sop: &str) -> Uuid {
+        let run_id = Uuid::now_v7();
+        self.emit(Event::RunRequested(RunRequested {
+            run_id,
+            sop: sop.into(),
+            params: BTreeMap::new(),
+            requirement_id: None,
+            requested_by: actor("bob"),
+            schedule: None,
+            parent: None,
+        }))
+        .await;
+        run_id
+    }
+
+    /// Decides a gate as ana (a lead).
+    pub async fn decide(
+        &self,
+        run_id: Uuid,
+        node: &str,
+        attempt: u32,
+        decision: GateDecisionKind,
+        comment: Option<&str>,
+    ) {
+        self.emit(Event::GateDecision(GateDecision {
+            run_id,
+            node: node.into(),
+            attempt,
+            decision,
+            comment: comment.map(Into::into),
+            actor: actor("ana"),
+            groups: vec!["leads".into()],
+        }))
+        .await;
+    }
+
+    /// Sends a run command as ana.
+    pub async fn command(&self, run_id: Uuid, command: RunCommandKind) {
+        self.emit(Event::RunCommand(RunCommand {
+            run_id,
+            command,
+            actor: actor("ana"),
+        }))
+        .await;
+    }
+
+    /// Waits until the run's state satisfies `done`.
+    pub async fn wait(
+        &self,
+        run_id: Uuid,
+        what: &str,
+        done: impl Fn(&RunRow, &serde_json::Value) -> bool,
+    ) -> serde_json::Value {
+        for _ in 0..1500 {
+            if let Some(row) = self.db.store.run(run_id).await.unwrap() {
+                let state: serde_json::Value = serde_json::from_str(&row.state).unwrap();
+                if done(&row, &state) {
+                    return state;
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let row = self.db.store.run(run_id).await.unwrap();
+        panic!("timed out waiting for {what}: {row:#?}");
+    }
+
+    /// Waits until the run has `status`.
+    pub async fn wait_run(&self, run_id: Uuid, status: &str) -> serde_json::Value {
+        self.wait(run_id, status, |row, _| row.status == status)
+            .await
+    }
+
+    /// Polls `f` until it gives a value (ten seconds at most).
+    pub async fn until<T>(&self, what: &str, mut f: impl FnMut() -> Option<T>) -> T {
+        for _ in 0..1000 {
+            if let Some(value) = f() {
+                return value;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("timed out waiting for {what}");
+    }
+
+    /// The only run, once it has `status`.
+    pub async fn run_with_status(&self, status: &str) -> RunRow {
+        for _ in 0..1000 {
+            let runs = self.db.store.runs(None, 10).await.unwrap();
+            if let [run] = runs.as_slice()
+                && run.status == status
+            {
+                return run.clone();
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "no single run became {status}: {:?}",
+            self.db.store.runs(None, 10).await.unwrap()
+        );
+    }
+
+    /// The node's attempt in `run`, once it waits for approval (or the state `status`).
+    pub async fn node(&self, run: Uuid, node: &str, status: &str, attempt: u32) {
+        for _ in 0..1000 {
+            let row = self.db.store.run(run).await.unwrap().unwrap();
+            let state: serde_json::Value = serde_json::from_str(&row.state).unwrap();
+            let n = &state["nodes"][node];
+            if n["status"] == status && n["attempt"] == attempt {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("{node} never became {status} at attempt {attempt}");
+    }
+
+    /// The text of a stored artifact.
+    pub fn artifact(&self, run_id: Uuid, node: &str, attempt: u32, name: &str) -> String {
+        std::fs::read_to_string(
+            self.data
+                .path()
+                .join(format!("runs/{run_id}/artifacts/{node}/{attempt}/{name}")),
+        )
+        .unwrap()
+    }
+
+    /// Starts processing stored webhook deliveries, as a restarted process does at start
+    /// (for a Gatehouse built with [`GatehouseBuilder::deliveries_later`]).
+    pub fn process_deliveries(&self) {
+        tokio::spawn(gatehouse_ingest::process_deliveries(
+            self.api.clone(),
+            self.shutdown.clone(),
+        ));
+    }
+
+    /// Stops the services without cleaning up, as a crash would leave the database and
+    /// the data directory, for [`Gatehouse::builder_on`] to start again.
+    pub async fn halt(self) -> (TestDb, tempfile::TempDir) {
+        self.fleet.stop().await;
+        (self.db, self.data)
+    }
+
+    /// Stops the services and drops the database.
+    pub async fn stop(self) {
+        let (db, _) = self.halt().await;
+        db.cleanup().await;
+    }
+}
+
+impl GatehouseBuilder {
+    /// Runs on `bus` rather than the in-process bus on the test database.
+    pub fn bus(mut self, bus: Arc<dyn Bus>) -> Self {
+        self.bus = Some(bus);
+        self
+    }
+
+    /// An SOP file `NAME.yaml` in the data directory's `sops/`.
+    pub fn sop(mut self, name: &str, text: &str) -> Self {
+        self.sops.push((name.to_owned(), text.to_owned()));
+        self
+    }
+
+    /// Several SOP files, as [`GatehouseBuilder::sop`].
+    pub fn sops(self, sops: &[(&str, &str)]) -> Self {
+        sops.iter().fold(self, |b, (name, text)| b.sop(name, text))
+    }
+
+    /// The people of `[[people]]`.
+    pub fn people(mut self, people: Vec<Person>) -> Self {
+        self.people = people;
+        self
+    }
+
+    /// Wires Slack and Discord: ingest verifies their requests, the notifier posts to the
+    /// fakes (see [`chat`] for the channels and people).
+    pub fn chat(mut self) -> Self {
+        self.chat = true;
+        self
+    }
+
+    /// Wires GitHub with `triggers`: webhooks, the notifier's comments and the runner's
+    /// delivery to a bare repository of [`github::REPO`] (see [`github`]).
+    pub fn github(mut self, triggers: Vec<Trigger>) -> Self {
+        self.triggers = Some(triggers);
+        self
+    }
+
+    /// Stores webhook deliveries without processing them until
+    /// [`Gatehouse::process_deliveries`], as a process that crashed after storing them.
+    pub fn deliveries_later(mut self) -> Self {
+        self.process_deliveries = false;
+        self
+    }
+
+    /// A fake Slack of the test's own making (one that fails, say).
+    pub fn slack(mut self, slack: FakeSlack) -> Self {
+        self.slack = Some(slack);
+        self
+    }
+
+    /// A fake Discord of the test's own making.
+    pub fn discord(mut self, discord: FakeDiscord) -> Self {
+        self.discord = Some(discord);
+        self
+    }
+
+    /// Runs nodes on `sandbox` instead of local processes.
+    pub fn sandbox(mut self, sandbox: Arc<dyn Sandbox>) -> Self {
+        self.sandbox = sandbox;
+        self
+    }
+
+    /// The runner's lease on a job (2 s unless told: a killed runner's job comes back soon).
+    pub fn lease(mut self, lease: Duration) -> Self {
+        self.lease = lease;
+        self
+    }
+
+    /// Adjusts the runner's options (roles, profiles, prices, limits).
+    pub fn runner(mut self, configure: impl FnOnce(&mut RunnerOptions) + 'static) -> Self {
+        self.options.push(Box::new(configure));
+        self
+    }
+
+    /// Starts everything and serves ingest on a free loopback port.
+    pub async fn start(self) -> Gatehouse {
+        let (db, data) = match self.on {
+            Some(on) => on,
+            None => (
+                TestDb::new(self.backend).await,
+                tempfile::tempdir().unwrap(),
+            ),
+        };
+        let sop_dir = data.path().join("sops");
+        std::fs::create_dir_all(&sop_dir).unwrap();
+        for (name, text) in &self.sops {
+            std::fs::write(sop_dir.join(format!("{name}.yaml")), text).unwrap();
+        }
+        let (catalog, errors) = Catalog::load(&[&sop_dir]);
+        assert!(errors.is_empty(), "{errors:?}");
+        let catalog = Arc::new(catalog);
+        let bus = self
+            .bus
+            .unwrap_or_else(|| Arc::new(InProcessBus::new(db.store.clone())));
+        let github = FakeGithub::start().await;
+        let client = GithubClient::new(&github.url, github::TOKEN.into()).unwrap();
+        let slack = match self.slack {
+            Some(slack) => slack,
+            None => FakeSlack::start().await,
+        };
+        let discord = match self.discord {
+            Some(discord) => discord,
+            None => FakeDiscord::start().await,
+        };
+        let key = SigningKey::generate(&mut rand::rngs::OsRng);
+
+        let mut api = ApiState::new(db.store.clone(), catalog.clone())
+            .with_data_dir(data.path())
+            .with_people(People::new(self.people));
+        let mut options = RunnerOptions {
+            concurrency: 2,
+            ack_wait: self.lease,
+            ..RunnerOptions::new(data.path().to_owned())
+        };
+        let wired = self.chat || self.triggers.is_some();
+        let mut notifier = Notifier::new(db.store.clone(), None);
+        if let Some(triggers) = self.triggers {
+            api = api.with_github(github::settings(triggers));
+            options.delivery = Some(github::deliverer(data.path(), &client));
+            notifier = Notifier::new(db.store.clone(), Some(client.clone()));
+        }
+        if self.chat {
+            api = api.with_chat(chat::settings(&slack, &key));
+            notifier = notifier.with_chat(chat::outputs(&slack, &discord));
+        }
+        for configure in self.options {
+            configure(&mut options);
+        }
+        let runner = Runner::new(db.store.clone(), self.sandbox, options);
+
+        let shutdown = CancellationToken::new();
+        let mut fleet = Fleet::builder(db.store.clone(), bus)
+            .catalog(catalog)
+            .relay(RelayOptions {
+                poll: Duration::from_millis(50),
+                ..RelayOptions::default()
+            })
+            .scheduler()
+            .runner(runner)
+            .ingest(api.clone());
+        if wired && self.process_deliveries {
+            fleet = fleet.process_deliveries();
+        }
+        if wired {
+            fleet = fleet.notifier(
+                notifier
+                    .with_data_dir(data.path())
+                    .with_public_url("https://gatehouse.test"),
+            );
+        }
+        let fleet = fleet.spawn(shutdown.clone());
+        let url = crate::serve_routes(fleet.routes().unwrap(), shutdown.clone()).await;
+        Gatehouse {
+            db,
+            data,
+            api,
+            url,
+            http: reqwest::Client::new(),
+            github,
+            client,
+            slack,
+            discord,
+            key,
+            shutdown,
+            fleet,
+        }
+    }
+}
+
+/// An API actor who is the person `person`.
+pub fn actor(person: &str) -> Actor {
+    Actor {
+        channel: Channel::Api,
+        handle: person.into(),
+        person: Some(person.into()),
+    }
+}
+
+/// A person of `[[people]]` with no chat or GitHub identity.
+pub fn person(id: &str, groups: &[&str]) -> Person {
+    Person {
+        id: id.into(),
+        github: None,
+        slack: None,
+        discord: None,
+        groups: groups.iter().map(|g| g.to_string()).collect(),
+    }
+}
