@@ -1,5 +1,7 @@
 //! Small value types shared by several payloads.
 
+use std::fmt;
+
 use serde::{Deserialize, Serialize};
 
 /// Where a person or system acted from; decides how their identity is resolved to a person.
@@ -46,9 +48,15 @@ pub struct Artifact {
     pub size: u64,
 }
 
-/// Run statuses, exactly as DESIGN.md lists them.
+/// Run statuses, exactly as DESIGN.md lists them. The store keeps them in a text column,
+/// under the same names as on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(
+    feature = "sqlx",
+    derive(sqlx::Type),
+    sqlx(type_name = "text", rename_all = "snake_case")
+)]
 pub enum RunStatus {
     /// Accepted, no node dispatched yet.
     Queued,
@@ -139,6 +147,19 @@ impl RunStatus {
     /// Whether the run has ended (a retry can still restart it).
     pub fn is_terminal(self) -> bool {
         matches!(self, Self::Succeeded | Self::Failed | Self::Cancelled)
+    }
+}
+
+impl fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A status equals its wire name, so listings and tests can compare with the text.
+impl PartialEq<&str> for RunStatus {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
     }
 }
 

@@ -1,18 +1,21 @@
 //! The run tables: every test runs unchanged against Postgres and SQLite.
 
 use chrono::Utc;
-use gatehouse_store::{ArtifactRow, DecisionRow, RunRow, Store, TimerRow};
+use gatehouse_events::RunStatus;
+use gatehouse_store::{
+    ArtifactRow, AttemptStatus, DecisionRow, RunRow, Store, TimerKind, TimerRow,
+};
 use gatehouse_tests::{Backend, TestDb, on_both_backends};
 use uuid::Uuid;
 
-fn run(id: Uuid, status: &str) -> RunRow {
+fn run(id: Uuid, status: RunStatus) -> RunRow {
     RunRow {
         id,
         sop: "platform-check".into(),
         sop_version: "sha256:abc".into(),
         params: "{}".into(),
         requested_by: Some("ana".into()),
-        status: status.into(),
+        status,
         state: "{\"n\":1}".into(),
         revision: 0,
         parent_run: None,
@@ -53,7 +56,7 @@ on_both_backends!(
 async fn runs_are_created_once_and_updated_by_compare_and_set(backend: Backend) {
     let db = TestDb::new(backend).await;
     let id = Uuid::now_v7();
-    let row = run(id, "queued");
+    let row = run(id, RunStatus::Queued);
     assert!(insert(&db.store, &row).await);
     assert!(
         !insert(&db.store, &row).await,
@@ -71,12 +74,14 @@ async fn runs_are_created_once_and_updated_by_compare_and_set(backend: Backend) 
         ("platform-check", 0)
     );
     assert!(
-        tx.update_run(id, "running", "{\"n\":2}", 0, 1)
+        tx.update_run(id, RunStatus::Running, "{\"n\":2}", 0, 1)
             .await
             .unwrap()
     );
     assert!(
-        !tx.update_run(id, "failed", "{}", 0, 1).await.unwrap(),
+        !tx.update_run(id, RunStatus::Failed, "{}", 0, 1)
+            .await
+            .unwrap(),
         "stale revision"
     );
     tx.commit().await.unwrap();
@@ -97,7 +102,12 @@ async fn runs_are_listed_newest_first_and_filtered(backend: Backend) {
     let db = TestDb::new(backend).await;
     let ids: Vec<Uuid> = (0..3).map(|_| Uuid::now_v7()).collect();
     for (i, id) in ids.iter().enumerate() {
-        let mut row = run(*id, if i == 1 { "waiting" } else { "running" });
+        let status = if i == 1 {
+            RunStatus::Waiting
+        } else {
+            RunStatus::Running
+        };
+        let mut row = run(*id, status);
         row.created_at = Utc::now() + chrono::Duration::milliseconds(i as i64);
         insert(&db.store, &row).await;
     }
@@ -125,33 +135,41 @@ async fn runs_are_listed_newest_first_and_filtered(backend: Backend) {
 
 async fn timers_are_upserted_and_come_due(backend: Backend) {
     let db = TestDb::new(backend).await;
-    let timer = |kind: &str, due_ms| TimerRow {
+    let timer = |kind, due_ms| TimerRow {
         run_id: Uuid::nil(),
         node: "n".into(),
         attempt: 1,
-        kind: kind.into(),
+        kind,
         due_ms,
     };
     let mut tx = db.store.begin().await.unwrap();
-    tx.set_timer(&timer("retry", 5_000)).await.unwrap();
-    tx.set_timer(&timer("retry", 1_000)).await.unwrap();
-    tx.set_timer(&timer("expire", 9_000)).await.unwrap();
+    tx.set_timer(&timer(TimerKind::Retry, 5_000)).await.unwrap();
+    tx.set_timer(&timer(TimerKind::Retry, 1_000)).await.unwrap();
+    tx.set_timer(&timer(TimerKind::Expire, 9_000))
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     assert_eq!(db.store.next_timer_ms().await.unwrap(), Some(1_000));
     assert_eq!(
         db.store.due_timers(2_000).await.unwrap(),
-        [timer("retry", 1_000)]
+        [timer(TimerKind::Retry, 1_000)]
     );
     let mut tx = db.store.begin().await.unwrap();
-    assert!(tx.delete_timer(&timer("retry", 1_000)).await.unwrap());
     assert!(
-        !tx.delete_timer(&timer("retry", 1_000)).await.unwrap(),
+        tx.delete_timer(&timer(TimerKind::Retry, 1_000))
+            .await
+            .unwrap()
+    );
+    assert!(
+        !tx.delete_timer(&timer(TimerKind::Retry, 1_000))
+            .await
+            .unwrap(),
         "taken once"
     );
     tx.commit().await.unwrap();
     assert_eq!(
         db.store.due_timers(10_000).await.unwrap(),
-        [timer("expire", 9_000)]
+        [timer(TimerKind::Expire, 9_000)]
     );
     db.cleanup().await;
 }
@@ -201,7 +219,7 @@ async fn attempts_are_begun_once_and_keep_results_artifacts_and_logs(backend: Ba
         run_id,
         "report",
         1,
-        "failed",
+        AttemptStatus::Failed,
         Some(2),
         Some("exit code 2"),
         Some(1234),

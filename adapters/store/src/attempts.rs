@@ -4,8 +4,27 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::store::with_pool;
+use crate::text::text_enum;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
+
+text_enum! {
+    /// Where a node attempt is: running until it ends one of the other ways.
+    pub enum AttemptStatus {
+        /// Begun, not ended yet.
+        Running = "running",
+        /// Exited 0 with every declared artifact, or delivered.
+        Succeeded = "succeeded",
+        /// Ended without doing its work; the attempt's error says why.
+        Failed = "failed",
+        /// Killed at its wall-clock limit.
+        TimedOut = "timed_out",
+        /// Stopped because its run no longer wanted it (cancel, fail-fast, send back).
+        Cancelled = "cancelled",
+        /// Its runner stopped (died, or shut down past the grace) before it ended.
+        Interrupted = "interrupted",
+    }
+}
 
 /// One execution of a node.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -16,8 +35,7 @@ pub struct AttemptRow {
     pub node: String,
     /// Attempt.
     pub attempt: i32,
-    /// running, succeeded, failed, timed_out, cancelled.
-    pub status: String,
+    pub status: AttemptStatus,
     /// Process exit code.
     pub exit_code: Option<i32>,
     /// Why it failed.
@@ -78,11 +96,12 @@ impl Store {
         let inserted = with_pool!(self, pool => {
             sqlx::query(
                 "INSERT INTO node_attempts (run_id, node, attempt, status, started_at)
-                 VALUES ($1, $2, $3, 'running', $4) ON CONFLICT (run_id, node, attempt) DO NOTHING",
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, node, attempt) DO NOTHING",
             )
             .bind(run_id)
             .bind(node)
             .bind(attempt)
+            .bind(AttemptStatus::Running)
             .bind(Utc::now())
             .execute(pool)
             .await?
@@ -98,7 +117,7 @@ impl Store {
         run_id: Uuid,
         node: &str,
         attempt: i32,
-        status: &str,
+        status: AttemptStatus,
         exit_code: Option<i32>,
         error: Option<&str>,
         duration_ms: Option<i64>,

@@ -1,6 +1,7 @@
-//! Runs, their frozen SOP versions, timers and the gate-decision audit trail.
+//! Runs, their frozen SOP versions and the gate-decision audit trail.
 
 use chrono::{DateTime, Utc};
+use gatehouse_events::RunStatus;
 use uuid::Uuid;
 
 use crate::store::with_pool;
@@ -20,8 +21,8 @@ pub struct RunRow {
     pub params: String,
     /// The person who asked for it.
     pub requested_by: Option<String>,
-    /// Run status (snake_case), for listing without decoding the state.
-    pub status: String,
+    /// For listing without decoding the state.
+    pub status: RunStatus,
     /// Engine state as JSON.
     pub state: String,
     /// Compare-and-set guard.
@@ -42,21 +43,6 @@ pub struct RunRow {
     pub created_at: DateTime<Utc>,
     /// Last changed.
     pub updated_at: DateTime<Utc>,
-}
-
-/// A pending retry or gate expiry.
-#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
-pub struct TimerRow {
-    /// Run.
-    pub run_id: Uuid,
-    /// Node.
-    pub node: String,
-    /// Attempt it belongs to.
-    pub attempt: i32,
-    /// `retry` or `expire`.
-    pub kind: String,
-    /// When it is due (epoch ms).
-    pub due_ms: i64,
 }
 
 /// One audited gate decision.
@@ -128,7 +114,7 @@ impl Tx {
             .bind(&run.sop_version)
             .bind(&run.params)
             .bind(&run.requested_by)
-            .bind(&run.status)
+            .bind(run.status)
             .bind(&run.state)
             .bind(run.revision)
             .bind(run.parent_run)
@@ -171,7 +157,7 @@ impl Tx {
     pub async fn update_run(
         &mut self,
         id: Uuid,
-        status: &str,
+        status: RunStatus,
         state: &str,
         read_revision: i64,
         new_revision: i64,
@@ -192,39 +178,6 @@ impl Tx {
             .rows_affected()
         });
         Ok(updated == 1)
-    }
-
-    /// Sets (or moves) a timer.
-    pub async fn set_timer(&mut self, timer: &TimerRow) -> Result<(), StoreError> {
-        with_tx!(self, conn => {
-            sqlx::query(
-                "INSERT INTO timers (run_id, node, attempt, kind, due_ms) VALUES ($1, $2, $3, $4, $5)
-                 ON CONFLICT (run_id, node, attempt, kind) DO UPDATE SET due_ms = excluded.due_ms",
-            )
-            .bind(timer.run_id)
-            .bind(&timer.node)
-            .bind(timer.attempt)
-            .bind(&timer.kind)
-            .bind(timer.due_ms)
-            .execute(conn)
-            .await?;
-        });
-        Ok(())
-    }
-
-    /// Removes a timer that fired; `false` when another scheduler took it first.
-    pub async fn delete_timer(&mut self, timer: &TimerRow) -> Result<bool, StoreError> {
-        let deleted = with_tx!(self, conn => {
-            sqlx::query("DELETE FROM timers WHERE run_id = $1 AND node = $2 AND attempt = $3 AND kind = $4")
-                .bind(timer.run_id)
-                .bind(&timer.node)
-                .bind(timer.attempt)
-                .bind(&timer.kind)
-                .execute(conn)
-                .await?
-                .rows_affected()
-        });
-        Ok(deleted == 1)
     }
 
     /// Audits a gate decision, applied or refused.
@@ -274,7 +227,9 @@ impl Store {
         }))
     }
 
-    /// The newest runs first, optionally only those with `status`.
+    /// The newest runs first, optionally only those whose status is named `status` (as
+    /// [`RunStatus::as_str`] names it; the API passes its `?status=` through, and a name
+    /// that is no status matches no run).
     pub async fn runs(&self, status: Option<&str>, limit: i64) -> Result<Vec<RunRow>, StoreError> {
         let sql = format!(
             "SELECT {RUN_COLUMNS} FROM runs WHERE ($1 IS NULL OR status = $1)
@@ -301,26 +256,6 @@ impl Store {
                 .fetch_all(pool)
                 .await?
         }))
-    }
-
-    /// Timers due at `now_ms`, earliest first.
-    pub async fn due_timers(&self, now_ms: i64) -> Result<Vec<TimerRow>, StoreError> {
-        Ok(with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT run_id, node, attempt, kind, due_ms FROM timers WHERE due_ms <= $1 ORDER BY due_ms",
-            )
-            .bind(now_ms)
-            .fetch_all(pool)
-            .await?
-        }))
-    }
-
-    /// When the next timer is due, if any.
-    pub async fn next_timer_ms(&self) -> Result<Option<i64>, StoreError> {
-        let (due,): (Option<i64>,) = with_pool!(self, pool => {
-            sqlx::query_as("SELECT MIN(due_ms) FROM timers").fetch_one(pool).await?
-        });
-        Ok(due)
     }
 
     /// A run's gate decisions, oldest first.

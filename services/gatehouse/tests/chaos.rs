@@ -360,7 +360,7 @@ impl Standing {
         let runs = ctx.runs().await;
         let mut by_status = BTreeMap::new();
         for run in &runs {
-            *by_status.entry(run.status.clone()).or_default() += 1;
+            *by_status.entry(run.status.to_string()).or_default() += 1;
         }
         Self {
             runs: runs.len(),
@@ -591,7 +591,7 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
     for run in &runs {
         for a in ctx.store.attempts(run.id).await.unwrap() {
             attempts += 1;
-            *by_status.entry(a.status.clone()).or_default() += 1;
+            *by_status.entry(a.status.to_string()).or_default() += 1;
             let key = (a.run_id.to_string(), a.node.clone(), a.attempt as u32);
             if a.status == "succeeded" && !executed.contains_key(&key) {
                 problems.push(format!(

@@ -167,7 +167,7 @@ async fn a_run_survives_postgres_going_away_while_a_node_runs() {
         .await
         .unwrap()
         .into_iter()
-        .map(|a| (a.node, a.attempt, a.status))
+        .map(|a| (a.node, a.attempt, a.status.to_string()))
         .collect();
     assert_eq!(
         attempts,

@@ -3,11 +3,12 @@
 
 use gatehouse_events::NodeOutcome;
 use gatehouse_sandbox::{Exit, ExitStatus, Profile};
+use gatehouse_store::AttemptStatus;
 
 /// An attempt's verdict.
 pub(crate) struct Verdict {
     pub outcome: NodeOutcome,
-    pub status: &'static str,
+    pub status: AttemptStatus,
     pub exit_code: Option<i32>,
 }
 
@@ -16,7 +17,7 @@ impl Verdict {
     pub(crate) fn interrupted(reason: String) -> Self {
         Self {
             outcome: NodeOutcome::Failed { reason },
-            status: "interrupted",
+            status: AttemptStatus::Interrupted,
             exit_code: None,
         }
     }
@@ -36,7 +37,7 @@ impl Verdict {
 pub(crate) fn judge(exit: &Exit, profile: &Profile, problem: Option<String>) -> Verdict {
     let failed = |reason: String, exit_code| Verdict {
         outcome: NodeOutcome::Failed { reason },
-        status: "failed",
+        status: AttemptStatus::Failed,
         exit_code,
     };
     let pids = |reason: String| match (exit.pids_limit_reached, profile.pids) {
@@ -49,7 +50,7 @@ pub(crate) fn judge(exit: &Exit, profile: &Profile, problem: Option<String>) -> 
         ExitStatus::Exited(0) => match problem {
             None => Verdict {
                 outcome: NodeOutcome::Succeeded,
-                status: "succeeded",
+                status: AttemptStatus::Succeeded,
                 exit_code: Some(0),
             },
             Some(problem) => failed(problem, Some(0)),
@@ -74,12 +75,12 @@ pub(crate) fn judge(exit: &Exit, profile: &Profile, problem: Option<String>) -> 
         ),
         ExitStatus::TimedOut => Verdict {
             outcome: NodeOutcome::TimedOut,
-            status: "timed_out",
+            status: AttemptStatus::TimedOut,
             exit_code: None,
         },
         ExitStatus::Cancelled => Verdict {
             outcome: NodeOutcome::Cancelled,
-            status: "cancelled",
+            status: AttemptStatus::Cancelled,
             exit_code: None,
         },
     }

@@ -10,7 +10,7 @@ use gatehouse_events::{
     RunUpdated, SandboxWork, ScriptSpec, TraceParent,
 };
 use gatehouse_sop::{Node, NodeKind, Sop};
-use gatehouse_store::{RunRow, TimerRow, Tx};
+use gatehouse_store::{RunRow, TimerKind, TimerRow, Tx};
 use uuid::Uuid;
 
 use crate::SchedulerError;
@@ -76,7 +76,7 @@ impl Context<'_> {
                     let due = Utc::now()
                         .timestamp_millis()
                         .saturating_add(i64::try_from(after.as_millis()).unwrap_or(i64::MAX));
-                    tx.set_timer(&self.timer(node, *attempt, "retry", due))
+                    tx.set_timer(&self.timer(node, *attempt, TimerKind::Retry, due))
                         .await?;
                 }
                 // Runners watch run snapshots and stop attempts that are no longer current.
@@ -117,12 +117,12 @@ impl Context<'_> {
         emit(tx, event, self.trace).await
     }
 
-    fn timer(&self, node: &str, attempt: u32, kind: &str, due_ms: i64) -> TimerRow {
+    fn timer(&self, node: &str, attempt: u32, kind: TimerKind, due_ms: i64) -> TimerRow {
         TimerRow {
             run_id: self.run.id,
             node: node.to_owned(),
             attempt: i32::try_from(attempt).unwrap_or(i32::MAX),
-            kind: kind.to_owned(),
+            kind,
             due_ms,
         }
     }
@@ -239,7 +239,7 @@ impl Context<'_> {
             .and_then(|d| chrono::Duration::from_std(d).ok())
             .map(|d| Utc::now() + d);
         if let Some(at) = expires_at {
-            tx.set_timer(&self.timer(node, attempt, "expire", at.timestamp_millis()))
+            tx.set_timer(&self.timer(node, attempt, TimerKind::Expire, at.timestamp_millis()))
                 .await?;
         }
         let event = GateOpened {

@@ -154,7 +154,7 @@ impl Scheduler {
             sop_version: sop.version.clone(),
             params: json(&params),
             requested_by: Some(person),
-            status: state.status.as_str().to_owned(),
+            status: state.status,
             state: json(&state),
             revision: 0,
             parent_run: request.parent.as_ref().map(|p| p.run_id),
@@ -220,7 +220,7 @@ impl Scheduler {
         let stored = tx
             .update_run(
                 run_id,
-                state.status.as_str(),
+                state.status,
                 &json(&state),
                 row.revision,
                 row.revision + 1,

@@ -5,7 +5,7 @@ use std::time::Duration;
 use chrono::Utc;
 use gatehouse_engine::Input;
 use gatehouse_events::TraceParent;
-use gatehouse_store::TimerRow;
+use gatehouse_store::{TimerKind, TimerRow};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -74,12 +74,12 @@ impl Scheduler {
             return Ok(false);
         }
         let attempt = u32::try_from(timer.attempt).unwrap_or(0);
-        let input = match timer.kind.as_str() {
-            "expire" => Input::GateExpired {
+        let input = match timer.kind {
+            TimerKind::Expire => Input::GateExpired {
                 node: timer.node.clone(),
                 attempt,
             },
-            _ => Input::RetryDue {
+            TimerKind::Retry => Input::RetryDue {
                 node: timer.node.clone(),
                 attempt,
             },

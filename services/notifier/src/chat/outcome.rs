@@ -86,7 +86,7 @@ mod tests {
             sop_version: sop.version.clone(),
             params: "{}".into(),
             requested_by: None,
-            status: "running".into(),
+            status: gatehouse_events::RunStatus::Running,
             state: String::new(),
             revision: 1,
             parent_run: None,

@@ -8,6 +8,7 @@
 
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{DeliverSpec, NodeDispatch, NodeFinished, NodeOutcome};
+use gatehouse_store::AttemptStatus;
 
 use super::Runner;
 use crate::deliver::{DeliveredTo, Target};
@@ -127,7 +128,7 @@ impl Runner {
                 job.run_id,
                 &job.node,
                 attempt,
-                "succeeded",
+                AttemptStatus::Succeeded,
                 None,
                 None,
                 Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),

@@ -9,6 +9,7 @@ use gatehouse_bus::HandlerError;
 use gatehouse_events::{
     Envelope, Event, EventError, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, TraceParent,
 };
+use gatehouse_store::AttemptStatus;
 use tokio_util::sync::CancellationToken;
 
 use super::{JOBS, Runner};
@@ -63,7 +64,7 @@ impl Runner {
                     job.run_id,
                     &job.node,
                     attempt,
-                    "interrupted",
+                    AttemptStatus::Interrupted,
                     None,
                     Some(reason),
                     None,
@@ -110,7 +111,7 @@ impl Runner {
                 job.run_id,
                 &job.node,
                 attempt,
-                "failed",
+                AttemptStatus::Failed,
                 None,
                 Some(&reason),
                 Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
