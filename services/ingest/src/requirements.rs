@@ -14,9 +14,7 @@ pub(crate) struct NewRequirement {
     pub key: String,
     /// Where it lives.
     pub source: RequirementSource,
-    /// Title.
     pub title: String,
-    /// Body.
     pub body: String,
     /// Link, when there is one.
     pub url: Option<String>,

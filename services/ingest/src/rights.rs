@@ -54,7 +54,6 @@ impl Scope {
         }
     }
 
-    /// A scope by name.
     pub fn parse(name: &str) -> Option<Scope> {
         Scope::ALL.into_iter().find(|s| s.as_str() == name.trim())
     }
@@ -66,7 +65,6 @@ impl fmt::Display for Scope {
     }
 }
 
-/// A token's scopes.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Scopes(BTreeSet<Scope>);
 
@@ -76,12 +74,10 @@ impl Scopes {
         Self([Scope::Read, Scope::Run, Scope::Decide].into())
     }
 
-    /// Every scope.
     pub fn all() -> Self {
         Self(Scope::ALL.into())
     }
 
-    /// These scopes.
     pub fn of(scopes: impl IntoIterator<Item = Scope>) -> Self {
         Self(scopes.into_iter().collect())
     }
@@ -92,7 +88,6 @@ impl Scopes {
         Self(stored.split(',').filter_map(Scope::parse).collect())
     }
 
-    /// As stored.
     pub fn to_stored(&self) -> String {
         self.names().join(",")
     }
@@ -102,7 +97,6 @@ impl Scopes {
         self.0.iter().map(|s| s.as_str()).collect()
     }
 
-    /// Whether `scope` is among them.
     pub fn has(&self, scope: Scope) -> bool {
         self.0.contains(&scope)
     }
@@ -112,7 +106,6 @@ impl Scopes {
         other.0.is_subset(&self.0)
     }
 
-    /// The scopes as a list.
     pub fn to_vec(&self) -> Vec<Scope> {
         self.0.iter().copied().collect()
     }
@@ -125,7 +118,6 @@ pub struct Caller {
     pub person: String,
     /// Their groups, as configured or stored when the request came in.
     pub groups: Vec<String>,
-    /// What the token allows.
     pub scopes: Scopes,
     /// The token's name, for the log.
     pub token: String,

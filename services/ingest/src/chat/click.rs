@@ -16,7 +16,6 @@ use crate::{ApiError, ApiState, outbox};
 
 /// A decision asked for from a card, on either platform.
 pub(crate) struct Click {
-    /// Where it came from.
     pub platform: Platform,
     /// The clicker's platform id.
     pub user: String,

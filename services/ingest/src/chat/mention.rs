@@ -16,7 +16,6 @@ use crate::{ApiError, ApiState};
 
 /// A message addressed to the bot, from either platform.
 pub(crate) struct ChatMention {
-    /// Where it came from.
     pub platform: Platform,
     /// Channel id.
     pub channel: String,
@@ -33,7 +32,6 @@ pub(crate) struct ChatMention {
 
 /// Where a text answer goes.
 pub(crate) struct Reply<'a> {
-    /// The platform.
     pub platform: Platform,
     /// The message's key: one answer per delivery, however often it is processed.
     pub key: &'a str,

@@ -13,17 +13,12 @@ use crate::{ApiError, ApiState, outbox};
 pub(crate) struct Subject<'a> {
     /// `owner/name`.
     pub repo: &'a str,
-    /// Number.
     pub number: u64,
     /// Whether it is a pull request.
     pub pull_request: bool,
-    /// Title.
     pub title: &'a str,
-    /// Body.
     pub body: &'a str,
-    /// Link.
     pub url: &'a str,
-    /// Its state now.
     pub state: RequirementState,
     /// Who opened it.
     pub author: &'a str,

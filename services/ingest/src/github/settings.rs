@@ -31,7 +31,6 @@ impl GithubSettings {
 /// `[[github.triggers]]`: a label that starts an SOP on issues and pull requests.
 #[derive(Clone)]
 pub struct Trigger {
-    /// The label.
     pub label: String,
     /// The SOP it starts.
     pub sop: String,
@@ -90,7 +89,6 @@ impl Trigger {
         self.label == label && self.repos.allows(repo)
     }
 
-    /// The repositories it covers.
     pub fn repositories(&self) -> &Repositories {
         &self.repos
     }
@@ -126,7 +124,6 @@ pub enum RepoPatternError {
     /// The glob does not compile.
     #[error("`{pattern}`: {source}")]
     Glob {
-        /// The pattern.
         pattern: String,
         /// Why.
         source: globset::Error,

@@ -16,11 +16,9 @@ pub(crate) struct LabelEvent<'a> {
     pub repo: &'a str,
     /// Issue or pull request number.
     pub number: u64,
-    /// The label.
     pub label: &'a str,
     /// The subject's title and link, offered to the SOP as parameters.
     pub title: &'a str,
-    /// Link.
     pub url: &'a str,
     /// The subject's `updated_at`: the same label event delivered twice (by an
     /// organisation hook and a repository hook) carries the same one.

@@ -13,7 +13,6 @@ use gatehouse_store::{PersonRow, Store, StoreError};
 
 use crate::rights::{ADMINS, BOOTSTRAP_ADMIN};
 
-/// One person.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Person {
     /// Gatehouse's id (what gates name as approvers).
@@ -111,7 +110,6 @@ impl People {
         self.configured.contains(id)
     }
 
-    /// A person by id.
     pub fn by_id(&self, id: &str) -> Option<&Person> {
         self.people.iter().find(|p| p.id == id)
     }
