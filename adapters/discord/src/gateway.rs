@@ -193,14 +193,17 @@ mod tests {
     use super::*;
     use crate::interactions::{Component, Interaction as Parsed, parse_interaction};
 
-    const REPLY: &str =
-        include_str!("../../../tests/fixtures/discord/gateway.message_create.reply_mentions_bot.json");
-    const PLAIN: &str = include_str!("../../../tests/fixtures/discord/gateway.message_create.plain.json");
+    const REPLY: &str = include_str!(
+        "../../../tests/fixtures/discord/gateway.message_create.reply_mentions_bot.json"
+    );
+    const PLAIN: &str =
+        include_str!("../../../tests/fixtures/discord/gateway.message_create.plain.json");
     const COMMAND: &str = include_str!(
         "../../../tests/fixtures/discord/gateway.interaction_create.application_command.json"
     );
-    const COMPONENT: &str =
-        include_str!("../../../tests/fixtures/discord/interaction.message_component.discord-docs.json");
+    const COMPONENT: &str = include_str!(
+        "../../../tests/fixtures/discord/interaction.message_component.discord-docs.json"
+    );
     const BOT: &str = "344487830824943618";
 
     fn d(event: &str) -> Value {

@@ -283,18 +283,21 @@ mod tests {
 
     use super::*;
 
-    const PING: &str =
-        include_str!("../../../tests/fixtures/discord/interaction.ping.discord-interactions-js.json");
+    const PING: &str = include_str!(
+        "../../../tests/fixtures/discord/interaction.ping.discord-interactions-js.json"
+    );
     const COMMAND_JS: &str = include_str!(
         "../../../tests/fixtures/discord/interaction.application_command.discord-interactions-js.json"
     );
-    const COMMAND_DOCS: &str =
-        include_str!("../../../tests/fixtures/discord/interaction.application_command.discord-docs.json");
+    const COMMAND_DOCS: &str = include_str!(
+        "../../../tests/fixtures/discord/interaction.application_command.discord-docs.json"
+    );
     const AUTOCOMPLETE: &str = include_str!(
         "../../../tests/fixtures/discord/interaction.autocomplete.discord-interactions-js.json"
     );
-    const COMPONENT_DOCS: &str =
-        include_str!("../../../tests/fixtures/discord/interaction.message_component.discord-docs.json");
+    const COMPONENT_DOCS: &str = include_str!(
+        "../../../tests/fixtures/discord/interaction.message_component.discord-docs.json"
+    );
     const COMPONENT_JS: &str = include_str!(
         "../../../tests/fixtures/discord/interaction.message_component.discord-interactions-js.json"
     );

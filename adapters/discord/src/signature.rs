@@ -85,8 +85,9 @@ fn signed_message(timestamp: &str, body: &[u8]) -> Vec<u8> {
 mod tests {
     use super::*;
 
-    const BODY: &[u8] =
-        include_bytes!("../../../tests/fixtures/discord/interaction.ping.discord-interactions-js.json");
+    const BODY: &[u8] = include_bytes!(
+        "../../../tests/fixtures/discord/interaction.ping.discord-interactions-js.json"
+    );
     const TIMESTAMP: &str = "1700000000";
     const NOW: i64 = 1_700_000_000;
 
