@@ -10,7 +10,7 @@
 //! The seed is printed at the start; `CHAOS_SEED=<seed>` repeats that kill schedule, and
 //! `CHAOS_LOGS=<dir>` keeps the processes' logs (warnings and errors) there.
 
-mod fleet;
+mod deployment;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -19,7 +19,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use fleet::Fleet;
+use deployment::Deployment;
 use gatehouse_events::Prefix;
 use gatehouse_store::{RunRow, Store};
 use gatehouse_tests::fake_slack::{self, FakeSlack};
@@ -111,7 +111,7 @@ impl XorShift {
 
 /// What the test's tasks share.
 struct Ctx {
-    fleet: Mutex<Fleet>,
+    deployment: Mutex<Deployment>,
     store: Store,
     nats_url: String,
     prefix: Prefix,
@@ -122,11 +122,11 @@ impl Ctx {
     /// A CLI verb against ingest, with `--json`: the answer, or what went wrong.
     async fn cli(&self, args: &[&str]) -> Result<Value, String> {
         let command = {
-            let fleet = self.fleet.lock().unwrap();
-            let mut command = fleet.gatehouse();
+            let deployment = self.deployment.lock().unwrap();
+            let mut command = deployment.gatehouse();
             command
                 .args(args)
-                .args(["--json", "--server", &fleet.url("ingest")])
+                .args(["--json", "--server", &deployment.url("ingest")])
                 .stdin(Stdio::null());
             command
         };
@@ -145,7 +145,7 @@ impl Ctx {
 
     /// Waits up to `limit` until `name` answers `/readyz` with 200.
     async fn ready(&self, name: &str, limit: Duration) -> bool {
-        let url = format!("{}/readyz", self.fleet.lock().unwrap().url(name));
+        let url = format!("{}/readyz", self.deployment.lock().unwrap().url(name));
         let deadline = Instant::now() + limit;
         while Instant::now() < deadline {
             let answer = self
@@ -334,10 +334,10 @@ async fn chaos(ctx: Arc<Ctx>, mut nats: PrivateNats, seed: u64) -> (PrivateNats,
             .pop()
             .unwrap_or_else(|| rng.below(SERVICES.len() as u64) as usize);
         let (name, service) = SERVICES[pick];
-        ctx.fleet.lock().unwrap().kill_9(name);
+        ctx.deployment.lock().unwrap().kill_9(name);
         *chaos.kills.entry(name).or_default() += 1;
         tokio::time::sleep(PAUSE + rng.up_to(PAUSE_JITTER)).await;
-        ctx.fleet.lock().unwrap().start(name, service);
+        ctx.deployment.lock().unwrap().start(name, service);
         if !ctx.ready(name, Duration::from_secs(30)).await {
             chaos.slow.push(name);
         }
@@ -466,7 +466,7 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
     let db = TestDb::unmigrated(Backend::Postgres).await;
     let slack = FakeSlack::start().await;
     let prefix = Prefix::new("chaos").unwrap();
-    let mut fleet = Fleet::new(
+    let mut deployment = Deployment::new(
         &db.url,
         &nats.url(),
         prefix.as_str(),
@@ -477,8 +477,8 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
             SOPS[0].1,
         ),
     );
-    let executions = fleet.dir.path().join("executions.log");
-    let logs = fleet.dir.path().join("logs");
+    let executions = deployment.dir.path().join("executions.log");
+    let logs = deployment.dir.path().join("logs");
     for (i, (name, channel)) in SOPS.iter().enumerate() {
         // The first SOP's cards go to the default approvals channel, the others' to their own.
         let channels = match i {
@@ -486,23 +486,23 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
             _ => format!("    channels: [\"slack:{channel}\"]\n"),
         };
         std::fs::write(
-            fleet.dir.path().join(format!("sops/{name}.yaml")),
+            deployment.dir.path().join(format!("sops/{name}.yaml")),
             sop(name, &channels, &executions),
         )
         .unwrap();
     }
-    fleet.log_to(logs.clone());
-    let migrated = fleet.gatehouse().arg("migrate").output().unwrap();
+    deployment.log_to(logs.clone());
+    let migrated = deployment.gatehouse().arg("migrate").output().unwrap();
     assert!(
         migrated.status.success(),
         "{}",
         String::from_utf8_lossy(&migrated.stderr)
     );
     for (name, service) in SERVICES {
-        fleet.start(name, service);
+        deployment.start(name, service);
     }
     let ctx = Arc::new(Ctx {
-        fleet: Mutex::new(fleet),
+        deployment: Mutex::new(deployment),
         store: db.store.clone(),
         nats_url: nats.url(),
         prefix,

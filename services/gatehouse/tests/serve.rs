@@ -4,24 +4,24 @@
 //! runs go through gates decided by a reviewer, every service answers its probes and
 //! metrics, and SIGTERM stops each one cleanly.
 
-mod fleet;
+mod deployment;
 
 use std::time::Duration;
 
-use fleet::Fleet;
+use deployment::Deployment;
 use gatehouse_tests::{Backend, TestDb, TestNats, nats_url};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_services_run_as_separate_processes() {
     let db = TestDb::unmigrated(Backend::Postgres).await;
     let nats = TestNats::new();
-    let mut fleet = Fleet::new(&db.url, &nats_url(), nats.prefix.as_str(), "");
+    let mut deployment = Deployment::new(&db.url, &nats_url(), nats.prefix.as_str(), "");
 
     // Started before the migrations: alive, not ready, waiting.
-    fleet.start("scheduler-1", "scheduler");
+    deployment.start("scheduler-1", "scheduler");
     let mut waiting = (0, String::new());
     for _ in 0..200 {
-        waiting = fleet.get("scheduler-1", "/readyz");
+        waiting = deployment.get("scheduler-1", "/readyz");
         if waiting.0 == 503 {
             break;
         }
@@ -29,14 +29,17 @@ async fn the_services_run_as_separate_processes() {
     }
     assert_eq!(waiting.0, 503, "{waiting:?}");
     assert!(waiting.1.starts_with("database: "), "{waiting:?}");
-    assert_eq!(fleet.get("scheduler-1", "/healthz"), (200, "ok\n".into()));
-    let migrated = fleet.gatehouse().arg("migrate").output().unwrap();
+    assert_eq!(
+        deployment.get("scheduler-1", "/healthz"),
+        (200, "ok\n".into())
+    );
+    let migrated = deployment.gatehouse().arg("migrate").output().unwrap();
     assert!(
         migrated.status.success(),
         "{}",
         String::from_utf8_lossy(&migrated.stderr)
     );
-    fleet.wait_ready("scheduler-1");
+    deployment.wait_ready("scheduler-1");
 
     for (name, service) in [
         ("ingest", "ingest"),
@@ -45,27 +48,27 @@ async fn the_services_run_as_separate_processes() {
         ("runner-2", "runner"),
         ("notifier", "notifier"),
     ] {
-        fleet.start(name, service);
+        deployment.start(name, service);
     }
     for name in ["ingest", "scheduler-2", "runner-1", "runner-2", "notifier"] {
-        fleet.wait_ready(name);
+        deployment.wait_ready(name);
     }
 
-    let reviewer = fleet.cli(&["token", "create", "ana"])["token"]
+    let reviewer = deployment.cli(&["token", "create", "ana"])["token"]
         .as_str()
         .unwrap()
         .to_owned();
     let runs: Vec<String> = (0..6)
         .map(|_| {
-            fleet.cli(&["run", "start", "platform-check"])["run_id"]
+            deployment.cli(&["run", "start", "platform-check"])["run_id"]
                 .as_str()
                 .unwrap()
                 .to_owned()
         })
         .collect();
     for run in &runs {
-        fleet.wait_status(run, "waiting");
-        fleet.cli(&[
+        deployment.wait_status(run, "waiting");
+        deployment.cli(&[
             "gate",
             "approve",
             &format!("{run}/confirm"),
@@ -74,8 +77,8 @@ async fn the_services_run_as_separate_processes() {
         ]);
     }
     for run in &runs {
-        fleet.wait_status(run, "succeeded");
-        let shown = fleet.cli(&["run", "show", run]);
+        deployment.wait_status(run, "succeeded");
+        let shown = deployment.cli(&["run", "show", run]);
         let attempts = shown["attempts"].as_array().unwrap();
         assert!(
             attempts
@@ -91,7 +94,7 @@ async fn the_services_run_as_separate_processes() {
         names
             .iter()
             .map(|name| {
-                let (status, body) = fleet.get(name, "/metrics");
+                let (status, body) = deployment.get(name, "/metrics");
                 assert_eq!(status, 200, "{name}");
                 body
             })
@@ -124,13 +127,13 @@ async fn the_services_run_as_separate_processes() {
         "runner-2",
         "notifier",
     ] {
-        let status = fleet.terminate(name);
+        let status = deployment.terminate(name);
         assert!(
             status.success(),
             "{name} exited with {status} after SIGTERM"
         );
     }
-    drop(fleet);
+    drop(deployment);
     db.cleanup().await;
     nats.cleanup().await;
 }

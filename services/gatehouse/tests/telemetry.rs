@@ -3,7 +3,7 @@
 //! trace the caller's `traceparent` named, and a webhook delivery and its processing in
 //! the trace of the delivery, all sent when the process shuts down.
 
-mod fleet;
+mod deployment;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -236,7 +236,7 @@ fn spans_reach_the_collector_in_the_callers_trace() {
         "spans were exported before shutdown; the test could not tell the flush at exit apart"
     );
 
-    let status = fleet::terminate(&mut child, "gatehouse up", Duration::from_secs(15));
+    let status = deployment::terminate(&mut child, "gatehouse up", Duration::from_secs(15));
     assert!(status.success(), "{status}: {}", log(dir.path()));
     let spans = spans(&received);
     let ours: Vec<&(String, Span)> = spans

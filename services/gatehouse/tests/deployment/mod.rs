@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 /// The processes of one deployment, on one database schema and NATS prefix.
-pub struct Fleet {
+pub struct Deployment {
     /// Holds gatehouse.toml (which `extra` extends), `sops/` and `data/`.
     pub dir: tempfile::TempDir,
     db_url: String,
@@ -23,7 +23,7 @@ pub struct Fleet {
     logs: Option<PathBuf>,
 }
 
-impl Fleet {
+impl Deployment {
     /// A deployment on `db_url`, NATS at `nats_url` under `prefix`, with `extra` appended
     /// to its configuration file.
     pub fn new(db_url: &str, nats_url: &str, prefix: &str, extra: &str) -> Self {
@@ -194,7 +194,7 @@ pub fn terminate(child: &mut Child, name: &str, within: Duration) -> ExitStatus 
     panic!("{name} did not stop within {within:?} of SIGTERM");
 }
 
-impl Fleet {
+impl Deployment {
     /// SIGKILL to `name`: no shutdown at all.
     pub fn kill_9(&mut self, name: &str) {
         if let Some(mut child) = self.children.remove(name) {
@@ -216,7 +216,7 @@ impl Fleet {
     }
 }
 
-impl Drop for Fleet {
+impl Drop for Deployment {
     fn drop(&mut self) {
         for child in self.children.values_mut() {
             let _ = child.kill();
