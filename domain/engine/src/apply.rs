@@ -5,16 +5,16 @@ use std::collections::BTreeSet;
 use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
 use gatehouse_sop::{Node, NodeKind, OnExpire, Sop};
 
-use crate::{Command, Decision, Input, NodeState, Outcome, Rejection, RunState};
+use crate::{Decision, Effect, Input, NodeState, Outcome, Rejection, RunState};
 
 /// Applies one input to a run of `sop`. On success the state is updated (its revision
-/// raised if anything changed) and the commands to carry out are returned; on refusal the
+/// raised if anything changed) and the effects to carry out are returned; on refusal the
 /// state is untouched.
-pub fn apply(sop: &Sop, state: &mut RunState, input: Input) -> Result<Vec<Command>, Rejection> {
+pub fn apply(sop: &Sop, state: &mut RunState, input: Input) -> Result<Vec<Effect>, Rejection> {
     let mut step = Step {
         sop,
         state: state.clone(),
-        commands: Vec::new(),
+        effects: Vec::new(),
     };
     step.handle(input)?;
     step.advance();
@@ -23,14 +23,14 @@ pub fn apply(sop: &Sop, state: &mut RunState, input: Input) -> Result<Vec<Comman
         step.state.revision = state.revision + 1;
         *state = step.state;
     }
-    Ok(step.commands)
+    Ok(step.effects)
 }
 
-/// One application: a working copy of the state and the commands so far.
+/// One application: a working copy of the state and the effects so far.
 struct Step<'a> {
     sop: &'a Sop,
     state: RunState,
-    commands: Vec<Command>,
+    effects: Vec<Effect>,
 }
 
 impl Step<'_> {
@@ -185,34 +185,34 @@ impl Step<'_> {
         let node = &mut self.state.nodes[id];
         node.attempt += 1;
         let (node_id, attempt) = (id.to_owned(), node.attempt);
-        let command = match kind {
+        let effect = match kind {
             Some(NodeKind::Gate(_)) => {
                 node.status = NodeStatus::WaitingApproval;
                 if let Some(gate) = node.gate.as_mut() {
                     gate.status = GateStatus::Waiting;
                     gate.approvals.clear();
                 }
-                Command::OpenGate {
+                Effect::OpenGate {
                     node: node_id,
                     attempt,
                 }
             }
             Some(NodeKind::Sop { .. }) => {
                 node.status = NodeStatus::Dispatched;
-                Command::StartChild {
+                Effect::StartChild {
                     node: node_id,
                     attempt,
                 }
             }
             _ => {
                 node.status = NodeStatus::Dispatched;
-                Command::Dispatch {
+                Effect::Dispatch {
                     node: node_id,
                     attempt,
                 }
             }
         };
-        self.commands.push(command);
+        self.effects.push(effect);
     }
 
     fn finished(&mut self, id: &str, attempt: u32, outcome: Outcome) -> Result<(), Rejection> {
@@ -243,7 +243,7 @@ impl Step<'_> {
             let node = &mut self.state.nodes[id];
             node.status = NodeStatus::Ready;
             node.retry_pending = true;
-            self.commands.push(Command::ScheduleRetry {
+            self.effects.push(Effect::ScheduleRetry {
                 node: id.to_owned(),
                 attempt,
                 after,
@@ -384,7 +384,7 @@ impl Step<'_> {
         if let Some(gate) = node.gate.as_mut() {
             gate.status = status;
         }
-        self.commands.push(Command::CloseGate {
+        self.effects.push(Effect::CloseGate {
             node: id.to_owned(),
             attempt: node.attempt,
             status,
@@ -396,7 +396,7 @@ impl Step<'_> {
         let node = &self.state.nodes[id];
         match node.status {
             NodeStatus::Dispatched | NodeStatus::Running => {
-                self.commands.push(Command::CancelAttempt {
+                self.effects.push(Effect::CancelAttempt {
                     node: id.to_owned(),
                     attempt: node.attempt,
                 })

@@ -1,8 +1,6 @@
-//! What goes into the engine and what comes out.
+//! What goes into the engine, and why it may refuse it.
 
-use std::time::Duration;
-
-use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
+use gatehouse_events::{NodeStatus, RunStatus};
 use thiserror::Error;
 
 /// How a node attempt ended, as the runner reports it.
@@ -90,57 +88,6 @@ pub enum Input {
     RetryFrom {
         /// The node.
         node: String,
-    },
-}
-
-/// What the service must do after an input.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Command {
-    /// Send a script, agent or deliver attempt to a runner.
-    Dispatch {
-        /// Node id.
-        node: String,
-        /// Attempt.
-        attempt: u32,
-    },
-    /// Start the child run of a `sop` node.
-    StartChild {
-        /// Node id.
-        node: String,
-        /// Attempt.
-        attempt: u32,
-    },
-    /// A gate opened: notify the people who may decide it.
-    OpenGate {
-        /// The gate.
-        node: String,
-        /// Attempt.
-        attempt: u32,
-    },
-    /// A gate closed: update its cards.
-    CloseGate {
-        /// The gate.
-        node: String,
-        /// The attempt that closed.
-        attempt: u32,
-        /// Outcome.
-        status: GateStatus,
-    },
-    /// Feed [`Input::RetryDue`] back after `after`.
-    ScheduleRetry {
-        /// Node id.
-        node: String,
-        /// The attempt that failed.
-        attempt: u32,
-        /// Backoff.
-        after: Duration,
-    },
-    /// Stop an attempt that is in flight.
-    CancelAttempt {
-        /// Node id.
-        node: String,
-        /// Attempt.
-        attempt: u32,
     },
 }
 

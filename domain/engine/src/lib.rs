@@ -1,7 +1,7 @@
-//! The SOP engine: `(definition, state, input) → (state, commands)`.
+//! The SOP engine: `(definition, state, input) → (state, effects)`.
 //!
 //! It does no I/O, so every rule below is tested directly, including with random graphs and
-//! random decisions; the scheduler service persists what it returns and turns the commands
+//! random decisions; the scheduler service persists what it returns and turns the effects
 //! into events, and the API uses it to refuse a decision before it is sent.
 //!
 //! Rules, as DESIGN.md states them:
@@ -24,9 +24,11 @@
 //! are ignored, so redelivered events are harmless.
 
 mod apply;
+mod effect;
 mod input;
 mod state;
 
 pub use apply::apply;
-pub use input::{Command, Decision, Input, Outcome, Rejection};
+pub use effect::Effect;
+pub use input::{Decision, Input, Outcome, Rejection};
 pub use state::{GateState, NodeState, RunState};

@@ -6,7 +6,7 @@
 
 use std::collections::BTreeSet;
 
-use gatehouse_engine::{Command, Decision, Input, Outcome, RunState, apply};
+use gatehouse_engine::{Decision, Effect, Input, Outcome, RunState, apply};
 use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
 use gatehouse_sop::{Sop, parse};
 use proptest::prelude::*;
@@ -193,7 +193,7 @@ fn step(sop: &Sop, state: &mut RunState, input: Input) {
     }
     let before = state.clone();
     let result = apply(sop, state, input.clone());
-    let Ok(commands) = result else {
+    let Ok(effects) = result else {
         assert_eq!(
             *state, before,
             "a refused input changed the state: {input:?}"
@@ -243,22 +243,21 @@ fn step(sop: &Sop, state: &mut RunState, input: Input) {
                 .all(|n| n.status == NodeStatus::Succeeded)
         );
     }
-    for command in &commands {
-        if let Command::Dispatch { node, attempt } | Command::StartChild { node, attempt } = command
-        {
+    for effect in &effects {
+        if let Effect::Dispatch { node, attempt } | Effect::StartChild { node, attempt } = effect {
             let n = &state.nodes[node];
             assert_eq!(
                 (n.status, n.attempt),
                 (NodeStatus::Dispatched, *attempt),
-                "{command:?}"
+                "{effect:?}"
             );
         }
-        if let Command::OpenGate { node, attempt } = command {
+        if let Effect::OpenGate { node, attempt } = effect {
             let n = &state.nodes[node];
             assert_eq!(
                 (n.status, n.attempt),
                 (NodeStatus::WaitingApproval, *attempt),
-                "{command:?}"
+                "{effect:?}"
             );
         }
     }

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use gatehouse_engine::{Command, Decision, Input, Outcome, Rejection, RunState, apply};
+use gatehouse_engine::{Decision, Effect, Input, Outcome, Rejection, RunState, apply};
 use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
 use gatehouse_sop::{Catalog, Sop, parse};
 
@@ -25,22 +25,22 @@ struct Run {
 }
 
 impl Run {
-    fn start(sop: Sop) -> (Self, Vec<Command>) {
+    fn start(sop: Sop) -> (Self, Vec<Effect>) {
         let state = RunState::new(&sop, Some("bob".into()));
         let mut run = Self { sop, state };
-        let commands = run.ok(Input::Start);
-        (run, commands)
+        let effects = run.ok(Input::Start);
+        (run, effects)
     }
 
-    fn apply(&mut self, input: Input) -> Result<Vec<Command>, Rejection> {
+    fn apply(&mut self, input: Input) -> Result<Vec<Effect>, Rejection> {
         apply(&self.sop, &mut self.state, input)
     }
 
-    fn ok(&mut self, input: Input) -> Vec<Command> {
+    fn ok(&mut self, input: Input) -> Vec<Effect> {
         self.apply(input).unwrap()
     }
 
-    fn finish(&mut self, node: &str, outcome: Outcome) -> Vec<Command> {
+    fn finish(&mut self, node: &str, outcome: Outcome) -> Vec<Effect> {
         let attempt = self.state.nodes[node].attempt;
         self.ok(Input::NodeStarted {
             node: node.into(),
@@ -59,7 +59,7 @@ impl Run {
         decision: Decision,
         comment: Option<&str>,
         person: &str,
-    ) -> Result<Vec<Command>, Rejection> {
+    ) -> Result<Vec<Effect>, Rejection> {
         let attempt = self.state.nodes[node].attempt;
         self.apply(Input::Decide {
             node: node.into(),
@@ -77,22 +77,22 @@ impl Run {
     }
 }
 
-fn dispatch(node: &str, attempt: u32) -> Command {
-    Command::Dispatch {
+fn dispatch(node: &str, attempt: u32) -> Effect {
+    Effect::Dispatch {
         node: node.into(),
         attempt,
     }
 }
 
-fn open(node: &str, attempt: u32) -> Command {
-    Command::OpenGate {
+fn open(node: &str, attempt: u32) -> Effect {
+    Effect::OpenGate {
         node: node.into(),
         attempt,
     }
 }
 
-fn close(node: &str, attempt: u32, status: GateStatus) -> Command {
-    Command::CloseGate {
+fn close(node: &str, attempt: u32, status: GateStatus) -> Effect {
+    Effect::CloseGate {
         node: node.into(),
         attempt,
         status,
@@ -125,7 +125,7 @@ fn platform_check_approved_runs_to_success() {
 fn send_back_reruns_the_target_with_the_comment_then_binds_decisions_to_the_new_attempt() {
     let (mut run, _) = Run::start(platform_check());
     run.finish("report", Outcome::Succeeded);
-    let commands = run
+    let effects = run
         .decide(
             "confirm",
             Decision::SendBack {
@@ -136,7 +136,7 @@ fn send_back_reruns_the_target_with_the_comment_then_binds_decisions_to_the_new_
         )
         .unwrap();
     assert_eq!(
-        commands,
+        effects,
         [
             close("confirm", 1, GateStatus::SentBack),
             dispatch("report", 2)
@@ -380,7 +380,7 @@ fn retries_back_off_then_fail_the_run_and_stop_what_is_in_flight() {
         [dispatch("flaky", 1), dispatch("slow", 1)],
         "parallel branches"
     );
-    let retry = |attempt, secs| Command::ScheduleRetry {
+    let retry = |attempt, secs| Effect::ScheduleRetry {
         node: "flaky".into(),
         attempt,
         after: Duration::from_secs(secs),
@@ -410,10 +410,10 @@ fn retries_back_off_then_fail_the_run_and_stop_what_is_in_flight() {
         node: "flaky".into(),
         attempt: 2,
     });
-    let commands = run.finish("flaky", Outcome::Failed("exit code 1".into()));
+    let effects = run.finish("flaky", Outcome::Failed("exit code 1".into()));
     assert_eq!(
-        commands,
-        [Command::CancelAttempt {
+        effects,
+        [Effect::CancelAttempt {
             node: "slow".into(),
             attempt: 1
         }]
@@ -624,7 +624,7 @@ nodes:
 "));
     assert_eq!(
         first,
-        [Command::StartChild {
+        [Effect::StartChild {
             node: "child".into(),
             attempt: 1
         }]
@@ -683,7 +683,7 @@ nodes:
 "));
     run.finish("draft", Outcome::Succeeded);
     assert_eq!(run.status("docs"), NodeStatus::Dispatched);
-    let commands = run
+    let effects = run
         .decide(
             "review",
             Decision::SendBack { to: "draft".into() },
@@ -692,10 +692,10 @@ nodes:
         )
         .unwrap();
     assert_eq!(
-        commands,
+        effects,
         [
             close("review", 1, GateStatus::SentBack),
-            Command::CancelAttempt {
+            Effect::CancelAttempt {
                 node: "docs".into(),
                 attempt: 1
             },

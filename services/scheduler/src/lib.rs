@@ -6,7 +6,7 @@
 //! and appends what follows to the outbox: jobs for runners, gate notices, and a snapshot of
 //! the run. Retries and gate expiries wait in a timer table that survives restarts.
 
-mod commands;
+mod effects;
 mod observe;
 mod schedules;
 mod service;

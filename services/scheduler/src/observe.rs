@@ -13,7 +13,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
-use gatehouse_engine::{Command, RunState};
+use gatehouse_engine::{Effect, RunState};
 use gatehouse_events::{GateStatus, RunStatus};
 use uuid::Uuid;
 
@@ -32,17 +32,17 @@ pub(crate) struct Measured {
 
 impl Measured {
     /// Notes what a step of a run created at `created_at` did: `before` was its status,
-    /// `state` is the new one and `commands` what the engine asked for.
+    /// `state` is the new one and `effects` what the engine asked for.
     pub(crate) fn step(
         &mut self,
         created_at: DateTime<Utc>,
         before: RunStatus,
         state: &RunState,
-        commands: &[Command],
+        effects: &[Effect],
     ) {
         let now_ms = Utc::now().timestamp_millis();
-        for command in commands {
-            if let Command::CloseGate { node, status, .. } = command
+        for effect in effects {
+            if let Effect::CloseGate { node, status, .. } = effect
                 && let Some(opened_ms) = state
                     .nodes
                     .get(node)
@@ -79,11 +79,11 @@ fn gate_outcome(status: GateStatus) -> &'static str {
     }
 }
 
-/// Stamps the gates `commands` open with the time, in `state`, before it is stored.
-pub(crate) fn stamp_opened_gates(state: &mut RunState, commands: &[Command]) {
+/// Stamps the gates `effects` open with the time, in `state`, before it is stored.
+pub(crate) fn stamp_opened_gates(state: &mut RunState, effects: &[Effect]) {
     let now_ms = Utc::now().timestamp_millis();
-    for command in commands {
-        if let Command::OpenGate { node, .. } = command
+    for effect in effects {
+        if let Effect::OpenGate { node, .. } = effect
             && let Some(gate) = state.nodes.get_mut(node).and_then(|n| n.gate.as_mut())
         {
             gate.opened_ms = Some(now_ms);

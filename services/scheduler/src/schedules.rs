@@ -16,7 +16,7 @@ use gatehouse_store::{FireRow, ScheduleRow};
 use jiff::Timestamp;
 use uuid::Uuid;
 
-use crate::commands::emit;
+use crate::effects::emit;
 use crate::{Scheduler, SchedulerError};
 
 /// At most this many fires of one schedule are handled per pass (a minutely schedule after

@@ -209,14 +209,14 @@ impl Scheduler {
                 message: format!("stored state does not decode: {e}"),
             })?;
         let (revision, before) = (state.revision, state.status);
-        let commands = match apply(&sop, &mut state, input) {
-            Ok(commands) => commands,
+        let effects = match apply(&sop, &mut state, input) {
+            Ok(effects) => effects,
             Err(rejection) => return Ok(Err(rejection)),
         };
         if state.revision == revision {
             return Ok(Ok(()));
         }
-        stamp_opened_gates(&mut state, &commands);
+        stamp_opened_gates(&mut state, &effects);
         let stored = tx
             .update_run(
                 run_id,
@@ -238,7 +238,7 @@ impl Scheduler {
             (RunStatus::Succeeded, Some(parent)) => Some(self.import(tx, &row, parent).await?),
             _ => None,
         };
-        let context = crate::commands::Context {
+        let context = crate::effects::Context {
             run: &row,
             sop: &sop,
             state: &state,
@@ -246,8 +246,8 @@ impl Scheduler {
             imports,
             trace,
         };
-        context.carry_out(tx, &commands).await?;
-        measured.step(row.created_at, before, &state, &commands);
+        context.carry_out(tx, &effects).await?;
+        measured.step(row.created_at, before, &state, &effects);
         Ok(Ok(()))
     }
 }

@@ -1,9 +1,9 @@
-//! Turning the engine's commands into events and timers.
+//! Carrying out the engine's effects: the events and timers they mean.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::Utc;
-use gatehouse_engine::{Command, RunState};
+use gatehouse_engine::{Effect, RunState};
 use gatehouse_events::{
     Actor, AgentSpec, Artifact, Channel, DeliverSpec, Envelope, Event, GateClosed, GateOpened,
     NodeDispatch, NodeFinished, NodeOutcome, NodeSnapshot, NodeSpec, ParentNode, RunRequested,
@@ -18,7 +18,7 @@ use crate::SchedulerError;
 /// Where the scheduler's events say they come from.
 const SOURCE: &str = "scheduler";
 
-/// Everything needed to carry out one step's commands.
+/// Everything needed to carry out one step's effects.
 pub(crate) struct Context<'a> {
     pub run: &'a RunRow,
     pub sop: &'a Sop,
@@ -31,24 +31,24 @@ pub(crate) struct Context<'a> {
 }
 
 impl Context<'_> {
-    /// Appends the events and timers that follow from `commands`, then the run's snapshot,
+    /// Appends the events and timers that follow from `effects`, then the run's snapshot,
     /// and, when a child run has ended, its result for the parent's node.
     pub(crate) async fn carry_out(
         &self,
         tx: &mut Tx,
-        commands: &[Command],
+        effects: &[Effect],
     ) -> Result<(), SchedulerError> {
-        for command in commands {
-            match command {
-                Command::Dispatch { node, attempt } => {
+        for effect in effects {
+            match effect {
+                Effect::Dispatch { node, attempt } => {
                     self.emit(tx, Event::NodeDispatch(self.dispatch(node, *attempt)?))
                         .await?
                 }
-                Command::StartChild { node, attempt } => {
+                Effect::StartChild { node, attempt } => {
                     self.start_child(tx, node, *attempt).await?
                 }
-                Command::OpenGate { node, attempt } => self.open_gate(tx, node, *attempt).await?,
-                Command::CloseGate {
+                Effect::OpenGate { node, attempt } => self.open_gate(tx, node, *attempt).await?,
+                Effect::CloseGate {
                     node,
                     attempt,
                     status,
@@ -68,7 +68,7 @@ impl Context<'_> {
                     };
                     self.emit(tx, Event::GateClosed(event)).await?;
                 }
-                Command::ScheduleRetry {
+                Effect::ScheduleRetry {
                     node,
                     attempt,
                     after,
@@ -80,7 +80,7 @@ impl Context<'_> {
                         .await?;
                 }
                 // Runners watch run snapshots and stop attempts that are no longer current.
-                Command::CancelAttempt { .. } => {}
+                Effect::CancelAttempt { .. } => {}
             }
         }
         self.emit(tx, Event::RunUpdated(self.snapshot())).await?;
@@ -133,7 +133,7 @@ impl Context<'_> {
         let def = self
             .sop
             .node(node)
-            .unwrap_or_else(|| unreachable!("commands name nodes of the SOP"));
+            .unwrap_or_else(|| unreachable!("effects name nodes of the SOP"));
         let work = || SandboxWork {
             artifacts: def.artifacts.clone(),
             inputs: self.inputs(def),
