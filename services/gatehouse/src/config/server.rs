@@ -1,0 +1,175 @@
+//! `[server]`, `[runner]` and `[sandbox]`: where this process listens, keeps its data and
+//! finds its bus, and how its runner runs nodes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use gatehouse_events::Prefix;
+use gatehouse_sandbox::Profile;
+use serde::{Deserialize, Serialize};
+
+use super::ConfigError;
+
+use crate::secret::Secret;
+
+/// `[server]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ServerConfig {
+    /// HTTP listen address.
+    pub listen: String,
+    /// SQLite file, workspaces, artifacts, admin token (embedded mode).
+    pub data_dir: PathBuf,
+    /// Empty: SQLite in `data_dir`; otherwise `postgres://...` or `sqlite:...`.
+    pub database_url: String,
+    /// Empty: the in-process bus; otherwise `nats://...`.
+    pub nats_url: String,
+    /// Prefix of this deployment's streams and subjects.
+    pub nats_prefix: Prefix,
+    /// Directories of SOP YAML files, loaded beside the built-ins.
+    pub sop_dirs: Vec<PathBuf>,
+    /// Where people reach this Gatehouse (`https://gatehouse.example.com`), for links in
+    /// comments; empty: no links.
+    pub public_url: String,
+    /// A request's headers must arrive within this long of its first byte (and a kept-alive
+    /// HTTP/1 connection must start its next request within it), so a client that sends a
+    /// few bytes and stalls does not hold a connection.
+    #[serde(with = "humantime_serde")]
+    pub header_timeout: Duration,
+    /// A request's whole body must arrive within this long of its headers; a client that
+    /// trickles it is answered 408 and disconnected.
+    #[serde(with = "humantime_serde")]
+    pub body_timeout: Duration,
+    /// A connection with no request in flight and no bytes either way for this long is
+    /// closed (HTTP/2 connections, clients that stop reading their answer).
+    #[serde(with = "humantime_serde")]
+    pub idle_timeout: Duration,
+    /// Connections open at once per listener; past it new connections wait in the kernel's
+    /// listen backlog (and are refused by the kernel once that is full) until one closes.
+    pub max_connections: usize,
+    /// Webhook bodies (GitHub, Slack, Discord) read at once before their signature is
+    /// checked; past it a webhook is answered 503 with `Retry-After` without being read.
+    /// Body memory of unverified requests stays below this × the largest `max_body_bytes`.
+    pub max_unverified_bodies: usize,
+    /// Where `/metrics` is served instead of on `listen` (e.g. `127.0.0.1:9090`, a port
+    /// only the scraper reaches); empty: on `listen`. When set, `listen` answers 404 there.
+    pub metrics_listen: String,
+    /// When set, `/metrics` needs `Authorization: Bearer <this>`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub metrics_token: Option<Secret>,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            listen: "127.0.0.1:8080".into(),
+            data_dir: ".gatehouse".into(),
+            database_url: String::new(),
+            nats_url: String::new(),
+            nats_prefix: Prefix::default(),
+            sop_dirs: vec!["sops".into()],
+            public_url: String::new(),
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 1024,
+            max_unverified_bodies: 16,
+            metrics_listen: String::new(),
+            metrics_token: None,
+        }
+    }
+}
+
+impl ServerConfig {
+    /// The database URL to use: the configured one, or the embedded SQLite file.
+    pub fn effective_database_url(&self) -> String {
+        if self.database_url.is_empty() {
+            format!("sqlite:{}", self.data_dir.join("gatehouse.db").display())
+        } else {
+            self.database_url.clone()
+        }
+    }
+
+    /// Checks the listener limits: a zero would refuse every request or connection.
+    pub(super) fn check(&self) -> Result<(), ConfigError> {
+        let zero =
+            |key: &str| ConfigError::Inconsistent(format!("server.{key} must be more than zero"));
+        for (key, value) in [
+            ("header_timeout", self.header_timeout),
+            ("body_timeout", self.body_timeout),
+            ("idle_timeout", self.idle_timeout),
+        ] {
+            if value.is_zero() {
+                return Err(zero(key));
+            }
+        }
+        if self.max_connections == 0 {
+            return Err(zero("max_connections"));
+        }
+        if self.max_unverified_bodies == 0 {
+            return Err(zero("max_unverified_bodies"));
+        }
+        Ok(())
+    }
+}
+
+/// `[runner]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RunnerConfig {
+    /// Node attempts run at once.
+    pub concurrency: usize,
+    /// A job's lease: renewed while it runs; after a crash the job comes back (and is
+    /// reported as interrupted) once this has passed.
+    #[serde(with = "humantime_serde")]
+    pub lease: Duration,
+    /// Output stored per node attempt; the rest is counted and dropped, with a note.
+    pub log_limit: bytesize::ByteSize,
+    /// The largest artifact a node may leave: a larger one fails the attempt, unread.
+    pub artifact_limit: bytesize::ByteSize,
+    /// Names this runner among the runners sharing a data directory or a Docker engine:
+    /// after a crash it cleans up only what it started itself. Default: the host name.
+    pub id: String,
+    /// At shutdown (SIGTERM), how long node attempts in flight may take to finish before
+    /// they are stopped and reported as interrupted. Keep it below the platform's own
+    /// grace (Kubernetes' `terminationGracePeriodSeconds`, compose's `stop_grace_period`).
+    #[serde(with = "humantime_serde")]
+    pub shutdown_grace: Duration,
+}
+
+impl Default for RunnerConfig {
+    fn default() -> Self {
+        Self {
+            concurrency: 4,
+            lease: Duration::from_secs(30),
+            log_limit: bytesize::ByteSize::mib(1),
+            artifact_limit: bytesize::ByteSize::mib(64),
+            shutdown_grace: Duration::from_secs(20),
+            id: std::fs::read_to_string("/proc/sys/kernel/hostname")
+                .map(|h| h.trim().to_owned())
+                .unwrap_or_else(|_| "runner".into()),
+        }
+    }
+}
+
+/// `[sandbox]`
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SandboxConfig {
+    /// Named profiles; SOPs, nodes and agent roles pick one by name.
+    #[serde(default = "default_profiles")]
+    pub profiles: BTreeMap<String, Profile>,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            profiles: default_profiles(),
+        }
+    }
+}
+
+fn default_profiles() -> BTreeMap<String, Profile> {
+    BTreeMap::from([("default".to_owned(), Profile::default())])
+}

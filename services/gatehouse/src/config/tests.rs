@@ -1,0 +1,286 @@
+use std::time::Duration;
+
+use super::*;
+
+/// Loads `toml` as `gatehouse.toml` with `env` set, in a private working directory.
+// figment's Jail fixes the closure's error type.
+#[allow(clippy::result_large_err)]
+fn load_with(toml: &str, env: &[(&str, &str)]) -> Result<Config, String> {
+    let mut result = None;
+    figment::Jail::expect_with(|jail| {
+        jail.create_file("gatehouse.toml", toml)?;
+        for (k, v) in env {
+            jail.set_env(k, v);
+        }
+        result = Some(Config::load(None).map_err(|e| e.to_string()));
+        Ok(())
+    });
+    result.unwrap()
+}
+
+#[test]
+fn defaults_without_a_file() {
+    let c = load_with("", &[]).unwrap();
+    assert_eq!(c.server.listen, "127.0.0.1:8080");
+    assert_eq!(
+        c.server.effective_database_url(),
+        "sqlite:.gatehouse/gatehouse.db"
+    );
+    assert_eq!(c.server.nats_prefix.as_str(), "gatehouse");
+    assert_eq!(
+        c.sandbox.profiles["default"].kind,
+        gatehouse_sandbox::SandboxKind::Process
+    );
+}
+
+#[test]
+fn a_schedule_runs_an_sop_or_an_agent_task() {
+    let role = "[roles.triager]\nexecutor = \"codex\"\n";
+    let schedule = |target: &str| {
+        format!("{role}[[schedules]]\nname = \"triage\"\ncron = \"0 3 * * *\"\n{target}")
+    };
+    let c = load_with(
+        &schedule("role = \"triager\"\nprompt = \"Triage {{ params }}.\"\n"),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.schedules[0].target(), "schedule-triage");
+    let task = c.schedules[0].agent_task().unwrap().unwrap();
+    assert_eq!(task.name, "schedule-triage");
+    assert!(matches!(
+        &task.node("agent").unwrap().kind,
+        gatehouse_sop::NodeKind::Agent { role, .. } if role == "triager"
+    ));
+    for (target, error) in [
+        (
+            "sop = \"tick\"\nrole = \"triager\"\nprompt = \"x\"\n",
+            "schedule `triage`: give either `sop` or `role` and `prompt`",
+        ),
+        (
+            "",
+            "schedule `triage`: needs `sop`, or `role` and `prompt` for an agent task",
+        ),
+        (
+            "role = \"triager\"\n",
+            "schedule `triage`: `role` and `prompt` go together",
+        ),
+        (
+            "role = \"nobody\"\nprompt = \"x\"\n",
+            "schedule `triage`: the agent role `nobody` is not configured (add [roles.nobody])",
+        ),
+    ] {
+        assert_eq!(load_with(&schedule(target), &[]).unwrap_err(), error);
+    }
+    let bad = load_with(
+        &schedule("role = \"triager\"\nprompt = \"{{ nope }}\"\n"),
+        &[],
+    );
+    assert!(
+        bad.unwrap_err().contains("`nope` is undefined"),
+        "a bad prompt is refused at load"
+    );
+}
+
+#[test]
+fn the_documented_example_parses() {
+    let c = load_with(include_str!("../../../../deploy/gatehouse.example.toml"), &[]).unwrap();
+    let github = c.github.unwrap();
+    assert_eq!(github.triggers[0].label, "sop:bug-fix");
+    assert_eq!(github.webhook_secrets.len(), 1);
+    assert_eq!(c.people[0].groups, vec!["leads"]);
+    assert_eq!(c.schedules[0].catchup_window, Duration::from_secs(3600));
+    assert_eq!(c.schedules[0].overlap, "skip");
+    assert_eq!(c.sandbox.profiles["default"].pids, Some(256));
+    assert_eq!(
+        c.slack.unwrap().approvals_channel.as_deref(),
+        Some("C0123456")
+    );
+}
+
+#[test]
+fn environment_overrides_the_file() {
+    let c = load_with(
+        "[server]\ndatabase_url = \"sqlite:file.db\"\n[github]\n",
+        &[
+            ("GATEHOUSE_DATABASE_URL", "postgres://root@db/gatehouse"),
+            ("GATEHOUSE_SERVER__NATS_PREFIX", "staging"),
+            ("GATEHOUSE_GITHUB__API_URL", "http://127.0.0.1:9000"),
+            ("GATEHOUSE_TOKEN", "a CLI token, not a config key"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(c.server.database_url, "postgres://root@db/gatehouse");
+    assert_eq!(c.server.nats_prefix.as_str(), "staging");
+    assert_eq!(c.github.unwrap().api_url, "http://127.0.0.1:9000");
+}
+
+#[test]
+fn unknown_keys_and_bad_values_name_the_key() {
+    let err = load_with("[server]\ndatabse_url = \"x\"\n", &[]).unwrap_err();
+    assert!(err.contains("databse_url"), "{err}");
+    let err = load_with("[server]\nnats_prefix = \"a.b\"\n", &[]).unwrap_err();
+    assert!(err.contains("invalid subject prefix `a.b`"), "{err}");
+    let err = load_with("[[schedules]]\nname = \"n\"\ncron = \"* * * * *\"\nsop = \"s\"\ncatchup_window = \"soon\"\n", &[]).unwrap_err();
+    assert!(err.contains("catchup_window"), "{err}");
+}
+
+#[test]
+fn duplicates_are_refused() {
+    let err = load_with(
+        "[[people]]\nid = \"ana\"\nslack = \"U1\"\n[[people]]\nid = \"bo\"\nslack = \"U1\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert_eq!(err, "Slack id `U1` is defined twice");
+}
+
+#[test]
+fn schedules_are_checked_when_loaded() {
+    let schedule = |cron: &str, tz: &str| {
+        format!(
+            "[[schedules]]\nname = \"n\"\ncron = \"{cron}\"\ntimezone = \"{tz}\"\nsop = \"s\"\n"
+        )
+    };
+    assert_eq!(
+        load_with(&schedule("0 3 * * *", "Mars/Base"), &[]).unwrap_err(),
+        "schedule `n`: timezone `Mars/Base` is not a known IANA time zone (e.g. Europe/Berlin, UTC)"
+    );
+    assert_eq!(
+        load_with(&schedule("0 0 30 2 *", "UTC"), &[]).unwrap_err(),
+        "schedule `n`: cron `0 0 30 2 *` never fires: no date matches it"
+    );
+    assert!(load_with(&schedule("0 3 * * *", "Europe/Berlin"), &[]).is_ok());
+    let windowed = |start: &str, end: &str| {
+        format!(
+            "{}start = \"{start}\"\nend = \"{end}\"\n",
+            schedule("0 3 * * *", "UTC")
+        )
+    };
+    assert_eq!(
+        load_with(
+            &windowed("2026-12-01T04:00:00Z", "2026-12-01T05:00:00Z"),
+            &[]
+        )
+        .unwrap_err(),
+        "schedule `n`: cron `0 3 * * *` never fires before the schedule's end 2026-12-01T05:00:00Z"
+    );
+    assert_eq!(
+        load_with(&windowed("tomorrow", "2026-12-01T05:00:00Z"), &[]).unwrap_err(),
+        "schedule `n`: `tomorrow` is not an RFC 3339 time with offset (e.g. 2026-03-29T00:00:00+01:00)"
+    );
+    assert!(
+        load_with(
+            &windowed("2026-12-01T00:00:00Z", "2027-01-01T00:00:00+01:00"),
+            &[]
+        )
+        .is_ok()
+    );
+}
+
+#[test]
+fn github_app_keys_go_together() {
+    assert_eq!(
+        load_with("[github]\napp_id = 12345\n", &[]).unwrap_err(),
+        "github.app_id and github.private_key go together: a GitHub App needs both"
+    );
+    let app = load_with(
+        "[github]\napp_id = 12345\nprivate_key = { file = \"app.pem\" }\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(app.github.unwrap().app_id, Some(12345));
+}
+
+#[test]
+fn a_trigger_names_the_repositories_it_may_reach() {
+    let trigger = |extra: &str| {
+        load_with(
+            &format!("[github]\n[[github.triggers]]\nlabel = \"bug\"\nsop = \"bug-fix\"\n{extra}"),
+            &[],
+        )
+    };
+    assert_eq!(
+        trigger("").unwrap_err(),
+        "github.triggers (label `bug`): no `repos`: write repos = [\"owner/*\"] (or list the repositories, e.g. [\"acme/api\"]) so the label starts runs only there and reconciliation searches only there"
+    );
+    assert_eq!(
+        trigger("repos = [\"*/api\"]").unwrap_err(),
+        "github.triggers (label `bug`): `*/api` has a wildcard owner; name the owner (`acme/*`), so GitHub is searched only there"
+    );
+    assert_eq!(
+        trigger("repos = [\"acme/..\"]").unwrap_err(),
+        "github.triggers (label `bug`): `acme/..` has a `.` or `..` segment"
+    );
+    assert_eq!(
+        trigger("repos = [\"acme/*\"]\nstarters = [\"group:\"]").unwrap_err(),
+        "github.triggers (label `bug`): starters: `group:` names no group; write group:<name>"
+    );
+    let ok = trigger("repos = [\"acme/*\"]\nrequire_person = true\nstarters = [\"group:leads\"]")
+        .unwrap();
+    let t = &ok.github.unwrap().triggers[0];
+    assert!(t.require_person);
+    assert_eq!(t.starters.as_deref(), Some(&["group:leads".to_owned()][..]));
+}
+
+#[test]
+fn listener_limits_take_durations_and_refuse_zero() {
+    let c = load_with("", &[]).unwrap();
+    assert_eq!(c.server.header_timeout, Duration::from_secs(10));
+    assert_eq!(c.server.body_timeout, Duration::from_secs(60));
+    assert_eq!(c.server.idle_timeout, Duration::from_secs(60));
+    assert_eq!(c.server.max_connections, 1024);
+    let c = load_with(
+        "[server]\nheader_timeout = \"2s\"\nbody_timeout = \"1m 30s\"\nmax_connections = 8\n",
+        &[("GATEHOUSE_SERVER__IDLE_TIMEOUT", "5s")],
+    )
+    .unwrap();
+    assert_eq!(c.server.header_timeout, Duration::from_secs(2));
+    assert_eq!(c.server.body_timeout, Duration::from_secs(90));
+    assert_eq!(c.server.idle_timeout, Duration::from_secs(5));
+    assert_eq!(c.server.max_connections, 8);
+    assert_eq!(
+        load_with("[server]\nheader_timeout = \"0s\"\n", &[]).unwrap_err(),
+        "server.header_timeout must be more than zero"
+    );
+    assert_eq!(
+        load_with("[server]\nmax_connections = 0\n", &[]).unwrap_err(),
+        "server.max_connections must be more than zero"
+    );
+}
+
+#[test]
+fn webhook_bodies_are_bounded_by_default() {
+    let c = load_with("[github]\n[slack]\n[discord]\n", &[]).unwrap();
+    assert_eq!(c.server.max_unverified_bodies, 16);
+    assert_eq!(c.github.unwrap().max_body_bytes, 5 * 1024 * 1024);
+    assert_eq!(c.slack.unwrap().max_body_bytes, 1024 * 1024);
+    assert_eq!(c.discord.unwrap().max_body_bytes, 1024 * 1024);
+    assert_eq!(
+        load_with("[server]\nmax_unverified_bodies = 0\n", &[]).unwrap_err(),
+        "server.max_unverified_bodies must be more than zero"
+    );
+}
+
+#[test]
+fn the_metrics_token_is_a_secret_config_check_reads() {
+    let c = load_with(
+        "[server]\nmetrics_listen = \"127.0.0.1:9090\"\nmetrics_token = { env = \"GATEHOUSE_TEST_METRICS\" }\n",
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.server.metrics_listen, "127.0.0.1:9090");
+    let secrets: Vec<String> = c.secrets().map(|(key, s)| format!("{key}: {s}")).collect();
+    assert_eq!(
+        secrets,
+        ["server.metrics_token: environment variable GATEHOUSE_TEST_METRICS"]
+    );
+}
+
+#[test]
+fn an_explicit_file_must_exist() {
+    let err = Config::load(Some(Path::new("/nonexistent/gatehouse.toml"))).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "config file /nonexistent/gatehouse.toml does not exist"
+    );
+}
