@@ -10,9 +10,7 @@ use uuid::Uuid;
 /// never read the scheduler's tables.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeDispatch {
-    /// Which run.
     pub run_id: Uuid,
-    /// Node id.
     pub node: String,
     /// Attempt being dispatched; a runner reports results under it.
     pub attempt: u32,

@@ -16,16 +16,13 @@ pub const SCHEMA_VERSION: u32 = 2;
 /// consumers can follow one piece of work without decoding payloads.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Correlation {
-    /// The requirement, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requirement_id: Option<Uuid>,
-    /// The run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<Uuid>,
     /// The node within the run, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_id: Option<String>,
-    /// The node attempt, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub attempt: Option<u32>,
 }
@@ -59,7 +56,6 @@ pub struct Envelope {
     /// Event type, e.g. `gate.decision`.
     #[serde(rename = "type")]
     pub event_type: String,
-    /// Envelope schema version.
     pub schema_version: u32,
     /// When the fact happened.
     pub occurred_at: DateTime<Utc>,

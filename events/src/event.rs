@@ -126,7 +126,6 @@ pub enum Event {
 }
 
 impl Event {
-    /// The event's type.
     pub fn event_type(&self) -> EventType {
         match self {
             Self::RequirementCreated(_) => EventType::RequirementCreated,

@@ -42,10 +42,7 @@ pub enum RequirementSource {
     /// Created through the HTTP API or CLI.
     Api,
     /// Created by a schedule firing.
-    Schedule {
-        /// Schedule name.
-        schedule: String,
-    },
+    Schedule { schedule: String },
 }
 
 /// Lifecycle of a requirement as its source reports it.
@@ -65,7 +62,6 @@ pub enum RequirementState {
 pub struct RequirementCreated {
     /// Gatehouse's id for the requirement.
     pub requirement_id: Uuid,
-    /// Where it came from.
     pub source: RequirementSource,
     /// One-line title.
     pub title: String,
@@ -75,14 +71,12 @@ pub struct RequirementCreated {
     /// Link back to the source, when it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
-    /// Who asked.
     pub requested_by: Actor,
 }
 
 /// `requirement.updated`: title, body or state changed at the source.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RequirementUpdated {
-    /// Which requirement.
     pub requirement_id: Uuid,
     /// New title, if it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,14 +84,12 @@ pub struct RequirementUpdated {
     /// New body, if it changed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub body: Option<String>,
-    /// Current state.
     pub state: RequirementState,
 }
 
 /// The schedule occurrence that caused a run, so runs link back to their schedule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ScheduleFire {
-    /// Schedule name.
     pub schedule: String,
     /// The cron time this fire belongs to (not when it actually fired).
     pub scheduled_time: DateTime<Utc>,
@@ -114,7 +106,6 @@ pub struct ScheduleFire {
 pub struct RunRequested {
     /// Id the new run will have.
     pub run_id: Uuid,
-    /// SOP name.
     pub sop: String,
     /// Parameters given by the requester.
     #[serde(default)]
@@ -122,7 +113,6 @@ pub struct RunRequested {
     /// The requirement the run works on, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requirement_id: Option<Uuid>,
-    /// Who asked.
     pub requested_by: Actor,
     /// Set when a schedule fired it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -163,9 +153,7 @@ pub enum RunCommandKind {
 /// `run.command`: pause, resume, cancel or retry a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunCommand {
-    /// Which run.
     pub run_id: Uuid,
-    /// What to do.
     #[serde(flatten)]
     pub command: RunCommandKind,
     /// Who asked.
@@ -175,9 +163,7 @@ pub struct RunCommand {
 /// One node's state inside a [`RunUpdated`] snapshot.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeSnapshot {
-    /// Node id.
     pub node: String,
-    /// Current status.
     pub status: NodeStatus,
     /// Current attempt, starting at 1 once it has run.
     pub attempt: u32,
@@ -190,16 +176,12 @@ pub struct NodeSnapshot {
 /// still shows the truth with the next one.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunUpdated {
-    /// Which run.
     pub run_id: Uuid,
-    /// SOP name.
     pub sop: String,
     /// Content hash of the frozen SOP definition.
     pub sop_version: String,
-    /// The requirement, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub requirement_id: Option<Uuid>,
-    /// Run status.
     pub status: RunStatus,
     /// Every node, in definition order.
     pub nodes: Vec<NodeSnapshot>,
@@ -210,9 +192,7 @@ pub struct RunUpdated {
 /// `gate.opened`: a gate waits for people.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateOpened {
-    /// Which run.
     pub run_id: Uuid,
-    /// The gate node.
     pub node: String,
     /// Decisions are bound to this attempt.
     pub attempt: u32,
@@ -260,13 +240,10 @@ impl GateDecisionKind {
 /// `gate.decision`: a person decided a gate from chat, GitHub or the API.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateDecision {
-    /// Which run.
     pub run_id: Uuid,
-    /// The gate node.
     pub node: String,
     /// The attempt the decider saw; a stale attempt is refused.
     pub attempt: u32,
-    /// The decision.
     #[serde(flatten)]
     pub decision: GateDecisionKind,
     /// The reviewer's comment, carried into rework.
@@ -283,13 +260,10 @@ pub struct GateDecision {
 /// `gate.closed`: the gate's outcome, so every card can show it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GateClosed {
-    /// Which run.
     pub run_id: Uuid,
-    /// The gate node.
     pub node: String,
     /// The attempt that closed.
     pub attempt: u32,
-    /// Outcome.
     pub status: GateStatus,
     /// Who decided (several with `min_approvals` > 1; empty on expiry or cancel).
     #[serde(default)]
@@ -302,11 +276,8 @@ pub struct GateClosed {
 /// `node.progress`: a line of output or a stage change from a running node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeProgress {
-    /// Which run.
     pub run_id: Uuid,
-    /// Node id.
     pub node: String,
-    /// Attempt.
     pub attempt: u32,
     /// Human-readable progress.
     pub message: String,
@@ -319,10 +290,7 @@ pub enum NodeOutcome {
     /// Exit code 0 (or the executor's success).
     Succeeded,
     /// The node failed; `reason` says why in one line.
-    Failed {
-        /// Why.
-        reason: String,
-    },
+    Failed { reason: String },
     /// The wall-clock limit was reached and the node was killed.
     TimedOut,
     /// The run was cancelled while the node ran.
@@ -332,13 +300,9 @@ pub enum NodeOutcome {
 /// `node.finished`: the result of one node attempt.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeFinished {
-    /// Which run.
     pub run_id: Uuid,
-    /// Node id.
     pub node: String,
-    /// Attempt.
     pub attempt: u32,
-    /// How it ended.
     #[serde(flatten)]
     pub outcome: NodeOutcome,
     /// Process exit code, when there was a process.
@@ -355,9 +319,7 @@ pub struct NodeFinished {
 /// posted twice and can be updated after the decision.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CardPosted {
-    /// Which run.
     pub run_id: Uuid,
-    /// The gate node.
     pub node: String,
     /// The gate attempt the card belongs to.
     pub attempt: u32,

@@ -29,33 +29,24 @@ text_enum! {
 /// One execution of a node.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct AttemptRow {
-    /// Run.
     pub run_id: Uuid,
-    /// Node.
     pub node: String,
-    /// Attempt.
     pub attempt: i32,
     pub status: AttemptStatus,
     /// Process exit code.
     pub exit_code: Option<i32>,
     /// Why it failed.
     pub error: Option<String>,
-    /// Started.
     pub started_at: DateTime<Utc>,
-    /// Ended.
     pub finished_at: Option<DateTime<Utc>>,
     /// Wall-clock duration.
     pub duration_ms: Option<i64>,
 }
 
-/// A stored artifact.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ArtifactRow {
-    /// Run.
     pub run_id: Uuid,
-    /// Node.
     pub node: String,
-    /// Attempt.
     pub attempt: i32,
     /// Path under the node's artifact directory.
     pub name: String,
@@ -72,13 +63,10 @@ pub struct ArtifactRow {
 pub struct LogRow {
     /// Position, for paging and following.
     pub seq: i64,
-    /// Node.
     pub node: String,
-    /// Attempt.
     pub attempt: i32,
     /// stdout or stderr.
     pub stream: String,
-    /// The text.
     pub line: String,
     /// When it was read.
     pub at: DateTime<Utc>,
@@ -161,7 +149,6 @@ impl Store {
         tx.commit().await
     }
 
-    /// A run's artifacts.
     pub async fn artifacts(&self, run_id: Uuid) -> Result<Vec<ArtifactRow>, StoreError> {
         Ok(with_pool!(self, pool => {
             sqlx::query_as(
@@ -174,7 +161,6 @@ impl Store {
         }))
     }
 
-    /// Appends a line of output.
     pub async fn append_log(
         &self,
         run_id: Uuid,

@@ -35,7 +35,6 @@ pub struct ChatMessageRow {
     pub first_try_at: Option<DateTime<Utc>>,
     /// Changed since it was last posted.
     pub dirty: bool,
-    /// Last change.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -114,7 +113,6 @@ impl Store {
         }))
     }
 
-    /// One chat message.
     pub async fn chat_message(&self, key: &str) -> Result<Option<ChatMessageRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM chat_messages WHERE key = $1");
         Ok(with_pool!(self, pool => {

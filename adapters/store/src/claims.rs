@@ -12,11 +12,8 @@ use crate::{StoreError, Tx};
 /// The decision that settled a gate attempt.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct OutcomeRow {
-    /// Run.
     pub run_id: Uuid,
-    /// Gate node.
     pub node: String,
-    /// Gate attempt.
     pub attempt: i32,
     /// `approve`, `reject` or `send_back`.
     pub decision: String,
@@ -26,20 +23,15 @@ pub struct OutcomeRow {
     pub decided_by: String,
     /// Where from (`slack`, `api`, ...).
     pub channel: String,
-    /// When.
     pub decided_at: DateTime<Utc>,
 }
 
 /// One person's decision on one gate attempt, to claim.
 #[derive(Debug, Clone)]
 pub struct Vote<'a> {
-    /// Run.
     pub run_id: Uuid,
-    /// Gate node.
     pub node: &'a str,
-    /// Gate attempt.
     pub attempt: u32,
-    /// Who.
     pub person: &'a str,
     /// `approve`, `reject` or `send_back`.
     pub decision: &'a str,

@@ -25,7 +25,6 @@ pub struct CommentRow {
     pub comment_id: Option<i64>,
     /// Changed since it was last posted.
     pub dirty: bool,
-    /// Last change.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -75,7 +74,6 @@ impl Store {
         }))
     }
 
-    /// One comment.
     pub async fn comment(&self, key: &str) -> Result<Option<CommentRow>, StoreError> {
         Ok(with_pool!(self, pool => {
             sqlx::query_as(

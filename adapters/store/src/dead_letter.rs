@@ -26,21 +26,17 @@ pub struct NewDeadLetter<'a> {
 /// A parked message.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DeadLetter {
-    /// Row id.
     pub id: i64,
     /// The consumer that gave up.
     pub consumer: String,
     /// The event id, when known.
     pub event_id: Option<Uuid>,
-    /// The topic.
     pub topic: String,
     /// The raw bytes.
     pub payload: Vec<u8>,
-    /// Why.
     pub reason: String,
     /// Delivery count when parked.
     pub deliveries: i32,
-    /// When.
     pub parked_at: DateTime<Utc>,
 }
 
@@ -56,7 +52,6 @@ type DeadLetterRow = (
 );
 
 impl Store {
-    /// Parks a message.
     pub async fn park_dead_letter(&self, letter: NewDeadLetter<'_>) -> Result<(), StoreError> {
         with_pool!(self, pool => {
             sqlx::query(

@@ -6,7 +6,6 @@ use crate::store::with_pool;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
 
-/// A stored delivery.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct DeliveryRow {
     /// `github` (later `slack`, `discord`).
@@ -65,7 +64,6 @@ impl Store {
         }))
     }
 
-    /// One delivery.
     pub async fn delivery(
         &self,
         source: &str,

@@ -20,7 +20,6 @@ pub enum StoreError {
     /// The database did not answer within the retry budget.
     #[error("{backend} at {target} is unreachable after {attempts} attempts: {source}")]
     Unreachable {
-        /// Which backend.
         backend: crate::Backend,
         /// Host/database or file, without credentials.
         target: String,

@@ -6,7 +6,6 @@ use chrono::{DateTime, Utc};
 use crate::store::with_pool;
 use crate::{Store, StoreError};
 
-/// A stored person.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct PersonRow {
     /// Gatehouse's id (what gates and tokens name).
@@ -21,7 +20,6 @@ pub struct PersonRow {
     pub groups: String,
     /// Who added them.
     pub created_by: String,
-    /// When.
     pub created_at: DateTime<Utc>,
 }
 

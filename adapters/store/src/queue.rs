@@ -34,9 +34,7 @@ pub struct QueueMessage<'a> {
 pub struct QueuedDelivery {
     /// Position in the log.
     pub seq: i64,
-    /// Message id.
     pub id: Uuid,
-    /// Topic.
     pub topic: String,
     /// Raw bytes.
     pub payload: Vec<u8>,

@@ -7,7 +7,6 @@ use crate::store::with_pool;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
 
-/// A stored requirement.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RequirementRow {
     /// Gatehouse's id.
@@ -16,9 +15,7 @@ pub struct RequirementRow {
     pub source_key: String,
     /// The events crate's `RequirementSource`, as JSON.
     pub source: String,
-    /// Title.
     pub title: String,
-    /// Text.
     pub body: String,
     /// Link back.
     pub url: Option<String>,
@@ -28,9 +25,7 @@ pub struct RequirementRow {
     pub requested_by: String,
     /// The source's last-change time (RFC 3339), so late events do not roll back.
     pub source_updated_at: String,
-    /// Created.
     pub created_at: DateTime<Utc>,
-    /// Changed.
     pub updated_at: DateTime<Utc>,
 }
 
@@ -38,7 +33,6 @@ const COLUMNS: &str = "id, source_key, source, title, body, url, state, requeste
      created_at, updated_at";
 
 impl Store {
-    /// A requirement by id.
     pub async fn requirement(&self, id: Uuid) -> Result<Option<RequirementRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM requirements WHERE id = $1");
         Ok(with_pool!(self, pool => {

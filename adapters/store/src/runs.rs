@@ -11,9 +11,7 @@ use crate::{Store, StoreError, Tx};
 /// A run as stored. `state` is the scheduler engine's JSON; the store does not read it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RunRow {
-    /// Run id.
     pub id: Uuid,
-    /// SOP name.
     pub sop: String,
     /// Frozen SOP version.
     pub sop_version: String,
@@ -39,34 +37,26 @@ pub struct RunRow {
     pub schedule: Option<String>,
     /// That fire's cron time (or manual trigger time), epoch ms.
     pub scheduled_ms: Option<i64>,
-    /// Created.
     pub created_at: DateTime<Utc>,
-    /// Last changed.
     pub updated_at: DateTime<Utc>,
 }
 
 /// One audited gate decision.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct DecisionRow {
-    /// Run.
     pub run_id: Uuid,
-    /// Gate node.
     pub node: String,
-    /// Gate attempt.
     pub attempt: i32,
     /// approve, send_back or reject.
     pub decision: String,
     /// Send-back target.
     pub target: Option<String>,
-    /// Comment.
     pub comment: Option<String>,
-    /// Who.
     pub person: String,
     /// Where from (api, slack, ...).
     pub channel: String,
     /// `applied`, or why it was refused.
     pub outcome: String,
-    /// When.
     pub decided_at: DateTime<Utc>,
 }
 
@@ -219,7 +209,6 @@ impl Store {
         }))
     }
 
-    /// One run.
     pub async fn run(&self, id: Uuid) -> Result<Option<RunRow>, StoreError> {
         let sql = format!("SELECT {RUN_COLUMNS} FROM runs WHERE id = $1");
         Ok(with_pool!(self, pool => {

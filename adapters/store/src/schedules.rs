@@ -11,7 +11,6 @@ use crate::store::with_pool;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
 
-/// A stored schedule.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ScheduleRow {
     /// Unique name.
@@ -48,16 +47,12 @@ pub struct ScheduleRow {
     pub next_due_ms: Option<i64>,
     /// Bumped by every change of definition or pause, for compare-and-set.
     pub revision: i64,
-    /// Created.
     pub created_at: DateTime<Utc>,
-    /// Changed.
     pub updated_at: DateTime<Utc>,
 }
 
-/// One recorded fire.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct FireRow {
-    /// Schedule.
     pub schedule: String,
     /// The cron time, or the time of a manual trigger (epoch ms).
     pub scheduled_ms: i64,
@@ -214,7 +209,6 @@ impl Store {
         Ok(updated == 1)
     }
 
-    /// One schedule.
     pub async fn schedule(&self, name: &str) -> Result<Option<ScheduleRow>, StoreError> {
         let sql = format!("SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE name = $1");
         Ok(with_pool!(self, pool => {

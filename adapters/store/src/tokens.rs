@@ -10,7 +10,6 @@ use crate::{Store, StoreError};
 /// A stored token, without its secret.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct TokenRow {
-    /// Row id.
     pub id: Uuid,
     /// Unique name, chosen by whoever created it (default: the person's id).
     pub name: String,
@@ -20,7 +19,6 @@ pub struct TokenRow {
     pub created_by: String,
     /// Comma-separated scopes (`read,run,decide,admin`).
     pub scopes: String,
-    /// When it was created.
     pub created_at: DateTime<Utc>,
     /// After this it is refused.
     pub expires_at: Option<DateTime<Utc>>,
@@ -89,7 +87,6 @@ impl Store {
         }))
     }
 
-    /// A token by name.
     pub async fn token(&self, name: &str) -> Result<Option<TokenRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM api_tokens WHERE name = $1");
         Ok(with_pool!(self, pool => {

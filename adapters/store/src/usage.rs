@@ -8,17 +8,13 @@ use crate::{Store, StoreError};
 /// Tokens one model used in one agent attempt, and their price.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]
 pub struct UsageRow {
-    /// Run.
     pub run_id: Uuid,
-    /// Node.
     pub node: String,
-    /// Attempt.
     pub attempt: i32,
     /// The model as the CLI named it.
     pub model: String,
     /// Input tokens, not counting cache reads.
     pub input_tokens: i64,
-    /// Output tokens.
     pub output_tokens: i64,
     /// Input tokens read from the prompt cache.
     pub cache_read_tokens: i64,

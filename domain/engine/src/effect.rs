@@ -9,38 +9,20 @@ use gatehouse_events::GateStatus;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Effect {
     /// Send a script, agent or deliver attempt to a runner.
-    Dispatch {
-        /// Node id.
-        node: String,
-        /// Attempt.
-        attempt: u32,
-    },
+    Dispatch { node: String, attempt: u32 },
     /// Start the child run of a `sop` node.
-    StartChild {
-        /// Node id.
-        node: String,
-        /// Attempt.
-        attempt: u32,
-    },
+    StartChild { node: String, attempt: u32 },
     /// A gate opened: notify the people who may decide it.
-    OpenGate {
-        /// The gate.
-        node: String,
-        /// Attempt.
-        attempt: u32,
-    },
+    OpenGate { node: String, attempt: u32 },
     /// A gate closed: update its cards.
     CloseGate {
-        /// The gate.
         node: String,
         /// The attempt that closed.
         attempt: u32,
-        /// Outcome.
         status: GateStatus,
     },
     /// Feed [`crate::Input::RetryDue`] back after `after`.
     ScheduleRetry {
-        /// Node id.
         node: String,
         /// The attempt that failed.
         attempt: u32,
@@ -48,10 +30,5 @@ pub enum Effect {
         after: Duration,
     },
     /// Stop an attempt that is in flight.
-    CancelAttempt {
-        /// Node id.
-        node: String,
-        /// Attempt.
-        attempt: u32,
-    },
+    CancelAttempt { node: String, attempt: u32 },
 }

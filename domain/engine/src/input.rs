@@ -34,35 +34,24 @@ pub enum Input {
     /// The run was created: activate the first nodes.
     Start,
     /// A runner began an attempt.
-    NodeStarted {
-        /// Node id.
-        node: String,
-        /// Attempt.
-        attempt: u32,
-    },
+    NodeStarted { node: String, attempt: u32 },
     /// An attempt ended (for a `sop` node: its child run ended).
     NodeFinished {
-        /// Node id.
         node: String,
-        /// Attempt.
         attempt: u32,
-        /// How.
         outcome: Outcome,
     },
     /// The backoff after a failed attempt has passed.
     RetryDue {
-        /// Node id.
         node: String,
         /// The attempt that failed.
         attempt: u32,
     },
     /// A person decided a gate.
     Decide {
-        /// The gate.
         node: String,
         /// The gate attempt the person saw.
         attempt: u32,
-        /// What they decided.
         decision: Decision,
         /// Their comment (required for send back).
         comment: Option<String>,
@@ -73,7 +62,6 @@ pub enum Input {
     },
     /// A gate's `expires_in` passed.
     GateExpired {
-        /// The gate.
         node: String,
         /// The attempt that expired.
         attempt: u32,
@@ -85,10 +73,7 @@ pub enum Input {
     /// Stop everything.
     Cancel,
     /// Run a node again, with everything after it and everything that did not complete.
-    RetryFrom {
-        /// The node.
-        node: String,
-    },
+    RetryFrom { node: String },
 }
 
 /// Why an input was refused. Nothing changes when an input is refused.
@@ -103,7 +88,6 @@ pub enum Rejection {
     /// The gate is not open.
     #[error("gate `{node}` is not waiting for a decision (the node is {status:?})")]
     NotWaiting {
-        /// The gate.
         node: String,
         /// Its node status.
         status: NodeStatus,
@@ -113,7 +97,6 @@ pub enum Rejection {
         "this decision is for attempt {given} of gate `{node}`, which is now at attempt {current}"
     )]
     StaleAttempt {
-        /// The gate.
         node: String,
         /// Attempt on the decision.
         given: u32,
@@ -123,7 +106,6 @@ pub enum Rejection {
     /// Send back to a node the gate does not list.
     #[error("gate `{gate}` cannot send work back to `{target}`; it may send back to: {}", allowed.join(", "))]
     NotASendBackTarget {
-        /// The gate.
         gate: String,
         /// The requested target.
         target: String,
@@ -136,7 +118,6 @@ pub enum Rejection {
     /// The gate used up its send-backs.
     #[error("gate `{gate}` has sent work back {max} times, its limit; approve or reject")]
     ReworkLimit {
-        /// The gate.
         gate: String,
         /// Its `max_rework`.
         max: u32,
@@ -144,9 +125,7 @@ pub enum Rejection {
     /// Someone the gate does not name as an approver.
     #[error("{person} may not decide gate `{gate}`; its approvers are {approvers}")]
     NotAnApprover {
-        /// The gate.
         gate: String,
-        /// The person.
         person: String,
         /// The gate's approvers, for the message.
         approvers: String,
@@ -164,12 +143,7 @@ pub enum Rejection {
     #[error(
         "{person} has already approved gate `{gate}`; it needs approvals from different people"
     )]
-    AlreadyApproved {
-        /// The gate.
-        gate: String,
-        /// The person.
-        person: String,
-    },
+    AlreadyApproved { gate: String, person: String },
     /// Pause, resume or cancel on a run that has ended, or a decision after the end.
     #[error("the run has already ended ({0:?})")]
     Ended(RunStatus),

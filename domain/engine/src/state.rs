@@ -5,7 +5,6 @@ use gatehouse_sop::Sop;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 
-/// The state of one run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct RunState {
     /// Derived from the nodes and flags after every input.
@@ -32,10 +31,8 @@ pub struct RunState {
     pub revision: u64,
 }
 
-/// The state of one node.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct NodeState {
-    /// Current status.
     pub status: NodeStatus,
     /// The current (or last) attempt; 0 before the first.
     pub attempt: u32,

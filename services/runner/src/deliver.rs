@@ -55,9 +55,7 @@ pub(crate) struct Session {
 pub(crate) struct Target<'a> {
     /// `owner/name`.
     pub repo: &'a str,
-    /// Issue number.
     pub number: u64,
-    /// Issue title.
     pub title: &'a str,
     /// The run (named in commits and the pull request).
     pub run: uuid::Uuid,
@@ -70,7 +68,6 @@ pub(crate) type Delivered = Result<DeliveredTo, String>;
 pub(crate) enum DeliveredTo {
     /// A pull request, by number, from the work branch.
     Pull {
-        /// Its number.
         number: u64,
         /// The work branch it merges.
         branch: String,

@@ -5,7 +5,6 @@ use gatehouse_events::NodeOutcome;
 use gatehouse_sandbox::{Exit, ExitStatus, Profile};
 use gatehouse_store::AttemptStatus;
 
-/// An attempt's verdict.
 pub(crate) struct Verdict {
     pub outcome: NodeOutcome,
     pub status: AttemptStatus,

@@ -29,7 +29,6 @@ pub enum SchedulerError {
     /// A stored run or SOP version does not decode.
     #[error("run {run}: {message}")]
     Corrupt {
-        /// The run.
         run: Uuid,
         /// What is wrong.
         message: String,
