@@ -1,0 +1,142 @@
+//! Gates: a decision checked against the gate (open, current attempt, who may decide,
+//! send-back targets and limits) and carried out; an expiry; a gate closing.
+
+use gatehouse_events::{GateStatus, NodeStatus};
+use gatehouse_sop::{NodeKind, OnExpire};
+
+use super::Step;
+use crate::{Decision, Effect, Rejection};
+
+impl Step<'_> {
+    pub(super) fn open_gate(
+        &self,
+        id: &str,
+        attempt: u32,
+    ) -> Result<&gatehouse_sop::Gate, Rejection> {
+        let NodeKind::Gate(gate) = &self
+            .sop
+            .node(id)
+            .ok_or_else(|| Rejection::UnknownNode(id.to_owned()))?
+            .kind
+        else {
+            return Err(Rejection::NotAGate(id.to_owned()));
+        };
+        self.refuse_if_ended()?;
+        let node = self.node(id);
+        if node.status != NodeStatus::WaitingApproval {
+            return Err(Rejection::NotWaiting {
+                node: id.to_owned(),
+                status: node.status,
+            });
+        }
+        if node.attempt != attempt {
+            return Err(Rejection::StaleAttempt {
+                node: id.to_owned(),
+                given: attempt,
+                current: node.attempt,
+            });
+        }
+        Ok(gate)
+    }
+
+    pub(super) fn decide(
+        &mut self,
+        id: &str,
+        attempt: u32,
+        decision: Decision,
+        comment: Option<String>,
+        person: String,
+    ) -> Result<(), Rejection> {
+        let gate = self.open_gate(id, attempt)?.clone();
+        match decision {
+            Decision::Approve => {
+                if !gate.allow_requester && self.state.requested_by.as_deref() == Some(&person) {
+                    return Err(Rejection::RequesterMayNotApprove(id.to_owned()));
+                }
+                if !gate.allow_requester
+                    && self.state.requirement_author.as_deref() == Some(&person)
+                {
+                    return Err(Rejection::AuthorMayNotApprove(id.to_owned()));
+                }
+                if !gate.allow_requester && self.state.schedule_owner.as_deref() == Some(&person) {
+                    return Err(Rejection::OwnerMayNotApprove(id.to_owned()));
+                }
+                let approvals = match self.state.nodes[id].gate.as_mut() {
+                    Some(g) => &mut g.approvals,
+                    None => return Err(Rejection::NotAGate(id.to_owned())),
+                };
+                if approvals.contains(&person) {
+                    return Err(Rejection::AlreadyApproved {
+                        gate: id.to_owned(),
+                        person,
+                    });
+                }
+                approvals.push(person);
+                if approvals.len() >= gate.min_approvals as usize {
+                    self.close_gate(id, GateStatus::Approved);
+                    self.state.nodes[id].status = NodeStatus::Succeeded;
+                }
+            }
+            Decision::SendBack { to } => {
+                if !gate.send_back.contains(&to) {
+                    return Err(Rejection::NotASendBackTarget {
+                        gate: id.to_owned(),
+                        target: to,
+                        allowed: gate.send_back,
+                    });
+                }
+                let comment = comment
+                    .filter(|c| !c.trim().is_empty())
+                    .ok_or(Rejection::CommentRequired)?;
+                let sent = self.node(id).gate.as_ref().map_or(0, |g| g.sent_back);
+                if sent >= gate.max_rework {
+                    return Err(Rejection::ReworkLimit {
+                        gate: id.to_owned(),
+                        max: gate.max_rework,
+                    });
+                }
+                self.close_gate(id, GateStatus::SentBack);
+                if let Some(g) = self.state.nodes[id].gate.as_mut() {
+                    g.sent_back += 1;
+                }
+                self.send_back(&to, id, comment);
+            }
+            Decision::Reject => {
+                self.close_gate(id, GateStatus::Rejected);
+                self.state.nodes[id].status = NodeStatus::Failed;
+                let why = comment.map(|c| format!(": {c}")).unwrap_or_default();
+                self.fail(format!("gate `{id}` was rejected by {person}{why}"));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn expired(&mut self, id: &str, attempt: u32) -> Result<(), Rejection> {
+        // An expiry for a gate that was decided meanwhile is simply late.
+        let Ok(gate) = self.open_gate(id, attempt) else {
+            return Ok(());
+        };
+        let on_expire = gate.on_expire;
+        self.close_gate(id, GateStatus::Expired);
+        match on_expire {
+            OnExpire::Approve => self.state.nodes[id].status = NodeStatus::Succeeded,
+            OnExpire::Reject => {
+                self.state.nodes[id].status = NodeStatus::Failed;
+                self.fail(format!("gate `{id}` expired without a decision"));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn close_gate(&mut self, id: &str, status: GateStatus) {
+        let node = &mut self.state.nodes[id];
+        if let Some(gate) = node.gate.as_mut() {
+            gate.status = status;
+        }
+        self.effects.push(Effect::CloseGate {
+            node: id.to_owned(),
+            attempt: node.attempt,
+            status,
+        });
+    }
+}
