@@ -6,10 +6,13 @@
 //! and appends what follows to the outbox: jobs for runners, gate notices, and a snapshot of
 //! the run. Retries and gate expiries wait in a timer table that survives restarts.
 
+mod consume;
 mod effects;
+mod error;
 mod observe;
 mod schedules;
 mod service;
 mod timers;
 
-pub use service::{Scheduler, SchedulerError};
+pub use error::SchedulerError;
+pub use service::Scheduler;

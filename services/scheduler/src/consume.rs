@@ -1,0 +1,136 @@
+//! What the scheduler consumes: each event, inside the consumer's transaction, turned into
+//! the engine's input for its run (a run request creates the run; a gate decision is also
+//! audited), with the step's measurements held until the transaction commits.
+
+use async_trait::async_trait;
+use gatehouse_bus::{Handler, HandlerError};
+use gatehouse_engine::{Decision, Input, Outcome};
+use gatehouse_events::{Envelope, Event, GateDecisionKind, NodeOutcome, RunCommandKind};
+use gatehouse_store::{DecisionRow, Tx};
+
+use crate::Scheduler;
+use crate::observe::Measured;
+
+#[async_trait]
+impl Handler for Scheduler {
+    async fn handle(&self, tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
+        let mut measured = Measured::default();
+        let applied = self.apply_event(tx, envelope, &mut measured).await;
+        match applied {
+            Ok(()) => self.meter.hold(envelope.id, measured),
+            Err(_) => self.meter.drop_held(envelope.id),
+        }
+        applied
+    }
+
+    async fn committed(&self, envelope: &Envelope) {
+        self.meter.committed(envelope.id);
+    }
+}
+
+impl Scheduler {
+    /// Applies one consumed event inside `tx`.
+    async fn apply_event(
+        &self,
+        tx: &mut Tx,
+        envelope: &Envelope,
+        measured: &mut Measured,
+    ) -> Result<(), HandlerError> {
+        let event = match envelope.decode() {
+            Ok(event) => event,
+            Err(gatehouse_events::EventError::UnknownType(t)) => {
+                tracing::debug!(event_type = %t, "not for the scheduler");
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        };
+        let trace = envelope.trace.as_ref();
+        let (run_id, input) = match event {
+            Event::RunRequested(request) => {
+                return Ok(self.create(tx, &request, trace, measured).await?);
+            }
+            // A command can overtake the request that creates its run (a schedule cancelling
+            // a run it has just requested): retry until the run exists.
+            Event::RunCommand(c) if tx.load_run(c.run_id).await?.is_none() => {
+                return Err(format!("run {} does not exist (yet)", c.run_id).into());
+            }
+            Event::RunCommand(c) => (
+                c.run_id,
+                match c.command {
+                    RunCommandKind::Pause => Input::Pause,
+                    RunCommandKind::Resume => Input::Resume,
+                    RunCommandKind::Cancel => Input::Cancel,
+                    RunCommandKind::Retry { node } => Input::RetryFrom { node },
+                },
+            ),
+            Event::GateDecision(d) => {
+                let person = d
+                    .actor
+                    .person
+                    .clone()
+                    .unwrap_or_else(|| d.actor.handle.clone());
+                let (decision, target) = match &d.decision {
+                    GateDecisionKind::Approve => (Decision::Approve, None),
+                    GateDecisionKind::SendBack { to } => {
+                        (Decision::SendBack { to: to.clone() }, Some(to.clone()))
+                    }
+                    GateDecisionKind::Reject => (Decision::Reject, None),
+                };
+                let input = Input::Decide {
+                    node: d.node.clone(),
+                    attempt: d.attempt,
+                    decision,
+                    comment: d.comment.clone(),
+                    person: person.clone(),
+                    groups: d.groups.clone(),
+                };
+                let outcome = match self.advance(tx, d.run_id, input, trace, measured).await? {
+                    Ok(()) => "applied".to_owned(),
+                    Err(rejection) => format!("refused: {rejection}"),
+                };
+                tx.record_decision(&DecisionRow {
+                    run_id: d.run_id,
+                    node: d.node,
+                    attempt: i32::try_from(d.attempt).unwrap_or(i32::MAX),
+                    decision: d.decision.name().into(),
+                    target,
+                    comment: d.comment,
+                    person,
+                    channel: d.actor.channel.as_str().to_owned(),
+                    outcome,
+                    decided_at: envelope.occurred_at,
+                })
+                .await?;
+                return Ok(());
+            }
+            Event::NodeProgress(p) => (
+                p.run_id,
+                Input::NodeStarted {
+                    node: p.node,
+                    attempt: p.attempt,
+                },
+            ),
+            Event::NodeFinished(f) => (
+                f.run_id,
+                Input::NodeFinished {
+                    node: f.node,
+                    attempt: f.attempt,
+                    outcome: match f.outcome {
+                        NodeOutcome::Succeeded => Outcome::Succeeded,
+                        NodeOutcome::Failed { reason } => Outcome::Failed(reason),
+                        NodeOutcome::TimedOut => Outcome::TimedOut,
+                        NodeOutcome::Cancelled => Outcome::Failed("cancelled".into()),
+                    },
+                },
+            ),
+            other => {
+                tracing::debug!(event_type = %other.event_type(), "not for the scheduler");
+                return Ok(());
+            }
+        };
+        if let Err(rejection) = self.advance(tx, run_id, input, trace, measured).await? {
+            tracing::info!(run = %run_id, %rejection, "refused");
+        }
+        Ok(())
+    }
+}
