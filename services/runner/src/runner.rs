@@ -2,26 +2,26 @@
 //! alive while they run, settling them (ack, nak, or park the unreadable), and a graceful
 //! shutdown that lets jobs in flight finish. What one job does is elsewhere: its attempt
 //! in named steps ([`attempt`], [`prepare`]), what it reports ([`report`]), the GitHub
-//! issue it works on ([`delivery`]), and the run snapshots that stop it ([`watch`]).
+//! issue it works on ([`delivery`]), and the run snapshots that stop it ([`watch`]). Its
+//! settings are [`options`].
 
 mod attempt;
 mod delivery;
+mod options;
 mod prepare;
 mod report;
 mod watch;
 
-use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gatehouse_agent::{PriceTable, Role};
 use gatehouse_bus::{
     Bus, Consumer, ConsumerOptions, ConsumerSpec, Delivery, HandlerError, Outcome, count_handled,
     count_received, event_span,
 };
 use gatehouse_events::{Envelope, Event, EventError, NodeDispatch, RunUpdated};
-use gatehouse_sandbox::{Profile, Sandbox};
+use gatehouse_sandbox::Sandbox;
 use gatehouse_store::{NewDeadLetter, Store};
 use tokio::sync::Semaphore;
 use tokio::task::JoinSet;
@@ -30,58 +30,14 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::artifacts::ARTIFACT_LIMIT;
-use crate::deliver::Deliverer;
 use crate::observe::InFlight;
+pub use options::RunnerOptions;
 use watch::unwanted;
 
 /// The durable consumer of the work queue, shared by every runner.
 const JOBS: &str = "runner";
 /// How long attempts stopped at the end of the shutdown grace have to report.
 const REPORT_AFTER_HALT: Duration = Duration::from_secs(5);
-
-/// Tuning for a [`Runner`].
-#[derive(Debug, Clone)]
-pub struct RunnerOptions {
-    /// Jobs run at once.
-    pub concurrency: usize,
-    /// A job's lease; renewed every third of it while the job runs.
-    pub ack_wait: Duration,
-    /// Root of runs' workspaces, artifacts and inputs.
-    pub data_dir: PathBuf,
-    /// Cloning and delivering GitHub repositories; without it, runs on GitHub issues get
-    /// an empty workspace and `deliver` nodes fail with a message saying so.
-    pub delivery: Option<Arc<Deliverer>>,
-    /// Sandbox profiles by name; a run freezes each one it uses.
-    pub profiles: BTreeMap<String, Profile>,
-    /// Agent roles by name; a run freezes each one it uses.
-    pub roles: BTreeMap<String, Role>,
-    /// Prices of models, for the cost of agent attempts.
-    pub prices: PriceTable,
-    /// Output bytes stored per attempt.
-    pub log_limit: usize,
-    /// How long jobs in flight may take to finish once the runner is told to stop; those
-    /// still running then are stopped and reported as interrupted.
-    pub shutdown_grace: Duration,
-}
-
-impl RunnerOptions {
-    /// Defaults for a runner keeping runs' files under `data_dir`: 4 jobs at once, a
-    /// 30-second lease, the `default` process profile, no roles, 1 MiB of output per
-    /// attempt, 20 seconds for jobs in flight to finish at shutdown.
-    pub fn new(data_dir: PathBuf) -> Self {
-        Self {
-            concurrency: 4,
-            ack_wait: Duration::from_secs(30),
-            data_dir,
-            delivery: None,
-            profiles: BTreeMap::from([("default".to_owned(), Profile::default())]),
-            roles: BTreeMap::new(),
-            prices: PriceTable::new(),
-            log_limit: 1024 * 1024,
-            shutdown_grace: Duration::from_secs(20),
-        }
-    }
-}
 
 /// Attempts running here, so a run snapshot can stop them.
 type Running = Arc<Mutex<HashMap<(Uuid, String, u32), CancellationToken>>>;

@@ -1,0 +1,55 @@
+//! How a runner is configured.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_agent::{PriceTable, Role};
+use gatehouse_sandbox::Profile;
+
+use crate::deliver::Deliverer;
+
+/// Tuning for a [`Runner`].
+#[derive(Debug, Clone)]
+pub struct RunnerOptions {
+    /// Jobs run at once.
+    pub concurrency: usize,
+    /// A job's lease; renewed every third of it while the job runs.
+    pub ack_wait: Duration,
+    /// Root of runs' workspaces, artifacts and inputs.
+    pub data_dir: PathBuf,
+    /// Cloning and delivering GitHub repositories; without it, runs on GitHub issues get
+    /// an empty workspace and `deliver` nodes fail with a message saying so.
+    pub delivery: Option<Arc<Deliverer>>,
+    /// Sandbox profiles by name; a run freezes each one it uses.
+    pub profiles: BTreeMap<String, Profile>,
+    /// Agent roles by name; a run freezes each one it uses.
+    pub roles: BTreeMap<String, Role>,
+    /// Prices of models, for the cost of agent attempts.
+    pub prices: PriceTable,
+    /// Output bytes stored per attempt.
+    pub log_limit: usize,
+    /// How long jobs in flight may take to finish once the runner is told to stop; those
+    /// still running then are stopped and reported as interrupted.
+    pub shutdown_grace: Duration,
+}
+
+impl RunnerOptions {
+    /// Defaults for a runner keeping runs' files under `data_dir`: 4 jobs at once, a
+    /// 30-second lease, the `default` process profile, no roles, 1 MiB of output per
+    /// attempt, 20 seconds for jobs in flight to finish at shutdown.
+    pub fn new(data_dir: PathBuf) -> Self {
+        Self {
+            concurrency: 4,
+            ack_wait: Duration::from_secs(30),
+            data_dir,
+            delivery: None,
+            profiles: BTreeMap::from([("default".to_owned(), Profile::default())]),
+            roles: BTreeMap::new(),
+            prices: PriceTable::new(),
+            log_limit: 1024 * 1024,
+            shutdown_grace: Duration::from_secs(20),
+        }
+    }
+}
