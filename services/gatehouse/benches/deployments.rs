@@ -12,14 +12,14 @@
 //!
 //! `cargo bench -p gatehouse --bench deployments` (needs the machine's Postgres and NATS).
 
-#[path = "../tests/fleet/mod.rs"]
-mod fleet;
+#[path = "../tests/deployment/mod.rs"]
+mod deployment;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use fleet::Fleet;
+use deployment::Deployment;
 use gatehouse_store::Store;
 use gatehouse_tests::{Backend, TestDb, TestNats, nats_url, quick_retry};
 use hdrhistogram::Histogram;
@@ -73,9 +73,16 @@ async fn main() {
     // The four services apart, two schedulers and two runners.
     let db = TestDb::unmigrated(Backend::Postgres).await;
     let nats = TestNats::new();
-    let mut fleet = Fleet::new(&db.url, &nats_url(), nats.prefix.as_str(), &extra);
-    std::fs::write(fleet.dir.path().join("sops/bench.yaml"), SOP).unwrap();
-    assert!(fleet.gatehouse().arg("migrate").status().unwrap().success());
+    let mut deployment = Deployment::new(&db.url, &nats_url(), nats.prefix.as_str(), &extra);
+    std::fs::write(deployment.dir.path().join("sops/bench.yaml"), SOP).unwrap();
+    assert!(
+        deployment
+            .gatehouse()
+            .arg("migrate")
+            .status()
+            .unwrap()
+            .success()
+    );
     for (name, service) in [
         ("ingest", "ingest"),
         ("scheduler-1", "scheduler"),
@@ -84,7 +91,7 @@ async fn main() {
         ("runner-2", "runner"),
         ("notifier", "notifier"),
     ] {
-        fleet.start(name, service);
+        deployment.start(name, service);
     }
     for name in [
         "ingest",
@@ -94,12 +101,12 @@ async fn main() {
         "runner-2",
         "notifier",
     ] {
-        fleet.wait_ready(name);
+        deployment.wait_ready(name);
     }
-    let url = fleet.url("ingest");
-    let target = connect("distributed", url, db.store.clone(), &fleet.data_dir()).await;
+    let url = deployment.url("ingest");
+    let target = connect("distributed", url, db.store.clone(), &deployment.data_dir()).await;
     results.push(measure(&target).await);
-    drop(fleet);
+    drop(deployment);
     db.cleanup().await;
     nats.cleanup().await;
 
@@ -233,8 +240,10 @@ fn issue_number() -> u64 {
 
 /// Sends a signed `issues.labeled` for issue `n`; the time just before sending.
 async fn deliver(target: &Target, n: u64) -> DateTime<Utc> {
-    let mut body: Value =
-        serde_json::from_str(include_str!("../../../tests/fixtures/github/issues.labeled.json")).unwrap();
+    let mut body: Value = serde_json::from_str(include_str!(
+        "../../../tests/fixtures/github/issues.labeled.json"
+    ))
+    .unwrap();
     body["issue"]["number"] = json!(n);
     body["label"]["name"] = json!("sop:bench");
     body["issue"]["labels"] = json!([{ "name": "sop:bench" }]);
