@@ -45,7 +45,7 @@ pub struct Config {
     pub discord: Option<DiscordConfig>,
     /// People and their accounts; who may decide gates comes from here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub people: Vec<Person>,
+    pub people: Vec<gatehouse_ingest::Person>,
     /// Runners in this process.
     #[serde(default)]
     pub runner: RunnerConfig,
@@ -66,25 +66,6 @@ pub struct Config {
     pub telemetry: crate::telemetry::TelemetryConfig,
 }
 
-/// `[[people]]`
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Person {
-    /// Gatehouse's id for the person.
-    pub id: String,
-    /// GitHub login.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub github: Option<String>,
-    /// Slack user id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub slack: Option<String>,
-    /// Discord user id.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub discord: Option<String>,
-    /// Groups, referenced by gates as `group:<name>`.
-    #[serde(default)]
-    pub groups: Vec<String>,
-}
 
 /// Why the configuration cannot be used.
 #[derive(Debug, Error)]

@@ -36,19 +36,7 @@ pub fn catalog(config: &Config) -> anyhow::Result<Arc<Catalog>> {
 
 /// `[[people]]` as the API and the webhooks see them.
 pub fn people(config: &Config) -> People {
-    People::new(
-        config
-            .people
-            .iter()
-            .map(|p| gatehouse_ingest::Person {
-                id: p.id.clone(),
-                github: p.github.clone(),
-                slack: p.slack.clone(),
-                discord: p.discord.clone(),
-                groups: p.groups.clone(),
-            })
-            .collect(),
-    )
+    People::new(config.people.clone())
 }
 
 /// A runner on this process's sandboxes (what a crash left behind is cleaned up first),

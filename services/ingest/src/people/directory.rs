@@ -13,17 +13,22 @@ use gatehouse_store::{PersonRow, Store, StoreError};
 
 use crate::rights::{ADMINS, BOOTSTRAP_ADMIN};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// One person, as `[[people]]` writes them and the store keeps them.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Person {
     /// Gatehouse's id (what gates name as approvers).
     pub id: String,
-    /// GitHub login.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github: Option<String>,
     /// Slack user id (`U0ANA`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slack: Option<String>,
     /// Discord user id (a snowflake).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub discord: Option<String>,
     /// Groups, named by gates as `group:<name>`.
+    #[serde(default)]
     pub groups: Vec<String>,
 }
 
