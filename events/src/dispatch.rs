@@ -8,7 +8,12 @@ use uuid::Uuid;
 
 /// `node.dispatch`: a job for a runner. It carries everything the runner needs, so runners
 /// never read the scheduler's tables.
+///
+/// Jobs written before the spec was typed (a top-level `kind` beside an untyped `spec`) may
+/// still be in a work queue when Gatehouse is upgraded; they are read as well (see
+/// [`Wire`]), so an upgrade loses no queued work.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "Wire")]
 pub struct NodeDispatch {
     pub run_id: Uuid,
     pub node: String,
@@ -111,9 +116,126 @@ pub enum DeliverMode {
     Direct,
 }
 
+/// `node.dispatch` as it is read: today's shape, or the earlier one where `kind` stood
+/// beside a `spec` of the runner's loose fields (an agent's `role` and `prompt` under
+/// `agent`, a delivery's options under `deliver`).
+#[derive(Deserialize)]
+struct Wire {
+    run_id: Uuid,
+    node: String,
+    attempt: u32,
+    sandbox: String,
+    #[serde(default)]
+    kind: Option<String>,
+    spec: serde_json::Value,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    secrets: Vec<String>,
+    #[serde(default)]
+    timeout_secs: Option<u64>,
+}
+
+/// The `agent` part of an earlier script-shaped spec.
+#[derive(Deserialize)]
+struct EarlierAgent {
+    role: String,
+    prompt: String,
+}
+
+impl TryFrom<Wire> for NodeDispatch {
+    type Error = serde_json::Error;
+
+    fn try_from(wire: Wire) -> Result<Self, Self::Error> {
+        let spec = match wire.kind.as_deref() {
+            None => serde_json::from_value(wire.spec)?,
+            Some("deliver") => NodeSpec::Deliver(serde_json::from_value(
+                wire.spec.get("deliver").cloned().unwrap_or_default(),
+            )?),
+            Some(_) => match wire.spec.get("agent").filter(|a| !a.is_null()).cloned() {
+                Some(agent) => {
+                    let EarlierAgent { role, prompt } = serde_json::from_value(agent)?;
+                    let work = serde_json::from_value(wire.spec)?;
+                    NodeSpec::Agent(AgentSpec { role, prompt, work })
+                }
+                None => NodeSpec::Script(serde_json::from_value(wire.spec)?),
+            },
+        };
+        Ok(Self {
+            run_id: wire.run_id,
+            node: wire.node,
+            attempt: wire.attempt,
+            sandbox: wire.sandbox,
+            spec,
+            env: wire.env,
+            secrets: wire.secrets,
+            timeout_secs: wire.timeout_secs,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Jobs queued by the release before typed specs: a script, an agent and a delivery.
+    #[test]
+    fn earlier_jobs_are_read() {
+        let job = |kind: &str, spec: serde_json::Value| -> NodeDispatch {
+            serde_json::from_value(serde_json::json!({
+                "run_id": "0190a1b2-0000-7000-8000-000000000001", "node": "n", "attempt": 2,
+                "sandbox": "default", "kind": kind, "spec": spec,
+            }))
+            .unwrap()
+        };
+        let script = job(
+            "script",
+            serde_json::json!({ "run": "make", "artifacts": ["a.md"], "inputs": { "up": 1 },
+                "params": { "repo": "acme/app" }, "rework_comment": "again" }),
+        );
+        let NodeSpec::Script(s) = &script.spec else {
+            panic!("{script:?}")
+        };
+        assert_eq!(s.run, "make");
+        assert_eq!(s.work.artifacts, ["a.md"]);
+        assert_eq!(s.work.inputs["up"], 1);
+        assert_eq!(s.work.params["repo"], "acme/app");
+        assert_eq!(s.work.rework_comment.as_deref(), Some("again"));
+        let agent = job(
+            "agent",
+            serde_json::json!({ "run": "", "agent": { "role": "coder", "prompt": "Fix it." },
+                "artifacts": ["plan.md"] }),
+        );
+        assert_eq!(
+            agent.spec,
+            NodeSpec::Agent(AgentSpec {
+                role: "coder".into(),
+                prompt: "Fix it.".into(),
+                work: SandboxWork {
+                    artifacts: vec!["plan.md".into()],
+                    ..SandboxWork::default()
+                },
+            })
+        );
+        let deliver = job(
+            "deliver",
+            serde_json::json!({ "deliver": { "mode": "direct", "branch": "main" } }),
+        );
+        assert_eq!(
+            deliver.spec,
+            NodeSpec::Deliver(DeliverSpec {
+                mode: DeliverMode::Direct,
+                branch: Some("main".into()),
+            })
+        );
+        // Today's jobs read back as they were written.
+        let today = serde_json::to_value(&deliver).unwrap();
+        assert!(today.get("kind").is_none(), "{today}");
+        assert_eq!(
+            serde_json::from_value::<NodeDispatch>(today).unwrap(),
+            deliver
+        );
+    }
 
     #[test]
     fn kind_is_the_wire_tag() {

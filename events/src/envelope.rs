@@ -7,10 +7,7 @@ use uuid::Uuid;
 use crate::{Event, EventError, EventType, TraceParent};
 
 /// The envelope schema this build writes and the highest it reads.
-///
-/// 2: `node.dispatch` carries a typed [`crate::NodeSpec`] under `spec` (its `kind` inside
-/// it) instead of a top-level `kind` and an untyped `spec`.
-pub const SCHEMA_VERSION: u32 = 2;
+pub const SCHEMA_VERSION: u32 = 1;
 
 /// Ids that tie an event to the requirement, run, node and attempt it concerns, so logs and
 /// consumers can follow one piece of work without decoding payloads.
