@@ -38,6 +38,9 @@ pub enum StoreError {
     /// An envelope could not be serialised for the outbox.
     #[error(transparent)]
     Event(#[from] gatehouse_events::EventError),
+    /// What is stored cannot be read back as what it should be.
+    #[error("stored data is corrupt: {0}")]
+    Corrupt(String),
     /// A query failed.
     #[error("database error: {0}")]
     Database(#[from] sqlx::Error),

@@ -14,6 +14,7 @@ mod claims;
 mod comment_dedup;
 mod comments;
 mod dead_letter;
+mod definitions;
 mod deliveries;
 mod error;
 mod inbox;

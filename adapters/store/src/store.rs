@@ -45,6 +45,8 @@ pub struct Store {
     /// transaction (or, on SQLite, by one waiting for the single write lock), those reads
     /// would wait for each other until timeouts broke the knot. Waiting here holds none.
     tx_slots: Arc<Semaphore>,
+    /// SOP definitions parsed once per process (see `definitions.rs`).
+    pub(crate) definitions: Arc<crate::definitions::Definitions>,
 }
 
 /// Connections in a Postgres pool; half of them at most are held by transactions.
@@ -126,6 +128,7 @@ impl Store {
             target: target.into(),
             outbox_written: Arc::new(watch::channel(0).0),
             tx_slots: Arc::new(Semaphore::new(tx_slots)),
+            definitions: Arc::default(),
         }
     }
 

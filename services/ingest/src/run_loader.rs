@@ -1,8 +1,7 @@
 //! Runs as the API reads them: the row, the SOP definition the run was frozen with, and
 //! its decoded state.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use gatehouse_engine::RunState;
 use gatehouse_sop::Sop;
@@ -11,19 +10,15 @@ use uuid::Uuid;
 
 use crate::ApiError;
 
-/// Reads runs; the definitions are parsed once per version (a version never changes).
+/// Reads runs with the definitions they were frozen with.
 #[derive(Clone)]
 pub(crate) struct RunLoader {
     store: Store,
-    definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
 }
 
 impl RunLoader {
     pub(crate) fn new(store: Store) -> Self {
-        Self {
-            store,
-            definitions: Arc::default(),
-        }
+        Self { store }
     }
 
     /// A run with its frozen definition and decoded state, or 404.
@@ -48,25 +43,9 @@ impl RunLoader {
     }
 
     async fn definition(&self, version: &str) -> Result<Arc<Sop>, ApiError> {
-        if let Some(sop) = self
-            .definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(version)
-        {
-            return Ok(sop.clone());
-        }
-        let (source, body) =
-            self.store.sop_version_body(version).await?.ok_or_else(|| {
-                ApiError::Internal(format!("SOP version {version} is not stored"))
-            })?;
-        let sop = Arc::new(
-            gatehouse_sop::parse(&source, &body).map_err(|e| ApiError::Internal(e.to_string()))?,
-        );
-        self.definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(version.to_owned(), sop.clone());
-        Ok(sop)
+        self.store
+            .sop_definition(version)
+            .await?
+            .ok_or_else(|| ApiError::Internal(format!("SOP version {version} is not stored")))
     }
 }

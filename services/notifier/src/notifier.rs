@@ -1,9 +1,8 @@
 //! The notifier's consumer: `run.updated` snapshots become the wanted text of the run's
 //! status comment on its GitHub issue, and its approval cards and progress in chat.
 
-use std::collections::HashMap;
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -33,7 +32,6 @@ pub struct Notifier {
     /// Where artifacts are, for excerpts on cards.
     pub(crate) data_dir: Option<PathBuf>,
     public_url: Option<String>,
-    definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
     /// This notifier among its replicas, for the posting leases.
     holder: Arc<str>,
 }
@@ -59,7 +57,6 @@ impl Notifier {
             data_dir: None,
             public_url: None,
             holder: Uuid::now_v7().to_string().into(),
-            definitions: Arc::default(),
         }
     }
 
@@ -122,25 +119,11 @@ impl Notifier {
     }
 
     async fn definition(&self, version: &str) -> Result<Arc<Sop>, HandlerError> {
-        if let Some(sop) = self
-            .definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(version)
-        {
-            return Ok(sop.clone());
-        }
-        let (source, body) = self
+        Ok(self
             .store
-            .sop_version_body(version)
+            .sop_definition(version)
             .await?
-            .ok_or_else(|| format!("SOP version {version} is not stored"))?;
-        let sop = Arc::new(gatehouse_sop::parse(&source, &body)?);
-        self.definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(version.to_owned(), sop.clone());
-        Ok(sop)
+            .ok_or_else(|| format!("SOP version {version} is not stored"))?)
     }
 }
 

@@ -1,8 +1,8 @@
 //! The scheduler and its step: a run created, an input applied to a stored run and what
 //! follows recorded, a child run's imports.
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -22,8 +22,6 @@ use crate::observe::{Measured, Meter, stamp_opened_gates};
 pub struct Scheduler {
     pub(crate) store: Store,
     pub(crate) catalog: Arc<Catalog>,
-    /// Frozen SOP versions, parsed once.
-    definitions: Arc<Mutex<HashMap<String, Arc<Sop>>>>,
     /// Run durations and gate waits.
     pub(crate) meter: Meter,
 }
@@ -43,7 +41,6 @@ impl Scheduler {
         Self {
             store,
             catalog,
-            definitions: Arc::default(),
             meter: Meter::default(),
         }
     }
@@ -64,31 +61,15 @@ impl Scheduler {
         while tasks.join_next().await.is_some() {}
     }
 
-    /// The frozen definition of a version, parsed once per process.
+    /// The definition the run was frozen with.
     pub(crate) async fn definition(&self, run: &RunRow) -> Result<Arc<Sop>, SchedulerError> {
-        if let Some(sop) = self.cached(&run.sop_version) {
-            return Ok(sop);
-        }
-        let Some((source, body)) = self.store.sop_version_body(&run.sop_version).await? else {
-            return Err(SchedulerError::Corrupt {
+        self.store
+            .sop_definition(&run.sop_version)
+            .await?
+            .ok_or_else(|| SchedulerError::Corrupt {
                 run: run.id,
                 message: format!("SOP version {} is not stored", run.sop_version),
-            });
-        };
-        let sop = Arc::new(gatehouse_sop::parse(&source, &body)?);
-        self.definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(run.sop_version.clone(), sop.clone());
-        Ok(sop)
-    }
-
-    fn cached(&self, version: &str) -> Option<Arc<Sop>> {
-        self.definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(version)
-            .cloned()
+            })
     }
 
     /// Creates the run a `run.requested` asks for and starts it. A request for an SOP
@@ -152,10 +133,7 @@ impl Scheduler {
         if !tx.insert_run(&row).await? {
             return Ok(());
         }
-        self.definitions
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(sop.version.clone(), Arc::new(sop.clone()));
+        self.store.keep_sop_definition(Arc::new(sop.clone()));
         let _ = self
             .advance(tx, request.run_id, Input::Start, trace, measured)
             .await?;
