@@ -99,7 +99,6 @@ fn default_github_api() -> String {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GithubTrigger {
-    /// The label.
     pub label: String,
     /// The SOP it starts.
     pub sop: String,
