@@ -42,7 +42,7 @@ fn schedule(name: String, cron: String) -> ScheduleRow {
         timezone: "UTC".into(),
         sop: "waits".into(),
         params: "{}".into(),
-        overlap: "skip".into(),
+        overlap: gatehouse_schedule::Overlap::Skip,
         catchup_window_ms: 3_600_000,
         jitter_ms: 0,
         starts_ms: None,

@@ -122,7 +122,7 @@ fn row(name: &str, cron: &str, sop: &str, overlap: &str, window: Duration) -> Sc
         timezone: "UTC".into(),
         sop: sop.into(),
         params: "{}".into(),
-        overlap: overlap.into(),
+        overlap: overlap.parse().unwrap(),
         catchup_window_ms: window.as_millis() as i64,
         jitter_ms: 0,
         starts_ms: None,

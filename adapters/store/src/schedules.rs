@@ -5,6 +5,7 @@
 //! schedules that are due, so idle schedules cost nothing between their fires.
 
 use chrono::{DateTime, Utc};
+use gatehouse_schedule::Overlap;
 use uuid::Uuid;
 
 use crate::store::with_pool;
@@ -23,8 +24,8 @@ pub struct ScheduleRow {
     pub sop: String,
     /// Parameters as a JSON object.
     pub params: String,
-    /// Overlap policy name.
-    pub overlap: String,
+    /// What a fire does while an earlier run is still going.
+    pub overlap: Overlap,
     /// How late a fire may still start, in milliseconds.
     pub catchup_window_ms: i64,
     /// Each fire starts up to this much after its cron time, in milliseconds.
@@ -125,7 +126,7 @@ impl Store {
                 .bind(&s.timezone)
                 .bind(&s.sop)
                 .bind(&s.params)
-                .bind(&s.overlap)
+                .bind(s.overlap)
                 .bind(s.catchup_window_ms)
                 .bind(s.jitter_ms)
                 .bind(s.starts_ms)

@@ -4,8 +4,14 @@ use std::time::Duration;
 
 use jiff::Timestamp;
 
-/// What a schedule does when its previous run is still going.
+/// What a schedule does when its previous run is still going. The store keeps it in a
+/// text column, under its configuration name.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[cfg_attr(
+    feature = "sqlx",
+    derive(sqlx::Type),
+    sqlx(type_name = "text", rename_all = "snake_case")
+)]
 pub enum Overlap {
     /// Skip this fire.
     #[default]

@@ -227,9 +227,7 @@ impl Config {
                 return Err(invalid(e.to_string()));
             }
             s.timing().map_err(|e| invalid(e.to_string()))?;
-            s.overlap
-                .parse::<gatehouse_schedule::Overlap>()
-                .map_err(invalid)?;
+            s.overlap_policy().map_err(invalid)?;
         }
         Ok(())
     }

@@ -87,7 +87,7 @@ pub fn schedule_row(
         timezone: s.timezone.clone(),
         sop: s.target(),
         params: serde_json::to_string(&s.params)?,
-        overlap: s.overlap.clone(),
+        overlap: s.overlap_policy().map_err(anyhow::Error::msg)?,
         catchup_window_ms: i64::try_from(s.catchup_window.as_millis()).unwrap_or(i64::MAX),
         jitter_ms: i64::try_from(s.jitter.as_millis()).unwrap_or(i64::MAX),
         starts_ms: ms(&s.start)?,
@@ -128,6 +128,11 @@ impl ScheduleConfig {
             &format!("schedules.{}", self.name),
             &text,
         ))
+    }
+
+    /// The overlap policy `overlap` names.
+    pub fn overlap_policy(&self) -> Result<gatehouse_schedule::Overlap, String> {
+        self.overlap.parse()
     }
 
     /// The schedule's timing, checked: the same check the API applies to a created one.

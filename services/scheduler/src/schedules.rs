@@ -11,7 +11,7 @@ use futures::StreamExt;
 use gatehouse_events::{
     Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire, TraceParent,
 };
-use gatehouse_schedule::{Decision, Overlap, SkipReason, Timing, decide};
+use gatehouse_schedule::{Decision, SkipReason, Timing, decide};
 use gatehouse_store::{FireRow, ScheduleRow};
 use jiff::Timestamp;
 use uuid::Uuid;
@@ -214,7 +214,6 @@ impl Scheduler {
         pending: &Pending<'_>,
         clock: Clock,
     ) -> Result<(), SchedulerError> {
-        let overlap: Overlap = schedule.overlap.parse().unwrap_or_default();
         let window = Duration::from_millis(schedule.catchup_window_ms.max(0).unsigned_abs());
         let active = self.store.active_schedule_runs(&schedule.name).await?;
         let buffered = self
@@ -224,7 +223,14 @@ impl Scheduler {
             .len();
         let now = clock.now();
         let decision = match self.startable(schedule) {
-            Ok(()) => decide(overlap, window, pending.due, now, active.len(), buffered),
+            Ok(()) => decide(
+                schedule.overlap,
+                window,
+                pending.due,
+                now,
+                active.len(),
+                buffered,
+            ),
             Err(why) => {
                 tracing::error!(schedule = %schedule.name, sop = %schedule.sop, %why, "schedule cannot start its SOP; fire skipped");
                 Decision::Skip(SkipReason::Invalid)

@@ -82,7 +82,7 @@ pub(super) async fn checked(
         timezone,
         sop: sop.name.clone(),
         params: serde_json::to_string(&body.params).unwrap_or_else(|_| "{}".into()),
-        overlap: overlap.as_str().to_owned(),
+        overlap,
         catchup_window_ms: ms(catchup_window),
         jitter_ms: ms(jitter),
         starts_ms: start.map(|t| t.as_millisecond()),

@@ -59,7 +59,7 @@ pub(super) async fn view(api: &ApiState, row: ScheduleRow) -> Result<ScheduleVie
         cron: row.cron,
         timezone: row.timezone,
         sop: row.sop,
-        overlap: row.overlap,
+        overlap: row.overlap.as_str().to_owned(),
         paused: row.paused,
         pause_note: row.pause_note,
         source: row.source,
