@@ -5,7 +5,7 @@
 //! schedules that are due, so idle schedules cost nothing between their fires.
 
 use chrono::{DateTime, Utc};
-use gatehouse_schedule::Overlap;
+use gatehouse_schedule::{Overlap, ScheduleError, Timing};
 use uuid::Uuid;
 
 use crate::store::with_pool;
@@ -50,6 +50,21 @@ pub struct ScheduleRow {
     pub revision: i64,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+}
+
+impl ScheduleRow {
+    /// The schedule's timing, as checked when it was created or loaded: what the scheduler
+    /// fires by and the API shows.
+    pub fn timing(&self) -> Result<Timing, ScheduleError> {
+        Timing::from_millis(
+            &self.name,
+            &self.cron,
+            &self.timezone,
+            self.jitter_ms,
+            self.starts_ms,
+            self.ends_ms,
+        )
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -72,7 +72,7 @@ impl Timing {
     }
 
     /// A stored schedule's timing: durations and times as epoch milliseconds, the way the
-    /// store keeps them (the scheduler and the API both read schedules back this way).
+    /// store keeps them (its schedule rows give their timing this way).
     pub fn from_millis(
         name: &str,
         expr: &str,

@@ -21,7 +21,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use checked::checked;
-use view::{cursor, fire_view, timing, view};
+use view::{cursor, fire_view, view};
 
 use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};
@@ -82,7 +82,7 @@ pub async fn show(
     Path(name): Path<String>,
 ) -> Result<Json<ScheduleDetail>, ApiError> {
     let row = find(&api, &name).await?;
-    let upcoming = match (timing(&row), row.paused) {
+    let upcoming = match (row.timing(), row.paused) {
         (Ok(timing), false) => {
             let mut times = Vec::new();
             let mut cursor = cursor(&api, &row).await?;
@@ -231,7 +231,9 @@ pub async fn backfill(
             "to {to} is in the future; the scheduler fires those itself"
         )));
     }
-    let timing = timing(&row).map_err(|e| ApiError::Unprocessable(e.to_string()))?;
+    let timing = row
+        .timing()
+        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
     let mut times = Vec::new();
     let mut cursor = from
         .checked_sub(jiff::SignedDuration::from_nanos(1))

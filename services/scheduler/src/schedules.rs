@@ -11,7 +11,7 @@ use futures::StreamExt;
 use gatehouse_events::{
     Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire, TraceParent,
 };
-use gatehouse_schedule::{Decision, SkipReason, Timing, decide};
+use gatehouse_schedule::{Decision, SkipReason, decide};
 use gatehouse_store::{FireRow, ScheduleRow};
 use jiff::Timestamp;
 use uuid::Uuid;
@@ -138,7 +138,7 @@ impl Scheduler {
         clock: Clock,
     ) -> Result<usize, SchedulerError> {
         let now = clock.at;
-        let timing = match timing(&schedule) {
+        let timing = match schedule.timing() {
             Ok(timing) => timing,
             Err(e) => {
                 tracing::error!(schedule = %schedule.name, error = %e, "schedule cannot fire");
@@ -352,18 +352,6 @@ impl Scheduler {
         tx.commit().await?;
         Ok(())
     }
-}
-
-/// The stored schedule's timing, as checked when it was created.
-fn timing(s: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
-    Timing::from_millis(
-        &s.name,
-        &s.cron,
-        &s.timezone,
-        s.jitter_ms,
-        s.starts_ms,
-        s.ends_ms,
-    )
 }
 
 /// The schedule as an actor, answering for the person accountable for this fire: who

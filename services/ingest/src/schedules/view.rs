@@ -4,24 +4,12 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use gatehouse_schedule::{Timing, rfc3339};
+use gatehouse_schedule::rfc3339;
 use gatehouse_store::{FireRow, ScheduleRow};
 use jiff::Timestamp;
 
 use crate::views::{FireView, ScheduleView};
 use crate::{ApiError, ApiState};
-
-/// The stored timing (checked when the schedule was created or loaded).
-pub(super) fn timing(s: &ScheduleRow) -> Result<Timing, gatehouse_schedule::ScheduleError> {
-    Timing::from_millis(
-        &s.name,
-        &s.cron,
-        &s.timezone,
-        s.jitter_ms,
-        s.starts_ms,
-        s.ends_ms,
-    )
-}
 
 /// Where the schedule's next cron time is searched from (the scheduler's rule).
 pub(super) async fn cursor(api: &ApiState, row: &ScheduleRow) -> Result<Timestamp, ApiError> {
@@ -30,7 +18,7 @@ pub(super) async fn cursor(api: &ApiState, row: &ScheduleRow) -> Result<Timestam
 }
 
 pub(super) async fn view(api: &ApiState, row: ScheduleRow) -> Result<ScheduleView, ApiError> {
-    let next_fire = match (timing(&row), row.paused) {
+    let next_fire = match (row.timing(), row.paused) {
         (Ok(timing), false) => timing
             .next_fire(cursor(api, &row).await?)
             .map(|f| rfc3339(&f.scheduled)),
