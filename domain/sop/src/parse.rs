@@ -13,7 +13,7 @@ use indexmap::IndexMap;
 use marked_yaml::LoaderOptions;
 use sha2::{Digest, Sha256};
 
-use self::node::BackEdge;
+use self::kind::BackEdge;
 use self::report::Report;
 use self::values::{people, valid_id, valid_param};
 use self::yaml::describe;

@@ -43,3 +43,19 @@ impl Platform {
         }
     }
 }
+
+/// A message addressed to the bot, from either platform.
+pub(crate) struct ChatMention {
+    pub platform: Platform,
+    /// Channel id.
+    pub channel: String,
+    /// The conversation it belongs to: Slack's thread root ts; on Discord the message it
+    /// replies to, or itself. The requirement of a thread is keyed by it.
+    pub root: String,
+    /// Where the answer goes: Slack's thread ts; on Discord the message to reply to.
+    pub reply_to: String,
+    /// The author's platform id.
+    pub user: String,
+    /// The text, without the bot's mention.
+    pub text: String,
+}

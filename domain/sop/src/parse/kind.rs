@@ -2,12 +2,14 @@
 
 use marked_yaml::{Span, Spanned};
 
-use super::node::BackEdge;
 use super::report::Report;
 use super::values::{duration, people};
 use crate::check_artifact_name;
 use crate::definition::{DeliverMode, Gate, NodeKind, OnExpire};
 use crate::raw::RawNode;
+
+/// A send-back edge to check once the graph is known: (from, target, span, key).
+pub(super) type BackEdge = (usize, String, Span, &'static str);
 
 /// Reports an unknown kind, and keys that do not apply to the node's kind.
 pub(super) fn check_keys(report: &mut Report<'_>, n: &RawNode) {

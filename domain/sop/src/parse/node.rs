@@ -3,17 +3,14 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use marked_yaml::{Span, Spanned};
+use marked_yaml::Spanned;
 
-use super::kind;
+use super::kind::{self, BackEdge};
 use super::report::Report;
 use super::values::{duration, valid_id};
 use crate::check_artifact_name;
 use crate::definition::{Node, OnFailure, Retry};
 use crate::raw::RawNode;
-
-/// A send-back edge to check once the graph is known: (from, target, span, key).
-pub(super) type BackEdge = (usize, String, Span, &'static str);
 
 /// The `index`th node, `id`, as `n` declares it: the indices of the nodes it needs, and the
 /// node unless its kind could not be read. Its send-back edges go to `back_edges`.

@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::Platform;
 use super::click::{self, Click};
-use super::mention::{self, ChatMention};
+use super::{ChatMention, mention};
 use crate::deliveries::{self, Outcome, utf8};
 use crate::{ApiError, ApiState};
 

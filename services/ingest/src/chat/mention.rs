@@ -8,27 +8,11 @@ use gatehouse_commands::{Command, Mention, parse_mention};
 use gatehouse_events::Actor;
 use gatehouse_store::Tx;
 
-use super::Platform;
 use super::requirement::{find_thread_requirement, issue_requirement, thread_requirement};
+use super::{ChatMention, Platform};
 use crate::deliveries::Outcome;
 use crate::written::{self, Scope};
 use crate::{ApiError, ApiState};
-
-/// A message addressed to the bot, from either platform.
-pub(crate) struct ChatMention {
-    pub platform: Platform,
-    /// Channel id.
-    pub channel: String,
-    /// The conversation it belongs to: Slack's thread root ts; on Discord the message it
-    /// replies to, or itself. The requirement of a thread is keyed by it.
-    pub root: String,
-    /// Where the answer goes: Slack's thread ts; on Discord the message to reply to.
-    pub reply_to: String,
-    /// The author's platform id.
-    pub user: String,
-    /// The text, without the bot's mention.
-    pub text: String,
-}
 
 /// Where a text answer goes.
 pub(crate) struct Reply<'a> {

@@ -4,7 +4,7 @@ use gatehouse_commands::IssueRef;
 use gatehouse_events::{Actor, RequirementSource, RequirementState};
 use gatehouse_store::{RequirementRow, Tx};
 
-use super::mention::ChatMention;
+use super::ChatMention;
 use crate::github::requirement::{self, Subject};
 use crate::requirements::{self, NewRequirement};
 use crate::{ApiError, ApiState};

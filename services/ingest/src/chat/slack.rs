@@ -19,7 +19,7 @@ use tracing::Instrument;
 
 use super::Platform;
 use super::click::{self, Click};
-use super::mention::{self, ChatMention};
+use super::{ChatMention, mention};
 use crate::deliveries::{self, Outcome, utf8};
 use crate::{ApiError, ApiState};
 

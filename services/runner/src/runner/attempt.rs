@@ -9,27 +9,60 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use gatehouse_agent::Role;
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{Artifact, NodeDispatch, NodeFinished, NodeSpec};
-use gatehouse_sandbox::{Exit, ExitStatus, LogLine};
+use gatehouse_events::{
+    AgentSpec, Artifact, NodeDispatch, NodeFinished, NodeSpec, SandboxWork, ScriptSpec,
+};
+use gatehouse_sandbox::{Exit, ExitStatus, Job, LogLine};
 use gatehouse_store::ArtifactRow;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Runner;
-use super::prepare::{Prepared, Program};
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
 use crate::files::{RunDirs, digest};
-use crate::logs::{LogTarget, store_output};
+use crate::logs::{LogTarget, Secrets, store_output};
 use crate::observe::SandboxStart;
 use crate::outcome::{Verdict, judge};
 
 /// What a step of an attempt gives: `Ok(Err(reason))` fails the attempt for `reason`;
 /// `Err` is a failure to read or record, and the job comes back.
 pub(super) type Step<T> = Result<Result<T, String>, HandlerError>;
+
+/// What runs in the sandbox: a script node's script, or an agent node's role CLI on the
+/// node's prompt.
+#[derive(Clone, Copy)]
+pub(super) enum Program<'a> {
+    Script(&'a ScriptSpec),
+    Agent(&'a AgentSpec),
+}
+
+impl<'a> Program<'a> {
+    pub(super) fn work(self) -> &'a SandboxWork {
+        match self {
+            Self::Script(script) => &script.work,
+            Self::Agent(agent) => &agent.work,
+        }
+    }
+}
+
+/// An attempt ready to run, and what the later steps need of its preparation.
+pub(super) struct Prepared<'a> {
+    /// What the node works with (the artifacts it declared among it).
+    pub(super) work: &'a SandboxWork,
+    /// The run's frozen agent role, for an agent node.
+    pub(super) role: Option<Role>,
+    /// The job the sandbox runs: script, environment, directories, profile.
+    pub(super) sandbox: Job,
+    /// The attempt's artifact directory, relative to the data directory (as stored).
+    pub(super) artifacts_location: String,
+    /// The declared secrets' values: masked in output, refused in artifacts.
+    pub(super) secrets: Secrets,
+}
 
 /// One attempt of a node, on its way through the steps.
 pub(super) struct Attempt<'a> {

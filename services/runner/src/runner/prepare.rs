@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use gatehouse_agent::Role;
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{AgentSpec, NodeDispatch, SandboxWork, ScriptSpec};
+use gatehouse_events::{NodeDispatch, SandboxWork};
 use gatehouse_sandbox::{Job, JobLabels, Profile};
 use gatehouse_store::ArtifactRow;
 use serde::Serialize;
@@ -17,42 +17,11 @@ use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
 use super::Runner;
-use super::attempt::{Attempt, Step};
+use super::attempt::{Attempt, Prepared, Program, Step};
 use crate::agent;
 use crate::artifacts;
 use crate::checkpoint;
 use crate::logs::Secrets;
-
-/// What runs in the sandbox: a script node's script, or an agent node's role CLI on the
-/// node's prompt.
-#[derive(Clone, Copy)]
-pub(super) enum Program<'a> {
-    Script(&'a ScriptSpec),
-    Agent(&'a AgentSpec),
-}
-
-impl<'a> Program<'a> {
-    fn work(self) -> &'a SandboxWork {
-        match self {
-            Self::Script(script) => &script.work,
-            Self::Agent(agent) => &agent.work,
-        }
-    }
-}
-
-/// An attempt ready to run, and what the later steps need of its preparation.
-pub(super) struct Prepared<'a> {
-    /// What the node works with (the artifacts it declared among it).
-    pub(super) work: &'a SandboxWork,
-    /// The run's frozen agent role, for an agent node.
-    pub(super) role: Option<Role>,
-    /// The job the sandbox runs: script, environment, directories, profile.
-    pub(super) sandbox: Job,
-    /// The attempt's artifact directory, relative to the data directory (as stored).
-    pub(super) artifacts_location: String,
-    /// The declared secrets' values: masked in output, refused in artifacts.
-    pub(super) secrets: Secrets,
-}
 
 impl<'a> Attempt<'a> {
     /// Readies the attempt for the sandbox: settings, inputs, checkpoint, environment and
