@@ -343,19 +343,21 @@ pub async fn serve_fake(app: axum::Router) -> String {
     url
 }
 
-/// Serves `routes` (ingest's) on a free loopback port until `stop`; returns its URL.
+/// Serves `routes` (ingest's) on a free loopback port until `stop`, through the same
+/// listener and limits as `gatehouse up`; returns its URL.
 pub async fn serve_routes(
     routes: axum::Router,
     stop: tokio_util::sync::CancellationToken,
 ) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
-    tokio::spawn(async move {
-        axum::serve(listener, routes)
-            .with_graceful_shutdown(async move { stop.cancelled().await })
-            .await
-            .unwrap();
-    });
+    tokio::spawn(gatehouse_fleet::serve(
+        listener,
+        routes,
+        gatehouse_fleet::Limits::default(),
+        "main",
+        stop,
+    ));
     url
 }
 

@@ -6,9 +6,11 @@
 //! The builder takes services already configured (a [`Runner`] with its sandbox, a
 //! [`Notifier`] with its outputs, ingest's [`ApiState`]); turning the configuration file into
 //! those is the binary's job. It adds what every process needs whatever it runs: the relay
-//! that publishes this process's outbox.
+//! that publishes this process's outbox, and the HTTP listener ([`serve`]) with the limits
+//! a server on the open internet needs.
 
 mod gateway;
+mod listener;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -27,6 +29,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 pub use gateway::DiscordGateway;
+pub use listener::{Limits, serve};
 
 /// A task of the fleet, started with the fleet's shutdown token.
 type Task = Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()> + Send>> + Send>;

@@ -5,7 +5,6 @@ mod admin_token;
 mod cli;
 mod config;
 mod health;
-mod listener;
 mod logging;
 mod metrics;
 mod secret;

@@ -121,7 +121,7 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
     // The probes and metrics answer from the start; the service's own routes (ingest's API)
     // once it runs. A replica started before `gatehouse migrate` waits instead of failing.
     let routes = Arc::new(OnceLock::new());
-    let limits = crate::listener::Limits::of(server);
+    let limits = crate::settings::limits(server);
     let metrics_token = server
         .metrics_token
         .as_ref()
@@ -140,7 +140,7 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
                     server.metrics_listen
                 )
             })?;
-        tasks.spawn(crate::listener::serve(
+        tasks.spawn(gatehouse_fleet::serve(
             metrics_listener,
             metrics,
             limits,
@@ -149,7 +149,7 @@ async fn run(config: &Config, services: &[Service], migrate: bool) -> anyhow::Re
         ));
         health.merge(crate::metrics::elsewhere())
     };
-    tasks.spawn(crate::listener::serve(
+    tasks.spawn(gatehouse_fleet::serve(
         listener,
         app,
         limits,

@@ -34,6 +34,16 @@ pub fn catalog(config: &Config) -> anyhow::Result<Arc<Catalog>> {
     Ok(Arc::new(catalog))
 }
 
+/// What the HTTP listeners allow a client.
+pub fn limits(server: &crate::config::ServerConfig) -> gatehouse_fleet::Limits {
+    gatehouse_fleet::Limits {
+        header_timeout: server.header_timeout,
+        body_timeout: server.body_timeout,
+        idle_timeout: server.idle_timeout,
+        max_connections: server.max_connections,
+    }
+}
+
 /// `[[people]]` as the API and the webhooks see them.
 pub fn people(config: &Config) -> People {
     People::new(config.people.clone())

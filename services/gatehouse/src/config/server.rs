@@ -62,6 +62,7 @@ pub struct ServerConfig {
 
 impl Default for ServerConfig {
     fn default() -> Self {
+        let limits = gatehouse_fleet::Limits::default();
         Self {
             listen: "127.0.0.1:8080".into(),
             data_dir: ".gatehouse".into(),
@@ -70,10 +71,10 @@ impl Default for ServerConfig {
             nats_prefix: Prefix::default(),
             sop_dirs: vec!["sops".into()],
             public_url: String::new(),
-            header_timeout: Duration::from_secs(10),
-            body_timeout: Duration::from_secs(60),
-            idle_timeout: Duration::from_secs(60),
-            max_connections: 1024,
+            header_timeout: limits.header_timeout,
+            body_timeout: limits.body_timeout,
+            idle_timeout: limits.idle_timeout,
+            max_connections: limits.max_connections,
             max_unverified_bodies: 16,
             metrics_listen: String::new(),
             metrics_token: None,

@@ -45,14 +45,14 @@ pub struct Limits {
     pub max_connections: usize,
 }
 
-impl Limits {
-    /// The limits `[server]` sets.
-    pub fn of(server: &crate::config::ServerConfig) -> Self {
+/// `[server]`'s defaults.
+impl Default for Limits {
+    fn default() -> Self {
         Self {
-            header_timeout: server.header_timeout,
-            body_timeout: server.body_timeout,
-            idle_timeout: server.idle_timeout,
-            max_connections: server.max_connections,
+            header_timeout: Duration::from_secs(10),
+            body_timeout: Duration::from_secs(60),
+            idle_timeout: Duration::from_secs(60),
+            max_connections: 1024,
         }
     }
 }
