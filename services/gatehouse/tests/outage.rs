@@ -2,11 +2,11 @@
 //! and recovers instead of exiting. The services reach the machine's Postgres and NATS
 //! through TCP proxies the test cuts and restores.
 
-mod fleet;
+mod deployment;
 
 use std::time::{Duration, Instant};
 
-use fleet::Fleet;
+use deployment::Deployment;
 use gatehouse_tests::proxy::Proxy;
 use gatehouse_tests::{Backend, TestDb, TestNats, nats_url};
 
@@ -35,8 +35,8 @@ fn nats_address() -> String {
 }
 
 /// Starts a run of `steps` through the CLI; its id.
-fn start_steps(fleet: &Fleet) -> String {
-    fleet.cli(&["run", "start", "steps"])["run_id"]
+fn start_steps(deployment: &Deployment) -> String {
+    deployment.cli(&["run", "start", "steps"])["run_id"]
         .as_str()
         .unwrap()
         .to_owned()
@@ -62,53 +62,56 @@ async fn services_started_before_postgres_and_nats_wait_for_them() {
     let nats_proxy = Proxy::start(&nats_address());
     postgres.cut();
     nats_proxy.cut();
-    let mut fleet = Fleet::new(
+    let mut deployment = Deployment::new(
         &postgres.url(&db.url),
         &nats_proxy.url(&nats_url()),
         nats.prefix.as_str(),
         "",
     );
-    std::fs::write(fleet.dir.path().join("sops/steps.yaml"), STEPS).unwrap();
+    std::fs::write(deployment.dir.path().join("sops/steps.yaml"), STEPS).unwrap();
     for (name, service) in SERVICES {
-        fleet.start(name, service);
+        deployment.start(name, service);
     }
 
     // Well past the minute `up` would retry for would make a slow test; what matters is
     // that they answer, say why they are not ready, and keep waiting.
     std::thread::sleep(Duration::from_secs(4));
     for (name, _) in SERVICES {
-        assert!(fleet.alive(name), "{name} exited while Postgres was away");
-        assert_eq!(fleet.get(name, "/healthz").0, 200, "{name}");
-        let (status, why) = fleet.get(name, "/readyz");
+        assert!(
+            deployment.alive(name),
+            "{name} exited while Postgres was away"
+        );
+        assert_eq!(deployment.get(name, "/healthz").0, 200, "{name}");
+        let (status, why) = deployment.get(name, "/readyz");
         assert_eq!(status, 503, "{name}: {why}");
         assert!(why.starts_with("database: "), "{name}: {why}");
     }
     // Waiting is no reason to ignore SIGTERM.
     let stopped = Instant::now();
-    assert!(fleet.terminate("notifier").success());
+    assert!(deployment.terminate("notifier").success());
     assert!(
         stopped.elapsed() < Duration::from_secs(3),
         "{:?}",
         stopped.elapsed()
     );
-    fleet.start("notifier", "notifier");
+    deployment.start("notifier", "notifier");
 
     postgres.restore();
     eventually(Duration::from_secs(20), "waiting for NATS instead", || {
-        let (status, why) = fleet.get("scheduler", "/readyz");
+        let (status, why) = deployment.get("scheduler", "/readyz");
         status == 503 && why.starts_with("bus: ")
     });
     for (name, _) in SERVICES {
-        assert!(fleet.alive(name), "{name} exited while NATS was away");
+        assert!(deployment.alive(name), "{name} exited while NATS was away");
     }
 
     nats_proxy.restore();
     for (name, _) in SERVICES {
-        fleet.wait_ready(name);
+        deployment.wait_ready(name);
     }
-    let run = start_steps(&fleet);
-    fleet.wait_status(&run, "succeeded");
-    drop(fleet);
+    let run = start_steps(&deployment);
+    deployment.wait_status(&run, "succeeded");
+    drop(deployment);
     db.cleanup().await;
     nats.cleanup().await;
 }
@@ -118,20 +121,20 @@ async fn a_run_survives_postgres_going_away_while_a_node_runs() {
     let db = TestDb::new(Backend::Postgres).await;
     let nats = TestNats::new();
     let postgres = Proxy::start(&postgres_address(&db.url));
-    let mut fleet = Fleet::new(
+    let mut deployment = Deployment::new(
         &postgres.url(&db.url),
         &nats_url(),
         nats.prefix.as_str(),
         "",
     );
-    std::fs::write(fleet.dir.path().join("sops/steps.yaml"), STEPS).unwrap();
+    std::fs::write(deployment.dir.path().join("sops/steps.yaml"), STEPS).unwrap();
     for (name, service) in SERVICES {
-        fleet.start(name, service);
+        deployment.start(name, service);
     }
     for (name, _) in SERVICES {
-        fleet.wait_ready(name);
+        deployment.wait_ready(name);
     }
-    let run = start_steps(&fleet);
+    let run = start_steps(&deployment);
     let id = run.parse().unwrap();
     for _ in 0..300 {
         if !db.store.attempts(id).await.unwrap().is_empty() {
@@ -150,17 +153,20 @@ async fn a_run_survives_postgres_going_away_while_a_node_runs() {
         Duration::from_secs(5),
         "ingest to say the database is away",
         || {
-            let (status, why) = fleet.get("ingest", "/readyz");
+            let (status, why) = deployment.get("ingest", "/readyz");
             status == 503 && why.starts_with("database: ")
         },
     );
     std::thread::sleep(Duration::from_secs(14).saturating_sub(away.elapsed()));
     for (name, _) in SERVICES {
-        assert!(fleet.alive(name), "{name} exited while Postgres was away");
+        assert!(
+            deployment.alive(name),
+            "{name} exited while Postgres was away"
+        );
     }
     postgres.restore();
 
-    fleet.wait_status(&run, "succeeded");
+    deployment.wait_status(&run, "succeeded");
     let attempts: Vec<(String, i32, String)> = db
         .store
         .attempts(id)
@@ -178,10 +184,10 @@ async fn a_run_survives_postgres_going_away_while_a_node_runs() {
         "the attempt that ended during the outage kept its result"
     );
     for (name, _) in SERVICES {
-        assert!(fleet.alive(name), "{name} exited after the outage");
-        fleet.wait_ready(name);
+        assert!(deployment.alive(name), "{name} exited after the outage");
+        deployment.wait_ready(name);
     }
-    drop(fleet);
+    drop(deployment);
     db.cleanup().await;
     nats.cleanup().await;
 }
