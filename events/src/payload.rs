@@ -4,6 +4,7 @@
 //! service keeps working next to a newer one. Breaking changes bump [`crate::SCHEMA_VERSION`].
 
 use std::collections::BTreeMap;
+use std::fmt;
 
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
@@ -45,9 +46,15 @@ pub enum RequirementSource {
     Schedule { schedule: String },
 }
 
-/// Lifecycle of a requirement as its source reports it.
+/// Lifecycle of a requirement as its source reports it. The store keeps it in a text
+/// column, under the same names as on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(
+    feature = "sqlx",
+    derive(sqlx::Type),
+    sqlx(type_name = "text", rename_all = "snake_case")
+)]
 pub enum RequirementState {
     /// Open and workable.
     Open,
@@ -55,6 +62,30 @@ pub enum RequirementState {
     Closed,
     /// Delivered (its pull request merged).
     Delivered,
+}
+
+impl RequirementState {
+    /// The wire name (`open`, `closed`, `delivered`), as stored and shown.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Closed => "closed",
+            Self::Delivered => "delivered",
+        }
+    }
+}
+
+impl fmt::Display for RequirementState {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A state equals its wire name, so tests can compare with the text.
+impl PartialEq<&str> for RequirementState {
+    fn eq(&self, name: &&str) -> bool {
+        self.as_str() == *name
+    }
 }
 
 /// `requirement.created`: an issue, PR or chat message became a requirement.
@@ -329,4 +360,17 @@ pub struct CardPosted {
     pub location: String,
     /// Message id (Slack `ts`, Discord message id).
     pub message_id: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requirement_states_are_named_as_on_the_wire() {
+        use RequirementState::*;
+        for state in [Open, Closed, Delivered] {
+            assert_eq!(serde_json::to_value(state).unwrap(), state.as_str());
+        }
+    }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use chrono::Utc;
 use gatehouse_agent::{Executor, Price, Role};
-use gatehouse_events::{Event, GateDecisionKind, RunRequested};
+use gatehouse_events::{Event, GateDecisionKind, RequirementState, RunRequested};
 use gatehouse_ingest::views::UsageTotal;
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_store::RequirementRow;
@@ -160,7 +160,7 @@ async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend:
         title: "Fix the tokenizer".into(),
         body: "It drops the last token.".into(),
         url: None,
-        state: "open".into(),
+        state: RequirementState::Open,
         requested_by: "bob".into(),
         source_updated_at: String::new(),
         created_at: Utc::now(),

@@ -62,7 +62,7 @@ impl Setup {
     async fn outcomes(&self, name: &str) -> Vec<String> {
         let mut fires = self.db.store.fires(name, 1000).await.unwrap();
         fires.reverse();
-        fires.into_iter().map(|f| f.outcome).collect()
+        fires.into_iter().map(|f| f.outcome.to_string()).collect()
     }
 
     /// Waits until every started fire's run exists with `status`.
@@ -401,8 +401,8 @@ async fn manual_triggers_obey_the_overlap_policy(backend: Backend) {
     let trigger = |ms: i64| gatehouse_store::FireRow {
         schedule: "manual".into(),
         scheduled_ms: ms,
-        kind: "manual".into(),
-        outcome: "requested".into(),
+        kind: gatehouse_store::FireKind::Manual,
+        outcome: gatehouse_store::FireOutcome::Requested,
         run_id: None,
         fired_ms: ms,
         lateness_ms: 0,

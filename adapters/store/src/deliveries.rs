@@ -3,8 +3,21 @@
 use chrono::{DateTime, Utc};
 
 use crate::store::with_pool;
+use crate::text::text_enum;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
+
+text_enum! {
+    /// Where a stored webhook delivery is: pending until processing finishes it.
+    pub enum DeliveryStatus {
+        /// Stored, not processed yet.
+        Pending = "pending",
+        /// Acted on; the note says how.
+        Processed = "processed",
+        /// Nothing to do; the note says why.
+        Ignored = "ignored",
+    }
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct DeliveryRow {
@@ -16,8 +29,7 @@ pub struct DeliveryRow {
     pub event: String,
     /// The raw body, already verified.
     pub body: String,
-    /// pending, processed or ignored.
-    pub status: String,
+    pub status: DeliveryStatus,
     /// What processing did or why it ignored the delivery.
     pub note: Option<String>,
     /// When it arrived.
@@ -89,7 +101,7 @@ impl Tx {
         &mut self,
         source: &str,
         delivery_id: &str,
-        status: &str,
+        status: DeliveryStatus,
         note: &str,
     ) -> Result<bool, StoreError> {
         let updated = with_tx!(self, conn => {

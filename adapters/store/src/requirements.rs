@@ -1,6 +1,7 @@
 //! Requirements: what people asked for, one per issue, pull request or chat thread.
 
 use chrono::{DateTime, Utc};
+use gatehouse_events::RequirementState;
 use uuid::Uuid;
 
 use crate::store::with_pool;
@@ -19,8 +20,7 @@ pub struct RequirementRow {
     pub body: String,
     /// Link back.
     pub url: Option<String>,
-    /// open, closed or delivered.
-    pub state: String,
+    pub state: RequirementState,
     /// Who asked (a person id, or the source's handle for unknown people).
     pub requested_by: String,
     /// The source's last-change time (RFC 3339), so late events do not roll back.
@@ -138,7 +138,7 @@ impl Tx {
             .bind(&r.title)
             .bind(&r.body)
             .bind(&r.url)
-            .bind(&r.state)
+            .bind(r.state)
             .bind(&r.requested_by)
             .bind(&r.source_updated_at)
             .bind(r.created_at)
@@ -157,7 +157,7 @@ impl Tx {
         id: Uuid,
         title: &str,
         body: &str,
-        state: &str,
+        state: RequirementState,
         source_updated_at: &str,
     ) -> Result<(), StoreError> {
         with_tx!(self, conn => {

@@ -9,6 +9,7 @@ use gatehouse_schedule::{Overlap, ScheduleError, Timing};
 use uuid::Uuid;
 
 use crate::store::with_pool;
+use crate::text::text_enum;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
 
@@ -67,15 +68,43 @@ impl ScheduleRow {
     }
 }
 
+text_enum! {
+    /// What set a fire off.
+    pub enum FireKind {
+        /// The schedule's own cron time, fired by the scheduler.
+        Cron = "cron",
+        /// `schedule trigger`: fired by hand, at the moment of the trigger.
+        Manual = "manual",
+        /// `schedule backfill`: a past cron time queued by hand.
+        Backfill = "backfill",
+    }
+}
+
+text_enum! {
+    /// What became of a fire.
+    pub enum FireOutcome {
+        /// Triggered by hand, waiting for the scheduler's decision.
+        Requested = "requested",
+        /// Its run was started.
+        Started = "started",
+        /// Waiting for the schedule's running run to end.
+        Buffered = "buffered",
+        /// Due longer ago than the catch-up window.
+        SkippedMissed = "skipped_missed",
+        /// A run of the schedule was still going and its overlap policy says skip.
+        SkippedOverlap = "skipped_overlap",
+        /// The schedule's SOP does not exist or refuses its parameters.
+        SkippedInvalid = "skipped_invalid",
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct FireRow {
     pub schedule: String,
     /// The cron time, or the time of a manual trigger (epoch ms).
     pub scheduled_ms: i64,
-    /// `cron`, `manual` or `backfill`.
-    pub kind: String,
-    /// requested, started, buffered, skipped_missed or skipped_overlap.
-    pub outcome: String,
+    pub kind: FireKind,
+    pub outcome: FireOutcome,
     /// The run it started.
     pub run_id: Option<Uuid>,
     /// When it was handled (epoch ms).
@@ -339,7 +368,7 @@ impl Store {
     pub async fn waiting_fires(
         &self,
         schedule: &str,
-        outcome: &str,
+        outcome: FireOutcome,
     ) -> Result<Vec<FireRow>, StoreError> {
         let sql = format!(
             "SELECT {FIRE_COLUMNS} FROM schedule_fires WHERE schedule = $1 AND outcome = $2
@@ -414,8 +443,8 @@ impl Tx {
             )
             .bind(&fire.schedule)
             .bind(fire.scheduled_ms)
-            .bind(&fire.kind)
-            .bind(&fire.outcome)
+            .bind(fire.kind)
+            .bind(fire.outcome)
             .bind(fire.run_id)
             .bind(fire.fired_ms)
             .bind(fire.lateness_ms)
@@ -435,7 +464,7 @@ impl Tx {
                 "UPDATE schedule_fires SET outcome = $1, run_id = $2, fired_ms = $3, lateness_ms = $4
                  WHERE schedule = $5 AND scheduled_ms = $6 AND outcome = 'requested'",
             )
-            .bind(&fire.outcome)
+            .bind(fire.outcome)
             .bind(fire.run_id)
             .bind(fire.fired_ms)
             .bind(fire.lateness_ms)
@@ -461,8 +490,8 @@ impl Tx {
         let fire = FireRow {
             schedule: schedule.to_owned(),
             scheduled_ms,
-            kind: "backfill".into(),
-            outcome: "buffered".into(),
+            kind: FireKind::Backfill,
+            outcome: FireOutcome::Buffered,
             run_id: None,
             fired_ms: now_ms,
             lateness_ms: 0,
@@ -494,7 +523,7 @@ impl Tx {
         &mut self,
         schedule: &str,
         scheduled_ms: i64,
-        outcome: &str,
+        outcome: FireOutcome,
         run_id: Option<Uuid>,
         fired_ms: i64,
     ) -> Result<bool, StoreError> {

@@ -82,17 +82,6 @@ pub enum SkipReason {
     Invalid,
 }
 
-impl SkipReason {
-    /// The outcome recorded for the fire.
-    pub fn outcome(self) -> &'static str {
-        match self {
-            Self::Missed => "skipped_missed",
-            Self::Overlap => "skipped_overlap",
-            Self::Invalid => "skipped_invalid",
-        }
-    }
-}
-
 /// Decides one fire: `due` is when it should have started (cron time plus jitter), `now`
 /// the clock, `active` how many runs of the schedule are still going, `buffered` how many
 /// fires already wait.

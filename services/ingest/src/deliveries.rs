@@ -5,7 +5,7 @@
 
 use std::time::Duration;
 
-use gatehouse_store::DeliveryRow;
+use gatehouse_store::{DeliveryRow, DeliveryStatus};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -36,7 +36,7 @@ pub(crate) fn utf8(body: &[u8]) -> Result<&str, ApiError> {
 
 /// What processing a delivery came to.
 pub(crate) struct Outcome {
-    status: &'static str,
+    status: DeliveryStatus,
     note: String,
 }
 
@@ -44,7 +44,7 @@ impl Outcome {
     /// Acted on; `notes` say how.
     pub(crate) fn processed(notes: Vec<String>) -> Self {
         Self {
-            status: "processed",
+            status: DeliveryStatus::Processed,
             note: notes.join("; "),
         }
     }
@@ -52,7 +52,7 @@ impl Outcome {
     /// Nothing to do, and why.
     pub(crate) fn ignored(note: impl Into<String>) -> Self {
         Self {
-            status: "ignored",
+            status: DeliveryStatus::Ignored,
             note: note.into(),
         }
     }
@@ -140,7 +140,7 @@ async fn process_traced(api: &ApiState, delivery: DeliveryRow) -> Result<(), Api
         .await?
     {
         tx.commit().await?;
-        tracing::info!(source = %delivery.source, delivery = %delivery.delivery_id, event = %delivery.event, status = outcome.status, note = %outcome.note, "delivery processed");
+        tracing::info!(source = %delivery.source, delivery = %delivery.delivery_id, event = %delivery.event, status = outcome.status.as_str(), note = %outcome.note, "delivery processed");
     }
     Ok(())
 }

@@ -2,7 +2,7 @@
 //! `requirement.created`, in the caller's transaction.
 
 use chrono::Utc;
-use gatehouse_events::{Actor, Event, RequirementCreated, RequirementSource};
+use gatehouse_events::{Actor, Event, RequirementCreated, RequirementSource, RequirementState};
 use gatehouse_store::{RequirementRow, Tx};
 use uuid::Uuid;
 
@@ -18,8 +18,7 @@ pub(crate) struct NewRequirement {
     pub body: String,
     /// Link, when there is one.
     pub url: Option<String>,
-    /// `open`, `closed` or `delivered`.
-    pub state: &'static str,
+    pub state: RequirementState,
     /// The source's own last-change time; empty when unknown.
     pub source_updated_at: String,
     /// Who asked.
@@ -36,7 +35,7 @@ pub(crate) async fn create(tx: &mut Tx, new: NewRequirement) -> Result<Requireme
         title: new.title,
         body: new.body,
         url: new.url,
-        state: new.state.to_owned(),
+        state: new.state,
         requested_by: new
             .author
             .person

@@ -16,7 +16,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use chrono::Utc;
 use gatehouse_schedule::{parse_time, rfc3339};
-use gatehouse_store::{FireRow, ScheduleRow};
+use gatehouse_store::{FireKind, FireOutcome, FireRow, ScheduleRow};
 use jiff::Timestamp;
 use serde::Deserialize;
 
@@ -171,8 +171,8 @@ pub async fn trigger(
     let fire = FireRow {
         schedule: name.clone(),
         scheduled_ms: now,
-        kind: "manual".into(),
-        outcome: "requested".into(),
+        kind: FireKind::Manual,
+        outcome: FireOutcome::Requested,
         run_id: None,
         fired_ms: now,
         lateness_ms: 0,
@@ -196,7 +196,7 @@ pub async fn trigger(
         {
             latest = found;
         }
-        if latest.outcome != "requested" {
+        if latest.outcome != FireOutcome::Requested {
             break;
         }
         tokio::time::sleep(Duration::from_millis(20)).await;

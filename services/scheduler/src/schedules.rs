@@ -12,7 +12,7 @@ use gatehouse_events::{
     Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire, TraceParent,
 };
 use gatehouse_schedule::{Decision, SkipReason, decide};
-use gatehouse_store::{FireRow, ScheduleRow};
+use gatehouse_store::{FireKind, FireOutcome, FireRow, ScheduleRow};
 use jiff::Timestamp;
 use uuid::Uuid;
 
@@ -54,8 +54,7 @@ impl Clock {
 
 /// A fire about to be decided.
 struct Pending<'a> {
-    /// `cron`, `manual` or `backfill`.
-    kind: &'a str,
+    kind: FireKind,
     /// Its identity: the cron time, or the moment of a manual trigger.
     scheduled: Timestamp,
     /// When it should start.
@@ -162,7 +161,7 @@ impl Scheduler {
                 break Some(now);
             }
             let pending = Pending {
-                kind: "cron",
+                kind: FireKind::Cron,
                 scheduled: fire.scheduled.timestamp(),
                 due: fire.due,
                 requested: false,
@@ -192,12 +191,12 @@ impl Scheduler {
         let now = clock.now();
         let requested = self
             .store
-            .waiting_fires(&schedule.name, "requested")
+            .waiting_fires(&schedule.name, FireOutcome::Requested)
             .await?;
         for fire in &requested {
             let at = Timestamp::from_millisecond(fire.scheduled_ms).unwrap_or(now);
             let pending = Pending {
-                kind: &fire.kind,
+                kind: fire.kind,
                 scheduled: at,
                 due: at.max(now),
                 requested: true,
@@ -218,7 +217,7 @@ impl Scheduler {
         let active = self.store.active_schedule_runs(&schedule.name).await?;
         let buffered = self
             .store
-            .waiting_fires(&schedule.name, "buffered")
+            .waiting_fires(&schedule.name, FireOutcome::Buffered)
             .await?
             .len();
         let now = clock.now();
@@ -238,19 +237,15 @@ impl Scheduler {
         };
         let run_id =
             matches!(decision, Decision::Start | Decision::CancelOthersAndStart).then(Uuid::now_v7);
-        let outcome = match decision {
-            Decision::Start | Decision::CancelOthersAndStart => "started",
-            Decision::Buffer => "buffered",
-            Decision::Skip(reason) => reason.outcome(),
-        };
+        let outcome = outcome(decision);
         let lateness = now
             .duration_since(pending.due)
             .max(jiff::SignedDuration::ZERO);
         let fire = FireRow {
             schedule: schedule.name.clone(),
             scheduled_ms: pending.scheduled.as_millisecond(),
-            kind: pending.kind.to_owned(),
-            outcome: outcome.to_owned(),
+            kind: pending.kind,
+            outcome,
             run_id,
             fired_ms: now.as_millisecond(),
             lateness_ms: lateness.as_millis().try_into().unwrap_or(i64::MAX),
@@ -283,10 +278,12 @@ impl Scheduler {
         }
         tx.commit().await?;
         metrics::histogram!("gatehouse_schedule_lateness_seconds").record(lateness.as_secs_f64());
-        metrics::counter!("gatehouse_schedule_fires_total", "outcome" => outcome).increment(1);
+        metrics::counter!("gatehouse_schedule_fires_total", "outcome" => outcome.as_str())
+            .increment(1);
         tracing::info!(
-            schedule = %schedule.name, kind = pending.kind, scheduled = %pending.scheduled,
-            %outcome, lateness_ms = fire.lateness_ms, trace_id = trace.trace_id(), "schedule fired"
+            schedule = %schedule.name, kind = pending.kind.as_str(),
+            scheduled = %pending.scheduled, %outcome, lateness_ms = fire.lateness_ms,
+            trace_id = trace.trace_id(), "schedule fired"
         );
         Ok(())
     }
@@ -309,7 +306,10 @@ impl Scheduler {
         schedule: &ScheduleRow,
         now: Timestamp,
     ) -> Result<(), SchedulerError> {
-        let buffered = self.store.waiting_fires(&schedule.name, "buffered").await?;
+        let buffered = self
+            .store
+            .waiting_fires(&schedule.name, FireOutcome::Buffered)
+            .await?;
         let Some(oldest) = buffered.first() else {
             return Ok(());
         };
@@ -327,7 +327,7 @@ impl Scheduler {
             tx.settle_buffered_fire(
                 &schedule.name,
                 oldest.scheduled_ms,
-                SkipReason::Invalid.outcome(),
+                FireOutcome::SkippedInvalid,
                 None,
                 now.as_millisecond(),
             )
@@ -338,7 +338,7 @@ impl Scheduler {
                 .settle_buffered_fire(
                     &schedule.name,
                     oldest.scheduled_ms,
-                    "started",
+                    FireOutcome::Started,
                     Some(run_id),
                     now.as_millisecond(),
                 )
@@ -351,6 +351,17 @@ impl Scheduler {
         }
         tx.commit().await?;
         Ok(())
+    }
+}
+
+/// What a decision is recorded as.
+fn outcome(decision: Decision) -> FireOutcome {
+    match decision {
+        Decision::Start | Decision::CancelOthersAndStart => FireOutcome::Started,
+        Decision::Buffer => FireOutcome::Buffered,
+        Decision::Skip(SkipReason::Missed) => FireOutcome::SkippedMissed,
+        Decision::Skip(SkipReason::Overlap) => FireOutcome::SkippedOverlap,
+        Decision::Skip(SkipReason::Invalid) => FireOutcome::SkippedInvalid,
     }
 }
 

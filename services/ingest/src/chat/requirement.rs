@@ -38,7 +38,7 @@ pub(crate) async fn thread_requirement(
         title: title(text),
         body: text.to_owned(),
         url: None,
-        state: "open",
+        state: RequirementState::Open,
         source_updated_at: String::new(),
         author: actor.clone(),
     };

@@ -118,13 +118,13 @@ async fn pull_closed(
     let Some(requirement) = api.store.requirement(id).await? else {
         return Ok("pull request closed; its requirement is gone".into());
     };
-    let (state, name, note) = if pr.merged {
-        (RequirementState::Delivered, "delivered", "merged")
+    let (state, note) = if pr.merged {
+        (RequirementState::Delivered, "merged")
     } else {
-        (RequirementState::Closed, "closed", "closed unmerged")
+        (RequirementState::Closed, "closed unmerged")
     };
-    if requirement.state != name && requirement.state != "delivered" {
-        tx.update_requirement(id, &requirement.title, &requirement.body, name, "")
+    if requirement.state != state && requirement.state != RequirementState::Delivered {
+        tx.update_requirement(id, &requirement.title, &requirement.body, state, "")
             .await?;
         let update = gatehouse_events::RequirementUpdated {
             requirement_id: id,
@@ -134,7 +134,7 @@ async fn pull_closed(
         };
         outbox::append(tx, gatehouse_events::Event::RequirementUpdated(update)).await?;
     }
-    Ok(format!("{note}: {} {name}", requirement.source_key))
+    Ok(format!("{note}: {} {state}", requirement.source_key))
 }
 
 async fn comment(

@@ -42,12 +42,11 @@ pub(crate) async fn sync(
         return Ok(row);
     }
     // A merged pull request stays delivered when its `closed` event comes later.
-    let state = match (row.state.as_str(), subject.state) {
-        ("delivered", RequirementState::Closed) => RequirementState::Delivered,
+    let state = match (row.state, subject.state) {
+        (RequirementState::Delivered, RequirementState::Closed) => RequirementState::Delivered,
         (_, state) => state,
     };
-    let state_name = state_name(state);
-    if row.title == subject.title && row.body == subject.body && row.state == state_name {
+    if row.title == subject.title && row.body == subject.body && row.state == state {
         return Ok(row);
     }
     let update = RequirementUpdated {
@@ -60,14 +59,14 @@ pub(crate) async fn sync(
         row.id,
         subject.title,
         subject.body,
-        state_name,
+        state,
         subject.updated_at,
     )
     .await?;
     outbox::append(tx, Event::RequirementUpdated(update)).await?;
     row.title = subject.title.to_owned();
     row.body = subject.body.to_owned();
-    row.state = state_name.to_owned();
+    row.state = state;
     Ok(row)
 }
 
@@ -87,7 +86,7 @@ async fn create_issue_requirement(
         title: subject.title.to_owned(),
         body: subject.body.to_owned(),
         url: Some(subject.url.to_owned()),
-        state: state_name(subject.state),
+        state: subject.state,
         source_updated_at: subject.updated_at.to_owned(),
         author: github_actor(api, subject.author).await?,
     };
@@ -106,12 +105,4 @@ pub(crate) async fn github_actor(api: &ApiState, login: &str) -> Result<Actor, A
             .by_github(login)
             .map(|p| p.id.clone()),
     })
-}
-
-fn state_name(state: RequirementState) -> &'static str {
-    match state {
-        RequirementState::Open => "open",
-        RequirementState::Closed => "closed",
-        RequirementState::Delivered => "delivered",
-    }
 }

@@ -64,8 +64,8 @@ pub(super) async fn fire_view(api: &ApiState, fire: FireRow) -> Result<FireView,
     };
     Ok(FireView {
         scheduled_time: millis(fire.scheduled_ms),
-        kind: fire.kind,
-        outcome: fire.outcome,
+        kind: fire.kind.to_string(),
+        outcome: fire.outcome.to_string(),
         run_id: fire.run_id,
         run_status,
         fired_at: millis(fire.fired_ms),
