@@ -10,6 +10,7 @@ mod metrics;
 mod secret;
 mod serve;
 mod settings;
+mod startup;
 mod telemetry;
 
 use std::process::ExitCode;
