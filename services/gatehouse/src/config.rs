@@ -66,7 +66,6 @@ pub struct Config {
     pub telemetry: crate::telemetry::TelemetryConfig,
 }
 
-
 /// Why the configuration cannot be used.
 #[derive(Debug, Error)]
 pub enum ConfigError {

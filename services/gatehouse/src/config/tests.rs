@@ -83,7 +83,11 @@ fn a_schedule_runs_an_sop_or_an_agent_task() {
 
 #[test]
 fn the_documented_example_parses() {
-    let c = load_with(include_str!("../../../../deploy/gatehouse.example.toml"), &[]).unwrap();
+    let c = load_with(
+        include_str!("../../../../deploy/gatehouse.example.toml"),
+        &[],
+    )
+    .unwrap();
     let github = c.github.unwrap();
     assert_eq!(github.triggers[0].label, "sop:bug-fix");
     assert_eq!(github.webhook_secrets.len(), 1);
