@@ -136,6 +136,8 @@ fn the_first_run_walkthrough_works_as_written() {
     // Errors go where the output goes; a command's `# comment` ends at its own line.
     let mut script = format!("exec 2>&1\ngatehouse() {{ '{bin}' \"$@\"; }}\n");
     let mut run_id: Option<String> = None;
+    // Gate decisions sent so far: the API accepts one before the scheduler applies it.
+    let mut decided = 0;
     let steps = walkthrough();
     // The run id is only known once `run start` has run, so the steps are run one at a
     // time: each command's output is read back before the next is written.
@@ -148,9 +150,13 @@ fn the_first_run_walkthrough_works_as_written() {
             None => step.command.clone(),
         };
         // A person reads each answer before typing the next command; here that is
-        // waiting until the run's nodes are not mid-flight (a send-back reruns the report).
+        // waiting until every decision so far is applied and the run's nodes are not
+        // mid-flight (a send-back reruns the report).
         if let Some(id) = &run_id {
-            settle(bin, &server, dir.path(), id);
+            settle(bin, &server, dir.path(), id, decided);
+        }
+        if is_decision(&command) {
+            decided += 1;
         }
         script.push_str(&format!("{command}\necho \"@@end {i} $?\"\n"));
         stdin.write_all(script.as_bytes()).unwrap();
@@ -189,8 +195,13 @@ fn the_first_run_walkthrough_works_as_written() {
     assert!(run_id.is_some(), "the walkthrough started a run");
 }
 
-/// Waits until no node of the run is ready, dispatched or running.
-fn settle(bin: &str, server: &str, dir: &Path, run: &str) {
+/// Waits until the run has recorded `decided` gate decisions (the scheduler records each as
+/// it applies or refuses it) and no node of it is ready, dispatched or running.
+fn settle(bin: &str, server: &str, dir: &Path, run: &str, decided: usize) {
+    // `run show` reads the run before its decisions: a read that already shows the last
+    // decision may show the run as it was before it, so the nodes are judged by the read
+    // after.
+    let mut applied = false;
     for _ in 0..400 {
         let out = Command::new(bin)
             .args(["run", "show", run, "--json", "--server", server])
@@ -206,11 +217,19 @@ fn settle(bin: &str, server: &str, dir: &Path, run: &str) {
                 )
             })
         });
-        if !busy && shown.is_object() {
+        if applied && !busy && shown.is_object() {
             return;
         }
+        applied = shown["decisions"].as_array().map_or(0, Vec::len) >= decided;
         std::thread::sleep(Duration::from_millis(25));
     }
+}
+
+/// Whether `command` decides a gate (the scheduler applies it after the API accepted it).
+fn is_decision(command: &str) -> bool {
+    ["approve", "reject", "send-back"]
+        .iter()
+        .any(|verb| command.starts_with(&format!("gatehouse gate {verb} ")))
 }
 
 #[test]
