@@ -214,6 +214,15 @@ fn routes() -> Vec<Route> {
             None,
             Administrator,
         ),
+        route(Method::GET, "/requirements", "/requirements", None, Nothing),
+        // A run's id names no requirement: past authorization, the handler's 404.
+        route(
+            Method::GET,
+            "/requirements/{id}",
+            "/requirements/{RUN}",
+            None,
+            Nothing,
+        ),
         route(Method::GET, "/openapi.json", "/openapi.json", None, Public),
     ]
 }

@@ -802,6 +802,30 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
         format!("merged: github:{REPO}#1 delivered")
     );
     assert_eq!(hub.requirement(1).await.state, "delivered");
+
+    // The API shows the requirement with both runs and its one pull request.
+    gatehouse_tests::token_for(&hub.db.store, "ana", "ana-secret").await;
+    let id = hub.requirement(1).await.id;
+    let shown: Value = hub
+        .http
+        .get(format!("{}/api/v1/requirements/{id}", hub.url))
+        .bearer_auth("ana-secret")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(shown["requirement"]["state"], "delivered", "{shown:#}");
+    assert_eq!(shown["runs"].as_array().unwrap().len(), 2, "{shown:#}");
+    let listed = shown["pull_requests"].as_array().unwrap();
+    assert_eq!(listed.len(), 1, "{shown:#}");
+    assert_eq!(listed[0]["repo"], REPO);
+    assert_eq!(listed[0]["number"], pulls[0].number);
+    assert_eq!(
+        listed[0]["run_id"], shown["runs"][0]["id"],
+        "the newest run delivered last"
+    );
     hub.stop().await;
 }
 

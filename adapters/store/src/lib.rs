@@ -45,7 +45,7 @@ pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};
 pub use outbox::OutboxMessage;
 pub use people::PersonRow;
 pub use queue::{QueueMessage, QueuedDelivery};
-pub use requirements::RequirementRow;
+pub use requirements::{PullRequestRow, RequirementRow};
 pub use runs::{DecisionRow, RunRow};
 pub use schedules::ScheduleRow;
 pub use store::Store;

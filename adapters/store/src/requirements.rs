@@ -32,7 +32,56 @@ pub struct RequirementRow {
 const COLUMNS: &str = "id, source_key, source, title, body, url, state, requested_by, source_updated_at, \
      created_at, updated_at";
 
+/// A pull request a delivery opened for a requirement.
+#[derive(Debug, Clone, sqlx::FromRow)]
+pub struct PullRequestRow {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: i64,
+    /// The run that delivered into it last.
+    pub run_id: Uuid,
+    /// The work branch it is opened from.
+    pub branch: String,
+    pub created_at: DateTime<Utc>,
+}
+
 impl Store {
+    /// The newest requirements first, optionally only those in `state` (`open`, `closed`,
+    /// `delivered`; any other name matches none).
+    pub async fn requirements(
+        &self,
+        state: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<RequirementRow>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM requirements WHERE ($1 IS NULL OR state = $1)
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(state)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// The pull requests deliveries opened for a requirement, oldest first.
+    pub async fn pull_requests_of_requirement(
+        &self,
+        requirement: Uuid,
+    ) -> Result<Vec<PullRequestRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT repo, number, run_id, branch, created_at FROM pull_requests
+                 WHERE requirement_id = $1 ORDER BY created_at, repo, number",
+            )
+            .bind(requirement)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+
     pub async fn requirement(&self, id: Uuid) -> Result<Option<RequirementRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM requirements WHERE id = $1");
         Ok(with_pool!(self, pool => {

@@ -24,7 +24,7 @@ use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
 use crate::cli::args::{Cli, ConfigCommand, GatehouseCommand, ScheduleCommand, SopCommand};
-use crate::cli::{identity, runs, schedules, sops};
+use crate::cli::{identity, requirements, runs, schedules, sops};
 use crate::config::Config;
 
 fn main() -> ExitCode {
@@ -157,6 +157,10 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             command,
             client: args,
         } => identity::person(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Requirement {
+            command,
+            client: args,
+        } => requirements::requirement(&client(&args, &config)?, command, args.json).await,
         GatehouseCommand::Migrate {
             database_url,
             nats_url,

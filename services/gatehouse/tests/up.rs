@@ -835,6 +835,29 @@ fn github_webhooks_start_runs_and_post_their_status() {
             let runs = up.json(&["run", "list", "--status", "succeeded"]);
             assert_eq!(runs.as_array().unwrap().len(), 1, "{runs:#}");
             assert_eq!(comments.len(), 1, "{comments:#?}");
+            // The issue is a requirement the CLI lists and shows, with the run it got.
+            let requirements = up.json(&["requirement", "list", "--state", "open"]);
+            let listed = requirements.as_array().unwrap();
+            assert_eq!(listed.len(), 1, "{requirements:#}");
+            assert_eq!(listed[0]["key"], "github:Codertocat/Hello-World#1");
+            assert_eq!(listed[0]["source"]["kind"], "github");
+            let id = listed[0]["id"].as_str().unwrap();
+            let shown = up.json(&["requirement", "show", id]);
+            assert_eq!(shown["runs"][0]["id"], runs[0]["id"], "{shown:#}");
+            assert_eq!(shown["runs"][0]["status"], "succeeded");
+            let text = up.cli(&["requirement", "show", id]);
+            let text = String::from_utf8_lossy(&text.stdout);
+            assert!(
+                text.contains("github:Codertocat/Hello-World#1 · open") && text.contains("tick"),
+                "{text}"
+            );
+            let closed = up.json(&["requirement", "list", "--state", "closed"]);
+            assert_eq!(closed.as_array().unwrap().len(), 0, "{closed:#}");
+            assert!(
+                up.fails(&["requirement", "show", "not-a-uuid"])
+                    .contains("400"),
+                "a bad id is refused"
+            );
             return;
         }
         std::thread::sleep(Duration::from_millis(25));

@@ -93,6 +93,8 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/tokens/{name}", delete(tokens::revoke))
         .route("/people", post(people::add).get(people::list))
         .route("/people/{id}", delete(people::remove))
+        .route("/requirements", get(requirements::list))
+        .route("/requirements/{id}", get(requirements::show))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,

@@ -1,59 +1,84 @@
-//! What every new requirement gets, whatever it came from: its row and
-//! `requirement.created`, in the caller's transaction.
+//! Requirements: `GET /requirements` and `GET /requirements/{id}` show what people asked for,
+//! where, and what was done for it (its runs, the pull requests its deliveries opened, what
+//! its agents used). Creating one is what every source shares (`new.rs`).
 
-use chrono::Utc;
-use gatehouse_events::{Actor, Event, RequirementCreated, RequirementSource, RequirementState};
-use gatehouse_store::{RequirementRow, Tx};
+mod new;
+
+pub(crate) use new::{NewRequirement, create};
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use gatehouse_store::RequirementRow;
+use serde::Deserialize;
 use uuid::Uuid;
 
-use crate::{ApiError, outbox};
+use crate::error::ErrorBody;
+use crate::views::{PullRequestView, RequirementDetail, RequirementSummary, UsageTotal};
+use crate::{ApiError, ApiState};
 
-/// A requirement about to be created.
-pub(crate) struct NewRequirement {
-    /// Unique per source (`github:owner/repo#12`, `slack:C…:ts`).
-    pub key: String,
-    /// Where it lives.
-    pub source: RequirementSource,
-    pub title: String,
-    pub body: String,
-    /// Link, when there is one.
-    pub url: Option<String>,
-    pub state: RequirementState,
-    /// The source's own last-change time; empty when unknown.
-    pub source_updated_at: String,
-    /// Who asked.
-    pub author: Actor,
+/// Query of `GET /requirements`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+pub struct RequirementQuery {
+    /// Only requirements in this state (open, closed or delivered).
+    pub state: Option<String>,
+    /// At most this many (default 50, at most 500).
+    pub limit: Option<i64>,
 }
 
-/// Stores `new` and emits `requirement.created`.
-pub(crate) async fn create(tx: &mut Tx, new: NewRequirement) -> Result<RequirementRow, ApiError> {
-    let now = Utc::now();
-    let row = RequirementRow {
-        id: Uuid::now_v7(),
-        source_key: new.key,
-        source: serde_json::to_string(&new.source)?,
-        title: new.title,
-        body: new.body,
-        url: new.url,
-        state: new.state,
-        requested_by: new
-            .author
-            .person
-            .clone()
-            .unwrap_or_else(|| new.author.handle.clone()),
-        source_updated_at: new.source_updated_at,
-        created_at: now,
-        updated_at: now,
-    };
-    tx.insert_requirement(&row).await?;
-    let created = RequirementCreated {
-        requirement_id: row.id,
-        source: new.source,
-        title: row.title.clone(),
+/// Lists requirements, newest first.
+#[utoipa::path(get, path = "/requirements", params(RequirementQuery), responses((status = 200, body = [RequirementSummary])))]
+pub async fn list(
+    State(api): State<ApiState>,
+    Query(q): Query<RequirementQuery>,
+) -> Result<Json<Vec<RequirementSummary>>, ApiError> {
+    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let rows = api.store.requirements(q.state.as_deref(), limit).await?;
+    Ok(Json(rows.into_iter().map(summary).collect()))
+}
+
+/// A requirement with its runs, pull requests and usage.
+#[utoipa::path(get, path = "/requirements/{id}", responses((status = 200, body = RequirementDetail), (status = 404, body = ErrorBody)))]
+pub async fn show(
+    State(api): State<ApiState>,
+    Path(id): Path<Uuid>,
+) -> Result<Json<RequirementDetail>, ApiError> {
+    let row = api
+        .store
+        .requirement(id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no requirement {id}")))?;
+    let runs = api.store.runs_of_requirement(id).await?;
+    let pull_requests = api.store.pull_requests_of_requirement(id).await?;
+    let usage = UsageTotal::of(&api.store.usage_of_requirement(id).await?);
+    Ok(Json(RequirementDetail {
         body: row.body.clone(),
-        url: row.url.clone(),
-        requested_by: new.author,
-    };
-    outbox::append(tx, Event::RequirementCreated(created)).await?;
-    Ok(row)
+        requirement: summary(row),
+        runs: runs.into_iter().map(crate::runs::summary).collect(),
+        pull_requests: pull_requests
+            .into_iter()
+            .map(|p| PullRequestView {
+                repo: p.repo,
+                number: p.number,
+                branch: p.branch,
+                run_id: p.run_id,
+                opened_at: p.created_at,
+            })
+            .collect(),
+        usage,
+    }))
+}
+
+fn summary(row: RequirementRow) -> RequirementSummary {
+    RequirementSummary {
+        id: row.id,
+        key: row.source_key,
+        // Written by Gatehouse as JSON; a row from elsewhere shows as its text.
+        source: serde_json::from_str(&row.source).unwrap_or(serde_json::Value::String(row.source)),
+        title: row.title,
+        url: row.url,
+        state: row.state.to_string(),
+        requested_by: row.requested_by,
+        created_at: row.created_at,
+        updated_at: row.updated_at,
+    }
 }

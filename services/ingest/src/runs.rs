@@ -12,7 +12,8 @@ use gatehouse_events::{Event, RunCommand, RunCommandKind, RunRequested};
 use serde::Deserialize;
 use uuid::Uuid;
 
-use detail::{detail, summary};
+use detail::detail;
+pub(crate) use detail::summary;
 
 use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};

@@ -2,6 +2,7 @@
 
 mod gates;
 mod people;
+mod requirements;
 mod runs;
 mod schedules;
 mod tokens;
@@ -9,6 +10,7 @@ mod usage;
 
 pub use gates::*;
 pub use people::*;
+pub use requirements::*;
 pub use runs::*;
 pub use schedules::*;
 pub use tokens::*;

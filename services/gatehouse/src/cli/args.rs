@@ -129,6 +129,15 @@ pub enum GatehouseCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// What people asked for (GitHub issues, chat threads), with its runs and pull requests.
+    Requirement {
+        /// What to do.
+        #[command(subcommand)]
+        command: RequirementCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// The people known to Gatehouse (administrators add and remove them).
     Person {
         /// What to do.
@@ -185,6 +194,22 @@ pub struct ClientArgs {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+}
+
+/// `gatehouse requirement ...`
+#[derive(Debug, Subcommand)]
+pub enum RequirementCommand {
+    /// List requirements, newest first.
+    List {
+        /// Only those in this state: open, closed or delivered.
+        #[arg(long)]
+        state: Option<String>,
+    },
+    /// Show a requirement: where it came from, its runs, pull requests and usage.
+    Show {
+        /// Requirement id.
+        id: String,
+    },
 }
 
 /// `gatehouse run ...`

@@ -264,7 +264,7 @@ fn tree(run: &RunDetail) -> String {
 }
 
 /// A sum of usage on one line.
-fn total(t: &UsageTotal) -> String {
+pub(crate) fn total(t: &UsageTotal) -> String {
     let mut line = format!(
         "in {}  out {}  cache read {}  cache write {}  {}",
         t.input_tokens,

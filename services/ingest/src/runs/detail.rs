@@ -93,7 +93,7 @@ pub(super) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiErr
     })
 }
 
-pub(super) fn summary(row: gatehouse_store::RunRow) -> RunSummary {
+pub(crate) fn summary(row: gatehouse_store::RunRow) -> RunSummary {
     RunSummary {
         id: row.id,
         sop: row.sop,

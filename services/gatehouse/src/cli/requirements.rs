@@ -1,0 +1,84 @@
+//! The client verbs `requirement list` and `requirement show`: what people asked for, and
+//! what was done for it.
+
+use gatehouse_ingest::views::{RequirementDetail, RequirementSummary};
+
+use crate::cli::args::RequirementCommand;
+use crate::cli::client::{Client, path_segment};
+use crate::cli::runs::{print, total};
+
+pub async fn requirement(
+    client: &Client,
+    command: RequirementCommand,
+    as_json: bool,
+) -> anyhow::Result<()> {
+    match command {
+        RequirementCommand::List { state } => {
+            let path = match state {
+                Some(s) => format!("/requirements?state={}", path_segment(&s)),
+                None => "/requirements".to_owned(),
+            };
+            let requirements: Vec<RequirementSummary> = client.get(&path).await?;
+            print(as_json, &requirements, || table(&requirements))
+        }
+        RequirementCommand::Show { id } => {
+            let detail: RequirementDetail = client
+                .get(&format!("/requirements/{}", path_segment(&id)))
+                .await?;
+            print(as_json, &detail, || describe(&detail))
+        }
+    }
+}
+
+fn table(requirements: &[RequirementSummary]) -> String {
+    let mut out = format!("{:<36}  {:<9}  {:<32}  TITLE\n", "ID", "STATE", "FROM");
+    for r in requirements {
+        out.push_str(&format!(
+            "{:<36}  {:<9}  {:<32}  {}\n",
+            r.id,
+            r.state,
+            r.key,
+            one_line(&r.title)
+        ));
+    }
+    out.trim_end().to_owned()
+}
+
+fn describe(d: &RequirementDetail) -> String {
+    let r = &d.requirement;
+    let mut out = format!(
+        "requirement {} · {} · {}\n  {}\n  asked by {} on {}\n",
+        r.id,
+        r.key,
+        r.state,
+        one_line(&r.title),
+        r.requested_by,
+        r.created_at.format("%Y-%m-%d %H:%M:%S")
+    );
+    if let Some(url) = &r.url {
+        out.push_str(&format!("  {url}\n"));
+    }
+    out.push_str("runs:\n");
+    if d.runs.is_empty() {
+        out.push_str("  none\n");
+    }
+    for run in &d.runs {
+        out.push_str(&format!("  {}  {:<10}  {}\n", run.id, run.status, run.sop));
+    }
+    if !d.pull_requests.is_empty() {
+        out.push_str("pull requests:\n");
+        for pr in &d.pull_requests {
+            out.push_str(&format!(
+                "  {}#{}  from {}  (run {})\n",
+                pr.repo, pr.number, pr.branch, pr.run_id
+            ));
+        }
+    }
+    out.push_str(&format!("usage: {}\n", total(&d.usage)));
+    out.trim_end().to_owned()
+}
+
+/// A title on one line, whatever its source allowed in it.
+fn one_line(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
