@@ -215,6 +215,13 @@ fn routes() -> Vec<Route> {
             Administrator,
         ),
         route(Method::GET, "/requirements", "/requirements", None, Nothing),
+        route(
+            Method::GET,
+            "/reports/usage",
+            "/reports/usage",
+            None,
+            Nothing,
+        ),
         // A run's id names no requirement: past authorization, the handler's 404.
         route(
             Method::GET,

@@ -233,6 +233,19 @@ impl Store {
         }))
     }
 
+    /// Every run created at or after `since`, oldest first, for reports.
+    pub async fn runs_since(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE created_at >= $1 ORDER BY created_at, id"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(since).fetch_all(pool).await?
+        }))
+    }
+
     /// The runs working on a requirement, newest first.
     pub async fn runs_of_requirement(&self, requirement: Uuid) -> Result<Vec<RunRow>, StoreError> {
         let sql = format!(

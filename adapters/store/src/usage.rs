@@ -129,4 +129,18 @@ impl Store {
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(requirement).fetch_all(pool).await?
         }))
     }
+
+    /// The usage of every run created at or after `since`, for reports.
+    pub async fn usage_since(
+        &self,
+        since: chrono::DateTime<chrono::Utc>,
+    ) -> Result<Vec<UsageRow>, StoreError> {
+        let sql = format!(
+            "SELECT {USAGE_COLUMNS} FROM node_usage u JOIN runs r ON r.id = u.run_id
+             WHERE r.created_at >= $1 ORDER BY u.run_id, u.node, u.attempt, u.model"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(since).fetch_all(pool).await?
+        }))
+    }
 }

@@ -24,7 +24,7 @@ use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
 use crate::cli::args::{Cli, ConfigCommand, GatehouseCommand, ScheduleCommand, SopCommand};
-use crate::cli::{identity, requirements, runs, schedules, sops};
+use crate::cli::{identity, reports, requirements, runs, schedules, sops};
 use crate::config::Config;
 
 fn main() -> ExitCode {
@@ -157,6 +157,10 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             command,
             client: args,
         } => identity::person(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Report {
+            command,
+            client: args,
+        } => reports::report(&client(&args, &config)?, command, args.json).await,
         GatehouseCommand::Requirement {
             command,
             client: args,

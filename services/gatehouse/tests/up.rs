@@ -1056,6 +1056,40 @@ fn agent_usage_shows_in_run_show_and_secrets_never_reach_logs_or_artifacts() {
     );
     assert!(text.contains("run total: in 1000  out 500"), "{text}");
 
+    // The usage report groups it with its SOP (the schedule's runs have their own).
+    let report = up.json(&["report", "usage", "--by", "sop", "--since", "1h"]);
+    let groups = report["groups"].as_array().unwrap();
+    let agentic = groups.iter().find(|g| g["key"] == "agentic").unwrap();
+    assert_eq!(agentic["runs"], 1, "{report:#}");
+    // Its `leak` node fails the run on purpose.
+    assert_eq!(agentic["failed"], 1, "{report:#}");
+    assert_eq!(agentic["input_tokens"], 1000, "{report:#}");
+    assert!((agentic["cost_usd"].as_f64().unwrap() - 0.0105).abs() < 1e-9);
+    let by_model = up.json(&["report", "usage", "--by", "model"]);
+    let model = &by_model["groups"][0];
+    assert_eq!(model["key"], "claude-sonnet-4-5", "{by_model:#}");
+    assert!(
+        model["input_tokens"].as_i64().unwrap() >= 1000,
+        "{by_model:#}"
+    );
+    let csv = up.cli(&["report", "usage", "--by", "sop", "--csv"]);
+    let csv = String::from_utf8_lossy(&csv.stdout);
+    let mut lines = csv.lines();
+    assert_eq!(
+        lines.next(),
+        Some(
+            "sop,runs,succeeded,failed,cancelled,duration_ms,input_tokens,output_tokens,cache_read_tokens,cache_write_tokens,cost_usd,unpriced_models"
+        )
+    );
+    assert!(
+        lines.any(|l| l.starts_with("agentic,1,0,1,0,") && l.contains(",1000,500,0,0,0.010500,")),
+        "{csv}"
+    );
+    assert!(
+        up.fails(&["report", "usage", "--by", "colour"])
+            .contains("cannot group by `colour`: use person, sop, sop-version or model")
+    );
+
     // The schedule's agent shorthand runs as a one-node SOP.
     for _ in 0..200 {
         let runs = up.json(&["run", "list", "--status", "succeeded"]);

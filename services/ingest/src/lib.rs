@@ -30,6 +30,7 @@ mod github;
 mod openapi;
 mod outbox;
 mod people;
+mod reports;
 mod requirements;
 mod rights;
 mod run_loader;
@@ -93,6 +94,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/tokens/{name}", delete(tokens::revoke))
         .route("/people", post(people::add).get(people::list))
         .route("/people/{id}", delete(people::remove))
+        .route("/reports/usage", get(reports::usage))
         .route("/requirements", get(requirements::list))
         .route("/requirements/{id}", get(requirements::show))
         .route_layer(axum::middleware::from_fn_with_state(

@@ -2,6 +2,7 @@
 
 mod gates;
 mod people;
+mod reports;
 mod requirements;
 mod runs;
 mod schedules;
@@ -10,6 +11,7 @@ mod usage;
 
 pub use gates::*;
 pub use people::*;
+pub use reports::*;
 pub use requirements::*;
 pub use runs::*;
 pub use schedules::*;

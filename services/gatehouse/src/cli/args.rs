@@ -138,6 +138,15 @@ pub enum GatehouseCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Reports: tokens, cost, runs and durations, grouped.
+    Report {
+        /// What to do.
+        #[command(subcommand)]
+        command: ReportCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// The people known to Gatehouse (administrators add and remove them).
     Person {
         /// What to do.
@@ -194,6 +203,23 @@ pub struct ClientArgs {
     /// Print JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+}
+
+/// `gatehouse report ...`
+#[derive(Debug, Subcommand)]
+pub enum ReportCommand {
+    /// Tokens, cost, run counts and durations of the runs created in a window.
+    Usage {
+        /// Group by person, sop, sop-version or model.
+        #[arg(long, default_value = "sop")]
+        by: String,
+        /// The window: a duration back from now (30d, 12h) or an RFC 3339 time.
+        #[arg(long, default_value = "30d")]
+        since: String,
+        /// Print CSV (a header row, then a row per group) instead of a table.
+        #[arg(long, conflicts_with = "json")]
+        csv: bool,
+    },
 }
 
 /// `gatehouse requirement ...`
