@@ -2,8 +2,8 @@
 //! with the same [`Fleet`] as `gatehouse up`, on a test database and data directory, with
 //! fake GitHub, Slack and Discord beside it, and verbs that act as the outside world does
 //! (request a run, decide a gate, deliver a webhook, mention the bot, click a button) and
-//! wait for what should follow. The chat verbs are in `gatehouse/chat.rs`, the GitHub ones
-//! in `gatehouse/github.rs`.
+//! wait for what should follow. The API client is in `gatehouse/api.rs`, the chat verbs in
+//! `gatehouse/chat.rs`, the GitHub ones in `gatehouse/github.rs`.
 //!
 //! ```ignore
 //! let gh = Gatehouse::builder(Backend::Sqlite).sop("review", REVIEW).chat().start().await;
@@ -12,6 +12,7 @@
 //! gh.stop().await;
 //! ```
 
+pub mod api;
 pub mod chat;
 pub mod github;
 

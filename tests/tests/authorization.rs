@@ -294,7 +294,7 @@ async fn every_route_answers_each_scope_and_person_as_the_table_says(backend: Ba
         for (label, scopes) in scope_sets() {
             let token = gh.token(person, &scopes).await;
             let combo = format!("{person}-{label}");
-            walks.push(walk(&gh.api, combo, person, scopes, token, run));
+            walks.push(walk(&gh.running, combo, person, scopes, token, run));
         }
     }
     let failures: Vec<String> = futures::future::join_all(walks)
@@ -309,7 +309,7 @@ async fn every_route_answers_each_scope_and_person_as_the_table_says(backend: Ba
         failures.join("\n")
     );
     // The public route really is public.
-    gh.api.anonymous().get("/openapi.json").await.is(200);
+    gh.anonymous().get("/openapi.json").await.is(200);
     gh.stop().await;
 }
 
@@ -360,10 +360,7 @@ async fn requests_without_a_valid_token_are_401_on_every_route(backend: Backend)
     ];
     let mut failures = Vec::new();
     for (what, authorization, words) in &cases {
-        let client = As {
-            api: &gh.api,
-            authorization: authorization.clone(),
-        };
+        let client = gh.api_with(authorization.clone());
         for route in routes().iter().filter(|r| r.beyond != Beyond::Public) {
             let (path, body) = concrete(route, "anyone", run);
             let reply = client.send(route.method.clone(), &path, body).await;
@@ -398,8 +395,7 @@ async fn a_non_admin_cannot_mint_tokens_for_others(backend: Backend) {
     let gh = Gatehouse::start(backend).await;
     let (ana, bo) = (gh.mint("ana").await, gh.mint("bo").await);
 
-    gh.api
-        .as_(&bo)
+    gh.api_as(&bo)
         .post("/tokens", json!({ "person": "ana" }))
         .await
         .refused(
@@ -407,20 +403,17 @@ async fn a_non_admin_cannot_mint_tokens_for_others(backend: Backend) {
             "only an administrator may create tokens for other people",
         );
     // A lead is no administrator either.
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .post("/tokens", json!({ "person": "bo" }))
         .await
         .refused(403, "only an administrator");
     // A non-administrator is not told who exists: someone unknown is refused the same way.
-    gh.api
-        .as_(&bo)
+    gh.api_as(&bo)
         .post("/tokens", json!({ "person": "mallory" }))
         .await
         .refused(403, "only an administrator");
     // An administrator is told the person is unknown, by name.
-    gh.api
-        .as_(&gh.admin)
+    gh.api_as(&gh.admin)
         .post("/tokens", json!({ "person": "mallory" }))
         .await
         .refused(422, "`mallory` is not one of the people known to Gatehouse");
@@ -429,19 +422,17 @@ async fn a_non_admin_cannot_mint_tokens_for_others(backend: Backend) {
     // after themselves: no token of bo's may look like the admin's (or squat the names
     // another person's tokens would get). `bo-admin` acts for bo, sees only bo's tokens
     // and administers nothing.
-    gh.api
-        .as_(&bo)
+    gh.api_as(&bo)
         .post("/tokens", json!({ "name": "admin" }))
         .await
         .refused(422, "is named `bo` or `bo-<something>`; `admin` is not");
     let named = gh
-        .api
-        .as_(&bo)
+        .api_as(&bo)
         .post("/tokens", json!({ "name": "bo-admin" }))
         .await
         .is(201);
     assert_eq!(named["person"], "bo", "{named}");
-    let as_admin = gh.api.as_(str_of(&named["token"]));
+    let as_admin = gh.api_as(str_of(&named["token"]));
     let theirs = as_admin.get("/tokens").await.is(200);
     assert!(
         people_of(&theirs).iter().all(|p| p == "bo"),
@@ -453,12 +444,7 @@ async fn a_non_admin_cannot_mint_tokens_for_others(backend: Backend) {
         .refused(403, "lacks the `admin` scope");
 
     // ana holds exactly the token the administrator minted for her.
-    let anas = gh
-        .api
-        .as_(&gh.admin)
-        .get("/tokens?person=ana")
-        .await
-        .is(200);
+    let anas = gh.api_as(&gh.admin).get("/tokens?person=ana").await.is(200);
     let created_by: Vec<&str> = anas
         .as_array()
         .into_iter()
@@ -475,48 +461,41 @@ async fn a_non_admin_cannot_mint_tokens_for_others(backend: Backend) {
 async fn a_token_gives_no_more_than_its_creators_token(backend: Backend) {
     let gh = Gatehouse::start(backend).await;
     let read_only = gh
-        .api
-        .as_(&gh.admin)
+        .api_as(&gh.admin)
         .post("/tokens", json!({ "person": "ana", "scopes": ["read"] }))
         .await
         .is(201);
     let read_only = str_of(&read_only["token"]);
 
     for asked in [json!(["run"]), json!(["read", "run"]), json!(["decide"])] {
-        gh.api
-            .as_(read_only)
+        gh.api_as(read_only)
             .post("/tokens", json!({ "scopes": asked }))
             .await
             .refused(403, "a token can only give scopes its creator's token has");
     }
     // Named no scopes, a new token gets the default ones its creator's token has: `read`.
     let minted = gh
-        .api
-        .as_(read_only)
+        .api_as(read_only)
         .post("/tokens", json!({}))
         .await
         .is(201);
     assert_eq!(minted["scopes"], json!(["read"]), "{minted}");
-    gh.api
-        .as_(str_of(&minted["token"]))
+    gh.api_as(str_of(&minted["token"]))
         .post("/runs", json!({ "sop": "hold" }))
         .await
         .refused(403, "lacks the `run` scope");
 
     // Nobody mints `admin` from a token without it, and only people in `admins` hold it.
     let ana = gh.mint("ana").await;
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .post("/tokens", json!({ "scopes": ["admin"] }))
         .await
         .refused(403, "only give scopes");
-    gh.api
-        .as_(&gh.admin)
+    gh.api_as(&gh.admin)
         .post("/tokens", json!({ "person": "ana", "scopes": ["admin"] }))
         .await
         .refused(422, "only for people in group `admins`");
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .post("/tokens", json!({ "scopes": [] }))
         .await
         .refused(422, "at least one scope");
@@ -530,22 +509,19 @@ async fn nobody_revokes_someone_elses_token(backend: Backend) {
     let gh = Gatehouse::start(backend).await;
     let (ana, bo) = (gh.mint("ana").await, gh.mint("bo").await);
     let laptop = gh
-        .api
-        .as_(&ana)
+        .api_as(&ana)
         .post("/tokens", json!({ "name": "ana-laptop" }))
         .await
         .is(201);
     let laptop = str_of(&laptop["token"]).to_owned();
 
     let theirs = gh
-        .api
-        .as_(&bo)
+        .api_as(&bo)
         .delete("/tokens/ana-laptop")
         .await
         .refused(404, "no token named `ana-laptop`");
     let nobodys = gh
-        .api
-        .as_(&bo)
+        .api_as(&bo)
         .delete("/tokens/no-such-token")
         .await
         .refused(404, "no token named");
@@ -554,8 +530,8 @@ async fn nobody_revokes_someone_elses_token(backend: Backend) {
         nobodys.replace("no-such-token", "X"),
         "someone else's token looks like no token at all"
     );
-    gh.api.as_(&laptop).get("/runs").await.is(200);
-    let listed = gh.api.as_(&ana).get("/tokens").await.is(200);
+    gh.api_as(&laptop).get("/runs").await.is(200);
+    let listed = gh.api_as(&ana).get("/tokens").await.is(200);
     assert!(
         names_of(&listed).contains(&"ana-laptop".to_owned()),
         "{listed}"
@@ -563,16 +539,14 @@ async fn nobody_revokes_someone_elses_token(backend: Backend) {
 
     // ana revokes her own; it stops working at once and is gone for good.
     assert_eq!(
-        gh.api.as_(&ana).delete("/tokens/ana-laptop").await.status,
+        gh.api_as(&ana).delete("/tokens/ana-laptop").await.status,
         StatusCode::NO_CONTENT
     );
-    gh.api
-        .as_(&laptop)
+    gh.api_as(&laptop)
         .get("/runs")
         .await
         .refused(401, "was revoked");
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .delete("/tokens/ana-laptop")
         .await
         .refused(404, "no token named");
@@ -580,15 +554,13 @@ async fn nobody_revokes_someone_elses_token(backend: Backend) {
     // An administrator revokes anyone's.
     let bos = gh.token_name(&bo).await;
     assert_eq!(
-        gh.api
-            .as_(&gh.admin)
+        gh.api_as(&gh.admin)
             .delete(&format!("/tokens/{bos}"))
             .await
             .status,
         StatusCode::NO_CONTENT
     );
-    gh.api
-        .as_(&bo)
+    gh.api_as(&bo)
         .get("/runs")
         .await
         .refused(401, "was revoked");
@@ -601,8 +573,7 @@ async fn revoked_and_expired_tokens_are_refused(backend: Backend) {
     let gh = Gatehouse::start(backend).await;
     let ana = gh.mint("ana").await;
     let brief = gh
-        .api
-        .as_(&ana)
+        .api_as(&ana)
         .post(
             "/tokens",
             json!({ "name": "ana-brief", "expires_in": "2s" }),
@@ -612,43 +583,39 @@ async fn revoked_and_expired_tokens_are_refused(backend: Backend) {
     let expires_at: chrono::DateTime<chrono::Utc> =
         serde_json::from_value(brief["expires_at"].clone()).expect("an expiry");
     let brief = str_of(&brief["token"]).to_owned();
-    gh.api.as_(&brief).get("/runs").await.is(200);
+    gh.api_as(&brief).get("/runs").await.is(200);
     let left = (expires_at - chrono::Utc::now())
         .to_std()
         .unwrap_or_default();
     tokio::time::sleep(left + Duration::from_millis(100)).await;
-    gh.api
-        .as_(&brief)
+    gh.api_as(&brief)
         .get("/runs")
         .await
         .refused(401, "token `ana-brief` has expired");
-    gh.api
-        .as_(&brief)
+    gh.api_as(&brief)
         .post("/tokens", json!({ "name": "ana-renewed" }))
         .await
         .refused(401, "has expired");
 
     let gone = gh
-        .api
-        .as_(&ana)
+        .api_as(&ana)
         .post("/tokens", json!({ "name": "ana-gone" }))
         .await
         .is(201);
     let gone = str_of(&gone["token"]).to_owned();
     assert_eq!(
-        gh.api.as_(&ana).delete("/tokens/ana-gone").await.status,
+        gh.api_as(&ana).delete("/tokens/ana-gone").await.status,
         StatusCode::NO_CONTENT
     );
     for reply in [
-        gh.api.as_(&gone).get("/runs").await,
-        gh.api.as_(&gone).post("/tokens", json!({})).await,
-        gh.api.as_(&gone).delete("/tokens/ana-gone").await,
+        gh.api_as(&gone).get("/runs").await,
+        gh.api_as(&gone).post("/tokens", json!({})).await,
+        gh.api_as(&gone).delete("/tokens/ana-gone").await,
     ] {
         reply.refused(401, "token `ana-gone` was revoked");
     }
     for nonsense in ["0s", "soon", "-1d"] {
-        gh.api
-            .as_(&ana)
+        gh.api_as(&ana)
             .post("/tokens", json!({ "expires_in": nonsense }))
             .await
             .refused(422, "is not a duration");
@@ -661,23 +628,21 @@ async fn revoked_and_expired_tokens_are_refused(backend: Backend) {
 /// people to remove (`/people` did not exist), so all of this failed.
 async fn a_removed_persons_tokens_stop_working(backend: Backend) {
     let gh = Gatehouse::start(backend).await;
-    let as_admin = gh.api.as_(&gh.admin);
+    let as_admin = gh.api_as(&gh.admin);
     as_admin
         .post("/people", json!({ "id": "cy", "groups": ["leads"] }))
         .await
         .is(201);
     let cy = gh.mint("cy").await;
-    gh.api.as_(&cy).get("/people").await.is(200);
+    gh.api_as(&cy).get("/people").await.is(200);
 
     // Only an administrator removes people, and configured people stay.
-    gh.api
-        .as_(&cy)
+    gh.api_as(&cy)
         .delete("/people/cy")
         .await
         .refused(403, "lacks the `admin` scope");
     let cy_everything = gh.token("cy", &Scope::ALL).await;
-    gh.api
-        .as_(&cy_everything)
+    gh.api_as(&cy_everything)
         .delete("/people/cy")
         .await
         .refused(403, "only an administrator may remove people");
@@ -690,8 +655,7 @@ async fn a_removed_persons_tokens_stop_working(backend: Backend) {
         as_admin.delete("/people/cy").await.status,
         StatusCode::NO_CONTENT
     );
-    gh.api
-        .as_(&cy)
+    gh.api_as(&cy)
         .get("/people")
         .await
         .refused(401, "was revoked");
@@ -701,8 +665,7 @@ async fn a_removed_persons_tokens_stop_working(backend: Backend) {
         .post("/people", json!({ "id": "cy" }))
         .await
         .is(201);
-    gh.api
-        .as_(&cy)
+    gh.api_as(&cy)
         .get("/people")
         .await
         .refused(401, "was revoked");
@@ -711,7 +674,7 @@ async fn a_removed_persons_tokens_stop_working(backend: Backend) {
     // or an operator may leave things): the token check itself refuses them.
     let again = gh.mint("cy").await;
     assert!(gh.db.store.remove_person("cy").await.unwrap());
-    gh.api.as_(&again).get("/people").await.refused(
+    gh.api_as(&again).get("/people").await.refused(
         401,
         "acts for `cy`, who is no longer one of the people known",
     );
@@ -726,14 +689,12 @@ async fn the_requester_may_not_approve_their_own_gate(backend: Backend) {
     let ana = gh.mint("ana").await;
     // ana may not take the name bo's first token would get, and a second token of her
     // own is still hers.
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .post("/tokens", json!({ "name": "bo" }))
         .await
         .refused(422, "`bo` is not");
     let as_bo = gh
-        .api
-        .as_(&ana)
+        .api_as(&ana)
         .post("/tokens", json!({ "name": "ana-second" }))
         .await
         .is(201);
@@ -743,26 +704,24 @@ async fn the_requester_may_not_approve_their_own_gate(backend: Backend) {
     gh.wait_status(run, "waiting").await;
     let run_path = format!("/runs/{run}");
     assert_eq!(
-        gh.api.as_(&ana).get(&run_path).await.is(200)["requested_by"],
+        gh.api_as(&ana).get(&run_path).await.is(200)["requested_by"],
         "ana"
     );
 
     let decide = format!("/runs/{run}/gates/review/decision");
     let approve = json!({ "decision": "approve" });
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .post(&decide, approve.clone())
         .await
         .refused(403, "requester");
-    gh.api
-        .as_(str_of(&as_bo["token"]))
+    gh.api_as(str_of(&as_bo["token"]))
         .post(&decide, approve.clone())
         .await
         .refused(403, "requester");
 
-    gh.api.as_(&bo).post(&decide, approve).await.is(202);
+    gh.api_as(&bo).post(&decide, approve).await.is(202);
     gh.wait_status(run, "succeeded").await;
-    let detail = gh.api.as_(&ana).get(&run_path).await.is(200);
+    let detail = gh.api_as(&ana).get(&run_path).await.is(200);
     let applied: Vec<&str> = detail["decisions"]
         .as_array()
         .into_iter()
@@ -782,8 +741,7 @@ async fn a_schedules_run_answers_to_whoever_triggered_it(backend: Backend) {
     let gh = Gatehouse::start(backend).await;
     let (ana, bo) = (gh.mint("ana").await, gh.mint("bo").await);
     let created = gh
-        .api
-        .as_(&ana)
+        .api_as(&ana)
         .post(
             "/schedules",
             json!({ "name": "ana-yearly", "cron": "0 0 1 1 *", "sop": "hold" }),
@@ -795,24 +753,21 @@ async fn a_schedules_run_answers_to_whoever_triggered_it(backend: Backend) {
     let run = gh.trigger(&ana, "ana-yearly", "ana").await;
     let decide = format!("/runs/{run}/gates/review/decision");
     let approve = json!({ "decision": "approve" });
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .post(&decide, approve.clone())
         .await
         .refused(403, "requester");
-    gh.api.as_(&bo).post(&decide, approve.clone()).await.is(202);
+    gh.api_as(&bo).post(&decide, approve.clone()).await.is(202);
     gh.wait_status(run, "succeeded").await;
 
     let run = gh.trigger(&bo, "ana-yearly", "bo").await;
     let decide = format!("/runs/{run}/gates/review/decision");
-    gh.api
-        .as_(&bo)
+    gh.api_as(&bo)
         .post(&decide, approve.clone())
         .await
         .refused(403, "requester");
     // Nor does the schedule's owner approve by proxy when someone else triggers it.
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .post(&decide, approve.clone())
         .await
         .refused(403, "owner of the schedule");
@@ -826,8 +781,7 @@ async fn starters_are_enforced_when_a_run_starts(backend: Backend) {
     let gh = Gatehouse::start(backend).await;
     let (ana, bo) = (gh.mint("ana").await, gh.mint("bo").await);
     let refused = gh
-        .api
-        .as_(&bo)
+        .api_as(&bo)
         .post("/runs", json!({ "sop": "leads-only" }))
         .await
         .refused(403, "bo may not start `leads-only`");
@@ -835,8 +789,7 @@ async fn starters_are_enforced_when_a_run_starts(backend: Backend) {
         refused.contains("group:leads"),
         "names the starters: {refused}"
     );
-    gh.api
-        .as_(&bo)
+    gh.api_as(&bo)
         .post(
             "/schedules",
             json!({ "name": "bo-yearly", "cron": "0 0 1 1 *", "sop": "leads-only" }),
@@ -851,21 +804,18 @@ async fn starters_are_enforced_when_a_run_starts(backend: Backend) {
         Some("ana")
     );
     // Nor through someone else's schedule: firing it by hand is starting its SOP.
-    gh.api
-        .as_(&ana)
+    gh.api_as(&ana)
         .post(
             "/schedules",
             json!({ "name": "ana-leads", "cron": "0 0 1 1 *", "sop": "leads-only" }),
         )
         .await
         .is(201);
-    gh.api
-        .as_(&bo)
+    gh.api_as(&bo)
         .post("/schedules/ana-leads/trigger", json!({}))
         .await
         .refused(403, "bo may not start `leads-only`");
-    gh.api
-        .as_(&bo)
+    gh.api_as(&bo)
         .post(
             "/schedules/ana-leads/backfill",
             json!({ "from": "2026-01-01T00:00:00Z", "to": "2026-01-02T00:00:00Z" }),
@@ -894,7 +844,6 @@ const QUICK: &str = "name: quick\nnodes:\n  work:\n    kind: script\n    run: ec
 /// runner going, `[[people]]` ana (a lead) and bo (no group), and the bootstrap
 /// administrator's token as `gatehouse up` writes it (every scope).
 struct Gatehouse {
-    api: Api,
     admin: String,
     running: Harness,
 }
@@ -916,10 +865,6 @@ impl Gatehouse {
             .start()
             .await;
         let mut gh = Self {
-            api: Api {
-                url: format!("{}/api/v1", running.url),
-                http: reqwest::Client::new(),
-            },
             admin: String::new(),
             running,
         };
@@ -969,8 +914,7 @@ impl Gatehouse {
     /// read, run, decide).
     async fn mint(&self, person: &str) -> String {
         let created = self
-            .api
-            .as_(&self.admin)
+            .api_as(&self.admin)
             .post("/tokens", json!({ "person": person }))
             .await
             .is(201);
@@ -992,8 +936,7 @@ impl Gatehouse {
     /// Starts a run of `sop` with `token`; its id.
     async fn start_run(&self, token: &str, sop: &str) -> Uuid {
         let accepted = self
-            .api
-            .as_(token)
+            .api_as(token)
             .post("/runs", json!({ "sop": sop }))
             .await
             .is(202);
@@ -1011,8 +954,7 @@ impl Gatehouse {
     /// gate, after checking that it answers to `person`.
     async fn trigger(&self, token: &str, schedule: &str, person: &str) -> Uuid {
         let fire = self
-            .api
-            .as_(token)
+            .api_as(token)
             .post(&format!("/schedules/{schedule}/trigger"), json!({}))
             .await
             .is(202);
@@ -1048,121 +990,16 @@ impl Gatehouse {
     }
 }
 
-/// The API's base URL and an HTTP client.
-struct Api {
-    url: String,
-    http: reqwest::Client,
-}
-
-impl Api {
-    /// Requests with `token` as the bearer.
-    fn as_<'a>(&'a self, token: &str) -> As<'a> {
-        As {
-            api: self,
-            authorization: Some(format!("Bearer {token}")),
-        }
-    }
-
-    /// Requests without an `Authorization` header.
-    fn anonymous(&self) -> As<'_> {
-        As {
-            api: self,
-            authorization: None,
-        }
-    }
-}
-
-/// Requests sent with one `Authorization` header (or none).
-struct As<'a> {
-    api: &'a Api,
-    authorization: Option<String>,
-}
-
-impl As<'_> {
-    async fn get(&self, path: &str) -> Reply {
-        self.send(Method::GET, path, None).await
-    }
-
-    async fn post(&self, path: &str, body: Value) -> Reply {
-        self.send(Method::POST, path, Some(body)).await
-    }
-
-    async fn delete(&self, path: &str) -> Reply {
-        self.send(Method::DELETE, path, None).await
-    }
-
-    async fn send(&self, method: Method, path: &str, body: Option<Value>) -> Reply {
-        let request = format!("{method} {path}");
-        let mut builder = self
-            .api
-            .http
-            .request(method, format!("{}{path}", self.api.url));
-        if let Some(authorization) = &self.authorization {
-            builder = builder.header(reqwest::header::AUTHORIZATION, authorization);
-        }
-        if let Some(body) = body {
-            builder = builder.json(&body);
-        }
-        let response = builder.send().await.expect("the API answers");
-        let status = response.status();
-        let text = response.text().await.expect("a body");
-        Reply {
-            request,
-            status,
-            body: serde_json::from_str(&text).unwrap_or(Value::Null),
-            text,
-        }
-    }
-}
-
-/// An answer, with the request it answers for messages.
-struct Reply {
-    request: String,
-    status: StatusCode,
-    body: Value,
-    text: String,
-}
-
-impl Reply {
-    /// The JSON body, after checking the status.
-    fn is(self, status: u16) -> Value {
-        assert_eq!(
-            self.status.as_u16(),
-            status,
-            "{} answered {}",
-            self.request,
-            self.text
-        );
-        self.body
-    }
-
-    /// The error message, after checking the status and that it says `words`.
-    fn refused(self, status: u16, words: &str) -> String {
-        assert!(
-            self.status.as_u16() == status && self.error().contains(words),
-            "{} answered {} {} (expected {status} saying `{words}`)",
-            self.request,
-            self.status,
-            self.text
-        );
-        self.error().to_owned()
-    }
-
-    fn error(&self) -> &str {
-        self.body["error"].as_str().unwrap_or_default()
-    }
-}
-
 /// Walks the route table as `person` with a token of `scopes`; what disagreed.
 async fn walk(
-    api: &Api,
+    gh: &Harness,
     combo: String,
     person: &str,
     scopes: Vec<Scope>,
     token: String,
     run: Uuid,
 ) -> Vec<String> {
-    let client = api.as_(&token);
+    let client = gh.api_as(&token);
     let administrator = person == BOOTSTRAP_ADMIN && scopes.contains(&Scope::Admin);
     let mut failures = Vec::new();
     for route in routes().iter().filter(|r| r.beyond != Beyond::Public) {

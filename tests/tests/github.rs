@@ -806,16 +806,11 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     // The API shows the requirement with both runs and its one pull request.
     gatehouse_tests::token_for(&hub.db.store, "ana", "ana-secret").await;
     let id = hub.requirement(1).await.id;
-    let shown: Value = hub
-        .http
-        .get(format!("{}/api/v1/requirements/{id}", hub.url))
-        .bearer_auth("ana-secret")
-        .send()
+    let shown = hub
+        .api_as("ana-secret")
+        .get(&format!("/requirements/{id}"))
         .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .is(200);
     assert_eq!(shown["requirement"]["state"], "delivered", "{shown:#}");
     assert_eq!(shown["runs"].as_array().unwrap().len(), 2, "{shown:#}");
     let listed = shown["pull_requests"].as_array().unwrap();

@@ -41,21 +41,14 @@ async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
         .lease(Duration::from_secs(5))
         .start()
         .await;
-    let (db, url) = (&gh.db, &gh.url);
+    let db = &gh.db;
     gatehouse_tests::token_for(&db.store, "admin", "secret-token").await;
 
-    let accepted: serde_json::Value = reqwest::Client::new()
-        .post(format!("{url}/api/v1/runs"))
-        .bearer_auth("secret-token")
-        .json(&serde_json::json!({ "sop": "two-steps" }))
-        .send()
+    let accepted = gh
+        .api_as("secret-token")
+        .post("/runs", serde_json::json!({ "sop": "two-steps" }))
         .await
-        .unwrap()
-        .error_for_status()
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+        .is(202);
     let run: Uuid = accepted["run_id"].as_str().unwrap().parse().unwrap();
     for _ in 0..500 {
         let row = db.store.run(run).await.unwrap();
