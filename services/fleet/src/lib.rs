@@ -49,15 +49,16 @@ pub struct FleetBuilder {
     catalog: Arc<Catalog>,
     relay: RelayOptions,
     scheduler: bool,
-    ingest: Option<Ingest>,
+    ingest: Option<ApiState>,
+    ingest_work: IngestWork,
     runner: Option<Runner>,
     notifier: Option<Notifier>,
     tasks: Vec<Task>,
 }
 
-/// Ingest's state and the work it does beside answering requests.
-struct Ingest {
-    api: ApiState,
+/// The work ingest does beside answering requests (whatever order the builder was told).
+#[derive(Default)]
+struct IngestWork {
     limits: WebhookLimits,
     process_deliveries: bool,
     reconcile: Option<(GithubClient, Duration)>,
@@ -78,6 +79,7 @@ impl Fleet {
             },
             scheduler: false,
             ingest: None,
+            ingest_work: IngestWork::default(),
             runner: None,
             notifier: None,
             tasks: Vec::new(),
@@ -128,46 +130,34 @@ impl FleetBuilder {
 
     /// Runs ingest on `api`: its routes are [`Fleet::routes`].
     pub fn ingest(mut self, api: ApiState) -> Self {
-        self.ingest = Some(Ingest {
-            api,
-            limits: WebhookLimits::default(),
-            process_deliveries: false,
-            reconcile: None,
-            gateway: None,
-        });
+        self.ingest = Some(api);
         self
     }
 
-    /// Limits on the webhooks' unverified bodies. Needs [`FleetBuilder::ingest`] first.
+    /// Limits on the webhooks' unverified bodies (with [`FleetBuilder::ingest`]).
     pub fn webhook_limits(mut self, limits: WebhookLimits) -> Self {
-        if let Some(ingest) = &mut self.ingest {
-            ingest.limits = limits;
-        }
+        self.ingest_work.limits = limits;
         self
     }
 
     /// Turns stored webhook deliveries into requirements, runs and decisions (a process
-    /// that receives webhooks does; one that restarts picks up what was left).
+    /// that receives webhooks does; one that restarts picks up what was left). With
+    /// [`FleetBuilder::ingest`].
     pub fn process_deliveries(mut self) -> Self {
-        if let Some(ingest) = &mut self.ingest {
-            ingest.process_deliveries = true;
-        }
+        self.ingest_work.process_deliveries = true;
         self
     }
 
-    /// Looks for labelled issues GitHub failed to deliver, every `interval`.
+    /// Looks for labelled issues GitHub failed to deliver, every `interval` (with
+    /// [`FleetBuilder::ingest`]).
     pub fn reconcile_github(mut self, client: GithubClient, interval: Duration) -> Self {
-        if let Some(ingest) = &mut self.ingest {
-            ingest.reconcile = Some((client, interval));
-        }
+        self.ingest_work.reconcile = Some((client, interval));
         self
     }
 
-    /// Listens on the Discord gateway for mentions and clicks.
+    /// Listens on the Discord gateway for mentions and clicks (with [`FleetBuilder::ingest`]).
     pub fn discord_gateway(mut self, gateway: DiscordGateway) -> Self {
-        if let Some(ingest) = &mut self.ingest {
-            ingest.gateway = Some(gateway);
-        }
+        self.ingest_work.gateway = Some(gateway);
         self
     }
 
@@ -198,25 +188,26 @@ impl FleetBuilder {
         if let Some(notifier) = self.notifier {
             tasks.spawn(notifier.run(bus.clone(), shutdown.clone()));
         }
-        let routes = self.ingest.map(|ingest| {
-            if ingest.process_deliveries {
+        let work = self.ingest_work;
+        let routes = self.ingest.map(|api| {
+            if work.process_deliveries {
                 tasks.spawn(gatehouse_ingest::process_deliveries(
-                    ingest.api.clone(),
+                    api.clone(),
                     shutdown.clone(),
                 ));
             }
-            if let Some((client, interval)) = ingest.reconcile {
+            if let Some((client, interval)) = work.reconcile {
                 tasks.spawn(gatehouse_ingest::reconcile_github(
-                    ingest.api.clone(),
+                    api.clone(),
                     client,
                     interval,
                     shutdown.clone(),
                 ));
             }
-            if let Some(gateway) = ingest.gateway {
-                tasks.spawn(gateway.run(ingest.api.clone(), shutdown.clone()));
+            if let Some(gateway) = work.gateway {
+                tasks.spawn(gateway.run(api.clone(), shutdown.clone()));
             }
-            gatehouse_ingest::router_with(ingest.api, ingest.limits)
+            gatehouse_ingest::router_with(api, work.limits)
         });
         for task in self.tasks {
             tasks.spawn(task(shutdown.clone()));
