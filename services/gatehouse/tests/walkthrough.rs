@@ -195,13 +195,10 @@ fn the_first_run_walkthrough_works_as_written() {
     assert!(run_id.is_some(), "the walkthrough started a run");
 }
 
-/// Waits until the run has recorded `decided` gate decisions (the scheduler records each as
-/// it applies or refuses it) and no node of it is ready, dispatched or running.
+/// Waits until `run show` lists `decided` gate decisions (the scheduler records each as
+/// it applies or refuses it, and the state it shows is at least as new) and no node of the
+/// run is ready, dispatched or running.
 fn settle(bin: &str, server: &str, dir: &Path, run: &str, decided: usize) {
-    // `run show` reads the run before its decisions: a read that already shows the last
-    // decision may show the run as it was before it, so the nodes are judged by the read
-    // after.
-    let mut applied = false;
     for _ in 0..400 {
         let out = Command::new(bin)
             .args(["run", "show", run, "--json", "--server", server])
@@ -217,10 +214,10 @@ fn settle(bin: &str, server: &str, dir: &Path, run: &str, decided: usize) {
                 )
             })
         });
-        if applied && !busy && shown.is_object() {
+        let applied = shown["decisions"].as_array().map_or(0, Vec::len);
+        if !busy && applied >= decided && shown.is_object() {
             return;
         }
-        applied = shown["decisions"].as_array().map_or(0, Vec::len) >= decided;
         std::thread::sleep(Duration::from_millis(25));
     }
 }

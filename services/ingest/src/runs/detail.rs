@@ -11,10 +11,12 @@ use crate::{ApiError, ApiState};
 
 /// Run `id` in full, or 404.
 pub(super) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiError> {
+    // The scheduler records a decision in the transaction that applies it, so reading the
+    // decisions first means every one shown is already in the state read after it.
+    let decisions = api.store.decisions(id).await?;
     let (row, sop, run) = api.runs.load(id).await?;
     let attempts = api.store.attempts(id).await?;
     let artifacts = api.store.artifacts(id).await?;
-    let decisions = api.store.decisions(id).await?;
     let usage = usage(api, id, row.requirement_id).await?;
     let nodes = run
         .nodes
