@@ -46,7 +46,7 @@ pub use outbox::OutboxMessage;
 pub use people::PersonRow;
 pub use queue::{QueueMessage, QueuedDelivery};
 pub use requirements::{PullRequestRow, RequirementRow};
-pub use runs::{DecisionRow, RunRow};
+pub use runs::{DecisionRow, RunOutline, RunRow};
 pub use schedules::ScheduleRow;
 pub use store::Store;
 pub use timers::{TimerKind, TimerRow};

@@ -60,6 +60,19 @@ pub struct DecisionRow {
     pub decided_at: DateTime<Utc>,
 }
 
+/// A run without its state: who asked for what, how it ended, when.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct RunOutline {
+    pub id: Uuid,
+    pub sop: String,
+    pub sop_version: String,
+    pub requested_by: Option<String>,
+    pub status: RunStatus,
+    pub created_at: DateTime<Utc>,
+    /// The last change; for a finished run, when it finished.
+    pub updated_at: DateTime<Utc>,
+}
+
 const RUN_COLUMNS: &str = "id, sop, sop_version, params, requested_by, status, state, revision, \
      parent_run, parent_node, parent_attempt, requirement_id, schedule, scheduled_ms, created_at, \
      updated_at";
@@ -233,16 +246,20 @@ impl Store {
         }))
     }
 
-    /// Every run created at or after `since`, oldest first, for reports.
-    pub async fn runs_since(
+    /// What reports need of every run created at or after `since`, oldest first (not its
+    /// state or parameters, which can be large).
+    pub async fn run_outlines_since(
         &self,
-        since: chrono::DateTime<chrono::Utc>,
-    ) -> Result<Vec<RunRow>, StoreError> {
-        let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE created_at >= $1 ORDER BY created_at, id"
-        );
+        since: DateTime<Utc>,
+    ) -> Result<Vec<RunOutline>, StoreError> {
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(since).fetch_all(pool).await?
+            sqlx::query_as(
+                "SELECT id, sop, sop_version, requested_by, status, created_at, updated_at
+                 FROM runs WHERE created_at >= $1 ORDER BY created_at, id",
+            )
+            .bind(since)
+            .fetch_all(pool)
+            .await?
         }))
     }
 

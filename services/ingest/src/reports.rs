@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Query, State};
 use chrono::{DateTime, Utc};
 use gatehouse_events::RunStatus;
-use gatehouse_store::{RunRow, UsageRow};
+use gatehouse_store::{RunOutline, UsageRow};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -61,13 +61,13 @@ impl By {
         }
     }
 
-    fn key(self, run: &RunRow) -> String {
+    /// The run's group; none for `model`, whose groups come from usage.
+    fn key(self, run: &RunOutline) -> Option<String> {
         match self {
-            Self::Person => run.requested_by.clone().unwrap_or_else(|| "-".to_owned()),
-            Self::Sop => run.sop.clone(),
-            Self::SopVersion => format!("{}@{}", run.sop, run.sop_version),
-            // Models are keys of usage, not of runs.
-            Self::Model => String::new(),
+            Self::Person => Some(run.requested_by.clone().unwrap_or_else(|| "-".to_owned())),
+            Self::Sop => Some(run.sop.clone()),
+            Self::SopVersion => Some(format!("{}@{}", run.sop, run.sop_version)),
+            Self::Model => None,
         }
     }
 }
@@ -80,7 +80,7 @@ pub async fn usage(
 ) -> Result<Json<UsageReport>, ApiError> {
     let by = By::parse(q.by.as_deref().unwrap_or("sop"))?;
     let since = since(q.since.as_deref().unwrap_or("30d"), Utc::now())?;
-    let runs = api.store.runs_since(since).await?;
+    let runs = api.store.run_outlines_since(since).await?;
     let usage = api.store.usage_since(since).await?;
     Ok(Json(UsageReport {
         by: by.name().to_owned(),
@@ -123,19 +123,19 @@ fn entry(groups: &mut BTreeMap<String, Group>, key: String) -> &mut Group {
 }
 
 /// Groups `runs` and their `usage` by `by`, largest cost first (then most runs, then key).
-pub fn usage_groups(by: By, runs: &[RunRow], usage: &[UsageRow]) -> Vec<UsageGroup> {
-    let by_id: BTreeMap<Uuid, &RunRow> = runs.iter().map(|r| (r.id, r)).collect();
+pub fn usage_groups(by: By, runs: &[RunOutline], usage: &[UsageRow]) -> Vec<UsageGroup> {
+    let by_id: BTreeMap<Uuid, &RunOutline> = runs.iter().map(|r| (r.id, r)).collect();
     let mut groups: BTreeMap<String, Group> = BTreeMap::new();
-    if by != By::Model {
-        for run in runs {
-            entry(&mut groups, by.key(run)).1.insert(run.id);
+    for run in runs {
+        if let Some(key) = by.key(run) {
+            entry(&mut groups, key).1.insert(run.id);
         }
     }
     for row in usage {
         let key = match by {
             By::Model => row.model.clone(),
-            _ => match by_id.get(&row.run_id) {
-                Some(run) => by.key(run),
+            _ => match by_id.get(&row.run_id).and_then(|run| by.key(run)) {
+                Some(key) => key,
                 None => continue,
             },
         };
@@ -183,29 +183,20 @@ pub fn usage_groups(by: By, runs: &[RunRow], usage: &[UsageRow]) -> Vec<UsageGro
 mod tests {
     use super::*;
 
-    fn run(sop: &str, person: &str, status: RunStatus, seconds: i64) -> RunRow {
+    fn run(sop: &str, person: &str, status: RunStatus, seconds: i64) -> RunOutline {
         let created_at = Utc::now();
-        RunRow {
+        RunOutline {
             id: Uuid::now_v7(),
             sop: sop.into(),
             sop_version: format!("sha256:{sop}"),
-            params: "{}".into(),
             requested_by: Some(person.into()),
             status,
-            state: "{}".into(),
-            revision: 0,
-            parent_run: None,
-            parent_node: None,
-            parent_attempt: None,
-            requirement_id: None,
-            schedule: None,
-            scheduled_ms: None,
             created_at,
             updated_at: created_at + chrono::Duration::seconds(seconds),
         }
     }
 
-    fn used(run: &RunRow, model: &str, input: i64, cost: Option<f64>) -> UsageRow {
+    fn used(run: &RunOutline, model: &str, input: i64, cost: Option<f64>) -> UsageRow {
         UsageRow {
             run_id: run.id,
             node: "code".into(),
