@@ -383,12 +383,15 @@ impl GatehouseBuilder {
             ack_wait: self.lease,
             ..RunnerOptions::new(data.path().to_owned())
         };
+        // The notifier runs where there is somewhere to post: GitHub, chat or both.
         let wired = self.chat || self.triggers.is_some();
-        let mut notifier = Notifier::new(db.store.clone(), None);
+        let github_client = self.triggers.is_some().then(|| client.clone());
+        let mut notifier = Notifier::new(db.store.clone(), github_client)
+            .with_data_dir(data.path())
+            .with_public_url("https://gatehouse.test");
         if let Some(triggers) = self.triggers {
             api = api.with_github(github::settings(triggers));
             options.delivery = Some(github::deliverer(data.path(), &client));
-            notifier = Notifier::new(db.store.clone(), Some(client.clone()));
         }
         if self.chat {
             api = api.with_chat(chat::settings(&slack, &key));
@@ -409,15 +412,11 @@ impl GatehouseBuilder {
             .scheduler()
             .runner(runner)
             .ingest(api.clone());
-        if wired && self.process_deliveries {
-            fleet = fleet.process_deliveries();
-        }
         if wired {
-            fleet = fleet.notifier(
-                notifier
-                    .with_data_dir(data.path())
-                    .with_public_url("https://gatehouse.test"),
-            );
+            fleet = fleet.notifier(notifier);
+            if self.process_deliveries {
+                fleet = fleet.process_deliveries();
+            }
         }
         let fleet = fleet.spawn(shutdown.clone());
         let url = crate::serve_routes(fleet.routes().unwrap(), shutdown.clone()).await;

@@ -615,13 +615,15 @@ async fn reconciliation_starts_labels_added_while_away_exactly_once(backend: Bac
     hub.github.add_search_result(issue(8, "other/repo", "bug"));
     // Two replicas reconciling at the same time start one run.
     let (a, b) = tokio::join!(
-        hub.api.reconcile(&hub.client),
-        hub.api.reconcile(&hub.client)
+        gatehouse_ingest::reconcile_once(&hub.api, &hub.client),
+        gatehouse_ingest::reconcile_once(&hub.api, &hub.client)
     );
     assert_eq!(a.unwrap() + b.unwrap(), 1);
     hub.runs(7, "waiting", 1).await;
     assert_eq!(
-        hub.api.reconcile(&hub.client).await.unwrap(),
+        gatehouse_ingest::reconcile_once(&hub.api, &hub.client)
+            .await
+            .unwrap(),
         0,
         "it has its run now"
     );

@@ -10,6 +10,6 @@ mod triggers;
 mod webhook;
 
 pub(crate) use delivery::process;
-pub use reconcile::{ReconcileError, reconcile_github};
+pub use reconcile::{ReconcileError, reconcile_github, reconcile_once};
 pub use settings::{GithubSettings, RepoPatternError, Repositories, Trigger};
 pub(crate) use webhook::receive;

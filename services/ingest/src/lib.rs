@@ -49,6 +49,7 @@ pub use deliveries::process_deliveries;
 pub use error::ApiError;
 pub use github::{
     GithubSettings, ReconcileError, RepoPatternError, Repositories, Trigger, reconcile_github,
+    reconcile_once,
 };
 pub use people::{People, Person};
 pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};

@@ -5,12 +5,11 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use gatehouse_github::GithubClient;
 use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
 
 use crate::run_loader::RunLoader;
-use crate::{ChatSettings, GithubSettings, People, ReconcileError};
+use crate::{ChatSettings, GithubSettings, People};
 
 /// The API's shared state: cheap to clone.
 #[derive(Clone)]
@@ -68,11 +67,5 @@ impl ApiState {
     pub fn with_people(mut self, people: People) -> Self {
         self.people = Arc::new(people);
         self
-    }
-
-    /// One reconciliation pass of GitHub's trigger labels (the loop is
-    /// [`reconcile_github`](crate::reconcile_github)): returns how many runs it started.
-    pub async fn reconcile(&self, client: &GithubClient) -> Result<usize, ReconcileError> {
-        crate::github::reconcile::pass(self, client).await
     }
 }

@@ -22,7 +22,7 @@ pub async fn reconcile_github(
     shutdown: CancellationToken,
 ) {
     loop {
-        match pass(&api, &client).await {
+        match reconcile_once(&api, &client).await {
             Ok(0) => {}
             Ok(started) => {
                 tracing::info!(
@@ -58,8 +58,11 @@ impl From<gatehouse_store::StoreError> for ReconcileError {
     }
 }
 
-/// One pass: returns how many runs it started.
-pub(crate) async fn pass(api: &ApiState, client: &GithubClient) -> Result<usize, ReconcileError> {
+/// One pass of what [`reconcile_github`] repeats: returns how many runs it started.
+pub async fn reconcile_once(
+    api: &ApiState,
+    client: &GithubClient,
+) -> Result<usize, ReconcileError> {
     let Some(github) = api.github.clone() else {
         return Ok(0);
     };
