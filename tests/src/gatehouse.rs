@@ -16,7 +16,6 @@ pub mod api;
 pub mod chat;
 pub mod github;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -24,7 +23,6 @@ use ed25519_dalek::SigningKey;
 use gatehouse_bus::{Bus, InProcessBus, RelayOptions};
 use gatehouse_events::{
     Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind, RunCommand, RunCommandKind,
-    RunRequested,
 };
 use gatehouse_fleet::Fleet;
 use gatehouse_github::GithubClient;
@@ -122,18 +120,7 @@ impl Gatehouse {
 
     /// Requests a run of `sop` as bob.
     pub async fn request(&self, sop: &str) -> Uuid {
-        let run_id = Uuid::now_v7();
-        self.emit(Event::RunRequested(RunRequested {
-            run_id,
-            sop: sop.into(),
-            params: BTreeMap::new(),
-            requirement_id: None,
-            requested_by: actor("bob"),
-            schedule: None,
-            parent: None,
-        }))
-        .await;
-        run_id
+        crate::request_runs(&self.db.store, sop, 1, "bob").await[0]
     }
 
     /// Decides a gate as ana (a lead).

@@ -303,7 +303,7 @@ macro_rules! on_every_bus {
 /// Requests `count` runs of `sop` as the API does (`run.requested` events in the outbox, 500
 /// to a transaction), asked for by `person`, with no requirement; returns their ids.
 pub async fn request_runs(store: &Store, sop: &str, count: usize, person: &str) -> Vec<uuid::Uuid> {
-    use gatehouse_events::{Actor, Channel, Envelope, Event, RunRequested};
+    use gatehouse_events::{Envelope, Event, RunRequested};
     let mut ids = Vec::with_capacity(count);
     for chunk in (0..count).collect::<Vec<_>>().chunks(500) {
         let mut tx = store.begin().await.expect("begin");
@@ -314,15 +314,11 @@ pub async fn request_runs(store: &Store, sop: &str, count: usize, person: &str) 
                 sop: sop.into(),
                 params: std::collections::BTreeMap::new(),
                 requirement_id: None,
-                requested_by: Actor {
-                    channel: Channel::Api,
-                    handle: person.into(),
-                    person: Some(person.into()),
-                },
+                requested_by: actor(person),
                 schedule: None,
                 parent: None,
             });
-            tx.append_outbox(&Envelope::new("bench", &event, None).expect("envelope"))
+            tx.append_outbox(&Envelope::new("test", &event, None).expect("envelope"))
                 .await
                 .expect("append");
             ids.push(run_id);
