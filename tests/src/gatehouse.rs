@@ -26,7 +26,7 @@ use gatehouse_events::{
 };
 use gatehouse_fleet::Fleet;
 use gatehouse_github::GithubClient;
-use gatehouse_ingest::{ApiState, People, Person, Trigger};
+use gatehouse_ingest::{ApiState, BOOTSTRAP_ADMIN, People, Person, Scope, Scopes, Trigger};
 use gatehouse_notifier::Notifier;
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::{ProcessSandbox, Sandbox};
@@ -116,6 +116,34 @@ impl Gatehouse {
             .await
             .unwrap();
         tx.commit().await.unwrap();
+    }
+
+    /// A token for `person` with `scopes` (expiring at `expires_at`), written to the store as
+    /// `gatehouse token create` would have it made by the administrator; returns its secret.
+    pub async fn stored_token(
+        &self,
+        person: &str,
+        scopes: &[Scope],
+        expires_at: Option<chrono::DateTime<chrono::Utc>>,
+    ) -> String {
+        let secret = gatehouse_ingest::new_token();
+        let hash = gatehouse_ingest::hash_token(&secret);
+        let name = format!("{person}-{}", &hash[..8]);
+        let scopes = Scopes::of(scopes.iter().copied()).to_stored();
+        self.db
+            .store
+            .create_token(&gatehouse_store::NewToken {
+                name: &name,
+                person,
+                created_by: BOOTSTRAP_ADMIN,
+                scopes: &scopes,
+                expires_at,
+                hash: &hash,
+            })
+            .await
+            .expect("the store")
+            .expect("a new token name");
+        secret
     }
 
     /// Requests a run of `sop` as bob.

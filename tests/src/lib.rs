@@ -357,25 +357,6 @@ pub async fn serve_routes(
     url
 }
 
-/// Registers `secret` as a token acting for `person` with every scope (tests that need
-/// fewer create them through the API).
-pub async fn token_for(store: &Store, person: &str, secret: &str) {
-    let hash = gatehouse_ingest::hash_token(secret);
-    let new = gatehouse_store::NewToken {
-        name: &format!("{person}-{}", &hash[..8]),
-        person,
-        created_by: "admin",
-        scopes: "read,run,decide,admin",
-        expires_at: None,
-        hash: &hash,
-    };
-    store
-        .create_token(&new)
-        .await
-        .unwrap()
-        .expect("a new token name");
-}
-
 /// Whether a process has ended (a zombie not yet reaped by init counts as ended), waiting up
 /// to two seconds for it.
 pub fn process_gone(pid: &str) -> bool {

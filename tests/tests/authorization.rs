@@ -876,38 +876,14 @@ impl Gatehouse {
     /// (the API would refuse `admin` to someone outside `admins`; the token check must
     /// refuse them anyway).
     async fn token(&self, person: &str, scopes: &[Scope]) -> String {
-        self.stored_token(person, scopes, None).await
+        self.running.stored_token(person, scopes, None).await
     }
 
     /// An every-scope token for `person` that expires at `at`.
     async fn token_expiring(&self, person: &str, at: chrono::DateTime<chrono::Utc>) -> String {
-        self.stored_token(person, &Scope::ALL, Some(at)).await
-    }
-
-    async fn stored_token(
-        &self,
-        person: &str,
-        scopes: &[Scope],
-        expires_at: Option<chrono::DateTime<chrono::Utc>>,
-    ) -> String {
-        let secret = gatehouse_ingest::new_token();
-        let hash = gatehouse_ingest::hash_token(&secret);
-        let name = format!("{person}-{}", &Uuid::now_v7().simple().to_string()[20..]);
-        let scopes = gatehouse_ingest::Scopes::of(scopes.iter().copied()).to_stored();
-        self.db
-            .store
-            .create_token(&gatehouse_store::NewToken {
-                name: &name,
-                person,
-                created_by: BOOTSTRAP_ADMIN,
-                scopes: &scopes,
-                expires_at,
-                hash: &hash,
-            })
+        self.running
+            .stored_token(person, &Scope::ALL, Some(at))
             .await
-            .expect("the store")
-            .expect("a new token name");
-        secret
     }
 
     /// A token the administrator mints for `person` through the API (default scopes:

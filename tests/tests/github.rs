@@ -806,10 +806,12 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     assert_eq!(hub.requirement(1).await.state, "delivered");
 
     // The API shows the requirement with both runs and its one pull request.
-    gatehouse_tests::token_for(&hub.db.store, "ana", "ana-secret").await;
+    let ana = hub
+        .stored_token("ana", &gatehouse_ingest::Scope::ALL, None)
+        .await;
     let id = hub.requirement(1).await.id;
     let shown = hub
-        .api_as("ana-secret")
+        .api_as(&ana)
         .get(&format!("/requirements/{id}"))
         .await
         .is(200);

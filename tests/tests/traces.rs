@@ -42,10 +42,12 @@ async fn a_run_started_through_the_api_keeps_its_trace_across_services() {
         .start()
         .await;
     let db = &gh.db;
-    gatehouse_tests::token_for(&db.store, "admin", "secret-token").await;
+    let admin = gh
+        .stored_token("admin", &gatehouse_ingest::Scope::ALL, None)
+        .await;
 
     let accepted = gh
-        .api_as("secret-token")
+        .api_as(&admin)
         .post("/runs", serde_json::json!({ "sop": "two-steps" }))
         .await
         .is(202);
