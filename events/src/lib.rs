@@ -15,6 +15,7 @@ mod payload;
 mod stream;
 mod topic;
 mod trace;
+mod workspace;
 
 pub use common::{Actor, Artifact, Channel, GateStatus, NodeStatus, RunStatus};
 pub use dispatch::{
@@ -32,3 +33,4 @@ pub use payload::{
 pub use stream::{StreamKind, StreamSpec};
 pub use topic::{Prefix, topic_matches};
 pub use trace::TraceParent;
+pub use workspace::{RepositoryCheckout, RepositoryMode, RunWorkspace};

@@ -151,6 +151,9 @@ pub struct RunRequested {
     /// Set when a `sop` node of another run started it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub parent: Option<ParentNode>,
+    /// The project and repositories it works on; none for a run without code.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace: Option<crate::RunWorkspace>,
 }
 
 /// The node of a parent run that a child run belongs to.

@@ -69,6 +69,7 @@ fn samples() -> Vec<Event> {
                 owner: None,
             }),
             parent: None,
+            workspace: None,
         }),
         Event::RunCommand(RunCommand {
             run_id: run_id(),

@@ -317,6 +317,7 @@ pub async fn request_runs(store: &Store, sop: &str, count: usize, person: &str) 
                 requested_by: actor(person),
                 schedule: None,
                 parent: None,
+                workspace: None,
             });
             tx.append_outbox(&Envelope::new("test", &event, None).expect("envelope"))
                 .await

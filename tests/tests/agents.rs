@@ -163,6 +163,7 @@ async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend:
         state: RequirementState::Open,
         requested_by: "bob".into(),
         source_updated_at: String::new(),
+        project: None,
         created_at: Utc::now(),
         updated_at: Utc::now(),
     })
@@ -179,6 +180,7 @@ async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend:
             requested_by: actor("bob"),
             schedule: None,
             parent: None,
+            workspace: None,
         }))
         .await;
     stack.wait_run(run, "waiting").await;

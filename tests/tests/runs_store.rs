@@ -24,6 +24,8 @@ fn run(id: Uuid, status: RunStatus) -> RunRow {
         requirement_id: None,
         schedule: None,
         scheduled_ms: None,
+        project: None,
+        workspace: None,
         created_at: Utc::now(),
         updated_at: Utc::now(),
     }

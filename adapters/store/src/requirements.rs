@@ -5,6 +5,7 @@ use gatehouse_events::RequirementState;
 use uuid::Uuid;
 
 use crate::store::with_pool;
+use crate::text::text_enum;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
 
@@ -25,12 +26,15 @@ pub struct RequirementRow {
     pub requested_by: String,
     /// The source's last-change time (RFC 3339), so late events do not roll back.
     pub source_updated_at: String,
+    /// The project it belongs to, when its source (a project's repository or channel) or
+    /// its first run named one.
+    pub project: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
 
 const COLUMNS: &str = "id, source_key, source, title, body, url, state, requested_by, source_updated_at, \
-     created_at, updated_at";
+     project, created_at, updated_at";
 
 /// A pull request a delivery opened for a requirement.
 #[derive(Debug, Clone, sqlx::FromRow)]
@@ -42,7 +46,18 @@ pub struct PullRequestRow {
     pub run_id: Uuid,
     /// The work branch it is opened from.
     pub branch: String,
+    pub state: PullState,
     pub created_at: DateTime<Utc>,
+}
+
+text_enum! {
+    /// Where a pull request Gatehouse opened stands.
+    pub enum PullState {
+        Open = "open",
+        Merged = "merged",
+        /// Closed without being merged.
+        Closed = "closed",
+    }
 }
 
 impl Store {
@@ -73,7 +88,7 @@ impl Store {
     ) -> Result<Vec<PullRequestRow>, StoreError> {
         Ok(with_pool!(self, pool => {
             sqlx::query_as(
-                "SELECT repo, number, run_id, branch, created_at FROM pull_requests
+                "SELECT repo, number, run_id, branch, state, created_at FROM pull_requests
                  WHERE requirement_id = $1 ORDER BY created_at, repo, number",
             )
             .bind(requirement)
@@ -116,7 +131,7 @@ impl Store {
             sqlx::query(
                 "INSERT INTO pull_requests (repo, number, requirement_id, run_id, branch, created_at)
                  VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (repo, number) DO UPDATE SET run_id = excluded.run_id",
+                 ON CONFLICT (repo, number) DO UPDATE SET run_id = excluded.run_id, state = 'open'",
             )
             .bind(repo)
             .bind(i64::try_from(number).unwrap_or(i64::MAX))
@@ -141,6 +156,28 @@ impl Store {
                 .fetch_optional(pool)
                 .await?
         }))
+    }
+
+    /// Records that a pull request Gatehouse opened was merged or closed (or reopened);
+    /// its requirement, `None` for a pull request Gatehouse did not open.
+    pub async fn set_pull_request_state(
+        &self,
+        repo: &str,
+        number: u64,
+        state: PullState,
+    ) -> Result<Option<Uuid>, StoreError> {
+        let row: Option<(Uuid,)> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "UPDATE pull_requests SET state = $1 WHERE repo = $2 AND number = $3
+                 RETURNING requirement_id",
+            )
+            .bind(state)
+            .bind(repo)
+            .bind(i64::try_from(number).unwrap_or(i64::MAX))
+            .fetch_optional(pool)
+            .await?
+        });
+        Ok(row.map(|(id,)| id))
     }
 
     /// The requirement a pull request Gatehouse opened delivers.
@@ -177,8 +214,8 @@ impl Tx {
         let inserted = with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO requirements (id, source_key, source, title, body, url, state,
-                   requested_by, source_updated_at, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+                   requested_by, source_updated_at, project, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)
                  ON CONFLICT (source_key) DO NOTHING",
             )
             .bind(r.id)
@@ -190,6 +227,7 @@ impl Tx {
             .bind(r.state)
             .bind(&r.requested_by)
             .bind(&r.source_updated_at)
+            .bind(&r.project)
             .bind(r.created_at)
             .bind(r.updated_at)
             .execute(conn)

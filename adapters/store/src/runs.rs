@@ -37,6 +37,10 @@ pub struct RunRow {
     pub schedule: Option<String>,
     /// That fire's cron time (or manual trigger time), epoch ms.
     pub scheduled_ms: Option<i64>,
+    /// The project it works on.
+    pub project: Option<String>,
+    /// Its repositories: the events crate's `RunWorkspace` as JSON.
+    pub workspace: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -68,14 +72,15 @@ pub struct RunOutline {
     pub sop_version: String,
     pub requested_by: Option<String>,
     pub status: RunStatus,
+    pub project: Option<String>,
     pub created_at: DateTime<Utc>,
     /// The last change; for a finished run, when it finished.
     pub updated_at: DateTime<Utc>,
 }
 
 const RUN_COLUMNS: &str = "id, sop, sop_version, params, requested_by, status, state, revision, \
-     parent_run, parent_node, parent_attempt, requirement_id, schedule, scheduled_ms, created_at, \
-     updated_at";
+     parent_run, parent_node, parent_attempt, requirement_id, schedule, scheduled_ms, project, \
+     workspace, created_at, updated_at";
 
 impl Tx {
     /// Keeps a SOP version's text so runs on it can be reloaded after the file changes.
@@ -108,8 +113,9 @@ impl Tx {
             sqlx::query(
                 "INSERT INTO runs (id, sop, sop_version, params, requested_by, status, state,
                    revision, parent_run, parent_node, parent_attempt, requirement_id, schedule,
-                   scheduled_ms, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)
+                   scheduled_ms, project, workspace, created_at, updated_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+                   $17, $18)
                  ON CONFLICT (id) DO NOTHING",
             )
             .bind(run.id)
@@ -126,6 +132,8 @@ impl Tx {
             .bind(run.requirement_id)
             .bind(&run.schedule)
             .bind(run.scheduled_ms)
+            .bind(&run.project)
+            .bind(&run.workspace)
             .bind(run.created_at)
             .bind(run.updated_at)
             .execute(conn)
@@ -254,7 +262,7 @@ impl Store {
     ) -> Result<Vec<RunOutline>, StoreError> {
         Ok(with_pool!(self, pool => {
             sqlx::query_as(
-                "SELECT id, sop, sop_version, requested_by, status, created_at, updated_at
+                "SELECT id, sop, sop_version, requested_by, status, project, created_at, updated_at
                  FROM runs WHERE created_at >= $1 ORDER BY created_at, id",
             )
             .bind(since)

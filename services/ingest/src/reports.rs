@@ -191,6 +191,7 @@ mod tests {
             sop_version: format!("sha256:{sop}"),
             requested_by: Some(person.into()),
             status,
+            project: None,
             created_at,
             updated_at: created_at + chrono::Duration::seconds(seconds),
         }

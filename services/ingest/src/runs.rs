@@ -67,6 +67,7 @@ pub async fn start(
             requested_by: caller.actor(),
             schedule: None,
             parent: None,
+            workspace: None,
         }),
     )
     .await?;

@@ -226,6 +226,13 @@ impl Context<'_> {
                 node: node.to_owned(),
                 attempt,
             }),
+            // A child run works on its parent's code, checked out afresh in its own
+            // workspace.
+            workspace: self
+                .run
+                .workspace
+                .as_deref()
+                .and_then(|w| serde_json::from_str(w).ok()),
         };
         self.emit(tx, Event::RunRequested(request)).await
     }

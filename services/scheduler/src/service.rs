@@ -125,6 +125,8 @@ impl Scheduler {
                 .schedule
                 .as_ref()
                 .map(|f| f.scheduled_time.timestamp_millis()),
+            project: request.workspace.as_ref().map(|w| w.project.clone()),
+            workspace: request.workspace.as_ref().map(json),
             created_at: now,
             updated_at: now,
         };

@@ -41,6 +41,7 @@ pub(crate) async fn thread_requirement(
         state: RequirementState::Open,
         source_updated_at: String::new(),
         author: actor.clone(),
+        project: None,
     };
     requirements::create(tx, new).await
 }

@@ -89,6 +89,7 @@ async fn create_issue_requirement(
         state: subject.state,
         source_updated_at: subject.updated_at.to_owned(),
         author: github_actor(api, subject.author).await?,
+        project: None,
     };
     requirements::create(tx, new).await
 }

@@ -101,6 +101,7 @@ pub(crate) async fn start_trigger(
         requested_by: event.sender.clone(),
         schedule: None,
         parent: None,
+        workspace: None,
     };
     outbox::append(tx, Event::RunRequested(request)).await?;
     Ok(format!("started `{}` as run {run_id}", trigger.sop))

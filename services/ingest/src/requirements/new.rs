@@ -23,6 +23,8 @@ pub(crate) struct NewRequirement {
     pub source_updated_at: String,
     /// Who asked.
     pub author: Actor,
+    /// The project its source belongs to (a project's repository or channel).
+    pub project: Option<String>,
 }
 
 /// Stores `new` and emits `requirement.created`.
@@ -42,6 +44,7 @@ pub(crate) async fn create(tx: &mut Tx, new: NewRequirement) -> Result<Requireme
             .clone()
             .unwrap_or_else(|| new.author.handle.clone()),
         source_updated_at: new.source_updated_at,
+        project: new.project,
         created_at: now,
         updated_at: now,
     };

@@ -43,6 +43,7 @@ pub(super) async fn start_run(
         requested_by: actor.clone(),
         schedule: None,
         parent: None,
+        workspace: None,
     };
     outbox::append(tx, Event::RunRequested(request)).await?;
     Ok(format!("run: started `{}` as run {run_id}", sop.name))

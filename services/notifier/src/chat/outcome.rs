@@ -95,6 +95,8 @@ mod tests {
             requirement_id: None,
             schedule: None,
             scheduled_ms: None,
+            project: None,
+            workspace: None,
             created_at: at,
             updated_at: at,
         };

@@ -210,5 +210,6 @@ fn request(
             owner: Some(schedule.owner.clone()),
         }),
         parent: None,
+        workspace: None,
     }
 }

@@ -1,0 +1,85 @@
+//! `[[projects]]` as the configuration file spells it.
+
+use std::collections::BTreeMap;
+
+use gatehouse_events::RepositoryMode;
+use serde::{Deserialize, Serialize};
+
+/// One `[[projects]]` entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProjectConfig {
+    /// Unique; runs, requirements and reports are grouped by it.
+    pub name: String,
+    /// The code it works on; a run checks out all of them unless it names some.
+    #[serde(default)]
+    pub repositories: Vec<RepositoryConfig>,
+    /// Chat channels that work on this project: `slack:C0API`, `discord:1234567890`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channels: Vec<String>,
+    /// The SOPs its runs may use; empty = all.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub sops: Vec<String>,
+    /// What `run` without an SOP starts in the project's channels.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_sop: Option<String>,
+    /// How the project's tests run; SOPs read it as `{{ project.test_command }}` and
+    /// `$GATEHOUSE_PROJECT_TEST_COMMAND`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub test_command: Option<String>,
+    /// Further settings SOPs read the same way (`{{ project.<key> }}`).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub settings: BTreeMap<String, String>,
+    /// Who may start runs on it (person ids, `group:<name>`); empty = anyone with run rights.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub run: Vec<String>,
+    /// Who the assistant answers in its channels; empty = anyone known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub converse: Vec<String>,
+    /// Who may decide its runs' gates, beside each gate's own approvers; empty = the gate
+    /// alone decides.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub approve: Vec<String>,
+}
+
+/// One repository of a project.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RepositoryConfig {
+    /// `owner/name`.
+    pub repo: String,
+    /// The branch work starts from and pull requests target; the repository's default
+    /// branch when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch: Option<String>,
+    #[serde(default = "auto")]
+    pub mode: RepositoryMode,
+    /// The work branch, for `new` and `existing`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch_name: Option<String>,
+}
+
+fn auto() -> RepositoryMode {
+    RepositoryMode::Auto
+}
+
+/// What a project's people lists grant.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Right {
+    /// Start runs on the project.
+    Run,
+    /// Talk to the assistant in its channels.
+    Converse,
+    /// Decide its runs' gates.
+    Approve,
+}
+
+impl Right {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Run => "run",
+            Self::Converse => "converse",
+            Self::Approve => "approve",
+        }
+    }
+}

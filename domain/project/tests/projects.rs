@@ -1,0 +1,251 @@
+//! Projects as a configuration file writes them: what is refused, and how requests resolve.
+
+use gatehouse_events::RepositoryMode;
+use gatehouse_project::{ProjectConfig, Projects, Request, ResolveError, Right};
+
+#[derive(serde::Deserialize)]
+struct File {
+    projects: Vec<ProjectConfig>,
+}
+
+fn projects(toml: &str) -> Result<Projects, String> {
+    let file: File = toml::from_str(toml).map_err(|e| e.to_string())?;
+    Projects::new(file.projects).map_err(|e| e.to_string())
+}
+
+const TWO: &str = r#"
+[[projects]]
+name = "api"
+repositories = [{ repo = "acme/api", branch = "main" },
+                { repo = "acme/shared", mode = "read-only" },
+                { repo = "acme/docs", mode = "existing", branch_name = "next" }]
+channels = ["slack:C0API", "discord:1234567890"]
+sops = ["bug-fix", "platform-check"]
+default_sop = "bug-fix"
+test_command = "cargo test"
+settings = { language = "rust" }
+run = ["group:devs"]
+approve = ["group:leads", "ana"]
+
+[[projects]]
+name = "web"
+repositories = [{ repo = "acme/web", mode = "new", branch_name = "gatehouse/work" },
+                { repo = "acme/shared" }]
+"#;
+
+fn request<'a>(project: Option<&'a str>, repos: &'a [String]) -> Request<'a> {
+    Request {
+        project,
+        repositories: repos,
+        ..Request::default()
+    }
+}
+
+#[test]
+fn a_project_alone_checks_out_all_its_repositories() {
+    let projects = projects(TWO).unwrap();
+    let workspace = projects
+        .resolve(request(Some("api"), &[]))
+        .unwrap()
+        .unwrap();
+    assert_eq!(workspace.project, "api");
+    let repos: Vec<_> = workspace
+        .repositories
+        .iter()
+        .map(|r| (r.repo.as_str(), r.mode))
+        .collect();
+    assert_eq!(
+        repos,
+        [
+            ("acme/api", RepositoryMode::Auto),
+            ("acme/shared", RepositoryMode::ReadOnly),
+            ("acme/docs", RepositoryMode::Existing)
+        ]
+    );
+    assert_eq!(workspace.repositories[0].branch.as_deref(), Some("main"));
+    assert_eq!(workspace.settings["test_command"], "cargo test");
+    assert_eq!(workspace.settings["language"], "rust");
+}
+
+#[test]
+fn named_repositories_are_a_subset_in_the_projects_order() {
+    let projects = projects(TWO).unwrap();
+    let repos = ["acme/docs".to_owned(), "ACME/Api".to_owned()];
+    let workspace = projects
+        .resolve(request(Some("api"), &repos))
+        .unwrap()
+        .unwrap();
+    let names: Vec<_> = workspace
+        .repositories
+        .iter()
+        .map(|r| r.repo.as_str())
+        .collect();
+    assert_eq!(names, ["acme/api", "acme/docs"]);
+
+    // Without a project, the one project listing them all.
+    let workspace = projects.resolve(request(None, &repos)).unwrap().unwrap();
+    assert_eq!(workspace.project, "api");
+}
+
+#[test]
+fn an_issue_brings_its_repository_and_its_project() {
+    let projects = projects(TWO).unwrap();
+    let workspace = projects
+        .resolve(Request {
+            issue_repo: Some("acme/web"),
+            ..Request::default()
+        })
+        .unwrap()
+        .unwrap();
+    assert_eq!(workspace.project, "web");
+    assert_eq!(
+        workspace.repositories.len(),
+        2,
+        "all of the project's repositories"
+    );
+    let repos = ["acme/shared".to_owned()];
+    let workspace = projects
+        .resolve(Request {
+            project: Some("web"),
+            repositories: &repos,
+            issue_repo: Some("acme/web"),
+            sop: None,
+        })
+        .unwrap()
+        .unwrap();
+    let names: Vec<_> = workspace
+        .repositories
+        .iter()
+        .map(|r| r.repo.as_str())
+        .collect();
+    assert_eq!(names, ["acme/web", "acme/shared"]);
+}
+
+#[test]
+fn bad_requests_say_what_to_change() {
+    let projects = projects(TWO).unwrap();
+    let err = |r: Request<'_>| projects.resolve(r).unwrap_err().to_string();
+    assert_eq!(
+        err(request(Some("mobile"), &[])),
+        "no project named `mobile`; the projects are `api`, `web`"
+    );
+    let outside = ["acme/web".to_owned()];
+    assert_eq!(
+        err(request(Some("api"), &outside)),
+        "acme/web is not a repository of project `api`; its repositories are acme/api, acme/shared, acme/docs"
+    );
+    let nowhere = ["acme/secret".to_owned()];
+    assert_eq!(
+        err(request(None, &nowhere)),
+        "no project lists acme/secret; add it to a [[projects]] entry's repositories"
+    );
+    let both = ["acme/shared".to_owned()];
+    assert_eq!(
+        err(request(None, &both)),
+        "acme/shared belongs to several projects (api, web); name one with --project"
+    );
+    let mixed = ["acme/api".to_owned(), "acme/web".to_owned()];
+    assert!(matches!(
+        projects.resolve(request(None, &mixed)),
+        Err(ResolveError::InNoProject(_))
+    ));
+    let glob = ["acme/*".to_owned()];
+    assert_eq!(
+        err(request(Some("api"), &glob)),
+        "`acme/*` is not a repository (write owner/name)"
+    );
+    assert_eq!(
+        err(Request {
+            project: Some("api"),
+            sop: Some("nightly"),
+            ..Request::default()
+        }),
+        "project `api` does not allow the SOP `nightly`; it allows bug-fix, platform-check"
+    );
+}
+
+#[test]
+fn without_projects_a_run_names_no_repositories() {
+    let none = Projects::default();
+    assert_eq!(none.resolve(Request::default()), Ok(None));
+    assert_eq!(
+        none.resolve(Request {
+            issue_repo: Some("acme/api"),
+            ..Request::default()
+        }),
+        Ok(None),
+        "an issue's run works on the issue's repository, as before projects"
+    );
+    let repos = ["acme/api".to_owned()];
+    assert_eq!(
+        none.resolve(request(None, &repos)),
+        Err(ResolveError::NoProjects)
+    );
+}
+
+#[test]
+fn rights_lists_restrict_only_when_given() {
+    let projects = projects(TWO).unwrap();
+    let api = projects.get("api").unwrap();
+    let devs = ["devs".to_owned()];
+    assert!(api.grants(Right::Run, "bo", &devs));
+    assert!(!api.grants(Right::Run, "bo", &[]));
+    assert!(api.grants(Right::Approve, "ana", &[]));
+    assert!(
+        api.grants(Right::Converse, "anyone", &[]),
+        "no list: no restriction"
+    );
+    assert_eq!(projects.of_channel("slack:C0API").unwrap().name(), "api");
+    assert!(projects.of_channel("slack:C0OTHER").is_none());
+}
+
+#[test]
+fn bad_projects_are_refused_with_the_reason() {
+    let err = |toml: &str| projects(toml).unwrap_err();
+    let one = |repos: &str| format!("[[projects]]\nname = \"api\"\nrepositories = [{repos}]\n");
+    assert_eq!(
+        err(&one(r#"{ repo = "acme/*" }"#)),
+        "projects: project `api`: `acme/*` is not owner/name (letters, digits, `-`, `_` and `.`; no globs)"
+    );
+    assert_eq!(
+        err(&one(r#"{ repo = "acme/api", mode = "existing" }"#)),
+        "projects: project `api`: acme/api: mode `existing` needs branch_name (the branch to check out and push to)"
+    );
+    assert_eq!(
+        err(&one(r#"{ repo = "acme/api", branch_name = "x" }"#)),
+        "projects: project `api`: acme/api: branch_name is for modes `new` and `existing`; mode `auto` names its branch after the requirement"
+    );
+    assert_eq!(
+        err(&one(
+            r#"{ repo = "acme/api", mode = "new", branch_name = "--force" }"#
+        )),
+        "projects: project `api`: acme/api: `--force` is not a branch name"
+    );
+    assert_eq!(
+        err(&one(r#"{ repo = "acme/api" }, { repo = "other/api" }"#)),
+        "projects: project `api`: two repositories are named `api`; a workspace holds each under its name"
+    );
+    assert!(err(&one(r#"{ repo = "acme/api", mode = "sideways" }"#)).contains("unknown variant"));
+    assert_eq!(
+        err("[[projects]]\nname = \"a\"\n[[projects]]\nname = \"a\"\n"),
+        "projects: two projects are named `a`"
+    );
+    assert_eq!(
+        err("[[projects]]\nname = \"a\"\nchannels = [\"C0API\"]\n"),
+        "projects: project `a`: `C0API` is not a channel: write slack:<channel id> or discord:<channel id>"
+    );
+    assert_eq!(
+        err(
+            "[[projects]]\nname = \"a\"\nchannels = [\"slack:C1\"]\n[[projects]]\nname = \"b\"\nchannels = [\"slack:C1\"]\n"
+        ),
+        "projects: the channel `slack:C1` is in projects `a` and `b`; chat there must work on one"
+    );
+    assert_eq!(
+        err("[[projects]]\nname = \"a\"\nsettings = { Test = \"x\" }\n"),
+        "projects: project `a`: setting `Test`: names are lowercase letters, digits and `_` (they become GATEHOUSE_PROJECT_<NAME>)"
+    );
+    assert_eq!(
+        err("[[projects]]\nname = \"a\"\napprove = [\"group:\"]\n"),
+        "projects: project `a`: approve: `group:` names no group; write group:<name>"
+    );
+}
