@@ -84,14 +84,19 @@ impl Scheduler {
                     person: person.clone(),
                     groups: d.groups.clone(),
                 };
+                let attempt = i32::try_from(d.attempt).unwrap_or(i32::MAX);
                 let outcome = match self.advance(tx, d.run_id, input, trace, measured).await? {
                     Ok(()) => "applied".to_owned(),
                     Err(rejection) => format!("refused: {rejection}"),
                 };
+                // An approval is of the work as it stands: delivery pushes nothing else.
+                if outcome == "applied" && matches!(d.decision, GateDecisionKind::Approve) {
+                    tx.bind_approved_trees(d.run_id, &d.node, attempt).await?;
+                }
                 tx.record_decision(&DecisionRow {
                     run_id: d.run_id,
                     node: d.node,
-                    attempt: i32::try_from(d.attempt).unwrap_or(i32::MAX),
+                    attempt,
                     decision: d.decision.name().into(),
                     target,
                     comment: d.comment,
