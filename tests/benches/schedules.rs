@@ -51,6 +51,7 @@ fn schedule(name: String, cron: String) -> ScheduleRow {
         pause_note: None,
         source: "api".into(),
         owner: "admin".into(),
+        project: None,
         since_ms: now.timestamp_millis(),
         next_due_ms: Some(0),
         revision: 0,

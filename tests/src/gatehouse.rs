@@ -28,6 +28,7 @@ use gatehouse_fleet::Fleet;
 use gatehouse_github::GithubClient;
 use gatehouse_ingest::{ApiState, BOOTSTRAP_ADMIN, People, Person, Scope, Scopes, Trigger};
 use gatehouse_notifier::Notifier;
+use gatehouse_project::{ProjectConfig, Projects};
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::{ProcessSandbox, Sandbox};
 use gatehouse_sop::Catalog;
@@ -72,6 +73,7 @@ pub struct GatehouseBuilder {
     bus: Option<Arc<dyn Bus>>,
     sops: Vec<(String, String)>,
     people: Vec<Person>,
+    projects: Vec<ProjectConfig>,
     chat: bool,
     triggers: Option<Vec<Trigger>>,
     process_deliveries: bool,
@@ -91,6 +93,7 @@ impl Gatehouse {
             bus: None,
             sops: Vec::new(),
             people: Vec::new(),
+            projects: Vec::new(),
             chat: false,
             triggers: None,
             process_deliveries: true,
@@ -219,6 +222,21 @@ impl Gatehouse {
         panic!("timed out waiting for {what}");
     }
 
+    /// The newest run `matches` picks, once there is one.
+    pub async fn until_run(&self, matches: impl Fn(&RunRow) -> bool) -> Uuid {
+        for _ in 0..1000 {
+            let runs = self.db.store.runs(None, 100).await.unwrap();
+            if let Some(run) = runs.iter().find(|r| matches(r)) {
+                return run.id;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!(
+            "no run matched: {:?}",
+            self.db.store.runs(None, 100).await.unwrap()
+        );
+    }
+
     /// The only run, once it has `status`.
     pub async fn run_with_status(&self, status: &str) -> RunRow {
         for _ in 0..1000 {
@@ -299,6 +317,17 @@ impl GatehouseBuilder {
     /// Several SOP files, as [`GatehouseBuilder::sop`].
     pub fn sops(self, sops: &[(&str, &str)]) -> Self {
         sops.iter().fold(self, |b, (name, text)| b.sop(name, text))
+    }
+
+    /// The projects of `[[projects]]`, written as the configuration file writes them.
+    pub fn projects(mut self, toml: &str) -> Self {
+        #[derive(serde::Deserialize)]
+        struct File {
+            projects: Vec<ProjectConfig>,
+        }
+        let file: File = toml::from_str(toml).expect("[[projects]] parse");
+        self.projects = file.projects;
+        self
     }
 
     /// The people of `[[people]]`.
@@ -393,6 +422,8 @@ impl GatehouseBuilder {
         let mut api = ApiState::new(db.store.clone(), catalog.clone())
             .with_data_dir(data.path())
             .with_people(People::new(self.people));
+        let projects = Arc::new(Projects::new(self.projects).expect("valid [[projects]]"));
+        api = api.with_projects(projects.clone());
         let mut options = RunnerOptions {
             concurrency: 2,
             ack_wait: self.lease,
@@ -404,9 +435,13 @@ impl GatehouseBuilder {
         let mut notifier = Notifier::new(db.store.clone(), github_client)
             .with_data_dir(data.path())
             .with_public_url("https://gatehouse.test");
+        let project_repos: Vec<&str> = projects.repositories().into_iter().collect();
+        let delivers = self.triggers.is_some() || !projects.is_empty();
         if let Some(triggers) = self.triggers {
-            api = api.with_github(github::settings(triggers));
-            options.delivery = Some(github::deliverer(data.path(), &client));
+            api = api.with_github(github::settings(triggers, &project_repos));
+        }
+        if delivers {
+            options.delivery = Some(github::deliverer(data.path(), &client, &project_repos));
         }
         if self.chat {
             api = api.with_chat(chat::settings(&slack, &key));
@@ -420,6 +455,7 @@ impl GatehouseBuilder {
         let shutdown = CancellationToken::new();
         let mut fleet = Fleet::builder(db.store.clone(), bus)
             .catalog(catalog)
+            .projects(projects)
             .relay(RelayOptions {
                 poll: Duration::from_millis(50),
                 ..RelayOptions::default()

@@ -214,6 +214,7 @@ fn routes() -> Vec<Route> {
             None,
             Administrator,
         ),
+        route(Method::GET, "/projects", "/projects", None, Nothing),
         route(Method::GET, "/requirements", "/requirements", None, Nothing),
         route(
             Method::GET,

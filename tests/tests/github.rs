@@ -801,7 +801,10 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
         .await;
     assert_eq!(
         hub.note("p-merged").await,
-        format!("merged: github:{REPO}#1 delivered")
+        format!(
+            "pull request {REPO}#{} merged: 1 of 1 merged, github:{REPO}#1 delivered",
+            pulls[0].number
+        )
     );
     assert_eq!(hub.requirement(1).await.state, "delivered");
 
@@ -821,6 +824,7 @@ async fn deliver_pushes_a_work_branch_and_keeps_one_pull_request(backend: Backen
     assert_eq!(listed.len(), 1, "{shown:#}");
     assert_eq!(listed[0]["repo"], REPO);
     assert_eq!(listed[0]["number"], pulls[0].number);
+    assert_eq!(listed[0]["state"], "merged");
     assert_eq!(
         listed[0]["run_id"], shown["runs"][0]["id"],
         "the newest run delivered last"

@@ -131,6 +131,7 @@ fn row(name: &str, cron: &str, sop: &str, overlap: &str, window: Duration) -> Sc
         pause_note: None,
         source: "api".into(),
         owner: "admin".into(),
+        project: None,
         since_ms: at("2030-01-01T00:00:00Z").as_millisecond(),
         next_due_ms: Some(0),
         revision: 0,

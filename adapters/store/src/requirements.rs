@@ -158,28 +158,6 @@ impl Store {
         }))
     }
 
-    /// Records that a pull request Gatehouse opened was merged or closed (or reopened);
-    /// its requirement, `None` for a pull request Gatehouse did not open.
-    pub async fn set_pull_request_state(
-        &self,
-        repo: &str,
-        number: u64,
-        state: PullState,
-    ) -> Result<Option<Uuid>, StoreError> {
-        let row: Option<(Uuid,)> = with_pool!(self, pool => {
-            sqlx::query_as(
-                "UPDATE pull_requests SET state = $1 WHERE repo = $2 AND number = $3
-                 RETURNING requirement_id",
-            )
-            .bind(state)
-            .bind(repo)
-            .bind(i64::try_from(number).unwrap_or(i64::MAX))
-            .fetch_optional(pool)
-            .await?
-        });
-        Ok(row.map(|(id,)| id))
-    }
-
     /// The requirement a pull request Gatehouse opened delivers.
     pub async fn pull_request_requirement(
         &self,
@@ -207,6 +185,60 @@ impl Tx {
         Ok(with_tx!(self, conn => {
             sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(key).fetch_optional(conn).await?
         }))
+    }
+
+    /// Records that a pull request Gatehouse opened was merged or closed (or reopened);
+    /// its requirement, `None` for a pull request Gatehouse did not open.
+    pub async fn set_pull_request_state(
+        &mut self,
+        repo: &str,
+        number: u64,
+        state: PullState,
+    ) -> Result<Option<Uuid>, StoreError> {
+        let row: Option<(Uuid,)> = with_tx!(self, conn => {
+            sqlx::query_as(
+                "UPDATE pull_requests SET state = $1 WHERE repo = $2 AND number = $3
+                 RETURNING requirement_id",
+            )
+            .bind(state)
+            .bind(repo)
+            .bind(i64::try_from(number).unwrap_or(i64::MAX))
+            .fetch_optional(conn)
+            .await?
+        });
+        Ok(row.map(|(id,)| id))
+    }
+
+    /// The states of every pull request opened for a requirement, read in the transaction
+    /// that just changed one of them.
+    pub async fn pull_request_states(
+        &mut self,
+        requirement: Uuid,
+    ) -> Result<Vec<PullState>, StoreError> {
+        let rows: Vec<(PullState,)> = with_tx!(self, conn => {
+            sqlx::query_as("SELECT state FROM pull_requests WHERE requirement_id = $1")
+                .bind(requirement)
+                .fetch_all(conn)
+                .await?
+        });
+        Ok(rows.into_iter().map(|(state,)| state).collect())
+    }
+
+    /// Names the project a requirement belongs to, when it has none yet: its first run on
+    /// a project decides.
+    pub async fn claim_requirement_project(
+        &mut self,
+        id: Uuid,
+        project: &str,
+    ) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query("UPDATE requirements SET project = $1 WHERE id = $2 AND project IS NULL")
+                .bind(project)
+                .bind(id)
+                .execute(conn)
+                .await?;
+        });
+        Ok(())
     }
 
     /// Stores a new requirement; `false` when its source key exists already.

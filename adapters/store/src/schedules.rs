@@ -41,6 +41,8 @@ pub struct ScheduleRow {
     pub source: String,
     /// The person accountable for its runs: who created or last changed it.
     pub owner: String,
+    /// The project its runs work on (all of its repositories).
+    pub project: Option<String>,
     /// Fires before this (epoch ms) are not owed: set at creation and on resume.
     pub since_ms: i64,
     /// When the next fire is due (epoch ms); 0 = not computed yet, `None` = ended.
@@ -68,7 +70,7 @@ impl ScheduleRow {
 
 const SCHEDULE_COLUMNS: &str = "name, cron, timezone, sop, params, overlap, catchup_window_ms, \
      jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms, revision, \
-     created_at, updated_at, owner";
+     created_at, updated_at, owner, project";
 
 impl Store {
     /// Creates or updates a schedule by name (the configuration file's schedules); an
@@ -80,7 +82,8 @@ impl Store {
                sop = excluded.sop, params = excluded.params, overlap = excluded.overlap,
                catchup_window_ms = excluded.catchup_window_ms, jitter_ms = excluded.jitter_ms,
                starts_ms = excluded.starts_ms, ends_ms = excluded.ends_ms,
-               source = excluded.source, owner = excluded.owner, next_due_ms = 0,
+               source = excluded.source, owner = excluded.owner, project = excluded.project,
+               next_due_ms = 0,
                revision = schedules.revision + 1, updated_at = excluded.updated_at",
         )
         .await
@@ -98,8 +101,9 @@ impl Store {
         let sql = format!(
             "INSERT INTO schedules (name, cron, timezone, sop, params, overlap, catchup_window_ms,
                jitter_ms, starts_ms, ends_ms, paused, pause_note, source, since_ms, next_due_ms,
-               revision, created_at, updated_at, owner)
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16, $17)
+               revision, created_at, updated_at, owner, project)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, 0, 0, $15, $16, $17,
+               $18)
              ON CONFLICT (name) {on_conflict}"
         );
         Ok(with_pool!(self, pool => {
@@ -121,6 +125,7 @@ impl Store {
                 .bind(s.created_at)
                 .bind(s.updated_at)
                 .bind(&s.owner)
+                .bind(&s.project)
                 .execute(pool)
                 .await?
                 .rows_affected()

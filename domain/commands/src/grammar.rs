@@ -209,6 +209,15 @@ fn issue_ref(word: &str) -> Result<IssueRef, Problem> {
     })
 }
 
+impl FromStr for IssueRef {
+    type Err = Problem;
+
+    /// `OWNER/REPO#N`, as a command's `on` takes it (the API's and the CLI's `issue` too).
+    fn from_str(word: &str) -> Result<Self, Problem> {
+        issue_ref(word)
+    }
+}
+
 /// Whether `repo` is `owner/name` as GitHub spells them: two segments of letters, digits,
 /// `-`, `_` and `.`, neither of them `.` or `..` (path segments, not names). The one rule
 /// for every place an owner/name is read.

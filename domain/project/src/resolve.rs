@@ -59,7 +59,12 @@ impl Projects {
                 known: self.names(),
             })?,
             None => match named.iter().next() {
-                Some(first) => self.only_project_of(first, &named)?,
+                Some(first) => self.only_project_of(first, &named).map_err(|e| match e {
+                    ResolveError::InNoProject(repo) => {
+                        ResolveError::InNoProject(shown(request, &repo))
+                    }
+                    other => other,
+                })?,
                 None => return Ok(None),
             },
         };

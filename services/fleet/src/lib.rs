@@ -21,6 +21,7 @@ use gatehouse_bus::{Bus, Relay, RelayOptions};
 use gatehouse_github::GithubClient;
 use gatehouse_ingest::{ApiState, WebhookLimits};
 use gatehouse_notifier::Notifier;
+use gatehouse_project::Projects;
 use gatehouse_runner::Runner;
 use gatehouse_scheduler::Scheduler;
 use gatehouse_sop::Catalog;
@@ -47,6 +48,7 @@ pub struct FleetBuilder {
     store: Store,
     bus: Arc<dyn Bus>,
     catalog: Arc<Catalog>,
+    projects: Arc<Projects>,
     relay: RelayOptions,
     scheduler: bool,
     ingest: Option<ApiState>,
@@ -73,6 +75,7 @@ impl Fleet {
             store,
             bus,
             catalog: Arc::new(Catalog::default()),
+            projects: Arc::default(),
             relay: RelayOptions {
                 poll: Duration::from_millis(200),
                 ..RelayOptions::default()
@@ -113,6 +116,12 @@ impl FleetBuilder {
     /// The SOPs the scheduler runs and ingest starts.
     pub fn catalog(mut self, catalog: Arc<Catalog>) -> Self {
         self.catalog = catalog;
+        self
+    }
+
+    /// The projects runs work on: ingest binds requests to them, the scheduler schedules.
+    pub fn projects(mut self, projects: Arc<Projects>) -> Self {
+        self.projects = projects;
         self
     }
 
@@ -179,7 +188,8 @@ impl FleetBuilder {
         let bus = self.bus;
         tasks.spawn(Relay::new(self.store.clone(), bus.clone(), self.relay).run(shutdown.clone()));
         if self.scheduler {
-            let scheduler = Scheduler::new(self.store.clone(), self.catalog.clone());
+            let scheduler = Scheduler::new(self.store.clone(), self.catalog.clone())
+                .with_projects(self.projects.clone());
             tasks.spawn(scheduler.run(bus.clone(), shutdown.clone()));
         }
         if let Some(runner) = self.runner {
@@ -189,7 +199,9 @@ impl FleetBuilder {
             tasks.spawn(notifier.run(bus.clone(), shutdown.clone()));
         }
         let work = self.ingest_work;
+        let projects = self.projects;
         let routes = self.ingest.map(|api| {
+            let api = api.with_projects(projects);
             if work.process_deliveries {
                 tasks.spawn(gatehouse_ingest::process_deliveries(
                     api.clone(),

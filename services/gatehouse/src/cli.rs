@@ -6,6 +6,7 @@
 pub mod args;
 pub mod client;
 pub mod identity;
+pub mod projects;
 pub mod reports;
 pub mod requirements;
 pub mod runs;

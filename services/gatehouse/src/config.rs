@@ -46,6 +46,9 @@ pub struct Config {
     /// People and their accounts; who may decide gates comes from here.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub people: Vec<gatehouse_ingest::Person>,
+    /// Projects: the repositories runs work on, their channels, SOPs, settings and rights.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub projects: Vec<gatehouse_project::ProjectConfig>,
     /// Runners in this process.
     #[serde(default)]
     pub runner: RunnerConfig,
@@ -183,6 +186,19 @@ impl Config {
             }
             gatehouse_ingest::Repositories::new(&github.repositories)
                 .map_err(|e| ConfigError::Inconsistent(format!("github.repositories: {e}")))?;
+        }
+        let projects = gatehouse_project::Projects::new(self.projects.clone())
+            .map_err(|e| ConfigError::Inconsistent(e.to_string()))?;
+        for s in &self.schedules {
+            if let Some(project) = &s.project
+                && projects.get(project).is_none()
+            {
+                return Err(ConfigError::Inconsistent(format!(
+                    "schedule `{}`: no project named `{project}`; the projects are {}",
+                    s.name,
+                    projects.names()
+                )));
+            }
         }
         for (name, profile) in &self.sandbox.profiles {
             profile

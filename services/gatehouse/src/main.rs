@@ -24,7 +24,7 @@ use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
 use crate::cli::args::{Cli, ConfigCommand, GatehouseCommand, ScheduleCommand, SopCommand};
-use crate::cli::{identity, reports, requirements, runs, schedules, sops};
+use crate::cli::{identity, projects, reports, requirements, runs, schedules, sops};
 use crate::config::Config;
 
 fn main() -> ExitCode {
@@ -161,6 +161,10 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             command,
             client: args,
         } => reports::report(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Project {
+            command,
+            client: args,
+        } => projects::project(&client(&args, &config)?, command, args.json).await,
         GatehouseCommand::Requirement {
             command,
             client: args,

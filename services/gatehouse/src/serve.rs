@@ -145,7 +145,10 @@ async fn fleet(
     } else {
         None
     };
-    let mut fleet = Fleet::builder(store.clone(), bus.clone()).catalog(catalog.clone());
+    let projects = crate::settings::projects(config, &catalog)?;
+    let mut fleet = Fleet::builder(store.clone(), bus.clone())
+        .catalog(catalog.clone())
+        .projects(projects);
     if has(Service::Scheduler) {
         startup::sync_schedules(store, config, &catalog).await?;
         fleet = fleet.scheduler();
@@ -226,7 +229,7 @@ fn ingest(
         .with_people(crate::settings::people(config))
         .with_chat(chat);
     if let Some(github) = &config.github {
-        api = api.with_github(crate::settings::github::ingest(github)?);
+        api = api.with_github(crate::settings::github::ingest(github, &config.projects)?);
     }
     let mut fleet = fleet
         .ingest(api)

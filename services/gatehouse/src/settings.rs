@@ -13,6 +13,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use gatehouse_github::GithubClient;
 use gatehouse_ingest::People;
+use gatehouse_project::Projects;
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sop::Catalog;
 use gatehouse_store::{ScheduleRow, Store};
@@ -32,6 +33,23 @@ pub fn catalog(config: &Config) -> anyhow::Result<Arc<Catalog>> {
         tracing::warn!("skipped an invalid SOP file:\n{error}");
     }
     Ok(Arc::new(catalog))
+}
+
+/// `[[projects]]`, checked when the configuration was loaded; an SOP a project names that
+/// is not in the catalog is warned about (SOP files come and go), as schedules' are.
+pub fn projects(config: &Config, catalog: &Catalog) -> anyhow::Result<Arc<Projects>> {
+    let projects = Projects::new(config.projects.clone())?;
+    for project in projects.iter() {
+        let named = project
+            .config()
+            .sops
+            .iter()
+            .chain(&project.config().default_sop);
+        for sop in named.filter(|sop| catalog.get(sop).is_none()) {
+            tracing::warn!(project = %project.name(), %sop, "a project names an SOP that does not exist");
+        }
+    }
+    Ok(Arc::new(projects))
 }
 
 /// What the HTTP listeners allow a client.
@@ -108,6 +126,7 @@ pub fn schedule_row(
         pause_note: None,
         source: "config".into(),
         owner: s.owner.clone(),
+        project: s.project.clone(),
         since_ms: now.timestamp_millis(),
         created_at: now,
         updated_at: now,

@@ -12,7 +12,7 @@ use uuid::Uuid;
 use crate::error::ErrorBody;
 use crate::rights::Caller;
 use crate::views::*;
-use crate::{ApiError, ApiState, outbox};
+use crate::{ApiError, ApiState, outbox, projects};
 
 /// Gates waiting for a decision, in all unfinished runs.
 #[utoipa::path(get, path = "/gates", responses((status = 200, body = [GateView])))]
@@ -96,7 +96,8 @@ pub(crate) async fn checked_decision(
             actor.handle
         ))
     })?;
-    let (_, sop, mut run) = api.runs.load(id).await?;
+    let (row, sop, mut run) = api.runs.load(id).await?;
+    projects::may_decide(api, row.project.as_deref(), &person, &groups)?;
     let current = run
         .nodes
         .get(&node)

@@ -30,6 +30,7 @@ mod github;
 mod openapi;
 mod outbox;
 mod people;
+mod projects;
 mod reports;
 mod requirements;
 mod rights;
@@ -96,6 +97,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/people", post(people::add).get(people::list))
         .route("/people/{id}", delete(people::remove))
         .route("/reports/usage", get(reports::usage))
+        .route("/projects", get(projects::list))
         .route("/requirements", get(requirements::list))
         .route("/requirements/{id}", get(requirements::show))
         .route_layer(axum::middleware::from_fn_with_state(

@@ -22,7 +22,7 @@ const MAX_WINDOW: std::time::Duration = std::time::Duration::from_secs(3660 * 24
 /// Query of `GET /reports/usage`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 pub struct UsageQuery {
-    /// How to group: person, sop, sop-version or model (default sop).
+    /// How to group: project, person, sop, sop-version or model (default sop).
     pub by: Option<String>,
     /// Runs created within this long (`30d`, `12h`; default 30d), or since an RFC 3339 time.
     pub since: Option<String>,
@@ -31,6 +31,8 @@ pub struct UsageQuery {
 /// What a report groups by.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum By {
+    /// The project the run worked on; `-` for runs without one.
+    Project,
     /// The person who asked for the run.
     Person,
     Sop,
@@ -42,18 +44,20 @@ pub enum By {
 impl By {
     fn parse(text: &str) -> Result<Self, ApiError> {
         match text {
+            "project" => Ok(Self::Project),
             "person" => Ok(Self::Person),
             "sop" => Ok(Self::Sop),
             "sop-version" | "sop_version" => Ok(Self::SopVersion),
             "model" => Ok(Self::Model),
             other => Err(ApiError::Unprocessable(format!(
-                "cannot group by `{other}`: use person, sop, sop-version or model"
+                "cannot group by `{other}`: use project, person, sop, sop-version or model"
             ))),
         }
     }
 
     fn name(self) -> &'static str {
         match self {
+            Self::Project => "project",
             Self::Person => "person",
             Self::Sop => "sop",
             Self::SopVersion => "sop_version",
@@ -64,6 +68,7 @@ impl By {
     /// The run's group; none for `model`, whose groups come from usage.
     fn key(self, run: &RunOutline) -> Option<String> {
         match self {
+            Self::Project => Some(run.project.clone().unwrap_or_else(|| "-".to_owned())),
             Self::Person => Some(run.requested_by.clone().unwrap_or_else(|| "-".to_owned())),
             Self::Sop => Some(run.sop.clone()),
             Self::SopVersion => Some(format!("{}@{}", run.sop, run.sop_version)),
@@ -214,7 +219,8 @@ mod tests {
     #[test]
     fn groups_count_runs_outcomes_durations_tokens_and_cost() {
         let a = run("fix", "ana", RunStatus::Succeeded, 60);
-        let b = run("fix", "bo", RunStatus::Failed, 30);
+        let mut b = run("fix", "bo", RunStatus::Failed, 30);
+        b.project = Some("api".into());
         let c = run("triage", "ana", RunStatus::Running, 5);
         let usage = [
             used(&a, "sonnet", 1000, Some(0.5)),
@@ -240,6 +246,17 @@ mod tests {
         let by_person = usage_groups(By::Person, &runs, &usage);
         let ana = by_person.iter().find(|g| g.key == "ana").unwrap();
         assert_eq!((ana.runs, ana.input_tokens), (2, 1300));
+
+        let by_project = usage_groups(By::Project, &runs, &usage);
+        let keys: Vec<_> = by_project
+            .iter()
+            .map(|g| (g.key.as_str(), g.runs))
+            .collect();
+        assert_eq!(
+            keys,
+            [("api", 1), ("-", 2)],
+            "runs without a project as `-`"
+        );
 
         let by_model = usage_groups(By::Model, &runs, &usage);
         let keys: Vec<_> = by_model.iter().map(|g| (g.key.as_str(), g.runs)).collect();
@@ -269,9 +286,10 @@ mod tests {
             );
         }
         assert!(matches!(
-            By::parse("project"),
+            By::parse("repository"),
             Err(ApiError::Unprocessable(_))
         ));
+        assert_eq!(By::parse("project").unwrap(), By::Project);
         assert_eq!(By::parse("sop-version").unwrap(), By::SopVersion);
     }
 }

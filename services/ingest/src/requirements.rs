@@ -13,7 +13,9 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
-use crate::views::{PullRequestView, RequirementDetail, RequirementSummary, UsageTotal};
+use crate::views::{
+    DirectMergeView, PullRequestView, RequirementDetail, RequirementSummary, UsageTotal,
+};
 use crate::{ApiError, ApiState};
 
 /// Query of `GET /requirements`.
@@ -49,6 +51,7 @@ pub async fn show(
         .ok_or_else(|| ApiError::NotFound(format!("no requirement {id}")))?;
     let runs = api.store.runs_of_requirement(id).await?;
     let pull_requests = api.store.pull_requests_of_requirement(id).await?;
+    let direct_merges = api.store.direct_merges_of_requirement(id).await?;
     let usage = UsageTotal::of(&api.store.usage_of_requirement(id).await?);
     Ok(Json(RequirementDetail {
         body: row.body.clone(),
@@ -61,7 +64,19 @@ pub async fn show(
                 number: p.number,
                 branch: p.branch,
                 run_id: p.run_id,
+                state: p.state.to_string(),
                 opened_at: p.created_at,
+            })
+            .collect(),
+        direct_merges: direct_merges
+            .into_iter()
+            .map(|m| DirectMergeView {
+                repo: m.repo,
+                branch: m.branch,
+                commit: m.commit_sha,
+                run_id: m.run_id,
+                approved_by: m.approved_by,
+                merged_at: m.created_at,
             })
             .collect(),
         usage,
@@ -78,6 +93,7 @@ fn summary(row: RequirementRow) -> RequirementSummary {
         url: row.url,
         state: row.state.to_string(),
         requested_by: row.requested_by,
+        project: row.project,
         created_at: row.created_at,
         updated_at: row.updated_at,
     }

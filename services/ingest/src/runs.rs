@@ -8,7 +8,9 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use gatehouse_engine::{Input, apply};
-use gatehouse_events::{Event, RunCommand, RunCommandKind, RunRequested};
+use gatehouse_events::{
+    Event, RequirementSource, RequirementState, RunCommand, RunCommandKind, RunRequested,
+};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -16,9 +18,13 @@ use detail::detail;
 pub(crate) use detail::summary;
 
 use crate::error::ErrorBody;
+use crate::github::requirement::issue_requirement;
+use crate::requirements::{self, NewRequirement};
 use crate::rights::{Caller, may_start};
 use crate::views::*;
-use crate::{ApiError, ApiState, outbox};
+use crate::{ApiError, ApiState, outbox, projects};
+use gatehouse_commands::IssueRef;
+use gatehouse_project::Request;
 
 /// Query of `GET /runs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -56,21 +62,64 @@ pub async fn start(
     sop.check_start(&body.params)
         .map_err(ApiError::Unprocessable)?;
     may_start(sop, &caller.person, &caller.groups)?;
+    let issue: Option<IssueRef> = body
+        .issue
+        .as_deref()
+        .map(|text| {
+            text.parse()
+                .map_err(|e| ApiError::Unprocessable(format!("issue: {e}")))
+        })
+        .transpose()?;
+    let issue_repo = issue.as_ref().map(|i| format!("{}/{}", i.owner, i.repo));
+    let request = Request {
+        project: body.project.as_deref(),
+        repositories: &body.repositories,
+        issue_repo: issue_repo.as_deref(),
+        sop: Some(&sop.name),
+    };
+    let workspace = projects::bind(&api, request, &caller.person, &caller.groups)?;
     let run_id = Uuid::now_v7();
-    let event_id = outbox::emit(
-        &api.store,
-        Event::RunRequested(RunRequested {
-            run_id,
-            sop: sop.name.clone(),
-            params: body.params,
-            requirement_id: None,
-            requested_by: caller.actor(),
-            schedule: None,
-            parent: None,
-            workspace: None,
-        }),
-    )
-    .await?;
+    let mut tx = api.store.begin().await?;
+    // A run on code works on a requirement, which its pull requests deliver: the issue's,
+    // or one of its own.
+    let requirement = match (&issue, &workspace) {
+        (Some(issue), _) => {
+            let row = issue_requirement(&api, &mut tx, issue, &caller.actor()).await?;
+            projects::claim_for_requirement(&mut tx, Some(row.id), workspace.as_ref()).await?;
+            Some(row.id)
+        }
+        (None, Some(workspace)) => {
+            let new = NewRequirement {
+                key: format!("api:{run_id}"),
+                source: RequirementSource::Api,
+                title: format!("{} on {}", sop.name, workspace.project),
+                body: body
+                    .params
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}\n"))
+                    .collect(),
+                url: None,
+                state: RequirementState::Open,
+                source_updated_at: String::new(),
+                author: caller.actor(),
+                project: Some(workspace.project.clone()),
+            };
+            Some(requirements::create(&mut tx, new).await?.id)
+        }
+        (None, None) => None,
+    };
+    let request = RunRequested {
+        run_id,
+        sop: sop.name.clone(),
+        params: body.params,
+        requirement_id: requirement,
+        requested_by: caller.actor(),
+        schedule: None,
+        parent: None,
+        workspace,
+    };
+    let event_id = outbox::append(&mut tx, Event::RunRequested(request)).await?;
+    tx.commit().await?;
     // The scheduler creates the run within milliseconds; waiting for it here means a
     // `run show` right after `run start` finds it. After the wait the request still stands.
     for _ in 0..250 {

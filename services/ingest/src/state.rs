@@ -5,6 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use gatehouse_project::Projects;
 use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
 
@@ -17,6 +18,8 @@ pub struct ApiState {
     pub(crate) store: Store,
     /// The SOPs requests may start.
     pub(crate) catalog: Arc<Catalog>,
+    /// The configured projects: where runs may reach.
+    pub(crate) projects: Arc<Projects>,
     /// The configured people; [`People::current`] adds the stored ones.
     pub(crate) people: Arc<People>,
     /// Absent: `/webhooks/github` answers 404 and no repository is acted on.
@@ -37,6 +40,7 @@ impl ApiState {
             runs: RunLoader::new(store.clone()),
             store,
             catalog,
+            projects: Arc::default(),
             people: Arc::default(),
             github: None,
             chat: Arc::default(),
@@ -60,6 +64,12 @@ impl ApiState {
     /// Serves artifacts from `data_dir` (where the runners write them).
     pub fn with_data_dir(mut self, data_dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(data_dir.into());
+        self
+    }
+
+    /// The projects runs may work on (`[[projects]]`).
+    pub fn with_projects(mut self, projects: Arc<Projects>) -> Self {
+        self.projects = projects;
         self
     }
 

@@ -2,6 +2,7 @@
 
 mod gates;
 mod people;
+mod projects;
 mod reports;
 mod requirements;
 mod runs;
@@ -11,6 +12,7 @@ mod usage;
 
 pub use gates::*;
 pub use people::*;
+pub use projects::*;
 pub use reports::*;
 pub use requirements::*;
 pub use runs::*;

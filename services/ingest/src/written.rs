@@ -26,6 +26,8 @@ pub(crate) struct Scope<'a> {
     pub anywhere: bool,
     /// What the place is called in answers ("issue", "thread").
     pub place: &'static str,
+    /// The project the place works on (a project's chat channel), when it is one.
+    pub project: Option<&'a str>,
 }
 
 /// What a command came to: a sentence for the audit trail, and the answer its author

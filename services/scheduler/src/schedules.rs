@@ -5,6 +5,7 @@
 //! schedules, not the number of schedules.
 
 mod fire;
+mod requirement;
 
 use std::time::Instant;
 

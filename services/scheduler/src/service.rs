@@ -9,6 +9,7 @@ use chrono::Utc;
 use gatehouse_bus::{Bus, Consumer, ConsumerOptions, ConsumerSpec};
 use gatehouse_engine::{Input, Rejection, RunState, apply};
 use gatehouse_events::{Artifact, RunRequested, RunStatus, TraceParent};
+use gatehouse_project::Projects;
 use gatehouse_sop::{Catalog, NodeKind, Sop};
 use gatehouse_store::{ArtifactRow, RunRow, Store, Tx};
 use tokio_util::sync::CancellationToken;
@@ -22,6 +23,8 @@ use crate::observe::{Measured, Meter, stamp_opened_gates};
 pub struct Scheduler {
     pub(crate) store: Store,
     pub(crate) catalog: Arc<Catalog>,
+    /// The projects schedules name.
+    pub(crate) projects: Arc<Projects>,
     /// Run durations and gate waits.
     pub(crate) meter: Meter,
 }
@@ -41,8 +44,15 @@ impl Scheduler {
         Self {
             store,
             catalog,
+            projects: Arc::default(),
             meter: Meter::default(),
         }
+    }
+
+    /// Resolves the projects schedules name (`[[projects]]`).
+    pub fn with_projects(mut self, projects: Arc<Projects>) -> Self {
+        self.projects = projects;
+        self
     }
 
     /// Consumes events and fires timers until `shutdown` is cancelled.

@@ -24,24 +24,31 @@ pub const REPO: &str = "Codertocat/Hello-World";
 /// The fake GitHub's token; it must never show in logs, artifacts or remotes.
 pub const TOKEN: &str = "ghs_test-token-never-shown";
 
-/// Ingest's webhook settings with `triggers`.
-pub(super) fn settings(triggers: Vec<Trigger>) -> GithubSettings {
+/// Ingest's webhook settings with `triggers`; [`REPO`] and the projects' `repos` are
+/// configured, whatever the triggers name.
+pub(super) fn settings(triggers: Vec<Trigger>, repos: &[&str]) -> GithubSettings {
+    let repositories: Vec<String> = std::iter::once(REPO)
+        .chain(repos.iter().copied())
+        .map(str::to_owned)
+        .collect();
     GithubSettings {
         webhook_secrets: vec!["old secret".into(), SECRET.into()],
         triggers,
         bot_login: "gatehouse".into(),
         max_body_bytes: 64 * 1024,
-        // The repository is configured, whatever the triggers name.
-        repositories: Repositories::new(&[REPO.into()]).unwrap(),
+        repositories: Repositories::new(&repositories).unwrap(),
     }
 }
 
-/// Delivery to a bare repository of [`REPO`] under `data/git`, created here.
-pub(super) fn deliverer(data: &Path, client: &GithubClient) -> Arc<Deliverer> {
+/// Delivery to bare repositories under `data/git`, created here: [`REPO`]'s and those of
+/// `repos` (`owner/name`, the projects').
+pub(super) fn deliverer(data: &Path, client: &GithubClient, repos: &[&str]) -> Arc<Deliverer> {
     let git = data.join("git");
-    let bare = git.join(format!("{REPO}.git"));
-    if !bare.exists() {
-        bare_repository(&bare);
+    for repo in std::iter::once(REPO).chain(repos.iter().copied()) {
+        let bare = git.join(format!("{repo}.git"));
+        if !bare.exists() {
+            bare_repository(&bare);
+        }
     }
     Arc::new(Deliverer {
         github: client.clone(),

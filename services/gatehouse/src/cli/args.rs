@@ -129,6 +129,15 @@ pub enum GatehouseCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// The configured projects: their repositories, channels, SOPs and rights.
+    Project {
+        /// What to do.
+        #[command(subcommand)]
+        command: ProjectCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// What people asked for (GitHub issues, chat threads), with its runs and pull requests.
     Requirement {
         /// What to do.
@@ -210,7 +219,7 @@ pub struct ClientArgs {
 pub enum ReportCommand {
     /// Tokens, cost, run counts and durations of the runs created in a window.
     Usage {
-        /// Group by person, sop, sop-version or model.
+        /// Group by project, person, sop, sop-version or model.
         #[arg(long, default_value = "sop")]
         by: String,
         /// The window: a duration back from now (30d, 12h) or an RFC 3339 time.
@@ -220,6 +229,13 @@ pub enum ReportCommand {
         #[arg(long, conflicts_with = "json")]
         csv: bool,
     },
+}
+
+/// `gatehouse project ...`
+#[derive(Debug, Subcommand)]
+pub enum ProjectCommand {
+    /// List the projects with their repositories.
+    List,
 }
 
 /// `gatehouse requirement ...`
@@ -248,6 +264,17 @@ pub enum RunCommand {
         /// A parameter, KEY=VALUE; repeat for more.
         #[arg(long = "param", value_name = "KEY=VALUE", value_parser = key_value)]
         params: Vec<(String, String)>,
+        /// The project it works on (`gatehouse project list`); found from --repo or
+        /// --issue when not given.
+        #[arg(long)]
+        project: Option<String>,
+        /// A repository of the project to check out, owner/name; repeat for more (default:
+        /// all of the project's).
+        #[arg(long = "repo", value_name = "OWNER/NAME")]
+        repositories: Vec<String>,
+        /// The GitHub issue it works on, owner/name#N (its pull request closes it).
+        #[arg(long, value_name = "OWNER/NAME#N")]
+        issue: Option<String>,
     },
     /// List runs, newest first.
     List {
@@ -463,6 +490,9 @@ pub enum ScheduleCommand {
         /// No fire after this RFC 3339 time.
         #[arg(long, value_name = "TIME")]
         end: Option<String>,
+        /// The project its runs work on (all of the project's repositories).
+        #[arg(long)]
+        project: Option<String>,
     },
     /// Pause a schedule; fires that fall due while paused are not owed.
     Pause {

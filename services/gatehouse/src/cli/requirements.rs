@@ -55,6 +55,9 @@ fn describe(d: &RequirementDetail) -> String {
         r.requested_by,
         r.created_at.format("%Y-%m-%d %H:%M:%S")
     );
+    if let Some(project) = &r.project {
+        out.push_str(&format!("  project {project}\n"));
+    }
     if let Some(url) = &r.url {
         out.push_str(&format!("  {url}\n"));
     }
@@ -69,8 +72,24 @@ fn describe(d: &RequirementDetail) -> String {
         out.push_str("pull requests:\n");
         for pr in &d.pull_requests {
             out.push_str(&format!(
-                "  {}#{}  from {}  (run {})\n",
-                pr.repo, pr.number, pr.branch, pr.run_id
+                "  {}#{}  {:<7}  from {}  (run {})\n",
+                pr.repo, pr.number, pr.state, pr.branch, pr.run_id
+            ));
+        }
+    }
+    if !d.direct_merges.is_empty() {
+        out.push_str("merged directly:\n");
+        for m in &d.direct_merges {
+            let accepted = match &m.approved_by {
+                Some(gate) => format!("accepted by gate `{gate}`"),
+                None => "no gate before it".to_owned(),
+            };
+            out.push_str(&format!(
+                "  {} into {} at {}  ({accepted}; run {})\n",
+                m.repo,
+                m.branch,
+                m.commit.get(..12).unwrap_or(&m.commit),
+                m.run_id
             ));
         }
     }

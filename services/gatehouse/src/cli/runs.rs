@@ -13,7 +13,13 @@ use crate::cli::client::Client;
 /// `gatehouse run ...`
 pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow::Result<()> {
     match command {
-        RunCommand::Start { sop, params } => {
+        RunCommand::Start {
+            sop,
+            params,
+            project,
+            repositories,
+            issue,
+        } => {
             let params: BTreeMap<String, String> = params.into_iter().collect();
             let accepted: Accepted = client
                 .post(
@@ -21,6 +27,9 @@ pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow:
                     &StartRun {
                         sop: sop.clone(),
                         params,
+                        project,
+                        repositories,
+                        issue,
                     },
                 )
                 .await?;

@@ -56,6 +56,7 @@ pub async fn schedule(
             jitter,
             start,
             end,
+            project,
         } => {
             let body = CreateSchedule {
                 name,
@@ -68,6 +69,7 @@ pub async fn schedule(
                 jitter,
                 start,
                 end,
+                project,
             };
             let created: ScheduleView = client.post("/schedules", &body).await?;
             print(as_json, &created, || {

@@ -47,6 +47,9 @@ pub struct ScheduleConfig {
     /// bootstrap administrator, `admin`, when not given.
     #[serde(default = "default_owner")]
     pub owner: String,
+    /// The project its runs work on (all of the project's repositories).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 fn default_owner() -> String {

@@ -9,8 +9,12 @@ use gatehouse_runner::Deliverer;
 
 use crate::config::{GithubConfig, GithubTrigger};
 
-/// Ingest's webhook settings: secrets read, triggers and repository globs compiled.
-pub fn ingest(github: &GithubConfig) -> anyhow::Result<GithubSettings> {
+/// Ingest's webhook settings: secrets read, triggers and repository globs compiled. The
+/// repositories of `projects` are reached as those of `[github] repositories` are.
+pub fn ingest(
+    github: &GithubConfig,
+    projects: &[gatehouse_project::ProjectConfig],
+) -> anyhow::Result<GithubSettings> {
     let webhook_secrets = github
         .webhook_secrets
         .iter()
@@ -33,8 +37,17 @@ pub fn ingest(github: &GithubConfig) -> anyhow::Result<GithubSettings> {
         triggers,
         bot_login: github.bot_login.clone(),
         max_body_bytes: github.max_body_bytes,
-        repositories: Repositories::new(&github.repositories).context("github.repositories")?,
+        repositories: Repositories::new(&reached(github, projects))
+            .context("github.repositories")?,
     })
+}
+
+/// `[github] repositories` and every repository a project lists.
+fn reached(github: &GithubConfig, projects: &[gatehouse_project::ProjectConfig]) -> Vec<String> {
+    let listed = projects
+        .iter()
+        .flat_map(|p| p.repositories.iter().map(|r| r.repo.clone()));
+    github.repositories.iter().cloned().chain(listed).collect()
 }
 
 /// The client `[github]` asks for: a token, or a GitHub App (`app_id` + `private_key`);

@@ -8,9 +8,10 @@ use gatehouse_commands::{Command, Mention, parse_mention};
 use gatehouse_events::Actor;
 use gatehouse_store::Tx;
 
-use super::requirement::{find_thread_requirement, issue_requirement, thread_requirement};
+use super::requirement::{find_thread_requirement, thread_requirement};
 use super::{ChatMention, Platform};
 use crate::deliveries::Outcome;
+use crate::github::requirement::issue_requirement;
 use crate::written::{self, Scope};
 use crate::{ApiError, ApiState};
 
@@ -91,7 +92,7 @@ async fn chat_command(
             issue: Some(issue), ..
         } if known => Some(issue_requirement(api, tx, issue, actor).await?),
         Command::Run { issue: None, .. } if known => {
-            Some(thread_requirement(tx, m, actor, &m.text).await?)
+            Some(thread_requirement(tx, m, actor, &m.text, channel_project(api, m)).await?)
         }
         _ => find_thread_requirement(tx, m).await?,
     };
@@ -99,6 +100,7 @@ async fn chat_command(
         requirement: requirement.as_ref(),
         anywhere: true,
         place: "thread",
+        project: channel_project(api, m),
     };
     let done = written::carry_out(api, tx, &scope, actor, command).await?;
     // Chat has no status comment to show that a command worked, so say so.
@@ -126,8 +128,12 @@ async fn free_text(
             ),
         ));
     }
-    let requirement = thread_requirement(tx, m, actor, text).await?;
-    let Some(sop) = api.chat.channel_sop(m.platform, &m.channel) else {
+    let project = channel_project(api, m);
+    let requirement = thread_requirement(tx, m, actor, text, project).await?;
+    let default_sop = project
+        .and_then(|name| api.projects.get(name))
+        .and_then(|p| p.config().default_sop.as_deref());
+    let Some(sop) = api.chat.channel_sop(m.platform, &m.channel).or(default_sop) else {
         return Ok((
             format!("requirement {} noted", requirement.source_key),
             "Noted as a requirement for this thread. No SOP is configured for this channel; start one here with `run SOP`.".into(),
@@ -137,6 +143,7 @@ async fn free_text(
         requirement: Some(&requirement),
         anywhere: true,
         place: "thread",
+        project,
     };
     let command = Command::Run {
         sop: sop.to_owned(),
@@ -149,6 +156,12 @@ async fn free_text(
         None => format!("Noted as a requirement for this thread. {}.", done.note),
     };
     Ok((done.note, reply))
+}
+
+/// The project whose channels include the mention's (`slack:C0API`).
+pub(crate) fn channel_project<'a>(api: &'a ApiState, m: &ChatMention) -> Option<&'a str> {
+    let channel = format!("{}:{}", m.platform.name(), m.channel);
+    api.projects.of_channel(&channel).map(|p| p.name())
 }
 
 /// A chat account as an actor, resolved to a configured person when there is one.

@@ -1,13 +1,11 @@
-//! Requirements for chat threads, and for issues named from chat (`run SOP on owner/repo#N`).
+//! Requirements for chat threads.
 
-use gatehouse_commands::IssueRef;
 use gatehouse_events::{Actor, RequirementSource, RequirementState};
 use gatehouse_store::{RequirementRow, Tx};
 
 use super::ChatMention;
-use crate::github::requirement::{self, Subject};
+use crate::ApiError;
 use crate::requirements::{self, NewRequirement};
-use crate::{ApiError, ApiState};
 
 /// Longest requirement title taken from a message; the whole text is the body.
 const TITLE_CHARS: usize = 80;
@@ -18,6 +16,7 @@ pub(crate) async fn thread_requirement(
     m: &ChatMention,
     actor: &Actor,
     text: &str,
+    project: Option<&str>,
 ) -> Result<RequirementRow, ApiError> {
     if let Some(row) = find_thread_requirement(tx, m).await? {
         return Ok(row);
@@ -41,7 +40,7 @@ pub(crate) async fn thread_requirement(
         state: RequirementState::Open,
         source_updated_at: String::new(),
         author: actor.clone(),
-        project: None,
+        project: project.map(str::to_owned),
     };
     requirements::create(tx, new).await
 }
@@ -52,31 +51,6 @@ pub(crate) async fn find_thread_requirement(
     m: &ChatMention,
 ) -> Result<Option<RequirementRow>, ApiError> {
     Ok(tx.requirement_by_key(&thread_key(m)).await?)
-}
-
-/// The requirement of an issue named from chat; created when Gatehouse has not seen the
-/// issue yet (its title and body arrive with the issue's next webhook).
-pub(crate) async fn issue_requirement(
-    api: &ApiState,
-    tx: &mut Tx,
-    issue: &IssueRef,
-    actor: &Actor,
-) -> Result<RequirementRow, ApiError> {
-    let repo = format!("{}/{}", issue.owner, issue.repo);
-    let name = format!("{repo}#{}", issue.number);
-    let subject = Subject {
-        repo: &repo,
-        number: issue.number,
-        pull_request: false,
-        title: &name,
-        body: "",
-        url: "",
-        state: RequirementState::Open,
-        author: &actor.handle,
-        // Older than any webhook's view, so a known issue is left as GitHub described it.
-        updated_at: "",
-    };
-    requirement::sync(api, tx, &subject).await
 }
 
 /// `slack:C0123:1700000000.000100`: one requirement per thread.

@@ -3,7 +3,7 @@
 
 use gatehouse_events::RequirementState;
 use gatehouse_github::{IssueCommentEvent, IssuesEvent, PullRequestEvent, Webhook};
-use gatehouse_store::{DeliveryRow, Tx};
+use gatehouse_store::{DeliveryRow, PullState, Tx};
 
 use super::requirement::{self, Subject, github_actor};
 use super::triggers::{LabelEvent, labeled, unlabeled};
@@ -98,43 +98,59 @@ async fn pull_request(
     let notes = match e.action.as_str() {
         "labeled" => labeled(api, tx, &requirement, &label).await?,
         "unlabeled" => unlabeled(api, tx, &requirement, &label).await?,
-        "closed" => vec![pull_closed(api, tx, subject.repo, pr).await?],
+        "closed" if pr.merged => {
+            vec![pull_changed(api, tx, subject.repo, pr, PullState::Merged).await?]
+        }
+        "closed" => vec![pull_changed(api, tx, subject.repo, pr, PullState::Closed).await?],
+        "reopened" => vec![pull_changed(api, tx, subject.repo, pr, PullState::Open).await?],
         action => vec![format!("pull request {action}")],
     };
     Ok(Outcome::processed(notes))
 }
 
-/// A pull request Gatehouse opened was closed: merged, it delivers its requirement;
-/// closed unmerged, the requirement is closed (without delivery) until it is reopened.
-async fn pull_closed(
+/// A pull request Gatehouse opened was closed or reopened. A requirement is delivered when
+/// every pull request opened for it is merged, closed (without delivery) when any is
+/// closed unmerged, and open again when that one is reopened.
+async fn pull_changed(
     api: &ApiState,
     tx: &mut Tx,
     repo: &str,
     pr: &gatehouse_github::PullRequest,
+    state: PullState,
 ) -> Result<String, ApiError> {
-    let Some(id) = api.store.pull_request_requirement(repo, pr.number).await? else {
-        return Ok(format!("pull request closed (merged: {})", pr.merged));
+    let Some(id) = tx.set_pull_request_state(repo, pr.number, state).await? else {
+        return Ok(format!("pull request {state} (not one Gatehouse opened)"));
     };
     let Some(requirement) = api.store.requirement(id).await? else {
-        return Ok("pull request closed; its requirement is gone".into());
+        return Ok(format!("pull request {state}; its requirement is gone"));
     };
-    let (state, note) = if pr.merged {
-        (RequirementState::Delivered, "merged")
+    let states = tx.pull_request_states(id).await?;
+    let merged = states.iter().filter(|s| **s == PullState::Merged).count();
+    let target = if states.contains(&PullState::Closed) {
+        RequirementState::Closed
+    } else if merged == states.len() {
+        RequirementState::Delivered
     } else {
-        (RequirementState::Closed, "closed unmerged")
+        RequirementState::Open
     };
-    if requirement.state != state && requirement.state != RequirementState::Delivered {
-        tx.update_requirement(id, &requirement.title, &requirement.body, state, "")
+    // Delivered stays delivered: what was merged is in.
+    if requirement.state != target && requirement.state != RequirementState::Delivered {
+        tx.update_requirement(id, &requirement.title, &requirement.body, target, "")
             .await?;
         let update = gatehouse_events::RequirementUpdated {
             requirement_id: id,
             title: None,
             body: None,
-            state,
+            state: target,
         };
         outbox::append(tx, gatehouse_events::Event::RequirementUpdated(update)).await?;
     }
-    Ok(format!("{note}: {} {state}", requirement.source_key))
+    Ok(format!(
+        "pull request {repo}#{} {state}: {merged} of {} merged, {} {target}",
+        pr.number,
+        states.len(),
+        requirement.source_key
+    ))
 }
 
 async fn comment(
@@ -185,6 +201,7 @@ async fn comment(
                     requirement: Some(&requirement),
                     anywhere: false,
                     place: "issue",
+                    project: None,
                 };
                 written::carry_out(api, tx, &scope, &actor, command).await?
             }

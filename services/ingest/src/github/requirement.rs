@@ -1,6 +1,7 @@
 //! Requirements for issues and pull requests: created on first sight, kept current by
 //! later events (title and body edits, close, reopen, merge).
 
+use gatehouse_commands::IssueRef;
 use gatehouse_events::{
     Actor, Channel, Event, RequirementSource, RequirementState, RequirementUpdated,
 };
@@ -89,7 +90,7 @@ async fn create_issue_requirement(
         state: subject.state,
         source_updated_at: subject.updated_at.to_owned(),
         author: github_actor(api, subject.author).await?,
-        project: None,
+        project: crate::projects::project_of_repo(api, subject.repo),
     };
     requirements::create(tx, new).await
 }
@@ -106,4 +107,30 @@ pub(crate) async fn github_actor(api: &ApiState, login: &str) -> Result<Actor, A
             .by_github(login)
             .map(|p| p.id.clone()),
     })
+}
+
+/// The requirement of an issue named by reference (chat's `run SOP on owner/repo#N`, the
+/// API's `issue`); created when Gatehouse has not seen the
+/// issue yet (its title and body arrive with the issue's next webhook).
+pub(crate) async fn issue_requirement(
+    api: &ApiState,
+    tx: &mut Tx,
+    issue: &IssueRef,
+    actor: &Actor,
+) -> Result<RequirementRow, ApiError> {
+    let repo = format!("{}/{}", issue.owner, issue.repo);
+    let name = format!("{repo}#{}", issue.number);
+    let subject = Subject {
+        repo: &repo,
+        number: issue.number,
+        pull_request: false,
+        title: &name,
+        body: "",
+        url: "",
+        state: RequirementState::Open,
+        author: &actor.handle,
+        // Older than any webhook's view, so a known issue is left as GitHub described it.
+        updated_at: "",
+    };
+    sync(api, tx, &subject).await
 }

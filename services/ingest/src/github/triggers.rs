@@ -8,7 +8,8 @@ use gatehouse_store::{RequirementRow, Tx};
 use uuid::Uuid;
 
 use crate::rights::may_start;
-use crate::{ApiError, ApiState, Trigger, outbox};
+use crate::{ApiError, ApiState, Trigger, outbox, projects};
+use gatehouse_project::Request;
 
 /// A label event on an issue or pull request.
 pub(crate) struct LabelEvent<'a> {
@@ -82,6 +83,27 @@ pub(crate) async fn start_trigger(
     if let Err(why) = sop.check_start(&params) {
         return Ok(format!("`{}` cannot start: {why}", trigger.sop));
     }
+    // The issue's repository brings its project; a repository no project lists is
+    // refused when projects are configured.
+    let person = event
+        .sender
+        .person
+        .as_deref()
+        .unwrap_or(&event.sender.handle);
+    let groups = api.people.current(&api.store).await?.groups(person);
+    let request = Request {
+        issue_repo: Some(event.repo),
+        sop: Some(&sop.name),
+        ..Request::default()
+    };
+    let workspace = match projects::bind(api, request, person, &groups) {
+        Ok(workspace) => workspace,
+        Err(ApiError::Unprocessable(why) | ApiError::Forbidden(why)) => {
+            return Ok(format!("`{}` not started: {why}", trigger.sop));
+        }
+        Err(other) => return Err(other),
+    };
+    projects::claim_for_requirement(tx, Some(requirement.id), workspace.as_ref()).await?;
     let run_id = Uuid::now_v7();
     let key = format!(
         "github:{}#{}:{}:{}:{}",
@@ -101,7 +123,7 @@ pub(crate) async fn start_trigger(
         requested_by: event.sender.clone(),
         schedule: None,
         parent: None,
-        workspace: None,
+        workspace,
     };
     outbox::append(tx, Event::RunRequested(request)).await?;
     Ok(format!("started `{}` as run {run_id}", trigger.sop))

@@ -102,6 +102,7 @@ pub(crate) fn summary(row: gatehouse_store::RunRow) -> RunSummary {
         sop_version: row.sop_version,
         status: row.status.to_string(),
         requested_by: row.requested_by,
+        project: row.project,
         parent_run: row.parent_run,
         created_at: row.created_at,
         updated_at: row.updated_at,

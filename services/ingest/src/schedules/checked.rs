@@ -9,7 +9,8 @@ use jiff::Timestamp;
 
 use crate::rights::{Caller, may_start};
 use crate::views::CreateSchedule;
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, projects};
+use gatehouse_project::Request;
 
 /// A create request checked field by field; every message names the field.
 pub(super) async fn checked(
@@ -74,6 +75,17 @@ pub(super) async fn checked(
         .map_err(|m| ApiError::Unprocessable(format!("params: {m}")))?;
     // Its runs answer to its creator, who must be allowed to start them.
     may_start(sop, &caller.person, &caller.groups)?;
+    if let Some(project) = &body.project {
+        let request = Request {
+            project: Some(project),
+            sop: Some(&sop.name),
+            ..Request::default()
+        };
+        projects::bind(api, request, &caller.person, &caller.groups).map_err(|e| match e {
+            ApiError::Unprocessable(m) => ApiError::Unprocessable(format!("project: {m}")),
+            other => other,
+        })?;
+    }
     let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let created = Utc::now();
     Ok(ScheduleRow {
@@ -91,6 +103,7 @@ pub(super) async fn checked(
         pause_note: None,
         source: "api".into(),
         owner: caller.person.clone(),
+        project: body.project,
         since_ms: now.as_millisecond(),
         next_due_ms: Some(0),
         revision: 0,

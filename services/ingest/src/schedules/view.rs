@@ -52,6 +52,7 @@ pub(super) async fn view(api: &ApiState, row: ScheduleRow) -> Result<ScheduleVie
         pause_note: row.pause_note,
         source: row.source,
         owner: row.owner,
+        project: row.project,
         created_at: row.created_at,
         updated_at: row.updated_at,
     })

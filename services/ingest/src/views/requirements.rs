@@ -24,6 +24,9 @@ pub struct RequirementSummary {
     pub state: String,
     /// Who asked: a person's id, or the source's handle for someone Gatehouse does not know.
     pub requested_by: String,
+    /// The project it belongs to: its source's (a project's repository or channel), or
+    /// that of its first run on a project.
+    pub project: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
 }
@@ -36,8 +39,10 @@ pub struct RequirementDetail {
     pub body: String,
     /// The runs that worked on it, newest first.
     pub runs: Vec<RunSummary>,
-    /// The pull requests its deliveries opened.
+    /// The pull requests its deliveries opened. It is delivered when all are merged.
     pub pull_requests: Vec<PullRequestView>,
+    /// Work its deliveries merged straight into a branch (`mode: direct`).
+    pub direct_merges: Vec<DirectMergeView>,
     /// Tokens and cost over all its runs.
     pub usage: UsageTotal,
 }
@@ -52,5 +57,22 @@ pub struct PullRequestView {
     pub branch: String,
     /// The run that delivered into it last.
     pub run_id: Uuid,
+    /// open, merged or closed (unmerged).
+    pub state: String,
     pub opened_at: DateTime<Utc>,
+}
+
+/// Work a delivery merged into a branch itself.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DirectMergeView {
+    /// `owner/name`.
+    pub repo: String,
+    /// The branch merged into.
+    pub branch: String,
+    /// The merge commit pushed.
+    pub commit: String,
+    pub run_id: Uuid,
+    /// The gate whose approval accepted the work; none when no gate came before.
+    pub approved_by: Option<String>,
+    pub merged_at: DateTime<Utc>,
 }

@@ -17,6 +17,16 @@ pub struct StartRun {
     /// Parameters.
     #[serde(default)]
     pub params: BTreeMap<String, String>,
+    /// The project it works on; found from `repositories` or `issue` when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
+    /// `owner/name`s of the project's repositories to check out; all of them when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub repositories: Vec<String>,
+    /// The GitHub issue it works on, `owner/name#N`: the run is recorded against the issue's
+    /// requirement, and its pull request closes the issue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub issue: Option<String>,
 }
 
 /// A request was accepted and will be applied by the scheduler.
@@ -41,6 +51,8 @@ pub struct RunSummary {
     pub status: String,
     /// Who asked for it.
     pub requested_by: Option<String>,
+    /// The project it works on.
+    pub project: Option<String>,
     /// The run whose `sop` node started it.
     pub parent_run: Option<Uuid>,
     /// Created.

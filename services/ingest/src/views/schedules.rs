@@ -38,6 +38,9 @@ pub struct CreateSchedule {
     /// No fire after this RFC 3339 time.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<String>,
+    /// The project its runs work on (all of its repositories).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub project: Option<String>,
 }
 
 /// A schedule with its state.
@@ -71,6 +74,8 @@ pub struct ScheduleView {
     pub source: String,
     /// The person its runs answer to: who created or last changed it.
     pub owner: String,
+    /// The project its runs work on.
+    pub project: Option<String>,
     /// The next cron time, with the zone's offset; none when paused or ended.
     pub next_fire: Option<String>,
     /// The most recent fire.

@@ -14,7 +14,8 @@ use super::targets::{in_scope, latest_run, waiting_gate};
 use crate::gates::checked_decision;
 use crate::rights::may_start;
 use crate::views::Decide;
-use crate::{ApiError, ApiState, outbox};
+use crate::{ApiError, ApiState, outbox, projects};
+use gatehouse_project::Request;
 
 pub(super) async fn start_run(
     api: &ApiState,
@@ -31,19 +32,29 @@ pub(super) async fn start_run(
         .ok_or_else(|| ApiError::NotFound(format!("no SOP named `{sop}`")))?;
     sop.check_start(&params).map_err(ApiError::Unprocessable)?;
     // `carry_out` answered anyone without a person already.
-    if let Some(person) = &actor.person {
-        may_start(sop, person, groups)?;
-    }
+    let person = actor.person.as_deref().unwrap_or(&actor.handle);
+    may_start(sop, person, groups)?;
+    // The code it works on: the issue's repository (and project), or the channel's project.
+    let issue_repo = projects::issue_repo(scope.requirement);
+    let request = Request {
+        project: scope.project,
+        repositories: &[],
+        issue_repo: issue_repo.as_deref(),
+        sop: Some(&sop.name),
+    };
+    let workspace = projects::bind(api, request, person, groups)?;
+    let requirement_id = scope.requirement.map(|r| r.id);
+    projects::claim_for_requirement(tx, requirement_id, workspace.as_ref()).await?;
     let run_id = Uuid::now_v7();
     let request = RunRequested {
         run_id,
         sop: sop.name.clone(),
         params,
-        requirement_id: scope.requirement.map(|r| r.id),
+        requirement_id,
         requested_by: actor.clone(),
         schedule: None,
         parent: None,
-        workspace: None,
+        workspace,
     };
     outbox::append(tx, Event::RunRequested(request)).await?;
     Ok(format!("run: started `{}` as run {run_id}", sop.name))

@@ -6,13 +6,16 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use gatehouse_events::{
-    Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, ScheduleFire, TraceParent,
+    Actor, Channel, Event, RunCommand, RunCommandKind, RunRequested, RunWorkspace, ScheduleFire,
+    TraceParent,
 };
+use gatehouse_project::Request;
 use gatehouse_schedule::{Decision, SkipReason, decide};
 use gatehouse_store::{FireOutcome, FireRow, ScheduleRow};
 use jiff::Timestamp;
 use uuid::Uuid;
 
+use super::requirement::fire_requirement;
 use super::{Clock, Pending};
 use crate::effects::emit;
 use crate::{Scheduler, SchedulerError};
@@ -34,8 +37,9 @@ impl Scheduler {
             .await?
             .len();
         let now = clock.now();
-        let decision = match self.startable(schedule) {
-            Ok(()) => decide(
+        let startable = self.startable(schedule);
+        let decision = match &startable {
+            Ok(_) => decide(
                 schedule.overlap,
                 window,
                 pending.due,
@@ -85,8 +89,22 @@ impl Scheduler {
                 emit(&mut tx, Event::RunCommand(command), Some(&trace)).await?;
             }
         }
-        if let Some(run_id) = run_id {
-            let request = request(schedule, run_id, pending.scheduled, pending.requested_by);
+        if let (Some(run_id), Ok(workspace)) = (run_id, startable) {
+            let mut request = request(schedule, run_id, pending.scheduled, pending.requested_by);
+            if let Some(workspace) = &workspace {
+                let actor = request.requested_by.clone();
+                let id = fire_requirement(
+                    &mut tx,
+                    schedule,
+                    pending.scheduled,
+                    workspace,
+                    actor,
+                    Some(&trace),
+                )
+                .await?;
+                request.requirement_id = Some(id);
+            }
+            request.workspace = workspace;
             emit(&mut tx, Event::RunRequested(request), Some(&trace)).await?;
         }
         tx.commit().await?;
@@ -101,16 +119,26 @@ impl Scheduler {
         Ok(())
     }
 
-    /// Whether the schedule's SOP exists and takes its parameters: a fire that cannot
-    /// start a run is skipped, so it never counts as a run still going.
-    fn startable(&self, schedule: &ScheduleRow) -> Result<(), String> {
+    /// Whether the schedule's SOP exists and takes its parameters, and its project (if it
+    /// names one) is configured and allows the SOP: a fire that cannot start a run is
+    /// skipped, so it never counts as a run still going. `Ok`: the workspace its runs get.
+    fn startable(&self, schedule: &ScheduleRow) -> Result<Option<RunWorkspace>, String> {
         let sop = self
             .catalog
             .get(&schedule.sop)
             .ok_or_else(|| format!("no SOP named `{}`", schedule.sop))?;
         let params: BTreeMap<String, String> =
             serde_json::from_str(&schedule.params).unwrap_or_default();
-        sop.check_start(&params)
+        sop.check_start(&params)?;
+        let Some(project) = &schedule.project else {
+            return Ok(None);
+        };
+        let request = Request {
+            project: Some(project),
+            sop: Some(&sop.name),
+            ..Request::default()
+        };
+        self.projects.resolve(request).map_err(|e| e.to_string())
     }
 
     /// Starts the oldest buffered fire once nothing of the schedule runs.
@@ -135,7 +163,8 @@ impl Scheduler {
             return Ok(());
         }
         let mut tx = self.store.begin().await?;
-        if let Err(why) = self.startable(schedule) {
+        let startable = self.startable(schedule);
+        if let Err(why) = &startable {
             tracing::error!(schedule = %schedule.name, sop = %schedule.sop, %why, "schedule cannot start its SOP; buffered fire skipped");
             tx.settle_buffered_fire(
                 &schedule.name,
@@ -158,7 +187,16 @@ impl Scheduler {
                 .await?;
             if started {
                 let scheduled = Timestamp::from_millisecond(oldest.scheduled_ms).unwrap_or(now);
-                let request = request(schedule, run_id, scheduled, oldest.requested_by.as_deref());
+                let mut request =
+                    request(schedule, run_id, scheduled, oldest.requested_by.as_deref());
+                let workspace = startable.unwrap_or_default();
+                if let Some(workspace) = &workspace {
+                    let actor = request.requested_by.clone();
+                    let id = fire_requirement(&mut tx, schedule, scheduled, workspace, actor, None)
+                        .await?;
+                    request.requirement_id = Some(id);
+                }
+                request.workspace = workspace;
                 emit(&mut tx, Event::RunRequested(request), None).await?;
             }
         }

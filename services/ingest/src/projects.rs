@@ -1,0 +1,129 @@
+//! `/projects`, and the one place a request's project and repositories are checked: the
+//! API's run start, chat, comments, label triggers and schedules all bind their runs here,
+//! with the project's `run` list checked for the person asking.
+
+use axum::Json;
+use axum::extract::State;
+use gatehouse_events::{RequirementSource, RunWorkspace};
+use gatehouse_project::{Project, Request, Right};
+use gatehouse_store::{RequirementRow, Tx};
+
+use crate::views::{ProjectRepositoryView, ProjectView};
+use crate::{ApiError, ApiState};
+
+/// Lists the configured projects.
+#[utoipa::path(get, path = "/projects", responses((status = 200, body = [ProjectView])))]
+pub async fn list(State(api): State<ApiState>) -> Json<Vec<ProjectView>> {
+    Json(api.projects.iter().map(view).collect())
+}
+
+/// The workspace `request` names, refused (422) when it names an unknown project, a
+/// repository outside it or in none, or an SOP the project does not allow, and (403) when
+/// `person` may not run on the project.
+pub(crate) fn bind(
+    api: &ApiState,
+    request: Request<'_>,
+    person: &str,
+    groups: &[String],
+) -> Result<Option<RunWorkspace>, ApiError> {
+    let workspace = api
+        .projects
+        .resolve(request)
+        .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
+    if let Some(workspace) = &workspace
+        && let Some(project) = api.projects.get(&workspace.project)
+    {
+        require(project, Right::Run, person, groups)?;
+    }
+    Ok(workspace)
+}
+
+/// The repository of the GitHub issue or pull request a requirement is, if it is one.
+pub(crate) fn issue_repo(requirement: Option<&RequirementRow>) -> Option<String> {
+    let source = serde_json::from_str(&requirement?.source).ok()?;
+    match source {
+        RequirementSource::Github { repo, .. } => Some(repo),
+        _ => None,
+    }
+}
+
+/// The project a new requirement from `repo` belongs to: the one project listing it.
+pub(crate) fn project_of_repo(api: &ApiState, repo: &str) -> Option<String> {
+    match api.projects.of_repo(repo).as_slice() {
+        [one] => Some(one.name().to_owned()),
+        _ => None,
+    }
+}
+
+/// Records the run's project on its requirement, when the requirement has none yet.
+pub(crate) async fn claim_for_requirement(
+    tx: &mut Tx,
+    requirement: Option<uuid::Uuid>,
+    workspace: Option<&RunWorkspace>,
+) -> Result<(), ApiError> {
+    if let (Some(id), Some(workspace)) = (requirement, workspace) {
+        tx.claim_requirement_project(id, &workspace.project).await?;
+    }
+    Ok(())
+}
+
+/// Refuses (403) unless `person`, in `groups`, has `right` on `project`.
+pub(crate) fn require(
+    project: &Project,
+    right: Right,
+    person: &str,
+    groups: &[String],
+) -> Result<(), ApiError> {
+    if project.grants(right, person, groups) {
+        return Ok(());
+    }
+    Err(ApiError::Forbidden(format!(
+        "{person} may not {} on project `{}`; its {} list is {}",
+        match right {
+            Right::Run => "start runs",
+            Right::Converse => "talk to the assistant",
+            Right::Approve => "decide gates",
+        },
+        project.name(),
+        right.as_str(),
+        project.people(right).join(", ")
+    )))
+}
+
+/// Refuses (403) a gate decision by someone the run's project does not let decide. A run
+/// of a project no longer configured is held to its gates' approvers alone.
+pub(crate) fn may_decide(
+    api: &ApiState,
+    project: Option<&str>,
+    person: &str,
+    groups: &[String],
+) -> Result<(), ApiError> {
+    match project.and_then(|name| api.projects.get(name)) {
+        Some(project) => require(project, Right::Approve, person, groups),
+        None => Ok(()),
+    }
+}
+
+fn view(project: &Project) -> ProjectView {
+    let config = project.config();
+    ProjectView {
+        name: config.name.clone(),
+        repositories: config
+            .repositories
+            .iter()
+            .map(|r| ProjectRepositoryView {
+                repo: r.repo.clone(),
+                branch: r.branch.clone(),
+                mode: r.mode.as_str().to_owned(),
+                branch_name: r.branch_name.clone(),
+            })
+            .collect(),
+        channels: config.channels.clone(),
+        sops: config.sops.clone(),
+        default_sop: config.default_sop.clone(),
+        settings: project.settings(),
+        run: config.run.clone(),
+        converse: config.converse.clone(),
+        approve: config.approve.clone(),
+    }
+}
