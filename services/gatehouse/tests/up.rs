@@ -33,6 +33,10 @@ const SOPS: &[(&str, &str)] = &[
         "tick",
         "name: tick\nnodes:\n  t: { kind: script, run: \"true\" }\n",
     ),
+    (
+        "both",
+        "name: both\nnodes:\n  edit: { kind: script, run: 'echo api > api/API.md; echo web > web/WEB.md' }\n  ship: { kind: deliver, needs: [edit] }\n",
+    ),
 ];
 
 impl Up {
@@ -866,6 +870,56 @@ fn github_webhooks_start_runs_and_post_their_status() {
         "no run reported on the issue: {:#?} {:#}",
         github.comments("Codertocat/Hello-World", 1),
         up.json(&["run", "list"])
+    );
+}
+
+/// A project from the configuration file: `project list` shows it, `run start --project`
+/// checks out both repositories and the delivery opens a pull request in each, and a
+/// repository outside the project is refused at once.
+#[test]
+fn a_project_run_from_the_cli_delivers_each_repository() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let git = tempfile::tempdir().unwrap();
+    for repo in ["acme/api", "acme/web"] {
+        gatehouse_tests::fake_github::bare_repository(&git.path().join(format!("{repo}.git")));
+    }
+    let up = Up::start_with(&format!(
+        "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[projects]]\nname = \"shop\"\nrepositories = [{{ repo = \"acme/api\" }}, {{ repo = \"acme/web\", branch = \"main\" }}]\n",
+        github.url,
+        git.path().display()
+    ));
+    let listed = up.json(&["project", "list"]);
+    assert_eq!(listed[0]["name"], "shop", "{listed:#}");
+    let text = String::from_utf8_lossy(&up.cli(&["project", "list"]).stdout).into_owned();
+    assert!(text.starts_with("shop\n  acme/api"), "{text}");
+    assert!(
+        up.fails(&[
+            "run",
+            "start",
+            "both",
+            "--project",
+            "shop",
+            "--repo",
+            "acme/other"
+        ])
+        .contains("acme/other is not a repository of project `shop`")
+    );
+    let run = up.json(&["run", "start", "both", "--project", "shop"])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    up.wait(&run, "succeeded");
+    let pulls = github.pulls();
+    let mut repos: Vec<&str> = pulls.iter().map(|p| p.repo.as_str()).collect();
+    repos.sort();
+    assert_eq!(repos, ["acme/api", "acme/web"], "{pulls:#?}");
+    let requirements = up.json(&["requirement", "list"]);
+    let id = requirements[0]["id"].as_str().unwrap();
+    let text = String::from_utf8_lossy(&up.cli(&["requirement", "show", id]).stdout).into_owned();
+    assert!(
+        text.contains("project shop") && text.contains("acme/web#") && text.contains("open"),
+        "{text}"
     );
 }
 
