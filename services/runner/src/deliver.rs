@@ -1,26 +1,43 @@
-//! `deliver` nodes and the repository they deliver: the requirement's repository is cloned
-//! into the run's workspace before its first node, and a `deliver` node commits the
-//! workspace to a work branch named after the requirement, pushes it, and opens or
-//! updates the branch's pull request — or, in `direct` mode, merges it into the target
-//! branch after a conflict check.
+//! The repositories of a run's workspace, from their checkout before its first node
+//! ([`prepare`]) to their delivery by a `deliver` node: every writable repository with
+//! changes is committed to its work branch and pushed, with one pull request per
+//! repository ([`pulls`]) — or, in `direct` mode, merged into its base branch after a
+//! conflict check ([`direct`]). Read-only repositories are never pushed.
+//!
+//! Delivery pushes only what was approved: before anything is committed or pushed, the
+//! tree of every writable repository ([`trees`]) is compared with the one the run's
+//! latest approval bound ([`approval`]), and the commit pushed is made of exactly that
+//! tree. One repository that differs stops the whole delivery.
 //!
 //! The token reaches git only through its environment, as an HTTP header scoped to the
 //! remote (`GIT_CONFIG_*`), and only for the commands that talk to it: never in a remote
 //! URL, the repository's config, logs or artifacts. Earlier nodes run code in the
-//! workspace, so before git runs in it the `.git` is checked for links and redirections
-//! ([`crate::gitdir`]), its config is rewritten (its remote pointing where Gatehouse says)
-//! and its hooks removed, and every git command runs without global, system or the
-//! runner's own git settings and with everything that could run a program or reach another
-//! place turned off ([`crate::git`]): nothing the workspace holds can redirect the push or
-//! run with the token in reach.
+//! workspace, so before git runs in a repository its `.git` is checked for links and
+//! redirections ([`crate::gitdir`]), its config is rewritten (its remote pointing where
+//! Gatehouse says) and its hooks removed, and every git command runs without global,
+//! system or the runner's own git settings and with everything that could run a program or
+//! reach another place turned off ([`crate::git`]): nothing the workspace holds can redirect
+//! the push or run with the token in reach.
+
+pub(crate) mod approval;
+mod branch;
+pub(crate) mod checkouts;
+mod direct;
+pub(crate) mod prepare;
+mod pulls;
+pub(crate) mod trees;
 
 use std::path::Path;
 
 use gatehouse_events::{DeliverMode, DeliverSpec};
 use gatehouse_github::GithubClient;
 use secrecy::SecretString;
+use uuid::Uuid;
 
 use crate::git::{Git, Network};
+use approval::Approval;
+use branch::Repo;
+use checkouts::Checkout;
 
 /// What delivering needs: where repositories are, and who Gatehouse is on GitHub.
 pub struct Deliverer {
@@ -51,29 +68,45 @@ pub(crate) struct Session {
     pub lines: Vec<String>,
 }
 
-/// A GitHub issue a run works on.
-pub(crate) struct Target<'a> {
-    /// `owner/name`.
-    pub repo: &'a str,
-    pub number: u64,
+/// What a delivery is for, as commits and pull requests name it.
+pub(crate) struct Subject<'a> {
+    /// The run delivering.
+    pub run: Uuid,
+    /// The requirement's title (or the run's, without one).
     pub title: &'a str,
-    /// The run (named in commits and the pull request).
-    pub run: uuid::Uuid,
+    /// The GitHub issue it works on: `owner/name` and number.
+    pub issue: Option<(&'a str, u64)>,
 }
 
-/// What a delivery did, or why it failed (the node's failure reason).
-pub(crate) type Delivered = Result<DeliveredTo, String>;
+/// One delivery: the workspace, how its repositories were checked out, what it is for and
+/// what was approved.
+pub(crate) struct Delivery<'a> {
+    pub workspace: &'a Path,
+    /// The run's scratch directory, outside the workspace.
+    pub scratch: &'a Path,
+    pub checkouts: &'a [Checkout],
+    pub subject: Subject<'a>,
+    /// The approval the workspace must match, if a gate approved the run's work.
+    pub approval: Option<&'a Approval>,
+    pub spec: &'a DeliverSpec,
+}
 
-/// Where the work went.
+/// Where one repository's work went.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Delivered {
+    /// `owner/name`.
+    pub repo: String,
+    pub to: DeliveredTo,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum DeliveredTo {
     /// A pull request, by number, from the work branch.
-    Pull {
-        number: u64,
-        /// The work branch it merges.
-        branch: String,
-    },
-    /// Merged into a branch.
-    Merged(String),
+    Pull { number: u64, branch: String },
+    /// Pushed to its work branch, which is its base too (no pull request to open).
+    Pushed { branch: String },
+    /// Merged into `branch` by the merge commit `commit`.
+    Merged { branch: String, commit: String },
 }
 
 impl Deliverer {
@@ -90,107 +123,74 @@ impl Deliverer {
         })
     }
 
-    /// Clones `repo` into `workspace` (which must be empty) unless it is a clone already.
-    pub(crate) async fn prepare(
-        &self,
-        repo: &str,
-        workspace: &Path,
-        log: &mut Session,
-    ) -> Result<(), String> {
-        if workspace.join(".git").exists() {
-            return Ok(());
-        }
-        std::fs::create_dir_all(workspace).map_err(|e| format!("workspace: {e}"))?;
-        let empty = std::fs::read_dir(workspace)
-            .map_err(|e| format!("workspace: {e}"))?
-            .next()
-            .is_none();
-        if !empty {
-            return Err("the workspace has files but is not a clone; cannot clone into it".into());
-        }
-        let url = self.url(repo);
-        let dir = workspace.to_string_lossy().into_owned();
-        let parent = workspace.parent().unwrap_or(workspace);
-        self.run(
-            &url,
-            parent,
-            None,
-            Network::Remote,
-            &["clone", "--quiet", &url, &dir],
-            log,
-        )
-        .await
-        .map(drop)
-    }
-
-    /// Commits, pushes and opens (or updates) the pull request, or merges directly.
+    /// Delivers every writable repository that changed. `Err`: why not (the node's
+    /// failure reason); the git sessions' lines go to `log` either way.
     pub(crate) async fn deliver(
         &self,
-        target: &Target<'_>,
-        workspace: &Path,
-        spec: &DeliverSpec,
-        log: &mut Session,
-    ) -> Delivered {
-        crate::gitdir::check(workspace)?;
-        let url = self.url(target.repo);
-        self.sanitize(workspace, &url)?;
-        let repo = Repo {
-            deliverer: self,
-            url: &url,
-            workspace,
-        };
-        let branch = work_branch(target.number, target.title);
-        let base = match &spec.branch {
-            Some(branch) => branch.clone(),
-            None => self
-                .github
-                .default_branch(target.repo)
-                .await
-                .map_err(|e| format!("finding the default branch: {e}"))?,
-        };
-        repo.local(&["checkout", "--quiet", "-B", &branch], log)
-            .await?;
-        repo.local(&["add", "--all"], log).await?;
-        let changes = repo.local(&["status", "--porcelain"], log).await?;
-        if !changes.trim().is_empty() {
-            let subject = format!("{} (#{})", target.title, target.number);
-            let body = format!("Delivered by Gatehouse run {}.", target.run);
-            let name = format!("user.name={}", self.author_name);
-            let email = format!("user.email={}", self.author_email);
-            repo.local(
-                &[
-                    "-c", &name, "-c", &email, "commit", "--quiet", "-m", &subject, "-m", &body,
-                ],
-                log,
-            )
-            .await?;
+        delivery: &Delivery<'_>,
+        log: &mut Vec<String>,
+    ) -> Result<Vec<Delivered>, String> {
+        let mut repos = Vec::new();
+        let done = self.deliver_into(delivery, &mut repos, log).await;
+        for repo in &mut repos {
+            log.append(&mut repo.session.lines);
         }
-        let ahead = repo
-            .local(
-                &["rev-list", "--count", &format!("origin/{base}..HEAD")],
-                log,
-            )
-            .await?;
-        if ahead.trim() == "0" {
-            return Err(format!(
-                "nothing to deliver: the workspace has no changes against {base}"
+        done
+    }
+
+    async fn deliver_into<'a>(
+        &'a self,
+        delivery: &'a Delivery<'a>,
+        repos: &mut Vec<Repo<'a>>,
+        log: &mut Vec<String>,
+    ) -> Result<Vec<Delivered>, String> {
+        for checkout in delivery.checkouts {
+            if checkout.writable() {
+                repos.push(Repo::open(self, delivery, checkout).await?);
+            } else if let Some(note) = branch::read_only_note(delivery, checkout).await {
+                log.push(note);
+            }
+        }
+        if repos.is_empty() {
+            return Err("nothing to deliver: the workspace has no writable repository".into());
+        }
+        // Every repository is verified before any is committed, and committed before any is
+        // pushed: a refusal anywhere leaves every remote as it was.
+        for repo in repos.iter_mut() {
+            repo.verify().await?;
+        }
+        let several = repos.len() > 1;
+        let mut unchanged = Vec::new();
+        for repo in repos.iter_mut() {
+            if !repo.commit().await? {
+                unchanged.push((repo.checkout.repo.clone(), repo.base().to_owned()));
+            }
+        }
+        if unchanged.len() == repos.len() {
+            let listed: Vec<String> = unchanged
+                .iter()
+                .map(|(repo, base)| format!("{repo} against {base}"))
+                .collect();
+            return Err(match unchanged.as_slice() {
+                [(repo, base)] => {
+                    format!("nothing to deliver: {repo} has no changes against {base}")
+                }
+                _ => format!(
+                    "nothing to deliver: no writable repository has changes ({})",
+                    listed.join(", ")
+                ),
+            });
+        }
+        for (repo, base) in &unchanged {
+            log.push(format!(
+                "[gatehouse] {repo} has no changes against {base}; not delivered"
             ));
         }
-        match spec.mode {
-            DeliverMode::Direct => return repo.merge(&branch, &base, log).await,
-            DeliverMode::Pr => {}
+        let mut chosen: Vec<&mut Repo<'a>> = repos.iter_mut().filter(|r| r.changed).collect();
+        match delivery.spec.mode {
+            DeliverMode::Direct => direct::merge_all(&mut chosen, several).await,
+            DeliverMode::Pr => pulls::push_and_open(self, delivery, &mut chosen).await,
         }
-        repo.remote(&["push", "--quiet", "--force", "origin", &branch], log)
-            .await?;
-        let body = format!(
-            "Closes #{}\n\nDelivered by Gatehouse run `{}`.",
-            target.number, target.run
-        );
-        self.github
-            .open_or_update_pull(target.repo, &branch, &base, target.title, &body)
-            .await
-            .map(|number| DeliveredTo::Pull { number, branch })
-            .map_err(|e| format!("opening the pull request: {e}"))
     }
 
     fn url(&self, repo: &str) -> String {
@@ -200,8 +200,8 @@ impl Deliverer {
     /// Replaces whatever earlier nodes did to the clone's git configuration and hooks.
     /// `.git` was checked to hold no links ([`crate::gitdir`]); the config is still
     /// replaced by a new file rather than written through whatever is there.
-    fn sanitize(&self, workspace: &Path, url: &str) -> Result<(), String> {
-        let git_dir = workspace.join(".git");
+    fn sanitize(&self, repo_dir: &Path, url: &str) -> Result<(), String> {
+        let git_dir = repo_dir.join(".git");
         let config = format!(
             "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = {url}\n\tfetch = +refs/heads/*:refs/remotes/origin/*\n"
         );
@@ -222,6 +222,18 @@ impl Deliverer {
         Ok(())
     }
 
+    /// A git command in the repository at `repo_dir` that stays there: no token.
+    async fn local(
+        &self,
+        url: &str,
+        repo_dir: &Path,
+        args: &[&str],
+        log: &mut Session,
+    ) -> Result<String, String> {
+        self.run(url, repo_dir, Some(repo_dir), Network::Local, args, log)
+            .await
+    }
+
     /// Runs git ([`Git::command`]) for the remote `url`; its output goes to the node's log.
     async fn run(
         &self,
@@ -232,132 +244,40 @@ impl Deliverer {
         args: &[&str],
         log: &mut Session,
     ) -> Result<String, String> {
+        let ran = self.ran(url, dir, repo, network, args, log).await?;
+        ran.into_result(args.first().unwrap_or(&""))
+    }
+
+    /// Like [`Deliverer::run`], with the exit code and output to judge.
+    async fn ran(
+        &self,
+        url: &str,
+        dir: &Path,
+        repo: Option<&Path>,
+        network: Network,
+        args: &[&str],
+        log: &mut Session,
+    ) -> Result<crate::git::Ran, String> {
         let git = Git {
             remote: url,
             token: &log.token,
         };
-        let output = git
-            .command(dir, repo, network, args)
-            .output()
-            .await
-            .map_err(|e| format!("git {}: {e}", args.first().unwrap_or(&"")))?;
-        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let command = git.command(dir, repo, network, args);
+        let ran = crate::git::run(command, args.first().unwrap_or(&"")).await?;
         log.lines.push(format!("$ git {}", args.join(" ")));
-        log.lines
-            .extend(stdout.lines().chain(stderr.lines()).map(str::to_owned));
-        if output.status.success() {
-            Ok(stdout)
-        } else {
-            Err(format!(
-                "git {} failed: {}",
-                args.first().unwrap_or(&""),
-                stderr.lines().last().unwrap_or("no message")
-            ))
-        }
-    }
-}
-
-/// The workspace's repository, delivered to `url`.
-struct Repo<'a> {
-    deliverer: &'a Deliverer,
-    url: &'a str,
-    workspace: &'a Path,
-}
-
-impl Repo<'_> {
-    /// A git command that stays in the workspace: no token.
-    async fn local(&self, args: &[&str], log: &mut Session) -> Result<String, String> {
-        let (url, dir) = (self.url, self.workspace);
-        self.deliverer
-            .run(url, dir, Some(dir), Network::Local, args, log)
-            .await
-    }
-
-    /// A git command that talks to the remote, with the token.
-    async fn remote(&self, args: &[&str], log: &mut Session) -> Result<String, String> {
-        let (url, dir) = (self.url, self.workspace);
-        self.deliverer
-            .run(url, dir, Some(dir), Network::Remote, args, log)
-            .await
-    }
-
-    /// Merges the work branch into `base` when it merges cleanly, and pushes `base`.
-    async fn merge(&self, branch: &str, base: &str, log: &mut Session) -> Delivered {
-        self.remote(&["fetch", "--quiet", "origin", base], log)
-            .await?;
-        self.local(
-            &["checkout", "--quiet", "-B", base, &format!("origin/{base}")],
-            log,
-        )
-        .await?;
-        let name = format!("user.name={}", self.deliverer.author_name);
-        let email = format!("user.email={}", self.deliverer.author_email);
-        let message = format!("Merge {branch} into {base}");
-        if self
-            .local(
-                &[
-                    "-c", &name, "-c", &email, "merge", "--no-ff", "--quiet", "-m", &message,
-                    branch,
-                ],
-                log,
-            )
-            .await
-            .is_err()
-        {
-            let conflicts = self
-                .local(&["diff", "--name-only", "--diff-filter=U"], log)
-                .await
-                .unwrap_or_default();
-            let _ = self.local(&["merge", "--abort"], log).await;
-            let _ = self.local(&["checkout", "--quiet", branch], log).await;
-            return Err(format!(
-                "the work conflicts with {base} in: {}",
-                conflicts.split_whitespace().collect::<Vec<_>>().join(", ")
-            ));
-        }
-        self.remote(&["push", "--quiet", "origin", base], log)
-            .await?;
-        Ok(DeliveredTo::Merged(base.to_owned()))
-    }
-}
-
-/// `gatehouse/<number>-<title words>`: one branch per requirement, readable in GitHub.
-pub(crate) fn work_branch(number: u64, title: &str) -> String {
-    let mut slug = String::new();
-    for c in title.chars() {
-        if c.is_ascii_alphanumeric() {
-            slug.push(c.to_ascii_lowercase());
-        } else if !slug.ends_with('-') && !slug.is_empty() {
-            slug.push('-');
-        }
-        if slug.len() >= 40 {
-            break;
-        }
-    }
-    let slug = slug.trim_end_matches('-');
-    if slug.is_empty() {
-        format!("gatehouse/{number}")
-    } else {
-        format!("gatehouse/{number}-{slug}")
+        log.lines.extend(
+            ran.stdout
+                .lines()
+                .chain(ran.stderr.lines())
+                .map(str::to_owned),
+        );
+        Ok(ran)
     }
 }
 
 #[cfg(test)]
 mod hostile;
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn branches_are_named_after_the_requirement() {
-        assert_eq!(
-            work_branch(12, "Spelling error in the README file"),
-            "gatehouse/12-spelling-error-in-the-readme-file"
-        );
-        assert_eq!(work_branch(3, "¿Qué?"), "gatehouse/3-qu");
-        assert_eq!(work_branch(4, "!!!"), "gatehouse/4");
-        assert!(work_branch(5, &"long ".repeat(30)).len() <= "gatehouse/5-".len() + 40);
-    }
-}
+mod scene;
+#[cfg(test)]
+mod tests;

@@ -19,9 +19,26 @@ impl RunDirs {
         }
     }
 
+    /// Everything of the run: its workspace and, beside it, what only the runner writes.
+    pub(crate) fn run_dir(&self) -> PathBuf {
+        self.data_dir.join(format!("runs/{}", self.run))
+    }
+
     /// Shared by all the run's nodes, kept across them.
     pub(crate) fn workspace(&self) -> PathBuf {
-        self.data_dir.join(format!("runs/{}/workspace", self.run))
+        self.run_dir().join("workspace")
+    }
+
+    /// How the workspace's repositories were checked out (see
+    /// [`crate::deliver::checkouts`]), written once they all were.
+    pub(crate) fn checkouts(&self) -> PathBuf {
+        self.run_dir().join("checkouts.json")
+    }
+
+    /// Where the runner's short-lived git directories go (clones being prepared, the
+    /// index a tree is computed with, a merge): beside the workspace, never inside it.
+    pub(crate) fn scratch(&self) -> PathBuf {
+        self.run_dir().join("scratch")
     }
 
     /// One attempt's artifact directory, relative to the data directory (as stored).
@@ -44,6 +61,33 @@ impl RunDirs {
     pub(crate) fn inputs(&self, node: &str, attempt: u32) -> PathBuf {
         self.data_dir
             .join(format!("runs/{}/inputs/{node}/{attempt}", self.run))
+    }
+}
+
+/// A directory of its own under `parent`, removed with everything in it when dropped,
+/// whatever happened meanwhile.
+pub(crate) struct Scratch(PathBuf);
+
+impl Scratch {
+    pub(crate) fn new(parent: &Path, prefix: &str) -> std::io::Result<Self> {
+        std::fs::create_dir_all(parent)?;
+        let path = parent.join(format!("{prefix}-{}", Uuid::new_v4().simple()));
+        std::fs::create_dir(&path)?;
+        Ok(Self(path))
+    }
+
+    pub(crate) fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.0)
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %self.0.display(), error = %e, "removing a scratch directory failed");
+        }
     }
 }
 

@@ -124,6 +124,59 @@ impl Git<'_> {
     }
 }
 
+/// What a git command printed, and whether it succeeded.
+pub(crate) struct Ran {
+    /// The exit code; `None` when a signal ended it.
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Ran {
+    /// Its stdout when it succeeded; else why not, from its last line of stderr.
+    pub(crate) fn into_result(self, what: &str) -> Result<String, String> {
+        if self.code == Some(0) {
+            Ok(self.stdout)
+        } else {
+            Err(format!("git {what} failed: {}", self.reason()))
+        }
+    }
+
+    /// The line of stderr that says what went wrong: git's first `fatal:` (or `error:`),
+    /// whose next lines are advice ("Please make sure you have the correct access
+    /// rights..."); else its last line.
+    pub(crate) fn reason(&self) -> &str {
+        let lines = || self.stderr.lines().map(str::trim).filter(|l| !l.is_empty());
+        lines()
+            .find(|l| l.starts_with("fatal:"))
+            .or_else(|| lines().find(|l| l.starts_with("error:")))
+            .or_else(|| lines().next_back())
+            .unwrap_or("no message")
+    }
+}
+
+/// Runs a command built by [`Git::command`].
+pub(crate) async fn run(mut command: tokio::process::Command, what: &str) -> Result<Ran, String> {
+    let output = command
+        .kill_on_drop(true)
+        .output()
+        .await
+        .map_err(|e| format!("git {what}: {e}"))?;
+    Ok(Ran {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    })
+}
+
+/// Runs a command built by [`Git::command`]: its stdout, or why it failed.
+pub(crate) async fn checked(
+    command: tokio::process::Command,
+    what: &str,
+) -> Result<String, String> {
+    run(command, what).await?.into_result(what)
+}
+
 /// The configuration key of an HTTP header sent to `remote` only.
 pub(crate) fn header_key(remote: &str) -> String {
     format!("http.{remote}.extraHeader")

@@ -1,9 +1,9 @@
 //! The queue loop: taking `node.dispatch` jobs from the work queue, keeping their leases
 //! alive while they run, settling them (ack, nak, or park the unreadable), and a graceful
 //! shutdown that lets jobs in flight finish. What one job does is elsewhere: its attempt
-//! in named steps ([`attempt`], [`prepare`]), what it reports ([`report`]), the GitHub
-//! issue it works on ([`delivery`]), and the run snapshots that stop it ([`watch`]). Its
-//! settings are [`options`].
+//! in named steps ([`attempt`], [`prepare`]), what it reports ([`report`]), the
+//! repositories it works on ([`workspace`]) and delivers ([`delivery`]), and the run
+//! snapshots that stop it ([`watch`]). Its settings are [`options`].
 
 mod attempt;
 mod delivery;
@@ -11,6 +11,7 @@ mod options;
 mod prepare;
 mod report;
 mod watch;
+mod workspace;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

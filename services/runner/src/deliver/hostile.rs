@@ -2,104 +2,46 @@
 //! workspace, redirections to another repository, FIFOs, hooks and configuration tricks.
 //! Each is refused naming what it found, or neutralised, and none of them ever runs with the
 //! token in reach or writes outside the workspace. On a local bare repository as the
-//! remote, in `direct` mode (no GitHub API involved).
+//! remote, in `direct` mode.
 
 use std::path::PathBuf;
-use std::time::Duration;
 
-use super::*;
+use gatehouse_events::DeliverMode;
+
+use super::scene::{self, auto, git};
+use super::{Delivered, DeliveredTo};
 
 const REPO: &str = "acme/api";
-const TOKEN: &str = "ghs_never-seen-by-the-workspace";
 
-/// Git for setting the scene, untouched by the machine's configuration.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
+/// A remote with one commit on `main`, cloned into a workspace as a run's first node gets
+/// it, with one change made in it.
 struct Scene {
-    tmp: tempfile::TempDir,
-    deliverer: Deliverer,
+    inner: scene::Scene,
     workspace: PathBuf,
     bare: PathBuf,
 }
 
 impl Scene {
-    /// A remote with one commit on `main`, cloned into a workspace as a run's first node
-    /// gets it, with one change made in it.
     async fn new() -> Self {
-        let tmp = tempfile::tempdir().unwrap();
-        let bare = tmp.path().join(format!("git/{REPO}.git"));
-        std::fs::create_dir_all(&bare).unwrap();
-        git(&bare, &["init", "--quiet", "--bare"]);
-        let seed = tmp.path().join("seed");
-        std::fs::create_dir_all(&seed).unwrap();
-        git(&seed, &["init", "--quiet"]);
-        std::fs::write(seed.join("README.md"), "hello\n").unwrap();
-        git(&seed, &["add", "--all"]);
-        git(&seed, &["commit", "--quiet", "-m", "seed"]);
-        git(&seed, &["push", "--quiet", &bare.to_string_lossy(), "main"]);
-        let deliverer = Deliverer {
-            github: GithubClient::new("http://127.0.0.1:9", TOKEN.into()).unwrap(),
-            git_url: format!("file://{}", tmp.path().join("git").display()),
-            author_name: "Gatehouse".into(),
-            author_email: "gatehouse@localhost".into(),
-        };
-        let workspace = tmp.path().join("runs/r/workspace");
-        deliverer
-            .prepare(REPO, &workspace, &mut session())
-            .await
-            .unwrap();
+        let inner = scene::Scene::new();
+        let bare = inner.remote(REPO, 0);
+        inner.prepare(&[auto(REPO)]).await.unwrap();
+        let workspace = inner.workspace();
         std::fs::write(workspace.join("FIX.md"), "fixed\n").unwrap();
         Self {
-            tmp,
-            deliverer,
+            inner,
             workspace,
             bare,
         }
     }
 
     fn path(&self, relative: &str) -> PathBuf {
-        self.tmp.path().join(relative)
+        self.inner.path(relative)
     }
 
-    /// Delivers directly into `main`, giving up after 20 seconds (a hung git).
-    async fn deliver(&self) -> Delivered {
-        let target = Target {
-            repo: REPO,
-            number: 1,
-            title: "Fix it",
-            run: uuid::Uuid::nil(),
-        };
-        let spec = DeliverSpec {
-            mode: DeliverMode::Direct,
-            branch: Some("main".into()),
-        };
-        let mut session = session();
-        let delivered = tokio::time::timeout(
-            Duration::from_secs(20),
-            self.deliverer
-                .deliver(&target, &self.workspace, &spec, &mut session),
-        )
-        .await
-        .expect("delivery hung");
-        let log = session.lines.join("\n");
-        assert!(!log.contains(TOKEN), "{log}");
-        delivered
+    /// Delivers directly into `main` (the token never shows in the log).
+    async fn deliver(&self) -> Result<Vec<Delivered>, String> {
+        self.inner.deliver(DeliverMode::Direct, None).await.0
     }
 
     /// Whether `main` on the remote got the change.
@@ -108,24 +50,21 @@ impl Scene {
     }
 }
 
-fn session() -> Session {
-    Session {
-        token: SecretString::from(TOKEN),
-        lines: Vec::new(),
-    }
-}
-
-fn refusal(delivered: Delivered) -> String {
+fn refusal(delivered: Result<Vec<Delivered>, String>) -> String {
     match delivered {
         Ok(_) => panic!("delivered"),
         Err(reason) => reason,
     }
 }
 
+fn merged(delivered: &Result<Vec<Delivered>, String>) -> bool {
+    matches!(delivered.as_deref(), Ok([Delivered { to: DeliveredTo::Merged { branch, .. }, .. }]) if branch == "main")
+}
+
 #[tokio::test]
 async fn a_clean_workspace_is_delivered() {
     let scene = Scene::new().await;
-    assert!(matches!(scene.deliver().await, Ok(DeliveredTo::Merged(b)) if b == "main"));
+    assert!(merged(&scene.deliver().await));
     assert!(scene.delivered());
 }
 
@@ -275,7 +214,7 @@ async fn hooks_and_config_tricks_never_run() {
         scene.path("fsmonitor").display(),
     ));
     std::fs::write(&config, text).unwrap();
-    assert!(matches!(scene.deliver().await, Ok(DeliveredTo::Merged(_))));
+    assert!(merged(&scene.deliver().await));
     assert!(scene.delivered(), "delivered to Gatehouse's remote");
     assert!(
         !ran.exists(),

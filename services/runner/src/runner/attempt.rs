@@ -1,9 +1,10 @@
-//! One attempt of a node, in named steps: its workspace (the run's GitHub issue cloned into
-//! it, see [`super::delivery`]), [`prepare`](Attempt::prepare) (settings, inputs,
+//! One attempt of a node, in named steps: its workspace (the run's repositories checked
+//! out into it, see [`super::workspace`]), [`prepare`](Attempt::prepare) (settings, inputs,
 //! checkpoint, environment and secrets: [`super::prepare`]), [`run`](Attempt::run) (the
-//! sandbox, its output stored as it comes), [`collect`](Attempt::collect) (artifacts and
-//! an agent's usage) and [`verdict`](Attempt::verdict) (the outcome, recorded, as the
-//! `node.finished` to report). A step that fails the attempt says why, and the attempt ends
+//! sandbox, its output stored as it comes; then the repositories' trees recorded),
+//! [`collect`](Attempt::collect) (artifacts and an agent's usage) and
+//! [`verdict`](Attempt::verdict) (the outcome, recorded, as the `node.finished` to
+//! report). A step that fails the attempt says why, and the attempt ends
 //! there as failed; nothing after it runs.
 
 use std::sync::Arc;
@@ -95,8 +96,11 @@ impl Runner {
             dirs: RunDirs::new(&self.options.data_dir, job.run_id),
             started: Instant::now(),
         };
-        let issue = self.github_issue(job.run_id).await?;
-        if let Err(reason) = self.clone_issue(job, issue.as_ref(), &attempt.dirs).await {
+        let scope = match self.scope(job.run_id).await? {
+            Ok(scope) => scope,
+            Err(reason) => return attempt.failed(reason).await,
+        };
+        if let Err(reason) = self.prepare_workspace(job, &scope, &attempt.dirs).await {
             return attempt.failed(reason).await;
         }
         let program = match &job.spec {
@@ -104,15 +108,19 @@ impl Runner {
             NodeSpec::Agent(agent) => Program::Agent(agent),
             NodeSpec::Deliver(spec) => {
                 return self
-                    .deliver(job, spec, issue, &attempt.dirs, attempt.started)
+                    .deliver(job, spec, &scope, &attempt.dirs, attempt.started)
                     .await;
             }
         };
-        let prepared = match attempt.prepare(program).await? {
+        let prepared = match attempt.prepare(program, &scope).await? {
             Ok(prepared) => prepared,
             Err(reason) => return attempt.failed(reason).await,
         };
-        let exit = match attempt.run(&prepared, cancel, begun).await {
+        let exit = attempt.run(&prepared, cancel, begun).await;
+        // Whatever the process did to the repositories, ended well or not, is what a gate
+        // after it sees and approves.
+        self.record_trees(job, &attempt.dirs).await?;
+        let exit = match exit {
             Ok(exit) => exit,
             Err(reason) => return attempt.failed(reason).await,
         };

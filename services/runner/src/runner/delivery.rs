@@ -1,84 +1,28 @@
-//! Where an attempt meets the GitHub issue its run works on, when deliveries are
-//! configured: the issue's repository is cloned into the run's workspace before a node
-//! runs, and a `deliver` node's attempt hands the workspace to the
-//! [`Deliverer`](crate::deliver::Deliverer) and records the pull request it opened. How the
-//! repository is cloned and delivered, and kept safe from what earlier nodes left in it,
-//! is [`crate::deliver`]'s; this is the runner's side: which issue, which log, which
-//! records.
+//! A `deliver` node's attempt on the runner's side: the run's checked-out repositories and
+//! its latest approval handed to the [`Deliverer`](crate::deliver::Deliverer), and what it
+//! delivered recorded — each pull request with the requirement, each direct merge with the
+//! gate that approved it. How repositories are verified, committed, pushed and merged, and
+//! kept safe from what earlier nodes left in them, is [`crate::deliver`]'s.
 
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{DeliverSpec, NodeDispatch, NodeFinished, NodeOutcome};
-use gatehouse_store::AttemptStatus;
+use gatehouse_store::{AttemptStatus, DirectMergeRow};
 
 use super::Runner;
-use crate::deliver::{DeliveredTo, Target};
+use super::workspace::RunScope;
+use crate::deliver::approval;
+use crate::deliver::checkouts;
+use crate::deliver::{DeliveredTo, Delivery};
+use crate::durably::durably;
 use crate::files::RunDirs;
 
-/// The GitHub issue a run works on.
-pub(super) struct Issue {
-    requirement: uuid::Uuid,
-    repo: String,
-    number: u64,
-    title: String,
-}
-
 impl Runner {
-    /// The GitHub issue of the run's requirement, when deliveries are configured.
-    pub(super) async fn github_issue(
-        &self,
-        run_id: uuid::Uuid,
-    ) -> Result<Option<Issue>, HandlerError> {
-        if self.options.delivery.is_none() {
-            return Ok(None);
-        }
-        let Some(requirement) = self.store.run(run_id).await?.and_then(|r| r.requirement_id) else {
-            return Ok(None);
-        };
-        let Some(requirement) = self.store.requirement(requirement).await? else {
-            return Ok(None);
-        };
-        Ok(match serde_json::from_str(&requirement.source) {
-            Ok(gatehouse_events::RequirementSource::Github { repo, number, .. }) => Some(Issue {
-                requirement: requirement.id,
-                repo,
-                number,
-                title: requirement.title,
-            }),
-            _ => None,
-        })
-    }
-
-    /// Clones the issue's repository into the run's workspace, unless it is a clone
-    /// already; the git session's lines go to the attempt's log. `Err`: why it could not,
-    /// which fails the attempt.
-    pub(super) async fn clone_issue(
-        &self,
-        job: &NodeDispatch,
-        issue: Option<&Issue>,
-        dirs: &RunDirs,
-    ) -> Result<(), String> {
-        let (Some(delivery), Some(issue)) = (&self.options.delivery, issue) else {
-            return Ok(());
-        };
-        let prepared = match delivery.session(&issue.repo).await {
-            Ok(mut session) => {
-                let cloned = delivery
-                    .prepare(&issue.repo, &dirs.workspace(), &mut session)
-                    .await;
-                self.store_log(job, &session.lines).await;
-                cloned
-            }
-            Err(reason) => Err(reason),
-        };
-        prepared.map_err(|reason| format!("cloning {}: {reason}", issue.repo))
-    }
-
     /// A `deliver` node's attempt.
     pub(super) async fn deliver(
         &self,
         job: &NodeDispatch,
         spec: &DeliverSpec,
-        issue: Option<Issue>,
+        scope: &RunScope,
         dirs: &RunDirs,
         started: std::time::Instant,
     ) -> Result<NodeFinished, HandlerError> {
@@ -86,45 +30,75 @@ impl Runner {
             let reason = "deliver needs [github] with a token (and git_url) in the configuration";
             return self.failed(job, reason.into(), started).await;
         };
-        let Some(issue) = issue else {
-            let reason = "deliver needs a run that works on a GitHub issue";
+        if scope.workspace.repositories.is_empty() {
+            let reason = "deliver needs a run with repositories: a project's, or a GitHub issue's";
             return self.failed(job, reason.into(), started).await;
-        };
-        let target = Target {
-            repo: &issue.repo,
-            number: issue.number,
-            title: &issue.title,
-            run: job.run_id,
-        };
-        let mut session = match delivery.session(&issue.repo).await {
-            Ok(session) => session,
-            Err(reason) => return self.failed(job, reason, started).await,
-        };
-        let delivered = delivery
-            .deliver(&target, &dirs.workspace(), spec, &mut session)
-            .await;
-        self.store_log(job, &session.lines).await;
-        let note = match delivered {
-            Ok(DeliveredTo::Pull { number, branch }) => {
-                self.store
-                    .record_pull_request(
-                        &issue.repo,
-                        number,
-                        issue.requirement,
-                        job.run_id,
-                        &branch,
-                    )
-                    .await?;
-                format!("pull request #{number} on {}", issue.repo)
+        }
+        let checkouts = match checkouts::load(&dirs.checkouts()) {
+            Ok(Some(checkouts)) => checkouts,
+            Ok(None) => {
+                let reason = "the run's workspace was never prepared; nothing to deliver";
+                return self.failed(job, reason.into(), started).await;
             }
-            Ok(DeliveredTo::Merged(base)) => format!("merged into {base} on {}", issue.repo),
             Err(reason) => return self.failed(job, reason, started).await,
         };
-        self.store_log(job, &[format!("delivered: {note}")]).await;
+        let decisions = self.store.decisions(job.run_id).await?;
+        let approved = self.store.approved_trees(job.run_id).await?;
+        let approval = approval::latest(&decisions, &approved);
+        let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
+        let request = Delivery {
+            workspace: &workspace,
+            scratch: &scratch,
+            checkouts: &checkouts,
+            subject: scope.subject(),
+            approval: approval.as_ref(),
+            spec,
+        };
+        let mut log = Vec::new();
+        let delivered = delivery.deliver(&request, &mut log).await;
+        self.store_log(job, &log).await;
+        let delivered = match delivered {
+            Ok(delivered) => delivered,
+            Err(reason) => return self.failed(job, reason, started).await,
+        };
+        let requirement = scope.requirement.as_ref().map(|r| r.id);
+        let mut notes = Vec::new();
+        for done in &delivered {
+            let repo = &done.repo;
+            notes.push(match &done.to {
+                DeliveredTo::Pull { number, branch } => {
+                    match requirement {
+                        Some(requirement) => {
+                            durably("recording a pull request", || {
+                                self.store.record_pull_request(repo, *number, requirement, job.run_id, branch)
+                            })
+                            .await?;
+                        }
+                        None => tracing::info!(%repo, number, "a pull request of a run on no requirement is not recorded"),
+                    }
+                    format!("delivered: pull request #{number} on {repo}")
+                }
+                DeliveredTo::Pushed { branch } => format!("delivered: pushed to {branch} on {repo}"),
+                DeliveredTo::Merged { branch, commit } => {
+                    let row = DirectMergeRow {
+                        run_id: job.run_id,
+                        repo: repo.clone(),
+                        requirement_id: requirement,
+                        branch: branch.clone(),
+                        commit_sha: commit.clone(),
+                        approved_by: approval.as_ref().map(|a| a.gate.clone()),
+                        created_at: std::time::SystemTime::now().into(),
+                    };
+                    durably("recording a direct merge", || self.store.record_direct_merge(&row)).await?;
+                    format!("delivered: merged into {branch} on {repo}")
+                }
+            });
+        }
+        self.store_log(job, &notes).await;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
-        self.store
-            .finish_attempt(
+        durably("recording an attempt's end", || {
+            self.store.finish_attempt(
                 job.run_id,
                 &job.node,
                 attempt,
@@ -133,7 +107,8 @@ impl Runner {
                 None,
                 Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
             )
-            .await?;
+        })
+        .await?;
         Ok(NodeFinished {
             run_id: job.run_id,
             node: job.node.clone(),

@@ -1,6 +1,7 @@
 //! Preparing an attempt for the sandbox: the run's frozen settings (the agent role and the
 //! sandbox profile it uses), the upstream artifacts copied in as inputs, the workspace
-//! checkpoint, the script's environment with the secrets declared, and for an agent node
+//! checkpoint, the script's environment (with the project's settings) and the secrets
+//! declared, and for an agent node
 //! the script that runs the agent on its prompt. All of it happens before a process runs;
 //! what cannot be prepared fails the attempt, saying what to configure or what was refused.
 
@@ -18,6 +19,7 @@ use uuid::Uuid;
 
 use super::Runner;
 use super::attempt::{Attempt, Prepared, Program, Step};
+use super::workspace::RunScope;
 use crate::agent;
 use crate::artifacts;
 use crate::checkpoint;
@@ -26,7 +28,11 @@ use crate::logs::Secrets;
 impl<'a> Attempt<'a> {
     /// Readies the attempt for the sandbox: settings, inputs, checkpoint, environment and
     /// secrets, and an agent's script.
-    pub(super) async fn prepare(&self, program: Program<'a>) -> Step<Prepared<'a>> {
+    pub(super) async fn prepare(
+        &self,
+        program: Program<'a>,
+        scope: &RunScope,
+    ) -> Step<Prepared<'a>> {
         let job = self.job;
         let work = program.work();
         let (role, profile) = match self.settings(program).await? {
@@ -44,6 +50,7 @@ impl<'a> Attempt<'a> {
         }
         let secrets = self.secrets(role.as_ref());
         let mut env = environment(job, work, role.as_ref());
+        env.extend(scope.environment());
         env.extend(secrets.iter().map(|(k, v)| (k.clone(), v.clone())));
         let secrets = Secrets::new(secrets);
         let mut sandbox = Job {

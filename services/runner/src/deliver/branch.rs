@@ -1,0 +1,223 @@
+//! One writable repository on its way out: [verified](Repo::verify) (its `.git` checked,
+//! its configuration reset, its tree computed and held to the approval),
+//! [committed](Repo::commit) (exactly that tree, on top of what the nodes committed, on its
+//! work branch) and, for a pull request, [pushed](Repo::push_branch). A read-only
+//! repository is only looked at, to say in the log when its changes stay behind.
+
+use std::path::PathBuf;
+
+use gatehouse_events::RepositoryMode;
+
+use super::checkouts::Checkout;
+use super::trees::{self, Objects};
+use super::{Deliverer, Delivery, Session, pulls};
+use crate::git::Network;
+
+/// A writable repository of the workspace being delivered.
+pub(super) struct Repo<'a> {
+    deliverer: &'a Deliverer,
+    delivery: &'a Delivery<'a>,
+    pub checkout: &'a Checkout,
+    url: String,
+    pub dir: PathBuf,
+    pub session: Session,
+    /// The branch it is delivered into.
+    base: String,
+    /// Its tree, once verified.
+    tree: Option<String>,
+    /// The commit on its work branch, once committed.
+    pub commit: Option<String>,
+    /// Whether that commit differs from where the work started.
+    pub changed: bool,
+}
+
+impl<'a> Repo<'a> {
+    /// Opens a session for the repository and settles its base branch: the `deliver`
+    /// node's, else the one it was checked out from, else the repository's default.
+    pub(super) async fn open(
+        deliverer: &'a Deliverer,
+        delivery: &'a Delivery<'a>,
+        checkout: &'a Checkout,
+    ) -> Result<Self, String> {
+        let repo = &checkout.repo;
+        let base = match delivery.spec.branch.as_ref().or(checkout.base.as_ref()) {
+            Some(base) => base.clone(),
+            None => deliverer
+                .github
+                .default_branch(repo)
+                .await
+                .map_err(|e| format!("finding the default branch of {repo}: {e}"))?,
+        };
+        Ok(Self {
+            deliverer,
+            delivery,
+            checkout,
+            url: deliverer.url(repo),
+            dir: checkout.path(delivery.workspace),
+            session: deliverer.session(repo).await?,
+            base,
+            tree: None,
+            commit: None,
+            changed: false,
+        })
+    }
+
+    pub(super) fn base(&self) -> &str {
+        &self.base
+    }
+
+    /// The work branch (a writable repository always has one).
+    pub(super) fn branch(&self) -> &str {
+        self.checkout.branch.as_deref().unwrap_or(&self.base)
+    }
+
+    /// Checks the repository's `.git`, resets its configuration, and computes its tree;
+    /// `Err` when it differs from the approved one.
+    pub(super) async fn verify(&mut self) -> Result<(), String> {
+        let repo = &self.checkout.repo;
+        crate::gitdir::check(&self.dir).map_err(|reason| format!("{repo}: {reason}"))?;
+        self.deliverer
+            .sanitize(&self.dir, &self.url)
+            .map_err(|reason| format!("{repo}: {reason}"))?;
+        let tree = trees::tree(&self.dir, self.delivery.scratch, Objects::Repository)
+            .await
+            .map_err(|reason| format!("{repo}: its tree cannot be computed: {reason}"))?;
+        if let Some(approval) = self.delivery.approval {
+            approval.check(repo, &tree)?;
+        }
+        self.tree = Some(tree);
+        Ok(())
+    }
+
+    /// Commits the verified tree on the work branch (no commit when `HEAD` has it already)
+    /// and puts the repository on that branch. `true` when the work branch now differs
+    /// from where the work started.
+    pub(super) async fn commit(&mut self) -> Result<bool, String> {
+        let repo = self.checkout.repo.clone();
+        let tree = self.tree.clone().unwrap_or_default();
+        let head = trees::head_commit(&self.dir.join(".git"))
+            .map_err(|reason| format!("{repo}: {reason}"))?;
+        let head_tree = match &head {
+            Some(head) => Some(self.tree_of(head).await?),
+            None => None,
+        };
+        let commit = match head {
+            Some(head) if head_tree.as_deref() == Some(tree.as_str()) => head,
+            parent => {
+                let (subject, body) = pulls::commit_message(&self.delivery.subject, &repo);
+                let (name, email) = self.author();
+                let mut args = vec!["-c", &name, "-c", &email, "commit-tree", &tree];
+                if let Some(parent) = &parent {
+                    args.extend(["-p", parent]);
+                }
+                args.extend(["-m", &subject, "-m", &body]);
+                self.local(&args).await?.trim().to_owned()
+            }
+        };
+        let branch = self.branch().to_owned();
+        let reference = format!("refs/heads/{branch}");
+        self.local(&["update-ref", &reference, &commit]).await?;
+        self.local(&["symbolic-ref", "HEAD", &reference]).await?;
+        self.local(&["read-tree", &reference]).await?;
+        self.commit = Some(commit);
+        let start = match &self.checkout.start {
+            Some(start) => Some(start.clone()),
+            None => {
+                let from = match self.checkout.mode {
+                    RepositoryMode::Existing => branch.clone(),
+                    _ => self.base.clone(),
+                };
+                let name = format!("refs/remotes/origin/{from}^{{commit}}");
+                self.local(&["rev-parse", "--verify", "--quiet", &name])
+                    .await
+                    .ok()
+                    .map(|s| s.trim().to_owned())
+            }
+        };
+        self.changed = match start {
+            Some(start) => self.tree_of(&start).await.ok().as_deref() != Some(tree.as_str()),
+            None => true,
+        };
+        Ok(self.changed)
+    }
+
+    /// Pushes the work branch: replacing the remote's for the branches Gatehouse names
+    /// (`auto`, `new`), only adding to it for an `existing` one.
+    pub(super) async fn push_branch(&mut self) -> Result<(), String> {
+        let branch = self.branch().to_owned();
+        let refspec = format!("refs/heads/{branch}:refs/heads/{branch}");
+        let existing = self.checkout.mode == RepositoryMode::Existing;
+        let mut args = vec!["push", "--quiet"];
+        if !existing {
+            args.push("--force");
+        }
+        args.extend(["origin", &refspec]);
+        let ran = self.ran(Network::Remote, &args).await?;
+        if ran.code == Some(0) {
+            return Ok(());
+        }
+        let repo = &self.checkout.repo;
+        Err(if existing && ran.stderr.contains("[rejected]") {
+            format!(
+                "`{branch}` on {repo} has commits the workspace does not (someone pushed to it while the run worked); nothing was pushed to it"
+            )
+        } else {
+            format!("pushing `{branch}` to {repo} failed: {}", ran.reason())
+        })
+    }
+
+    /// `-c` settings naming Gatehouse as a commit's author and committer.
+    pub(super) fn author(&self) -> (String, String) {
+        (
+            format!("user.name={}", self.deliverer.author_name),
+            format!("user.email={}", self.deliverer.author_email),
+        )
+    }
+
+    /// The tree of `commit`.
+    pub(super) async fn tree_of(&mut self, commit: &str) -> Result<String, String> {
+        let name = format!("{commit}^{{tree}}");
+        Ok(self
+            .local(&["rev-parse", "--verify", &name])
+            .await?
+            .trim()
+            .to_owned())
+    }
+
+    /// A git command that stays in the repository: no token.
+    pub(super) async fn local(&mut self, args: &[&str]) -> Result<String, String> {
+        let (url, dir) = (&self.url, &self.dir);
+        self.deliverer
+            .local(url, dir, args, &mut self.session)
+            .await
+            .map_err(|reason| format!("{}: {reason}", self.checkout.repo))
+    }
+
+    /// A git command, its exit code and output to judge.
+    pub(super) async fn ran(
+        &mut self,
+        network: Network,
+        args: &[&str],
+    ) -> Result<crate::git::Ran, String> {
+        let (url, dir) = (&self.url, &self.dir);
+        self.deliverer
+            .ran(url, dir, Some(dir), network, args, &mut self.session)
+            .await
+    }
+}
+
+/// A note for the log when a read-only repository was changed in the workspace: its
+/// changes are not delivered. `None` when it is as it was cloned (or cannot be told).
+pub(super) async fn read_only_note(delivery: &Delivery<'_>, checkout: &Checkout) -> Option<String> {
+    let dir = checkout.path(delivery.workspace);
+    let start = checkout.start.as_deref()?;
+    let scratch = delivery.scratch;
+    let now = trees::tree(&dir, scratch, Objects::Scratch).await.ok()?;
+    let then = trees::tree_of_commit(&dir, scratch, start).await.ok()?;
+    (now != then).then(|| {
+        format!(
+            "[gatehouse] {} is read-only: its changes in the workspace are not delivered",
+            checkout.repo
+        )
+    })
+}

@@ -1,0 +1,282 @@
+//! The runner's side of a run's workspace: what the run works on (its project and
+//! repositories as frozen with the run, or — for a run on a GitHub issue frozen without
+//! them — the issue's repository alone), checking those repositories out before a node
+//! runs ([`crate::deliver::prepare`]), the project's settings in the node's environment,
+//! and the tree of every repository recorded after each attempt, which an approval binds
+//! and delivery is held to.
+//!
+//! The repositories come from the run, never from the configuration the runner happens to
+//! have: a project edited while a run waits changes nothing the run checks out or pushes.
+
+use std::collections::BTreeMap;
+
+use gatehouse_bus::HandlerError;
+use gatehouse_events::{NodeDispatch, RepositoryCheckout, RepositoryMode, RunWorkspace};
+use uuid::Uuid;
+
+use super::Runner;
+use super::attempt::Step;
+use crate::deliver::Subject;
+use crate::deliver::checkouts::{self, issue_branch, requirement_branch, run_branch};
+use crate::deliver::prepare::Layout;
+use crate::deliver::trees::{self, Objects, UNVERIFIABLE, short};
+use crate::durably::durably;
+use crate::files::RunDirs;
+
+/// What a run works on.
+pub(crate) struct RunScope {
+    pub run: Uuid,
+    pub sop: String,
+    /// What a run on no requirement delivers under: `<sop> (Gatehouse run <id>)`.
+    title: String,
+    pub requirement: Option<Requirement>,
+    /// Its project, repositories and settings (no repositories: an empty workspace).
+    pub workspace: RunWorkspace,
+}
+
+/// The run's requirement, as delivery names it.
+pub(crate) struct Requirement {
+    pub id: Uuid,
+    pub title: String,
+    /// The GitHub issue it is: `owner/name` and number.
+    pub issue: Option<(String, u64)>,
+}
+
+impl RunScope {
+    /// The `auto` work branch: named after the issue, else the requirement, else the run.
+    fn auto_branch(&self) -> String {
+        match &self.requirement {
+            Some(Requirement {
+                issue: Some((_, number)),
+                title,
+                ..
+            }) => issue_branch(*number, title),
+            Some(r) => requirement_branch(r.id, &r.title),
+            None => run_branch(self.run, &self.sop),
+        }
+    }
+
+    /// `GATEHOUSE_PROJECT`, `GATEHOUSE_PROJECT_<SETTING>` for each setting, and
+    /// `GATEHOUSE_REPOSITORIES` (the repositories, space-separated, in the workspace's order).
+    pub(crate) fn environment(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        let workspace = &self.workspace;
+        if !workspace.project.is_empty() {
+            env.insert("GATEHOUSE_PROJECT".to_owned(), workspace.project.clone());
+        }
+        for (key, value) in &workspace.settings {
+            // Projects allow `[a-z0-9_]` only; anything else never becomes a variable.
+            if !key.is_empty()
+                && key
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+            {
+                env.insert(
+                    format!("GATEHOUSE_PROJECT_{}", key.to_ascii_uppercase()),
+                    value.clone(),
+                );
+            }
+        }
+        if !workspace.repositories.is_empty() {
+            let repos: Vec<&str> = workspace
+                .repositories
+                .iter()
+                .map(|r| r.repo.as_str())
+                .collect();
+            env.insert("GATEHOUSE_REPOSITORIES".to_owned(), repos.join(" "));
+        }
+        env
+    }
+
+    /// What commits and pull requests say they deliver: the requirement (its title and
+    /// issue), or without one the run.
+    pub(crate) fn subject(&self) -> Subject<'_> {
+        match &self.requirement {
+            Some(r) => Subject {
+                run: self.run,
+                title: &r.title,
+                issue: r.issue.as_ref().map(|(repo, n)| (repo.as_str(), *n)),
+            },
+            None => Subject {
+                run: self.run,
+                title: &self.title,
+                issue: None,
+            },
+        }
+    }
+}
+
+impl Runner {
+    /// What the run works on. `Ok(Err(reason))`: its frozen workspace cannot be read.
+    pub(super) async fn scope(&self, run: Uuid) -> Step<RunScope> {
+        let Some(row) = self.store.run(run).await? else {
+            return Ok(Ok(RunScope {
+                run,
+                sop: String::new(),
+                title: format!("Gatehouse run {run}"),
+                requirement: None,
+                workspace: empty(String::new()),
+            }));
+        };
+        let requirement = match row.requirement_id {
+            Some(id) => self.store.requirement(id).await?.map(|r| Requirement {
+                id: r.id,
+                issue: match serde_json::from_str(&r.source) {
+                    Ok(gatehouse_events::RequirementSource::Github { repo, number, .. }) => {
+                        Some((repo, number))
+                    }
+                    _ => None,
+                },
+                title: r.title,
+            }),
+            None => None,
+        };
+        let workspace = match &row.workspace {
+            Some(json) => match serde_json::from_str::<RunWorkspace>(json) {
+                Ok(workspace) => workspace,
+                Err(e) => return Ok(Err(format!("the run's workspace cannot be read: {e}"))),
+            },
+            None => {
+                let mut workspace = empty(row.project.clone().unwrap_or_default());
+                // As before projects: a run on an issue works on its repository, when this
+                // runner can clone it.
+                if let (
+                    Some(_),
+                    Some(Requirement {
+                        issue: Some((repo, _)),
+                        ..
+                    }),
+                ) = (&self.options.delivery, &requirement)
+                {
+                    workspace.repositories.push(RepositoryCheckout {
+                        repo: repo.clone(),
+                        branch: None,
+                        mode: RepositoryMode::Auto,
+                        branch_name: None,
+                    });
+                }
+                workspace
+            }
+        };
+        Ok(Ok(RunScope {
+            run,
+            title: format!("{} (Gatehouse run {run})", row.sop),
+            sop: row.sop,
+            requirement,
+            workspace,
+        }))
+    }
+
+    /// Checks the run's repositories out into its workspace, unless they are already;
+    /// the git sessions' lines go to the attempt's log. `Err`: why not, which fails the
+    /// attempt.
+    pub(super) async fn prepare_workspace(
+        &self,
+        job: &NodeDispatch,
+        scope: &RunScope,
+        dirs: &RunDirs,
+    ) -> Result<(), String> {
+        let repositories = &scope.workspace.repositories;
+        if repositories.is_empty() || dirs.checkouts().exists() {
+            return Ok(());
+        }
+        let Some(delivery) = &self.options.delivery else {
+            let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
+            return Err(format!(
+                "the run works on {}, but this runner cannot clone repositories: configure [github] with a token or an app (and git_url)",
+                repos.join(", ")
+            ));
+        };
+        let planned = checkouts::plan(repositories, &scope.auto_branch())?;
+        let (workspace, record, scratch) = (dirs.workspace(), dirs.checkouts(), dirs.scratch());
+        let layout = Layout {
+            workspace: &workspace,
+            record: &record,
+            scratch: &scratch,
+        };
+        let mut log = Vec::new();
+        let prepared = delivery.prepare(&planned, &layout, &mut log).await;
+        self.store_log(job, &log).await;
+        let checkouts = prepared?;
+        let lines: Vec<String> = checkouts
+            .iter()
+            .map(|c| {
+                let place = if c.dir.is_empty() {
+                    "the workspace".to_owned()
+                } else {
+                    format!("`{}`", c.dir)
+                };
+                let branch = c
+                    .branch
+                    .as_deref()
+                    .map_or_else(|| "read-only".to_owned(), |b| format!("on `{b}`"));
+                format!(
+                    "[gatehouse] {} checked out in {place}, {branch} ({})",
+                    c.repo,
+                    c.mode.as_str()
+                )
+            })
+            .collect();
+        self.store_log(job, &lines).await;
+        Ok(())
+    }
+
+    /// Records the tree of every repository of the workspace as the attempt left it; one
+    /// that cannot be computed is recorded as [unverifiable](UNVERIFIABLE), which no
+    /// approval can match, so a delivery after it refuses.
+    pub(super) async fn record_trees(
+        &self,
+        job: &NodeDispatch,
+        dirs: &RunDirs,
+    ) -> Result<(), HandlerError> {
+        let checkouts = match checkouts::load(&dirs.checkouts()) {
+            Ok(Some(checkouts)) => checkouts,
+            Ok(None) => return Ok(()),
+            Err(reason) => {
+                tracing::warn!(%reason, "reading the workspace's checkouts failed");
+                return Ok(());
+            }
+        };
+        let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
+        let mut trees = Vec::new();
+        let mut lines = Vec::new();
+        for checkout in &checkouts {
+            let tree = match trees::tree(&checkout.path(&workspace), &scratch, Objects::Scratch)
+                .await
+            {
+                Ok(tree) => {
+                    lines.push(format!(
+                        "[gatehouse] tree of {}: {}",
+                        checkout.repo,
+                        short(&tree)
+                    ));
+                    tree
+                }
+                Err(reason) => {
+                    lines.push(format!(
+                        "[gatehouse] the tree of {} cannot be verified ({reason}); no delivery will push it",
+                        checkout.repo
+                    ));
+                    format!("{UNVERIFIABLE}{reason}")
+                }
+            };
+            trees.push((checkout.repo.clone(), tree));
+        }
+        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
+        durably("recording the workspace's trees", || {
+            self.store
+                .record_workspace_trees(job.run_id, &job.node, attempt, &trees)
+        })
+        .await?;
+        self.store_log(job, &lines).await;
+        Ok(())
+    }
+}
+
+fn empty(project: String) -> RunWorkspace {
+    RunWorkspace {
+        project,
+        repositories: Vec::new(),
+        settings: BTreeMap::new(),
+    }
+}
