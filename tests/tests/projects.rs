@@ -474,6 +474,36 @@ async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: B
         .is(202);
     hub.wait_run(run, "succeeded").await;
 
+    // A comment on an issue works on the project of the issue's repository.
+    let mut comment = {
+        let path = format!(
+            "{}/fixtures/github/issue_comment.created.json",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        serde_json::from_str::<Value>(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    comment["repository"]["full_name"] = json!("acme/web");
+    comment["comment"]["user"]["login"] = json!("dee-gh");
+    comment["comment"]["body"] = json!("/gatehouse run ask");
+    hub.deliver_github("issue_comment", "c-1", &comment).await;
+    assert!(
+        hub.note("c-1").await.contains("started `ask`"),
+        "{}",
+        hub.note("c-1").await
+    );
+    let commented = hub.until_run(|r| r.sop == "ask" && r.id != run).await;
+    let row = hub.db.store.run(commented).await.unwrap().unwrap();
+    assert_eq!(row.project.as_deref(), Some("shop"));
+    let requirement = hub
+        .db
+        .store
+        .requirement(row.requirement_id.unwrap())
+        .await
+        .unwrap()
+        .unwrap();
+    assert!(requirement.source_key.starts_with("github:acme/web#"));
+    assert_eq!(requirement.project.as_deref(), Some("shop"));
+
     // The projects, as the API lists them.
     let listed = hub.api_as(&cy).get("/projects").await.is(200);
     assert_eq!(listed[0]["name"], "shop");

@@ -910,6 +910,11 @@ fn a_project_run_from_the_cli_delivers_each_repository() {
         .unwrap()
         .to_owned();
     up.wait(&run, "succeeded");
+    let text = String::from_utf8_lossy(&up.cli(&["run", "show", &run]).stdout).into_owned();
+    assert!(
+        text.contains("project shop: acme/api, acme/web\n"),
+        "{text}"
+    );
     let pulls = github.pulls();
     let mut repos: Vec<&str> = pulls.iter().map(|p| p.repo.as_str()).collect();
     repos.sort();

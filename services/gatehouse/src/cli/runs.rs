@@ -210,6 +210,17 @@ fn tree(run: &RunDetail) -> String {
             .map(|p| format!(" · requested by {p}"))
             .unwrap_or_default()
     );
+    if let Some(project) = &run.run.project {
+        let repos: Vec<String> = run
+            .repositories
+            .iter()
+            .map(|r| match r.mode.as_str() {
+                "auto" => r.repo.clone(),
+                mode => format!("{} ({mode})", r.repo),
+            })
+            .collect();
+        out.push_str(&format!("project {project}: {}\n", repos.join(", ")));
+    }
     let width = run.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4);
     for (i, n) in run.nodes.iter().enumerate() {
         let branch = if i + 1 == run.nodes.len() {

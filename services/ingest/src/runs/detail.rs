@@ -60,9 +60,26 @@ pub(super) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiErr
             name,
             scheduled_time: millis(ms),
         });
+    let workspace: Option<gatehouse_events::RunWorkspace> = row
+        .workspace
+        .as_deref()
+        .and_then(|w| serde_json::from_str(w).ok());
+    let repositories = workspace
+        .map(|w| w.repositories)
+        .unwrap_or_default()
+        .into_iter()
+        .map(|r| RunRepositoryView {
+            repo: r.repo,
+            mode: r.mode.as_str().to_owned(),
+            branch: r.branch,
+            branch_name: r.branch_name,
+        })
+        .collect();
     Ok(RunDetail {
         usage,
         schedule,
+        requirement_id: row.requirement_id,
+        repositories,
         params,
         failure: run.failure.clone(),
         nodes,

@@ -159,8 +159,25 @@ pub struct RunDetail {
     pub decisions: Vec<DecisionView>,
     /// The schedule fire that started it.
     pub schedule: Option<ScheduleLink>,
+    /// The requirement it works on.
+    pub requirement_id: Option<Uuid>,
+    /// The repositories it checks out (of its project), as it was frozen with them.
+    pub repositories: Vec<RunRepositoryView>,
     /// Tokens and cost of its agent attempts, and of its requirement's runs.
     pub usage: UsageView,
+}
+
+/// A repository a run checks out.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RunRepositoryView {
+    /// `owner/name`.
+    pub repo: String,
+    /// auto, new, existing or read-only.
+    pub mode: String,
+    /// The base branch; the repository's default when absent.
+    pub branch: Option<String>,
+    /// The work branch of `new` and `existing`.
+    pub branch_name: Option<String>,
 }
 
 /// Which schedule fire started a run.
