@@ -9,6 +9,8 @@
 
 mod agent;
 mod artifacts;
+#[doc(hidden)]
+pub mod bench;
 mod checkpoint;
 mod deliver;
 mod durably;
