@@ -278,6 +278,6 @@ impl Deliverer {
 #[cfg(test)]
 mod hostile;
 #[cfg(test)]
-mod scene;
+pub(crate) mod scene;
 #[cfg(test)]
 mod tests;

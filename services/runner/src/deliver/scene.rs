@@ -16,11 +16,11 @@ use super::checkouts::{self, Checkout};
 use super::prepare::Layout;
 use super::*;
 
-pub(super) const TOKEN: &str = "ghs_never-seen-by-the-workspace";
-pub(super) const BRANCH: &str = "gatehouse/1-fix-it";
+pub(crate) const TOKEN: &str = "ghs_never-seen-by-the-workspace";
+pub(crate) const BRANCH: &str = "gatehouse/1-fix-it";
 
 /// Git for setting the scene, untouched by the machine's configuration.
-pub(super) fn git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn git(dir: &Path, args: &[&str]) -> String {
     let out = std::process::Command::new("git")
         .args(["-c", "user.name=t", "-c", "user.email=t@localhost"])
         .args([
@@ -45,7 +45,7 @@ pub(super) fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A pull request the fake holds.
 #[derive(Debug, Clone)]
-pub(super) struct Pull {
+pub(crate) struct Pull {
     pub repo: String,
     pub number: u64,
     pub head: String,
@@ -55,13 +55,13 @@ pub(super) struct Pull {
 
 /// The GitHub API calls delivery makes, on loopback.
 #[derive(Clone, Default)]
-pub(super) struct FakeGithub {
+pub(crate) struct FakeGithub {
     pub pulls: Arc<Mutex<Vec<Pull>>>,
 }
 
 impl FakeGithub {
     /// Starts one; returns its URL.
-    pub(super) fn start(&self) -> String {
+    pub(crate) fn start(&self) -> String {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let url = format!("http://{}", listener.local_addr().unwrap());
         let pulls = self.pulls.clone();
@@ -75,7 +75,7 @@ impl FakeGithub {
         url
     }
 
-    pub(super) fn pulls(&self) -> Vec<Pull> {
+    pub(crate) fn pulls(&self) -> Vec<Pull> {
         self.pulls.lock().unwrap().clone()
     }
 }
@@ -156,14 +156,14 @@ fn serve(mut stream: std::net::TcpStream, pulls: &Mutex<Vec<Pull>>) {
 }
 
 /// Remotes under `git/`, a run's directory under `runs/r/`, and a deliverer between them.
-pub(super) struct Scene {
+pub(crate) struct Scene {
     pub tmp: tempfile::TempDir,
     pub deliverer: Deliverer,
     pub github: FakeGithub,
 }
 
 impl Scene {
-    pub(super) fn new() -> Self {
+    pub(crate) fn new() -> Self {
         let tmp = tempfile::tempdir().unwrap();
         let github = FakeGithub::default();
         let deliverer = Deliverer {
@@ -179,17 +179,17 @@ impl Scene {
         }
     }
 
-    pub(super) fn path(&self, relative: &str) -> PathBuf {
+    pub(crate) fn path(&self, relative: &str) -> PathBuf {
         self.tmp.path().join(relative)
     }
 
     /// The bare repository standing in for `repo` on GitHub.
-    pub(super) fn bare(&self, repo: &str) -> PathBuf {
+    pub(crate) fn bare(&self, repo: &str) -> PathBuf {
         self.path(&format!("git/{repo}.git"))
     }
 
     /// A remote `repo` with a `README.md` on `main`, and `files` more.
-    pub(super) fn remote(&self, repo: &str, files: usize) -> PathBuf {
+    pub(crate) fn remote(&self, repo: &str, files: usize) -> PathBuf {
         let bare = self.bare(repo);
         std::fs::create_dir_all(&bare).unwrap();
         git(&bare, &["init", "--quiet", "--bare"]);
@@ -209,7 +209,7 @@ impl Scene {
     }
 
     /// A clone of the remote `repo` for pushing to it as someone else would.
-    pub(super) fn someone_else(&self, repo: &str) -> PathBuf {
+    pub(crate) fn someone_else(&self, repo: &str) -> PathBuf {
         let other = self.path(&format!("others/{repo}"));
         std::fs::create_dir_all(other.parent().unwrap()).unwrap();
         let (bare, dest) = (self.bare(repo), other.to_string_lossy().into_owned());
@@ -220,20 +220,20 @@ impl Scene {
         other
     }
 
-    pub(super) fn workspace(&self) -> PathBuf {
+    pub(crate) fn workspace(&self) -> PathBuf {
         self.path("runs/r/workspace")
     }
 
-    pub(super) fn record(&self) -> PathBuf {
+    pub(crate) fn record(&self) -> PathBuf {
         self.path("runs/r/checkouts.json")
     }
 
-    pub(super) fn scratch(&self) -> PathBuf {
+    pub(crate) fn scratch(&self) -> PathBuf {
         self.path("runs/r/scratch")
     }
 
     /// Prepares the workspace with `repositories` (auto branch [`BRANCH`]).
-    pub(super) async fn prepare(
+    pub(crate) async fn prepare(
         &self,
         repositories: &[RepositoryCheckout],
     ) -> Result<Vec<Checkout>, String> {
@@ -251,7 +251,7 @@ impl Scene {
     }
 
     /// Delivers the prepared workspace in `mode`, into `main` when `direct`.
-    pub(super) async fn deliver(
+    pub(crate) async fn deliver(
         &self,
         mode: DeliverMode,
         approval: Option<&Approval>,
@@ -286,7 +286,7 @@ impl Scene {
     }
 
     /// The approval of the workspace's trees as they are now, by gate `review`.
-    pub(super) async fn approve(&self) -> Approval {
+    pub(crate) async fn approve(&self) -> Approval {
         let checkouts = checkouts::load(&self.record()).unwrap().expect("prepared");
         let mut trees = BTreeMap::new();
         for checkout in &checkouts {
@@ -304,7 +304,7 @@ impl Scene {
     }
 }
 
-pub(super) fn checkout(
+pub(crate) fn checkout(
     repo: &str,
     mode: RepositoryMode,
     branch_name: Option<&str>,
@@ -317,6 +317,6 @@ pub(super) fn checkout(
     }
 }
 
-pub(super) fn auto(repo: &str) -> RepositoryCheckout {
+pub(crate) fn auto(repo: &str) -> RepositoryCheckout {
     checkout(repo, RepositoryMode::Auto, None)
 }

@@ -280,3 +280,6 @@ fn empty(project: String) -> RunWorkspace {
         settings: BTreeMap::new(),
     }
 }
+
+#[cfg(test)]
+mod tests;
