@@ -145,16 +145,15 @@ impl Store {
         Ok(())
     }
 
-    /// The pull request a run delivered into (repository, number), if any.
-    pub async fn pull_request_of_run(
-        &self,
-        run: Uuid,
-    ) -> Result<Option<(String, i64)>, StoreError> {
+    /// The pull requests a run delivered into, `(repository, number)`, by repository.
+    pub async fn pull_requests_of_run(&self, run: Uuid) -> Result<Vec<(String, i64)>, StoreError> {
         Ok(with_pool!(self, pool => {
-            sqlx::query_as("SELECT repo, number FROM pull_requests WHERE run_id = $1")
-                .bind(run)
-                .fetch_optional(pool)
-                .await?
+            sqlx::query_as(
+                "SELECT repo, number FROM pull_requests WHERE run_id = $1 ORDER BY repo, number",
+            )
+            .bind(run)
+            .fetch_all(pool)
+            .await?
         }))
     }
 

@@ -43,10 +43,13 @@ pub struct PromptContext {
     pub node: String,
     /// This execution's attempt number, from 1.
     pub attempt: u32,
+    /// The run's project: `name` and each of its settings (`test_command`, ...); `none` for
+    /// a run on no project.
+    pub project: Option<BTreeMap<String, String>>,
 }
 
 /// The top-level variables of a [`PromptContext`], for messages and the static check.
-const VARIABLES: [&str; 7] = [
+const VARIABLES: [&str; 8] = [
     "requirement",
     "params",
     "inputs",
@@ -54,6 +57,7 @@ const VARIABLES: [&str; 7] = [
     "run_id",
     "node",
     "attempt",
+    "project",
 ];
 
 /// The name templates are compiled under; MiniJinja puts it in locations.
@@ -220,6 +224,13 @@ fn undefined_hint(expression: &str, context: &PromptContext) -> String {
             "this run has no requirement; guard with {% if requirement %}".to_owned()
         }
         "requirement" => "a requirement has title, body and url".to_owned(),
+        "project" if context.project.is_none() => {
+            "this run works on no project; guard with {% if project %}".to_owned()
+        }
+        "project" => listed(
+            "project settings",
+            context.project.iter().flat_map(|p| p.keys()).collect(),
+        ),
         root if !VARIABLES.contains(&root) => unknown_variable_hint(root),
         _ => format!("`{root}` has no such attribute or key"),
     }

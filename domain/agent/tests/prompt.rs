@@ -18,7 +18,41 @@ fn context() -> PromptContext {
         run_id: "01a2".to_owned(),
         node: "implement".to_owned(),
         attempt: 2,
+        project: Some(BTreeMap::from([
+            ("name".to_owned(), "shop".to_owned()),
+            ("test_command".to_owned(), "cargo test".to_owned()),
+        ])),
     }
+}
+
+#[test]
+fn the_project_and_its_settings_are_variables() {
+    let template = "{{ project.name }}: run `{{ project.test_command }}`";
+    assert_eq!(check_template(template), Ok(()));
+    assert_eq!(
+        render_prompt(template, &context()),
+        Ok("shop: run `cargo test`".to_owned())
+    );
+    let Err(error) = render_prompt("{{ project.lint_command }}", &context()) else {
+        panic!("rendered");
+    };
+    assert!(
+        error
+            .to_string()
+            .contains("this run's project settings: name, test_command"),
+        "{error}"
+    );
+    let none = PromptContext {
+        project: None,
+        ..context()
+    };
+    let Err(error) = render_prompt("{{ project.name }}", &none) else {
+        panic!("rendered");
+    };
+    assert!(
+        error.to_string().contains("guard with {% if project %}"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -82,7 +116,7 @@ fn a_misspelt_variable_is_an_error_naming_it_and_its_line() {
             line: Some(2),
             expression: "requirment.title".to_owned(),
             hint: "there is no variable `requirment`; a prompt sees requirement, params, \
-                   inputs, rework_comment, run_id, node, attempt"
+                   inputs, rework_comment, run_id, node, attempt, project"
                 .to_owned(),
         }
     );
@@ -90,7 +124,7 @@ fn a_misspelt_variable_is_an_error_naming_it_and_its_line() {
         error.to_string(),
         "prompt template, line 2: `requirment.title` is undefined; there is no variable \
          `requirment`; a prompt sees requirement, params, inputs, rework_comment, run_id, node, \
-         attempt"
+         attempt, project"
     );
 }
 
@@ -157,7 +191,7 @@ fn check_template_finds_an_unknown_variable_and_its_line() {
             line: Some(3),
             expression: "rework_coment".to_owned(),
             hint: "there is no variable `rework_coment`; a prompt sees requirement, params, \
-                   inputs, rework_comment, run_id, node, attempt"
+                   inputs, rework_comment, run_id, node, attempt, project"
                 .to_owned(),
         })
     );
@@ -191,6 +225,7 @@ fn the_context_has_exactly_the_documented_variables() {
         "run_id",
         "node",
         "attempt",
+        "project",
     ];
     expected.sort_unstable();
     let mut keys = keys;

@@ -310,7 +310,7 @@ fn prompt_templates_are_checked_where_they_are_written() {
             "name: x\nnodes:\n  a:\n    kind: agent\n    role: dev\n    prompt: \"Fix {{ requirment.title }}\"\n  b:\n    kind: agent\n    role: dev\n    prompt: \"{% if x %}\"\n"
         ),
         [
-            "sops/x.yaml:6:13: `prompt`: prompt template, line 1: `requirment` is undefined; there is no variable `requirment`; a prompt sees requirement, params, inputs, rework_comment, run_id, node, attempt",
+            "sops/x.yaml:6:13: `prompt`: prompt template, line 1: `requirment` is undefined; there is no variable `requirment`; a prompt sees requirement, params, inputs, rework_comment, run_id, node, attempt, project",
             "sops/x.yaml:10:13: `prompt`: prompt template, line 1: syntax error: unexpected end of input, expected end of block",
         ]
     );

@@ -190,12 +190,19 @@ impl Notifier {
         };
         let links = Links {
             run: self.run_url(run.id),
-            pull_request: self
+            pull_requests: self
                 .store
-                .pull_request_of_run(run.id)
+                .pull_requests_of_run(run.id)
                 .await?
-                .filter(|(pull_repo, _)| *pull_repo == repo)
-                .map(|(_, number)| number),
+                .into_iter()
+                .map(|(pull_repo, number)| {
+                    if pull_repo == repo {
+                        format!("#{number}")
+                    } else {
+                        format!("{pull_repo}#{number}")
+                    }
+                })
+                .collect(),
         };
         let body = render_status(run.id, sop, state, &links);
         tx.want_comment(&format!("run:{}", run.id), &repo, number, &body)

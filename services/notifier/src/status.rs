@@ -10,8 +10,9 @@ use uuid::Uuid;
 pub struct Links {
     /// The run in Gatehouse's API (`server.public_url`), when it is reachable.
     pub run: Option<String>,
-    /// The pull request the run delivered into, on the same repository.
-    pub pull_request: Option<i64>,
+    /// The pull requests the run delivered into, as GitHub references from the comment's
+    /// repository: `#7` there, `acme/web#8` in another.
+    pub pull_requests: Vec<String>,
 }
 
 /// The status comment for a run: its nodes with status and attempt, for each waiting gate
@@ -74,8 +75,11 @@ pub fn render_status(run_id: Uuid, sop: &Sop, state: &RunState, links: &Links) -
     if let Some(failure) = &state.failure {
         out.push_str(&format!("\nFailed: {failure}\n"));
     }
-    if let Some(pull) = links.pull_request {
-        out.push_str(&format!("\nDelivered in #{pull}.\n"));
+    if !links.pull_requests.is_empty() {
+        out.push_str(&format!(
+            "\nDelivered in {}.\n",
+            links.pull_requests.join(", ")
+        ));
     }
     if let Some(run) = &links.run {
         out.push_str(&format!("\n[Run details]({run})\n"));
@@ -118,10 +122,17 @@ mod tests {
         );
         let links = Links {
             run: Some("https://gatehouse.example/api/v1/runs/x".into()),
-            pull_request: Some(7),
+            pull_requests: vec!["#7".into()],
         };
         assert!(render_status(run, &sop, &state, &links).ends_with(
             "\nDelivered in #7.\n\n[Run details](https://gatehouse.example/api/v1/runs/x)\n"
         ));
+        let links = Links {
+            run: None,
+            pull_requests: vec!["#7".into(), "acme/web#8".into()],
+        };
+        assert!(
+            render_status(run, &sop, &state, &links).ends_with("\nDelivered in #7, acme/web#8.\n")
+        );
     }
 }

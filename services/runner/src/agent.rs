@@ -30,11 +30,12 @@ pub(crate) async fn prepare(
     inputs: &Path,
     inputs_seen: &str,
 ) -> Result<String, String> {
-    let requirement = requirement(store, job)
+    let (requirement, project) = requirement_and_project(store, job)
         .await
         .map_err(|e| format!("reading the requirement: {e}"))?;
     let context = PromptContext {
         requirement,
+        project,
         params: agent.work.params.clone(),
         inputs: upstream_texts(inputs),
         rework_comment: agent.work.rework_comment.clone(),
@@ -63,19 +64,32 @@ pub(crate) async fn prepare(
     ))
 }
 
-/// The run's requirement as a template sees it.
-async fn requirement(
+/// The run's requirement and project (its name and settings) as a template sees them.
+async fn requirement_and_project(
     store: &Store,
     job: &NodeDispatch,
-) -> Result<Option<RequirementView>, StoreError> {
-    let Some(id) = store.run(job.run_id).await?.and_then(|r| r.requirement_id) else {
-        return Ok(None);
+) -> Result<(Option<RequirementView>, Option<BTreeMap<String, String>>), StoreError> {
+    let Some(run) = store.run(job.run_id).await? else {
+        return Ok((None, None));
     };
-    Ok(store.requirement(id).await?.map(|r| RequirementView {
+    let project = run
+        .workspace
+        .as_deref()
+        .and_then(|w| serde_json::from_str::<gatehouse_events::RunWorkspace>(w).ok())
+        .map(|w| {
+            let mut project = w.settings;
+            project.insert("name".to_owned(), w.project);
+            project
+        });
+    let Some(id) = run.requirement_id else {
+        return Ok((None, project));
+    };
+    let requirement = store.requirement(id).await?.map(|r| RequirementView {
         title: r.title,
         body: r.body,
         url: r.url,
-    }))
+    });
+    Ok((requirement, project))
 }
 
 /// Upstream artifacts (`inputs/<node>/<file>`) as text; binary files are left out and long
