@@ -20,6 +20,7 @@ struct Inner {
     comments: BTreeMap<u64, (String, u64, String)>,
     calls: Vec<String>,
     fail_creates: usize,
+    fail_pull_creates: usize,
     rate_limits: usize,
     search: Vec<Value>,
     pulls: Vec<Pull>,
@@ -118,6 +119,12 @@ impl FakeGithub {
     /// when it fails after writing.
     pub fn fail_creates(&self, n: usize) {
         self.lock().fail_creates = n;
+    }
+
+    /// The next `n` pull request creations open the pull request but answer 502, as GitHub
+    /// does when it fails after writing.
+    pub fn fail_pull_creates(&self, n: usize) {
+        self.lock().fail_pull_creates = n;
     }
 
     /// The next `n` requests answer 403 with `Retry-After: 1` (a secondary rate limit).
@@ -455,6 +462,14 @@ async fn create_pull(
     };
     let answer = pull_json(&pull);
     state.pulls.push(pull);
+    if state.fail_pull_creates > 0 {
+        state.fail_pull_creates -= 1;
+        return (
+            StatusCode::BAD_GATEWAY,
+            Json(json!({"message": "Server Error"})),
+        )
+            .into_response();
+    }
     (StatusCode::CREATED, Json(answer)).into_response()
 }
 

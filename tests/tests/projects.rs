@@ -66,6 +66,7 @@ on_both_backends!(
     runs_from_chat_and_a_schedule_work_on_the_project,
     the_requirement_is_delivered_when_every_pull_request_is_merged,
     deliver_refuses_work_changed_after_its_approval,
+    a_pull_request_github_opened_before_failing_is_not_opened_twice,
     bad_projects_and_repositories_are_refused_and_change_nothing,
 );
 
@@ -509,5 +510,38 @@ async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: B
     assert_eq!(listed[0]["name"], "shop");
     assert_eq!(listed[0]["repositories"][2]["mode"], "read-only");
     assert_eq!(listed[0]["settings"]["test_command"], "make test");
+    hub.stop().await;
+}
+
+async fn a_pull_request_github_opened_before_failing_is_not_opened_twice(backend: Backend) {
+    let hub = hub(backend).await;
+    // The first pull request is opened, but GitHub answers 502: the delivery looks for it,
+    // finds it open, and goes on rather than opening another.
+    hub.github.fail_pull_creates(1);
+    let run = start(&hub, "cy", json!({ "sop": "change", "project": "shop" })).await;
+    let pulls = delivered_change(&hub, run).await;
+    for pull in &pulls {
+        let same: Vec<_> = hub
+            .github
+            .pulls()
+            .into_iter()
+            .filter(|p| p.repo == pull.repo && p.head == pull.head)
+            .collect();
+        assert_eq!(same.len(), 1, "{same:#?}");
+    }
+    let creates = hub
+        .github
+        .calls()
+        .iter()
+        .filter(|c| c.starts_with("POST /repos/acme/") && c.ends_with("/pulls"))
+        .count();
+    assert_eq!(
+        creates, 2,
+        "the one that failed was found open, not created again"
+    );
+    assert_eq!(
+        hub.db.store.run(run).await.unwrap().unwrap().status,
+        "succeeded"
+    );
     hub.stop().await;
 }
