@@ -21,6 +21,8 @@ struct Inner {
     calls: Vec<String>,
     fail_creates: usize,
     fail_pull_creates: usize,
+    /// Pull request creations store the pull request, then hang while this is set.
+    hold_pull_creates: bool,
     rate_limits: usize,
     search: Vec<Value>,
     pulls: Vec<Pull>,
@@ -125,6 +127,12 @@ impl FakeGithub {
     /// does when it fails after writing.
     pub fn fail_pull_creates(&self, n: usize) {
         self.lock().fail_pull_creates = n;
+    }
+
+    /// While `hold`, a pull request creation opens the pull request and then hangs, as a
+    /// connection does when the process that made it is killed mid-request.
+    pub fn hold_pull_creates(&self, hold: bool) {
+        self.lock().hold_pull_creates = hold;
     }
 
     /// The next `n` requests answer 403 with `Retry-After: 1` (a secondary rate limit).
@@ -441,15 +449,35 @@ async fn create_pull(
     ) {
         return refused;
     }
-    let full = format!("{owner}/{repo}");
-    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
-    let head = body["head"].as_str().unwrap_or_default().to_owned();
-    if state.pulls.iter().any(|p| p.repo == full && p.head == head) {
+    let Some((answer, fail, hold)) = open_pull(&inner, &owner, &repo, &body) else {
+        let head = body["head"].as_str().unwrap_or_default();
         return (
             StatusCode::UNPROCESSABLE_ENTITY,
             Json(json!({"message": "Validation Failed", "errors": [{"message": format!("A pull request already exists for {owner}:{head}.")}]})),
         )
             .into_response();
+    };
+    while hold && holding(&inner) {
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    if fail {
+        return (
+            StatusCode::BAD_GATEWAY,
+            Json(json!({"message": "Server Error"})),
+        )
+            .into_response();
+    }
+    (StatusCode::CREATED, Json(answer)).into_response()
+}
+
+/// Opens the pull request `body` asks for: its JSON, whether to answer 502 anyway and
+/// whether to hang first; `None` when one is open from that branch already.
+fn open_pull(inner: &Shared, owner: &str, repo: &str, body: &Value) -> Option<(Value, bool, bool)> {
+    let full = format!("{owner}/{repo}");
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let head = body["head"].as_str().unwrap_or_default().to_owned();
+    if state.pulls.iter().any(|p| p.repo == full && p.head == head) {
+        return None;
     }
     state.next_id += 1;
     let pull = Pull {
@@ -462,15 +490,16 @@ async fn create_pull(
     };
     let answer = pull_json(&pull);
     state.pulls.push(pull);
-    if state.fail_pull_creates > 0 {
-        state.fail_pull_creates -= 1;
-        return (
-            StatusCode::BAD_GATEWAY,
-            Json(json!({"message": "Server Error"})),
-        )
-            .into_response();
-    }
-    (StatusCode::CREATED, Json(answer)).into_response()
+    let fail = state.fail_pull_creates > 0;
+    state.fail_pull_creates = state.fail_pull_creates.saturating_sub(1);
+    Some((answer, fail, state.hold_pull_creates))
+}
+
+fn holding(inner: &Shared) -> bool {
+    inner
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .hold_pull_creates
 }
 
 async fn update_pull(

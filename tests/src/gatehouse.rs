@@ -79,6 +79,7 @@ pub struct GatehouseBuilder {
     process_deliveries: bool,
     slack: Option<FakeSlack>,
     discord: Option<FakeDiscord>,
+    fake_github: Option<FakeGithub>,
     sandbox: Arc<dyn Sandbox>,
     lease: Duration,
     options: Vec<Configure>,
@@ -99,6 +100,7 @@ impl Gatehouse {
             process_deliveries: true,
             slack: None,
             discord: None,
+            fake_github: None,
             sandbox: Arc::new(ProcessSandbox::default()),
             lease: Duration::from_secs(2),
             options: Vec::new(),
@@ -294,6 +296,14 @@ impl Gatehouse {
         (self.db, self.data)
     }
 
+    /// Ends the services at once, as kill -9 would: nothing in flight is finished or handed
+    /// back. The database and data directory stay for [`Gatehouse::builder_on`].
+    pub fn crash(self) -> (TestDb, tempfile::TempDir) {
+        self.shutdown.cancel();
+        self.fleet.abort();
+        (self.db, self.data)
+    }
+
     /// Stops the services and drops the database.
     pub async fn stop(self) {
         let (db, _) = self.halt().await;
@@ -363,6 +373,12 @@ impl GatehouseBuilder {
         self
     }
 
+    /// A fake GitHub of the test's own making (the one a crashed Gatehouse used, say).
+    pub fn fake_github(mut self, github: FakeGithub) -> Self {
+        self.fake_github = Some(github);
+        self
+    }
+
     /// A fake Discord of the test's own making.
     pub fn discord(mut self, discord: FakeDiscord) -> Self {
         self.discord = Some(discord);
@@ -407,7 +423,10 @@ impl GatehouseBuilder {
         let bus = self
             .bus
             .unwrap_or_else(|| Arc::new(InProcessBus::new(db.store.clone())));
-        let github = FakeGithub::start().await;
+        let github = match self.fake_github {
+            Some(github) => github,
+            None => FakeGithub::start().await,
+        };
         let client = GithubClient::new(&github.url, github::TOKEN.into()).unwrap();
         let slack = match self.slack {
             Some(slack) => slack,

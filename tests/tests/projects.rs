@@ -5,6 +5,7 @@
 
 use gatehouse_ingest::{Person, Scope, Trigger};
 use gatehouse_tests::fake_github::{Pull, git};
+use gatehouse_tests::gatehouse::GatehouseBuilder;
 use gatehouse_tests::gatehouse::chat::{self, CY};
 use gatehouse_tests::gatehouse::github::REPO;
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
@@ -18,7 +19,7 @@ repositories = [{ repo = "acme/api" },
                 { repo = "acme/web" },
                 { repo = "acme/shared", mode = "read-only" }]
 channels = ["slack:C0SHOP"]
-sops = ["change", "tamper", "ask"]
+sops = ["change", "tamper", "ask", "resilient"]
 test_command = "make test"
 approve = ["group:leads"]
 
@@ -32,11 +33,18 @@ run = ["ana"]
 const CHANGE: &str = "name: change\nnodes:\n  work: { kind: script, run: 'echo \"$GATEHOUSE_PROJECT_TEST_COMMAND\" > api/TESTED.md; echo web > web/WEB.md; echo nope > shared/SHARED.md' }\n  review: { kind: gate, needs: [work], approvers: [group:leads] }\n  deliver: { kind: deliver, needs: [review] }\n";
 /// Changes the workspace after its gate approved it.
 const TAMPER: &str = "name: tamper\nnodes:\n  work: { kind: script, run: 'echo ok > api/OK.md' }\n  review: { kind: gate, needs: [work], approvers: [group:leads] }\n  sneak: { kind: script, needs: [review], run: 'echo sneaky > api/SNEAKY.md' }\n  deliver: { kind: deliver, needs: [sneak] }\n";
+/// `change`, whose delivery is tried again when its attempt is lost.
+const RESILIENT: &str = "name: resilient\nnodes:\n  work: { kind: script, run: 'echo api > api/API.md; echo web > web/WEB.md' }\n  review: { kind: gate, needs: [work], approvers: [group:leads] }\n  deliver: { kind: deliver, needs: [review], retry: { max: 2 } }\n";
 const ELSEWHERE: &str = "name: elsewhere\nnodes:\n  work: { kind: script, run: 'true' }\n";
 /// A gate dee may decide, so the project's `approve` list is what refuses dee.
 const ASK: &str = "name: ask\nnodes:\n  review: { kind: gate, approvers: [dee, group:leads] }\n";
 
 async fn hub(backend: Backend) -> Gatehouse {
+    configured(chat::builder(backend)).start().await
+}
+
+/// The projects, their SOPs and people, the chats and GitHub on `builder`.
+fn configured(builder: GatehouseBuilder) -> GatehouseBuilder {
     let mut people = chat::people();
     people.push(Person {
         id: "dee".into(),
@@ -45,20 +53,19 @@ async fn hub(backend: Backend) -> Gatehouse {
         discord: None,
         groups: Vec::new(),
     });
-    chat::builder(backend)
+    builder
         .sops(&[
             ("change", CHANGE),
             ("tamper", TAMPER),
             ("elsewhere", ELSEWHERE),
             ("ask", ASK),
+            ("resilient", RESILIENT),
         ])
         .people(people)
         .projects(PROJECTS)
         .github(vec![
             Trigger::new("elsewhere", "elsewhere", &[REPO.into()], false, false).unwrap(),
         ])
-        .start()
-        .await
 }
 
 on_both_backends!(
@@ -67,6 +74,7 @@ on_both_backends!(
     the_requirement_is_delivered_when_every_pull_request_is_merged,
     deliver_refuses_work_changed_after_its_approval,
     a_pull_request_github_opened_before_failing_is_not_opened_twice,
+    a_delivery_killed_mid_way_is_finished_by_its_next_attempt_without_duplicates,
     bad_projects_and_repositories_are_refused_and_change_nothing,
 );
 
@@ -543,5 +551,42 @@ async fn a_pull_request_github_opened_before_failing_is_not_opened_twice(backend
         hub.db.store.run(run).await.unwrap().unwrap().status,
         "succeeded"
     );
+    hub.stop().await;
+}
+
+async fn a_delivery_killed_mid_way_is_finished_by_its_next_attempt_without_duplicates(
+    backend: Backend,
+) {
+    let hub = hub(backend).await;
+    let run = start(&hub, "cy", json!({ "sop": "resilient", "project": "shop" })).await;
+    // The first pull request is opened and the process dies before GitHub answers.
+    hub.github.hold_pull_creates(true);
+    approve(&hub, run).await;
+    hub.until("a pull request", || {
+        (!hub.github.pulls().is_empty()).then_some(())
+    })
+    .await;
+    let github = hub.github.clone();
+    let (db, data) = hub.crash();
+    github.hold_pull_creates(false);
+
+    // Restarted, the lost attempt is given up and the next one delivers what was approved.
+    let hub = configured(Gatehouse::builder_on(db, data))
+        .fake_github(github)
+        .start()
+        .await;
+    hub.wait_run(run, "succeeded").await;
+    let recorded = recorded_pulls(&hub, run).await;
+    let repos: Vec<&str> = recorded.iter().map(|(repo, _)| repo.as_str()).collect();
+    assert_eq!(repos, ["acme/api", "acme/web"]);
+    for repo in ["acme/api", "acme/web"] {
+        let open: Vec<_> = hub
+            .github
+            .pulls()
+            .into_iter()
+            .filter(|p| p.repo == repo)
+            .collect();
+        assert_eq!(open.len(), 1, "{repo}: one pull request, {open:#?}");
+    }
     hub.stop().await;
 }
