@@ -9,7 +9,8 @@
 //! - [`invocation`]: the shell command that runs the role's CLI on the rendered prompt;
 //! - [`parse_report`]: token usage, the failure and the final message, read from the CLI's
 //!   stdout;
-//! - [`cost`]: that usage priced from `[pricing]`.
+//! - [`cost`]: that usage priced from `[pricing]`;
+//! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
 
 mod invocation;
 mod parse;
@@ -17,6 +18,7 @@ mod placeholder;
 mod price;
 mod prompt;
 mod role;
+mod trace;
 mod usage;
 
 pub use invocation::invocation;
@@ -24,4 +26,5 @@ pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{Executor, Role, RoleError};
+pub use trace::{Progress, ToolCall, Trace, TraceFormat, TraceParser};
 pub use usage::{ModelUsage, ParseError, Report};

@@ -1,0 +1,299 @@
+//! Tool traces: what an agent attempt did, read from its CLI's output line by line while it
+//! runs.
+//!
+//! A conversation turn or an SOP agent node shows its progress while the agent works (what
+//! it is doing, the tools it used, the time elapsed) and keeps, per turn or attempt, the
+//! tools the agent called: which tool, a one-line summary of its input, how long it took and
+//! whether it failed. The CLIs print this as they go, each in its own format:
+//!
+//! - Claude Code with `--output-format stream-json --verbose` ([`claude`]);
+//! - `codex exec --json` ([`codex`]);
+//! - a `command` executor's plain stdout ([`command`]): no tools, only the reply and the
+//!   `gatehouse_usage` line.
+//!
+//! Not every format carries timestamps, so times are arrival times: the runner passes with
+//! each line the milliseconds since the attempt started, and a call's duration is the arrival
+//! of its result minus the arrival of its request. Usage, the failure and the reply are read
+//! the way [`crate::parse_report`] reads them, from the very lines that carry them, so a
+//! trace and a report of the same output agree on what was billed.
+//!
+//! The output is untrusted. A line that is not a JSON object is counted and skipped, unknown
+//! events and missing fields are ignored, a call without a result keeps `duration_ms: None`,
+//! and nothing here panics or fails the whole trace.
+
+mod calls;
+mod claude;
+mod codex;
+mod command;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::role::Executor;
+use crate::usage::{ModelUsage, ParseError, Report};
+use calls::Calls;
+
+/// Lines longer than this are not parsed; no event the parsers need comes close.
+const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
+
+/// How much of the output's start a "printed nothing recognisable" failure quotes.
+const EXCERPT_CHARS: usize = 200;
+
+/// The output format a trace is read from; each executor prints one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum TraceFormat {
+    /// Claude Code's `--output-format stream-json --verbose`: one JSON event per line.
+    ClaudeStreamJson,
+    /// `codex exec --json`: one JSON event per line.
+    CodexJson,
+    /// A `command` executor's stdout: text, and perhaps a `gatehouse_usage` line.
+    Command,
+}
+
+impl From<Executor> for TraceFormat {
+    fn from(executor: Executor) -> Self {
+        match executor {
+            Executor::ClaudeCode => Self::ClaudeStreamJson,
+            Executor::Codex => Self::CodexJson,
+            Executor::Command => Self::Command,
+        }
+    }
+}
+
+impl TraceFormat {
+    fn executor(self) -> Executor {
+        match self {
+            Self::ClaudeStreamJson => Executor::ClaudeCode,
+            Self::CodexJson => Executor::Codex,
+            Self::Command => Executor::Command,
+        }
+    }
+}
+
+/// One tool the agent called.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// As the CLI names it: Claude Code's tool (`Bash`, `Edit`, `mcp__github__get_issue`),
+    /// Codex's item type (`command_execution`, `file_change`, `mcp_tool_call`, …).
+    pub tool: String,
+    /// What it was called on, on one line of at most 120 characters: the command, the file
+    /// path, the pattern, `server.tool` for MCP calls; empty when the input names nothing.
+    pub summary: String,
+    /// When the request arrived, in milliseconds since the attempt started.
+    pub started_ms: u64,
+    /// From the request's arrival to the result's; `None` while (or if ever) no result came.
+    pub duration_ms: Option<u64>,
+    /// The result was an error (a failed tool, a non-zero exit code, a declined command).
+    pub error: bool,
+}
+
+/// What an attempt's output showed once it ended.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Trace {
+    /// The CLI's session (Claude Code's `session_id`, Codex's `thread_id`), for resuming it.
+    pub session_id: Option<String>,
+    /// Every tool call, in the order the requests arrived.
+    pub tools: Vec<ToolCall>,
+    /// More calls were made than a trace records (5,000); `tools` holds the first ones.
+    pub tools_truncated: bool,
+    /// The agent's final message: Claude Code's `result`, Codex's last agent message, a
+    /// `command`'s stdout without its usage line.
+    pub reply: Option<String>,
+    /// As [`Report::usage`].
+    pub usage: Vec<ModelUsage>,
+    /// As [`Report::reported_cost_usd`].
+    pub reported_cost_usd: Option<f64>,
+    /// Why the attempt failed, as far as its output says: the CLI's failure, an output that
+    /// stops before the CLI's final event, one that holds nothing recognisable, or a
+    /// malformed `gatehouse_usage` line.
+    pub failure: Option<String>,
+    /// Non-blank lines that were not JSON objects (Claude Code and Codex only).
+    pub unparsed_lines: u64,
+    /// The time [`TraceParser::finish`] was given.
+    pub elapsed_ms: u64,
+}
+
+impl Trace {
+    /// The report the runner bills and records, as [`crate::parse_report`] gives it.
+    pub fn report(&self) -> Report {
+        Report {
+            usage: self.usage.clone(),
+            reported_cost_usd: self.reported_cost_usd,
+            failed: self.failure.clone(),
+            summary: self.reply.clone(),
+        }
+    }
+}
+
+/// A trace so far, for a progress message.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Progress<'a> {
+    pub session_id: Option<&'a str>,
+    /// The calls so far, in the order they started.
+    pub tools: &'a [ToolCall],
+    /// The call started last that has no result yet: what the agent is doing now. `None`
+    /// while it thinks or writes.
+    pub running: Option<&'a ToolCall>,
+}
+
+/// Reads an attempt's output as it arrives: [`feed`](Self::feed) each line, then
+/// [`finish`](Self::finish).
+#[derive(Debug)]
+pub struct TraceParser {
+    format: TraceFormat,
+    /// The role's model, for usage the output does not attribute (see [`crate::parse_report`]).
+    model: Option<String>,
+    shared: Shared,
+    reader: Reader,
+    /// The start of the output, for the failure of one that holds nothing recognisable.
+    head: String,
+    unparsed_lines: u64,
+}
+
+/// What every format's reader fills in.
+#[derive(Debug, Default)]
+pub(crate) struct Shared {
+    pub(crate) calls: Calls,
+    pub(crate) session_id: Option<String>,
+}
+
+#[derive(Debug)]
+enum Reader {
+    Claude(claude::Reader),
+    Codex(codex::Reader),
+    Command(command::Reader),
+}
+
+/// What a reader concludes at the end of the output.
+pub(crate) struct Ending {
+    pub(crate) reply: Option<String>,
+    pub(crate) report: Report,
+    pub(crate) failure: Option<String>,
+}
+
+/// A JSON object as printed.
+pub(crate) type Object = Map<String, Value>;
+
+impl TraceParser {
+    /// A parser for `format`'s output; `model` is the role's model.
+    pub fn new(format: TraceFormat, model: Option<&str>) -> Self {
+        let reader = match format {
+            TraceFormat::ClaudeStreamJson => Reader::Claude(claude::Reader::default()),
+            TraceFormat::CodexJson => Reader::Codex(codex::Reader::default()),
+            TraceFormat::Command => Reader::Command(command::Reader::default()),
+        };
+        Self {
+            format,
+            model: model.map(str::to_owned),
+            shared: Shared::default(),
+            reader,
+            head: String::new(),
+            unparsed_lines: 0,
+        }
+    }
+
+    /// One line of output, which arrived `at_ms` milliseconds after the attempt started.
+    /// The line ending is optional; text holding several lines is read as those lines.
+    pub fn feed(&mut self, line: &str, at_ms: u64) {
+        if line.is_empty() {
+            self.feed_line("", at_ms);
+        }
+        for line in line.lines() {
+            self.feed_line(line, at_ms);
+        }
+    }
+
+    fn feed_line(&mut self, line: &str, at_ms: u64) {
+        if self.head.chars().count() <= EXCERPT_CHARS {
+            self.head.extend(line.chars().take(EXCERPT_CHARS + 1));
+            self.head.push('\n');
+        }
+        let model = self.model.as_deref();
+        if let Reader::Command(reader) = &mut self.reader {
+            reader.feed(line, model);
+            return;
+        }
+        let Some(event) = object(line) else {
+            if !line.trim().is_empty() {
+                self.unparsed_lines += 1;
+            }
+            return;
+        };
+        match &mut self.reader {
+            Reader::Claude(reader) => reader.feed(&event, line, at_ms, &mut self.shared, model),
+            Reader::Codex(reader) => reader.feed(&event, line, at_ms, &mut self.shared),
+            Reader::Command(_) => {}
+        }
+    }
+
+    /// The trace so far.
+    pub fn progress(&self) -> Progress<'_> {
+        Progress {
+            session_id: self.shared.session_id.as_deref(),
+            tools: &self.shared.calls.tools,
+            running: self.shared.calls.running(),
+        }
+    }
+
+    /// The trace of the whole output; `at_ms` is when the output ended.
+    pub fn finish(self, at_ms: u64) -> Trace {
+        let executor = self.format.executor();
+        let model = self.model.as_deref();
+        let no_result = || {
+            ParseError::NoResult {
+                executor,
+                excerpt: excerpt(&self.head),
+            }
+            .to_string()
+        };
+        let ending = match self.reader {
+            Reader::Claude(reader) => reader.finish(no_result),
+            Reader::Codex(reader) => reader.finish(model, no_result),
+            Reader::Command(reader) => reader.finish(),
+        };
+        Trace {
+            session_id: self.shared.session_id,
+            tools: self.shared.calls.tools,
+            tools_truncated: self.shared.calls.truncated,
+            reply: ending.reply,
+            usage: ending.report.usage,
+            reported_cost_usd: ending.report.reported_cost_usd,
+            failure: ending.failure.or(ending.report.failed),
+            unparsed_lines: self.unparsed_lines,
+            elapsed_ms: at_ms,
+        }
+    }
+}
+
+/// The line as a JSON object, or `None` for anything else.
+fn object(line: &str) -> Option<Object> {
+    let line = line.trim();
+    if !line.starts_with('{') || line.len() > MAX_LINE_BYTES {
+        return None;
+    }
+    serde_json::from_str(line).ok()
+}
+
+/// A non-empty string field.
+pub(crate) fn string<'a>(object: &'a Object, key: &str) -> Option<&'a str> {
+    object
+        .get(key)
+        .and_then(Value::as_str)
+        .map(str::trim)
+        .filter(|s| !s.is_empty())
+}
+
+/// A session id as printed; absurdly long ones are not ids and are dropped.
+pub(crate) fn session_id(value: Option<&str>) -> Option<String> {
+    value.filter(|id| id.len() <= 200).map(str::to_owned)
+}
+
+/// The start of the output, as [`ParseError::NoResult`] quotes it.
+fn excerpt(head: &str) -> String {
+    let trimmed = head.trim();
+    let mut excerpt: String = trimmed.chars().take(EXCERPT_CHARS).collect();
+    if excerpt.len() < trimmed.len() {
+        excerpt.push('…');
+    }
+    excerpt
+}
