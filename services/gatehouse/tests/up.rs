@@ -1146,7 +1146,7 @@ fn agent_usage_shows_in_run_show_and_secrets_never_reach_logs_or_artifacts() {
     );
     assert!(
         up.fails(&["report", "usage", "--by", "colour"])
-            .contains("cannot group by `colour`: use person, sop, sop-version or model")
+            .contains("cannot group by `colour`: use project, person, sop, sop-version or model")
     );
 
     // The schedule's agent shorthand runs as a one-node SOP.
