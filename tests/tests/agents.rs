@@ -15,13 +15,22 @@ use gatehouse_store::RequirementRow;
 use gatehouse_tests::{Backend, Gatehouse, TestDb, actor, on_both_backends};
 use uuid::Uuid;
 
-/// Claude Code's `--output-format json` result, as the real CLI prints it (fields from
-/// domain/agent/fixtures/claude), after reading the prompt on stdin and editing the workspace.
+/// Claude Code's `--output-format stream-json --verbose` events, as the real CLI prints them
+/// (shapes from domain/agent/tests/fixtures/claude_stream_*.jsonl): the session, a Bash
+/// call and its result, a failed Edit, then the result object (fields from
+/// domain/agent/fixtures/claude), after reading the prompt on stdin and editing the
+/// workspace.
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
 prompt=$(cat)
 printf '%s\n' "$prompt" > "$GATEHOUSE_ARTIFACTS/prompt.md"
 echo "args: $*" | tr '\n' ' ' >&2
 echo edit >> work.txt
+echo '{"type":"system","subtype":"init","session_id":"s1","tools":["Bash","Edit"],"model":"claude-sonnet-4-5"}'
+echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Bash","input":{"command":"cargo test --lib","description":"Run the tests"}}]},"session_id":"s1"}'
+sleep 0.2
+echo '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"ok","is_error":false}]},"session_id":"s1"}'
+echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_2","name":"Edit","input":{"file_path":"src/lexer.rs","old_string":"a","new_string":"b"}}]},"session_id":"s1"}'
+echo '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_2","type":"tool_result","content":"File has not been read yet.","is_error":true}]},"session_id":"s1"}'
 printf '{"type":"result","subtype":"success","is_error":false,"duration_ms":8722,"num_turns":3,"result":"Implemented.","session_id":"s1","total_cost_usd":0.0109,"usage":{"input_tokens":1000,"cache_creation_input_tokens":100,"cache_read_input_tokens":200,"output_tokens":500},"modelUsage":{"claude-sonnet-4-5":{"inputTokens":1000,"outputTokens":500,"cacheReadInputTokens":200,"cacheCreationInputTokens":100,"costUSD":0.0109}}}\n'
 "#;
 
@@ -199,7 +208,7 @@ async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend:
         .clone();
     for expected in [
         "-p",
-        "--output-format json",
+        "--output-format stream-json --verbose",
         "--model claude-sonnet-4-5",
         "--append-system-prompt Be brief.",
         "Rules:",
@@ -211,6 +220,23 @@ async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend:
         logs.iter()
             .any(|l| l.node == "code" && l.line.contains("workspace checkpoint taken")),
         "{logs:#?}"
+    );
+    // The tools the agent called, read from its stream as it ran.
+    let tools = stack.db.store.tool_calls(run).await.unwrap();
+    let called: Vec<(&str, &str, bool)> = tools
+        .iter()
+        .map(|t| (t.tool.as_str(), t.summary.as_str(), t.failed))
+        .collect();
+    assert_eq!(
+        called,
+        [
+            ("Bash", "cargo test --lib", false),
+            ("Edit", "src/lexer.rs", true)
+        ]
+    );
+    assert!(
+        tools[0].duration_ms.is_some_and(|ms| ms >= 150),
+        "timed from the lines' arrival: {tools:?}"
     );
     let usage = stack.db.store.usage_of_run(run).await.unwrap();
     assert_eq!(usage.len(), 1);

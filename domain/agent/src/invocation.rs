@@ -4,7 +4,8 @@
 //! each CLI runs with its own permission prompts, approvals and sandbox turned off:
 //!
 //! - Claude Code: `claude -p` (print mode, the documented headless mode) with
-//!   `--output-format json` (one result object with usage and cost) and
+//!   `--output-format stream-json --verbose` (one JSON event per line: the tool calls as
+//!   they happen, for the attempt's trace, then the result object with usage and cost) and
 //!   `--permission-mode bypassPermissions` (the documented equivalent of
 //!   `--dangerously-skip-permissions`; Claude Code refuses it when run as root, which
 //!   Gatehouse's sandboxes are not). The prompt comes on stdin, so its length is not bound
@@ -37,9 +38,15 @@ pub fn invocation(role: &Role, prompt_file: &str, system_file: Option<&str>) -> 
 }
 
 fn claude_code(role: &Role, prompt_file: &str, system_file: Option<&str>) -> String {
-    let mut words: Vec<String> = ["claude", "-p", "--output-format", "json"]
-        .map(String::from)
-        .into();
+    let mut words: Vec<String> = [
+        "claude",
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ]
+    .map(String::from)
+    .into();
     push_model(&mut words, role);
     if let Some(system_file) = system_file {
         words.push("--append-system-prompt".to_owned());

@@ -14,7 +14,7 @@ fn role(executor: Executor) -> Role {
 #[test]
 fn claude_code() {
     let bare = role(Executor::ClaudeCode);
-    assert_snapshot!(invocation(&bare, PROMPT, None), @"claude -p --output-format json --permission-mode bypassPermissions < /in/.agent/prompt.md");
+    assert_snapshot!(invocation(&bare, PROMPT, None), @"claude -p --output-format stream-json --verbose --permission-mode bypassPermissions < /in/.agent/prompt.md");
 
     let full = Role {
         model: Some("claude-sonnet-4-5".to_owned()),
@@ -26,8 +26,8 @@ fn claude_code() {
         ],
         ..role(Executor::ClaudeCode)
     };
-    assert_snapshot!(invocation(&full, PROMPT, Some(SYSTEM)), @r#"claude -p --output-format json --model claude-sonnet-4-5 --append-system-prompt "$(cat /in/.agent/system.md)" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < /in/.agent/prompt.md"#);
-    assert_snapshot!(invocation(&full, AWKWARD, Some(AWKWARD)), @r#"claude -p --output-format json --model claude-sonnet-4-5 --append-system-prompt "$(cat "/in/.agent/it's \"the\" prompt "'$HOME.md')" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < "/in/.agent/it's \"the\" prompt "'$HOME.md'"#);
+    assert_snapshot!(invocation(&full, PROMPT, Some(SYSTEM)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat /in/.agent/system.md)" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < /in/.agent/prompt.md"#);
+    assert_snapshot!(invocation(&full, AWKWARD, Some(AWKWARD)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat "/in/.agent/it's \"the\" prompt "'$HOME.md')" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < "/in/.agent/it's \"the\" prompt "'$HOME.md'"#);
 }
 
 #[test]

@@ -82,7 +82,7 @@ fn claude_code_gets_the_system_text_as_an_argument_and_the_prompt_on_stdin() {
     ));
     assert_eq!(
         output,
-        "[-p]\n[--output-format]\n[json]\n[--model]\n[the model]\n[--append-system-prompt]\n\
+        "[-p]\n[--output-format]\n[stream-json]\n[--verbose]\n[--model]\n[the model]\n[--append-system-prompt]\n\
          [Be brief.\n\nRules:\n- Don't push.]\n[--permission-mode]\n[bypassPermissions]\n\
          [--extra]\n[a 'b' \"c\"]\nstdin:Fix `it` in $(pwd).\n"
     );

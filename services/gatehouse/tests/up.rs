@@ -1057,10 +1057,15 @@ fn slack_and_discord_from_the_config_file() {
     }
 }
 
-/// Claude Code's `--output-format json` result, printed by a stand-in CLI.
+/// Claude Code's `--output-format stream-json --verbose` events, printed by a stand-in CLI:
+/// one tool call (whose summary holds the secret, masked before it is stored), then the
+/// result.
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
 cat > /dev/null
 echo edit >> work.txt
+echo '{"type":"system","subtype":"init","session_id":"s1"}'
+echo "{\"type\":\"assistant\",\"message\":{\"content\":[{\"type\":\"tool_use\",\"id\":\"t1\",\"name\":\"Bash\",\"input\":{\"command\":\"make check TOKEN=$GH_TEST_TOKEN\"}}]}}"
+echo '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":false}]}}'
 echo '{"type":"result","subtype":"success","is_error":false,"result":"Done.","total_cost_usd":0.01,"usage":{"input_tokens":1000,"cache_creation_input_tokens":0,"cache_read_input_tokens":0,"output_tokens":500},"modelUsage":{"claude-sonnet-4-5":{"inputTokens":1000,"outputTokens":500,"cacheReadInputTokens":0,"cacheCreationInputTokens":0,"costUSD":0.01}}}'
 "#;
 
@@ -1079,7 +1084,7 @@ fn agent_usage_shows_in_run_show_and_secrets_never_reach_logs_or_artifacts() {
     )
     .unwrap();
     let config = format!(
-        "[roles.coder]\nexecutor = \"claude-code\"\nmodel = \"claude-sonnet-4-5\"\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[pricing.\"claude-sonnet-4-5\"]\ninput = 3.0\noutput = 15.0\n[[schedules]]\nname = \"notes\"\ncron = \"* * * * * *\"\nrole = \"coder\"\nprompt = \"Write notes for {{{{ run_id }}}}.\"\n",
+        "[roles.coder]\nexecutor = \"claude-code\"\nmodel = \"claude-sonnet-4-5\"\nsecrets = [\"GH_TEST_TOKEN\"]\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[pricing.\"claude-sonnet-4-5\"]\ninput = 3.0\noutput = 15.0\n[[schedules]]\nname = \"notes\"\ncron = \"* * * * * *\"\nrole = \"coder\"\nprompt = \"Write notes for {{{{ run_id }}}}.\"\n",
         bin.display()
     );
     let secret = "s3cr3t-token-value";
@@ -1114,6 +1119,24 @@ fn agent_usage_shows_in_run_show_and_secrets_never_reach_logs_or_artifacts() {
         "{text}"
     );
     assert!(text.contains("run total: in 1000  out 500"), "{text}");
+    assert!(
+        text.contains("agent tools:\n  code#1\n    Bash     make check TOKEN=[secret]  ("),
+        "{text}"
+    );
+    let code = shown["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["node"] == "code")
+        .unwrap();
+    assert_eq!(code["tools"][0]["tool"], "Bash", "{code:#}");
+    assert!(
+        !code["tools"][0]["summary"]
+            .as_str()
+            .unwrap()
+            .contains(secret),
+        "{code:#}"
+    );
 
     // The usage report groups it with its SOP (the schedule's runs have their own).
     let report = up.json(&["report", "usage", "--by", "sop", "--since", "1h"]);

@@ -1,6 +1,9 @@
 //! Storing a node's output while it runs: secret values masked, at most a configured number
 //! of bytes per attempt, the rest counted so the log says what it is missing.
 
+use std::time::Instant;
+
+use gatehouse_agent::{Trace, TraceParser};
 use gatehouse_sandbox::{LogLine, Stream};
 use gatehouse_store::Store;
 use tokio::sync::mpsc;
@@ -59,6 +62,9 @@ pub(crate) struct LogTarget {
 /// counts them, and ends the log with a note of what was left out. Never blocks the
 /// sandbox for long: once over the limit, lines are dropped as fast as they come.
 /// `first_line` is called as the first line arrives (the sign that the process runs).
+/// An agent's stdout also goes, masked, to `trace` with the time it arrived (after
+/// `begun`), past the limit too: the trace is returned once the output ends.
+#[allow(clippy::too_many_arguments)]
 pub(crate) async fn store_output(
     store: Store,
     target: LogTarget,
@@ -66,13 +72,19 @@ pub(crate) async fn store_output(
     secrets: Secrets,
     limit: usize,
     first_line: impl FnOnce(),
-) {
+    mut trace: Option<TraceParser>,
+    begun: Instant,
+) -> Option<Trace> {
     let mut stored = 0usize;
     let (mut dropped_lines, mut dropped_bytes) = (0u64, 0u64);
     let mut first_line = Some(first_line);
+    let elapsed = || u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX);
     while let Some(line) = lines.recv().await {
         if let Some(first_line) = first_line.take() {
             first_line();
+        }
+        if let (Some(trace), Stream::Stdout) = (&mut trace, line.stream) {
+            trace.feed(&secrets.mask(&line.line), elapsed());
         }
         let size = line.line.len() + 1;
         if stored + size > limit {
@@ -115,6 +127,7 @@ pub(crate) async fn store_output(
         )
         .await;
     }
+    trace.map(|trace| trace.finish(elapsed()))
 }
 
 async fn note(store: &Store, target: &LogTarget, text: &str) {

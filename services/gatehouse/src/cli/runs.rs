@@ -197,6 +197,45 @@ pub(crate) fn print(
     Ok(())
 }
 
+/// Most tool calls shown per attempt; `--json` has them all.
+const TOOLS_SHOWN: usize = 20;
+
+/// The tools each agent attempt called: tool, summary, duration, failures marked.
+fn tool_calls(run: &RunDetail) -> String {
+    let mut out = String::new();
+    for a in run.attempts.iter().filter(|a| !a.tools.is_empty()) {
+        if out.is_empty() {
+            out.push_str("agent tools:\n");
+        }
+        out.push_str(&format!("  {}#{}\n", a.node, a.attempt));
+        for call in a.tools.iter().take(TOOLS_SHOWN) {
+            let took = call.duration_ms.map_or("no result".to_owned(), |ms| {
+                format!("{:.1}s", ms as f64 / 1000.0)
+            });
+            let failed = if call.failed { "  failed" } else { "" };
+            out.push_str(&format!(
+                "    {:<8} {}  ({took}){failed}\n",
+                call.tool,
+                one_line(&call.summary)
+            ));
+        }
+        if a.tools.len() > TOOLS_SHOWN {
+            out.push_str(&format!(
+                "    … {} more (--json lists them all)\n",
+                a.tools.len() - TOOLS_SHOWN
+            ));
+        }
+    }
+    out
+}
+
+/// Text an agent wrote, on one line and without terminal control characters.
+fn one_line(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .collect()
+}
+
 /// A run as a readable tree: the nodes with status, attempt, rework count and duration.
 fn tree(run: &RunDetail) -> String {
     let mut out = format!(
@@ -257,6 +296,7 @@ fn tree(run: &RunDetail) -> String {
             ));
         }
     }
+    out.push_str(&tool_calls(run));
     if !run.usage.attempts.is_empty() {
         out.push_str("agent usage:\n");
         for u in &run.usage.attempts {

@@ -16,6 +16,19 @@ pub(super) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiErr
     let decisions = api.store.decisions(id).await?;
     let (row, sop, run) = api.runs.load(id).await?;
     let attempts = api.store.attempts(id).await?;
+    let mut tools: BTreeMap<(String, i32), Vec<ToolCallView>> = BTreeMap::new();
+    for call in api.store.tool_calls(id).await? {
+        tools
+            .entry((call.node, call.attempt))
+            .or_default()
+            .push(ToolCallView {
+                tool: call.tool,
+                summary: call.summary,
+                started_ms: call.started_ms,
+                duration_ms: call.duration_ms,
+                failed: call.failed,
+            });
+    }
     let artifacts = api.store.artifacts(id).await?;
     let usage = usage(api, id, row.requirement_id).await?;
     let nodes = run
@@ -41,6 +54,9 @@ pub(super) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiErr
     let attempts = attempts
         .into_iter()
         .map(|a| AttemptView {
+            tools: tools
+                .remove(&(a.node.clone(), a.attempt))
+                .unwrap_or_default(),
             node: a.node,
             attempt: a.attempt,
             status: a.status.to_string(),

@@ -99,6 +99,23 @@ pub struct AttemptView {
     pub finished_at: Option<DateTime<Utc>>,
     /// Wall-clock duration.
     pub duration_ms: Option<i64>,
+    /// The tools an agent attempt called, in the order they started (none for scripts).
+    pub tools: Vec<ToolCallView>,
+}
+
+/// A tool an agent called, read from its CLI's output. Untrusted: the agent wrote it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct ToolCallView {
+    /// `Bash`, `Edit`, `command_execution`, `mcp__server__tool`, ...
+    pub tool: String,
+    /// One line of its input: the command, the path, the pattern.
+    pub summary: String,
+    /// Milliseconds after the attempt began.
+    pub started_ms: i64,
+    /// None when no result came before the attempt ended.
+    pub duration_ms: Option<i64>,
+    /// Whether the tool reported an error.
+    pub failed: bool,
 }
 
 /// An artifact.

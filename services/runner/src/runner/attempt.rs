@@ -10,13 +10,13 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use gatehouse_agent::Role;
+use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{
     AgentSpec, Artifact, NodeDispatch, NodeFinished, NodeSpec, SandboxWork, ScriptSpec,
 };
 use gatehouse_sandbox::{Exit, ExitStatus, Job, LogLine};
-use gatehouse_store::ArtifactRow;
+use gatehouse_store::{ArtifactRow, ToolCallRow};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -116,10 +116,13 @@ impl Runner {
             Ok(prepared) => prepared,
             Err(reason) => return attempt.failed(reason).await,
         };
-        let exit = attempt.run(&prepared, cancel, begun).await;
+        let (exit, trace) = attempt.run(&prepared, cancel, begun).await;
         // Whatever the process did to the repositories, ended well or not, is what a gate
         // after it sees and approves.
         self.record_trees(job, &attempt.dirs).await?;
+        if let Some(trace) = &trace {
+            attempt.record_tool_calls(trace).await?;
+        }
         let exit = match exit {
             Ok(exit) => exit,
             Err(reason) => return attempt.failed(reason).await,
@@ -141,15 +144,19 @@ impl Attempt<'_> {
     }
 
     /// Runs the prepared job in the sandbox until it ends or `cancel` stops it, storing its
-    /// output as it comes (secrets masked, up to the log limit). `Err`: the sandbox could
-    /// not run it, which fails the attempt.
+    /// output as it comes (secrets masked, up to the log limit); an agent's output is also
+    /// read into its trace. `Err`: the sandbox could not run it, which fails the attempt.
     async fn run(
         &self,
         prepared: &Prepared<'_>,
         cancel: CancellationToken,
         begun: Instant,
-    ) -> Result<Exit, String> {
+    ) -> (Result<Exit, String>, Option<Trace>) {
         let runner = self.runner;
+        let trace = prepared
+            .role
+            .as_ref()
+            .map(|role| TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref()));
         let (logs, lines) = mpsc::channel::<LogLine>(256);
         let start = Arc::new(SandboxStart::new(begun, self.job.spec.kind()));
         let writer = tokio::spawn(
@@ -167,15 +174,48 @@ impl Attempt<'_> {
                     let start = start.clone();
                     move || start.running()
                 },
+                trace,
+                begun,
             )
             .in_current_span(),
         );
         // Cancelled before it began: the sandbox stops it at once, nothing of it runs on.
         let exit = runner.sandbox.run(&prepared.sandbox, logs, cancel).await;
         // After the writer has taken every line: a first line, if any, was timed already.
-        let _ = writer.await;
+        let trace = writer.await.ok().flatten();
         start.running();
-        exit.map_err(|err| format!("sandbox: {err}"))
+        (exit.map_err(|err| format!("sandbox: {err}")), trace)
+    }
+
+    /// Records the tools the agent called, as its trace read them.
+    async fn record_tool_calls(&self, trace: &Trace) -> Result<(), HandlerError> {
+        let job = self.job;
+        let rows: Vec<ToolCallRow> = trace
+            .tools
+            .iter()
+            .enumerate()
+            .map(|(seq, call)| ToolCallRow {
+                node: job.node.clone(),
+                attempt: self.number(),
+                seq: i32::try_from(seq).unwrap_or(i32::MAX),
+                tool: call.tool.clone(),
+                summary: call.summary.clone(),
+                started_ms: i64::try_from(call.started_ms).unwrap_or(i64::MAX),
+                duration_ms: call
+                    .duration_ms
+                    .map(|d| i64::try_from(d).unwrap_or(i64::MAX)),
+                failed: call.error,
+            })
+            .collect();
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let store = &self.runner.store;
+        durably("recording tool calls", || {
+            store.record_tool_calls(job.run_id, &rows)
+        })
+        .await?;
+        Ok(())
     }
 
     /// Stores the artifacts the node left and records an agent's usage. What fails the
