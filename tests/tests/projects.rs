@@ -309,34 +309,26 @@ async fn the_requirement_is_delivered_when_every_pull_request_is_merged(backend:
         let store = hub.db.store.clone();
         async move { store.requirement(requirement).await.unwrap().unwrap().state }
     };
-    hub.deliver_github(
-        "pull_request",
-        "m-api",
-        &closed("acme/api", pulls[0].number, true),
-    )
-    .await;
-    assert_eq!(
-        hub.note("m-api").await,
-        format!(
-            "pull request acme/api#{} merged: 1 of 2 merged, api:{run} open",
-            pulls[0].number
+    // One of two merged: still open; both: delivered.
+    for (delivery, pull, merged, after) in [
+        ("m-api", &pulls[0], 1, "open"),
+        ("m-web", &pulls[1], 2, "delivered"),
+    ] {
+        hub.deliver_github(
+            "pull_request",
+            delivery,
+            &closed(&pull.repo, pull.number, true),
         )
-    );
-    assert_eq!(state(&hub).await, "open", "one of two is not delivered");
-    hub.deliver_github(
-        "pull_request",
-        "m-web",
-        &closed("acme/web", pulls[1].number, true),
-    )
-    .await;
-    assert_eq!(
-        hub.note("m-web").await,
-        format!(
-            "pull request acme/web#{} merged: 2 of 2 merged, api:{run} delivered",
-            pulls[1].number
-        )
-    );
-    assert_eq!(state(&hub).await, "delivered");
+        .await;
+        assert_eq!(
+            hub.note(delivery).await,
+            format!(
+                "pull request {}#{} merged: {merged} of 2 merged, api:{run} {after}",
+                pull.repo, pull.number
+            )
+        );
+        assert_eq!(state(&hub).await, after);
+    }
 
     // Another run's pull request closed unmerged closes its requirement.
     let other = start(&hub, "cy", json!({ "sop": "change", "project": "shop" })).await;

@@ -274,14 +274,8 @@ fn object(line: &str) -> Option<Object> {
     serde_json::from_str(line).ok()
 }
 
-/// A non-empty string field.
-pub(crate) fn string<'a>(object: &'a Object, key: &str) -> Option<&'a str> {
-    object
-        .get(key)
-        .and_then(Value::as_str)
-        .map(str::trim)
-        .filter(|s| !s.is_empty())
-}
+/// A non-empty string field, read as the report's parsers read it.
+pub(crate) use crate::parse::string;
 
 /// A session id as printed; absurdly long ones are not ids and are dropped.
 pub(crate) fn session_id(value: Option<&str>) -> Option<String> {
