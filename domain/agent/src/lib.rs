@@ -6,7 +6,8 @@
 //!
 //! - [`Role`]: `[roles.<name>]` in the configuration, checked when it loads;
 //! - [`render_prompt`] / [`check_template`]: the node's prompt template;
-//! - [`invocation`]: the shell command that runs the role's CLI on the rendered prompt;
+//! - [`invocation`]: the shell command that runs the role's CLI on the rendered prompt, and
+//!   [`turn_invocation`] for a conversation turn, continuing the CLI's session;
 //! - [`parse_report`]: token usage, the failure and the final message, read from the CLI's
 //!   stdout;
 //! - [`cost`]: that usage priced from `[pricing]`;
@@ -21,7 +22,9 @@ mod role;
 mod trace;
 mod usage;
 
-pub use invocation::invocation;
+pub use invocation::{
+    MAX_SESSION_ID_LEN, Session, SessionIdError, check_session_id, invocation, turn_invocation,
+};
 pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};

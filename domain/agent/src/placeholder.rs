@@ -1,8 +1,8 @@
 //! `{name}` placeholders in the argv of a `command` executor.
 
-/// The placeholders [`crate::invocation`] fills in: the prompt file, the system-text file and
-/// the role's model.
-pub(crate) const KNOWN: [&str; 3] = ["prompt_file", "system_file", "model"];
+/// The placeholders [`crate::invocation`] fills in: the prompt file, the system-text file,
+/// the role's model and, for a conversation turn, the file holding the conversation so far.
+pub(crate) const KNOWN: [&str; 4] = ["prompt_file", "system_file", "model", "transcript_file"];
 
 /// One piece of a command argument.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

