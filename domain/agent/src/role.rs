@@ -35,7 +35,8 @@ pub struct Role {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
     /// Executor `command` only: the argv to run, with the placeholders `{prompt_file}`,
-    /// `{system_file}` and `{model}`.
+    /// `{system_file}`, `{transcript_file}` (the conversation so far, for a turn of the
+    /// assistant role; empty for SOP nodes) and `{model}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
     /// Executors `claude-code` and `codex` only: extra arguments appended to the CLI's.
@@ -99,7 +100,7 @@ pub enum RoleError {
     /// A `{name}` in `command` that is not a placeholder.
     #[error(
         "`command` argument {argument:?} uses the unknown placeholder {{{name}}}; the \
-         placeholders are {{prompt_file}}, {{system_file}} and {{model}}"
+         placeholders are {{prompt_file}}, {{system_file}}, {{transcript_file}} and {{model}}"
     )]
     UnknownPlaceholder {
         /// The name between the braces.

@@ -100,7 +100,7 @@ fn placeholders_must_be_known() {
         error.map_err(|e| e.to_string()),
         Err(
             "`command` argument \"--in={prompt}\" uses the unknown placeholder {prompt}; the \
-             placeholders are {prompt_file}, {system_file} and {model}"
+             placeholders are {prompt_file}, {system_file}, {transcript_file} and {model}"
                 .to_owned()
         )
     );
