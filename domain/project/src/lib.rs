@@ -16,5 +16,5 @@ mod resolve;
 
 pub use config::{ProjectConfig, RepositoryConfig, Right};
 pub use error::{ConfigError, ResolveError};
-pub use projects::{Project, Projects};
+pub use projects::{Project, Projects, is_branch_name};
 pub use resolve::{Request, check_sop};

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use gatehouse_commands::is_repo_name;
 use gatehouse_events::{RepositoryCheckout, RepositoryMode, RunWorkspace};
 use gatehouse_sop::{check_person_or_group, names_person};
 
@@ -197,7 +198,7 @@ fn check_project(project: &ProjectConfig) -> Result<(), ConfigError> {
     let mut dirs = BTreeSet::new();
     for repository in &project.repositories {
         let repo = &repository.repo;
-        if !is_repository(repo) {
+        if !is_repo_name(repo) {
             return fail(format!(
                 "`{repo}` is not owner/name (letters, digits, `-`, `_` and `.`; no globs)"
             ));
@@ -212,7 +213,7 @@ fn check_project(project: &ProjectConfig) -> Result<(), ConfigError> {
             ));
         }
         for branch in repository.branch.iter().chain(&repository.branch_name) {
-            if !is_branch(branch) {
+            if !is_branch_name(branch) {
                 return fail(format!("{repo}: `{branch}` is not a branch name"));
             }
         }
@@ -288,32 +289,20 @@ fn check_project(project: &ProjectConfig) -> Result<(), ConfigError> {
     Ok(())
 }
 
-/// `owner/name` with GitHub's characters, no globs and no `.`/`..` segment.
-pub(crate) fn is_repository(repo: &str) -> bool {
-    let Some((owner, name)) = repo.split_once('/') else {
-        return false;
-    };
-    [owner, name].iter().all(|part| {
-        !part.is_empty()
-            && *part != "."
-            && *part != ".."
-            && part
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
-    })
-}
-
-/// A branch name git accepts and no command line mistakes for an option (a subset of
-/// `git check-ref-format --branch`).
-fn is_branch(branch: &str) -> bool {
-    !branch.is_empty()
-        && !branch.starts_with(['-', '/', '.'])
-        && !branch.ends_with(['/', '.'])
-        && !branch.ends_with(".lock")
-        && !branch.contains("..")
-        && !branch.contains("//")
-        && !branch.contains("@{")
-        && branch
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'))
+/// A branch name git takes (`git check-ref-format --branch`'s rules) that no command line
+/// can read as an option: the one rule for branches in the configuration and those the
+/// runner meets in a frozen workspace or on a remote.
+pub fn is_branch_name(name: &str) -> bool {
+    !name.starts_with('-')
+        && !name.ends_with('/')
+        && !name.ends_with(".lock")
+        && !name.contains("..")
+        && !name.contains("@{")
+        && name.split('/').all(|part| {
+            !part.is_empty()
+                && !part.starts_with('.')
+                && part.bytes().all(|b| {
+                    b > b' ' && !matches!(b, b'~' | b'^' | b':' | b'?' | b'*' | b'[' | b'\\' | 0x7f)
+                })
+        })
 }

@@ -6,7 +6,9 @@ use std::collections::BTreeSet;
 use gatehouse_events::RunWorkspace;
 
 use crate::error::ResolveError;
-use crate::projects::{Project, Projects, is_repository};
+use gatehouse_commands::is_repo_name;
+
+use crate::projects::{Project, Projects};
 
 /// What a request names. Every part is optional: a project alone checks out all of its
 /// repositories; repositories or an issue alone find the one project that lists them.
@@ -32,7 +34,7 @@ impl Projects {
             .map(String::as_str)
             .chain(request.issue_repo)
         {
-            if !is_repository(repo) {
+            if !is_repo_name(repo) {
                 return Err(ResolveError::NotARepository(repo.to_owned()));
             }
         }

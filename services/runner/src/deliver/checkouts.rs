@@ -12,6 +12,7 @@
 use std::path::{Path, PathBuf};
 
 use gatehouse_events::{RepositoryCheckout, RepositoryMode};
+use gatehouse_project::is_branch_name;
 use serde::{Deserialize, Serialize};
 
 /// One repository as it was checked out.
@@ -194,22 +195,6 @@ fn named(prefix: &str, words: &str) -> String {
     } else {
         format!("gatehouse/{prefix}-{slug}")
     }
-}
-
-/// A branch name git takes, that cannot be read as an option either.
-fn is_branch_name(name: &str) -> bool {
-    !name.starts_with('-')
-        && !name.ends_with('/')
-        && !name.ends_with(".lock")
-        && !name.contains("..")
-        && !name.contains("@{")
-        && name.split('/').all(|part| {
-            !part.is_empty()
-                && !part.starts_with('.')
-                && part.bytes().all(|b| {
-                    b > b' ' && !matches!(b, b'~' | b'^' | b':' | b'?' | b'*' | b'[' | b'\\' | 0x7f)
-                })
-        })
 }
 
 /// A directory name of one component.
