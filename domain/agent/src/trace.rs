@@ -277,9 +277,12 @@ fn object(line: &str) -> Option<Object> {
 /// A non-empty string field, read as the report's parsers read it.
 pub(crate) use crate::parse::string;
 
-/// A session id as printed; absurdly long ones are not ids and are dropped.
+/// A session id as printed, kept only when a later turn could resume it
+/// ([`crate::check_session_id`]: the agent wrote it, and it goes on a command line).
 pub(crate) fn session_id(value: Option<&str>) -> Option<String> {
-    value.filter(|id| id.len() <= 200).map(str::to_owned)
+    value
+        .filter(|id| crate::check_session_id(id).is_ok())
+        .map(str::to_owned)
 }
 
 /// The start of the output, as [`ParseError::NoResult`] quotes it.
