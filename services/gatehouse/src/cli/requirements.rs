@@ -5,7 +5,7 @@ use gatehouse_ingest::views::{RequirementDetail, RequirementSummary};
 
 use crate::cli::args::RequirementCommand;
 use crate::cli::client::{Client, path_segment};
-use crate::cli::runs::{print, total};
+use crate::cli::runs::{one_line, print, total};
 
 pub async fn requirement(
     client: &Client,
@@ -95,9 +95,4 @@ fn describe(d: &RequirementDetail) -> String {
     }
     out.push_str(&format!("usage: {}\n", total(&d.usage)));
     out.trim_end().to_owned()
-}
-
-/// A title on one line, whatever its source allowed in it.
-fn one_line(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }

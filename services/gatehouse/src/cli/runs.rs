@@ -229,11 +229,14 @@ fn tool_calls(run: &RunDetail) -> String {
     out
 }
 
-/// Text an agent wrote, on one line and without terminal control characters.
-fn one_line(text: &str) -> String {
-    text.chars()
+/// Text someone else wrote (a title, an agent's tool summary) on one line: runs of
+/// whitespace and terminal control characters become one space.
+pub(crate) fn one_line(text: &str) -> String {
+    let shown: String = text
+        .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .collect()
+        .collect();
+    shown.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A run as a readable tree: the nodes with status, attempt, rework count and duration.
