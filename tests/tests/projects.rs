@@ -65,6 +65,7 @@ fn configured(builder: GatehouseBuilder) -> GatehouseBuilder {
         .projects(PROJECTS)
         .github(vec![
             Trigger::new("elsewhere", "elsewhere", &[REPO.into()], false, false).unwrap(),
+            Trigger::new("tools", "elsewhere", &["acme/tools".into()], false, false).unwrap(),
         ])
 }
 
@@ -448,6 +449,17 @@ async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: B
         format!(
             "`elsewhere` not started: no project lists {REPO}; add it to a [[projects]] entry's repositories"
         )
+    );
+    assert!(hub.db.store.runs(None, 10).await.unwrap().is_empty());
+    // A login Gatehouse does not know is nobody, even one spelled like a person of the
+    // project's `run` list.
+    labeled["label"]["name"] = json!("tools");
+    labeled["repository"]["full_name"] = json!("acme/tools");
+    labeled["sender"]["login"] = json!("ana");
+    hub.deliver_github("issues", "l-2", &labeled).await;
+    assert_eq!(
+        hub.note("l-2").await,
+        "`elsewhere` not started: someone Gatehouse does not know may not start runs on project `tools`; its run list is ana"
     );
     assert!(hub.db.store.runs(None, 10).await.unwrap().is_empty());
 

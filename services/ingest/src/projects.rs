@@ -19,11 +19,12 @@ pub async fn list(State(api): State<ApiState>) -> Json<Vec<ProjectView>> {
 
 /// The workspace `request` names, refused (422) when it names an unknown project, a
 /// repository outside it or in none, or an SOP the project does not allow, and (403) when
-/// `person` may not run on the project.
+/// `person` may not run on the project (someone Gatehouse does not know may only where
+/// the project names nobody).
 pub(crate) fn bind(
     api: &ApiState,
     request: Request<'_>,
-    person: &str,
+    person: Option<&str>,
     groups: &[String],
 ) -> Result<Option<RunWorkspace>, ApiError> {
     let workspace = api
@@ -67,18 +68,24 @@ pub(crate) async fn claim_for_requirement(
     Ok(())
 }
 
-/// Refuses (403) unless `person`, in `groups`, has `right` on `project`.
+/// Refuses (403) unless `person`, in `groups`, has `right` on `project`; `None`, someone
+/// Gatehouse does not know, has it only where the project names nobody for it.
 pub(crate) fn require(
     project: &Project,
     right: Right,
-    person: &str,
+    person: Option<&str>,
     groups: &[String],
 ) -> Result<(), ApiError> {
-    if project.grants(right, person, groups) {
+    let granted = match person {
+        Some(person) => project.grants(right, person, groups),
+        None => project.people(right).is_empty(),
+    };
+    if granted {
         return Ok(());
     }
     Err(ApiError::Forbidden(format!(
-        "{person} may not {} on project `{}`; its {} list is {}",
+        "{} may not {} on project `{}`; its {} list is {}",
+        person.unwrap_or("someone Gatehouse does not know"),
         match right {
             Right::Run => "start runs",
             Right::Converse => "talk to the assistant",
@@ -99,7 +106,7 @@ pub(crate) fn may_decide(
     groups: &[String],
 ) -> Result<(), ApiError> {
     match project.and_then(|name| api.projects.get(name)) {
-        Some(project) => require(project, Right::Approve, person, groups),
+        Some(project) => require(project, Right::Approve, Some(person), groups),
         None => Ok(()),
     }
 }

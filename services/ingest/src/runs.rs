@@ -77,7 +77,7 @@ pub async fn start(
         issue_repo: issue_repo.as_deref(),
         sop: Some(&sop.name),
     };
-    let workspace = projects::bind(&api, request, &caller.person, &caller.groups)?;
+    let workspace = projects::bind(&api, request, Some(&caller.person), &caller.groups)?;
     let run_id = Uuid::now_v7();
     let mut tx = api.store.begin().await?;
     // A run on code works on a requirement, which its pull requests deliver: the issue's,

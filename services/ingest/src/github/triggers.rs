@@ -76,7 +76,13 @@ pub(crate) async fn start_trigger(
         tracing::error!(label = %event.label, sop = %trigger.sop, "a GitHub trigger names an SOP that does not exist");
         return Ok(format!("trigger names no SOP `{}`", trigger.sop));
     };
-    if let Some(refusal) = labeller_refused(api, trigger, sop, &event.sender).await? {
+    // The labeller's groups as they are now (none for someone Gatehouse does not know),
+    // read once for every check below.
+    let groups = match &event.sender.person {
+        Some(person) => api.people.current(&api.store).await?.groups(person),
+        None => Vec::new(),
+    };
+    if let Some(refusal) = labeller_refused(trigger, sop, &event.sender, &groups) {
         return Ok(format!("`{}` not started: {refusal}", trigger.sop));
     }
     let params = issue_params(sop, event);
@@ -85,18 +91,12 @@ pub(crate) async fn start_trigger(
     }
     // The issue's repository brings its project; a repository no project lists is
     // refused when projects are configured.
-    let person = event
-        .sender
-        .person
-        .as_deref()
-        .unwrap_or(&event.sender.handle);
-    let groups = api.people.current(&api.store).await?.groups(person);
     let request = Request {
         issue_repo: Some(event.repo),
         sop: Some(&sop.name),
         ..Request::default()
     };
-    let workspace = match projects::bind(api, request, person, &groups) {
+    let workspace = match projects::bind(api, request, event.sender.person.as_deref(), &groups) {
         Ok(workspace) => workspace,
         Err(ApiError::Unprocessable(why) | ApiError::Forbidden(why)) => {
             return Ok(format!("`{}` not started: {why}", trigger.sop));
@@ -131,34 +131,33 @@ pub(crate) async fn start_trigger(
 
 /// Why the person who labelled may not start the trigger's SOP, if they may not: the
 /// trigger's `require_person` and `starters`, then the SOP's own `starters`.
-async fn labeller_refused(
-    api: &ApiState,
+fn labeller_refused(
     trigger: &Trigger,
     sop: &Sop,
     sender: &Actor,
-) -> Result<Option<String>, ApiError> {
+    groups: &[String],
+) -> Option<String> {
     let Some(person) = &sender.person else {
         let needs_person =
             trigger.require_person || trigger.starters.is_some() || sop.starters.is_some();
-        return Ok(needs_person.then(|| {
+        return needs_person.then(|| {
             format!(
                 "`{}` is not one of the people known to Gatehouse, and this trigger starts runs only for them",
                 sender.handle
             )
-        }));
+        });
     };
-    let groups = api.people.current(&api.store).await?.groups(person);
     if let Some(starters) = &trigger.starters
-        && !gatehouse_sop::names_person(starters, person, &groups)
+        && !gatehouse_sop::names_person(starters, person, groups)
     {
-        return Ok(Some(format!(
+        return Some(format!(
             "{person} may not start it by labelling; the trigger's starters are {}",
             starters.join(", ")
-        )));
+        ));
     }
-    Ok(may_start(sop, person, &groups)
+    may_start(sop, person, groups)
         .err()
-        .map(|refused| refused.to_string()))
+        .map(|refused| refused.to_string())
 }
 
 /// Cancels the runs a removed label started, where its trigger says so.

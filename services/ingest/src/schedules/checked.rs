@@ -81,10 +81,12 @@ pub(super) async fn checked(
             sop: Some(&sop.name),
             ..Request::default()
         };
-        projects::bind(api, request, &caller.person, &caller.groups).map_err(|e| match e {
-            ApiError::Unprocessable(m) => ApiError::Unprocessable(format!("project: {m}")),
-            other => other,
-        })?;
+        projects::bind(api, request, Some(&caller.person), &caller.groups).map_err(
+            |e| match e {
+                ApiError::Unprocessable(m) => ApiError::Unprocessable(format!("project: {m}")),
+                other => other,
+            },
+        )?;
     }
     let ms = |d: Duration| i64::try_from(d.as_millis()).unwrap_or(i64::MAX);
     let created = Utc::now();

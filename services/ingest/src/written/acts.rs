@@ -32,8 +32,9 @@ pub(super) async fn start_run(
         .ok_or_else(|| ApiError::NotFound(format!("no SOP named `{sop}`")))?;
     sop.check_start(&params).map_err(ApiError::Unprocessable)?;
     // `carry_out` answered anyone without a person already.
-    let person = actor.person.as_deref().unwrap_or(&actor.handle);
-    may_start(sop, person, groups)?;
+    if let Some(person) = &actor.person {
+        may_start(sop, person, groups)?;
+    }
     // The code it works on: the issue's repository (and project), or the channel's project.
     let issue_repo = projects::issue_repo(scope.requirement);
     let request = Request {
@@ -42,7 +43,7 @@ pub(super) async fn start_run(
         issue_repo: issue_repo.as_deref(),
         sop: Some(&sop.name),
     };
-    let workspace = projects::bind(api, request, person, groups)?;
+    let workspace = projects::bind(api, request, actor.person.as_deref(), groups)?;
     let requirement_id = scope.requirement.map(|r| r.id);
     projects::claim_for_requirement(tx, requirement_id, workspace.as_ref()).await?;
     let run_id = Uuid::now_v7();
