@@ -15,7 +15,7 @@ use gatehouse_store::{FireOutcome, FireRow, ScheduleRow};
 use jiff::Timestamp;
 use uuid::Uuid;
 
-use super::requirement::fire_requirement;
+use super::requirement::work_on;
 use super::{Clock, Pending};
 use crate::effects::emit;
 use crate::{Scheduler, SchedulerError};
@@ -91,20 +91,16 @@ impl Scheduler {
         }
         if let (Some(run_id), Ok(workspace)) = (run_id, startable) {
             let mut request = request(schedule, run_id, pending.scheduled, pending.requested_by);
-            if let Some(workspace) = &workspace {
-                let actor = request.requested_by.clone();
-                let id = fire_requirement(
-                    &mut tx,
-                    schedule,
-                    pending.scheduled,
-                    workspace,
-                    actor,
-                    Some(&trace),
-                )
-                .await?;
-                request.requirement_id = Some(id);
-            }
-            request.workspace = workspace;
+            let scheduled = pending.scheduled;
+            work_on(
+                &mut tx,
+                schedule,
+                scheduled,
+                &mut request,
+                workspace,
+                Some(&trace),
+            )
+            .await?;
             emit(&mut tx, Event::RunRequested(request), Some(&trace)).await?;
         }
         tx.commit().await?;
@@ -190,13 +186,7 @@ impl Scheduler {
                 let mut request =
                     request(schedule, run_id, scheduled, oldest.requested_by.as_deref());
                 let workspace = startable.unwrap_or_default();
-                if let Some(workspace) = &workspace {
-                    let actor = request.requested_by.clone();
-                    let id = fire_requirement(&mut tx, schedule, scheduled, workspace, actor, None)
-                        .await?;
-                    request.requirement_id = Some(id);
-                }
-                request.workspace = workspace;
+                work_on(&mut tx, schedule, scheduled, &mut request, workspace, None).await?;
                 emit(&mut tx, Event::RunRequested(request), None).await?;
             }
         }

@@ -4,8 +4,8 @@
 
 use chrono::Utc;
 use gatehouse_events::{
-    Actor, Event, RequirementCreated, RequirementSource, RequirementState, RunWorkspace,
-    TraceParent,
+    Actor, Event, RequirementCreated, RequirementSource, RequirementState, RunRequested,
+    RunWorkspace, TraceParent,
 };
 use gatehouse_store::{RequirementRow, ScheduleRow, Tx};
 use jiff::Timestamp;
@@ -14,9 +14,28 @@ use uuid::Uuid;
 use crate::SchedulerError;
 use crate::effects::emit;
 
+/// Binds a fire's `request` to the project's `workspace`, when the schedule names one, and
+/// to the fire's own requirement, created here.
+pub(super) async fn work_on(
+    tx: &mut Tx,
+    schedule: &ScheduleRow,
+    scheduled: Timestamp,
+    request: &mut RunRequested,
+    workspace: Option<RunWorkspace>,
+    trace: Option<&TraceParent>,
+) -> Result<(), SchedulerError> {
+    if let Some(workspace) = &workspace {
+        let actor = request.requested_by.clone();
+        let id = fire_requirement(tx, schedule, scheduled, workspace, actor, trace).await?;
+        request.requirement_id = Some(id);
+    }
+    request.workspace = workspace;
+    Ok(())
+}
+
 /// Creates the fire's requirement (`schedule:<name>:<fire time ms>`) unless a replayed
 /// fire did; returns its id.
-pub(super) async fn fire_requirement(
+async fn fire_requirement(
     tx: &mut Tx,
     schedule: &ScheduleRow,
     scheduled: Timestamp,
