@@ -5,12 +5,14 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use gatehouse_agent::{
-    ModelUsage, PriceTable, PromptContext, Report, RequirementView, Role, cost, invocation,
-    parse_report, render_prompt,
+    ModelUsage, PriceTable, PromptContext, Report, Role, cost, invocation, parse_report,
+    render_prompt,
 };
 use gatehouse_events::{AgentSpec, NodeDispatch};
 use gatehouse_sandbox::untrusted;
-use gatehouse_store::{Store, StoreError, UsageRow};
+use gatehouse_store::UsageRow;
+
+use crate::runner::RunScope;
 
 /// Where the prompt files go, under the attempt's inputs directory.
 const AGENT_DIR: &str = ".agent";
@@ -19,23 +21,21 @@ const INPUT_TEXT_LIMIT: u64 = 64 * 1024;
 /// The end of the CLI's output kept for its report.
 pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
 
-/// Renders the prompt over what the node knows and writes it (and the role's system text)
-/// where the sandbox reads them. Returns the command to run. `inputs_seen` is the inputs
-/// directory as the sandbox shows it to the script.
-pub(crate) async fn prepare(
-    store: &Store,
+/// Renders the prompt over what the node knows (the run's requirement and project, as its
+/// scope read them) and writes it (and the role's system text) where the sandbox reads
+/// them. Returns the command to run. `inputs_seen` is the inputs directory as the sandbox
+/// shows it to the script.
+pub(crate) fn prepare(
     job: &NodeDispatch,
     agent: &AgentSpec,
     role: &Role,
+    scope: &RunScope,
     inputs: &Path,
     inputs_seen: &str,
 ) -> Result<String, String> {
-    let (requirement, project) = requirement_and_project(store, job)
-        .await
-        .map_err(|e| format!("reading the requirement: {e}"))?;
     let context = PromptContext {
-        requirement,
-        project,
+        requirement: scope.prompt_requirement(),
+        project: scope.prompt_project(),
         params: agent.work.params.clone(),
         inputs: upstream_texts(inputs),
         rework_comment: agent.work.rework_comment.clone(),
@@ -62,34 +62,6 @@ pub(crate) async fn prepare(
         &seen("prompt.md"),
         system.as_ref().map(|_| seen("system.md")).as_deref(),
     ))
-}
-
-/// The run's requirement and project (its name and settings) as a template sees them.
-async fn requirement_and_project(
-    store: &Store,
-    job: &NodeDispatch,
-) -> Result<(Option<RequirementView>, Option<BTreeMap<String, String>>), StoreError> {
-    let Some(run) = store.run(job.run_id).await? else {
-        return Ok((None, None));
-    };
-    let project = run
-        .workspace
-        .as_deref()
-        .and_then(|w| serde_json::from_str::<gatehouse_events::RunWorkspace>(w).ok())
-        .map(|w| {
-            let mut project = w.settings;
-            project.insert("name".to_owned(), w.project);
-            project
-        });
-    let Some(id) = run.requirement_id else {
-        return Ok((None, project));
-    };
-    let requirement = store.requirement(id).await?.map(|r| RequirementView {
-        title: r.title,
-        body: r.body,
-        url: r.url,
-    });
-    Ok((requirement, project))
 }
 
 /// Upstream artifacts (`inputs/<node>/<file>`) as text; binary files are left out and long

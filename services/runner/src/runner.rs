@@ -13,6 +13,8 @@ mod report;
 mod watch;
 mod workspace;
 
+pub(crate) use workspace::RunScope;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;

@@ -77,8 +77,7 @@ impl<'a> Attempt<'a> {
         };
         if let (Program::Agent(agent), Some(role)) = (program, &role) {
             let seen = sandbox.inputs_seen();
-            match agent::prepare(&self.runner.store, job, agent, role, &sandbox.inputs, &seen).await
-            {
+            match agent::prepare(job, agent, role, scope, &sandbox.inputs, &seen) {
                 Ok(script) => sandbox.script = script,
                 Err(reason) => return Ok(Err(reason)),
             }

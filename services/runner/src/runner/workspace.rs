@@ -34,15 +34,38 @@ pub(crate) struct RunScope {
     pub workspace: RunWorkspace,
 }
 
-/// The run's requirement, as delivery names it.
+/// The run's requirement, as delivery names it and prompts read it.
 pub(crate) struct Requirement {
     pub id: Uuid,
     pub title: String,
+    pub body: String,
+    pub url: Option<String>,
     /// The GitHub issue it is: `owner/name` and number.
     pub issue: Option<(String, u64)>,
 }
 
 impl RunScope {
+    /// The project as a prompt template reads it (`{{ project.name }}` and its settings);
+    /// none for a run on no project.
+    pub(crate) fn prompt_project(&self) -> Option<BTreeMap<String, String>> {
+        if self.workspace.project.is_empty() {
+            return None;
+        }
+        let mut project = self.workspace.settings.clone();
+        project.insert("name".to_owned(), self.workspace.project.clone());
+        Some(project)
+    }
+
+    /// The requirement as a prompt template reads it.
+    pub(crate) fn prompt_requirement(&self) -> Option<gatehouse_agent::RequirementView> {
+        self.requirement
+            .as_ref()
+            .map(|r| gatehouse_agent::RequirementView {
+                title: r.title.clone(),
+                body: r.body.clone(),
+                url: r.url.clone(),
+            })
+    }
     /// The `auto` work branch: named after the issue, else the requirement, else the run.
     fn auto_branch(&self) -> String {
         match &self.requirement {
@@ -128,6 +151,8 @@ impl Runner {
                     _ => None,
                 },
                 title: r.title,
+                body: r.body,
+                url: r.url,
             }),
             None => None,
         };
