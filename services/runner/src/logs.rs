@@ -62,9 +62,8 @@ pub(crate) struct LogTarget {
 /// counts them, and ends the log with a note of what was left out. Never blocks the
 /// sandbox for long: once over the limit, lines are dropped as fast as they come.
 /// `first_line` is called as the first line arrives (the sign that the process runs).
-/// An agent's stdout also goes, masked, to `trace` with the time it arrived (after
-/// `begun`), past the limit too: the trace is returned once the output ends.
-#[allow(clippy::too_many_arguments)]
+/// An agent's stdout also goes, masked, to its [`Tracing`], past the limit too: the trace
+/// is returned once the output ends.
 pub(crate) async fn store_output(
     store: Store,
     target: LogTarget,
@@ -72,19 +71,18 @@ pub(crate) async fn store_output(
     secrets: Secrets,
     limit: usize,
     first_line: impl FnOnce(),
-    mut trace: Option<TraceParser>,
-    begun: Instant,
+    mut trace: Option<Tracing>,
 ) -> Option<Trace> {
     let mut stored = 0usize;
     let (mut dropped_lines, mut dropped_bytes) = (0u64, 0u64);
     let mut first_line = Some(first_line);
-    let elapsed = || u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX);
     while let Some(line) = lines.recv().await {
         if let Some(first_line) = first_line.take() {
             first_line();
         }
         if let (Some(trace), Stream::Stdout) = (&mut trace, line.stream) {
-            trace.feed(&secrets.mask(&line.line), elapsed());
+            let at = trace.elapsed();
+            trace.parser.feed(&secrets.mask(&line.line), at);
         }
         let size = line.line.len() + 1;
         if stored + size > limit {
@@ -127,7 +125,23 @@ pub(crate) async fn store_output(
         )
         .await;
     }
-    trace.map(|trace| trace.finish(elapsed()))
+    trace.map(|trace| {
+        let at = trace.elapsed();
+        trace.parser.finish(at)
+    })
+}
+
+/// An agent's output read into its trace, each line with the time it arrived.
+pub(crate) struct Tracing {
+    pub parser: TraceParser,
+    /// When the attempt began: arrival times count from here.
+    pub begun: Instant,
+}
+
+impl Tracing {
+    fn elapsed(&self) -> u64 {
+        u64::try_from(self.begun.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
 }
 
 async fn note(store: &Store, target: &LogTarget, text: &str) {

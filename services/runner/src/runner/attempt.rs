@@ -26,7 +26,7 @@ use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
 use crate::files::{RunDirs, digest};
-use crate::logs::{LogTarget, Secrets, store_output};
+use crate::logs::{LogTarget, Secrets, Tracing, store_output};
 use crate::observe::SandboxStart;
 use crate::outcome::{Verdict, judge};
 
@@ -153,10 +153,10 @@ impl Attempt<'_> {
         begun: Instant,
     ) -> (Result<Exit, String>, Option<Trace>) {
         let runner = self.runner;
-        let trace = prepared
-            .role
-            .as_ref()
-            .map(|role| TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref()));
+        let trace = prepared.role.as_ref().map(|role| Tracing {
+            parser: TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref()),
+            begun,
+        });
         let (logs, lines) = mpsc::channel::<LogLine>(256);
         let start = Arc::new(SandboxStart::new(begun, self.job.spec.kind()));
         let writer = tokio::spawn(
@@ -175,7 +175,6 @@ impl Attempt<'_> {
                     move || start.running()
                 },
                 trace,
-                begun,
             )
             .in_current_span(),
         );
