@@ -6,8 +6,7 @@ use std::time::Duration;
 
 use gatehouse_events::{Envelope, Event, NodeProgress, StreamKind};
 use gatehouse_store::{
-    Backend as StoreBackend, ConversationRow, NewDeadLetter, QueueMessage, Store, StoreError,
-    UsageRow,
+    Backend as StoreBackend, NewDeadLetter, QueueMessage, Store, StoreError, UsageRow,
 };
 use gatehouse_tests::{Backend, TestDb, on_both_backends, quick_retry};
 use uuid::Uuid;
@@ -50,7 +49,6 @@ on_both_backends!(
     a_run_freezes_a_setting_once,
     usage_keeps_each_attempt_and_model_once,
     a_lease_has_one_holder_until_it_runs_out,
-    a_thread_has_one_conversation_written_compare_and_set,
 );
 
 async fn migrations_are_idempotent(backend: Backend) {
@@ -572,84 +570,5 @@ async fn a_lease_has_one_holder_until_it_runs_out(backend: Backend) {
         db.store.hold_lease("posters", "a", long).await.unwrap(),
         "b let go"
     );
-    db.cleanup().await;
-}
-
-async fn a_thread_has_one_conversation_written_compare_and_set(backend: Backend) {
-    let db = TestDb::new(backend).await;
-    let now = chrono::Utc::now();
-    let conversation = |id: Uuid| ConversationRow {
-        id,
-        thread_key: "slack:C0SHOP:1700000000.000100".into(),
-        requirement_id: None,
-        project: Some("shop".into()),
-        workspace: None,
-        state: r#"{"turns":[]}"#.into(),
-        revision: 0,
-        created_at: now,
-        updated_at: now,
-    };
-    let first = Uuid::now_v7();
-    let mut tx = db.store.begin().await.unwrap();
-    assert!(tx.insert_conversation(&conversation(first)).await.unwrap());
-    assert!(
-        !tx.insert_conversation(&conversation(Uuid::now_v7()))
-            .await
-            .unwrap(),
-        "one per thread"
-    );
-    tx.commit().await.unwrap();
-
-    // Read for update, written if nobody wrote since; a stale revision changes nothing.
-    let mut tx = db.store.begin().await.unwrap();
-    let row = tx
-        .load_conversation("slack:C0SHOP:1700000000.000100")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(row.id, first);
-    assert!(
-        tx.update_conversation(first, r#"{"turns":[1]}"#, 0, 1)
-            .await
-            .unwrap()
-    );
-    assert!(
-        !tx.update_conversation(first, r#"{"turns":[2]}"#, 0, 1)
-            .await
-            .unwrap()
-    );
-    tx.commit().await.unwrap();
-    let stored = db.store.conversation(first).await.unwrap().unwrap();
-    assert_eq!(
-        (stored.state.as_str(), stored.revision),
-        (r#"{"turns":[1]}"#, 1)
-    );
-    assert!(
-        db.store
-            .conversation(Uuid::now_v7())
-            .await
-            .unwrap()
-            .is_none()
-    );
-    assert_eq!(db.store.conversations(10).await.unwrap().len(), 1);
-
-    // An effect is carried out once, however often it is claimed.
-    let mut tx = db.store.begin().await.unwrap();
-    assert!(
-        tx.claim_conversation_effect(first, "turn:1:reply")
-            .await
-            .unwrap()
-    );
-    assert!(
-        !tx.claim_conversation_effect(first, "turn:1:reply")
-            .await
-            .unwrap()
-    );
-    assert!(
-        tx.claim_conversation_effect(first, "turn:2:reply")
-            .await
-            .unwrap()
-    );
-    tx.commit().await.unwrap();
     db.cleanup().await;
 }
