@@ -3,43 +3,13 @@
 
 use gatehouse_agent::{ModelUsage, ToolCall, Trace, TraceFormat, TraceParser};
 
-macro_rules! fixture {
-    ($path:literal) => {
-        include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/",
-            $path
-        ))
-    };
-}
+#[macro_use]
+mod support;
 
-/// The trace of `text` when its line `i` (from 0) arrives at `(i + 1) * 1000` ms and the
-/// output ends half a second after its last line.
+use support::{table, trace_of};
+
 fn trace(text: &str) -> Trace {
-    let mut parser = TraceParser::new(TraceFormat::CodexJson, Some("gpt-5-codex"));
-    let mut at = 0;
-    for line in text.lines() {
-        at += 1000;
-        parser.feed(line, at);
-    }
-    parser.finish(at + 500)
-}
-
-/// One line per call: request arrival, duration, ok or error, tool, summary.
-fn table(trace: &Trace) -> String {
-    let rows: Vec<String> = trace
-        .tools
-        .iter()
-        .map(|call| {
-            let duration = call.duration_ms.map_or("-".to_owned(), |d| d.to_string());
-            let outcome = if call.error { "error" } else { "ok" };
-            format!(
-                "{:>6} {:>5} {:<5} {} {}",
-                call.started_ms, duration, outcome, call.tool, call.summary
-            )
-        })
-        .collect();
-    rows.join("\n")
+    trace_of(TraceFormat::CodexJson, "gpt-5-codex", text)
 }
 
 fn usage(input: u64, output: u64, cache_read: u64) -> ModelUsage {

@@ -3,15 +3,8 @@
 
 use gatehouse_agent::{Executor, ParseError, Trace, TraceFormat, TraceParser};
 
-macro_rules! fixture {
-    ($path:literal) => {
-        include_str!(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/tests/fixtures/",
-            $path
-        ))
-    };
-}
+#[macro_use]
+mod support;
 
 fn feed_all(format: TraceFormat, lines: &[&str]) -> Trace {
     let mut parser = TraceParser::new(format, None);
