@@ -180,13 +180,15 @@ async fn recorded_pulls(hub: &Gatehouse, run: Uuid) -> Vec<(String, u64)> {
     pulls
 }
 
+/// A real GitHub payload of `tests/fixtures/github/`.
+fn fixture(name: &str) -> Value {
+    let path = format!("{}/fixtures/github/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
 /// The real `pull_request.closed` payload for pull request `number` of `repo`.
 fn closed(repo: &str, number: u64, merged: bool) -> Value {
-    let path = format!(
-        "{}/fixtures/github/pull_request.closed.unmerged.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let mut payload: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let mut payload = fixture("pull_request.closed.unmerged");
     payload["repository"]["full_name"] = json!(repo);
     payload["number"] = json!(number);
     payload["pull_request"]["number"] = json!(number);
@@ -370,52 +372,48 @@ async fn deliver_refuses_work_changed_after_its_approval(backend: Backend) {
 async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: Backend) {
     let hub = hub(backend).await;
     let cy = token(&hub, "cy").await;
-    let refused = |body: Value, status: u16, words: &'static str| {
-        let api = hub.api_as(&cy);
-        async move { api.post("/runs", body).await.refused(status, words) }
-    };
-    refused(
-        json!({ "sop": "change", "project": "mobile" }),
-        422,
-        "no project named `mobile`; the projects are `shop`, `tools`",
-    )
-    .await;
-    refused(
-        json!({ "sop": "change", "project": "shop", "repositories": ["acme/tools"] }),
-        422,
-        "acme/tools is not a repository of project `shop`",
-    )
-    .await;
-    refused(
-        json!({ "sop": "change", "repositories": ["acme/secret"] }),
-        422,
-        "no project lists acme/secret",
-    )
-    .await;
-    refused(
-        json!({ "sop": "elsewhere", "project": "shop" }),
-        422,
-        "project `shop` does not allow the SOP `elsewhere`",
-    )
-    .await;
-    refused(
-        json!({ "sop": "elsewhere", "project": "tools" }),
-        403,
-        "cy may not start runs on project `tools`; its run list is ana",
-    )
-    .await;
-    refused(
-        json!({ "sop": "change", "issue": "acme/api#0" }),
-        422,
-        "issue: `acme/api#0`: issue numbers start at 1",
-    )
-    .await;
-    refused(
-        json!({ "sop": "change", "project": "shop", "issue": "acme/tools#3" }),
-        422,
-        "acme/tools is not a repository of project `shop`",
-    )
-    .await;
+    for (body, status, words) in [
+        (
+            json!({ "sop": "change", "project": "mobile" }),
+            422,
+            "no project named `mobile`; the projects are `shop`, `tools`",
+        ),
+        (
+            json!({ "sop": "change", "project": "shop", "repositories": ["acme/tools"] }),
+            422,
+            "acme/tools is not a repository of project `shop`",
+        ),
+        (
+            json!({ "sop": "change", "repositories": ["acme/secret"] }),
+            422,
+            "no project lists acme/secret",
+        ),
+        (
+            json!({ "sop": "elsewhere", "project": "shop" }),
+            422,
+            "project `shop` does not allow the SOP `elsewhere`",
+        ),
+        (
+            json!({ "sop": "elsewhere", "project": "tools" }),
+            403,
+            "cy may not start runs on project `tools`; its run list is ana",
+        ),
+        (
+            json!({ "sop": "change", "issue": "acme/api#0" }),
+            422,
+            "issue: `acme/api#0`: issue numbers start at 1",
+        ),
+        (
+            json!({ "sop": "change", "project": "shop", "issue": "acme/tools#3" }),
+            422,
+            "acme/tools is not a repository of project `shop`",
+        ),
+    ] {
+        hub.api_as(&cy)
+            .post("/runs", body)
+            .await
+            .refused(status, words);
+    }
     hub.api_as(&cy)
         .post(
             "/schedules",
@@ -435,13 +433,7 @@ async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: B
     assert!(hub.db.store.schedule("n").await.unwrap().is_none());
 
     // A label on a repository no project lists starts nothing.
-    let mut labeled = {
-        let path = format!(
-            "{}/fixtures/github/issues.labeled.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        serde_json::from_str::<Value>(&std::fs::read_to_string(path).unwrap()).unwrap()
-    };
+    let mut labeled = fixture("issues.labeled");
     labeled["label"]["name"] = json!("elsewhere");
     hub.deliver_github("issues", "l-1", &labeled).await;
     assert_eq!(
@@ -488,13 +480,7 @@ async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: B
     hub.wait_run(run, "succeeded").await;
 
     // A comment on an issue works on the project of the issue's repository.
-    let mut comment = {
-        let path = format!(
-            "{}/fixtures/github/issue_comment.created.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        serde_json::from_str::<Value>(&std::fs::read_to_string(path).unwrap()).unwrap()
-    };
+    let mut comment = fixture("issue_comment.created");
     comment["repository"]["full_name"] = json!("acme/web");
     comment["comment"]["user"]["login"] = json!("dee-gh");
     comment["comment"]["body"] = json!("/gatehouse run ask");
