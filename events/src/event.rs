@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
 use crate::payload::*;
+use crate::conversation::{
+    ConversationInput, TurnCancel, TurnDispatch, TurnFinished, TurnProgress,
+};
 use crate::{Correlation, EventError, NodeDispatch};
 
 /// Every event type DESIGN.md names. Its string form is the topic it is published under.
@@ -36,11 +39,21 @@ pub enum EventType {
     NodeFinished,
     /// `card.posted`
     CardPosted,
+    /// `conversation.input`
+    ConversationInput,
+    /// `turn.dispatch`
+    TurnDispatch,
+    /// `turn.progress`
+    TurnProgress,
+    /// `turn.finished`
+    TurnFinished,
+    /// `turn.cancel`
+    TurnCancel,
 }
 
 impl EventType {
     /// All types, for exhaustive checks (stream coverage, docs).
-    pub const ALL: [EventType; 12] = [
+    pub const ALL: [EventType; 17] = [
         Self::RequirementCreated,
         Self::RequirementUpdated,
         Self::RunRequested,
@@ -53,6 +66,11 @@ impl EventType {
         Self::NodeProgress,
         Self::NodeFinished,
         Self::CardPosted,
+        Self::ConversationInput,
+        Self::TurnDispatch,
+        Self::TurnProgress,
+        Self::TurnFinished,
+        Self::TurnCancel,
     ];
 
     /// The wire name, which is also the topic.
@@ -70,6 +88,11 @@ impl EventType {
             Self::NodeProgress => "node.progress",
             Self::NodeFinished => "node.finished",
             Self::CardPosted => "card.posted",
+            Self::ConversationInput => "conversation.input",
+            Self::TurnDispatch => "turn.dispatch",
+            Self::TurnProgress => "turn.progress",
+            Self::TurnFinished => "turn.finished",
+            Self::TurnCancel => "turn.cancel",
         }
     }
 }
@@ -123,6 +146,16 @@ pub enum Event {
     NodeFinished(NodeFinished),
     #[serde(rename = "card.posted")]
     CardPosted(CardPosted),
+    #[serde(rename = "conversation.input")]
+    ConversationInput(ConversationInput),
+    #[serde(rename = "turn.dispatch")]
+    TurnDispatch(TurnDispatch),
+    #[serde(rename = "turn.progress")]
+    TurnProgress(TurnProgress),
+    #[serde(rename = "turn.finished")]
+    TurnFinished(TurnFinished),
+    #[serde(rename = "turn.cancel")]
+    TurnCancel(TurnCancel),
 }
 
 impl Event {
@@ -140,6 +173,11 @@ impl Event {
             Self::NodeProgress(_) => EventType::NodeProgress,
             Self::NodeFinished(_) => EventType::NodeFinished,
             Self::CardPosted(_) => EventType::CardPosted,
+            Self::ConversationInput(_) => EventType::ConversationInput,
+            Self::TurnDispatch(_) => EventType::TurnDispatch,
+            Self::TurnProgress(_) => EventType::TurnProgress,
+            Self::TurnFinished(_) => EventType::TurnFinished,
+            Self::TurnCancel(_) => EventType::TurnCancel,
         }
     }
 
@@ -170,6 +208,12 @@ impl Event {
             Self::NodeProgress(e) => run_node(e.run_id, &e.node, e.attempt),
             Self::NodeFinished(e) => run_node(e.run_id, &e.node, e.attempt),
             Self::CardPosted(e) => run_node(e.run_id, &e.node, e.attempt),
+            Self::TurnDispatch(e) => Correlation::requirement(e.requirement_id),
+            // A conversation is no run; its id travels in the payload.
+            Self::ConversationInput(_)
+            | Self::TurnProgress(_)
+            | Self::TurnFinished(_)
+            | Self::TurnCancel(_) => Correlation::default(),
         }
     }
 }

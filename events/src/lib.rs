@@ -7,6 +7,7 @@
 //! services evolve independently while agreeing on the bytes on the wire.
 
 mod common;
+mod conversation;
 mod dispatch;
 mod envelope;
 mod error;
@@ -18,6 +19,10 @@ mod trace;
 mod workspace;
 
 pub use common::{Actor, Artifact, Channel, GateStatus, NodeStatus, RunStatus};
+pub use conversation::{
+    ChatThread, ConversationInput, Said, TurnCancel, TurnDispatch, TurnFinished, TurnOutcome,
+    TurnProgress, TurnProgressKind, TurnTask,
+};
 pub use dispatch::{
     AgentSpec, DeliverMode, DeliverSpec, NodeDispatch, NodeSpec, SandboxWork, ScriptSpec,
 };

@@ -14,10 +14,11 @@ pub enum StreamKind {
 }
 
 impl StreamKind {
-    /// The stream a concrete topic is stored in. Only `node.dispatch` is work; everything
-    /// else, including topics this build does not know, is an event.
+    /// The stream a concrete topic is stored in. Only `node.dispatch` and `turn.dispatch`
+    /// are work; everything else, including topics this build does not know, is an event.
     pub fn for_topic(topic: &str) -> Self {
-        if topic == EventType::NodeDispatch.as_str() {
+        if topic == EventType::NodeDispatch.as_str() || topic == EventType::TurnDispatch.as_str()
+        {
             Self::Jobs
         } else {
             Self::Events
@@ -54,16 +55,22 @@ const DUPLICATE_WINDOW: Duration = Duration::from_secs(600);
 
 impl StreamSpec {
     /// Both streams of a deployment. Subjects are listed per event family because NATS does
-    /// not allow two streams to capture the same subject: `node.dispatch` must belong to
-    /// the jobs stream only.
+    /// not allow two streams to capture the same subject: `node.dispatch` and
+    /// `turn.dispatch` must belong to the jobs stream only.
     pub fn all(prefix: &Prefix) -> [StreamSpec; 2] {
-        let events = ["requirement.>", "run.>", "gate.>", "card.>"]
+        let events = ["requirement.>", "run.>", "gate.>", "card.>", "conversation.>"]
             .into_iter()
             .map(|family| prefix.subject(family))
             .chain(
-                [EventType::NodeProgress, EventType::NodeFinished]
-                    .into_iter()
-                    .map(|t| prefix.subject(t.as_str())),
+                [
+                    EventType::NodeProgress,
+                    EventType::NodeFinished,
+                    EventType::TurnProgress,
+                    EventType::TurnFinished,
+                    EventType::TurnCancel,
+                ]
+                .into_iter()
+                .map(|t| prefix.subject(t.as_str())),
             )
             .collect();
         [
@@ -77,7 +84,10 @@ impl StreamSpec {
             StreamSpec {
                 kind: StreamKind::Jobs,
                 name: prefix.stream_name(StreamKind::Jobs),
-                subjects: vec![prefix.subject(EventType::NodeDispatch.as_str())],
+                subjects: [EventType::NodeDispatch, EventType::TurnDispatch]
+                    .into_iter()
+                    .map(|t| prefix.subject(t.as_str()))
+                    .collect(),
                 max_age: None,
                 duplicate_window: DUPLICATE_WINDOW,
             },

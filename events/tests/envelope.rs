@@ -159,7 +159,70 @@ fn samples() -> Vec<Event> {
             location: "C0123456".into(),
             message_id: "1700000000.000100".into(),
         }),
+        Event::ConversationInput(ConversationInput {
+            conversation_id: conversation_id(),
+            seq: 2,
+            person: "ana".into(),
+            said: Said::Steer {
+                text: "use the v2 endpoint".into(),
+            },
+        }),
+        Event::TurnDispatch(TurnDispatch {
+            conversation_id: conversation_id(),
+            requirement_id: requirement_id(),
+            thread: ChatThread {
+                platform: "slack".into(),
+                channel: "C0API".into(),
+                thread: "1700000000.000100".into(),
+            },
+            workspace: RunWorkspace {
+                project: "api".into(),
+                repositories: vec![RepositoryCheckout {
+                    repo: "acme/api".into(),
+                    branch: Some("main".into()),
+                    mode: RepositoryMode::Auto,
+                    branch_name: None,
+                }],
+                settings: BTreeMap::new(),
+            },
+            task: TurnTask::Turn {
+                seq: 2,
+                attempt: 1,
+                role: "assistant".into(),
+                text: "use the v2 endpoint".into(),
+                resume_session: Some("9a3c1f0e-session".into()),
+                ask: false,
+                timeout_secs: Some(1800),
+            },
+        }),
+        Event::TurnProgress(TurnProgress {
+            conversation_id: conversation_id(),
+            seq: 2,
+            attempt: 1,
+            kind: TurnProgressKind::Session {
+                session_id: "9a3c1f0e-session".into(),
+            },
+        }),
+        Event::TurnFinished(TurnFinished {
+            conversation_id: conversation_id(),
+            seq: 2,
+            attempt: 1,
+            outcome: TurnOutcome::Replied {
+                reply: "Done: the client calls /v2/orders.".into(),
+            },
+            session_id: Some("9a3c1f0e-session".into()),
+            duration_ms: 8120,
+        }),
+        Event::TurnCancel(TurnCancel {
+            conversation_id: conversation_id(),
+            seq: 2,
+            attempt: 1,
+        }),
     ]
+}
+
+fn conversation_id() -> Uuid {
+    "01937c3e-8c1a-7000-8000-0000000000cc".parse().unwrap()
 }
 
 /// An envelope with a fixed id and time so snapshots are stable.
