@@ -54,6 +54,17 @@ impl Step<'_> {
                 }
                 Ok(())
             }
+            Input::Ask {
+                seq,
+                role,
+                text,
+                person,
+            } => {
+                if let Some(seq) = self.number(seq) {
+                    self.ask(seq, role, text, person);
+                }
+                Ok(())
+            }
             Input::Steer { seq, text, person } => {
                 if let Some(seq) = self.number(seq) {
                     self.steer(seq, text, person);
@@ -84,7 +95,7 @@ impl Step<'_> {
                 attempt,
                 session_id,
             } => {
-                if self.current(seq, attempt)?.is_some() {
+                if self.current(seq, attempt)?.is_some_and(|t| t.ask.is_none()) {
                     self.state.session_id = Some(session_id);
                 }
                 Ok(())
@@ -152,6 +163,7 @@ impl Step<'_> {
     }
 
     fn finished(&mut self, seq: u64, outcome: Outcome) {
+        let asked = self.turn_mut(seq).ask.is_some();
         let (session_id, effect) = match outcome {
             Outcome::Replied { reply, session_id } => {
                 self.turn_mut(seq).status = TurnStatus::Replied;
@@ -176,7 +188,8 @@ impl Step<'_> {
                 }
             }
         };
-        if session_id.is_some() {
+        // Another role's session is not the assistant's to continue.
+        if session_id.is_some() && !asked {
             self.state.session_id = session_id;
         }
         self.effects.extend(effect);
@@ -232,18 +245,20 @@ impl Step<'_> {
             return;
         }
         let seq = self.state.queue.remove(0);
-        let resume_session = self.state.session_id.clone();
+        let session_id = self.state.session_id.clone();
         let turn = self.turn_mut(seq);
         turn.status = TurnStatus::Running;
         turn.attempts += 1;
         turn.started = false;
-        let (attempt, text) = (turn.attempts, turn.text.clone());
+        let (attempt, text, ask) = (turn.attempts, turn.text.clone(), turn.ask.clone());
+        let resume_session = if ask.is_some() { None } else { session_id };
         self.state.workspace = Workspace::Turn { seq };
         self.effects.push(Effect::StartTurn {
             seq,
             attempt,
             text,
             resume_session,
+            ask,
         });
     }
 }

@@ -13,8 +13,10 @@ pub enum Effect {
         seq: u64,
         attempt: u32,
         text: String,
-        /// The CLI session to continue; `None` starts a new one.
+        /// The CLI session to continue; `None` starts a new one (always, for an `ask`).
         resume_session: Option<String>,
+        /// The role `ask` named; `None` for the assistant.
+        ask: Option<String>,
     },
     /// Stop a running attempt; the runner still reports
     /// [`crate::Input::TurnFinished`] once it has ended.

@@ -47,6 +47,14 @@ pub enum Input {
         text: String,
         person: String,
     },
+    /// `ask ROLE <text>`: a turn of another of the project's roles, in the same workspace
+    /// and in the same queue; it neither continues nor changes the assistant's session.
+    Ask {
+        seq: Option<u64>,
+        role: String,
+        text: String,
+        person: String,
+    },
     /// `steer <text>`: stop the running turn and run this next.
     Steer {
         seq: Option<u64>,

@@ -13,7 +13,8 @@
 //! - `steer <text>` stops the running turn and puts its text first in the queue; `stop`
 //!   stops the running turn; with nothing running both are answered and nothing changes;
 //!   `status` is answered from the state alone;
-//! - a turn resumes the CLI session the latest turn reported;
+//! - a turn resumes the CLI session the latest turn reported; `ask ROLE <text>` is a turn
+//!   of that role, queued like a message, which neither resumes nor changes that session;
 //! - a turn found running after a restart is told to the thread and run once more; a
 //!   second interruption fails it;
 //! - the workspace is held by the running turn or by an SOP run: while a run holds it,

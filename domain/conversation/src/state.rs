@@ -37,6 +37,9 @@ pub struct Turn {
     pub started: bool,
     /// It came as `steer`.
     pub steer: bool,
+    /// It came as `ask ROLE`: that role answers, not the assistant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ask: Option<String>,
     /// `stop` or a steer asked for it to end: it ends as stopped unless it replies first.
     pub stopping: bool,
     /// Why it failed.

@@ -52,7 +52,7 @@ impl Model {
         }
         let new_turn = after.turns.len() > before.turns.len();
         match input {
-            Input::Message { .. } if new_turn => {
+            Input::Message { .. } | Input::Ask { .. } if new_turn => {
                 self.expected.push_back(after.last_seq);
             }
             Input::Steer { .. } if new_turn => self.expected.push_front(after.last_seq),
@@ -154,6 +154,12 @@ fn input(state: &Conversation, kind: u8, arg: u8) -> Input {
     let session = || Some(format!("s-{}", n % 3));
     let run = format!("r-{}", n % 2);
     match kind % 14 {
+        0 if n % 5 == 0 => Input::Ask {
+            seq: None,
+            role: "reviewer".into(),
+            text: "review".into(),
+            person: "ana".into(),
+        },
         0 | 1 => message(if n % 7 == 0 { " " } else { "work" }, None),
         2 => message("again", Some(n % (state.last_seq + 2))),
         3 => Input::Steer {

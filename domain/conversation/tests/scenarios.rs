@@ -36,6 +36,15 @@ impl Thread {
         })
     }
 
+    fn ask(&mut self, role: &str, text: &str) -> Vec<Effect> {
+        self.apply(Input::Ask {
+            seq: None,
+            role: role.to_owned(),
+            text: text.to_owned(),
+            person: "ana".to_owned(),
+        })
+    }
+
     fn steer(&mut self, text: &str) -> Vec<Effect> {
         self.apply(Input::Steer {
             seq: None,
@@ -83,6 +92,7 @@ fn start(seq: u64, attempt: u32, text: &str, resume: Option<&str>) -> Effect {
         attempt,
         text: text.to_owned(),
         resume_session: resume.map(str::to_owned),
+        ask: None,
     }
 }
 
@@ -130,6 +140,40 @@ fn turns_continue_the_cli_session_the_latest_turn_reported() {
     t.reply(3, 1, "You're welcome.", None);
     assert_eq!(t.state.session_id.as_deref(), Some("s-2"));
     assert_eq!(t.state.revision, 6);
+}
+
+#[test]
+fn ask_queues_like_a_message_and_leaves_the_assistants_session_alone() {
+    let mut t = Thread::new();
+    t.say("fix the bug");
+    t.reply(1, 1, "fixed", Some("s-assistant"));
+    // An ask starts no session of the assistant's and resumes none.
+    let effects = t.ask("reviewer", "review the fix");
+    assert!(effects.contains(&Effect::StartTurn {
+        seq: 2,
+        attempt: 1,
+        text: "review the fix".into(),
+        resume_session: None,
+        ask: Some("reviewer".into()),
+    }));
+    // A message during the ask waits for it.
+    let queued = t.say("now add a test");
+    assert!(
+        matches!(&queued[..], [Effect::Acknowledge { seq: 3, .. }]),
+        "{queued:?}"
+    );
+    t.apply(Input::SessionStarted {
+        seq: 2,
+        attempt: 1,
+        session_id: "s-reviewer".into(),
+    });
+    let next = t.reply(2, 1, "looks fine", Some("s-reviewer"));
+    assert!(next.contains(&Effect::Reply {
+        seq: 2,
+        text: "looks fine".into()
+    }));
+    assert!(next.contains(&start(3, 1, "now add a test", Some("s-assistant"))));
+    assert_eq!(t.state.session_id.as_deref(), Some("s-assistant"));
 }
 
 #[test]

@@ -6,6 +6,15 @@ use crate::{Effect, Turn, TurnStatus, Workspace};
 
 impl Step<'_> {
     pub(super) fn message(&mut self, seq: u64, text: String, person: String) {
+        self.request(seq, text, person, None);
+    }
+
+    pub(super) fn ask(&mut self, seq: u64, role: String, text: String, person: String) {
+        self.request(seq, text, person, Some(role));
+    }
+
+    /// A message or an `ask`: a turn now, or queued behind the one running.
+    fn request(&mut self, seq: u64, text: String, person: String, ask: Option<String>) {
         if text.trim().is_empty() {
             self.effects
                 .push(Effect::answer(seq, text::EMPTY.to_owned()));
@@ -13,7 +22,7 @@ impl Step<'_> {
         }
         if !self.state.workspace.is_held() {
             // Nothing to wait for: `advance` starts it.
-            self.enqueue(seq, text, person, false);
+            self.enqueue(seq, text, person, false, ask);
             return;
         }
         if self.state.queue.len() >= self.settings.max_queue {
@@ -23,7 +32,7 @@ impl Step<'_> {
         }
         let ahead = self.state.queue.len() + usize::from(self.state.running().is_some());
         let acknowledgement = text::queued(ahead, &self.state);
-        self.enqueue(seq, text, person, false);
+        self.enqueue(seq, text, person, false, ask);
         self.effects.push(Effect::Acknowledge {
             seq,
             text: acknowledgement,
@@ -49,7 +58,7 @@ impl Step<'_> {
             return;
         }
         self.stop_running();
-        self.enqueue(seq, text, person, true);
+        self.enqueue(seq, text, person, true, None);
         self.effects.push(Effect::Acknowledge {
             seq,
             text: text::STEERING.to_owned(),
@@ -82,7 +91,14 @@ impl Step<'_> {
     }
 
     /// Adds a turn to the queue: last, or first for a steer.
-    fn enqueue(&mut self, seq: u64, text: String, person: String, steer: bool) {
+    fn enqueue(
+        &mut self,
+        seq: u64,
+        text: String,
+        person: String,
+        steer: bool,
+        ask: Option<String>,
+    ) {
         self.state.turns.push(Turn {
             seq,
             text,
@@ -91,6 +107,7 @@ impl Step<'_> {
             attempts: 0,
             started: false,
             steer,
+            ask,
             stopping: false,
             failure: None,
         });
