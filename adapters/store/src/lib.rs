@@ -32,6 +32,7 @@ mod timers;
 mod tokens;
 mod tool_calls;
 mod trees;
+mod turns;
 mod tx;
 mod url;
 mod usage;
@@ -55,6 +56,10 @@ pub use timers::{TimerKind, TimerRow};
 pub use tokens::{NewToken, TokenRow};
 pub use tool_calls::ToolCallRow;
 pub use trees::{DirectMergeRow, TreeRow};
+pub use turns::{
+    ModelUsageTotal, NewTurnAttempt, TurnAttemptRow, TurnEnd, TurnKey, TurnStatus, TurnToolCallRow,
+    TurnUsageRow,
+};
 pub use tx::Tx;
 pub use url::Backend;
 pub use usage::UsageRow;

@@ -42,6 +42,15 @@ pub struct Role {
     /// Executors `claude-code` and `codex` only: extra arguments appended to the CLI's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
+    /// A conversation's `ask ROLE` runs this role on a throwaway copy of the workspace,
+    /// discarded afterwards: it can read the work but changes nothing of it. SOP nodes
+    /// ignore it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub read_only: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// The coding-agent CLI a role runs; each has its own command line and output format.
@@ -142,6 +151,7 @@ impl Role {
             sandbox: None,
             command: Vec::new(),
             args: Vec::new(),
+            read_only: false,
         }
     }
 

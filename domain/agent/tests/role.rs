@@ -215,3 +215,26 @@ fn a_minimal_role_reads_with_defaults_and_unknown_keys_are_refused() {
     let bad_executor: Result<Role, _> = serde_json::from_str(r#"{"executor":"claude"}"#);
     assert!(bad_executor.is_err());
 }
+
+#[test]
+fn read_only_is_written_only_when_set() {
+    let reader: Result<Role, _> = serde_json::from_str(r#"{"executor":"codex","read_only":true}"#);
+    let reader = reader.ok();
+    assert_eq!(
+        reader,
+        Some(Role {
+            read_only: true,
+            ..role(Executor::Codex)
+        })
+    );
+    let json = reader.map(|r| serde_json::to_string(&r).unwrap_or_default());
+    assert_eq!(
+        json.as_deref(),
+        Some(r#"{"executor":"codex","read_only":true}"#)
+    );
+    let plain = serde_json::to_string(&role(Executor::Codex)).unwrap_or_default();
+    assert_eq!(
+        plain, r#"{"executor":"codex"}"#,
+        "frozen roles read as before"
+    );
+}

@@ -15,7 +15,7 @@ use gatehouse_store::UsageRow;
 use crate::runner::RunScope;
 
 /// Where the prompt files go, under the attempt's inputs directory.
-const AGENT_DIR: &str = ".agent";
+pub(crate) const AGENT_DIR: &str = ".agent";
 /// The part of each upstream file a prompt may quote.
 const INPUT_TEXT_LIMIT: u64 = 64 * 1024;
 /// The end of the CLI's output kept for its report.

@@ -5,7 +5,8 @@
 //! `node.finished` when it ends. A job keeps its lease alive while it runs; a job whose
 //! runner died comes back and is reported as interrupted, so the engine decides whether a
 //! new attempt follows; an attempt is never run twice. Runners also watch run snapshots and
-//! stop attempts the scheduler no longer wants (cancel, fail-fast, send back).
+//! stop attempts the scheduler no longer wants (cancel, fail-fast, send back). They run
+//! conversations' turns the same way, from `turn.dispatch` jobs (see `turns`).
 
 mod agent;
 mod artifacts;
@@ -21,6 +22,7 @@ mod logs;
 mod observe;
 mod outcome;
 mod runner;
+mod turns;
 
 pub use deliver::Deliverer;
 pub use runner::{Runner, RunnerOptions};

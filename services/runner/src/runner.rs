@@ -1,6 +1,7 @@
-//! The queue loop: taking `node.dispatch` jobs from the work queue, keeping their leases
+//! The queue loop: taking `node.dispatch` jobs (and conversations' `turn.dispatch` jobs,
+//! [`crate::turns`]) from the work queue, sharing the job slots, keeping their leases
 //! alive while they run, settling them (ack, nak, or park the unreadable), and a graceful
-//! shutdown that lets jobs in flight finish. What one job does is elsewhere: its attempt
+//! shutdown that lets jobs in flight finish. What one node job does is elsewhere: its attempt
 //! in named steps ([`attempt`], [`prepare`]), what it reports ([`report`]), the
 //! repositories it works on ([`workspace`]) and delivers ([`delivery`]), and the run
 //! snapshots that stop it ([`watch`]). Its settings are [`options`].
@@ -13,9 +14,12 @@ mod report;
 mod watch;
 mod workspace;
 
-pub(crate) use workspace::RunScope;
+pub(crate) use prepare::read_secrets;
+pub(crate) use workspace::{Requirement, RunScope, project_environment};
 
 use std::collections::HashMap;
+use std::convert::Infallible;
+use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -26,7 +30,7 @@ use gatehouse_bus::{
 use gatehouse_events::{Envelope, Event, EventError, NodeDispatch, RunUpdated};
 use gatehouse_sandbox::Sandbox;
 use gatehouse_store::{NewDeadLetter, Store};
-use tokio::sync::Semaphore;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -37,7 +41,7 @@ use crate::observe::InFlight;
 pub use options::RunnerOptions;
 use watch::unwanted;
 
-/// The durable consumer of the work queue, shared by every runner.
+/// The durable consumer of the work queue's node jobs, shared by every runner.
 const JOBS: &str = "runner";
 /// How long attempts stopped at the end of the shutdown grace have to report.
 const REPORT_AFTER_HALT: Duration = Duration::from_secs(5);
@@ -51,14 +55,16 @@ type Snapshots = Arc<Mutex<HashMap<Uuid, RunUpdated>>>;
 /// A runner: cheap to clone.
 #[derive(Clone)]
 pub struct Runner {
-    store: Store,
-    sandbox: Arc<dyn Sandbox>,
-    options: RunnerOptions,
+    pub(crate) store: Store,
+    pub(crate) sandbox: Arc<dyn Sandbox>,
+    pub(crate) options: RunnerOptions,
     running: Running,
     snapshots: Snapshots,
+    /// Turn attempts running here, so a `turn.cancel` can stop them.
+    pub(crate) turns: crate::turns::Running,
     /// Cancelled when the shutdown grace has run out: attempts stopped then are reported
     /// as interrupted by the shutdown, not as cancelled by someone.
-    halted: CancellationToken,
+    pub(crate) halted: CancellationToken,
     /// The most bytes an artifact may have; see [`Runner::with_artifact_limit`].
     artifact_limit: u64,
 }
@@ -72,6 +78,7 @@ impl Runner {
             options,
             running: Arc::default(),
             snapshots: Arc::default(),
+            turns: Arc::default(),
             halted: CancellationToken::new(),
             artifact_limit: ARTIFACT_LIMIT,
         }
@@ -84,13 +91,15 @@ impl Runner {
         self
     }
 
-    /// Takes jobs and watches runs until `shutdown` is cancelled. Then it takes no more,
-    /// hands back jobs pulled but not started, and gives those in flight
-    /// [`RunnerOptions::shutdown_grace`] to finish; any still running after that are
-    /// stopped and reported as interrupted, so the engine retries them at once rather
-    /// than after their lease runs out.
+    /// Takes jobs and watches runs and turns until `shutdown` is cancelled. Then it takes
+    /// no more, hands back jobs pulled but not started, and gives those in flight
+    /// [`RunnerOptions::shutdown_grace`] to finish; node attempts still running after that
+    /// are stopped and reported as interrupted, so the engine retries them at once rather
+    /// than after their lease runs out (turn attempts are stopped and handed back, and
+    /// their redelivery reports them interrupted).
     pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
-        // Runs keep being watched during the grace period, so a cancelled run still stops.
+        // Runs and turns keep being watched during the grace period, so a cancel still
+        // stops them.
         let stop_watching = CancellationToken::new();
         let watch = {
             let consumer = Consumer::new(
@@ -101,20 +110,65 @@ impl Runner {
             let (watcher, stop) = (self.clone(), stop_watching.clone());
             tokio::spawn(async move { consumer.run(&watcher, stop).await })
         };
-        // Jobs are tasks of this future: if it is dropped (the process dies), they go too.
-        let mut in_flight = JoinSet::new();
+        let cancels = crate::turns::watch_cancels(&self, bus.clone(), stop_watching.clone());
         let slots = Arc::new(Semaphore::new(self.options.concurrency.max(1)));
-        let spec = ConsumerSpec {
+        let nodes = ConsumerSpec {
             ack_wait: self.options.ack_wait,
             ..ConsumerSpec::new(JOBS, "node.dispatch")
         };
+        let turns = crate::turns::spec(self.options.ack_wait);
+        // Jobs are tasks of this future: if it is dropped (the process dies), they go too.
+        let (node_jobs, turn_jobs) = tokio::join!(
+            self.pull(
+                &bus,
+                nodes,
+                &slots,
+                &shutdown,
+                |runner, delivery| async move {
+                    runner.take(delivery).await;
+                }
+            ),
+            self.pull(
+                &bus,
+                turns,
+                &slots,
+                &shutdown,
+                |runner, delivery| async move {
+                    runner.take_turn(delivery).await;
+                }
+            ),
+        );
+        self.finish_in_flight(&mut [node_jobs, turn_jobs]).await;
+        stop_watching.cancel();
+        let _ = watch.await;
+        let _ = cancels.await;
+    }
+
+    /// Takes `spec`'s jobs until `shutdown`, each one a task of the set returned, run by
+    /// `take` once it has a slot. A queue waits for a slot to be free before it pulls but
+    /// does not hold one while it waits for a job, so an idle queue never keeps the other
+    /// from its slots; a job pulled just as the other queue took the last slot keeps its
+    /// lease until one frees.
+    async fn pull<F, Fut>(
+        &self,
+        bus: &Arc<dyn Bus>,
+        spec: ConsumerSpec,
+        slots: &Arc<Semaphore>,
+        shutdown: &CancellationToken,
+        take: F,
+    ) -> JoinSet<()>
+    where
+        F: Fn(Runner, Delivery) -> Fut,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        let mut in_flight = JoinSet::new();
         while !shutdown.is_cancelled() {
             let mut jobs = tokio::select! {
                 () = shutdown.cancelled() => break,
                 s = bus.subscribe(&spec) => match s {
                     Ok(s) => s,
                     Err(err) => {
-                        tracing::warn!(error = %err, "subscribing to jobs failed; retrying");
+                        tracing::warn!(consumer = %spec.name, error = %err, "subscribing to jobs failed; retrying");
                         tokio::time::sleep(Duration::from_secs(1)).await;
                         continue;
                     }
@@ -122,48 +176,67 @@ impl Runner {
             };
             loop {
                 while in_flight.try_join_next().is_some() {}
-                let slot = tokio::select! {
+                let free = tokio::select! {
                     () = shutdown.cancelled() => break,
-                    slot = slots.clone().acquire_owned() => slot,
+                    free = slots.acquire() => free,
                 };
-                let Ok(slot) = slot else { break };
+                let Ok(free) = free else { break };
+                drop(free);
                 let delivery = tokio::select! {
                     () = shutdown.cancelled() => break,
                     d = jobs.next() => d,
                 };
-                match delivery {
-                    Ok(delivery) => {
-                        let runner = self.clone();
-                        in_flight.spawn(async move {
-                            runner.take(delivery).await;
-                            drop(slot);
-                        });
-                    }
+                let delivery = match delivery {
+                    Ok(delivery) => delivery,
                     Err(err) => {
-                        tracing::warn!(error = %err, "receiving jobs failed; subscribing again");
+                        tracing::warn!(consumer = %spec.name, error = %err, "receiving jobs failed; subscribing again");
                         break;
                     }
-                }
+                };
+                let Some(slot) = self.slot_for(&delivery, slots, shutdown).await else {
+                    let _ = delivery.nak(Duration::ZERO).await;
+                    break;
+                };
+                let job = take(self.clone(), delivery);
+                in_flight.spawn(async move {
+                    job.await;
+                    drop(slot);
+                });
             }
             if shutdown.is_cancelled() {
                 jobs.hand_back().await;
             }
         }
-        self.finish_in_flight(&mut in_flight).await;
-        stop_watching.cancel();
-        let _ = watch.await;
+        in_flight
+    }
+
+    /// A slot for `delivery`, its lease kept meanwhile; `None` when `shutdown` comes first.
+    async fn slot_for(
+        &self,
+        delivery: &Delivery,
+        slots: &Arc<Semaphore>,
+        shutdown: &CancellationToken,
+    ) -> Option<OwnedSemaphorePermit> {
+        tokio::select! {
+            slot = slots.clone().acquire_owned() => slot.ok(),
+            () = shutdown.cancelled() => None,
+            never = self.keep_lease(delivery) => match never {},
+        }
     }
 
     /// Waits out the shutdown grace for jobs in flight, then stops the rest and waits for
     /// them to report. A job that cannot even report is left to its lease.
-    async fn finish_in_flight(&self, in_flight: &mut JoinSet<()>) {
-        while in_flight.try_join_next().is_some() {}
-        if in_flight.is_empty() {
+    async fn finish_in_flight(&self, in_flight: &mut [JoinSet<()>]) {
+        for set in in_flight.iter_mut() {
+            while set.try_join_next().is_some() {}
+        }
+        let count = |sets: &[JoinSet<()>]| sets.iter().map(JoinSet::len).sum::<usize>();
+        if count(in_flight) == 0 {
             return;
         }
         let grace = self.options.shutdown_grace;
         tracing::info!(
-            jobs = in_flight.len(),
+            jobs = count(in_flight),
             ?grace,
             "waiting for jobs in flight to finish"
         );
@@ -174,7 +247,7 @@ impl Runner {
             return;
         }
         tracing::warn!(
-            jobs = in_flight.len(),
+            jobs = count(in_flight),
             "the shutdown grace ran out; interrupting jobs in flight"
         );
         self.halted.cancel();
@@ -191,7 +264,7 @@ impl Runner {
             .is_err()
         {
             tracing::warn!(
-                jobs = in_flight.len(),
+                jobs = count(in_flight),
                 "jobs did not report in time; their leases will run out and they will be reported as interrupted"
             );
         }
@@ -211,34 +284,51 @@ impl Runner {
     async fn settle(&self, delivery: Delivery, envelope: Result<Envelope, EventError>) {
         let envelope = match envelope {
             Ok(e) => e,
-            Err(err) => return self.park(delivery, err.to_string()).await,
+            Err(err) => return self.park(JOBS, delivery, err.to_string()).await,
         };
         let dispatch = match envelope.decode() {
             Ok(Event::NodeDispatch(d)) => d,
             Ok(other) => {
-                return self
-                    .park(
-                        delivery,
-                        format!("expected node.dispatch, got {}", other.event_type()),
-                    )
-                    .await;
+                let reason = format!("expected node.dispatch, got {}", other.event_type());
+                return self.park(JOBS, delivery, reason).await;
             }
-            Err(err) => return self.park(delivery, err.to_string()).await,
+            Err(err) => return self.park(JOBS, delivery, err.to_string()).await,
         };
-        let lease = async {
-            let mut every = tokio::time::interval(self.options.ack_wait / 3);
+        let result = self
+            .leased(&delivery, self.execute(&envelope, &dispatch))
+            .await;
+        self.settled(JOBS, delivery, result).await;
+    }
+
+    /// Runs `work` while renewing `delivery`'s lease.
+    pub(crate) async fn leased<T>(&self, delivery: &Delivery, work: impl Future<Output = T>) -> T {
+        tokio::select! {
+            result = work => result,
+            never = self.keep_lease(delivery) => match never {},
+        }
+    }
+
+    /// Renews `delivery`'s lease every third of it, for as long as it is polled.
+    async fn keep_lease(&self, delivery: &Delivery) -> Infallible {
+        let mut every = tokio::time::interval(self.options.ack_wait / 3);
+        every.tick().await;
+        loop {
             every.tick().await;
-            loop {
-                every.tick().await;
-                if let Err(err) = delivery.in_progress().await {
-                    tracing::warn!(error = %err, "renewing a job's lease failed");
-                }
+            if let Err(err) = delivery.in_progress().await {
+                tracing::warn!(error = %err, "renewing a job's lease failed");
             }
-        };
-        let result = tokio::select! {
-            r = self.execute(&envelope, &dispatch) => r,
-            () = lease => unreachable!("the lease loop never ends"),
-        };
+        }
+    }
+
+    /// Settles a job of `consumer` by what handling it gave: acknowledged once its result
+    /// is recorded (`Ok(false)`: an earlier delivery had recorded it), handed back to come
+    /// again when that failed.
+    pub(crate) async fn settled(
+        &self,
+        consumer: &'static str,
+        delivery: Delivery,
+        result: Result<bool, HandlerError>,
+    ) {
         match result {
             Ok(reported) => {
                 let outcome = if reported {
@@ -246,25 +336,26 @@ impl Runner {
                 } else {
                     Outcome::Duplicate
                 };
-                count_handled(JOBS, Some(&outcome));
+                count_handled(consumer, Some(&outcome));
                 if let Err(err) = delivery.ack().await {
                     tracing::warn!(error = %err, "acknowledging a job failed; it will be reported as interrupted");
                 }
             }
             Err(err) => {
-                count_handled(JOBS, None);
-                tracing::warn!(run = %dispatch.run_id, node = %dispatch.node, error = %err, "recording a job failed; it will come back");
+                count_handled(consumer, None);
+                tracing::warn!(error = %err, "recording a job failed; it will come back");
                 let _ = delivery.nak(Duration::from_secs(1)).await;
             }
         }
     }
 
-    async fn park(&self, delivery: Delivery, reason: String) {
+    /// Parks a job of `consumer` that cannot be read as a dead letter.
+    pub(crate) async fn park(&self, consumer: &'static str, delivery: Delivery, reason: String) {
         tracing::error!(%reason, "parking an unreadable job");
         let parked = self
             .store
             .park_dead_letter(NewDeadLetter {
-                consumer: JOBS,
+                consumer,
                 event_id: delivery.id,
                 topic: &delivery.topic,
                 payload: &delivery.payload,
@@ -273,10 +364,10 @@ impl Runner {
             })
             .await;
         if parked.is_ok() {
-            count_handled(JOBS, Some(&Outcome::DeadLettered { reason }));
+            count_handled(consumer, Some(&Outcome::DeadLettered { reason }));
             let _ = delivery.term().await;
         } else {
-            count_handled(JOBS, None);
+            count_handled(consumer, None);
         }
     }
 
@@ -310,7 +401,9 @@ impl Runner {
     }
 }
 
-/// Waits for every task in `tasks` to end.
-async fn join_all(tasks: &mut JoinSet<()>) {
-    while tasks.join_next().await.is_some() {}
+/// Waits for every task in `sets` to end.
+async fn join_all(sets: &mut [JoinSet<()>]) {
+    for tasks in sets {
+        while tasks.join_next().await.is_some() {}
+    }
 }

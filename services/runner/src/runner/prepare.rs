@@ -204,17 +204,26 @@ impl<'a> Attempt<'a> {
             .secrets
             .iter()
             .chain(role.into_iter().flat_map(|r| r.secrets.iter()));
-        let mut values = Vec::new();
-        for name in names {
-            match std::env::var(name) {
-                Ok(value) => values.push((name.clone(), value)),
-                Err(_) => {
-                    tracing::warn!(secret = %name, node = %job.node, "a declared secret is not set in the runner's environment")
-                }
+        read_secrets(names, &job.node)
+    }
+}
+
+/// The values of the secrets `names` from the runner's environment; one that is not set
+/// is left out, and logged with `what` declared it.
+pub(crate) fn read_secrets<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    what: &str,
+) -> Vec<(String, String)> {
+    let mut values = Vec::new();
+    for name in names {
+        match std::env::var(name) {
+            Ok(value) => values.push((name.clone(), value)),
+            Err(_) => {
+                tracing::warn!(secret = %name, declared_by = %what, "a declared secret is not set in the runner's environment")
             }
         }
-        values
     }
+    values
 }
 
 impl Runner {

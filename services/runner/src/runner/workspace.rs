@@ -69,46 +69,14 @@ impl RunScope {
     /// The `auto` work branch: named after the issue, else the requirement, else the run.
     fn auto_branch(&self) -> String {
         match &self.requirement {
-            Some(Requirement {
-                issue: Some((_, number)),
-                title,
-                ..
-            }) => issue_branch(*number, title),
-            Some(r) => requirement_branch(r.id, &r.title),
+            Some(r) => r.auto_branch(),
             None => run_branch(self.run, &self.sop),
         }
     }
 
-    /// `GATEHOUSE_PROJECT`, `GATEHOUSE_PROJECT_<SETTING>` for each setting, and
-    /// `GATEHOUSE_REPOSITORIES` (the repositories, space-separated, in the workspace's order).
+    /// The project's variables: see [`project_environment`].
     pub(crate) fn environment(&self) -> BTreeMap<String, String> {
-        let mut env = BTreeMap::new();
-        let workspace = &self.workspace;
-        if !workspace.project.is_empty() {
-            env.insert("GATEHOUSE_PROJECT".to_owned(), workspace.project.clone());
-        }
-        for (key, value) in &workspace.settings {
-            // Projects allow `[a-z0-9_]` only; anything else never becomes a variable.
-            if !key.is_empty()
-                && key
-                    .bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
-            {
-                env.insert(
-                    format!("GATEHOUSE_PROJECT_{}", key.to_ascii_uppercase()),
-                    value.clone(),
-                );
-            }
-        }
-        if !workspace.repositories.is_empty() {
-            let repos: Vec<&str> = workspace
-                .repositories
-                .iter()
-                .map(|r| r.repo.as_str())
-                .collect();
-            env.insert("GATEHOUSE_REPOSITORIES".to_owned(), repos.join(" "));
-        }
-        env
+        project_environment(&self.workspace)
     }
 
     /// What commits and pull requests say they deliver: the requirement (its title and
@@ -129,6 +97,64 @@ impl RunScope {
     }
 }
 
+impl Requirement {
+    /// The requirement as its row has it (a GitHub issue's repository and number read from
+    /// its source).
+    pub(crate) fn from_row(r: gatehouse_store::RequirementRow) -> Self {
+        Self {
+            id: r.id,
+            issue: match serde_json::from_str(&r.source) {
+                Ok(gatehouse_events::RequirementSource::Github { repo, number, .. }) => {
+                    Some((repo, number))
+                }
+                _ => None,
+            },
+            title: r.title,
+            body: r.body,
+            url: r.url,
+        }
+    }
+
+    /// Its `auto` work branch: named after the issue it is, else after itself.
+    pub(crate) fn auto_branch(&self) -> String {
+        match &self.issue {
+            Some((_, number)) => issue_branch(*number, &self.title),
+            None => requirement_branch(self.id, &self.title),
+        }
+    }
+}
+
+/// `GATEHOUSE_PROJECT`, `GATEHOUSE_PROJECT_<SETTING>` for each setting, and
+/// `GATEHOUSE_REPOSITORIES` (the repositories, space-separated, in the workspace's order).
+pub(crate) fn project_environment(workspace: &RunWorkspace) -> BTreeMap<String, String> {
+    let mut env = BTreeMap::new();
+    if !workspace.project.is_empty() {
+        env.insert("GATEHOUSE_PROJECT".to_owned(), workspace.project.clone());
+    }
+    for (key, value) in &workspace.settings {
+        // Projects allow `[a-z0-9_]` only; anything else never becomes a variable.
+        if !key.is_empty()
+            && key
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_')
+        {
+            env.insert(
+                format!("GATEHOUSE_PROJECT_{}", key.to_ascii_uppercase()),
+                value.clone(),
+            );
+        }
+    }
+    if !workspace.repositories.is_empty() {
+        let repos: Vec<&str> = workspace
+            .repositories
+            .iter()
+            .map(|r| r.repo.as_str())
+            .collect();
+        env.insert("GATEHOUSE_REPOSITORIES".to_owned(), repos.join(" "));
+    }
+    env
+}
+
 impl Runner {
     /// What the run works on. `Ok(Err(reason))`: its frozen workspace cannot be read.
     pub(super) async fn scope(&self, run: Uuid) -> Step<RunScope> {
@@ -142,18 +168,7 @@ impl Runner {
             }));
         };
         let requirement = match row.requirement_id {
-            Some(id) => self.store.requirement(id).await?.map(|r| Requirement {
-                id: r.id,
-                issue: match serde_json::from_str(&r.source) {
-                    Ok(gatehouse_events::RequirementSource::Github { repo, number, .. }) => {
-                        Some((repo, number))
-                    }
-                    _ => None,
-                },
-                title: r.title,
-                body: r.body,
-                url: r.url,
-            }),
+            Some(id) => self.store.requirement(id).await?.map(Requirement::from_row),
             None => None,
         };
         let workspace = match &row.workspace {

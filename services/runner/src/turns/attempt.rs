@@ -1,0 +1,258 @@
+//! One attempt of a turn, in named steps: begun (or, found begun before, reported
+//! interrupted), its role and sandbox profile looked up, the workspace readied, prepared
+//! ([`super::prepare`]), [run](Runner::run_cli) in the sandbox with its output read as it
+//! comes, the workspace checkpointed, judged ([`super::verdict`]) and reported. A step
+//! that fails the attempt says why, and nothing after it runs.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
+use gatehouse_bus::HandlerError;
+use gatehouse_events::{Envelope, TurnDispatch, TurnOutcome, TurnTask};
+use gatehouse_sandbox::Exit;
+use gatehouse_store::{NewTurnAttempt, TurnKey};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::cancel::look_for_cancel;
+use super::dirs::ConversationDirs;
+use super::output::{self, Watch};
+use super::prepare::Prepared;
+use super::progress::Ending;
+use super::report::{Finish, Reporter};
+use super::transcript;
+use super::verdict::{Cli, LastLines, Verdict, judge_turn};
+use super::workspace::take_checkpoint;
+use crate::runner::Runner;
+
+/// A turn's wall-clock limit when the dispatch sets none.
+const DEFAULT_TIMEOUT_SECS: u64 = 30 * 60;
+
+/// The turn a job asks for.
+pub(super) struct Turn<'a> {
+    pub seq: u64,
+    pub attempt: u32,
+    pub role: &'a str,
+    pub text: &'a str,
+    /// The session to continue; never for an `ask`.
+    pub resume: Option<&'a str>,
+    pub ask: bool,
+    pub timeout_secs: u64,
+}
+
+impl<'a> Turn<'a> {
+    fn of(task: &'a TurnTask) -> Option<Self> {
+        match task {
+            TurnTask::Turn {
+                seq,
+                attempt,
+                role,
+                text,
+                resume_session,
+                ask,
+                timeout_secs,
+            } => Some(Self {
+                seq: *seq,
+                attempt: *attempt,
+                role,
+                text,
+                // An `ask` never continues the assistant's session.
+                resume: resume_session.as_deref().filter(|_| !ask),
+                ask: *ask,
+                timeout_secs: timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
+            }),
+            TurnTask::Release { .. } => None,
+        }
+    }
+}
+
+/// How the CLI's run went.
+struct Ran {
+    verdict: Verdict,
+    trace: Option<Trace>,
+    /// The sandbox process's own wall time.
+    cli_ms: Option<u64>,
+}
+
+impl Ran {
+    fn failed(reason: String) -> Self {
+        Self {
+            verdict: Verdict::failed(reason),
+            trace: None,
+            cli_ms: None,
+        }
+    }
+}
+
+impl Runner {
+    /// Begins the attempt and reports its start, runs it, and reports its end; or, when it
+    /// was begun before, reports it interrupted. `false`: an earlier delivery of the job
+    /// had reported it.
+    pub(super) async fn turn(
+        &self,
+        envelope: &Envelope,
+        job: &TurnDispatch,
+        key: TurnKey,
+        cancel: &CancellationToken,
+    ) -> Result<bool, HandlerError> {
+        let Some(turn) = Turn::of(&job.task) else {
+            return Ok(true);
+        };
+        if self.store.turn_cancelled(key).await? {
+            cancel.cancel();
+        }
+        let report = Reporter {
+            store: &self.store,
+            envelope,
+            job,
+            key,
+            seq: turn.seq,
+            attempt: turn.attempt,
+        };
+        let new = NewTurnAttempt {
+            key,
+            requirement_id: job.requirement_id,
+            role: turn.role,
+            ask: turn.ask,
+        };
+        if !self.store.begin_turn_attempt(&new).await? {
+            tracing::warn!("this attempt of the turn was begun before; reporting it interrupted");
+            return report.interrupted().await;
+        }
+        let begun = Instant::now();
+        report.started().await?;
+        let ran = self.run_turn(job, &turn, &report, cancel, begun).await?;
+        if ran.verdict.ending == Ending::Stopped && self.halted.is_cancelled() {
+            // Reported by the job's next delivery, which finds it begun.
+            return Err(
+                "the runner shut down during the turn; it will be reported interrupted".into(),
+            );
+        }
+        let finish = Finish {
+            verdict: &ran.verdict,
+            trace: ran.trace.as_ref(),
+            duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
+            cli_ms: ran.cli_ms,
+            prices: &self.options.prices,
+        };
+        let first = report.finished(&finish).await?;
+        if let (true, false, TurnOutcome::Replied { reply }) =
+            (first, turn.ask, &ran.verdict.outcome)
+        {
+            let path =
+                ConversationDirs::new(&self.options.data_dir, job.conversation_id).transcript();
+            if let Err(e) = transcript::append(&path, turn.text, reply) {
+                tracing::warn!(error = %e, "adding the turn to the conversation's transcript failed");
+            }
+        }
+        Ok(first)
+    }
+
+    /// Prepares and runs the CLI, and judges how it went.
+    async fn run_turn(
+        &self,
+        job: &TurnDispatch,
+        turn: &Turn<'_>,
+        report: &Reporter<'_>,
+        cancel: &CancellationToken,
+        begun: Instant,
+    ) -> Result<Ran, HandlerError> {
+        if cancel.is_cancelled() {
+            return Ok(Ran {
+                verdict: Verdict::stopped(),
+                trace: None,
+                cli_ms: None,
+            });
+        }
+        let Some(role) = self.options.roles.get(turn.role) else {
+            let name = turn.role;
+            return Ok(Ran::failed(format!(
+                "the role `{name}` is not configured (add [roles.{name}])"
+            )));
+        };
+        let profile_name = role.sandbox.as_deref().unwrap_or("default");
+        let Some(profile) = self.options.profiles.get(profile_name) else {
+            return Ok(Ran::failed(format!(
+                "the sandbox profile `{profile_name}` is not configured (add [sandbox.profiles.{profile_name}])"
+            )));
+        };
+        let dirs = ConversationDirs::new(&self.options.data_dir, job.conversation_id);
+        if let Err(reason) = self.ready_workspace(job, &dirs).await? {
+            return Ok(Ran::failed(reason));
+        }
+        let read_only = turn.ask && role.read_only;
+        let prepared = match self
+            .prepare_turn(job, turn, role, profile, &dirs, read_only)
+            .await
+        {
+            Ok(prepared) => prepared,
+            Err(reason) => {
+                remove_attempt_dir(&dirs, turn);
+                return Ok(Ran::failed(reason));
+            }
+        };
+        let (exit, read) = self.run_cli(&prepared, role, report, cancel, begun).await;
+        if let Some(copy) = prepared.copy {
+            drop(copy);
+            let label = &prepared.sandbox.labels.run;
+            if let Err(err) = self.sandbox.run_ended(label).await {
+                tracing::warn!(error = %err, "releasing the read-only copy's sandbox resources failed");
+            }
+        }
+        remove_attempt_dir(&dirs, turn);
+        let (trace, last) = read?;
+        if !read_only && !self.halted.is_cancelled() {
+            take_checkpoint(&dirs).await;
+        }
+        let cli = Cli {
+            role_name: turn.role,
+            role,
+            profile,
+            timeout_secs: turn.timeout_secs,
+        };
+        Ok(Ran {
+            verdict: judge_turn(&exit, &trace, &last, &cli),
+            cli_ms: exit
+                .as_ref()
+                .ok()
+                .map(|e| u64::try_from(e.duration.as_millis()).unwrap_or(u64::MAX)),
+            trace: Some(trace),
+        })
+    }
+
+    /// Runs the prepared job until it ends or is stopped, reading its output meanwhile.
+    async fn run_cli(
+        &self,
+        prepared: &Prepared,
+        role: &Role,
+        report: &Reporter<'_>,
+        cancel: &CancellationToken,
+        begun: Instant,
+    ) -> (
+        Result<Exit, String>,
+        Result<(Trace, LastLines), HandlerError>,
+    ) {
+        let parser = TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref());
+        let watch = Watch::new(parser, prepared.secrets.clone(), begun);
+        let (logs, lines) = mpsc::channel(256);
+        let run = async {
+            tokio::select! {
+                exit = self.sandbox.run(&prepared.sandbox, logs, cancel.clone()) => exit,
+                never = look_for_cancel(&self.store, report.key, cancel) => match never {},
+            }
+        };
+        let (exit, read) = tokio::join!(run, output::read(lines, watch, report));
+        (exit.map_err(|err| format!("sandbox: {err}")), read)
+    }
+}
+
+/// The attempt's own files go once it ended; a failure to remove them is only logged.
+fn remove_attempt_dir(dirs: &ConversationDirs, turn: &Turn<'_>) {
+    let dir: PathBuf = dirs.attempt(turn.seq, turn.attempt);
+    if let Err(e) = std::fs::remove_dir_all(&dir)
+        && e.kind() != std::io::ErrorKind::NotFound
+    {
+        tracing::warn!(path = %dir.display(), error = %e, "removing a turn's files failed");
+    }
+}

@@ -1,0 +1,51 @@
+//! Where a conversation's files live under the data directory: its workspace (kept across
+//! turns, freed when idle), the checkpoint it is restored from, how its repositories were
+//! checked out, the transcript a `command` executor reads, and each attempt's own inputs
+//! and artifacts (removed once the attempt ends).
+
+use std::path::{Path, PathBuf};
+
+use uuid::Uuid;
+
+/// One conversation's directories.
+pub(crate) struct ConversationDirs {
+    root: PathBuf,
+}
+
+impl ConversationDirs {
+    pub(crate) fn new(data_dir: &Path, conversation: Uuid) -> Self {
+        Self {
+            root: data_dir.join(format!("conversations/{conversation}")),
+        }
+    }
+
+    /// The workspace every turn works in.
+    pub(crate) fn workspace(&self) -> PathBuf {
+        self.root.join("workspace")
+    }
+
+    /// The workspace as the latest attempt left it.
+    pub(crate) fn checkpoint(&self) -> PathBuf {
+        self.root.join("checkpoint.tar")
+    }
+
+    /// How the repositories were checked out (see [`crate::deliver::checkouts`]).
+    pub(crate) fn checkouts(&self) -> PathBuf {
+        self.root.join("checkouts.json")
+    }
+
+    /// The runner's short-lived directories: clones being prepared, read-only copies.
+    pub(crate) fn scratch(&self) -> PathBuf {
+        self.root.join("scratch")
+    }
+
+    /// The conversation so far, as the runner keeps it (never the CLI).
+    pub(crate) fn transcript(&self) -> PathBuf {
+        self.root.join("transcript.jsonl")
+    }
+
+    /// One attempt's inputs (prompt, system text, a copy of the transcript) and artifacts.
+    pub(crate) fn attempt(&self, seq: u64, attempt: u32) -> PathBuf {
+        self.root.join(format!("attempts/{seq}-{attempt}"))
+    }
+}

@@ -1,0 +1,148 @@
+//! Preparing a turn's attempt for the sandbox: the files the CLI reads (the message, the
+//! role's system text, for a `command` executor a copy of the transcript), its command
+//! line continuing the session, the role's and the project's environment with the
+//! secrets the role declared, and where it works — the workspace, or for a read-only role
+//! a copy thrown away afterwards. All of it before a process runs; what cannot be
+//! prepared fails the attempt, saying why.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use gatehouse_agent::{Executor, Role, Session, turn_invocation};
+use gatehouse_events::TurnDispatch;
+use gatehouse_sandbox::{Job, JobLabels, Profile};
+
+use super::attempt::Turn;
+use super::dirs::ConversationDirs;
+use super::transcript;
+use super::workspace::read_only_copy;
+use crate::agent::AGENT_DIR;
+use crate::files::Scratch;
+use crate::logs::Secrets;
+use crate::runner::{Runner, project_environment, read_secrets};
+
+/// What the sandbox runs, and where.
+pub(super) struct Prepared {
+    pub sandbox: Job,
+    pub secrets: Secrets,
+    /// The read-only copy the CLI works in, removed when dropped.
+    pub copy: Option<Scratch>,
+}
+
+impl Runner {
+    /// The sandbox job: the CLI's command line over the files written for it (the message,
+    /// the role's system text, the transcript for a `command` executor), the role's and
+    /// the project's environment with the secrets the role declared, in the workspace (or
+    /// a copy of it for a read-only role). `Err`: why not, which fails the attempt.
+    pub(super) async fn prepare_turn(
+        &self,
+        job: &TurnDispatch,
+        turn: &Turn<'_>,
+        role: &Role,
+        profile: &Profile,
+        dirs: &ConversationDirs,
+        read_only: bool,
+    ) -> Result<Prepared, String> {
+        let copy = if read_only {
+            Some(read_only_copy(dirs).await?)
+        } else {
+            None
+        };
+        let conversation = job.conversation_id.to_string();
+        let (workspace, run_label) = match &copy {
+            Some(copy) => (
+                copy.path().to_owned(),
+                format!("{conversation}-read-only-{}-{}", turn.seq, turn.attempt),
+            ),
+            None => (dirs.workspace(), conversation),
+        };
+        let attempt_dir = dirs.attempt(turn.seq, turn.attempt);
+        let secrets = read_secrets(&role.secrets, turn.role);
+        let mut env = role.env.clone();
+        env.extend(project_environment(&job.workspace));
+        env.extend(turn_environment(job, turn));
+        env.extend(secrets.iter().cloned());
+        let mut sandbox = Job {
+            script: String::new(),
+            env,
+            workspace,
+            artifacts: attempt_dir.join("artifacts"),
+            inputs: attempt_dir.join("inputs"),
+            timeout: Some(Duration::from_secs(turn.timeout_secs)),
+            profile: profile.clone(),
+            labels: JobLabels {
+                run: run_label,
+                node: format!("turn-{}", turn.seq),
+                attempt: turn.attempt,
+            },
+            stdout_tail: 0,
+        };
+        let files = write_inputs(&sandbox.inputs, turn, role, dirs)
+            .map_err(|e| format!("writing the turn's files: {e}"))?;
+        let seen = |name: &str| format!("{}/{AGENT_DIR}/{name}", sandbox.inputs_seen());
+        let system = files.system.then(|| seen("system.md"));
+        let transcript = files.transcript.then(|| seen("transcript.jsonl"));
+        let session = Session {
+            resume: turn.resume,
+            transcript_file: transcript.as_deref(),
+        };
+        sandbox.script = turn_invocation(role, &seen("prompt.md"), system.as_deref(), session)
+            .map_err(|e| format!("the session to resume cannot be used: {e}"))?;
+        Ok(Prepared {
+            sandbox,
+            secrets: Secrets::new(secrets),
+            copy,
+        })
+    }
+}
+
+/// Which files were written beside the prompt.
+struct Inputs {
+    system: bool,
+    transcript: bool,
+}
+
+/// The message, the role's system text, and for an assistant turn of a `command`
+/// executor a copy of the transcript, where the sandbox reads them.
+fn write_inputs(
+    inputs: &Path,
+    turn: &Turn<'_>,
+    role: &Role,
+    dirs: &ConversationDirs,
+) -> std::io::Result<Inputs> {
+    let dir = inputs.join(AGENT_DIR);
+    if inputs.exists() {
+        std::fs::remove_dir_all(inputs)?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    std::fs::write(dir.join("prompt.md"), turn.text)?;
+    let system = role.system_text();
+    if let Some(system) = &system {
+        std::fs::write(dir.join("system.md"), system)?;
+    }
+    let transcript = !turn.ask && role.executor == Executor::Command;
+    if transcript {
+        transcript::copy(&dirs.transcript(), &dir.join("transcript.jsonl"))?;
+    }
+    Ok(Inputs {
+        system: system.is_some(),
+        transcript,
+    })
+}
+
+/// Gatehouse's variables for a turn.
+fn turn_environment(job: &TurnDispatch, turn: &Turn<'_>) -> BTreeMap<String, String> {
+    BTreeMap::from([
+        (
+            "GATEHOUSE_CONVERSATION_ID".to_owned(),
+            job.conversation_id.to_string(),
+        ),
+        (
+            "GATEHOUSE_REQUIREMENT_ID".to_owned(),
+            job.requirement_id.to_string(),
+        ),
+        ("GATEHOUSE_TURN".to_owned(), turn.seq.to_string()),
+        ("GATEHOUSE_ATTEMPT".to_owned(), turn.attempt.to_string()),
+    ])
+}

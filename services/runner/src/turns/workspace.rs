@@ -1,0 +1,182 @@
+//! A conversation's workspace on the runner's disk: readied before each turn (kept from
+//! the turn before, else restored from its checkpoint, else the project's repositories
+//! checked out as a run's are), checkpointed after each attempt, copied for a read-only
+//! role to work in and throw away, and released when the conversation goes idle —
+//! checkpointed first, and kept whole when that fails, so no work is ever lost to a
+//! release.
+
+use std::path::Path;
+
+use gatehouse_bus::HandlerError;
+use gatehouse_events::TurnDispatch;
+
+use super::dirs::ConversationDirs;
+use crate::checkpoint;
+use crate::deliver::checkouts::{self, requirement_branch};
+use crate::deliver::prepare::Layout;
+use crate::files::Scratch;
+use crate::runner::{Requirement, Runner};
+
+impl Runner {
+    /// Readies the workspace for a turn. `Ok(Err(reason))`: it cannot be, which fails the
+    /// attempt.
+    pub(super) async fn ready_workspace(
+        &self,
+        job: &TurnDispatch,
+        dirs: &ConversationDirs,
+    ) -> Result<Result<(), String>, HandlerError> {
+        let workspace = dirs.workspace();
+        if !workspace.exists() {
+            let archive = dirs.checkpoint();
+            if archive.exists() {
+                return Ok(restore(&archive, dirs).await);
+            }
+            // Nothing of an earlier workspace is left: a record of its checkouts would
+            // keep them from being made again.
+            if let Err(e) = std::fs::remove_file(dirs.checkouts())
+                && e.kind() != std::io::ErrorKind::NotFound
+            {
+                return Ok(Err(format!("preparing the workspace: {e}")));
+            }
+        }
+        if let Err(reason) = self.check_out(job, dirs).await? {
+            return Ok(Err(reason));
+        }
+        Ok(
+            std::fs::create_dir_all(&workspace)
+                .map_err(|e| format!("preparing the workspace: {e}")),
+        )
+    }
+
+    /// Checks the project's repositories out into the workspace, as a run's first node
+    /// does, unless they are already (or there are none).
+    async fn check_out(
+        &self,
+        job: &TurnDispatch,
+        dirs: &ConversationDirs,
+    ) -> Result<Result<(), String>, HandlerError> {
+        let repositories = &job.workspace.repositories;
+        if repositories.is_empty() || dirs.checkouts().exists() {
+            return Ok(Ok(()));
+        }
+        let Some(delivery) = &self.options.delivery else {
+            let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
+            return Ok(Err(format!(
+                "the conversation works on {}, but this runner cannot clone repositories: configure [github] with a token or an app (and git_url)",
+                repos.join(", ")
+            )));
+        };
+        // The work branch is the requirement's, as a run on it would name it.
+        let branch = match self.store.requirement(job.requirement_id).await? {
+            Some(row) => Requirement::from_row(row).auto_branch(),
+            None => requirement_branch(job.requirement_id, ""),
+        };
+        let planned = match checkouts::plan(repositories, &branch) {
+            Ok(planned) => planned,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        let (workspace, record, scratch) = (dirs.workspace(), dirs.checkouts(), dirs.scratch());
+        let layout = Layout {
+            workspace: &workspace,
+            record: &record,
+            scratch: &scratch,
+        };
+        let mut log = Vec::new();
+        let prepared = delivery.prepare(&planned, &layout, &mut log).await;
+        for line in &log {
+            tracing::debug!(%line, "checking out the conversation's repositories");
+        }
+        Ok(prepared.map(|done| {
+            tracing::info!(
+                repositories = done.len(),
+                "checked out the conversation's repositories"
+            );
+        }))
+    }
+}
+
+/// Restores the workspace from its checkpoint: unpacked beside it first, then moved into
+/// place, so a restore cut short leaves no half workspace to be taken for a whole one.
+async fn restore(archive: &Path, dirs: &ConversationDirs) -> Result<(), String> {
+    let (archive, workspace, scratch) = (archive.to_owned(), dirs.workspace(), dirs.scratch());
+    blocking(move || {
+        let staging = Scratch::new(&scratch, "restore")?;
+        checkpoint::restore(&archive, staging.path())?;
+        std::fs::rename(staging.path(), &workspace)
+    })
+    .await
+    .map_err(|e| format!("restoring the workspace from its checkpoint: {e}"))
+}
+
+/// Archives the workspace as the attempt left it. A failure is logged and the workspace
+/// stays as it is.
+pub(super) async fn take_checkpoint(dirs: &ConversationDirs) -> bool {
+    let (workspace, archive) = (dirs.workspace(), dirs.checkpoint());
+    match blocking(move || checkpoint::take(&workspace, &archive)).await {
+        Ok(taken) => {
+            tracing::debug!(
+                entries = taken.entries,
+                bytes = taken.bytes,
+                "checkpointed the conversation's workspace"
+            );
+            true
+        }
+        Err(e) => {
+            tracing::warn!(error = %e, "checkpointing the conversation's workspace failed; it is kept as it is");
+            false
+        }
+    }
+}
+
+/// A copy of the workspace for a read-only role, removed when dropped.
+pub(super) async fn read_only_copy(dirs: &ConversationDirs) -> Result<Scratch, String> {
+    let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
+    blocking(move || {
+        let archive = Scratch::new(&scratch, "copying")?;
+        let tar = archive.path().join("workspace.tar");
+        checkpoint::take(&workspace, &tar)?;
+        let copy = Scratch::new(&scratch, "read-only")?;
+        checkpoint::restore(&tar, copy.path())?;
+        Ok(copy)
+    })
+    .await
+    .map_err(|e| format!("copying the workspace for a read-only role: {e}"))
+}
+
+impl Runner {
+    /// Frees an idle conversation's workspace: checkpointed, then deleted (and the
+    /// sandbox's hold on it let go). When the checkpoint fails the workspace is kept; an
+    /// absent workspace is left so.
+    pub(super) async fn release(&self, job: &TurnDispatch, timer: u64) {
+        let dirs = ConversationDirs::new(&self.options.data_dir, job.conversation_id);
+        let workspace = dirs.workspace();
+        if !workspace.exists() {
+            tracing::debug!(timer, "the conversation's workspace is released already");
+            return;
+        }
+        if !take_checkpoint(&dirs).await {
+            return;
+        }
+        if let Err(e) = blocking(move || std::fs::remove_dir_all(&workspace)).await {
+            tracing::warn!(error = %e, "deleting the released workspace failed");
+            return;
+        }
+        tracing::info!(timer, "released the conversation's workspace");
+        if let Err(err) = self
+            .sandbox
+            .run_ended(&job.conversation_id.to_string())
+            .await
+        {
+            tracing::warn!(error = %err, "releasing the conversation's sandbox resources failed");
+        }
+    }
+}
+
+/// Runs file work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> std::io::Result<T> + Send + 'static,
+) -> std::io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(std::io::Error::other)?
+}
