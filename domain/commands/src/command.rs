@@ -65,6 +65,21 @@ pub enum Command {
         /// The node to retry.
         node: String,
     },
+    /// `steer TEXT`: stop the conversation's running turn and run this next.
+    Steer {
+        /// The message, verbatim; never empty.
+        text: String,
+    },
+    /// `stop`: end the conversation's running turn.
+    Stop,
+    /// `ask ROLE TEXT`: have another of the project's roles answer, in the conversation's
+    /// workspace.
+    Ask {
+        /// The role under `[roles]`.
+        role: String,
+        /// The question, verbatim; never empty.
+        text: String,
+    },
     /// `schedules`: list the schedules.
     Schedules,
     /// `help`: show [`help`].
@@ -111,6 +126,12 @@ pub enum Verb {
     Cancel,
     /// `retry`
     Retry,
+    /// `steer`
+    Steer,
+    /// `stop`
+    Stop,
+    /// `ask`
+    Ask,
     /// `schedules`
     Schedules,
     /// `help`
@@ -119,7 +140,7 @@ pub enum Verb {
 
 impl Verb {
     /// In the order `help` lists them.
-    const ALL: [Verb; 10] = [
+    const ALL: [Verb; 13] = [
         Verb::Run,
         Verb::Status,
         Verb::Runs,
@@ -128,6 +149,9 @@ impl Verb {
         Verb::SendBack,
         Verb::Cancel,
         Verb::Retry,
+        Verb::Steer,
+        Verb::Stop,
+        Verb::Ask,
         Verb::Schedules,
         Verb::Help,
     ];
@@ -153,6 +177,9 @@ impl Verb {
             Verb::SendBack => "send-back",
             Verb::Cancel => "cancel",
             Verb::Retry => "retry",
+            Verb::Steer => "steer",
+            Verb::Stop => "stop",
+            Verb::Ask => "ask",
             Verb::Schedules => "schedules",
             Verb::Help => "help",
         }
@@ -169,6 +196,9 @@ impl Verb {
             Verb::SendBack => "send-back NODE [GATE] [COMMENT...]",
             Verb::Cancel => "cancel [RUN]",
             Verb::Retry => "retry NODE",
+            Verb::Steer => "steer TEXT",
+            Verb::Stop => "stop",
+            Verb::Ask => "ask ROLE TEXT",
             Verb::Schedules => "schedules",
             Verb::Help => "help",
         }
@@ -184,6 +214,9 @@ impl Verb {
             Verb::SendBack => "have NODE redo its work, with the comment as instructions",
             Verb::Cancel => "cancel a run (default: this thread's)",
             Verb::Retry => "run a failed NODE of this thread's run again",
+            Verb::Steer => "stop the assistant's current turn and do this instead",
+            Verb::Stop => "stop the assistant's current turn",
+            Verb::Ask => "have another ROLE answer, in this conversation's workspace",
             Verb::Schedules => "list the schedules",
             Verb::Help => "show this list",
         }
@@ -228,6 +261,9 @@ impl Command {
             Command::SendBack { .. } => Verb::SendBack,
             Command::Cancel { .. } => Verb::Cancel,
             Command::Retry { .. } => Verb::Retry,
+            Command::Steer { .. } => Verb::Steer,
+            Command::Stop => Verb::Stop,
+            Command::Ask { .. } => Verb::Ask,
             Command::Schedules => Verb::Schedules,
             Command::Help => Verb::Help,
         }

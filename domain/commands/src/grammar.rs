@@ -50,6 +50,16 @@ fn arguments(verb: Verb, rest: &str) -> Result<Command, Problem> {
             no_more(rest)?;
             Ok(Command::Retry { node })
         }
+        Verb::Steer => Ok(Command::Steer {
+            text: text(rest).ok_or(Problem::Missing("the TEXT to steer with"))?,
+        }),
+        Verb::Stop => no_more(rest).map(|()| Command::Stop),
+        Verb::Ask => {
+            let (role, rest) = next_word(rest).ok_or(Problem::Missing("a ROLE"))?;
+            let role = id(role, "ROLE")?;
+            let text = text(rest).ok_or(Problem::Missing("the TEXT to ask"))?;
+            Ok(Command::Ask { role, text })
+        }
         Verb::Schedules => no_more(rest).map(|()| Command::Schedules),
         // Asking for help should never fail, so `help me` is help too.
         Verb::Help => Ok(Command::Help),
@@ -103,6 +113,12 @@ fn decision(rest: &str) -> (Option<GateRef>, Option<String>) {
         Some((gate, after)) => (Some(gate), comment(after)),
         None => (None, comment(rest)),
     }
+}
+
+/// A message for an agent: the rest of the text, newlines kept, outer space trimmed.
+pub(crate) fn text(rest: &str) -> Option<String> {
+    let text = rest.trim();
+    (!text.is_empty()).then(|| text.to_owned())
 }
 
 /// The rest of the line, verbatim, unless it is one quoted word: then its content, so that a

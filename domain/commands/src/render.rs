@@ -37,7 +37,9 @@ impl fmt::Display for Command {
                 write_decision(f, gate.as_ref(), comment.as_deref())
             }
             Command::Retry { node } => write!(f, " {node}"),
-            Command::Runs | Command::Schedules | Command::Help => Ok(()),
+            Command::Steer { text } => write!(f, " {text}"),
+            Command::Ask { role, text } => write!(f, " {role} {text}"),
+            Command::Runs | Command::Stop | Command::Schedules | Command::Help => Ok(()),
         }
     }
 }

@@ -119,6 +119,13 @@ pub(crate) async fn carry_out(
             let answer = schedule_list(api).await?;
             return Ok(Done::answered(format!("{verb}: answered"), answer));
         }
+        // The chat path takes these in a conversation's thread before they get here.
+        Command::Steer { .. } | Command::Stop | Command::Ask { .. } => {
+            let answer = format!(
+                "{text} works in a conversation's thread: mention me with a request in a project's chat channel to start one."
+            );
+            return Ok(Done::answered(format!("{verb}: no conversation here"), answer));
+        }
         Command::Help => {
             let answer = format!("```\n{}\n```", gatehouse_commands::help());
             return Ok(Done::answered(format!("{verb}: answered"), answer));

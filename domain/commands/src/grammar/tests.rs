@@ -441,3 +441,38 @@ fn errors_are_values_naming_the_command() {
         })
     );
 }
+
+#[test]
+fn conversation_commands_keep_their_text_verbatim() {
+    assert_eq!(
+        ok("steer use the v2 endpoint,\nnot v1"),
+        Command::Steer {
+            text: "use the v2 endpoint,\nnot v1".into()
+        }
+    );
+    assert_eq!(ok("STOP"), Command::Stop);
+    assert_eq!(
+        ok("ask reviewer is this safe? it's `rm -rf`"),
+        Command::Ask {
+            role: "reviewer".into(),
+            text: "is this safe? it's `rm -rf`".into(),
+        }
+    );
+    for command in [ok("steer do x"), ok("stop"), ok("ask reviewer look at it")] {
+        assert_eq!(ok(&command.to_string()), command);
+    }
+    for (line, message) in [
+        (
+            "steer  ",
+            "steer needs the TEXT to steer with (usage: `steer TEXT`)",
+        ),
+        ("ask", "ask needs a ROLE (usage: `ask ROLE TEXT`)"),
+        (
+            "ask reviewer",
+            "ask needs the TEXT to ask (usage: `ask ROLE TEXT`)",
+        ),
+        ("stop now", "stop: unexpected `now` (usage: `stop`)"),
+    ] {
+        assert_eq!(error(line), message, "{line}");
+    }
+}
