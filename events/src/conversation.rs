@@ -113,7 +113,9 @@ pub enum TurnProgressKind {
     Started,
     /// The CLI's session id (Claude Code's `init`, Codex's `thread.started`), kept at once
     /// so an interrupted turn resumes it.
-    Session { session_id: String },
+    Session {
+        session_id: String,
+    },
 }
 
 /// `turn.finished`: how one attempt of a turn ended.

@@ -6,10 +6,10 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use uuid::Uuid;
 
-use crate::payload::*;
 use crate::conversation::{
     ConversationInput, TurnCancel, TurnDispatch, TurnFinished, TurnProgress,
 };
+use crate::payload::*;
 use crate::{Correlation, EventError, NodeDispatch};
 
 /// Every event type DESIGN.md names. Its string form is the topic it is published under.

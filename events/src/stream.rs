@@ -17,8 +17,7 @@ impl StreamKind {
     /// The stream a concrete topic is stored in. Only `node.dispatch` and `turn.dispatch`
     /// are work; everything else, including topics this build does not know, is an event.
     pub fn for_topic(topic: &str) -> Self {
-        if topic == EventType::NodeDispatch.as_str() || topic == EventType::TurnDispatch.as_str()
-        {
+        if topic == EventType::NodeDispatch.as_str() || topic == EventType::TurnDispatch.as_str() {
             Self::Jobs
         } else {
             Self::Events
@@ -58,21 +57,27 @@ impl StreamSpec {
     /// not allow two streams to capture the same subject: `node.dispatch` and
     /// `turn.dispatch` must belong to the jobs stream only.
     pub fn all(prefix: &Prefix) -> [StreamSpec; 2] {
-        let events = ["requirement.>", "run.>", "gate.>", "card.>", "conversation.>"]
+        let events = [
+            "requirement.>",
+            "run.>",
+            "gate.>",
+            "card.>",
+            "conversation.>",
+        ]
+        .into_iter()
+        .map(|family| prefix.subject(family))
+        .chain(
+            [
+                EventType::NodeProgress,
+                EventType::NodeFinished,
+                EventType::TurnProgress,
+                EventType::TurnFinished,
+                EventType::TurnCancel,
+            ]
             .into_iter()
-            .map(|family| prefix.subject(family))
-            .chain(
-                [
-                    EventType::NodeProgress,
-                    EventType::NodeFinished,
-                    EventType::TurnProgress,
-                    EventType::TurnFinished,
-                    EventType::TurnCancel,
-                ]
-                .into_iter()
-                .map(|t| prefix.subject(t.as_str())),
-            )
-            .collect();
+            .map(|t| prefix.subject(t.as_str())),
+        )
+        .collect();
         [
             StreamSpec {
                 kind: StreamKind::Events,

@@ -108,6 +108,11 @@ impl Scheduler {
                 .await?;
                 return Ok(());
             }
+            Event::ConversationInput(said) => {
+                return Ok(self.conversation_input(tx, said, trace).await?);
+            }
+            Event::TurnProgress(p) => return Ok(self.turn_progress(tx, p, trace).await?),
+            Event::TurnFinished(f) => return Ok(self.turn_finished(tx, f, trace).await?),
             Event::NodeProgress(p) => (
                 p.run_id,
                 Input::NodeStarted {

@@ -16,6 +16,13 @@ pub enum SchedulerError {
         /// What is wrong.
         message: String,
     },
+    /// A stored conversation does not decode, or changed under the scheduler.
+    #[error("conversation {id}: {message}")]
+    Conversation {
+        id: Uuid,
+        /// What is wrong.
+        message: String,
+    },
     /// A frozen SOP version no longer parses.
     #[error(transparent)]
     Sop(#[from] SopError),

@@ -5,8 +5,12 @@
 //! [`gatehouse_engine`], inside one transaction that also records the event in the inbox
 //! and appends what follows to the outbox: jobs for runners, gate notices, and a snapshot of
 //! the run. Retries and gate expiries wait in a timer table that survives restarts.
+//!
+//! It owns conversations' state the same way: what people say in a thread and what
+//! runners report about turns, applied with [`gatehouse_conversation`] ([`conversations`]).
 
 mod consume;
+mod conversations;
 mod effects;
 mod error;
 mod observe;
@@ -14,5 +18,6 @@ mod schedules;
 mod service;
 mod timers;
 
+pub use conversations::AssistantSettings;
 pub use error::SchedulerError;
 pub use service::Scheduler;

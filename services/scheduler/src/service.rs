@@ -15,8 +15,8 @@ use gatehouse_store::{ArtifactRow, RunRow, Store, Tx};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::SchedulerError;
 use crate::observe::{Measured, Meter, stamp_opened_gates};
+use crate::{AssistantSettings, SchedulerError};
 
 /// The scheduler: cheap to clone, shared by its consumers and its timer loop.
 #[derive(Clone)]
@@ -27,15 +27,20 @@ pub struct Scheduler {
     pub(crate) projects: Arc<Projects>,
     /// Run durations and gate waits.
     pub(crate) meter: Meter,
+    /// `[assistant]`; without it conversation events are ignored (ingest opens none).
+    pub(crate) assistant: Option<AssistantSettings>,
 }
 
 /// The events the scheduler consumes, one durable consumer each.
-const CONSUMERS: [(&str, &str); 5] = [
+const CONSUMERS: [(&str, &str); 8] = [
     ("scheduler-requests", "run.requested"),
     ("scheduler-commands", "run.command"),
     ("scheduler-decisions", "gate.decision"),
     ("scheduler-progress", "node.progress"),
     ("scheduler-results", "node.finished"),
+    ("scheduler-conversations", "conversation.input"),
+    ("scheduler-turn-progress", "turn.progress"),
+    ("scheduler-turn-results", "turn.finished"),
 ];
 
 impl Scheduler {
@@ -46,7 +51,14 @@ impl Scheduler {
             catalog,
             projects: Arc::default(),
             meter: Meter::default(),
+            assistant: None,
         }
+    }
+
+    /// Runs conversations with `[assistant]`.
+    pub fn with_assistant(mut self, assistant: AssistantSettings) -> Self {
+        self.assistant = Some(assistant);
+        self
     }
 
     /// Resolves the projects schedules name (`[[projects]]`).

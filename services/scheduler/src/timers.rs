@@ -3,6 +3,7 @@
 use std::time::Duration;
 
 use chrono::Utc;
+use gatehouse_conversation::Input as ConversationInput;
 use gatehouse_engine::Input;
 use gatehouse_events::TraceParent;
 use gatehouse_store::{TimerKind, TimerRow};
@@ -22,6 +23,9 @@ impl Scheduler {
             if let Err(err) = self.fire_due().await {
                 tracing::warn!(error = %err, "firing timers failed; retrying");
             }
+            if let Err(err) = self.fire_idle_conversations().await {
+                tracing::warn!(error = %err, "releasing idle conversations failed; retrying");
+            }
             if let Err(err) = self.fire_schedules(jiff::Timestamp::now()).await {
                 tracing::warn!(error = %err, "firing schedules failed; retrying");
             }
@@ -38,7 +42,8 @@ impl Scheduler {
     async fn until_next_due(&self) -> Result<Duration, SchedulerError> {
         let timer = self.store.next_timer_ms().await?;
         let schedule = self.store.next_schedule_due_ms().await?;
-        let Some(due) = timer.into_iter().chain(schedule).min() else {
+        let idle = self.store.next_conversation_idle_ms().await?;
+        let Some(due) = timer.into_iter().chain(schedule).chain(idle).min() else {
             return Ok(POLL);
         };
         let ms = due
@@ -59,6 +64,31 @@ impl Scheduler {
             if self.fire_timer(&timer, &trace).instrument(span).await? {
                 fired += 1;
             }
+        }
+        Ok(fired)
+    }
+
+    /// Tells every conversation whose workspace has been idle for `idle_timeout` so, each in
+    /// its own transaction; a timer re-armed or disarmed meanwhile is left alone.
+    pub(crate) async fn fire_idle_conversations(&self) -> Result<usize, SchedulerError> {
+        let mut fired = 0;
+        let now = Utc::now().timestamp_millis();
+        for (id, timer) in self.store.due_conversation_idles(now).await? {
+            let mut tx = self.store.begin().await?;
+            let due = tx.load_conversation(id).await?.is_some_and(|row| {
+                row.idle_timer == timer && row.idle_due_ms.is_some_and(|due| due <= now)
+            });
+            if !due {
+                continue;
+            }
+            let timer = u64::try_from(timer).unwrap_or(0);
+            let trace = TraceParent::new_root();
+            self.converse(&mut tx, id, ConversationInput::Idle { timer }, Some(&trace))
+                .await?;
+            tx.disarm_conversation_idle(id, i64::try_from(timer).unwrap_or(i64::MAX))
+                .await?;
+            tx.commit().await?;
+            fired += 1;
         }
         Ok(fired)
     }

@@ -1,0 +1,135 @@
+//! Carrying out a conversation's effects inside the transaction that stores its new state:
+//! chat messages wanted in the thread (posted once each by the notifier, by key), turn jobs
+//! and cancels for runners, and the idle timer.
+
+use chrono::Utc;
+use gatehouse_conversation::Effect;
+use gatehouse_events::{
+    ChatThread, Event, RunWorkspace, TraceParent, TurnCancel, TurnDispatch, TurnTask,
+};
+use gatehouse_store::{ConversationRow, Tx, WantChat};
+
+use super::AssistantSettings;
+use crate::SchedulerError;
+use crate::effects::emit;
+
+/// One step's effects, and the idle timer they arm.
+pub(super) struct Step<'a> {
+    row: &'a ConversationRow,
+    assistant: &'a AssistantSettings,
+    trace: Option<&'a TraceParent>,
+    /// `(timer, due ms)`, when the step armed the idle timer.
+    pub(super) arm_idle: Option<(i64, i64)>,
+}
+
+impl<'a> Step<'a> {
+    pub(super) fn new(
+        row: &'a ConversationRow,
+        assistant: &'a AssistantSettings,
+        trace: Option<&'a TraceParent>,
+    ) -> Self {
+        Self {
+            row,
+            assistant,
+            trace,
+            arm_idle: None,
+        }
+    }
+
+    pub(super) async fn carry_out(
+        &mut self,
+        tx: &mut Tx,
+        effects: &[Effect],
+    ) -> Result<(), SchedulerError> {
+        for effect in effects {
+            match effect {
+                Effect::StartTurn {
+                    seq,
+                    attempt,
+                    text,
+                    resume_session,
+                    ask,
+                } => {
+                    let task = TurnTask::Turn {
+                        seq: *seq,
+                        attempt: *attempt,
+                        role: ask.clone().unwrap_or_else(|| self.assistant.role.clone()),
+                        text: text.clone(),
+                        resume_session: resume_session.clone(),
+                        ask: ask.is_some(),
+                        timeout_secs: Some(self.assistant.turn_timeout.as_secs().max(1)),
+                    };
+                    self.dispatch(tx, task).await?;
+                }
+                Effect::CancelTurn { seq, attempt } => {
+                    let cancel = TurnCancel {
+                        conversation_id: self.row.id,
+                        seq: *seq,
+                        attempt: *attempt,
+                    };
+                    emit(tx, Event::TurnCancel(cancel), self.trace).await?;
+                }
+                Effect::Reply { text, .. }
+                | Effect::Acknowledge { text, .. }
+                | Effect::Say { text, .. } => self.say(tx, &effect.key(), text).await?,
+                // The runner checkpoints the workspace at the end of every attempt, before
+                // it reports the attempt finished.
+                Effect::Checkpoint { .. } => {}
+                Effect::ScheduleIdle { timer, after } => {
+                    let after = i64::try_from(after.as_millis()).unwrap_or(i64::MAX);
+                    let due = Utc::now().timestamp_millis().saturating_add(after);
+                    self.arm_idle = Some((i64::try_from(*timer).unwrap_or(i64::MAX), due));
+                }
+                Effect::ReleaseWorkspace { timer } => {
+                    self.dispatch(tx, TurnTask::Release { timer: *timer })
+                        .await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn dispatch(&self, tx: &mut Tx, task: TurnTask) -> Result<(), SchedulerError> {
+        let workspace: RunWorkspace = serde_json::from_str(&self.row.workspace).map_err(|e| {
+            SchedulerError::Conversation {
+                id: self.row.id,
+                message: format!("its frozen workspace does not decode: {e}"),
+            }
+        })?;
+        let job = TurnDispatch {
+            conversation_id: self.row.id,
+            requirement_id: self.row.requirement_id,
+            thread: ChatThread {
+                platform: self.row.platform.clone(),
+                channel: self.row.channel.clone(),
+                thread: self.row.thread.clone(),
+            },
+            workspace,
+            task,
+        };
+        emit(tx, Event::TurnDispatch(job), self.trace).await
+    }
+
+    /// Wants a message in the conversation's thread, keyed by the effect so it is posted
+    /// once.
+    async fn say(&self, tx: &mut Tx, key: &str, text: &str) -> Result<(), SchedulerError> {
+        let key = format!("conversation:{}:{key}", self.row.id);
+        let body = serde_json::to_string(&gatehouse_chat::Body::text(text)).map_err(|e| {
+            SchedulerError::Conversation {
+                id: self.row.id,
+                message: format!("a message does not encode: {e}"),
+            }
+        })?;
+        tx.want_chat_message(&WantChat {
+            key: &key,
+            platform: &self.row.platform,
+            channel: &self.row.channel,
+            thread: Some(&self.row.thread),
+            recipient: None,
+            run_id: None,
+            body: &body,
+        })
+        .await?;
+        Ok(())
+    }
+}
