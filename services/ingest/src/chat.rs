@@ -4,12 +4,14 @@
 //! [`process_deliveries`](crate::process_deliveries), like GitHub's.
 
 mod click;
+mod conversation;
 mod discord;
 mod mention;
 mod requirement;
 mod settings;
 mod slack;
 
+pub use conversation::Assistant;
 pub use discord::DiscordSink;
 pub(crate) use discord::{interactions as discord_interactions, process as process_discord};
 pub use settings::{ChatSettings, DiscordSettings, SlackSettings};

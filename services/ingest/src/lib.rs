@@ -23,6 +23,7 @@
 mod artifacts;
 mod auth;
 mod chat;
+mod conversations;
 mod deliveries;
 mod error;
 mod gates;
@@ -45,7 +46,7 @@ mod webhook_limits;
 mod written;
 
 pub use auth::{hash_token, new_token};
-pub use chat::{ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
+pub use chat::{Assistant, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
 pub use deliveries::process_deliveries;
 pub use error::ApiError;
 pub use github::{
@@ -100,6 +101,9 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/projects", get(projects::list))
         .route("/requirements", get(requirements::list))
         .route("/requirements/{id}", get(requirements::show))
+        .route("/conversations", get(conversations::list))
+        .route("/conversations/{id}", get(conversations::show))
+        .route("/conversations/{id}/stop", post(conversations::stop))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,

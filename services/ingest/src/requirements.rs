@@ -50,13 +50,28 @@ pub async fn show(
         .await?
         .ok_or_else(|| ApiError::NotFound(format!("no requirement {id}")))?;
     let runs = api.store.runs_of_requirement(id).await?;
+    let conversations = api.store.conversations_of_requirement(id).await?;
     let pull_requests = api.store.pull_requests_of_requirement(id).await?;
     let direct_merges = api.store.direct_merges_of_requirement(id).await?;
-    let usage = UsageTotal::of(&api.store.usage_of_requirement(id).await?);
+    // Runs' agent nodes and conversations' turns alike.
+    let mut usage = UsageTotal::of(&api.store.usage_of_requirement(id).await?);
+    for turns in api.store.requirement_turn_usage(id).await? {
+        let tokens = [
+            turns.input_tokens,
+            turns.output_tokens,
+            turns.cache_read_tokens,
+            turns.cache_write_tokens,
+        ];
+        usage.add(&turns.model, tokens, turns.cost_usd);
+    }
     Ok(Json(RequirementDetail {
         body: row.body.clone(),
         requirement: summary(row),
         runs: runs.into_iter().map(crate::runs::summary).collect(),
+        conversations: conversations
+            .iter()
+            .map(crate::conversations::listed)
+            .collect::<Result<_, _>>()?,
         pull_requests: pull_requests
             .into_iter()
             .map(|p| PullRequestView {

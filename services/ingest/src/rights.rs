@@ -194,7 +194,8 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
             | "/schedules/{name}/pause"
             | "/schedules/{name}/resume"
             | "/schedules/{name}/trigger"
-            | "/schedules/{name}/backfill",
+            | "/schedules/{name}/backfill"
+            | "/conversations/{id}/stop",
         )
         | ("DELETE", "/schedules/{name}") => Scope::Run,
         ("POST", "/runs/{id}/gates/{node}/decision") => Scope::Decide,

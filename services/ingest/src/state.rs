@@ -10,7 +10,7 @@ use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
 
 use crate::run_loader::RunLoader;
-use crate::{ChatSettings, GithubSettings, People};
+use crate::{Assistant, ChatSettings, GithubSettings, People};
 
 /// The API's shared state: cheap to clone.
 #[derive(Clone)]
@@ -31,6 +31,8 @@ pub struct ApiState {
     pub(crate) deliveries: Arc<tokio::sync::Notify>,
     /// Reads runs with the definitions they were frozen with.
     pub(crate) runs: RunLoader,
+    /// `[assistant]`: when set, prose in chat goes to the thread's conversation.
+    pub(crate) assistant: Option<Arc<Assistant>>,
 }
 
 impl ApiState {
@@ -46,7 +48,14 @@ impl ApiState {
             chat: Arc::default(),
             data_dir: None,
             deliveries: Arc::default(),
+            assistant: None,
         }
+    }
+
+    /// Talks with people in chat threads: prose is a turn of the assistant role.
+    pub fn with_assistant(mut self, assistant: Assistant) -> Self {
+        self.assistant = Some(Arc::new(assistant));
+        self
     }
 
     /// Accepts GitHub webhooks at `/webhooks/github` with these settings.

@@ -1,5 +1,6 @@
 //! Request and response bodies, by resource; their schemas go into the OpenAPI document.
 
+mod conversations;
 mod gates;
 mod people;
 mod projects;
@@ -10,6 +11,7 @@ mod schedules;
 mod tokens;
 mod usage;
 
+pub use conversations::*;
 pub use gates::*;
 pub use people::*;
 pub use projects::*;

@@ -124,7 +124,10 @@ pub(crate) async fn carry_out(
             let answer = format!(
                 "{text} works in a conversation's thread: mention me with a request in a project's chat channel to start one."
             );
-            return Ok(Done::answered(format!("{verb}: no conversation here"), answer));
+            return Ok(Done::answered(
+                format!("{verb}: no conversation here"),
+                answer,
+            ));
         }
         Command::Help => {
             let answer = format!("```\n{}\n```", gatehouse_commands::help());

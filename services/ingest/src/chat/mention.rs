@@ -1,13 +1,16 @@
-//! Messages addressed to the bot: a command, or a request in prose that becomes the
+//! Messages addressed to the bot: a command, or a request in prose. With `[assistant]`
+//! configured, prose (and `steer`, `stop`, `ask`) goes to the thread's conversation
+//! ([`super::conversation`]), which answers for itself; without it, prose becomes the
 //! thread's requirement (and starts the channel's SOP when one is configured). Every
-//! mention gets one reply in its thread.
+//! other mention gets one reply in its thread.
 
 use std::collections::BTreeMap;
 
 use gatehouse_commands::{Command, Mention, parse_mention};
-use gatehouse_events::Actor;
+use gatehouse_events::{Actor, Said};
 use gatehouse_store::Tx;
 
+use super::conversation::{Heard, hear, of_thread};
 use super::requirement::{find_thread_requirement, thread_requirement};
 use super::{ChatMention, Platform};
 use crate::deliveries::Outcome;
@@ -37,7 +40,20 @@ pub(crate) async fn answer(
     m: &ChatMention,
 ) -> Result<Outcome, ApiError> {
     let actor = chat_actor(api, m.platform, &m.user).await?;
-    let (note, reply) = match parse_mention(&m.text) {
+    let mention = parse_mention(&m.text);
+    if let Some(said) = for_the_assistant(api, tx, m, &mention).await? {
+        match hear(api, tx, m, &actor, said).await? {
+            Heard::Passed { seq, conversation } => {
+                let note = format!("conversation {conversation}: message {seq}");
+                return Ok(Outcome::processed(vec![note]));
+            }
+            Heard::Refused { note, reply } => {
+                reply_once(tx, delivery, m, &reply).await?;
+                return Ok(Outcome::processed(vec![note]));
+            }
+        }
+    }
+    let (note, reply) = match mention {
         Mention::Command(command) => chat_command(api, tx, m, &actor, command).await?,
         Mention::Error(error) => {
             let help = matches!(
@@ -51,6 +67,17 @@ pub(crate) async fn answer(
         }
         Mention::FreeText(text) => free_text(api, tx, m, &actor, &text).await?,
     };
+    reply_once(tx, delivery, m, &reply).await?;
+    Ok(Outcome::processed(vec![note]))
+}
+
+/// The mention's one answer in its thread, keyed by the delivery.
+async fn reply_once(
+    tx: &mut Tx,
+    delivery: &str,
+    m: &ChatMention,
+    reply: &str,
+) -> Result<(), ApiError> {
     let key = format!("reply:{}:{delivery}", m.platform.name());
     let to = Reply {
         platform: m.platform,
@@ -59,8 +86,34 @@ pub(crate) async fn answer(
         thread: Some(&m.reply_to),
         recipient: None,
     };
-    want_chat_text(tx, &to, &reply).await?;
-    Ok(Outcome::processed(vec![note]))
+    want_chat_text(tx, &to, reply).await
+}
+
+/// What the mention says to the assistant, when `[assistant]` is on: prose, `steer`,
+/// `stop` and `ask` anywhere, and `status` in a thread that has a conversation (elsewhere
+/// it is about runs, as before).
+async fn for_the_assistant(
+    api: &ApiState,
+    tx: &mut Tx,
+    m: &ChatMention,
+    mention: &Mention,
+) -> Result<Option<Said>, ApiError> {
+    if api.assistant.is_none() {
+        return Ok(None);
+    }
+    Ok(match mention {
+        Mention::FreeText(text) => Some(Said::Message { text: text.clone() }),
+        Mention::Command(Command::Steer { text }) => Some(Said::Steer { text: text.clone() }),
+        Mention::Command(Command::Stop) => Some(Said::Stop),
+        Mention::Command(Command::Ask { role, text }) => Some(Said::Ask {
+            role: role.clone(),
+            text: text.clone(),
+        }),
+        Mention::Command(Command::Status { run: None }) if of_thread(tx, m).await?.is_some() => {
+            Some(Said::Status)
+        }
+        _ => None,
+    })
 }
 
 async fn chat_command(

@@ -43,7 +43,9 @@ pub struct RequirementDetail {
     pub pull_requests: Vec<PullRequestView>,
     /// Work its deliveries merged straight into a branch (`mode: direct`).
     pub direct_merges: Vec<DirectMergeView>,
-    /// Tokens and cost over all its runs.
+    /// The chat conversations that worked on it.
+    pub conversations: Vec<super::ConversationSummary>,
+    /// Tokens and cost over all its runs and conversations.
     pub usage: UsageTotal,
 }
 

@@ -57,18 +57,51 @@ impl UsageTotal {
     pub fn of(rows: &[gatehouse_store::UsageRow]) -> Self {
         let mut total = Self::default();
         for row in rows {
-            total.input_tokens += row.input_tokens;
-            total.output_tokens += row.output_tokens;
-            total.cache_read_tokens += row.cache_read_tokens;
-            total.cache_write_tokens += row.cache_write_tokens;
-            match row.cost_usd {
-                Some(cost) => total.cost_usd += cost,
-                None if !total.unpriced_models.contains(&row.model) => {
-                    total.unpriced_models.push(row.model.clone())
-                }
-                None => {}
-            }
+            total.add(
+                &row.model,
+                [
+                    row.input_tokens,
+                    row.output_tokens,
+                    row.cache_read_tokens,
+                    row.cache_write_tokens,
+                ],
+                row.cost_usd,
+            );
         }
         total
+    }
+
+    /// The sum of conversation turns' usage.
+    pub fn of_turns<'a>(rows: impl IntoIterator<Item = &'a gatehouse_store::TurnUsageRow>) -> Self {
+        let mut total = Self::default();
+        for row in rows {
+            total.add(
+                &row.model,
+                [
+                    row.input_tokens,
+                    row.output_tokens,
+                    row.cache_read_tokens,
+                    row.cache_write_tokens,
+                ],
+                row.cost_usd,
+            );
+        }
+        total
+    }
+
+    /// Adds one model's `[input, output, cache read, cache write]` tokens and cost.
+    pub fn add(&mut self, model: &str, tokens: [i64; 4], cost_usd: Option<f64>) {
+        let [input, output, cache_read, cache_write] = tokens;
+        self.input_tokens += input;
+        self.output_tokens += output;
+        self.cache_read_tokens += cache_read;
+        self.cache_write_tokens += cache_write;
+        match cost_usd {
+            Some(cost) => self.cost_usd += cost,
+            None if !self.unpriced_models.iter().any(|m| m == model) => {
+                self.unpriced_models.push(model.to_owned())
+            }
+            None => {}
+        }
     }
 }

@@ -1,0 +1,194 @@
+//! Mentions that talk to the assistant: prose, `steer`, `stop`, `ask` and (in a
+//! conversation's thread) `status`. Ingest checks who may, opens the thread's conversation
+//! on its first message, numbers what was said and hands it on as `conversation.input`;
+//! the scheduler owns the conversation from there, and its answers (acknowledgements,
+//! replies, refusals that depend on its state) come from there. What ingest refuses, it
+//! answers itself, and nothing is stored but the delivery.
+
+use std::collections::BTreeSet;
+
+use gatehouse_conversation::Conversation;
+use gatehouse_events::{Actor, ConversationInput, Event, Said};
+use gatehouse_project::Right;
+use gatehouse_store::{ConversationRow, NewConversation, Tx};
+use uuid::Uuid;
+
+use super::ChatMention;
+use super::mention::channel_project;
+use super::requirement::thread_requirement;
+use crate::projects::require;
+use crate::{ApiError, ApiState};
+
+/// `[assistant]`, as far as ingest reads it: that conversations are on, and which roles
+/// `ask` may name.
+#[derive(Debug, Clone)]
+pub struct Assistant {
+    /// The role every turn runs.
+    pub role: String,
+    /// Every configured role.
+    pub roles: BTreeSet<String>,
+}
+
+/// What ingest did with something said to the assistant.
+pub(crate) enum Heard {
+    /// Handed to the conversation, which answers in the thread.
+    Passed { seq: u64, conversation: Uuid },
+    /// Refused here; the text is the answer.
+    Refused { note: String, reply: String },
+}
+
+impl Heard {
+    fn refused(note: &str, reply: String) -> Self {
+        Self::Refused {
+            note: note.to_owned(),
+            reply,
+        }
+    }
+}
+
+/// Hands `said` to the thread's conversation, opening it on a first message.
+pub(crate) async fn hear(
+    api: &ApiState,
+    tx: &mut Tx,
+    m: &ChatMention,
+    actor: &Actor,
+    said: Said,
+) -> Result<Heard, ApiError> {
+    let Some(assistant) = &api.assistant else {
+        return Err(ApiError::Internal(
+            "a message for the assistant, but [assistant] is not configured".into(),
+        ));
+    };
+    let Some(person) = actor.person.as_deref() else {
+        return Ok(Heard::refused(
+            "conversation: refused, unknown person",
+            format!(
+                "Sorry, I only work with people configured for Gatehouse, and `{}` is not one of them. Ask an administrator to add your {} id to [[people]].",
+                m.user,
+                m.platform.name()
+            ),
+        ));
+    };
+    if let Said::Ask { role, .. } = &said
+        && !assistant.roles.contains(role)
+    {
+        let roles: Vec<&str> = assistant.roles.iter().map(String::as_str).collect();
+        return Ok(Heard::refused(
+            "ask: refused, unknown role",
+            format!(
+                "There is no role `{role}` to ask; the configured roles are {}.",
+                roles.join(", ")
+            ),
+        ));
+    }
+    let groups = api.people.current(&api.store).await?.groups(person);
+    let conversation = match of_thread(tx, m).await? {
+        Some(row) => row,
+        None if matches!(said, Said::Message { .. }) => {
+            match open(api, tx, m, actor, person, &groups, &said).await? {
+                Ok(row) => row,
+                Err(refused) => return Ok(refused),
+            }
+        }
+        None => {
+            return Ok(Heard::refused(
+                "conversation: none in this thread",
+                "There is no conversation in this thread yet: mention me with what you need, and I will start working on it here.".into(),
+            ));
+        }
+    };
+    let Some(project) = api.projects.get(&conversation.project) else {
+        return Ok(Heard::refused(
+            "conversation: refused, project gone",
+            format!(
+                "This conversation's project `{}` is no longer configured, so I cannot go on with it.",
+                conversation.project
+            ),
+        ));
+    };
+    if let Err(refusal) = require(project, Right::Converse, Some(person), &groups) {
+        return Ok(Heard::refused(
+            "conversation: refused, may not converse",
+            format!("Sorry, I can't take this from you: {refusal}."),
+        ));
+    }
+    let seq = tx.number_conversation_input(conversation.id).await?;
+    let input = ConversationInput {
+        conversation_id: conversation.id,
+        seq,
+        person: person.to_owned(),
+        said,
+    };
+    crate::outbox::append(tx, Event::ConversationInput(input)).await?;
+    Ok(Heard::Passed {
+        seq,
+        conversation: conversation.id,
+    })
+}
+
+/// The conversation the mention continues: its thread's, or (a reply to one of the bot's
+/// messages, as Discord's reply chains are) the one that posted the message replied to.
+pub(crate) async fn of_thread(
+    tx: &mut Tx,
+    m: &ChatMention,
+) -> Result<Option<ConversationRow>, ApiError> {
+    let platform = m.platform.name();
+    if let Some(row) = tx
+        .conversation_by_thread(platform, &m.channel, &m.root)
+        .await?
+    {
+        return Ok(Some(row));
+    }
+    Ok(tx
+        .conversation_of_posted(platform, &m.root)
+        .await?
+        .filter(|row| row.channel == m.channel))
+}
+
+/// Opens the thread's conversation on the channel's project, with the thread's requirement
+/// (created from the message when the thread has none).
+async fn open(
+    api: &ApiState,
+    tx: &mut Tx,
+    m: &ChatMention,
+    actor: &Actor,
+    person: &str,
+    groups: &[String],
+    said: &Said,
+) -> Result<Result<ConversationRow, Heard>, ApiError> {
+    let Some(project) = channel_project(api, m).and_then(|name| api.projects.get(name)) else {
+        return Ok(Err(Heard::refused(
+            "conversation: refused, channel of no project",
+            "This channel belongs to no project, so I have no repositories to work on here. An administrator adds it to a project's `channels` in the configuration.".into(),
+        )));
+    };
+    if let Err(refusal) = require(project, Right::Converse, Some(person), groups) {
+        return Ok(Err(Heard::refused(
+            "conversation: refused, may not converse",
+            format!("Sorry, I can't take this from you: {refusal}."),
+        )));
+    }
+    let text = match said {
+        Said::Message { text } => text.as_str(),
+        _ => "",
+    };
+    let requirement = thread_requirement(tx, m, actor, text, Some(project.name())).await?;
+    tx.claim_requirement_project(requirement.id, project.name())
+        .await?;
+    let workspace = serde_json::to_string(&project.workspace(None))?;
+    let state = serde_json::to_string(&Conversation::new())?;
+    let (row, _) = tx
+        .open_conversation(&NewConversation {
+            id: Uuid::now_v7(),
+            requirement_id: requirement.id,
+            project: project.name(),
+            platform: m.platform.name(),
+            channel: &m.channel,
+            thread: &m.root,
+            started_by: person,
+            workspace: &workspace,
+            state: &state,
+        })
+        .await?;
+    Ok(Ok(row))
+}
