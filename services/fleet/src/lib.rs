@@ -12,6 +12,7 @@
 mod gateway;
 mod listener;
 
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -19,11 +20,11 @@ use std::time::Duration;
 
 use gatehouse_bus::{Bus, Relay, RelayOptions};
 use gatehouse_github::GithubClient;
-use gatehouse_ingest::{ApiState, WebhookLimits};
+use gatehouse_ingest::{ApiState, Assistant, WebhookLimits};
 use gatehouse_notifier::Notifier;
 use gatehouse_project::Projects;
 use gatehouse_runner::Runner;
-use gatehouse_scheduler::Scheduler;
+use gatehouse_scheduler::{AssistantSettings, Scheduler};
 use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
 use tokio::task::JoinSet;
@@ -55,6 +56,8 @@ pub struct FleetBuilder {
     ingest_work: IngestWork,
     runner: Option<Runner>,
     notifier: Option<Notifier>,
+    /// `[assistant]` and the roles `ask` may name: conversations in chat threads.
+    assistant: Option<(AssistantSettings, BTreeSet<String>)>,
     tasks: Vec<Task>,
 }
 
@@ -85,6 +88,7 @@ impl Fleet {
             ingest_work: IngestWork::default(),
             runner: None,
             notifier: None,
+            assistant: None,
             tasks: Vec::new(),
         }
     }
@@ -170,6 +174,13 @@ impl FleetBuilder {
         self
     }
 
+    /// Talks with people in chat threads: ingest opens a conversation per thread and the
+    /// scheduler runs its turns as the assistant role; `roles` are those `ask` may name.
+    pub fn assistant(mut self, settings: AssistantSettings, roles: BTreeSet<String>) -> Self {
+        self.assistant = Some((settings, roles));
+        self
+    }
+
     /// Runs script, agent and deliver nodes from the work queue.
     pub fn runner(mut self, runner: Runner) -> Self {
         self.runner = Some(runner);
@@ -188,8 +199,11 @@ impl FleetBuilder {
         let bus = self.bus;
         tasks.spawn(Relay::new(self.store.clone(), bus.clone(), self.relay).run(shutdown.clone()));
         if self.scheduler {
-            let scheduler = Scheduler::new(self.store.clone(), self.catalog.clone())
+            let mut scheduler = Scheduler::new(self.store.clone(), self.catalog.clone())
                 .with_projects(self.projects.clone());
+            if let Some((settings, _)) = &self.assistant {
+                scheduler = scheduler.with_assistant(settings.clone());
+            }
             tasks.spawn(scheduler.run(bus.clone(), shutdown.clone()));
         }
         if let Some(runner) = self.runner {
@@ -200,8 +214,15 @@ impl FleetBuilder {
         }
         let work = self.ingest_work;
         let projects = self.projects;
+        let assistant = self.assistant;
         let routes = self.ingest.map(|api| {
-            let api = api.with_projects(projects);
+            let mut api = api.with_projects(projects);
+            if let Some((settings, roles)) = assistant {
+                api = api.with_assistant(Assistant {
+                    role: settings.role,
+                    roles,
+                });
+            }
             if work.process_deliveries {
                 tasks.spawn(gatehouse_ingest::process_deliveries(
                     api.clone(),

@@ -5,6 +5,7 @@
 
 pub mod args;
 pub mod client;
+pub mod conversations;
 pub mod identity;
 pub mod projects;
 pub mod reports;

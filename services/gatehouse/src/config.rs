@@ -4,6 +4,7 @@
 //! so keys are added, never renamed. Unknown keys are errors, so a typo is reported rather
 //! than silently ignored.
 
+mod assistant;
 mod chat;
 mod github;
 mod schedules;
@@ -11,6 +12,7 @@ mod server;
 #[cfg(test)]
 mod tests;
 
+pub use assistant::AssistantConfig;
 pub use chat::{DiscordConfig, SlackConfig};
 pub use github::{GithubConfig, GithubTrigger};
 pub use schedules::ScheduleConfig;
@@ -58,6 +60,9 @@ pub struct Config {
     /// Agent roles, referenced by `agent` nodes: executor CLI, model, system prompt, rules.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, Role>,
+    /// Conversations in chat threads: the role that runs each turn, and their limits.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub assistant: Option<AssistantConfig>,
     /// USD per million tokens by model name, for the cost of agent attempts.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub pricing: PriceTable,
@@ -214,6 +219,20 @@ impl Config {
                 return Err(invalid(format!(
                     "sandbox profile `{profile}` is not defined under [sandbox.profiles]"
                 )));
+            }
+        }
+        if let Some(assistant) = &self.assistant {
+            let invalid = |e: String| ConfigError::Inconsistent(format!("assistant: {e}"));
+            if !self.roles.contains_key(&assistant.role) {
+                return Err(invalid(format!(
+                    "the role `{}` is not configured (add [roles.{}])",
+                    assistant.role, assistant.role
+                )));
+            }
+            if assistant.max_queue == 0 {
+                return Err(invalid(
+                    "max_queue must be at least 1, or no message could wait for a turn".into(),
+                ));
             }
         }
         for s in &self.schedules {

@@ -24,7 +24,7 @@ use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
 use crate::cli::args::{Cli, ConfigCommand, GatehouseCommand, ScheduleCommand, SopCommand};
-use crate::cli::{identity, projects, reports, requirements, runs, schedules, sops};
+use crate::cli::{conversations, identity, projects, reports, requirements, runs, schedules, sops};
 use crate::config::Config;
 
 fn main() -> ExitCode {
@@ -169,6 +169,10 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             command,
             client: args,
         } => requirements::requirement(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Conversation {
+            command,
+            client: args,
+        } => conversations::conversation(&client(&args, &config)?, command, args.json).await,
         GatehouseCommand::Migrate {
             database_url,
             nats_url,

@@ -149,6 +149,9 @@ async fn fleet(
     let mut fleet = Fleet::builder(store.clone(), bus.clone())
         .catalog(catalog.clone())
         .projects(projects);
+    if let Some((assistant, roles)) = crate::settings::assistant(config) {
+        fleet = fleet.assistant(assistant, roles);
+    }
     if has(Service::Scheduler) {
         startup::sync_schedules(store, config, &catalog).await?;
         fleet = fleet.scheduler();

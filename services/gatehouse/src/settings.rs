@@ -7,6 +7,7 @@ pub mod chat;
 pub mod github;
 pub mod sandbox;
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -50,6 +51,22 @@ pub fn projects(config: &Config, catalog: &Catalog) -> anyhow::Result<Arc<Projec
         }
     }
     Ok(Arc::new(projects))
+}
+
+/// `[assistant]` as the scheduler runs conversations with it, and the roles `ask` may name.
+pub fn assistant(
+    config: &Config,
+) -> Option<(gatehouse_scheduler::AssistantSettings, BTreeSet<String>)> {
+    let assistant = config.assistant.as_ref()?;
+    let settings = gatehouse_scheduler::AssistantSettings {
+        role: assistant.role.clone(),
+        rules: gatehouse_conversation::Settings {
+            max_queue: assistant.max_queue,
+            idle_timeout: assistant.idle_timeout,
+        },
+        turn_timeout: assistant.turn_timeout,
+    };
+    Some((settings, config.roles.keys().cloned().collect()))
 }
 
 /// What the HTTP listeners allow a client.

@@ -147,6 +147,15 @@ pub enum GatehouseCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Conversations with the assistant in chat threads: their turns, replies and tools.
+    Conversation {
+        /// What to do.
+        #[command(subcommand)]
+        command: ConversationCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Reports: tokens, cost, runs and durations, grouped.
     Report {
         /// What to do.
@@ -250,6 +259,27 @@ pub enum RequirementCommand {
     /// Show a requirement: where it came from, its runs, pull requests and usage.
     Show {
         /// Requirement id.
+        id: String,
+    },
+}
+
+/// `gatehouse conversation ...`
+#[derive(Debug, Subcommand)]
+pub enum ConversationCommand {
+    /// List conversations, newest first.
+    List {
+        /// Only this project's.
+        #[arg(long)]
+        project: Option<String>,
+    },
+    /// Show a conversation: its turns, each attempt's tools, reply and usage.
+    Show {
+        /// Conversation id.
+        id: String,
+    },
+    /// Stop the conversation's running turn, as `stop` in its thread does.
+    Stop {
+        /// Conversation id.
         id: String,
     },
 }

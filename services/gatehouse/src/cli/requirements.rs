@@ -68,6 +68,15 @@ fn describe(d: &RequirementDetail) -> String {
     for run in &d.runs {
         out.push_str(&format!("  {}  {:<10}  {}\n", run.id, run.status, run.sop));
     }
+    if !d.conversations.is_empty() {
+        out.push_str("conversations:\n");
+        for c in &d.conversations {
+            out.push_str(&format!(
+                "  {}  {:<9}  {} turns  {}:{}\n",
+                c.id, c.activity, c.turns, c.platform, c.channel
+            ));
+        }
+    }
     if !d.pull_requests.is_empty() {
         out.push_str("pull requests:\n");
         for pr in &d.pull_requests {
