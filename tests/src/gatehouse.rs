@@ -31,6 +31,7 @@ use gatehouse_notifier::Notifier;
 use gatehouse_project::{ProjectConfig, Projects};
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::{ProcessSandbox, Sandbox};
+use gatehouse_scheduler::AssistantSettings;
 use gatehouse_sop::Catalog;
 use gatehouse_store::RunRow;
 use tokio_util::sync::CancellationToken;
@@ -83,6 +84,7 @@ pub struct GatehouseBuilder {
     sandbox: Arc<dyn Sandbox>,
     lease: Duration,
     options: Vec<Configure>,
+    assistant: Option<AssistantSettings>,
 }
 
 impl Gatehouse {
@@ -104,6 +106,7 @@ impl Gatehouse {
             sandbox: Arc::new(ProcessSandbox::default()),
             lease: Duration::from_secs(2),
             options: Vec::new(),
+            assistant: None,
         }
     }
 
@@ -397,6 +400,13 @@ impl GatehouseBuilder {
         self
     }
 
+    /// Talks in chat threads as `[assistant]` does (its role configured with
+    /// [`GatehouseBuilder::runner`]); every configured role may be asked.
+    pub fn assistant(mut self, settings: AssistantSettings) -> Self {
+        self.assistant = Some(settings);
+        self
+    }
+
     /// Adjusts the runner's options (roles, profiles, prices, limits).
     pub fn runner(mut self, configure: impl FnOnce(&mut RunnerOptions) + 'static) -> Self {
         self.options.push(Box::new(configure));
@@ -469,6 +479,7 @@ impl GatehouseBuilder {
         for configure in self.options {
             configure(&mut options);
         }
+        let roles = options.roles.keys().cloned().collect();
         let runner = Runner::new(db.store.clone(), self.sandbox, options);
 
         let shutdown = CancellationToken::new();
@@ -482,6 +493,9 @@ impl GatehouseBuilder {
             .scheduler()
             .runner(runner)
             .ingest(api.clone());
+        if let Some(assistant) = self.assistant {
+            fleet = fleet.assistant(assistant, roles);
+        }
         if wired {
             fleet = fleet.notifier(notifier);
             if self.process_deliveries {

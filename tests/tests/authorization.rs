@@ -231,6 +231,28 @@ fn routes() -> Vec<Route> {
             None,
             Nothing,
         ),
+        route(
+            Method::GET,
+            "/conversations",
+            "/conversations",
+            None,
+            Nothing,
+        ),
+        // A run's id names no conversation: past authorization, the handler's 404.
+        route(
+            Method::GET,
+            "/conversations/{id}",
+            "/conversations/{RUN}",
+            None,
+            Nothing,
+        ),
+        route(
+            Method::POST,
+            "/conversations/{id}/stop",
+            "/conversations/{RUN}/stop",
+            None,
+            Nothing,
+        ),
         route(Method::GET, "/openapi.json", "/openapi.json", None, Public),
     ]
 }

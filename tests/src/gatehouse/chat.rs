@@ -134,7 +134,21 @@ impl Gatehouse {
         user: &str,
         text: &str,
     ) -> String {
-        let ts = self.slack.add_user_message(channel, user, text, None);
+        self.slack_mention_in(event_id, channel, None, user, text)
+            .await
+    }
+
+    /// [`Gatehouse::slack_mention`] in the thread `thread_ts` (a reply), or at the top of
+    /// the channel.
+    pub async fn slack_mention_in(
+        &self,
+        event_id: &str,
+        channel: &str,
+        thread_ts: Option<&str>,
+        user: &str,
+        text: &str,
+    ) -> String {
+        let ts = self.slack.add_user_message(channel, user, text, thread_ts);
         let mut body: Value = serde_json::from_str(include_str!(
             "../../fixtures/slack/event_callback.app_mention.json"
         ))
@@ -145,6 +159,9 @@ impl Gatehouse {
         body["event"]["ts"] = json!(ts);
         body["event"]["event_ts"] = json!(ts);
         body["event"]["text"] = json!(format!("<@{}> {text}", fake_slack::BOT_USER));
+        if let Some(thread_ts) = thread_ts {
+            body["event"]["thread_ts"] = json!(thread_ts);
+        }
         let (status, answer) = self
             .slack_post(
                 "/webhooks/slack/events",
