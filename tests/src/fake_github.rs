@@ -50,6 +50,8 @@ pub struct Pull {
     pub title: String,
     /// Body.
     pub body: String,
+    /// Opened as a draft.
+    pub draft: bool,
 }
 
 /// A running fake GitHub.
@@ -410,6 +412,7 @@ async fn repository(
 fn pull_json(pull: &Pull) -> Value {
     json!({
         "number": pull.number, "state": "open", "title": pull.title, "body": pull.body,
+        "draft": pull.draft,
         "html_url": format!("https://github.com/{}/pull/{}", pull.repo, pull.number),
         "head": {"ref": pull.head}, "base": {"ref": pull.base}
     })
@@ -487,6 +490,7 @@ fn open_pull(inner: &Shared, owner: &str, repo: &str, body: &Value) -> Option<(V
         base: body["base"].as_str().unwrap_or_default().to_owned(),
         title: body["title"].as_str().unwrap_or_default().to_owned(),
         body: body["body"].as_str().unwrap_or_default().to_owned(),
+        draft: body["draft"].as_bool().unwrap_or(false),
     };
     let answer = pull_json(&pull);
     state.pulls.push(pull);

@@ -3,24 +3,28 @@
 //! stand-ins for Claude Code and a user's own agent command (scripts printing each CLI's
 //! real output format); the attempts, tools, usage and progress message recorded, the
 //! session resumed, the workspace kept, checkpointed, released and restored, failures
-//! explained, stops obeyed, and an attempt begun before never run again. Then the turn
-//! tables on their own.
+//! explained, stops obeyed, and an attempt begun before never run again; a `deliver` turn
+//! pushing the workspace of a project's repository and opening (then updating) its pull
+//! request on the fake GitHub, recorded with the requirement. Then the turn tables on
+//! their own.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use chrono::Utc;
 use gatehouse_agent::{Executor, Price, Role};
 use gatehouse_bus::{Bus, ConsumerSpec, InProcessBus};
 use gatehouse_events::{
-    ChatThread, Envelope, Event, RunWorkspace, TurnCancel, TurnDispatch, TurnFinished, TurnOutcome,
-    TurnTask,
+    ChatThread, Envelope, Event, RepositoryCheckout, RepositoryMode, RequirementState,
+    RunWorkspace, TurnCancel, TurnDispatch, TurnFinished, TurnOutcome, TurnTask,
 };
 use gatehouse_runner::RunnerOptions;
 use gatehouse_store::{
-    NewTurnAttempt, Store, TurnAttemptRow, TurnEnd, TurnKey, TurnStatus, TurnToolCallRow,
-    TurnUsageRow,
+    NewTurnAttempt, RequirementRow, Store, TurnAttemptRow, TurnEnd, TurnKey, TurnStatus,
+    TurnToolCallRow, TurnUsageRow,
 };
+use gatehouse_tests::fake_github::git;
 use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};
 use uuid::Uuid;
 
@@ -86,8 +90,17 @@ on_both_backends!(
     a_turn_outliving_the_shutdown_grace_is_handed_back,
     a_released_workspace_comes_back_from_its_checkpoint,
     an_ask_of_a_read_only_role_changes_nothing,
+    a_deliver_opens_the_pull_request_and_the_next_updates_it,
+    a_draft_is_opened_as_one_and_an_unchanged_workspace_has_nothing_to_deliver,
+    a_delivery_that_cannot_be_made_fails_saying_why,
+    a_delivery_lost_after_github_opened_its_pull_request_does_not_open_another,
     turn_attempts_are_begun_once_and_end_once,
 );
+
+/// A project with one repository on the fake GitHub: the runner delivers to its bare
+/// repository under `git/`.
+const PROJECT: &str = "[[projects]]\nname = \"api\"\nrepositories = [{ repo = \"acme/api\" }]\n";
+const REPO: &str = "acme/api";
 
 /// Writes `script` as an executable `name` in `dir`.
 fn install(dir: &Path, name: &str, script: &str) {
@@ -112,6 +125,17 @@ async fn stack(backend: Backend) -> Gatehouse {
     let data = tempfile::tempdir().unwrap();
     let configure = configure(data.path());
     Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .runner(configure)
+        .start()
+        .await
+}
+
+/// [`stack`] with [`PROJECT`], so the runner clones and delivers its repository.
+async fn delivering(backend: Backend) -> Gatehouse {
+    let data = tempfile::tempdir().unwrap();
+    let configure = configure(data.path());
+    Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .projects(PROJECT)
         .runner(configure)
         .start()
         .await
@@ -163,14 +187,43 @@ fn configure(data: &Path) -> impl FnOnce(&mut RunnerOptions) + 'static {
 struct Conversation {
     id: Uuid,
     requirement: Uuid,
+    /// The project's repositories its workspace checks out.
+    repositories: &'static [&'static str],
 }
 
 impl Conversation {
     fn new() -> Self {
+        Self::on(&[])
+    }
+
+    fn on(repositories: &'static [&'static str]) -> Self {
         Self {
             id: Uuid::now_v7(),
             requirement: Uuid::now_v7(),
+            repositories,
         }
+    }
+
+    /// Stores its requirement, as ingest does when the thread starts.
+    async fn record_requirement(&self, stack: &Gatehouse, title: &str) {
+        let mut tx = stack.db.store.begin().await.unwrap();
+        tx.insert_requirement(&RequirementRow {
+            id: self.requirement,
+            source_key: format!("slack:C1:{}", self.id),
+            source: r#"{"kind":"slack","channel":"C1","thread_ts":"1.2"}"#.into(),
+            title: title.into(),
+            body: String::new(),
+            url: None,
+            state: RequirementState::Open,
+            requested_by: "ana".into(),
+            source_updated_at: String::new(),
+            project: Some("api".into()),
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+        })
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
     }
 
     fn key(&self, seq: i64, attempt: i32) -> TurnKey {
@@ -202,7 +255,16 @@ impl Conversation {
                 },
                 workspace: RunWorkspace {
                     project: "api".into(),
-                    repositories: Vec::new(),
+                    repositories: self
+                        .repositories
+                        .iter()
+                        .map(|repo| RepositoryCheckout {
+                            repo: (*repo).into(),
+                            branch: None,
+                            mode: RepositoryMode::Auto,
+                            branch_name: None,
+                        })
+                        .collect(),
                     settings: BTreeMap::from([("language".into(), "rust".into())]),
                 },
                 task,
@@ -220,6 +282,17 @@ impl Conversation {
         resume: Option<&str>,
     ) -> TurnAttemptRow {
         self.dispatch(stack, turn(seq, 1, role, text, resume)).await;
+        self.ended(stack, seq as i64, 1).await
+    }
+
+    /// Dispatches attempt 1 of the delivery `seq` and waits for its end.
+    async fn deliver(&self, stack: &Gatehouse, seq: u64, draft: bool) -> TurnAttemptRow {
+        let task = TurnTask::Deliver {
+            seq,
+            attempt: 1,
+            draft,
+        };
+        self.dispatch(stack, task).await;
         self.ended(stack, seq as i64, 1).await
     }
 
@@ -665,6 +738,302 @@ async fn an_ask_of_a_read_only_role_changes_nothing(backend: Backend) {
         std::fs::read_dir(&scratch).map(|d| d.count()).unwrap_or(0),
         0,
         "the copy is gone"
+    );
+    stack.stop().await;
+}
+
+/// The bare repository the fake GitHub's `repo` is pushed to.
+fn bare(stack: &Gatehouse, repo: &str) -> PathBuf {
+    stack.data.path().join(format!("git/{repo}.git"))
+}
+
+/// The pull requests recorded for the requirement: repository, number, what delivered
+/// into it last, and its branch.
+async fn recorded(stack: &Gatehouse, c: &Conversation) -> Vec<(String, i64, Uuid, String)> {
+    let rows = stack
+        .db
+        .store
+        .pull_requests_of_requirement(c.requirement)
+        .await
+        .unwrap();
+    rows.into_iter()
+        .map(|r| (r.repo, r.number, r.run_id, r.branch))
+        .collect()
+}
+
+async fn a_deliver_opens_the_pull_request_and_the_next_updates_it(backend: Backend) {
+    let stack = delivering(backend).await;
+    let c = Conversation::on(&[REPO]);
+    c.record_requirement(&stack, "Fix the login").await;
+    let first = c.turn(&stack, 1, "assistant", "fix the login", None).await;
+    assert_eq!(first.status, TurnStatus::Replied, "{first:?}");
+
+    let delivered = c.deliver(&stack, 2, false).await;
+    let pulls = stack.github.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    let pull = pulls[0].clone();
+    let url = format!("https://github.com/{REPO}/pull/{}", pull.number);
+    assert_eq!(
+        (
+            delivered.status,
+            delivered.role.as_str(),
+            delivered.ask,
+            delivered.reply.clone()
+        ),
+        (
+            TurnStatus::Replied,
+            "deliver",
+            false,
+            Some(format!("Opened {REPO}#{}: {url}", pull.number))
+        ),
+        "{delivered:?}"
+    );
+    assert_eq!(
+        (
+            pull.repo.as_str(),
+            pull.base.as_str(),
+            pull.title.as_str(),
+            pull.draft
+        ),
+        (REPO, "main", "Fix the login", false)
+    );
+    assert!(pull.head.starts_with("gatehouse/r-"), "{pull:?}");
+    assert!(
+        pull.body
+            .contains(&format!("Delivered by Gatehouse conversation `{}`", c.id)),
+        "{}",
+        pull.body
+    );
+    let work = |file: &str| {
+        git(
+            &bare(&stack, REPO),
+            &["show", &format!("{}:{file}", pull.head)],
+        )
+    };
+    assert_eq!(work("notes.txt"), "fix the login\n");
+    assert_eq!(work("README.md"), "Hello World\n");
+    assert_eq!(
+        recorded(&stack, &c).await,
+        [(REPO.to_owned(), pull.number as i64, c.id, pull.head.clone())],
+        "recorded with the requirement, the conversation delivering"
+    );
+    let message = c.progress(&stack, 2).await;
+    assert!(
+        message.starts_with("Delivered in ") && message.ends_with(" · 1 pull request"),
+        "{message}"
+    );
+
+    // More work, delivered again: the same pull request, its branch moved on.
+    c.turn(&stack, 3, "assistant", "and the logout", Some("s1"))
+        .await;
+    let again = c.deliver(&stack, 4, true).await;
+    assert_eq!(
+        again.reply,
+        Some(format!("Updated {REPO}#{}: {url}", pull.number)),
+        "an open pull request is updated, not made a draft: {again:?}"
+    );
+    let pulls = stack.github.pulls();
+    assert_eq!(pulls.len(), 1, "one pull request: {pulls:#?}");
+    assert_eq!(work("notes.txt"), "fix the login\nand the logout\n");
+    let commits = git(
+        &bare(&stack, REPO),
+        &["rev-list", "--count", &format!("main..{}", pull.head)],
+    );
+    assert_eq!(commits.trim(), "2", "one commit per delivery");
+    assert_eq!(recorded(&stack, &c).await.len(), 1);
+
+    let reported = finished(&stack.db.store, 4).await;
+    let deliveries: Vec<(u64, TurnOutcome, Option<String>)> = reported
+        .into_iter()
+        .filter(|f| f.seq % 2 == 0)
+        .map(|f| (f.seq, f.outcome, f.session_id))
+        .collect();
+    assert_eq!(
+        deliveries,
+        [
+            (
+                2,
+                TurnOutcome::Replied {
+                    reply: format!("Opened {REPO}#{}: {url}", pull.number)
+                },
+                None
+            ),
+            (
+                4,
+                TurnOutcome::Replied {
+                    reply: format!("Updated {REPO}#{}: {url}", pull.number)
+                },
+                None
+            ),
+        ]
+    );
+    stack.stop().await;
+}
+
+async fn a_draft_is_opened_as_one_and_an_unchanged_workspace_has_nothing_to_deliver(
+    backend: Backend,
+) {
+    let stack = delivering(backend).await;
+    // No requirement stored: the pull request is named after the conversation.
+    let c = Conversation::on(&[REPO]);
+    let nothing = c.deliver(&stack, 1, true).await;
+    assert_eq!(
+        (nothing.status, nothing.reply.as_deref()),
+        (
+            TurnStatus::Replied,
+            Some("Nothing to deliver: no repository has changes.")
+        ),
+        "{nothing:?}"
+    );
+    assert_eq!(c.progress(&stack, 1).await, "Nothing to deliver");
+    assert!(stack.github.pulls().is_empty());
+    assert!(
+        c.workspace(&stack).join("README.md").exists(),
+        "checked out to be delivered"
+    );
+
+    c.turn(&stack, 2, "assistant", "fix it", None).await;
+    let draft = c.deliver(&stack, 3, true).await;
+    let pulls = stack.github.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    let pull = &pulls[0];
+    assert!(pull.draft, "{pull:?}");
+    assert_eq!(pull.title, format!("Gatehouse conversation {}", c.id));
+    assert_eq!(
+        draft.reply,
+        Some(format!(
+            "Opened {REPO}#{n} (draft): https://github.com/{REPO}/pull/{n}",
+            n = pull.number
+        ))
+    );
+    stack.stop().await;
+}
+
+async fn a_delivery_that_cannot_be_made_fails_saying_why(backend: Backend) {
+    // No GitHub: the node's reason.
+    let stack = stack(backend).await;
+    let c = Conversation::on(&[REPO]);
+    let row = c.deliver(&stack, 1, false).await;
+    assert_eq!(
+        (row.status, row.failure.as_deref()),
+        (
+            TurnStatus::Failed,
+            Some("deliver needs [github] with a token (and git_url) in the configuration")
+        )
+    );
+    assert!(
+        c.progress(&stack, 1)
+            .await
+            .starts_with("Delivery failed after ")
+    );
+    let reported = finished(&stack.db.store, 1).await;
+    assert!(
+        matches!(&reported[0].outcome, TurnOutcome::Failed { reason } if reason.starts_with("deliver needs [github]")),
+        "{reported:?}"
+    );
+    stack.stop().await;
+
+    let stack = delivering(backend).await;
+    let none = Conversation::new();
+    let row = none.deliver(&stack, 1, false).await;
+    assert_eq!(
+        row.failure.as_deref(),
+        Some("deliver needs repositories: the conversation's project has none")
+    );
+
+    // Stopped before it starts: nothing is delivered.
+    let stopped = Conversation::on(&[REPO]);
+    stopped.turn(&stack, 1, "assistant", "fix it", None).await;
+    stack
+        .emit(Event::TurnCancel(TurnCancel {
+            conversation_id: stopped.id,
+            seq: 2,
+            attempt: 1,
+        }))
+        .await;
+    wait_for_cancel(&stack, stopped.key(2, 1)).await;
+    let row = stopped.deliver(&stack, 2, false).await;
+    assert_eq!(row.failure.as_deref(), Some("stopped"), "{row:?}");
+    let message = stopped.progress(&stack, 2).await;
+    assert!(message.starts_with("Stopped after "), "{message}");
+    assert!(stack.github.pulls().is_empty());
+
+    // The remote refuses the push (a branch `gatehouse` leaves no room for
+    // `gatehouse/…`): the reason names the branch and the repository, and nothing is opened.
+    let c = Conversation::on(&[REPO]);
+    c.turn(&stack, 1, "assistant", "fix it", None).await;
+    git(
+        &bare(&stack, REPO),
+        &["update-ref", "refs/heads/gatehouse", "main"],
+    );
+    let row = c.deliver(&stack, 2, false).await;
+    assert_eq!(row.status, TurnStatus::Failed, "{row:?}");
+    let reason = row.failure.unwrap_or_default();
+    assert!(
+        reason.starts_with("pushing `gatehouse/r-")
+            && reason.contains(&format!("` to {REPO} failed: ")),
+        "{reason}"
+    );
+    assert!(stack.github.pulls().is_empty());
+    assert!(recorded(&stack, &c).await.is_empty());
+    stack.stop().await;
+}
+
+async fn a_delivery_lost_after_github_opened_its_pull_request_does_not_open_another(
+    backend: Backend,
+) {
+    let stack = delivering(backend).await;
+    let c = Conversation::on(&[REPO]);
+    c.turn(&stack, 1, "assistant", "fix it", None).await;
+    // GitHub opens the pull request and the process dies before the answer comes.
+    stack.github.hold_pull_creates(true);
+    let attempt = |attempt| TurnTask::Deliver {
+        seq: 2,
+        attempt,
+        draft: false,
+    };
+    c.dispatch(&stack, attempt(1)).await;
+    stack
+        .until("a pull request", || {
+            (!stack.github.pulls().is_empty()).then_some(())
+        })
+        .await;
+    let github = stack.github.clone();
+    let (db, data) = stack.crash();
+    github.hold_pull_creates(false);
+    let configure = configure(data.path());
+    let stack = Gatehouse::builder_on(db, data)
+        .projects(PROJECT)
+        .fake_github(github)
+        .runner(configure)
+        .start()
+        .await;
+    let lost = c.ended(&stack, 2, 1).await;
+    assert_eq!(lost.status, TurnStatus::Interrupted, "{lost:?}");
+
+    // The next attempt finds the pull request open: it is the thread's, recorded, once.
+    c.dispatch(&stack, attempt(2)).await;
+    let row = c.ended(&stack, 2, 2).await;
+    let pulls = stack.github.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:#?}");
+    let number = pulls[0].number;
+    assert_eq!(
+        row.reply,
+        Some(format!(
+            "Opened {REPO}#{number}: https://github.com/{REPO}/pull/{number}"
+        )),
+        "{row:?}"
+    );
+    let creates = stack
+        .github
+        .calls()
+        .iter()
+        .filter(|call| *call == &format!("POST /repos/{REPO}/pulls"))
+        .count();
+    assert_eq!(creates, 1, "found open, not created again");
+    assert_eq!(
+        recorded(&stack, &c).await,
+        [(REPO.to_owned(), number as i64, c.id, pulls[0].head.clone())]
     );
     stack.stop().await;
 }

@@ -21,6 +21,7 @@ pub use payload::{
     Branch, Comment, CommentChanges, Issue, IssueCommentEvent, IssuesEvent, Label, Previous,
     PullRequest, PullRequestEvent, Repository, User, Webhook,
 };
+pub use pulls::{NewPull, WorkPull};
 pub use search::FoundIssue;
 pub use signature::{SignatureError, verify_signature};
 pub use transport::rate_limit_wait;

@@ -7,6 +7,52 @@ use serde_json::{Value, json};
 use crate::transport::{call, parse, send, urlencode};
 use crate::{GithubClient, GithubError};
 
+/// The pull request a work branch should have.
+#[derive(Debug, Clone, Copy)]
+pub struct NewPull<'a> {
+    /// The work branch.
+    pub head: &'a str,
+    /// The branch it merges into.
+    pub base: &'a str,
+    pub title: &'a str,
+    pub body: &'a str,
+    /// Opened as a draft. An open pull request found instead is left as it is.
+    pub draft: bool,
+}
+
+/// A work branch's open pull request, as [`GithubClient::open_or_update_pull_request`]
+/// left it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkPull {
+    pub number: u64,
+    /// Its page (`https://github.com/owner/name/pull/N`); empty when GitHub gave none.
+    pub url: String,
+    pub draft: bool,
+    /// `true` when this call opened it; `false` when it was open already and was updated.
+    pub opened: bool,
+}
+
+/// A pull request as GitHub's answers describe it.
+#[derive(Deserialize)]
+struct Pull {
+    number: u64,
+    #[serde(default)]
+    html_url: String,
+    #[serde(default)]
+    draft: bool,
+}
+
+impl Pull {
+    fn work(self, opened: bool) -> WorkPull {
+        WorkPull {
+            number: self.number,
+            url: self.html_url,
+            draft: self.draft,
+            opened,
+        }
+    }
+}
+
 impl GithubClient {
     /// The repository's default branch.
     pub async fn default_branch(&self, repo: &str) -> Result<String, GithubError> {
@@ -31,31 +77,51 @@ impl GithubClient {
         title: &str,
         body: &str,
     ) -> Result<u64, GithubError> {
-        #[derive(Deserialize)]
-        struct Pull {
-            number: u64,
-        }
+        let pull = NewPull {
+            head,
+            base,
+            title,
+            body,
+            draft: false,
+        };
+        Ok(self.open_or_update_pull_request(repo, &pull).await?.number)
+    }
+
+    /// [`GithubClient::open_or_update_pull`], saying more: the pull request's page,
+    /// whether it is a draft, and whether this call opened it.
+    pub async fn open_or_update_pull_request(
+        &self,
+        repo: &str,
+        pull: &NewPull<'_>,
+    ) -> Result<WorkPull, GithubError> {
         let owner = repo.split('/').next().unwrap_or_default();
         let find = format!(
             "/repos/{repo}/pulls?state=open&head={}",
-            urlencode(&format!("{owner}:{head}"))
+            urlencode(&format!("{owner}:{}", pull.head))
         );
         let octo = self.client_for(repo).await?;
         let open: Vec<Pull> = call(&octo, http::Method::GET, &find, None).await?;
-        let fields = json!({ "title": title, "body": body });
-        if let Some(pull) = open.first() {
-            let url = format!("/repos/{repo}/pulls/{}", pull.number);
-            let _: Value = call(&octo, http::Method::PATCH, &url, Some(fields)).await?;
-            return Ok(pull.number);
+        let fields = json!({ "title": pull.title, "body": pull.body });
+        if let Some(found) = open.into_iter().next() {
+            let url = format!("/repos/{repo}/pulls/{}", found.number);
+            let updated: Value = call(&octo, http::Method::PATCH, &url, Some(fields)).await?;
+            let updated = serde_json::from_value::<Pull>(updated).unwrap_or(found);
+            return Ok(updated.work(false));
         }
         let url = format!("/repos/{repo}/pulls");
-        let create = json!({ "title": title, "body": body, "head": head, "base": base });
+        let mut create = json!({
+            "title": pull.title, "body": pull.body, "head": pull.head, "base": pull.base
+        });
+        if pull.draft {
+            create["draft"] = Value::Bool(true);
+        }
         let error = match send(&octo, http::Method::POST, &url, Some(create)).await {
-            Ok(text) => return Ok(parse::<Pull>(&text)?.number),
+            Ok(text) => return Ok(parse::<Pull>(&text)?.work(true)),
             Err(error) => error,
         };
         // The create may have got through before failing (5xx), or a retry meets "a pull
-        // request already exists" (422): then the open one is the answer.
+        // request already exists" (422): then the open one is the answer, opened by this
+        // call or the one it retries.
         let retryable = match &error {
             GithubError::Unavailable(_) => true,
             GithubError::Api { status, .. } => *status == StatusCode::UNPROCESSABLE_ENTITY,
@@ -63,8 +129,8 @@ impl GithubClient {
         };
         if retryable {
             let open: Vec<Pull> = call(&octo, http::Method::GET, &find, None).await?;
-            if let Some(pull) = open.first() {
-                return Ok(pull.number);
+            if let Some(found) = open.into_iter().next() {
+                return Ok(found.work(true));
             }
         }
         Err(error)

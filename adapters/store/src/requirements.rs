@@ -42,7 +42,8 @@ pub struct PullRequestRow {
     /// `owner/name`.
     pub repo: String,
     pub number: i64,
-    /// The run that delivered into it last.
+    /// The run or conversation that delivered into it last (the column is named for runs,
+    /// which came first; a conversation's `deliver` records the conversation's id).
     pub run_id: Uuid,
     /// The work branch it is opened from.
     pub branch: String,
@@ -118,7 +119,9 @@ impl Store {
 
 impl Store {
     /// Records the pull request a delivery opened for a requirement (again after rework:
-    /// the same pull request, the newest run).
+    /// the same pull request, the newest run). `run` is the run or conversation that
+    /// delivered into it: a `deliver` node's run, or the conversation whose thread said
+    /// `deliver`.
     pub async fn record_pull_request(
         &self,
         repo: &str,

@@ -68,10 +68,35 @@ pub(crate) struct Session {
     pub lines: Vec<String>,
 }
 
+/// Who delivers, as commits and pull requests say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum By {
+    /// A `deliver` node of this run.
+    Run(Uuid),
+    /// A `deliver` said in this conversation's thread.
+    Conversation(Uuid),
+}
+
+impl By {
+    /// `run` or `conversation`.
+    pub(crate) fn kind(self) -> &'static str {
+        match self {
+            Self::Run(_) => "run",
+            Self::Conversation(_) => "conversation",
+        }
+    }
+
+    pub(crate) fn id(self) -> Uuid {
+        match self {
+            Self::Run(id) | Self::Conversation(id) => id,
+        }
+    }
+}
+
 /// What a delivery is for, as commits and pull requests name it.
 pub(crate) struct Subject<'a> {
-    /// The run delivering.
-    pub run: Uuid,
+    /// The run or conversation delivering.
+    pub by: By,
     /// The requirement's title (or the run's, without one).
     pub title: &'a str,
     /// The GitHub issue it works on: `owner/name` and number.
@@ -89,6 +114,8 @@ pub(crate) struct Delivery<'a> {
     /// The approval the workspace must match, if a gate approved the run's work.
     pub approval: Option<&'a Approval>,
     pub spec: &'a DeliverSpec,
+    /// Pull requests it opens are drafts (one found open is left as it is).
+    pub draft: bool,
 }
 
 /// Where one repository's work went.
@@ -99,10 +126,28 @@ pub(crate) struct Delivered {
     pub to: DeliveredTo,
 }
 
+/// What a delivery came to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Deliveries {
+    /// Where each changed repository's work went.
+    Done(Vec<Delivered>),
+    /// No writable repository has changes: nothing was pushed. Says so, naming them.
+    Unchanged(String),
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum DeliveredTo {
     /// A pull request, by number, from the work branch.
-    Pull { number: u64, branch: String },
+    Pull {
+        number: u64,
+        branch: String,
+        /// Its page on GitHub (empty when GitHub gave none).
+        url: String,
+        /// Whether it is a draft, as GitHub says.
+        draft: bool,
+        /// Opened by this delivery (else it was open already, and was updated).
+        opened: bool,
+    },
     /// Pushed to its work branch, which is its base too (no pull request to open).
     Pushed { branch: String },
     /// Merged into `branch` by the merge commit `commit`.
@@ -124,12 +169,26 @@ impl Deliverer {
     }
 
     /// Delivers every writable repository that changed. `Err`: why not (the node's
-    /// failure reason); the git sessions' lines go to `log` either way.
+    /// failure reason, "nothing to deliver" among them); the git sessions' lines go to
+    /// `log` either way.
     pub(crate) async fn deliver(
         &self,
         delivery: &Delivery<'_>,
         log: &mut Vec<String>,
     ) -> Result<Vec<Delivered>, String> {
+        match self.deliver_changes(delivery, log).await? {
+            Deliveries::Done(delivered) => Ok(delivered),
+            Deliveries::Unchanged(reason) => Err(reason),
+        }
+    }
+
+    /// [`Deliverer::deliver`], telling a workspace with nothing to deliver from a failure:
+    /// a conversation answers the one and fails on the other.
+    pub(crate) async fn deliver_changes(
+        &self,
+        delivery: &Delivery<'_>,
+        log: &mut Vec<String>,
+    ) -> Result<Deliveries, String> {
         let mut repos = Vec::new();
         let done = self.deliver_into(delivery, &mut repos, log).await;
         for repo in &mut repos {
@@ -143,7 +202,7 @@ impl Deliverer {
         delivery: &'a Delivery<'a>,
         repos: &mut Vec<Repo<'a>>,
         log: &mut Vec<String>,
-    ) -> Result<Vec<Delivered>, String> {
+    ) -> Result<Deliveries, String> {
         for checkout in delivery.checkouts {
             if checkout.writable() {
                 repos.push(Repo::open(self, delivery, checkout).await?);
@@ -171,7 +230,7 @@ impl Deliverer {
                 .iter()
                 .map(|(repo, base)| format!("{repo} against {base}"))
                 .collect();
-            return Err(match unchanged.as_slice() {
+            return Ok(Deliveries::Unchanged(match unchanged.as_slice() {
                 [(repo, base)] => {
                     format!("nothing to deliver: {repo} has no changes against {base}")
                 }
@@ -179,7 +238,7 @@ impl Deliverer {
                     "nothing to deliver: no writable repository has changes ({})",
                     listed.join(", ")
                 ),
-            });
+            }));
         }
         for (repo, base) in &unchanged {
             log.push(format!(
@@ -187,10 +246,11 @@ impl Deliverer {
             ));
         }
         let mut chosen: Vec<&mut Repo<'a>> = repos.iter_mut().filter(|r| r.changed).collect();
-        match delivery.spec.mode {
+        let delivered = match delivery.spec.mode {
             DeliverMode::Direct => direct::merge_all(&mut chosen, several).await,
             DeliverMode::Pr => pulls::push_and_open(self, delivery, &mut chosen).await,
-        }
+        };
+        delivered.map(Deliveries::Done)
     }
 
     fn url(&self, repo: &str) -> String {

@@ -14,6 +14,7 @@ mod report;
 mod watch;
 mod workspace;
 
+pub(crate) use delivery::NOT_CONFIGURED;
 pub(crate) use prepare::read_secrets;
 pub(crate) use workspace::{Requirement, RunScope, project_environment};
 

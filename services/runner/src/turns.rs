@@ -5,15 +5,19 @@
 //! continuing the CLI's session, and reports `turn.progress` and `turn.finished`, keeping one progress
 //! message in the thread up to date meanwhile. As with nodes, an attempt begun before is
 //! reported interrupted and never run again, so the scheduler resumes it as a new attempt.
-//! A release checkpoints an idle workspace and frees its disk.
+//! A `deliver` said in the thread is a turn too, whose attempt delivers the workspace as a
+//! `deliver` node would. A release checkpoints an idle workspace and frees its disk.
 //!
 //! The steps of an attempt are in [`attempt`] and [`prepare`]; the workspace in
 //! [`workspace`] and [`dirs`]; reading the CLI's output in [`output`]; judging its end in
 //! [`verdict`]; the message's text in [`progress`]; what is reported in [`report`];
-//! stopping in [`cancel`]; the `command` executor's transcript in [`transcript`].
+//! stopping in [`cancel`]; the `command` executor's transcript in [`transcript`]; a
+//! delivery's attempt in [`deliver`], and what it says in [`delivered`].
 
 mod attempt;
 mod cancel;
+mod deliver;
+mod delivered;
 mod dirs;
 mod output;
 mod prepare;
@@ -38,6 +42,7 @@ pub(crate) use cancel::watch_cancels;
 
 use crate::observe::InFlight;
 use crate::runner::Runner;
+use deliver::Delivering;
 
 /// The durable consumer of turn jobs, shared by every runner.
 const TURNS: &str = "runner-turns";
@@ -97,7 +102,7 @@ impl Runner {
         job: &TurnDispatch,
     ) -> Result<bool, HandlerError> {
         match &job.task {
-            TurnTask::Turn { seq, attempt, .. } => {
+            TurnTask::Turn { seq, attempt, .. } | TurnTask::Deliver { seq, attempt, .. } => {
                 let key = key(job.conversation_id, *seq, *attempt);
                 // Registered before anything is looked up, so a cancel that follows
                 // cannot miss it; a child of the halt, so the end of the shutdown grace
@@ -107,7 +112,18 @@ impl Runner {
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())
                     .insert(key, cancel.clone());
-                let result = self.turn(envelope, job, key, &cancel).await;
+                let result = match &job.task {
+                    TurnTask::Deliver { draft, .. } => {
+                        let delivery = Delivering {
+                            seq: *seq,
+                            attempt: *attempt,
+                            draft: *draft,
+                        };
+                        self.deliver_turn(envelope, job, key, &delivery, &cancel)
+                            .await
+                    }
+                    _ => self.turn(envelope, job, key, &cancel).await,
+                };
                 self.turns
                     .lock()
                     .unwrap_or_else(|p| p.into_inner())

@@ -4,6 +4,8 @@
 //! updated to link the others, so a reviewer of one finds the rest. The issue is closed by
 //! the pull request in its own repository only ("Closes #N"); the others name it.
 
+use gatehouse_github::NewPull;
+
 use super::branch::Repo;
 use super::{Delivered, DeliveredTo, Deliverer, Delivery, Subject};
 
@@ -18,7 +20,11 @@ pub(crate) fn commit_message(subject: &Subject<'_>, repo: &str) -> (String, Stri
     };
     (
         title,
-        format!("Delivered by Gatehouse run {}.", subject.run),
+        format!(
+            "Delivered by Gatehouse {} {}.",
+            subject.by.kind(),
+            subject.by.id()
+        ),
     )
 }
 
@@ -31,8 +37,10 @@ pub(crate) fn body(subject: &Subject<'_>, repo: &str, others: &[String]) -> Stri
         None => String::new(),
     };
     body.push_str(&format!(
-        "Requirement: {}\n\nDelivered by Gatehouse run `{}`.",
-        subject.title, subject.run
+        "Requirement: {}\n\nDelivered by Gatehouse {} `{}`.",
+        subject.title,
+        subject.by.kind(),
+        subject.by.id()
     ));
     if !others.is_empty() {
         body.push_str("\n\nDelivered together with:\n");
@@ -66,9 +74,17 @@ pub(super) async fn push_and_open(
                 branch: branch.to_owned(),
             }
         } else {
-            let number = deliverer
+            let text = body(subject, name, &[]);
+            let wanted = NewPull {
+                head: branch,
+                base,
+                title: subject.title,
+                body: &text,
+                draft: delivery.draft,
+            };
+            let pull = deliverer
                 .github
-                .open_or_update_pull(name, branch, base, subject.title, &body(subject, name, &[]))
+                .open_or_update_pull_request(name, &wanted)
                 .await
                 .map_err(|e| {
                     format!(
@@ -76,8 +92,11 @@ pub(super) async fn push_and_open(
                     )
                 })?;
             DeliveredTo::Pull {
-                number,
+                number: pull.number,
                 branch: branch.to_owned(),
+                url: pull.url,
+                draft: pull.draft,
+                opened: pull.opened,
             }
         };
         delivered.push((
@@ -130,7 +149,7 @@ mod tests {
     #[test]
     fn the_issue_is_closed_in_its_own_repository_and_named_in_the_others() {
         let subject = Subject {
-            run: uuid::Uuid::nil(),
+            by: crate::deliver::By::Run(uuid::Uuid::nil()),
             title: "Fix the checkout",
             issue: Some(("acme/api", 7)),
         };

@@ -267,12 +267,13 @@ impl Scene {
             scratch: &scratch,
             checkouts: &checkouts,
             subject: Subject {
-                run: uuid::Uuid::nil(),
+                by: By::Run(uuid::Uuid::nil()),
                 title: "Fix it",
                 issue: Some(("acme/api", 1)),
             },
             approval,
             spec: &spec,
+            draft: false,
         };
         let mut log = Vec::new();
         let delivered = tokio::time::timeout(

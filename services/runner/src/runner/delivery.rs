@@ -16,6 +16,10 @@ use crate::deliver::{DeliveredTo, Delivery};
 use crate::durably::durably;
 use crate::files::RunDirs;
 
+/// Why nothing can be delivered by a runner without GitHub.
+pub(crate) const NOT_CONFIGURED: &str =
+    "deliver needs [github] with a token (and git_url) in the configuration";
+
 impl Runner {
     /// A `deliver` node's attempt.
     pub(super) async fn deliver(
@@ -27,8 +31,7 @@ impl Runner {
         started: std::time::Instant,
     ) -> Result<NodeFinished, HandlerError> {
         let Some(delivery) = self.options.delivery.clone() else {
-            let reason = "deliver needs [github] with a token (and git_url) in the configuration";
-            return self.failed(job, reason.into(), started).await;
+            return self.failed(job, NOT_CONFIGURED.into(), started).await;
         };
         if scope.workspace.repositories.is_empty() {
             let reason = "deliver needs a run with repositories: a project's, or a GitHub issue's";
@@ -53,6 +56,7 @@ impl Runner {
             subject: scope.subject(),
             approval: approval.as_ref(),
             spec,
+            draft: false,
         };
         let mut log = Vec::new();
         let delivered = delivery.deliver(&request, &mut log).await;
@@ -66,7 +70,7 @@ impl Runner {
         for done in &delivered {
             let repo = &done.repo;
             notes.push(match &done.to {
-                DeliveredTo::Pull { number, branch } => {
+                DeliveredTo::Pull { number, branch, .. } => {
                     match requirement {
                         Some(requirement) => {
                             durably("recording a pull request", || {

@@ -16,10 +16,10 @@ use uuid::Uuid;
 
 use super::Runner;
 use super::attempt::Step;
-use crate::deliver::Subject;
 use crate::deliver::checkouts::{self, issue_branch, requirement_branch, run_branch};
 use crate::deliver::prepare::Layout;
 use crate::deliver::trees::{self, Objects, UNVERIFIABLE, short};
+use crate::deliver::{By, Subject};
 use crate::durably::durably;
 use crate::files::RunDirs;
 
@@ -84,12 +84,12 @@ impl RunScope {
     pub(crate) fn subject(&self) -> Subject<'_> {
         match &self.requirement {
             Some(r) => Subject {
-                run: self.run,
+                by: By::Run(self.run),
                 title: &r.title,
                 issue: r.issue.as_ref().map(|(repo, n)| (repo.as_str(), *n)),
             },
             None => Subject {
-                run: self.run,
+                by: By::Run(self.run),
                 title: &self.title,
                 issue: None,
             },

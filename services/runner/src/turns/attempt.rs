@@ -62,7 +62,7 @@ impl<'a> Turn<'a> {
                 ask: *ask,
                 timeout_secs: timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
             }),
-            TurnTask::Release { .. } => None,
+            TurnTask::Deliver { .. } | TurnTask::Release { .. } => None,
         }
     }
 }

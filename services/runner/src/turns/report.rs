@@ -45,13 +45,19 @@ pub(super) struct Finish<'a> {
 impl Reporter<'_> {
     /// `turn.progress` Started, and the progress message.
     pub(super) async fn started(&self) -> Result<(), HandlerError> {
+        self.started_saying(&progress::working(0, &empty_progress()))
+            .await
+    }
+
+    /// `turn.progress` Started, the progress message saying `text`.
+    pub(super) async fn started_saying(&self, text: &str) -> Result<(), HandlerError> {
         let started = self.event(Event::TurnProgress(TurnProgress {
             conversation_id: self.key.conversation_id,
             seq: self.seq,
             attempt: self.attempt,
             kind: TurnProgressKind::Started,
         }))?;
-        let body = body(&progress::working(0, &empty_progress()));
+        let body = body(text);
         durably("reporting a turn's start", || async {
             let mut tx = self.store.begin().await?;
             tx.append_outbox(&started).await?;
@@ -96,9 +102,22 @@ impl Reporter<'_> {
         }
     }
 
-    /// Records the attempt's end and reports it. `false`: an earlier delivery of the job
+    /// Records the attempt's end and reports it, the progress message saying how it ended,
+    /// how long it took, and its tools and tokens. `false`: an earlier delivery of the job
     /// had.
     pub(super) async fn finished(&self, finish: &Finish<'_>) -> Result<bool, HandlerError> {
+        let tools = finish.trace.map_or(0, |t| t.tools.len());
+        let tokens = finish.trace.map_or(0, |t| progress::tokens(&t.usage));
+        let text = progress::ended(finish.verdict.ending, finish.duration_ms, tools, tokens);
+        self.finished_saying(finish, &text).await
+    }
+
+    /// [`Reporter::finished`], the progress message saying `text`.
+    pub(super) async fn finished_saying(
+        &self,
+        finish: &Finish<'_>,
+        text: &str,
+    ) -> Result<bool, HandlerError> {
         let verdict = finish.verdict;
         let session_id = finish.trace.and_then(|t| t.session_id.as_deref());
         let (reply, failure) = verdict.text();
@@ -118,8 +137,6 @@ impl Reporter<'_> {
             tools: &tools,
             usage: &usage,
         };
-        let tokens = finish.trace.map_or(0, |t| progress::tokens(&t.usage));
-        let text = progress::ended(verdict.ending, finish.duration_ms, tools.len(), tokens);
         let finished = self.event(Event::TurnFinished(TurnFinished {
             conversation_id: self.key.conversation_id,
             seq: self.seq,
@@ -128,7 +145,7 @@ impl Reporter<'_> {
             session_id: session_id.map(str::to_owned),
             duration_ms: finish.duration_ms,
         }))?;
-        self.close("reporting a turn's end", &end, &body(&text), &finished)
+        self.close("reporting a turn's end", &end, &body(text), &finished)
             .await
     }
 

@@ -7,7 +7,7 @@ use gatehouse_events::{DeliverMode, DeliverSpec, RepositoryMode};
 use super::super::branch::Repo;
 use super::super::checkouts;
 use super::super::scene::{BRANCH, Scene, auto, checkout, git};
-use super::super::{Delivered, DeliveredTo, Delivery, Subject};
+use super::super::{By, Delivered, DeliveredTo, Delivery, Subject};
 use super::branch_of;
 
 #[tokio::test]
@@ -91,6 +91,12 @@ async fn each_repository_gets_one_pull_request_linking_the_others_and_read_only_
         })
         .collect();
     assert_eq!(numbers.len(), 2, "{delivered:?}");
+    assert!(
+        delivered
+            .iter()
+            .all(|d| matches!(d.to, DeliveredTo::Pull { opened: true, .. })),
+        "{delivered:?}"
+    );
     let pulls = scene.github.pulls();
     let api = pulls.iter().find(|p| p.repo == "acme/api").unwrap();
     let web = pulls.iter().find(|p| p.repo == "acme/web").unwrap();
@@ -127,7 +133,17 @@ async fn each_repository_gets_one_pull_request_linking_the_others_and_read_only_
     // Delivered again: the same pull requests, updated.
     std::fs::write(ws.join("api/FIX.md"), "fixed again\n").unwrap();
     let (again, _) = scene.deliver(DeliverMode::Pr, None).await;
-    assert_eq!(again.unwrap(), delivered);
+    let again: Vec<(String, u64, bool)> = again
+        .unwrap()
+        .iter()
+        .map(|d| match &d.to {
+            DeliveredTo::Pull { number, opened, .. } => (d.repo.clone(), *number, *opened),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    let updated: Vec<(String, u64, bool)> =
+        numbers.into_iter().map(|(r, n)| (r, n, false)).collect();
+    assert_eq!(again, updated, "found open, not opened");
     assert_eq!(scene.github.pulls().len(), 2);
 }
 
@@ -224,12 +240,13 @@ async fn a_push_to_the_base_while_merging_is_refused_by_the_lease() {
         scratch: &scratch,
         checkouts: &checkouts,
         subject: Subject {
-            run: uuid::Uuid::nil(),
+            by: By::Run(uuid::Uuid::nil()),
             title: "Fix it",
             issue: None,
         },
         approval: None,
         spec: &spec,
+        draft: false,
     };
     let mut repo = Repo::open(&scene.deliverer, &delivery, &checkouts[0])
         .await

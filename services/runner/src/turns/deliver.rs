@@ -1,0 +1,274 @@
+//! A `deliver` turn's attempt: the conversation's workspace delivered as a `deliver` node
+//! delivers a run's, by the same [`Deliverer`](crate::deliver::Deliverer) — every writable
+//! repository checked, committed and pushed to its work branch (the requirement's, as the
+//! workspace was checked out on it), one pull request per repository opened (a draft when
+//! asked) or, when one is open from that branch already, updated, each linking the
+//! others — and each pull request recorded with the requirement.
+//!
+//! Bookkept as any turn's attempt: begun once (found begun before, it is reported
+//! interrupted and never run again), reported by `turn.finished` with the reply naming the
+//! pull requests, its progress message the turn's. There is no approval to hold the
+//! workspace to: the person who said `deliver` in the thread decided. A workspace with no
+//! changes is answered ("Nothing to deliver"), not failed.
+//!
+//! A stop is obeyed until the delivery starts; once git runs, the delivery is let finish
+//! (it is short, and a push cut off mid-way would leave the repositories' locks behind for
+//! the next one). A pull request is recorded before the attempt is reported, as the node
+//! records it, so an attempt lost after GitHub opened it is finished by the next one, which
+//! finds it open rather than opening another.
+
+use std::time::Instant;
+
+use gatehouse_bus::HandlerError;
+use gatehouse_events::{DeliverMode, DeliverSpec, Envelope, TurnDispatch, TurnOutcome};
+use gatehouse_store::{NewTurnAttempt, TurnKey, TurnStatus};
+use tokio_util::sync::CancellationToken;
+
+use super::delivered::{self, Ended};
+use super::dirs::ConversationDirs;
+use super::progress::Ending;
+use super::report::{Finish, Reporter};
+use super::verdict::Verdict;
+use super::workspace::take_checkpoint;
+use crate::deliver::checkouts;
+use crate::deliver::{By, Delivered, DeliveredTo, Deliveries, Delivery, Subject};
+use crate::durably::durably;
+use crate::runner::{NOT_CONFIGURED, Requirement, Runner};
+
+/// The role a delivery's attempt is recorded under.
+const ROLE: &str = "deliver";
+
+/// The delivery a job asks for.
+pub(crate) struct Delivering {
+    pub seq: u64,
+    pub attempt: u32,
+    /// Pull requests it opens are drafts.
+    pub draft: bool,
+}
+
+/// How the delivery went: what to report, and what the progress message says.
+struct Outcome {
+    verdict: Verdict,
+    message: String,
+}
+
+impl Outcome {
+    fn failed(reason: String, elapsed_ms: u64) -> Self {
+        Self {
+            verdict: Verdict::failed(reason),
+            message: delivered::ended(&Ended::Failed, elapsed_ms),
+        }
+    }
+
+    fn stopped(elapsed_ms: u64) -> Self {
+        Self {
+            verdict: Verdict::stopped(),
+            message: delivered::ended(&Ended::Stopped, elapsed_ms),
+        }
+    }
+
+    fn replied(reply: String, message: String) -> Self {
+        Self {
+            verdict: Verdict {
+                outcome: TurnOutcome::Replied { reply },
+                status: TurnStatus::Replied,
+                ending: Ending::Done,
+            },
+            message,
+        }
+    }
+}
+
+impl Runner {
+    /// Begins the delivery's attempt and reports its start, delivers, and reports its end;
+    /// or, when it was begun before, reports it interrupted. `false`: an earlier delivery
+    /// of the job had reported it.
+    pub(super) async fn deliver_turn(
+        &self,
+        envelope: &Envelope,
+        job: &TurnDispatch,
+        key: TurnKey,
+        delivering: &Delivering,
+        cancel: &CancellationToken,
+    ) -> Result<bool, HandlerError> {
+        if self.store.turn_cancelled(key).await? {
+            cancel.cancel();
+        }
+        let report = Reporter {
+            store: &self.store,
+            envelope,
+            job,
+            key,
+            seq: delivering.seq,
+            attempt: delivering.attempt,
+        };
+        let new = NewTurnAttempt {
+            key,
+            requirement_id: job.requirement_id,
+            role: ROLE,
+            ask: false,
+        };
+        if !self.store.begin_turn_attempt(&new).await? {
+            tracing::warn!(
+                "this attempt of the delivery was begun before; reporting it interrupted"
+            );
+            return report.interrupted().await;
+        }
+        let begun = Instant::now();
+        report.started_saying(delivered::DELIVERING).await?;
+        let outcome = self
+            .deliver_workspace(job, delivering, cancel, begun)
+            .await?;
+        if outcome.verdict.ending == Ending::Stopped && self.halted.is_cancelled() {
+            // Reported by the job's next delivery, which finds it begun.
+            return Err(
+                "the runner shut down before the delivery; it will be reported interrupted".into(),
+            );
+        }
+        let finish = Finish {
+            verdict: &outcome.verdict,
+            trace: None,
+            duration_ms: elapsed_ms(begun),
+            cli_ms: None,
+            prices: &self.options.prices,
+        };
+        report.finished_saying(&finish, &outcome.message).await
+    }
+
+    /// Delivers the workspace (readied first: restored from its checkpoint when it was
+    /// released) and records its pull requests; checkpoints it after, as git changed it.
+    async fn deliver_workspace(
+        &self,
+        job: &TurnDispatch,
+        delivering: &Delivering,
+        cancel: &CancellationToken,
+        begun: Instant,
+    ) -> Result<Outcome, HandlerError> {
+        let failed = |reason: String| Outcome::failed(reason, elapsed_ms(begun));
+        if cancel.is_cancelled() {
+            return Ok(Outcome::stopped(elapsed_ms(begun)));
+        }
+        let Some(deliverer) = self.options.delivery.clone() else {
+            return Ok(failed(NOT_CONFIGURED.to_owned()));
+        };
+        if job.workspace.repositories.is_empty() {
+            return Ok(failed(
+                "deliver needs repositories: the conversation's project has none".to_owned(),
+            ));
+        }
+        let dirs = ConversationDirs::new(&self.options.data_dir, job.conversation_id);
+        if let Err(reason) = self.ready_workspace(job, &dirs).await? {
+            return Ok(failed(reason));
+        }
+        let checkouts = match checkouts::load(&dirs.checkouts()) {
+            Ok(Some(checkouts)) => checkouts,
+            Ok(None) => {
+                return Ok(failed(
+                    "the conversation's workspace was never prepared; nothing to deliver"
+                        .to_owned(),
+                ));
+            }
+            Err(reason) => return Ok(failed(reason)),
+        };
+        let requirement = self
+            .store
+            .requirement(job.requirement_id)
+            .await?
+            .map(Requirement::from_row);
+        let fallback = format!("Gatehouse conversation {}", job.conversation_id);
+        let subject = Subject {
+            by: By::Conversation(job.conversation_id),
+            title: requirement.as_ref().map_or(&fallback, |r| &r.title),
+            issue: requirement
+                .as_ref()
+                .and_then(|r| r.issue.as_ref())
+                .map(|(repo, n)| (repo.as_str(), *n)),
+        };
+        let known = self.known_pulls(job).await?;
+        if cancel.is_cancelled() {
+            return Ok(Outcome::stopped(elapsed_ms(begun)));
+        }
+        let spec = DeliverSpec {
+            mode: DeliverMode::Pr,
+            branch: None,
+        };
+        let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
+        let request = Delivery {
+            workspace: &workspace,
+            scratch: &scratch,
+            checkouts: &checkouts,
+            subject,
+            approval: None,
+            spec: &spec,
+            draft: delivering.draft,
+        };
+        let mut log = Vec::new();
+        let delivered = deliverer.deliver_changes(&request, &mut log).await;
+        for line in &log {
+            tracing::debug!(%line, "delivering the conversation's workspace");
+        }
+        if !self.halted.is_cancelled() {
+            take_checkpoint(&dirs).await;
+        }
+        Ok(match delivered {
+            Err(reason) => failed(reason),
+            Ok(Deliveries::Unchanged(reason)) => {
+                tracing::info!(%reason, "the conversation's workspace has nothing to deliver");
+                Outcome::replied(
+                    delivered::NOTHING.to_owned(),
+                    delivered::ended(&Ended::Unchanged, elapsed_ms(begun)),
+                )
+            }
+            Ok(Deliveries::Done(done)) => {
+                self.record_pulls(job, &done).await?;
+                Outcome::replied(
+                    delivered::reply(&done, &known),
+                    delivered::ended(&Ended::Delivered(&done), elapsed_ms(begun)),
+                )
+            }
+        })
+    }
+
+    /// The pull requests recorded for the requirement so far: what this delivery finds
+    /// open among them it updated.
+    async fn known_pulls(&self, job: &TurnDispatch) -> Result<Vec<(String, u64)>, HandlerError> {
+        let rows = self
+            .store
+            .pull_requests_of_requirement(job.requirement_id)
+            .await?;
+        Ok(rows
+            .into_iter()
+            .map(|r| (r.repo, u64::try_from(r.number).unwrap_or(0)))
+            .collect())
+    }
+
+    /// Records each pull request with the requirement, the conversation as what delivered
+    /// into it last.
+    async fn record_pulls(
+        &self,
+        job: &TurnDispatch,
+        delivered: &[Delivered],
+    ) -> Result<(), HandlerError> {
+        for done in delivered {
+            let DeliveredTo::Pull { number, branch, .. } = &done.to else {
+                continue;
+            };
+            let repo = &done.repo;
+            durably("recording a pull request", || {
+                self.store.record_pull_request(
+                    repo,
+                    *number,
+                    job.requirement_id,
+                    job.conversation_id,
+                    branch,
+                )
+            })
+            .await?;
+        }
+        Ok(())
+    }
+}
+
+fn elapsed_ms(begun: Instant) -> u64 {
+    u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX)
+}
