@@ -228,6 +228,19 @@ async fn attempts_are_begun_once_and_keep_results_artifacts_and_logs(backend: Ba
     )
     .await
     .unwrap();
+    // An attempt ends once: a job redelivered after its result was reported (the ack was
+    // lost) is seen as interrupted, and must not overwrite what was recorded.
+    s.finish_attempt(
+        run_id,
+        "report",
+        1,
+        AttemptStatus::Interrupted,
+        None,
+        Some("interrupted"),
+        None,
+    )
+    .await
+    .unwrap();
     let attempts = s.attempts(run_id).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(

@@ -98,7 +98,8 @@ impl Store {
         Ok(inserted == 1)
     }
 
-    /// Closes an attempt with its result.
+    /// Closes a running attempt with its result; one already closed keeps the result it has
+    /// (a job redelivered after it was reported must not rewrite it as interrupted).
     #[allow(clippy::too_many_arguments)]
     pub async fn finish_attempt(
         &self,
@@ -113,7 +114,8 @@ impl Store {
         with_pool!(self, pool => {
             sqlx::query(
                 "UPDATE node_attempts SET status = $1, exit_code = $2, error = $3, finished_at = $4,
-                   duration_ms = $5 WHERE run_id = $6 AND node = $7 AND attempt = $8",
+                   duration_ms = $5 WHERE run_id = $6 AND node = $7 AND attempt = $8
+                   AND status = $9",
             )
             .bind(status)
             .bind(exit_code)
@@ -123,6 +125,7 @@ impl Store {
             .bind(run_id)
             .bind(node)
             .bind(attempt)
+            .bind(AttemptStatus::Running)
             .execute(pool)
             .await?;
         });
