@@ -49,6 +49,11 @@ pub enum Said {
     Status,
     /// `ask ROLE TEXT`: another of the project's roles, on the same workspace.
     Ask { role: String, text: String },
+    /// `deliver [draft]`: the workspace committed and its pull requests opened or updated.
+    Deliver { draft: bool },
+    /// `take over RUN`: the run (of the conversation's requirement, paused by ingest in the
+    /// same transaction) gives its workspace to the conversation.
+    TakeOver { run: Uuid },
 }
 
 /// `turn.dispatch`: a job for a runner on a conversation's workspace. It carries what the
@@ -92,6 +97,11 @@ pub enum TurnTask {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
     },
+    /// A `deliver` turn's attempt: every writable repository of the workspace committed and
+    /// pushed to its work branch, and its pull request opened (as a draft when asked) or
+    /// updated, each linking the others and recorded with the requirement, as a `deliver`
+    /// node does. Reported by `turn.finished`, the reply naming the pull requests.
+    Deliver { seq: u64, attempt: u32, draft: bool },
     /// The workspace has been idle for `idle_timeout`: checkpoint it, then free its disk.
     /// When the checkpoint fails, the workspace is kept as it is.
     Release { timer: u64 },

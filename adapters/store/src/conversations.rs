@@ -259,7 +259,50 @@ impl Tx {
     }
 }
 
+impl Tx {
+    /// Records that `run` was started from the conversation's thread, on its workspace.
+    pub async fn record_conversation_run(
+        &mut self,
+        run_id: Uuid,
+        conversation_id: Uuid,
+    ) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO conversation_runs (run_id, conversation_id, created_at)
+                 VALUES ($1, $2, $3) ON CONFLICT (run_id) DO NOTHING",
+            )
+            .bind(run_id)
+            .bind(conversation_id)
+            .bind(Utc::now())
+            .execute(conn)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The conversation a run was started from, if it was.
+    pub async fn conversation_of_run(&mut self, run_id: Uuid) -> Result<Option<Uuid>, StoreError> {
+        Ok(with_tx!(self, conn => {
+            sqlx::query_scalar("SELECT conversation_id FROM conversation_runs WHERE run_id = $1")
+                .bind(run_id)
+                .fetch_optional(conn)
+                .await?
+        }))
+    }
+}
+
 impl Store {
+    /// The conversation a run was started from, if it was: its workspace is where the run
+    /// starts.
+    pub async fn conversation_of_run(&self, run_id: Uuid) -> Result<Option<Uuid>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_scalar("SELECT conversation_id FROM conversation_runs WHERE run_id = $1")
+                .bind(run_id)
+                .fetch_optional(pool)
+                .await?
+        }))
+    }
+
     pub async fn conversation(&self, id: Uuid) -> Result<Option<ConversationRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM conversations WHERE id = $1");
         Ok(with_pool!(self, pool => {

@@ -80,6 +80,18 @@ pub enum Command {
         /// The question, verbatim; never empty.
         text: String,
     },
+    /// `deliver [draft]`: commit the conversation's workspace and open or update its pull
+    /// requests.
+    Deliver {
+        /// Open them as drafts.
+        draft: bool,
+    },
+    /// `take over RUN`: pause a run of the conversation's requirement and give its workspace
+    /// to the conversation.
+    TakeOver {
+        /// The run.
+        run: Uuid,
+    },
     /// `schedules`: list the schedules.
     Schedules,
     /// `help`: show [`help`].
@@ -132,6 +144,10 @@ pub enum Verb {
     Stop,
     /// `ask`
     Ask,
+    /// `deliver`
+    Deliver,
+    /// `take over`
+    TakeOver,
     /// `schedules`
     Schedules,
     /// `help`
@@ -140,7 +156,7 @@ pub enum Verb {
 
 impl Verb {
     /// In the order `help` lists them.
-    const ALL: [Verb; 13] = [
+    const ALL: [Verb; 15] = [
         Verb::Run,
         Verb::Status,
         Verb::Runs,
@@ -152,6 +168,8 @@ impl Verb {
         Verb::Steer,
         Verb::Stop,
         Verb::Ask,
+        Verb::Deliver,
+        Verb::TakeOver,
         Verb::Schedules,
         Verb::Help,
     ];
@@ -162,6 +180,10 @@ impl Verb {
         let word = word.to_ascii_lowercase();
         if word == "send_back" {
             return Some(Verb::SendBack);
+        }
+        // Two words; the grammar reads the second.
+        if word == "take" {
+            return Some(Verb::TakeOver);
         }
         Verb::ALL.into_iter().find(|verb| verb.name() == word)
     }
@@ -180,6 +202,8 @@ impl Verb {
             Verb::Steer => "steer",
             Verb::Stop => "stop",
             Verb::Ask => "ask",
+            Verb::Deliver => "deliver",
+            Verb::TakeOver => "take over",
             Verb::Schedules => "schedules",
             Verb::Help => "help",
         }
@@ -199,6 +223,8 @@ impl Verb {
             Verb::Steer => "steer TEXT",
             Verb::Stop => "stop",
             Verb::Ask => "ask ROLE TEXT",
+            Verb::Deliver => "deliver [draft]",
+            Verb::TakeOver => "take over RUN",
             Verb::Schedules => "schedules",
             Verb::Help => "help",
         }
@@ -217,6 +243,8 @@ impl Verb {
             Verb::Steer => "stop the assistant's current turn and do this instead",
             Verb::Stop => "stop the assistant's current turn",
             Verb::Ask => "have another ROLE answer, in this conversation's workspace",
+            Verb::Deliver => "open or update this conversation's pull requests",
+            Verb::TakeOver => "pause RUN and carry on from its workspace in this conversation",
             Verb::Schedules => "list the schedules",
             Verb::Help => "show this list",
         }
@@ -264,6 +292,8 @@ impl Command {
             Command::Steer { .. } => Verb::Steer,
             Command::Stop => Verb::Stop,
             Command::Ask { .. } => Verb::Ask,
+            Command::Deliver { .. } => Verb::Deliver,
+            Command::TakeOver { .. } => Verb::TakeOver,
             Command::Schedules => Verb::Schedules,
             Command::Help => Verb::Help,
         }

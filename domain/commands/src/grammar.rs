@@ -60,6 +60,23 @@ fn arguments(verb: Verb, rest: &str) -> Result<Command, Problem> {
             let text = text(rest).ok_or(Problem::Missing("the TEXT to ask"))?;
             Ok(Command::Ask { role, text })
         }
+        Verb::Deliver => match next_word(rest) {
+            None => Ok(Command::Deliver { draft: false }),
+            Some((word, rest)) if word.eq_ignore_ascii_case("draft") => {
+                no_more(rest).map(|()| Command::Deliver { draft: true })
+            }
+            Some((word, _)) => Err(Problem::Unexpected(word.to_owned())),
+        },
+        Verb::TakeOver => {
+            let rest = match next_word(rest) {
+                Some((word, rest)) if word.eq_ignore_ascii_case("over") => rest,
+                _ => return Err(Problem::Missing("`over` and a RUN")),
+            };
+            let (word, rest) = next_word(rest).ok_or(Problem::Missing("a RUN"))?;
+            let run = run_id(word).ok_or_else(|| Problem::NotARun(word.to_owned()))?;
+            no_more(rest)?;
+            Ok(Command::TakeOver { run })
+        }
         Verb::Schedules => no_more(rest).map(|()| Command::Schedules),
         // Asking for help should never fail, so `help me` is help too.
         Verb::Help => Ok(Command::Help),

@@ -39,6 +39,9 @@ impl fmt::Display for Command {
             Command::Retry { node } => write!(f, " {node}"),
             Command::Steer { text } => write!(f, " {text}"),
             Command::Ask { role, text } => write!(f, " {role} {text}"),
+            Command::Deliver { draft: true } => write!(f, " draft"),
+            Command::Deliver { draft: false } => Ok(()),
+            Command::TakeOver { run } => write!(f, " {run}"),
             Command::Runs | Command::Stop | Command::Schedules | Command::Help => Ok(()),
         }
     }

@@ -7,7 +7,7 @@ mod workspace;
 
 use crate::text;
 use crate::{
-    Conversation, Effect, Input, Outcome, Rejection, Settings, Turn, TurnStatus, Workspace,
+    Conversation, Effect, Input, Outcome, Rejection, Settings, Turn, TurnStatus, Work, Workspace,
 };
 
 /// Attempts a turn gets: the first, and one more after an interruption.
@@ -50,7 +50,7 @@ impl Step<'_> {
         match input {
             Input::Message { seq, text, person } => {
                 if let Some(seq) = self.number(seq) {
-                    self.message(seq, text, person);
+                    self.request(seq, text, person, Work::Assistant);
                 }
                 Ok(())
             }
@@ -61,7 +61,15 @@ impl Step<'_> {
                 person,
             } => {
                 if let Some(seq) = self.number(seq) {
-                    self.ask(seq, role, text, person);
+                    let work = Work::Ask { role };
+                    self.request(seq, text, person, work);
+                }
+                Ok(())
+            }
+            Input::Deliver { seq, draft, person } => {
+                if let Some(seq) = self.number(seq) {
+                    let text = if draft { "deliver draft" } else { "deliver" };
+                    self.request(seq, text.to_owned(), person, Work::Deliver { draft });
                 }
                 Ok(())
             }
@@ -95,7 +103,10 @@ impl Step<'_> {
                 attempt,
                 session_id,
             } => {
-                if self.current(seq, attempt)?.is_some_and(|t| t.ask.is_none()) {
+                if self
+                    .current(seq, attempt)?
+                    .is_some_and(|t| t.work.is_assistant())
+                {
                     self.state.session_id = Some(session_id);
                 }
                 Ok(())
@@ -116,12 +127,24 @@ impl Step<'_> {
                 }
                 Ok(())
             }
+            Input::TakeOver { seq, run } => {
+                if let Some(seq) = self.number(seq) {
+                    let answer = match self.run_released(run.clone()) {
+                        Ok(()) => text::took_over(&run),
+                        Err(refused) => text::cannot_take_over(&run, &refused),
+                    };
+                    self.effects.push(Effect::answer(seq, answer));
+                }
+                Ok(())
+            }
             Input::RunTookWorkspace { run } => self.run_took(run),
             Input::RunReleasedWorkspace { run } => self.run_released(run),
             Input::Idle { timer } => {
                 if timer == self.state.idle_timer && self.state.workspace == Workspace::Kept {
                     self.state.workspace = Workspace::Released;
-                    self.effects.push(Effect::ReleaseWorkspace { timer });
+                    let adopt_run = self.state.adopt.take();
+                    self.effects
+                        .push(Effect::ReleaseWorkspace { timer, adopt_run });
                 }
                 Ok(())
             }
@@ -163,7 +186,7 @@ impl Step<'_> {
     }
 
     fn finished(&mut self, seq: u64, outcome: Outcome) {
-        let asked = self.turn_mut(seq).ask.is_some();
+        let assistant = self.turn_mut(seq).work.is_assistant();
         let (session_id, effect) = match outcome {
             Outcome::Replied { reply, session_id } => {
                 self.turn_mut(seq).status = TurnStatus::Replied;
@@ -189,7 +212,7 @@ impl Step<'_> {
             }
         };
         // Another role's session is not the assistant's to continue.
-        if session_id.is_some() && !asked {
+        if session_id.is_some() && assistant {
             self.state.session_id = session_id;
         }
         self.effects.extend(effect);
@@ -250,15 +273,17 @@ impl Step<'_> {
         turn.status = TurnStatus::Running;
         turn.attempts += 1;
         turn.started = false;
-        let (attempt, text, ask) = (turn.attempts, turn.text.clone(), turn.ask.clone());
-        let resume_session = if ask.is_some() { None } else { session_id };
+        let (attempt, text, work) = (turn.attempts, turn.text.clone(), turn.work.clone());
+        let resume_session = session_id.filter(|_| work.is_assistant());
         self.state.workspace = Workspace::Turn { seq };
+        let adopt_run = self.state.adopt.take();
         self.effects.push(Effect::StartTurn {
             seq,
             attempt,
             text,
             resume_session,
-            ask,
+            work,
+            adopt_run,
         });
     }
 }

@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use crate::Work;
+
 /// What the conversation asks the world to do. The services store these with the new state
 /// and carry each out once, by [`Effect::key`]: no two effects of one conversation share a
 /// key, so a key already carried out is one to skip after a restart.
@@ -15,8 +17,9 @@ pub enum Effect {
         text: String,
         /// The CLI session to continue; `None` starts a new one (always, for an `ask`).
         resume_session: Option<String>,
-        /// The role `ask` named; `None` for the assistant.
-        ask: Option<String>,
+        work: Work,
+        /// A run whose workspace to take first (it gave the workspace back).
+        adopt_run: Option<String>,
     },
     /// Stop a running attempt; the runner still reports
     /// [`crate::Input::TurnFinished`] once it has ended.
@@ -33,7 +36,11 @@ pub enum Effect {
     /// Feed [`crate::Input::Idle`] with `timer` back after `after`.
     ScheduleIdle { timer: u64, after: Duration },
     /// Checkpoint the workspace, then release it; if the checkpoint fails, keep it.
-    ReleaseWorkspace { timer: u64 },
+    ReleaseWorkspace {
+        timer: u64,
+        /// A run whose workspace to take first (it gave the workspace back).
+        adopt_run: Option<String>,
+    },
 }
 
 impl Effect {
@@ -47,7 +54,7 @@ impl Effect {
             Self::Say { key, .. } => key.clone(),
             Self::Checkpoint { seq } => format!("turn:{seq}:checkpoint"),
             Self::ScheduleIdle { timer, .. } => format!("idle:{timer}:schedule"),
-            Self::ReleaseWorkspace { timer } => format!("idle:{timer}:release"),
+            Self::ReleaseWorkspace { timer, .. } => format!("idle:{timer}:release"),
         }
     }
 }

@@ -55,6 +55,13 @@ pub enum Input {
         text: String,
         person: String,
     },
+    /// `deliver [draft]`: commit the workspace and open or update its pull requests, in
+    /// the queue like a message.
+    Deliver {
+        seq: Option<u64>,
+        draft: bool,
+        person: String,
+    },
     /// `steer <text>`: stop the running turn and run this next.
     Steer {
         seq: Option<u64>,
@@ -82,6 +89,9 @@ pub enum Input {
     },
     /// A restart found this attempt still running: its runner is gone.
     Interrupted { seq: u64, attempt: u32 },
+    /// `take over RUN`: the run (paused by whoever asked) gives its workspace to the
+    /// conversation; answered in the thread either way.
+    TakeOver { seq: Option<u64>, run: String },
     /// An SOP run takes the workspace (`run SOP` on the conversation's requirement).
     RunTookWorkspace { run: String },
     /// A run gives a workspace to the conversation: the one it took, when it ends, or its

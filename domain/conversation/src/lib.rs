@@ -14,7 +14,8 @@
 //!   stops the running turn; with nothing running both are answered and nothing changes;
 //!   `status` is answered from the state alone;
 //! - a turn resumes the CLI session the latest turn reported; `ask ROLE <text>` is a turn
-//!   of that role, queued like a message, which neither resumes nor changes that session;
+//!   of that role, and `deliver [draft]` one that opens the pull requests, each queued like
+//!   a message, neither resuming nor changing that session;
 //! - a turn found running after a restart is told to the thread and run once more; a
 //!   second interruption fails it;
 //! - the workspace is held by the running turn or by an SOP run: while a run holds it,
@@ -33,4 +34,4 @@ mod text;
 pub use apply::apply;
 pub use effect::Effect;
 pub use input::{Input, Outcome, Rejection, Settings};
-pub use state::{Conversation, Turn, TurnStatus, Workspace};
+pub use state::{Conversation, Turn, TurnStatus, Work, Workspace};

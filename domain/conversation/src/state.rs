@@ -18,6 +18,11 @@ pub struct Conversation {
     pub idle_timer: u64,
     /// The run that last gave the workspace back, so a repeated release is recognised.
     pub last_run: Option<String>,
+    /// A run that gave the conversation its workspace (its end, or `take over`) and whose
+    /// files the workspace has not taken yet: the next task on the workspace takes them
+    /// first.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopt: Option<String>,
     /// Raised on every change, so observers can order snapshots.
     pub revision: u64,
 }
@@ -37,13 +42,32 @@ pub struct Turn {
     pub started: bool,
     /// It came as `steer`.
     pub steer: bool,
-    /// It came as `ask ROLE`: that role answers, not the assistant.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub ask: Option<String>,
+    /// What the turn does: the assistant's work, another role's answer, or a delivery.
+    #[serde(default, skip_serializing_if = "Work::is_assistant")]
+    pub work: Work,
     /// `stop` or a steer asked for it to end: it ends as stopped unless it replies first.
     pub stopping: bool,
     /// Why it failed.
     pub failure: Option<String>,
+}
+
+/// What a turn does in the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Work {
+    /// A message for the assistant, continuing its CLI session.
+    #[default]
+    Assistant,
+    /// `ask ROLE`: that role answers, in a session of its own.
+    Ask { role: String },
+    /// `deliver [draft]`: the workspace committed and its pull requests opened or updated.
+    Deliver { draft: bool },
+}
+
+impl Work {
+    pub fn is_assistant(&self) -> bool {
+        *self == Self::Assistant
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

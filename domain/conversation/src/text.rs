@@ -23,6 +23,14 @@ pub(crate) fn queued(ahead: usize, state: &Conversation) -> String {
     }
 }
 
+pub(crate) fn took_over(run: &str) -> String {
+    format!("Took over run {run}'s workspace; it stays paused. The next message here works on it.")
+}
+
+pub(crate) fn cannot_take_over(run: &str, refused: &crate::Rejection) -> String {
+    format!("Cannot take over run {run}: {refused}.")
+}
+
 pub(crate) fn queue_full(settings: &Settings) -> String {
     format!(
         "Not queued: {} messages are already waiting (max_queue). Send it again once one \

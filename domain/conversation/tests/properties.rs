@@ -52,7 +52,7 @@ impl Model {
         }
         let new_turn = after.turns.len() > before.turns.len();
         match input {
-            Input::Message { .. } | Input::Ask { .. } if new_turn => {
+            Input::Message { .. } | Input::Ask { .. } | Input::Deliver { .. } if new_turn => {
                 self.expected.push_back(after.last_seq);
             }
             Input::Steer { .. } if new_turn => self.expected.push_front(after.last_seq),
@@ -160,12 +160,21 @@ fn input(state: &Conversation, kind: u8, arg: u8) -> Input {
             text: "review".into(),
             person: "ana".into(),
         },
+        0 if n % 5 == 1 => Input::Deliver {
+            seq: None,
+            draft: n % 2 == 0,
+            person: "ana".into(),
+        },
         0 | 1 => message(if n % 7 == 0 { " " } else { "work" }, None),
         2 => message("again", Some(n % (state.last_seq + 2))),
         3 => Input::Steer {
             seq: None,
             text: "instead".to_owned(),
             person: "bo".to_owned(),
+        },
+        4 if n % 3 == 0 => Input::TakeOver {
+            seq: None,
+            run: run.clone(),
         },
         4 => Input::Stop { seq: None },
         5 => Input::Status { seq: None },

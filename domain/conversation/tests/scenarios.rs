@@ -3,7 +3,7 @@
 use std::time::Duration;
 
 use gatehouse_conversation::{
-    Conversation, Effect, Input, Outcome, Rejection, Settings, TurnStatus, Workspace, apply,
+    Conversation, Effect, Input, Outcome, Rejection, Settings, TurnStatus, Work, Workspace, apply,
 };
 
 const SETTINGS: Settings = Settings {
@@ -92,7 +92,8 @@ fn start(seq: u64, attempt: u32, text: &str, resume: Option<&str>) -> Effect {
         attempt,
         text: text.to_owned(),
         resume_session: resume.map(str::to_owned),
-        ask: None,
+        work: Work::Assistant,
+        adopt_run: None,
     }
 }
 
@@ -154,7 +155,10 @@ fn ask_queues_like_a_message_and_leaves_the_assistants_session_alone() {
         attempt: 1,
         text: "review the fix".into(),
         resume_session: None,
-        ask: Some("reviewer".into()),
+        work: Work::Ask {
+            role: "reviewer".into()
+        },
+        adopt_run: None,
     }));
     // A message during the ask waits for it.
     let queued = t.say("now add a test");
@@ -174,6 +178,32 @@ fn ask_queues_like_a_message_and_leaves_the_assistants_session_alone() {
     }));
     assert!(next.contains(&start(3, 1, "now add a test", Some("s-assistant"))));
     assert_eq!(t.state.session_id.as_deref(), Some("s-assistant"));
+}
+
+#[test]
+fn deliver_is_a_turn_of_its_own_in_the_queue() {
+    let mut t = Thread::new();
+    t.say("fix the bug");
+    let queued = t.apply(Input::Deliver {
+        seq: None,
+        draft: true,
+        person: "ana".into(),
+    });
+    assert!(
+        matches!(&queued[..], [Effect::Acknowledge { seq: 2, .. }]),
+        "{queued:?}"
+    );
+    let next = t.reply(1, 1, "fixed", Some("s-1"));
+    assert!(next.contains(&Effect::StartTurn {
+        seq: 2,
+        attempt: 1,
+        text: "deliver draft".into(),
+        resume_session: None,
+        work: Work::Deliver { draft: true },
+        adopt_run: None,
+    }));
+    t.reply(2, 1, "Opened acme/api#4 (draft).", None);
+    assert_eq!(t.state.session_id.as_deref(), Some("s-1"));
 }
 
 #[test]
@@ -525,11 +555,16 @@ fn a_run_holding_the_workspace_makes_messages_wait() {
     let released = Input::RunReleasedWorkspace {
         run: "r-1".to_owned(),
     };
-    assert_eq!(
-        t.apply(released.clone()),
-        [start(3, 1, "what did the run do?", None)]
-    );
+    // The next turn takes the run's files first.
+    let mut takes_the_runs = start(3, 1, "what did the run do?", None);
+    if let Effect::StartTurn { adopt_run, .. } = &mut takes_the_runs {
+        *adopt_run = Some("r-1".to_owned());
+    }
+    assert_eq!(t.apply(released.clone()), [takes_the_runs]);
     assert_eq!(t.apply(released), [], "a repeated release");
+    // Only that one: the turn after it works on the workspace as it is.
+    let next = t.reply(3, 1, "it refactored", None);
+    assert!(next.contains(&start(4, 1, "and why?", None)), "{next:?}");
 }
 
 #[test]
@@ -542,7 +577,10 @@ fn take_over_gives_the_conversation_the_runs_workspace() {
         [idle(1)]
     );
     assert_eq!(t.state.workspace, Workspace::Kept);
-    t.say("continue where the run stopped");
+    assert!(matches!(
+        &t.say("continue where the run stopped")[..],
+        [Effect::StartTurn { adopt_run: Some(run), .. }] if run == "r-9"
+    ));
     assert_eq!(
         apply(
             &SETTINGS,
@@ -553,6 +591,39 @@ fn take_over_gives_the_conversation_the_runs_workspace() {
         ),
         Err(Rejection::TurnHoldsWorkspace { seq: 1 })
     );
+}
+
+#[test]
+fn take_over_is_answered_and_refused_while_a_turn_works() {
+    let mut t = Thread::new();
+    t.say("a long one");
+    let refused = t.apply(Input::TakeOver {
+        seq: None,
+        run: "r-3".into(),
+    });
+    assert_eq!(
+        refused,
+        [answer(
+            2,
+            "Cannot take over run r-3: the conversation is working on turn 1; wait for it or `stop` it first."
+        )]
+    );
+    t.reply(1, 1, "done", None);
+    let took = t.apply(Input::TakeOver {
+        seq: None,
+        run: "r-3".into(),
+    });
+    assert_eq!(
+        took[0],
+        answer(
+            3,
+            "Took over run r-3's workspace; it stays paused. The next message here works on it."
+        )
+    );
+    assert!(matches!(
+        &t.say("go on")[..],
+        [Effect::StartTurn { adopt_run: Some(run), .. }] if run == "r-3"
+    ));
 }
 
 #[test]
@@ -570,7 +641,10 @@ fn an_idle_workspace_is_released_and_the_next_turn_restores_it() {
     assert_eq!(t.apply(Input::Idle { timer: 1 }), [], "armed before turn 2");
     assert_eq!(
         t.apply(Input::Idle { timer: 2 }),
-        [Effect::ReleaseWorkspace { timer: 2 }]
+        [Effect::ReleaseWorkspace {
+            timer: 2,
+            adopt_run: None
+        }]
     );
     assert_eq!(t.state.workspace, Workspace::Released);
     assert_eq!(t.apply(Input::Idle { timer: 2 }), [], "released once");
@@ -613,7 +687,10 @@ fn effect_keys_name_what_they_are_about() {
         answer(4, ""),
         Effect::Checkpoint { seq: 3 },
         idle(5),
-        Effect::ReleaseWorkspace { timer: 5 },
+        Effect::ReleaseWorkspace {
+            timer: 5,
+            adopt_run: None,
+        },
     ]
     .iter()
     .map(Effect::key)

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
-use gatehouse_conversation::{Conversation, TurnStatus};
+use gatehouse_conversation::{Conversation, TurnStatus, Work};
 use gatehouse_events::{ConversationInput, Event, RunWorkspace, Said};
 use gatehouse_project::Right;
 use gatehouse_store::{ConversationRow, TurnAttemptRow, TurnToolCallRow, TurnUsageRow};
@@ -76,7 +76,17 @@ pub async fn show(
             person: turn.person.clone(),
             status: turn_status(turn.status).into(),
             steer: turn.steer,
-            ask: turn.ask.clone(),
+            kind: match turn.work {
+                Work::Assistant => "assistant",
+                Work::Ask { .. } => "ask",
+                Work::Deliver { .. } => "deliver",
+            }
+            .into(),
+            role: match &turn.work {
+                Work::Ask { role } => Some(role.clone()),
+                _ => None,
+            },
+            draft: matches!(turn.work, Work::Deliver { draft: true }),
             failure: turn.failure.clone(),
             attempts: attempts
                 .iter()
@@ -168,7 +178,7 @@ fn summary(row: &ConversationRow, state: &Conversation) -> ConversationSummary {
         thread: row.thread.clone(),
         started_by: row.started_by.clone(),
         activity: row.activity.to_string(),
-        turns: state.turns.len(),
+        turn_count: state.turns.len(),
         queued: state.queue.len(),
         created_at: row.created_at,
         updated_at: row.updated_at,

@@ -28,6 +28,9 @@ pub(crate) struct Scope<'a> {
     pub place: &'static str,
     /// The project the place works on (a project's chat channel), when it is one.
     pub project: Option<&'a str>,
+    /// The conversation of the chat thread, when it has one: a run started there works on
+    /// its workspace.
+    pub conversation: Option<&'a gatehouse_store::ConversationRow>,
 }
 
 /// What a command came to: a sentence for the audit trail, and the answer its author
@@ -120,7 +123,11 @@ pub(crate) async fn carry_out(
             return Ok(Done::answered(format!("{verb}: answered"), answer));
         }
         // The chat path takes these in a conversation's thread before they get here.
-        Command::Steer { .. } | Command::Stop | Command::Ask { .. } => {
+        Command::Steer { .. }
+        | Command::Stop
+        | Command::Ask { .. }
+        | Command::Deliver { .. }
+        | Command::TakeOver { .. } => {
             let answer = format!(
                 "{text} works in a conversation's thread: mention me with a request in a project's chat channel to start one."
             );

@@ -63,6 +63,11 @@ impl Scheduler {
                 text,
                 person,
             },
+            Said::Deliver { draft } => Input::Deliver { seq, draft, person },
+            Said::TakeOver { run } => Input::TakeOver {
+                seq,
+                run: run.to_string(),
+            },
         };
         self.converse(tx, said.conversation_id, input, trace).await
     }

@@ -158,6 +158,13 @@ impl Scheduler {
             return Ok(());
         }
         self.store.keep_sop_definition(Arc::new(sop.clone()));
+        // Started in a conversation's thread: the run holds its workspace until it ends.
+        if let Some(conversation) = tx.conversation_of_run(request.run_id).await? {
+            let took = gatehouse_conversation::Input::RunTookWorkspace {
+                run: request.run_id.to_string(),
+            };
+            self.converse(tx, conversation, took, trace).await?;
+        }
         let _ = self
             .advance(tx, request.run_id, Input::Start, trace, measured)
             .await?;
@@ -224,6 +231,16 @@ impl Scheduler {
             trace,
         };
         context.carry_out(tx, &effects).await?;
+        // A run started from a conversation gives it the workspace back when it ends.
+        if state.status.is_terminal()
+            && !before.is_terminal()
+            && let Some(conversation) = tx.conversation_of_run(run_id).await?
+        {
+            let released = gatehouse_conversation::Input::RunReleasedWorkspace {
+                run: run_id.to_string(),
+            };
+            self.converse(tx, conversation, released, trace).await?;
+        }
         measured.step(row.created_at, before, &state, &effects);
         Ok(Ok(()))
     }

@@ -458,7 +458,19 @@ fn conversation_commands_keep_their_text_verbatim() {
             text: "is this safe? it's `rm -rf`".into(),
         }
     );
-    for command in [ok("steer do x"), ok("stop"), ok("ask reviewer look at it")] {
+    assert_eq!(ok("deliver"), Command::Deliver { draft: false });
+    assert_eq!(ok("deliver DRAFT"), Command::Deliver { draft: true });
+    assert_eq!(
+        ok(&format!("take over {RUN}")),
+        Command::TakeOver { run: run_id() }
+    );
+    for command in [
+        ok(&format!("take over {RUN}")),
+        ok("deliver draft"),
+        ok("steer do x"),
+        ok("stop"),
+        ok("ask reviewer look at it"),
+    ] {
         assert_eq!(ok(&command.to_string()), command);
     }
     for (line, message) in [
@@ -472,6 +484,13 @@ fn conversation_commands_keep_their_text_verbatim() {
             "ask needs the TEXT to ask (usage: `ask ROLE TEXT`)",
         ),
         ("stop now", "stop: unexpected `now` (usage: `stop`)"),
+        ("take", "take over needs `over` and a RUN (usage: `take over RUN`)"),
+        ("take over", "take over needs a RUN (usage: `take over RUN`)"),
+        ("take over 12", "take over: `12` is not a run id (a UUID) (usage: `take over RUN`)"),
+        (
+            "deliver now",
+            "deliver: unexpected `now` (usage: `deliver [draft]`)",
+        ),
     ] {
         assert_eq!(error(line), message, "{line}");
     }

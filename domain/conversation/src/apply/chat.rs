@@ -2,19 +2,11 @@
 
 use super::Step;
 use crate::text;
-use crate::{Effect, Turn, TurnStatus, Workspace};
+use crate::{Effect, Turn, TurnStatus, Work, Workspace};
 
 impl Step<'_> {
-    pub(super) fn message(&mut self, seq: u64, text: String, person: String) {
-        self.request(seq, text, person, None);
-    }
-
-    pub(super) fn ask(&mut self, seq: u64, role: String, text: String, person: String) {
-        self.request(seq, text, person, Some(role));
-    }
-
-    /// A message or an `ask`: a turn now, or queued behind the one running.
-    fn request(&mut self, seq: u64, text: String, person: String, ask: Option<String>) {
+    /// A message, an `ask` or a `deliver`: a turn now, or queued behind the one running.
+    pub(super) fn request(&mut self, seq: u64, text: String, person: String, work: Work) {
         if text.trim().is_empty() {
             self.effects
                 .push(Effect::answer(seq, text::EMPTY.to_owned()));
@@ -22,7 +14,7 @@ impl Step<'_> {
         }
         if !self.state.workspace.is_held() {
             // Nothing to wait for: `advance` starts it.
-            self.enqueue(seq, text, person, false, ask);
+            self.enqueue(seq, text, person, false, work);
             return;
         }
         if self.state.queue.len() >= self.settings.max_queue {
@@ -32,7 +24,7 @@ impl Step<'_> {
         }
         let ahead = self.state.queue.len() + usize::from(self.state.running().is_some());
         let acknowledgement = text::queued(ahead, &self.state);
-        self.enqueue(seq, text, person, false, ask);
+        self.enqueue(seq, text, person, false, work);
         self.effects.push(Effect::Acknowledge {
             seq,
             text: acknowledgement,
@@ -58,7 +50,7 @@ impl Step<'_> {
             return;
         }
         self.stop_running();
-        self.enqueue(seq, text, person, true, None);
+        self.enqueue(seq, text, person, true, Work::Assistant);
         self.effects.push(Effect::Acknowledge {
             seq,
             text: text::STEERING.to_owned(),
@@ -91,14 +83,7 @@ impl Step<'_> {
     }
 
     /// Adds a turn to the queue: last, or first for a steer.
-    fn enqueue(
-        &mut self,
-        seq: u64,
-        text: String,
-        person: String,
-        steer: bool,
-        ask: Option<String>,
-    ) {
+    fn enqueue(&mut self, seq: u64, text: String, person: String, steer: bool, work: Work) {
         self.state.turns.push(Turn {
             seq,
             text,
@@ -107,7 +92,7 @@ impl Step<'_> {
             attempts: 0,
             started: false,
             steer,
-            ask,
+            work,
             stopping: false,
             failure: None,
         });

@@ -32,7 +32,8 @@ impl Step<'_> {
             // `take over`: the run's workspace becomes the conversation's.
             Workspace::None | Workspace::Kept | Workspace::Released => {}
         }
-        self.state.last_run = Some(run);
+        self.state.last_run = Some(run.clone());
+        self.state.adopt = Some(run);
         self.free();
         Ok(())
     }

@@ -54,7 +54,7 @@ fn table(conversations: &[ConversationSummary]) -> String {
     for c in conversations {
         out.push_str(&format!(
             "{:<36}  {:<12}  {:<9}  {:>5}  {:>6}  {}:{}:{}\n",
-            c.id, c.project, c.activity, c.turns, c.queued, c.platform, c.channel, c.thread
+            c.id, c.project, c.activity, c.turn_count, c.queued, c.platform, c.channel, c.thread
         ));
     }
     out.trim_end().to_owned()
@@ -85,10 +85,11 @@ fn describe(d: &ConversationDetail) -> String {
         out.push_str("  none\n");
     }
     for turn in &d.turns {
-        let how = match (&turn.ask, turn.steer) {
-            (Some(role), _) => format!(" (ask {role})"),
-            (None, true) => " (steer)".to_owned(),
-            (None, false) => String::new(),
+        let how = match (turn.kind.as_str(), &turn.role, turn.steer) {
+            ("ask", Some(role), _) => format!(" (ask {role})"),
+            ("deliver", _, _) => " (deliver)".to_owned(),
+            (_, _, true) => " (steer)".to_owned(),
+            _ => String::new(),
         };
         out.push_str(&format!(
             "  #{} {:<8} {}{how}: {}\n",

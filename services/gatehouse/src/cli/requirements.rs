@@ -73,7 +73,7 @@ fn describe(d: &RequirementDetail) -> String {
         for c in &d.conversations {
             out.push_str(&format!(
                 "  {}  {:<9}  {} turns  {}:{}\n",
-                c.id, c.activity, c.turns, c.platform, c.channel
+                c.id, c.activity, c.turn_count, c.platform, c.channel
             ));
         }
     }

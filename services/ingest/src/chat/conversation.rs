@@ -8,7 +8,10 @@
 use std::collections::BTreeSet;
 
 use gatehouse_conversation::Conversation;
-use gatehouse_events::{Actor, ConversationInput, Event, Said};
+use gatehouse_engine::Input as EngineInput;
+use gatehouse_events::{
+    Actor, ConversationInput, Event, RunCommand, RunCommandKind, RunStatus, Said,
+};
 use gatehouse_project::Right;
 use gatehouse_store::{ConversationRow, NewConversation, Tx};
 use uuid::Uuid;
@@ -112,6 +115,11 @@ pub(crate) async fn hear(
             format!("Sorry, I can't take this from you: {refusal}."),
         ));
     }
+    if let Said::TakeOver { run } = &said
+        && let Err(reply) = pause_for_take_over(api, tx, &conversation, *run, actor).await?
+    {
+        return Ok(Heard::refused("take over: refused", reply));
+    }
     let seq = tx.number_conversation_input(conversation.id).await?;
     let input = ConversationInput {
         conversation_id: conversation.id,
@@ -143,6 +151,40 @@ pub(crate) async fn of_thread(
         .conversation_of_posted(platform, &m.root)
         .await?
         .filter(|row| row.channel == m.channel))
+}
+
+/// `take over RUN`: the run must work on the conversation's requirement; one still going is
+/// paused in this transaction, so it changes its workspace no more. `Err` is the answer
+/// refusing it.
+async fn pause_for_take_over(
+    api: &ApiState,
+    tx: &mut Tx,
+    conversation: &ConversationRow,
+    run: Uuid,
+    actor: &Actor,
+) -> Result<Result<(), String>, ApiError> {
+    let Some(row) = api.store.run(run).await? else {
+        return Ok(Err(format!("There is no run {run} to take over.")));
+    };
+    if row.requirement_id != Some(conversation.requirement_id) {
+        return Ok(Err(format!(
+            "Run {run} works on another requirement; only a run of this thread's requirement can be taken over here."
+        )));
+    }
+    if row.status.is_terminal() || row.status == RunStatus::Paused {
+        return Ok(Ok(()));
+    }
+    let (_, sop, mut state) = api.runs.load(run).await?;
+    if let Err(refused) = gatehouse_engine::apply(&sop, &mut state, EngineInput::Pause) {
+        return Ok(Err(format!("Run {run} cannot be paused: {refused}.")));
+    }
+    let pause = RunCommand {
+        run_id: run,
+        command: RunCommandKind::Pause,
+        actor: actor.clone(),
+    };
+    crate::outbox::append(tx, Event::RunCommand(pause)).await?;
+    Ok(Ok(()))
 }
 
 /// Opens the thread's conversation on the channel's project, with the thread's requirement

@@ -105,6 +105,8 @@ async fn for_the_assistant(
         Mention::FreeText(text) => Some(Said::Message { text: text.clone() }),
         Mention::Command(Command::Steer { text }) => Some(Said::Steer { text: text.clone() }),
         Mention::Command(Command::Stop) => Some(Said::Stop),
+        Mention::Command(Command::Deliver { draft }) => Some(Said::Deliver { draft: *draft }),
+        Mention::Command(Command::TakeOver { run }) => Some(Said::TakeOver { run: *run }),
         Mention::Command(Command::Ask { role, text }) => Some(Said::Ask {
             role: role.clone(),
             text: text.clone(),
@@ -138,22 +140,34 @@ async fn chat_command(
             ));
         }
     }
+    // In a conversation's thread, commands are about its requirement, and a run started
+    // there works on its workspace.
+    let conversation = match api.assistant {
+        Some(_) => of_thread(tx, m).await?,
+        None => None,
+    };
     // A run needs something to work on: the issue it names, or else this thread, which
     // becomes a requirement. Other commands only look the thread up.
-    let requirement = match &command {
-        Command::Run {
-            issue: Some(issue), ..
-        } if known => Some(issue_requirement(api, tx, issue, actor).await?),
-        Command::Run { issue: None, .. } if known => {
+    let requirement = match (&command, &conversation) {
+        (
+            Command::Run {
+                issue: Some(issue), ..
+            },
+            _,
+        ) if known => Some(issue_requirement(api, tx, issue, actor).await?),
+        (_, Some(conversation)) => api.store.requirement(conversation.requirement_id).await?,
+        (Command::Run { issue: None, .. }, None) if known => {
             Some(thread_requirement(tx, m, actor, &m.text, channel_project(api, m)).await?)
         }
         _ => find_thread_requirement(tx, m).await?,
     };
+    let on_the_conversation = matches!(command, Command::Run { issue: None, .. });
     let scope = Scope {
         requirement: requirement.as_ref(),
         anywhere: true,
         place: "thread",
         project: channel_project(api, m),
+        conversation: conversation.as_ref().filter(|_| on_the_conversation),
     };
     let done = written::carry_out(api, tx, &scope, actor, command).await?;
     // Chat has no status comment to show that a command worked, so say so.
@@ -197,6 +211,7 @@ async fn free_text(
         anywhere: true,
         place: "thread",
         project,
+        conversation: None,
     };
     let command = Command::Run {
         sop: sop.to_owned(),

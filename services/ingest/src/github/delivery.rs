@@ -202,6 +202,7 @@ async fn comment(
                     anywhere: false,
                     place: "issue",
                     project: None,
+                    conversation: None,
                 };
                 written::carry_out(api, tx, &scope, &actor, command).await?
             }

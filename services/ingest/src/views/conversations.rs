@@ -25,7 +25,7 @@ pub struct ConversationSummary {
     /// released (the workspace checkpointed and its disk freed).
     pub activity: String,
     /// Turns so far, and how many wait in the queue.
-    pub turns: usize,
+    pub turn_count: usize,
     pub queued: usize,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
@@ -59,8 +59,12 @@ pub struct TurnView {
     pub status: String,
     /// It came as `steer`.
     pub steer: bool,
-    /// The role `ask` named; none for the assistant.
-    pub ask: Option<String>,
+    /// assistant, ask (another role answered) or deliver (pull requests opened).
+    pub kind: String,
+    /// The role that answers an `ask`.
+    pub role: Option<String>,
+    /// A `deliver draft`.
+    pub draft: bool,
     pub failure: Option<String>,
     pub attempts: Vec<TurnAttemptView>,
 }

@@ -6,6 +6,8 @@ use std::collections::BTreeMap;
 use gatehouse_commands::GateRef;
 use gatehouse_engine::{Input, apply};
 use gatehouse_events::{Actor, Event, RunCommand, RunCommandKind, RunRequested};
+use gatehouse_conversation::{Conversation, Workspace};
+use gatehouse_store::ConversationRow;
 use gatehouse_store::Tx;
 use uuid::Uuid;
 
@@ -43,7 +45,12 @@ pub(super) async fn start_run(
         issue_repo: issue_repo.as_deref(),
         sop: Some(&sop.name),
     };
-    let workspace = projects::bind(api, request, actor.person.as_deref(), groups)?;
+    let mut workspace = projects::bind(api, request, actor.person.as_deref(), groups)?;
+    if let Some(conversation) = scope.conversation {
+        // The conversation's repositories, as it froze them; it must be free to hand over.
+        handing_over(conversation)?;
+        workspace = Some(serde_json::from_str(&conversation.workspace)?);
+    }
     let requirement_id = scope.requirement.map(|r| r.id);
     projects::claim_for_requirement(tx, requirement_id, workspace.as_ref()).await?;
     let run_id = Uuid::now_v7();
@@ -58,7 +65,29 @@ pub(super) async fn start_run(
         workspace,
     };
     outbox::append(tx, Event::RunRequested(request)).await?;
+    if let Some(conversation) = scope.conversation {
+        tx.record_conversation_run(run_id, conversation.id).await?;
+        return Ok(format!(
+            "run: started `{}` as run {run_id} on this conversation's workspace; messages here wait until it ends",
+            sop.name
+        ));
+    }
     Ok(format!("run: started `{}` as run {run_id}", sop.name))
+}
+
+/// Refuses (409) to hand a conversation's workspace to a run while a turn or another run
+/// holds it.
+fn handing_over(conversation: &ConversationRow) -> Result<(), ApiError> {
+    let state: Conversation = serde_json::from_str(&conversation.state)?;
+    match &state.workspace {
+        Workspace::Turn { seq } => Err(ApiError::Conflict(format!(
+            "the assistant is working on turn {seq} here; wait for it or `stop` it first"
+        ))),
+        Workspace::Run { run } => Err(ApiError::Conflict(format!(
+            "run {run} holds this conversation's workspace until it ends"
+        ))),
+        Workspace::None | Workspace::Kept | Workspace::Released => Ok(()),
+    }
 }
 
 pub(super) async fn decide_gate(

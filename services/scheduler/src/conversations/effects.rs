@@ -3,7 +3,7 @@
 //! and cancels for runners, and the idle timer.
 
 use chrono::Utc;
-use gatehouse_conversation::Effect;
+use gatehouse_conversation::{Effect, Work};
 use gatehouse_events::{
     ChatThread, Event, RunWorkspace, TraceParent, TurnCancel, TurnDispatch, TurnTask,
 };
@@ -48,16 +48,35 @@ impl<'a> Step<'a> {
                     attempt,
                     text,
                     resume_session,
-                    ask,
+                    work,
+                    ..
                 } => {
-                    let task = TurnTask::Turn {
-                        seq: *seq,
-                        attempt: *attempt,
-                        role: ask.clone().unwrap_or_else(|| self.assistant.role.clone()),
-                        text: text.clone(),
-                        resume_session: resume_session.clone(),
-                        ask: ask.is_some(),
-                        timeout_secs: Some(self.assistant.turn_timeout.as_secs().max(1)),
+                    let (seq, attempt) = (*seq, *attempt);
+                    let timeout_secs = Some(self.assistant.turn_timeout.as_secs().max(1));
+                    let task = match work {
+                        Work::Assistant => TurnTask::Turn {
+                            seq,
+                            attempt,
+                            role: self.assistant.role.clone(),
+                            text: text.clone(),
+                            resume_session: resume_session.clone(),
+                            ask: false,
+                            timeout_secs,
+                        },
+                        Work::Ask { role } => TurnTask::Turn {
+                            seq,
+                            attempt,
+                            role: role.clone(),
+                            text: text.clone(),
+                            resume_session: None,
+                            ask: true,
+                            timeout_secs,
+                        },
+                        Work::Deliver { draft } => TurnTask::Deliver {
+                            seq,
+                            attempt,
+                            draft: *draft,
+                        },
                     };
                     self.dispatch(tx, task).await?;
                 }
@@ -80,7 +99,7 @@ impl<'a> Step<'a> {
                     let due = Utc::now().timestamp_millis().saturating_add(after);
                     self.arm_idle = Some((i64::try_from(*timer).unwrap_or(i64::MAX), due));
                 }
-                Effect::ReleaseWorkspace { timer } => {
+                Effect::ReleaseWorkspace { timer, .. } => {
                     self.dispatch(tx, TurnTask::Release { timer: *timer })
                         .await?;
                 }
