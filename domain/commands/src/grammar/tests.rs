@@ -484,9 +484,18 @@ fn conversation_commands_keep_their_text_verbatim() {
             "ask needs the TEXT to ask (usage: `ask ROLE TEXT`)",
         ),
         ("stop now", "stop: unexpected `now` (usage: `stop`)"),
-        ("take", "take over needs `over` and a RUN (usage: `take over RUN`)"),
-        ("take over", "take over needs a RUN (usage: `take over RUN`)"),
-        ("take over 12", "take over: `12` is not a run id (a UUID) (usage: `take over RUN`)"),
+        (
+            "take",
+            "take over needs `over` and a RUN (usage: `take over RUN`)",
+        ),
+        (
+            "take over",
+            "take over needs a RUN (usage: `take over RUN`)",
+        ),
+        (
+            "take over 12",
+            "take over: `12` is not a run id (a UUID) (usage: `take over RUN`)",
+        ),
         (
             "deliver now",
             "deliver: unexpected `now` (usage: `deliver [draft]`)",

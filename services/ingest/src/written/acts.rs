@@ -4,9 +4,9 @@
 use std::collections::BTreeMap;
 
 use gatehouse_commands::GateRef;
+use gatehouse_conversation::{Conversation, Workspace};
 use gatehouse_engine::{Input, apply};
 use gatehouse_events::{Actor, Event, RunCommand, RunCommandKind, RunRequested};
-use gatehouse_conversation::{Conversation, Workspace};
 use gatehouse_store::ConversationRow;
 use gatehouse_store::Tx;
 use uuid::Uuid;
