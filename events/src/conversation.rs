@@ -68,6 +68,10 @@ pub struct TurnDispatch {
     pub thread: ChatThread,
     /// The project's repositories, checked out when the workspace is first created.
     pub workspace: RunWorkspace,
+    /// A run that gave the conversation its workspace (it ended, or was taken over): the
+    /// conversation's workspace becomes a copy of the run's before the task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adopt_run: Option<Uuid>,
     pub task: TurnTask,
 }
 
@@ -182,6 +186,7 @@ mod tests {
                 repositories: vec![],
                 settings: Default::default(),
             },
+            adopt_run: None,
             task: TurnTask::Turn {
                 seq: 3,
                 attempt: 1,

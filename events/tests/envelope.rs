@@ -185,6 +185,7 @@ fn samples() -> Vec<Event> {
                 }],
                 settings: BTreeMap::new(),
             },
+            adopt_run: None,
             task: TurnTask::Turn {
                 seq: 2,
                 attempt: 1,

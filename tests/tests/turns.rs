@@ -267,6 +267,7 @@ impl Conversation {
                         .collect(),
                     settings: BTreeMap::from([("language".into(), "rust".into())]),
                 },
+                adopt_run: None,
                 task,
             }))
             .await;

@@ -11,7 +11,7 @@
 //! The steps of an attempt are in [`attempt`] and [`prepare`]; the workspace in
 //! [`workspace`] and [`dirs`]; reading the CLI's output in [`output`]; judging its end in
 //! [`verdict`]; the message's text in [`progress`]; what is reported in [`report`];
-//! stopping in [`cancel`]; the `command` executor's transcript in [`transcript`]; a
+//! stopping in [`cancel`]; the workspace handed to and from SOP runs in [`handoff`]; the `command` executor's transcript in [`transcript`]; a
 //! delivery's attempt in [`deliver`], and what it says in [`delivered`].
 
 mod attempt;
@@ -19,6 +19,7 @@ mod cancel;
 mod deliver;
 mod delivered;
 mod dirs;
+mod handoff;
 mod output;
 mod prepare;
 mod progress;

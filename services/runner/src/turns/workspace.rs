@@ -25,6 +25,12 @@ impl Runner {
         job: &TurnDispatch,
         dirs: &ConversationDirs,
     ) -> Result<Result<(), String>, HandlerError> {
+        // A run gave the workspace back: its files are where the turn starts.
+        if let Some(run) = job.adopt_run
+            && let Err(reason) = self.adopt_run(run, dirs).await
+        {
+            return Ok(Err(reason));
+        }
         let workspace = dirs.workspace();
         if !workspace.exists() {
             let archive = dirs.checkpoint();
@@ -149,6 +155,13 @@ impl Runner {
     /// absent workspace is left so.
     pub(super) async fn release(&self, job: &TurnDispatch, timer: u64) {
         let dirs = ConversationDirs::new(&self.options.data_dir, job.conversation_id);
+        // What a run gave back is what is checkpointed; if it cannot be taken, the
+        // workspace is released as it is and the run keeps its own.
+        if let Some(run) = job.adopt_run
+            && let Err(reason) = self.adopt_run(run, &dirs).await
+        {
+            tracing::warn!(%run, %reason, "releasing without the run's workspace");
+        }
         let workspace = dirs.workspace();
         if !workspace.exists() {
             tracing::debug!(timer, "the conversation's workspace is released already");

@@ -8,6 +8,7 @@ use gatehouse_events::{
     ChatThread, Event, RunWorkspace, TraceParent, TurnCancel, TurnDispatch, TurnTask,
 };
 use gatehouse_store::{ConversationRow, Tx, WantChat};
+use uuid::Uuid;
 
 use super::AssistantSettings;
 use crate::SchedulerError;
@@ -49,7 +50,7 @@ impl<'a> Step<'a> {
                     text,
                     resume_session,
                     work,
-                    ..
+                    adopt_run,
                 } => {
                     let (seq, attempt) = (*seq, *attempt);
                     let timeout_secs = Some(self.assistant.turn_timeout.as_secs().max(1));
@@ -78,7 +79,7 @@ impl<'a> Step<'a> {
                             draft: *draft,
                         },
                     };
-                    self.dispatch(tx, task).await?;
+                    self.dispatch(tx, task, adopt_run.as_deref()).await?;
                 }
                 Effect::CancelTurn { seq, attempt } => {
                     let cancel = TurnCancel {
@@ -99,16 +100,32 @@ impl<'a> Step<'a> {
                     let due = Utc::now().timestamp_millis().saturating_add(after);
                     self.arm_idle = Some((i64::try_from(*timer).unwrap_or(i64::MAX), due));
                 }
-                Effect::ReleaseWorkspace { timer, .. } => {
-                    self.dispatch(tx, TurnTask::Release { timer: *timer })
-                        .await?;
+                Effect::ReleaseWorkspace { timer, adopt_run } => {
+                    let task = TurnTask::Release { timer: *timer };
+                    self.dispatch(tx, task, adopt_run.as_deref()).await?;
                 }
             }
         }
         Ok(())
     }
 
-    async fn dispatch(&self, tx: &mut Tx, task: TurnTask) -> Result<(), SchedulerError> {
+    /// A job on the workspace; `adopt_run` is the run (by id, as the conversation names
+    /// it) whose files the workspace takes first.
+    async fn dispatch(
+        &self,
+        tx: &mut Tx,
+        task: TurnTask,
+        adopt_run: Option<&str>,
+    ) -> Result<(), SchedulerError> {
+        let adopt_run = match adopt_run.map(Uuid::parse_str).transpose() {
+            Ok(run) => run,
+            Err(e) => {
+                return Err(SchedulerError::Conversation {
+                    id: self.row.id,
+                    message: format!("the run it adopts is no run id: {e}"),
+                });
+            }
+        };
         let workspace: RunWorkspace = serde_json::from_str(&self.row.workspace).map_err(|e| {
             SchedulerError::Conversation {
                 id: self.row.id,
@@ -124,6 +141,7 @@ impl<'a> Step<'a> {
                 thread: self.row.thread.clone(),
             },
             workspace,
+            adopt_run,
             task,
         };
         emit(tx, Event::TurnDispatch(job), self.trace).await
