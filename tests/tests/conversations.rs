@@ -20,7 +20,7 @@ use gatehouse_scheduler::AssistantSettings;
 use gatehouse_tests::fake_slack::{BOT_USER, SlackMessage};
 use gatehouse_tests::gatehouse::chat::{self, ANA, BO, CY, DISCORD_REQUESTS};
 use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 const PROJECTS: &str = r#"
 [[projects]]
@@ -62,7 +62,16 @@ on_both_backends!(
     a_turn_killed_with_the_process_runs_once_more_resuming_its_session,
     on_discord_a_reply_to_the_bot_continues_the_conversation,
     an_idle_workspace_is_released_and_the_next_message_restores_it,
+    deliver_opens_the_pull_request_from_chat_and_updates_it,
+    an_sop_run_takes_the_workspace_and_gives_it_back,
+    take_over_pauses_a_run_and_carries_on_from_its_workspace,
 );
+
+/// Started from a conversation's thread: sees the turn count the conversation left, and
+/// leaves one of its own.
+const POLISH: &str = "name: polish\nnodes:\n  polish: { kind: script, run: 'cat .turns > $GATEHOUSE_ARTIFACTS/seen.txt; echo polished >> notes.txt; echo 5 > .turns', artifacts: [seen.txt] }\n";
+/// Works, then waits for a person.
+const LONG: &str = "name: long\nnodes:\n  work: { kind: script, run: 'echo 9 > .turns' }\n  review: { kind: gate, needs: [work], approvers: [bo] }\n";
 
 /// Writes `script` as an executable `name` in `dir`.
 fn install(dir: &Path, name: &str, script: &str) {
@@ -118,6 +127,7 @@ async fn start_with(
 ) -> Gatehouse {
     let roles = roles(data.path());
     Gatehouse::builder_on(db, data)
+        .sops(&[("polish", POLISH), ("long", LONG)])
         .people(chat::people())
         .chat()
         .projects(PROJECTS)
@@ -169,6 +179,42 @@ fn count(gh: &Gatehouse, thread: &str, text: &str) -> usize {
         .count()
 }
 
+/// A Slack thread of the project's channel, as its people and the bot see it.
+struct Thread<'a> {
+    gh: &'a Gatehouse,
+    ts: String,
+}
+
+impl<'a> Thread<'a> {
+    /// A mention at the top of the channel by ana, starting the thread.
+    async fn start(gh: &'a Gatehouse, event: &str, text: &str) -> Self {
+        let ts = gh.slack_mention(event, CHANNEL, ANA, text).await;
+        Self { gh, ts }
+    }
+
+    /// A mention in the thread by `user`.
+    async fn say_as(&self, event: &str, user: &str, text: &str) {
+        self.gh
+            .slack_mention_in(event, CHANNEL, Some(&self.ts), user, text)
+            .await;
+    }
+
+    /// A mention in the thread by ana.
+    async fn say(&self, event: &str, text: &str) {
+        self.say_as(event, ANA, text).await;
+    }
+
+    /// Waits until the bot has said something here containing `text`.
+    async fn said(&self, text: &str) -> SlackMessage {
+        said(self.gh, &self.ts, text).await
+    }
+
+    /// How many of the bot's messages here contain `text`.
+    fn count(&self, text: &str) -> usize {
+        count(self.gh, &self.ts, text)
+    }
+}
+
 fn calls(gh: &Gatehouse) -> Vec<String> {
     std::fs::read_to_string(gh.data.path().join("calls.log"))
         .unwrap_or_default()
@@ -192,18 +238,14 @@ async fn conversation(gh: &Gatehouse) -> Value {
 
 async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     let gh = start(backend).await;
-    let thread = gh
-        .slack_mention("Ev1", CHANNEL, ANA, "add a health endpoint")
-        .await;
-    said(&gh, &thread, "Turn 1: add a health endpoint").await;
+    let thread = Thread::start(&gh, "Ev1", "add a health endpoint").await;
+    thread.said("Turn 1: add a health endpoint").await;
     // One progress message, edited to its end.
-    said(&gh, &thread, "Done in").await;
-    gh.slack_mention_in("Ev2", CHANNEL, Some(&thread), BO, "now add a test")
-        .await;
-    said(&gh, &thread, "Turn 2: now add a test").await;
-    gh.slack_mention_in("Ev3", CHANNEL, Some(&thread), ANA, "and document it")
-        .await;
-    said(&gh, &thread, "Turn 3: and document it").await;
+    thread.said("Done in").await;
+    thread.say_as("Ev2", BO, "now add a test").await;
+    thread.said("Turn 2: now add a test").await;
+    thread.say("Ev3", "and document it").await;
+    thread.said("Turn 3: and document it").await;
     // The workspace was kept (the count lives in it) and the session continued.
     let calls = calls(&gh);
     assert_eq!(calls.len(), 3, "{calls:?}");
@@ -222,28 +264,13 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     );
 
     // Someone the project does not let converse is refused, and nothing runs.
-    gh.slack_mention_in("Ev4", CHANNEL, Some(&thread), CY, "delete everything")
-        .await;
-    said(&gh, &thread, "may not talk to the assistant").await;
+    thread.say_as("Ev4", CY, "delete everything").await;
+    thread.said("may not talk to the assistant").await;
     // `ask` has another role answer, in the same workspace.
-    gh.slack_mention_in(
-        "Ev5",
-        CHANNEL,
-        Some(&thread),
-        ANA,
-        "ask reviewer is it ready?",
-    )
-    .await;
-    said(&gh, &thread, "reviewed 3 notes").await;
+    thread.say("Ev5", "ask reviewer is it ready?").await;
+    thread.said("reviewed 3 notes").await;
     // A redelivered event changes nothing.
-    gh.slack_mention_in(
-        "Ev5",
-        CHANNEL,
-        Some(&thread),
-        ANA,
-        "ask reviewer is it ready?",
-    )
-    .await;
+    thread.say("Ev5", "ask reviewer is it ready?").await;
 
     let detail = conversation(&gh).await;
     assert_eq!(detail["project"], "api");
@@ -259,7 +286,10 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
         ["replied", "replied", "replied", "replied"],
         "{detail:#}"
     );
-    assert_eq!(turns[3]["ask"], "reviewer");
+    assert_eq!(
+        (&turns[3]["kind"], &turns[3]["role"]),
+        (&json!("ask"), &json!("reviewer"))
+    );
     let first = &turns[0]["attempts"][0];
     assert_eq!(first["tools"][0]["tool"], "Edit");
     assert_eq!(first["usage"]["output_tokens"], 50);
@@ -278,9 +308,9 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     assert_eq!(requirement["usage"]["output_tokens"], 3 * 50 + 3);
     // Every reply once.
     for n in 1..=3 {
-        assert_eq!(count(&gh, &thread, &format!("Turn {n}:")), 1);
+        assert_eq!(thread.count(&format!("Turn {n}:")), 1);
     }
-    assert_eq!(count(&gh, &thread, "reviewed 3 notes"), 1);
+    assert_eq!(thread.count("reviewed 3 notes"), 1);
 
     // A channel of no project is told so; nothing is opened.
     let elsewhere = gh
@@ -299,32 +329,23 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
 
 async fn messages_queue_steer_interrupts_and_stop_and_status_answer(backend: Backend) {
     let gh = start(backend).await;
-    let thread = gh
-        .slack_mention("Ev1", CHANNEL, ANA, "a slow refactor")
-        .await;
+    let thread = Thread::start(&gh, "Ev1", "a slow refactor").await;
     // Working: the progress message says so.
-    said(&gh, &thread, "Working").await;
-    let mention = |id: &'static str, text: &'static str| {
-        let (gh, thread) = (&gh, thread.clone());
-        async move {
-            gh.slack_mention_in(id, CHANNEL, Some(&thread), ANA, text)
-                .await
-        }
-    };
-    mention("Ev2", "then rename it").await;
-    said(&gh, &thread, "1 ahead").await;
-    mention("Ev3", "status").await;
-    said(&gh, &thread, "Working on turn 1 for ana").await;
-    mention("Ev4", "steer use smaller steps").await;
-    said(&gh, &thread, "Turn 2: use smaller steps").await;
-    said(&gh, &thread, "Turn 3: then rename it").await;
+    thread.said("Working").await;
+    thread.say("Ev2", "then rename it").await;
+    thread.said("1 ahead").await;
+    thread.say("Ev3", "status").await;
+    thread.said("Working on turn 1 for ana").await;
+    thread.say("Ev4", "steer use smaller steps").await;
+    thread.said("Turn 2: use smaller steps").await;
+    thread.said("Turn 3: then rename it").await;
     // The slow turn was stopped, not answered.
-    assert_eq!(count(&gh, &thread, "Turn 1:"), 0);
+    assert_eq!(thread.count("Turn 1:"), 0);
     // Nothing runs now: `stop` and `steer` say so, and an empty message is answered.
-    mention("Ev5", "stop").await;
-    said(&gh, &thread, "Nothing is running").await;
-    mention("Ev6", "steer faster").await;
-    said(&gh, &thread, "send it as a message").await;
+    thread.say("Ev5", "stop").await;
+    thread.said("Nothing is running").await;
+    thread.say("Ev6", "steer faster").await;
+    thread.said("send it as a message").await;
     let detail = conversation(&gh).await;
     let statuses: Vec<_> = detail["turns"]
         .as_array()
@@ -339,28 +360,28 @@ async fn messages_queue_steer_interrupts_and_stop_and_status_answer(backend: Bac
 
 async fn a_turn_killed_with_the_process_runs_once_more_resuming_its_session(backend: Backend) {
     let gh = start(backend).await;
-    let thread = gh
-        .slack_mention("Ev1", CHANNEL, ANA, "pause, then answer")
-        .await;
+    let thread = Thread::start(&gh, "Ev1", "pause, then answer").await;
     // The CLI has named its session: kill -9 while it runs.
     gh.until("the CLI to start", || {
         (!calls(&gh).is_empty()).then_some(())
     })
     .await;
-    said(&gh, &thread, "Working").await;
+    thread.said("Working").await;
     tokio::time::sleep(Duration::from_millis(500)).await;
+    let ts = thread.ts;
     let (db, data) = gh.crash();
     let gh = start_on(db, data).await;
-    said(&gh, &thread, "restarted during this turn").await;
-    said(&gh, &thread, "Turn 2: pause, then answer").await;
+    let thread = Thread { gh: &gh, ts };
+    thread.said("restarted during this turn").await;
+    thread.said("Turn 2: pause, then answer").await;
     let calls = calls(&gh);
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert!(!calls[0].contains("--resume"), "{calls:?}");
     assert!(calls[1].contains("--resume sess-"), "{calls:?}");
     // Nothing was posted twice.
     tokio::time::sleep(Duration::from_millis(500)).await;
-    assert_eq!(count(&gh, &thread, "Turn 2:"), 1);
-    assert_eq!(count(&gh, &thread, "restarted during this turn"), 1);
+    assert_eq!(thread.count("Turn 2:"), 1);
+    assert_eq!(thread.count("restarted during this turn"), 1);
     let detail = conversation(&gh).await;
     let attempts = detail["turns"][0]["attempts"].as_array().unwrap();
     assert_eq!(attempts.len(), 2, "{detail:#}");
@@ -425,10 +446,8 @@ async fn an_idle_workspace_is_released_and_the_next_message_restores_it(backend:
     assistant.rules.idle_timeout = Duration::from_secs(1);
     let data = tempfile::tempdir().unwrap();
     let gh = start_with(TestDb::new(backend).await, data, assistant).await;
-    let thread = gh
-        .slack_mention("Ev1", CHANNEL, ANA, "start a branch")
-        .await;
-    said(&gh, &thread, "Turn 1: start a branch").await;
+    let thread = Thread::start(&gh, "Ev1", "start a branch").await;
+    thread.said("Turn 1: start a branch").await;
     let id = get(&gh, "/conversations").await[0]["id"]
         .as_str()
         .unwrap()
@@ -448,8 +467,78 @@ async fn an_idle_workspace_is_released_and_the_next_message_restores_it(backend:
     );
     assert!(dir.join("checkpoint.tar").exists(), "after a checkpoint");
     // The next message restores it: the turn count kept in the workspace goes on.
-    gh.slack_mention_in("Ev2", CHANNEL, Some(&thread), ANA, "go on")
-        .await;
-    said(&gh, &thread, "Turn 2: go on").await;
+    thread.say("Ev2", "go on").await;
+    thread.said("Turn 2: go on").await;
+    gh.stop().await;
+}
+
+async fn deliver_opens_the_pull_request_from_chat_and_updates_it(backend: Backend) {
+    let gh = start(backend).await;
+    let thread = Thread::start(&gh, "Ev1", "add a health endpoint").await;
+    thread.said("Turn 1: add a health endpoint").await;
+    thread.say("Ev2", "deliver draft").await;
+    thread.said("acme/api#").await;
+    let pulls = gh.github.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert!(pulls[0].draft, "{pulls:?}");
+    let detail = conversation(&gh).await;
+    assert_eq!(detail["pull_requests"][0]["repo"], "acme/api", "{detail:#}");
+    assert_eq!(detail["turns"][1]["kind"], "deliver");
+    // More work, delivered again: the same pull request, updated.
+    thread.say("Ev3", "and a test").await;
+    thread.said("Turn 2: and a test").await;
+    thread.say("Ev4", "deliver").await;
+    thread.said("Updated acme/api#").await;
+    assert_eq!(gh.github.pulls().len(), 1);
+    gh.stop().await;
+}
+
+async fn an_sop_run_takes_the_workspace_and_gives_it_back(backend: Backend) {
+    let gh = start(backend).await;
+    let thread = Thread::start(&gh, "Ev1", "draft it").await;
+    thread.said("Turn 1: draft it").await;
+    thread.say("Ev2", "run polish").await;
+    thread.said("on this conversation's workspace").await;
+    let run = gh.until_run(|r| r.sop == "polish").await;
+    gh.wait_run(run, "succeeded").await;
+    // The run started from the conversation's workspace...
+    assert_eq!(gh.artifact(run, "polish", 1, "seen.txt").trim(), "1");
+    // ...and the conversation goes on from the run's.
+    thread.say("Ev3", "what changed?").await;
+    thread.said("Turn 6: what changed?").await;
+    let detail = conversation(&gh).await;
+    let requirement = get(
+        &gh,
+        &format!(
+            "/requirements/{}",
+            detail["requirement_id"].as_str().unwrap()
+        ),
+    )
+    .await;
+    assert_eq!(
+        requirement["runs"][0]["id"],
+        run.to_string(),
+        "{requirement:#}"
+    );
+    gh.stop().await;
+}
+
+async fn take_over_pauses_a_run_and_carries_on_from_its_workspace(backend: Backend) {
+    let gh = start(backend).await;
+    let thread = Thread::start(&gh, "Ev1", "look around").await;
+    thread.said("Turn 1: look around").await;
+    thread.say("Ev2", "run long").await;
+    let run = gh.until_run(|r| r.sop == "long").await;
+    gh.wait_run(run, "waiting").await;
+    // A run of another requirement cannot be taken over; this one can.
+    let elsewhere = gh.request("long").await;
+    gh.wait_run(elsewhere, "waiting").await;
+    thread.say("Ev3", &format!("take over {elsewhere}")).await;
+    thread.said("works on another requirement").await;
+    thread.say("Ev4", &format!("take over {run}")).await;
+    thread.said("Took over run").await;
+    gh.wait_run(run, "paused").await;
+    thread.say("Ev5", "finish it").await;
+    thread.said("Turn 10: finish it").await;
     gh.stop().await;
 }

@@ -1057,6 +1057,78 @@ fn slack_and_discord_from_the_config_file() {
     }
 }
 
+/// `[assistant]` from the configuration file: a mention in a project's Slack channel is
+/// answered in its thread by the assistant role (a `command` stand-in here), and `gatehouse
+/// conversation list|show` show it.
+#[test]
+fn a_conversation_from_the_config_file() {
+    use gatehouse_tests::fake_slack::{self, FakeSlack};
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let slack = runtime.block_on(FakeSlack::start());
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let agent = "#!/bin/sh\nread -r message < \"$1\"\necho \"on it: $message\"\n";
+    std::fs::write(bin.join("helper"), agent).unwrap();
+    std::fs::set_permissions(bin.join("helper"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = format!(
+        "[slack]\napi_url = \"{}\"\nbot_token = \"{}\"\nsigning_secret = \"sl4ck\"\n[[projects]]\nname = \"notes\"\nchannels = [\"slack:C0NOTES\"]\nconverse = [\"ana\"]\n[roles.helper]\nexecutor = \"command\"\ncommand = [\"helper\", \"{{prompt_file}}\"]\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[assistant]\nrole = \"helper\"\nmax_queue = 3\n",
+        slack.api_url(),
+        fake_slack::BOT_TOKEN,
+        bin.display()
+    );
+    let up = Up::start_in(dir, &config, Vec::new());
+    let event = serde_json::json!({
+        "type": "event_callback", "event_id": "Ev-talk", "team_id": "T1",
+        "event": { "type": "app_mention", "user": "U0ANA", "channel": "C0NOTES",
+                   "ts": "1796000000.000200", "text": "<@U0GATEHOUSE> summarise the notes" },
+    })
+    .to_string();
+    let now = chrono::Utc::now().timestamp();
+    let signature = gatehouse_slack::sign_request(b"sl4ck", now, event.as_bytes());
+    let status = runtime.block_on(async {
+        reqwest::Client::new()
+            .post(format!(
+                "http://127.0.0.1:{}/webhooks/slack/events",
+                up.port
+            ))
+            .header("X-Slack-Request-Timestamp", now.to_string())
+            .header("X-Slack-Signature", signature)
+            .body(event)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    });
+    assert_eq!(status, 200);
+    let answered = || {
+        slack.messages("C0NOTES").iter().any(|m| {
+            m.thread_ts.as_deref() == Some("1796000000.000200")
+                && m.text.contains("on it: summarise the notes")
+        })
+    };
+    for _ in 0..400 {
+        if answered() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert!(answered(), "{:#?}", slack.messages("C0NOTES"));
+    let list = up.json(&["conversation", "list"]);
+    assert_eq!(list[0]["project"], "notes", "{list:#}");
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let shown = up.cli(&["conversation", "show", &id]);
+    let text = String::from_utf8_lossy(&shown.stdout);
+    let errors = String::from_utf8_lossy(&shown.stderr);
+    assert!(
+        text.contains("#1 replied  ana: summarise the notes"),
+        "{text}{errors}"
+    );
+    assert!(text.contains("reply: on it: summarise the notes"), "{text}");
+}
+
 /// Claude Code's `--output-format stream-json --verbose` events, printed by a stand-in CLI:
 /// one tool call (whose summary holds the secret, masked before it is stored), then the
 /// result.
