@@ -35,7 +35,7 @@ const CHANNEL: &str = "C0API";
 /// Claude Code as a conversation sees it: reads the message on stdin, keeps a turn count
 /// in the workspace, resumes the session it is given (or names a new one), calls a tool,
 /// and answers with the count and the message. A message saying `slow` takes 30 s, one
-/// saying `pause` 3 s. Every call is logged to `$CALLS`.
+/// saying `pause` 5 s. Every call is logged to `$CALLS`.
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
 prompt=$(cat)
 echo "$*" >> "$CALLS"
@@ -44,7 +44,7 @@ case "$*" in *--resume*) session=$(echo "$*" | sed 's/.*--resume \([^ ]*\).*/\1/
 n=$(cat .turns 2>/dev/null || echo 0); n=$((n+1)); echo $n > .turns
 echo '{"type":"system","subtype":"init","session_id":"'"$session"'","tools":["Bash","Edit"],"model":"claude-sonnet-4-5"}'
 echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Edit","input":{"file_path":"src/health.rs","old_string":"a","new_string":"b"}}]},"session_id":"'"$session"'"}'
-case "$prompt" in *slow*) sleep 30;; *pause*) sleep 3;; esac
+case "$prompt" in *slow*) sleep 30;; *pause*) sleep 5;; esac
 echo "$prompt" >> notes.txt
 echo '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"ok","is_error":false}]},"session_id":"'"$session"'"}'
 printf '{"type":"result","subtype":"success","is_error":false,"duration_ms":40,"num_turns":2,"result":"Turn %s: %s","session_id":"%s","usage":{"input_tokens":100,"output_tokens":50},"modelUsage":{"claude-sonnet-4-5":{"inputTokens":100,"outputTokens":50,"costUSD":0.001}}}\n' "$n" "$prompt" "$session"
@@ -104,12 +104,32 @@ fn roles(data: &Path) -> BTreeMap<String, Role> {
     };
     let reviewer = Role {
         command: vec!["review".into()],
+        env: env.clone(),
+        ..Role::new(Executor::Command)
+    };
+    // Roles that go wrong: a CLI the sandbox does not have, and one printing garbage.
+    let ghost = Role {
+        command: vec!["no-such-cli".into()],
         env,
         ..Role::new(Executor::Command)
+    };
+    install(
+        &bin.join("garbled"),
+        "claude",
+        "#!/bin/sh\necho 'not json'\necho '{half'\n",
+    );
+    let garbled = Role {
+        env: BTreeMap::from([(
+            "PATH".to_owned(),
+            format!("{}:/usr/bin:/bin", bin.join("garbled").display()),
+        )]),
+        ..Role::new(Executor::ClaudeCode)
     };
     BTreeMap::from([
         ("assistant".to_owned(), assistant),
         ("reviewer".to_owned(), reviewer),
+        ("ghost".to_owned(), ghost),
+        ("garbled".to_owned(), garbled),
     ])
 }
 
@@ -269,6 +289,15 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     // `ask` has another role answer, in the same workspace.
     thread.say("Ev5", "ask reviewer is it ready?").await;
     thread.said("reviewed 3 notes").await;
+    // A CLI that is not there, or prints garbage, is answered with what went wrong.
+    thread.say("Ev7", "ask ghost anything").await;
+    thread
+        .said("That turn failed: the sandbox has no `no-such-cli` command")
+        .await;
+    thread.say("Ev8", "ask garbled anything").await;
+    thread
+        .said("That turn failed: the CLI ended without a result; 2 lines")
+        .await;
     // A redelivered event changes nothing.
     thread.say("Ev5", "ask reviewer is it ready?").await;
 
@@ -283,7 +312,9 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
         .collect();
     assert_eq!(
         statuses,
-        ["replied", "replied", "replied", "replied"],
+        [
+            "replied", "replied", "replied", "replied", "failed", "failed"
+        ],
         "{detail:#}"
     );
     assert_eq!(
@@ -367,15 +398,22 @@ async fn a_turn_killed_with_the_process_runs_once_more_resuming_its_session(back
     })
     .await;
     thread.said("Working").await;
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // Two more wait their turn; the restart keeps them, in order.
+    thread.say("Ev2", "then this").await;
+    thread.said("Queued, 1 ahead").await;
+    thread.say("Ev3", "and this").await;
+    thread.said("Queued, 2 ahead").await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
     let ts = thread.ts;
     let (db, data) = gh.crash();
     let gh = start_on(db, data).await;
     let thread = Thread { gh: &gh, ts };
     thread.said("restarted during this turn").await;
     thread.said("Turn 2: pause, then answer").await;
+    thread.said("Turn 3: then this").await;
+    thread.said("Turn 4: and this").await;
     let calls = calls(&gh);
-    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert_eq!(calls.len(), 4, "{calls:?}");
     assert!(!calls[0].contains("--resume"), "{calls:?}");
     assert!(calls[1].contains("--resume sess-"), "{calls:?}");
     // Nothing was posted twice.
@@ -438,6 +476,22 @@ async fn on_discord_a_reply_to_the_bot_continues_the_conversation(backend: Backe
     let all = get(&gh, "/conversations").await;
     assert_eq!(all.as_array().unwrap().len(), 1, "{all:#}");
     assert_eq!(all[0]["platform"], "discord");
+    // A direct message works on the one project that lets its author converse.
+    sink.mention(gatehouse_discord::Mention {
+        guild_id: None,
+        channel_id: "1400000000000000001".into(),
+        ..mention("1300000000000000009", "a word in private", None)
+    })
+    .await;
+    gh.until("the answer in private", || {
+        gh.discord
+            .messages("1400000000000000001")
+            .into_iter()
+            .find(|m| m.content.contains(": a word in private"))
+    })
+    .await;
+    let all = get(&gh, "/conversations").await;
+    assert_eq!(all[0]["project"], "api", "{all:#}");
     gh.stop().await;
 }
 

@@ -56,6 +56,8 @@ pub struct Mention {
     pub ts: String,
     /// The thread it was written in, if any.
     pub thread_ts: Option<String>,
+    /// Written in a direct conversation with the bot, not in a channel.
+    pub direct: bool,
 }
 
 impl Mention {
@@ -111,6 +113,7 @@ fn event(value: serde_json::Value) -> Result<CallbackEvent, PayloadError> {
         text: without_leading_mention(&message.text).to_owned(),
         ts: message.ts,
         thread_ts: message.thread_ts,
+        direct: head.channel_type.as_deref() == Some("im"),
     }))
 }
 
@@ -227,6 +230,7 @@ mod tests {
                 text: "Hi there!".into(),
                 ts: "1595926230.009600".into(),
                 thread_ts: None,
+                direct: false,
             }
         );
         assert_eq!(mention.thread_root(), "1595926230.009600");
@@ -277,8 +281,8 @@ mod tests {
             panic!("a direct message is a mention")
         };
         assert_eq!(
-            (mention.user.as_str(), mention.text.as_str()),
-            ("W111", "Hello World!")
+            (mention.user.as_str(), mention.text.as_str(), mention.direct),
+            ("W111", "Hello World!", true)
         );
 
         // The bot's own direct messages, and bot posts of any kind, are not.

@@ -60,4 +60,6 @@ pub(crate) struct ChatMention {
     pub user: String,
     /// The text, without the bot's mention.
     pub text: String,
+    /// Written to the bot directly (a Slack DM, a Discord message outside any server).
+    pub direct: bool,
 }

@@ -153,6 +153,37 @@ pub(crate) async fn of_thread(
         .filter(|row| row.channel == m.channel))
 }
 
+/// The project a direct message works on: the one project that lets `person` converse.
+/// With none, or several to choose from, the person is told where to go instead.
+fn direct_project<'a>(
+    api: &'a ApiState,
+    person: &str,
+    groups: &[String],
+) -> Result<&'a gatehouse_project::Project, Heard> {
+    let mine: Vec<_> = api
+        .projects
+        .iter()
+        .filter(|p| p.grants(Right::Converse, person, groups))
+        .collect();
+    match mine.as_slice() {
+        [one] => Ok(one),
+        [] => Err(Heard::refused(
+            "conversation: refused, no project to converse in",
+            "No project lets you talk to its assistant, so there is nothing I can work on for you here.".into(),
+        )),
+        several => {
+            let names: Vec<&str> = several.iter().map(|p| p.name()).collect();
+            Err(Heard::refused(
+                "conversation: refused, which project",
+                format!(
+                    "You may work with me on {}: mention me in that project's channel, so I know which repositories you mean.",
+                    names.join(", ")
+                ),
+            ))
+        }
+    }
+}
+
 /// `take over RUN`: the run must work on the conversation's requirement; one still going is
 /// paused in this transaction, so it changes its workspace no more. `Err` is the answer
 /// refusing it.
@@ -198,11 +229,18 @@ async fn open(
     groups: &[String],
     said: &Said,
 ) -> Result<Result<ConversationRow, Heard>, ApiError> {
-    let Some(project) = channel_project(api, m).and_then(|name| api.projects.get(name)) else {
-        return Ok(Err(Heard::refused(
-            "conversation: refused, channel of no project",
-            "This channel belongs to no project, so I have no repositories to work on here. An administrator adds it to a project's `channels` in the configuration.".into(),
-        )));
+    let project = match channel_project(api, m).and_then(|name| api.projects.get(name)) {
+        Some(project) => project,
+        None if m.direct => match direct_project(api, person, groups) {
+            Ok(project) => project,
+            Err(refused) => return Ok(Err(refused)),
+        },
+        None => {
+            return Ok(Err(Heard::refused(
+                "conversation: refused, channel of no project",
+                "This channel belongs to no project, so I have no repositories to work on here. An administrator adds it to a project's `channels` in the configuration.".into(),
+            )));
+        }
     };
     if let Err(refusal) = require(project, Right::Converse, Some(person), groups) {
         return Ok(Err(Heard::refused(

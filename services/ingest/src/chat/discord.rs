@@ -106,6 +106,7 @@ pub(crate) async fn process(
                 platform: Platform::Discord,
                 root: m.reply_to.clone().unwrap_or_else(|| m.message_id.clone()),
                 reply_to: m.message_id,
+                direct: m.guild_id.is_none(),
                 channel: m.channel_id,
                 user: m.author,
                 text: m.text,

@@ -119,6 +119,7 @@ pub(crate) async fn process(
                         platform: Platform::Slack,
                         root: m.thread_root().to_owned(),
                         reply_to: m.thread_root().to_owned(),
+                        direct: m.direct,
                         channel: m.channel,
                         user: m.user,
                         text: m.text,
