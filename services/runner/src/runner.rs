@@ -1,6 +1,6 @@
 //! The queue loop: taking `node.dispatch` jobs (and conversations' `turn.dispatch` jobs,
 //! [`crate::turns`]) from the work queue, sharing the job slots, keeping their leases
-//! alive while they run, settling them (ack, nak, or park the unreadable), and a graceful
+//! alive while they run and settling them ([`settle`]: ack, nak, or park the unreadable), and a graceful
 //! shutdown that lets jobs in flight finish. What one node job does is elsewhere: its attempt
 //! in named steps ([`attempt`], [`prepare`]), what it reports ([`report`]), the
 //! repositories it works on ([`workspace`]) and delivers ([`delivery`]), and the run
@@ -11,6 +11,7 @@ mod delivery;
 mod options;
 mod prepare;
 mod report;
+mod settle;
 mod watch;
 mod workspace;
 
@@ -19,18 +20,16 @@ pub(crate) use prepare::read_secrets;
 pub(crate) use workspace::{Requirement, RunScope, project_environment};
 
 use std::collections::HashMap;
-use std::convert::Infallible;
-use std::future::Future;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use gatehouse_bus::{
-    Bus, Consumer, ConsumerOptions, ConsumerSpec, Delivery, HandlerError, Outcome, count_handled,
-    count_received, event_span,
+    Bus, Consumer, ConsumerOptions, ConsumerSpec, Delivery, HandlerError, count_received,
+    event_span,
 };
 use gatehouse_events::{Envelope, Event, EventError, NodeDispatch, RunUpdated};
 use gatehouse_sandbox::Sandbox;
-use gatehouse_store::{NewDeadLetter, Store};
+use gatehouse_store::Store;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -299,77 +298,6 @@ impl Runner {
             .leased(&delivery, self.execute(&envelope, &dispatch))
             .await;
         self.settled(JOBS, delivery, result).await;
-    }
-
-    /// Runs `work` while renewing `delivery`'s lease.
-    pub(crate) async fn leased<T>(&self, delivery: &Delivery, work: impl Future<Output = T>) -> T {
-        tokio::select! {
-            result = work => result,
-            never = self.keep_lease(delivery) => match never {},
-        }
-    }
-
-    /// Renews `delivery`'s lease every third of it, for as long as it is polled.
-    async fn keep_lease(&self, delivery: &Delivery) -> Infallible {
-        let mut every = tokio::time::interval(self.options.ack_wait / 3);
-        every.tick().await;
-        loop {
-            every.tick().await;
-            if let Err(err) = delivery.in_progress().await {
-                tracing::warn!(error = %err, "renewing a job's lease failed");
-            }
-        }
-    }
-
-    /// Settles a job of `consumer` by what handling it gave: acknowledged once its result
-    /// is recorded (`Ok(false)`: an earlier delivery had recorded it), handed back to come
-    /// again when that failed.
-    pub(crate) async fn settled(
-        &self,
-        consumer: &'static str,
-        delivery: Delivery,
-        result: Result<bool, HandlerError>,
-    ) {
-        match result {
-            Ok(reported) => {
-                let outcome = if reported {
-                    Outcome::Applied
-                } else {
-                    Outcome::Duplicate
-                };
-                count_handled(consumer, Some(&outcome));
-                if let Err(err) = delivery.ack().await {
-                    tracing::warn!(error = %err, "acknowledging a job failed; it will be reported as interrupted");
-                }
-            }
-            Err(err) => {
-                count_handled(consumer, None);
-                tracing::warn!(error = %err, "recording a job failed; it will come back");
-                let _ = delivery.nak(Duration::from_secs(1)).await;
-            }
-        }
-    }
-
-    /// Parks a job of `consumer` that cannot be read as a dead letter.
-    pub(crate) async fn park(&self, consumer: &'static str, delivery: Delivery, reason: String) {
-        tracing::error!(%reason, "parking an unreadable job");
-        let parked = self
-            .store
-            .park_dead_letter(NewDeadLetter {
-                consumer,
-                event_id: delivery.id,
-                topic: &delivery.topic,
-                payload: &delivery.payload,
-                reason: &reason,
-                deliveries: delivery.deliveries,
-            })
-            .await;
-        if parked.is_ok() {
-            count_handled(consumer, Some(&Outcome::DeadLettered { reason }));
-            let _ = delivery.term().await;
-        } else {
-            count_handled(consumer, None);
-        }
     }
 
     /// Runs the attempt unless a runner already began it, and records the result with the
