@@ -147,7 +147,7 @@ async fn start_with(
 ) -> Gatehouse {
     let roles = roles(data.path());
     Gatehouse::builder_on(db, data)
-        .sops(&[("polish", POLISH), ("long", LONG)])
+        .sops(&[("polish", POLISH), ("long", LONG), ("review", chat::REVIEW)])
         .people(chat::people())
         .chat()
         .projects(PROJECTS)
@@ -350,6 +350,16 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     gh.until("the refusal", || {
         gh.slack.messages(chat::APPROVALS).into_iter().find(|m| {
             m.thread_ts.as_deref() == Some(&elsewhere) && m.text.contains("belongs to no project")
+        })
+    })
+    .await;
+    // A channel of no project with an SOP for requests still starts it.
+    let request = gh
+        .slack_mention("Ev9", chat::REQUESTS, ANA, "the export is broken")
+        .await;
+    gh.until("the SOP started", || {
+        gh.slack.messages(chat::REQUESTS).into_iter().find(|m| {
+            m.thread_ts.as_deref() == Some(&request) && m.text.contains("started `review`")
         })
     })
     .await;

@@ -89,9 +89,10 @@ async fn reply_once(
     want_chat_text(tx, &to, reply).await
 }
 
-/// What the mention says to the assistant, when `[assistant]` is on: prose, `steer`,
-/// `stop` and `ask` anywhere, and `status` in a thread that has a conversation (elsewhere
-/// it is about runs, as before).
+/// What the mention says to the assistant, when `[assistant]` is on: prose (but in a
+/// `channel_sops` channel of no project, which starts its SOP as before), `steer`, `stop`,
+/// `ask`, `deliver` and `take over`, and `status` in a thread that has a conversation
+/// (elsewhere it is about runs, as before).
 async fn for_the_assistant(
     api: &ApiState,
     tx: &mut Tx,
@@ -102,6 +103,15 @@ async fn for_the_assistant(
         return Ok(None);
     }
     Ok(match mention {
+        // A channel of no project that starts an SOP on requests (`channel_sops`) keeps
+        // doing so, unless the thread is a conversation already.
+        Mention::FreeText(_)
+            if channel_project(api, m).is_none()
+                && api.chat.channel_sop(m.platform, &m.channel).is_some()
+                && of_thread(tx, m).await?.is_none() =>
+        {
+            None
+        }
         Mention::FreeText(text) => Some(Said::Message { text: text.clone() }),
         Mention::Command(Command::Steer { text }) => Some(Said::Steer { text: text.clone() }),
         Mention::Command(Command::Stop) => Some(Said::Stop),
