@@ -50,6 +50,23 @@ echo '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1
 printf '{"type":"result","subtype":"success","is_error":false,"duration_ms":40,"num_turns":2,"result":"Turn %s: %s","session_id":"%s","usage":{"input_tokens":100,"output_tokens":50},"modelUsage":{"claude-sonnet-4-5":{"inputTokens":100,"outputTokens":50,"costUSD":0.001}}}\n' "$n" "$prompt" "$session"
 "#;
 
+/// `codex exec --json` as a conversation sees it (event shapes from
+/// domain/agent/tests/fixtures/codex_*.jsonl): the thread it resumes (`exec … resume ID -`)
+/// or a new one, a command, and the agent's message with the turn count.
+const FAKE_CODEX: &str = r#"#!/bin/sh
+prompt=$(cat)
+echo "$*" >> "$CALLS"
+thread="thread-$$"
+case "$*" in *" resume "*) thread=$(echo "$*" | sed 's/.* resume \([^ ]*\) .*/\1/');; esac
+n=$(cat .turns 2>/dev/null || echo 0); n=$((n+1)); echo $n > .turns
+echo '{"type":"thread.started","thread_id":"'"$thread"'"}'
+echo '{"type":"turn.started"}'
+echo '{"type":"item.started","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -lc ls","aggregated_output":"","exit_code":null,"status":"in_progress"}}'
+echo '{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"/bin/bash -lc ls","aggregated_output":"src\n","exit_code":0,"status":"completed"}}'
+echo '{"type":"item.completed","item":{"id":"item_2","type":"agent_message","text":"Codex turn '"$n"': '"$prompt"'"}}'
+echo '{"type":"turn.completed","usage":{"input_tokens":120,"cached_input_tokens":20,"output_tokens":30}}'
+"#;
+
 /// A reviewer of the `command` executor: reads the notes the assistant left and says so.
 const FAKE_REVIEWER: &str = r#"#!/bin/sh
 echo "reviewed $(wc -l < notes.txt) notes"
@@ -65,6 +82,7 @@ on_both_backends!(
     deliver_opens_the_pull_request_from_chat_and_updates_it,
     an_sop_run_takes_the_workspace_and_gives_it_back,
     take_over_pauses_a_run_and_carries_on_from_its_workspace,
+    a_codex_assistant_continues_its_thread,
 );
 
 /// Started from a conversation's thread: sees the turn count the conversation left, and
@@ -87,6 +105,7 @@ fn roles(data: &Path) -> BTreeMap<String, Role> {
     let bin = data.join("bin");
     install(&bin, "claude", FAKE_CLAUDE);
     install(&bin, "review", FAKE_REVIEWER);
+    install(&bin, "codex", FAKE_CODEX);
     let env = BTreeMap::from([
         (
             "PATH".to_owned(),
@@ -110,7 +129,7 @@ fn roles(data: &Path) -> BTreeMap<String, Role> {
     // Roles that go wrong: a CLI the sandbox does not have, and one printing garbage.
     let ghost = Role {
         command: vec!["no-such-cli".into()],
-        env,
+        env: env.clone(),
         ..Role::new(Executor::Command)
     };
     install(
@@ -125,7 +144,12 @@ fn roles(data: &Path) -> BTreeMap<String, Role> {
         )]),
         ..Role::new(Executor::ClaudeCode)
     };
+    let codex = Role {
+        env,
+        ..Role::new(Executor::Codex)
+    };
     BTreeMap::from([
+        ("codex".to_owned(), codex),
         ("assistant".to_owned(), assistant),
         ("reviewer".to_owned(), reviewer),
         ("ghost".to_owned(), ghost),
@@ -286,6 +310,11 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     // Someone the project does not let converse is refused, and nothing runs.
     thread.say_as("Ev4", CY, "delete everything").await;
     thread.said("may not talk to the assistant").await;
+    // So is someone Gatehouse does not know at all.
+    thread
+        .say_as("Ev4b", "U0NOBODY", "can you fix this for me")
+        .await;
+    thread.said("`U0NOBODY` is not one of them").await;
     // `ask` has another role answer, in the same workspace.
     thread.say("Ev5", "ask reviewer is it ready?").await;
     thread.said("reviewed 3 notes").await;
@@ -604,5 +633,35 @@ async fn take_over_pauses_a_run_and_carries_on_from_its_workspace(backend: Backe
     gh.wait_run(run, "paused").await;
     thread.say("Ev5", "finish it").await;
     thread.said("Turn 10: finish it").await;
+    gh.stop().await;
+}
+
+async fn a_codex_assistant_continues_its_thread(backend: Backend) {
+    let data = tempfile::tempdir().unwrap();
+    let gh = start_with(
+        TestDb::new(backend).await,
+        data,
+        AssistantSettings::new("codex"),
+    )
+    .await;
+    let thread = Thread::start(&gh, "Ev1", "list the sources").await;
+    thread.said("Codex turn 1: list the sources").await;
+    thread.say("Ev2", "and count them").await;
+    thread.said("Codex turn 2: and count them").await;
+    let calls = calls(&gh);
+    assert!(calls[0].starts_with("exec "), "{calls:?}");
+    let session = conversation(&gh).await["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(session.starts_with("thread-"), "{session}");
+    assert!(
+        calls[1].contains(&format!("resume {session} -")),
+        "{calls:?}"
+    );
+    let detail = conversation(&gh).await;
+    let first = &detail["turns"][0]["attempts"][0];
+    assert_eq!(first["tools"][0]["tool"], "command_execution", "{detail:#}");
+    assert_eq!(first["usage"]["output_tokens"], 30);
     gh.stop().await;
 }
