@@ -40,6 +40,10 @@ pub struct Store {
     /// Bumped whenever a transaction that appended to the outbox commits, so an in-process
     /// relay publishes at once instead of at its next poll.
     pub(crate) outbox_written: Arc<watch::Sender<u64>>,
+    /// Bumped whenever a transaction that wanted a chat message commits, so a notifier in
+    /// this process posts it at once instead of at its next poll (replies the scheduler
+    /// and ingest write, progress the runner writes).
+    pub(crate) chat_wanted: Arc<watch::Sender<u64>>,
     /// Transactions open at once in this process. A transaction holds a connection and
     /// often reads through the pool meanwhile; if every connection were held by an open
     /// transaction (or, on SQLite, by one waiting for the single write lock), those reads
@@ -127,6 +131,7 @@ impl Store {
             pool,
             target: target.into(),
             outbox_written: Arc::new(watch::channel(0).0),
+            chat_wanted: Arc::new(watch::channel(0).0),
             tx_slots: Arc::new(Semaphore::new(tx_slots)),
             definitions: Arc::default(),
         }
@@ -221,6 +226,11 @@ impl Store {
     /// A receiver that changes whenever outbox rows are committed by this process.
     pub fn watch_outbox(&self) -> watch::Receiver<u64> {
         self.outbox_written.subscribe()
+    }
+
+    /// A receiver that changes whenever wanted chat messages are committed by this process.
+    pub fn watch_chat(&self) -> watch::Receiver<u64> {
+        self.chat_wanted.subscribe()
     }
 }
 

@@ -35,6 +35,8 @@ pub(crate) enum Inner {
 pub struct Tx {
     pub(crate) inner: Inner,
     pub(crate) appended_outbox: bool,
+    /// A chat message was wanted: the notifier is woken when this commits.
+    pub(crate) wanted_chat: bool,
     store: Store,
     /// This process's transaction slot, given back when the transaction ends.
     _slot: OwnedSemaphorePermit,
@@ -49,6 +51,7 @@ impl Tx {
         Self {
             inner: Inner::Postgres(tx),
             appended_outbox: false,
+            wanted_chat: false,
             store,
             _slot: slot,
         }
@@ -62,6 +65,7 @@ impl Tx {
         Self {
             inner: Inner::Sqlite(tx),
             appended_outbox: false,
+            wanted_chat: false,
             store,
             _slot: slot,
         }
@@ -76,6 +80,11 @@ impl Tx {
         if self.appended_outbox {
             self.store
                 .outbox_written
+                .send_modify(|n| *n = n.wrapping_add(1));
+        }
+        if self.wanted_chat {
+            self.store
+                .chat_wanted
                 .send_modify(|n| *n = n.wrapping_add(1));
         }
         Ok(())

@@ -18,7 +18,7 @@ use crate::Notifier;
 use crate::notifier::CHAT_LEASE;
 use crate::poster::Failure;
 
-/// How long the poster sleeps when nothing wakes it (replies written by ingest), and
+/// How long the poster sleeps when nothing wakes it (messages another process wanted), and
 /// after a failure.
 const POLL: Duration = Duration::from_secs(1);
 /// How far before the first try a found message may be (clock skew with the platform).
@@ -30,6 +30,9 @@ impl Notifier {
         if !self.chat.any() {
             return;
         }
+        // Messages other services of this process want posted wake the poster at once;
+        // those written by other processes wait for the poll.
+        let mut wanted = self.store.watch_chat();
         loop {
             if !self.may_post(CHAT_LEASE).await {
                 // Another replica posts; this one stands by in case it stops.
@@ -78,6 +81,7 @@ impl Notifier {
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = self.chat_wake.notified() => {}
+                _ = wanted.changed() => {}
                 () = tokio::time::sleep(POLL) => {}
             }
         }
