@@ -139,6 +139,28 @@ impl Up {
         serde_json::from_slice(&out.stdout).unwrap()
     }
 
+    /// Posts a Slack Events API body to `/webhooks/slack/events`, signed with the signing
+    /// secret the Slack tests configure (`sl4ck`); returns the status.
+    fn slack_event(&self, runtime: &tokio::runtime::Runtime, event: String) -> u16 {
+        let now = chrono::Utc::now().timestamp();
+        let signature = gatehouse_slack::sign_request(b"sl4ck", now, event.as_bytes());
+        runtime.block_on(async {
+            reqwest::Client::new()
+                .post(format!(
+                    "http://127.0.0.1:{}/webhooks/slack/events",
+                    self.port
+                ))
+                .header("X-Slack-Request-Timestamp", now.to_string())
+                .header("X-Slack-Signature", signature)
+                .body(event)
+                .send()
+                .await
+                .unwrap()
+                .status()
+                .as_u16()
+        })
+    }
+
     /// Runs a CLI verb expected to fail; returns its error line.
     fn fails(&self, args: &[&str]) -> String {
         let out = self.cli(args);
@@ -1021,23 +1043,7 @@ fn slack_and_discord_from_the_config_file() {
                    "ts": "1796000000.000100", "text": "<@U0GATEHOUSE> the nightly export is empty" },
     })
     .to_string();
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs() as i64;
-    let signature = gatehouse_slack::sign_request(b"sl4ck", now, event.as_bytes());
-    let status = runtime.block_on(async {
-        http.post(format!("{url}/webhooks/slack/events"))
-            .header("X-Slack-Request-Timestamp", now.to_string())
-            .header("X-Slack-Signature", signature)
-            .body(event)
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    });
-    assert_eq!(status, 200);
+    assert_eq!(up.slack_event(&runtime, event), 200);
     wait(
         "the reply in the thread",
         Box::new(|| {
@@ -1085,24 +1091,7 @@ fn a_conversation_from_the_config_file() {
                    "ts": "1796000000.000200", "text": "<@U0GATEHOUSE> summarise the notes" },
     })
     .to_string();
-    let now = chrono::Utc::now().timestamp();
-    let signature = gatehouse_slack::sign_request(b"sl4ck", now, event.as_bytes());
-    let status = runtime.block_on(async {
-        reqwest::Client::new()
-            .post(format!(
-                "http://127.0.0.1:{}/webhooks/slack/events",
-                up.port
-            ))
-            .header("X-Slack-Request-Timestamp", now.to_string())
-            .header("X-Slack-Signature", signature)
-            .body(event)
-            .send()
-            .await
-            .unwrap()
-            .status()
-            .as_u16()
-    });
-    assert_eq!(status, 200);
+    assert_eq!(up.slack_event(&runtime, event), 200);
     let answered = || {
         slack.messages("C0NOTES").iter().any(|m| {
             m.thread_ts.as_deref() == Some("1796000000.000200")

@@ -55,36 +55,34 @@ pub struct UsageTotal {
 impl UsageTotal {
     /// The sum of `rows`.
     pub fn of(rows: &[gatehouse_store::UsageRow]) -> Self {
-        let mut total = Self::default();
-        for row in rows {
-            total.add(
-                &row.model,
-                [
-                    row.input_tokens,
-                    row.output_tokens,
-                    row.cache_read_tokens,
-                    row.cache_write_tokens,
-                ],
-                row.cost_usd,
-            );
-        }
-        total
+        Self::sum(rows.iter().map(|row| {
+            let tokens = [
+                row.input_tokens,
+                row.output_tokens,
+                row.cache_read_tokens,
+                row.cache_write_tokens,
+            ];
+            (row.model.as_str(), tokens, row.cost_usd)
+        }))
     }
 
     /// The sum of conversation turns' usage.
     pub fn of_turns<'a>(rows: impl IntoIterator<Item = &'a gatehouse_store::TurnUsageRow>) -> Self {
+        Self::sum(rows.into_iter().map(|row| {
+            let tokens = [
+                row.input_tokens,
+                row.output_tokens,
+                row.cache_read_tokens,
+                row.cache_write_tokens,
+            ];
+            (row.model.as_str(), tokens, row.cost_usd)
+        }))
+    }
+
+    fn sum<'a>(rows: impl IntoIterator<Item = (&'a str, [i64; 4], Option<f64>)>) -> Self {
         let mut total = Self::default();
-        for row in rows {
-            total.add(
-                &row.model,
-                [
-                    row.input_tokens,
-                    row.output_tokens,
-                    row.cache_read_tokens,
-                    row.cache_write_tokens,
-                ],
-                row.cost_usd,
-            );
+        for (model, tokens, cost_usd) in rows {
+            total.add(model, tokens, cost_usd);
         }
         total
     }
