@@ -11,6 +11,7 @@ use gatehouse_engine::Input;
 use gatehouse_events::{Actor, RunCommandKind};
 use gatehouse_store::{RequirementRow, Tx};
 
+pub(crate) use acts::send_run_command;
 use acts::{decide_gate, run_command, start_run};
 use answers::{active_runs, schedule_list, status};
 

@@ -9,9 +9,7 @@ use std::collections::BTreeSet;
 
 use gatehouse_conversation::Conversation;
 use gatehouse_engine::Input as EngineInput;
-use gatehouse_events::{
-    Actor, ConversationInput, Event, RunCommand, RunCommandKind, RunStatus, Said,
-};
+use gatehouse_events::{Actor, ConversationInput, Event, RunCommandKind, RunStatus, Said};
 use gatehouse_project::Right;
 use gatehouse_store::{ConversationRow, NewConversation, Tx};
 use uuid::Uuid;
@@ -20,6 +18,7 @@ use super::ChatMention;
 use super::mention::channel_project;
 use super::requirement::thread_requirement;
 use crate::projects::require;
+use crate::written::send_run_command;
 use crate::{ApiError, ApiState};
 
 /// `[assistant]`, as far as ingest reads it: that conversations are on, and which roles
@@ -205,17 +204,20 @@ async fn pause_for_take_over(
     if row.status.is_terminal() || row.status == RunStatus::Paused {
         return Ok(Ok(()));
     }
-    let (_, sop, mut state) = api.runs.load(run).await?;
-    if let Err(refused) = gatehouse_engine::apply(&sop, &mut state, EngineInput::Pause) {
-        return Ok(Err(format!("Run {run} cannot be paused: {refused}.")));
+    let pause = send_run_command(
+        api,
+        tx,
+        run,
+        actor,
+        EngineInput::Pause,
+        RunCommandKind::Pause,
+    );
+    match pause.await {
+        Ok(_) => Ok(Ok(())),
+        // Failing to read or write is not an answer; the delivery is processed again.
+        Err(failed @ (ApiError::Unavailable | ApiError::Internal(_))) => Err(failed),
+        Err(refused) => Ok(Err(format!("Run {run} cannot be paused: {refused}."))),
     }
-    let pause = RunCommand {
-        run_id: run,
-        command: RunCommandKind::Pause,
-        actor: actor.clone(),
-    };
-    crate::outbox::append(tx, Event::RunCommand(pause)).await?;
-    Ok(Ok(()))
 }
 
 /// Opens the thread's conversation on the channel's project, with the thread's requirement

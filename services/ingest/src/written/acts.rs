@@ -134,6 +134,19 @@ pub(super) async fn run_command(
         Some(run) => in_scope(api, scope, run).await?.id,
         None => latest_run(api, scope).await?,
     };
+    send_run_command(api, tx, run_id, actor, input, kind).await
+}
+
+/// Sends `kind` to a run once the engine has checked that the run's state allows `input`
+/// (409 otherwise): the one path for every run command written in chat or a comment.
+pub(crate) async fn send_run_command(
+    api: &ApiState,
+    tx: &mut Tx,
+    run_id: Uuid,
+    actor: &Actor,
+    input: Input,
+    kind: RunCommandKind,
+) -> Result<String, ApiError> {
     let (_, sop, mut state) = api.runs.load(run_id).await?;
     apply(&sop, &mut state, input)?;
     let command = RunCommand {
