@@ -48,13 +48,15 @@ impl Heard {
     }
 }
 
-/// Hands `said` to the thread's conversation, opening it on a first message.
+/// Hands `said` to the thread's conversation (`conversation`, as [`of_thread`] found it),
+/// opening it on a first message.
 pub(crate) async fn hear(
     api: &ApiState,
     tx: &mut Tx,
     m: &ChatMention,
     actor: &Actor,
     said: Said,
+    conversation: Option<ConversationRow>,
 ) -> Result<Heard, ApiError> {
     let Some(assistant) = &api.assistant else {
         return Err(ApiError::Internal(
@@ -84,7 +86,7 @@ pub(crate) async fn hear(
         ));
     }
     let groups = api.people.current(&api.store).await?.groups(person);
-    let conversation = match of_thread(tx, m).await? {
+    let conversation = match conversation {
         Some(row) => row,
         None if matches!(said, Said::Message { .. }) => {
             match open(api, tx, m, actor, person, &groups, &said).await? {

@@ -8,7 +8,7 @@ use std::collections::BTreeMap;
 
 use gatehouse_commands::{Command, Mention, parse_mention};
 use gatehouse_events::{Actor, Said};
-use gatehouse_store::Tx;
+use gatehouse_store::{ConversationRow, Tx};
 
 use super::conversation::{Heard, hear, of_thread};
 use super::requirement::{find_thread_requirement, thread_requirement};
@@ -41,8 +41,13 @@ pub(crate) async fn answer(
 ) -> Result<Outcome, ApiError> {
     let actor = chat_actor(api, m.platform, &m.user).await?;
     let mention = parse_mention(&m.text);
-    if let Some(said) = for_the_assistant(api, tx, m, &mention).await? {
-        match hear(api, tx, m, &actor, said).await? {
+    // The thread's conversation, looked up once for whatever the mention turns out to be.
+    let conversation = match api.assistant {
+        Some(_) => of_thread(tx, m).await?,
+        None => None,
+    };
+    if let Some(said) = for_the_assistant(api, m, &mention, conversation.as_ref()) {
+        match hear(api, tx, m, &actor, said, conversation).await? {
             Heard::Passed { seq, conversation } => {
                 let note = format!("conversation {conversation}: message {seq}");
                 return Ok(Outcome::processed(vec![note]));
@@ -54,7 +59,9 @@ pub(crate) async fn answer(
         }
     }
     let (note, reply) = match mention {
-        Mention::Command(command) => chat_command(api, tx, m, &actor, command).await?,
+        Mention::Command(command) => {
+            chat_command(api, tx, m, &actor, command, conversation).await?
+        }
         Mention::Error(error) => {
             let help = matches!(
                 error,
@@ -93,22 +100,20 @@ async fn reply_once(
 /// `channel_sops` channel of no project, which starts its SOP as before), `steer`, `stop`,
 /// `ask`, `deliver` and `take over`, and `status` in a thread that has a conversation
 /// (elsewhere it is about runs, as before).
-async fn for_the_assistant(
+fn for_the_assistant(
     api: &ApiState,
-    tx: &mut Tx,
     m: &ChatMention,
     mention: &Mention,
-) -> Result<Option<Said>, ApiError> {
-    if api.assistant.is_none() {
-        return Ok(None);
-    }
-    Ok(match mention {
+    conversation: Option<&ConversationRow>,
+) -> Option<Said> {
+    api.assistant.as_ref()?;
+    match mention {
         // A channel of no project that starts an SOP on requests (`channel_sops`) keeps
         // doing so, unless the thread is a conversation already.
         Mention::FreeText(_)
             if channel_project(api, m).is_none()
                 && api.chat.channel_sop(m.platform, &m.channel).is_some()
-                && of_thread(tx, m).await?.is_none() =>
+                && conversation.is_none() =>
         {
             None
         }
@@ -121,11 +126,11 @@ async fn for_the_assistant(
             role: role.clone(),
             text: text.clone(),
         }),
-        Mention::Command(Command::Status { run: None }) if of_thread(tx, m).await?.is_some() => {
+        Mention::Command(Command::Status { run: None }) if conversation.is_some() => {
             Some(Said::Status)
         }
         _ => None,
-    })
+    }
 }
 
 async fn chat_command(
@@ -134,6 +139,7 @@ async fn chat_command(
     m: &ChatMention,
     actor: &Actor,
     command: Command,
+    conversation: Option<ConversationRow>,
 ) -> Result<(String, String), ApiError> {
     let known = actor.person.is_some();
     if let Command::Run {
@@ -152,10 +158,6 @@ async fn chat_command(
     }
     // In a conversation's thread, commands are about its requirement, and a run started
     // there works on its workspace.
-    let conversation = match api.assistant {
-        Some(_) => of_thread(tx, m).await?,
-        None => None,
-    };
     // A run needs something to work on: the issue it names, or else this thread, which
     // becomes a requirement. Other commands only look the thread up.
     let requirement = match (&command, &conversation) {
