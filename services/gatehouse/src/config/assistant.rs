@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use gatehouse_scheduler::AssistantSettings;
 use serde::{Deserialize, Serialize};
 
 /// With this section, a mention in prose in a project's channel starts or continues the
@@ -25,14 +26,19 @@ pub struct AssistantConfig {
     pub turn_timeout: Duration,
 }
 
+// The scheduler's defaults, declared there once.
+fn defaults() -> AssistantSettings {
+    AssistantSettings::new("")
+}
+
 fn idle_timeout() -> Duration {
-    Duration::from_secs(2 * 3600)
+    defaults().rules.idle_timeout
 }
 
 fn max_queue() -> usize {
-    5
+    defaults().rules.max_queue
 }
 
 fn turn_timeout() -> Duration {
-    Duration::from_secs(30 * 60)
+    defaults().turn_timeout
 }
