@@ -69,18 +69,13 @@ impl Scheduler {
     }
 
     /// Tells every conversation whose workspace has been idle for `idle_timeout` so, each in
-    /// its own transaction; a timer re-armed or disarmed meanwhile is left alone.
+    /// its own transaction. A timer re-armed meanwhile is stale: the conversation ignores
+    /// it, and disarming it leaves the newer one armed.
     pub(crate) async fn fire_idle_conversations(&self) -> Result<usize, SchedulerError> {
         let mut fired = 0;
         let now = Utc::now().timestamp_millis();
         for (id, timer) in self.store.due_conversation_idles(now).await? {
             let mut tx = self.store.begin().await?;
-            let due = tx.load_conversation(id).await?.is_some_and(|row| {
-                row.idle_timer == timer && row.idle_due_ms.is_some_and(|due| due <= now)
-            });
-            if !due {
-                continue;
-            }
             let timer = u64::try_from(timer).unwrap_or(0);
             let trace = TraceParent::new_root();
             self.converse(&mut tx, id, ConversationInput::Idle { timer }, Some(&trace))
