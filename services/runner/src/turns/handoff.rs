@@ -11,6 +11,7 @@ use gatehouse_bus::HandlerError;
 use uuid::Uuid;
 
 use super::dirs::ConversationDirs;
+use super::workspace::blocking;
 use crate::checkpoint;
 use crate::files::{RunDirs, Scratch};
 use crate::runner::Runner;
@@ -18,7 +19,9 @@ use crate::runner::Runner;
 impl Runner {
     /// Seeds a run's workspace from the conversation it was started from, before its first
     /// node: `true` when it did (the run then has the conversation's repositories checked
-    /// out already). A run of no conversation, or one already seeded, is left alone.
+    /// out already). Whether the run came from a conversation is asked once per run on
+    /// this runner, and remembered beside its workspace (the conversation's id, or
+    /// nothing), so later attempts read no table.
     pub(crate) async fn seed_from_conversation(
         &self,
         run: Uuid,
@@ -29,7 +32,11 @@ impl Runner {
             return Ok(Ok(false));
         }
         let Some(conversation) = self.store.conversation_of_run(run).await? else {
-            return Ok(Ok(false));
+            let remembered = std::fs::create_dir_all(run_dirs.run_dir())
+                .and_then(|()| std::fs::write(&seeded, ""));
+            return Ok(remembered
+                .map(|()| false)
+                .map_err(|e| format!("preparing the run's directory: {e}")));
         };
         let dirs = ConversationDirs::new(&self.options.data_dir, conversation);
         let (archive, record) = (dirs.checkpoint(), dirs.checkouts());
@@ -89,13 +96,4 @@ fn not_found(e: std::io::Error) -> std::io::Result<()> {
     } else {
         Err(e)
     }
-}
-
-/// Runs file work off the async threads.
-async fn blocking(
-    work: impl FnOnce() -> std::io::Result<()> + Send + 'static,
-) -> std::io::Result<()> {
-    tokio::task::spawn_blocking(work)
-        .await
-        .map_err(std::io::Error::other)?
 }
