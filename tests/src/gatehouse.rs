@@ -14,6 +14,7 @@
 
 pub mod api;
 pub mod chat;
+pub mod console;
 pub mod github;
 
 use std::sync::Arc;
@@ -262,7 +263,11 @@ impl Gatehouse {
     /// The node's attempt in `run`, once it waits for approval (or the state `status`).
     pub async fn node(&self, run: Uuid, node: &str, status: &str, attempt: u32) {
         for _ in 0..1000 {
-            let row = self.db.store.run(run).await.unwrap().unwrap();
+            // A run just requested may not be created yet.
+            let Some(row) = self.db.store.run(run).await.unwrap() else {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+                continue;
+            };
             let state: serde_json::Value = serde_json::from_str(&row.state).unwrap();
             let n = &state["nodes"][node];
             if n["status"] == status && n["attempt"] == attempt {

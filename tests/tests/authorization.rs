@@ -92,6 +92,13 @@ fn routes() -> Vec<Route> {
         ),
         route(
             Method::GET,
+            "/runs/{id}/graph.svg",
+            "/runs/{RUN}/graph.svg",
+            None,
+            Nothing,
+        ),
+        route(
+            Method::GET,
             "/runs/{id}/artifacts/{node}/{attempt}/{*name}",
             "/runs/{RUN}/artifacts/work/1/out.txt",
             None,
@@ -182,6 +189,14 @@ fn routes() -> Vec<Route> {
             "/schedules/{name}",
             "/schedules/s-{COMBO}",
             None,
+            Nothing,
+        ),
+        // A sign-in link for oneself.
+        route(
+            Method::POST,
+            "/login-links",
+            "/login-links",
+            Some("{}"),
             Nothing,
         ),
         route(

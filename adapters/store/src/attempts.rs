@@ -208,6 +208,29 @@ impl Store {
             .await?
         }))
     }
+
+    /// Up to `limit` lines of a run's output just before `before_seq` (the newest when
+    /// `None`), oldest first: the end of a long log, or the page before one shown.
+    pub async fn logs_before(
+        &self,
+        run_id: Uuid,
+        before_seq: Option<i64>,
+        limit: i64,
+    ) -> Result<Vec<LogRow>, StoreError> {
+        let mut rows: Vec<LogRow> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT seq, node, attempt, stream, line, at FROM node_logs
+                 WHERE run_id = $1 AND ($2 IS NULL OR seq < $2) ORDER BY seq DESC LIMIT $3",
+            )
+            .bind(run_id)
+            .bind(before_seq)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        });
+        rows.reverse();
+        Ok(rows)
+    }
 }
 
 impl Tx {

@@ -329,6 +329,25 @@ impl Store {
         }))
     }
 
+    /// The newest conversations `person` started first, at most `limit`.
+    pub async fn conversations_started_by(
+        &self,
+        person: &str,
+        limit: i64,
+    ) -> Result<Vec<ConversationRow>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM conversations WHERE started_by = $1
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
+                .bind(person)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
     pub async fn conversations_of_requirement(
         &self,
         requirement_id: Uuid,

@@ -254,6 +254,25 @@ impl Store {
         }))
     }
 
+    /// The newest runs `person` asked for first, at most `limit`.
+    pub async fn runs_requested_by(
+        &self,
+        person: &str,
+        limit: i64,
+    ) -> Result<Vec<RunRow>, StoreError> {
+        let sql = format!(
+            "SELECT {RUN_COLUMNS} FROM runs WHERE requested_by = $1
+             ORDER BY created_at DESC, id DESC LIMIT $2"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(person)
+                .bind(limit)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
     /// What reports need of every run created at or after `since`, oldest first (not its
     /// state or parameters, which can be large).
     pub async fn run_outlines_since(

@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
+use gatehouse_store::ArtifactRow;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
@@ -30,6 +31,19 @@ pub async fn download(
     State(api): State<ApiState>,
     Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
 ) -> Result<Response, ApiError> {
+    let (row, bytes) = read(&api, id, &node, attempt, &name).await?;
+    Ok(respond(&row.name, bytes))
+}
+
+/// An artifact's row and bytes, checked: recorded for this attempt, read without
+/// following links from inside its directory, and unchanged since it was recorded.
+pub(crate) async fn read(
+    api: &ApiState,
+    id: Uuid,
+    node: &str,
+    attempt: u32,
+    name: &str,
+) -> Result<(ArtifactRow, Vec<u8>), ApiError> {
     let not_found = || {
         ApiError::NotFound(format!(
             "run {id} recorded no artifact `{name}` for attempt {attempt} of node `{node}`"
@@ -69,13 +83,14 @@ pub async fn download(
             "artifact `{name}` changed after it was recorded; it is not served"
         )));
     }
-    let (content_type, inline) = content_type(&row.name);
-    let file_name = row
-        .name
-        .rsplit('/')
-        .next()
-        .unwrap_or(&row.name)
-        .replace('"', "");
+    Ok((row, bytes))
+}
+
+/// The file as a response no browser runs: never as HTML, `nosniff`, a sandboxing CSP,
+/// and a download unless it is plain text.
+pub(crate) fn respond(name: &str, bytes: Vec<u8>) -> Response {
+    let (content_type, inline) = content_type(name);
+    let file_name = name.rsplit('/').next().unwrap_or(name).replace('"', "");
     let disposition = if inline { "inline" } else { "attachment" };
     let mut response = Response::new(Body::from(bytes));
     let headers = response.headers_mut();
@@ -91,7 +106,7 @@ pub async fn download(
     if let Ok(value) = HeaderValue::from_str(&format!("{disposition}; filename=\"{file_name}\"")) {
         headers.insert(header::CONTENT_DISPOSITION, value);
     }
-    Ok(response)
+    response
 }
 
 /// The content type a name suggests, and whether it is shown rather than downloaded.

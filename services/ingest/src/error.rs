@@ -27,6 +27,9 @@ pub enum ApiError {
     /// 409: the request does not apply to the current state (it may later).
     #[error("{0}")]
     Conflict(String),
+    /// 410: it existed, and is used up or expired (a one-time sign-in link).
+    #[error("{0}")]
+    Gone(String),
     /// 422: the request can never apply as it is.
     #[error("{0}")]
     Unprocessable(String),
@@ -54,6 +57,7 @@ impl ApiError {
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Gone(_) => StatusCode::GONE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
             Self::Unavailable => StatusCode::SERVICE_UNAVAILABLE,

@@ -3,10 +3,12 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use gatehouse_engine::{Decision, Input, apply};
+use std::sync::Arc;
+
+use gatehouse_engine::{Decision, Input, RunState, apply};
 use gatehouse_events::{Actor, Event, GateDecision, GateDecisionKind, NodeStatus};
-use gatehouse_sop::NodeKind;
-use gatehouse_store::{Claim, OutcomeRow, Tx, Vote};
+use gatehouse_sop::{NodeKind, Sop};
+use gatehouse_store::{Claim, OutcomeRow, RunRow, Tx, Vote};
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
@@ -17,6 +19,21 @@ use crate::{ApiError, ApiState, outbox, projects};
 /// Gates waiting for a decision, in all unfinished runs.
 #[utoipa::path(get, path = "/gates", responses((status = 200, body = [GateView])))]
 pub async fn list(State(api): State<ApiState>) -> Result<Json<Vec<GateView>>, ApiError> {
+    Ok(Json(
+        waiting(&api).await?.into_iter().map(|w| w.view).collect(),
+    ))
+}
+
+/// A gate waiting for people, with the run it is in.
+pub(crate) struct Waiting {
+    pub(crate) row: RunRow,
+    pub(crate) sop: Arc<Sop>,
+    pub(crate) run: RunState,
+    pub(crate) view: GateView,
+}
+
+/// Every gate waiting for a decision, in all unfinished runs.
+pub(crate) async fn waiting(api: &ApiState) -> Result<Vec<Waiting>, ApiError> {
     let mut gates = Vec::new();
     for status in ["waiting", "running", "paused"] {
         for row in api.store.runs(Some(status), 500).await? {
@@ -27,7 +44,7 @@ pub async fn list(State(api): State<ApiState>) -> Result<Json<Vec<GateView>>, Ap
                 else {
                     continue;
                 };
-                gates.push(GateView {
+                let view = GateView {
                     id: format!("{}/{node}", row.id),
                     run_id: row.id,
                     sop: row.sop.clone(),
@@ -41,11 +58,43 @@ pub async fn list(State(api): State<ApiState>) -> Result<Json<Vec<GateView>>, Ap
                         .map(|g| g.approvals.clone())
                         .unwrap_or_default(),
                     send_back: gate.send_back.clone(),
+                };
+                gates.push(Waiting {
+                    row: row.clone(),
+                    sop: sop.clone(),
+                    run: run.clone(),
+                    view,
                 });
             }
         }
     }
-    Ok(Json(gates))
+    Ok(gates)
+}
+
+/// Whether `caller` may decide gate `node` of this run now, judged as a decision would be
+/// (the `decide` scope, the project's approvers, the gate's own rules) without making one:
+/// the console offers the buttons only to those whose decision would count.
+pub(crate) fn may_decide(
+    api: &ApiState,
+    caller: &Caller,
+    row: &RunRow,
+    sop: &Sop,
+    run: &RunState,
+    node: &str,
+) -> Result<(), ApiError> {
+    caller.require(crate::rights::Scope::Decide)?;
+    projects::may_decide(api, row.project.as_deref(), &caller.person, &caller.groups)?;
+    let attempt = run.nodes.get(node).map(|n| n.attempt).unwrap_or_default();
+    let input = Input::Decide {
+        node: node.to_owned(),
+        attempt,
+        decision: Decision::Approve,
+        comment: None,
+        person: caller.person.clone(),
+        groups: caller.groups.clone(),
+    };
+    apply(sop, &mut run.clone(), input)?;
+    Ok(())
 }
 
 /// Decides a gate. The decision is checked against the run first: a gate that is not

@@ -23,11 +23,13 @@
 mod artifacts;
 mod auth;
 mod chat;
+mod console;
 mod conversations;
 mod deliveries;
 mod error;
 mod gates;
 mod github;
+mod login_links;
 mod openapi;
 mod outbox;
 mod people;
@@ -47,6 +49,7 @@ mod written;
 
 pub use auth::{hash_token, new_token};
 pub use chat::{Assistant, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
+pub use console::ConsoleSettings;
 pub use deliveries::process_deliveries;
 pub use error::ApiError;
 pub use github::{
@@ -73,6 +76,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/runs", post(runs::start).get(runs::list))
         .route("/runs/{id}", get(runs::show))
         .route("/runs/{id}/logs", get(runs::logs))
+        .route("/runs/{id}/graph.svg", get(runs::graph))
         .route(
             "/runs/{id}/artifacts/{node}/{attempt}/{*name}",
             get(artifacts::download),
@@ -93,6 +97,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/schedules/{name}/resume", post(schedules::resume))
         .route("/schedules/{name}/trigger", post(schedules::trigger))
         .route("/schedules/{name}/backfill", post(schedules::backfill))
+        .route("/login-links", post(login_links::create))
         .route("/tokens", post(tokens::create).get(tokens::list))
         .route("/tokens/{name}", delete(tokens::revoke))
         .route("/people", post(people::add).get(people::list))
@@ -166,6 +171,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .merge(webhooks)
         .merge(slack)
         .merge(discord)
+        .merge(console::router())
         .route("/healthz", get(|| async { "ok" }))
         .with_state(state)
 }

@@ -143,6 +143,9 @@ pub async fn remove(
         return Err(ApiError::NotFound(format!("no person `{id}` was added")));
     }
     let revoked = api.store.revoke_tokens_of(&id).await?;
-    tracing::info!(person = %id, by = %caller.person, revoked, "person removed");
+    // Their console sessions would be refused anyway (the person is unknown); ending them
+    // keeps a person re-added later from finding old browsers signed in.
+    let signed_out = api.store.end_sessions_of(&id).await?;
+    tracing::info!(person = %id, by = %caller.person, revoked, signed_out, "person removed");
     Ok(StatusCode::NO_CONTENT)
 }

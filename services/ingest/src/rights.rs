@@ -183,6 +183,8 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
         // Creating or revoking one's own token; tokens for others need an administrator,
         // and a token can only give scopes it has (checked by the handler).
         ("POST", "/tokens") | ("DELETE", "/tokens/{name}") => Scope::Read,
+        // A sign-in link for oneself; for someone else the handler needs an administrator.
+        ("POST", "/login-links") => Scope::Read,
         (
             "POST",
             "/runs"

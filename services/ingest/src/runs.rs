@@ -14,8 +14,7 @@ use gatehouse_events::{
 use serde::Deserialize;
 use uuid::Uuid;
 
-use detail::detail;
-pub(crate) use detail::summary;
+pub(crate) use detail::{detail, summary};
 
 use crate::error::ErrorBody;
 use crate::github::requirement::issue_requirement;
@@ -181,6 +180,39 @@ pub async fn logs(
             })
             .collect(),
     ))
+}
+
+/// The run's graph as an SVG picture: nodes coloured by status, with attempts and rework.
+#[utoipa::path(get, path = "/runs/{id}/graph.svg", responses(
+    (status = 200, description = "The graph", content_type = "image/svg+xml"), (status = 404, body = ErrorBody)))]
+pub async fn graph(
+    State(api): State<ApiState>,
+    Path(id): Path<Uuid>,
+) -> Result<axum::response::Response, ApiError> {
+    use axum::response::IntoResponse;
+    let (_, sop, run) = api.runs.load(id).await?;
+    let mut response = graph_svg(&sop, &run).into_response();
+    response.headers_mut().insert(
+        axum::http::header::CONTENT_TYPE,
+        axum::http::HeaderValue::from_static("image/svg+xml; charset=utf-8"),
+    );
+    Ok(response)
+}
+
+/// `sop`'s graph with each node's state in `run`, as SVG.
+pub(crate) fn graph_svg(sop: &gatehouse_sop::Sop, run: &gatehouse_engine::RunState) -> String {
+    let mut graph = gatehouse_graph::Graph::of_sop(sop);
+    for (node, n) in &run.nodes {
+        graph.set_state(
+            node,
+            gatehouse_graph::NodeState {
+                status: n.status,
+                attempt: n.attempt,
+                rework: n.rework_count,
+            },
+        );
+    }
+    gatehouse_graph::svg(&graph)
 }
 
 /// Checks a command against the run's state, then sends it to the scheduler.

@@ -10,7 +10,7 @@ use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
 
 use crate::run_loader::RunLoader;
-use crate::{Assistant, ChatSettings, GithubSettings, People};
+use crate::{Assistant, ChatSettings, ConsoleSettings, GithubSettings, People};
 
 /// The API's shared state: cheap to clone.
 #[derive(Clone)]
@@ -33,6 +33,8 @@ pub struct ApiState {
     pub(crate) runs: RunLoader,
     /// `[assistant]`: when set, prose in chat goes to the thread's conversation.
     pub(crate) assistant: Option<Arc<Assistant>>,
+    /// How the console signs people in and links to itself.
+    pub(crate) console: Arc<ConsoleSettings>,
 }
 
 impl ApiState {
@@ -49,7 +51,14 @@ impl ApiState {
             data_dir: None,
             deliveries: Arc::default(),
             assistant: None,
+            console: Arc::default(),
         }
+    }
+
+    /// Signs people in to the console with these settings.
+    pub fn with_console(mut self, console: ConsoleSettings) -> Self {
+        self.console = Arc::new(console);
+        self
     }
 
     /// Talks with people in chat threads: prose is a turn of the assistant role.

@@ -2,6 +2,7 @@
 
 mod conversations;
 mod gates;
+mod login_links;
 mod people;
 mod projects;
 mod reports;
@@ -13,6 +14,7 @@ mod usage;
 
 pub use conversations::*;
 pub use gates::*;
+pub use login_links::*;
 pub use people::*;
 pub use projects::*;
 pub use reports::*;

@@ -10,7 +10,7 @@ use crate::views::*;
 use crate::{ApiError, ApiState};
 
 /// Run `id` in full, or 404.
-pub(super) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiError> {
+pub(crate) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiError> {
     // The scheduler records a decision in the transaction that applies it, so reading the
     // decisions first means every one shown is already in the state read after it.
     let decisions = api.store.decisions(id).await?;

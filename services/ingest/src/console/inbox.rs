@@ -1,0 +1,135 @@
+//! The inbox, the console's home: the gates waiting for me (decided right here), then my
+//! runs and my conversations.
+
+use axum::extract::{Query, State};
+use maud::{Markup, html};
+use serde::Deserialize;
+
+use super::actions::{decision_form, notice};
+use super::page::{PageError, frame, status, time};
+use super::session::Viewer;
+use crate::gates::{self, Waiting};
+use crate::{ApiState, conversations, runs};
+
+/// How many of my runs and conversations the inbox lists.
+const MINE: i64 = 20;
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct InboxQuery {
+    done: Option<String>,
+}
+
+/// `GET /`
+pub(crate) async fn page(
+    State(api): State<ApiState>,
+    viewer: Viewer,
+    Query(q): Query<InboxQuery>,
+) -> Result<Markup, PageError> {
+    let waiting = gates::waiting(&api).await?;
+    let (mine, others): (Vec<Waiting>, Vec<Waiting>) = waiting.into_iter().partition(|w| {
+        gates::may_decide(&api, &viewer.caller, &w.row, &w.sop, &w.run, &w.view.node).is_ok()
+    });
+    let my_runs = api.store.runs_requested_by(viewer.person(), MINE).await?;
+    let my_conversations = api
+        .store
+        .conversations_started_by(viewer.person(), MINE)
+        .await?;
+    let conversations = my_conversations
+        .iter()
+        .map(conversations::listed)
+        .collect::<Result<Vec<_>, _>>()?;
+    let body = html! {
+        @if let Some(notice) = notice(q.done.as_deref()) {
+            p.notice role="status" { (notice) }
+        }
+        h1 { "Inbox" }
+        section aria-labelledby="waiting" {
+            h2 id="waiting" { "Waiting for you " span.count { "(" (mine.len()) ")" } }
+            @if mine.is_empty() {
+                p.empty { "No gate is waiting for your decision." }
+            }
+            @for w in &mine {
+                (gate_card(&viewer, w))
+            }
+            @if !others.is_empty() {
+                p.aside { (others.len()) " more " (if others.len() == 1 { "gate waits" } else { "gates wait" }) " for other people." }
+            }
+        }
+        section aria-labelledby="my-runs" {
+            h2 id="my-runs" { "Your runs" }
+            @if my_runs.is_empty() {
+                p.empty { "You have not started any runs." }
+            } @else {
+                table {
+                    thead { tr { th { "Run" } th { "SOP" } th { "Status" } th { "Project" } th { "Started" } } }
+                    tbody {
+                        @for run in my_runs.into_iter().map(runs::summary) {
+                            tr {
+                                td { a href=(format!("/runs/{}", run.id)) { (short(&run.id.to_string())) } }
+                                td { (run.sop) }
+                                td { (status(&run.status)) }
+                                td { (run.project.unwrap_or_default()) }
+                                td { (time(&run.created_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        section aria-labelledby="my-conversations" {
+            h2 id="my-conversations" { "Your conversations" }
+            @if conversations.is_empty() {
+                p.empty { "You have no conversations." }
+            } @else {
+                table {
+                    thead { tr { th { "Requirement" } th { "Project" } th { "Where" } th { "Activity" } th { "Turns" } th { "Last active" } } }
+                    tbody {
+                        @for c in &conversations {
+                            tr {
+                                td { a href=(format!("/requirements/{}", c.requirement_id)) { (short(&c.requirement_id.to_string())) } }
+                                td { (c.project) }
+                                td { (c.platform) " " (c.channel) }
+                                td { (status(&c.activity)) }
+                                td { (c.turn_count) @if c.queued > 0 { " (" (c.queued) " queued)" } }
+                                td { (time(&c.updated_at)) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(frame("Inbox", Some(&viewer), body))
+}
+
+/// One gate waiting for me: what it is, where the evidence is, and the decision.
+fn gate_card(viewer: &Viewer, w: &Waiting) -> Markup {
+    let gate = &w.view;
+    let run_url = format!("/runs/{}", gate.run_id);
+    let title = w
+        .sop
+        .node(&gate.node)
+        .map(|n| n.title.clone())
+        .unwrap_or_else(|| gate.node.clone());
+    html! {
+        article.gate aria-label=(format!("Gate {} of run {}", gate.node, gate.run_id)) {
+            h3 {
+                a href=(format!("{run_url}#node-{}", gate.node)) { (title) }
+                " · " (w.sop.title)
+            }
+            p.meta {
+                "Run " a href=(run_url) { (short(&gate.run_id.to_string())) }
+                " · attempt " (gate.attempt)
+                " · " (gate.approvals.len()) " of " (gate.min_approvals) " approvals"
+                @if let Some(by) = &w.row.requested_by { " · requested by " (by) }
+                @if let Some(project) = &w.row.project { " · project " (project) }
+            }
+            (decision_form(viewer, gate, "/"))
+        }
+    }
+}
+
+/// The first block of a UUID, as people quote it.
+pub(crate) fn short(id: &str) -> &str {
+    id.get(..8).unwrap_or(id)
+}

@@ -1,0 +1,155 @@
+//! Requirements: what people asked for, where (an issue, a chat thread), in which
+//! project, and what was done for it — runs, conversations, pull requests, cost. Read as
+//! `GET /api/v1/requirements[/{id}]` reads them.
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use maud::{Markup, html};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::inbox::short;
+use super::page::{PageError, dollars, frame, status, time};
+use super::session::Viewer;
+use crate::ApiState;
+use crate::requirements::{self, RequirementQuery};
+use crate::views::{RequirementSummary, UsageTotal};
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    state: Option<String>,
+}
+
+/// `GET /requirements`
+pub(crate) async fn list(
+    State(api): State<ApiState>,
+    viewer: Viewer,
+    Query(q): Query<ListQuery>,
+) -> Result<Markup, PageError> {
+    let state = q.state.filter(|s| !s.is_empty());
+    let query = RequirementQuery {
+        state: state.clone(),
+        limit: Some(200),
+    };
+    let Json(rows) = requirements::list(State(api), Query(query)).await?;
+    let body = html! {
+        h1 { "Requirements" }
+        form.filter method="get" action="/requirements" {
+            label for="state" { "State" }
+            select id="state" name="state" {
+                option value="" { "any" }
+                @for s in ["open", "closed", "delivered"] {
+                    option value=(s) selected[state.as_deref() == Some(s)] { (s) }
+                }
+            }
+            button type="submit" { "Show" }
+        }
+        @if rows.is_empty() { p.empty { "No requirements." } } @else {
+            table {
+                thead { tr { th { "Requirement" } th { "Source" } th { "Project" } th { "State" } th { "Asked by" } th { "Updated" } } }
+                tbody {
+                    @for r in &rows {
+                        tr {
+                            td { a href=(format!("/requirements/{}", r.id)) { (r.title) } }
+                            td { (source(r)) }
+                            td { (r.project.clone().unwrap_or_default()) }
+                            td { (status(&r.state)) }
+                            td { (r.requested_by) }
+                            td { (time(&r.updated_at)) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(frame("Requirements", Some(&viewer), body))
+}
+
+/// `GET /requirements/{id}`
+pub(crate) async fn page(
+    State(api): State<ApiState>,
+    viewer: Viewer,
+    Path(id): Path<Uuid>,
+) -> Result<Markup, PageError> {
+    let Json(detail) = requirements::show(State(api), Path(id)).await?;
+    let r = &detail.requirement;
+    let body = html! {
+        h1 { (r.title) " " (status(&r.state)) }
+        dl.facts {
+            dt { "Source" } dd { (source(r)) }
+            @if let Some(project) = &r.project { dt { "Project" } dd { (project) } }
+            dt { "Asked by" } dd { (r.requested_by) }
+            dt { "Opened" } dd { (time(&r.created_at)) }
+            dt { "Cost" } dd { (cost(&detail.usage)) }
+        }
+        @if !detail.body.trim().is_empty() {
+            section aria-labelledby="text-h" {
+                h2 id="text-h" { "What was asked" }
+                pre.body { (detail.body) }
+            }
+        }
+        section aria-labelledby="prs-h" {
+            h2 id="prs-h" { "Pull requests" }
+            @if detail.pull_requests.is_empty() && detail.direct_merges.is_empty() { p.empty { "None yet." } }
+            ul {
+                @for p in &detail.pull_requests {
+                    li { code { (p.repo) "#" (p.number) } " from " code { (p.branch) } " " (status(&p.state))
+                        " · by run " a href=(format!("/runs/{}", p.run_id)) { (short(&p.run_id.to_string())) } }
+                }
+                @for m in &detail.direct_merges {
+                    li { "merged into " code { (m.repo) ":" (m.branch) } " as " code { (m.commit.get(..12).unwrap_or(&m.commit)) }
+                        @if let Some(by) = &m.approved_by { " · approved by " (by) } }
+                }
+            }
+        }
+        section aria-labelledby="runs-h" {
+            h2 id="runs-h" { "Runs" }
+            @if detail.runs.is_empty() { p.empty { "No runs." } } @else {
+                table {
+                    thead { tr { th { "Run" } th { "SOP" } th { "Status" } th { "Requested by" } th { "Started" } } }
+                    tbody { @for run in &detail.runs { tr {
+                        td { a href=(format!("/runs/{}", run.id)) { (short(&run.id.to_string())) } }
+                        td { (run.sop) } td { (status(&run.status)) }
+                        td { (run.requested_by.clone().unwrap_or_default()) } td { (time(&run.created_at)) }
+                    } } }
+                }
+            }
+        }
+        section aria-labelledby="conv-h" {
+            h2 id="conv-h" { "Conversations" }
+            @if detail.conversations.is_empty() { p.empty { "No conversations." } } @else {
+                table {
+                    thead { tr { th { "Where" } th { "Started by" } th { "Activity" } th { "Turns" } th { "Last active" } } }
+                    tbody { @for c in &detail.conversations { tr {
+                        td { (c.platform) " " (c.channel) } td { (c.started_by) } td { (status(&c.activity)) }
+                        td { (c.turn_count) } td { (time(&c.updated_at)) }
+                    } } }
+                }
+            }
+        }
+    };
+    Ok(frame(&r.title, Some(&viewer), body))
+}
+
+/// Where it came from: the issue or thread, linked when its address is a web address.
+fn source(r: &RequirementSummary) -> Markup {
+    let link = r
+        .url
+        .as_deref()
+        .filter(|u| u.starts_with("https://") || u.starts_with("http://"));
+    html! {
+        @match link {
+            Some(url) => a href=(url) rel="noopener noreferrer" { (r.key) },
+            None => (r.key),
+        }
+    }
+}
+
+fn cost(usage: &UsageTotal) -> Markup {
+    html! {
+        (dollars(usage.cost_usd)) " · "
+        (usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens) " tokens in, "
+        (usage.output_tokens) " out"
+        @if !usage.unpriced_models.is_empty() { " (no price for " (usage.unpriced_models.join(", ")) ")" }
+    }
+}

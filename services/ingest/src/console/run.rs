@@ -1,0 +1,385 @@
+//! A run's page: the graph, each node's attempts (durations, reasons, tool traces, usage,
+//! artifacts), the decision for a waiting gate, the end of its output (live while it
+//! runs), the audit trail, and the commands the viewer may give. Also the runs list.
+//!
+//! The page reads the run as `GET /api/v1/runs/{id}` does, so both always agree.
+
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, header};
+use axum::response::{IntoResponse, Response};
+use gatehouse_engine::RunState;
+use gatehouse_store::RunRow;
+use maud::{Markup, PreEscaped, html};
+use serde::Deserialize;
+use uuid::Uuid;
+
+use super::actions::{command_button, decision_form, notice};
+use super::inbox::short;
+use super::logs::{LOG_TAIL, log_lines};
+use super::page::{PageError, csrf_field, dollars, duration, frame, frame_with, status, time};
+use super::session::Viewer;
+use crate::rights::Scope;
+use crate::views::{AttemptView, GateView, NodeView, RunDetail};
+use crate::{ApiState, gates, runs};
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct RunQuery {
+    done: Option<String>,
+}
+
+/// `GET /runs/{id}`
+pub(crate) async fn page(
+    State(api): State<ApiState>,
+    viewer: Viewer,
+    Path(id): Path<Uuid>,
+    Query(q): Query<RunQuery>,
+) -> Result<Response, PageError> {
+    let detail = runs::detail(&api, id).await?;
+    let (row, sop, run) = api.runs.load(id).await?;
+    let tail = api.store.logs_before(id, None, LOG_TAIL).await?;
+    let after = tail.last().map(|l| l.seq).unwrap_or(0);
+    let svg = runs::graph_svg(&sop, &run);
+    let live = !detail_finished(&detail.run.status);
+    let waiting = waiting_gates(&api, &viewer, &row, &sop, &run);
+    let title = format!("{} · run {}", sop.title, short(&id.to_string()));
+    let body = html! {
+        @if let Some(notice) = notice(q.done.as_deref()) {
+            p.notice role="status" { (notice) }
+        }
+        div id="run" data-live=[live.then(|| format!("/runs/{id}/events?after={after}"))] {
+            (head(&detail, &sop.title))
+            (commands(&viewer, &detail))
+            section id="graph" aria-labelledby="graph-h" {
+                h2 id="graph-h" { "Graph" }
+                div.graph { (PreEscaped(svg)) }
+                p.aside { a href=(format!("/runs/{id}/graph.svg")) download=(format!("run-{}.svg", short(&id.to_string()))) { "Download the graph (SVG)" } }
+            }
+            section id="decide" data-key=(waiting.iter().map(|g| format!("{}#{}", g.node, g.attempt)).collect::<Vec<_>>().join(",")) aria-labelledby="decide-h" {
+                @if !waiting.is_empty() {
+                    h2 id="decide-h" { "Your decision" }
+                    @for gate in &waiting {
+                        article.gate {
+                            h3 { "Gate " (gate.node) ", attempt " (gate.attempt) }
+                            p.meta { (gate.approvals.len()) " of " (gate.min_approvals) " approvals so far" }
+                            (decision_form(&viewer, gate, &format!("/runs/{id}")))
+                        }
+                    }
+                }
+            }
+            (nodes(&detail))
+            section id="logs" aria-labelledby="logs-h" {
+                h2 id="logs-h" { "Output" }
+                p.aside {
+                    "The last " (LOG_TAIL) " lines"
+                    @if live { ", followed live while the run goes on" }
+                    ". " a href=(format!("/runs/{id}/logs")) { "All output, page by page" }
+                }
+                pre id="log" aria-live="off" tabindex="0" { (log_lines(&tail)) }
+            }
+            (audit(&detail))
+        }
+    };
+    let scripts: &[&str] = if live { &["/static/live.js"] } else { &[] };
+    Ok(frame_with(&title, Some(&viewer), body, scripts).into_response())
+}
+
+/// `GET /runs/{id}/graph.svg`: the picture as a file.
+pub(crate) async fn graph(
+    State(api): State<ApiState>,
+    _viewer: Viewer,
+    Path(id): Path<Uuid>,
+) -> Result<Response, PageError> {
+    let (_, sop, run) = api.runs.load(id).await?;
+    Ok(svg_response(runs::graph_svg(&sop, &run)))
+}
+
+/// An SVG document as a response.
+pub(crate) fn svg_response(svg: String) -> Response {
+    let mut response = svg.into_response();
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("image/svg+xml; charset=utf-8"),
+    );
+    response
+}
+
+fn detail_finished(status: &str) -> bool {
+    matches!(status, "succeeded" | "failed" | "cancelled")
+}
+
+/// The gates of this run waiting for the viewer's decision.
+fn waiting_gates(
+    api: &ApiState,
+    viewer: &Viewer,
+    row: &RunRow,
+    sop: &gatehouse_sop::Sop,
+    run: &RunState,
+) -> Vec<GateView> {
+    let mut gates_here = Vec::new();
+    for (node, n) in &run.nodes {
+        let Some(gatehouse_sop::NodeKind::Gate(gate)) = sop.node(node).map(|d| &d.kind) else {
+            continue;
+        };
+        if n.status != gatehouse_events::NodeStatus::WaitingApproval
+            || gates::may_decide(api, &viewer.caller, row, sop, run, node).is_err()
+        {
+            continue;
+        }
+        gates_here.push(GateView {
+            id: format!("{}/{node}", row.id),
+            run_id: row.id,
+            sop: row.sop.clone(),
+            node: node.clone(),
+            attempt: n.attempt,
+            approvers: gate.approvers.clone(),
+            min_approvals: gate.min_approvals,
+            approvals: n
+                .gate
+                .as_ref()
+                .map(|g| g.approvals.clone())
+                .unwrap_or_default(),
+            send_back: gate.send_back.clone(),
+        });
+    }
+    gates_here
+}
+
+fn head(detail: &RunDetail, title: &str) -> Markup {
+    let run = &detail.run;
+    html! {
+        header id="run-head" {
+            h1 { (title) " " (status(&run.status)) }
+            dl.facts {
+                dt { "Run" } dd { code { (run.id) } }
+                dt { "SOP" } dd { a href=(format!("/sops/{}", run.sop)) { (run.sop) } " " code.version { (run.sop_version.get(..19).unwrap_or(&run.sop_version)) } }
+                @if let Some(by) = &run.requested_by { dt { "Requested by" } dd { (by) } }
+                @if let Some(project) = &run.project { dt { "Project" } dd { (project) } }
+                @if let Some(req) = detail.requirement_id { dt { "Requirement" } dd { a href=(format!("/requirements/{req}")) { (short(&req.to_string())) } } }
+                @if let Some(parent) = run.parent_run { dt { "Started by run" } dd { a href=(format!("/runs/{parent}")) { (short(&parent.to_string())) } } }
+                @if let Some(s) = &detail.schedule { dt { "Schedule" } dd { (s.name) " at " (time(&s.scheduled_time)) } }
+                dt { "Started" } dd { (time(&run.created_at)) }
+                dt { "Last change" } dd { (time(&run.updated_at)) }
+                @if !detail.repositories.is_empty() {
+                    dt { "Repositories" }
+                    dd { @for r in &detail.repositories { code { (r.repo) } " (" (r.mode) ") " } }
+                }
+                @if !detail.params.is_empty() {
+                    dt { "Parameters" }
+                    dd { @for (k, v) in &detail.params { code { (k) "=" (v) } " " } }
+                }
+                @if detail.usage.run.cost_usd > 0.0 || detail.usage.run.output_tokens > 0 {
+                    dt { "Agents used" }
+                    dd { (detail.usage.run.input_tokens + detail.usage.run.output_tokens) " tokens, " (dollars(detail.usage.run.cost_usd)) }
+                }
+            }
+            @if let Some(failure) = &detail.failure {
+                p.error role="alert" { "Failed: " (failure) }
+            }
+        }
+    }
+}
+
+/// Pause, resume, cancel and retry, for those whose scopes allow them.
+fn commands(viewer: &Viewer, detail: &RunDetail) -> Markup {
+    let id = detail.run.id;
+    let state = detail.run.status.as_str();
+    if !viewer.caller.scopes.has(Scope::Run) {
+        return html! {};
+    }
+    html! {
+        section id="commands" aria-label="Run commands" {
+            @if matches!(state, "queued" | "running" | "waiting") { (command_button(viewer, id, "pause", "Pause")) }
+            @if state == "paused" { (command_button(viewer, id, "resume", "Resume")) }
+            @if !detail_finished(state) { (command_button(viewer, id, "cancel", "Cancel the run")) }
+            @if !detail.nodes.is_empty() {
+                form.inline method="post" action=(format!("/runs/{id}/command")) {
+                    (csrf_field(viewer))
+                    input type="hidden" name="command" value="retry";
+                    input type="hidden" name="next" value=(format!("/runs/{id}"));
+                    label for="retry-node" { "Retry from" }
+                    select id="retry-node" name="node" {
+                        @for n in &detail.nodes { option value=(n.node) { (n.node) } }
+                    }
+                    button type="submit" { "Retry" }
+                }
+            }
+        }
+    }
+}
+
+fn nodes(detail: &RunDetail) -> Markup {
+    html! {
+        section id="nodes" aria-labelledby="nodes-h" {
+            h2 id="nodes-h" { "Nodes" }
+            @for node in &detail.nodes {
+                (node_section(detail, node))
+            }
+        }
+    }
+}
+
+fn node_section(detail: &RunDetail, node: &NodeView) -> Markup {
+    let attempts: Vec<&AttemptView> = detail
+        .attempts
+        .iter()
+        .filter(|a| a.node == node.node)
+        .collect();
+    html! {
+        section.node id=(format!("node-{}", node.node)) aria-labelledby=(format!("node-h-{}", node.node)) {
+            h3 id=(format!("node-h-{}", node.node)) {
+                (node.node) " " span.kind { (node.kind) } " " (status(&node.status))
+            }
+            p.meta {
+                "attempt " (node.attempt)
+                @if node.rework_count > 0 { " · reworked " (node.rework_count) "×" }
+                @if let Some(ms) = node.duration_ms { " · last took " (duration(ms)) }
+            }
+            @if let Some(error) = &node.last_error { p.error { (error) } }
+            @if !attempts.is_empty() {
+                table.attempts {
+                    caption { "Attempts of " (node.node) }
+                    thead { tr { th { "#" } th { "Status" } th { "Started" } th { "Took" } th { "Exit" } th { "Reason" } th { "Usage" } } }
+                    tbody {
+                        @for a in &attempts {
+                            tr {
+                                td { (a.attempt) }
+                                td { (status(&a.status)) }
+                                td { (time(&a.started_at)) }
+                                td { @if let Some(ms) = a.duration_ms { (duration(ms)) } }
+                                td { @if let Some(code) = a.exit_code { (code) } }
+                                td { @if let Some(e) = &a.error { (e) } }
+                                td { (attempt_usage(detail, &node.node, a.attempt)) }
+                            }
+                            @if !a.tools.is_empty() {
+                                tr.tools { td colspan="7" {
+                                    details {
+                                        summary { (a.tools.len()) " tool calls" }
+                                        ol {
+                                            @for t in &a.tools {
+                                                li class=[t.failed.then_some("failed")] {
+                                                    code { (t.tool) } " " (t.summary)
+                                                    @if let Some(ms) = t.duration_ms { " (" (duration(ms)) ")" }
+                                                    @if t.failed { " — failed" }
+                                                }
+                                            }
+                                        }
+                                    }
+                                } }
+                            }
+                        }
+                    }
+                }
+            }
+            (artifacts(detail, &node.node))
+        }
+    }
+}
+
+fn attempt_usage(detail: &RunDetail, node: &str, attempt: i32) -> Markup {
+    let rows: Vec<_> = detail
+        .usage
+        .attempts
+        .iter()
+        .filter(|u| u.node == node && u.attempt == attempt)
+        .collect();
+    html! {
+        @for u in rows {
+            span.usage { (u.model) ": " (u.input_tokens) " in, " (u.output_tokens) " out"
+                @if let Some(cost) = u.cost_usd { ", " (dollars(cost)) } }
+        }
+    }
+}
+
+fn artifacts(detail: &RunDetail, node: &str) -> Markup {
+    let id = detail.run.id;
+    let files: Vec<_> = detail.artifacts.iter().filter(|a| a.node == node).collect();
+    html! {
+        @if !files.is_empty() {
+            ul.artifacts aria-label=(format!("Artifacts of {node}")) {
+                @for a in files {
+                    li {
+                        a href=(format!("/runs/{id}/artifacts/{}/{}/{}", a.node, a.attempt, a.name)) { (a.name) }
+                        " · attempt " (a.attempt) " · " (a.size) " B · "
+                        a href=(format!("/runs/{id}/download/{}/{}/{}", a.node, a.attempt, a.name)) { "download" }
+                        " " code.sha { "sha256:" (a.sha256.get(..12).unwrap_or(&a.sha256)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Who decided what, where and when.
+fn audit(detail: &RunDetail) -> Markup {
+    html! {
+        section id="audit" aria-labelledby="audit-h" {
+            h2 id="audit-h" { "Decisions" }
+            @if detail.decisions.is_empty() {
+                p.empty { "No decisions yet." }
+            } @else {
+                table {
+                    thead { tr { th { "When" } th { "Who" } th { "Gate" } th { "Decision" } th { "Comment" } th { "Where" } th { "Outcome" } } }
+                    tbody {
+                        @for d in &detail.decisions {
+                            tr {
+                                td { (time(&d.decided_at)) }
+                                td { (d.person) }
+                                td { (d.node) " #" (d.attempt) }
+                                td { (d.decision.replace('_', " ")) @if let Some(t) = &d.target { " to " (t) } }
+                                td { @if let Some(c) = &d.comment { (c) } }
+                                td { (d.channel) }
+                                td { (d.outcome) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct ListQuery {
+    status: Option<String>,
+}
+
+/// `GET /runs`: the newest runs.
+pub(crate) async fn list(
+    State(api): State<ApiState>,
+    viewer: Viewer,
+    Query(q): Query<ListQuery>,
+) -> Result<Markup, PageError> {
+    let status_filter = q.status.filter(|s| !s.is_empty());
+    let rows = api.store.runs(status_filter.as_deref(), 200).await?;
+    let body = html! {
+        h1 { "Runs" }
+        form.filter method="get" action="/runs" {
+            label for="status" { "Status" }
+            select id="status" name="status" {
+                option value="" { "any" }
+                @for s in ["queued", "running", "waiting", "paused", "succeeded", "failed", "cancelled"] {
+                    option value=(s) selected[status_filter.as_deref() == Some(s)] { (s) }
+                }
+            }
+            button type="submit" { "Show" }
+        }
+        @if rows.is_empty() { p.empty { "No runs." } } @else {
+            table {
+                thead { tr { th { "Run" } th { "SOP" } th { "Status" } th { "Requested by" } th { "Project" } th { "Started" } } }
+                tbody {
+                    @for run in rows.into_iter().map(runs::summary) {
+                        tr {
+                            td { a href=(format!("/runs/{}", run.id)) { (short(&run.id.to_string())) } }
+                            td { (run.sop) }
+                            td { (status(&run.status)) }
+                            td { (run.requested_by.unwrap_or_default()) }
+                            td { (run.project.unwrap_or_default()) }
+                            td { (time(&run.created_at)) }
+                        }
+                    }
+                }
+            }
+        }
+    };
+    Ok(frame("Runs", Some(&viewer), body))
+}

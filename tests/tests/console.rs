@@ -1,0 +1,606 @@
+//! The console over HTTP, on Postgres and on SQLite: signing in with one-time links, the
+//! session cookie and CSRF tokens, the inbox deciding gates through the API's checked
+//! path, the run page (graph, attempts, artifacts, output, audit trail), requirements,
+//! and what hostile input comes to. A browser drives the same pages in
+//! `console_browser.rs`.
+
+use chrono::{Duration, Utc};
+use gatehouse_ingest::{BOOTSTRAP_ADMIN, Scope};
+use gatehouse_tests::{Backend, Gatehouse, on_both_backends, person};
+use serde_json::json;
+use uuid::Uuid;
+
+on_both_backends!(
+    a_login_link_signs_in_once,
+    signing_out_ends_the_session_everywhere,
+    forms_need_this_sessions_csrf_token,
+    the_inbox_decides_through_the_checked_path,
+    those_who_may_not_decide_see_no_buttons_and_are_refused,
+    the_run_page_shows_the_work_and_the_audit_trail,
+    hostile_text_is_escaped_and_markdown_sanitised,
+    long_output_is_paged_never_loaded_whole,
+    requirements_and_graphs_are_served,
+);
+
+/// A reviewable run: a draft that writes Markdown (and its rework comment), a gate leads
+/// decide that may send it back, and a last step.
+const REVIEW: &str = r#"name: review
+title: "Review <b>this</b> & ship"
+nodes:
+  draft:
+    kind: script
+    run: |
+      printf '# Notes\n\nattempt %s: %s\n\n<script>alert(1)</script>\n' "$GATEHOUSE_ATTEMPT" "$GATEHOUSE_REWORK_COMMENT" > "$GATEHOUSE_ARTIFACTS/notes.md"
+      echo 'draft says <img src=x onerror=alert(1)>'
+    artifacts: [notes.md]
+  check: { kind: gate, needs: [draft], approvers: [group:leads], send_back: [draft] }
+  after: { kind: script, needs: [check], run: 'echo shipped' }
+"#;
+
+/// Writes many lines of output.
+const CHATTY: &str = r#"name: chatty
+nodes:
+  talk: { kind: script, run: 'i=0; while [ $i -lt 2500 ]; do echo "line $i"; i=$((i+1)); done' }
+"#;
+
+async fn start(backend: Backend) -> Gatehouse {
+    Gatehouse::builder(backend)
+        .sops(&[("review", REVIEW), ("chatty", CHATTY)])
+        .people(vec![
+            person("ana", &["leads"]),
+            person("bo", &["leads"]),
+            person("cy", &[]),
+            person("bob", &[]),
+        ])
+        .start()
+        .await
+}
+
+/// A `review` run (requested by bob) waiting at its gate.
+async fn waiting_review(gh: &Gatehouse) -> Uuid {
+    let run = gh.request("review").await;
+    gh.node(run, "check", "waiting_approval", 1).await;
+    run
+}
+
+async fn a_login_link_signs_in_once(backend: Backend) {
+    let gh = start(backend).await;
+    let ana = gh.stored_token("ana", &[Scope::Read], None).await;
+    let link = gh.login_link(&ana, "ana").await;
+    // Anyone may ask for their own link; only an administrator for someone else's.
+    gh.api_as(&ana)
+        .post("/login-links", json!({ "person": "bo" }))
+        .await
+        .refused(403, "only an administrator");
+
+    // Without a session every page sends you to sign in, and back afterwards.
+    let mut browser = gh.browser();
+    let page = browser.get("/runs").await.expect_status(303);
+    assert_eq!(page.location(), "/signin?next=%2Fruns");
+    let page = browser.get("/signin?next=%2Fruns").await.expect_status(200);
+    assert!(page.contains("gatehouse login"), "{}", page.html);
+
+    // Opening the link does not use it (chat previews open links); the button does.
+    let page = browser.get(&link).await.expect_status(200);
+    assert!(page.contains("Sign in as ana"), "{}", page.html);
+    let secret = link.trim_start_matches("/login/");
+    let page = browser
+        .post("/login", &[("link", secret), ("next", "/runs")])
+        .await
+        .expect_status(303);
+    assert_eq!(page.location(), "/runs");
+    let cookie = page.headers["set-cookie"].to_str().unwrap().to_owned();
+    assert!(
+        cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"),
+        "{cookie}"
+    );
+    let page = browser.get("/").await.expect_status(200);
+    assert!(page.contains("Signed in as"), "{}", page.html);
+    // The session has no more than the token that asked for the link: read only, so no
+    // run commands are offered and none is accepted.
+    assert!(
+        !page.contains("decide"),
+        "a read-only session offers no decisions"
+    );
+
+    // Used once: a second browser with the same link is refused, and so is a replay.
+    let mut other = gh.browser();
+    let page = other.get(&link).await.expect_status(410);
+    assert!(page.contains("already used"), "{}", page.html);
+    other
+        .post("/login", &[("link", secret), ("next", "/")])
+        .await
+        .expect_status(410);
+    assert!(other.cookie.is_none());
+
+    // An expired link, an unknown one, and a link for someone since removed.
+    let stale = gatehouse_ingest::new_token();
+    gh.db
+        .store
+        .create_login_link(
+            &gatehouse_ingest::hash_token(&stale),
+            "ana",
+            "ana",
+            "read",
+            Utc::now() - Duration::seconds(1),
+        )
+        .await
+        .unwrap();
+    let page = other
+        .get(&format!("/login/{stale}"))
+        .await
+        .expect_status(410);
+    assert!(page.contains("has expired"), "{}", page.html);
+    other
+        .post("/login", &[("link", &stale), ("next", "/")])
+        .await
+        .expect_status(410);
+    let page = other
+        .get("/login/nothing-like-a-link")
+        .await
+        .expect_status(404);
+    assert!(page.contains("not one Gatehouse made"), "{}", page.html);
+
+    // Where to go afterwards is always a path here, never another site.
+    let admin = gh.stored_token(BOOTSTRAP_ADMIN, &Scope::ALL, None).await;
+    let link = gh.login_link(&admin, "cy").await;
+    let mut cy = gh.browser();
+    cy.get(&link).await.expect_status(200);
+    let page = cy
+        .post(
+            "/login",
+            &[
+                ("link", link.trim_start_matches("/login/")),
+                ("next", "//evil.test/x"),
+            ],
+        )
+        .await
+        .expect_status(303);
+    assert_eq!(page.location(), "/");
+    gh.stop().await;
+}
+
+async fn signing_out_ends_the_session_everywhere(backend: Backend) {
+    let gh = start(backend).await;
+    let mut browser = gh.signed_in("ana").await;
+    let stolen = browser.cookie.clone();
+    browser.get("/").await.expect_status(200);
+    let page = browser
+        .submit("/", "/signout", &[])
+        .await
+        .expect_status(303);
+    assert_eq!(page.location(), "/signin?signed_out=1");
+    assert!(browser.cookie.is_none(), "the cookie is cleared");
+    // The same cookie, replayed from anywhere, no longer signs anyone in.
+    let mut thief = gh.browser();
+    thief.cookie = stolen;
+    thief.get("/").await.expect_status(303);
+    let page = thief
+        .post("/signout", &[("csrf", "anything")])
+        .await
+        .expect_status(303);
+    assert!(
+        page.location().starts_with("/signin"),
+        "{}",
+        page.location()
+    );
+    gh.stop().await;
+}
+
+async fn forms_need_this_sessions_csrf_token(backend: Backend) {
+    let gh = start(backend).await;
+    let run = waiting_review(&gh).await;
+    let mut ana = gh.signed_in("ana").await;
+    let mut bo = gh.signed_in("bo").await;
+    let action = format!("/runs/{run}/gates/check/decide");
+    let decide = |csrf: &'static str| {
+        vec![
+            ("csrf", csrf),
+            ("decision", "approve"),
+            ("attempt", "1"),
+            ("next", "/"),
+        ]
+    };
+    // No token, a forged one, and bo's token in ana's session: all refused.
+    let page = ana
+        .post(&action, &[("decision", "approve"), ("attempt", "1")])
+        .await;
+    assert!(page.status == 400 || page.status == 403, "{page:?}");
+    let page = ana
+        .post(&action, &decide("forged"))
+        .await
+        .expect_status(403);
+    assert!(page.contains("security token"), "{}", page.html);
+    let bos = bo.get("/").await.csrf().unwrap();
+    let fields = [
+        ("csrf", bos.as_str()),
+        ("decision", "approve"),
+        ("attempt", "1"),
+    ];
+    ana.post(&action, &fields).await.expect_status(403);
+    // A form posted from another site is refused before anything else.
+    let anas = ana.get("/").await.csrf().unwrap();
+    let response = gh
+        .http
+        .post(format!("{}{action}", gh.url))
+        .header("cookie", ana.cookie.clone().unwrap())
+        .header("origin", "https://evil.test")
+        .form(&[
+            ("csrf", anas.as_str()),
+            ("decision", "approve"),
+            ("attempt", "1"),
+        ])
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 403);
+    // Nothing was decided.
+    assert!(gh.db.store.decisions(run).await.unwrap().is_empty());
+    gh.node(run, "check", "waiting_approval", 1).await;
+    gh.stop().await;
+}
+
+async fn the_inbox_decides_through_the_checked_path(backend: Backend) {
+    let gh = start(backend).await;
+    let run = waiting_review(&gh).await;
+    let mut ana = gh.signed_in("ana").await;
+    let inbox = ana.get("/").await.expect_status(200);
+    assert!(inbox.contains("Waiting for you"), "{}", inbox.html);
+    assert!(
+        inbox.contains(&format!("/runs/{run}/gates/check/decide")),
+        "{}",
+        inbox.html
+    );
+
+    // Send back with a comment: the draft runs again and sees it.
+    let action = format!("/runs/{run}/gates/check/decide");
+    let page = ana
+        .submit(
+            "/",
+            &action,
+            &[
+                ("decision", "send_back"),
+                ("to", "draft"),
+                ("attempt", "1"),
+                ("comment", "name the error budget"),
+                ("next", "/"),
+            ],
+        )
+        .await
+        .expect_status(303);
+    assert_eq!(page.location(), "/?done=sent_back");
+    gh.node(run, "check", "waiting_approval", 2).await;
+    let notes = gh.artifact(run, "draft", 2, "notes.md");
+    assert!(
+        notes.contains("attempt 2: name the error budget"),
+        "{notes}"
+    );
+
+    // A decision on the earlier attempt is refused by the same check the API makes.
+    ana.submit(
+        "/",
+        &action,
+        &[("decision", "approve"), ("attempt", "1"), ("next", "/")],
+    )
+    .await
+    .expect_status(409);
+
+    // Approve from the run page; the run finishes.
+    let page = ana
+        .submit(
+            &format!("/runs/{run}"),
+            &action,
+            &[
+                ("decision", "approve"),
+                ("attempt", "2"),
+                ("next", &format!("/runs/{run}")),
+            ],
+        )
+        .await
+        .expect_status(303);
+    assert_eq!(page.location(), format!("/runs/{run}?done=approved"));
+    gh.wait_run(run, "succeeded").await;
+    // A second click on a settled gate says who settled it.
+    let page = ana
+        .submit(
+            "/",
+            &action,
+            &[("decision", "approve"), ("attempt", "2"), ("next", "/")],
+        )
+        .await;
+    assert!(page.status == 409 || page.status == 422, "{page:?}");
+    let decisions = gh.db.store.decisions(run).await.unwrap();
+    let channels: Vec<&str> = decisions.iter().map(|d| d.channel.as_str()).collect();
+    assert_eq!(
+        channels,
+        ["api", "api"],
+        "the console decides as the API does"
+    );
+    gh.stop().await;
+}
+
+async fn those_who_may_not_decide_see_no_buttons_and_are_refused(backend: Backend) {
+    let gh = start(backend).await;
+    let run = waiting_review(&gh).await;
+    // cy is in no group: the gate is not hers to decide.
+    let mut cy = gh.signed_in("cy").await;
+    let inbox = cy.get("/").await.expect_status(200);
+    assert!(
+        inbox.contains("No gate is waiting for your decision"),
+        "{}",
+        inbox.html
+    );
+    assert!(
+        inbox.contains("1 more gate waits for other people"),
+        "{}",
+        inbox.html
+    );
+    let page = cy.get(&format!("/runs/{run}")).await.expect_status(200);
+    assert!(
+        !page.contains("/gates/check/decide"),
+        "no decision form for cy"
+    );
+    let page = cy
+        .submit(
+            "/",
+            &format!("/runs/{run}/gates/check/decide"),
+            &[("decision", "approve"), ("attempt", "1")],
+        )
+        .await
+        .expect_status(403);
+    assert!(
+        page.contains("may not") || page.contains("cannot"),
+        "{}",
+        page.html
+    );
+    // bob asked for the run: the requester may not approve his own work.
+    let mut bob = gh.signed_in("bob").await;
+    let page = bob.get(&format!("/runs/{run}")).await.expect_status(200);
+    assert!(!page.contains("/gates/check/decide"));
+    // A read-only session sees the run but may neither decide nor command it.
+    let ana_read = gh.stored_token("ana", &[Scope::Read], None).await;
+    let link = gh.login_link(&ana_read, "ana").await;
+    let mut reader = gh.browser();
+    reader.sign_in(&link).await.expect_status(303);
+    let page = reader.get(&format!("/runs/{run}")).await.expect_status(200);
+    assert!(!page.contains("/gates/check/decide") && !page.contains("Cancel the run"));
+    reader
+        .submit(
+            "/",
+            &format!("/runs/{run}/command"),
+            &[("command", "cancel")],
+        )
+        .await
+        .expect_status(403);
+    reader
+        .submit(
+            "/",
+            &format!("/runs/{run}/gates/check/decide"),
+            &[("decision", "approve"), ("attempt", "1")],
+        )
+        .await
+        .expect_status(403);
+    assert!(gh.db.store.decisions(run).await.unwrap().is_empty());
+    gh.node(run, "check", "waiting_approval", 1).await;
+    gh.stop().await;
+}
+
+async fn the_run_page_shows_the_work_and_the_audit_trail(backend: Backend) {
+    let gh = start(backend).await;
+    let run = waiting_review(&gh).await;
+    let mut ana = gh.signed_in("ana").await;
+    let page = ana.get(&format!("/runs/{run}")).await.expect_status(200);
+    for expected in [
+        "<svg",                                             // the graph, inline
+        "id=\"node-draft\"",                                // each node's section
+        "Attempts of draft",                                // its attempts
+        &format!("/runs/{run}/artifacts/draft/1/notes.md"), // its artifacts
+        "draft says",                                       // the output's end
+        &format!("/runs/{run}/events?after="),              // followed live while it runs
+        "Cancel the run",                                   // commands for those with `run`
+        "No decisions yet.",
+    ] {
+        assert!(
+            page.contains(expected),
+            "the run page lacks {expected}:\n{}",
+            page.html
+        );
+    }
+    let csp = page.headers["content-security-policy"].to_str().unwrap();
+    assert!(
+        csp.contains("script-src 'self'") && csp.contains("frame-ancestors 'none'"),
+        "{csp}"
+    );
+
+    // Pause and resume through the page's commands.
+    ana.submit(
+        &format!("/runs/{run}"),
+        &format!("/runs/{run}/command"),
+        &[("command", "pause")],
+    )
+    .await
+    .expect_status(303);
+    gh.wait_run(run, "paused").await;
+    ana.submit(
+        &format!("/runs/{run}"),
+        &format!("/runs/{run}/command"),
+        &[("command", "resume")],
+    )
+    .await
+    .expect_status(303);
+    // The decision lands in the audit trail with who, where and the comment.
+    ana.submit(
+        "/",
+        &format!("/runs/{run}/gates/check/decide"),
+        &[
+            ("decision", "approve"),
+            ("attempt", "1"),
+            ("comment", "looks right"),
+        ],
+    )
+    .await
+    .expect_status(303);
+    gh.wait_run(run, "succeeded").await;
+    let page = ana.get(&format!("/runs/{run}")).await.expect_status(200);
+    assert!(
+        page.contains("looks right") && page.contains(">ana<"),
+        "{}",
+        page.html
+    );
+    assert!(
+        !page.contains("/events?after="),
+        "a finished run is not followed"
+    );
+    assert!(!page.contains("Cancel the run"));
+    gh.stop().await;
+}
+
+async fn hostile_text_is_escaped_and_markdown_sanitised(backend: Backend) {
+    let gh = start(backend).await;
+    let run = waiting_review(&gh).await;
+    let mut ana = gh.signed_in("ana").await;
+    ana.submit(
+        "/",
+        &format!("/runs/{run}/gates/check/decide"),
+        &[
+            ("decision", "send_back"),
+            ("to", "draft"),
+            ("attempt", "1"),
+            ("comment", "<script>alert('comment')</script>"),
+        ],
+    )
+    .await
+    .expect_status(303);
+    gh.node(run, "check", "waiting_approval", 2).await;
+    let page = ana.get(&format!("/runs/{run}")).await.expect_status(200);
+    assert!(
+        !page.contains("<script>alert"),
+        "script in a comment: {}",
+        page.html
+    );
+    assert!(
+        page.contains("&lt;script&gt;alert('comment')"),
+        "{}",
+        page.html
+    );
+    assert!(!page.contains("<img src=x"), "markup in the output");
+    assert!(!page.contains("<b>this</b>"), "markup in the SOP's title");
+    let page = ana
+        .get(&format!("/runs/{run}/artifacts/draft/2/notes.md"))
+        .await
+        .expect_status(200);
+    assert!(
+        page.contains("<h1>Notes</h1>"),
+        "Markdown is rendered: {}",
+        page.html
+    );
+    assert!(
+        !page.contains("<script>alert(1)"),
+        "and sanitised: {}",
+        page.html
+    );
+    let download = ana
+        .get(&format!("/runs/{run}/download/draft/2/notes.md"))
+        .await
+        .expect_status(200);
+    assert!(
+        download.headers["content-disposition"]
+            .to_str()
+            .unwrap()
+            .starts_with("attachment")
+    );
+    assert_eq!(download.headers["x-content-type-options"], "nosniff");
+    // A name no run recorded is 404, not a file from elsewhere on disk.
+    ana.get(&format!(
+        "/runs/{run}/artifacts/draft/2/..%2F..%2Fgatehouse.db"
+    ))
+    .await
+    .expect_status(404);
+    gh.stop().await;
+}
+
+async fn long_output_is_paged_never_loaded_whole(backend: Backend) {
+    let gh = start(backend).await;
+    let run = gh.request("chatty").await;
+    gh.wait_run(run, "succeeded").await;
+    let mut ana = gh.signed_in("ana").await;
+    let page = ana.get(&format!("/runs/{run}")).await.expect_status(200);
+    let shown = page.html.matches("class=\"line\"").count();
+    assert_eq!(shown, 200, "the run page shows the end of the output");
+    assert!(page.contains("line 2499") && !page.contains("line 2299\n"));
+    let end = ana
+        .get(&format!("/runs/{run}/logs"))
+        .await
+        .expect_status(200);
+    assert_eq!(end.html.matches("class=\"line\"").count(), 1000);
+    assert!(end.contains("line 2499") && end.contains("rel=\"prev\""));
+    let first = ana
+        .get(&format!("/runs/{run}/logs?after=0"))
+        .await
+        .expect_status(200);
+    assert_eq!(first.html.matches("class=\"line\"").count(), 1000);
+    assert!(first.contains("</span>line 0\n") && first.contains("rel=\"next\""));
+    // The next page goes on exactly where this one stopped.
+    let last: u32 = first
+        .html
+        .rsplit("</span>line ")
+        .next()
+        .and_then(|rest| rest.split('\n').next())
+        .and_then(|n| n.parse().ok())
+        .expect("the page ends with a numbered line");
+    let before_next = first.html.split("\" rel=\"next\"").next().unwrap();
+    let next = before_next.rsplit("href=\"").next().unwrap();
+    let second = ana.get(next).await.expect_status(200);
+    assert!(
+        second.contains(&format!("</span>line {}\n", last + 1)),
+        "{}",
+        second.html
+    );
+    assert!(!second.contains(&format!("</span>line {last}\n")));
+    gh.stop().await;
+}
+
+async fn requirements_and_graphs_are_served(backend: Backend) {
+    let gh = start(backend).await;
+    let admin = gh.stored_token(BOOTSTRAP_ADMIN, &Scope::ALL, None).await;
+    let started = gh
+        .api_as(&admin)
+        .post("/runs", json!({ "sop": "review" }))
+        .await
+        .is(202);
+    let run: Uuid = started["run_id"].as_str().unwrap().parse().unwrap();
+    gh.node(run, "check", "waiting_approval", 1).await;
+    // The graph as a file, from the API (with a token) and from the console.
+    let reply = gh
+        .api_as(&admin)
+        .get(&format!("/runs/{run}/graph.svg"))
+        .await;
+    assert_eq!(reply.status, 200);
+    assert!(
+        reply.text.starts_with("<svg") && reply.text.contains("waiting"),
+        "{}",
+        reply.text
+    );
+    gh.anonymous()
+        .get(&format!("/runs/{run}/graph.svg"))
+        .await
+        .refused(401, "missing bearer token");
+    let mut ana = gh.signed_in("ana").await;
+    let svg = ana
+        .get(&format!("/runs/{run}/graph.svg"))
+        .await
+        .expect_status(200);
+    assert_eq!(svg.headers["content-type"], "image/svg+xml; charset=utf-8");
+    let list = ana.get("/requirements").await.expect_status(200);
+    let runs = ana.get("/runs").await.expect_status(200);
+    assert!(runs.contains(&run.to_string()[..8]), "{}", runs.html);
+    // A run without an issue or project has no requirement; the list still renders.
+    assert!(list.contains("Requirements"));
+    ana.get(&format!("/requirements/{}", Uuid::now_v7()))
+        .await
+        .expect_status(404);
+    ana.get(&format!("/runs/{}", Uuid::now_v7()))
+        .await
+        .expect_status(404);
+    gh.stop().await;
+}
