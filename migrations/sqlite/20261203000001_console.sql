@@ -37,3 +37,8 @@ CREATE TABLE oauth_states (
 );
 -- The console pages a run's output from either end: by run, in order.
 CREATE INDEX node_logs_by_run ON node_logs (run_id, seq);
+-- An SOP's page lists the versions runs used, with how many runs each.
+CREATE INDEX runs_by_sop_version ON runs (sop_version);
+CREATE INDEX sop_versions_by_name ON sop_versions (name, created_at);
+-- The inbox lists the runs each person asked for.
+CREATE INDEX runs_by_requester ON runs (requested_by, created_at);

@@ -20,6 +20,7 @@ on_both_backends!(
     hostile_text_is_escaped_and_markdown_sanitised,
     long_output_is_paged_never_loaded_whole,
     requirements_and_graphs_are_served,
+    sops_schedules_and_reports_have_pages,
 );
 
 /// A reviewable run: a draft that writes Markdown (and its rework comment), a gate leads
@@ -602,5 +603,129 @@ async fn requirements_and_graphs_are_served(backend: Backend) {
     ana.get(&format!("/runs/{}", Uuid::now_v7()))
         .await
         .expect_status(404);
+    gh.stop().await;
+}
+
+async fn sops_schedules_and_reports_have_pages(backend: Backend) {
+    let gh = start(backend).await;
+    let admin = gh.stored_token(BOOTSTRAP_ADMIN, &Scope::ALL, None).await;
+    let run = waiting_review(&gh).await;
+    gh.api_as(&admin)
+        .post(
+            "/schedules",
+            json!({ "name": "nightly", "cron": "0 3 * * *", "sop": "review" }),
+        )
+        .await
+        .is(201);
+    let mut ana = gh.signed_in("ana").await;
+
+    // SOPs: the list, the graph, the versions runs used, the source (escaped).
+    let sops = ana.get("/sops").await.expect_status(200);
+    assert!(sops.contains("href=\"/sops/review\""), "{}", sops.html);
+    let review = ana.get("/sops/review").await.expect_status(200);
+    assert!(
+        review.contains("<svg") && review.contains("(loaded now)"),
+        "{}",
+        review.html
+    );
+    assert!(review.contains("Review &lt;b&gt;this&lt;/b&gt; &amp; ship"));
+    assert!(!review.contains("<b>this</b>"));
+    let version = gh.db.store.run(run).await.unwrap().unwrap().sop_version;
+    let old = ana
+        .get(&format!(
+            "/sops/review?version={}",
+            version.replace(':', "%3A")
+        ))
+        .await
+        .expect_status(200);
+    assert!(old.contains(&version));
+    ana.get("/sops/review?version=sha256%3Anope")
+        .await
+        .expect_status(404);
+    ana.get("/sops/nope").await.expect_status(404);
+    let svg = ana.get("/sops/review/graph.svg").await.expect_status(200);
+    assert!(svg.html.starts_with("<svg"));
+
+    // Schedules: next fires, pause with a note, resume, trigger now.
+    let list = ana.get("/schedules").await.expect_status(200);
+    assert!(list.contains("href=\"/schedules/nightly\"") && list.contains("0 3 * * *"));
+    let action = "/schedules/nightly/command";
+    let page = ana
+        .submit(
+            "/schedules/nightly",
+            action,
+            &[
+                ("command", "pause"),
+                ("note", "<i>freeze</i> week"),
+                ("next", "/schedules/nightly"),
+            ],
+        )
+        .await
+        .expect_status(303);
+    assert_eq!(page.location(), "/schedules/nightly?done=paused");
+    let paused = ana.get("/schedules/nightly").await.expect_status(200);
+    assert!(
+        paused.contains("&lt;i&gt;freeze&lt;/i&gt; week"),
+        "{}",
+        paused.html
+    );
+    assert!(
+        gh.db
+            .store
+            .schedule("nightly")
+            .await
+            .unwrap()
+            .unwrap()
+            .paused
+    );
+    ana.submit("/schedules/nightly", action, &[("command", "resume")])
+        .await
+        .expect_status(303);
+    assert!(
+        !gh.db
+            .store
+            .schedule("nightly")
+            .await
+            .unwrap()
+            .unwrap()
+            .paused
+    );
+    ana.submit("/schedules/nightly", action, &[("command", "trigger")])
+        .await
+        .expect_status(303);
+    gh.until_run(|r| r.schedule.as_deref() == Some("nightly"))
+        .await;
+    // Without the `run` scope: no buttons, and the form is refused.
+    let read = gh.stored_token("ana", &[Scope::Read], None).await;
+    let mut reader = gh.browser();
+    reader
+        .sign_in(&gh.login_link(&read, "ana").await)
+        .await
+        .expect_status(303);
+    let page = reader.get("/schedules").await.expect_status(200);
+    assert!(!page.contains("Trigger now"));
+    reader
+        .submit("/schedules", action, &[("command", "trigger")])
+        .await
+        .expect_status(403);
+
+    // Reports: four charts, the totals, the CSV; a grouping that does not exist is 422.
+    let report = ana
+        .get("/reports?by=person&since=7d")
+        .await
+        .expect_status(200);
+    assert_eq!(report.html.matches("<svg").count(), 4, "{}", report.html);
+    assert!(report.contains("<td>bob</td>"), "{}", report.html);
+    let csv = ana
+        .get("/reports.csv?by=person&since=7d")
+        .await
+        .expect_status(200);
+    assert_eq!(csv.headers["content-type"], "text/csv; charset=utf-8");
+    assert!(
+        csv.html
+            .starts_with("day,person,runs,mean_duration_s,tokens,cost_usd\n")
+    );
+    assert!(csv.html.contains(",bob,"), "{}", csv.html);
+    ana.get("/reports?by=repository").await.expect_status(422);
     gh.stop().await;
 }

@@ -7,7 +7,10 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
+use chrono::{DateTime, Utc};
 use gatehouse_sop::Sop;
+
+use crate::store::with_pool;
 
 use crate::{Store, StoreError};
 
@@ -58,4 +61,32 @@ impl Store {
         let version = sop.version.clone();
         self.definitions.insert(&version, sop);
     }
+
+    /// The versions of SOP `name` that runs were started with, newest first, with how many
+    /// runs each has.
+    pub async fn sop_versions_of(&self, name: &str) -> Result<Vec<SopVersionRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT v.version, v.source, v.created_at,
+                        (SELECT COUNT(*) FROM runs r WHERE r.sop_version = v.version) AS runs
+                 FROM sop_versions v WHERE v.name = $1 ORDER BY v.created_at DESC",
+            )
+            .bind(name)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+}
+
+/// A stored version of an SOP.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct SopVersionRow {
+    /// `sha256:<hex>` of its text.
+    pub version: String,
+    /// Where it was loaded from.
+    pub source: String,
+    /// When the first run on it was started.
+    pub created_at: DateTime<Utc>,
+    /// Runs started on it.
+    pub runs: i64,
 }

@@ -45,6 +45,7 @@ pub use claims::{Claim, OutcomeRow, Vote};
 pub use comments::CommentRow;
 pub use conversations::{Activity, ConversationRow, ConversationUpdate, NewConversation};
 pub use dead_letter::{DeadLetter, NewDeadLetter};
+pub use definitions::SopVersionRow;
 pub use deliveries::{DeliveryRow, DeliveryStatus};
 pub use error::StoreError;
 pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};

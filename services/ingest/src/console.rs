@@ -19,10 +19,13 @@ mod inbox;
 mod logs;
 mod markdown;
 mod page;
+mod reports;
 mod requirements;
 mod run;
+mod schedules;
 mod session;
 mod signin;
+mod sops;
 mod statics;
 
 use std::time::Duration;
@@ -90,6 +93,14 @@ pub(crate) fn router() -> Router<ApiState> {
         .route("/runs/{id}/command", post(actions::command))
         .route("/requirements", get(requirements::list))
         .route("/requirements/{id}", get(requirements::page))
+        .route("/sops", get(sops::list))
+        .route("/sops/{name}", get(sops::page))
+        .route("/sops/{name}/graph.svg", get(sops::graph))
+        .route("/schedules", get(schedules::list))
+        .route("/schedules/{name}", get(schedules::page))
+        .route("/schedules/{name}/command", post(schedules::command))
+        .route("/reports", get(reports::page))
+        .route("/reports.csv", get(reports::csv))
         .route("/static/{file}", get(statics::file))
         .layer(axum::middleware::map_response(page::headers))
 }

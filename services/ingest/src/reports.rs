@@ -1,6 +1,9 @@
 //! Reports: `GET /reports/usage` groups the runs of a window, their outcomes, durations,
 //! tokens and cost by person, SOP, SOP version or model. The grouping is pure
 //! ([`usage_groups`]); the handler reads the window's runs and usage and checks the query.
+//! The same figures over time, for the console's charts and CSV, are in `over_time`.
+
+mod over_time;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -15,6 +18,8 @@ use uuid::Uuid;
 use crate::error::ErrorBody;
 use crate::views::{UsageGroup, UsageReport};
 use crate::{ApiError, ApiState};
+
+pub(crate) use over_time::{Figures, OverTime, csv, over_time};
 
 /// The longest window a report may cover.
 const MAX_WINDOW: std::time::Duration = std::time::Duration::from_secs(3660 * 24 * 3600);
@@ -42,7 +47,7 @@ pub enum By {
 }
 
 impl By {
-    fn parse(text: &str) -> Result<Self, ApiError> {
+    pub(crate) fn parse(text: &str) -> Result<Self, ApiError> {
         match text {
             "project" => Ok(Self::Project),
             "person" => Ok(Self::Person),
@@ -55,7 +60,7 @@ impl By {
         }
     }
 
-    fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Self::Project => "project",
             Self::Person => "person",
@@ -95,7 +100,7 @@ pub async fn usage(
 }
 
 /// The window's start: `now` less a duration, or an RFC 3339 time.
-fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, ApiError> {
+pub(crate) fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, ApiError> {
     if let Ok(at) = DateTime::parse_from_rfc3339(text) {
         return Ok(at.with_timezone(&Utc));
     }

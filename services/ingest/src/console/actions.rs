@@ -135,7 +135,7 @@ fn allowed(viewer: &Viewer, route: &str) -> Result<Caller, ApiError> {
 }
 
 /// Back to the page the form was on, saying what was done.
-fn back(next: Option<&str>, done: &str) -> Response {
+pub(crate) fn back(next: Option<&str>, done: &str) -> Response {
     let next = local_path(next);
     let (path, fragment) = next.split_once('#').unwrap_or((next.as_str(), ""));
     let joiner = if path.contains('?') { '&' } else { '?' };

@@ -1,0 +1,133 @@
+//! SOPs: each definition drawn as the run pages draw it, the versions runs were started
+//! with, and its YAML source. An older version is shown as runs froze it (`?version=`).
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::response::Response;
+use gatehouse_sop::Sop;
+use maud::{Markup, PreEscaped, html};
+use serde::Deserialize;
+use std::sync::Arc;
+
+use super::page::{PageError, frame, time};
+use super::run::svg_response;
+use super::session::Viewer;
+use crate::{ApiError, ApiState, runs};
+
+/// `GET /sops`
+pub(crate) async fn list(State(api): State<ApiState>, viewer: Viewer) -> Result<Markup, PageError> {
+    let Json(sops) = runs::sops(State(api)).await;
+    let body = html! {
+        h1 { "SOPs" }
+        table {
+            thead { tr { th { "Name" } th { "Title" } th { "Version" } th { "From" } th { "Can start" } } }
+            tbody {
+                @for s in &sops {
+                    tr {
+                        td { a href=(format!("/sops/{}", s.name)) { (s.name) } }
+                        td { (s.title) }
+                        td { code.version { (short_version(&s.version)) } }
+                        td { code { (s.source) } }
+                        td { @match &s.unavailable { Some(why) => span.error { (why) }, None => "yes" } }
+                    }
+                }
+            }
+        }
+    };
+    Ok(frame("SOPs", Some(&viewer), body))
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct VersionQuery {
+    /// A stored version (`sha256:...`); the loaded definition when absent.
+    version: Option<String>,
+}
+
+/// `GET /sops/{name}`
+pub(crate) async fn page(
+    State(api): State<ApiState>,
+    viewer: Viewer,
+    Path(name): Path<String>,
+    Query(q): Query<VersionQuery>,
+) -> Result<Markup, PageError> {
+    let sop = definition(&api, &name, q.version.as_deref()).await?;
+    let versions = api.store.sop_versions_of(&name).await?;
+    let current = api.catalog.get(&name).map(|s| s.version.clone());
+    let graph = gatehouse_graph::svg(&gatehouse_graph::Graph::of_sop(&sop));
+    let body = html! {
+        h1 { (sop.title) }
+        dl.facts {
+            dt { "Name" } dd { code { (sop.name) } }
+            dt { "Version" } dd { code.version { (sop.version) }
+                @if current.as_deref() != Some(sop.version.as_str()) { " (an earlier version)" } }
+            dt { "From" } dd { code { (sop.source) } }
+            @if !sop.description.is_empty() { dt { "About" } dd { (sop.description) } }
+            @if !sop.params.is_empty() {
+                dt { "Parameters" }
+                dd { @for (p, param) in &sop.params { code { (p) } @if param.required { " (required)" } " " } }
+            }
+        }
+        section aria-labelledby="graph-h" {
+            h2 id="graph-h" { "Graph" }
+            div.graph { (PreEscaped(graph)) }
+            p.aside { a href=(format!("/sops/{name}/graph.svg{}", q.version.as_deref().map(|v| format!("?version={}", super::page::encode(v))).unwrap_or_default())) { "Download the graph (SVG)" } }
+        }
+        section aria-labelledby="versions-h" {
+            h2 id="versions-h" { "Versions" }
+            @if versions.is_empty() { p.empty { "No run has used this SOP yet." } } @else {
+                table {
+                    thead { tr { th { "Version" } th { "First used" } th { "Runs" } th { "From" } } }
+                    tbody {
+                        @for v in &versions {
+                            tr {
+                                td { a href=(format!("/sops/{name}?version={}", super::page::encode(&v.version))) { code { (short_version(&v.version)) } }
+                                    @if current.as_deref() == Some(v.version.as_str()) { " (loaded now)" } }
+                                td { (time(&v.created_at)) }
+                                td { (v.runs) }
+                                td { code { (v.source) } }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        section aria-labelledby="source-h" {
+            h2 id="source-h" { "Source" }
+            pre.yaml tabindex="0" { (sop.text) }
+        }
+    };
+    Ok(frame(&sop.title, Some(&viewer), body))
+}
+
+/// `GET /sops/{name}/graph.svg`
+pub(crate) async fn graph(
+    State(api): State<ApiState>,
+    _viewer: Viewer,
+    Path(name): Path<String>,
+    Query(q): Query<VersionQuery>,
+) -> Result<Response, PageError> {
+    let sop = definition(&api, &name, q.version.as_deref()).await?;
+    Ok(svg_response(gatehouse_graph::svg(
+        &gatehouse_graph::Graph::of_sop(&sop),
+    )))
+}
+
+/// The loaded definition of `name`, or a stored `version` of it.
+async fn definition(
+    api: &ApiState,
+    name: &str,
+    version: Option<&str>,
+) -> Result<Arc<Sop>, ApiError> {
+    let sop = match version {
+        Some(version) => api.store.sop_definition(version).await?,
+        None => api.catalog.get(name).map(|s| Arc::new(s.clone())),
+    };
+    sop.filter(|s| s.name == name).ok_or_else(|| match version {
+        Some(v) => ApiError::NotFound(format!("SOP `{name}` has no stored version `{v}`")),
+        None => ApiError::NotFound(format!("no SOP named `{name}`")),
+    })
+}
+
+fn short_version(version: &str) -> &str {
+    version.get(..19).unwrap_or(version)
+}
