@@ -31,6 +31,8 @@ CREATE INDEX console_sessions_person ON console_sessions (person);
 -- A GitHub sign-in under way: the `state` sent to GitHub, accepted back once.
 CREATE TABLE oauth_states (
     hash       TEXT        PRIMARY KEY,
+    -- The console page to return to afterwards.
+    next       TEXT        NOT NULL,
     created_at TIMESTAMPTZ NOT NULL,
     expires_at TIMESTAMPTZ NOT NULL,
     used_at    TIMESTAMPTZ

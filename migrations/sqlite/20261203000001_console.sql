@@ -31,6 +31,8 @@ CREATE INDEX console_sessions_person ON console_sessions (person);
 -- A GitHub sign-in under way: the `state` sent to GitHub, accepted back once.
 CREATE TABLE oauth_states (
     hash       TEXT        PRIMARY KEY,
+    -- The console page to return to afterwards.
+    next       TEXT        NOT NULL,
     created_at TEXT        NOT NULL,
     expires_at TEXT        NOT NULL,
     used_at    TEXT

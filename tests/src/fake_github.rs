@@ -1,6 +1,9 @@
 //! A stateful fake of the GitHub REST endpoints Gatehouse calls, on loopback: issue
 //! comments (list, create, edit) and issue search, with real response shapes, a record of
-//! every call, and failures on demand (a 502 after storing a comment, rate limits).
+//! every call, and failures on demand (a 502 after storing a comment, rate limits); and
+//! signing people in with an OAuth App (`oauth.rs`).
+
+pub mod oauth;
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -57,9 +60,10 @@ pub struct Pull {
 /// A running fake GitHub.
 #[derive(Clone)]
 pub struct FakeGithub {
-    /// Its `api_url`.
+    /// Its `api_url`, and its web address for OAuth.
     pub url: String,
     inner: Arc<Mutex<Inner>>,
+    oauth: oauth::Shared,
 }
 
 type Shared = Arc<Mutex<Inner>>;
@@ -91,8 +95,14 @@ impl FakeGithub {
             )
             .route("/repos/{owner}/{repo}/pulls/{number}", patch(update_pull))
             .with_state(inner.clone());
-        let url = crate::serve_fake(app).await;
-        Self { url, inner }
+        let oauth = oauth::Shared::default();
+        let url = crate::serve_fake(app.merge(oauth::routes(oauth.clone()))).await;
+        Self { url, inner, oauth }
+    }
+
+    /// The next person to authorize the OAuth App is GitHub's `login`.
+    pub fn authorizes_as(&self, login: &str) {
+        oauth::authorizes_as(&self.oauth, login);
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -26,8 +26,10 @@ use gatehouse_events::{
     Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind, RunCommand, RunCommandKind,
 };
 use gatehouse_fleet::Fleet;
-use gatehouse_github::GithubClient;
-use gatehouse_ingest::{ApiState, BOOTSTRAP_ADMIN, People, Person, Scope, Scopes, Trigger};
+use gatehouse_github::{GithubClient, OAuthApp};
+use gatehouse_ingest::{
+    ApiState, BOOTSTRAP_ADMIN, ConsoleSettings, People, Person, Scope, Scopes, Trigger,
+};
 use gatehouse_notifier::Notifier;
 use gatehouse_project::{ProjectConfig, Projects};
 use gatehouse_runner::{Runner, RunnerOptions};
@@ -86,7 +88,12 @@ pub struct GatehouseBuilder {
     lease: Duration,
     options: Vec<Configure>,
     assistant: Option<AssistantSettings>,
+    github_sign_in: bool,
 }
+
+/// Where the console says it is reached when GitHub sign-in is on: GitHub's redirect
+/// back goes there; tests follow it to `url` themselves.
+pub const CONSOLE_PUBLIC_URL: &str = "http://console.test";
 
 impl Gatehouse {
     /// A Gatehouse on a new database of `backend`, to be configured.
@@ -108,6 +115,7 @@ impl Gatehouse {
             lease: Duration::from_secs(2),
             options: Vec::new(),
             assistant: None,
+            github_sign_in: false,
         }
     }
 
@@ -413,6 +421,12 @@ impl GatehouseBuilder {
     }
 
     /// Adjusts the runner's options (roles, profiles, prices, limits).
+    /// People may sign in to the console with the fake GitHub's OAuth App.
+    pub fn github_sign_in(mut self) -> Self {
+        self.github_sign_in = true;
+        self
+    }
+
     pub fn runner(mut self, configure: impl FnOnce(&mut RunnerOptions) + 'static) -> Self {
         self.options.push(Box::new(configure));
         self
@@ -456,6 +470,18 @@ impl GatehouseBuilder {
         let mut api = ApiState::new(db.store.clone(), catalog.clone())
             .with_data_dir(data.path())
             .with_people(People::new(self.people));
+        if self.github_sign_in {
+            api = api.with_console(ConsoleSettings {
+                public_url: Some(CONSOLE_PUBLIC_URL.into()),
+                github: Some(OAuthApp::new(
+                    &github.url,
+                    &github.url,
+                    crate::fake_github::oauth::CLIENT_ID,
+                    crate::fake_github::oauth::CLIENT_SECRET.into(),
+                )),
+                ..ConsoleSettings::default()
+            });
+        }
         let projects = Arc::new(Projects::new(self.projects).expect("valid [[projects]]"));
         api = api.with_projects(projects.clone());
         let mut options = RunnerOptions {

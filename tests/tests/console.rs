@@ -21,6 +21,7 @@ on_both_backends!(
     long_output_is_paged_never_loaded_whole,
     requirements_and_graphs_are_served,
     sops_schedules_and_reports_have_pages,
+    github_signs_in_the_person_whose_login_it_is,
 );
 
 /// A reviewable run: a draft that writes Markdown (and its rework comment), a gate leads
@@ -728,4 +729,97 @@ async fn sops_schedules_and_reports_have_pages(backend: Backend) {
     assert!(csv.html.contains(",bob,"), "{}", csv.html);
     ana.get("/reports?by=repository").await.expect_status(422);
     gh.stop().await;
+}
+
+async fn github_signs_in_the_person_whose_login_it_is(backend: Backend) {
+    let mut ana = person("ana", &["leads"]);
+    ana.github = Some("ana-gh".into());
+    let gh = Gatehouse::builder(backend)
+        .people(vec![ana, person("cy", &[])])
+        .github_sign_in()
+        .start()
+        .await;
+    let mut browser = gh.browser();
+    let signin = browser.get("/signin").await.expect_status(200);
+    assert!(signin.contains("Sign in with GitHub"), "{}", signin.html);
+
+    // Off to GitHub, back with a code, signed in as the person with that login.
+    let callback = |page: &gatehouse_tests::gatehouse::console::Page| {
+        page.location()
+            .strip_prefix(gatehouse_tests::gatehouse::CONSOLE_PUBLIC_URL)
+            .expect("GitHub sends people back to the console's public address")
+            .to_owned()
+    };
+    let to_github = browser
+        .get("/auth/github?next=%2Frequirements")
+        .await
+        .expect_status(303);
+    assert!(
+        to_github
+            .location()
+            .starts_with(&format!("{}/login/oauth/authorize?", gh.github.url))
+    );
+    gh.github.authorizes_as("ana-gh");
+    let back = browser.visit(to_github.location()).await;
+    assert_eq!(back.status, 302, "{}", back.html);
+    let path = callback(&back);
+    // Another browser cannot use this answer: the state is bound to the one that started.
+    let mut other = gh.browser();
+    other.get(&path).await.expect_status(403);
+    let page = browser.get(&path).await.expect_status(303);
+    assert_eq!(page.location(), "/requirements");
+    assert!(browser.cookie.is_some());
+    let inbox = browser.get("/").await.expect_status(200);
+    assert!(
+        inbox.contains("Signed in as <strong>ana</strong>"),
+        "{}",
+        inbox.html
+    );
+    // The same answer again is refused: the state is used.
+    let mut replay = gh.browser();
+    replay.others = browser.others.clone();
+    replay.others.insert(
+        "gatehouse_oauth".into(),
+        path.split("state=").nth(1).unwrap().into(),
+    );
+    replay.get(&path).await.expect_status(410);
+
+    // A GitHub account Gatehouse does not know signs nobody in.
+    let mut stranger = gh.browser();
+    let to_github = stranger.get("/auth/github").await.expect_status(303);
+    gh.github.authorizes_as("mallory-gh");
+    let back = stranger.visit(to_github.location()).await;
+    let page = stranger.get(&callback(&back)).await.expect_status(403);
+    assert!(
+        page.contains("`mallory-gh` is not one of the people"),
+        "{}",
+        page.html
+    );
+    assert!(stranger.cookie.is_none());
+    // A forged code is refused by GitHub, and so by Gatehouse.
+    let mut forger = gh.browser();
+    let to_github = forger.get("/auth/github").await.expect_status(303);
+    let state = to_github
+        .location()
+        .split("state=")
+        .nth(1)
+        .unwrap()
+        .split('&')
+        .next()
+        .unwrap()
+        .to_owned();
+    forger
+        .get(&format!("/auth/github/callback?code=forged&state={state}"))
+        .await
+        .expect_status(403);
+    assert!(forger.cookie.is_none());
+    gh.stop().await;
+
+    // Without an OAuth App there is no GitHub sign-in.
+    let plain = start(backend).await;
+    let mut browser = plain.browser();
+    let signin = browser.get("/signin").await.expect_status(200);
+    assert!(!signin.contains("Sign in with GitHub"));
+    browser.get("/auth/github").await.expect_status(404);
+    plain.stop().await;
 }

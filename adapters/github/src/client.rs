@@ -129,7 +129,7 @@ impl GithubClient {
 }
 
 /// An octocrab builder for `api` without octocrab's own retries (see the module docs).
-fn builder(
+pub(crate) fn builder(
     api: &str,
 ) -> Result<
     octocrab::OctocrabBuilder<

@@ -1,6 +1,6 @@
 //! GitHub, as Gatehouse sees it: the webhook signature check (done on the raw body, before
 //! anything is parsed), the few payload fields Gatehouse acts on, and the REST calls it
-//! makes (comments, search).
+//! makes (comments, search), and signing people in with GitHub (`OAuthApp`).
 //!
 //! The payload types are deliberately small and tolerant: GitHub adds fields all the time,
 //! and a delivery that lacks a field Gatehouse needs is recorded and ignored, never a panic.
@@ -8,6 +8,7 @@
 mod client;
 mod comments;
 mod error;
+mod oauth;
 mod payload;
 mod pulls;
 mod search;
@@ -17,6 +18,7 @@ mod transport;
 pub use client::GithubClient;
 pub use comments::IssueComment;
 pub use error::GithubError;
+pub use oauth::OAuthApp;
 pub use payload::{
     Branch, Comment, CommentChanges, Issue, IssueCommentEvent, IssuesEvent, Label, Previous,
     PullRequest, PullRequestEvent, Repository, User, Webhook,

@@ -180,15 +180,19 @@ impl Store {
         }))
     }
 
-    /// Stores the hash of an OAuth `state` handed to GitHub.
+    /// Stores the hash of an OAuth `state` handed to GitHub, with the page to return to.
     pub async fn create_oauth_state(
         &self,
         hash: &str,
+        next: &str,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
         with_pool!(self, pool => {
-            sqlx::query("INSERT INTO oauth_states (hash, created_at, expires_at) VALUES ($1, $2, $3)")
+            sqlx::query(
+                "INSERT INTO oauth_states (hash, next, created_at, expires_at) VALUES ($1, $2, $3, $4)",
+            )
                 .bind(hash)
+                .bind(next)
                 .bind(Utc::now())
                 .bind(expires_at)
                 .execute(pool)
@@ -197,15 +201,18 @@ impl Store {
         Ok(())
     }
 
-    /// Accepts an OAuth `state` once; the value is when it expires.
-    pub async fn use_oauth_state(&self, hash: &str) -> Result<OneTime<DateTime<Utc>>, StoreError> {
-        let expires: Option<(DateTime<Utc>,)> = with_pool!(self, pool => {
-            sqlx::query_as("SELECT expires_at FROM oauth_states WHERE hash = $1")
+    /// Accepts an OAuth `state` once; the page to return to and when the state expires.
+    pub async fn use_oauth_state(
+        &self,
+        hash: &str,
+    ) -> Result<OneTime<(String, DateTime<Utc>)>, StoreError> {
+        let found: Option<(String, DateTime<Utc>)> = with_pool!(self, pool => {
+            sqlx::query_as("SELECT next, expires_at FROM oauth_states WHERE hash = $1")
                 .bind(hash)
                 .fetch_optional(pool)
                 .await?
         });
-        let Some((expires_at,)) = expires else {
+        let Some(found) = found else {
             return Ok(OneTime::Unknown);
         };
         let claimed = with_pool!(self, pool => {
@@ -217,9 +224,9 @@ impl Store {
                 .rows_affected()
         });
         Ok(if claimed == 1 {
-            OneTime::Claimed(expires_at)
+            OneTime::Claimed(found)
         } else {
-            OneTime::Used(expires_at)
+            OneTime::Used(found)
         })
     }
 }

@@ -6,6 +6,7 @@
 
 mod assistant;
 mod chat;
+mod console;
 mod github;
 mod schedules;
 mod server;
@@ -14,6 +15,7 @@ mod tests;
 
 pub use assistant::AssistantConfig;
 pub use chat::{DiscordConfig, SlackConfig};
+pub use console::ConsoleConfig;
 pub use github::{GithubConfig, GithubTrigger};
 pub use schedules::ScheduleConfig;
 pub use server::{RunnerConfig, SandboxConfig, ServerConfig};
@@ -69,6 +71,9 @@ pub struct Config {
     /// Cron schedules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedules: Vec<ScheduleConfig>,
+    /// Signing in to the web console.
+    #[serde(default)]
+    pub console: ConsoleConfig,
     /// Span export to an OpenTelemetry collector; off unless a collector is named.
     #[serde(default)]
     pub telemetry: crate::telemetry::TelemetryConfig,
@@ -164,7 +169,16 @@ impl Config {
             .metrics_token
             .iter()
             .map(|s| ("server.metrics_token".to_owned(), s));
-        server.chain(github).chain(slack).chain(discord)
+        let console = self
+            .console
+            .github_client_secret
+            .iter()
+            .map(|s| ("console.github_client_secret".to_owned(), s));
+        server
+            .chain(github)
+            .chain(slack)
+            .chain(discord)
+            .chain(console)
     }
 
     /// Checks what serde cannot: uniqueness of names and of chat identities.
@@ -220,6 +234,29 @@ impl Config {
                     "sandbox profile `{profile}` is not defined under [sandbox.profiles]"
                 )));
             }
+        }
+        let console = &self.console;
+        match (
+            console.github_client_id.is_empty(),
+            &console.github_client_secret,
+        ) {
+            (true, None) => {}
+            (false, Some(_)) if self.server.public_url.is_empty() => {
+                return Err(ConfigError::Inconsistent(
+                    "console.github_client_id needs server.public_url: GitHub sends people back to {public_url}/auth/github/callback".into(),
+                ));
+            }
+            (false, Some(_)) => {}
+            _ => {
+                return Err(ConfigError::Inconsistent(
+                    "console.github_client_id and console.github_client_secret go together: GitHub sign-in needs both".into(),
+                ));
+            }
+        }
+        if console.session_ttl.is_zero() || console.login_link_ttl.is_zero() {
+            return Err(ConfigError::Inconsistent(
+                "console.session_ttl and console.login_link_ttl must be longer than nothing".into(),
+            ));
         }
         if let Some(assistant) = &self.assistant {
             let invalid = |e: String| ConfigError::Inconsistent(format!("assistant: {e}"));

@@ -149,6 +149,10 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             command,
             client: args,
         } => runs::gate(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Login {
+            person,
+            client: args,
+        } => identity::login(&client(&args, &config)?, person, args.json).await,
         GatehouseCommand::Token {
             command,
             client: args,

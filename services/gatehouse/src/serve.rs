@@ -230,6 +230,7 @@ fn ingest(
     let mut api = ApiState::new(store.clone(), catalog.clone())
         .with_data_dir(data_dir)
         .with_people(crate::settings::people(config))
+        .with_console(crate::settings::console(config)?)
         .with_chat(chat);
     if let Some(github) = &config.github {
         api = api.with_github(crate::settings::github::ingest(github, &config.projects)?);

@@ -36,6 +36,36 @@ pub fn catalog(config: &Config) -> anyhow::Result<Arc<Catalog>> {
     Ok(Arc::new(catalog))
 }
 
+/// How the console signs people in: `[console]`, with `server.public_url` for links and
+/// GitHub's return, and `[github]`'s addresses for GitHub sign-in.
+pub fn console(config: &Config) -> anyhow::Result<gatehouse_ingest::ConsoleSettings> {
+    let console = &config.console;
+    let public_url =
+        Some(config.server.public_url.trim_end_matches('/').to_owned()).filter(|u| !u.is_empty());
+    let github = match &console.github_client_secret {
+        Some(secret) if !console.github_client_id.is_empty() => {
+            let (web, api) = match &config.github {
+                Some(g) => (g.web_base(), g.api_url.clone()),
+                None => ("https://github.com".into(), "https://api.github.com".into()),
+            };
+            let secret = secret.resolve().context("console.github_client_secret")?;
+            Some(gatehouse_github::OAuthApp::new(
+                &web,
+                &api,
+                &console.github_client_id,
+                secret,
+            ))
+        }
+        _ => None,
+    };
+    Ok(gatehouse_ingest::ConsoleSettings {
+        public_url,
+        session_ttl: console.session_ttl,
+        login_link_ttl: console.login_link_ttl,
+        github,
+    })
+}
+
 /// `[[projects]]`, checked when the configuration was loaded; an SOP a project names that
 /// is not in the catalog is warned about (SOP files come and go), as schedules' are.
 pub fn projects(config: &Config, catalog: &Catalog) -> anyhow::Result<Arc<Projects>> {

@@ -8,13 +8,14 @@
 //! action — a gate decision, pausing a run, triggering a schedule — is the API's own
 //! handler called with the person's rights, after the form's CSRF token is checked.
 //!
-//! Where things are: `session` (cookie, CSRF, [`Viewer`]), `signin` (links, GitHub,
-//! signing out), `page` (the frame and shared pieces), one file per page
+//! Where things are: `session` (cookie, CSRF, the `Viewer`), `signin` (links, signing
+//! out), `github` (signing in with GitHub), `page` (the frame and shared pieces), one file per page
 //! (`inbox`, `run`, `requirements`, `sops`, `schedules`, `reports`), `actions` (what forms
 //! post), `logs` (paged and live output), `artifacts` (shown safely).
 
 mod actions;
 mod artifacts;
+mod github;
 mod inbox;
 mod logs;
 mod markdown;
@@ -38,7 +39,7 @@ pub(crate) use signin::create_login_link;
 use crate::ApiState;
 
 /// How the console signs people in.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ConsoleSettings {
     /// Where people reach Gatehouse (`server.public_url`), without a trailing slash;
     /// links are built on it, and an `https` address makes the cookie `Secure`.
@@ -47,6 +48,9 @@ pub struct ConsoleSettings {
     pub session_ttl: Duration,
     /// How long a login link may wait before it is used.
     pub login_link_ttl: Duration,
+    /// Signing in with GitHub, when an OAuth App is configured (and `public_url`, which
+    /// GitHub sends people back to).
+    pub github: Option<gatehouse_github::OAuthApp>,
 }
 
 impl Default for ConsoleSettings {
@@ -55,6 +59,7 @@ impl Default for ConsoleSettings {
             public_url: None,
             session_ttl: Duration::from_secs(7 * 24 * 3600),
             login_link_ttl: Duration::from_secs(15 * 60),
+            github: None,
         }
     }
 }
@@ -76,6 +81,8 @@ pub(crate) fn router() -> Router<ApiState> {
         .route("/login/{secret}", get(signin::confirm))
         .route("/login", post(signin::sign_in))
         .route("/signout", post(signin::sign_out))
+        .route("/auth/github", get(github::start))
+        .route(github::CALLBACK, get(github::callback))
         .route("/runs", get(run::list))
         .route("/runs/{id}", get(run::page))
         .route("/runs/{id}/graph.svg", get(run::graph))

@@ -7,6 +7,7 @@
   var log = document.getElementById("log");
   var source = new EventSource(root.getAttribute("data-live"));
   var refreshing = false;
+  var again = false;
 
   source.addEventListener("log", function (e) {
     var lines = JSON.parse(e.data);
@@ -26,9 +27,14 @@
 
   // Sections are swapped for the server's fresh copy; the decision form only when the
   // gates waiting changed, so a comment being typed is not lost.
+  // A change announced while a refresh is under way is fetched again after it, not lost.
   function refresh() {
-    if (refreshing) return;
+    if (refreshing) {
+      again = true;
+      return;
+    }
     refreshing = true;
+    again = false;
     fetch(window.location.pathname, { credentials: "same-origin" })
       .then(function (r) { return r.ok ? r.text() : null; })
       .then(function (html) {
@@ -42,9 +48,15 @@
           now.replaceWith(document.importNode(next, true));
         });
       })
-      .finally(function () { refreshing = false; });
+      .finally(function () {
+        refreshing = false;
+        if (again) refresh();
+      });
   }
 
+  // On (re)connecting too: the stream reports changes from when it starts, and the page
+  // may be older than that (rendered before it connected, or left while disconnected).
+  // OPEN-DISABLED
   source.addEventListener("state", refresh);
   source.addEventListener("end", function () {
     source.close();

@@ -2,6 +2,8 @@
 //! keeps its session cookie, reads pages and posts their forms (CSRF token included), and
 //! never follows redirects by itself, so tests see where each answer sends it.
 
+use std::collections::BTreeMap;
+
 use reqwest::StatusCode;
 use reqwest::header::{COOKIE, LOCATION, SET_COOKIE};
 use serde_json::json;
@@ -16,6 +18,8 @@ pub struct Browser {
     base: String,
     /// `name=value` of the session cookie, once signed in.
     pub cookie: Option<String>,
+    /// Other cookies the console set (a GitHub sign-in's state), by name.
+    pub others: BTreeMap<String, String>,
 }
 
 /// An answer to a page request.
@@ -37,6 +41,7 @@ impl Gatehouse {
                 .expect("a client"),
             base: self.url.clone(),
             cookie: None,
+            others: BTreeMap::new(),
         }
     }
 
@@ -75,23 +80,28 @@ impl Browser {
     }
 
     pub async fn get(&mut self, path: &str) -> Page {
-        let mut request = self.http.get(format!("{}{path}", self.base));
-        if let Some(cookie) = &self.cookie {
-            request = request.header(COOKIE, cookie);
-        }
+        let request = self.http.get(format!("{}{path}", self.base));
         self.answer(format!("GET {path}"), request).await
+    }
+
+    /// A page of another site (the fake GitHub), with none of the console's cookies.
+    pub async fn visit(&mut self, url: &str) -> Page {
+        let response = self.http.get(url).send().await.expect("the site answers");
+        Page {
+            request: format!("GET {url}"),
+            status: response.status(),
+            headers: response.headers().clone(),
+            html: response.text().await.expect("a body"),
+        }
     }
 
     /// Posts `fields` as a form, as they are (no CSRF token added).
     pub async fn post(&mut self, path: &str, fields: &[(&str, &str)]) -> Page {
-        let mut request = self
+        let request = self
             .http
             .post(format!("{}{path}", self.base))
             .header("content-type", "application/x-www-form-urlencoded")
             .body(serde_urlencoded::to_string(fields).expect("a form"));
-        if let Some(cookie) = &self.cookie {
-            request = request.header(COOKIE, cookie);
-        }
         self.answer(format!("POST {path}"), request).await
     }
 
@@ -104,17 +114,35 @@ impl Browser {
         self.post(path, &all).await
     }
 
-    async fn answer(&mut self, request: String, builder: reqwest::RequestBuilder) -> Page {
+    async fn answer(&mut self, request: String, mut builder: reqwest::RequestBuilder) -> Page {
+        let cookies: Vec<String> = self
+            .cookie
+            .iter()
+            .cloned()
+            .chain(self.others.iter().map(|(k, v)| format!("{k}={v}")))
+            .collect();
+        if !cookies.is_empty() {
+            builder = builder.header(COOKIE, cookies.join("; "));
+        }
         let response = builder.send().await.expect("the console answers");
         let status = response.status();
         let headers = response.headers().clone();
         for set in headers.get_all(SET_COOKIE) {
             let set = set.to_str().unwrap_or_default();
             let pair = set.split(';').next().unwrap_or_default().to_owned();
-            if set.contains("Max-Age=0") {
-                self.cookie = None;
-            } else if pair.contains("gatehouse_session=") {
-                self.cookie = Some(pair);
+            let Some((name, value)) = pair.split_once('=') else {
+                continue;
+            };
+            let session = name.ends_with("gatehouse_session");
+            match (session, set.contains("Max-Age=0")) {
+                (true, true) => self.cookie = None,
+                (true, false) => self.cookie = Some(pair.clone()),
+                (false, true) => {
+                    self.others.remove(name);
+                }
+                (false, false) => {
+                    self.others.insert(name.to_owned(), value.to_owned());
+                }
             }
         }
         let html = response.text().await.expect("a body");

@@ -174,6 +174,16 @@ pub enum GatehouseCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Print a one-time link that signs you (or, for an administrator, PERSON) in to the
+    /// web console. It works once, for a few minutes (`[console] login_link_ttl`).
+    Login {
+        /// Who it signs in (default: yourself; someone else needs an administrator).
+        #[arg(long = "for", value_name = "PERSON")]
+        person: Option<String>,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Manage API tokens: each acts for one person, with scopes.
     Token {
         /// What to do.
@@ -316,6 +326,12 @@ pub enum RunCommand {
     Show {
         /// Run id.
         id: String,
+        /// Draw the tree (the default; kept for scripts that ask for it).
+        #[arg(long)]
+        graph: bool,
+        /// Also write the run's graph as an SVG picture to FILE (`-` for stdout, alone).
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
     },
     /// Follow a run's progress and output until it ends; exit code 1 unless it succeeded.
     Watch {

@@ -35,6 +35,11 @@ impl Client {
     }
 
     /// GET a JSON resource.
+    /// The server's address, without `/api/v1`: where its console is.
+    pub fn server(&self) -> &str {
+        self.base.trim_end_matches("/api/v1")
+    }
+
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         self.send(self.http.get(format!("{}{path}", self.base)))
             .await

@@ -6,6 +6,25 @@ use crate::cli::args::{PersonCommand, TokenCommand};
 use crate::cli::client::{Client, path_segment};
 use crate::cli::runs::print;
 
+/// `gatehouse login [--for PERSON]`: a one-time console link, printed once.
+pub async fn login(client: &Client, person: Option<String>, as_json: bool) -> anyhow::Result<()> {
+    let created: LoginLinkCreated = client
+        .post("/login-links", &CreateLoginLink { person })
+        .await?;
+    let link = created
+        .url
+        .clone()
+        .unwrap_or_else(|| format!("{}{}", client.server(), created.path));
+    print(as_json, &created, || {
+        format!(
+            "{link}\n(signs {} in to the console once, until {}; with {})",
+            created.person,
+            created.expires_at.format("%Y-%m-%d %H:%M UTC"),
+            scope_names(&created.scopes)
+        )
+    })
+}
+
 /// `gatehouse token ...`
 pub async fn token(client: &Client, command: TokenCommand, as_json: bool) -> anyhow::Result<()> {
     match command {

@@ -3,12 +3,12 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use anyhow::bail;
+use anyhow::{Context, bail};
 use gatehouse_ingest::views::*;
 use serde_json::json;
 
 use crate::cli::args::{GateCommand, RunCommand};
-use crate::cli::client::Client;
+use crate::cli::client::{Client, path_segment};
 
 /// `gatehouse run ...`
 pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow::Result<()> {
@@ -57,8 +57,21 @@ pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow:
                 out.trim_end().to_owned()
             })
         }
-        RunCommand::Show { id } => {
-            let run: RunDetail = client.get(&format!("/runs/{id}")).await?;
+        RunCommand::Show { id, graph: _, svg } => {
+            let segment = path_segment(&id);
+            if let Some(file) = svg {
+                let picture = client
+                    .get_bytes(&format!("/runs/{segment}/graph.svg"))
+                    .await?;
+                if file.as_os_str() == "-" {
+                    use std::io::Write;
+                    return Ok(std::io::stdout().write_all(&picture)?);
+                }
+                std::fs::write(&file, &picture)
+                    .with_context(|| format!("cannot write {}", file.display()))?;
+                eprintln!("wrote the graph of run {id} to {}", file.display());
+            }
+            let run: RunDetail = client.get(&format!("/runs/{segment}")).await?;
             print(as_json, &run, || tree(&run))
         }
         RunCommand::Watch { id } => watch(client, &id).await,

@@ -13,6 +13,10 @@ pub struct GithubConfig {
     /// REST API root; GitHub Enterprise Server and test fakes change it.
     #[serde(default = "default_github_api")]
     pub api_url: String,
+    /// Where people sign in to GitHub (the console's GitHub sign-in); empty = derived from
+    /// `api_url`: github.com, or the Enterprise Server's host.
+    #[serde(default)]
+    pub web_url: String,
     /// A token, when not authenticating as an App.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub token: Option<Secret>,
@@ -65,18 +69,31 @@ fn default_commit_email() -> String {
 }
 
 impl GithubConfig {
+    /// Where people sign in: `web_url`, or the web host `api_url` belongs to.
+    pub fn web_base(&self) -> String {
+        if !self.web_url.is_empty() {
+            return self.web_url.trim_end_matches('/').to_owned();
+        }
+        web_of(&self.api_url)
+    }
+
     /// Where repositories live for git: `git_url`, or github.com for the public API, or
     /// the Enterprise Server host for `https://HOST/api/v3`.
     pub fn git_base(&self) -> String {
         if !self.git_url.is_empty() {
             return self.git_url.trim_end_matches('/').to_owned();
         }
-        let api = self.api_url.trim_end_matches('/');
-        if api == "https://api.github.com" {
-            return "https://github.com".into();
-        }
-        api.strip_suffix("/api/v3").unwrap_or(api).to_owned()
+        web_of(&self.api_url)
     }
+}
+
+/// github.com for the public API, the Enterprise Server's host for `https://HOST/api/v3`.
+pub(crate) fn web_of(api_url: &str) -> String {
+    let api = api_url.trim_end_matches('/');
+    if api == "https://api.github.com" {
+        return "https://github.com".into();
+    }
+    api.strip_suffix("/api/v3").unwrap_or(api).to_owned()
 }
 
 fn default_reconcile() -> Duration {

@@ -90,7 +90,11 @@ pub(crate) fn clear_cookie(secure: bool) -> HeaderValue {
 
 /// The session secret the request's cookie carries, if any.
 pub(crate) fn secret_from(headers: &HeaderMap, secure: bool) -> Option<String> {
-    let name = cookie_name(secure);
+    cookie_value(headers, cookie_name(secure))
+}
+
+/// The value of the cookie `name`, if the request carries it.
+pub(crate) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
     headers
         .get_all(COOKIE)
         .iter()

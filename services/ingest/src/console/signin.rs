@@ -73,6 +73,9 @@ pub(crate) async fn page(
             li { "in a terminal: " code { "gatehouse login" } }
             li { "in Slack or Discord: " code { "@gatehouse login" } " (the link comes as a direct message)" }
         }
+        @if api.console.github.is_some() && api.console.public_url.is_some() {
+            p { "Or: " a.button href=(format!("/auth/github?next={}", super::page::encode(&next))) { "Sign in with GitHub" } }
+        }
     };
     Ok(frame("Sign in", None, body).into_response())
 }

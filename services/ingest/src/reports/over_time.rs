@@ -269,7 +269,7 @@ mod tests {
         };
         let over = over_time(
             By::Model,
-            &[a.clone()],
+            std::slice::from_ref(&a),
             &[row("sonnet"), row("sonnet"), row("haiku")],
             at("2026-12-01T00:00:00Z"),
             at("2026-12-01T12:00:00Z"),
