@@ -98,6 +98,9 @@ async fn a_slack_request_becomes_a_run_whose_card_decides_it(backend: Backend) {
         .await;
     let approve = control(&card.blocks, "approve");
     assert_eq!(approve, format!("gh:approve:{}:1:check", run.id));
+    // The card links to the gate on the run's console page.
+    let page = format!("https://gatehouse.test/runs/{}#node-check", run.id);
+    assert!(card.blocks.to_string().contains(&page), "{}", card.blocks);
     assert_eq!(controls(&in_thread.blocks), controls(&card.blocks));
     let shown = card.blocks.to_string();
     assert!(shown.contains("draft/notes.md"), "{shown}");

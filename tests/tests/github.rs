@@ -484,7 +484,7 @@ async fn the_status_comment_is_posted_once_and_edited_in_place(backend: Backend)
     assert!(status[0].contains(&format!("<!-- gatehouse:run:{run} -->")));
     assert!(
         status[0].contains(&format!(
-            "[Run details](https://gatehouse.test/api/v1/runs/{run})"
+            "[Run details](https://gatehouse.test/runs/{run})"
         )),
         "{}",
         status[0]

@@ -251,7 +251,7 @@ mod tests {
             attempt: 2,
             requirement: Some("Fix *login* for @everyone".into()),
             requirement_url: Some("https://github.com/acme/api/issues/42".into()),
-            run_url: Some("https://gatehouse.example/api/v1/runs/0192f0c1".into()),
+            run_url: Some("https://gatehouse.example/runs/0192f0c1".into()),
             outputs: vec![Output {
                 name: "build/patch.diff".into(),
                 size: 1536,
@@ -296,7 +296,7 @@ mod tests {
             "{description}"
         );
         assert!(description.contains(
-            "[0192f0c1-7a2b-7c3d-8e4f-001122334455](https://gatehouse.example/api/v1/runs/0192f0c1)"
+            "[0192f0c1-7a2b-7c3d-8e4f-001122334455](https://gatehouse.example/runs/0192f0c1)"
         ));
         assert!(description.contains("attempt 2"), "{description}");
         assert!(

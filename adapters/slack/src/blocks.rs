@@ -282,7 +282,7 @@ mod tests {
             attempt: 2,
             requirement: Some("Fix <login> & \"logout\"".into()),
             requirement_url: Some("https://github.com/acme/api/issues/42?a=1&b=2".into()),
-            run_url: Some(format!("https://gatehouse.example/api/v1/runs/{RUN}")),
+            run_url: Some(format!("https://gatehouse.example/runs/{RUN}")),
             outputs: vec![
                 Output {
                     name: "build/report.md".into(),
@@ -402,7 +402,7 @@ mod tests {
         );
         assert_eq!(
             context[1]["text"],
-            format!("<https://gatehouse.example/api/v1/runs/{RUN}|Run {RUN} (bug-fix)>")
+            format!("<https://gatehouse.example/runs/{RUN}|Run {RUN} (bug-fix)>")
         );
         assert_eq!(context[2]["text"], "Attempt 2");
 

@@ -20,7 +20,7 @@ pub struct Card {
     pub requirement: Option<String>,
     /// Where the requirement lives (issue, thread), when known.
     pub requirement_url: Option<String>,
-    /// The run in Gatehouse's API, with `server.public_url`.
+    /// The run's page in the console (at the gate's node), with `server.public_url`.
     pub run_url: Option<String>,
     /// The outputs under review.
     pub outputs: Vec<Output>,
@@ -120,7 +120,7 @@ pub struct Progress {
     pub status: String,
     /// One line per node worth mentioning: `build: succeeded`, `review: waiting for approval`.
     pub lines: Vec<String>,
-    /// The run in Gatehouse's API.
+    /// The run's page in the console.
     pub run_url: Option<String>,
 }
 

@@ -56,7 +56,7 @@
 
   // On (re)connecting too: the stream reports changes from when it starts, and the page
   // may be older than that (rendered before it connected, or left while disconnected).
-  // OPEN-DISABLED
+  source.addEventListener("open", refresh);
   source.addEventListener("state", refresh);
   source.addEventListener("end", function () {
     source.close();

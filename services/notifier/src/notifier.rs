@@ -60,7 +60,8 @@ impl Notifier {
         }
     }
 
-    /// Links status comments to runs at `url` (`server.public_url`).
+    /// Links status comments, cards and progress messages to the console's pages at `url`
+    /// (`server.public_url`).
     pub fn with_public_url(mut self, url: &str) -> Self {
         self.public_url = Some(url.trim_end_matches('/').to_owned());
         self
@@ -78,11 +79,11 @@ impl Notifier {
         self
     }
 
-    /// The run in the API, when `server.public_url` is known.
+    /// The run's page in the console, when `server.public_url` is known.
     pub(crate) fn run_url(&self, run: Uuid) -> Option<String> {
         self.public_url
             .as_ref()
-            .map(|url| format!("{url}/api/v1/runs/{run}"))
+            .map(|url| format!("{url}/runs/{run}"))
     }
 
     /// Consumes run snapshots and posts comments until `shutdown`.

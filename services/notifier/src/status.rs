@@ -8,7 +8,7 @@ use uuid::Uuid;
 /// Where a status comment links to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Links {
-    /// The run in Gatehouse's API (`server.public_url`), when it is reachable.
+    /// The run's console page (`server.public_url`), when it is reachable.
     pub run: Option<String>,
     /// The pull requests the run delivered into, as GitHub references from the comment's
     /// repository: `#7` there, `acme/web#8` in another.
@@ -121,11 +121,11 @@ mod tests {
              Gate **confirm** (attempt 1) waits for group:leads: comment `/gatehouse approve`, `/gatehouse reject` or `/gatehouse send-back report <comment>`.\n"
         );
         let links = Links {
-            run: Some("https://gatehouse.example/api/v1/runs/x".into()),
+            run: Some("https://gatehouse.example/runs/x".into()),
             pull_requests: vec!["#7".into()],
         };
         assert!(render_status(run, &sop, &state, &links).ends_with(
-            "\nDelivered in #7.\n\n[Run details](https://gatehouse.example/api/v1/runs/x)\n"
+            "\nDelivered in #7.\n\n[Run details](https://gatehouse.example/runs/x)\n"
         ));
         let links = Links {
             run: None,

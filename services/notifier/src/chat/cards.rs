@@ -72,7 +72,8 @@ impl Notifier {
                     attempt,
                     requirement: requirement.map(|r| r.title.clone()),
                     requirement_url: requirement.and_then(|r| r.url.clone()),
-                    run_url: run_url.clone(),
+                    // The gate's node on the run page: its evidence and the decision.
+                    run_url: run_url.as_ref().map(|url| format!("{url}#node-{}", def.id)),
                     outputs: outputs.clone().unwrap_or_default(),
                     approvers: gate.approvers.clone(),
                     min_approvals: gate.min_approvals,
