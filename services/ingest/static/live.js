@@ -40,7 +40,7 @@
       .then(function (html) {
         if (!html) return;
         var fresh = new DOMParser().parseFromString(html, "text/html");
-        ["run-head", "commands", "graph", "nodes", "audit", "decide"].forEach(function (id) {
+        ["run-head", "commands", "graph", "nodes", "audit", "decide", "logs-note"].forEach(function (id) {
           var now = document.getElementById(id);
           var next = fresh.getElementById(id);
           if (!now || !next) return;

@@ -69,7 +69,7 @@ pub(crate) async fn page(
             (nodes(&detail))
             section id="logs" aria-labelledby="logs-h" {
                 h2 id="logs-h" { "Output" }
-                p.aside {
+                p.aside id="logs-note" {
                     "The last " (LOG_TAIL) " lines"
                     @if live { ", followed live while the run goes on" }
                     ". " a href=(format!("/runs/{id}/logs")) { "All output, page by page" }
