@@ -44,3 +44,4 @@ CREATE INDEX runs_by_sop_version ON runs (sop_version);
 CREATE INDEX sop_versions_by_name ON sop_versions (name, created_at);
 -- The inbox lists the runs each person asked for.
 CREATE INDEX runs_by_requester ON runs (requested_by, created_at);
+CREATE INDEX conversations_by_starter ON conversations (started_by, created_at);

@@ -1,6 +1,6 @@
 //! A stateful fake of the Discord REST endpoints Gatehouse calls, on loopback: channel
-//! messages (create with `enforce_nonce`, edit, get), interaction follow-ups and callbacks and
-//! `GET /users/@me`, with Discord's response shapes, error bodies and rate-limit headers, a
+//! messages (create with `enforce_nonce`, edit, get), interaction follow-ups and callbacks,
+//! `GET /users/@me` and direct-message channels (`POST /users/@me/channels`), with Discord's response shapes, error bodies and rate-limit headers, a
 //! record of every call, and failures on demand (a status for the next call to a route, a
 //! 429, a 500 after a message was stored).
 //!
@@ -71,6 +71,8 @@ struct Inner {
     followups: Vec<Followup>,
     callbacks: Vec<Callback>,
     calls: Vec<(String, Value)>,
+    /// user id → the bot's direct-message channel with them.
+    dm_channels: BTreeMap<String, String>,
     /// (route, status) answered instead of the next matching call.
     faults: Vec<(String, u16)>,
     /// Message creates that store the message, then answer 500.
@@ -105,7 +107,8 @@ impl FakeDiscord {
             )
             .route("/webhooks/{application}/{token}", post(followup))
             .route("/interactions/{id}/{token}/callback", post(callback))
-            .route("/users/@me", get(current_user));
+            .route("/users/@me", get(current_user))
+            .route("/users/@me/channels", post(open_dm));
         let app = axum::Router::new()
             .nest(API, api)
             .fallback(unknown)
@@ -140,6 +143,11 @@ impl FakeDiscord {
             .flatten()
             .find(|m| m.id == id)
             .cloned()
+    }
+
+    /// The bot's direct-message channel with `user`, once Gatehouse opened it.
+    pub fn dm_channel(&self, user: &str) -> Option<String> {
+        self.lock().dm_channels.get(user).cloned()
     }
 
     /// Follow-ups posted so far, oldest first.
@@ -593,6 +601,61 @@ async fn current_user(
     )
 }
 
+/// `POST /users/@me/channels`: the bot's direct-message channel with `recipient_id`,
+/// opened on the first call and the same one after, as Discord answers.
+async fn open_dm(
+    State(inner): State<Shared>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    bytes: axum::body::Bytes,
+) -> Response {
+    let Some(body) = json_body(&bytes) else {
+        return not_json();
+    };
+    if let Some(refused) = enter(
+        &inner,
+        &headers,
+        &method,
+        uri.path(),
+        "/users/@me/channels",
+        &body,
+    ) {
+        return refused;
+    }
+    let Some(user) = body["recipient_id"]
+        .as_str()
+        .filter(|id| !id.is_empty() && id.bytes().all(|b| b.is_ascii_digit()))
+    else {
+        return invalid("recipient_id", "Value \"\" is not snowflake.");
+    };
+    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
+    let channel = match state.dm_channels.get(user) {
+        Some(channel) => channel.clone(),
+        None => {
+            let channel = next_snowflake(&mut state);
+            state.dm_channels.insert(user.to_owned(), channel.clone());
+            channel
+        }
+    };
+    ok(
+        StatusCode::OK,
+        Some(json!({
+            "id": channel,
+            "type": 1,
+            "last_message_id": null,
+            "flags": 0,
+            "recipients": [{
+                "id": user,
+                "username": "someone",
+                "discriminator": "0",
+                "global_name": null,
+                "avatar": null
+            }]
+        })),
+    )
+}
+
 /// Anything else: recorded, and answered as Discord answers an unknown route.
 async fn unknown(State(inner): State<Shared>, method: Method, uri: Uri) -> Response {
     let path = uri.path();
@@ -742,6 +805,39 @@ mod tests {
         )
         .await;
         assert_eq!((status, body["code"].as_u64()), (400, Some(50035)));
+    }
+
+    #[tokio::test]
+    async fn opens_one_direct_message_channel_per_user() {
+        let fake = FakeDiscord::start().await;
+        let open = json!({"recipient_id": "4242"});
+        let (status, _, first) = send(
+            &fake,
+            reqwest::Method::POST,
+            "/users/@me/channels",
+            Some(open.clone()),
+        )
+        .await;
+        assert_eq!(status, 200);
+        assert_eq!(first["type"], 1);
+        assert_eq!(first["recipients"][0]["id"], "4242");
+        let (_, _, again) = send(
+            &fake,
+            reqwest::Method::POST,
+            "/users/@me/channels",
+            Some(open),
+        )
+        .await;
+        assert_eq!(again["id"], first["id"]);
+        assert_eq!(fake.dm_channel("4242").as_deref(), first["id"].as_str());
+        let (status, _, _) = send(
+            &fake,
+            reqwest::Method::POST,
+            "/users/@me/channels",
+            Some(json!({"recipient_id": "dm:4242"})),
+        )
+        .await;
+        assert_eq!(status, 400);
     }
 
     #[tokio::test]

@@ -9,6 +9,10 @@
 //! refusals, and keeps message metadata, which `conversations.*` return only with
 //! `include_all_metadata=true`. Timestamps come from the real clock, so `oldest` filters
 //! computed from the time behave as against Slack.
+//!
+//! `chat.postMessage` to a user id (`U…`, `W…`) is a direct message from the app, as on
+//! Slack; the fake keeps it under the user id ([`FakeSlack::messages`]`("U0ANA")`). Like
+//! Slack, `conversations.history` and `conversations.replies` do not take a user id.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::{Arc, Mutex};
@@ -527,8 +531,14 @@ fn ts_key(ts: &str) -> u128 {
     seconds.parse::<u128>().unwrap_or(0) * 1_000_000 + micros[..6].parse::<u128>().unwrap_or(0)
 }
 
+/// Whether `channel` is a user id, which Slack's `conversations.*` methods refuse (a direct
+/// message's channel is a `D…` id).
+fn is_user(channel: &str) -> bool {
+    channel.starts_with('U') || channel.starts_with('W')
+}
+
 fn history(state: &Inner, params: &Value) -> Response {
-    let Some(channel) = text(params, "channel") else {
+    let Some(channel) = text(params, "channel").filter(|c| !is_user(c)) else {
         return refuse("channel_not_found");
     };
     // The channel's own messages (thread replies stay in their threads), newest first.
@@ -543,7 +553,10 @@ fn history(state: &Inner, params: &Value) -> Response {
 }
 
 fn replies(state: &Inner, params: &Value) -> Response {
-    let (Some(channel), Some(root)) = (text(params, "channel"), text(params, "ts")) else {
+    let Some(channel) = text(params, "channel").filter(|c| !is_user(c)) else {
+        return refuse("channel_not_found");
+    };
+    let Some(root) = text(params, "ts") else {
         return refuse("thread_not_found");
     };
     // The root, then its replies, oldest first. A root the fake never saw (a person's

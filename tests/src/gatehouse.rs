@@ -89,11 +89,17 @@ pub struct GatehouseBuilder {
     options: Vec<Configure>,
     assistant: Option<AssistantSettings>,
     github_sign_in: bool,
+    public_url: bool,
 }
 
 /// Where the console says it is reached when GitHub sign-in is on: GitHub's redirect
 /// back goes there; tests follow it to `url` themselves.
 pub const CONSOLE_PUBLIC_URL: &str = "http://console.test";
+
+/// `server.public_url` otherwise: the notifier links cards to it, and with chat wired,
+/// ingest knows it too (`@gatehouse login` sends links there). Nothing serves it; tests take
+/// the path and follow it to `url`.
+pub const PUBLIC_URL: &str = "https://gatehouse.test";
 
 impl Gatehouse {
     /// A Gatehouse on a new database of `backend`, to be configured.
@@ -116,6 +122,7 @@ impl Gatehouse {
             options: Vec::new(),
             assistant: None,
             github_sign_in: false,
+            public_url: true,
         }
     }
 
@@ -420,13 +427,20 @@ impl GatehouseBuilder {
         self
     }
 
-    /// Adjusts the runner's options (roles, profiles, prices, limits).
     /// People may sign in to the console with the fake GitHub's OAuth App.
     pub fn github_sign_in(mut self) -> Self {
         self.github_sign_in = true;
         self
     }
 
+    /// Leaves `server.public_url` unset: the notifier links to no console page, and ingest
+    /// cannot send sign-in links.
+    pub fn no_public_url(mut self) -> Self {
+        self.public_url = false;
+        self
+    }
+
+    /// Adjusts the runner's options (roles, profiles, prices, limits).
     pub fn runner(mut self, configure: impl FnOnce(&mut RunnerOptions) + 'static) -> Self {
         self.options.push(Box::new(configure));
         self
@@ -481,6 +495,11 @@ impl GatehouseBuilder {
                 )),
                 ..ConsoleSettings::default()
             });
+        } else if self.chat && self.public_url {
+            api = api.with_console(ConsoleSettings {
+                public_url: Some(PUBLIC_URL.into()),
+                ..ConsoleSettings::default()
+            });
         }
         let projects = Arc::new(Projects::new(self.projects).expect("valid [[projects]]"));
         api = api.with_projects(projects.clone());
@@ -492,9 +511,11 @@ impl GatehouseBuilder {
         // The notifier runs where there is somewhere to post: GitHub, chat or both.
         let wired = self.chat || self.triggers.is_some();
         let github_client = self.triggers.is_some().then(|| client.clone());
-        let mut notifier = Notifier::new(db.store.clone(), github_client)
-            .with_data_dir(data.path())
-            .with_public_url("https://gatehouse.test");
+        let mut notifier =
+            Notifier::new(db.store.clone(), github_client).with_data_dir(data.path());
+        if self.public_url {
+            notifier = notifier.with_public_url(PUBLIC_URL);
+        }
         let project_repos: Vec<&str> = projects.repositories().into_iter().collect();
         let delivers = self.triggers.is_some() || !projects.is_empty();
         if let Some(triggers) = self.triggers {

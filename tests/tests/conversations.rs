@@ -366,6 +366,39 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     .await;
     assert_eq!(requirement["conversations"][0]["id"], detail["id"]);
     assert_eq!(requirement["usage"]["output_tokens"], 3 * 50 + 3);
+    // The console shows it: in its starter's inbox, on the requirement's page and its own.
+    let id = detail["id"].as_str().unwrap();
+    let mut browser = gh.signed_in(detail["started_by"].as_str().unwrap()).await;
+    let inbox = browser.get("/").await.expect_status(200);
+    assert!(
+        inbox.contains(&format!("/conversations/{id}")),
+        "{}",
+        inbox.html
+    );
+    let requirement_page = browser
+        .get(&format!(
+            "/requirements/{}",
+            detail["requirement_id"].as_str().unwrap()
+        ))
+        .await
+        .expect_status(200);
+    assert!(requirement_page.contains(&format!("/conversations/{id}")));
+    let page = browser
+        .get(&format!("/conversations/{id}"))
+        .await
+        .expect_status(200);
+    for shown in [
+        "Turn 1: add a health endpoint",
+        "reviewed 3 notes",
+        "asked reviewer",
+        "Edit",
+    ] {
+        assert!(
+            page.contains(shown),
+            "the conversation page lacks {shown}: {}",
+            page.html
+        );
+    }
     // Every reply once.
     for n in 1..=3 {
         assert_eq!(thread.count(&format!("Turn {n}:")), 1);

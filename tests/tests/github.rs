@@ -483,9 +483,7 @@ async fn the_status_comment_is_posted_once_and_edited_in_place(backend: Backend)
     assert!(status[0].contains("waits for group:leads"), "{}", status[0]);
     assert!(status[0].contains(&format!("<!-- gatehouse:run:{run} -->")));
     assert!(
-        status[0].contains(&format!(
-            "[Run details](https://gatehouse.test/runs/{run})"
-        )),
+        status[0].contains(&format!("[Run details](https://gatehouse.test/runs/{run})")),
         "{}",
         status[0]
     );

@@ -6,9 +6,10 @@ use std::time::Duration;
 
 use gatehouse_events::{Envelope, Event, NodeProgress, StreamKind};
 use gatehouse_store::{
-    Backend as StoreBackend, NewDeadLetter, QueueMessage, Store, StoreError, UsageRow,
+    Backend as StoreBackend, NewDeadLetter, OneTime, QueueMessage, Store, StoreError, UsageRow,
 };
 use gatehouse_tests::{Backend, TestDb, on_both_backends, quick_retry};
+use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 fn event(message: &str) -> Envelope {
@@ -49,6 +50,7 @@ on_both_backends!(
     a_run_freezes_a_setting_once,
     usage_keeps_each_attempt_and_model_once,
     a_lease_has_one_holder_until_it_runs_out,
+    a_minted_login_link_is_stored_as_its_hash_only,
 );
 
 async fn migrations_are_idempotent(backend: Backend) {
@@ -570,5 +572,48 @@ async fn a_lease_has_one_holder_until_it_runs_out(backend: Backend) {
         db.store.hold_lease("posters", "a", long).await.unwrap(),
         "b let go"
     );
+    db.cleanup().await;
+}
+
+async fn a_minted_login_link_is_stored_as_its_hash_only(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let expires_at = chrono::Utc::now() + chrono::Duration::minutes(15);
+    let secret = db
+        .store
+        .mint_login_link("ana", "ana", "read,run,decide", expires_at)
+        .await
+        .unwrap();
+    assert!(secret.starts_with("gh_") && secret.len() == 67, "{secret}");
+    let again = db
+        .store
+        .mint_login_link("ana", "ana", "read,run,decide", expires_at)
+        .await
+        .unwrap();
+    assert_ne!(secret, again, "every link is new");
+    // The console looks links up by the hash, as ingest computes it.
+    let hash = hex::encode(Sha256::digest(secret.as_bytes()));
+    assert_eq!(hash, gatehouse_ingest::hash_token(&secret));
+    let row = db.store.login_link(&hash).await.unwrap().expect("found");
+    assert_eq!(
+        (
+            row.person.as_str(),
+            row.created_by.as_str(),
+            row.scopes.as_str()
+        ),
+        ("ana", "ana", "read,run,decide")
+    );
+    assert_eq!(row.used_at, None);
+    assert!(
+        db.store.login_link(&secret).await.unwrap().is_none(),
+        "the secret itself is no key"
+    );
+    assert!(matches!(
+        db.store.use_login_link(&hash).await.unwrap(),
+        OneTime::Claimed(_)
+    ));
+    assert!(matches!(
+        db.store.use_login_link(&hash).await.unwrap(),
+        OneTime::Used(_)
+    ));
     db.cleanup().await;
 }

@@ -185,6 +185,18 @@ impl DiscordClient {
         Ok(())
     }
 
+    /// The id of the bot's direct-message channel with `user` (a user id), opened if it
+    /// is not yet: where a message to that person alone goes. Discord answers with the same
+    /// channel every time, so asking again is harmless.
+    pub async fn dm_channel(&self, user: &str) -> Result<String, DiscordError> {
+        snowflake("user id", user)?;
+        let body = json!({ "recipient_id": user });
+        let answer = self
+            .send(Route::UserMeDmChannels, LightMethod::Post, Some(&body))
+            .await?;
+        id_of(&answer)
+    }
+
     /// The bot's own user id: checks the token at start-up and recognises mentions.
     pub async fn current_user_id(&self) -> Result<String, DiscordError> {
         let answer = self.send(Route::UserMe, LightMethod::Get, None).await?;
@@ -403,6 +415,34 @@ mod tests {
             client.current_user_id().await.unwrap(),
             "344487830824943618"
         );
+    }
+
+    #[tokio::test]
+    async fn opens_a_direct_message_channel() {
+        let (server, client) = fake().await;
+        Mock::given(method("POST"))
+            .and(path("/api/v10/users/@me/channels"))
+            .and(header("authorization", format!("Bot {TOKEN}").as_str()))
+            .and(body_partial_json(
+                json!({"recipient_id": "80351110224678912"}),
+            ))
+            .respond_with(ResponseTemplate::new(200).set_body_json(json!({
+                "id": "319674150115610528",
+                "type": 1,
+                "last_message_id": null,
+                "recipients": [{"id": "80351110224678912", "username": "Nelly"}]
+            })))
+            .expect(1)
+            .mount(&server)
+            .await;
+        assert_eq!(
+            client.dm_channel("80351110224678912").await.unwrap(),
+            "319674150115610528"
+        );
+        assert!(matches!(
+            client.dm_channel("dm:1").await,
+            Err(DiscordError::Setup(_))
+        ));
     }
 
     #[tokio::test]

@@ -254,6 +254,19 @@ impl Store {
         }))
     }
 
+    /// Every run whose status is `status`, oldest first: for the gates waiting, which must
+    /// all be shown however many there are.
+    pub async fn all_runs_with_status(&self, status: RunStatus) -> Result<Vec<RunRow>, StoreError> {
+        let sql =
+            format!("SELECT {RUN_COLUMNS} FROM runs WHERE status = $1 ORDER BY created_at, id");
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(status.as_str())
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
     /// The newest runs `person` asked for first, at most `limit`.
     pub async fn runs_requested_by(
         &self,

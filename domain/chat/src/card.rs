@@ -185,6 +185,16 @@ mod tests {
             "Sent back to build by ana at 2026-11-30 14:02 UTC"
         );
     }
+
+    #[test]
+    fn login_link_text_says_how_long_it_works() {
+        assert_eq!(
+            login_link_text("https://gatehouse.example/", "gh_abc", 900),
+            "Your sign-in link for Gatehouse (works once, for 15 minutes): https://gatehouse.example/login/gh_abc"
+        );
+        assert!(login_link_text("https://g", "s", 60).contains("for 1 minute)"));
+        assert!(login_link_text("https://g", "s", 90).contains("for 90 seconds)"));
+    }
 }
 
 /// What a stored chat message shows: the value the notifier renders for its platform.
@@ -200,6 +210,17 @@ pub enum Body {
         /// The text (Markdown-ish: `code` and *bold* read well on both platforms).
         text: String,
     },
+    /// A one-time sign-in link to the console, sent to a person by direct message
+    /// (`@gatehouse login`). The stored message holds no secret: the notifier mints the
+    /// link when it posts, and shows [`login_link_text`].
+    LoginLink {
+        /// The person it signs in.
+        person: String,
+        /// The scopes of the session it starts, comma-separated as stored (`read,run,decide`).
+        scopes: String,
+        /// How long the link works once minted, in seconds.
+        ttl_secs: u64,
+    },
 }
 
 impl Body {
@@ -207,4 +228,24 @@ impl Body {
     pub fn text(text: impl Into<String>) -> Self {
         Body::Text { text: text.into() }
     }
+}
+
+/// The channel prefix of a stored Discord message meant for one person's direct messages:
+/// `dm:<user id>`. Discord posts there only once the channel is opened, which the notifier
+/// does when it posts; on Slack the user id itself is the channel.
+pub const DM_PREFIX: &str = "dm:";
+
+/// What a [`Body::LoginLink`] says once its link is minted: the console's address
+/// (`server.public_url`, without a trailing slash), the link's secret, and how long it works.
+pub fn login_link_text(public_url: &str, secret: &str, ttl_secs: u64) -> String {
+    let ttl = match ttl_secs {
+        60 => "1 minute".to_owned(),
+        secs if secs % 60 == 0 => format!("{} minutes", secs / 60),
+        1 => "1 second".to_owned(),
+        secs => format!("{secs} seconds"),
+    };
+    format!(
+        "Your sign-in link for Gatehouse (works once, for {ttl}): {}/login/{secret}",
+        public_url.trim_end_matches('/')
+    )
 }

@@ -94,6 +94,9 @@ pub enum Command {
     },
     /// `schedules`: list the schedules.
     Schedules,
+    /// `login`: send the author a one-time sign-in link to the web console, by direct
+    /// message.
+    Login,
     /// `help`: show [`help`].
     Help,
 }
@@ -150,13 +153,15 @@ pub enum Verb {
     TakeOver,
     /// `schedules`
     Schedules,
+    /// `login`
+    Login,
     /// `help`
     Help,
 }
 
 impl Verb {
     /// In the order `help` lists them.
-    const ALL: [Verb; 15] = [
+    const ALL: [Verb; 16] = [
         Verb::Run,
         Verb::Status,
         Verb::Runs,
@@ -171,6 +176,7 @@ impl Verb {
         Verb::Deliver,
         Verb::TakeOver,
         Verb::Schedules,
+        Verb::Login,
         Verb::Help,
     ];
 
@@ -205,6 +211,7 @@ impl Verb {
             Verb::Deliver => "deliver",
             Verb::TakeOver => "take over",
             Verb::Schedules => "schedules",
+            Verb::Login => "login",
             Verb::Help => "help",
         }
     }
@@ -226,6 +233,7 @@ impl Verb {
             Verb::Deliver => "deliver [draft]",
             Verb::TakeOver => "take over RUN",
             Verb::Schedules => "schedules",
+            Verb::Login => "login",
             Verb::Help => "help",
         }
     }
@@ -246,6 +254,7 @@ impl Verb {
             Verb::Deliver => "open or update this conversation's pull requests",
             Verb::TakeOver => "pause RUN and carry on from its workspace in this conversation",
             Verb::Schedules => "list the schedules",
+            Verb::Login => "get a one-time sign-in link to the web console, by direct message",
             Verb::Help => "show this list",
         }
     }
@@ -295,6 +304,7 @@ impl Command {
             Command::Deliver { .. } => Verb::Deliver,
             Command::TakeOver { .. } => Verb::TakeOver,
             Command::Schedules => Verb::Schedules,
+            Command::Login => Verb::Login,
             Command::Help => Verb::Help,
         }
     }

@@ -78,6 +78,7 @@ fn arguments(verb: Verb, rest: &str) -> Result<Command, Problem> {
             Ok(Command::TakeOver { run })
         }
         Verb::Schedules => no_more(rest).map(|()| Command::Schedules),
+        Verb::Login => no_more(rest).map(|()| Command::Login),
         // Asking for help should never fail, so `help me` is help too.
         Verb::Help => Ok(Command::Help),
     }

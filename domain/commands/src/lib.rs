@@ -12,6 +12,7 @@
 //! cancel [RUN]
 //! retry NODE
 //! schedules
+//! login
 //! help
 //! ```
 //!

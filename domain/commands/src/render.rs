@@ -42,7 +42,9 @@ impl fmt::Display for Command {
             Command::Deliver { draft: true } => write!(f, " draft"),
             Command::Deliver { draft: false } => Ok(()),
             Command::TakeOver { run } => write!(f, " {run}"),
-            Command::Runs | Command::Stop | Command::Schedules | Command::Help => Ok(()),
+            Command::Runs | Command::Stop | Command::Schedules | Command::Login | Command::Help => {
+                Ok(())
+            }
         }
     }
 }
@@ -184,6 +186,7 @@ mod tests {
                 "retry build".into(),
             ),
             (Command::Schedules, "schedules".into()),
+            (Command::Login, "login".into()),
             (Command::Help, "help".into()),
         ];
         for (command, text) in cases {

@@ -6,6 +6,7 @@
 mod click;
 mod conversation;
 mod discord;
+mod login;
 mod mention;
 mod requirement;
 mod settings;

@@ -9,12 +9,14 @@
 //! handler called with the person's rights, after the form's CSRF token is checked.
 //!
 //! Where things are: `session` (cookie, CSRF, the `Viewer`), `signin` (links, signing
-//! out), `github` (signing in with GitHub), `page` (the frame and shared pieces), one file per page
-//! (`inbox`, `run`, `requirements`, `sops`, `schedules`, `reports`), `actions` (what forms
-//! post), `logs` (paged and live output), `artifacts` (shown safely).
+//! out), `github` (signing in with GitHub), `page` (the frame and shared pieces), one file
+//! per page (`inbox`, `run`, `requirements`, `conversations`, `sops`, `schedules`,
+//! `reports`), `actions` (what forms post), `logs` (paged and live output), `artifacts`
+//! (shown safely).
 
 mod actions;
 mod artifacts;
+mod conversations;
 mod github;
 mod inbox;
 mod logs;
@@ -98,6 +100,7 @@ pub(crate) fn router() -> Router<ApiState> {
         )
         .route("/runs/{id}/gates/{node}/decide", post(actions::decide))
         .route("/runs/{id}/command", post(actions::command))
+        .route("/conversations/{id}", get(conversations::page))
         .route("/requirements", get(requirements::list))
         .route("/requirements/{id}", get(requirements::page))
         .route("/sops", get(sops::list))

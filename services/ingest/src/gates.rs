@@ -6,7 +6,7 @@ use axum::http::StatusCode;
 use std::sync::Arc;
 
 use gatehouse_engine::{Decision, Input, RunState, apply};
-use gatehouse_events::{Actor, Event, GateDecision, GateDecisionKind, NodeStatus};
+use gatehouse_events::{Actor, Event, GateDecision, GateDecisionKind, NodeStatus, RunStatus};
 use gatehouse_sop::{NodeKind, Sop};
 use gatehouse_store::{Claim, OutcomeRow, RunRow, Tx, Vote};
 use uuid::Uuid;
@@ -32,11 +32,12 @@ pub(crate) struct Waiting {
     pub(crate) view: GateView,
 }
 
-/// Every gate waiting for a decision, in all unfinished runs.
+/// Every gate waiting for a decision, in all unfinished runs (however many: none may be
+/// left out of anyone's inbox).
 pub(crate) async fn waiting(api: &ApiState) -> Result<Vec<Waiting>, ApiError> {
     let mut gates = Vec::new();
-    for status in ["waiting", "running", "paused"] {
-        for row in api.store.runs(Some(status), 500).await? {
+    for status in [RunStatus::Waiting, RunStatus::Running, RunStatus::Paused] {
+        for row in api.store.all_runs_with_status(status).await? {
             let (row, sop, run) = api.runs.decode(row).await?;
             for (node, n) in &run.nodes {
                 let (NodeStatus::WaitingApproval, Some(NodeKind::Gate(gate))) =

@@ -137,6 +137,14 @@ pub(crate) async fn carry_out(
                 answer,
             ));
         }
+        // The chat path sends the link before it gets here; a comment has no one to send
+        // it to privately.
+        Command::Login => {
+            let answer = format!(
+                "{text} works in Slack and Discord, where I can send you the link by direct message; in a terminal, `gatehouse login` prints one."
+            );
+            return Ok(Done::answered(format!("{verb}: not here"), answer));
+        }
         Command::Help => {
             let answer = format!("```\n{}\n```", gatehouse_commands::help());
             return Ok(Done::answered(format!("{verb}: answered"), answer));

@@ -31,7 +31,8 @@ pub struct Notifier {
     pub(crate) chat_wake: Arc<Notify>,
     /// Where artifacts are, for excerpts on cards.
     pub(crate) data_dir: Option<PathBuf>,
-    public_url: Option<String>,
+    /// The console's address (`server.public_url`), without a trailing slash.
+    pub(crate) public_url: Option<String>,
     /// This notifier among its replicas, for the posting leases.
     holder: Arc<str>,
 }

@@ -124,9 +124,11 @@ mod tests {
             run: Some("https://gatehouse.example/runs/x".into()),
             pull_requests: vec!["#7".into()],
         };
-        assert!(render_status(run, &sop, &state, &links).ends_with(
-            "\nDelivered in #7.\n\n[Run details](https://gatehouse.example/runs/x)\n"
-        ));
+        assert!(
+            render_status(run, &sop, &state, &links).ends_with(
+                "\nDelivered in #7.\n\n[Run details](https://gatehouse.example/runs/x)\n"
+            )
+        );
         let links = Links {
             run: None,
             pull_requests: vec!["#7".into(), "acme/web#8".into()],

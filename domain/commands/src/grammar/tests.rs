@@ -139,6 +139,8 @@ fn status_and_cancel_take_an_optional_run() {
 fn commands_without_arguments() {
     assert_eq!(ok("runs"), Command::Runs);
     assert_eq!(ok("SCHEDULES"), Command::Schedules);
+    assert_eq!(ok("login"), Command::Login);
+    assert_eq!(ok("  Login \n"), Command::Login);
     assert_eq!(ok("help"), Command::Help);
     assert_eq!(ok("Help me please"), Command::Help);
 }
@@ -384,6 +386,10 @@ fn every_error_message() {
         (
             "schedules x",
             format!("schedules: unexpected `x`{}", usage(Verb::Schedules)),
+        ),
+        (
+            "login ana",
+            format!("login: unexpected `ana`{}", usage(Verb::Login)),
         ),
         (
             "send-back",

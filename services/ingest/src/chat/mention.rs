@@ -2,7 +2,8 @@
 //! configured, prose (and `steer`, `stop`, `ask`) goes to the thread's conversation
 //! ([`super::conversation`]), which answers for itself; without it, prose becomes the
 //! thread's requirement (and starts the channel's SOP when one is configured). Every
-//! other mention gets one reply in its thread.
+//! other mention gets one reply in its thread; `login` also sends a sign-in link by
+//! direct message ([`super::login`]).
 
 use std::collections::BTreeMap;
 
@@ -12,7 +13,7 @@ use gatehouse_store::{ConversationRow, Tx};
 
 use super::conversation::{Heard, hear, of_thread};
 use super::requirement::{find_thread_requirement, thread_requirement};
-use super::{ChatMention, Platform};
+use super::{ChatMention, Platform, login};
 use crate::deliveries::Outcome;
 use crate::github::requirement::issue_requirement;
 use crate::written::{self, Scope};
@@ -59,6 +60,7 @@ pub(crate) async fn answer(
         }
     }
     let (note, reply) = match mention {
+        Mention::Command(Command::Login) => login::send_link(api, tx, delivery, m, &actor).await?,
         Mention::Command(command) => {
             chat_command(api, tx, m, &actor, command, conversation).await?
         }

@@ -82,11 +82,11 @@ pub(crate) async fn page(
                 p.empty { "You have no conversations." }
             } @else {
                 table {
-                    thead { tr { th { "Requirement" } th { "Project" } th { "Where" } th { "Activity" } th { "Turns" } th { "Last active" } } }
+                    thead { tr { th { "Conversation" } th { "Project" } th { "Where" } th { "Activity" } th { "Turns" } th { "Last active" } } }
                     tbody {
                         @for c in &conversations {
                             tr {
-                                td { a href=(format!("/requirements/{}", c.requirement_id)) { (short(&c.requirement_id.to_string())) } }
+                                td { a href=(format!("/conversations/{}", c.id)) { (short(&c.id.to_string())) } " on " a href=(format!("/requirements/{}", c.requirement_id)) { (short(&c.requirement_id.to_string())) } }
                                 td { (c.project) }
                                 td { (c.platform) " " (c.channel) }
                                 td { (status(&c.activity)) }

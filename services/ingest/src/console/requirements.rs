@@ -119,8 +119,9 @@ pub(crate) async fn page(
             h2 id="conv-h" { "Conversations" }
             @if detail.conversations.is_empty() { p.empty { "No conversations." } } @else {
                 table {
-                    thead { tr { th { "Where" } th { "Started by" } th { "Activity" } th { "Turns" } th { "Last active" } } }
+                    thead { tr { th { "Conversation" } th { "Where" } th { "Started by" } th { "Activity" } th { "Turns" } th { "Last active" } } }
                     tbody { @for c in &detail.conversations { tr {
+                        td { a href=(format!("/conversations/{}", c.id)) { (short(&c.id.to_string())) } }
                         td { (c.platform) " " (c.channel) } td { (c.started_by) } td { (status(&c.activity)) }
                         td { (c.turn_count) } td { (time(&c.updated_at)) }
                     } } }

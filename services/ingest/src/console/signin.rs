@@ -36,18 +36,12 @@ pub(crate) async fn create_login_link(
     created_by: &str,
     scopes: &Scopes,
 ) -> Result<(String, DateTime<Utc>), ApiError> {
-    let secret = new_token();
     let ttl = chrono::Duration::from_std(api.console.login_link_ttl)
         .map_err(|e| ApiError::Internal(e.to_string()))?;
     let expires_at = Utc::now() + ttl;
-    api.store
-        .create_login_link(
-            &hash_token(&secret),
-            person,
-            created_by,
-            &scopes.to_stored(),
-            expires_at,
-        )
+    let secret = api
+        .store
+        .mint_login_link(person, created_by, &scopes.to_stored(), expires_at)
         .await?;
     Ok((secret, expires_at))
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
-use gatehouse_chat::Body;
+use gatehouse_chat::{Body, DM_PREFIX, login_link_text};
 use gatehouse_discord::DiscordError;
 use gatehouse_slack::SlackError;
 use gatehouse_store::ChatMessageRow;
@@ -155,6 +155,27 @@ impl Notifier {
             Body::Card(card) => gatehouse_slack::card_message(card),
             Body::Progress(progress) => gatehouse_slack::progress_message(progress),
             Body::Text { text } => gatehouse_slack::text_message(text),
+            Body::LoginLink {
+                person,
+                scopes,
+                ttl_secs,
+            } => {
+                // The channel is the person's user id: Slack posts in the app's direct
+                // messages with them. There is no looking for an earlier try's message
+                // (`conversations.history` does not take a user id), so a retry after a
+                // failure before Slack answered may send a second message with a second
+                // link; that is acceptable, as each works once and expires.
+                let text = self.login_text(person, scopes, *ttl_secs).await?;
+                self.store
+                    .chat_first_try(&m.key)
+                    .await
+                    .map_err(|e| Failure::Later(e.to_string()))?;
+                let message = gatehouse_slack::text_message(&text);
+                return client
+                    .post_message(&m.channel, None, &message, &m.key)
+                    .await
+                    .map_err(slack_failure);
+            }
         };
         let thread = m.thread.as_deref();
         if let Some(user) = &m.recipient {
@@ -218,6 +239,15 @@ impl Notifier {
             Body::Card(card) => gatehouse_discord::card_message(card),
             Body::Progress(progress) => gatehouse_discord::progress_message(progress),
             Body::Text { text } => gatehouse_discord::text_message(text),
+            Body::LoginLink {
+                person,
+                scopes,
+                ttl_secs,
+            } => {
+                return self
+                    .post_discord_login(client, m, person, scopes, *ttl_secs)
+                    .await;
+            }
         };
         if let Some(id) = &m.message_id {
             client
@@ -243,6 +273,76 @@ impl Notifier {
                 .map_err(discord_failure)?;
         }
         Ok(id)
+    }
+}
+
+impl Notifier {
+    /// A sign-in link in the person's Discord direct messages (channel `dm:<user id>`):
+    /// the channel is opened (Discord answers with the same one every time), then the
+    /// message created with the key as its nonce. A retry after a failure before Discord
+    /// answered mints a second link: Discord may answer with the earlier try's message,
+    /// which is then edited to show the new one. The link it showed is never seen again and
+    /// expires; acceptable, as each link works once.
+    async fn post_discord_login(
+        &self,
+        client: &gatehouse_discord::DiscordClient,
+        m: &ChatMessageRow,
+        person: &str,
+        scopes: &str,
+        ttl_secs: u64,
+    ) -> Result<String, Failure> {
+        let user = m.channel.strip_prefix(DM_PREFIX).ok_or_else(|| {
+            Failure::Refused(format!(
+                "a sign-in link goes only to direct messages, not to channel `{}`",
+                m.channel
+            ))
+        })?;
+        let channel = client.dm_channel(user).await.map_err(discord_failure)?;
+        let text = self.login_text(person, scopes, ttl_secs).await?;
+        let message = gatehouse_discord::text_message(&text);
+        self.store
+            .chat_first_try(&m.key)
+            .await
+            .map_err(|e| Failure::Later(e.to_string()))?;
+        let id = client
+            .create_message(&channel, None, &message, &m.key)
+            .await
+            .map_err(discord_failure)?;
+        if m.first_try_at.is_some() {
+            client
+                .edit_message(&channel, &id, &message)
+                .await
+                .map_err(discord_failure)?;
+        }
+        Ok(id)
+    }
+
+    /// Mints a sign-in link for `person` (the stored message has none: secrets are never
+    /// kept in the clear) and says it; refused without `server.public_url`, where a link
+    /// would lead nowhere.
+    async fn login_text(
+        &self,
+        person: &str,
+        scopes: &str,
+        ttl_secs: u64,
+    ) -> Result<String, Failure> {
+        let url = self.public_url.as_deref().ok_or_else(|| {
+            Failure::Refused(
+                "server.public_url is not configured: a sign-in link would lead nowhere".into(),
+            )
+        })?;
+        let expires_at = i64::try_from(ttl_secs)
+            .ok()
+            .and_then(chrono::TimeDelta::try_seconds)
+            .and_then(|ttl| Utc::now().checked_add_signed(ttl))
+            .ok_or_else(|| Failure::Refused(format!("a sign-in link cannot last {ttl_secs} s")))?;
+        // The person asked for it themselves, in chat.
+        let secret = self
+            .store
+            .mint_login_link(person, person, scopes, expires_at)
+            .await
+            .map_err(|e| Failure::Later(e.to_string()))?;
+        Ok(login_link_text(url, &secret, ttl_secs))
     }
 }
 
