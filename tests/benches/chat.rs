@@ -41,8 +41,8 @@ use chrono::{DateTime, Utc};
 use gatehouse_slack::{Message, SlackClient};
 use gatehouse_tests::fake_slack;
 use gatehouse_tests::gatehouse::chat::{self, ANA, APPROVALS, CY, REQUESTS, control, now};
+use gatehouse_tests::latencies::Latencies;
 use gatehouse_tests::{Backend, Gatehouse};
-use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -70,45 +70,12 @@ fn slack_time(ts: &str) -> DateTime<Utc> {
     .expect("a time")
 }
 
-/// Latencies in microseconds.
-struct Latencies(Histogram<u64>);
+/// How this bench prints a figure.
+trait Line {
+    fn line(&self, name: &str, baseline: Option<&Latencies>) -> String;
+}
 
-impl Latencies {
-    fn new() -> Self {
-        Self(Histogram::new(3).expect("histogram"))
-    }
-
-    fn between(&mut self, from: DateTime<Utc>, to: DateTime<Utc>) {
-        let micros = (to - from).num_microseconds().unwrap_or(i64::MAX);
-        assert!(micros >= 0, "an end before its start: {from} → {to}");
-        self.record(micros as u64);
-    }
-
-    fn elapsed(&mut self, since: Instant) {
-        self.record(since.elapsed().as_micros() as u64);
-    }
-
-    fn record(&mut self, micros: u64) {
-        self.0.record(micros.max(1)).expect("record");
-    }
-
-    fn ms(&self, q: f64) -> f64 {
-        self.0.value_at_quantile(q) as f64 / 1000.0
-    }
-
-    fn p50(&self) -> f64 {
-        self.ms(0.5)
-    }
-
-    /// Samples at or above `ms`.
-    fn at_least(&self, ms: u64) -> u64 {
-        self.0
-            .iter_recorded()
-            .filter(|v| v.value_iterated_to() >= ms * 1000)
-            .map(|v| v.count_at_value())
-            .sum()
-    }
-
+impl Line for Latencies {
     fn line(&self, name: &str, baseline: Option<&Latencies>) -> String {
         let ratio = baseline
             .map(|b| format!("   (p50 = {:.1}x the baseline)", self.p50() / b.p50()))
@@ -116,10 +83,10 @@ impl Latencies {
         format!(
             "  {name:<44} p50 {:>8.2} ms  p90 {:>8.2} ms  p99 {:>8.2} ms  max {:>8.2} ms  (n={}){ratio}",
             self.p50(),
-            self.ms(0.9),
-            self.ms(0.99),
-            self.0.max() as f64 / 1000.0,
-            self.0.len(),
+            self.quantile(0.9),
+            self.p99(),
+            self.max(),
+            self.count(),
         )
     }
 }
@@ -447,22 +414,22 @@ async fn main() {
     println!(
         "  gate opened → card posted:        {:.2} / {:.2} ms ({:.1}x chat.postMessage {:.2} ms); {slow_cards} of {gates} cards 500 ms or more",
         card.p50(),
-        card.ms(0.99),
+        card.p99(),
         card.p50() / post.p50(),
         post.p50(),
     );
     println!(
         "  button click → next node started: {:.2} / {:.2} ms ({:.1}x url_verification {:.2} ms); {slow_clicks} of {gates} clicks 500 ms or more",
         click.p50(),
-        click.ms(0.99),
+        click.p99(),
         click.p50() / verify.p50(),
         verify.p50()
     );
     println!(
         "  paced: mention-started gate → card {:.0} / {:.0} ms; {together} at once {:.0} / {:.0} ms",
         chat.card.p50(),
-        chat.card.ms(0.99),
+        chat.card.p99(),
         paced.p50(),
-        paced.ms(0.99)
+        paced.p99()
     );
 }

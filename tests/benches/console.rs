@@ -29,8 +29,8 @@ use std::time::{Duration, Instant};
 
 use gatehouse_engine::{Decision, Input, RunState, apply};
 use gatehouse_ingest::{BOOTSTRAP_ADMIN, Scope, hash_token};
+use gatehouse_tests::latencies::Latencies;
 use gatehouse_tests::{Backend, Gatehouse, person};
-use hdrhistogram::Histogram;
 use reqwest::header::{AUTHORIZATION, COOKIE};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -93,37 +93,12 @@ fn big_sop() -> String {
 const ASK: &str =
     "name: ask\ntitle: Sign-off\nnodes:\n  approve: { kind: gate, approvers: [group:leads] }\n";
 
-/// Latencies in microseconds.
-struct Latencies(Histogram<u64>);
+/// How this bench prints a figure.
+trait Line {
+    fn line(&self, name: &str, baseline: Option<&Latencies>) -> String;
+}
 
-impl Latencies {
-    fn new() -> Self {
-        Self(Histogram::new(3).expect("histogram"))
-    }
-
-    fn record(&mut self, took: Duration) {
-        self.0
-            .record((took.as_micros() as u64).max(1))
-            .expect("record");
-    }
-
-    fn q(&self, q: f64) -> f64 {
-        self.0.value_at_quantile(q) as f64 / 1000.0
-    }
-
-    fn p50(&self) -> f64 {
-        self.q(0.5)
-    }
-
-    fn p99(&self) -> f64 {
-        self.q(0.99)
-    }
-
-    fn json(&self) -> Value {
-        let round = |v: f64| (v * 1000.0).round() / 1000.0;
-        json!({ "p50": round(self.p50()), "p99": round(self.p99()), "n": self.0.len() })
-    }
-
+impl Line for Latencies {
     fn line(&self, name: &str, baseline: Option<&Latencies>) -> String {
         let ratio = baseline
             .map(|b| {
@@ -478,16 +453,16 @@ async fn main() {
             if round < warmup {
                 continue;
             }
-            figures[i].record(took);
+            figures[i].took(took);
             for (name, took) in each {
                 match reads
                     .iter_mut()
                     .find(|(p, n, _)| *p == PROBES[i] && *n == name)
                 {
-                    Some((_, _, l)) => l.record(took),
+                    Some((_, _, l)) => l.took(took),
                     None => {
                         let mut l = Latencies::new();
-                        l.record(took);
+                        l.took(took);
                         reads.push((PROBES[i], name, l));
                     }
                 }

@@ -60,8 +60,8 @@ use gatehouse_scheduler::AssistantSettings;
 use gatehouse_store::ChatMessageRow;
 use gatehouse_tests::fake_slack::{BOT_USER, SlackMessage};
 use gatehouse_tests::gatehouse::chat::{self, ANA};
+use gatehouse_tests::latencies::Latencies;
 use gatehouse_tests::{Backend, Gatehouse, TestDb};
-use hdrhistogram::Histogram;
 use serde_json::{Value, json};
 use uuid::Uuid;
 
@@ -128,45 +128,12 @@ async fn until<T, F: Future<Output = Option<T>>>(what: &str, mut f: impl FnMut()
     }
 }
 
-/// Latencies in microseconds.
-struct Latencies(Histogram<u64>);
+/// How this bench prints a figure.
+trait Line {
+    fn line(&self, name: &str, baseline: Option<&Latencies>) -> String;
+}
 
-impl Latencies {
-    fn new() -> Self {
-        Self(Histogram::new(3).expect("histogram"))
-    }
-
-    fn between(&mut self, from: DateTime<Utc>, to: DateTime<Utc>) {
-        let micros = (to - from).num_microseconds().unwrap_or(i64::MAX);
-        assert!(micros >= 0, "an end before its start: {from} → {to}");
-        self.micros(micros);
-    }
-
-    fn micros(&mut self, micros: i64) {
-        self.0.record(micros.max(1) as u64).expect("record");
-    }
-
-    fn ms(&mut self, ms: i64) {
-        self.micros(ms.saturating_mul(1000));
-    }
-
-    fn q(&self, q: f64) -> f64 {
-        self.0.value_at_quantile(q) as f64 / 1000.0
-    }
-
-    fn p50(&self) -> f64 {
-        self.q(0.5)
-    }
-
-    fn p99(&self) -> f64 {
-        self.q(0.99)
-    }
-
-    fn json(&self) -> Value {
-        let round = |v: f64| (v * 100.0).round() / 100.0;
-        json!({ "p50": round(self.p50()), "p99": round(self.p99()), "n": self.0.len() })
-    }
-
+impl Line for Latencies {
     fn line(&self, name: &str, baseline: Option<&Latencies>) -> String {
         let ratio = baseline
             .map(|b| format!("  {:>6.2}×", self.p50() / b.p50()))
@@ -175,7 +142,7 @@ impl Latencies {
             "  {name:<52} {:>9.2} {:>9.2} {:>9.2}{ratio}",
             self.p50(),
             self.p99(),
-            self.0.max() as f64 / 1000.0,
+            self.max(),
         )
     }
 }
@@ -252,7 +219,7 @@ impl Figures {
             "ratio_reply_ready_to_bare_cli": self.ready.p50() / bare.p50(),
             "ratio_reply_posted_to_bare_cli": self.posted.p50() / bare.p50(),
         });
-        if !self.container.0.is_empty() {
+        if self.container.count() != 0 {
             figures["docker_run_ms"] = self.container.json();
             figures["ratio_reply_ready_to_docker_run"] =
                 json!(self.ready.p50() / self.container.p50());
@@ -267,7 +234,7 @@ impl Figures {
             "p50 ms", "p99 ms", "max ms"
         );
         println!("{}", bare.line("baseline: the CLI as a bare process", None));
-        if !self.container.0.is_empty() {
+        if self.container.count() != 0 {
             println!(
                 "{}",
                 self.container
@@ -309,7 +276,7 @@ impl Figures {
         ] {
             println!("{}", figure.line(label, baseline));
         }
-        if !self.container.0.is_empty() {
+        if self.container.count() != 0 {
             println!(
                 "  mention → reply ready over docker run: {:.2}×",
                 self.ready.p50() / self.container.p50()

@@ -10,6 +10,7 @@ pub mod fake_discord;
 pub mod fake_github;
 pub mod fake_slack;
 pub mod gatehouse;
+pub mod latencies;
 pub mod private_nats;
 pub mod proxy;
 

@@ -79,6 +79,23 @@ async fn a_login_link_signs_in_once(backend: Backend) {
     let mut browser = gh.browser();
     let page = browser.get("/runs").await.expect_status(303);
     assert_eq!(page.location(), "/signin?next=%2Fruns");
+    // A link followed from another site (a chat card) comes without the SameSite=Strict
+    // cookie: the page reloads itself from this origin, which brings the cookie along.
+    let from_chat = gh
+        .http
+        .get(format!("{}/runs", gh.url))
+        .header("sec-fetch-site", "cross-site")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(from_chat.status(), 200);
+    assert!(
+        from_chat
+            .text()
+            .await
+            .unwrap()
+            .contains("http-equiv=\"refresh\"")
+    );
     let page = browser.get("/signin?next=%2Fruns").await.expect_status(200);
     assert!(page.contains("gatehouse login"), "{}", page.html);
 
@@ -607,6 +624,11 @@ async fn requirements_and_graphs_are_served(backend: Backend) {
     gh.stop().await;
 }
 
+async fn is_paused(gh: &Gatehouse, schedule: &str) -> bool {
+    let row = gh.db.store.schedule(schedule).await.unwrap();
+    row.expect("the schedule exists").paused
+}
+
 async fn sops_schedules_and_reports_have_pages(backend: Backend) {
     let gh = start(backend).await;
     let admin = gh.stored_token(BOOTSTRAP_ADMIN, &Scope::ALL, None).await;
@@ -670,27 +692,11 @@ async fn sops_schedules_and_reports_have_pages(backend: Backend) {
         "{}",
         paused.html
     );
-    assert!(
-        gh.db
-            .store
-            .schedule("nightly")
-            .await
-            .unwrap()
-            .unwrap()
-            .paused
-    );
+    assert!(is_paused(&gh, "nightly").await);
     ana.submit("/schedules/nightly", action, &[("command", "resume")])
         .await
         .expect_status(303);
-    assert!(
-        !gh.db
-            .store
-            .schedule("nightly")
-            .await
-            .unwrap()
-            .unwrap()
-            .paused
-    );
+    assert!(!is_paused(&gh, "nightly").await);
     ana.submit("/schedules/nightly", action, &[("command", "trigger")])
         .await
         .expect_status(303);

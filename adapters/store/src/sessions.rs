@@ -114,19 +114,12 @@ impl Store {
         let Some(row) = self.login_link(hash).await? else {
             return Ok(OneTime::Unknown);
         };
-        let claimed = with_pool!(self, pool => {
-            sqlx::query("UPDATE login_links SET used_at = $2 WHERE hash = $1 AND used_at IS NULL")
-                .bind(hash)
-                .bind(Utc::now())
-                .execute(pool)
-                .await?
-                .rows_affected()
-        });
-        Ok(if claimed == 1 {
-            OneTime::Claimed(row)
-        } else {
-            OneTime::Used(row)
-        })
+        self.claim_once(
+            "UPDATE login_links SET used_at = $2 WHERE hash = $1 AND used_at IS NULL",
+            hash,
+            row,
+        )
+        .await
     }
 
     /// Starts a session for `person`, whose cookie secret hashes to `hash`.
@@ -233,8 +226,24 @@ impl Store {
         let Some(found) = found else {
             return Ok(OneTime::Unknown);
         };
+        self.claim_once(
+            "UPDATE oauth_states SET used_at = $2 WHERE hash = $1 AND used_at IS NULL",
+            hash,
+            found,
+        )
+        .await
+    }
+
+    /// Runs `claim` (an `UPDATE ... WHERE hash = $1 AND used_at IS NULL` setting `used_at`
+    /// to `$2`) for the secret found as `found`: claimed if this call changed the row.
+    async fn claim_once<T>(
+        &self,
+        claim: &'static str,
+        hash: &str,
+        found: T,
+    ) -> Result<OneTime<T>, StoreError> {
         let claimed = with_pool!(self, pool => {
-            sqlx::query("UPDATE oauth_states SET used_at = $2 WHERE hash = $1 AND used_at IS NULL")
+            sqlx::query(claim)
                 .bind(hash)
                 .bind(Utc::now())
                 .execute(pool)

@@ -5,9 +5,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use std::sync::Arc;
 
-use gatehouse_engine::{Decision, Input, RunState, apply};
+use gatehouse_engine::{Decision, Input, NodeState, RunState, apply};
 use gatehouse_events::{Actor, Event, GateDecision, GateDecisionKind, NodeStatus, RunStatus};
-use gatehouse_sop::{NodeKind, Sop};
+use gatehouse_sop::{Gate, NodeKind, Sop};
 use gatehouse_store::{Claim, OutcomeRow, RunRow, Tx, Vote};
 use uuid::Uuid;
 
@@ -45,21 +45,7 @@ pub(crate) async fn waiting(api: &ApiState) -> Result<Vec<Waiting>, ApiError> {
                 else {
                     continue;
                 };
-                let view = GateView {
-                    id: format!("{}/{node}", row.id),
-                    run_id: row.id,
-                    sop: row.sop.clone(),
-                    node: node.clone(),
-                    attempt: n.attempt,
-                    approvers: gate.approvers.clone(),
-                    min_approvals: gate.min_approvals,
-                    approvals: n
-                        .gate
-                        .as_ref()
-                        .map(|g| g.approvals.clone())
-                        .unwrap_or_default(),
-                    send_back: gate.send_back.clone(),
-                };
+                let view = view(&row, node, n, gate);
                 gates.push(Waiting {
                     row: row.clone(),
                     sop: sop.clone(),
@@ -70,6 +56,25 @@ pub(crate) async fn waiting(api: &ApiState) -> Result<Vec<Waiting>, ApiError> {
         }
     }
     Ok(gates)
+}
+
+/// Gate `node` of the run in `row`, in state `n`, as the API and the console show it.
+pub(crate) fn view(row: &RunRow, node: &str, n: &NodeState, gate: &Gate) -> GateView {
+    GateView {
+        id: format!("{}/{node}", row.id),
+        run_id: row.id,
+        sop: row.sop.clone(),
+        node: node.to_owned(),
+        attempt: n.attempt,
+        approvers: gate.approvers.clone(),
+        min_approvals: gate.min_approvals,
+        approvals: n
+            .gate
+            .as_ref()
+            .map(|g| g.approvals.clone())
+            .unwrap_or_default(),
+        send_back: gate.send_back.clone(),
+    }
 }
 
 /// Whether `caller` may decide gate `node` of this run now, judged as a decision would be

@@ -20,21 +20,13 @@ pub async fn create(
     caller: Caller,
     Json(body): Json<CreateLoginLink>,
 ) -> Result<(StatusCode, Json<LoginLinkCreated>), ApiError> {
-    let person_id = body
-        .person
-        .as_deref()
-        .map(str::trim)
-        .unwrap_or(&caller.person)
-        .to_owned();
-    if person_id != caller.person {
-        caller.require_admin("create sign-in links for other people")?;
-    }
-    let people = api.people.current(&api.store).await?;
-    let person = people.by_id(&person_id).ok_or_else(|| {
-        ApiError::Unprocessable(format!(
-            "`{person_id}` is not one of the people known to Gatehouse; an administrator adds them first (`gatehouse person add {person_id}`)"
-        ))
-    })?;
+    let person = crate::people::for_whom(
+        &api,
+        &caller,
+        body.person.as_deref(),
+        "create sign-in links for other people",
+    )
+    .await?;
     // What a browser needs day to day, as far as the asking token has it; `admin` stays
     // with tokens.
     let scopes = Scopes::of(

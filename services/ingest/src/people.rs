@@ -18,6 +18,27 @@ use crate::tokens::check_name;
 use crate::views::{AddPerson, PersonView};
 use crate::{ApiError, ApiState};
 
+/// The person a request asks something for: `named`, or the caller when it names no one.
+/// Only an administrator acts for someone else (`what` says what for, in the refusal); a
+/// person Gatehouse does not know is refused by name.
+pub(crate) async fn for_whom(
+    api: &ApiState,
+    caller: &Caller,
+    named: Option<&str>,
+    what: &str,
+) -> Result<Person, ApiError> {
+    let id = named.map(str::trim).unwrap_or(&caller.person).to_owned();
+    if id != caller.person {
+        caller.require_admin(what)?;
+    }
+    let people = api.people.current(&api.store).await?;
+    people.by_id(&id).cloned().ok_or_else(|| {
+        ApiError::Unprocessable(format!(
+            "`{id}` is not one of the people known to Gatehouse; an administrator adds them first (`gatehouse person add {id}`)"
+        ))
+    })
+}
+
 /// Everyone known to Gatehouse, configured first.
 #[utoipa::path(get, path = "/people", responses(
     (status = 200, body = [PersonView]), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody)))]

@@ -14,7 +14,7 @@ use gatehouse_events::{
 use serde::Deserialize;
 use uuid::Uuid;
 
-pub(crate) use detail::{detail, summary};
+pub(crate) use detail::{Loaded, detail, loaded, summary};
 
 use crate::error::ErrorBody;
 use crate::github::requirement::issue_requirement;

@@ -30,21 +30,14 @@ pub async fn create(
     caller: Caller,
     Json(body): Json<CreateToken>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
-    let person_id = body
-        .person
-        .as_deref()
-        .map(str::trim)
-        .unwrap_or(&caller.person)
-        .to_owned();
-    if person_id != caller.person {
-        caller.require_admin("create tokens for other people")?;
-    }
-    let people = api.people.current(&api.store).await?;
-    let person = people.by_id(&person_id).ok_or_else(|| {
-        ApiError::Unprocessable(format!(
-            "`{person_id}` is not one of the people known to Gatehouse; an administrator adds them first (`gatehouse person add {person_id}`)"
-        ))
-    })?;
+    let person = crate::people::for_whom(
+        &api,
+        &caller,
+        body.person.as_deref(),
+        "create tokens for other people",
+    )
+    .await?;
+    let person_id = person.id.clone();
     let scopes = match &body.scopes {
         Some(scopes) if scopes.is_empty() => {
             return Err(ApiError::Unprocessable(

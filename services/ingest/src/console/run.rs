@@ -34,8 +34,12 @@ pub(crate) async fn page(
     Path(id): Path<Uuid>,
     Query(q): Query<RunQuery>,
 ) -> Result<Response, PageError> {
-    let detail = runs::detail(&api, id).await?;
-    let (row, sop, run) = api.runs.load(id).await?;
+    let runs::Loaded {
+        detail,
+        row,
+        sop,
+        run,
+    } = runs::loaded(&api, id).await?;
     let tail = api.store.logs_before(id, None, LOG_TAIL).await?;
     let after = tail.last().map(|l| l.seq).unwrap_or(0);
     let svg = runs::graph_svg(&sop, &run);
@@ -125,21 +129,7 @@ fn waiting_gates(
         {
             continue;
         }
-        gates_here.push(GateView {
-            id: format!("{}/{node}", row.id),
-            run_id: row.id,
-            sop: row.sop.clone(),
-            node: node.clone(),
-            attempt: n.attempt,
-            approvers: gate.approvers.clone(),
-            min_approvals: gate.min_approvals,
-            approvals: n
-                .gate
-                .as_ref()
-                .map(|g| g.approvals.clone())
-                .unwrap_or_default(),
-            send_back: gate.send_back.clone(),
-        });
+        gates_here.push(gates::view(row, node, n, gate));
     }
     gates_here
 }

@@ -11,6 +11,20 @@ use crate::{ApiError, ApiState};
 
 /// Run `id` in full, or 404.
 pub(crate) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiError> {
+    Ok(loaded(api, id).await?.detail)
+}
+
+/// A run in full, with what it was read from: the console draws its graph and gates from
+/// the same read.
+pub(crate) struct Loaded {
+    pub(crate) detail: RunDetail,
+    pub(crate) row: gatehouse_store::RunRow,
+    pub(crate) sop: std::sync::Arc<gatehouse_sop::Sop>,
+    pub(crate) run: gatehouse_engine::RunState,
+}
+
+/// Run `id` in full with its row, definition and state, or 404.
+pub(crate) async fn loaded(api: &ApiState, id: Uuid) -> Result<Loaded, ApiError> {
     // The scheduler records a decision in the transaction that applies it, so reading the
     // decisions first means every one shown is already in the state read after it.
     let decisions = api.store.decisions(id).await?;
@@ -91,7 +105,7 @@ pub(crate) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiErr
             branch_name: r.branch_name,
         })
         .collect();
-    Ok(RunDetail {
+    let detail = RunDetail {
         usage,
         schedule,
         requirement_id: row.requirement_id,
@@ -124,7 +138,13 @@ pub(crate) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiErr
                 decided_at: d.decided_at,
             })
             .collect(),
-        run: summary(row),
+        run: summary(row.clone()),
+    };
+    Ok(Loaded {
+        detail,
+        row,
+        sop,
+        run,
     })
 }
 
