@@ -572,6 +572,35 @@ fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
 }
 
 #[test]
+fn a_login_link_from_the_cli_opens_the_console_and_run_show_writes_the_graph() {
+    let up = Up::start();
+    let out = up.cli(&["login"]);
+    assert!(out.status.success(), "{out:?}");
+    let printed = String::from_utf8(out.stdout).unwrap();
+    let link = printed.lines().next().unwrap_or_default();
+    let path = &link[link.find("/login/gh_").expect("a login link")..];
+    assert!(
+        printed.contains("signs admin in to the console once"),
+        "{printed}"
+    );
+    let page = up.http_get(path);
+    assert!(page.contains("Sign in as admin"), "{page}");
+
+    let run = up.start_run("steps");
+    up.wait(&run, "waiting");
+    let file = up.dir.path().join("run.svg");
+    let out = up.cli(&["run", "show", &run, "--svg", file.to_str().unwrap()]);
+    assert!(out.status.success(), "{out:?}");
+    let picture = std::fs::read_to_string(&file).unwrap();
+    assert!(
+        picture.starts_with("<svg") && picture.contains("waiting"),
+        "{picture}"
+    );
+    // The tree is drawn as before.
+    assert!(String::from_utf8_lossy(&out.stdout).contains("check"));
+}
+
+#[test]
 fn the_openapi_document_is_served() {
     let up = Up::start();
     let doc: Value = serde_json::from_str(&up.http_get("/api/v1/openapi.json")).unwrap();
