@@ -25,6 +25,7 @@ mod page;
 mod reports;
 mod requirements;
 mod run;
+mod runs;
 mod schedules;
 mod session;
 mod signin;
@@ -85,7 +86,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .route("/signout", post(signin::sign_out))
         .route("/auth/github", get(github::start))
         .route(github::CALLBACK, get(github::callback))
-        .route("/runs", get(run::list))
+        .route("/runs", get(runs::list))
         .route("/runs/{id}", get(run::page))
         .route("/runs/{id}/graph.svg", get(run::graph))
         .route("/runs/{id}/logs", get(logs::page))

@@ -1,8 +1,9 @@
 //! A run's page: the graph, each node's attempts (durations, reasons, tool traces, usage,
 //! artifacts), the decision for a waiting gate, the end of its output (live while it
-//! runs), the audit trail, and the commands the viewer may give. Also the runs list.
+//! runs), the audit trail, and the commands the viewer may give.
 //!
-//! The page reads the run as `GET /api/v1/runs/{id}` does, so both always agree.
+//! The page reads the run as `GET /api/v1/runs/{id}` does, so both always agree. What
+//! happened at each node, and the audit trail, are drawn in `sections`.
 
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderValue, header};
@@ -13,13 +14,15 @@ use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
 use uuid::Uuid;
 
+mod sections;
+
 use super::actions::{command_button, decision_form, notice};
 use super::inbox::short;
 use super::logs::{LOG_TAIL, log_lines};
-use super::page::{PageError, csrf_field, dollars, duration, frame, frame_with, status, time};
+use super::page::{PageError, csrf_field, dollars, frame_with, status, time};
 use super::session::Viewer;
 use crate::rights::Scope;
-use crate::views::{AttemptView, GateView, NodeView, RunDetail};
+use crate::views::{GateView, RunDetail};
 use crate::{ApiState, gates, runs};
 
 #[derive(Debug, Deserialize)]
@@ -70,7 +73,7 @@ pub(crate) async fn page(
                     }
                 }
             }
-            (nodes(&detail))
+            (sections::nodes(&detail))
             section id="logs" aria-labelledby="logs-h" {
                 h2 id="logs-h" { "Output" }
                 p.aside id="logs-note" {
@@ -80,7 +83,7 @@ pub(crate) async fn page(
                 }
                 pre id="log" aria-live="off" tabindex="0" { (log_lines(&tail)) }
             }
-            (audit(&detail))
+            (sections::audit(&detail))
         }
     };
     let scripts: &[&str] = if live { &["/static/live.js"] } else { &[] };
@@ -195,181 +198,4 @@ fn commands(viewer: &Viewer, detail: &RunDetail) -> Markup {
             }
         }
     }
-}
-
-fn nodes(detail: &RunDetail) -> Markup {
-    html! {
-        section id="nodes" aria-labelledby="nodes-h" {
-            h2 id="nodes-h" { "Nodes" }
-            @for node in &detail.nodes {
-                (node_section(detail, node))
-            }
-        }
-    }
-}
-
-fn node_section(detail: &RunDetail, node: &NodeView) -> Markup {
-    let attempts: Vec<&AttemptView> = detail
-        .attempts
-        .iter()
-        .filter(|a| a.node == node.node)
-        .collect();
-    html! {
-        section.node id=(format!("node-{}", node.node)) aria-labelledby=(format!("node-h-{}", node.node)) {
-            h3 id=(format!("node-h-{}", node.node)) {
-                (node.node) " " span.kind { (node.kind) } " " (status(&node.status))
-            }
-            p.meta {
-                "attempt " (node.attempt)
-                @if node.rework_count > 0 { " · reworked " (node.rework_count) "×" }
-                @if let Some(ms) = node.duration_ms { " · last took " (duration(ms)) }
-            }
-            @if let Some(error) = &node.last_error { p.error { (error) } }
-            @if !attempts.is_empty() {
-                table.attempts {
-                    caption { "Attempts of " (node.node) }
-                    thead { tr { th { "#" } th { "Status" } th { "Started" } th { "Took" } th { "Exit" } th { "Reason" } th { "Usage" } } }
-                    tbody {
-                        @for a in &attempts {
-                            tr {
-                                td { (a.attempt) }
-                                td { (status(&a.status)) }
-                                td { (time(&a.started_at)) }
-                                td { @if let Some(ms) = a.duration_ms { (duration(ms)) } }
-                                td { @if let Some(code) = a.exit_code { (code) } }
-                                td { @if let Some(e) = &a.error { (e) } }
-                                td { (attempt_usage(detail, &node.node, a.attempt)) }
-                            }
-                            @if !a.tools.is_empty() {
-                                tr.tools { td colspan="7" {
-                                    details {
-                                        summary { (a.tools.len()) " tool calls" }
-                                        ol {
-                                            @for t in &a.tools {
-                                                li class=[t.failed.then_some("failed")] {
-                                                    code { (t.tool) } " " (t.summary)
-                                                    @if let Some(ms) = t.duration_ms { " (" (duration(ms)) ")" }
-                                                    @if t.failed { " — failed" }
-                                                }
-                                            }
-                                        }
-                                    }
-                                } }
-                            }
-                        }
-                    }
-                }
-            }
-            (artifacts(detail, &node.node))
-        }
-    }
-}
-
-fn attempt_usage(detail: &RunDetail, node: &str, attempt: i32) -> Markup {
-    let rows: Vec<_> = detail
-        .usage
-        .attempts
-        .iter()
-        .filter(|u| u.node == node && u.attempt == attempt)
-        .collect();
-    html! {
-        @for u in rows {
-            span.usage { (u.model) ": " (u.input_tokens) " in, " (u.output_tokens) " out"
-                @if let Some(cost) = u.cost_usd { ", " (dollars(cost)) } }
-        }
-    }
-}
-
-fn artifacts(detail: &RunDetail, node: &str) -> Markup {
-    let id = detail.run.id;
-    let files: Vec<_> = detail.artifacts.iter().filter(|a| a.node == node).collect();
-    html! {
-        @if !files.is_empty() {
-            ul.artifacts aria-label=(format!("Artifacts of {node}")) {
-                @for a in files {
-                    li {
-                        a href=(format!("/runs/{id}/artifacts/{}/{}/{}", a.node, a.attempt, a.name)) { (a.name) }
-                        " · attempt " (a.attempt) " · " (a.size) " B · "
-                        a href=(format!("/runs/{id}/download/{}/{}/{}", a.node, a.attempt, a.name)) { "download" }
-                        " " code.sha { "sha256:" (a.sha256.get(..12).unwrap_or(&a.sha256)) }
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Who decided what, where and when.
-fn audit(detail: &RunDetail) -> Markup {
-    html! {
-        section id="audit" aria-labelledby="audit-h" {
-            h2 id="audit-h" { "Decisions" }
-            @if detail.decisions.is_empty() {
-                p.empty { "No decisions yet." }
-            } @else {
-                table {
-                    thead { tr { th { "When" } th { "Who" } th { "Gate" } th { "Decision" } th { "Comment" } th { "Where" } th { "Outcome" } } }
-                    tbody {
-                        @for d in &detail.decisions {
-                            tr {
-                                td { (time(&d.decided_at)) }
-                                td { (d.person) }
-                                td { (d.node) " #" (d.attempt) }
-                                td { (d.decision.replace('_', " ")) @if let Some(t) = &d.target { " to " (t) } }
-                                td { @if let Some(c) = &d.comment { (c) } }
-                                td { (d.channel) }
-                                td { (d.outcome) }
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
-}
-
-#[derive(Debug, Deserialize)]
-pub(crate) struct ListQuery {
-    status: Option<String>,
-}
-
-/// `GET /runs`: the newest runs.
-pub(crate) async fn list(
-    State(api): State<ApiState>,
-    viewer: Viewer,
-    Query(q): Query<ListQuery>,
-) -> Result<Markup, PageError> {
-    let status_filter = q.status.filter(|s| !s.is_empty());
-    let rows = api.store.runs(status_filter.as_deref(), 200).await?;
-    let body = html! {
-        h1 { "Runs" }
-        form.filter method="get" action="/runs" {
-            label for="status" { "Status" }
-            select id="status" name="status" {
-                option value="" { "any" }
-                @for s in ["queued", "running", "waiting", "paused", "succeeded", "failed", "cancelled"] {
-                    option value=(s) selected[status_filter.as_deref() == Some(s)] { (s) }
-                }
-            }
-            button type="submit" { "Show" }
-        }
-        @if rows.is_empty() { p.empty { "No runs." } } @else {
-            table {
-                thead { tr { th { "Run" } th { "SOP" } th { "Status" } th { "Requested by" } th { "Project" } th { "Started" } } }
-                tbody {
-                    @for run in rows.into_iter().map(runs::summary) {
-                        tr {
-                            td { a href=(format!("/runs/{}", run.id)) { (short(&run.id.to_string())) } }
-                            td { (run.sop) }
-                            td { (status(&run.status)) }
-                            td { (run.requested_by.unwrap_or_default()) }
-                            td { (run.project.unwrap_or_default()) }
-                            td { (time(&run.created_at)) }
-                        }
-                    }
-                }
-            }
-        }
-    };
-    Ok(frame("Runs", Some(&viewer), body))
 }

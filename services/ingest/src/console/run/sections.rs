@@ -1,0 +1,139 @@
+//! The parts of a run's page that show what happened: each node with its attempts (their
+//! durations, reasons, tool calls and usage) and artifacts, and the audit trail of
+//! decisions.
+
+use maud::{Markup, html};
+
+use super::super::page::{dollars, duration, status, time};
+use crate::views::{AttemptView, NodeView, RunDetail};
+
+pub(super) fn nodes(detail: &RunDetail) -> Markup {
+    html! {
+        section id="nodes" aria-labelledby="nodes-h" {
+            h2 id="nodes-h" { "Nodes" }
+            @for node in &detail.nodes {
+                (node_section(detail, node))
+            }
+        }
+    }
+}
+
+fn node_section(detail: &RunDetail, node: &NodeView) -> Markup {
+    let attempts: Vec<&AttemptView> = detail
+        .attempts
+        .iter()
+        .filter(|a| a.node == node.node)
+        .collect();
+    html! {
+        section.node id=(format!("node-{}", node.node)) aria-labelledby=(format!("node-h-{}", node.node)) {
+            h3 id=(format!("node-h-{}", node.node)) {
+                (node.node) " " span.kind { (node.kind) } " " (status(&node.status))
+            }
+            p.meta {
+                "attempt " (node.attempt)
+                @if node.rework_count > 0 { " · reworked " (node.rework_count) "×" }
+                @if let Some(ms) = node.duration_ms { " · last took " (duration(ms)) }
+            }
+            @if let Some(error) = &node.last_error { p.error { (error) } }
+            @if !attempts.is_empty() {
+                table.attempts {
+                    caption { "Attempts of " (node.node) }
+                    thead { tr { th { "#" } th { "Status" } th { "Started" } th { "Took" } th { "Exit" } th { "Reason" } th { "Usage" } } }
+                    tbody {
+                        @for a in &attempts {
+                            tr {
+                                td { (a.attempt) }
+                                td { (status(&a.status)) }
+                                td { (time(&a.started_at)) }
+                                td { @if let Some(ms) = a.duration_ms { (duration(ms)) } }
+                                td { @if let Some(code) = a.exit_code { (code) } }
+                                td { @if let Some(e) = &a.error { (e) } }
+                                td { (attempt_usage(detail, &node.node, a.attempt)) }
+                            }
+                            @if !a.tools.is_empty() {
+                                tr.tools { td colspan="7" {
+                                    details {
+                                        summary { (a.tools.len()) " tool calls" }
+                                        ol {
+                                            @for t in &a.tools {
+                                                li class=[t.failed.then_some("failed")] {
+                                                    code { (t.tool) } " " (t.summary)
+                                                    @if let Some(ms) = t.duration_ms { " (" (duration(ms)) ")" }
+                                                    @if t.failed { " — failed" }
+                                                }
+                                            }
+                                        }
+                                    }
+                                } }
+                            }
+                        }
+                    }
+                }
+            }
+            (artifacts(detail, &node.node))
+        }
+    }
+}
+
+fn attempt_usage(detail: &RunDetail, node: &str, attempt: i32) -> Markup {
+    let rows: Vec<_> = detail
+        .usage
+        .attempts
+        .iter()
+        .filter(|u| u.node == node && u.attempt == attempt)
+        .collect();
+    html! {
+        @for u in rows {
+            span.usage { (u.model) ": " (u.input_tokens) " in, " (u.output_tokens) " out"
+                @if let Some(cost) = u.cost_usd { ", " (dollars(cost)) } }
+        }
+    }
+}
+
+fn artifacts(detail: &RunDetail, node: &str) -> Markup {
+    let id = detail.run.id;
+    let files: Vec<_> = detail.artifacts.iter().filter(|a| a.node == node).collect();
+    html! {
+        @if !files.is_empty() {
+            ul.artifacts aria-label=(format!("Artifacts of {node}")) {
+                @for a in files {
+                    li {
+                        a href=(format!("/runs/{id}/artifacts/{}/{}/{}", a.node, a.attempt, a.name)) { (a.name) }
+                        " · attempt " (a.attempt) " · " (a.size) " B · "
+                        a href=(format!("/runs/{id}/download/{}/{}/{}", a.node, a.attempt, a.name)) { "download" }
+                        " " code.sha { "sha256:" (a.sha256.get(..12).unwrap_or(&a.sha256)) }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Who decided what, where and when.
+pub(super) fn audit(detail: &RunDetail) -> Markup {
+    html! {
+        section id="audit" aria-labelledby="audit-h" {
+            h2 id="audit-h" { "Decisions" }
+            @if detail.decisions.is_empty() {
+                p.empty { "No decisions yet." }
+            } @else {
+                table {
+                    thead { tr { th { "When" } th { "Who" } th { "Gate" } th { "Decision" } th { "Comment" } th { "Where" } th { "Outcome" } } }
+                    tbody {
+                        @for d in &detail.decisions {
+                            tr {
+                                td { (time(&d.decided_at)) }
+                                td { (d.person) }
+                                td { (d.node) " #" (d.attempt) }
+                                td { (d.decision.replace('_', " ")) @if let Some(t) = &d.target { " to " (t) } }
+                                td { @if let Some(c) = &d.comment { (c) } }
+                                td { (d.channel) }
+                                td { (d.outcome) }
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
