@@ -28,6 +28,7 @@
 use std::time::{Duration, Instant};
 
 use gatehouse_engine::{Decision, Input, RunState, apply};
+use gatehouse_events::RunStatus;
 use gatehouse_ingest::{BOOTSTRAP_ADMIN, Scope, hash_token};
 use gatehouse_tests::latencies::Latencies;
 use gatehouse_tests::{Backend, Gatehouse, person};
@@ -216,9 +217,6 @@ impl Bench<'_> {
         timed(&mut reads, "usage", store.usage_of_run(id))
             .await
             .expect("store");
-        timed(&mut reads, "run again", store.run(id))
-            .await
-            .expect("store");
         let tail = timed(&mut reads, "log tail", store.logs_before(id, None, 200))
             .await
             .expect("store");
@@ -232,11 +230,11 @@ impl Bench<'_> {
         let mut reads = Reads::new();
         self.viewer_reads(&mut reads).await;
         for (name, status) in [
-            ("waiting runs", "waiting"),
-            ("running runs", "running"),
-            ("paused runs", "paused"),
+            ("waiting runs", RunStatus::Waiting),
+            ("running runs", RunStatus::Running),
+            ("paused runs", RunStatus::Paused),
         ] {
-            timed(&mut reads, name, store.runs(Some(status), 500))
+            timed(&mut reads, name, store.all_runs_with_status(status))
                 .await
                 .expect("store");
         }
