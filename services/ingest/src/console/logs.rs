@@ -29,8 +29,11 @@ pub(crate) const LOG_TAIL: i64 = 200;
 const PAGE: i64 = 1000;
 /// Lines sent in one `log` event.
 const BATCH: i64 = 500;
-/// How often the stream looks for new lines and state.
+/// How often the stream looks for new lines and state while the run moves; while nothing
+/// happens (a run waiting days at a gate, its page left open) it looks less and less
+/// often, down to once every [`IDLE_POLL`].
 const POLL: Duration = Duration::from_millis(300);
+const IDLE_POLL: Duration = Duration::from_secs(3);
 
 /// The lines as the page shows them: one element each, the stream as its class.
 pub(crate) fn log_lines(lines: &[LogRow]) -> Markup {
@@ -141,10 +144,14 @@ pub(crate) async fn events(
         if f.ended {
             return None;
         }
+        let mut wait = POLL;
         let event = loop {
             match next_event(&mut f).await {
                 Ok(Some(event)) => break event,
-                Ok(None) => tokio::time::sleep(POLL).await,
+                Ok(None) => {
+                    tokio::time::sleep(wait).await;
+                    wait = (wait * 2).min(IDLE_POLL);
+                }
                 Err(e) => {
                     tracing::warn!(run = %f.id, error = %e, "run event stream stopped");
                     f.ended = true;
