@@ -376,6 +376,19 @@ async fn those_who_may_not_decide_see_no_buttons_and_are_refused(backend: Backen
     let mut bob = gh.signed_in("bob").await;
     let page = bob.get(&format!("/runs/{run}")).await.expect_status(200);
     assert!(!page.contains("/gates/check/decide"));
+    // A lead who asked for a run may not approve it, but may send it back or reject it,
+    // as through the API: those are the buttons she gets.
+    let hers = gatehouse_tests::request_runs(&gh.db.store, "review", 1, "ana").await[0];
+    gh.node(hers, "check", "waiting_approval", 1).await;
+    let mut ana = gh.signed_in("ana").await;
+    let page = ana.get(&format!("/runs/{hers}")).await.expect_status(200);
+    let form = page.html.split("id=\"decide\"").nth(1).unwrap_or_default();
+    assert!(
+        form.contains("value=\"send_back\"") && form.contains("value=\"reject\""),
+        "{}",
+        page.html
+    );
+    assert!(!form.contains("value=\"approve\""), "{}", page.html);
     // A read-only session sees the run but may neither decide nor command it.
     let ana_read = gh.stored_token("ana", &[Scope::Read], None).await;
     let link = gh.login_link(&ana_read, "ana").await;

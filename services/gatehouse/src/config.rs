@@ -253,10 +253,16 @@ impl Config {
                 ));
             }
         }
-        if console.session_ttl.is_zero() || console.login_link_ttl.is_zero() {
-            return Err(ConfigError::Inconsistent(
-                "console.session_ttl and console.login_link_ttl must be longer than nothing".into(),
-            ));
+        let year = std::time::Duration::from_secs(366 * 24 * 3600);
+        for (key, ttl) in [
+            ("session_ttl", console.session_ttl),
+            ("login_link_ttl", console.login_link_ttl),
+        ] {
+            if ttl.is_zero() || ttl > year {
+                return Err(ConfigError::Inconsistent(format!(
+                    "console.{key} must be longer than nothing and at most a year"
+                )));
+            }
         }
         if let Some(assistant) = &self.assistant {
             let invalid = |e: String| ConfigError::Inconsistent(format!("assistant: {e}"));

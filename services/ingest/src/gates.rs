@@ -77,30 +77,51 @@ pub(crate) fn view(row: &RunRow, node: &str, n: &NodeState, gate: &Gate) -> Gate
     }
 }
 
-/// Whether `caller` may decide gate `node` of this run now, judged as a decision would be
-/// (the `decide` scope, the project's approvers, the gate's own rules) without making one:
-/// the console offers the buttons only to those whose decision would count.
-pub(crate) fn may_decide(
+/// The decisions `caller` may make on gate `node` of this run now, each judged as it would
+/// be made (the `decide` scope, the project's approvers, the gate's own rules: a requester
+/// may not approve their own work but may send it back or reject it): the console offers
+/// exactly these buttons.
+pub(crate) fn open_decisions(
     api: &ApiState,
     caller: &Caller,
     row: &RunRow,
     sop: &Sop,
     run: &RunState,
     node: &str,
-) -> Result<(), ApiError> {
-    caller.require(crate::rights::Scope::Decide)?;
-    projects::may_decide(api, row.project.as_deref(), &caller.person, &caller.groups)?;
+) -> Vec<DecisionKind> {
+    if caller.require(crate::rights::Scope::Decide).is_err()
+        || projects::may_decide(api, row.project.as_deref(), &caller.person, &caller.groups)
+            .is_err()
+    {
+        return Vec::new();
+    }
     let attempt = run.nodes.get(node).map(|n| n.attempt).unwrap_or_default();
-    let input = Input::Decide {
-        node: node.to_owned(),
-        attempt,
-        decision: Decision::Approve,
-        comment: None,
-        person: caller.person.clone(),
-        groups: caller.groups.clone(),
+    let send_back_to = match sop.node(node).map(|d| &d.kind) {
+        Some(NodeKind::Gate(gate)) => gate.send_back.first().cloned(),
+        _ => None,
     };
-    apply(sop, &mut run.clone(), input)?;
-    Ok(())
+    let mut tries = vec![
+        (DecisionKind::Approve, Decision::Approve),
+        (DecisionKind::Reject, Decision::Reject),
+    ];
+    if let Some(to) = send_back_to {
+        tries.push((DecisionKind::SendBack, Decision::SendBack { to }));
+    }
+    tries
+        .into_iter()
+        .filter(|(_, decision)| {
+            let input = Input::Decide {
+                node: node.to_owned(),
+                attempt,
+                decision: decision.clone(),
+                comment: Some("(checking)".into()),
+                person: caller.person.clone(),
+                groups: caller.groups.clone(),
+            };
+            apply(sop, &mut run.clone(), input).is_ok()
+        })
+        .map(|(kind, _)| kind)
+        .collect()
 }
 
 /// Decides a gate. The decision is checked against the run first: a gate that is not

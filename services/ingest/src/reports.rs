@@ -102,7 +102,14 @@ pub async fn usage(
 /// The window's start: `now` less a duration, or an RFC 3339 time.
 pub(crate) fn since(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, ApiError> {
     if let Ok(at) = DateTime::parse_from_rfc3339(text) {
-        return Ok(at.with_timezone(&Utc));
+        let at = at.with_timezone(&Utc);
+        let window = (now - at).to_std().unwrap_or_default();
+        if at >= now || window > MAX_WINDOW {
+            return Err(ApiError::Unprocessable(
+                "`since` must be in the past and at most ten years ago".into(),
+            ));
+        }
+        return Ok(at);
     }
     let window = humantime::parse_duration(text).map_err(|e| {
         ApiError::Unprocessable(format!(
@@ -284,7 +291,15 @@ mod tests {
                 .to_rfc3339(),
             "2026-11-29T23:00:00+00:00"
         );
-        for bad in ["", "0s", "soon", "99999d", "-3d"] {
+        for bad in [
+            "",
+            "0s",
+            "soon",
+            "99999d",
+            "-3d",
+            "0001-01-01T00:00:00Z",
+            "2030-01-01T00:00:00Z",
+        ] {
             assert!(
                 matches!(since(bad, now), Err(ApiError::Unprocessable(_))),
                 "{bad}"

@@ -161,8 +161,14 @@ pub(crate) fn notice(done: Option<&str>) -> Option<&'static str> {
     })
 }
 
-/// The approve / send back / reject form of a waiting gate; `next` is where to return.
-pub(crate) fn decision_form(viewer: &Viewer, gate: &GateView, next: &str) -> Markup {
+/// The form of a waiting gate with the decisions in `open` (approve, send back, reject);
+/// `next` is where to return.
+pub(crate) fn decision_form(
+    viewer: &Viewer,
+    gate: &GateView,
+    open: &[DecisionKind],
+    next: &str,
+) -> Markup {
     let action = format!("/runs/{}/gates/{}/decide", gate.run_id, gate.node);
     let comment_id = format!("comment-{}-{}", gate.run_id, gate.node);
     let to_id = format!("to-{}-{}", gate.run_id, gate.node);
@@ -174,8 +180,10 @@ pub(crate) fn decision_form(viewer: &Viewer, gate: &GateView, next: &str) -> Mar
             label for=(comment_id) { "Comment" }
             textarea id=(comment_id) name="comment" rows="2" maxlength="4000" {}
             div.buttons {
-                button.approve type="submit" name="decision" value="approve" { "Approve" }
-                @if !gate.send_back.is_empty() {
+                @if open.contains(&DecisionKind::Approve) {
+                    button.approve type="submit" name="decision" value="approve" { "Approve" }
+                }
+                @if open.contains(&DecisionKind::SendBack) && !gate.send_back.is_empty() {
                     span.sendback {
                         label for=(to_id) { "Send back to" }
                         select id=(to_id) name="to" {
@@ -186,7 +194,9 @@ pub(crate) fn decision_form(viewer: &Viewer, gate: &GateView, next: &str) -> Mar
                         button type="submit" name="decision" value="send_back" { "Send back" }
                     }
                 }
-                button.reject type="submit" name="decision" value="reject" { "Reject" }
+                @if open.contains(&DecisionKind::Reject) {
+                    button.reject type="submit" name="decision" value="reject" { "Reject" }
+                }
             }
         }
     }

@@ -9,6 +9,7 @@ use super::actions::{decision_form, notice};
 use super::page::{PageError, frame, status, time};
 use super::session::Viewer;
 use crate::gates::{self, Waiting};
+use crate::views::DecisionKind;
 use crate::{ApiState, conversations, runs};
 
 /// How many of my runs and conversations the inbox lists.
@@ -26,9 +27,14 @@ pub(crate) async fn page(
     Query(q): Query<InboxQuery>,
 ) -> Result<Markup, PageError> {
     let waiting = gates::waiting(&api).await?;
-    let (mine, others): (Vec<Waiting>, Vec<Waiting>) = waiting.into_iter().partition(|w| {
-        gates::may_decide(&api, &viewer.caller, &w.row, &w.sop, &w.run, &w.view.node).is_ok()
-    });
+    let (mine, others): (Vec<(Waiting, Vec<DecisionKind>)>, Vec<_>) = waiting
+        .into_iter()
+        .map(|w| {
+            let open =
+                gates::open_decisions(&api, &viewer.caller, &w.row, &w.sop, &w.run, &w.view.node);
+            (w, open)
+        })
+        .partition(|(_, open)| !open.is_empty());
     let my_runs = api.store.runs_requested_by(viewer.person(), MINE).await?;
     let my_conversations = api
         .store
@@ -48,8 +54,8 @@ pub(crate) async fn page(
             @if mine.is_empty() {
                 p.empty { "No gate is waiting for your decision." }
             }
-            @for w in &mine {
-                (gate_card(&viewer, w))
+            @for (w, open) in &mine {
+                (gate_card(&viewer, w, open))
             }
             @if !others.is_empty() {
                 p.aside { (others.len()) " more " (if others.len() == 1 { "gate waits" } else { "gates wait" }) " for other people." }
@@ -103,7 +109,7 @@ pub(crate) async fn page(
 }
 
 /// One gate waiting for me: what it is, where the evidence is, and the decision.
-fn gate_card(viewer: &Viewer, w: &Waiting) -> Markup {
+fn gate_card(viewer: &Viewer, w: &Waiting, open: &[DecisionKind]) -> Markup {
     let gate = &w.view;
     let run_url = format!("/runs/{}", gate.run_id);
     let title = w
@@ -124,7 +130,7 @@ fn gate_card(viewer: &Viewer, w: &Waiting) -> Markup {
                 @if let Some(by) = &w.row.requested_by { " · requested by " (by) }
                 @if let Some(project) = &w.row.project { " · project " (project) }
             }
-            (decision_form(viewer, gate, "/"))
+            (decision_form(viewer, gate, open, "/"))
         }
     }
 }

@@ -4,7 +4,9 @@
 //! The event stream sends `log` events (a batch of lines, the event id the last `seq`, so
 //! a reconnecting browser resumes where it stopped with `Last-Event-ID`), `state` when
 //! the run's state changed (the page then refreshes its graph and nodes), and `end` once
-//! the run has finished and every line was sent.
+//! the run has finished and every line was sent. A stream closes itself after
+//! [`LIFETIME`] and the browser reconnects at once: so the session is checked again,
+//! signing out stops it, and no stream holds a connection open past a shutdown.
 
 use std::convert::Infallible;
 use std::time::Duration;
@@ -34,6 +36,10 @@ const BATCH: i64 = 500;
 /// often, down to once every [`IDLE_POLL`].
 const POLL: Duration = Duration::from_millis(300);
 const IDLE_POLL: Duration = Duration::from_secs(3);
+/// How long one stream lasts before the browser is made to reconnect.
+const LIFETIME: Duration = Duration::from_secs(20);
+/// How soon the browser reconnects.
+const RECONNECT: Duration = Duration::from_millis(500);
 
 /// The lines as the page shows them: one element each, the stream as its class.
 pub(crate) fn log_lines(lines: &[LogRow]) -> Markup {
@@ -114,6 +120,9 @@ struct Follow {
     after: i64,
     revision: Option<i64>,
     ended: bool,
+    began: std::time::Instant,
+    /// Whether the browser was told how soon to reconnect.
+    hinted: bool,
 }
 
 /// `GET /runs/{id}/events`: the run's new output and state changes as they happen.
@@ -139,15 +148,26 @@ pub(crate) async fn events(
         after: resumed.or(q.after).unwrap_or(0).max(0),
         revision: Some(row.revision),
         ended: false,
+        began: std::time::Instant::now(),
+        hinted: false,
     };
     let stream = futures::stream::unfold(follow, |mut f| async move {
-        if f.ended {
+        if f.ended || f.began.elapsed() >= LIFETIME {
             return None;
+        }
+        if !f.hinted {
+            f.hinted = true;
+            return Some((
+                Ok(Event::default().retry(RECONNECT).comment("following")),
+                f,
+            ));
         }
         let mut wait = POLL;
         let event = loop {
             match next_event(&mut f).await {
                 Ok(Some(event)) => break event,
+                // Closed without `end`: the browser reconnects and resumes.
+                Ok(None) if f.began.elapsed() >= LIFETIME => return None,
                 Ok(None) => {
                     tokio::time::sleep(wait).await;
                     wait = (wait * 2).min(IDLE_POLL);
@@ -164,8 +184,21 @@ pub(crate) async fn events(
     Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
 }
 
-/// The next event to send, if anything happened.
+/// The next event to send, if anything happened: a change of state first (so a run that
+/// prints without pause still shows its gates opening), then new lines, then the end.
 async fn next_event(f: &mut Follow) -> Result<Option<Event>, ApiError> {
+    let row = f
+        .api
+        .store
+        .run(f.id)
+        .await?
+        .ok_or_else(|| ApiError::NotFound(format!("no run {}", f.id)))?;
+    if f.revision != Some(row.revision) {
+        f.revision = Some(row.revision);
+        return Ok(Some(
+            Event::default().event("state").data(row.status.to_string()),
+        ));
+    }
     let lines = f.api.store.logs(f.id, f.after, BATCH).await?;
     if let Some(last) = lines.last() {
         f.after = last.seq;
@@ -185,18 +218,6 @@ async fn next_event(f: &mut Follow) -> Result<Option<Event>, ApiError> {
                 .event("log")
                 .id(f.after.to_string())
                 .data(data),
-        ));
-    }
-    let row = f
-        .api
-        .store
-        .run(f.id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no run {}", f.id)))?;
-    if f.revision != Some(row.revision) {
-        f.revision = Some(row.revision);
-        return Ok(Some(
-            Event::default().event("state").data(row.status.to_string()),
         ));
     }
     if matches!(

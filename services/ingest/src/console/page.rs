@@ -99,10 +99,16 @@ pub(crate) fn encode(value: &str) -> String {
 }
 
 /// A local path to go back to after signing in; anything else (another site, a
-/// protocol-relative `//host`) becomes the inbox.
+/// protocol-relative `//host`, or what a browser would read as one) becomes the inbox.
 pub(crate) fn local_path(next: Option<&str>) -> String {
+    // Browsers drop tabs and line breaks from addresses and read `\` as `/`, so any of
+    // them could turn `/x/host` into `//host`.
+    let plain = |p: &str| {
+        !p.chars()
+            .any(|c| c.is_control() || c.is_whitespace() || c == '\\')
+    };
     match next {
-        Some(p) if p.starts_with('/') && !p.starts_with("//") && !p.contains('\\') => p.to_owned(),
+        Some(p) if p.starts_with('/') && !p.starts_with("//") && plain(p) => p.to_owned(),
         _ => "/".to_owned(),
     }
 }
@@ -226,6 +232,9 @@ mod tests {
         assert_eq!(local_path(Some("//evil.test/x")), "/");
         assert_eq!(local_path(Some("https://evil.test")), "/");
         assert_eq!(local_path(Some("/\\evil.test")), "/");
+        assert_eq!(local_path(Some("/\t/evil.test")), "/");
+        assert_eq!(local_path(Some("/\n/evil.test")), "/");
+        assert_eq!(local_path(Some("/ /evil.test")), "/");
         assert_eq!(local_path(None), "/");
     }
 

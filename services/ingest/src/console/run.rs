@@ -22,7 +22,7 @@ use super::logs::{LOG_TAIL, log_lines};
 use super::page::{PageError, csrf_field, dollars, frame_with, status, time};
 use super::session::Viewer;
 use crate::rights::Scope;
-use crate::views::{GateView, RunDetail};
+use crate::views::{DecisionKind, GateView, RunDetail};
 use crate::{ApiState, gates, runs};
 
 #[derive(Debug, Deserialize)]
@@ -61,14 +61,14 @@ pub(crate) async fn page(
                 div.graph { (PreEscaped(svg)) }
                 p.aside { a href=(format!("/runs/{id}/graph.svg")) download=(format!("run-{}.svg", short(&id.to_string()))) { "Download the graph (SVG)" } }
             }
-            section id="decide" data-key=(waiting.iter().map(|g| format!("{}#{}", g.node, g.attempt)).collect::<Vec<_>>().join(",")) aria-labelledby="decide-h" {
+            section id="decide" data-key=(waiting.iter().map(|(g, _)| format!("{}#{}", g.node, g.attempt)).collect::<Vec<_>>().join(",")) aria-labelledby="decide-h" {
                 @if !waiting.is_empty() {
                     h2 id="decide-h" { "Your decision" }
-                    @for gate in &waiting {
+                    @for (gate, open) in &waiting {
                         article.gate {
                             h3 { "Gate " (gate.node) ", attempt " (gate.attempt) }
                             p.meta { (gate.approvals.len()) " of " (gate.min_approvals) " approvals so far" }
-                            (decision_form(&viewer, gate, &format!("/runs/{id}")))
+                            (decision_form(&viewer, gate, open, &format!("/runs/{id}")))
                         }
                     }
                 }
@@ -114,25 +114,26 @@ fn detail_finished(status: &str) -> bool {
     matches!(status, "succeeded" | "failed" | "cancelled")
 }
 
-/// The gates of this run waiting for the viewer's decision.
+/// The gates of this run waiting for a decision the viewer may make, with those decisions.
 fn waiting_gates(
     api: &ApiState,
     viewer: &Viewer,
     row: &RunRow,
     sop: &gatehouse_sop::Sop,
     run: &RunState,
-) -> Vec<GateView> {
+) -> Vec<(GateView, Vec<DecisionKind>)> {
     let mut gates_here = Vec::new();
     for (node, n) in &run.nodes {
         let Some(gatehouse_sop::NodeKind::Gate(gate)) = sop.node(node).map(|d| &d.kind) else {
             continue;
         };
-        if n.status != gatehouse_events::NodeStatus::WaitingApproval
-            || gates::may_decide(api, &viewer.caller, row, sop, run, node).is_err()
-        {
+        if n.status != gatehouse_events::NodeStatus::WaitingApproval {
             continue;
         }
-        gates_here.push(gates::view(row, node, n, gate));
+        let open = gates::open_decisions(api, &viewer.caller, row, sop, run, node);
+        if !open.is_empty() {
+            gates_here.push((gates::view(row, node, n, gate), open));
+        }
     }
     gates_here
 }

@@ -106,10 +106,12 @@ pub(crate) fn cookie_value(headers: &HeaderMap, name: &str) -> Option<String> {
         .filter(|v| !v.is_empty() && v.len() <= 128)
 }
 
-/// Whether a cross-site page sent this request: a browser says so in `Origin`
-/// (on every POST) or `Sec-Fetch-Site`. Refused for forms as a second line behind the
-/// CSRF token.
-pub(crate) fn cross_site(headers: &HeaderMap) -> bool {
+/// Whether a cross-site page sent this request: a browser says so in `Sec-Fetch-Site`, or
+/// in `Origin` (on every POST). Our origins are the one people reach us at (`public_url`,
+/// which a proxy in front may not pass on as `Host`) and the `Host` the request names; an
+/// opaque origin (`null`: a sandboxed frame, a `data:` page) is another site. Refused for
+/// forms as a second line behind the CSRF token.
+pub(crate) fn cross_site(headers: &HeaderMap, public_url: Option<&str>) -> bool {
     if headers
         .get("sec-fetch-site")
         .and_then(|v| v.to_str().ok())
@@ -117,17 +119,24 @@ pub(crate) fn cross_site(headers: &HeaderMap) -> bool {
     {
         return true;
     }
-    let (Some(origin), Some(host)) = (
-        headers.get(ORIGIN).and_then(|v| v.to_str().ok()),
-        headers.get(HOST).and_then(|v| v.to_str().ok()),
-    ) else {
+    let Some(origin) = headers.get(ORIGIN).and_then(|v| v.to_str().ok()) else {
         return false;
     };
-    let origin_host = origin
-        .split_once("://")
-        .map(|(_, rest)| rest)
-        .unwrap_or(origin);
-    origin != "null" && origin_host != host
+    let ours = public_url.is_some_and(|u| origin_of(u) == origin)
+        || headers
+            .get(HOST)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|host| origin.split_once("://").map(|(_, h)| h) == Some(host));
+    !ours
+}
+
+/// `scheme://host[:port]` of an address, as browsers send it in `Origin`.
+fn origin_of(url: &str) -> &str {
+    let after_scheme = url.find("://").map(|i| i + 3).unwrap_or(0);
+    match url[after_scheme..].find('/') {
+        Some(path) => &url[..after_scheme + path],
+        None => url,
+    }
 }
 
 /// Looks the session up; `None` when there is none or it has ended, expired, or acts for
@@ -175,7 +184,7 @@ impl FromRequestParts<ApiState> for Viewer {
                     .path_and_query()
                     .map(|p| p.as_str().to_owned())
                     .unwrap_or_else(|| "/".into()),
-                cross_site: cross_site(&parts.headers),
+                cross_site: cross_site(&parts.headers, api.console.public_url.as_deref()),
             }),
         }
     }
@@ -201,7 +210,7 @@ where
 
     async fn from_request(request: Request, api: &ApiState) -> Result<Self, PageError> {
         let (mut parts, body) = request.into_parts();
-        if cross_site(&parts.headers) {
+        if cross_site(&parts.headers, api.console.public_url.as_deref()) {
             return Err(ApiError::Forbidden(
                 "a form from another site cannot act in Gatehouse".into(),
             )
@@ -257,10 +266,30 @@ mod tests {
     #[test]
     fn cross_site_requests_are_told_apart() {
         let same = headers(&[("host", "gh.test:8080"), ("origin", "http://gh.test:8080")]);
-        assert!(!cross_site(&same));
+        assert!(!cross_site(&same, None));
         let other = headers(&[("host", "gh.test:8080"), ("origin", "https://evil.test")]);
-        assert!(cross_site(&other));
-        assert!(cross_site(&headers(&[("sec-fetch-site", "cross-site")])));
-        assert!(!cross_site(&headers(&[("sec-fetch-site", "same-origin")])));
+        assert!(cross_site(&other, None));
+        assert!(cross_site(
+            &headers(&[("sec-fetch-site", "cross-site")]),
+            None
+        ));
+        assert!(!cross_site(
+            &headers(&[("sec-fetch-site", "same-origin")]),
+            None
+        ));
+        // Behind a proxy that sends its own Host: the public address is ours too.
+        let proxied = headers(&[
+            ("host", "127.0.0.1:8080"),
+            ("origin", "https://gatehouse.example.com"),
+        ]);
+        assert!(!cross_site(
+            &proxied,
+            Some("https://gatehouse.example.com/")
+        ));
+        assert!(cross_site(&proxied, None));
+        assert!(cross_site(&proxied, Some("https://gatehouse.example.org")));
+        // An opaque origin is another site.
+        let opaque = headers(&[("host", "gh.test:8080"), ("origin", "null")]);
+        assert!(cross_site(&opaque, None));
     }
 }

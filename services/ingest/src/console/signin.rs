@@ -36,9 +36,7 @@ pub(crate) async fn create_login_link(
     created_by: &str,
     scopes: &Scopes,
 ) -> Result<(String, DateTime<Utc>), ApiError> {
-    let ttl = chrono::Duration::from_std(api.console.login_link_ttl)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
-    let expires_at = Utc::now() + ttl;
+    let expires_at = from_now(api.console.login_link_ttl)?;
     let secret = api
         .store
         .mint_login_link(person, created_by, &scopes.to_stored(), expires_at)
@@ -108,7 +106,7 @@ pub(crate) async fn sign_in(
     headers: HeaderMap,
     axum::Form(form): axum::Form<LoginForm>,
 ) -> Result<Response, PageError> {
-    if cross_site(&headers) {
+    if cross_site(&headers, api.console.public_url.as_deref()) {
         return Err(
             ApiError::Forbidden("a form from another site cannot sign you in".into()).into(),
         );
@@ -137,19 +135,27 @@ pub(crate) async fn start_session(
     scopes: &Scopes,
 ) -> Result<axum::http::HeaderValue, ApiError> {
     let secret = new_token();
-    let ttl = chrono::Duration::from_std(api.console.session_ttl)
-        .map_err(|e| ApiError::Internal(e.to_string()))?;
+    let expires_at = from_now(api.console.session_ttl)?;
     api.store
         .create_session(
             &hash_token(&secret),
             person,
             via,
             &scopes.to_stored(),
-            Utc::now() + ttl,
+            expires_at,
         )
         .await?;
     tracing::info!(%person, via, "signed in to the console");
-    Ok(set_cookie(&secret, api.console.secure(), ttl.num_seconds()))
+    let max_age = i64::try_from(api.console.session_ttl.as_secs()).unwrap_or(i64::MAX);
+    Ok(set_cookie(&secret, api.console.secure(), max_age))
+}
+
+/// `ttl` from now, or why that moment cannot be (a configured lifetime past year 262,143).
+fn from_now(ttl: std::time::Duration) -> Result<DateTime<Utc>, ApiError> {
+    chrono::Duration::from_std(ttl)
+        .ok()
+        .and_then(|ttl| Utc::now().checked_add_signed(ttl))
+        .ok_or_else(|| ApiError::Internal(format!("a lifetime of {ttl:?} is too long")))
 }
 
 /// A link that may still sign someone in, or why not (unknown 404, used or expired 410).
