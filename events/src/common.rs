@@ -164,6 +164,19 @@ impl PartialEq<&str> for RunStatus {
 }
 
 impl NodeStatus {
+    /// Every status, in the order a node may pass through them.
+    pub const ALL: [NodeStatus; 9] = [
+        Self::Pending,
+        Self::Ready,
+        Self::Dispatched,
+        Self::Running,
+        Self::WaitingApproval,
+        Self::Succeeded,
+        Self::Failed,
+        Self::Skipped,
+        Self::Cancelled,
+    ];
+
     /// The wire name (`waiting_approval`, ...), as shown.
     pub fn as_str(self) -> &'static str {
         match self {

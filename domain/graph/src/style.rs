@@ -19,18 +19,7 @@ pub(crate) const CSS: &str = "\
 .gh-graph a:focus-visible{outline:2px solid #2563eb}";
 
 /// Every status, in the order the legend lists them.
-pub(crate) const STATUSES: [NodeStatus; 9] = [
-    NodeStatus::Pending,
-    NodeStatus::Ready,
-    NodeStatus::Dispatched,
-    NodeStatus::Running,
-    NodeStatus::WaitingApproval,
-    NodeStatus::Succeeded,
-    NodeStatus::Failed,
-    NodeStatus::Skipped,
-    NodeStatus::Cancelled,
-];
-
+pub(crate) const STATUSES: [NodeStatus; 9] = NodeStatus::ALL;
 /// A box's fill and border; `None` is a node of an SOP, not of a run.
 pub(crate) fn colours(status: Option<NodeStatus>) -> (&'static str, &'static str) {
     match status {

@@ -12,18 +12,7 @@ use gatehouse_graph::{
 };
 use proptest::prelude::*;
 
-const STATUSES: [NodeStatus; 9] = [
-    NodeStatus::Pending,
-    NodeStatus::Ready,
-    NodeStatus::Dispatched,
-    NodeStatus::Running,
-    NodeStatus::WaitingApproval,
-    NodeStatus::Succeeded,
-    NodeStatus::Failed,
-    NodeStatus::Skipped,
-    NodeStatus::Cancelled,
-];
-
+const STATUSES: [NodeStatus; 9] = NodeStatus::ALL;
 /// Up to 30 nodes; `needs` edges only from lower to higher indices (so a DAG), send-back
 /// edges only to a node upstream, as SOP validation demands.
 fn dags() -> impl Strategy<Value = Graph> {

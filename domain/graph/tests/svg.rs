@@ -108,18 +108,7 @@ fn send_back_edges_are_dashed_and_needs_edges_solid() {
 
 #[test]
 fn every_status_is_written_out_not_only_coloured() {
-    use NodeStatus::*;
-    let all = [
-        Pending,
-        Ready,
-        Dispatched,
-        Running,
-        WaitingApproval,
-        Succeeded,
-        Failed,
-        Skipped,
-        Cancelled,
-    ];
+    let all = NodeStatus::ALL;
     let mut g = Graph::new("all");
     for (i, status) in all.into_iter().enumerate() {
         let id = format!("n{i}");

@@ -39,12 +39,7 @@ pub(crate) async fn waiting(api: &ApiState) -> Result<Vec<Waiting>, ApiError> {
     for status in [RunStatus::Waiting, RunStatus::Running, RunStatus::Paused] {
         for row in api.store.all_runs_with_status(status).await? {
             let (row, sop, run) = api.runs.decode(row).await?;
-            for (node, n) in &run.nodes {
-                let (NodeStatus::WaitingApproval, Some(NodeKind::Gate(gate))) =
-                    (n.status, sop.node(node).map(|d| &d.kind))
-                else {
-                    continue;
-                };
+            for (node, n, gate) in waiting_in(&sop, &run) {
                 let view = view(&row, node, n, gate);
                 gates.push(Waiting {
                     row: row.clone(),
@@ -56,6 +51,21 @@ pub(crate) async fn waiting(api: &ApiState) -> Result<Vec<Waiting>, ApiError> {
         }
     }
     Ok(gates)
+}
+
+/// The gates of one run waiting for people: each gate's id, state and definition.
+pub(crate) fn waiting_in<'a>(
+    sop: &'a Sop,
+    run: &'a RunState,
+) -> impl Iterator<Item = (&'a str, &'a NodeState, &'a Gate)> {
+    run.nodes.iter().filter_map(
+        |(node, n)| match (n.status, sop.node(node).map(|d| &d.kind)) {
+            (NodeStatus::WaitingApproval, Some(NodeKind::Gate(gate))) => {
+                Some((node.as_str(), n, gate))
+            }
+            _ => None,
+        },
+    )
 }
 
 /// Gate `node` of the run in `row`, in state `n`, as the API and the console show it.

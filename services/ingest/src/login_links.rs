@@ -7,7 +7,7 @@ use axum::extract::State;
 use axum::http::StatusCode;
 
 use crate::error::ErrorBody;
-use crate::rights::{Caller, Scope, Scopes};
+use crate::rights::{Caller, Scopes};
 use crate::views::{CreateLoginLink, LoginLinkCreated};
 use crate::{ApiError, ApiState, console};
 
@@ -29,11 +29,7 @@ pub async fn create(
     .await?;
     // What a browser needs day to day, as far as the asking token has it; `admin` stays
     // with tokens.
-    let scopes = Scopes::of(
-        [Scope::Read, Scope::Run, Scope::Decide]
-            .into_iter()
-            .filter(|s| caller.scopes.has(*s)),
-    );
+    let scopes = Scopes::default_within(&caller.scopes);
     let (secret, expires_at) =
         console::create_login_link(&api, &person.id, &caller.person, &scopes).await?;
     let path = format!("/login/{secret}");

@@ -74,6 +74,18 @@ impl Scopes {
         Self([Scope::Read, Scope::Run, Scope::Decide].into())
     }
 
+    /// [`Scopes::default_for_new`], as far as `giver` has them: what a token or a console
+    /// session gets when its creator names no scopes.
+    pub fn default_within(giver: &Scopes) -> Self {
+        Self(
+            Self::default_for_new()
+                .0
+                .intersection(&giver.0)
+                .copied()
+                .collect(),
+        )
+    }
+
     pub fn all() -> Self {
         Self(Scope::ALL.into())
     }

@@ -189,14 +189,19 @@ pub async fn graph(
     State(api): State<ApiState>,
     Path(id): Path<Uuid>,
 ) -> Result<axum::response::Response, ApiError> {
-    use axum::response::IntoResponse;
     let (_, sop, run) = api.runs.load(id).await?;
-    let mut response = graph_svg(&sop, &run).into_response();
+    Ok(svg_response(graph_svg(&sop, &run)))
+}
+
+/// An SVG document as a response.
+pub(crate) fn svg_response(svg: String) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let mut response = svg.into_response();
     response.headers_mut().insert(
         axum::http::header::CONTENT_TYPE,
         axum::http::HeaderValue::from_static("image/svg+xml; charset=utf-8"),
     );
-    Ok(response)
+    response
 }
 
 /// `sop`'s graph with each node's state in `run`, as SVG.

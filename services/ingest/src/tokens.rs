@@ -45,12 +45,7 @@ pub async fn create(
             ));
         }
         Some(scopes) => Scopes::of(scopes.iter().copied()),
-        None => Scopes::of(
-            Scopes::default_for_new()
-                .to_vec()
-                .into_iter()
-                .filter(|s| caller.scopes.has(*s)),
-        ),
+        None => Scopes::default_within(&caller.scopes),
     };
     if !caller.scopes.covers(&scopes) {
         return Err(ApiError::Forbidden(format!(

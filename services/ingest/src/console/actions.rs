@@ -127,7 +127,7 @@ pub(crate) async fn command(
 }
 
 /// The caller for the API route `route` (a POST), if the session's scopes allow it.
-fn allowed(viewer: &Viewer, route: &str) -> Result<Caller, ApiError> {
+pub(crate) fn allowed(viewer: &Viewer, route: &str) -> Result<Caller, ApiError> {
     viewer
         .caller
         .require(required_scope(&Method::POST, route))?;

@@ -8,7 +8,7 @@ use maud::{Markup, html};
 use uuid::Uuid;
 
 use super::inbox::short;
-use super::page::{PageError, dollars, duration, frame, status, time};
+use super::page::{PageError, dollars, duration, frame, status, time, usage};
 use super::session::Viewer;
 use crate::views::TurnView;
 use crate::{ApiState, conversations};
@@ -33,10 +33,7 @@ pub(crate) async fn page(
             @if !detail.repositories.is_empty() {
                 dt { "Repositories" } dd { @for r in &detail.repositories { code { (r) } " " } }
             }
-            dt { "Agents used" } dd {
-                (detail.usage.input_tokens + detail.usage.cache_read_tokens + detail.usage.cache_write_tokens)
-                " tokens in, " (detail.usage.output_tokens) " out, " (dollars(detail.usage.cost_usd))
-            }
+            dt { "Agents used" } dd { (usage(&detail.usage)) }
         }
         @if !detail.pull_requests.is_empty() {
             section aria-labelledby="prs-h" {

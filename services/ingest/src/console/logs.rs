@@ -220,10 +220,7 @@ async fn next_event(f: &mut Follow) -> Result<Option<Event>, ApiError> {
                 .data(data),
         ));
     }
-    if matches!(
-        row.status.to_string().as_str(),
-        "succeeded" | "failed" | "cancelled"
-    ) {
+    if row.status.is_terminal() {
         f.ended = true;
         return Ok(Some(
             Event::default().event("end").data(row.status.to_string()),

@@ -13,6 +13,7 @@ use maud::{DOCTYPE, Markup, html};
 
 use super::session::Viewer;
 use crate::ApiError;
+use crate::views::UsageTotal;
 
 /// What a page request came to when it did not render.
 #[derive(Debug)]
@@ -198,6 +199,16 @@ pub(crate) fn dollars(cost: f64) -> String {
         "<$0.01".into()
     } else {
         format!("${cost:.2}")
+    }
+}
+
+/// What agents used: the cost, tokens in (cache reads and writes included) and out, and
+/// the models without a price, whose tokens are counted but not their cost.
+pub(crate) fn usage(total: &UsageTotal) -> Markup {
+    let tokens_in = total.input_tokens + total.cache_read_tokens + total.cache_write_tokens;
+    html! {
+        (dollars(total.cost_usd)) " · " (tokens_in) " tokens in, " (total.output_tokens) " out"
+        @if !total.unpriced_models.is_empty() { " (no price for " (total.unpriced_models.join(", ")) ")" }
     }
 }
 

@@ -9,11 +9,11 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use super::inbox::short;
-use super::page::{PageError, dollars, frame, status, time};
+use super::page::{PageError, frame, status, time, usage};
 use super::session::Viewer;
 use crate::ApiState;
 use crate::requirements::{self, RequirementQuery};
-use crate::views::{RequirementSummary, UsageTotal};
+use crate::views::RequirementSummary;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListQuery {
@@ -80,7 +80,7 @@ pub(crate) async fn page(
             @if let Some(project) = &r.project { dt { "Project" } dd { (project) } }
             dt { "Asked by" } dd { (r.requested_by) }
             dt { "Opened" } dd { (time(&r.created_at)) }
-            dt { "Cost" } dd { (cost(&detail.usage)) }
+            dt { "Cost" } dd { (usage(&detail.usage)) }
         }
         @if !detail.body.trim().is_empty() {
             section aria-labelledby="text-h" {
@@ -143,14 +143,5 @@ fn source(r: &RequirementSummary) -> Markup {
             Some(url) => a href=(url) rel="noopener noreferrer" { (r.key) },
             None => (r.key),
         }
-    }
-}
-
-fn cost(usage: &UsageTotal) -> Markup {
-    html! {
-        (dollars(usage.cost_usd)) " · "
-        (usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens) " tokens in, "
-        (usage.output_tokens) " out"
-        @if !usage.unpriced_models.is_empty() { " (no price for " (usage.unpriced_models.join(", ")) ")" }
     }
 }

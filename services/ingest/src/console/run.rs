@@ -6,9 +6,9 @@
 //! happened at each node, and the audit trail, are drawn in `sections`.
 
 use axum::extract::{Path, Query, State};
-use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use gatehouse_engine::RunState;
+use gatehouse_events::RunStatus;
 use gatehouse_store::RunRow;
 use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
@@ -46,7 +46,7 @@ pub(crate) async fn page(
     let tail = api.store.logs_before(id, None, LOG_TAIL).await?;
     let after = tail.last().map(|l| l.seq).unwrap_or(0);
     let svg = runs::graph_svg(&sop, &run);
-    let live = !detail_finished(&detail.run.status);
+    let live = !row.status.is_terminal();
     let waiting = waiting_gates(&api, &viewer, &row, &sop, &run);
     let title = format!("{} · run {}", sop.title, short(&id.to_string()));
     let body = html! {
@@ -55,7 +55,7 @@ pub(crate) async fn page(
         }
         div id="run" data-live=[live.then(|| format!("/runs/{id}/events?after={after}"))] {
             (head(&detail, &sop.title))
-            (commands(&viewer, &detail))
+            (commands(&viewer, &detail, row.status))
             section id="graph" aria-labelledby="graph-h" {
                 h2 id="graph-h" { "Graph" }
                 div.graph { (PreEscaped(svg)) }
@@ -90,28 +90,13 @@ pub(crate) async fn page(
     Ok(frame_with(&title, Some(&viewer), body, scripts).into_response())
 }
 
-/// `GET /runs/{id}/graph.svg`: the picture as a file.
+/// `GET /runs/{id}/graph.svg`: the picture as a file, as the API serves it.
 pub(crate) async fn graph(
     State(api): State<ApiState>,
     _viewer: Viewer,
     Path(id): Path<Uuid>,
 ) -> Result<Response, PageError> {
-    let (_, sop, run) = api.runs.load(id).await?;
-    Ok(svg_response(runs::graph_svg(&sop, &run)))
-}
-
-/// An SVG document as a response.
-pub(crate) fn svg_response(svg: String) -> Response {
-    let mut response = svg.into_response();
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("image/svg+xml; charset=utf-8"),
-    );
-    response
-}
-
-fn detail_finished(status: &str) -> bool {
-    matches!(status, "succeeded" | "failed" | "cancelled")
+    Ok(runs::graph(State(api), Path(id)).await?)
 }
 
 /// The gates of this run waiting for a decision the viewer may make, with those decisions.
@@ -122,20 +107,12 @@ fn waiting_gates(
     sop: &gatehouse_sop::Sop,
     run: &RunState,
 ) -> Vec<(GateView, Vec<DecisionKind>)> {
-    let mut gates_here = Vec::new();
-    for (node, n) in &run.nodes {
-        let Some(gatehouse_sop::NodeKind::Gate(gate)) = sop.node(node).map(|d| &d.kind) else {
-            continue;
-        };
-        if n.status != gatehouse_events::NodeStatus::WaitingApproval {
-            continue;
-        }
-        let open = gates::open_decisions(api, &viewer.caller, row, sop, run, node);
-        if !open.is_empty() {
-            gates_here.push((gates::view(row, node, n, gate), open));
-        }
-    }
-    gates_here
+    gates::waiting_in(sop, run)
+        .filter_map(|(node, n, gate)| {
+            let open = gates::open_decisions(api, &viewer.caller, row, sop, run, node);
+            (!open.is_empty()).then(|| (gates::view(row, node, n, gate), open))
+        })
+        .collect()
 }
 
 fn head(detail: &RunDetail, title: &str) -> Markup {
@@ -174,17 +151,16 @@ fn head(detail: &RunDetail, title: &str) -> Markup {
 }
 
 /// Pause, resume, cancel and retry, for those whose scopes allow them.
-fn commands(viewer: &Viewer, detail: &RunDetail) -> Markup {
+fn commands(viewer: &Viewer, detail: &RunDetail, state: RunStatus) -> Markup {
     let id = detail.run.id;
-    let state = detail.run.status.as_str();
     if !viewer.caller.scopes.has(Scope::Run) {
         return html! {};
     }
     html! {
         section id="commands" aria-label="Run commands" {
-            @if matches!(state, "queued" | "running" | "waiting") { (command_button(viewer, id, "pause", "Pause")) }
-            @if state == "paused" { (command_button(viewer, id, "resume", "Resume")) }
-            @if !detail_finished(state) { (command_button(viewer, id, "cancel", "Cancel the run")) }
+            @if matches!(state, RunStatus::Queued | RunStatus::Running | RunStatus::Waiting) { (command_button(viewer, id, "pause", "Pause")) }
+            @if state == RunStatus::Paused { (command_button(viewer, id, "resume", "Resume")) }
+            @if !state.is_terminal() { (command_button(viewer, id, "cancel", "Cancel the run")) }
             @if !detail.nodes.is_empty() {
                 form.inline method="post" action=(format!("/runs/{id}/command")) {
                     (csrf_field(viewer))

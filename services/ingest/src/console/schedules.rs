@@ -3,17 +3,16 @@
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use axum::http::Method;
 use axum::response::Response;
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::actions::back;
+use super::actions::{allowed, back};
 use super::inbox::short;
 use super::page::{PageError, csrf_field, frame, status, time};
 use super::session::{Posted, Viewer, WithCsrf};
 use crate::ApiState;
-use crate::rights::{Scope, required_scope};
+use crate::rights::Scope;
 use crate::schedules::{self, ListQuery};
 use crate::views::{FireView, PauseSchedule, ScheduleView};
 
@@ -198,8 +197,7 @@ pub(crate) async fn command(
         ScheduleCommand::Resume => "/schedules/{name}/resume",
         ScheduleCommand::Trigger => "/schedules/{name}/trigger",
     };
-    let caller = posted.viewer.caller.clone();
-    caller.require(required_scope(&Method::POST, route))?;
+    let caller = allowed(&posted.viewer, route)?;
     let (state, path) = (State(api), Path(name));
     let done = match form.command {
         ScheduleCommand::Pause => {

@@ -10,7 +10,6 @@ use serde::Deserialize;
 use std::sync::Arc;
 
 use super::page::{PageError, frame, time};
-use super::run::svg_response;
 use super::session::Viewer;
 use crate::{ApiError, ApiState, runs};
 
@@ -107,7 +106,7 @@ pub(crate) async fn graph(
     Query(q): Query<VersionQuery>,
 ) -> Result<Response, PageError> {
     let sop = definition(&api, &name, q.version.as_deref()).await?;
-    Ok(svg_response(gatehouse_graph::svg(
+    Ok(runs::svg_response(gatehouse_graph::svg(
         &gatehouse_graph::Graph::of_sop(&sop),
     )))
 }

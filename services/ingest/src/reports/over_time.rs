@@ -3,7 +3,7 @@
 //! like [`super::usage_groups`], whose grouping it shares; the console charts it and
 //! offers it as CSV.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Datelike, Days, NaiveDate, Utc};
 use gatehouse_events::RunStatus;
@@ -73,12 +73,13 @@ pub(crate) fn over_time(
     // Finished runs' total seconds and count per (group, bucket), for the means.
     let mut finished: BTreeMap<(String, usize), (f64, f64)> = BTreeMap::new();
     let by_id: BTreeMap<Uuid, &RunOutline> = runs.iter().map(|r| (r.id, r)).collect();
-    let mut counted: BTreeMap<(String, Uuid), ()> = BTreeMap::new();
+    // A run counts once in a group, however many usage rows it has there.
+    let mut counted: BTreeSet<(String, Uuid)> = BTreeSet::new();
     let mut count = |key: String, run: &RunOutline, groups: &mut BTreeMap<String, Figures>| {
         let Some(i) = index(run.created_at) else {
             return;
         };
-        if counted.insert((key.clone(), run.id), ()).is_some() {
+        if !counted.insert((key.clone(), run.id)) {
             return;
         }
         groups.entry(key.clone()).or_insert_with(empty).runs[i] += 1.0;
