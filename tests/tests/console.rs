@@ -67,6 +67,9 @@ async fn waiting_review(gh: &Gatehouse) -> Uuid {
 
 async fn a_login_link_signs_in_once(backend: Backend) {
     let gh = start(backend).await;
+    // A gate ana could decide with a token that may decide: the read-only session below
+    // must not be offered it.
+    let run = waiting_review(&gh).await;
     let ana = gh.stored_token("ana", &[Scope::Read], None).await;
     let link = gh.login_link(&ana, "ana").await;
     // Anyone may ask for their own link; only an administrator for someone else's.
@@ -115,11 +118,25 @@ async fn a_login_link_signs_in_once(backend: Backend) {
     );
     let page = browser.get("/").await.expect_status(200);
     assert!(page.contains("Signed in as"), "{}", page.html);
-    // The session has no more than the token that asked for the link: read only, so no
-    // run commands are offered and none is accepted.
+    // The session has no more than the token that asked for the link: read only, so the
+    // gate waiting for ana's group is not offered to it.
     assert!(
         !page.contains("decide"),
         "a read-only session offers no decisions"
+    );
+    assert!(
+        page.contains("1 more gate waits for other people"),
+        "{}",
+        page.html
+    );
+    let run_page = browser
+        .get(&format!("/runs/{run}"))
+        .await
+        .expect_status(200);
+    assert!(
+        !run_page.contains("/gates/check/decide"),
+        "{}",
+        run_page.html
     );
 
     // Used once: a second browser with the same link is refused, and so is a replay.
