@@ -28,8 +28,12 @@ except ModuleNotFoundError:  # Python < 3.11
     import tomli as tomllib  # type: ignore[no-redef]
 
 # Objects the manifests refer to that the operator creates (deploy/README.md).
-EXTERNAL = {("Secret", "gatehouse-secrets"), ("ConfigMap", "gatehouse-sops")}
+EXTERNAL = {("Secret", "gatehouse-secrets"), ("Secret", "gatehouse-admin-token"),
+            ("ConfigMap", "gatehouse-sops")}
 UID = 10001
+# The Secret holding the admin token every ingest replica shares, and its key.
+ADMIN_TOKEN_SECRET = "gatehouse-admin-token"
+ADMIN_TOKEN_KEY = "admin.token"
 
 problems: list[str] = []
 
@@ -194,6 +198,54 @@ def check_pod(where: str, doc: dict, spec: dict, defined: set, binary: str | Non
         if c.get("image", "").split(":")[0].split("/")[-1] == "gatehouse":
             args = (c.get("command") or [None])[1:] + (c.get("args") or [])
             check_args(binary, cw, args)
+            check_data_dir(cw, c, args, mounts, volumes)
+
+
+def check_data_dir(where: str, container: dict, args: list, mounts: dict, volumes: dict) -> None:
+    """No gatehouse pod needs a shared disk: artifacts and workspace checkpoints are in the
+    blob store (NATS), so every data directory is an emptyDir, the pod's own scratch. Ingest
+    gets admin.token from its Secret, or each replica would write its own at every start."""
+    env = {e.get("name"): e.get("value") for e in container.get("env") or []}
+    data_dir = env.get("GATEHOUSE_DATA_DIR")
+    if not data_dir:
+        return
+    mount = mounts.get(data_dir)
+    if mount is None:
+        problem(where, f"no volume on the data directory {data_dir} (GATEHOUSE_DATA_DIR): "
+                       "mount an emptyDir there (the root filesystem is read-only)")
+        return
+    volume = volumes.get(mount["name"]) or {}
+    if "emptyDir" not in volume:
+        kind = next((k for k in volume if k != "name"), "unknown")
+        problem(where, f"the data directory {data_dir} is on volume {mount['name']} ({kind}), "
+                       "not an emptyDir: no pod needs a shared or persistent disk any more "
+                       "(artifacts and workspace checkpoints are in NATS, [storage] blobs = "
+                       "\"nats\"; a runner restores a run's workspace from its checkpoint)")
+    elif args[-1:] == ["runner"]:
+        limit = (volume.get("emptyDir") or {}).get("sizeLimit")
+        if not limit:
+            problem(where, f"the runner's data directory emptyDir {mount['name']} needs a "
+                           "sizeLimit (it holds workspaces and grows)")
+        else:
+            ok(f"{where}: data directory {data_dir} on an emptyDir (sizeLimit {limit})")
+    else:
+        ok(f"{where}: data directory {data_dir} on an emptyDir")
+    if args[-1:] == ["ingest"]:
+        token = f"{data_dir.rstrip('/')}/admin.token"
+        tm = mounts.get(token)
+        tv = (volumes.get(tm["name"]) or {}) if tm else {}
+        secret = tv.get("secret") or {}
+        items = {i.get("path"): i.get("key") for i in secret.get("items") or []}
+        key = items.get(tm.get("subPath")) if tm and items else (tm or {}).get("subPath")
+        if (not tm or secret.get("secretName") != ADMIN_TOKEN_SECRET
+                or key != ADMIN_TOKEN_KEY or tm.get("readOnly") is not True
+                or secret.get("optional")):
+            problem(where, f"ingest needs {token} from the Secret {ADMIN_TOKEN_SECRET} (key "
+                           f"{ADMIN_TOKEN_KEY}, mounted by subPath, readOnly, not optional): "
+                           "with its data directory on an emptyDir each replica would otherwise "
+                           "write an admin token of its own at every start")
+        else:
+            ok(f"{where}: admin.token from the Secret {ADMIN_TOKEN_SECRET}")
 
 
 def kustomization_files(directory: Path) -> list[Path]:
@@ -256,14 +308,29 @@ def check_k8s(files: list[Path], versions: list[str], binary: str | None) -> Non
             sel = (spec.get("podSelector") if doc["kind"] == "NetworkPolicy" else spec.get("selector")) or {}
             if not any(matches(sel.get("matchLabels"), pod_labels(d)) for _, d in pods):
                 problem(where, "its selector matches no pod")
+        if doc["kind"] == "PersistentVolumeClaim" and "ReadWriteMany" in (spec.get("accessModes") or []):
+            problem(where, "a ReadWriteMany PersistentVolumeClaim: no gatehouse pod shares a disk "
+                           "any more (artifacts and workspace checkpoints are in NATS, "
+                           "[storage] blobs = \"nats\"); remove it")
         if doc["kind"] == "ConfigMap" and "gatehouse.toml" in (doc.get("data") or {}):
             text = doc["data"]["gatehouse.toml"]
             try:
-                tomllib.loads(text)
+                check_blobs(where, tomllib.loads(text))
                 ok(f"{where}: gatehouse.toml is TOML")
             except tomllib.TOMLDecodeError as e:
                 problem(where, f"gatehouse.toml: {e}")
             config_check(binary, where, text, DEPLOY_ENV)
+
+
+def check_blobs(where: str, config: dict) -> None:
+    """The processes share no disk, so the blob store must be the one they all reach."""
+    blobs = (config.get("storage") or {}).get("blobs")
+    if blobs != "nats":
+        problem(where, f"[storage] blobs is {blobs!r}: set it to \"nats\" explicitly; the "
+                       "services share no disk, so ingest, the notifier and the other runners "
+                       "read artifacts and workspace checkpoints from the NATS object store")
+    else:
+        ok(f"{where}: [storage] blobs = \"nats\"")
 
 
 # --- Compose --------------------------------------------------------------------------------
@@ -274,6 +341,62 @@ def interpolate(value: str) -> str:
     return re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*(:?\?[^}]*)?\}", "VALUE", value)
 
 
+def compose_data_dirs(path: Path, services: dict, secrets: dict) -> None:
+    """Each runner has a data directory of its own, bind-mounted at its host path (a Docker
+    sandbox mounts a run's workspace by that path), which no other service mounts; ingest
+    gets admin.token as a file, the same for every ingest container."""
+    runner_dirs: dict[str, str] = {}
+    binds: dict[str, list[tuple[str, str]]] = {}
+    for name, svc in services.items():
+        for v in svc.get("volumes") or []:
+            text = interpolate(v) if isinstance(v, str) else f"{v.get('source')}:{v.get('target')}"
+            parts = text.split(":")
+            if len(parts) >= 2 and parts[0].startswith("/"):
+                binds.setdefault(name, []).append((parts[0].rstrip("/"), parts[1].rstrip("/")))
+    for name, svc in services.items():
+        env = svc.get("environment") or {}
+        if "gatehouse" not in str(svc.get("image", "")) or not isinstance(env, dict):
+            continue
+        where = f"{path.name} service {name}"
+        data_dir = interpolate(str(env.get("GATEHOUSE_DATA_DIR") or "")).rstrip("/")
+        if name.startswith("runner"):
+            if not data_dir:
+                problem(where, "a runner needs GATEHOUSE_DATA_DIR, a directory of its own")
+                continue
+            other = next((r for r, d in runner_dirs.items() if d == data_dir), None)
+            if other:
+                problem(where, f"shares its data directory {data_dir} with {other}: each runner "
+                               "needs its own (its workspaces are its own copies)")
+            runner_dirs[name] = data_dir
+            if (data_dir, data_dir) not in binds.get(name, []):
+                problem(where, f"its data directory {data_dir} must be a bind mount of the same "
+                               "path on the host (a Docker sandbox mounts workspaces by host path)")
+            else:
+                ok(f"{where}: data directory {data_dir}, the same path on the host")
+        if name == "ingest" or name.startswith("ingest"):
+            token = f"{data_dir or '/var/lib/gatehouse'}/admin.token"
+            targets = {(s.get("target") if isinstance(s, dict) else None) or f"/run/secrets/{s}"
+                       for s in svc.get("secrets") or []}
+            targets = {interpolate(t) for t in targets}
+            mounted = any(t == token for _, t in binds.get(name, []))
+            if token not in targets and not mounted:
+                problem(where, f"ingest needs {token} as a file (a secret or a read-only bind "
+                               "mount): on a tmpfs it would write a new admin token at every start")
+            else:
+                ok(f"{where}: admin.token given as a file")
+    for name, mounts in binds.items():
+        if name.startswith("runner"):
+            continue
+        for source, _ in mounts:
+            for runner, d in runner_dirs.items():
+                if d == source or d.startswith(source + "/"):
+                    problem(f"{path.name} service {name}", f"mounts {source}, which holds {runner}'s "
+                            "data directory: no service shares a runner's disk")
+    for name, secret in (secrets or {}).items():
+        if isinstance(secret, dict) and "file" in secret:
+            ok(f"{path.name} secret {name}: from {interpolate(str(secret['file']))} (create it first)")
+
+
 def check_compose(path: Path, binary: str | None) -> None:
     print(f"Compose file {path} (beyond the Compose specification schema)")
     docs = load_all(path)
@@ -281,6 +404,7 @@ def check_compose(path: Path, binary: str | None) -> None:
         return
     compose = docs[0]
     services = compose.get("services") or {}
+    compose_data_dirs(path, services, compose.get("secrets") or {})
     for name, svc in services.items():
         where = f"{path.name} service {name}"
         volumes = [interpolate(v) if isinstance(v, str) else f"{v.get('source')}:{v.get('target')}"
@@ -318,7 +442,7 @@ def check_compose(path: Path, binary: str | None) -> None:
                 continue
             text = file.read_text()
             try:
-                tomllib.loads(text)
+                check_blobs(f"{path.name} config {name} ({cfg['file']})", tomllib.loads(text))
                 ok(f"{path.name} config {name}: {cfg['file']} is TOML")
             except tomllib.TOMLDecodeError as e:
                 problem(f"{path.name} config {name}", f"{cfg['file']}: {e}")

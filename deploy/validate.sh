@@ -6,9 +6,13 @@
 #     are errors) for the oldest and newest Kubernetes versions below, plus what schemas do
 #     not see (kustomization lists every file, volumes and references resolve, selectors
 #     match, pods are non-root with a read-only root, dropped capabilities, no host mounts,
-#     probes on /healthz and /readyz); `kubectl kustomize` output too when kubectl is here
+#     no ReadWriteMany claim, every data directory on an emptyDir, ingest's admin.token from
+#     its Secret, [storage] blobs = "nats", probes on /healthz and /readyz); `kubectl
+#     kustomize` output too when kubectl is here
 #   - deploy/compose.yaml against the Compose specification schema, plus: only runners
-#     mount the Docker socket, dependencies, bind-mount sources and the config file exist
+#     mount the Docker socket, each runner has a data directory of its own that no other
+#     service mounts, ingest gets admin.token as a file, [storage] blobs = "nats",
+#     dependencies, bind-mount sources and the config file exist
 #   - deploy/Dockerfile with hadolint, and its Rust version against the workspace's
 #   - shell scripts in deploy/ with shellcheck
 #   - with a gatehouse binary (VALIDATE_GATEHOUSE_BIN, else target/{debug,release}/gatehouse

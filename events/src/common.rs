@@ -58,7 +58,10 @@ pub struct Artifact {
     sqlx(type_name = "text", rename_all = "snake_case")
 )]
 pub enum RunStatus {
-    /// Accepted, no node dispatched yet.
+    /// Accepted where it was asked for (the API, chat, a label); the scheduler has not
+    /// created it yet. Shown so that a run is visible from the moment its id is given out.
+    Requested,
+    /// Created, no node dispatched yet.
     Queued,
     /// At least one node is executing or ready.
     Running,
@@ -134,6 +137,7 @@ impl RunStatus {
     /// The wire name (`waiting`, `succeeded`, ...), as stored and shown.
     pub fn as_str(self) -> &'static str {
         match self {
+            Self::Requested => "requested",
             Self::Queued => "queued",
             Self::Running => "running",
             Self::Waiting => "waiting",

@@ -156,6 +156,17 @@ pub struct RunRequested {
     pub workspace: Option<crate::RunWorkspace>,
 }
 
+impl RunRequested {
+    /// Who the run answers to, as its row records it: the person, or for someone not in
+    /// `[[people]]`, their handle.
+    pub fn requester(&self) -> String {
+        self.requested_by
+            .person
+            .clone()
+            .unwrap_or_else(|| self.requested_by.handle.clone())
+    }
+}
+
 /// The node of a parent run that a child run belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ParentNode {
@@ -347,6 +358,12 @@ pub struct NodeFinished {
     /// Files it produced.
     #[serde(default)]
     pub artifacts: Vec<Artifact>,
+    /// The infrastructure lost the attempt (its runner was killed, its lease ran out, a
+    /// shutdown outlasted its grace); the outcome is `failed` with the reason. The engine
+    /// retries such an attempt apart from the node's own `retry`. A field rather than an
+    /// outcome of its own, so a scheduler from before it reads the failure it always was.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub interrupted: bool,
 }
 
 /// `card.posted`: an approval card now exists in a chat channel; recorded so it is never
@@ -368,6 +385,28 @@ pub struct CardPosted {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A scheduler from before the field reads an interruption as the failure it always
+    /// was, and a runner from before it sends failures this one reads as not interrupted.
+    #[test]
+    fn interrupted_is_a_field_old_readers_and_writers_agree_on() {
+        let old = r#"{"run_id":"00000000-0000-0000-0000-000000000000","node":"n","attempt":1,"outcome":"failed","reason":"lost","duration_ms":0}"#;
+        let read: NodeFinished = serde_json::from_str(old).unwrap();
+        assert!(!read.interrupted);
+        let lost = NodeFinished {
+            interrupted: true,
+            ..read.clone()
+        };
+        let json = serde_json::to_value(&lost).unwrap();
+        assert_eq!(json["interrupted"], true);
+        assert_eq!(json["outcome"], "failed");
+        assert!(
+            serde_json::to_value(&read)
+                .unwrap()
+                .get("interrupted")
+                .is_none()
+        );
+    }
 
     #[test]
     fn requirement_states_are_named_as_on_the_wire() {

@@ -150,6 +150,7 @@ fn samples() -> Vec<Event> {
             exit_code: Some(2),
             duration_ms: 1532,
             artifacts: vec![artifact],
+            interrupted: false,
         }),
         Event::CardPosted(CardPosted {
             run_id: run_id(),

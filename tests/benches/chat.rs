@@ -32,7 +32,9 @@
 //! `cargo bench -p gatehouse-tests --bench chat` (needs the machine's Postgres).
 //! `GATEHOUSE_BENCH_GATES` (default 200) sets the gates opened one at a time (at least a
 //! second each, for the pacing); `GATEHOUSE_BENCH_MENTIONS` (default 5) the runs started
-//! by a mention; `GATEHOUSE_BENCH_BURST` (default 10) the gates opening together.
+//! by a mention; `GATEHOUSE_BENCH_BURST` (default 10) the gates opening together. The
+//! figures are printed, and written as JSON to the file `GATEHOUSE_BENCH_JSON` names, when
+//! set.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -42,6 +44,7 @@ use gatehouse_slack::{Message, SlackClient};
 use gatehouse_tests::fake_slack;
 use gatehouse_tests::gatehouse::chat::{self, ANA, APPROVALS, CY, REQUESTS, control, now};
 use gatehouse_tests::latencies::Latencies;
+use gatehouse_tests::latencies::write_figures;
 use gatehouse_tests::{Backend, Gatehouse};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -89,6 +92,19 @@ impl Line for Latencies {
             self.count(),
         )
     }
+}
+
+/// A figure as JSON: `Latencies::json` with the p90 and the largest sample this bench also
+/// prints, and its p50 over the baseline's when it is printed beside one.
+fn figure_json(figure: &Latencies, baseline: Option<&Latencies>) -> Value {
+    let round = |v: f64| (v * 1000.0).round() / 1000.0;
+    let mut json = figure.json();
+    json["p90"] = json!(round(figure.quantile(0.9)));
+    json["max"] = json!(round(figure.max()));
+    if let Some(b) = baseline {
+        json["ratio_p50_to_baseline"] = json!(figure.p50() / b.p50());
+    }
+    json
 }
 
 /// Waits for `f` to find something, polling.
@@ -358,10 +374,12 @@ async fn main() {
     let (paced, spread_s) = burst(&hub, together).await;
     hub.stop().await;
 
+    let total = started.elapsed();
+
     let (card, click) = (&one.card, &one.click);
     println!(
         "chat on Postgres, fake Slack and Discord: {gates} gates one at a time, each opened in a free slot of the approvals channel ({:.0} s in all)",
-        started.elapsed().as_secs_f64()
+        total.as_secs_f64()
     );
     println!(
         "{}",
@@ -432,4 +450,29 @@ async fn main() {
         paced.p50(),
         paced.p99()
     );
+
+    let figures = json!({
+        "bench": "chat",
+        "backend": "postgres",
+        "gates": gates,
+        "mentions": mentions,
+        "burst": together,
+        "baseline_post_message_ms": figure_json(&post, None),
+        "baseline_url_verification_ms": figure_json(&verify, None),
+        "gate_to_card_posted_ms": figure_json(card, Some(&post)),
+        "gate_to_card_tried_ms": figure_json(&one.picked, None),
+        "cards_500ms_or_more": slow_cards,
+        "click_to_next_node_ms": figure_json(click, Some(&verify)),
+        "click_to_decision_ms": figure_json(&one.decided, None),
+        "clicks_500ms_or_more": slow_clicks,
+        "paced": {
+            "mention_gate_to_card_posted_ms": figure_json(&chat.card, Some(&post)),
+            "mention_gate_to_card_tried_ms": figure_json(&chat.picked, None),
+            "mention_click_to_next_node_ms": figure_json(&chat.click, Some(&verify)),
+            "burst_gate_to_card_posted_ms": figure_json(&paced, Some(&post)),
+            "burst_first_gate_to_last_card_s": spread_s,
+        },
+        "total_s": total.as_secs_f64(),
+    });
+    write_figures(&figures);
 }

@@ -31,6 +31,7 @@ use gatehouse_engine::{Decision, Input, RunState, apply};
 use gatehouse_events::RunStatus;
 use gatehouse_ingest::{BOOTSTRAP_ADMIN, Scope, hash_token};
 use gatehouse_tests::latencies::Latencies;
+use gatehouse_tests::latencies::write_figures;
 use gatehouse_tests::{Backend, Gatehouse, person};
 use reqwest::header::{AUTHORIZATION, COOKIE};
 use serde_json::{Value, json};
@@ -571,50 +572,48 @@ async fn main() {
     }
     println!("    p50 ms each: {}", each_p50(Probe::InboxStoreReads));
 
-    if let Ok(path) = std::env::var("GATEHOUSE_BENCH_JSON") {
-        let ratio = |f: &Latencies| {
-            json!({
-                "p50": (f.p50() / baseline.p50() * 100.0).round() / 100.0,
-                "p99": (f.p99() / baseline.p99() * 100.0).round() / 100.0,
-            })
-        };
-        let figures = json!({
-            "bench": "console",
-            "backend": "postgres",
-            "samples": samples,
-            "warmup_rounds": warmup,
-            "run_nodes": 20,
-            "run_output_lines": lines.len(),
-            "run_output_bytes": output_bytes,
-            "waiting_gates": waiting,
-            "static_ms": baseline.json(),
-            "run_page_ms": run_f.json(),
-            "inbox_ms": inbox_f.json(),
-            "ratio_run_page_to_static": ratio(run_f),
-            "ratio_inbox_to_static": ratio(inbox_f),
-            "bytes": {
-                "static": css.len(),
-                "run_page": run_page.len(),
-                "inbox": inbox.len(),
-                "api_run": api_run.len(),
-                "run_graph": graph.len(),
-                "api_gates": api_gates.len(),
-            },
-            "run_page_breakdown_ms": {
-                "api_run": of(Probe::ApiRun).json(),
-                "graph_svg": of(Probe::RunGraph).json(),
-                "store_reads": of(Probe::RunStoreReads).json(),
-                "each_store_read": each_json(Probe::RunStoreReads),
-            },
-            "inbox_breakdown_ms": {
-                "api_gates": of(Probe::ApiGates).json(),
-                "store_reads": of(Probe::InboxStoreReads).json(),
-                "each_store_read": each_json(Probe::InboxStoreReads),
-                "decode_and_trial_decisions": of(Probe::InboxCpu).json(),
-            },
-            "setup_s": setup.as_secs_f64(),
-            "total_s": total.as_secs_f64(),
-        });
-        std::fs::write(&path, format!("{figures:#}\n")).expect("writing the figures");
-    }
+    let ratio = |f: &Latencies| {
+        json!({
+            "p50": (f.p50() / baseline.p50() * 100.0).round() / 100.0,
+            "p99": (f.p99() / baseline.p99() * 100.0).round() / 100.0,
+        })
+    };
+    let figures = json!({
+        "bench": "console",
+        "backend": "postgres",
+        "samples": samples,
+        "warmup_rounds": warmup,
+        "run_nodes": 20,
+        "run_output_lines": lines.len(),
+        "run_output_bytes": output_bytes,
+        "waiting_gates": waiting,
+        "static_ms": baseline.json(),
+        "run_page_ms": run_f.json(),
+        "inbox_ms": inbox_f.json(),
+        "ratio_run_page_to_static": ratio(run_f),
+        "ratio_inbox_to_static": ratio(inbox_f),
+        "bytes": {
+            "static": css.len(),
+            "run_page": run_page.len(),
+            "inbox": inbox.len(),
+            "api_run": api_run.len(),
+            "run_graph": graph.len(),
+            "api_gates": api_gates.len(),
+        },
+        "run_page_breakdown_ms": {
+            "api_run": of(Probe::ApiRun).json(),
+            "graph_svg": of(Probe::RunGraph).json(),
+            "store_reads": of(Probe::RunStoreReads).json(),
+            "each_store_read": each_json(Probe::RunStoreReads),
+        },
+        "inbox_breakdown_ms": {
+            "api_gates": of(Probe::ApiGates).json(),
+            "store_reads": of(Probe::InboxStoreReads).json(),
+            "each_store_read": each_json(Probe::InboxStoreReads),
+            "decode_and_trial_decisions": of(Probe::InboxCpu).json(),
+        },
+        "setup_s": setup.as_secs_f64(),
+        "total_s": total.as_secs_f64(),
+    });
+    write_figures(&figures);
 }

@@ -61,6 +61,7 @@ use gatehouse_store::ChatMessageRow;
 use gatehouse_tests::fake_slack::{BOT_USER, SlackMessage};
 use gatehouse_tests::gatehouse::chat::{self, ANA};
 use gatehouse_tests::latencies::Latencies;
+use gatehouse_tests::latencies::write_figures;
 use gatehouse_tests::{Backend, Gatehouse, TestDb};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -939,20 +940,18 @@ async fn main() {
         print_burst("docker sandbox", b, concurrency);
     }
 
-    if let Ok(path) = std::env::var("GATEHOUSE_BENCH_JSON") {
-        let mut figures = on_process.json(&bare);
-        figures["bench"] = json!("conversations");
-        figures["conversations"] = json!(count);
-        figures["at_once"] = process_burst.json(concurrency);
-        figures["docker"] = match (&docker_skipped, &docker_burst) {
-            (None, Some(b)) => {
-                let mut d = on_docker.json(&bare);
-                d["at_once"] = b.json(concurrency);
-                d
-            }
-            (Some(why), _) => json!({ "skipped": why }),
-            (None, None) => json!({ "skipped": "no burst" }),
-        };
-        std::fs::write(&path, format!("{figures:#}\n")).expect("writing the figures");
-    }
+    let mut figures = on_process.json(&bare);
+    figures["bench"] = json!("conversations");
+    figures["conversations"] = json!(count);
+    figures["at_once"] = process_burst.json(concurrency);
+    figures["docker"] = match (&docker_skipped, &docker_burst) {
+        (None, Some(b)) => {
+            let mut d = on_docker.json(&bare);
+            d["at_once"] = b.json(concurrency);
+            d
+        }
+        (Some(why), _) => json!({ "skipped": why }),
+        (None, None) => json!({ "skipped": "no burst" }),
+    };
+    write_figures(&figures);
 }

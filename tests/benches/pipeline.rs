@@ -1,9 +1,17 @@
-//! Outbox → bus → inbox: throughput and latency on JetStream and on the in-process bus,
-//! against raw JetStream publish-with-ack measured in the same run as the baseline.
+//! Outbox → bus → inbox: throughput and latency on JetStream and on the in-process bus
+//! (relayed, and published in place as `gatehouse up` does), against raw JetStream
+//! publish-with-ack measured in the same run as the baseline.
+//!
+//! Latency is one event at a time, commit → applied. Throughput is a burst of events
+//! committed by `BENCH_PRODUCERS` concurrent producers (default 16), one event per
+//! transaction (as webhooks and services commit), applied by one consumer that takes up to
+//! 64 waiting events per transaction (group commit, as the scheduler does); the baseline
+//! publishes the same number with every publish in flight before any ack is awaited.
 //!
 //! `cargo bench -p gatehouse-tests --bench pipeline` (needs the machine's Postgres and NATS).
 //! `BENCH_EVENTS` sets the burst size (default 2000); `BENCH_LATENCY_SAMPLES` the number of
-//! one-at-a-time round trips (default 300).
+//! one-at-a-time round trips (default 300). The figures and ratios are written as JSON to
+//! the file `GATEHOUSE_BENCH_JSON` names, when set.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -11,10 +19,12 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use gatehouse_bus::{
-    Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, Relay, RelayOptions,
+    Bus, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, InProcessBus, Relay,
+    RelayOptions,
 };
 use gatehouse_events::{Envelope, Event, NodeProgress};
 use gatehouse_store::Tx;
+use gatehouse_tests::latencies::write_figures;
 use gatehouse_tests::{BusKind, TestBus, TestNats, nats_url};
 use hdrhistogram::Histogram;
 use tokio_util::sync::CancellationToken;
@@ -37,6 +47,9 @@ fn envelope(i: usize) -> Envelope {
     Envelope::new("bench", &event, None).expect("envelope")
 }
 
+/// Events a consumer applies in one transaction when they wait together.
+const BATCH: usize = 64;
+
 /// Figures for one configuration.
 struct Figures {
     name: &'static str,
@@ -57,6 +70,16 @@ impl Figures {
             self.p99_us,
             self.p99_us as f64 / baseline.p99_us as f64,
         );
+    }
+
+    fn json(&self, baseline: &Figures) -> serde_json::Value {
+        serde_json::json!({
+            "name": self.name,
+            "per_sec": self.per_sec,
+            "per_sec_ratio": self.per_sec / baseline.per_sec,
+            "p50_us": self.p50_us,
+            "p99_us": self.p99_us,
+        })
     }
 }
 
@@ -137,33 +160,63 @@ impl Handler for Stamp {
     }
 }
 
+/// How a pipeline is set up.
+#[derive(Clone, Copy)]
+enum Setup {
+    /// The bus as `kind` has it, events carried by the relay.
+    Relayed(BusKind),
+    /// The in-process bus on SQLite with events published in place by their commit (no
+    /// relay hop), as `gatehouse up` runs.
+    InPlace,
+}
+
 /// Commits events to the outbox and measures until each is applied by a consumer through
-/// the relay and the bus.
-async fn pipeline(kind: BusKind, name: &'static str, events: usize, samples: usize) -> Figures {
+/// the bus.
+async fn pipeline(
+    setup: Setup,
+    name: &'static str,
+    events: usize,
+    producers: usize,
+    samples: usize,
+) -> Figures {
+    let kind = match setup {
+        Setup::Relayed(kind) => kind,
+        Setup::InPlace => BusKind::InProcessSqlite,
+    };
     let t = TestBus::new(kind).await;
     let store = t.db.store.clone();
+    let bus: Arc<dyn Bus> = match setup {
+        Setup::Relayed(_) => t.bus.clone(),
+        Setup::InPlace => Arc::new(InProcessBus::in_place(store.clone())),
+    };
     let stop = CancellationToken::new();
     let relay = tokio::spawn(
-        Relay::new(store.clone(), t.bus.clone(), RelayOptions::default()).run(stop.clone()),
+        Relay::new(store.clone(), bus.clone(), RelayOptions::default()).run(stop.clone()),
     );
     let stamp = Arc::new(Stamp::default());
     let consumer = tokio::spawn({
         let consumer = Consumer::new(
-            t.bus.clone(),
+            bus.clone(),
             store.clone(),
-            ConsumerOptions::new(ConsumerSpec::new("bench", "node.progress")),
+            ConsumerOptions {
+                batch: BATCH,
+                ..ConsumerOptions::new(ConsumerSpec::new("bench", "node.progress"))
+            },
         );
         let (stamp, stop) = (stamp.clone(), stop.clone());
         async move { consumer.run(&*stamp, stop).await }
     });
     let applied = |id: &Uuid| stamp.0.lock().expect("lock").get(id).copied();
-    let commit = |e: Envelope| {
+    let commit = {
         let store = store.clone();
-        async move {
-            let mut tx = store.begin().await.expect("begin");
-            tx.append_outbox(&e).await.expect("append");
-            tx.commit().await.expect("commit");
-            (e.id, Instant::now())
+        move |e: Envelope| {
+            let store = store.clone();
+            async move {
+                let mut tx = store.begin().await.expect("begin");
+                tx.append_outbox(&e).await.expect("append");
+                tx.commit().await.expect("commit");
+                (e.id, Instant::now())
+            }
         }
     };
 
@@ -181,11 +234,24 @@ async fn pipeline(kind: BusKind, name: &'static str, events: usize, samples: usi
             .expect("record");
     }
 
-    // Throughput: a burst of commits, timed until the last is applied.
+    // Throughput: a burst of commits from concurrent producers, timed until the last is
+    // applied.
     let start = Instant::now();
+    let mut producing = tokio::task::JoinSet::new();
+    for p in 0..producers {
+        let mine: Vec<Envelope> = (p..events).step_by(producers).map(envelope).collect();
+        let commit = commit.clone();
+        producing.spawn(async move {
+            let mut ids = Vec::with_capacity(mine.len());
+            for e in mine {
+                ids.push(commit(e).await.0);
+            }
+            ids
+        });
+    }
     let mut ids = Vec::with_capacity(events);
-    for i in 0..events {
-        ids.push(commit(envelope(i)).await.0);
+    while let Some(mine) = producing.join_next().await {
+        ids.extend(mine.expect("a producer"));
     }
     let deadline = Instant::now() + Duration::from_secs(300);
     while ids.iter().any(|id| applied(id).is_none()) && Instant::now() < deadline {
@@ -219,34 +285,46 @@ async fn main() {
     } else {
         env_usize("BENCH_LATENCY_SAMPLES", 300)
     };
-    println!("outbox → bus → inbox, {events} events per burst, {samples} latency samples");
+    let producers = env_usize("BENCH_PRODUCERS", 16).max(1);
+    println!(
+        "outbox → bus → inbox, {events} events per burst from {producers} producers, {samples} latency samples"
+    );
     let [baseline, sequential] = raw_jetstream(events, samples).await;
-    let runs = [
-        pipeline(
-            BusKind::JetStream,
+    let setups = [
+        (
+            Setup::Relayed(BusKind::JetStream),
             "JetStream + Postgres outbox/inbox",
-            events,
-            samples,
-        )
-        .await,
-        pipeline(
-            BusKind::InProcessSqlite,
-            "in-process bus on SQLite",
-            events,
-            samples,
-        )
-        .await,
-        pipeline(
-            BusKind::InProcessPostgres,
+        ),
+        (Setup::InPlace, "in-process, SQLite, in place (up)"),
+        (
+            Setup::Relayed(BusKind::InProcessSqlite),
+            "in-process bus on SQLite, relayed",
+        ),
+        (
+            Setup::Relayed(BusKind::InProcessPostgres),
             "in-process bus on Postgres",
-            events,
-            samples,
-        )
-        .await,
+        ),
     ];
+    let mut runs = Vec::new();
+    for (setup, name) in setups {
+        runs.push(pipeline(setup, name, events, producers, samples).await);
+    }
     baseline.print(&baseline);
     sequential.print(&baseline);
     for figures in &runs {
         figures.print(&baseline);
     }
+    let figures = serde_json::json!({
+        "bench": "pipeline",
+        "events": events,
+        "producers": producers,
+        "latency_samples": samples,
+        "consumer_batch": BATCH,
+        "baseline": baseline.json(&baseline),
+        "configurations": std::iter::once(&sequential)
+            .chain(&runs)
+            .map(|f| f.json(&baseline))
+            .collect::<Vec<_>>(),
+    });
+    write_figures(&figures);
 }

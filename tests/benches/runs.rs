@@ -7,14 +7,17 @@
 //! - resident memory with 10,000 runs waiting at gates, against the process before them.
 //!
 //! `cargo bench -p gatehouse-tests --bench runs`. `BENCH_RUNS` (default 50) and
-//! `BENCH_WAITING` (default 10000) set the sizes.
+//! `BENCH_WAITING` (default 10000) set the sizes. The figures are printed, and written as
+//! JSON to the file `GATEHOUSE_BENCH_JSON` names, when set.
 
 use std::time::{Duration, Instant};
 
 use gatehouse_engine::{Input, Outcome, RunState, apply};
 use gatehouse_sop::parse;
 use gatehouse_store::Store;
+use gatehouse_tests::latencies::write_figures;
 use gatehouse_tests::{Backend, Gatehouse, TestDb};
+use serde_json::{Value, json};
 
 fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -51,8 +54,13 @@ fn rss_kib() -> u64 {
         .unwrap_or(0)
 }
 
-/// Engine cost per transition against JSON serialisation of the same state.
-fn engine(runs: usize) {
+/// Kibibytes in mebibytes, to a tenth.
+fn mib(kib: u64) -> f64 {
+    (kib as f64 / 1024.0 * 10.0).round() / 10.0
+}
+
+/// Engine cost per transition against JSON serialisation of the same state; the figures.
+fn engine(runs: usize) -> Value {
     let sop = parse("noop10.yaml", &chain(10)).expect("valid");
     let mut transitions = 0u64;
     let mut engine_time = Duration::ZERO;
@@ -90,6 +98,13 @@ fn engine(runs: usize) {
         per(json_time),
         per(engine_time) / per(json_time)
     );
+    json!({
+        "runs": runs,
+        "transitions": transitions,
+        "engine_ns_per_transition": per(engine_time),
+        "serialise_state_ns": per(json_time),
+        "ratio_engine_to_serialise": per(engine_time) / per(json_time),
+    })
 }
 
 async fn count(store: &Store, status: &str, limit: usize) -> usize {
@@ -100,8 +115,9 @@ async fn count(store: &Store, status: &str, limit: usize) -> usize {
         .len()
 }
 
-/// Runs per second through the services, against spawning the same processes directly.
-async fn throughput(runs: usize) {
+/// Runs per second through the services, against spawning the same processes directly;
+/// the figures.
+async fn throughput(runs: usize) -> Value {
     let nodes = runs * 10;
     let start = Instant::now();
     for _ in 0..nodes {
@@ -135,10 +151,19 @@ async fn throughput(runs: usize) {
         runs as f64 / elapsed,
         nodes_per_sec / spawns_per_sec
     );
+    json!({
+        "backend": "sqlite",
+        "runs": runs,
+        "nodes": nodes,
+        "runs_per_s": runs as f64 / elapsed,
+        "nodes_per_s": nodes_per_sec,
+        "sh_spawns_per_s": spawns_per_sec,
+        "ratio_nodes_to_spawns": nodes_per_sec / spawns_per_sec,
+    })
 }
 
-/// Resident memory with many runs waiting at a gate.
-async fn waiting(runs: usize) {
+/// Resident memory with many runs waiting at a gate; the figures.
+async fn waiting(runs: usize) -> Value {
     let db = TestDb::new(Backend::Sqlite).await;
     let data = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(data.path().join("sops")).expect("mkdir");
@@ -170,31 +195,49 @@ async fn waiting(runs: usize) {
     }
     let after = rss_kib();
     assert_eq!(count(&db.store, "waiting", runs + 1).await, runs + 1);
+    let created = start.elapsed();
     println!(
         "{runs} runs waiting at gates: resident {} MiB, before them {} MiB ({:.2}x; {:.1} KiB per waiting run); created in {:.1} s",
         after / 1024,
         before / 1024,
         after as f64 / before.max(1) as f64,
         after.saturating_sub(before) as f64 / runs as f64,
-        start.elapsed().as_secs_f64()
+        created.as_secs_f64()
     );
     services.stop().await;
+    json!({
+        "runs": runs,
+        "backend": "sqlite",
+        "rss_mib": mib(after),
+        "rss_before_mib": mib(before),
+        "ratio_rss_to_before": after as f64 / before.max(1) as f64,
+        "kib_per_waiting_run": after.saturating_sub(before) as f64 / runs as f64,
+        "created_s": created.as_secs_f64(),
+    })
 }
 
 #[tokio::main(flavor = "multi_thread")]
 async fn main() {
     let quick = std::env::args().any(|a| a == "--test");
-    engine(if quick { 20 } else { 2000 });
-    throughput(if quick {
+    let engine = engine(if quick { 20 } else { 2000 });
+    let throughput = throughput(if quick {
         2
     } else {
         env_usize("BENCH_RUNS", 50)
     })
     .await;
-    waiting(if quick {
+    let waiting = waiting(if quick {
         20
     } else {
         env_usize("BENCH_WAITING", 10_000)
     })
     .await;
+
+    let figures = json!({
+        "bench": "runs",
+        "engine": engine,
+        "throughput": throughput,
+        "waiting": waiting,
+    });
+    write_figures(&figures);
 }

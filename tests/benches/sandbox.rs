@@ -11,14 +11,17 @@
 //!
 //! `cargo bench -p gatehouse-tests --bench sandbox` (needs the machine's Postgres, a Docker
 //! engine and the images from deploy/sandbox/build-images.sh). `GATEHOUSE_BENCH_NODES`
-//! (default 30) sets the nodes per kind.
+//! (default 30) sets the nodes per kind. The figures are printed, and written as JSON to the
+//! file `GATEHOUSE_BENCH_JSON` names, when set (without Docker, why nothing was measured).
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
+use gatehouse_tests::latencies::write_figures;
 use gatehouse_tests::{Backend, Gatehouse, TestDb};
 use hdrhistogram::Histogram;
+use serde_json::json;
 use uuid::Uuid;
 
 const IMAGE: &str = "gatehouse-sandbox:busybox";
@@ -44,7 +47,9 @@ async fn main() {
     let docker = match DockerSandbox::connect(data.path().display().to_string()).await {
         Ok(docker) if docker.check_image(IMAGE).await.is_ok() => docker,
         _ => {
-            println!("skipped: no Docker engine with {IMAGE} (deploy/sandbox/build-images.sh)");
+            let why = format!("no Docker engine with {IMAGE} (deploy/sandbox/build-images.sh)");
+            println!("skipped: {why}");
+            write_figures(&json!({ "bench": "sandbox", "skipped": why }));
             return;
         }
     };
@@ -100,6 +105,25 @@ async fn main() {
             h.value_at_quantile(0.5) as f64 / base,
         );
     }
+
+    let figure = |h: &Histogram<u64>| {
+        json!({
+            "p50": h.value_at_quantile(0.5) as f64 / 1000.0,
+            "p90": h.value_at_quantile(0.9) as f64 / 1000.0,
+            "max": h.max() as f64 / 1000.0,
+            "n": h.len(),
+            "ratio_p50_to_baseline": h.value_at_quantile(0.5) as f64 / base,
+        })
+    };
+    write_figures(&json!({
+        "bench": "sandbox",
+        "backend": "postgres",
+        "image": IMAGE,
+        "nodes": nodes,
+        "docker_run_ms": figure(&baseline),
+        "docker_node_start_ms": figure(&docker_node),
+        "process_node_start_ms": figure(&process_node),
+    }));
 }
 
 fn histogram() -> Histogram<u64> {

@@ -5,14 +5,17 @@
 //! index every new schedule — each beside the same run with only the due schedules
 //! stored (the baseline), measured in the same process.
 //!
-//! `cargo bench -p gatehouse-tests --bench schedules`.
+//! `cargo bench -p gatehouse-tests --bench schedules`. The figures are printed, and written
+//! as JSON to the file `GATEHOUSE_BENCH_JSON` names, when set.
 
 use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use futures::StreamExt;
 use gatehouse_store::{ScheduleRow, Store};
+use gatehouse_tests::latencies::write_figures;
 use gatehouse_tests::{Backend, Gatehouse, TestDb};
+use serde_json::{Value, json};
 
 const WAITS: &str = "name: waits\nnodes:\n  ask: { kind: gate, approvers: [ana] }\n";
 
@@ -87,6 +90,24 @@ struct Figures {
     max: i64,
     rss_idle_kib: u64,
     rss_after_kib: u64,
+}
+
+impl Figures {
+    /// The figures of a scenario with `schedules` schedules stored.
+    fn json(&self, schedules: usize) -> Value {
+        json!({
+            "schedules": schedules,
+            "lateness_ms": { "min": self.min, "p50": self.p50, "p99": self.p99, "max": self.max },
+            "index_s": self.index.as_secs_f64(),
+            "rss_idle_mib": rounded_mib(self.rss_idle_kib),
+            "rss_after_firing_mib": rounded_mib(self.rss_after_kib),
+        })
+    }
+}
+
+/// Kibibytes in mebibytes, to a tenth.
+fn rounded_mib(kib: u64) -> f64 {
+    (kib as f64 / 1024.0 * 10.0).round() / 10.0
 }
 
 async fn scenario(total: usize, due: usize) -> Figures {
@@ -195,4 +216,16 @@ async fn main() {
         mib(big.rss_after_kib),
         big.rss_after_kib as f64 / base.rss_after_kib.max(1) as f64
     );
+
+    let figures = json!({
+        "bench": "schedules",
+        "backend": "postgres",
+        "due": due,
+        "rss_start_mib": rounded_mib(start_rss),
+        "baseline": base.json(due),
+        "at_scale": big.json(total),
+        "ratio_p99_lateness": big.p99 as f64 / base.p99.max(1) as f64,
+        "ratio_rss_after_firing": big.rss_after_kib as f64 / base.rss_after_kib.max(1) as f64,
+    });
+    write_figures(&figures);
 }

@@ -90,6 +90,7 @@ pub struct GatehouseBuilder {
     assistant: Option<AssistantSettings>,
     github_sign_in: bool,
     public_url: bool,
+    scheduler: bool,
 }
 
 /// Where the console says it is reached when GitHub sign-in is on: GitHub's redirect
@@ -123,6 +124,7 @@ impl Gatehouse {
             assistant: None,
             github_sign_in: false,
             public_url: true,
+            scheduler: true,
         }
     }
 
@@ -440,6 +442,13 @@ impl GatehouseBuilder {
         self
     }
 
+    /// Runs no scheduler: what is asked for is recorded and sent, and nothing acts on it
+    /// until a Gatehouse with one starts on the same database.
+    pub fn without_scheduler(mut self) -> Self {
+        self.scheduler = false;
+        self
+    }
+
     /// Adjusts the runner's options (roles, profiles, prices, limits).
     pub fn runner(mut self, configure: impl FnOnce(&mut RunnerOptions) + 'static) -> Self {
         self.options.push(Box::new(configure));
@@ -465,7 +474,7 @@ impl GatehouseBuilder {
         let catalog = Arc::new(catalog);
         let bus = self
             .bus
-            .unwrap_or_else(|| Arc::new(InProcessBus::new(db.store.clone())));
+            .unwrap_or_else(|| Arc::new(InProcessBus::in_place(db.store.clone())));
         let github = match self.fake_github {
             Some(github) => github,
             None => FakeGithub::start().await,
@@ -542,9 +551,11 @@ impl GatehouseBuilder {
                 poll: Duration::from_millis(50),
                 ..RelayOptions::default()
             })
-            .scheduler()
             .runner(runner)
             .ingest(api.clone());
+        if self.scheduler {
+            fleet = fleet.scheduler();
+        }
         if let Some(assistant) = self.assistant {
             fleet = fleet.assistant(assistant, roles);
         }

@@ -86,3 +86,10 @@ impl Latencies {
         json!({ "p50": round(self.p50()), "p99": round(self.p99()), "n": self.count() })
     }
 }
+
+/// Writes a bench's `figures` to the file `GATEHOUSE_BENCH_JSON` names, when set.
+pub fn write_figures(figures: &Value) {
+    if let Ok(path) = std::env::var("GATEHOUSE_BENCH_JSON") {
+        std::fs::write(&path, format!("{figures:#}\n")).expect("writing the figures");
+    }
+}

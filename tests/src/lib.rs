@@ -100,7 +100,7 @@ impl TestDb {
     pub async fn cleanup(mut self) {
         self.store.close().await;
         if let Some(schema) = self.schema.take() {
-            admin_sql(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
+            drop_schema(&schema).await;
         }
     }
 }
@@ -108,11 +108,46 @@ impl TestDb {
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Some(schema) = self.schema.take() {
-            block_on_own_thread(async move {
-                admin_sql(&format!("DROP SCHEMA IF EXISTS {schema} CASCADE")).await;
-            });
+            block_on_own_thread(async move { drop_schema(&schema).await });
         }
     }
+}
+
+/// Drops a test's schema, even when a connection of the test's still holds locks in it.
+/// A test that aborts a service's tasks stands in for kill -9, but the pool they shared
+/// lives on: a task cut off inside a transaction can leave its connection in the pool
+/// with that transaction open, where the kernel would have closed the dead process's
+/// socket and Postgres rolled it back. Those backends are ended here, as the kernel would.
+async fn drop_schema(schema: &str) {
+    use sqlx::Connection;
+    let mut conn = sqlx::PgConnection::connect(&postgres_url())
+        .await
+        .expect("connect to the machine's Postgres");
+    sqlx::raw_sql("SET lock_timeout = '5s'")
+        .execute(&mut conn)
+        .await
+        .expect("SET lock_timeout");
+    let drop = format!("DROP SCHEMA IF EXISTS {schema} CASCADE");
+    for _ in 0..5 {
+        if sqlx::raw_sql(sqlx::AssertSqlSafe(drop.as_str()))
+            .execute(&mut conn)
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        sqlx::query(
+            "SELECT pg_terminate_backend(l.pid) FROM pg_locks l
+               JOIN pg_class c ON c.oid = l.relation
+               JOIN pg_namespace n ON n.oid = c.relnamespace
+             WHERE n.nspname = $1 AND l.pid <> pg_backend_pid()",
+        )
+        .bind(schema)
+        .execute(&mut conn)
+        .await
+        .expect("ending the backends that hold the schema's locks");
+    }
+    panic!("could not drop schema {schema}");
 }
 
 /// Runs async cleanup from `Drop`, which may be inside a runtime that cannot block.
@@ -171,6 +206,12 @@ async fn delete_streams(prefix: Prefix) {
     for kind in [StreamKind::Events, StreamKind::Jobs] {
         let _ = js.delete_stream(prefix.stream_name(kind)).await;
     }
+    let _ = js.delete_object_store(blob_bucket(&prefix)).await;
+}
+
+/// The object store bucket of blobs under `prefix`, as `gatehouse` names it.
+pub fn blob_bucket(prefix: &Prefix) -> String {
+    format!("{}_blobs", prefix.as_str())
 }
 
 impl Drop for TestNats {
@@ -248,6 +289,27 @@ impl TestBus {
                     .expect("connect to JetStream"),
             ),
             None => Arc::new(InProcessBus::new(self.db.store.clone())),
+        }
+    }
+
+    /// The blob store every process of this deployment reaches: the JetStream object
+    /// store under the bus's prefix (removed with its streams), or for the in-process bus,
+    /// a directory standing in for one (`dir`).
+    pub async fn blobs(&self, dir: &std::path::Path) -> gatehouse_blobs::Blobs {
+        match &self.nats {
+            Some(nats) => {
+                let client = async_nats::connect(nats_url())
+                    .await
+                    .expect("connect to NATS");
+                Arc::new(
+                    gatehouse_blobs::NatsBlobs::new(
+                        async_nats::jetstream::new(client),
+                        blob_bucket(&nats.prefix),
+                    )
+                    .expect("a valid bucket name"),
+                )
+            }
+            None => Arc::new(gatehouse_blobs::LocalBlobs::new(dir)),
         }
     }
 

@@ -218,7 +218,7 @@ async fn an_agent_gets_its_prompt_and_rework_starts_from_the_checkpoint(backend:
     }
     assert!(
         logs.iter()
-            .any(|l| l.node == "code" && l.line.contains("workspace checkpoint taken")),
+            .any(|l| l.node == "code" && l.line.contains("workspace checkpointed")),
         "{logs:#?}"
     );
     // The tools the agent called, read from its stream as it ran.

@@ -9,8 +9,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use gatehouse_bus::{
-    Bus, BusError, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, Outcome,
-    Outgoing, Published, Relay, RelayOptions, Subscription,
+    Bus, BusError, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, InProcessBus,
+    Outcome, Outgoing, Published, Relay, RelayOptions, Subscription,
 };
 use gatehouse_events::{Envelope, Event, NodeProgress, Prefix, SCHEMA_VERSION, TraceParent};
 use gatehouse_store::Tx;
@@ -119,6 +119,7 @@ on_every_bus!(
     outbox_survives_kill_9_before_relay,
     relay_publishes_in_order_and_retries_failures,
     poison_messages_are_parked_without_blocking,
+    events_waiting_together_are_applied_in_one_commit_each_once,
 );
 
 async fn delivers_id_topic_trace_and_count(kind: BusKind) {
@@ -586,5 +587,125 @@ async fn invalid_consumer_names_are_refused() {
         .err()
         .unwrap();
     assert!(matches!(err, BusError::InvalidConsumerName(_)));
+    t.cleanup().await;
+}
+
+/// Keeps, in order, each event it applied (`handled …`) and each whose transaction
+/// committed (`committed …`); fails for messages containing "poison".
+#[derive(Default)]
+struct Committer {
+    seen: Mutex<Vec<String>>,
+}
+
+impl Committer {
+    fn committed(&self) -> Vec<String> {
+        let seen = self.seen.lock().unwrap();
+        seen.iter()
+            .filter_map(|s| s.strip_prefix("committed ").map(str::to_owned))
+            .collect()
+    }
+}
+
+#[async_trait]
+impl Handler for Committer {
+    async fn handle(&self, _tx: &mut Tx, event: &Envelope) -> Result<(), HandlerError> {
+        let Event::NodeProgress(p) = event.decode()? else {
+            return Err("unexpected event".into());
+        };
+        if p.message.contains("poison") {
+            return Err(format!("cannot apply {}", p.message).into());
+        }
+        self.seen
+            .lock()
+            .unwrap()
+            .push(format!("handled {}", p.message));
+        Ok(())
+    }
+
+    async fn committed(&self, event: &Envelope) {
+        if let Ok(Event::NodeProgress(p)) = event.decode() {
+            self.seen
+                .lock()
+                .unwrap()
+                .push(format!("committed {}", p.message));
+        }
+    }
+}
+
+/// Group commit: events waiting together are applied in one transaction (on JetStream,
+/// whose subscription pulls ahead), each committed once; a failing event in a batch sends
+/// the batch back to be applied one by one, so the others still commit once.
+async fn events_waiting_together_are_applied_in_one_commit_each_once(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let mut expected = Vec::new();
+    for i in 0..40 {
+        if i == 17 {
+            publish(&*t.bus, &envelope("poison 17")).await;
+        }
+        let e = envelope(&format!("good {i}"));
+        publish(&*t.bus, &e).await;
+        expected.push(format!("good {i}"));
+    }
+    let options = ConsumerOptions {
+        max_deliveries: 2,
+        retry_delay: Duration::from_millis(100),
+        batch: 16,
+        ..ConsumerOptions::new(spec("batched", Duration::from_secs(30)))
+    };
+    let consumer = Consumer::new(t.bus.clone(), t.db.store.clone(), options);
+    let committer = Committer::default();
+    run_until(&consumer, &committer, || committer.committed().len() >= 40).await;
+    let mut committed = committer.committed();
+    committed.sort_by_key(|m| m[5..].parse::<u32>().unwrap());
+    assert_eq!(
+        committed, expected,
+        "each good event committed exactly once"
+    );
+    if kind == BusKind::JetStream {
+        let seen = committer.seen.lock().unwrap().clone();
+        let together = seen
+            .windows(2)
+            .any(|w| w[0].starts_with("handled") && w[1].starts_with("handled"));
+        assert!(together, "some events shared a transaction: {seen:?}");
+    }
+    t.cleanup().await;
+}
+
+/// On `gatehouse up` (SQLite): a transaction's events go onto the in-process bus in place,
+/// with no relay running; each is applied once and acknowledged in the consumer's own
+/// transaction, so nothing stays pending; a rolled-back transaction publishes nothing; the
+/// outbox keeps what was published, as sent.
+#[tokio::test]
+async fn events_published_in_place_reach_consumers_without_a_relay() {
+    let t = TestBus::new(BusKind::InProcessSqlite).await;
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::in_place(t.db.store.clone()));
+    let mut expected = Vec::new();
+    for i in 0..10 {
+        let mut tx = t.db.store.begin().await.unwrap();
+        tx.append_outbox(&envelope(&format!("kept {i}")))
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+        expected.push(format!("kept {i}"));
+    }
+    let mut tx = t.db.store.begin().await.unwrap();
+    tx.append_outbox(&envelope("rolled back")).await.unwrap();
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        t.db.store.outbox_backlog().await.unwrap(),
+        0,
+        "nothing is left for a relay"
+    );
+
+    let options = ConsumerOptions::new(spec("in-place", Duration::from_secs(30)));
+    let consumer = Consumer::new(bus.clone(), t.db.store.clone(), options);
+    let committer = Committer::default();
+    run_until(&consumer, &committer, || committer.committed().len() >= 10).await;
+    assert_eq!(committer.committed(), expected, "each once, in order");
+    assert_eq!(
+        t.db.store.queue_pending("in-place").await.unwrap(),
+        0,
+        "acknowledged in the transactions that applied them"
+    );
     t.cleanup().await;
 }

@@ -591,7 +591,13 @@ async fn an_idle_workspace_is_released_and_the_next_message_restores_it(backend:
         !dir.join("workspace").exists(),
         "the idle workspace is freed"
     );
-    assert!(dir.join("checkpoint.tar").exists(), "after a checkpoint");
+    let checkpoint = gh
+        .db
+        .store
+        .latest_checkpoint(&format!("conversation:{id}"))
+        .await
+        .unwrap();
+    assert!(checkpoint.is_some(), "checkpointed first");
     // The next message restores it: the turn count kept in the workspace goes on.
     thread.say("Ev2", "go on").await;
     thread.said("Turn 2: go on").await;

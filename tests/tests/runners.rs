@@ -1,19 +1,24 @@
-//! Several runners on one work queue, on every bus: jobs spread over the runners within
-//! each one's concurrency, a job longer than its lease keeps it alive and runs once, a job
-//! whose runner died comes back to another runner as the engine's next attempt, and a
-//! runner told to stop finishes its jobs within its grace and interrupts the rest.
+//! Several runners on one work queue, on every bus, each with a data directory of its own
+//! and the blob store they all reach: jobs spread over the runners within each one's
+//! concurrency, a job longer than its lease keeps it alive and runs once, a job whose
+//! runner died comes back to another runner as the engine's next attempt (no `retry`
+//! needed), a runner told to stop finishes its jobs within its grace and interrupts the
+//! rest, a run's workspace follows it to another runner, and the runner holding it is
+//! preferred.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use gatehouse_blobs::Blobs;
 use gatehouse_bus::RelayOptions;
+use gatehouse_events::{Envelope, Event, GateDecision, GateDecisionKind};
 use gatehouse_fleet::Fleet;
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_sop::Catalog;
-use gatehouse_tests::{BusKind, TestBus, on_every_bus, request_runs};
+use gatehouse_tests::{BusKind, TestBus, actor, on_every_bus, request_runs};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -28,15 +33,38 @@ nodes:
   d: { kind: script, run: "sleep 2.5; touch $GATEHOUSE_ARTIFACTS/done", artifacts: [done] }
 "#;
 
-/// The first attempt never ends by itself; the second finishes at once.
+/// The first attempt never ends by itself; the second finishes at once. No `retry`: an
+/// interrupted attempt runs again without one.
 const STUBBORN: &str = r#"
 name: stubborn
 nodes:
   work:
     kind: script
-    retry: { max: 1, backoff: 1s }
     run: 'if [ "$GATEHOUSE_ATTEMPT" = 1 ]; then sleep 600; fi; touch $GATEHOUSE_ARTIFACTS/done'
     artifacts: [done]
+"#;
+
+/// Files in the workspace before a gate, read (and changed) after it.
+const HANDOVER: &str = r#"
+name: handover
+nodes:
+  write: { kind: script, run: "echo first > notes.txt; mkdir -p deep/er; echo x > deep/er/file; chmod +x deep/er/file" }
+  review: { kind: gate, needs: [write], approvers: [group:leads] }
+  read:
+    kind: script
+    needs: [review]
+    run: "cat notes.txt deep/er/file > $GATEHOUSE_ARTIFACTS/seen; test -x deep/er/file; echo second >> notes.txt"
+    artifacts: [seen]
+"#;
+
+/// A node that must not run twice, whose first attempt never ends by itself.
+const ONCE: &str = r#"
+name: once
+nodes:
+  push:
+    kind: script
+    on_interrupt: fail
+    run: 'if [ "$GATEHOUSE_ATTEMPT" = 1 ]; then sleep 600; fi'
 "#;
 
 /// One node that takes a moment.
@@ -51,6 +79,9 @@ on_every_bus!(
     a_dead_runners_job_is_retried_on_another_as_the_next_attempt,
     a_stopped_runner_finishes_its_jobs_within_its_grace,
     a_stopped_runner_interrupts_what_outlives_its_grace,
+    a_runs_workspace_follows_it_to_another_runner,
+    the_runner_holding_a_workspace_takes_its_next_node,
+    a_node_that_must_not_repeat_fails_when_interrupted,
 );
 
 /// The relay and the scheduler on a bus, and runners started and stopped one by one, each
@@ -60,6 +91,8 @@ struct Cluster {
     data: tempfile::TempDir,
     services: Fleet,
     runners: BTreeMap<&'static str, (CancellationToken, Fleet)>,
+    /// The blob store every runner reaches (NATS on JetStream).
+    blobs: Blobs,
 }
 
 impl Cluster {
@@ -71,6 +104,8 @@ impl Cluster {
         std::fs::write(sops.join("wide.yaml"), WIDE).unwrap();
         std::fs::write(sops.join("stubborn.yaml"), STUBBORN).unwrap();
         std::fs::write(sops.join("short.yaml"), SHORT).unwrap();
+        std::fs::write(sops.join("handover.yaml"), HANDOVER).unwrap();
+        std::fs::write(sops.join("once.yaml"), ONCE).unwrap();
         let (catalog, errors) = Catalog::load(&[&sops]);
         assert!(errors.is_empty(), "{errors:?}");
         let services = Fleet::builder(bus.db.store.clone(), bus.bus.clone())
@@ -81,11 +116,13 @@ impl Cluster {
             })
             .scheduler()
             .spawn(CancellationToken::new());
+        let blobs = bus.blobs(&data.path().join("blobs")).await;
         Self {
             bus,
             data,
             services,
             runners: BTreeMap::new(),
+            blobs,
         }
     }
 
@@ -104,13 +141,15 @@ impl Cluster {
             concurrency: 2,
             ack_wait: Duration::from_secs(1),
             shutdown_grace: grace,
+            id: name.to_owned(),
             ..RunnerOptions::new(self.dir(name))
         };
         let runner = Runner::new(
             self.bus.db.store.clone(),
             Arc::new(ProcessSandbox::default()),
             options,
-        );
+        )
+        .with_blobs(self.blobs.clone());
         // A runner process of its own: its own bus connection, relaying its own outbox (on
         // a short claim, so rows a killed one had claimed are soon published by another).
         let stop = CancellationToken::new();
@@ -123,6 +162,14 @@ impl Cluster {
             .runner(runner)
             .spawn(stop.clone());
         self.runners.insert(name, (stop, process));
+    }
+
+    /// Waits until `run`'s first attempt has begun on some runner.
+    async fn wait_for_first_attempt(&self, run: Uuid) {
+        self.wait_until("attempt 1 to start", async || {
+            !self.bus.db.store.attempts(run).await.unwrap().is_empty()
+        })
+        .await;
     }
 
     /// Stops a runner as a crash would leave its jobs: unacknowledged, their scripts gone.
@@ -164,6 +211,61 @@ impl Cluster {
                 .is_some_and(|r| r.status == status)
         })
         .await;
+    }
+
+    /// Approves `run`'s gate `node` as a lead.
+    async fn approve(&self, run: Uuid, node: &str) {
+        let decision = Event::GateDecision(GateDecision {
+            run_id: run,
+            node: node.into(),
+            attempt: 1,
+            decision: GateDecisionKind::Approve,
+            comment: None,
+            actor: actor("ana"),
+            groups: vec!["leads".into()],
+        });
+        let mut tx = self.bus.db.store.begin().await.unwrap();
+        tx.append_outbox(&Envelope::new("test", &decision, None).unwrap())
+            .await
+            .unwrap();
+        tx.commit().await.unwrap();
+    }
+
+    /// The runners whose data directory holds the inputs of `node`'s `attempt` of `run`.
+    fn ran_on(&self, run: Uuid, node: &str, attempt: u32) -> Vec<&'static str> {
+        ["one", "two"]
+            .into_iter()
+            .filter(|r| {
+                self.dir(r)
+                    .join(format!("runs/{run}/inputs/{node}/{attempt}"))
+                    .exists()
+            })
+            .collect()
+    }
+
+    /// A stored artifact's text, from the blob store.
+    async fn artifact(&self, run: Uuid, node: &str, name: &str) -> String {
+        let rows = self.bus.db.store.artifacts(run).await.unwrap();
+        let row = rows
+            .iter()
+            .find(|a| a.node == node && a.name == name)
+            .unwrap_or_else(|| panic!("no artifact {node}/{name}: {rows:?}"));
+        let bytes = self
+            .blobs
+            .get_bytes(&row.sha256.parse().unwrap(), 1 << 20)
+            .await
+            .unwrap();
+        String::from_utf8(bytes.to_vec()).unwrap()
+    }
+
+    /// Every line `run` logged, joined.
+    async fn log(&self, run: Uuid) -> String {
+        let lines = self.bus.db.store.logs(run, 0, 10_000).await.unwrap();
+        lines
+            .iter()
+            .map(|l| l.line.as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
     }
 
     async fn stop(self) {
@@ -217,11 +319,7 @@ async fn a_dead_runners_job_is_retried_on_another_as_the_next_attempt(kind: BusK
     let mut cluster = Cluster::start(kind).await;
     cluster.runner("one").await;
     let run = cluster.request("stubborn").await;
-    cluster
-        .wait_until("attempt 1 to start", async || {
-            !cluster.bus.db.store.attempts(run).await.unwrap().is_empty()
-        })
-        .await;
+    cluster.wait_for_first_attempt(run).await;
     cluster.kill("one");
     cluster.runner("two").await;
     cluster.wait_status(run, "succeeded").await;
@@ -279,11 +377,7 @@ async fn a_stopped_runner_interrupts_what_outlives_its_grace(kind: BusKind) {
         .runner_with_grace("one", Duration::from_millis(300))
         .await;
     let run = cluster.request("stubborn").await;
-    cluster
-        .wait_until("attempt 1 to start", async || {
-            !cluster.bus.db.store.attempts(run).await.unwrap().is_empty()
-        })
-        .await;
+    cluster.wait_for_first_attempt(run).await;
     let stopped = cluster.shut_down("one");
     tokio::time::timeout(Duration::from_secs(10), stopped)
         .await
@@ -305,5 +399,73 @@ async fn a_stopped_runner_interrupts_what_outlives_its_grace(kind: BusKind) {
     let attempts = cluster.bus.db.store.attempts(run).await.unwrap();
     assert_eq!(attempts.len(), 2);
     assert!(ran_in(&cluster.dir("two"), run, "work", 2));
+    cluster.stop().await;
+}
+
+async fn a_runs_workspace_follows_it_to_another_runner(kind: BusKind) {
+    let mut cluster = Cluster::start(kind).await;
+    cluster.runner("one").await;
+    let run = cluster.request("handover").await;
+    cluster.wait_status(run, "waiting").await;
+    // The runner that wrote the workspace is gone with its disk's copy.
+    cluster.kill("one");
+    std::fs::remove_dir_all(cluster.dir("one")).unwrap();
+    cluster.runner("two").await;
+    cluster.approve(run, "review").await;
+    cluster.wait_status(run, "succeeded").await;
+
+    assert_eq!(cluster.artifact(run, "read", "seen").await, "first\nx\n");
+    assert_eq!(cluster.ran_on(run, "read", 1), ["two"]);
+    let log = cluster.log(run).await;
+    assert!(
+        log.contains("[gatehouse] workspace restored from the checkpoint taken after node write, attempt 1 on one (this runner did not hold it)"),
+        "{log}"
+    );
+    // What `read` changed is the run's latest checkpoint, held by two.
+    let latest = cluster
+        .bus
+        .db
+        .store
+        .latest_checkpoint(&format!("run:{run}"))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(latest.runner, "two");
+    assert_eq!(latest.taken_after, "node read, attempt 1");
+    cluster.stop().await;
+}
+
+async fn the_runner_holding_a_workspace_takes_its_next_node(kind: BusKind) {
+    let mut cluster = Cluster::start(kind).await;
+    cluster.runner("one").await;
+    cluster.runner("two").await;
+    let runs = request_runs(&cluster.bus.db.store, "handover", 4, "bob").await;
+    for &run in &runs {
+        cluster.wait_status(run, "waiting").await;
+    }
+    for &run in &runs {
+        cluster.approve(run, "review").await;
+    }
+    for &run in &runs {
+        cluster.wait_status(run, "succeeded").await;
+        let wrote = cluster.ran_on(run, "write", 1);
+        assert_eq!(wrote.len(), 1, "{wrote:?}");
+        assert_eq!(cluster.ran_on(run, "read", 1), wrote, "run {run}");
+        assert!(!cluster.log(run).await.contains("workspace restored"));
+    }
+    cluster.stop().await;
+}
+
+async fn a_node_that_must_not_repeat_fails_when_interrupted(kind: BusKind) {
+    let mut cluster = Cluster::start(kind).await;
+    cluster.runner("one").await;
+    let run = cluster.request("once").await;
+    cluster.wait_for_first_attempt(run).await;
+    cluster.kill("one");
+    cluster.runner("two").await;
+    cluster.wait_status(run, "failed").await;
+    let attempts = cluster.bus.db.store.attempts(run).await.unwrap();
+    assert_eq!(attempts.len(), 1, "never run again: {attempts:?}");
+    assert_eq!(attempts[0].status, "interrupted");
     cluster.stop().await;
 }

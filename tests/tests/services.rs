@@ -14,6 +14,7 @@ on_both_backends!(
     an_attempt_cut_off_by_a_crash_becomes_a_new_attempt,
     a_child_run_hands_its_declared_artifacts_to_the_parent,
     a_changed_sop_file_leaves_running_runs_on_their_version,
+    a_run_is_shown_as_requested_until_the_scheduler_creates_it,
 );
 
 async fn platform_check_approved(backend: Backend) {
@@ -306,5 +307,37 @@ async fn a_changed_sop_file_leaves_running_runs_on_their_version(backend: Backen
         versions.push(stack.db.store.run(run).await.unwrap().unwrap().sop_version);
     }
     assert_ne!(versions[0], versions[1]);
+    stack.stop().await;
+}
+
+/// The id `run start` answers with is a run from that moment: `requested` until a
+/// scheduler creates it, refusing commands meanwhile, then the run itself.
+async fn a_run_is_shown_as_requested_until_the_scheduler_creates_it(backend: Backend) {
+    let stack = Gatehouse::builder(backend)
+        .sops(&[])
+        .without_scheduler()
+        .start()
+        .await;
+    let admin = stack
+        .stored_token("admin", &gatehouse_ingest::Scope::ALL, None)
+        .await;
+    let api = stack.api_as(&admin);
+    let accepted = api
+        .post("/runs", serde_json::json!({ "sop": "platform-check" }))
+        .await
+        .is(202);
+    let run = accepted["run_id"].as_str().unwrap().to_owned();
+    let shown = api.get(&format!("/runs/{run}")).await.is(200);
+    assert_eq!(shown["status"], "requested", "{shown}");
+    api.post(&format!("/runs/{run}/cancel"), serde_json::json!({}))
+        .await
+        .refused(409, "has not been created yet");
+    let listed = api.get("/runs?status=requested").await.is(200);
+    assert_eq!(listed[0]["id"], run.as_str(), "{listed}");
+
+    // A scheduler comes and makes it the run, under the same id.
+    let (db, data) = stack.halt().await;
+    let stack = Gatehouse::builder_on(db, data).sops(&[]).start().await;
+    stack.wait_run(run.parse().unwrap(), "waiting").await;
     stack.stop().await;
 }

@@ -242,6 +242,18 @@ impl Conversation {
         self.dir(stack).join("workspace")
     }
 
+    /// Whether the store names a checkpoint of the workspace (in the blob store).
+    async fn checkpointed(&self, stack: &Gatehouse) -> bool {
+        let workspace = format!("conversation:{}", self.id);
+        stack
+            .db
+            .store
+            .latest_checkpoint(&workspace)
+            .await
+            .unwrap()
+            .is_some()
+    }
+
     /// Dispatches `task`, as the scheduler does.
     async fn dispatch(&self, stack: &Gatehouse, task: TurnTask) {
         stack
@@ -414,7 +426,10 @@ async fn a_turn_replies_and_the_next_resumes_its_session_in_the_same_workspace(b
         lines(&workspace.join("notes.txt")),
         ["fix the login", "and the logout"]
     );
-    assert!(c.dir(&stack).join("checkpoint.tar").exists());
+    assert!(
+        c.checkpointed(&stack).await,
+        "checkpointed into the blob store"
+    );
 
     let calls = stack.db.store.turn_tool_calls(c.id).await.unwrap();
     let tools: Vec<(i64, &str, &str, bool)> = calls
@@ -690,7 +705,10 @@ async fn a_released_workspace_comes_back_from_its_checkpoint(backend: Backend) {
             (!workspace.exists()).then_some(())
         })
         .await;
-    assert!(c.dir(&stack).join("checkpoint.tar").exists());
+    assert!(
+        c.checkpointed(&stack).await,
+        "checkpointed into the blob store"
+    );
     // Released again: nothing to do.
     c.dispatch(&stack, TurnTask::Release { timer: 2 }).await;
 

@@ -5,6 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use gatehouse_events::StreamKind;
+use gatehouse_store::Tx;
 use uuid::Uuid;
 
 use crate::BusError;
@@ -77,6 +78,25 @@ pub trait Bus: Send + Sync {
     /// Publishes a message and returns once the bus has stored it.
     async fn publish(&self, message: Outgoing<'_>) -> Result<Published, BusError>;
 
+    /// Publishes `messages` in order and answers for each, in order, up to and including
+    /// the first that fails; the rest are unanswered (not sent, or not confirmed). A bus
+    /// that can pipelines them: every message is sent before any acknowledgement is
+    /// awaited, so a batch costs about one round trip rather than one per message. With
+    /// pipelining some unanswered ones may be stored already: whoever sends them again
+    /// uses the same ids, which the bus drops as duplicates.
+    async fn publish_all(&self, messages: &[Outgoing<'_>]) -> Vec<Result<Published, BusError>> {
+        let mut results = Vec::with_capacity(messages.len());
+        for message in messages {
+            let result = self.publish(*message).await;
+            let failed = result.is_err();
+            results.push(result);
+            if failed {
+                break;
+            }
+        }
+        results
+    }
+
     /// Creates the durable consumer if needed and starts receiving its messages.
     async fn subscribe(&self, spec: &ConsumerSpec) -> Result<Box<dyn Subscription>, BusError>;
 
@@ -93,6 +113,13 @@ pub trait Subscription: Send {
     /// Waits for the next delivery.
     async fn next(&mut self) -> Result<Delivery, BusError>;
 
+    /// A delivery received already and waiting, without waiting for one: what a consumer
+    /// applying several events in one transaction takes after [`Subscription::next`].
+    /// `None` when nothing waits, or when the bus cannot tell without waiting.
+    async fn ready(&mut self) -> Option<Delivery> {
+        None
+    }
+
     /// At shutdown: gives back, for redelivery at once, what was pulled ahead of
     /// processing, so other replicas take it now instead of after its ack wait.
     async fn hand_back(&mut self) {}
@@ -101,6 +128,11 @@ pub trait Subscription: Send {
 /// How a delivery is settled; one implementation per bus.
 #[async_trait]
 pub(crate) trait Settle: Send + Sync {
+    /// Acknowledges as part of `tx`, when the bus lives in its database; `false` when it
+    /// does not, and [`Settle::ack`] follows the commit.
+    async fn ack_within(&self, _tx: &mut Tx) -> Result<bool, BusError> {
+        Ok(false)
+    }
     async fn ack(&self) -> Result<(), BusError>;
     async fn nak(&self, delay: Duration) -> Result<(), BusError>;
     async fn in_progress(&self) -> Result<(), BusError>;
@@ -133,6 +165,14 @@ impl std::fmt::Debug for Delivery {
 }
 
 impl Delivery {
+    /// Done, if `tx` commits: acknowledges within the transaction that records the
+    /// delivery's effect when the bus keeps its deliveries in the same database (the
+    /// in-process bus), saving a commit. `false`: this bus cannot, and the caller acks
+    /// after the commit ([`Delivery::ack`]).
+    pub async fn ack_within(&self, tx: &mut Tx) -> Result<bool, BusError> {
+        self.settle.ack_within(tx).await
+    }
+
     /// Done: never deliver this message to this consumer again.
     pub async fn ack(self) -> Result<(), BusError> {
         self.settle.ack().await

@@ -39,6 +39,11 @@ pub struct ConsumerOptions {
     pub retry_delay: Duration,
     /// Longest delay between retries.
     pub max_retry_delay: Duration,
+    /// Events applied in one transaction when several are waiting (group commit): one
+    /// durable commit for them all, each with its inbox row, acknowledged after it. 1
+    /// applies each alone. Only for handlers whose every effect is in the transaction: a
+    /// failing event rolls the batch back, and each is then applied alone.
+    pub batch: usize,
 }
 
 impl ConsumerOptions {
@@ -49,6 +54,7 @@ impl ConsumerOptions {
             max_deliveries: 5,
             retry_delay: Duration::from_secs(1),
             max_retry_delay: Duration::from_secs(60),
+            batch: 1,
         }
     }
 
@@ -111,8 +117,15 @@ impl Consumer {
                     };
                     match delivery {
                         Ok(delivery) => {
+                            let mut batch = vec![delivery];
+                            while batch.len() < self.options.batch {
+                                match subscription.ready().await {
+                                    Some(next) => batch.push(next),
+                                    None => break,
+                                }
+                            }
                             // `process` logs its errors, in the delivery's span.
-                            let _ = self.process(handler, delivery).await;
+                            let _ = self.process_all(handler, batch).await;
                         }
                         Err(err) => {
                             tracing::warn!(consumer = %name, error = %err,
@@ -130,6 +143,96 @@ impl Consumer {
                 _ = tokio::time::sleep(self.options.retry_delay) => {}
             }
         }
+    }
+
+    /// Processes deliveries that were waiting together: in one transaction when there are
+    /// several and all decode and apply, else each alone ([`Consumer::process`]). The
+    /// outcome of each, in order.
+    pub async fn process_all(
+        &self,
+        handler: &dyn Handler,
+        deliveries: Vec<Delivery>,
+    ) -> Vec<Result<Outcome, BusError>> {
+        if deliveries.len() == 1 {
+            let mut one = Vec::with_capacity(1);
+            for delivery in deliveries {
+                one.push(self.process(handler, delivery).await);
+            }
+            return one;
+        }
+        let decoded: Option<Vec<Envelope>> = deliveries
+            .iter()
+            .map(|d| Envelope::from_slice(&d.payload).ok())
+            .collect();
+        let applied = match &decoded {
+            Some(envelopes) => self.apply_together(handler, &deliveries, envelopes).await,
+            None => Ok(None),
+        };
+        match (applied, decoded) {
+            (Ok(Some(fresh)), Some(envelopes)) => {
+                let name = self.options.spec.name.as_str();
+                let mut outcomes = Vec::with_capacity(deliveries.len());
+                for ((delivery, envelope), (fresh, acked)) in
+                    deliveries.into_iter().zip(&envelopes).zip(fresh)
+                {
+                    count_received(name, &delivery);
+                    let outcome = if fresh {
+                        handler.committed(envelope).await;
+                        Outcome::Applied
+                    } else {
+                        Outcome::Duplicate
+                    };
+                    count_handled(name, Some(&outcome));
+                    if acked {
+                        outcomes.push(Ok(outcome));
+                    } else {
+                        outcomes.push(delivery.ack().await.map(|()| outcome));
+                    }
+                }
+                outcomes
+            }
+            // Something did not decode or apply: each on its own, with its own retries.
+            (Ok(_) | Err(_), _) => {
+                let mut outcomes = Vec::with_capacity(deliveries.len());
+                for delivery in deliveries {
+                    outcomes.push(self.process(handler, delivery).await);
+                }
+                outcomes
+            }
+        }
+    }
+
+    /// Applies `envelopes` in one transaction, each recorded in the inbox; for each, whether
+    /// it was new (a repeat is recorded once and not applied) and whether its delivery was
+    /// acknowledged in the transaction ([`Delivery::ack_within`]). `None`: one failed, and
+    /// nothing was kept.
+    async fn apply_together(
+        &self,
+        handler: &dyn Handler,
+        deliveries: &[Delivery],
+        envelopes: &[Envelope],
+    ) -> Result<Option<Vec<(bool, bool)>>, BusError> {
+        let name = self.options.spec.name.as_str();
+        let mut tx = self.store.begin().await?;
+        let mut fresh = Vec::with_capacity(envelopes.len());
+        for (delivery, envelope) in deliveries.iter().zip(envelopes) {
+            let new = tx.record_inbox(name, envelope.id).await?;
+            // Each in its own event's span, as alone: its trace id and run in the logs.
+            let span = event_span(name, delivery, Some(envelope));
+            if new && let Err(err) = handler.handle(&mut tx, envelope).instrument(span).await {
+                tracing::debug!(consumer = %self.options.spec.name, id = %envelope.id,
+                    error = %err, "an event of a batch failed; applying each alone");
+                tx.rollback().await?;
+                return Ok(None);
+            }
+            fresh.push(new);
+        }
+        let mut acked = Vec::with_capacity(deliveries.len());
+        for delivery in deliveries {
+            acked.push(delivery.ack_within(&mut tx).await?);
+        }
+        tx.commit().await?;
+        Ok(Some(fresh.into_iter().zip(acked).collect()))
     }
 
     /// Processes one delivery: decode, deduplicate, apply, settle. It runs in the
@@ -181,9 +284,12 @@ impl Consumer {
         }
         match handler.handle(&mut tx, &envelope).await {
             Ok(()) => {
+                let acked = delivery.ack_within(&mut tx).await?;
                 tx.commit().await?;
                 handler.committed(&envelope).await;
-                delivery.ack().await?;
+                if !acked {
+                    delivery.ack().await?;
+                }
                 Ok(Outcome::Applied)
             }
             Err(err) => {

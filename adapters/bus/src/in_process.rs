@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use gatehouse_events::StreamSpec;
-use gatehouse_store::{QueueMessage, QueuedDelivery, Store};
+use gatehouse_store::{QueueMessage, QueuedDelivery, Store, Tx};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -23,7 +23,6 @@ const PRUNE_EVERY: Duration = Duration::from_secs(3600);
 /// suppression by message id.
 pub struct InProcessBus {
     store: Store,
-    published: watch::Sender<u64>,
     pruner: JoinHandle<()>,
 }
 
@@ -49,11 +48,18 @@ impl InProcessBus {
                 }
             }
         });
-        Self {
-            store,
-            published: watch::channel(0).0,
-            pruner,
+        Self { store, pruner }
+    }
+
+    /// The bus on `store` for a process that runs every service on it (`gatehouse up`):
+    /// on SQLite its transactions publish their events in place
+    /// ([`Store::publish_in_place`]), so an event is taken as soon as its producer
+    /// commits, with no relay between.
+    pub fn in_place(store: Store) -> Self {
+        if store.publish_in_place() {
+            tracing::debug!("events are published in place, in their producers' transactions");
         }
+        Self::new(store)
     }
 }
 
@@ -75,9 +81,6 @@ impl Bus for InProcessBus {
                 traceparent: message.traceparent,
             })
             .await?;
-        if inserted {
-            self.published.send_modify(|n| *n = n.wrapping_add(1));
-        }
         Ok(Published {
             duplicate: !inserted,
         })
@@ -91,7 +94,7 @@ impl Bus for InProcessBus {
         Ok(Box::new(InProcessSubscription {
             store: self.store.clone(),
             spec: spec.clone(),
-            wake: self.published.subscribe(),
+            wake: self.store.watch_consumer(&spec.name),
         }))
     }
 }
@@ -172,6 +175,17 @@ impl Lease {
 
 #[async_trait]
 impl Settle for Lease {
+    async fn ack_within(&self, tx: &mut Tx) -> Result<bool, BusError> {
+        if !tx.store().is(&self.store) {
+            return Ok(false);
+        }
+        let held = tx
+            .queue_ack(&self.consumer, self.seq, self.deliveries)
+            .await?;
+        self.report_lost(held, "ack");
+        Ok(true)
+    }
+
     async fn ack(&self) -> Result<(), BusError> {
         let held = self
             .store
@@ -184,7 +198,7 @@ impl Settle for Lease {
     async fn nak(&self, delay: Duration) -> Result<(), BusError> {
         let held = self
             .store
-            .queue_defer(&self.consumer, self.seq, self.deliveries, delay)
+            .queue_nak(&self.consumer, self.seq, self.deliveries, delay)
             .await?;
         self.report_lost(held, "nak");
         Ok(())

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use async_nats::jetstream::consumer::{AckPolicy, pull};
+use async_nats::jetstream::context::PublishAckFuture;
 use async_nats::jetstream::message::PublishMessage;
 use async_nats::jetstream::stream::{self, RetentionPolicy};
 use async_nats::jetstream::{self, AckKind};
@@ -12,16 +13,19 @@ use async_nats::{ConnectErrorKind, HeaderMap};
 use async_trait::async_trait;
 use backon::{ExponentialBuilder, Retryable};
 use futures::{FutureExt, StreamExt};
-use gatehouse_events::{Prefix, StreamSpec};
+use gatehouse_events::{Prefix, StreamKind, StreamSpec};
 
 use crate::bus::Settle;
 use crate::{Bus, BusError, ConsumerSpec, Delivery, Outgoing, Published, Subscription};
 
 const MSG_ID: &str = "Nats-Msg-Id";
 const TRACEPARENT: &str = "traceparent";
-/// Messages a subscription pulls ahead of what it has processed. Small, so a slow
+/// Events a subscription pulls ahead of what it has processed. Small, so a slow
 /// replica does not sit on work another replica could take.
 const PREFETCH: usize = 16;
+/// How long one pull for a job waits at the server before it is asked again. Short, so a
+/// pull lost with the connection (NATS restarted) is replaced within seconds.
+const JOB_PULL: Duration = Duration::from_secs(5);
 
 /// A [`Bus`] on NATS JetStream under one deployment prefix.
 #[derive(Clone)]
@@ -102,6 +106,12 @@ impl JetStreamBus {
         })
     }
 
+    /// The JetStream context, for what shares the bus's connection (the blob store's
+    /// object store).
+    pub fn context(&self) -> jetstream::Context {
+        self.js.clone()
+    }
+
     /// Creates both streams, or updates them to the current definition. Idempotent, so
     /// every replica can run it at start.
     pub async fn ensure_streams(&self) -> Result<(), BusError> {
@@ -129,6 +139,35 @@ impl JetStreamBus {
     }
 }
 
+/// `message` as JetStream publishes it: its id for de-duplication, its trace as a header.
+fn publish_message(message: &Outgoing<'_>) -> PublishMessage {
+    let mut publish = PublishMessage::build()
+        .payload(message.payload.to_vec().into())
+        .message_id(message.id.to_string());
+    if let Some(tp) = message.traceparent {
+        publish = publish.header(TRACEPARENT, tp);
+    }
+    publish
+}
+
+/// Awaits `acks` in order into `results`, stopping after the first that fails.
+async fn acks_in_order(
+    acks: Vec<PublishAckFuture>,
+    results: &mut Vec<Result<Published, BusError>>,
+) {
+    for ack in acks {
+        match ack.await {
+            Ok(ack) => results.push(Ok(Published {
+                duplicate: ack.duplicate,
+            })),
+            Err(e) => {
+                results.push(Err(BusError::jetstream("publish acknowledgement", e)));
+                return;
+            }
+        }
+    }
+}
+
 #[async_trait]
 impl Bus for JetStreamBus {
     async fn check_ready(&self) -> Result<(), BusError> {
@@ -145,15 +184,12 @@ impl Bus for JetStreamBus {
     }
 
     async fn publish(&self, message: Outgoing<'_>) -> Result<Published, BusError> {
-        let mut publish = PublishMessage::build()
-            .payload(message.payload.to_vec().into())
-            .message_id(message.id.to_string());
-        if let Some(tp) = message.traceparent {
-            publish = publish.header(TRACEPARENT, tp);
-        }
         let ack = self
             .js
-            .send_publish(self.prefix.subject(message.topic), publish)
+            .send_publish(
+                self.prefix.subject(message.topic),
+                publish_message(&message),
+            )
             .await
             .map_err(|e| BusError::jetstream("publish", e))?
             .await
@@ -161,6 +197,30 @@ impl Bus for JetStreamBus {
         Ok(Published {
             duplicate: ack.duplicate,
         })
+    }
+
+    async fn publish_all(&self, messages: &[Outgoing<'_>]) -> Vec<Result<Published, BusError>> {
+        let mut results = Vec::with_capacity(messages.len());
+        let mut acks = Vec::with_capacity(messages.len());
+        for message in messages {
+            match self
+                .js
+                .send_publish(self.prefix.subject(message.topic), publish_message(message))
+                .await
+            {
+                Ok(ack) => acks.push(ack),
+                Err(e) => {
+                    // Those sent so far are answered first, in order.
+                    acks_in_order(acks, &mut results).await;
+                    if results.iter().all(Result::is_ok) {
+                        results.push(Err(BusError::jetstream("publish", e)));
+                    }
+                    return results;
+                }
+            }
+        }
+        acks_in_order(acks, &mut results).await;
+        results
     }
 
     async fn subscribe(&self, spec: &ConsumerSpec) -> Result<Box<dyn Subscription>, BusError> {
@@ -186,16 +246,24 @@ impl Bus for JetStreamBus {
             .create_consumer(config)
             .await
             .map_err(|e| BusError::jetstream("create consumer", e))?;
-        let messages = consumer
-            .stream()
-            .max_messages_per_batch(PREFETCH)
-            .messages()
-            .await
-            .map_err(|e| BusError::jetstream("pull messages", e))?;
+        // Jobs are pulled one at a time, when the taker asks: a job pulled ahead would wait
+        // in this process's buffer with no one renewing its lease, be redelivered to
+        // another runner when its ack wait ran out, and then run twice.
+        let pulling = match spec.stream() {
+            StreamKind::Jobs => Pulling::OnDemand(Box::new(consumer)),
+            StreamKind::Events => Pulling::Ahead(Box::new(
+                consumer
+                    .stream()
+                    .max_messages_per_batch(PREFETCH)
+                    .messages()
+                    .await
+                    .map_err(|e| BusError::jetstream("pull messages", e))?,
+            )),
+        };
         Ok(Box::new(JetStreamSubscription {
             name: spec.name.clone(),
             prefix: self.prefix.clone(),
-            messages,
+            pulling,
         }))
     }
 }
@@ -203,14 +271,27 @@ impl Bus for JetStreamBus {
 struct JetStreamSubscription {
     name: String,
     prefix: Prefix,
-    messages: pull::Stream,
+    pulling: Pulling,
+}
+
+/// How a subscription pulls: events ahead in batches, jobs one at a time on demand.
+enum Pulling {
+    Ahead(Box<pull::Stream>),
+    OnDemand(Box<jetstream::consumer::PullConsumer>),
 }
 
 #[async_trait]
 impl Subscription for JetStreamSubscription {
     async fn next(&mut self) -> Result<Delivery, BusError> {
+        let messages = match &mut self.pulling {
+            Pulling::Ahead(messages) => messages,
+            Pulling::OnDemand(consumer) => {
+                let message = pull_one(&self.name, consumer).await;
+                return Ok(self.delivery(message));
+            }
+        };
         loop {
-            match self.messages.next().await {
+            match messages.next().await {
                 Some(Ok(message)) => return Ok(self.delivery(message)),
                 // Missed heartbeats and failed pulls happen while NATS restarts; the
                 // stream re-issues pulls by itself once the connection is back.
@@ -220,6 +301,17 @@ impl Subscription for JetStreamSubscription {
                 Some(Err(err)) => return Err(BusError::jetstream("pull messages", err)),
                 None => return Err(BusError::Closed(self.name.clone())),
             }
+        }
+    }
+
+    async fn ready(&mut self) -> Option<Delivery> {
+        let Pulling::Ahead(messages) = &mut self.pulling else {
+            return None;
+        };
+        match messages.next().now_or_never() {
+            Some(Some(Ok(message))) => Some(self.delivery(message)),
+            // A missed heartbeat or failed pull: the next `next` waits it out.
+            _ => None,
         }
     }
 
@@ -237,12 +329,39 @@ impl Subscription for JetStreamSubscription {
     }
 }
 
+/// Pulls one message, asking again every [`JOB_PULL`] until one comes. A failed pull
+/// (NATS restarting) is logged and retried after a second.
+async fn pull_one(name: &str, consumer: &jetstream::consumer::PullConsumer) -> jetstream::Message {
+    loop {
+        let pulled = consumer
+            .batch()
+            .max_messages(1)
+            .expires(JOB_PULL)
+            .messages()
+            .await;
+        let failure = match pulled {
+            Ok(mut batch) => match batch.next().await {
+                Some(Ok(message)) => return message,
+                // The pull expired with no job: ask again.
+                None => continue,
+                Some(Err(err)) => err.to_string(),
+            },
+            Err(err) => err.to_string(),
+        };
+        tracing::warn!(consumer = %name, error = %failure, "pulling a job failed; retrying");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+}
+
 impl JetStreamSubscription {
     /// The messages already pulled and waiting in the stream's buffer, without waiting
     /// for more.
     fn buffered(&mut self) -> Vec<jetstream::Message> {
         let mut buffered = Vec::new();
-        while let Some(Some(Ok(message))) = self.messages.next().now_or_never() {
+        let Pulling::Ahead(messages) = &mut self.pulling else {
+            return buffered;
+        };
+        while let Some(Some(Ok(message))) = messages.next().now_or_never() {
             buffered.push(message);
         }
         buffered

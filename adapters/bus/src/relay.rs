@@ -54,49 +54,58 @@ impl Relay {
         }
     }
 
-    /// Claims one batch and publishes it in order. Stops at the first failure, giving that
-    /// row and the rest of the batch back for a later round, so order is kept. Returns how
-    /// many rows were published.
+    /// Claims one batch and publishes it in order, pipelined ([`Bus::publish_all`]).
+    /// Stops at the first failure, giving that row and the rest of the batch back for a
+    /// later round, so order is kept. Returns how many rows were published.
     pub async fn relay_once(&self) -> Result<usize, BusError> {
         let batch = self
             .store
             .claim_outbox(self.options.batch, self.options.lease)
             .await?;
-        let mut sent = Vec::with_capacity(batch.len());
-        for row in &batch {
-            let outgoing = Outgoing {
+        let outgoing: Vec<Outgoing<'_>> = batch
+            .iter()
+            .map(|row| Outgoing {
                 id: row.id,
                 topic: &row.topic,
                 payload: &row.payload,
                 traceparent: row.traceparent.as_deref(),
-            };
-            let published = self.bus.publish(outgoing).await;
-            if let Ok(published) = &published
-                && !published.duplicate
-            {
-                // The outbox topic is the event type: a small fixed set.
-                metrics::counter!("gatehouse_events_published_total", "type" => row.topic.clone())
-                    .increment(1);
-            }
-            if let Err(err) = published {
-                self.store.mark_outbox_sent(&sent).await?;
-                let error = err.to_string();
-                self.store
-                    .release_outbox(row.seq, Some(&error), self.options.retry_delay)
-                    .await?;
-                for later in &batch[sent.len() + 1..] {
-                    self.store
-                        .release_outbox(later.seq, None, self.options.retry_delay)
-                        .await?;
+            })
+            .collect();
+        let mut sent = Vec::with_capacity(batch.len());
+        let mut failure = None;
+        for (row, published) in batch.iter().zip(self.bus.publish_all(&outgoing).await) {
+            match published {
+                Ok(published) => {
+                    if !published.duplicate {
+                        // The outbox topic is the event type: a small fixed set.
+                        metrics::counter!("gatehouse_events_published_total", "type" => row.topic.clone())
+                            .increment(1);
+                    }
+                    sent.push(row.seq);
                 }
-                return Err(err);
+                Err(err) => {
+                    failure = Some(err);
+                    break;
+                }
             }
-            sent.push(row.seq);
         }
         // A crash before this line republishes the batch; the bus drops the repeats by
         // message id and consumers' inboxes catch any that get through.
         self.store.mark_outbox_sent(&sent).await?;
-        Ok(sent.len())
+        if sent.len() < batch.len() {
+            let error = failure.as_ref().map(ToString::to_string);
+            let unsent = &batch[sent.len()..];
+            for (n, row) in unsent.iter().enumerate() {
+                let reason = if n == 0 { error.as_deref() } else { None };
+                self.store
+                    .release_outbox(row.seq, reason, self.options.retry_delay)
+                    .await?;
+            }
+        }
+        match failure {
+            Some(err) => Err(err),
+            None => Ok(sent.len()),
+        }
     }
 
     /// Relays until `shutdown` is cancelled: at once when this process commits outbox

@@ -3,7 +3,9 @@
 //! Rounds interleave (a) `docker run --rm gatehouse-sandbox:busybox true`, timed as a
 //! process, and (b) `DockerSandbox::run` of `echo started`, timed from the call to the
 //! first log line (the process is running in the container) and to the return (the
-//! container is removed). Without a Docker engine it says so and exits 0.
+//! container is removed). Without a Docker engine it says so and exits 0. The figures are
+//! printed, and written as JSON to the file `GATEHOUSE_BENCH_JSON` names, when set (without
+//! Docker, why nothing was measured).
 
 use std::collections::BTreeMap;
 use std::error::Error;
@@ -11,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use gatehouse_sandbox::{DockerSandbox, Job, JobLabels, Profile, Sandbox, SandboxKind};
 use hdrhistogram::Histogram;
+use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -28,11 +31,13 @@ async fn bench() -> Result<(), Box<dyn Error>> {
         Ok(sandbox) => sandbox,
         Err(e) => {
             println!("start: nothing measured, {e}");
+            write_figures(&json!({ "bench": "start", "skipped": e.to_string() }));
             return Ok(());
         }
     };
     if let Err(e) = sandbox.check_image(IMAGE).await {
         println!("start: nothing measured, {e}");
+        write_figures(&json!({ "bench": "start", "skipped": e.to_string() }));
         return Ok(());
     }
     let dir = tempfile::tempdir()?;
@@ -105,7 +110,31 @@ async fn bench() -> Result<(), Box<dyn Error>> {
             p50 as f64 / base,
         );
     }
+
+    let figure = |histogram: &Histogram<u64>| {
+        json!({
+            "p50": histogram.value_at_quantile(0.5) as f64 / 1000.0,
+            "p90": histogram.value_at_quantile(0.9) as f64 / 1000.0,
+            "n": histogram.len(),
+            "ratio_p50_to_baseline": histogram.value_at_quantile(0.5) as f64 / base,
+        })
+    };
+    write_figures(&json!({
+        "bench": "start",
+        "image": IMAGE,
+        "rounds": ROUNDS,
+        "docker_run_ms": figure(&baseline),
+        "sandbox_run_to_first_line_ms": figure(&first_line),
+        "sandbox_run_to_returned_ms": figure(&returned),
+    }));
     Ok(())
+}
+
+/// Writes `figures` to the file `GATEHOUSE_BENCH_JSON` names, when set.
+fn write_figures(figures: &Value) {
+    if let Ok(path) = std::env::var("GATEHOUSE_BENCH_JSON") {
+        std::fs::write(&path, format!("{figures:#}\n")).expect("writing the figures");
+    }
 }
 
 fn micros(elapsed: Duration) -> u64 {

@@ -70,12 +70,17 @@ impl DockerSandbox {
         }
     }
 
+    /// The name of this runner's workspace volume for `run` (`docker volume inspect` it).
+    pub fn run_volume(&self, run: &str) -> String {
+        volume_name(&self.owner, run)
+    }
+
     /// Removes the run's workspace volume (the runner calls it when a run ends; the host
     /// directory stays).
     pub async fn remove_run_volume(&self, run: &str) -> Result<(), SandboxError> {
         match self
             .docker
-            .remove_volume(&volume_name(run), None::<RemoveVolumeOptions>)
+            .remove_volume(&volume_name(&self.owner, run), None::<RemoveVolumeOptions>)
             .await
         {
             Ok(())
@@ -89,7 +94,7 @@ impl DockerSandbox {
     /// The run's workspace volume: the host directory bound through Docker's local driver,
     /// so the runner sees the files the containers write. Creating it again is harmless.
     async fn ensure_volume(&self, run: &str, workspace: &Path) -> Result<String, SandboxError> {
-        let name = volume_name(run);
+        let name = volume_name(&self.owner, run);
         let request = VolumeCreateRequest {
             name: Some(name.clone()),
             driver: Some("local".into()),

@@ -245,7 +245,7 @@ async fn nodes_of_a_run_share_its_workspace_volume_until_it_is_removed() {
     assert!(second.succeeded(), "{second:?}");
     assert_eq!(out(&lines, Stream::Stdout), ["state"]);
 
-    let volume = format!("gatehouse-ws-{}", f.run);
+    let volume = f.sandbox.run_volume(&f.run);
     let inspected = docker().inspect_volume(&volume).await.unwrap();
     assert_eq!(
         inspected.labels.get("gatehouse.owner"),

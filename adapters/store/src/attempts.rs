@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::text::text_enum;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
@@ -81,21 +81,10 @@ impl Store {
         node: &str,
         attempt: i32,
     ) -> Result<bool, StoreError> {
-        let inserted = with_pool!(self, pool => {
-            sqlx::query(
-                "INSERT INTO node_attempts (run_id, node, attempt, status, started_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, node, attempt) DO NOTHING",
-            )
-            .bind(run_id)
-            .bind(node)
-            .bind(attempt)
-            .bind(AttemptStatus::Running)
-            .bind(Utc::now())
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
-        Ok(inserted == 1)
+        let mut tx = self.begin().await?;
+        let begun = tx.begin_attempt(run_id, node, attempt).await?;
+        tx.commit().await?;
+        Ok(begun)
     }
 
     /// Closes a running attempt with its result; one already closed keeps the result it has
@@ -111,7 +100,7 @@ impl Store {
         error: Option<&str>,
         duration_ms: Option<i64>,
     ) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "UPDATE node_attempts SET status = $1, exit_code = $2, error = $3, finished_at = $4,
                    duration_ms = $5 WHERE run_id = $6 AND node = $7 AND attempt = $8
@@ -172,7 +161,7 @@ impl Store {
         stream: &str,
         line: &str,
     ) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO node_logs (run_id, node, attempt, stream, line, at)
                  VALUES ($1, $2, $3, $4, $5, $6)",
@@ -254,5 +243,32 @@ impl Tx {
             .await?;
         });
         Ok(())
+    }
+}
+
+impl Tx {
+    /// [`Store::begin_attempt`] in this transaction, so the attempt's start is recorded
+    /// with the event that announces it.
+    pub async fn begin_attempt(
+        &mut self,
+        run_id: Uuid,
+        node: &str,
+        attempt: i32,
+    ) -> Result<bool, StoreError> {
+        let inserted = with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO node_attempts (run_id, node, attempt, status, started_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, node, attempt) DO NOTHING",
+            )
+            .bind(run_id)
+            .bind(node)
+            .bind(attempt)
+            .bind(AttemptStatus::Running)
+            .bind(Utc::now())
+            .execute(conn)
+            .await?
+            .rows_affected()
+        });
+        Ok(inserted == 1)
     }
 }

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::comments::hex_sha256;
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
 
@@ -124,7 +124,7 @@ impl Store {
     /// Records that posting is about to be tried, once: from now on the message may exist
     /// on the platform before its id is known here.
     pub async fn chat_first_try(&self, key: &str) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query("UPDATE chat_messages SET first_try_at = $1 WHERE key = $2 AND first_try_at IS NULL")
                 .bind(Utc::now())
                 .bind(key)
@@ -142,7 +142,7 @@ impl Store {
         message_id: &str,
         body_hash: &str,
     ) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "UPDATE chat_messages SET message_id = $1,
                    dirty = CASE WHEN body_hash = $2 THEN FALSE ELSE dirty END
@@ -160,7 +160,7 @@ impl Store {
     /// Gives up on a message's current body (the platform refused it for good); a new body
     /// makes it dirty again.
     pub async fn chat_abandoned(&self, key: &str, body_hash: &str) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query("UPDATE chat_messages SET dirty = FALSE WHERE key = $1 AND body_hash = $2")
                 .bind(key)
                 .bind(body_hash)

@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
 
@@ -95,7 +95,7 @@ impl Store {
         body_hash: &str,
     ) -> Result<(), StoreError> {
         let id = i64::try_from(comment_id).unwrap_or(i64::MAX);
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "UPDATE github_comments SET comment_id = $1,
                    dirty = CASE WHEN body_hash = $2 THEN FALSE ELSE dirty END
@@ -115,7 +115,7 @@ impl Store {
     /// Gives up on posting a comment's current text (GitHub refused it for good); a new
     /// text makes it dirty again.
     pub async fn comment_abandoned(&self, key: &str, body_hash: &str) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query("UPDATE github_comments SET dirty = FALSE WHERE key = $1 AND body_hash = $2")
                 .bind(key)
                 .bind(body_hash)

@@ -3,7 +3,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::{Store, StoreError};
 
 /// A message to park: what it was, who gave up on it, and why.
@@ -53,7 +53,7 @@ type DeadLetterRow = (
 
 impl Store {
     pub async fn park_dead_letter(&self, letter: NewDeadLetter<'_>) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO dead_letters
                    (consumer, event_id, topic, payload, reason, deliveries, parked_at)

@@ -2,7 +2,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::text::text_enum;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
@@ -48,7 +48,7 @@ impl Store {
         event: &str,
         body: &str,
     ) -> Result<bool, StoreError> {
-        let inserted = with_pool!(self, pool => {
+        let inserted = with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO webhook_deliveries (source, delivery_id, event, body, status, received_at)
                  VALUES ($1, $2, $3, $4, 'pending', $5) ON CONFLICT (source, delivery_id) DO NOTHING",

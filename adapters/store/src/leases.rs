@@ -1,7 +1,7 @@
 //! Leases: work that one replica at a time may do, such as posting chat messages and
 //! comments, where two posters racing on one message could both create it.
 
-use crate::store::with_pool;
+use crate::store::with_writer;
 use crate::{Store, StoreError, duration_ms, now_ms};
 
 impl Store {
@@ -16,7 +16,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let now = now_ms();
         let until = now.saturating_add(duration_ms(ttl));
-        let taken = with_pool!(self, pool => {
+        let taken = with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO leases (name, holder, until_ms) VALUES ($1, $2, $3)
                  ON CONFLICT (name) DO UPDATE SET holder = excluded.holder, until_ms = excluded.until_ms
@@ -35,7 +35,7 @@ impl Store {
 
     /// Gives the lease up at once (a clean shutdown), so another replica need not wait.
     pub async fn release_lease(&self, name: &str, holder: &str) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query("DELETE FROM leases WHERE name = $1 AND holder = $2")
                 .bind(name)
                 .bind(holder)

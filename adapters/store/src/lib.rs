@@ -10,6 +10,7 @@
 
 mod attempts;
 mod chat;
+mod checkpoints;
 mod claims;
 mod comment_dedup;
 mod comments;
@@ -41,6 +42,7 @@ mod usage;
 
 pub use attempts::{ArtifactRow, AttemptRow, AttemptStatus, LogRow};
 pub use chat::{ChatMessageRow, WantChat};
+pub use checkpoints::CheckpointRow;
 pub use claims::{Claim, OutcomeRow, Vote};
 pub use comments::CommentRow;
 pub use conversations::{Activity, ConversationRow, ConversationUpdate, NewConversation};

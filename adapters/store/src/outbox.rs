@@ -8,7 +8,7 @@ use gatehouse_events::Envelope;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx, duration_ms, now_ms};
 
@@ -32,24 +32,41 @@ pub struct OutboxMessage {
 type OutboxRow = (i64, Uuid, String, Vec<u8>, Option<String>, i32);
 
 impl Tx {
-    /// Appends an event to the outbox. It is published only if this transaction commits.
+    /// Appends an event to the outbox. It is published only if this transaction commits:
+    /// by the relay, or by this transaction itself when the store
+    /// [publishes in place](Store::publish_in_place) (the row is then recorded as sent).
     pub async fn append_outbox(&mut self, envelope: &Envelope) -> Result<(), StoreError> {
         let payload = envelope.to_bytes()?;
         let traceparent = envelope.trace.as_ref().map(ToString::to_string);
+        let in_place = self.store().publishes_in_place();
+        let now = Utc::now();
         with_tx!(self, conn => {
             sqlx::query(
-                "INSERT INTO outbox (id, topic, payload, traceparent, created_at)
-                 VALUES ($1, $2, $3, $4, $5)",
+                "INSERT INTO outbox (id, topic, payload, traceparent, created_at, sent_at)
+                 VALUES ($1, $2, $3, $4, $5, $6)",
             )
             .bind(envelope.id)
             .bind(&envelope.event_type)
             .bind(&payload)
             .bind(&traceparent)
-            .bind(Utc::now())
+            .bind(now)
+            .bind(in_place.then_some(now))
             .execute(conn)
             .await?;
         });
-        self.appended_outbox = true;
+        if !in_place {
+            self.appended_outbox = true;
+            return Ok(());
+        }
+        let message = crate::QueueMessage {
+            id: envelope.id,
+            topic: &envelope.event_type,
+            payload: &payload,
+            traceparent: traceparent.as_deref(),
+        };
+        if self.enqueue(message).await? {
+            self.published_in_place.push(envelope.event_type.clone());
+        }
         Ok(())
     }
 }
@@ -89,7 +106,17 @@ impl Store {
                  RETURNING seq, id, topic, payload, traceparent, attempts"
             }
         };
-        let mut rows: Vec<OutboxRow> = with_pool!(self, pool => {
+        // Looked for by reading first: a relay polls, and with events published in place
+        // (SQLite) there is mostly nothing for it; a read takes no write lock.
+        let unsent: Option<(i64,)> = with_pool!(self, pool => {
+            sqlx::query_as("SELECT seq FROM outbox WHERE sent_at IS NULL LIMIT 1")
+                .fetch_optional(pool)
+                .await?
+        });
+        if unsent.is_none() {
+            return Ok(Vec::new());
+        }
+        let mut rows: Vec<OutboxRow> = with_writer!(self, pool => {
             sqlx::query_as(sql)
                 .bind(now.saturating_add(duration_ms(lease)))
                 .bind(now)
@@ -119,7 +146,7 @@ impl Store {
             return Ok(());
         }
         let now = Utc::now();
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             let mut sql = QueryBuilder::new("UPDATE outbox SET lease_until_ms = NULL, sent_at = ");
             sql.push_bind(now).push(" WHERE seq IN (");
             let mut list = sql.separated(", ");
@@ -140,7 +167,7 @@ impl Store {
         error: Option<&str>,
         retry_in: Duration,
     ) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "UPDATE outbox SET lease_until_ms = $1,
                    attempts = attempts + CASE WHEN $2 IS NULL THEN 0 ELSE 1 END,
@@ -172,7 +199,7 @@ impl Store {
     pub async fn prune_outbox(&self, age: Duration) -> Result<u64, StoreError> {
         let cutoff = Utc::now()
             - chrono::Duration::from_std(age).unwrap_or_else(|_| chrono::Duration::days(36500));
-        Ok(with_pool!(self, pool => {
+        Ok(with_writer!(self, pool => {
             sqlx::query("DELETE FROM outbox WHERE sent_at IS NOT NULL AND sent_at < $1")
                 .bind(cutoff)
                 .execute(pool)

@@ -3,7 +3,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::{Store, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -34,7 +34,7 @@ impl Store {
     /// Adds a person; `false` when their id or one of their handles is taken (the unique
     /// indexes decide, so two administrators racing cannot both win).
     pub async fn add_person(&self, row: &PersonRow) -> Result<bool, StoreError> {
-        let written = with_pool!(self, pool => {
+        let written = with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO people (id, github, slack, discord, groups, created_by, created_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
@@ -66,7 +66,7 @@ impl Store {
 
     /// Removes a person; `false` when none was stored under `id`.
     pub async fn remove_person(&self, id: &str) -> Result<bool, StoreError> {
-        let done = with_pool!(self, pool => {
+        let done = with_writer!(self, pool => {
             sqlx::query("DELETE FROM people WHERE id = $1").bind(id).execute(pool).await?.rows_affected()
         });
         Ok(done == 1)

@@ -12,9 +12,9 @@ use chrono::Utc;
 use gatehouse_events::{StreamKind, topic_matches};
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
-use crate::{Store, StoreError, duration_ms, now_ms};
+use crate::{Store, StoreError, Tx, duration_ms, now_ms};
 
 /// A message to put on the in-process bus.
 #[derive(Debug, Clone, Copy)]
@@ -55,43 +55,8 @@ impl Store {
     /// Appends a message and fans it out to every consumer whose filter matches. Returns
     /// `false` if a message with the same id was already there.
     pub async fn queue_publish(&self, msg: QueueMessage<'_>) -> Result<bool, StoreError> {
-        let stream = stream_key(StreamKind::for_topic(msg.topic));
-        let now = now_ms();
         let mut tx = self.begin().await?;
-        tx.lock_stream(stream, false).await?;
-        let inserted = with_tx!(tx, conn => {
-            let seq: Option<(i64,)> = sqlx::query_as(
-                "INSERT INTO bus_messages (id, stream, topic, payload, traceparent, published_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (id) DO NOTHING RETURNING seq",
-            )
-            .bind(msg.id)
-            .bind(stream)
-            .bind(msg.topic)
-            .bind(msg.payload)
-            .bind(msg.traceparent)
-            .bind(now)
-            .fetch_optional(&mut *conn)
-            .await?;
-            if let Some((seq,)) = seq {
-                let consumers: Vec<(String, String)> =
-                    sqlx::query_as("SELECT name, filter FROM bus_consumers WHERE stream = $1")
-                        .bind(stream)
-                        .fetch_all(&mut *conn)
-                        .await?;
-                for (name, _) in consumers.iter().filter(|(_, f)| topic_matches(f, msg.topic)) {
-                    sqlx::query(
-                        "INSERT INTO bus_deliveries (consumer, seq, visible_ms) VALUES ($1, $2, $3)",
-                    )
-                    .bind(name)
-                    .bind(seq)
-                    .bind(now)
-                    .execute(&mut *conn)
-                    .await?;
-                }
-            }
-            seq.is_some()
-        });
+        let inserted = tx.enqueue(msg).await?;
         tx.commit().await?;
         Ok(inserted)
     }
@@ -167,9 +132,24 @@ impl Store {
         ack_wait: Duration,
     ) -> Result<Option<QueuedDelivery>, StoreError> {
         let now = now_ms();
+        // Looked for by reading first: every commit wakes every subscription, and most
+        // find nothing of theirs. A read takes no write lock (SQLite) and no row lock
+        // (Postgres), so those do not queue up in front of the one consumer that has work.
+        let due: Option<(i64,)> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT seq FROM bus_deliveries WHERE consumer = $1 AND visible_ms <= $2 LIMIT 1",
+            )
+            .bind(consumer)
+            .bind(now)
+            .fetch_optional(pool)
+            .await?
+        });
+        if due.is_none() {
+            return Ok(None);
+        }
         // The due condition is repeated outside the sub-select so a concurrent fetcher
         // re-checks it on the row it locked.
-        let leased: Option<(i64, i32)> = with_pool!(self, pool => {
+        let leased: Option<(i64, i32)> = with_writer!(self, pool => {
             sqlx::query_as(
                 "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
                  WHERE consumer = $2 AND visible_ms <= $3
@@ -225,7 +205,133 @@ impl Store {
         deliveries: i32,
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
-        let acked = with_tx!(tx, conn => {
+        let acked = tx.queue_ack(consumer, seq, deliveries).await?;
+        tx.commit().await?;
+        Ok(acked)
+    }
+
+    /// Makes a leased delivery due again after `delay`: a nak with delay, or (with the ack
+    /// wait as delay) an in-progress signal that extends the lease. Returns `false` when
+    /// the lease was lost to a redelivery.
+    pub async fn queue_defer(
+        &self,
+        consumer: &str,
+        seq: i64,
+        deliveries: i32,
+        delay: Duration,
+    ) -> Result<bool, StoreError> {
+        let updated = with_writer!(self, pool => {
+            sqlx::query(
+                "UPDATE bus_deliveries SET visible_ms = $1
+                 WHERE consumer = $2 AND seq = $3 AND deliveries = $4",
+            )
+            .bind(now_ms().saturating_add(duration_ms(delay)))
+            .bind(consumer)
+            .bind(seq)
+            .bind(deliveries)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(updated == 1)
+    }
+
+    /// [`Store::queue_defer`] for a delivery given back: the consumer's waiting
+    /// subscriptions are woken to look again, so they wait for it to be due rather than
+    /// for a wait they chose before it was given back.
+    pub async fn queue_nak(
+        &self,
+        consumer: &str,
+        seq: i64,
+        deliveries: i32,
+        delay: Duration,
+    ) -> Result<bool, StoreError> {
+        let held = self.queue_defer(consumer, seq, deliveries, delay).await?;
+        self.wake_consumers([&consumer.to_owned()]);
+        Ok(held)
+    }
+
+    /// Messages a consumer has not acknowledged yet (due, leased or deferred).
+    pub async fn queue_pending(&self, consumer: &str) -> Result<i64, StoreError> {
+        let (n,): (i64,) = with_pool!(self, pool => {
+            sqlx::query_as("SELECT COUNT(*) FROM bus_deliveries WHERE consumer = $1")
+                .bind(consumer)
+                .fetch_one(pool)
+                .await?
+        });
+        Ok(n)
+    }
+
+    /// Drops event-stream messages published longer ago than `max_age`, as JetStream's
+    /// limits retention does.
+    pub async fn queue_prune(&self, max_age: Duration) -> Result<u64, StoreError> {
+        Ok(with_writer!(self, pool => {
+            sqlx::query("DELETE FROM bus_messages WHERE stream = $1 AND published_ms < $2")
+                .bind(stream_key(StreamKind::Events))
+                .bind(now_ms().saturating_sub(duration_ms(max_age)))
+                .execute(pool)
+                .await?
+                .rows_affected()
+        }))
+    }
+}
+
+impl Tx {
+    /// Appends a message to the in-process bus's log and fans it out to every consumer
+    /// whose filter matches, as part of this transaction. `false` when a message with the
+    /// same id was there already.
+    pub(crate) async fn enqueue(&mut self, msg: QueueMessage<'_>) -> Result<bool, StoreError> {
+        let stream = stream_key(StreamKind::for_topic(msg.topic));
+        let now = now_ms();
+        self.lock_stream(stream, false).await?;
+        let mut woken = Vec::new();
+        let inserted = with_tx!(self, conn => {
+            let seq: Option<(i64,)> = sqlx::query_as(
+                "INSERT INTO bus_messages (id, stream, topic, payload, traceparent, published_ms)
+                 VALUES ($1, $2, $3, $4, $5, $6)
+                 ON CONFLICT (id) DO NOTHING RETURNING seq",
+            )
+            .bind(msg.id)
+            .bind(stream)
+            .bind(msg.topic)
+            .bind(msg.payload)
+            .bind(msg.traceparent)
+            .bind(now)
+            .fetch_optional(&mut *conn)
+            .await?;
+            if let Some((seq,)) = seq {
+                let consumers: Vec<(String, String)> =
+                    sqlx::query_as("SELECT name, filter FROM bus_consumers WHERE stream = $1")
+                        .bind(stream)
+                        .fetch_all(&mut *conn)
+                        .await?;
+                for (name, _) in consumers.into_iter().filter(|(_, f)| topic_matches(f, msg.topic)) {
+                    sqlx::query(
+                        "INSERT INTO bus_deliveries (consumer, seq, visible_ms) VALUES ($1, $2, $3)",
+                    )
+                    .bind(&name)
+                    .bind(seq)
+                    .bind(now)
+                    .execute(&mut *conn)
+                    .await?;
+                    woken.push(name);
+                }
+            }
+            seq.is_some()
+        });
+        self.enqueued_for.append(&mut woken);
+        Ok(inserted)
+    }
+
+    /// [`Store::queue_ack`] as part of this transaction: a consumer acknowledges the
+    /// delivery in the commit that records its effect, one commit instead of two.
+    pub async fn queue_ack(
+        &mut self,
+        consumer: &str,
+        seq: i64,
+        deliveries: i32,
+    ) -> Result<bool, StoreError> {
+        let acked = with_tx!(self, conn => {
             let acked = sqlx::query(
                 "DELETE FROM bus_deliveries WHERE consumer = $1 AND seq = $2 AND deliveries = $3",
             )
@@ -245,57 +351,6 @@ impl Store {
             .await?;
             acked
         });
-        tx.commit().await?;
         Ok(acked)
-    }
-
-    /// Makes a leased delivery due again after `delay`: a nak with delay, or (with the ack
-    /// wait as delay) an in-progress signal that extends the lease. Returns `false` when
-    /// the lease was lost to a redelivery.
-    pub async fn queue_defer(
-        &self,
-        consumer: &str,
-        seq: i64,
-        deliveries: i32,
-        delay: Duration,
-    ) -> Result<bool, StoreError> {
-        let updated = with_pool!(self, pool => {
-            sqlx::query(
-                "UPDATE bus_deliveries SET visible_ms = $1
-                 WHERE consumer = $2 AND seq = $3 AND deliveries = $4",
-            )
-            .bind(now_ms().saturating_add(duration_ms(delay)))
-            .bind(consumer)
-            .bind(seq)
-            .bind(deliveries)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
-        Ok(updated == 1)
-    }
-
-    /// Messages a consumer has not acknowledged yet (due, leased or deferred).
-    pub async fn queue_pending(&self, consumer: &str) -> Result<i64, StoreError> {
-        let (n,): (i64,) = with_pool!(self, pool => {
-            sqlx::query_as("SELECT COUNT(*) FROM bus_deliveries WHERE consumer = $1")
-                .bind(consumer)
-                .fetch_one(pool)
-                .await?
-        });
-        Ok(n)
-    }
-
-    /// Drops event-stream messages published longer ago than `max_age`, as JetStream's
-    /// limits retention does.
-    pub async fn queue_prune(&self, max_age: Duration) -> Result<u64, StoreError> {
-        Ok(with_pool!(self, pool => {
-            sqlx::query("DELETE FROM bus_messages WHERE stream = $1 AND published_ms < $2")
-                .bind(stream_key(StreamKind::Events))
-                .bind(now_ms().saturating_sub(duration_ms(max_age)))
-                .execute(pool)
-                .await?
-                .rows_affected()
-        }))
     }
 }

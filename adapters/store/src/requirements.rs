@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use gatehouse_events::RequirementState;
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::text::text_enum;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
@@ -130,7 +130,7 @@ impl Store {
         run: Uuid,
         branch: &str,
     ) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO pull_requests (repo, number, requirement_id, run_id, branch, created_at)
                  VALUES ($1, $2, $3, $4, $5, $6)

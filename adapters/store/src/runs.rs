@@ -107,17 +107,43 @@ impl Tx {
         Ok(())
     }
 
-    /// Inserts a new run; `false` if a run with that id exists (a repeated request).
+    /// Inserts a new run, or fills in the row [`Tx::request_run`] left for it; `false` if
+    /// the run was created before (a repeated request).
     pub async fn insert_run(&mut self, run: &RunRow) -> Result<bool, StoreError> {
-        let inserted = with_tx!(self, conn => {
-            sqlx::query(
-                "INSERT INTO runs (id, sop, sop_version, params, requested_by, status, state,
-                   revision, parent_run, parent_node, parent_attempt, requirement_id, schedule,
-                   scheduled_ms, project, workspace, created_at, updated_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
-                   $17, $18)
-                 ON CONFLICT (id) DO NOTHING",
-            )
+        self.write_run(
+            run,
+            "ON CONFLICT (id) DO UPDATE SET sop = excluded.sop, sop_version = excluded.sop_version,
+               params = excluded.params, requested_by = excluded.requested_by,
+               status = excluded.status, state = excluded.state, revision = excluded.revision,
+               parent_run = excluded.parent_run, parent_node = excluded.parent_node,
+               parent_attempt = excluded.parent_attempt, requirement_id = excluded.requirement_id,
+               schedule = excluded.schedule, scheduled_ms = excluded.scheduled_ms,
+               project = excluded.project, workspace = excluded.workspace,
+               updated_at = excluded.updated_at
+             WHERE runs.status = 'requested'",
+        )
+        .await
+    }
+
+    /// Makes a run visible the moment its id is given out, with status `requested`,
+    /// until the scheduler creates it ([`Tx::insert_run`]); `false` if it exists.
+    pub async fn request_run(&mut self, run: &RunRow) -> Result<bool, StoreError> {
+        debug_assert_eq!(run.status, RunStatus::Requested);
+        self.write_run(run, "ON CONFLICT (id) DO NOTHING").await
+    }
+
+    /// Inserts `run`, with `on_conflict` deciding what an existing row becomes.
+    async fn write_run(&mut self, run: &RunRow, on_conflict: &str) -> Result<bool, StoreError> {
+        let sql = format!(
+            "INSERT INTO runs (id, sop, sop_version, params, requested_by, status, state,
+               revision, parent_run, parent_node, parent_attempt, requirement_id, schedule,
+               scheduled_ms, project, workspace, created_at, updated_at)
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
+               $17, $18)
+             {on_conflict}"
+        );
+        let written = with_tx!(self, conn => {
+            sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
             .bind(run.id)
             .bind(&run.sop)
             .bind(&run.sop_version)
@@ -140,7 +166,7 @@ impl Tx {
             .await?
             .rows_affected()
         });
-        Ok(inserted == 1)
+        Ok(written == 1)
     }
 
     /// Reads a run inside this transaction and holds it until the transaction ends, so

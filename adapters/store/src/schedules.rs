@@ -7,7 +7,7 @@
 use chrono::{DateTime, Utc};
 use gatehouse_schedule::{Overlap, ScheduleError, Timing};
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
 use crate::{Store, StoreError};
 
@@ -178,7 +178,7 @@ impl Store {
         note: Option<&str>,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let updated = with_pool!(self, pool => {
+        let updated = with_writer!(self, pool => {
             sqlx::query(
                 "UPDATE schedules SET paused = $1, pause_note = $2,
                    since_ms = CASE WHEN $1 THEN since_ms ELSE $3 END,
@@ -262,7 +262,7 @@ impl Store {
         revision: i64,
         next_due_ms: Option<i64>,
     ) -> Result<bool, StoreError> {
-        let updated = with_pool!(self, pool => {
+        let updated = with_writer!(self, pool => {
             sqlx::query("UPDATE schedules SET next_due_ms = $1 WHERE name = $2 AND revision = $3")
                 .bind(next_due_ms)
                 .bind(name)

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::comments::hex_sha256;
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::{Store, StoreError};
 
 /// A login link, without its secret.
@@ -84,7 +84,7 @@ impl Store {
         scopes: &str,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO login_links (hash, person, created_by, scopes, created_at, expires_at)
                  VALUES ($1, $2, $3, $4, $5, $6)",
@@ -140,7 +140,7 @@ impl Store {
             expires_at,
             ended_at: None,
         };
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO console_sessions (id, hash, person, via, scopes, created_at, expires_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7)",
@@ -168,7 +168,7 @@ impl Store {
 
     /// Ends a session (signing out); `false` when it had already ended.
     pub async fn end_session(&self, id: Uuid) -> Result<bool, StoreError> {
-        let done = with_pool!(self, pool => {
+        let done = with_writer!(self, pool => {
             sqlx::query("UPDATE console_sessions SET ended_at = $2 WHERE id = $1 AND ended_at IS NULL")
                 .bind(id)
                 .bind(Utc::now())
@@ -181,7 +181,7 @@ impl Store {
 
     /// Ends every session of `person` (when the person is removed); how many were open.
     pub async fn end_sessions_of(&self, person: &str) -> Result<u64, StoreError> {
-        Ok(with_pool!(self, pool => {
+        Ok(with_writer!(self, pool => {
             sqlx::query("UPDATE console_sessions SET ended_at = $2 WHERE person = $1 AND ended_at IS NULL")
                 .bind(person)
                 .bind(Utc::now())
@@ -198,7 +198,7 @@ impl Store {
         next: &str,
         expires_at: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO oauth_states (hash, next, created_at, expires_at) VALUES ($1, $2, $3, $4)",
             )

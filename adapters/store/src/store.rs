@@ -1,14 +1,15 @@
 //! The store handle: pools, connection with retries, migrations, transactions.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use backon::{ExponentialBuilder, Retryable};
 use sqlx::Connection;
 use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqlitePoolOptions};
-use tokio::sync::{Semaphore, watch};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::url::ConnectOptions;
 use crate::{Backend, StoreError, Tx};
@@ -24,6 +25,16 @@ macro_rules! with_pool {
     };
 }
 pub(crate) use with_pool;
+
+/// [`with_pool!`] for a statement that writes: on SQLite it first waits its turn among
+/// this process's writers ([`Store::write_turn`]).
+macro_rules! with_writer {
+    ($store:expr, $conn:ident => $body:expr) => {{
+        let _turn = $store.write_turn().await;
+        $crate::store::with_pool!($store, $conn => $body)
+    }};
+}
+pub(crate) use with_writer;
 
 /// The two kinds of pool behind a [`Store`].
 #[derive(Clone)]
@@ -44,6 +55,13 @@ pub struct Store {
     /// this process posts it at once instead of at its next poll (replies the scheduler
     /// and ingest write, progress the runner writes).
     pub(crate) chat_wanted: Arc<watch::Sender<u64>>,
+    /// Set by [`Store::publish_in_place`]: transactions put their events onto the
+    /// in-process bus's tables themselves.
+    in_place: Arc<AtomicBool>,
+    /// Per consumer of the in-process bus, bumped whenever this process commits messages
+    /// for it, so its subscriptions look at once instead of at their next poll (and the
+    /// others do not look at all).
+    pub(crate) queue_wakers: Arc<Mutex<HashMap<String, watch::Sender<u64>>>>,
     /// Transactions open at once in this process. A transaction holds a connection and
     /// often reads through the pool meanwhile; if every connection were held by an open
     /// transaction (or, on SQLite, by one waiting for the single write lock), those reads
@@ -55,6 +73,9 @@ pub struct Store {
 
 /// Connections in a Postgres pool; half of them at most are held by transactions.
 const POSTGRES_CONNECTIONS: u32 = 16;
+/// How long a write outside a transaction waits for its turn on SQLite before it goes
+/// ahead anyway (see [`Store::write_turn`]).
+const WRITE_TURN_WAIT: Duration = Duration::from_secs(10);
 /// Connections in a SQLite pool (readers are concurrent under WAL).
 const SQLITE_CONNECTIONS: u32 = 32;
 
@@ -132,6 +153,8 @@ impl Store {
             target: target.into(),
             outbox_written: Arc::new(watch::channel(0).0),
             chat_wanted: Arc::new(watch::channel(0).0),
+            in_place: Arc::default(),
+            queue_wakers: Arc::default(),
             tx_slots: Arc::new(Semaphore::new(tx_slots)),
             definitions: Arc::default(),
         }
@@ -218,6 +241,29 @@ impl Store {
         })
     }
 
+    /// On SQLite, this process's turn to write outside a transaction, taken in order with
+    /// the transactions' ([`Store::begin`]): SQLite has one writer at a time, and a write
+    /// that finds the lock taken sleeps in SQLite's busy handler (a millisecond and
+    /// up) instead of going next. Nothing to wait for on Postgres. A task that holds a
+    /// transaction and writes beside it would wait for itself: after [`WRITE_TURN_WAIT`]
+    /// the write goes ahead without its turn (and SQLite's busy timeout decides).
+    pub(crate) async fn write_turn(&self) -> Option<OwnedSemaphorePermit> {
+        let Pool::Sqlite(_) = self.pool else {
+            return None;
+        };
+        match tokio::time::timeout(WRITE_TURN_WAIT, self.tx_slots.clone().acquire_owned()).await {
+            Ok(Ok(turn)) => Some(turn),
+            Ok(Err(_)) => None,
+            Err(_) => {
+                tracing::warn!(
+                    waited = ?WRITE_TURN_WAIT,
+                    "no turn to write came; writing without one"
+                );
+                None
+            }
+        }
+    }
+
     /// Closes every connection; pending queries finish first.
     pub async fn close(&self) {
         with_pool!(self, pool => pool.close().await)
@@ -226,6 +272,51 @@ impl Store {
     /// A receiver that changes whenever outbox rows are committed by this process.
     pub fn watch_outbox(&self) -> watch::Receiver<u64> {
         self.outbox_written.subscribe()
+    }
+
+    /// Makes every transaction of this store put the events it appends straight onto the
+    /// in-process bus's tables, in the same commit, instead of leaving them in the outbox
+    /// for the relay (they are still recorded there, as sent). An event then costs its
+    /// producer's commit and nothing more before a consumer can take it: no relay claim,
+    /// publish and mark-sent, each a commit of its own, and no wait for the relay to wake.
+    ///
+    /// SQLite only, where writers take turns and messages are numbered in commit order;
+    /// on Postgres, concurrent transactions could commit out of numbering order, so the
+    /// relay stays. Returns whether it is on. Other processes on the same database keep
+    /// using the outbox, and a relay publishes what they write.
+    pub fn publish_in_place(&self) -> bool {
+        let sqlite = matches!(self.pool, Pool::Sqlite(_));
+        self.in_place.store(sqlite, Ordering::Relaxed);
+        sqlite
+    }
+
+    /// Whether `other` is this store or a clone of it (one pool, one database).
+    pub fn is(&self, other: &Store) -> bool {
+        Arc::ptr_eq(&self.queue_wakers, &other.queue_wakers)
+    }
+
+    pub(crate) fn publishes_in_place(&self) -> bool {
+        self.in_place.load(Ordering::Relaxed)
+    }
+
+    /// A receiver that changes whenever this process commits messages for `consumer` on
+    /// the in-process bus's tables.
+    pub fn watch_consumer(&self, consumer: &str) -> watch::Receiver<u64> {
+        let mut wakers = self.queue_wakers.lock().unwrap_or_else(|p| p.into_inner());
+        wakers
+            .entry(consumer.to_owned())
+            .or_insert_with(|| watch::channel(0).0)
+            .subscribe()
+    }
+
+    /// Wakes the subscriptions of `consumers` in this process.
+    pub(crate) fn wake_consumers<'a>(&self, consumers: impl IntoIterator<Item = &'a String>) {
+        let wakers = self.queue_wakers.lock().unwrap_or_else(|p| p.into_inner());
+        for consumer in consumers {
+            if let Some(waker) = wakers.get(consumer) {
+                waker.send_modify(|n| *n = n.wrapping_add(1));
+            }
+        }
     }
 
     /// A receiver that changes whenever wanted chat messages are committed by this process.

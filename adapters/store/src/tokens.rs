@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::{Store, StoreError};
 
 /// A stored token, without its secret.
@@ -58,7 +58,7 @@ impl Store {
             expires_at: new.expires_at,
             revoked_at: None,
         };
-        let written = with_pool!(self, pool => {
+        let written = with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO api_tokens (id, name, hash, person, created_by, scopes, created_at, expires_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
@@ -112,7 +112,7 @@ impl Store {
 
     /// Revokes a token by name; `false` when there is no such token or it was revoked.
     pub async fn revoke_token(&self, name: &str) -> Result<bool, StoreError> {
-        let done = with_pool!(self, pool => {
+        let done = with_writer!(self, pool => {
             sqlx::query("UPDATE api_tokens SET revoked_at = $2 WHERE name = $1 AND revoked_at IS NULL")
                 .bind(name)
                 .bind(Utc::now())
@@ -125,7 +125,7 @@ impl Store {
 
     /// Revokes every token acting for `person` (when the person is removed).
     pub async fn revoke_tokens_of(&self, person: &str) -> Result<u64, StoreError> {
-        Ok(with_pool!(self, pool => {
+        Ok(with_writer!(self, pool => {
             sqlx::query("UPDATE api_tokens SET revoked_at = $2 WHERE person = $1 AND revoked_at IS NULL")
                 .bind(person)
                 .bind(Utc::now())

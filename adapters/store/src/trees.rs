@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
 
@@ -96,7 +96,7 @@ impl Store {
     }
 
     pub async fn record_direct_merge(&self, merge: &DirectMergeRow) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO direct_merges (run_id, repo, requirement_id, branch, commit_sha,
                    approved_by, created_at)

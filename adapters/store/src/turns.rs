@@ -9,7 +9,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::text::text_enum;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx};
@@ -145,7 +145,7 @@ impl Store {
     /// Records that an attempt started. `false` when it was recorded before: a runner
     /// already began it, so it must not run again.
     pub async fn begin_turn_attempt(&self, new: &NewTurnAttempt<'_>) -> Result<bool, StoreError> {
-        let inserted = with_pool!(self, pool => {
+        let inserted = with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO turn_attempts (conversation_id, seq, attempt, requirement_id, role, ask,
                    status, started_at)

@@ -37,6 +37,11 @@ pub struct Tx {
     pub(crate) appended_outbox: bool,
     /// A chat message was wanted: the notifier is woken when this commits.
     pub(crate) wanted_chat: bool,
+    /// Topics of the events put onto the in-process bus in place
+    /// ([`Store::publish_in_place`]): counted when this commits.
+    pub(crate) published_in_place: Vec<String>,
+    /// Consumers of the in-process bus given messages: woken when this commits.
+    pub(crate) enqueued_for: Vec<String>,
     store: Store,
     /// This process's transaction slot, given back when the transaction ends.
     _slot: OwnedSemaphorePermit,
@@ -52,6 +57,8 @@ impl Tx {
             inner: Inner::Postgres(tx),
             appended_outbox: false,
             wanted_chat: false,
+            published_in_place: Vec::new(),
+            enqueued_for: Vec::new(),
             store,
             _slot: slot,
         }
@@ -66,12 +73,15 @@ impl Tx {
             inner: Inner::Sqlite(tx),
             appended_outbox: false,
             wanted_chat: false,
+            published_in_place: Vec::new(),
+            enqueued_for: Vec::new(),
             store,
             _slot: slot,
         }
     }
 
-    /// Commits, then wakes this process's outbox relay if events were appended.
+    /// Commits, then wakes this process's outbox relay if events were appended (or its
+    /// in-process bus, for events published in place).
     pub async fn commit(self) -> Result<(), StoreError> {
         match self.inner {
             Inner::Postgres(t) => t.commit().await?,
@@ -81,6 +91,12 @@ impl Tx {
             self.store
                 .outbox_written
                 .send_modify(|n| *n = n.wrapping_add(1));
+        }
+        for topic in self.published_in_place {
+            metrics::counter!("gatehouse_events_published_total", "type" => topic).increment(1);
+        }
+        if !self.enqueued_for.is_empty() {
+            self.store.wake_consumers(&self.enqueued_for);
         }
         if self.wanted_chat {
             self.store
@@ -107,6 +123,11 @@ impl Tx {
             sqlx::query(sql).bind(stream).execute(&mut **t).await?;
         }
         Ok(())
+    }
+
+    /// The store this transaction is on.
+    pub fn store(&self) -> &Store {
+        &self.store
     }
 
     /// Rolls back explicitly (dropping does the same, without reporting errors).

@@ -2,7 +2,7 @@
 
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::store::{with_pool, with_writer};
 use crate::{Store, StoreError};
 
 /// Tokens one model used in one agent attempt, and their price.
@@ -38,7 +38,11 @@ impl Store {
         name: &str,
         body: &str,
     ) -> Result<String, StoreError> {
-        let frozen: String = with_pool!(self, pool => {
+        // Read first: only a run's first node writes, and a read waits for no writer.
+        if let Some(frozen) = self.frozen_setting(run_id, kind, name).await? {
+            return Ok(frozen);
+        }
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO run_settings (run_id, kind, name, body) VALUES ($1, $2, $3, $4)
                  ON CONFLICT (run_id, kind, name) DO NOTHING",
@@ -49,16 +53,13 @@ impl Store {
             .bind(body)
             .execute(pool)
             .await?;
-            sqlx::query_scalar(
-                "SELECT body FROM run_settings WHERE run_id = $1 AND kind = $2 AND name = $3",
-            )
-            .bind(run_id)
-            .bind(kind)
-            .bind(name)
-            .fetch_one(pool)
-            .await?
         });
-        Ok(frozen)
+        // Ours, or the one a node starting beside this one froze first (gone only if the
+        // run was deleted meanwhile).
+        Ok(self
+            .frozen_setting(run_id, kind, name)
+            .await?
+            .unwrap_or_else(|| body.to_owned()))
     }
 
     /// The run's frozen setting `(kind, name)`, if one was frozen.
@@ -83,7 +84,7 @@ impl Store {
     /// Records an agent attempt's usage of one model. A repeat of the same row is ignored:
     /// an attempt runs once.
     pub async fn record_usage(&self, row: &UsageRow) -> Result<(), StoreError> {
-        with_pool!(self, pool => {
+        with_writer!(self, pool => {
             sqlx::query(
                 "INSERT INTO node_usage (run_id, node, attempt, model, input_tokens, output_tokens,
                    cache_read_tokens, cache_write_tokens, cost_usd)

@@ -8,7 +8,7 @@ mod reset;
 use std::collections::BTreeSet;
 
 use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
-use gatehouse_sop::{Node, NodeKind, Sop};
+use gatehouse_sop::{Node, NodeKind, OnInterrupt, Sop};
 
 use crate::{Effect, Input, NodeState, Outcome, Rejection, RunState};
 
@@ -16,6 +16,10 @@ use crate::{Effect, Input, NodeState, Outcome, Rejection, RunState};
 /// raised if anything changed) and the effects to carry out are returned; on refusal the
 /// state is untouched.
 pub fn apply(sop: &Sop, state: &mut RunState, input: Input) -> Result<Vec<Effect>, Rejection> {
+    if state.status == RunStatus::Requested {
+        // Only the row shown until the scheduler creates the run: nothing to act on yet.
+        return Err(Rejection::NotCreated);
+    }
     let mut step = Step {
         sop,
         state: state.clone(),
@@ -221,6 +225,10 @@ impl Step<'_> {
     }
 
     fn finished(&mut self, id: &str, attempt: u32, outcome: Outcome) -> Result<(), Rejection> {
+        let retry_interrupted = self
+            .sop
+            .node(id)
+            .is_some_and(|def| def.on_interrupt == OnInterrupt::Retry);
         let node = self.node_mut(id)?;
         let in_flight = matches!(node.status, NodeStatus::Dispatched | NodeStatus::Running);
         if node.attempt != attempt || !in_flight {
@@ -236,6 +244,17 @@ impl Step<'_> {
             }
             Outcome::Failed(reason) => reason,
             Outcome::TimedOut => "timed out".to_owned(),
+            Outcome::Interrupted { reason, retries } => {
+                if retry_interrupted && node.interruptions < retries {
+                    // Not the node's failure: a new attempt at once, no backoff, and its
+                    // `retry` left whole.
+                    node.interruptions += 1;
+                    node.status = NodeStatus::Ready;
+                    node.last_error = Some(reason);
+                    return Ok(());
+                }
+                reason
+            }
         };
         node.failures += 1;
         node.last_error = Some(reason.clone());

@@ -12,6 +12,16 @@ pub enum Outcome {
     Failed(String),
     /// It ran out of time and was killed.
     TimedOut,
+    /// The infrastructure lost it (its runner killed, its lease run out, a shutdown past
+    /// its grace): run again as a new attempt, unless the node says `on_interrupt: fail`
+    /// or it was interrupted `retries` times already; then it is a failure like any other.
+    Interrupted {
+        /// What happened, kept as the attempt's error.
+        reason: String,
+        /// How many interruptions a node may have retried since it last started afresh
+        /// (`runner.interrupt_retries`: the scheduler's setting, not the SOP's).
+        retries: u32,
+    },
 }
 
 /// A reviewer's decision on a gate.
@@ -150,6 +160,9 @@ pub enum Rejection {
     /// Pause on a paused run, or resume on one that is not.
     #[error("the run is {0}")]
     PauseState(&'static str),
+    /// Anything but the start, on a run asked for that the scheduler has not created yet.
+    #[error("the run has not been created yet (it is `requested`); try again in a moment")]
+    NotCreated,
     /// Retry from a node while part of what it would reset is in flight.
     #[error("node `{0}` is still in flight; wait for it or cancel the run first")]
     InFlight(String),

@@ -11,6 +11,10 @@
 //! - a failed attempt is retried `retry.max` times with doubling backoff; then
 //!   `on_failure.send_back` sends the work back (at most `on_failure.max` times); then the
 //!   node fails and the run fails, stopping what is still in flight;
+//! - an attempt the infrastructure lost (a runner killed, a lease run out) is run again as
+//!   a new attempt, up to the scheduler's `interrupt_retries` times since the node last
+//!   started afresh and without counting against `retry`, unless the node says
+//!   `on_interrupt: fail`; past that it is a failure like any other;
 //! - a gate is decided by approve (`min_approvals` distinct people, the requester only if
 //!   the gate allows it), send back (only to a node the gate lists, with a comment, at most
 //!   `max_rework` times) or reject;

@@ -40,6 +40,10 @@ pub struct NodeState {
     pub rework_count: u32,
     /// Failed attempts since the node last started afresh; counts against `retry.max`.
     pub failures: u32,
+    /// Attempts lost to the infrastructure and run again since the node last started
+    /// afresh; counts against `runner.interrupt_retries`, never against `retry.max`.
+    #[serde(default)]
+    pub interruptions: u32,
     /// `on_failure` send-backs used.
     pub failure_sends: u32,
     /// A retry is waiting for its backoff.
@@ -88,6 +92,7 @@ impl RunState {
                         attempt: 0,
                         rework_count: 0,
                         failures: 0,
+                        interruptions: 0,
                         failure_sends: 0,
                         retry_pending: false,
                         rework_comment: None,

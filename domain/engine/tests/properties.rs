@@ -94,9 +94,13 @@ fn progress_inputs(sop: &Sop, state: &RunState, rng: &mut Rng) -> Vec<Input> {
         let (node_id, attempt) = (id.clone(), node.attempt);
         match node.status {
             NodeStatus::Dispatched | NodeStatus::Running => {
-                let outcome = match rng.below(4) {
+                let outcome = match rng.below(5) {
                     0 => Outcome::Failed("boom".into()),
                     1 => Outcome::TimedOut,
+                    2 => Outcome::Interrupted {
+                        reason: "lost".into(),
+                        retries: 2,
+                    },
                     _ => Outcome::Succeeded,
                 };
                 if node.status == NodeStatus::Dispatched {

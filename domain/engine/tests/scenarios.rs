@@ -441,6 +441,79 @@ fn retries_back_off_then_fail_the_run_and_stop_what_is_in_flight() {
     assert_eq!(run.state, before);
 }
 
+const INTERRUPTIONS: &str = "
+name: interruptions
+nodes:
+  build: { kind: script, run: ls, retry: { max: 1, backoff: 10s } }
+  push: { kind: script, run: ls, needs: [build], on_interrupt: fail }
+";
+
+fn interrupted(retries: u32) -> Outcome {
+    Outcome::Interrupted {
+        reason: "interrupted: the runner stopped during this attempt".into(),
+        retries,
+    }
+}
+
+#[test]
+fn interruptions_run_again_at_once_apart_from_retry_then_count_as_failures() {
+    let (mut run, _) = Run::start(sop(INTERRUPTIONS));
+    // Two interruptions: each a new attempt at once, no backoff, `retry` untouched.
+    assert_eq!(run.finish("build", interrupted(2)), [dispatch("build", 2)]);
+    assert_eq!(run.finish("build", interrupted(2)), [dispatch("build", 3)]);
+    assert_eq!(run.state.nodes["build"].failures, 0);
+    assert_eq!(run.state.nodes["build"].interruptions, 2);
+    assert_eq!(
+        run.state.nodes["build"].last_error.as_deref(),
+        Some("interrupted: the runner stopped during this attempt")
+    );
+    // The third is past `interrupt_retries`: a failure, which the node's own retry takes.
+    let retry = Effect::ScheduleRetry {
+        node: "build".into(),
+        attempt: 3,
+        after: Duration::from_secs(10),
+    };
+    assert_eq!(run.finish("build", interrupted(2)), [retry]);
+    assert_eq!(run.state.nodes["build"].failures, 1);
+    run.ok(Input::RetryDue {
+        node: "build".into(),
+        attempt: 3,
+    });
+    assert_eq!(
+        run.finish("build", Outcome::Succeeded),
+        [dispatch("push", 1)]
+    );
+
+    // `on_interrupt: fail`: the first interruption fails the node (no retry), and the run.
+    run.finish("push", interrupted(2));
+    assert_eq!(run.status("push"), NodeStatus::Failed);
+    assert_eq!(run.state.status, RunStatus::Failed);
+    assert_eq!(
+        run.state.failure.as_deref(),
+        Some("node `push` failed: interrupted: the runner stopped during this attempt")
+    );
+}
+
+#[test]
+fn a_node_started_afresh_may_be_interrupted_again() {
+    let (mut run, _) = Run::start(sop(INTERRUPTIONS));
+    assert_eq!(run.finish("build", interrupted(1)), [dispatch("build", 2)]);
+    run.finish("build", Outcome::Succeeded);
+    // Retrying from the node resets its count: one more interruption is run again.
+    run.finish("push", Outcome::Failed("exit code 1".into()));
+    run.ok(Input::RetryFrom {
+        node: "build".into(),
+    });
+    assert_eq!(run.state.nodes["build"].interruptions, 0);
+    assert_eq!(run.finish("build", interrupted(1)), [dispatch("build", 4)]);
+    // With no interruption retries configured, the first is a failure at once.
+    let effects = run.finish("build", interrupted(0));
+    assert!(
+        matches!(effects.as_slice(), [Effect::ScheduleRetry { .. }]),
+        "{effects:?}"
+    );
+}
+
 #[test]
 fn a_join_waits_for_every_branch() {
     let (mut run, _) = Run::start(sop(RETRIES));

@@ -133,6 +133,19 @@ pub struct OnFailure {
     pub max: u32,
 }
 
+/// What happens when the infrastructure loses an attempt (its runner killed, its lease
+/// run out, a shutdown past its grace) rather than the node failing on its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OnInterrupt {
+    /// Run it again as a new attempt, up to `runner.interrupt_retries` times in a row,
+    /// without counting against `retry`.
+    #[default]
+    Retry,
+    /// Fail the attempt, as any failure: for a node whose effects must not happen twice.
+    Fail,
+}
+
 /// One step of an SOP.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Node {
@@ -151,6 +164,9 @@ pub struct Node {
     /// Secrets the node may read.
     pub secrets: Vec<String>,
     pub on_failure: Option<OnFailure>,
+    /// For work a runner does (script, agent, deliver); `retry` for the others, which no
+    /// runner holds.
+    pub on_interrupt: OnInterrupt,
     /// Sandbox profile override.
     pub sandbox: Option<String>,
     pub kind: NodeKind,

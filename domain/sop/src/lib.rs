@@ -20,7 +20,9 @@ mod raw;
 
 pub use artifact::check_artifact_name;
 pub use catalog::Catalog;
-pub use definition::{DeliverMode, Gate, Node, NodeKind, OnExpire, OnFailure, Retry, Sop};
+pub use definition::{
+    DeliverMode, Gate, Node, NodeKind, OnExpire, OnFailure, OnInterrupt, Retry, Sop,
+};
 pub use diagnostic::{Diagnostic, SopError};
 pub use param::{Param, ParamType, Pattern};
 pub use parse::parse;

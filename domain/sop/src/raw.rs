@@ -77,6 +77,8 @@ pub(crate) struct RawNode {
     #[serde(default)]
     pub on_failure: Option<RawOnFailure>,
     #[serde(default)]
+    pub on_interrupt: Option<Spanned<String>>,
+    #[serde(default)]
     pub sandbox: Option<Spanned<String>>,
     // script
     #[serde(default)]

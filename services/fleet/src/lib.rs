@@ -52,6 +52,8 @@ pub struct FleetBuilder {
     projects: Arc<Projects>,
     relay: RelayOptions,
     scheduler: bool,
+    /// `runner.interrupt_retries`, for the scheduler.
+    interrupt_retries: u32,
     ingest: Option<ApiState>,
     ingest_work: IngestWork,
     runner: Option<Runner>,
@@ -84,6 +86,7 @@ impl Fleet {
                 ..RelayOptions::default()
             },
             scheduler: false,
+            interrupt_retries: 2,
             ingest: None,
             ingest_work: IngestWork::default(),
             runner: None,
@@ -138,6 +141,13 @@ impl FleetBuilder {
     /// Runs the scheduler: the SOP engine, timers and cron schedules.
     pub fn scheduler(mut self) -> Self {
         self.scheduler = true;
+        self
+    }
+
+    /// How many times the scheduler runs a node's attempt again after the infrastructure
+    /// lost it (`runner.interrupt_retries`; default 2).
+    pub fn interrupt_retries(mut self, retries: u32) -> Self {
+        self.interrupt_retries = retries;
         self
     }
 
@@ -200,7 +210,8 @@ impl FleetBuilder {
         tasks.spawn(Relay::new(self.store.clone(), bus.clone(), self.relay).run(shutdown.clone()));
         if self.scheduler {
             let mut scheduler = Scheduler::new(self.store.clone(), self.catalog.clone())
-                .with_projects(self.projects.clone());
+                .with_projects(self.projects.clone())
+                .with_interrupt_retries(self.interrupt_retries);
             if let Some((settings, _)) = &self.assistant {
                 scheduler = scheduler.with_assistant(settings.clone());
             }

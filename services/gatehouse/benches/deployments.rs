@@ -11,6 +11,8 @@
 //! reported as p50 and p99 and the ratio of distributed to `up`.
 //!
 //! `cargo bench -p gatehouse --bench deployments` (needs the machine's Postgres and NATS).
+//! The figures are printed, and written as JSON to the file `GATEHOUSE_BENCH_JSON` names,
+//! when set.
 
 #[path = "../tests/deployment/mod.rs"]
 mod deployment;
@@ -104,7 +106,13 @@ async fn main() {
         deployment.wait_ready(name);
     }
     let url = deployment.url("ingest");
-    let target = connect("distributed", url, db.store.clone(), &deployment.data_dir()).await;
+    let target = connect(
+        "distributed",
+        url,
+        db.store.clone(),
+        &deployment.data_dir("ingest"),
+    )
+    .await;
     results.push(measure(&target).await);
     drop(deployment);
     db.cleanup().await;
@@ -122,6 +130,41 @@ async fn main() {
             ms(distributed.value_at_quantile(0.99)),
             distributed.value_at_quantile(0.5) as f64 / up.value_at_quantile(0.5).max(1) as f64,
         );
+    }
+
+    if let Ok(path) = std::env::var("GATEHOUSE_BENCH_JSON") {
+        let figure = |h: &Histogram<u64>| {
+            json!({
+                "p50": ms(h.value_at_quantile(0.5)),
+                "p99": ms(h.value_at_quantile(0.99)),
+                "n": h.len(),
+            })
+        };
+        let rows: Vec<Value> = results[0]
+            .iter()
+            .zip(&results[1])
+            .map(|((what, level, up), (_, _, distributed))| {
+                json!({
+                    "figure": what,
+                    "at_once": level,
+                    "up_ms": figure(up),
+                    "distributed_ms": figure(distributed),
+                    "ratio_p50_distributed_to_up": distributed.value_at_quantile(0.5) as f64
+                        / up.value_at_quantile(0.5).max(1) as f64,
+                })
+            })
+            .collect();
+        let figures = json!({
+            "bench": "deployments",
+            "up": "gatehouse up: one process, SQLite, the in-process bus",
+            "distributed": "gatehouse serve: ingest, 2 schedulers, 2 runners, the notifier; Postgres, NATS JetStream",
+            "levels": LEVELS
+                .iter()
+                .map(|(at_once, rounds)| json!({ "at_once": at_once, "rounds": rounds }))
+                .collect::<Vec<_>>(),
+            "figures": rows,
+        });
+        std::fs::write(&path, format!("{figures:#}\n")).expect("writing the figures");
     }
 }
 

@@ -10,6 +10,7 @@ mod console;
 mod github;
 mod schedules;
 mod server;
+mod storage;
 #[cfg(test)]
 mod tests;
 
@@ -19,6 +20,7 @@ pub use console::ConsoleConfig;
 pub use github::{GithubConfig, GithubTrigger};
 pub use schedules::ScheduleConfig;
 pub use server::{RunnerConfig, SandboxConfig, ServerConfig};
+pub use storage::{BlobBackend, StorageConfig, bucket};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -56,6 +58,9 @@ pub struct Config {
     /// Runners in this process.
     #[serde(default)]
     pub runner: RunnerConfig,
+    /// Where artifacts and workspace checkpoints are kept.
+    #[serde(default)]
+    pub storage: StorageConfig,
     /// Sandbox profiles.
     #[serde(default)]
     pub sandbox: SandboxConfig,

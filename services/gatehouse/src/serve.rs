@@ -3,14 +3,14 @@
 //! them on Postgres and NATS JetStream, as many replicas of each as wanted. Either way each
 //! process also relays its own outbox and answers `/healthz`, `/readyz` and `/metrics`.
 
-use std::path::{Path, PathBuf};
+use gatehouse_blobs::Blobs;
+use std::path::PathBuf;
 use std::sync::{Arc, OnceLock};
 
 use gatehouse_bus::Bus;
 use gatehouse_fleet::{Fleet, FleetBuilder};
 use gatehouse_ingest::{ApiState, ChatSettings};
 use gatehouse_notifier::Notifier;
-use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -82,7 +82,7 @@ async fn run(config: &Config, services: &[Service], insist: bool) -> anyhow::Res
     let signalled = startup::signals()?;
     let metrics = crate::metrics::install()?;
     startup::create_data_dir(&server.data_dir)?;
-    let (store, bus) = startup::connect(server, insist).await?;
+    let (store, bus, blobs) = startup::connect(server, &config.storage, insist).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = JoinSet::new();
     // The probes and metrics answer from the start; the service's own routes once it runs.
@@ -96,7 +96,7 @@ async fn run(config: &Config, services: &[Service], insist: bool) -> anyhow::Res
         while tasks.join_next().await.is_some() {}
         return Ok(());
     }
-    let (fleet, started) = fleet(config, services, &store, &bus).await?;
+    let (fleet, started) = fleet(config, services, &store, &bus, &blobs).await?;
     let fleet = fleet.spawn(shutdown.clone());
     if let Some(api) = fleet.routes() {
         let _ = routes.set(api);
@@ -128,6 +128,7 @@ async fn fleet(
     services: &[Service],
     store: &Store,
     bus: &Arc<dyn Bus>,
+    blobs: &Blobs,
 ) -> anyhow::Result<(FleetBuilder, Started)> {
     let server = &config.server;
     let has = |s: Service| services.contains(&s);
@@ -154,12 +155,14 @@ async fn fleet(
     }
     if has(Service::Scheduler) {
         startup::sync_schedules(store, config, &catalog).await?;
-        fleet = fleet.scheduler();
+        fleet = fleet
+            .scheduler()
+            .interrupt_retries(config.runner.interrupt_retries);
     }
     if has(Service::Runner) {
         let runner =
             crate::settings::runner(config, store, &data_dir, github_client.as_ref()).await?;
-        fleet = fleet.runner(runner);
+        fleet = fleet.runner(runner.with_blobs(blobs.clone()));
     }
     let mut token_file = None;
     if has(Service::Ingest) {
@@ -167,20 +170,16 @@ async fn fleet(
         crate::admin_token::ensure_admin_token(store, &file).await?;
         token_file = Some(file);
         let chat = crate::settings::chat::settings(config, &catalog, slack_client.as_ref())?;
-        fleet = ingest(
-            fleet,
-            store,
-            config,
-            &catalog,
-            &data_dir,
-            chat,
-            &github_client,
-        )?;
+        let api = ApiState::new(store.clone(), catalog.clone())
+            .with_data_dir(&data_dir)
+            .with_blobs(blobs.clone());
+        fleet = ingest(fleet, api, config, chat, &github_client)?;
     }
     if has(Service::Notifier) {
         let mut notifier = Notifier::new(store.clone(), github_client)
             .with_chat(crate::settings::chat::outputs(config, slack_client)?)
-            .with_data_dir(&data_dir);
+            .with_data_dir(&data_dir)
+            .with_blobs(blobs.clone());
         if !server.public_url.is_empty() {
             notifier = notifier.with_public_url(&server.public_url);
         }
@@ -216,19 +215,17 @@ fn announce(config: &Config, services: &[Service], store: &Store, started: &Star
     }
 }
 
-/// Adds ingest to `fleet`: its API and webhooks, processing stored deliveries, the Discord
-/// gateway and GitHub reconciliation, as the configuration asks.
+/// Adds ingest to `fleet` on `api` (its store, SOPs and storage): its API and webhooks,
+/// processing stored deliveries, the Discord gateway and GitHub reconciliation, as the
+/// configuration asks.
 fn ingest(
     fleet: FleetBuilder,
-    store: &Store,
+    api: ApiState,
     config: &Config,
-    catalog: &Arc<Catalog>,
-    data_dir: &Path,
     chat: ChatSettings,
     github_client: &Option<gatehouse_github::GithubClient>,
 ) -> anyhow::Result<FleetBuilder> {
-    let mut api = ApiState::new(store.clone(), catalog.clone())
-        .with_data_dir(data_dir)
+    let mut api = api
         .with_people(crate::settings::people(config))
         .with_console(crate::settings::console(config)?)
         .with_chat(chat);
@@ -239,6 +236,7 @@ fn ingest(
         .ingest(api)
         .webhook_limits(gatehouse_ingest::WebhookLimits {
             max_unverified_bodies: config.server.max_unverified_bodies,
+            slot_wait: config.server.webhook_slot_wait,
         });
     if config.github.is_some() || config.slack.is_some() || config.discord.is_some() {
         fleet = fleet.process_deliveries();

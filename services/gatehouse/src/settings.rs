@@ -139,6 +139,7 @@ pub async fn runner(
         prices: config.pricing.clone(),
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
         shutdown_grace: config.runner.shutdown_grace,
+        id: config.runner.id.clone(),
     };
     Ok(Runner::new(store.clone(), Arc::new(sandbox), options)
         .with_artifact_limit(config.runner.artifact_limit.as_u64()))

@@ -3,6 +3,8 @@
 //! opens its HTTP listeners with the probes and metrics, and brings `[[schedules]]` into
 //! the store.
 
+use crate::config::{BlobBackend, StorageConfig};
+use gatehouse_blobs::{Blobs, LocalBlobs, NatsBlobs};
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
@@ -23,7 +25,11 @@ const READY_POLL: Duration = Duration::from_secs(2);
 /// it says so and stops (and applies the migrations itself). A `serve` replica is started by
 /// an orchestrator, often before them: it connects lazily and waits for as long as it takes
 /// (saying why on `/readyz`) instead of exiting into a restart loop.
-pub async fn connect(server: &ServerConfig, insist: bool) -> anyhow::Result<(Store, Arc<dyn Bus>)> {
+pub async fn connect(
+    server: &ServerConfig,
+    storage: &StorageConfig,
+    insist: bool,
+) -> anyhow::Result<(Store, Arc<dyn Bus>, Blobs)> {
     let store = if insist {
         let store =
             Store::connect(&server.effective_database_url(), crate::startup_retry()).await?;
@@ -32,10 +38,10 @@ pub async fn connect(server: &ServerConfig, insist: bool) -> anyhow::Result<(Sto
     } else {
         Store::connect_lazy(&server.effective_database_url())?
     };
-    let bus: Arc<dyn Bus> = if server.nats_url.is_empty() {
-        Arc::new(InProcessBus::new(store.clone()))
+    let jetstream = if server.nats_url.is_empty() {
+        None
     } else if insist {
-        Arc::new(
+        Some(
             JetStreamBus::connect(
                 &server.nats_url,
                 server.nats_prefix.clone(),
@@ -44,9 +50,25 @@ pub async fn connect(server: &ServerConfig, insist: bool) -> anyhow::Result<(Sto
             .await?,
         )
     } else {
-        Arc::new(JetStreamBus::connect_lazy(&server.nats_url, server.nats_prefix.clone()).await?)
+        Some(JetStreamBus::connect_lazy(&server.nats_url, server.nats_prefix.clone()).await?)
     };
-    Ok((store, bus))
+    let blobs: Blobs = match (storage.backend(&server.nats_url), &jetstream) {
+        (BlobBackend::Local, _) => Arc::new(LocalBlobs::new(
+            std::path::absolute(&server.data_dir)?.join("blobs"),
+        )),
+        (BlobBackend::Nats, Some(jetstream)) => Arc::new(NatsBlobs::new(
+            jetstream.context(),
+            crate::config::bucket(server.nats_prefix.as_str()),
+        )?),
+        (BlobBackend::Nats, None) => anyhow::bail!(
+            "storage.blobs = \"nats\" needs NATS: set server.nats_url (or --nats, GATEHOUSE_NATS_URL)"
+        ),
+    };
+    let bus: Arc<dyn Bus> = match jetstream {
+        Some(jetstream) => Arc::new(jetstream),
+        None => Arc::new(InProcessBus::in_place(store.clone())),
+    };
+    Ok((store, bus, blobs))
 }
 
 /// Opens `listen` (and `metrics_listen` when set) and serves the probes and metrics at

@@ -1,10 +1,14 @@
-//! The chaos test of distributed mode: two schedulers, two runners, ingest and the notifier
-//! as separate `gatehouse serve` processes on Postgres and a NATS server of the test's own.
-//! 100 runs go through a script, an approval gate (an approval card in a fake Slack, the
-//! decision through the API) and another script, while a seeded chaos loop kills a random
-//! process with SIGKILL every few seconds and starts it again, and kills and restarts NATS
-//! once. Afterwards every run has succeeded, no attempt ran twice (the scripts' own
-//! execution log is the proof), every gate attempt got exactly one card, and nothing is
+//! The chaos test of distributed mode: two schedulers, two runners, two ingest replicas
+//! and the notifier as separate `gatehouse serve` processes on Postgres and a NATS server of
+//! the test's own, each process with a data directory of its own (as on machines of their
+//! own: artifacts and workspace checkpoints are in NATS). 100 runs go through a script, an
+//! approval gate (an approval card in a fake Slack, the decision through the API) and
+//! another script that needs the first one's workspace file and artifact, while a seeded
+//! chaos loop kills a random process with SIGKILL every few seconds and starts it again,
+//! and kills and restarts NATS once. Afterwards every run has succeeded, no attempt ran
+//! twice (the scripts' own execution log is the proof) and none failed (the workspace
+//! followed the run to whichever runner took its next node), every gate attempt got
+//! exactly one card, every artifact downloads from both ingest replicas, and nothing is
 //! left unacknowledged on the bus or unsent in the outbox.
 //!
 //! The seed is printed at the start; `CHAOS_SEED=<seed>` repeats that kill schedule, and
@@ -37,8 +41,9 @@ const SOPS: [(&str, &str); 2] = [("chaos-a", "C0APPROVALS"), ("chaos-b", "C0CHAO
 /// Their gate.
 const GATE: &str = "review";
 /// The processes: name and service.
-const SERVICES: [(&str, &str); 6] = [
+const SERVICES: [(&str, &str); 7] = [
     ("ingest", "ingest"),
+    ("ingest-2", "ingest"),
     ("scheduler-1", "scheduler"),
     ("scheduler-2", "scheduler"),
     ("runner-1", "runner"),
@@ -60,22 +65,41 @@ const START_EVERY: Duration = Duration::from_millis(600);
 /// killed while holding the posting lease holds every post up until that lease runs out.
 const SETTLE: Duration = Duration::from_secs(180);
 
-/// A script node: it logs its execution, then works a little, so kills hit running work.
-fn script_node(id: &str, needs: &str, log: &Path) -> String {
+/// The artifact each script leaves.
+const ARTIFACT: &str = "out.txt";
+
+/// A script node: it logs its execution, does `work` and then works a little more, so
+/// kills hit running work.
+fn script_node(id: &str, needs: &str, work: &str, log: &Path) -> String {
     format!(
-        "  {id}:\n    kind: script\n{needs}    run: |\n      echo \"$GATEHOUSE_RUN_ID $GATEHOUSE_NODE $GATEHOUSE_ATTEMPT\" >> '{}'\n      sleep 0.4\n    retry: {{ max: 5, backoff: 1s }}\n    timeout: 1m\n",
+        "  {id}:\n    kind: script\n{needs}    artifacts: [{ARTIFACT}]\n    run: |\n      echo \"$GATEHOUSE_RUN_ID $GATEHOUSE_NODE $GATEHOUSE_ATTEMPT\" >> '{}'\n{work}      sleep 0.4\n    retry: {{ max: 5, backoff: 1s }}\n    timeout: 1m\n",
         log.display()
     )
 }
 
 /// The SOP `name`: a script, a gate ana decides (its card in `channels`, when given) and
-/// another script.
+/// another script. The first leaves a file in the workspace and an artifact; the second
+/// fails unless it finds both, and leaves an artifact of both.
 fn sop(name: &str, channels: &str, log: &Path) -> String {
+    let build = format!(
+        "      echo \"$GATEHOUSE_RUN_ID\" > \"$GATEHOUSE_WORKSPACE/built\"\n      echo \"$GATEHOUSE_RUN_ID build\" > \"$GATEHOUSE_ARTIFACTS/{ARTIFACT}\"\n"
+    );
+    let ship = format!(
+        "      grep -qx \"$GATEHOUSE_RUN_ID\" \"$GATEHOUSE_WORKSPACE/built\" || exit 3\n      cat \"$GATEHOUSE_INPUTS/build/{ARTIFACT}\" \"$GATEHOUSE_WORKSPACE/built\" > \"$GATEHOUSE_ARTIFACTS/{ARTIFACT}\" || exit 4\n"
+    );
     format!(
         "name: {name}\ntitle: Chaos\nparams:\n  n: {{ required: false }}\nnodes:\n{}  {GATE}:\n    kind: gate\n    needs: [build]\n    approvers: [ana]\n{channels}{}",
-        script_node("build", "", log),
-        script_node("ship", &format!("    needs: [{GATE}]\n"), log),
+        script_node("build", "", &build, log),
+        script_node("ship", &format!("    needs: [{GATE}]\n"), &ship, log),
     )
+}
+
+/// What `node`'s artifact holds in `run`.
+fn artifact_text(run: Uuid, node: &str) -> String {
+    match node {
+        "build" => format!("{run} build\n"),
+        _ => format!("{run} build\n{run}\n"),
+    }
 }
 
 /// Whether `run` is one of the test's.
@@ -141,6 +165,36 @@ impl Ctx {
         }
         serde_json::from_slice(&out.stdout)
             .map_err(|e| format!("{args:?}: {e}: {}", String::from_utf8_lossy(&out.stdout)))
+    }
+
+    /// The text of `node`'s artifact of `run`, downloaded from the ingest process `ingest`.
+    async fn artifact(
+        &self,
+        ingest: &str,
+        token: &str,
+        run: Uuid,
+        node: &str,
+        attempt: u32,
+    ) -> Result<String, String> {
+        let url = format!(
+            "{}/api/v1/runs/{run}/artifacts/{node}/{attempt}/{ARTIFACT}",
+            self.deployment.lock().unwrap().url(ingest)
+        );
+        let answer = self
+            .http
+            .get(&url)
+            .bearer_auth(token)
+            .timeout(Duration::from_secs(10))
+            .send()
+            .await
+            .map_err(|e| e.to_string())?;
+        let status = answer.status();
+        let text = answer.text().await.map_err(|e| e.to_string())?;
+        if status.is_success() {
+            Ok(text)
+        } else {
+            Err(format!("{status}: {text}"))
+        }
     }
 
     /// Waits up to `limit` until `name` answers `/readyz` with 200.
@@ -522,7 +576,7 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
 
     let stop = Arc::new(AtomicBool::new(false));
     let starter = tokio::spawn(start_runs(ctx.clone()));
-    let approver = tokio::spawn(approve_gates(ctx.clone(), token, stop.clone()));
+    let approver = tokio::spawn(approve_gates(ctx.clone(), token.clone(), stop.clone()));
     let (nats, chaos) = tokio::spawn(chaos(ctx.clone(), nats, seed)).await.unwrap();
     let chaos_ended = test_began.elapsed();
     let starts = starter.await.unwrap();
@@ -588,6 +642,7 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
     let mut attempts = 0;
     let mut by_status: BTreeMap<String, u32> = BTreeMap::new();
     let mut recorded = std::collections::BTreeSet::new();
+    let mut produced = Vec::new();
     for run in &runs {
         for a in ctx.store.attempts(run.id).await.unwrap() {
             attempts += 1;
@@ -597,6 +652,12 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
                 problems.push(format!(
                     "attempt {key:?} succeeded without running its script"
                 ));
+            }
+            if a.status == "failed" {
+                problems.push(format!("attempt {key:?} failed: {:?}", a.error));
+            }
+            if a.status == "succeeded" {
+                produced.push((a.run_id, a.node.clone(), a.attempt as u32));
             }
             recorded.insert(key);
         }
@@ -608,6 +669,21 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
         ));
     }
     let interrupted = by_status.get("interrupted").copied().unwrap_or(0);
+
+    // Every artifact downloads from either ingest replica, though neither ran a node.
+    for (run, node, attempt) in &produced {
+        for ingest in ["ingest", "ingest-2"] {
+            match ctx.artifact(ingest, &token, *run, node, *attempt).await {
+                Ok(text) if text == artifact_text(*run, node) => {}
+                Ok(text) => problems.push(format!(
+                    "{ingest} served {node}#{attempt}'s {ARTIFACT} of run {run} as {text:?}"
+                )),
+                Err(e) => problems.push(format!(
+                    "{ingest} did not serve {node}#{attempt}'s {ARTIFACT} of run {run}: {e}"
+                )),
+            }
+        }
+    }
 
     // One approval card per gate attempt, each posted once (edits are updates, not posts),
     // each showing the decision in the end.
@@ -693,12 +769,13 @@ async fn distributed_mode_survives_kill_9_and_a_nats_restart() {
     println!(
         "chaos: seed {seed}, {succeeded} runs succeeded, {kills} kills ({per_service}), NATS restarted {}, \
          {attempts} attempts ({interrupted} retried after an interruption; {by_status:?}), \
-         {duplicates} duplicate executions, {cards} cards, {unacked} unacked, {unsent} unsent, \
-         {parked} dead letters; chaos {} s, settled at {} s",
+         {duplicates} duplicate executions, {} artifacts served by both ingest replicas, {cards} cards, \
+         {unacked} unacked, {unsent} unsent, {parked} dead letters; chaos {} s, settled at {} s",
         match chaos.nats_restarts {
             1 => "once".to_owned(),
             n => format!("{n} times"),
         },
+        produced.len(),
         chaos_ended.as_secs(),
         settled_after.as_secs(),
     );

@@ -196,8 +196,8 @@ fn the_first_run_walkthrough_works_as_written() {
 }
 
 /// Waits until `run show` lists `decided` gate decisions (the scheduler records each as
-/// it applies or refuses it, and the state it shows is at least as new) and no node of the
-/// run is ready, dispatched or running.
+/// it applies or refuses it, and the state it shows is at least as new), the scheduler has
+/// created the run, and no node of it is ready, dispatched or running.
 fn settle(bin: &str, server: &str, dir: &Path, run: &str, decided: usize) {
     for _ in 0..400 {
         let out = Command::new(bin)
@@ -206,14 +206,16 @@ fn settle(bin: &str, server: &str, dir: &Path, run: &str, decided: usize) {
             .output()
             .unwrap();
         let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        let busy = shown["nodes"].as_array().is_some_and(|nodes| {
-            nodes.iter().any(|n| {
-                matches!(
-                    n["status"].as_str(),
-                    Some("ready" | "dispatched" | "running")
-                )
-            })
-        });
+        // A run the scheduler has not created yet is `requested`, its nodes all pending.
+        let busy = shown["status"] == "requested"
+            || shown["nodes"].as_array().is_some_and(|nodes| {
+                nodes.iter().any(|n| {
+                    matches!(
+                        n["status"].as_str(),
+                        Some("ready" | "dispatched" | "running")
+                    )
+                })
+            });
         let applied = shown["decisions"].as_array().map_or(0, Vec::len);
         if !busy && applied >= decided && shown.is_object() {
             return;

@@ -10,6 +10,7 @@ use axum::body::Body;
 use axum::extract::{Path, State};
 use axum::http::{HeaderValue, header};
 use axum::response::Response;
+use gatehouse_blobs::{BlobError, Digest};
 use gatehouse_store::ArtifactRow;
 use uuid::Uuid;
 
@@ -56,11 +57,57 @@ pub(crate) async fn read(
         .into_iter()
         .find(|a| a.node == node && i64::from(a.attempt) == i64::from(attempt) && a.name == name)
         .ok_or_else(not_found)?;
-    let data_dir = api.data_dir.clone().ok_or_else(|| {
-        ApiError::NotFound("this ingest has no data directory to serve artifacts from".into())
+    let bytes = match from_blobs(api, &row).await? {
+        Some(bytes) => bytes,
+        None => from_data_dir(api, &row).await?,
+    };
+    Ok((row, bytes))
+}
+
+/// The artifact's bytes from the blob store, checked against its digest there; none when
+/// the store does not have it (recorded before there was one).
+async fn from_blobs(api: &ApiState, row: &ArtifactRow) -> Result<Option<Vec<u8>>, ApiError> {
+    let Some(blobs) = &api.blobs else {
+        return Ok(None);
+    };
+    let digest: Digest = row.sha256.parse().map_err(|_| {
+        ApiError::Conflict(format!(
+            "artifact `{}` was recorded with a malformed digest; it is not served",
+            row.name
+        ))
     })?;
-    // Stored as `<artifact directory>/<name>`, relative to the data directory; both parts
-    // are walked without following links.
+    match blobs.get_bytes(&digest, MAX_SERVED).await {
+        Ok(bytes) => Ok(Some(bytes.to_vec())),
+        Err(BlobError::NotFound(_)) => Ok(None),
+        Err(BlobError::TooLarge { size, .. }) => Err(ApiError::Conflict(format!(
+            "artifact `{}` is {size} bytes, more than the {MAX_SERVED} served",
+            row.name
+        ))),
+        Err(err @ BlobError::Corrupt { .. }) => {
+            tracing::warn!(run = %row.run_id, node = %row.node, error = %err, "artifact not served");
+            Err(ApiError::Conflict(format!(
+                "artifact `{}` does not match what was recorded; it is not served",
+                row.name
+            )))
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "reading an artifact from the blob store failed");
+            Err(ApiError::Unavailable)
+        }
+    }
+}
+
+/// An artifact recorded before the blob store, from the data directory the runners
+/// shared then; stored as `<artifact directory>/<name>` below it, and walked without
+/// following links.
+async fn from_data_dir(api: &ApiState, row: &ArtifactRow) -> Result<Vec<u8>, ApiError> {
+    let (id, node, attempt, name) = (row.run_id, &row.node, row.attempt, &row.name);
+    let not_found = || {
+        ApiError::NotFound(format!(
+            "the content of artifact `{name}` of run {id} is in no blob store or data directory here"
+        ))
+    };
+    let data_dir = api.data_dir.clone().ok_or_else(not_found)?;
     let dir = row
         .location
         .strip_suffix(&row.name)
@@ -83,7 +130,7 @@ pub(crate) async fn read(
             "artifact `{name}` changed after it was recorded; it is not served"
         )));
     }
-    Ok((row, bytes))
+    Ok(bytes)
 }
 
 /// The file as a response no browser runs: never as HTML, `nosniff`, a sandboxing CSP,

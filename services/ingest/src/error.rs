@@ -36,8 +36,9 @@ pub enum ApiError {
     /// 500: Gatehouse's own data or code failed.
     #[error("{0}")]
     Internal(String),
-    /// 503: the database could not be used; the request may be tried again.
-    #[error("the database is not available; try again")]
+    /// 503: the database (or the blob store) could not be used; the request may be tried
+    /// again.
+    #[error("storage is not available; try again")]
     Unavailable,
 }
 
@@ -147,6 +148,7 @@ impl From<Rejection> for ApiError {
             | Rejection::AlreadyApproved { .. }
             | Rejection::Ended(_)
             | Rejection::PauseState(_)
+            | Rejection::NotCreated
             | Rejection::InFlight(_) => Self::Conflict,
         };
         outcome(rejection.to_string())

@@ -35,6 +35,7 @@ mod outbox;
 mod people;
 mod projects;
 mod reports;
+mod requested;
 mod requirements;
 mod rights;
 mod run_loader;

@@ -21,7 +21,7 @@ use crate::github::requirement::issue_requirement;
 use crate::requirements::{self, NewRequirement};
 use crate::rights::{Caller, may_start};
 use crate::views::*;
-use crate::{ApiError, ApiState, outbox, projects};
+use crate::{ApiError, ApiState, outbox, projects, requested};
 use gatehouse_commands::IssueRef;
 use gatehouse_project::Request;
 
@@ -117,16 +117,9 @@ pub async fn start(
         parent: None,
         workspace,
     };
-    let event_id = outbox::append(&mut tx, Event::RunRequested(request)).await?;
+    // Shown as `requested` at once: `run show` finds it before the scheduler creates it.
+    let event_id = requested::request(&mut tx, sop, request).await?;
     tx.commit().await?;
-    // The scheduler creates the run within milliseconds; waiting for it here means a
-    // `run show` right after `run start` finds it. After the wait the request still stands.
-    for _ in 0..250 {
-        if api.store.run(run_id).await?.is_some() {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
     Ok((StatusCode::ACCEPTED, Json(Accepted { run_id, event_id })))
 }
 

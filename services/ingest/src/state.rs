@@ -2,6 +2,7 @@
 //! `schedules`, `tokens`, `people`, `artifacts`) and the webhooks with their platform
 //! (`github`, `chat`); they take this as `State(api)`.
 
+use gatehouse_blobs::Blobs;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -25,7 +26,10 @@ pub struct ApiState {
     /// Absent: `/webhooks/github` answers 404 and no repository is acted on.
     pub(crate) github: Option<Arc<GithubSettings>>,
     pub(crate) chat: Arc<ChatSettings>,
-    /// Where the runner keeps artifacts (the same data directory), to serve them.
+    /// The blob store the runners put artifacts in, to serve them from.
+    pub(crate) blobs: Option<Blobs>,
+    /// The data directory, for artifacts recorded before the blob store (when runners
+    /// wrote them there).
     pub(crate) data_dir: Option<PathBuf>,
     /// Wakes the delivery processor when a webhook was stored.
     pub(crate) deliveries: Arc<tokio::sync::Notify>,
@@ -48,6 +52,7 @@ impl ApiState {
             people: Arc::default(),
             github: None,
             chat: Arc::default(),
+            blobs: None,
             data_dir: None,
             deliveries: Arc::default(),
             assistant: None,
@@ -79,7 +84,14 @@ impl ApiState {
         self
     }
 
-    /// Serves artifacts from `data_dir` (where the runners write them).
+    /// Serves artifacts from `blobs`, the store the runners put them in.
+    pub fn with_blobs(mut self, blobs: Blobs) -> Self {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// Serves artifacts recorded before the blob store from `data_dir`, where runners
+    /// sharing it wrote them then.
     pub fn with_data_dir(mut self, data_dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(data_dir.into());
         self

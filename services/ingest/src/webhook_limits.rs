@@ -5,10 +5,13 @@
 //! finite: each route's `max_body_bytes` (a `Content-Length` above it is refused at once,
 //! a chunked body as soon as it passes it), and one count shared by every webhook route
 //! of bodies being read or held while unverified: past `max_unverified_bodies` a request
-//! is answered 503 with `Retry-After` without a byte of its body being read. Together:
-//! at most `max_unverified_bodies` × the largest `max_body_bytes` of unverified body.
+//! waits, unread, for a slot (`slot_wait`), and is answered 503 with `Retry-After` when
+//! none frees in time. Together: at most `max_unverified_bodies` × the largest
+//! `max_body_bytes` of unverified body. Waiting costs a connection, not a body: a burst of
+//! deliveries is taken as fast as slots free, instead of most of it being sent away.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -21,12 +24,15 @@ use tokio::sync::Semaphore;
 pub struct WebhookLimits {
     /// Bodies read (or held until answered) at once across the webhook routes.
     pub max_unverified_bodies: usize,
+    /// How long a request waits, unread, for one of those slots before it is answered 503.
+    pub slot_wait: Duration,
 }
 
 impl Default for WebhookLimits {
     fn default() -> Self {
         Self {
             max_unverified_bodies: 16,
+            slot_wait: Duration::from_secs(2),
         }
     }
 }
@@ -43,12 +49,14 @@ const RETRY_AFTER_SECONDS: &str = "1";
 #[derive(Clone)]
 pub(crate) struct Admission {
     slots: Arc<Semaphore>,
+    wait: Duration,
 }
 
 impl Admission {
     pub(crate) fn new(limits: WebhookLimits) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(limits.max_unverified_bodies.max(1))),
+            wait: limits.slot_wait,
         }
     }
 
@@ -56,6 +64,7 @@ impl Admission {
     pub(crate) fn rule(&self, source: &'static str, max_body: usize) -> Rule {
         Rule {
             slots: self.slots.clone(),
+            wait: self.wait,
             source,
             max_body,
         }
@@ -66,12 +75,14 @@ impl Admission {
 #[derive(Clone)]
 pub(crate) struct Rule {
     slots: Arc<Semaphore>,
+    wait: Duration,
     source: &'static str,
     max_body: usize,
 }
 
 /// Middleware: 413 at once for a declared length above the limit, 503 with `Retry-After`
-/// when every slot is taken; otherwise the request holds a slot until it is answered.
+/// when every slot stays taken for the wait; otherwise the request holds a slot until it
+/// is answered.
 pub(crate) async fn admit(State(rule): State<Rule>, request: Request, next: Next) -> Response {
     let declared = request
         .headers()
@@ -90,11 +101,14 @@ pub(crate) async fn admit(State(rule): State<Rule>, request: Request, next: Next
         )
             .into_response();
     }
-    let Ok(_slot) = rule.slots.try_acquire_owned() else {
+    // A free slot is taken at once, whatever the wait (the timer is looked at only when
+    // the slot is not ready).
+    let slot = tokio::time::timeout(rule.wait, rule.slots.clone().acquire_owned()).await;
+    let Ok(Ok(_slot)) = slot else {
         refused(rule.source, "busy");
         tracing::warn!(
             source = rule.source,
-            "webhook refused: as many unverified bodies are being read as server.max_unverified_bodies allows"
+            "webhook refused: as many unverified bodies were being read as server.max_unverified_bodies allows, for all of server.webhook_slot_wait"
         );
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -153,6 +167,7 @@ mod tests {
     async fn past_the_slots_webhooks_are_refused_without_being_read() {
         let admission = Admission::new(WebhookLimits {
             max_unverified_bodies: 1,
+            slot_wait: Duration::from_millis(50),
         });
         let release = Arc::new(tokio::sync::Notify::new());
         let app = app(&admission, release.clone());

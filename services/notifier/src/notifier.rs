@@ -31,6 +31,8 @@ pub struct Notifier {
     pub(crate) chat_wake: Arc<Notify>,
     /// Where artifacts are, for excerpts on cards.
     pub(crate) data_dir: Option<PathBuf>,
+    /// The blob store the runners put artifacts in, for the excerpts on cards.
+    pub(crate) blobs: Option<gatehouse_blobs::Blobs>,
     /// The console's address (`server.public_url`), without a trailing slash.
     pub(crate) public_url: Option<String>,
     /// This notifier among its replicas, for the posting leases.
@@ -56,6 +58,7 @@ impl Notifier {
             chat: ChatOutputs::default(),
             chat_wake: Arc::default(),
             data_dir: None,
+            blobs: None,
             public_url: None,
             holder: Uuid::now_v7().to_string().into(),
         }
@@ -74,7 +77,14 @@ impl Notifier {
         self
     }
 
-    /// Reads artifacts under `dir` (`server.data_dir`) for the excerpts on cards.
+    /// Reads artifacts from `blobs` for the excerpts on cards.
+    pub fn with_blobs(mut self, blobs: gatehouse_blobs::Blobs) -> Self {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// Reads artifacts recorded before the blob store under `dir` (`server.data_dir`),
+    /// for the excerpts on cards.
     pub fn with_data_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.data_dir = Some(dir.into());
         self

@@ -9,39 +9,18 @@
 //! the rounds. The medians and their ratio are printed, and written as JSON to the file
 //! `GATEHOUSE_BENCH_JSON` names, when set.
 
+mod common;
+
 use std::path::Path;
 use std::time::{Duration, Instant};
 
+use common::{env_usize, git, median};
 use gatehouse_events::{RepositoryCheckout, RepositoryMode};
 use gatehouse_github::GithubClient;
 use gatehouse_runner::Deliverer;
 use gatehouse_runner::bench::prepare_workspace;
 
 const REPOS: [&str; 3] = ["acme/api", "acme/web", "acme/shared"];
-
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = std::process::Command::new("git")
-        .args(["-c", "user.name=b", "-c", "user.email=b@localhost"])
-        .args(["-c", "init.defaultBranch=main"])
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// A bare repository `repo` under `root/git` with `files` files over `commits` commits.
 fn remote(root: &Path, repo: &str, files: usize, commits: usize) {
@@ -65,11 +44,6 @@ fn remote(root: &Path, repo: &str, files: usize, commits: usize) {
         );
     }
     git(&seed, &["push", "--quiet", &bare.to_string_lossy(), "main"]);
-}
-
-fn median(mut samples: Vec<Duration>) -> Duration {
-    samples.sort();
-    samples[samples.len() / 2]
 }
 
 fn millis(d: Duration) -> f64 {

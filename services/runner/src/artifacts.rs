@@ -54,16 +54,9 @@ pub(crate) fn collect(data_dir: &Path, location: &str, names: &[String], limit: 
     collected
 }
 
-/// Copies the stored artifacts `rows` into `inputs` as `<node>/<name>`. The directory is
-/// made afresh, so it holds exactly these copies, and each copy is a new file (nothing that
-/// was there is written through). `Ok(Err(reason))`: an artifact was refused, naming it.
-/// Blocking.
-pub(crate) fn copy_inputs(
-    data_dir: &Path,
-    rows: &[ArtifactRow],
-    inputs: &Path,
-    limit: u64,
-) -> std::io::Result<Result<(), String>> {
+/// Makes `inputs` an empty directory of its own: whatever was there (a link included) is
+/// removed, never followed. Blocking.
+pub(crate) fn fresh_dir(inputs: &Path) -> std::io::Result<()> {
     match std::fs::symlink_metadata(inputs) {
         // Removes a link itself, never what it points to.
         Ok(meta) if meta.is_dir() => std::fs::remove_dir_all(inputs)?,
@@ -71,19 +64,40 @@ pub(crate) fn copy_inputs(
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
         Err(e) => return Err(e),
     }
-    std::fs::create_dir_all(inputs)?;
-    for row in rows {
-        let shown = format!("{}/{}", row.node, row.name);
-        let checked = gatehouse_sop::check_artifact_name(&row.name).and_then(|()| {
+    std::fs::create_dir_all(inputs)
+}
+
+/// Where a stored artifact goes among an attempt's inputs, `<node>/<name>` below them,
+/// once its names are checked; else why not, naming it.
+pub(crate) fn input_path(row: &ArtifactRow) -> Result<PathBuf, String> {
+    let shown = format!("{}/{}", row.node, row.name);
+    gatehouse_sop::check_artifact_name(&row.name)
+        .and_then(|()| {
             if row.node.contains('/') {
                 Err(format!("node `{}` is not a plain name", row.node))
             } else {
                 gatehouse_sop::check_artifact_name(&row.node)
             }
-        });
-        if let Err(reason) = checked {
-            return Ok(Err(format!("the input `{shown}`: {reason}")));
-        }
+        })
+        .map_err(|reason| format!("the input `{shown}`: {reason}"))?;
+    Ok(Path::new(&row.node).join(&row.name))
+}
+
+/// Copies stored artifacts recorded before the blob store, which runners sharing the data
+/// directory wrote there, into `inputs` (made with [`fresh_dir`]) as `<node>/<name>`. Each
+/// copy is a new file. `Ok(Err(reason))`: an artifact was refused, naming it. Blocking.
+pub(crate) fn copy_inputs(
+    data_dir: &Path,
+    rows: &[ArtifactRow],
+    inputs: &Path,
+    limit: u64,
+) -> std::io::Result<Result<(), String>> {
+    for row in rows {
+        let shown = format!("{}/{}", row.node, row.name);
+        let relative = match input_path(row) {
+            Ok(relative) => relative,
+            Err(reason) => return Ok(Err(reason)),
+        };
         // Stored as `<artifact directory>/<name>`: the refusal names the artifact.
         let (dir, name) = match row.location.strip_suffix(&row.name) {
             Some(dir) if dir.ends_with('/') => (dir.trim_end_matches('/'), row.name.as_str()),
@@ -93,7 +107,7 @@ pub(crate) fn copy_inputs(
             Ok(bytes) => bytes,
             Err(refused) => return Ok(Err(format!("the input `{shown}` {}", refused.problem))),
         };
-        let to: PathBuf = inputs.join(&row.node).join(&row.name);
+        let to: PathBuf = inputs.join(relative);
         if let Some(parent) = to.parent() {
             std::fs::create_dir_all(parent)?;
         }
@@ -153,6 +167,7 @@ mod tests {
         std::fs::write(&victim, "precious").unwrap();
         std::fs::create_dir_all(inputs.join("plan")).unwrap();
         std::os::unix::fs::symlink(&victim, inputs.join("plan/plan.md")).unwrap();
+        fresh_dir(&inputs).unwrap();
         copy_inputs(data.path(), &[row("plan.md")], &inputs, 1024)
             .unwrap()
             .unwrap();
@@ -163,6 +178,7 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious");
 
         std::os::unix::fs::symlink("/proc/self/environ", stored.join("env.md")).unwrap();
+        fresh_dir(&inputs).unwrap();
         let refused = copy_inputs(data.path(), &[row("env.md")], &inputs, 1024)
             .unwrap()
             .unwrap_err();
@@ -171,6 +187,7 @@ mod tests {
             "the input `plan/env.md` is a symbolic link; artifacts must be regular files inside the artifact directory"
         );
         assert!(!inputs.join("plan/env.md").exists());
+        fresh_dir(&inputs).unwrap();
         let refused = copy_inputs(data.path(), &[row("plan.md")], &inputs, 4)
             .unwrap()
             .unwrap_err();

@@ -1,118 +1,252 @@
-//! Workspace checkpoints: the workspace as it was when a node first started, so that a
-//! send-back to that node can give its next attempt the same starting point.
+//! Workspace checkpoints in the blob store, so a run's workspace follows it from runner to
+//! runner with no shared disk.
 //!
-//! A checkpoint is a tar archive of the whole workspace, the repository's `.git` included
-//! (the agent may have committed). It is written beside the workspace and renamed into place,
-//! so a crash never leaves half a checkpoint.
+//! A checkpoint is a [manifest](manifest::Manifest) (every entry with its mode and owner,
+//! files by content digest) plus the packs holding the contents. Taking one after another
+//! is incremental: files are hashed only when their `stat` changed
+//! ([`walk`]), and only contents no earlier pack of the chain holds go into the new pack —
+//! git's objects once, then each node's changes. When the packs hold more than twice what
+//! the workspace still uses, the next checkpoint repacks everything into one.
+//!
+//! Beside the workspace the runner keeps what it knows of it ([`Local`]): the manifest it
+//! matches and each file as last seen. The caller decides when the workspace may be
+//! trusted to match it (see [`crate::runner::follow`]).
 
-use std::io;
-use std::path::Path;
-
-/// What a checkpoint holds, for the attempt's log.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) struct Taken {
-    /// Files, directories and links in the workspace.
-    pub entries: u64,
-    /// The archive's size.
-    pub bytes: u64,
-}
-
-/// Archives `workspace` into `archive`.
-pub(crate) fn take(workspace: &Path, archive: &Path) -> io::Result<Taken> {
-    if let Some(parent) = archive.parent() {
-        std::fs::create_dir_all(parent)?;
-    }
-    std::fs::create_dir_all(workspace)?;
-    let partial = archive.with_extension("partial");
-    let file = std::fs::File::create(&partial)?;
-    let mut builder = tar::Builder::new(io::BufWriter::new(file));
-    builder.follow_symlinks(false);
-    builder.mode(tar::HeaderMode::Complete);
-    builder.append_dir_all(".", workspace)?;
-    builder
-        .into_inner()?
-        .into_inner()
-        .map_err(|e| e.into_error())?
-        .sync_all()?;
-    std::fs::rename(&partial, archive)?;
-    // Counted from the directory tree and the file's size, not by reading the archive back.
-    Ok(Taken {
-        entries: entries(workspace)?,
-        bytes: std::fs::metadata(archive)?.len(),
-    })
-}
-
-/// Entries below `dir`, as the archive holds them (links are not followed).
-fn entries(dir: &Path) -> io::Result<u64> {
-    let mut count = 0;
-    for entry in std::fs::read_dir(dir)? {
-        let entry = entry?;
-        count += 1;
-        if entry.file_type()?.is_dir() {
-            count += entries(&entry.path())?;
-        }
-    }
-    Ok(count)
-}
-
-/// Replaces everything in `workspace` with the archive's contents (owners and modes
-/// included). The directory itself stays: it may be a mounted volume.
-pub(crate) fn restore(archive: &Path, workspace: &Path) -> io::Result<()> {
-    std::fs::create_dir_all(workspace)?;
-    for entry in std::fs::read_dir(workspace)? {
-        let path = entry?.path();
-        if path.is_dir() && !path.is_symlink() {
-            std::fs::remove_dir_all(&path)?;
-        } else {
-            std::fs::remove_file(&path)?;
-        }
-    }
-    let mut archive = tar::Archive::new(std::fs::File::open(archive)?);
-    archive.set_preserve_permissions(true);
-    archive.set_preserve_ownerships(true);
-    archive.set_overwrite(true);
-    archive.unpack(workspace)
-}
-
+pub(crate) mod archive;
+mod manifest;
+mod pack;
+mod restore;
 #[cfg(test)]
-mod tests {
-    use super::*;
+mod tests;
+mod walk;
 
-    #[test]
-    fn restore_brings_back_files_modes_and_removes_later_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let ws = dir.path().join("ws");
-        std::fs::create_dir_all(ws.join(".git/refs")).unwrap();
-        std::fs::write(ws.join("a.txt"), "first").unwrap();
-        std::fs::write(ws.join(".git/HEAD"), "ref: refs/heads/main").unwrap();
-        std::os::unix::fs::symlink("a.txt", ws.join("link")).unwrap();
-        let script = ws.join("run.sh");
-        std::fs::write(&script, "#!/bin/sh").unwrap();
-        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
-            .unwrap();
-        let archive = dir.path().join("checkpoints/node.tar");
-        let taken = take(&ws, &archive).unwrap();
-        assert!(taken.entries >= 5, "{taken:?}");
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::path::{Path, PathBuf};
 
-        std::fs::write(ws.join("a.txt"), "changed").unwrap();
-        std::fs::write(ws.join("later.txt"), "later").unwrap();
-        std::fs::remove_dir_all(ws.join(".git")).unwrap();
-        restore(&archive, &ws).unwrap();
+use gatehouse_blobs::{BlobError, Blobs, Digest};
 
-        assert_eq!(std::fs::read_to_string(ws.join("a.txt")).unwrap(), "first");
-        assert!(!ws.join("later.txt").exists());
-        assert_eq!(
-            std::fs::read_to_string(ws.join(".git/HEAD")).unwrap(),
-            "ref: refs/heads/main"
-        );
-        assert_eq!(
-            std::fs::read_link(ws.join("link")).unwrap(),
-            Path::new("a.txt")
-        );
-        let mode = std::os::unix::fs::PermissionsExt::mode(
-            &std::fs::metadata(&script).unwrap().permissions(),
-        );
-        assert_eq!(mode & 0o777, 0o755);
-        assert!(!archive.with_extension("partial").exists());
+use serde::{Deserialize, Serialize};
+
+pub(crate) use archive::{restore as restore_archive, take as take_archive};
+use manifest::{Kind, Manifest, Pack};
+use walk::SeenFiles;
+
+/// The largest manifest a runner reads back.
+const MANIFEST_LIMIT: u64 = 256 * 1024 * 1024;
+
+/// Where one workspace lives on this runner's disk.
+#[derive(Debug, Clone)]
+pub(crate) struct Place {
+    pub workspace: PathBuf,
+    /// The checkouts record kept beside the workspace (absent before the clone).
+    pub checkouts: PathBuf,
+    /// What the runner knows of the workspace (see [`Local`]).
+    pub local: PathBuf,
+    /// For packs being written or read, removed afterwards.
+    pub scratch: PathBuf,
+}
+
+/// What a checkpoint cost, for the attempt's log.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Taken {
+    pub manifest: Digest,
+    /// Entries in the workspace.
+    pub entries: usize,
+    /// The files' total size.
+    pub bytes: u64,
+    /// Bytes packed and uploaded this time (0 when nothing changed).
+    pub uploaded: u64,
+    /// Whether it differs from the checkpoint before.
+    pub changed: bool,
+}
+
+/// What a restore cost.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Restored {
+    pub entries: usize,
+    /// Bytes of packs downloaded.
+    pub fetched: u64,
+}
+
+/// What the runner knows of a workspace on its disk: the checkpoint it matched when last
+/// taken or restored, and its files as seen then.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Local {
+    #[serde(with = "manifest::as_text")]
+    pub digest: Digest,
+    manifest: Manifest,
+    seen: SeenFiles,
+}
+
+impl Local {
+    /// The record at `path`; none when there is none or it does not read (a runner from
+    /// before, a crash while writing): the workspace is then taken afresh.
+    pub(crate) fn read(path: &Path) -> Option<Self> {
+        let bytes = std::fs::read(path).ok()?;
+        serde_json::from_slice(&bytes).ok()
     }
+
+    fn write(&self, path: &Path) -> io::Result<()> {
+        let partial = path.with_extension("partial");
+        std::fs::write(
+            &partial,
+            serde_json::to_vec(self).map_err(io::Error::other)?,
+        )?;
+        std::fs::rename(partial, path)
+    }
+}
+
+/// Why a checkpoint could not be taken or restored.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CheckpointError {
+    #[error("the workspace: {0}")]
+    Io(#[from] io::Error),
+    #[error("the blob store: {0}")]
+    Blobs(#[from] BlobError),
+    #[error("checkpoint {digest}: {reason}")]
+    Invalid { digest: Digest, reason: String },
+    #[error("the database: {0}")]
+    Store(#[from] gatehouse_store::StoreError),
+}
+
+impl crate::patience::Transient for CheckpointError {
+    fn is_transient(&self) -> bool {
+        matches!(self, Self::Blobs(err) if err.is_transient())
+    }
+}
+
+/// Takes and restores checkpoints through the blob store.
+#[derive(Clone)]
+pub(crate) struct Checkpoints {
+    blobs: Blobs,
+}
+
+impl Checkpoints {
+    pub(crate) fn new(blobs: Blobs) -> Self {
+        Self { blobs }
+    }
+
+    /// Checkpoints the workspace at `place`, uploading only what the checkpoint it last
+    /// matched does not hold.
+    pub(crate) async fn take(&self, place: &Place) -> Result<Taken, CheckpointError> {
+        let before = Local::read(&place.local);
+        let (walk_place, seen) = (
+            place.clone(),
+            before.as_ref().map(|l| l.seen.clone()).unwrap_or_default(),
+        );
+        let (walked, checkouts) = blocking(move || {
+            let walked = walk::walk(&walk_place.workspace, &seen)?;
+            let checkouts = match std::fs::read_to_string(&walk_place.checkouts) {
+                Ok(text) => Some(text),
+                Err(e) if e.kind() == io::ErrorKind::NotFound => None,
+                Err(e) => return Err(e),
+            };
+            Ok((walked, checkouts))
+        })
+        .await?;
+        let mut manifest = Manifest::new(walked.entries, Vec::new(), checkouts);
+        let live = manifest.contents();
+        let bytes: u64 = live.values().sum();
+        // Contents the earlier packs hold, unless they are worth repacking.
+        let (mut packs, held) = match &before {
+            Some(local) => {
+                let packed: u64 = local.manifest.packs.iter().map(|p| p.size).sum();
+                if packed > 2 * bytes + (1 << 20) {
+                    (Vec::new(), BTreeSet::new())
+                } else {
+                    let held: BTreeSet<Digest> =
+                        local.manifest.contents().into_keys().cloned().collect();
+                    (local.manifest.packs.clone(), held)
+                }
+            }
+            None => (Vec::new(), BTreeSet::new()),
+        };
+        let mut new: BTreeMap<Digest, PathBuf> = BTreeMap::new();
+        for entry in &manifest.entries {
+            if let Kind::File { digest, .. } = &entry.kind
+                && !held.contains(digest)
+            {
+                new.entry(digest.clone())
+                    .or_insert_with(|| place.workspace.join(&entry.path));
+            }
+        }
+        let mut uploaded = 0;
+        if !new.is_empty() {
+            let scratch = crate::files::Scratch::new(&place.scratch, "pack")?;
+            let file = scratch.path().join("pack.tar");
+            let written = file.clone();
+            uploaded = blocking(move || pack::write(&new, &written)).await?;
+            let blob = self.blobs.put_file(&file).await?;
+            packs.push(Pack {
+                digest: blob.digest,
+                size: blob.size,
+            });
+        }
+        manifest.packs = packs;
+        let entries = manifest.entries.len();
+        let json = manifest.to_json();
+        let digest = Digest::of(&json);
+        let changed = before.as_ref().is_none_or(|l| l.digest != digest);
+        // The same manifest as last time is in the store already: an attempt that left the
+        // workspace as it found it costs no upload (with NATS, no round trip).
+        if changed {
+            self.blobs.put_bytes(json.into()).await?;
+        }
+        let local = Local {
+            digest: digest.clone(),
+            manifest,
+            seen: walked.seen,
+        };
+        let path = place.local.clone();
+        blocking(move || local.write(&path)).await?;
+        Ok(Taken {
+            manifest: digest,
+            entries,
+            bytes,
+            uploaded,
+            changed,
+        })
+    }
+
+    /// Replaces the workspace at `place` with checkpoint `digest`.
+    pub(crate) async fn restore(
+        &self,
+        digest: &Digest,
+        place: &Place,
+    ) -> Result<Restored, CheckpointError> {
+        let invalid = |reason: String| CheckpointError::Invalid {
+            digest: digest.clone(),
+            reason,
+        };
+        let bytes = self.blobs.get_bytes(digest, MANIFEST_LIMIT).await?;
+        let manifest = Manifest::parse(&bytes).map_err(invalid)?;
+        let scratch = crate::files::Scratch::new(&place.scratch, "restore")?;
+        let mut fetched = 0;
+        let mut packs = Vec::new();
+        for (n, pack) in manifest.packs.iter().enumerate() {
+            let file = scratch.path().join(format!("pack-{n}.tar"));
+            fetched += self.blobs.get_to_file(&pack.digest, &file).await?;
+            packs.push(file);
+        }
+        let entries = manifest.entries.len();
+        let (place, staging, named) = (place.clone(), scratch.path().to_owned(), digest.clone());
+        blocking(move || restore::restore(&manifest, &named, &packs, &staging, &place))
+            .await
+            .map_err(|e| match e.kind() {
+                io::ErrorKind::InvalidData => invalid(e.to_string()),
+                _ => CheckpointError::Io(e),
+            })?;
+        drop(scratch);
+        Ok(Restored { entries, fetched })
+    }
+}
+
+/// Runs file work off the async threads.
+async fn blocking<T: Send + 'static>(
+    work: impl FnOnce() -> io::Result<T> + Send + 'static,
+) -> io::Result<T> {
+    tokio::task::spawn_blocking(work)
+        .await
+        .map_err(io::Error::other)?
 }

@@ -51,10 +51,16 @@ impl RunDirs {
         self.data_dir.join(location)
     }
 
-    /// The workspace as it was when `node` first started.
-    pub(crate) fn checkpoint(&self, node: &str) -> PathBuf {
-        self.data_dir
-            .join(format!("runs/{}/checkpoints/{node}.tar", self.run))
+    /// What this runner knows of its copy of the workspace: the checkpoint it matches
+    /// (see [`crate::checkpoint::Local`]).
+    pub(crate) fn local(&self) -> PathBuf {
+        self.run_dir().join("checkpoint.json")
+    }
+
+    /// Present while an attempt works in the workspace: found at the next attempt's start,
+    /// it says the last one here was cut short and the copy cannot be trusted.
+    pub(crate) fn unfinished(&self) -> PathBuf {
+        self.run_dir().join("attempt-unfinished")
     }
 
     /// One attempt's inputs: a copy of each upstream node's artifacts.

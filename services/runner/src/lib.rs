@@ -21,6 +21,7 @@ mod gitdir;
 mod logs;
 mod observe;
 mod outcome;
+mod patience;
 mod runner;
 mod turns;
 

@@ -8,6 +8,7 @@
 
 mod attempt;
 mod delivery;
+mod follow;
 mod options;
 mod prepare;
 mod report;
@@ -16,6 +17,7 @@ mod watch;
 mod workspace;
 
 pub(crate) use delivery::NOT_CONFIGURED;
+pub(crate) use follow::{place as run_place, run_workspace};
 pub(crate) use prepare::read_secrets;
 pub(crate) use workspace::{Requirement, RunScope, project_environment};
 
@@ -37,7 +39,9 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::artifacts::ARTIFACT_LIMIT;
+use crate::checkpoint::Checkpoints;
 use crate::observe::InFlight;
+use gatehouse_blobs::{Blobs, LocalBlobs};
 pub use options::RunnerOptions;
 use watch::unwanted;
 
@@ -67,12 +71,21 @@ pub struct Runner {
     pub(crate) halted: CancellationToken,
     /// The most bytes an artifact may have; see [`Runner::with_artifact_limit`].
     artifact_limit: u64,
+    /// Where artifacts and workspace checkpoints go; see [`Runner::with_blobs`].
+    pub(crate) blobs: Blobs,
+    pub(crate) checkpoints: Checkpoints,
+    /// Attempts working in each run's workspace here.
+    working: follow::Working,
 }
 
 impl Runner {
     /// A runner recording into `store` and running jobs in `sandbox`.
     pub fn new(store: Store, sandbox: Arc<dyn Sandbox>, options: RunnerOptions) -> Self {
+        let blobs: Blobs = Arc::new(LocalBlobs::new(options.data_dir.join("blobs")));
         Self {
+            checkpoints: Checkpoints::new(blobs.clone()),
+            blobs,
+            working: Arc::default(),
             store,
             sandbox,
             options,
@@ -88,6 +101,15 @@ impl Runner {
     /// and an input over it is not copied. Sizes are checked before a byte is read.
     pub fn with_artifact_limit(mut self, bytes: u64) -> Self {
         self.artifact_limit = bytes;
+        self
+    }
+
+    /// Keeps artifacts and workspace checkpoints in `blobs` (the data directory's `blobs`
+    /// unless set): with a store every runner and ingest reach (NATS), runners need no
+    /// shared disk.
+    pub fn with_blobs(mut self, blobs: Blobs) -> Self {
+        self.checkpoints = Checkpoints::new(blobs.clone());
+        self.blobs = blobs;
         self
     }
 
@@ -191,6 +213,21 @@ impl Runner {
                     Err(err) => {
                         tracing::warn!(consumer = %spec.name, error = %err, "receiving jobs failed; subscribing again");
                         break;
+                    }
+                };
+                let Some(delivery) = self.leave_to_holder(delivery).await else {
+                    // Pulls are served oldest first. Pausing for a random part of the
+                    // time the job is away makes the next pull here younger than the
+                    // holder's pull that waits for it — always when the holder was
+                    // waiting already, and half the time when two runners each left the
+                    // other's job, a fresh draw each round, where any fixed pause would
+                    // hand each of them back the job it left, round after round.
+                    let pause = Duration::from_millis(fastrand::u64(
+                        0..follow::LEAVE_FOR.as_millis() as u64,
+                    ));
+                    tokio::select! {
+                        () = shutdown.cancelled() => break,
+                        () = tokio::time::sleep(pause) => continue,
                     }
                 };
                 let Some(slot) = self.slot_for(&delivery, slots, shutdown).await else {

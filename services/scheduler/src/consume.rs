@@ -127,6 +127,10 @@ impl Scheduler {
                     attempt: f.attempt,
                     outcome: match f.outcome {
                         NodeOutcome::Succeeded => Outcome::Succeeded,
+                        NodeOutcome::Failed { reason } if f.interrupted => Outcome::Interrupted {
+                            reason,
+                            retries: self.interrupt_retries,
+                        },
                         NodeOutcome::Failed { reason } => Outcome::Failed(reason),
                         NodeOutcome::TimedOut => Outcome::TimedOut,
                         NodeOutcome::Cancelled => Outcome::Failed("cancelled".into()),

@@ -107,6 +107,7 @@ impl Context<'_> {
                 duration_ms: u64::try_from((Utc::now() - self.run.created_at).num_milliseconds())
                     .unwrap_or(0),
                 artifacts,
+                interrupted: false,
             };
             self.emit(tx, Event::NodeFinished(event)).await?;
         }

@@ -29,7 +29,13 @@ pub struct Scheduler {
     pub(crate) meter: Meter,
     /// `[assistant]`; without it conversation events are ignored (ingest opens none).
     pub(crate) assistant: Option<AssistantSettings>,
+    /// `runner.interrupt_retries`: attempts lost to the infrastructure run again this
+    /// many times per node before they count as failures.
+    pub(crate) interrupt_retries: u32,
 }
+
+/// Events a scheduler consumer applies in one transaction when they are waiting together.
+const BATCH: usize = 64;
 
 /// The events the scheduler consumes, one durable consumer each.
 const CONSUMERS: [(&str, &str); 8] = [
@@ -52,7 +58,14 @@ impl Scheduler {
             projects: Arc::default(),
             meter: Meter::default(),
             assistant: None,
+            interrupt_retries: 2,
         }
+    }
+
+    /// How many attempts lost to the infrastructure a node runs again (default 2).
+    pub fn with_interrupt_retries(mut self, retries: u32) -> Self {
+        self.interrupt_retries = retries;
+        self
     }
 
     /// Runs conversations with `[assistant]`.
@@ -71,8 +84,11 @@ impl Scheduler {
     pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
         let mut tasks = tokio::task::JoinSet::new();
         for (name, filter) in CONSUMERS {
+            // Every effect of the scheduler's step is in its transaction: events waiting
+            // together are applied in one commit.
             let options = ConsumerOptions {
                 retry_delay: Duration::from_millis(200),
+                batch: BATCH,
                 ..ConsumerOptions::new(ConsumerSpec::new(name, filter))
             };
             let consumer = Consumer::new(bus.clone(), self.store.clone(), options);
@@ -106,18 +122,15 @@ impl Scheduler {
     ) -> Result<(), SchedulerError> {
         let Some(sop) = self.catalog.get(&request.sop) else {
             tracing::error!(run = %request.run_id, sop = %request.sop, "run requested for an unknown SOP; dropped");
-            return Ok(());
+            let why = format!("this scheduler has no SOP named `{}`", request.sop);
+            return self.refuse(tx, request.run_id, why).await;
         };
         if let Err(why) = sop.check_start(&request.params) {
             tracing::error!(run = %request.run_id, sop = %request.sop, %why, "run cannot start; dropped");
-            return Ok(());
+            return self.refuse(tx, request.run_id, why).await;
         }
         let params = sop.params_with_defaults(&request.params);
-        let person = request
-            .requested_by
-            .person
-            .clone()
-            .unwrap_or_else(|| request.requested_by.handle.clone());
+        let person = request.requester();
         let mut state = RunState::new(sop, Some(person.clone()));
         // The requirement's author is held to the requester rule too.
         if let Some(id) = request.requirement_id {
@@ -167,6 +180,30 @@ impl Scheduler {
         }
         let _ = self
             .advance(tx, request.run_id, Input::Start, trace, measured)
+            .await?;
+        Ok(())
+    }
+
+    /// Ends a request that cannot become a run: the row ingest showed it by (status
+    /// `requested`), if any, becomes a failed run saying why. A run already created is
+    /// left alone.
+    async fn refuse(&self, tx: &mut Tx, run_id: Uuid, why: String) -> Result<(), SchedulerError> {
+        let Some(row) = tx.load_run(run_id).await? else {
+            return Ok(());
+        };
+        if row.status != RunStatus::Requested {
+            return Ok(());
+        }
+        let mut state: RunState =
+            serde_json::from_str(&row.state).map_err(|e| SchedulerError::Corrupt {
+                run: run_id,
+                message: format!("stored state does not decode: {e}"),
+            })?;
+        state.failure = Some(why);
+        state.status = RunStatus::Failed;
+        state.revision += 1;
+        let revision = i64::try_from(state.revision).unwrap_or(i64::MAX);
+        tx.update_run(run_id, state.status, &json(&state), row.revision, revision)
             .await?;
         Ok(())
     }

@@ -14,9 +14,11 @@ pub(super) const NODE: &str = "gatehouse.node";
 /// The node attempt a container runs.
 pub(super) const ATTEMPT: &str = "gatehouse.attempt";
 
-/// The run's workspace volume.
-pub(super) fn volume_name(run: &str) -> String {
-    format!("gatehouse-ws-{}", sanitise(run))
+/// The run's workspace volume on this runner: runners sharing an engine each bind their
+/// own copy of a run's workspace (it follows the run between them), so the name carries
+/// the owner's hash as well as the run.
+pub(super) fn volume_name(owner: &str, run: &str) -> String {
+    format!("gatehouse-ws-{:08x}-{}", fnv1a(owner) as u32, sanitise(run))
 }
 
 /// The node attempt's container; one name per attempt, so a stale one is recognised.
@@ -115,7 +117,23 @@ mod tests {
             container_name(&labels("r", "é")),
             container_name(&labels("r", "é"))
         );
-        assert_eq!(volume_name("0190-ab"), "gatehouse-ws-0190-ab");
+        let (one, two) = (
+            volume_name("/a#one", "0190-ab"),
+            volume_name("/b#two", "0190-ab"),
+        );
+        assert!(
+            one.starts_with("gatehouse-ws-") && one.ends_with("-0190-ab"),
+            "{one}"
+        );
+        assert_ne!(
+            one, two,
+            "two runners on one engine never share a run's volume"
+        );
+        assert_eq!(
+            one,
+            volume_name("/a#one", "0190-ab"),
+            "stable across restarts"
+        );
     }
 
     #[test]

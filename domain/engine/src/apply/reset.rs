@@ -54,6 +54,7 @@ impl Step<'_> {
         node.status = NodeStatus::Pending;
         node.retry_pending = false;
         node.failures = 0;
+        node.interruptions = 0;
         if let Some(gate) = node.gate.as_mut() {
             gate.approvals.clear();
         }

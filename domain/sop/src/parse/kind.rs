@@ -200,8 +200,9 @@ fn required_value(
 }
 
 /// The kind-specific keys, for "does not apply" messages.
-fn kind_keys(n: &RawNode) -> [(&'static str, Option<&Span>); 14] {
+fn kind_keys(n: &RawNode) -> [(&'static str, Option<&Span>); 15] {
     [
+        ("on_interrupt", n.on_interrupt.as_ref().map(Spanned::span)),
         ("run", n.run.as_ref().map(Spanned::span)),
         ("approvers", n.approvers.as_ref().map(Spanned::span)),
         ("min_approvals", n.min_approvals.as_ref().map(Spanned::span)),
@@ -224,7 +225,7 @@ fn kind_keys(n: &RawNode) -> [(&'static str, Option<&Span>); 14] {
 
 fn allowed_keys(kind: &str) -> &'static [&'static str] {
     match kind {
-        "script" => &["run"],
+        "script" => &["run", "on_interrupt"],
         "gate" => &[
             "approvers",
             "min_approvals",
@@ -236,8 +237,8 @@ fn allowed_keys(kind: &str) -> &'static [&'static str] {
             "channels",
         ],
         "sop" => &["sop", "params", "import"],
-        "agent" => &["role", "prompt"],
-        "deliver" => &[],
+        "agent" => &["role", "prompt", "on_interrupt"],
+        "deliver" => &["on_interrupt"],
         _ => &[],
     }
 }

@@ -9,7 +9,7 @@ use super::kind::{self, BackEdge};
 use super::report::Report;
 use super::values::{duration, valid_id};
 use crate::check_artifact_name;
-use crate::definition::{Node, OnFailure, Retry};
+use crate::definition::{Node, OnFailure, OnInterrupt, Retry};
 use crate::raw::RawNode;
 
 /// The `index`th node, `id`, as `n` declares it: the indices of the nodes it needs, and the
@@ -74,6 +74,17 @@ pub(super) fn node(
             max,
         }
     });
+    let on_interrupt = match n.on_interrupt.as_ref().map(|v| (v.as_str(), v.span())) {
+        None | Some(("retry", _)) => OnInterrupt::Retry,
+        Some(("fail", _)) => OnInterrupt::Fail,
+        Some((other, span)) => {
+            report.span(
+                span,
+                format!("`on_interrupt` is `retry` or `fail`, not `{other}`"),
+            );
+            OnInterrupt::Retry
+        }
+    };
     for artifact in &n.artifacts {
         if let Err(e) = check_artifact_name(artifact) {
             report.span(artifact.span(), e);
@@ -97,6 +108,7 @@ pub(super) fn node(
             .collect::<BTreeMap<_, _>>(),
         secrets: n.secrets.clone(),
         on_failure,
+        on_interrupt,
         sandbox: n.sandbox.as_ref().map(|s| s.to_string()),
         kind,
     });

@@ -52,6 +52,10 @@ pub struct ServerConfig {
     /// checked; past it a webhook is answered 503 with `Retry-After` without being read.
     /// Body memory of unverified requests stays below this × the largest `max_body_bytes`.
     pub max_unverified_bodies: usize,
+    /// How long a webhook waits, unread, for one of those slots before it is answered 503:
+    /// a burst of deliveries is taken as slots free instead of being sent away.
+    #[serde(with = "humantime_serde")]
+    pub webhook_slot_wait: Duration,
     /// Where `/metrics` is served instead of on `listen` (e.g. `127.0.0.1:9090`, a port
     /// only the scraper reaches); empty: on `listen`. When set, `listen` answers 404 there.
     pub metrics_listen: String,
@@ -76,6 +80,7 @@ impl Default for ServerConfig {
             idle_timeout: limits.idle_timeout,
             max_connections: limits.max_connections,
             max_unverified_bodies: 16,
+            webhook_slot_wait: Duration::from_secs(2),
             metrics_listen: String::new(),
             metrics_token: None,
         }
@@ -129,14 +134,21 @@ pub struct RunnerConfig {
     pub log_limit: bytesize::ByteSize,
     /// The largest artifact a node may leave: a larger one fails the attempt, unread.
     pub artifact_limit: bytesize::ByteSize,
-    /// Names this runner among the runners sharing a data directory or a Docker engine:
-    /// after a crash it cleans up only what it started itself. Default: the host name.
+    /// Names this runner among the runners: the holder of the workspaces it checkpoints
+    /// (their runs' next nodes wait briefly for it), and the owner of what it must clean
+    /// up after a crash on a Docker engine or data directory it shares. Default: the host
+    /// name; give each runner its own.
     pub id: String,
     /// At shutdown (SIGTERM), how long node attempts in flight may take to finish before
     /// they are stopped and reported as interrupted. Keep it below the platform's own
     /// grace (Kubernetes' `terminationGracePeriodSeconds`, compose's `stop_grace_period`).
     #[serde(with = "humantime_serde")]
     pub shutdown_grace: Duration,
+    /// How many times in a row a node's attempt lost to the infrastructure (a runner
+    /// killed, a lease run out, a shutdown past its grace) is run again as a new attempt,
+    /// apart from the node's own `retry`. Read by the scheduler; a node that must not
+    /// repeat says `on_interrupt: fail`.
+    pub interrupt_retries: u32,
 }
 
 impl Default for RunnerConfig {
@@ -147,6 +159,7 @@ impl Default for RunnerConfig {
             log_limit: bytesize::ByteSize::mib(1),
             artifact_limit: bytesize::ByteSize::mib(64),
             shutdown_grace: Duration::from_secs(20),
+            interrupt_retries: 2,
             id: std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_owned())
                 .unwrap_or_else(|_| "runner".into()),

@@ -52,12 +52,14 @@ impl Deployment {
         self.logs = Some(dir);
     }
 
-    /// Where the services keep workspaces, artifacts and the admin token.
-    pub fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
+    /// The data directory of process `name`. Every process has its own, as on a machine
+    /// of its own: nothing passes between them on disk (blobs are in NATS).
+    pub fn data_dir(&self, name: &str) -> PathBuf {
+        self.dir.path().join("data").join(name)
     }
 
-    /// A `gatehouse` command with this deployment's environment.
+    /// A `gatehouse` command with this deployment's environment; its data directory is
+    /// the first ingest's, where the admin token is.
     pub fn gatehouse(&self) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_gatehouse"));
         command
@@ -65,7 +67,7 @@ impl Deployment {
             .env("GATEHOUSE_DATABASE_URL", &self.db_url)
             .env("GATEHOUSE_NATS_URL", &self.nats_url)
             .env("GATEHOUSE_NATS_PREFIX", &self.prefix)
-            .env("GATEHOUSE_DATA_DIR", self.data_dir())
+            .env("GATEHOUSE_DATA_DIR", self.data_dir("ingest"))
             .env("GATEHOUSE_LOG", "warn")
             .env_remove("GATEHOUSE_TOKEN");
         command
@@ -81,6 +83,7 @@ impl Deployment {
             .gatehouse()
             .args(["serve", service, "--listen", &format!("127.0.0.1:{port}")])
             .env("GATEHOUSE_RUNNER__ID", name)
+            .env("GATEHOUSE_DATA_DIR", self.data_dir(name))
             .stdout(Stdio::null())
             .stderr(self.log_file(name))
             .spawn()

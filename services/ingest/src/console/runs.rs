@@ -28,7 +28,7 @@ pub(crate) async fn list(
             label for="status" { "Status" }
             select id="status" name="status" {
                 option value="" { "any" }
-                @for s in ["queued", "running", "waiting", "paused", "succeeded", "failed", "cancelled"] {
+                @for s in ["requested", "queued", "running", "waiting", "paused", "succeeded", "failed", "cancelled"] {
                     option value=(s) selected[status_filter.as_deref() == Some(s)] { (s) }
                 }
             }

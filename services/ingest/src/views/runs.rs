@@ -47,7 +47,7 @@ pub struct RunSummary {
     pub sop: String,
     /// SOP version (`sha256:...`).
     pub sop_version: String,
-    /// queued, running, waiting, paused, succeeded, failed or cancelled.
+    /// requested, queued, running, waiting, paused, succeeded, failed or cancelled.
     pub status: String,
     /// Who asked for it.
     pub requested_by: Option<String>,

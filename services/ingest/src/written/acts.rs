@@ -16,7 +16,7 @@ use super::targets::{in_scope, latest_run, waiting_gate};
 use crate::gates::checked_decision;
 use crate::rights::may_start;
 use crate::views::Decide;
-use crate::{ApiError, ApiState, outbox, projects};
+use crate::{ApiError, ApiState, outbox, projects, requested};
 use gatehouse_project::Request;
 
 pub(super) async fn start_run(
@@ -64,7 +64,7 @@ pub(super) async fn start_run(
         parent: None,
         workspace,
     };
-    outbox::append(tx, Event::RunRequested(request)).await?;
+    requested::request(tx, sop, request).await?;
     if let Some(conversation) = scope.conversation {
         tx.record_conversation_run(run_id, conversation.id).await?;
         return Ok(format!(

@@ -41,7 +41,7 @@ pub(super) async fn status(
 /// The runs not finished yet, anywhere (`runs` in chat).
 pub(super) async fn active_runs(api: &ApiState) -> Result<String, ApiError> {
     let mut out = String::new();
-    for status in ["running", "waiting", "paused", "queued"] {
+    for status in ["running", "waiting", "paused", "queued", "requested"] {
         for row in api.store.runs(Some(status), 20).await? {
             out.push_str(&run_line(api, row).await?);
         }

@@ -5,6 +5,7 @@
 use std::collections::HashSet;
 use std::path::Path;
 
+use gatehouse_blobs::Digest;
 use gatehouse_chat::{Body, Card, Output};
 use gatehouse_engine::RunState;
 use gatehouse_events::{NodeStatus, RequirementSource, RunUpdated};
@@ -22,6 +23,8 @@ const MAX_OUTPUTS: usize = 5;
 const EXCERPT_BYTES: usize = 600;
 /// Lines of excerpt shown.
 const EXCERPT_LINES: usize = 8;
+/// Artifacts larger than this get no excerpt (the blob store reads them whole).
+const EXCERPT_SOURCE: u64 = 1024 * 1024;
 
 impl Notifier {
     /// Brings the run's chat messages up to date in `tx`. `snapshot` is the `run.updated`
@@ -159,17 +162,41 @@ impl Notifier {
         artifacts.sort_by(|a, b| (&a.node, &a.name, b.attempt).cmp(&(&b.node, &b.name, a.attempt)));
         artifacts.dedup_by(|a, b| a.node == b.node && a.name == b.name);
         artifacts.truncate(MAX_OUTPUTS);
-        Ok(artifacts
-            .into_iter()
-            .map(|a| Output {
-                excerpt: self
+        let mut outputs = Vec::with_capacity(artifacts.len());
+        for a in artifacts {
+            let excerpt = match self.blob_of(&a).await {
+                Some(bytes) => excerpt(&bytes),
+                None => self
                     .data_dir
                     .as_deref()
-                    .and_then(|dir| excerpt(dir, &a.location)),
+                    .and_then(|dir| from_data_dir(dir, &a.location))
+                    .and_then(|bytes| excerpt(&bytes)),
+            };
+            outputs.push(Output {
+                excerpt,
                 name: format!("{}/{}", a.node, a.name),
                 size: u64::try_from(a.size).unwrap_or_default(),
-            })
-            .collect())
+            });
+        }
+        Ok(outputs)
+    }
+
+    /// An artifact's contents from the blob store, when it is there and small enough to
+    /// excerpt (the store checks it against its digest).
+    async fn blob_of(&self, artifact: &ArtifactRow) -> Option<Vec<u8>> {
+        let digest: Digest = artifact.sha256.parse().ok()?;
+        match self
+            .blobs
+            .as_ref()?
+            .get_bytes(&digest, EXCERPT_SOURCE)
+            .await
+        {
+            Ok(bytes) => Some(bytes.to_vec()),
+            Err(err) => {
+                tracing::debug!(error = %err, "no excerpt from the blob store");
+                None
+            }
+        }
     }
 }
 
@@ -193,15 +220,20 @@ async fn want(
     Ok(())
 }
 
-/// The first lines of the stored artifact at `location` under `data_dir`; none for binary
-/// files or files that cannot be read. A node wrote it, so it is read as untrusted: no link
+/// The start of an artifact recorded before the blob store, at `location` under the data
+/// directory the runners shared then. A node wrote it, so it is read as untrusted: no link
 /// followed, regular files only, never more than the excerpt's bytes.
-fn excerpt(data_dir: &Path, location: &str) -> Option<String> {
-    let bytes = gatehouse_sandbox::untrusted::open(data_dir, location)
+fn from_data_dir(data_dir: &Path, location: &str) -> Option<Vec<u8>> {
+    gatehouse_sandbox::untrusted::open(data_dir, location)
         .ok()?
         .read_start(EXCERPT_BYTES as u64)
-        .ok()?;
-    let text = match std::str::from_utf8(&bytes) {
+        .ok()
+}
+
+/// The first lines of an artifact; none for binary files.
+fn excerpt(bytes: &[u8]) -> Option<String> {
+    let bytes = &bytes[..bytes.len().min(EXCERPT_BYTES)];
+    let text = match std::str::from_utf8(bytes) {
         Ok(text) => text,
         // Cut inside a character at the read limit: keep what is whole.
         Err(e) if e.error_len().is_none() => std::str::from_utf8(&bytes[..e.valid_up_to()]).ok()?,
@@ -218,25 +250,29 @@ fn excerpt(data_dir: &Path, location: &str) -> Option<String> {
 mod tests {
     use super::*;
 
+    /// An excerpt from the data directory, as cards read artifacts from before the blob
+    /// store.
+    fn excerpt_at(dir: &Path, location: &str) -> Option<String> {
+        from_data_dir(dir, location).and_then(|bytes| excerpt(&bytes))
+    }
+
     #[test]
     fn excerpts_are_the_first_lines_of_text_files() {
-        let dir = tempfile::tempdir().unwrap();
         let lines: Vec<String> = (1..=20).map(|i| format!("line {i}")).collect();
-        std::fs::write(dir.path().join("notes.md"), lines.join("\n")).unwrap();
         assert_eq!(
-            excerpt(dir.path(), "notes.md").unwrap().lines().count(),
+            excerpt(lines.join("\n").as_bytes())
+                .unwrap()
+                .lines()
+                .count(),
             EXCERPT_LINES
         );
-        std::fs::write(dir.path().join("a.bin"), [0u8, 159, 146, 150]).unwrap();
-        assert_eq!(excerpt(dir.path(), "a.bin"), None);
+        assert_eq!(excerpt(&[0u8, 159, 146, 150]), None);
         let mut long = "a".repeat(EXCERPT_BYTES - 1);
         long.push('é');
-        std::fs::write(dir.path().join("cut.txt"), long).unwrap();
-        assert_eq!(
-            excerpt(dir.path(), "cut.txt").unwrap().len(),
-            EXCERPT_BYTES - 1
-        );
-        assert_eq!(excerpt(dir.path(), "missing"), None);
+        long.push_str(&"b".repeat(5000));
+        assert_eq!(excerpt(long.as_bytes()).unwrap().len(), EXCERPT_BYTES - 1);
+        let dir = tempfile::tempdir().unwrap();
+        assert_eq!(excerpt_at(dir.path(), "missing"), None);
     }
 
     /// A stored artifact a node later replaced with a link (the process sandbox can), or
@@ -250,13 +286,16 @@ mod tests {
         std::fs::create_dir_all(&artifacts).unwrap();
         std::os::unix::fs::symlink(outside.path().join("secret.txt"), artifacts.join("a.md"))
             .unwrap();
-        assert_eq!(excerpt(dir.path(), "runs/r/artifacts/n/1/a.md"), None);
+        assert_eq!(excerpt_at(dir.path(), "runs/r/artifacts/n/1/a.md"), None);
         std::os::unix::fs::symlink("/proc/self/environ", artifacts.join("env.md")).unwrap();
-        assert_eq!(excerpt(dir.path(), "runs/r/artifacts/n/1/env.md"), None);
+        assert_eq!(excerpt_at(dir.path(), "runs/r/artifacts/n/1/env.md"), None);
         std::fs::create_dir_all(dir.path().join("runs/r/artifacts/m")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("runs/r/artifacts/m/1"))
             .unwrap();
-        assert_eq!(excerpt(dir.path(), "runs/r/artifacts/m/1/secret.txt"), None);
+        assert_eq!(
+            excerpt_at(dir.path(), "runs/r/artifacts/m/1/secret.txt"),
+            None
+        );
         // A FIFO does not hold the notifier up.
         let fifo = artifacts.join("pipe.md");
         assert!(
@@ -266,6 +305,6 @@ mod tests {
                 .unwrap()
                 .success()
         );
-        assert_eq!(excerpt(dir.path(), "runs/r/artifacts/n/1/pipe.md"), None);
+        assert_eq!(excerpt_at(dir.path(), "runs/r/artifacts/n/1/pipe.md"), None);
     }
 }

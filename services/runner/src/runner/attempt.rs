@@ -16,7 +16,7 @@ use gatehouse_events::{
     AgentSpec, Artifact, NodeDispatch, NodeFinished, NodeSpec, SandboxWork, ScriptSpec,
 };
 use gatehouse_sandbox::{Exit, ExitStatus, Job, LogLine};
-use gatehouse_store::{ArtifactRow, ToolCallRow};
+use gatehouse_store::{ArtifactRow, AttemptStatus, ToolCallRow};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -29,6 +29,7 @@ use crate::files::{RunDirs, digest};
 use crate::logs::{LogTarget, Secrets, Tracing, store_output};
 use crate::observe::SandboxStart;
 use crate::outcome::{Verdict, judge};
+use crate::patience::patiently;
 
 /// What a step of an attempt gives: `Ok(Err(reason))` fails the attempt for `reason`;
 /// `Err` is a failure to read or record, and the job comes back.
@@ -63,7 +64,13 @@ pub(super) struct Prepared<'a> {
     pub(super) artifacts_location: String,
     /// The declared secrets' values: masked in output, refused in artifacts.
     pub(super) secrets: Secrets,
+    /// The node's starting checkpoint, being recorded while it runs.
+    pub(super) start_recorded: StartRecorded,
 }
+
+/// A node's starting checkpoint being recorded while the node runs (a first start, not a
+/// rework); `Err`: why it could not be, which fails the attempt.
+pub(super) type StartRecorded = Option<tokio::task::JoinHandle<Result<(), String>>>;
 
 /// One attempt of a node, on its way through the steps.
 pub(super) struct Attempt<'a> {
@@ -100,6 +107,11 @@ impl Runner {
             Ok(scope) => scope,
             Err(reason) => return attempt.failed(reason).await,
         };
+        // This runner's copy of the workspace, made the run's latest first.
+        let _hold = match self.follow(job, &attempt.dirs).await {
+            Ok(hold) => hold,
+            Err(reason) => return attempt.failed(reason).await,
+        };
         if let Err(reason) = self.prepare_workspace(job, &scope, &attempt.dirs).await {
             return attempt.failed(reason).await;
         }
@@ -107,19 +119,36 @@ impl Runner {
             NodeSpec::Script(script) => Program::Script(script),
             NodeSpec::Agent(agent) => Program::Agent(agent),
             NodeSpec::Deliver(spec) => {
-                return self
+                let delivered = self
                     .deliver(job, spec, &scope, &attempt.dirs, attempt.started)
-                    .await;
+                    .await?;
+                if let Err(reason) = self.checkpoint_after(job, &attempt.dirs).await {
+                    return attempt.failed(reason).await;
+                }
+                return Ok(delivered);
             }
         };
-        let prepared = match attempt.prepare(program, &scope).await? {
+        let mut prepared = match attempt.prepare(program, &scope).await? {
             Ok(prepared) => prepared,
             Err(reason) => return attempt.failed(reason).await,
         };
         let (exit, trace) = attempt.run(&prepared, cancel, begun).await;
+        // A send-back to this node finds where it started.
+        if let Some(recording) = prepared.start_recorded.take() {
+            let recorded = recording
+                .await
+                .unwrap_or_else(|e| Err(format!("recording the node's starting checkpoint: {e}")));
+            if let Err(reason) = recorded {
+                return attempt.failed(reason).await;
+            }
+        }
         // Whatever the process did to the repositories, ended well or not, is what a gate
         // after it sees and approves.
         self.record_trees(job, &attempt.dirs).await?;
+        // Before the attempt reports: whichever runner takes the next node finds it.
+        if let Err(reason) = self.checkpoint_after(job, &attempt.dirs).await {
+            return attempt.failed(reason).await;
+        }
         if let Some(trace) = &trace {
             attempt.record_tool_calls(trace).await?;
         }
@@ -261,6 +290,13 @@ impl Attempt<'_> {
                 continue;
             }
             let (sha256, size) = digest(&bytes);
+            // Into the blob store first: once the row names it, any ingest, notifier or
+            // runner may read it. A store that stays unreachable hands the job back.
+            let contents = bytes::Bytes::from(bytes);
+            patiently("storing an artifact", || {
+                runner.blobs.put_bytes(contents.clone())
+            })
+            .await?;
             let row = ArtifactRow {
                 location: format!("{artifacts_location}/{name}"),
                 run_id: job.run_id,
@@ -359,6 +395,7 @@ impl Attempt<'_> {
             exit_code: verdict.exit_code,
             duration_ms,
             artifacts: stored,
+            interrupted: verdict.status == AttemptStatus::Interrupted,
         })
     }
 }

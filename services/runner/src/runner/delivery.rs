@@ -121,6 +121,7 @@ impl Runner {
             exit_code: None,
             duration_ms,
             artifacts: Vec::new(),
+            interrupted: false,
         })
     }
 }

@@ -33,6 +33,9 @@ pub struct RunnerOptions {
     /// How long jobs in flight may take to finish once the runner is told to stop; those
     /// still running then are stopped and reported as interrupted.
     pub shutdown_grace: Duration,
+    /// This runner's name among the runners: the holder of the workspaces it checkpoints,
+    /// which their runs' next jobs wait for briefly.
+    pub id: String,
 }
 
 impl RunnerOptions {
@@ -50,6 +53,7 @@ impl RunnerOptions {
             prices: PriceTable::new(),
             log_limit: 1024 * 1024,
             shutdown_grace: Duration::from_secs(20),
+            id: "runner".to_owned(),
         }
     }
 }

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use gatehouse_agent::Role;
+use gatehouse_blobs::{BlobError, Digest};
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{NodeDispatch, SandboxWork};
 use gatehouse_sandbox::{Job, JobLabels, Profile};
@@ -17,13 +18,16 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
 
+use tracing::Instrument;
+
 use super::Runner;
-use super::attempt::{Attempt, Prepared, Program, Step};
+use super::attempt::{Attempt, Prepared, Program, StartRecorded, Step};
 use super::workspace::RunScope;
 use crate::agent;
 use crate::artifacts;
-use crate::checkpoint;
+use crate::durably::durably;
 use crate::logs::Secrets;
+use crate::patience::patiently;
 
 impl<'a> Attempt<'a> {
     /// Readies the attempt for the sandbox: settings, inputs, checkpoint, environment and
@@ -45,9 +49,10 @@ impl<'a> Attempt<'a> {
         if let Err(reason) = self.copy_inputs(work, &inputs).await? {
             return Ok(Err(reason));
         }
-        if let Err(reason) = self.checkpoint(work).await {
-            return Ok(Err(reason));
-        }
+        let start_recorded = match self.checkpoint(work).await {
+            Ok(recording) => recording,
+            Err(reason) => return Ok(Err(reason)),
+        };
         let secrets = self.secrets(role.as_ref());
         let mut env = environment(job, work, role.as_ref());
         env.extend(scope.environment());
@@ -88,6 +93,7 @@ impl<'a> Attempt<'a> {
             sandbox,
             artifacts_location,
             secrets,
+            start_recorded,
         }))
     }
 
@@ -138,8 +144,10 @@ impl<'a> Attempt<'a> {
     }
 
     /// Copies the recorded artifacts of the upstream attempts this node reads into its
-    /// inputs directory (an imported artifact lives in its child run). `Ok(Err(reason))`:
-    /// an artifact was refused ([`artifacts::copy_inputs`]), which fails the attempt.
+    /// inputs directory (an imported artifact lives in its child run), from the blob store
+    /// (which checks each against its digest), or for artifacts recorded before it from
+    /// the data directory. `Ok(Err(reason))`: an artifact was refused, which fails the
+    /// attempt; a blob store that stays unreachable hands the job back.
     async fn copy_inputs(&self, work: &SandboxWork, inputs: &std::path::Path) -> Step<()> {
         let runner = self.runner;
         let rows: Vec<ArtifactRow> = runner
@@ -153,48 +161,103 @@ impl<'a> Attempt<'a> {
                     .is_some_and(|&at| i64::from(at) == i64::from(a.attempt))
             })
             .collect();
-        let (data_dir, inputs, limit) = (
-            runner.options.data_dir.clone(),
-            inputs.to_owned(),
-            runner.artifact_limit,
-        );
+        let fresh = inputs.to_owned();
+        tokio::task::spawn_blocking(move || artifacts::fresh_dir(&fresh)).await??;
+        let limit = runner.artifact_limit;
+        let mut on_disk = Vec::new();
+        for row in rows {
+            let relative = match artifacts::input_path(&row) {
+                Ok(relative) => relative,
+                Err(reason) => return Ok(Err(reason)),
+            };
+            if u64::try_from(row.size).unwrap_or(u64::MAX) > limit {
+                return Ok(Err(format!(
+                    "the input `{}/{}` is over the {limit} B limit",
+                    row.node, row.name
+                )));
+            }
+            let Ok(digest) = row.sha256.parse::<Digest>() else {
+                return Ok(Err(format!(
+                    "the input `{}/{}` was recorded with a malformed digest",
+                    row.node, row.name
+                )));
+            };
+            let to = inputs.join(relative);
+            if let Some(parent) = to.parent() {
+                tokio::fs::create_dir_all(parent).await?;
+            }
+            let fetched = patiently("fetching an input", || {
+                runner.blobs.get_to_file(&digest, &to)
+            })
+            .await;
+            match fetched {
+                Ok(_) => {}
+                Err(BlobError::NotFound(_)) => on_disk.push(row),
+                Err(err) => return Err(err.into()),
+            }
+        }
+        if on_disk.is_empty() {
+            return Ok(Ok(()));
+        }
+        let (data_dir, inputs) = (runner.options.data_dir.clone(), inputs.to_owned());
         Ok(tokio::task::spawn_blocking(move || {
-            artifacts::copy_inputs(&data_dir, &rows, &inputs, limit)
+            artifacts::copy_inputs(&data_dir, &on_disk, &inputs, limit)
         })
         .await??)
     }
 
-    /// Records the workspace when the node first starts; restores that record when the
-    /// node runs again after a send-back, so the rework starts where the work first did.
-    async fn checkpoint(&self, work: &SandboxWork) -> Result<(), String> {
-        let job = self.job;
-        let (workspace, archive) = (self.dirs.workspace(), self.dirs.checkpoint(&job.node));
-        let rework = work.rework_comment.is_some();
-        let note = tokio::task::spawn_blocking(move || -> std::io::Result<Option<String>> {
-            if archive.exists() {
-                if !rework {
-                    return Ok(None);
-                }
-                checkpoint::restore(&archive, &workspace)?;
-                return Ok(Some(
+    /// Checkpoints the workspace when the node first starts; restores that checkpoint when
+    /// the node runs again after a send-back, so the rework starts where the work first
+    /// did. Only a rework needs the node's starting checkpoint before it runs: otherwise it
+    /// is recorded while the node runs (the first start's is kept), off the way to the
+    /// process, and the attempt awaits it before it reports.
+    async fn checkpoint(&self, work: &SandboxWork) -> Result<StartRecorded, String> {
+        let (runner, job) = (self.runner, self.job);
+        let before = format!("node {}'s start (attempt {})", job.node, job.attempt);
+        let now = runner
+            .take_checkpoint(job, &self.dirs, before)
+            .await
+            .map_err(|e| format!("workspace checkpoint: {e}"))?;
+        let (store, run, node) = (runner.store.clone(), job.run_id, job.node.clone());
+        let recording = async move {
+            durably("recording the node's starting checkpoint", || {
+                store.node_start_checkpoint(run, &node, now.as_str())
+            })
+            .await
+            .map(|start| (start, now))
+            .map_err(|e| format!("workspace checkpoint: {e}"))
+        };
+        if work.rework_comment.is_none() {
+            let recorded = async move { recording.await.map(drop) };
+            return Ok(Some(tokio::spawn(recorded.in_current_span())));
+        }
+        let (start, now) = recording.await?;
+        if start == now.as_str() {
+            return Ok(None);
+        }
+        let start: Digest = start
+            .parse()
+            .map_err(|e| format!("the node's starting checkpoint is not a digest: {e}"))?;
+        let _turn = runner.checkpoint_turn(job.run_id).await;
+        runner
+            .restore_checkpoint(&start, &self.dirs)
+            .await
+            .map_err(|e| format!("restoring the node's starting checkpoint: {e}"))?;
+        let after = format!("node {}'s restart after a send-back", job.node);
+        runner
+            .record_latest(job, start, after)
+            .await
+            .map_err(|e| format!("workspace checkpoint: {e}"))?;
+        runner
+            .store_log(
+                job,
+                &[
                     "[gatehouse] workspace restored to its checkpoint from this node's first start"
                         .to_owned(),
-                ));
-            }
-            let taken = checkpoint::take(&workspace, &archive)?;
-            Ok(Some(format!(
-                "[gatehouse] workspace checkpoint taken: {} entries, {} archived",
-                taken.entries,
-                bytesize::ByteSize::b(taken.bytes).display().iec()
-            )))
-        })
-        .await
-        .map_err(|e| format!("workspace checkpoint: {e}"))?
-        .map_err(|e| format!("workspace checkpoint: {e}"))?;
-        if let Some(note) = note {
-            self.runner.store_log(job, &[note]).await;
-        }
-        Ok(())
+                ],
+            )
+            .await;
+        Ok(None)
     }
 
     /// The secrets the node and its role declared, read from the runner's environment.

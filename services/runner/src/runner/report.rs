@@ -32,25 +32,27 @@ impl Runner {
     ) -> Result<bool, HandlerError> {
         // What this attempt reports continues the trace of the dispatch that asked for it.
         let trace = envelope.trace.as_ref();
-        let finished = if self
-            .store
-            .begin_attempt(job.run_id, &job.node, attempt)
-            .await?
-        {
+        let started = NodeProgress {
+            run_id: job.run_id,
+            node: job.node.clone(),
+            attempt: job.attempt,
+            message: "started".into(),
+        };
+        let started = envelope_of(Event::NodeProgress(started), trace)?;
+        // The attempt's start recorded with the event announcing it, in one commit.
+        let begun_here = durably("beginning an attempt", || async {
+            let mut tx = self.store.begin().await?;
+            if !tx.begin_attempt(job.run_id, &job.node, attempt).await? {
+                tx.rollback().await?;
+                return Ok(false);
+            }
+            tx.append_outbox(&started).await?;
+            tx.commit().await?;
+            Ok(true)
+        })
+        .await?;
+        let finished = if begun_here {
             let begun = Instant::now();
-            let started = NodeProgress {
-                run_id: job.run_id,
-                node: job.node.clone(),
-                attempt: job.attempt,
-                message: "started".into(),
-            };
-            let started = envelope_of(Event::NodeProgress(started), trace)?;
-            durably("reporting an attempt's start", || async {
-                let mut tx = self.store.begin().await?;
-                tx.append_outbox(&started).await?;
-                tx.commit().await
-            })
-            .await?;
             let finished = self.attempt(job, cancel, begun).await?;
             observe::node_finished(job.spec.kind(), &finished.outcome, begun);
             finished
@@ -81,6 +83,7 @@ impl Runner {
                 exit_code: None,
                 duration_ms: 0,
                 artifacts: Vec::new(),
+                interrupted: true,
             }
         };
         let finished = envelope_of(Event::NodeFinished(finished), trace)?;
@@ -126,6 +129,7 @@ impl Runner {
             exit_code: None,
             duration_ms,
             artifacts: Vec::new(),
+            interrupted: false,
         })
     }
 

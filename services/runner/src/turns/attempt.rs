@@ -23,7 +23,6 @@ use super::progress::Ending;
 use super::report::{Finish, Reporter};
 use super::transcript;
 use super::verdict::{Cli, LastLines, Verdict, judge_turn};
-use super::workspace::take_checkpoint;
 use crate::runner::Runner;
 
 /// A turn's wall-clock limit when the dispatch sets none.
@@ -203,7 +202,8 @@ impl Runner {
         remove_attempt_dir(&dirs, turn);
         let (trace, last) = read?;
         if !read_only && !self.halted.is_cancelled() {
-            take_checkpoint(&dirs).await;
+            self.checkpoint_conversation(job.conversation_id, &dirs)
+                .await;
         }
         let cli = Cli {
             role_name: turn.role,

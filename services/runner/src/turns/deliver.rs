@@ -29,7 +29,6 @@ use super::dirs::ConversationDirs;
 use super::progress::Ending;
 use super::report::{Finish, Reporter};
 use super::verdict::Verdict;
-use super::workspace::take_checkpoint;
 use crate::deliver::checkouts;
 use crate::deliver::{By, Delivered, DeliveredTo, Deliveries, Delivery, Subject};
 use crate::durably::durably;
@@ -208,7 +207,8 @@ impl Runner {
             tracing::debug!(%line, "delivering the conversation's workspace");
         }
         if !self.halted.is_cancelled() {
-            take_checkpoint(&dirs).await;
+            self.checkpoint_conversation(job.conversation_id, &dirs)
+                .await;
         }
         Ok(match delivered {
             Err(reason) => failed(reason),

@@ -1,11 +1,13 @@
 //! Where a conversation's files live under the data directory: its workspace (kept across
-//! turns, freed when idle), the checkpoint it is restored from, how its repositories were
+//! turns, freed when idle), which checkpoint it matches, how its repositories were
 //! checked out, the transcript a `command` executor reads, and each attempt's own inputs
 //! and artifacts (removed once the attempt ends).
 
 use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
+
+use crate::checkpoint::Place;
 
 /// One conversation's directories.
 pub(crate) struct ConversationDirs {
@@ -24,9 +26,20 @@ impl ConversationDirs {
         self.root.join("workspace")
     }
 
-    /// The workspace as the latest attempt left it.
-    pub(crate) fn checkpoint(&self) -> PathBuf {
-        self.root.join("checkpoint.tar")
+    /// What this runner knows of its copy of the workspace: the checkpoint it matches
+    /// (see [`crate::checkpoint::Local`]).
+    pub(crate) fn local(&self) -> PathBuf {
+        self.root.join("checkpoint.json")
+    }
+
+    /// The workspace on this runner's disk, as checkpoints are taken and restored.
+    pub(crate) fn place(&self) -> Place {
+        Place {
+            workspace: self.workspace(),
+            checkouts: self.checkouts(),
+            local: self.local(),
+            scratch: self.scratch(),
+        }
     }
 
     /// How the repositories were checked out (see [`crate::deliver::checkouts`]).

@@ -1,20 +1,23 @@
 //! A workspace handed between a conversation and an SOP run: `run SOP` in a conversation's
 //! thread starts the run from the conversation's workspace (its latest checkpoint, taken
 //! after every turn), and when the run ends, or is taken over, the conversation's next
-//! task adopts the run's workspace. Each side gets a copy, with the record of how its
-//! repositories were checked out, so delivery on either side pushes the same branches; a
-//! paused run that was taken over still has its own.
+//! task adopts the run's workspace (the run's latest checkpoint, taken after every
+//! attempt). Both come from the blob store, so neither side needs the other's runner.
+//! Each side gets a copy, with the record of how its repositories were checked out, so
+//! delivery on either side pushes the same branches; a paused run that was taken over
+//! still has its own.
 
-use std::path::Path;
-
+use gatehouse_blobs::Digest;
 use gatehouse_bus::HandlerError;
+use gatehouse_store::CheckpointRow;
 use uuid::Uuid;
 
 use super::dirs::ConversationDirs;
-use super::workspace::blocking;
-use crate::checkpoint;
-use crate::files::{RunDirs, Scratch};
-use crate::runner::Runner;
+use super::workspace::conversation_workspace;
+use crate::durably::durably;
+use crate::files::RunDirs;
+use crate::patience::patiently;
+use crate::runner::{Runner, run_place, run_workspace};
 
 impl Runner {
     /// Seeds a run's workspace from the conversation it was started from, before its first
@@ -38,62 +41,70 @@ impl Runner {
                 .map(|()| false)
                 .map_err(|e| format!("preparing the run's directory: {e}")));
         };
-        let dirs = ConversationDirs::new(&self.options.data_dir, conversation);
-        let (archive, record) = (dirs.checkpoint(), dirs.checkouts());
-        let (workspace, run_record) = (run_dirs.workspace(), run_dirs.checkouts());
-        let done = blocking(move || {
-            if archive.exists() {
-                checkpoint::restore(&archive, &workspace)?;
-            } else {
-                std::fs::create_dir_all(&workspace)?;
-            }
-            copy_if_there(&record, &run_record)?;
-            std::fs::write(&seeded, conversation.to_string())
-        })
-        .await;
+        // The conversation's latest checkpoint, whichever runner took it; none when no turn
+        // ever ran (an empty workspace).
+        let latest = self
+            .store
+            .latest_checkpoint(&conversation_workspace(conversation))
+            .await?;
+        let done = match latest {
+            Some(latest) => match latest.manifest.parse::<Digest>() {
+                Ok(digest) => {
+                    let place = run_place(run_dirs);
+                    patiently("restoring a checkpoint", || {
+                        self.checkpoints.restore(&digest, &place)
+                    })
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| e.to_string())
+                }
+                Err(e) => Err(format!("its checkpoint is not a digest: {e}")),
+            },
+            None => std::fs::create_dir_all(run_dirs.workspace()).map_err(|e| e.to_string()),
+        };
+        let done = done.and_then(|()| {
+            std::fs::write(&seeded, conversation.to_string()).map_err(|e| e.to_string())
+        });
         Ok(done
             .map(|()| true)
             .map_err(|e| format!("starting from conversation {conversation}'s workspace: {e}")))
     }
 
-    /// Replaces the conversation's workspace with a copy of `run`'s, which gave it back.
-    /// A run whose workspace is gone (its files were cleaned up) leaves the conversation's
-    /// as it is, and says so in the log.
-    pub(super) async fn adopt_run(&self, run: Uuid, dirs: &ConversationDirs) -> Result<(), String> {
-        let run_dirs = RunDirs::new(&self.options.data_dir, run);
-        let (from, record) = (run_dirs.workspace(), run_dirs.checkouts());
-        if !from.exists() {
-            tracing::warn!(%run, "the run's workspace is gone; the conversation keeps its own");
+    /// Replaces the conversation's workspace with a copy of `run`'s (its latest
+    /// checkpoint), which gave it back, and makes that the conversation's latest
+    /// checkpoint. A run that left no checkpoint leaves the conversation's workspace as it
+    /// is, and says so in the log.
+    pub(super) async fn adopt_run(
+        &self,
+        run: Uuid,
+        conversation: Uuid,
+        dirs: &ConversationDirs,
+    ) -> Result<(), String> {
+        let latest = self
+            .store
+            .latest_checkpoint(&run_workspace(run))
+            .await
+            .map_err(|e| format!("reading run {run}'s checkpoint: {e}"))?;
+        let Some(latest) = latest else {
+            tracing::warn!(%run, "the run left no checkpoint; the conversation keeps its own workspace");
             return Ok(());
-        }
-        let (workspace, scratch, conversation_record) =
-            (dirs.workspace(), dirs.scratch(), dirs.checkouts());
-        blocking(move || {
-            let staging = Scratch::new(&scratch, "adopting")?;
-            let archive = staging.path().join("run.tar");
-            checkpoint::take(&from, &archive)?;
-            checkpoint::restore(&archive, &workspace)?;
-            std::fs::remove_file(&conversation_record).or_else(not_found)?;
-            copy_if_there(&record, &conversation_record)
+        };
+        self.restore_conversation(&latest.manifest, dirs)
+            .await
+            .map_err(|e| format!("taking over run {run}'s workspace: {e}"))?;
+        let row = CheckpointRow {
+            workspace: conversation_workspace(conversation),
+            manifest: latest.manifest,
+            runner: self.options.id.clone(),
+            taken_after: format!("taking run {run}'s workspace"),
+            taken_at: chrono::Utc::now(),
+        };
+        durably("recording a checkpoint", || {
+            self.store.record_checkpoint(&row)
         })
         .await
-        .map_err(|e| format!("taking over run {run}'s workspace: {e}"))?;
+        .map_err(|e| format!("recording run {run}'s workspace as the conversation's: {e}"))?;
         tracing::info!(%run, "the conversation took over the run's workspace");
         Ok(())
-    }
-}
-
-fn copy_if_there(from: &Path, to: &Path) -> std::io::Result<()> {
-    match std::fs::copy(from, to) {
-        Ok(_) => Ok(()),
-        Err(e) => not_found(e),
-    }
-}
-
-fn not_found(e: std::io::Error) -> std::io::Result<()> {
-    if e.kind() == std::io::ErrorKind::NotFound {
-        Ok(())
-    } else {
-        Err(e)
     }
 }

@@ -1,20 +1,23 @@
 //! A conversation's workspace on the runner's disk: readied before each turn (kept from
-//! the turn before, else restored from its checkpoint, else the project's repositories
-//! checked out as a run's are), checkpointed after each attempt, copied for a read-only
-//! role to work in and throw away, and released when the conversation goes idle —
-//! checkpointed first, and kept whole when that fails, so no work is ever lost to a
-//! release.
+//! the turn before when it is the latest checkpoint, else restored from that checkpoint in
+//! the blob store — whichever runner took it — else the project's repositories checked
+//! out as a run's are), checkpointed after each attempt, copied for a read-only role to
+//! work in and throw away, and released when the conversation goes idle — checkpointed
+//! first, and kept whole when that fails, so no work is ever lost to a release.
 
-use std::path::Path;
-
+use gatehouse_blobs::Digest;
 use gatehouse_bus::HandlerError;
 use gatehouse_events::TurnDispatch;
+use gatehouse_store::CheckpointRow;
+use uuid::Uuid;
 
 use super::dirs::ConversationDirs;
-use crate::checkpoint;
+use crate::checkpoint::{self, Local};
 use crate::deliver::checkouts::{self, requirement_branch};
 use crate::deliver::prepare::Layout;
+use crate::durably::durably;
 use crate::files::Scratch;
+use crate::patience::patiently;
 use crate::runner::{Requirement, Runner};
 
 impl Runner {
@@ -27,23 +30,35 @@ impl Runner {
     ) -> Result<Result<(), String>, HandlerError> {
         // A run gave the workspace back: its files are where the turn starts.
         if let Some(run) = job.adopt_run
-            && let Err(reason) = self.adopt_run(run, dirs).await
+            && let Err(reason) = self.adopt_run(run, job.conversation_id, dirs).await
         {
             return Ok(Err(reason));
         }
         let workspace = dirs.workspace();
-        if !workspace.exists() {
-            let archive = dirs.checkpoint();
-            if archive.exists() {
-                return Ok(restore(&archive, dirs).await);
-            }
-            // Nothing of an earlier workspace is left: a record of its checkouts would
-            // keep them from being made again.
-            if let Err(e) = std::fs::remove_file(dirs.checkouts())
-                && e.kind() != std::io::ErrorKind::NotFound
+        let latest = self
+            .store
+            .latest_checkpoint(&conversation_workspace(job.conversation_id))
+            .await?;
+        let local = Local::read(&dirs.local()).map(|l| l.digest);
+        match latest {
+            Some(latest)
+                if !workspace.exists()
+                    || local.as_ref().is_none_or(|d| d.as_str() != latest.manifest) =>
             {
-                return Ok(Err(format!("preparing the workspace: {e}")));
+                if let Err(reason) = self.restore_conversation(&latest.manifest, dirs).await {
+                    return Ok(Err(reason));
+                }
             }
+            _ if !workspace.exists() => {
+                // Nothing of an earlier workspace is left: a record of its checkouts would
+                // keep them from being made again.
+                if let Err(e) = std::fs::remove_file(dirs.checkouts())
+                    && e.kind() != std::io::ErrorKind::NotFound
+                {
+                    return Ok(Err(format!("preparing the workspace: {e}")));
+                }
+            }
+            _ => {}
         }
         if let Err(reason) = self.check_out(job, dirs).await? {
             return Ok(Err(reason));
@@ -101,35 +116,75 @@ impl Runner {
     }
 }
 
-/// Restores the workspace from its checkpoint: unpacked beside it first, then moved into
-/// place, so a restore cut short leaves no half workspace to be taken for a whole one.
-async fn restore(archive: &Path, dirs: &ConversationDirs) -> Result<(), String> {
-    let (archive, workspace, scratch) = (archive.to_owned(), dirs.workspace(), dirs.scratch());
-    blocking(move || {
-        let staging = Scratch::new(&scratch, "restore")?;
-        checkpoint::restore(&archive, staging.path())?;
-        std::fs::rename(staging.path(), &workspace)
-    })
-    .await
-    .map_err(|e| format!("restoring the workspace from its checkpoint: {e}"))
+/// The name a conversation's workspace has in the checkpoints table.
+pub(crate) fn conversation_workspace(conversation: Uuid) -> String {
+    format!("conversation:{conversation}")
 }
 
-/// Archives the workspace as the attempt left it. A failure is logged and the workspace
-/// stays as it is.
-pub(super) async fn take_checkpoint(dirs: &ConversationDirs) -> bool {
-    let (workspace, archive) = (dirs.workspace(), dirs.checkpoint());
-    match blocking(move || checkpoint::take(&workspace, &archive)).await {
-        Ok(taken) => {
-            tracing::debug!(
-                entries = taken.entries,
-                bytes = taken.bytes,
-                "checkpointed the conversation's workspace"
-            );
-            true
+impl Runner {
+    /// Restores the conversation's workspace from checkpoint `manifest`.
+    pub(super) async fn restore_conversation(
+        &self,
+        manifest: &str,
+        dirs: &ConversationDirs,
+    ) -> Result<(), String> {
+        let digest: Digest = manifest
+            .parse()
+            .map_err(|e| format!("the workspace's checkpoint is not a digest: {e}"))?;
+        let place = dirs.place();
+        let restored = patiently("restoring a checkpoint", || {
+            self.checkpoints.restore(&digest, &place)
+        })
+        .await
+        .map_err(|e| format!("restoring the workspace from its checkpoint: {e}"))?;
+        tracing::info!(
+            entries = restored.entries,
+            fetched = restored.fetched,
+            "restored the conversation's workspace from its checkpoint"
+        );
+        Ok(())
+    }
+
+    /// Checkpoints the workspace as the attempt left it and records it as the
+    /// conversation's latest. A failure is logged and the workspace stays as it is.
+    pub(super) async fn checkpoint_conversation(
+        &self,
+        conversation: Uuid,
+        dirs: &ConversationDirs,
+    ) -> bool {
+        let place = dirs.place();
+        let taken = match patiently("taking a checkpoint", || self.checkpoints.take(&place)).await {
+            Ok(taken) => taken,
+            Err(e) => {
+                tracing::warn!(error = %e, "checkpointing the conversation's workspace failed; it is kept as it is");
+                return false;
+            }
+        };
+        tracing::debug!(
+            entries = taken.entries,
+            uploaded = taken.uploaded,
+            "checkpointed the conversation's workspace"
+        );
+        if !taken.changed {
+            return true;
         }
-        Err(e) => {
-            tracing::warn!(error = %e, "checkpointing the conversation's workspace failed; it is kept as it is");
-            false
+        let row = CheckpointRow {
+            workspace: conversation_workspace(conversation),
+            manifest: taken.manifest.as_str().to_owned(),
+            runner: self.options.id.clone(),
+            taken_after: "a turn".to_owned(),
+            taken_at: chrono::Utc::now(),
+        };
+        match durably("recording a checkpoint", || {
+            self.store.record_checkpoint(&row)
+        })
+        .await
+        {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::warn!(error = %e, "recording the conversation's checkpoint failed; the workspace is kept as it is");
+                false
+            }
         }
     }
 }
@@ -140,9 +195,9 @@ pub(super) async fn read_only_copy(dirs: &ConversationDirs) -> Result<Scratch, S
     blocking(move || {
         let archive = Scratch::new(&scratch, "copying")?;
         let tar = archive.path().join("workspace.tar");
-        checkpoint::take(&workspace, &tar)?;
+        checkpoint::take_archive(&workspace, &tar)?;
         let copy = Scratch::new(&scratch, "read-only")?;
-        checkpoint::restore(&tar, copy.path())?;
+        checkpoint::restore_archive(&tar, copy.path())?;
         Ok(copy)
     })
     .await
@@ -158,7 +213,7 @@ impl Runner {
         // What a run gave back is what is checkpointed; if it cannot be taken, the
         // workspace is released as it is and the run keeps its own.
         if let Some(run) = job.adopt_run
-            && let Err(reason) = self.adopt_run(run, &dirs).await
+            && let Err(reason) = self.adopt_run(run, job.conversation_id, &dirs).await
         {
             tracing::warn!(%run, %reason, "releasing without the run's workspace");
         }
@@ -167,10 +222,18 @@ impl Runner {
             tracing::debug!(timer, "the conversation's workspace is released already");
             return;
         }
-        if !take_checkpoint(&dirs).await {
+        if !self
+            .checkpoint_conversation(job.conversation_id, &dirs)
+            .await
+        {
             return;
         }
-        if let Err(e) = blocking(move || std::fs::remove_dir_all(&workspace)).await {
+        let local = dirs.local();
+        let removed = blocking(move || {
+            std::fs::remove_dir_all(&workspace)?;
+            std::fs::remove_file(local)
+        });
+        if let Err(e) = removed.await {
             tracing::warn!(error = %e, "deleting the released workspace failed");
             return;
         }

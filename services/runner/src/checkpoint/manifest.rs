@@ -1,0 +1,231 @@
+//! What a checkpoint records: every entry of the workspace (directories, files by content
+//! digest, symbolic links by target) with its mode and owner, the packs holding the files'
+//! contents, and the record of the checkouts kept beside the workspace.
+//!
+//! A manifest is read back on another runner, so it is checked before anything is made of
+//! it: every path is relative and plain (no `..`, no empty or `.` parts), entries come
+//! parents first, and nothing lies below a link or a file — restoring never writes
+//! through a link or outside the workspace.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use gatehouse_blobs::Digest;
+use serde::{Deserialize, Serialize};
+
+/// The format this runner writes and reads.
+const VERSION: u32 = 1;
+
+/// A checkpoint of a workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Manifest {
+    pub version: u32,
+    /// Parents before children, in the order a walk found them.
+    pub entries: Vec<Entry>,
+    /// Tar archives whose members, named by digest, hold the files' contents. Earlier
+    /// checkpoints' packs are kept while they hold enough of what is still there, so an
+    /// unchanged file is uploaded once (see [`super::take`]).
+    pub packs: Vec<Pack>,
+    /// The checkouts record kept beside the workspace, when the repositories were cloned.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub checkouts: Option<String>,
+}
+
+/// One entry below the workspace.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Entry {
+    /// Relative, `/`-separated.
+    pub path: String,
+    #[serde(flatten)]
+    pub kind: Kind,
+    /// Permission bits.
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub(crate) enum Kind {
+    Dir,
+    File {
+        #[serde(with = "as_text")]
+        digest: Digest,
+        size: u64,
+    },
+    Link {
+        target: String,
+    },
+}
+
+/// A pack and its size, for deciding when to repack.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Pack {
+    #[serde(with = "as_text")]
+    pub digest: Digest,
+    pub size: u64,
+}
+
+impl Manifest {
+    pub(crate) fn new(entries: Vec<Entry>, packs: Vec<Pack>, checkouts: Option<String>) -> Self {
+        Self {
+            version: VERSION,
+            entries,
+            packs,
+            checkouts,
+        }
+    }
+
+    /// Reads and checks a manifest (see the module's rules).
+    pub(crate) fn parse(bytes: &[u8]) -> Result<Self, String> {
+        let manifest: Self = serde_json::from_slice(bytes)
+            .map_err(|e| format!("the manifest does not read: {e}"))?;
+        if manifest.version != VERSION {
+            return Err(format!(
+                "the manifest is of format {}, this runner reads {VERSION}",
+                manifest.version
+            ));
+        }
+        let mut dirs = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        for entry in &manifest.entries {
+            check_path(&entry.path)?;
+            if let Some((parent, _)) = entry.path.rsplit_once('/')
+                && !dirs.contains(parent)
+            {
+                return Err(format!(
+                    "`{}` comes before its directory, or lies below something that is not one",
+                    entry.path
+                ));
+            }
+            if !seen.insert(entry.path.as_str()) {
+                return Err(format!("`{}` is recorded twice", entry.path));
+            }
+            if entry.kind == Kind::Dir {
+                dirs.insert(entry.path.as_str());
+            }
+        }
+        Ok(manifest)
+    }
+
+    pub(crate) fn to_json(&self) -> Vec<u8> {
+        // A manifest is plain data: it always serialises.
+        serde_json::to_vec(self).unwrap_or_default()
+    }
+
+    /// Each file's content digest and size.
+    pub(crate) fn contents(&self) -> BTreeMap<&Digest, u64> {
+        self.entries
+            .iter()
+            .filter_map(|e| match &e.kind {
+                Kind::File { digest, size } => Some((digest, *size)),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+/// A digest as its hex text, parsed (and so checked) when read.
+pub(crate) mod as_text {
+    use gatehouse_blobs::Digest;
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(crate) fn serialize<S: Serializer>(digest: &Digest, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(digest.as_str())
+    }
+
+    pub(crate) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<Digest, D::Error> {
+        let text = String::deserialize(d)?;
+        text.parse().map_err(serde::de::Error::custom)
+    }
+}
+
+/// A plain relative path: no leading `/`, no empty, `.` or `..` part, no NUL.
+fn check_path(path: &str) -> Result<(), String> {
+    let plain = !path.is_empty()
+        && !path.contains('\0')
+        && path
+            .split('/')
+            .all(|part| !part.is_empty() && part != "." && part != "..");
+    if plain {
+        Ok(())
+    } else {
+        Err(format!("`{path}` is not a plain relative path"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry(path: &str, kind: Kind) -> Entry {
+        Entry {
+            path: path.into(),
+            kind,
+            mode: 0o644,
+            uid: 0,
+            gid: 0,
+        }
+    }
+
+    fn digest() -> Digest {
+        "0".repeat(64).parse().unwrap()
+    }
+
+    fn parsed(entries: Vec<Entry>) -> Result<Manifest, String> {
+        Manifest::parse(&Manifest::new(entries, Vec::new(), None).to_json())
+    }
+
+    #[test]
+    fn a_manifest_reads_back_as_written() {
+        let file = Kind::File {
+            digest: digest(),
+            size: 3,
+        };
+        let entries = vec![
+            entry("src", Kind::Dir),
+            entry("src/a.rs", file),
+            entry(
+                "link",
+                Kind::Link {
+                    target: "../outside".into(),
+                },
+            ),
+        ];
+        let manifest = parsed(entries.clone()).unwrap();
+        assert_eq!(manifest.entries, entries);
+        assert_eq!(manifest.contents().len(), 1);
+    }
+
+    #[test]
+    fn paths_that_reach_out_or_go_through_links_are_refused() {
+        let file = || Kind::File {
+            digest: digest(),
+            size: 1,
+        };
+        for path in ["/etc/passwd", "../x", "a/../../x", "", "a//b", "./a"] {
+            assert!(parsed(vec![entry(path, file())]).is_err(), "{path}");
+        }
+        let through_link = vec![
+            entry(
+                "l",
+                Kind::Link {
+                    target: "/etc".into(),
+                },
+            ),
+            entry("l/passwd", file()),
+        ];
+        assert!(parsed(through_link).unwrap_err().contains("l/passwd"));
+        let below_file = vec![entry("f", file()), entry("f/x", file())];
+        assert!(parsed(below_file).is_err());
+        let child_first = vec![entry("d/x", file()), entry("d", Kind::Dir)];
+        assert!(parsed(child_first).is_err());
+        let twice = vec![entry("a", file()), entry("a", file())];
+        assert!(parsed(twice).is_err());
+    }
+
+    #[test]
+    fn digests_must_be_digests() {
+        let json = br#"{"version":1,"entries":[{"path":"a","kind":"file","digest":"../../x","size":1,"mode":420,"uid":0,"gid":0}],"packs":[]}"#;
+        assert!(Manifest::parse(json).is_err());
+    }
+}

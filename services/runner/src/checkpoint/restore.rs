@@ -1,0 +1,170 @@
+//! Laying a checked manifest out as the workspace, on the blocking pool: the contents taken
+//! out of the packs (each checked against its digest), the tree built in a staging
+//! directory, then moved into the workspace in place of what was there. The workspace
+//! directory itself stays, as it may be a mount point.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+
+use gatehouse_blobs::Digest;
+
+use super::manifest::{Kind, Manifest};
+use super::walk::{Seen, SeenFiles};
+use super::{Local, Place, pack};
+
+/// Restores `manifest` (checkpoint `digest`) from `packs` into `place`, working in
+/// `staging`. Contents missing from the packs or not matching their digests are
+/// `InvalidData`.
+pub(super) fn restore(
+    manifest: &Manifest,
+    digest: &Digest,
+    packs: &[PathBuf],
+    staging: &Path,
+    place: &Place,
+) -> io::Result<()> {
+    let objects = staging.join("objects");
+    let contents = manifest.contents();
+    let mut missing: BTreeSet<&Digest> = contents.keys().copied().collect();
+    for file in packs {
+        if missing.is_empty() {
+            break;
+        }
+        // The pack is what its digest says (the blob store checked), so one that does not
+        // read as a pack was never one.
+        let taken = pack::extract(file, &missing, &objects).map_err(|e| match e.kind() {
+            io::ErrorKind::InvalidData => e,
+            _ => invalid(format!("a pack does not read: {e}")),
+        })?;
+        for taken in taken {
+            missing.remove(&taken);
+        }
+    }
+    if let Some(digest) = missing.first() {
+        return Err(invalid(format!(
+            "the content {digest} is in none of its packs"
+        )));
+    }
+    let tree = staging.join("tree");
+    std::fs::create_dir(&tree)?;
+    let seen = build(manifest, &objects, &tree)?;
+    replace_contents(&place.workspace, &tree)?;
+    match &manifest.checkouts {
+        Some(record) => std::fs::write(&place.checkouts, record)?,
+        None => match std::fs::remove_file(&place.checkouts) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        },
+    }
+    // The files were moved, not copied: what was seen in the tree is what is there now,
+    // but the change times moved with the rename, so look again.
+    let seen = seen
+        .into_iter()
+        .map(|(path, digest)| {
+            let meta = std::fs::symlink_metadata(place.workspace.join(&path))?;
+            Ok((path, Seen::of(&meta, digest)))
+        })
+        .collect::<io::Result<SeenFiles>>()?;
+    let local = Local {
+        digest: digest.clone(),
+        manifest: manifest.clone(),
+        seen,
+    };
+    local.write(&place.local)
+}
+
+/// Builds the manifest's entries under `tree` from the contents in `objects`; each file's
+/// path and digest.
+fn build(manifest: &Manifest, objects: &Path, tree: &Path) -> io::Result<BTreeMap<String, Digest>> {
+    let mut uses: BTreeMap<&Digest, usize> = BTreeMap::new();
+    for entry in &manifest.entries {
+        if let Kind::File { digest, .. } = &entry.kind {
+            *uses.entry(digest).or_default() += 1;
+        }
+    }
+    let mut files = BTreeMap::new();
+    let mut dirs = Vec::new();
+    for entry in &manifest.entries {
+        let path = tree.join(&entry.path);
+        match &entry.kind {
+            Kind::Dir => {
+                std::fs::create_dir(&path)?;
+                dirs.push((path.clone(), entry.mode));
+            }
+            Kind::File { digest, .. } => {
+                let object = objects.join(digest.as_str());
+                let left = uses.get_mut(digest).map_or(0, |n| {
+                    *n -= 1;
+                    *n
+                });
+                // The last path with this content takes the object itself.
+                if left == 0 {
+                    std::fs::rename(&object, &path)?;
+                } else {
+                    std::fs::copy(&object, &path)?;
+                }
+                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(entry.mode))?;
+                files.insert(entry.path.clone(), digest.clone());
+            }
+            Kind::Link { target } => std::os::unix::fs::symlink(target, &path)?,
+        }
+        own(&path, entry.uid, entry.gid)?;
+    }
+    // Directory modes last: a read-only directory would refuse its own entries.
+    for (path, mode) in dirs.into_iter().rev() {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
+    }
+    Ok(files)
+}
+
+/// Gives `path` (never followed) its recorded owner, as a sandbox running as another user
+/// needs; a runner that may not change owners leaves them its own.
+fn own(path: &Path, uid: u32, gid: u32) -> io::Result<()> {
+    match std::os::unix::fs::lchown(path, Some(uid), Some(gid)) {
+        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(()),
+        other => other,
+    }
+}
+
+/// Empties `workspace` (created if missing) and moves everything in `tree` into it.
+fn replace_contents(workspace: &Path, tree: &Path) -> io::Result<()> {
+    std::fs::create_dir_all(workspace)?;
+    for entry in std::fs::read_dir(workspace)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            make_writable(&entry.path())?;
+            std::fs::remove_dir_all(entry.path())?;
+        } else {
+            std::fs::remove_file(entry.path())?;
+        }
+    }
+    for entry in std::fs::read_dir(tree)? {
+        let entry = entry?;
+        std::fs::rename(entry.path(), workspace.join(entry.file_name()))?;
+    }
+    Ok(())
+}
+
+/// Lets the owner write every directory below `dir`, so it can be removed.
+fn make_writable(dir: &Path) -> io::Result<()> {
+    let meta = std::fs::symlink_metadata(dir)?;
+    if !meta.is_dir() {
+        return Ok(());
+    }
+    let mode = meta.permissions().mode();
+    if mode & 0o700 != 0o700 {
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode | 0o700))?;
+    }
+    for entry in std::fs::read_dir(dir)? {
+        let entry = entry?;
+        if entry.file_type()?.is_dir() {
+            make_writable(&entry.path())?;
+        }
+    }
+    Ok(())
+}
+
+fn invalid(e: impl ToString) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, e.to_string())
+}

@@ -1,0 +1,144 @@
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+
+use gatehouse_blobs::{BlobStore, LocalBlobs};
+
+use super::*;
+
+/// A runner's disk: a workspace and what is kept beside it.
+fn place(root: &Path, name: &str) -> Place {
+    let dir = root.join(name);
+    Place {
+        workspace: dir.join("workspace"),
+        checkouts: dir.join("checkouts.json"),
+        local: dir.join("checkpoint.json"),
+        scratch: dir.join("scratch"),
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap()
+}
+
+#[tokio::test]
+async fn a_workspace_moves_to_another_runner_whole_and_only_changes_travel_again() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Arc::new(LocalBlobs::new(root.path().join("blobs")));
+    let checkpoints = Checkpoints::new(store.clone());
+    let (a, b) = (place(root.path(), "a"), place(root.path(), "b"));
+
+    // A repository with a big object, an executable, a link and an empty directory.
+    let big = "x".repeat(1 << 20);
+    write(&a.workspace.join(".git/objects/pack/big.pack"), &big);
+    write(&a.workspace.join(".git/HEAD"), "ref: refs/heads/main");
+    write(&a.workspace.join("src/main.rs"), "fn main() {}");
+    let script = a.workspace.join("run.sh");
+    write(&script, "#!/bin/sh");
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::os::unix::fs::symlink("src/main.rs", a.workspace.join("link")).unwrap();
+    std::fs::create_dir_all(a.workspace.join("empty")).unwrap();
+    write(&a.checkouts, r#"[{"repo":"acme/api"}]"#);
+
+    let first = checkpoints.take(&a).await.unwrap();
+    assert!(first.changed);
+    assert!(first.uploaded > big.len() as u64, "{first:?}");
+
+    // Runner b restores it: files, modes, links, directories and the checkouts record.
+    std::fs::create_dir_all(&b.workspace).unwrap();
+    write(&b.workspace.join("stale.txt"), "from an older attempt");
+    let restored = checkpoints.restore(&first.manifest, &b).await.unwrap();
+    assert_eq!(restored.entries, first.entries);
+    assert_eq!(read(&b.workspace.join(".git/objects/pack/big.pack")), big);
+    assert_eq!(read(&b.workspace.join("src/main.rs")), "fn main() {}");
+    let mode = std::fs::metadata(b.workspace.join("run.sh"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o777, 0o755);
+    assert_eq!(
+        std::fs::read_link(b.workspace.join("link")).unwrap(),
+        Path::new("src/main.rs")
+    );
+    assert!(b.workspace.join("empty").is_dir());
+    assert!(!b.workspace.join("stale.txt").exists());
+    assert_eq!(read(&b.checkouts), r#"[{"repo":"acme/api"}]"#);
+
+    // Nothing changed: the same checkpoint, nothing uploaded.
+    let again = checkpoints.take(&b).await.unwrap();
+    assert_eq!(again.manifest, first.manifest);
+    assert!(!again.changed);
+    assert_eq!(again.uploaded, 0);
+
+    // A node's change on b travels alone: the big pack is not uploaded again.
+    write(&b.workspace.join("src/main.rs"), "fn main() { work() }");
+    std::fs::remove_file(b.workspace.join("run.sh")).unwrap();
+    let second = checkpoints.take(&b).await.unwrap();
+    assert!(second.changed);
+    assert!(second.uploaded < 4096, "{second:?}");
+
+    // Back on a, which still has the first copy: it catches up.
+    checkpoints.restore(&second.manifest, &a).await.unwrap();
+    assert_eq!(
+        read(&a.workspace.join("src/main.rs")),
+        "fn main() { work() }"
+    );
+    assert!(!a.workspace.join("run.sh").exists());
+    assert_eq!(read(&a.workspace.join(".git/objects/pack/big.pack")), big);
+}
+
+#[tokio::test]
+async fn packs_that_hold_mostly_dead_content_are_repacked() {
+    let root = tempfile::tempdir().unwrap();
+    let checkpoints = Checkpoints::new(Arc::new(LocalBlobs::new(root.path().join("blobs"))));
+    let a = place(root.path(), "a");
+    write(&a.workspace.join("big.bin"), &"y".repeat(3 << 20));
+    checkpoints.take(&a).await.unwrap();
+    std::fs::remove_file(a.workspace.join("big.bin")).unwrap();
+    write(&a.workspace.join("small.txt"), "small");
+    let taken = checkpoints.take(&a).await.unwrap();
+    let local = Local::read(&a.local).unwrap();
+    assert_eq!(local.manifest.packs.len(), 1, "repacked into one");
+    assert!(local.manifest.packs[0].size < 64 * 1024, "{taken:?}");
+}
+
+#[tokio::test]
+async fn a_tampered_pack_restores_nothing() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Arc::new(LocalBlobs::new(root.path().join("blobs")));
+    let checkpoints = Checkpoints::new(store.clone());
+    let (a, b) = (place(root.path(), "a"), place(root.path(), "b"));
+    write(&a.workspace.join("a.txt"), "the work");
+    let taken = checkpoints.take(&a).await.unwrap();
+
+    // A manifest naming a pack that holds other content than its entries say.
+    let manifest =
+        Manifest::parse(&store.get_bytes(&taken.manifest, 1 << 20).await.unwrap()).unwrap();
+    let mut forged = manifest.clone();
+    let other = store
+        .put_bytes(bytes::Bytes::from_static(b"not a pack"))
+        .await
+        .unwrap();
+    forged.packs = vec![manifest::Pack {
+        digest: other.digest,
+        size: other.size,
+    }];
+    let forged = store.put_bytes(forged.to_json().into()).await.unwrap();
+    write(&b.workspace.join("kept.txt"), "untouched");
+    let err = checkpoints.restore(&forged.digest, &b).await.unwrap_err();
+    assert!(matches!(err, CheckpointError::Invalid { .. }), "{err}");
+    assert_eq!(read(&b.workspace.join("kept.txt")), "untouched");
+
+    // A manifest reaching out of the workspace is refused before anything is fetched.
+    let mut escaping = manifest;
+    escaping.entries[0].path = "../outside.txt".into();
+    let escaping = store.put_bytes(escaping.to_json().into()).await.unwrap();
+    let err = checkpoints.restore(&escaping.digest, &b).await.unwrap_err();
+    assert!(err.to_string().contains("plain relative path"), "{err}");
+    assert!(!root.path().join("b/outside.txt").exists());
+}

@@ -1,0 +1,144 @@
+//! Reading a workspace into manifest entries, on the blocking pool. A file is hashed only
+//! when its size, modification time, change time or inode differ from what this runner
+//! saw at the last checkpoint or restore (as git's index does), so checkpointing a large
+//! unchanged repository costs a walk of `stat` calls, not a read of every byte.
+
+use std::collections::BTreeMap;
+use std::fs::Metadata;
+use std::io;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+use gatehouse_blobs::Digest;
+use serde::{Deserialize, Serialize};
+
+use super::manifest::{Entry, Kind};
+
+/// What this runner knew of a file when it last hashed or wrote it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Seen {
+    size: u64,
+    mtime_ns: i64,
+    ctime_ns: i64,
+    ino: u64,
+    #[serde(with = "super::manifest::as_text")]
+    digest: Digest,
+}
+
+impl Seen {
+    pub(crate) fn of(meta: &Metadata, digest: Digest) -> Self {
+        Self {
+            size: meta.len(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+            ino: meta.ino(),
+            digest,
+        }
+    }
+
+    fn matches(&self, meta: &Metadata) -> bool {
+        let now = Self::of(meta, self.digest.clone());
+        now == *self
+    }
+}
+
+/// Files by relative path, as last seen.
+pub(crate) type SeenFiles = BTreeMap<String, Seen>;
+
+/// The workspace as entries, parents first, and each file as seen now.
+pub(crate) struct Walked {
+    pub entries: Vec<Entry>,
+    pub seen: SeenFiles,
+    /// Bytes read to hash files that changed (or were never seen).
+    pub hashed: u64,
+}
+
+/// Walks `workspace` without following links; other special files (FIFOs, sockets,
+/// devices) are left out, as they cannot be restored elsewhere.
+pub(crate) fn walk(workspace: &Path, before: &SeenFiles) -> io::Result<Walked> {
+    let mut walked = Walked {
+        entries: Vec::new(),
+        seen: SeenFiles::new(),
+        hashed: 0,
+    };
+    std::fs::create_dir_all(workspace)?;
+    walk_dir(workspace, "", before, &mut walked)?;
+    Ok(walked)
+}
+
+fn walk_dir(dir: &Path, prefix: &str, before: &SeenFiles, out: &mut Walked) -> io::Result<()> {
+    let mut names: Vec<_> = std::fs::read_dir(dir)?
+        .map(|e| e.map(|e| e.file_name()))
+        .collect::<Result<_, _>>()?;
+    names.sort();
+    for name in names {
+        let Some(name) = name.to_str() else {
+            tracing::warn!(dir = %dir.display(), "a name that is not UTF-8 is left out of the checkpoint");
+            continue;
+        };
+        let path = dir.join(name);
+        let relative = if prefix.is_empty() {
+            name.to_owned()
+        } else {
+            format!("{prefix}/{name}")
+        };
+        let meta = std::fs::symlink_metadata(&path)?;
+        let kind = meta.file_type();
+        let entry = |kind| Entry {
+            path: relative.clone(),
+            kind,
+            mode: meta.permissions().mode() & 0o7777,
+            uid: meta.uid(),
+            gid: meta.gid(),
+        };
+        if kind.is_dir() {
+            out.entries.push(entry(Kind::Dir));
+            walk_dir(&path, &relative, before, out)?;
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(&path)?;
+            let Some(target) = target.to_str() else {
+                tracing::warn!(path = %relative, "a link whose target is not UTF-8 is left out of the checkpoint");
+                continue;
+            };
+            out.entries.push(entry(Kind::Link {
+                target: target.to_owned(),
+            }));
+        } else if kind.is_file() {
+            let seen = match before.get(&relative) {
+                Some(seen) if seen.matches(&meta) => seen.clone(),
+                _ => {
+                    let digest = hash_file(&path)?;
+                    out.hashed += meta.len();
+                    // Stat again: the size read may differ from a file still being written.
+                    Seen::of(&std::fs::symlink_metadata(&path)?, digest)
+                }
+            };
+            out.entries.push(entry(Kind::File {
+                digest: seen.digest.clone(),
+                size: seen.size,
+            }));
+            out.seen.insert(relative, seen);
+        }
+    }
+    Ok(())
+}
+
+/// The SHA-256 of a file's contents, read without following a link.
+pub(crate) fn hash_file(path: &Path) -> io::Result<Digest> {
+    Ok(gatehouse_blobs::hash_reader(open_no_follow(path)?)?.digest)
+}
+
+/// Opens a regular file for reading, refusing a link in its place.
+pub(crate) fn open_no_follow(path: &Path) -> io::Result<std::fs::File> {
+    use rustix::fs::{Mode, OFlags};
+    let flags = OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC;
+    let fd = rustix::fs::open(path, flags, Mode::empty())?;
+    let file = std::fs::File::from(fd);
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::other(format!(
+            "{} is not a regular file",
+            path.display()
+        )));
+    }
+    Ok(file)
+}

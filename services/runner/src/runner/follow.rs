@@ -1,0 +1,284 @@
+//! A run's workspace following it between runners, with no shared disk.
+//!
+//! Before an attempt, this runner's copy of the workspace is made the run's latest
+//! checkpoint: restored from the blob store when another runner took that checkpoint, or
+//! when an attempt here was cut short (the runner killed mid-attempt leaves its marker).
+//! At the node's first start the workspace is checkpointed (a send-back to the node
+//! restores it), and after every attempt it is checkpointed again and recorded as the
+//! run's latest, before the attempt reports its end — so whichever runner takes the next
+//! node finds it. A job for a run whose latest checkpoint another runner took is left to
+//! that runner for a short grace, so the workspace moves only when it must.
+//!
+//! Attempts of one run on one runner share its workspace, as parallel nodes always have:
+//! it is only restored when no other attempt of the run is working in it here.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use chrono::Utc;
+use gatehouse_blobs::Digest;
+use gatehouse_bus::Delivery;
+use gatehouse_events::{Envelope, Event, NodeDispatch};
+use gatehouse_store::CheckpointRow;
+use uuid::Uuid;
+
+use super::Runner;
+use crate::checkpoint::{CheckpointError, Local, Place, Restored};
+use crate::durably::durably;
+use crate::files::RunDirs;
+use crate::patience::patiently;
+
+/// How long a job waits for the runner holding its run's workspace before any runner
+/// takes it (and restores the workspace).
+const HOLDER_GRACE: Duration = Duration::from_millis(1500);
+/// How soon a job left to its holder comes back. Short, so the grace holds many rounds
+/// (see the pause in the runner's pull loop).
+pub(super) const LEAVE_FOR: Duration = Duration::from_millis(50);
+
+/// Attempts working in each run's workspace on this runner, and the lock its checkpoints
+/// and restores take turns on (parallel nodes of a run share one workspace and one record
+/// of it).
+pub(crate) type Working = Arc<Mutex<HashMap<Uuid, Workspace>>>;
+
+/// One run's workspace on this runner, while attempts work in it.
+#[derive(Default)]
+pub(crate) struct Workspace {
+    attempts: usize,
+    checkpoints: Arc<tokio::sync::Mutex<()>>,
+}
+
+/// An attempt's hold on its run's workspace here; let go when dropped.
+pub(super) struct Hold {
+    working: Working,
+    run: Uuid,
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        let mut working = self.working.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(workspace) = working.get_mut(&self.run) {
+            workspace.attempts -= 1;
+            if workspace.attempts == 0 {
+                working.remove(&self.run);
+            }
+        }
+    }
+}
+
+/// The name a run's workspace has in the checkpoints table.
+pub(crate) fn run_workspace(run: Uuid) -> String {
+    format!("run:{run}")
+}
+
+impl Runner {
+    /// Gives a node job back for a moment when the run's latest checkpoint is on another
+    /// runner's disk and the job is younger than the grace: `None` then, else the job to
+    /// take. Anything but a readable node job is taken (and settled by [`Runner::take`]).
+    pub(super) async fn leave_to_holder(&self, delivery: Delivery) -> Option<Delivery> {
+        let job = Envelope::from_slice(&delivery.payload)
+            .ok()
+            .and_then(|envelope| match envelope.decode() {
+                Ok(Event::NodeDispatch(job)) => Some((envelope.occurred_at, job.run_id)),
+                _ => None,
+            });
+        let Some((occurred_at, run)) = job else {
+            return Some(delivery);
+        };
+        let age = (Utc::now() - occurred_at).to_std().unwrap_or_default();
+        if age >= HOLDER_GRACE || !self.held_elsewhere(run).await {
+            return Some(delivery);
+        }
+        if let Err(err) = delivery.nak(LEAVE_FOR).await {
+            tracing::warn!(error = %err, "giving the job back to its workspace's holder failed");
+        }
+        None
+    }
+
+    /// Whether another runner took the run's latest checkpoint.
+    async fn held_elsewhere(&self, run: Uuid) -> bool {
+        match self.store.latest_checkpoint(&run_workspace(run)).await {
+            Ok(latest) => latest.is_some_and(|l| l.runner != self.options.id),
+            Err(err) => {
+                tracing::warn!(error = %err, "reading the run's latest checkpoint failed; taking the job");
+                false
+            }
+        }
+    }
+
+    /// Makes this runner's copy of the run's workspace the latest checkpoint's, unless
+    /// another attempt of the run works in it here; holds it for the attempt. `Err`: why it
+    /// cannot be, which fails the attempt.
+    pub(super) async fn follow(&self, job: &NodeDispatch, dirs: &RunDirs) -> Result<Hold, String> {
+        let alone = {
+            let mut working = self.working.lock().unwrap_or_else(|p| p.into_inner());
+            let workspace = working.entry(job.run_id).or_default();
+            workspace.attempts += 1;
+            workspace.attempts == 1
+        };
+        let hold = Hold {
+            working: self.working.clone(),
+            run: job.run_id,
+        };
+        if alone {
+            let _turn = self.checkpoint_turn(job.run_id).await;
+            self.catch_up(job, dirs).await?;
+            std::fs::create_dir_all(dirs.run_dir())
+                .and_then(|()| std::fs::write(dirs.unfinished(), job.node.as_bytes()))
+                .map_err(|e| format!("marking the workspace in use: {e}"))?;
+        }
+        Ok(hold)
+    }
+
+    /// Restores the latest checkpoint when this runner's copy is not it.
+    async fn catch_up(&self, job: &NodeDispatch, dirs: &RunDirs) -> Result<(), String> {
+        let latest = self
+            .store
+            .latest_checkpoint(&run_workspace(job.run_id))
+            .await
+            .map_err(|e| format!("reading the workspace's latest checkpoint: {e}"))?;
+        let Some(latest) = latest else {
+            return Ok(());
+        };
+        let local = Local::read(&dirs.local()).map(|l| l.digest);
+        let cut_short = dirs.unfinished().exists();
+        if !cut_short
+            && local
+                .as_ref()
+                .is_some_and(|d| d.as_str() == latest.manifest)
+        {
+            return Ok(());
+        }
+        let digest: Digest = latest
+            .manifest
+            .parse()
+            .map_err(|e| format!("the run's latest checkpoint is not a digest: {e}"))?;
+        let restored = self
+            .restore_checkpoint(&digest, dirs)
+            .await
+            .map_err(|e| format!("restoring the workspace from its checkpoint: {e}"))?;
+        let why = if cut_short && local.is_some() {
+            "an attempt here was cut short"
+        } else {
+            "this runner did not hold it"
+        };
+        let note = format!(
+            "[gatehouse] workspace restored from the checkpoint taken after {} on {} ({why}): {} entries, {} fetched",
+            latest.taken_after,
+            latest.runner,
+            restored.entries,
+            bytesize::ByteSize::b(restored.fetched).display().iec()
+        );
+        self.store_log(job, &[note]).await;
+        Ok(())
+    }
+
+    /// Checkpoints the workspace and records it as the run's latest, then marks the
+    /// attempt's work in it finished. `Err`: it could not be, and the attempt fails rather
+    /// than leave the next node an older workspace.
+    pub(super) async fn checkpoint_after(
+        &self,
+        job: &NodeDispatch,
+        dirs: &RunDirs,
+    ) -> Result<(), String> {
+        let after = format!("node {}, attempt {}", job.node, job.attempt);
+        self.take_checkpoint(job, dirs, after)
+            .await
+            .map_err(|e| format!("checkpointing the workspace: {e}"))?;
+        match std::fs::remove_file(dirs.unfinished()) {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+                Err(format!("marking the workspace's attempt finished: {e}"))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Takes a checkpoint (`taken_after` says when, for people) and, when it differs from
+    /// the latest, records it as the latest. The blob store is tried again while it is
+    /// unreachable ([`patiently`]).
+    pub(super) async fn take_checkpoint(
+        &self,
+        job: &NodeDispatch,
+        dirs: &RunDirs,
+        taken_after: String,
+    ) -> Result<Digest, CheckpointError> {
+        let place = place(dirs);
+        let _turn = self.checkpoint_turn(job.run_id).await;
+        let taken = patiently("taking a checkpoint", || self.checkpoints.take(&place)).await?;
+        if taken.changed {
+            self.record_latest(job, taken.manifest.clone(), taken_after)
+                .await?;
+            if taken.uploaded > 0 {
+                let note = format!(
+                    "[gatehouse] workspace checkpointed: {} entries, {} in all, {} new",
+                    taken.entries,
+                    bytesize::ByteSize::b(taken.bytes).display().iec(),
+                    bytesize::ByteSize::b(taken.uploaded).display().iec()
+                );
+                self.store_log(job, &[note]).await;
+            }
+        }
+        Ok(taken.manifest)
+    }
+
+    /// Records `manifest` as the run's latest checkpoint, held by this runner.
+    pub(super) async fn record_latest(
+        &self,
+        job: &NodeDispatch,
+        manifest: Digest,
+        taken_after: String,
+    ) -> Result<(), CheckpointError> {
+        let row = CheckpointRow {
+            workspace: run_workspace(job.run_id),
+            manifest: manifest.as_str().to_owned(),
+            runner: self.options.id.clone(),
+            taken_after,
+            taken_at: Utc::now(),
+        };
+        durably("recording a checkpoint", || {
+            self.store.record_checkpoint(&row)
+        })
+        .await?;
+        Ok(())
+    }
+
+    /// Waits for the run's checkpoints and restores here to be this one's turn; held for
+    /// as long as the guard lives. Nothing to wait for when no attempt of the run holds
+    /// its workspace here.
+    pub(super) async fn checkpoint_turn(
+        &self,
+        run: Uuid,
+    ) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        let lock = self
+            .working
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&run)
+            .map(|w| w.checkpoints.clone())?;
+        Some(lock.lock_owned().await)
+    }
+
+    /// Restores checkpoint `digest` into the run's workspace here. The caller takes the
+    /// run's [checkpoint turn](Runner::checkpoint_turn) first.
+    pub(super) async fn restore_checkpoint(
+        &self,
+        digest: &Digest,
+        dirs: &RunDirs,
+    ) -> Result<Restored, CheckpointError> {
+        let place = place(dirs);
+        patiently("restoring a checkpoint", || {
+            self.checkpoints.restore(digest, &place)
+        })
+        .await
+    }
+}
+
+/// The run's workspace on this runner's disk.
+pub(crate) fn place(dirs: &RunDirs) -> Place {
+    Place {
+        workspace: dirs.workspace(),
+        checkouts: dirs.checkouts(),
+        local: dirs.local(),
+        scratch: dirs.scratch(),
+    }
+}
