@@ -107,30 +107,38 @@ impl Runner {
     }
 
     /// Makes this runner's copy of the run's workspace the latest checkpoint's, unless
-    /// another attempt of the run works in it here; holds it for the attempt. `Err`: why it
-    /// cannot be, which fails the attempt.
+    /// another attempt of the run works in it here (then waits for that attempt's restore);
+    /// holds it for the attempt. `Err`: why it cannot be, which fails the attempt.
     pub(super) async fn follow(&self, job: &NodeDispatch, dirs: &RunDirs) -> Result<Hold, String> {
-        let alone = {
+        // The first attempt takes the run's checkpoint turn before letting go of the map,
+        // so an attempt of the run arriving meanwhile waits for the restore to finish.
+        let (lock, first) = {
             let mut working = self.working.lock().unwrap_or_else(|p| p.into_inner());
             let workspace = working.entry(job.run_id).or_default();
             workspace.attempts += 1;
-            workspace.attempts == 1
+            let lock = workspace.checkpoints.clone();
+            let first = (workspace.attempts == 1)
+                .then(|| lock.clone().try_lock_owned().ok())
+                .flatten();
+            (lock, first)
         };
         let hold = Hold {
             working: self.working.clone(),
             run: job.run_id,
         };
-        if alone {
-            let _turn = self.checkpoint_turn(job.run_id).await;
-            self.catch_up(job, dirs).await?;
-            std::fs::create_dir_all(dirs.run_dir())
-                .and_then(|()| std::fs::write(dirs.unfinished(), job.node.as_bytes()))
-                .map_err(|e| format!("marking the workspace in use: {e}"))?;
-        }
+        let Some(_turn) = first else {
+            drop(lock.lock().await);
+            return Ok(hold);
+        };
+        self.catch_up(job, dirs).await?;
+        std::fs::create_dir_all(dirs.run_dir())
+            .and_then(|()| std::fs::write(dirs.unfinished(), job.node.as_bytes()))
+            .map_err(|e| format!("marking the workspace in use: {e}"))?;
         Ok(hold)
     }
 
-    /// Restores the latest checkpoint when this runner's copy is not it.
+    /// Restores the latest checkpoint when this runner's copy is not it; with none yet,
+    /// seeds the workspace from the conversation the run was started from, if any.
     async fn catch_up(&self, job: &NodeDispatch, dirs: &RunDirs) -> Result<(), String> {
         let latest = self
             .store
@@ -138,7 +146,8 @@ impl Runner {
             .await
             .map_err(|e| format!("reading the workspace's latest checkpoint: {e}"))?;
         let Some(latest) = latest else {
-            return Ok(());
+            // Started in a conversation's thread: from the conversation's workspace.
+            return self.seed_from_conversation(job, dirs).await;
         };
         let local = Local::read(&dirs.local()).map(|l| l.digest);
         let cut_short = dirs.unfinished().exists();
@@ -185,6 +194,11 @@ impl Runner {
         self.take_checkpoint(job, dirs, after)
             .await
             .map_err(|e| format!("checkpointing the workspace: {e}"))?;
+        // The marker stays while another attempt of the run still works in the workspace.
+        let working = self.working.lock().unwrap_or_else(|p| p.into_inner());
+        if working.get(&job.run_id).is_some_and(|w| w.attempts > 1) {
+            return Ok(());
+        }
         match std::fs::remove_file(dirs.unfinished()) {
             Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
                 Err(format!("marking the workspace's attempt finished: {e}"))
@@ -222,7 +236,7 @@ impl Runner {
     }
 
     /// Records `manifest` as the run's latest checkpoint, held by this runner.
-    pub(super) async fn record_latest(
+    pub(crate) async fn record_latest(
         &self,
         job: &NodeDispatch,
         manifest: Digest,
@@ -260,7 +274,7 @@ impl Runner {
 
     /// Restores checkpoint `digest` into the run's workspace here. The caller takes the
     /// run's [checkpoint turn](Runner::checkpoint_turn) first.
-    pub(super) async fn restore_checkpoint(
+    pub(crate) async fn restore_checkpoint(
         &self,
         digest: &Digest,
         dirs: &RunDirs,

@@ -216,16 +216,6 @@ impl Runner {
         scope: &RunScope,
         dirs: &RunDirs,
     ) -> Result<(), String> {
-        // Started in a conversation's thread: from the conversation's workspace.
-        match self.seed_from_conversation(job.run_id, dirs).await {
-            Ok(Ok(_)) => {}
-            Ok(Err(reason)) => return Err(reason),
-            Err(e) => {
-                return Err(format!(
-                    "reading whether the run came from a conversation: {e}"
-                ));
-            }
-        }
         let repositories = &scope.workspace.repositories;
         if repositories.is_empty() || dirs.checkouts().exists() {
             return Ok(());

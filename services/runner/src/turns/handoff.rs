@@ -8,7 +8,7 @@
 //! still has its own.
 
 use gatehouse_blobs::Digest;
-use gatehouse_bus::HandlerError;
+use gatehouse_events::NodeDispatch;
 use gatehouse_store::CheckpointRow;
 use uuid::Uuid;
 
@@ -16,58 +16,64 @@ use super::dirs::ConversationDirs;
 use super::workspace::conversation_workspace;
 use crate::durably::durably;
 use crate::files::RunDirs;
-use crate::patience::patiently;
-use crate::runner::{Runner, run_place, run_workspace};
+use crate::runner::{Runner, run_workspace};
 
 impl Runner {
-    /// Seeds a run's workspace from the conversation it was started from, before its first
-    /// node: `true` when it did (the run then has the conversation's repositories checked
-    /// out already). Whether the run came from a conversation is asked once per run on
-    /// this runner, and remembered beside its workspace (the conversation's id, or
-    /// nothing), so later attempts read no table.
+    /// Seeds a run's workspace from the conversation it was started from, when the run has
+    /// no checkpoint of its own yet (called from [`Runner::catch_up`], in the run's
+    /// checkpoint turn), and records the seed as the run's latest checkpoint: whichever
+    /// runner takes a later node then restores the run's workspace, not the conversation's,
+    /// which may have moved on. Whether the run came from a conversation is asked once per
+    /// run on this runner, and remembered beside its workspace (the conversation's id, or
+    /// nothing), so later attempts read no table. `Err`: why it cannot be, which fails the
+    /// attempt.
     pub(crate) async fn seed_from_conversation(
         &self,
-        run: Uuid,
+        job: &NodeDispatch,
         run_dirs: &RunDirs,
-    ) -> Result<Result<bool, String>, HandlerError> {
+    ) -> Result<(), String> {
         let seeded = run_dirs.run_dir().join("from_conversation");
         if seeded.exists() {
-            return Ok(Ok(false));
+            return Ok(());
         }
-        let Some(conversation) = self.store.conversation_of_run(run).await? else {
-            let remembered = std::fs::create_dir_all(run_dirs.run_dir())
-                .and_then(|()| std::fs::write(&seeded, ""));
-            return Ok(remembered
-                .map(|()| false)
-                .map_err(|e| format!("preparing the run's directory: {e}")));
+        let conversation = self
+            .store
+            .conversation_of_run(job.run_id)
+            .await
+            .map_err(|e| format!("reading whether the run came from a conversation: {e}"))?;
+        let Some(conversation) = conversation else {
+            return std::fs::create_dir_all(run_dirs.run_dir())
+                .and_then(|()| std::fs::write(&seeded, ""))
+                .map_err(|e| format!("preparing the run's directory: {e}"));
         };
+        let failed =
+            |e: String| format!("starting from conversation {conversation}'s workspace: {e}");
         // The conversation's latest checkpoint, whichever runner took it; none when no turn
         // ever ran (an empty workspace).
         let latest = self
             .store
             .latest_checkpoint(&conversation_workspace(conversation))
-            .await?;
-        let done = match latest {
-            Some(latest) => match latest.manifest.parse::<Digest>() {
-                Ok(digest) => {
-                    let place = run_place(run_dirs);
-                    patiently("restoring a checkpoint", || {
-                        self.checkpoints.restore(&digest, &place)
-                    })
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+        match latest {
+            Some(latest) => {
+                let digest: Digest = latest
+                    .manifest
+                    .parse()
+                    .map_err(|e| failed(format!("its checkpoint is not a digest: {e}")))?;
+                self.restore_checkpoint(&digest, run_dirs)
                     .await
-                    .map(|_| ())
-                    .map_err(|e| e.to_string())
-                }
-                Err(e) => Err(format!("its checkpoint is not a digest: {e}")),
-            },
-            None => std::fs::create_dir_all(run_dirs.workspace()).map_err(|e| e.to_string()),
-        };
-        let done = done.and_then(|()| {
-            std::fs::write(&seeded, conversation.to_string()).map_err(|e| e.to_string())
-        });
-        Ok(done
-            .map(|()| true)
-            .map_err(|e| format!("starting from conversation {conversation}'s workspace: {e}")))
+                    .map_err(|e| failed(e.to_string()))?;
+                let after = format!("starting from conversation {conversation}'s workspace");
+                self.record_latest(job, digest, after)
+                    .await
+                    .map_err(|e| failed(e.to_string()))?;
+            }
+            None => {
+                std::fs::create_dir_all(run_dirs.workspace()).map_err(|e| failed(e.to_string()))?
+            }
+        }
+        std::fs::write(&seeded, conversation.to_string()).map_err(|e| failed(e.to_string()))
     }
 
     /// Replaces the conversation's workspace with a copy of `run`'s (its latest
