@@ -87,6 +87,20 @@ impl Local {
         serde_json::from_slice(&bytes).ok()
     }
 
+    /// Only the digest of the record at `path`, for callers that compare it with the
+    /// latest checkpoint: the manifest and the files seen are skipped, not built.
+    pub(crate) fn digest(path: &Path) -> Option<Digest> {
+        #[derive(Deserialize)]
+        struct DigestOnly {
+            #[serde(with = "manifest::as_text")]
+            digest: Digest,
+        }
+        let bytes = std::fs::read(path).ok()?;
+        serde_json::from_slice::<DigestOnly>(&bytes)
+            .ok()
+            .map(|d| d.digest)
+    }
+
     fn write(&self, path: &Path) -> io::Result<()> {
         let partial = path.with_extension("partial");
         std::fs::write(
@@ -130,19 +144,18 @@ impl Checkpoints {
     /// Checkpoints the workspace at `place`, uploading only what the checkpoint it last
     /// matched does not hold.
     pub(crate) async fn take(&self, place: &Place) -> Result<Taken, CheckpointError> {
-        let before = Local::read(&place.local);
-        let (walk_place, seen) = (
-            place.clone(),
-            before.as_ref().map(|l| l.seen.clone()).unwrap_or_default(),
-        );
-        let (walked, checkouts) = blocking(move || {
-            let walked = walk::walk(&walk_place.workspace, &seen)?;
+        let walk_place = place.clone();
+        let (before, walked, checkouts) = blocking(move || {
+            let before = Local::read(&walk_place.local);
+            let none = SeenFiles::default();
+            let seen = before.as_ref().map_or(&none, |l| &l.seen);
+            let walked = walk::walk(&walk_place.workspace, seen)?;
             let checkouts = match std::fs::read_to_string(&walk_place.checkouts) {
                 Ok(text) => Some(text),
                 Err(e) if e.kind() == io::ErrorKind::NotFound => None,
                 Err(e) => return Err(e),
             };
-            Ok((walked, checkouts))
+            Ok((before, walked, checkouts))
         })
         .await?;
         let mut manifest = Manifest::new(walked.entries, Vec::new(), checkouts);

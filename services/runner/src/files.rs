@@ -2,7 +2,6 @@
 
 use std::path::{Path, PathBuf};
 
-use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
 /// Where one run's files live under the data directory.
@@ -95,11 +94,4 @@ impl Drop for Scratch {
             tracing::warn!(path = %self.0.display(), error = %e, "removing a scratch directory failed");
         }
     }
-}
-
-/// Hex SHA-256 and size of a file's contents.
-pub(crate) fn digest(bytes: &[u8]) -> (String, u64) {
-    let hash = Sha256::digest(bytes);
-    let hex = hash.iter().map(|b| format!("{b:02x}")).collect();
-    (hex, bytes.len() as u64)
 }

@@ -49,8 +49,6 @@ pub(crate) type SeenFiles = BTreeMap<String, Seen>;
 pub(crate) struct Walked {
     pub entries: Vec<Entry>,
     pub seen: SeenFiles,
-    /// Bytes read to hash files that changed (or were never seen).
-    pub hashed: u64,
 }
 
 /// Walks `workspace` without following links; other special files (FIFOs, sockets,
@@ -59,7 +57,6 @@ pub(crate) fn walk(workspace: &Path, before: &SeenFiles) -> io::Result<Walked> {
     let mut walked = Walked {
         entries: Vec::new(),
         seen: SeenFiles::new(),
-        hashed: 0,
     };
     std::fs::create_dir_all(workspace)?;
     walk_dir(workspace, "", before, &mut walked)?;
@@ -108,7 +105,6 @@ fn walk_dir(dir: &Path, prefix: &str, before: &SeenFiles, out: &mut Walked) -> i
                 Some(seen) if seen.matches(&meta) => seen.clone(),
                 _ => {
                     let digest = hash_file(&path)?;
-                    out.hashed += meta.len();
                     // Stat again: the size read may differ from a file still being written.
                     Seen::of(&std::fs::symlink_metadata(&path)?, digest)
                 }

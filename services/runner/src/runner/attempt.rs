@@ -25,7 +25,7 @@ use super::Runner;
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
-use crate::files::{RunDirs, digest};
+use crate::files::RunDirs;
 use crate::logs::{LogTarget, Secrets, Tracing, store_output};
 use crate::observe::SandboxStart;
 use crate::outcome::{Verdict, judge};
@@ -289,14 +289,14 @@ impl Attempt<'_> {
                 ));
                 continue;
             }
-            let (sha256, size) = digest(&bytes);
             // Into the blob store first: once the row names it, any ingest, notifier or
             // runner may read it. A store that stays unreachable hands the job back.
             let contents = bytes::Bytes::from(bytes);
-            patiently("storing an artifact", || {
+            let blob = patiently("storing an artifact", || {
                 runner.blobs.put_bytes(contents.clone())
             })
             .await?;
+            let (sha256, size) = (blob.digest.as_str().to_owned(), blob.size);
             let row = ArtifactRow {
                 location: format!("{artifacts_location}/{name}"),
                 run_id: job.run_id,

@@ -19,7 +19,7 @@ use std::time::Duration;
 use chrono::Utc;
 use gatehouse_blobs::Digest;
 use gatehouse_bus::Delivery;
-use gatehouse_events::{Envelope, Event, NodeDispatch};
+use gatehouse_events::{Envelope, EventType, NodeDispatch};
 use gatehouse_store::CheckpointRow;
 use uuid::Uuid;
 
@@ -76,12 +76,12 @@ impl Runner {
     /// runner's disk and the job is younger than the grace: `None` then, else the job to
     /// take. Anything but a readable node job is taken (and settled by [`Runner::take`]).
     pub(super) async fn leave_to_holder(&self, delivery: Delivery) -> Option<Delivery> {
+        // The envelope says the event's type and run; the job itself is decoded once, by
+        // the attempt.
         let job = Envelope::from_slice(&delivery.payload)
             .ok()
-            .and_then(|envelope| match envelope.decode() {
-                Ok(Event::NodeDispatch(job)) => Some((envelope.occurred_at, job.run_id)),
-                _ => None,
-            });
+            .filter(|envelope| envelope.event_type == EventType::NodeDispatch.as_str())
+            .and_then(|envelope| Some((envelope.occurred_at, envelope.correlation.run_id?)));
         let Some((occurred_at, run)) = job else {
             return Some(delivery);
         };
@@ -149,7 +149,7 @@ impl Runner {
             // Started in a conversation's thread: from the conversation's workspace.
             return self.seed_from_conversation(job, dirs).await;
         };
-        let local = Local::read(&dirs.local()).map(|l| l.digest);
+        let local = Local::digest(&dirs.local());
         let cut_short = dirs.unfinished().exists();
         if !cut_short
             && local

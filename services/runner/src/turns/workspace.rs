@@ -39,7 +39,7 @@ impl Runner {
             .store
             .latest_checkpoint(&conversation_workspace(job.conversation_id))
             .await?;
-        let local = Local::read(&dirs.local()).map(|l| l.digest);
+        let local = Local::digest(&dirs.local());
         match latest {
             Some(latest)
                 if !workspace.exists()
