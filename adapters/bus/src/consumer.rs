@@ -153,53 +153,50 @@ impl Consumer {
         handler: &dyn Handler,
         deliveries: Vec<Delivery>,
     ) -> Vec<Result<Outcome, BusError>> {
-        if deliveries.len() == 1 {
-            let mut one = Vec::with_capacity(1);
-            for delivery in deliveries {
-                one.push(self.process(handler, delivery).await);
-            }
-            return one;
-        }
-        let decoded: Option<Vec<Envelope>> = deliveries
-            .iter()
-            .map(|d| Envelope::from_slice(&d.payload).ok())
-            .collect();
+        let decoded: Option<Vec<Envelope>> = (deliveries.len() > 1)
+            .then(|| {
+                deliveries
+                    .iter()
+                    .map(|d| Envelope::from_slice(&d.payload).ok())
+                    .collect()
+            })
+            .flatten();
         let applied = match &decoded {
             Some(envelopes) => self.apply_together(handler, &deliveries, envelopes).await,
             None => Ok(None),
         };
-        match (applied, decoded) {
-            (Ok(Some(fresh)), Some(envelopes)) => {
-                let name = self.options.spec.name.as_str();
-                let mut outcomes = Vec::with_capacity(deliveries.len());
-                for ((delivery, envelope), (fresh, acked)) in
-                    deliveries.into_iter().zip(&envelopes).zip(fresh)
-                {
-                    count_received(name, &delivery);
-                    let outcome = if fresh {
-                        handler.committed(envelope).await;
-                        Outcome::Applied
-                    } else {
-                        Outcome::Duplicate
-                    };
-                    count_handled(name, Some(&outcome));
-                    if acked {
-                        outcomes.push(Ok(outcome));
-                    } else {
-                        outcomes.push(delivery.ack().await.map(|()| outcome));
-                    }
-                }
-                outcomes
+        let (Ok(Some(fresh)), Some(envelopes)) = (applied, decoded) else {
+            // One delivery, or something did not decode or apply: each on its own, with
+            // its own retries.
+            let mut outcomes = Vec::with_capacity(deliveries.len());
+            for delivery in deliveries {
+                outcomes.push(self.process(handler, delivery).await);
             }
-            // Something did not decode or apply: each on its own, with its own retries.
-            (Ok(_) | Err(_), _) => {
-                let mut outcomes = Vec::with_capacity(deliveries.len());
-                for delivery in deliveries {
-                    outcomes.push(self.process(handler, delivery).await);
+            return outcomes;
+        };
+        let name = self.options.spec.name.as_str();
+        let mut acks = Vec::with_capacity(deliveries.len());
+        for ((delivery, envelope), (fresh, acked)) in
+            deliveries.into_iter().zip(&envelopes).zip(fresh)
+        {
+            count_received(name, &delivery);
+            let outcome = if fresh {
+                handler.committed(envelope).await;
+                Outcome::Applied
+            } else {
+                Outcome::Duplicate
+            };
+            count_handled(name, Some(&outcome));
+            acks.push(async move {
+                if !acked {
+                    delivery.ack().await?;
                 }
-                outcomes
-            }
+                Ok(outcome)
+            });
         }
+        // The batch is committed: its acknowledgements go out together, not one round
+        // trip after another.
+        futures::future::join_all(acks).await
     }
 
     /// Applies `envelopes` in one transaction, each recorded in the inbox; for each, whether

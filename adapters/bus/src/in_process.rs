@@ -112,16 +112,16 @@ impl Subscription for InProcessSubscription {
             // Mark wake-ups seen before looking, so a publish between the look and the
             // wait is not missed.
             self.wake.borrow_and_update();
-            if let Some(d) = self
-                .store
-                .queue_fetch(&self.spec.name, self.spec.ack_wait)
-                .await?
-            {
-                return Ok(self.delivery(d));
-            }
             let wait = match self.store.queue_next_due(&self.spec.name).await? {
-                // Due already: another task of this consumer took the one we saw.
+                // Due now: lease it, unless another task of this consumer wins it first.
                 Some(Duration::ZERO) => {
+                    if let Some(d) = self
+                        .store
+                        .queue_fetch(&self.spec.name, self.spec.ack_wait)
+                        .await?
+                    {
+                        return Ok(self.delivery(d));
+                    }
                     tokio::task::yield_now().await;
                     continue;
                 }

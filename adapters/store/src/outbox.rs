@@ -34,27 +34,26 @@ type OutboxRow = (i64, Uuid, String, Vec<u8>, Option<String>, i32);
 impl Tx {
     /// Appends an event to the outbox. It is published only if this transaction commits:
     /// by the relay, or by this transaction itself when the store
-    /// [publishes in place](Store::publish_in_place) (the row is then recorded as sent).
+    /// [publishes in place](Store::publish_in_place). An event published in place goes
+    /// straight onto the queue: an outbox row would only be written as sent, read by
+    /// nothing and pruned later.
     pub async fn append_outbox(&mut self, envelope: &Envelope) -> Result<(), StoreError> {
         let payload = envelope.to_bytes()?;
         let traceparent = envelope.trace.as_ref().map(ToString::to_string);
-        let in_place = self.store().publishes_in_place();
-        let now = Utc::now();
-        with_tx!(self, conn => {
-            sqlx::query(
-                "INSERT INTO outbox (id, topic, payload, traceparent, created_at, sent_at)
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(envelope.id)
-            .bind(&envelope.event_type)
-            .bind(&payload)
-            .bind(&traceparent)
-            .bind(now)
-            .bind(in_place.then_some(now))
-            .execute(conn)
-            .await?;
-        });
-        if !in_place {
+        if !self.store().publishes_in_place() {
+            with_tx!(self, conn => {
+                sqlx::query(
+                    "INSERT INTO outbox (id, topic, payload, traceparent, created_at)
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(envelope.id)
+                .bind(&envelope.event_type)
+                .bind(&payload)
+                .bind(&traceparent)
+                .bind(Utc::now())
+                .execute(conn)
+                .await?;
+            });
             self.appended_outbox = true;
             return Ok(());
         }

@@ -125,28 +125,16 @@ impl Store {
     }
 
     /// Leases the oldest due message of a consumer until `ack_wait` from now. `None` when
-    /// nothing is due (or another task of the same consumer won the race for it).
+    /// nothing is due (or another task of the same consumer won the race for it). It
+    /// writes, so a subscription asks [`Store::queue_next_due`] first: a read takes no
+    /// write lock (SQLite) and no row lock (Postgres), and a woken subscription that finds
+    /// nothing due does not queue up in front of one that has work.
     pub async fn queue_fetch(
         &self,
         consumer: &str,
         ack_wait: Duration,
     ) -> Result<Option<QueuedDelivery>, StoreError> {
         let now = now_ms();
-        // Looked for by reading first: every commit wakes every subscription, and most
-        // find nothing of theirs. A read takes no write lock (SQLite) and no row lock
-        // (Postgres), so those do not queue up in front of the one consumer that has work.
-        let due: Option<(i64,)> = with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT seq FROM bus_deliveries WHERE consumer = $1 AND visible_ms <= $2 LIMIT 1",
-            )
-            .bind(consumer)
-            .bind(now)
-            .fetch_optional(pool)
-            .await?
-        });
-        if due.is_none() {
-            return Ok(None);
-        }
         // The due condition is repeated outside the sub-select so a concurrent fetcher
         // re-checks it on the row it locked.
         let leased: Option<(i64, i32)> = with_writer!(self, pool => {
