@@ -51,6 +51,12 @@ impl Prefix {
         }
     }
 
+    /// The JetStream object store bucket of the deployment's blobs, e.g. `gatehouse_blobs`
+    /// (a prefix holds nothing a bucket name may not).
+    pub fn blob_bucket(&self) -> String {
+        format!("{}_blobs", self.0)
+    }
+
     /// The prefix itself.
     pub fn as_str(&self) -> &str {
         &self.0
@@ -126,6 +132,8 @@ mod tests {
             Prefix::default().stream_name(StreamKind::Jobs),
             "GATEHOUSE_JOBS"
         );
+        assert_eq!(p.blob_bucket(), "team-a_blobs");
+        assert_eq!(Prefix::default().blob_bucket(), "gatehouse_blobs");
     }
 
     #[test]

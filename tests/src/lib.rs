@@ -206,12 +206,7 @@ async fn delete_streams(prefix: Prefix) {
     for kind in [StreamKind::Events, StreamKind::Jobs] {
         let _ = js.delete_stream(prefix.stream_name(kind)).await;
     }
-    let _ = js.delete_object_store(blob_bucket(&prefix)).await;
-}
-
-/// The object store bucket of blobs under `prefix`, as `gatehouse` names it.
-pub fn blob_bucket(prefix: &Prefix) -> String {
-    format!("{}_blobs", prefix.as_str())
+    let _ = js.delete_object_store(prefix.blob_bucket()).await;
 }
 
 impl Drop for TestNats {
@@ -304,7 +299,7 @@ impl TestBus {
                 Arc::new(
                     gatehouse_blobs::NatsBlobs::new(
                         async_nats::jetstream::new(client),
-                        blob_bucket(&nats.prefix),
+                        nats.prefix.blob_bucket(),
                     )
                     .expect("a valid bucket name"),
                 )

@@ -278,20 +278,18 @@ impl BlobStore for NatsBlobs {
     }
 
     async fn get_bytes(&self, digest: &Digest, limit: u64) -> Result<Bytes, BlobError> {
-        let Some(info) = self.info(digest).await? else {
-            return Err(BlobError::NotFound(digest.clone()));
-        };
-        let size = info.size as u64;
-        if size > limit {
+        // Opening the object reads its info (a deleted one is not found).
+        let mut object = self.open(digest).await?;
+        let size = object.info().size;
+        if size as u64 > limit {
             return Err(BlobError::TooLarge {
                 digest: digest.clone(),
-                size,
+                size: size as u64,
                 limit,
             });
         }
-        let mut object = self.open(digest).await?;
         // `size` is at most `limit`, which the caller is willing to hold.
-        let mut bytes = Vec::with_capacity(info.size);
+        let mut bytes = Vec::with_capacity(size);
         let mut buffer = vec![0u8; BUFFER];
         loop {
             let n = read_some(&mut object, &mut buffer).await?;

@@ -20,7 +20,7 @@ pub use console::ConsoleConfig;
 pub use github::{GithubConfig, GithubTrigger};
 pub use schedules::ScheduleConfig;
 pub use server::{RunnerConfig, SandboxConfig, ServerConfig};
-pub use storage::{BlobBackend, StorageConfig, bucket};
+pub use storage::{BlobBackend, StorageConfig};
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -9,15 +9,52 @@ use axum::extract::Request;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
+use gatehouse_blobs::Blobs;
 use gatehouse_bus::Bus;
 use gatehouse_store::Store;
 use tower::ServiceExt;
 
+/// What a service needs answering before it is ready: its database, its bus and its blob
+/// store.
+#[derive(Clone)]
+pub struct Backends {
+    pub store: Store,
+    pub bus: Arc<dyn Bus>,
+    pub blobs: Blobs,
+}
+
+impl Backends {
+    /// The first of them that is not ready, and why; each is given `within` to answer.
+    pub async fn problem(&self, within: Duration) -> Option<(&'static str, String)> {
+        if let Err(why) = answers(within, self.store.check_ready()).await {
+            return Some(("database", why));
+        }
+        if let Err(why) = answers(within, self.bus.check_ready()).await {
+            return Some(("bus", why));
+        }
+        if let Err(why) = answers(within, self.blobs.check_ready()).await {
+            return Some(("blob store", why));
+        }
+        None
+    }
+}
+
+/// `check`'s answer, or that it gave none within `within`.
+async fn answers<E: std::fmt::Display>(
+    within: Duration,
+    check: impl Future<Output = Result<(), E>>,
+) -> Result<(), String> {
+    match tokio::time::timeout(within, check).await {
+        Ok(answer) => answer.map_err(|e| e.to_string()),
+        Err(_) => Err(format!("no answer within {within:?}")),
+    }
+}
+
 /// `/healthz`: the process answers. `/readyz`: the service runs (`routes` are set: ingest's
-/// API, an empty router for the others), its database answers with every migration applied
-/// and its bus answers (503 with the reason otherwise). Every other path goes to `routes`,
-/// 503 before they are set.
-pub fn router(store: Store, bus: Arc<dyn Bus>, routes: Arc<OnceLock<Router>>) -> Router {
+/// API, an empty router for the others), its database answers with every migration
+/// applied, and its bus and blob store answer (503 with the reason otherwise). Every other
+/// path goes to `routes`, 503 before they are set.
+pub fn router(backends: Backends, routes: Arc<OnceLock<Router>>) -> Router {
     Router::new()
         .route("/healthz", get(|| async { "ok\n" }))
         .route(
@@ -25,9 +62,8 @@ pub fn router(store: Store, bus: Arc<dyn Bus>, routes: Arc<OnceLock<Router>>) ->
             get({
                 let routes = routes.clone();
                 move || {
-                    let (store, bus, started) =
-                        (store.clone(), bus.clone(), routes.get().is_some());
-                    async move { readiness(&store, bus.as_ref(), started).await }
+                    let (backends, started) = (backends.clone(), routes.get().is_some());
+                    async move { readiness(&backends, started).await }
                 }
             }),
         )
@@ -45,24 +81,13 @@ pub fn router(store: Store, bus: Arc<dyn Bus>, routes: Arc<OnceLock<Router>>) ->
         })
 }
 
-/// How long `/readyz` waits for the database or the bus: probes give up after a second or
-/// a few, and an answer that says why beats a probe timeout.
+/// How long `/readyz` waits for the database, the bus or the blob store: probes give up
+/// after a second or a few, and an answer that says why beats a probe timeout.
 const READY_TIMEOUT: Duration = Duration::from_secs(2);
 
-async fn readiness(store: &Store, bus: &dyn Bus, started: bool) -> Response {
-    let unavailable = |what: &str, why: String| {
-        (StatusCode::SERVICE_UNAVAILABLE, format!("{what}: {why}\n")).into_response()
-    };
-    let no_answer = || format!("no answer within {READY_TIMEOUT:?}");
-    match tokio::time::timeout(READY_TIMEOUT, store.check_ready()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return unavailable("database", e.to_string()),
-        Err(_) => return unavailable("database", no_answer()),
-    }
-    match tokio::time::timeout(READY_TIMEOUT, bus.check_ready()).await {
-        Ok(Ok(())) => {}
-        Ok(Err(e)) => return unavailable("bus", e.to_string()),
-        Err(_) => return unavailable("bus", no_answer()),
+async fn readiness(backends: &Backends, started: bool) -> Response {
+    if let Some((what, why)) = backends.problem(READY_TIMEOUT).await {
+        return (StatusCode::SERVICE_UNAVAILABLE, format!("{what}: {why}\n")).into_response();
     }
     if !started {
         return (StatusCode::SERVICE_UNAVAILABLE, "starting\n").into_response();

@@ -16,6 +16,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::Config;
+use crate::health::Backends;
 use crate::startup;
 
 /// One of the four services.
@@ -87,11 +88,13 @@ async fn run(config: &Config, services: &[Service], insist: bool) -> anyhow::Res
     let mut tasks = JoinSet::new();
     // The probes and metrics answer from the start; the service's own routes once it runs.
     let routes = Arc::new(OnceLock::new());
-    startup::listen(
-        server, metrics, &store, &bus, &routes, &mut tasks, &shutdown,
-    )
-    .await?;
-    if !startup::wait_until_ready(&store, bus.as_ref(), &signalled).await {
+    let backends = Backends {
+        store: store.clone(),
+        bus: bus.clone(),
+        blobs: blobs.clone(),
+    };
+    startup::listen(server, metrics, &backends, &routes, &mut tasks, &shutdown).await?;
+    if !startup::wait_until_ready(&backends, &signalled).await {
         shutdown.cancel();
         while tasks.join_next().await.is_some() {}
         return Ok(());

@@ -17,6 +17,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::config::{Config, ServerConfig};
+use crate::health::Backends;
 
 /// How often a `serve` process waiting for its database, migrations or NATS looks again.
 const READY_POLL: Duration = Duration::from_secs(2);
@@ -58,7 +59,7 @@ pub async fn connect(
         )),
         (BlobBackend::Nats, Some(jetstream)) => Arc::new(NatsBlobs::new(
             jetstream.context(),
-            crate::config::bucket(server.nats_prefix.as_str()),
+            server.nats_prefix.blob_bucket(),
         )?),
         (BlobBackend::Nats, None) => anyhow::bail!(
             "storage.blobs = \"nats\" needs NATS: set server.nats_url (or --nats, GATEHOUSE_NATS_URL)"
@@ -76,8 +77,7 @@ pub async fn connect(
 pub async fn listen(
     server: &ServerConfig,
     metrics: metrics_exporter_prometheus::PrometheusHandle,
-    store: &Store,
-    bus: &Arc<dyn Bus>,
+    backends: &Backends,
     routes: &Arc<OnceLock<axum::Router>>,
     tasks: &mut JoinSet<()>,
     shutdown: &CancellationToken,
@@ -92,7 +92,7 @@ pub async fn listen(
         .map(|t| t.resolve().context("server.metrics_token"))
         .transpose()?;
     let metrics = crate::metrics::router(metrics, metrics_token);
-    let health = crate::health::router(store.clone(), bus.clone(), routes.clone());
+    let health = crate::health::router(backends.clone(), routes.clone());
     let app = if server.metrics_listen.is_empty() {
         health.merge(metrics)
     } else {
@@ -123,25 +123,23 @@ pub async fn listen(
     Ok(())
 }
 
-/// Waits until the store and the bus are ready (a signal ends the wait: `false`).
-pub async fn wait_until_ready(store: &Store, bus: &dyn Bus, signalled: &CancellationToken) -> bool {
+/// How long the start-up wait gives each backend to answer before it asks again.
+const READY_CHECK_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Waits until the store, the bus and the blob store are ready (a signal ends the wait:
+/// `false`).
+pub async fn wait_until_ready(backends: &Backends, signalled: &CancellationToken) -> bool {
     let mut told = false;
     loop {
-        let check = async {
-            match store.check_ready().await {
-                Err(e) => Some(e.to_string()),
-                Ok(()) => bus.check_ready().await.err().map(|e| e.to_string()),
-            }
-        };
         let problem = tokio::select! {
-            problem = check => problem,
+            problem = backends.problem(READY_CHECK_TIMEOUT) => problem,
             () = signalled.cancelled() => return false,
         };
-        let Some(problem) = problem else {
+        let Some((what, why)) = problem else {
             return true;
         };
         if !told {
-            tracing::warn!(%problem, "not ready yet; waiting (see /readyz)");
+            tracing::warn!(problem = %format!("{what}: {why}"), "not ready yet; waiting (see /readyz)");
             told = true;
         }
         tokio::select! {

@@ -423,6 +423,24 @@ fn metrics_can_live_on_a_listener_of_their_own() {
 }
 
 #[test]
+fn readyz_says_when_the_blob_store_cannot_be_written() {
+    let up = Up::start("", "", &[]);
+    let (blobs, away) = (
+        up.data_dir().join("blobs"),
+        up.data_dir().join("blobs.away"),
+    );
+    std::fs::rename(&blobs, &away).unwrap();
+    std::fs::write(&blobs, "not a directory").unwrap();
+    let (status, why) = get(up.port, "/readyz", None).unwrap();
+    assert_eq!(status, 503, "{why}");
+    assert!(why.starts_with("blob store: creating "), "{why}");
+
+    std::fs::remove_file(&blobs).unwrap();
+    std::fs::rename(&away, &blobs).unwrap();
+    assert_eq!(get(up.port, "/readyz", None).unwrap().0, 200);
+}
+
+#[test]
 fn metrics_can_require_a_token() {
     let up = Up::start(
         "metrics_token = { env = \"METRICS_TOKEN\" }",

@@ -32,23 +32,6 @@ impl StorageConfig {
     }
 }
 
-/// The object store bucket of the deployment whose subjects start with `prefix`: the
-/// prefix with what a bucket name may not hold (anything but letters, digits, `-`, `_`)
-/// made `_`, then `_blobs`.
-pub fn bucket(prefix: &str) -> String {
-    let name: String = prefix
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '-' || c == '_' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    format!("{name}_blobs")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -62,7 +45,5 @@ mod tests {
             blobs: Some(BlobBackend::Local),
         };
         assert_eq!(local.backend("nats://127.0.0.1:4222"), BlobBackend::Local);
-        assert_eq!(bucket("gatehouse"), "gatehouse_blobs");
-        assert_eq!(bucket("acme.prod"), "acme_prod_blobs");
     }
 }
