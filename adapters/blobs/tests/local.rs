@@ -27,52 +27,28 @@ fn blob_path(root: &Path, digest: &Digest) -> PathBuf {
 }
 
 #[tokio::test]
-async fn bytes_round_trip() {
-    let (_guard, root, blobs) = store();
-    let content = Bytes::from_static(b"# Welcome to Gatehouse\n");
-    let blob = blobs.put_bytes(content.clone()).await.expect("put");
-    assert_eq!(blob.digest, Digest::of(&content));
-    assert_eq!(blob.size, content.len() as u64);
-    assert!(blobs.contains(&blob.digest).await.expect("contains"));
-
-    let path = blob_path(&root, &blob.digest);
-    assert_eq!(std::fs::read(&path).expect("stored file"), content);
-    let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
-    assert_eq!(mode & 0o777, 0o600, "blobs are private to the service");
-
-    let back = blobs.get_bytes(&blob.digest, 1024).await.expect("get");
-    assert_eq!(back, content);
+async fn the_contract_holds() {
+    let (guard, root, blobs) = store();
+    common::contract(&blobs, guard.path()).await;
     assert!(
         entries(&root.join("tmp")).is_empty(),
         "temporary files left"
     );
-
-    let missing = Digest::of(b"never stored");
-    assert!(!blobs.contains(&missing).await.expect("contains"));
-    assert!(matches!(
-        blobs.get_bytes(&missing, 1024).await,
-        Err(BlobError::NotFound(d)) if d == missing
-    ));
 }
 
 #[tokio::test]
-async fn empty_blob_round_trip() {
-    let (guard, _root, blobs) = store();
-    let blob = blobs.put_bytes(Bytes::new()).await.expect("put");
-    assert_eq!(blob.size, 0);
+async fn a_blob_is_a_private_file_under_its_digest() {
+    let (_guard, root, blobs) = store();
+    let content = Bytes::from_static(b"# Welcome to Gatehouse\n");
+    let blob = blobs.put_bytes(content.clone()).await.expect("put");
+    let path = blob_path(&root, &blob.digest);
+    assert_eq!(std::fs::read(&path).expect("stored file"), content);
+    let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "blobs are private to the service");
     assert!(
-        blobs
-            .get_bytes(&blob.digest, 0)
-            .await
-            .expect("get")
-            .is_empty()
+        entries(&root.join("tmp")).is_empty(),
+        "temporary files left"
     );
-    let dest = guard.path().join("empty");
-    assert_eq!(
-        blobs.get_to_file(&blob.digest, &dest).await.expect("get"),
-        0
-    );
-    assert_eq!(std::fs::metadata(&dest).expect("dest").len(), 0);
 }
 
 #[tokio::test]
@@ -274,28 +250,6 @@ async fn fifo_at_a_blob_path_is_refused_without_blocking() {
     assert!(matches!(got, Err(BlobError::Refused { .. })), "{got:?}");
 }
 
-#[tokio::test]
-async fn get_bytes_respects_the_limit() {
-    let (_guard, _root, blobs) = store();
-    let content = Bytes::from(data(4096, 9));
-    let blob = blobs.put_bytes(content.clone()).await.expect("put");
-    assert!(matches!(
-        blobs.get_bytes(&blob.digest, 4095).await,
-        Err(BlobError::TooLarge {
-            size: 4096,
-            limit: 4095,
-            ..
-        })
-    ));
-    assert_eq!(
-        blobs
-            .get_bytes(&blob.digest, 4096)
-            .await
-            .expect("at the limit"),
-        content
-    );
-}
-
 #[test]
 fn invalid_digests_are_refused() {
     let valid = Digest::of(b"x").to_string();
@@ -314,18 +268,6 @@ fn invalid_digests_are_refused() {
         );
     }
     assert_eq!(valid.parse::<Digest>().expect("valid").as_str(), valid);
-}
-
-#[tokio::test]
-async fn missing_blob_leaves_no_dest() {
-    let (guard, _root, blobs) = store();
-    let dest = guard.path().join("dest");
-    let missing = Digest::of(b"missing");
-    assert!(matches!(
-        blobs.get_to_file(&missing, &dest).await,
-        Err(BlobError::NotFound(_))
-    ));
-    assert!(entries(guard.path()).is_empty());
 }
 
 #[tokio::test]

@@ -132,40 +132,38 @@ async fn main() {
         );
     }
 
-    if let Ok(path) = std::env::var("GATEHOUSE_BENCH_JSON") {
-        let figure = |h: &Histogram<u64>| {
+    let figure = |h: &Histogram<u64>| {
+        json!({
+            "p50": ms(h.value_at_quantile(0.5)),
+            "p99": ms(h.value_at_quantile(0.99)),
+            "n": h.len(),
+        })
+    };
+    let rows: Vec<Value> = results[0]
+        .iter()
+        .zip(&results[1])
+        .map(|((what, level, up), (_, _, distributed))| {
             json!({
-                "p50": ms(h.value_at_quantile(0.5)),
-                "p99": ms(h.value_at_quantile(0.99)),
-                "n": h.len(),
+                "figure": what,
+                "at_once": level,
+                "up_ms": figure(up),
+                "distributed_ms": figure(distributed),
+                "ratio_p50_distributed_to_up": distributed.value_at_quantile(0.5) as f64
+                    / up.value_at_quantile(0.5).max(1) as f64,
             })
-        };
-        let rows: Vec<Value> = results[0]
+        })
+        .collect();
+    let figures = json!({
+        "bench": "deployments",
+        "up": "gatehouse up: one process, SQLite, the in-process bus",
+        "distributed": "gatehouse serve: ingest, 2 schedulers, 2 runners, the notifier; Postgres, NATS JetStream",
+        "levels": LEVELS
             .iter()
-            .zip(&results[1])
-            .map(|((what, level, up), (_, _, distributed))| {
-                json!({
-                    "figure": what,
-                    "at_once": level,
-                    "up_ms": figure(up),
-                    "distributed_ms": figure(distributed),
-                    "ratio_p50_distributed_to_up": distributed.value_at_quantile(0.5) as f64
-                        / up.value_at_quantile(0.5).max(1) as f64,
-                })
-            })
-            .collect();
-        let figures = json!({
-            "bench": "deployments",
-            "up": "gatehouse up: one process, SQLite, the in-process bus",
-            "distributed": "gatehouse serve: ingest, 2 schedulers, 2 runners, the notifier; Postgres, NATS JetStream",
-            "levels": LEVELS
-                .iter()
-                .map(|(at_once, rounds)| json!({ "at_once": at_once, "rounds": rounds }))
-                .collect::<Vec<_>>(),
-            "figures": rows,
-        });
-        std::fs::write(&path, format!("{figures:#}\n")).expect("writing the figures");
-    }
+            .map(|(at_once, rounds)| json!({ "at_once": at_once, "rounds": rounds }))
+            .collect::<Vec<_>>(),
+        "figures": rows,
+    });
+    gatehouse_tests::latencies::write_figures(&figures);
 }
 
 fn ms(micros: u64) -> f64 {

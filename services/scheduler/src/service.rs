@@ -194,11 +194,7 @@ impl Scheduler {
         if row.status != RunStatus::Requested {
             return Ok(());
         }
-        let mut state: RunState =
-            serde_json::from_str(&row.state).map_err(|e| SchedulerError::Corrupt {
-                run: run_id,
-                message: format!("stored state does not decode: {e}"),
-            })?;
+        let mut state = stored_state(run_id, &row.state)?;
         state.failure = Some(why);
         state.status = RunStatus::Failed;
         state.revision += 1;
@@ -224,11 +220,7 @@ impl Scheduler {
             return Ok(Ok(()));
         };
         let sop = self.definition(&row).await?;
-        let mut state: RunState =
-            serde_json::from_str(&row.state).map_err(|e| SchedulerError::Corrupt {
-                run: run_id,
-                message: format!("stored state does not decode: {e}"),
-            })?;
+        let mut state = stored_state(run_id, &row.state)?;
         let (revision, before) = (state.revision, state.status);
         let effects = match apply(&sop, &mut state, input) {
             Ok(effects) => effects,
@@ -334,6 +326,14 @@ impl Scheduler {
         }
         Ok(Ok(imported))
     }
+}
+
+/// A run's state as the store holds it.
+fn stored_state(run: Uuid, state: &str) -> Result<RunState, SchedulerError> {
+    serde_json::from_str(state).map_err(|e| SchedulerError::Corrupt {
+        run,
+        message: format!("stored state does not decode: {e}"),
+    })
 }
 
 pub(crate) fn json(value: &impl serde::Serialize) -> String {
