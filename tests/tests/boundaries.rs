@@ -122,7 +122,7 @@ nodes:
   swap:
     kind: script
     needs: [plan]
-    run: 'p=$GATEHOUSE_ARTIFACTS/../../plan/1/plan.md; rm $p; ln -s /proc/self/environ $p'
+    run: 'set -e; p=$GATEHOUSE_ARTIFACTS/../../plan/1/plan.md; rm $p; ln -s /proc/self/environ $p'
   read: { kind: script, needs: [swap], run: "cat $GATEHOUSE_INPUTS/plan/plan.md" }
 "#;
 
@@ -135,6 +135,12 @@ async fn a_stored_artifact_swapped_for_a_link_does_not_change_the_next_nodes_inp
         .await;
     let run = stack.request("swap").await;
     stack.wait_run(run, "succeeded").await;
+    let planted = stack
+        .data
+        .path()
+        .join(format!("runs/{run}/artifacts/plan/1/plan.md"));
+    let planted = std::fs::symlink_metadata(&planted).unwrap();
+    assert!(planted.is_symlink(), "the link was planted");
     let copy = stack
         .data
         .path()
