@@ -10,7 +10,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use gatehouse_bus::{
     Bus, BusError, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, InProcessBus,
-    Outcome, Outgoing, Published, Relay, RelayOptions, Subscription,
+    Outcome, Outgoing, Published, Relay, RelayOptions, Subscription, Take,
 };
 use gatehouse_events::{Envelope, Event, NodeProgress, Prefix, SCHEMA_VERSION, TraceParent};
 use gatehouse_store::Tx;
@@ -632,8 +632,8 @@ impl Handler for Committer {
     }
 }
 
-/// Group commit: events waiting together are applied in one transaction (on JetStream,
-/// whose subscription pulls ahead), each committed once; a failing event in a batch sends
+/// Group commit: events waiting together are applied in one transaction (JetStream pulls
+/// them ahead; the in-process bus reads the due ones together), each committed once; a failing event in a batch sends
 /// the batch back to be applied one by one, so the others still commit once.
 async fn events_waiting_together_are_applied_in_one_commit_each_once(kind: BusKind) {
     let t = TestBus::new(kind).await;
@@ -661,19 +661,17 @@ async fn events_waiting_together_are_applied_in_one_commit_each_once(kind: BusKi
         committed, expected,
         "each good event committed exactly once"
     );
-    if kind == BusKind::JetStream {
-        let seen = committer.seen.lock().unwrap().clone();
-        // Applied one at a time, each event is committed before the next is handled; a
-        // batch that committed reports its events committed back to back (a batch rolled
-        // back by the poison event handled several, but committed none).
-        let together = seen
-            .windows(2)
-            .any(|w| w[0].starts_with("committed") && w[1].starts_with("committed"));
-        assert!(
-            together,
-            "some events shared a committed transaction: {seen:?}"
-        );
-    }
+    let seen = committer.seen.lock().unwrap().clone();
+    // Applied one at a time, each event is committed before the next is handled; a batch
+    // that committed reports its events committed back to back (a batch rolled back by
+    // the poison event handled several, but committed none).
+    let together = seen
+        .windows(2)
+        .any(|w| w[0].starts_with("committed") && w[1].starts_with("committed"));
+    assert!(
+        together,
+        "some events shared a committed transaction: {seen:?}"
+    );
     t.cleanup().await;
 }
 
@@ -714,4 +712,65 @@ async fn events_published_in_place_reach_consumers_without_a_relay() {
         "acknowledged in the transactions that applied them"
     );
     t.cleanup().await;
+}
+
+/// A consumer that acknowledges in its transactions takes its deliveries on the in-process
+/// bus without a lease (no write per delivery): one whose receiver went away unsettled is
+/// due again at once rather than after the ack wait, a look does not count as a delivery
+/// but a nak does, and the transaction that applies a delivery acknowledges it.
+async fn deliveries_applied_in_transactions_are_taken_without_a_lease(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    publish(&*t.bus, &envelope("unleased")).await;
+    let spec = ConsumerSpec {
+        take: Take::InTransaction(4),
+        ..spec("unleased", Duration::from_secs(30))
+    };
+    let mut sub = t.bus.subscribe(&spec).await.unwrap();
+    let first = next(&mut sub, Duration::from_secs(5))
+        .await
+        .expect("delivered");
+    assert_eq!(first.deliveries, 1);
+    drop((first, sub));
+
+    let mut sub = t.bus.subscribe(&spec).await.unwrap();
+    let again = next(&mut sub, Duration::from_secs(1))
+        .await
+        .expect("due again at once, not after the 30 s ack wait");
+    assert_eq!(again.deliveries, 1, "a look is not a delivery");
+    again.nak(Duration::ZERO).await.unwrap();
+    let retried = next(&mut sub, Duration::from_secs(5)).await.expect("naked");
+    assert_eq!(retried.deliveries, 2, "a nak counts");
+
+    let mut tx = t.db.store.begin().await.unwrap();
+    assert!(retried.ack_within(&mut tx).await.unwrap());
+    tx.rollback().await.unwrap();
+    assert_eq!(
+        t.db.store.queue_pending("unleased").await.unwrap(),
+        1,
+        "a rolled-back acknowledgement keeps it"
+    );
+    let mut tx = t.db.store.begin().await.unwrap();
+    assert!(retried.ack_within(&mut tx).await.unwrap());
+    tx.commit().await.unwrap();
+    assert_eq!(t.db.store.queue_pending("unleased").await.unwrap(), 0);
+    assert!(next(&mut sub, Duration::from_millis(500)).await.is_none());
+    t.cleanup().await;
+}
+
+mod deliveries_applied_in_transactions_are_taken_without_a_lease {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_process_sqlite() {
+        super::deliveries_applied_in_transactions_are_taken_without_a_lease(
+            gatehouse_tests::BusKind::InProcessSqlite,
+        )
+        .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_process_postgres() {
+        super::deliveries_applied_in_transactions_are_taken_without_a_lease(
+            gatehouse_tests::BusKind::InProcessPostgres,
+        )
+        .await
+    }
 }

@@ -95,6 +95,7 @@ on_both_backends!(
     bad_deliveries_are_refused_and_nothing_is_stored,
     a_label_starts_its_sop_once_however_often_it_is_delivered,
     a_delivery_stored_before_a_crash_is_processed_after_the_restart,
+    deliveries_waiting_together_are_processed_together_each_once,
     comment_commands_act_for_configured_people_only,
     a_comment_delivered_again_under_a_new_delivery_id_starts_nothing,
     issue_events_keep_the_requirement_current,
@@ -269,6 +270,32 @@ async fn a_delivery_stored_before_a_crash_is_processed_after_the_restart(backend
     hub.process_deliveries();
     hub.note("d-1").await;
     hub.runs(1, "waiting", 1).await;
+    hub.stop().await;
+}
+
+/// Deliveries waiting together are processed in one transaction, each seeing what those
+/// before it did: a label event delivered twice starts its SOP once, another label starts
+/// its own run, and a label no trigger names starts nothing.
+async fn deliveries_waiting_together_are_processed_together_each_once(backend: Backend) {
+    let hub = hub(backend, vec![hold_on("bug"), hold_on("other")], false).await;
+    let bug = labeled("bug");
+    for (id, payload) in [
+        ("d-1", &bug),
+        ("d-2", &bug),
+        ("d-3", &labeled("other")),
+        ("d-4", &labeled("wontfix")),
+    ] {
+        hub.deliver_github("issues", id, payload).await;
+    }
+    hub.process_deliveries();
+    assert!(hub.note("d-1").await.starts_with("started `hold`"));
+    assert_eq!(
+        hub.note("d-2").await,
+        "`hold` already started for this label event (delivered twice)"
+    );
+    assert!(hub.note("d-3").await.starts_with("started `hold`"));
+    assert_eq!(hub.note("d-4").await, "");
+    hub.runs(1, "waiting", 2).await;
     hub.stop().await;
 }
 

@@ -41,6 +41,25 @@ pub struct ConsumerSpec {
     pub filter: String,
     /// How long a delivered message may stay unacknowledged before it is redelivered.
     pub ack_wait: Duration,
+    /// How deliveries are handed out: leased (the default), or applied in transactions.
+    pub take: Take,
+}
+
+/// How a subscription hands out its deliveries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Take {
+    /// Each delivery is leased to one receiver until its ack deadline: for work done
+    /// outside any transaction (a runner's job), which no one else may start meanwhile.
+    #[default]
+    Leased,
+    /// Up to this many due deliveries at a time, each acknowledged in the transaction
+    /// that applies it and records it in the consumer's inbox ([`crate::Consumer`]). A
+    /// bus that keeps its deliveries in that transaction's database (the in-process bus)
+    /// then writes no lease: a second receiver of the same delivery finds it in the inbox
+    /// (its insert waits for the first transaction), and the delivery of a receiver that
+    /// died is due again at once. Its delivery count grows with each nak, not with each
+    /// look. JetStream leases as always.
+    InTransaction(usize),
 }
 
 impl ConsumerSpec {
@@ -50,6 +69,7 @@ impl ConsumerSpec {
             name: name.into(),
             filter: filter.into(),
             ack_wait: Duration::from_secs(30),
+            take: Take::Leased,
         }
     }
 

@@ -11,7 +11,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use crate::observe::{count_handled, count_received, event_span};
-use crate::{Bus, BusError, ConsumerSpec, Delivery};
+use crate::{Bus, BusError, ConsumerSpec, Delivery, Take};
 
 /// What a handler reports when it cannot apply an event.
 pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
@@ -87,8 +87,11 @@ pub struct Consumer {
 }
 
 impl Consumer {
-    /// A consumer reading from `bus` and recording into `store`.
-    pub fn new(bus: Arc<dyn Bus>, store: Store, options: ConsumerOptions) -> Self {
+    /// A consumer reading from `bus` and recording into `store`. It acknowledges every
+    /// delivery in the transaction that applies it, so it takes them as
+    /// [`Take::InTransaction`], up to its batch at a time.
+    pub fn new(bus: Arc<dyn Bus>, store: Store, mut options: ConsumerOptions) -> Self {
+        options.spec.take = Take::InTransaction(options.batch.max(1));
         Self {
             bus,
             store,

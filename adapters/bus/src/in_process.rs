@@ -1,6 +1,7 @@
 //! The in-process bus: the store's queue tables, so `gatehouse up` needs no NATS and still
 //! survives a crash with nothing lost.
 
+use std::collections::VecDeque;
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -10,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
 use crate::bus::Settle;
-use crate::{Bus, BusError, ConsumerSpec, Delivery, Outgoing, Published, Subscription};
+use crate::{Bus, BusError, ConsumerSpec, Delivery, Outgoing, Published, Subscription, Take};
 
 /// How often an idle subscription looks at the tables anyway, to see messages published by
 /// another process on the same database.
@@ -95,6 +96,7 @@ impl Bus for InProcessBus {
             store: self.store.clone(),
             spec: spec.clone(),
             wake: self.store.watch_consumer(&spec.name),
+            taken: VecDeque::new(),
         }))
     }
 }
@@ -103,18 +105,30 @@ struct InProcessSubscription {
     store: Store,
     spec: ConsumerSpec,
     wake: watch::Receiver<u64>,
+    /// Due deliveries read with the one [`Subscription::next`] returned, for
+    /// [`Subscription::ready`] (applied in transactions only).
+    taken: VecDeque<QueuedDelivery>,
 }
 
 #[async_trait]
 impl Subscription for InProcessSubscription {
     async fn next(&mut self) -> Result<Delivery, BusError> {
+        // Whatever the last batch left untaken is read again, as it may be settled now.
+        self.taken.clear();
         loop {
             // Mark wake-ups seen before looking, so a publish between the look and the
             // wait is not missed.
             self.wake.borrow_and_update();
+            if let Take::InTransaction(batch) = self.spec.take {
+                // Only a read: the consumer's transaction acknowledges what it applies.
+                self.taken = self.store.queue_peek(&self.spec.name, batch).await?.into();
+                if let Some(first) = self.taken.pop_front() {
+                    return Ok(self.delivery(first));
+                }
+            }
             let wait = match self.store.queue_next_due(&self.spec.name).await? {
                 // Due now: lease it, unless another task of this consumer wins it first.
-                Some(Duration::ZERO) => {
+                Some(Duration::ZERO) if self.spec.take == Take::Leased => {
                     if let Some(d) = self
                         .store
                         .queue_fetch(&self.spec.name, self.spec.ack_wait)
@@ -125,6 +139,8 @@ impl Subscription for InProcessSubscription {
                     tokio::task::yield_now().await;
                     continue;
                 }
+                // Due since the look above: look again.
+                Some(Duration::ZERO) => continue,
                 Some(due) => POLL.min(due),
                 None => POLL,
             };
@@ -134,10 +150,16 @@ impl Subscription for InProcessSubscription {
             }
         }
     }
+
+    async fn ready(&mut self) -> Option<Delivery> {
+        let next = self.taken.pop_front()?;
+        Some(self.delivery(next))
+    }
 }
 
 impl InProcessSubscription {
     fn delivery(&self, d: QueuedDelivery) -> Delivery {
+        let leased = self.spec.take == Take::Leased;
         Delivery {
             id: Some(d.id),
             topic: d.topic,
@@ -149,26 +171,37 @@ impl InProcessSubscription {
                 consumer: self.spec.name.clone(),
                 ack_wait: self.spec.ack_wait,
                 seq: d.seq,
-                deliveries: d.deliveries,
+                // A leased delivery's count was raised by the fetch; a peeked one's count
+                // is raised by its nak.
+                token: if leased {
+                    d.deliveries
+                } else {
+                    d.deliveries - 1
+                },
+                leased,
             }),
         }
     }
 }
 
-/// One leased delivery; the delivery count is the lease token.
+/// One delivery's settlement; the delivery count stored is the token that says it is
+/// still this receiver's to settle.
 struct Lease {
     store: Store,
     consumer: String,
     ack_wait: Duration,
     seq: i64,
-    deliveries: i32,
+    token: i32,
+    /// Leased until its ack deadline ([`Take::Leased`]), or only read
+    /// ([`Take::InTransaction`]).
+    leased: bool,
 }
 
 impl Lease {
     fn report_lost(&self, held: bool, action: &str) {
         if !held {
             tracing::debug!(consumer = %self.consumer, seq = self.seq, action,
-                "lease lost to a redelivery; ignored");
+                "settled by another receiver (a redelivery); ignored");
         }
     }
 }
@@ -179,9 +212,7 @@ impl Settle for Lease {
         if !tx.store().is(&self.store) {
             return Ok(false);
         }
-        let held = tx
-            .queue_ack(&self.consumer, self.seq, self.deliveries)
-            .await?;
+        let held = tx.queue_ack(&self.consumer, self.seq, self.token).await?;
         self.report_lost(held, "ack");
         Ok(true)
     }
@@ -189,25 +220,34 @@ impl Settle for Lease {
     async fn ack(&self) -> Result<(), BusError> {
         let held = self
             .store
-            .queue_ack(&self.consumer, self.seq, self.deliveries)
+            .queue_ack(&self.consumer, self.seq, self.token)
             .await?;
         self.report_lost(held, "ack");
         Ok(())
     }
 
     async fn nak(&self, delay: Duration) -> Result<(), BusError> {
-        let held = self
-            .store
-            .queue_nak(&self.consumer, self.seq, self.deliveries, delay)
-            .await?;
+        let held = if self.leased {
+            self.store
+                .queue_nak(&self.consumer, self.seq, self.token, delay)
+                .await?
+        } else {
+            self.store
+                .queue_retry(&self.consumer, self.seq, self.token, delay)
+                .await?
+        };
         self.report_lost(held, "nak");
         Ok(())
     }
 
     async fn in_progress(&self) -> Result<(), BusError> {
+        // Nothing to extend on a delivery only read.
+        if !self.leased {
+            return Ok(());
+        }
         let held = self
             .store
-            .queue_defer(&self.consumer, self.seq, self.deliveries, self.ack_wait)
+            .queue_defer(&self.consumer, self.seq, self.token, self.ack_wait)
             .await?;
         self.report_lost(held, "in_progress");
         Ok(())

@@ -21,7 +21,7 @@ mod observe;
 mod redact;
 mod relay;
 
-pub use bus::{Bus, ConsumerSpec, Delivery, Outgoing, Published, Subscription};
+pub use bus::{Bus, ConsumerSpec, Delivery, Outgoing, Published, Subscription, Take};
 pub use consumer::{Consumer, ConsumerOptions, Handler, HandlerError, Outcome};
 pub use error::BusError;
 pub use in_process::InProcessBus;

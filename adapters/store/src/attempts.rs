@@ -43,6 +43,18 @@ pub struct AttemptRow {
     pub duration_ms: Option<i64>,
 }
 
+/// How an attempt ended, as its row records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AttemptEnd {
+    pub status: AttemptStatus,
+    /// Process exit code.
+    pub exit_code: Option<i32>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// Wall-clock duration.
+    pub duration_ms: Option<i64>,
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ArtifactRow {
     pub run_id: Uuid,
@@ -100,25 +112,15 @@ impl Store {
         error: Option<&str>,
         duration_ms: Option<i64>,
     ) -> Result<(), StoreError> {
-        with_writer!(self, pool => {
-            sqlx::query(
-                "UPDATE node_attempts SET status = $1, exit_code = $2, error = $3, finished_at = $4,
-                   duration_ms = $5 WHERE run_id = $6 AND node = $7 AND attempt = $8
-                   AND status = $9",
-            )
-            .bind(status)
-            .bind(exit_code)
-            .bind(error)
-            .bind(Utc::now())
-            .bind(duration_ms)
-            .bind(run_id)
-            .bind(node)
-            .bind(attempt)
-            .bind(AttemptStatus::Running)
-            .execute(pool)
-            .await?;
-        });
-        Ok(())
+        let end = AttemptEnd {
+            status,
+            exit_code,
+            error: error.map(str::to_owned),
+            duration_ms,
+        };
+        let mut tx = self.begin().await?;
+        tx.finish_attempt(run_id, node, attempt, &end).await?;
+        tx.commit().await
     }
 
     /// A run's attempts in start order.
@@ -270,5 +272,35 @@ impl Tx {
             .rows_affected()
         });
         Ok(inserted == 1)
+    }
+
+    /// [`Store::finish_attempt`] in this transaction, so the attempt's end is recorded with
+    /// the event that reports it.
+    pub async fn finish_attempt(
+        &mut self,
+        run_id: Uuid,
+        node: &str,
+        attempt: i32,
+        end: &AttemptEnd,
+    ) -> Result<(), StoreError> {
+        with_tx!(self, conn => {
+            sqlx::query(
+                "UPDATE node_attempts SET status = $1, exit_code = $2, error = $3, finished_at = $4,
+                   duration_ms = $5 WHERE run_id = $6 AND node = $7 AND attempt = $8
+                   AND status = $9",
+            )
+            .bind(end.status)
+            .bind(end.exit_code)
+            .bind(end.error.as_deref())
+            .bind(Utc::now())
+            .bind(end.duration_ms)
+            .bind(run_id)
+            .bind(node)
+            .bind(attempt)
+            .bind(AttemptStatus::Running)
+            .execute(conn)
+            .await?;
+        });
+        Ok(())
     }
 }

@@ -40,7 +40,7 @@ mod tx;
 mod url;
 mod usage;
 
-pub use attempts::{ArtifactRow, AttemptRow, AttemptStatus, LogRow};
+pub use attempts::{ArtifactRow, AttemptEnd, AttemptRow, AttemptStatus, LogRow};
 pub use chat::{ChatMessageRow, WantChat};
 pub use checkpoints::CheckpointRow;
 pub use claims::{Claim, OutcomeRow, Vote};

@@ -29,7 +29,8 @@ pub struct QueueMessage<'a> {
     pub traceparent: Option<&'a str>,
 }
 
-/// A message handed to a consumer, leased until its ack deadline.
+/// A message handed to a consumer: leased until its ack deadline ([`Store::queue_fetch`]),
+/// or only read ([`Store::queue_peek`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct QueuedDelivery {
     /// Position in the log.
@@ -168,6 +169,70 @@ impl Store {
             traceparent,
             deliveries,
         }))
+    }
+
+    /// Up to `limit` of a consumer's due messages, oldest first, without leasing them:
+    /// for a consumer that acknowledges each in the transaction applying it (see the bus's
+    /// `Take::InTransaction`). Only reads. Each one's `deliveries` is the number of this
+    /// delivery; the count stored, one less, is the token its settlement names.
+    pub async fn queue_peek(
+        &self,
+        consumer: &str,
+        limit: usize,
+    ) -> Result<Vec<QueuedDelivery>, StoreError> {
+        let rows: Vec<(i64, i32, Uuid, String, Vec<u8>, Option<String>)> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT d.seq, d.deliveries, m.id, m.topic, m.payload, m.traceparent
+                     FROM bus_deliveries d JOIN bus_messages m ON m.seq = d.seq
+                     WHERE d.consumer = $1 AND d.visible_ms <= $2
+                     ORDER BY d.seq LIMIT $3",
+            )
+            .bind(consumer)
+            .bind(now_ms())
+            .bind(i64::try_from(limit.max(1)).unwrap_or(i64::MAX))
+            .fetch_all(pool)
+            .await?
+        });
+        Ok(rows
+            .into_iter()
+            .map(
+                |(seq, stored, id, topic, payload, traceparent)| QueuedDelivery {
+                    seq,
+                    id,
+                    topic,
+                    payload,
+                    traceparent,
+                    deliveries: stored.saturating_add(1),
+                },
+            )
+            .collect())
+    }
+
+    /// A nak of a delivery taken by [`Store::queue_peek`]: counted as a delivery, and due
+    /// again after `delay`; the consumer's subscriptions are woken to wait for it. `false`
+    /// when another receiver settled it meanwhile.
+    pub async fn queue_retry(
+        &self,
+        consumer: &str,
+        seq: i64,
+        stored: i32,
+        delay: Duration,
+    ) -> Result<bool, StoreError> {
+        let updated = with_writer!(self, pool => {
+            sqlx::query(
+                "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
+                 WHERE consumer = $2 AND seq = $3 AND deliveries = $4",
+            )
+            .bind(now_ms().saturating_add(duration_ms(delay)))
+            .bind(consumer)
+            .bind(seq)
+            .bind(stored)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        self.wake_consumers([&consumer.to_owned()]);
+        Ok(updated == 1)
     }
 
     /// How long until the consumer's next message becomes due (zero if one is due now),

@@ -50,7 +50,7 @@ Uneven points, by design:
 - Gatehouse verifies the HMAC signature, stores every delivery under its id before the
   202, de-duplicates deliveries and label events, and records the issue as a
   requirement. n8n and Restate do none of this; they do not read the signature at all.
-- Gatehouse runs at most `runner.concurrency` nodes at once (default 4), which bounds
+- Gatehouse runs at most `runner.concurrency` nodes at once (default 4 per core), which bounds
   the burst. The peers start all 100 steps as soon as they arrive.
 - Gatehouse reads at most `server.max_unverified_bodies` webhook bodies at once (default
   16, kept here; `--gatehouse-max-bodies` changes it). The rest of a burst get 503 with

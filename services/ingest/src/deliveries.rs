@@ -5,7 +5,8 @@
 
 use std::time::Duration;
 
-use gatehouse_store::{DeliveryRow, DeliveryStatus};
+use gatehouse_events::TraceParent;
+use gatehouse_store::{DeliveryRow, DeliveryStatus, Tx};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -58,7 +59,9 @@ impl Outcome {
     }
 }
 
-/// Processes every pending delivery, oldest first. One that fails is logged and left
+/// Processes every pending delivery, oldest first. GitHub's that wait together are
+/// processed in one transaction ([`process_together`]); the rest, and those of a batch that
+/// could not be, each in a transaction of its own. One that fails is logged and left
 /// pending while the others go on (it must not hold up every later delivery); the pass
 /// then ends with its error, so the caller waits before trying again.
 pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
@@ -68,8 +71,16 @@ pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
         if pending.is_empty() {
             return Ok(done);
         }
+        let (github, others): (Vec<_>, Vec<_>) =
+            pending.into_iter().partition(|d| d.source == "github");
+        let alone = if github.len() > 1 && process_together(api, &github).await? {
+            done += github.len();
+            others
+        } else {
+            github.into_iter().chain(others).collect()
+        };
         let mut first_error = None;
-        for delivery in pending {
+        for delivery in alone {
             let id = delivery.delivery_id.clone();
             let source = delivery.source.clone();
             match process(api, delivery).await {
@@ -84,6 +95,39 @@ pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
             return Err(e);
         }
     }
+}
+
+/// Processes GitHub deliveries that waited together in one transaction, one durable
+/// commit for a burst of webhooks. Their processing only writes to the store, so a batch
+/// can be undone whole: `false` when one failed, or another replica had processed one,
+/// and nothing was kept; each is then processed alone.
+async fn process_together(api: &ApiState, deliveries: &[DeliveryRow]) -> Result<bool, ApiError> {
+    let mut tx = api.store.begin().await?;
+    let mut outcomes = Vec::with_capacity(deliveries.len());
+    for delivery in deliveries {
+        let (span, trace) = delivery_span(delivery);
+        let applied = crate::trace::within(trace, apply(api, &mut tx, delivery))
+            .instrument(span.clone())
+            .await;
+        match applied {
+            Ok(Some(outcome)) => outcomes.push((span, outcome)),
+            Ok(None) => {
+                tx.rollback().await?;
+                return Ok(false);
+            }
+            Err(err) => {
+                tracing::debug!(delivery = %delivery.delivery_id, error = %err,
+                    "a delivery of a batch failed; processing each alone");
+                tx.rollback().await?;
+                return Ok(false);
+            }
+        }
+    }
+    tx.commit().await?;
+    for (delivery, (span, outcome)) in deliveries.iter().zip(outcomes) {
+        span.in_scope(|| outcome.log(delivery));
+    }
+    Ok(true)
 }
 
 /// Stores a verified request (GitHub, Slack, Discord) for processing and wakes the
@@ -109,38 +153,63 @@ pub(crate) async fn store(
     Ok(stored)
 }
 
-/// Processes one delivery in its trace (the one its request was logged with), in a
-/// `delivery` span.
+/// Processes one delivery in its own transaction, in its trace (the one its request was
+/// logged with) and a `delivery` span.
 async fn process(api: &ApiState, delivery: DeliveryRow) -> Result<(), ApiError> {
+    let (span, trace) = delivery_span(&delivery);
+    let work = async {
+        let mut tx = api.store.begin().await?;
+        // Another replica may have processed it meanwhile: then roll all of this back.
+        match apply(api, &mut tx, &delivery).await? {
+            Some(outcome) => {
+                tx.commit().await?;
+                outcome.log(&delivery);
+            }
+            None => tx.rollback().await?,
+        }
+        Ok(())
+    };
+    crate::trace::within(trace, work).instrument(span).await
+}
+
+/// The `delivery` span a delivery is processed in, and its trace.
+fn delivery_span(delivery: &DeliveryRow) -> (tracing::Span, TraceParent) {
     let trace = crate::trace::of_delivery(&delivery.source, &delivery.delivery_id);
     let span = tracing::info_span!("delivery", source = %delivery.source,
         delivery = %delivery.delivery_id, event = %delivery.event, trace_id = trace.trace_id());
     crate::trace::continue_trace(&span, &trace);
-    crate::trace::within(trace, process_traced(api, delivery))
-        .instrument(span)
-        .await
+    (span, trace)
 }
 
-async fn process_traced(api: &ApiState, delivery: DeliveryRow) -> Result<(), ApiError> {
-    let mut tx = api.store.begin().await?;
+/// Processes `delivery` within `tx` and marks it done there; `None` when another replica
+/// had processed it already, and `tx` must be rolled back.
+async fn apply(
+    api: &ApiState,
+    tx: &mut Tx,
+    delivery: &DeliveryRow,
+) -> Result<Option<Outcome>, ApiError> {
     let outcome = match delivery.source.as_str() {
-        "github" => crate::github::process(api, &mut tx, &delivery).await?,
-        "slack" => crate::chat::process_slack(api, &mut tx, &delivery).await?,
-        "discord" => crate::chat::process_discord(api, &mut tx, &delivery).await?,
+        "github" => crate::github::process(api, tx, delivery).await?,
+        "slack" => crate::chat::process_slack(api, tx, delivery).await?,
+        "discord" => crate::chat::process_discord(api, tx, delivery).await?,
         other => Outcome::ignored(format!("unknown source `{other}`")),
     };
-    // Another replica may have processed it meanwhile: then roll all of this back.
-    if tx
+    let marked = tx
         .finish_delivery(
             &delivery.source,
             &delivery.delivery_id,
             outcome.status,
             &outcome.note,
         )
-        .await?
-    {
-        tx.commit().await?;
-        tracing::info!(source = %delivery.source, delivery = %delivery.delivery_id, event = %delivery.event, status = outcome.status.as_str(), note = %outcome.note, "delivery processed");
+        .await?;
+    Ok(marked.then_some(outcome))
+}
+
+impl Outcome {
+    /// Logs what processing `delivery` came to, once it is committed.
+    fn log(&self, delivery: &DeliveryRow) {
+        tracing::info!(source = %delivery.source, delivery = %delivery.delivery_id,
+            event = %delivery.event, status = self.status.as_str(), note = %self.note,
+            "delivery processed");
     }
-    Ok(())
 }

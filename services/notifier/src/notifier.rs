@@ -43,6 +43,8 @@ pub struct Notifier {
 /// at a time, so two can never race to create the same message. A holder renews before
 /// every post; one that stops (crash, stall) loses it after this long.
 const POSTING_LEASE: Duration = Duration::from_secs(15);
+/// Snapshots applied in one transaction when several are waiting.
+const BATCH: usize = 64;
 /// The lease of chat posting.
 pub(crate) const CHAT_LEASE: &str = "notifier-chat";
 /// The lease of comment posting.
@@ -99,8 +101,11 @@ impl Notifier {
 
     /// Consumes run snapshots and posts comments until `shutdown`.
     pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
+        // Every effect of `handle` is in its transaction (the posters act after the
+        // commit): snapshots waiting together are applied in one commit.
         let options = ConsumerOptions {
             retry_delay: Duration::from_millis(500),
+            batch: BATCH,
             ..ConsumerOptions::new(ConsumerSpec::new("notifier-runs", "run.updated"))
         };
         let consumer = Consumer::new(bus, self.store.clone(), options);

@@ -19,6 +19,7 @@ mod workspace;
 pub(crate) use delivery::NOT_CONFIGURED;
 pub(crate) use follow::{place as run_place, run_workspace};
 pub(crate) use prepare::read_secrets;
+pub(crate) use settle::Reported;
 pub(crate) use workspace::{Requirement, RunScope, project_environment};
 
 use std::collections::HashMap;
@@ -127,7 +128,12 @@ impl Runner {
             let consumer = Consumer::new(
                 bus.clone(),
                 self.store.clone(),
-                ConsumerOptions::new(ConsumerSpec::new("runner-watch", "run.updated")),
+                // Snapshots waiting together in one commit: taking one is idempotent (an
+                // older revision is ignored), so a batch applied again alone is harmless.
+                ConsumerOptions {
+                    batch: 64,
+                    ..ConsumerOptions::new(ConsumerSpec::new("runner-watch", "run.updated"))
+                },
             );
             let (watcher, stop) = (self.clone(), stop_watching.clone());
             tokio::spawn(async move { consumer.run(&watcher, stop).await })
@@ -332,15 +338,19 @@ impl Runner {
             Err(err) => return self.park(JOBS, delivery, err.to_string()).await,
         };
         let result = self
-            .leased(&delivery, self.execute(&envelope, &dispatch))
+            .leased(&delivery, self.execute(&envelope, &dispatch, &delivery))
             .await;
         self.settled(JOBS, delivery, result).await;
     }
 
     /// Runs the attempt unless a runner already began it, and records the result with the
-    /// job's inbox entry in one transaction. `false`: the inbox had the job already, so its
-    /// result had been reported before.
-    async fn execute(&self, envelope: &Envelope, job: &NodeDispatch) -> Result<bool, HandlerError> {
+    /// job's inbox entry in one transaction.
+    async fn execute(
+        &self,
+        envelope: &Envelope,
+        job: &NodeDispatch,
+        delivery: &Delivery,
+    ) -> Result<Reported, HandlerError> {
         let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
         // Registered before anything is announced, so a cancel that follows cannot miss it.
         let cancel = CancellationToken::new();
@@ -358,7 +368,7 @@ impl Runner {
         {
             cancel.cancel();
         }
-        let result = self.report(envelope, job, attempt, cancel).await;
+        let result = self.report(envelope, job, attempt, cancel, delivery).await;
         self.running
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -42,7 +42,7 @@ use uuid::Uuid;
 pub(crate) use cancel::watch_cancels;
 
 use crate::observe::InFlight;
-use crate::runner::Runner;
+use crate::runner::{Reported, Runner};
 use deliver::Delivering;
 
 /// The durable consumer of turn jobs, shared by every runner.
@@ -93,7 +93,11 @@ impl Runner {
             Err(err) => return self.park(TURNS, delivery, err.to_string()).await,
         };
         let result = self.leased(&delivery, self.turn_job(&envelope, &job)).await;
-        self.settled(TURNS, delivery, result).await;
+        let reported = result.map(|first| Reported {
+            first,
+            acked: false,
+        });
+        self.settled(TURNS, delivery, reported).await;
     }
 
     /// `false`: the job had been reported by an earlier delivery.

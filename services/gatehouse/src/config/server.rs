@@ -124,7 +124,9 @@ impl ServerConfig {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct RunnerConfig {
-    /// Node attempts run at once.
+    /// Node attempts run at once. Default: four per core (at least four): an attempt
+    /// mostly waits, on its process or its agent's model, and a burst of short ones is
+    /// held back by the slots rather than by the machine.
     pub concurrency: usize,
     /// A job's lease: renewed while it runs; after a crash the job comes back (and is
     /// reported as interrupted) once this has passed.
@@ -154,7 +156,7 @@ pub struct RunnerConfig {
 impl Default for RunnerConfig {
     fn default() -> Self {
         Self {
-            concurrency: 4,
+            concurrency: default_concurrency(),
             lease: Duration::from_secs(30),
             log_limit: bytesize::ByteSize::mib(1),
             artifact_limit: bytesize::ByteSize::mib(64),
@@ -186,4 +188,10 @@ impl Default for SandboxConfig {
 
 fn default_profiles() -> BTreeMap<String, Profile> {
     BTreeMap::from([("default".to_owned(), Profile::default())])
+}
+
+/// Four node attempts per core this process may run on, and at least four.
+fn default_concurrency() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    cores.saturating_mul(4).max(4)
 }

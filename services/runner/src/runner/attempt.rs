@@ -16,12 +16,13 @@ use gatehouse_events::{
     AgentSpec, Artifact, NodeDispatch, NodeFinished, NodeSpec, SandboxWork, ScriptSpec,
 };
 use gatehouse_sandbox::{Exit, ExitStatus, Job, LogLine};
-use gatehouse_store::{ArtifactRow, AttemptStatus, ToolCallRow};
+use gatehouse_store::{ArtifactRow, AttemptEnd, AttemptStatus, ToolCallRow};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
 use super::Runner;
+use super::report::Ended;
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
@@ -96,7 +97,7 @@ impl Runner {
         job: &NodeDispatch,
         cancel: CancellationToken,
         begun: Instant,
-    ) -> Result<NodeFinished, HandlerError> {
+    ) -> Result<Ended, HandlerError> {
         let attempt = Attempt {
             runner: self,
             job,
@@ -168,8 +169,8 @@ impl Attempt<'_> {
     }
 
     /// Ends the attempt as failed for `reason`, before or instead of its verdict.
-    async fn failed(&self, reason: String) -> Result<NodeFinished, HandlerError> {
-        self.runner.failed(self.job, reason, self.started).await
+    async fn failed(&self, reason: String) -> Result<Ended, HandlerError> {
+        Ok(self.runner.failed(self.job, reason, self.started))
     }
 
     /// Runs the prepared job in the sandbox until it ends or `cancel` stops it, storing its
@@ -351,15 +352,15 @@ impl Attempt<'_> {
         Ok(())
     }
 
-    /// Judges the exit with the problems found, records the attempt's end, and gives the
-    /// `node.finished` to report. An attempt stopped because the shutdown grace ran out is
-    /// interrupted, not cancelled.
+    /// Judges the exit with the problems found: the attempt's end, to be recorded with the
+    /// `node.finished` that reports it. An attempt stopped because the shutdown grace ran
+    /// out is interrupted, not cancelled.
     async fn verdict(
         &self,
         prepared: &Prepared<'_>,
         exit: &Exit,
         outputs: Outputs,
-    ) -> Result<NodeFinished, HandlerError> {
+    ) -> Result<Ended, HandlerError> {
         let (runner, job) = (self.runner, self.job);
         let Outputs { stored, problems } = outputs;
         let verdict = if exit.status == ExitStatus::Cancelled && runner.halted.is_cancelled() {
@@ -375,27 +376,23 @@ impl Attempt<'_> {
             )
         };
         let duration_ms = u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX);
-        durably("recording an attempt's end", || {
-            runner.store.finish_attempt(
-                job.run_id,
-                &job.node,
-                self.number(),
-                verdict.status,
-                verdict.exit_code,
-                verdict.error(),
-                Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
-            )
-        })
-        .await?;
-        Ok(NodeFinished {
-            run_id: job.run_id,
-            node: job.node.clone(),
-            attempt: job.attempt,
-            outcome: verdict.outcome,
-            exit_code: verdict.exit_code,
-            duration_ms,
-            artifacts: stored,
-            interrupted: verdict.status == AttemptStatus::Interrupted,
+        Ok(Ended {
+            end: AttemptEnd {
+                status: verdict.status,
+                exit_code: verdict.exit_code,
+                error: verdict.error().map(str::to_owned),
+                duration_ms: Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
+            },
+            finished: NodeFinished {
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: job.attempt,
+                outcome: verdict.outcome,
+                exit_code: verdict.exit_code,
+                duration_ms,
+                artifacts: stored,
+                interrupted: verdict.status == AttemptStatus::Interrupted,
+            },
         })
     }
 }

@@ -6,9 +6,10 @@
 
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{DeliverSpec, NodeDispatch, NodeFinished, NodeOutcome};
-use gatehouse_store::{AttemptStatus, DirectMergeRow};
+use gatehouse_store::{AttemptEnd, AttemptStatus, DirectMergeRow};
 
 use super::Runner;
+use super::report::Ended;
 use super::workspace::RunScope;
 use crate::deliver::approval;
 use crate::deliver::checkouts;
@@ -29,21 +30,21 @@ impl Runner {
         scope: &RunScope,
         dirs: &RunDirs,
         started: std::time::Instant,
-    ) -> Result<NodeFinished, HandlerError> {
+    ) -> Result<Ended, HandlerError> {
         let Some(delivery) = self.options.delivery.clone() else {
-            return self.failed(job, NOT_CONFIGURED.into(), started).await;
+            return Ok(self.failed(job, NOT_CONFIGURED.into(), started));
         };
         if scope.workspace.repositories.is_empty() {
             let reason = "deliver needs a run with repositories: a project's, or a GitHub issue's";
-            return self.failed(job, reason.into(), started).await;
+            return Ok(self.failed(job, reason.into(), started));
         }
         let checkouts = match checkouts::load(&dirs.checkouts()) {
             Ok(Some(checkouts)) => checkouts,
             Ok(None) => {
                 let reason = "the run's workspace was never prepared; nothing to deliver";
-                return self.failed(job, reason.into(), started).await;
+                return Ok(self.failed(job, reason.into(), started));
             }
-            Err(reason) => return self.failed(job, reason, started).await,
+            Err(reason) => return Ok(self.failed(job, reason, started)),
         };
         let decisions = self.store.decisions(job.run_id).await?;
         let approved = self.store.approved_trees(job.run_id).await?;
@@ -63,7 +64,7 @@ impl Runner {
         self.store_log(job, &log).await;
         let delivered = match delivered {
             Ok(delivered) => delivered,
-            Err(reason) => return self.failed(job, reason, started).await,
+            Err(reason) => return Ok(self.failed(job, reason, started)),
         };
         let requirement = scope.requirement.as_ref().map(|r| r.id);
         let mut notes = Vec::new();
@@ -100,28 +101,23 @@ impl Runner {
         }
         self.store_log(job, &notes).await;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
-        durably("recording an attempt's end", || {
-            self.store.finish_attempt(
-                job.run_id,
-                &job.node,
-                attempt,
-                AttemptStatus::Succeeded,
-                None,
-                None,
-                Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
-            )
-        })
-        .await?;
-        Ok(NodeFinished {
-            run_id: job.run_id,
-            node: job.node.clone(),
-            attempt: job.attempt,
-            outcome: NodeOutcome::Succeeded,
-            exit_code: None,
-            duration_ms,
-            artifacts: Vec::new(),
-            interrupted: false,
+        Ok(Ended {
+            end: AttemptEnd {
+                status: AttemptStatus::Succeeded,
+                exit_code: None,
+                error: None,
+                duration_ms: Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
+            },
+            finished: NodeFinished {
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: job.attempt,
+                outcome: NodeOutcome::Succeeded,
+                exit_code: None,
+                duration_ms,
+                artifacts: Vec::new(),
+                interrupted: false,
+            },
         })
     }
 }

@@ -5,16 +5,24 @@
 
 use std::time::Instant;
 
-use gatehouse_bus::HandlerError;
+use gatehouse_bus::{BusError, Delivery, HandlerError};
 use gatehouse_events::{
     Envelope, Event, EventError, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, TraceParent,
 };
-use gatehouse_store::AttemptStatus;
+use gatehouse_store::{AttemptEnd, AttemptStatus};
 use tokio_util::sync::CancellationToken;
 
+use super::settle::Reported;
 use super::{JOBS, Runner};
 use crate::durably::durably;
 use crate::observe;
+
+/// How an attempt ended: what its row records, and the `node.finished` that reports it,
+/// recorded and reported in one commit.
+pub(super) struct Ended {
+    pub(super) end: AttemptEnd,
+    pub(super) finished: NodeFinished,
+}
 
 /// Where the runner's events say they come from.
 const SOURCE: &str = "runner";
@@ -29,7 +37,8 @@ impl Runner {
         job: &NodeDispatch,
         attempt: i32,
         cancel: CancellationToken,
-    ) -> Result<bool, HandlerError> {
+        delivery: &Delivery,
+    ) -> Result<Reported, HandlerError> {
         // What this attempt reports continues the trace of the dispatch that asked for it.
         let trace = envelope.trace.as_ref();
         let started = NodeProgress {
@@ -51,86 +60,87 @@ impl Runner {
             Ok(true)
         })
         .await?;
-        let finished = if begun_here {
+        let Ended { end, finished } = if begun_here {
             let begun = Instant::now();
-            let finished = self.attempt(job, cancel, begun).await?;
-            observe::node_finished(job.spec.kind(), &finished.outcome, begun);
-            finished
+            let ended = self.attempt(job, cancel, begun).await?;
+            observe::node_finished(job.spec.kind(), &ended.finished.outcome, begun);
+            ended
         } else {
             // Begun before: its runner died (or this is a repeat). Never run an attempt
             // twice; the engine decides whether a new attempt follows. Not measured: how
             // long it ran is unknown.
             let reason = "interrupted: the runner stopped during this attempt";
-            durably("recording an interrupted attempt", || {
-                self.store.finish_attempt(
-                    job.run_id,
-                    &job.node,
-                    attempt,
-                    AttemptStatus::Interrupted,
-                    None,
-                    Some(reason),
-                    None,
-                )
-            })
-            .await?;
-            NodeFinished {
-                run_id: job.run_id,
-                node: job.node.clone(),
-                attempt: job.attempt,
-                outcome: NodeOutcome::Failed {
-                    reason: reason.into(),
+            Ended {
+                end: AttemptEnd {
+                    status: AttemptStatus::Interrupted,
+                    exit_code: None,
+                    error: Some(reason.into()),
+                    duration_ms: None,
                 },
-                exit_code: None,
-                duration_ms: 0,
-                artifacts: Vec::new(),
-                interrupted: true,
+                finished: NodeFinished {
+                    run_id: job.run_id,
+                    node: job.node.clone(),
+                    attempt: job.attempt,
+                    outcome: NodeOutcome::Failed {
+                        reason: reason.into(),
+                    },
+                    exit_code: None,
+                    duration_ms: 0,
+                    artifacts: Vec::new(),
+                    interrupted: true,
+                },
             }
         };
         let finished = envelope_of(Event::NodeFinished(finished), trace)?;
-        let first = durably("reporting an attempt's end", || async {
+        // The attempt's end recorded with the event reporting it and the job's
+        // acknowledgement (where the bus lives in the store), in one commit.
+        let reported = durably("reporting an attempt's end", || async {
             let mut tx = self.store.begin().await?;
             let first = tx.record_inbox(JOBS, envelope.id).await?;
             if first {
+                tx.finish_attempt(job.run_id, &job.node, attempt, &end)
+                    .await?;
                 tx.append_outbox(&finished).await?;
             }
+            let acked = match delivery.ack_within(&mut tx).await {
+                Ok(acked) => acked,
+                Err(BusError::Store(err)) => return Err(err),
+                // Acknowledged after the commit instead.
+                Err(_) => false,
+            };
             tx.commit().await?;
-            Ok(first)
+            Ok(Reported { first, acked })
         })
         .await?;
-        Ok(first)
+        Ok(reported)
     }
 
     /// Ends an attempt that failed before or instead of running a process.
-    pub(super) async fn failed(
+    pub(super) fn failed(
         &self,
         job: &NodeDispatch,
         reason: String,
         started: std::time::Instant,
-    ) -> Result<NodeFinished, HandlerError> {
+    ) -> Ended {
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
-        durably("recording a failed attempt", || {
-            self.store.finish_attempt(
-                job.run_id,
-                &job.node,
-                attempt,
-                AttemptStatus::Failed,
-                None,
-                Some(&reason),
-                Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
-            )
-        })
-        .await?;
-        Ok(NodeFinished {
-            run_id: job.run_id,
-            node: job.node.clone(),
-            attempt: job.attempt,
-            outcome: NodeOutcome::Failed { reason },
-            exit_code: None,
-            duration_ms,
-            artifacts: Vec::new(),
-            interrupted: false,
-        })
+        Ended {
+            end: AttemptEnd {
+                status: AttemptStatus::Failed,
+                exit_code: None,
+                error: Some(reason.clone()),
+                duration_ms: Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
+            },
+            finished: NodeFinished {
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: job.attempt,
+                outcome: NodeOutcome::Failed { reason },
+                exit_code: None,
+                duration_ms,
+                artifacts: Vec::new(),
+                interrupted: false,
+            },
+        }
     }
 
     /// Appends lines to the attempt's log; a failure to store them is logged, not fatal.

@@ -11,6 +11,14 @@ use gatehouse_store::NewDeadLetter;
 
 use super::Runner;
 
+/// A job's result, recorded.
+pub(crate) struct Reported {
+    /// `false`: an earlier delivery of the job had recorded its result.
+    pub(crate) first: bool,
+    /// Acknowledged in the transaction that recorded it ([`Delivery::ack_within`]).
+    pub(crate) acked: bool,
+}
+
 impl Runner {
     /// Runs `work` while renewing `delivery`'s lease.
     pub(crate) async fn leased<T>(&self, delivery: &Delivery, work: impl Future<Output = T>) -> T {
@@ -33,23 +41,23 @@ impl Runner {
     }
 
     /// Settles a job of `consumer` by what handling it gave: acknowledged once its result
-    /// is recorded (`Ok(false)`: an earlier delivery had recorded it), handed back to come
-    /// again when that failed.
+    /// is recorded (unless that did already), handed back to come again when recording
+    /// failed.
     pub(crate) async fn settled(
         &self,
         consumer: &'static str,
         delivery: Delivery,
-        result: Result<bool, HandlerError>,
+        result: Result<Reported, HandlerError>,
     ) {
         match result {
-            Ok(reported) => {
-                let outcome = if reported {
+            Ok(Reported { first, acked }) => {
+                let outcome = if first {
                     Outcome::Applied
                 } else {
                     Outcome::Duplicate
                 };
                 count_handled(consumer, Some(&outcome));
-                if let Err(err) = delivery.ack().await {
+                if !acked && let Err(err) = delivery.ack().await {
                     tracing::warn!(error = %err, "acknowledging a job failed; it will be reported as interrupted");
                 }
             }

@@ -165,12 +165,12 @@ impl Stage {
             branch: Some("main".into()),
         };
         let job = self.job("deliver", attempt, NodeSpec::Deliver(spec.clone()));
-        let finished = self
+        let ended = self
             .runner
             .deliver(&job, &spec, &scope, &self.dirs(), Instant::now())
             .await
             .unwrap();
-        match finished.outcome {
+        match ended.finished.outcome {
             NodeOutcome::Succeeded => None,
             NodeOutcome::Failed { reason } => Some(reason),
             other => panic!("{other:?}"),
