@@ -133,6 +133,14 @@ pub trait Subscription: Send {
     /// Waits for the next delivery.
     async fn next(&mut self) -> Result<Delivery, BusError>;
 
+    /// Waits for the next delivery, and takes up to `limit` in all of those due with it:
+    /// for a receiver with that many free hands (a runner's free slots). A bus that cannot
+    /// take several in one go gives one.
+    async fn next_up_to(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
+        let _ = limit;
+        Ok(vec![self.next().await?])
+    }
+
     /// A delivery received already and waiting, without waiting for one: what a consumer
     /// applying several events in one transaction takes after [`Subscription::next`].
     /// `None` when nothing waits, or when the bus cannot tell without waiting.

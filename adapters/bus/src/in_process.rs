@@ -113,6 +113,29 @@ struct InProcessSubscription {
 #[async_trait]
 impl Subscription for InProcessSubscription {
     async fn next(&mut self) -> Result<Delivery, BusError> {
+        let mut taken = self.take(1).await?.into_iter();
+        match taken.next() {
+            Some(first) => Ok(first),
+            // `take` returns only with something taken.
+            None => Err(BusError::Closed(self.spec.name.clone())),
+        }
+    }
+
+    async fn next_up_to(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
+        self.take(limit).await
+    }
+
+    async fn ready(&mut self) -> Option<Delivery> {
+        let next = self.taken.pop_front()?;
+        Some(self.delivery(next))
+    }
+}
+
+impl InProcessSubscription {
+    /// Waits until something is due and takes it: leased, up to `limit` deliveries; or
+    /// applied in transactions, the first of up to the batch read (the rest wait in
+    /// `taken` for [`Subscription::ready`]).
+    async fn take(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
         // Whatever the last batch left untaken is read again, as it may be settled now.
         self.taken.clear();
         loop {
@@ -123,18 +146,18 @@ impl Subscription for InProcessSubscription {
                 // Only a read: the consumer's transaction acknowledges what it applies.
                 self.taken = self.store.queue_peek(&self.spec.name, batch).await?.into();
                 if let Some(first) = self.taken.pop_front() {
-                    return Ok(self.delivery(first));
+                    return Ok(vec![self.delivery(first)]);
                 }
             }
             let wait = match self.store.queue_next_due(&self.spec.name).await? {
-                // Due now: lease it, unless another task of this consumer wins it first.
+                // Due now: lease them, unless another task of this consumer wins first.
                 Some(Duration::ZERO) if self.spec.take == Take::Leased => {
-                    if let Some(d) = self
+                    let leased = self
                         .store
-                        .queue_fetch(&self.spec.name, self.spec.ack_wait)
-                        .await?
-                    {
-                        return Ok(self.delivery(d));
+                        .queue_fetch_up_to(&self.spec.name, self.spec.ack_wait, limit)
+                        .await?;
+                    if !leased.is_empty() {
+                        return Ok(leased.into_iter().map(|d| self.delivery(d)).collect());
                     }
                     tokio::task::yield_now().await;
                     continue;
@@ -151,13 +174,6 @@ impl Subscription for InProcessSubscription {
         }
     }
 
-    async fn ready(&mut self) -> Option<Delivery> {
-        let next = self.taken.pop_front()?;
-        Some(self.delivery(next))
-    }
-}
-
-impl InProcessSubscription {
     fn delivery(&self, d: QueuedDelivery) -> Delivery {
         let leased = self.spec.take == Take::Leased;
         Delivery {

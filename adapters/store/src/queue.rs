@@ -135,40 +135,60 @@ impl Store {
         consumer: &str,
         ack_wait: Duration,
     ) -> Result<Option<QueuedDelivery>, StoreError> {
+        Ok(self
+            .queue_fetch_up_to(consumer, ack_wait, 1)
+            .await?
+            .into_iter()
+            .next())
+    }
+
+    /// [`Store::queue_fetch`] for up to `limit` due messages at once, oldest first: one
+    /// write for a receiver with that many free hands.
+    pub async fn queue_fetch_up_to(
+        &self,
+        consumer: &str,
+        ack_wait: Duration,
+        limit: usize,
+    ) -> Result<Vec<QueuedDelivery>, StoreError> {
         let now = now_ms();
         // The due condition is repeated outside the sub-select so a concurrent fetcher
-        // re-checks it on the row it locked.
-        let leased: Option<(i64, i32)> = with_writer!(self, pool => {
+        // re-checks it on the rows it locked.
+        let mut leased: Vec<(i64, i32)> = with_writer!(self, pool => {
             sqlx::query_as(
                 "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
                  WHERE consumer = $2 AND visible_ms <= $3
-                   AND seq = (SELECT seq FROM bus_deliveries
-                              WHERE consumer = $2 AND visible_ms <= $3 ORDER BY seq LIMIT 1)
+                   AND seq IN (SELECT seq FROM bus_deliveries
+                               WHERE consumer = $2 AND visible_ms <= $3 ORDER BY seq LIMIT $4)
                  RETURNING seq, deliveries",
             )
             .bind(now.saturating_add(duration_ms(ack_wait)))
             .bind(consumer)
             .bind(now)
-            .fetch_optional(pool)
+            .bind(i64::try_from(limit.max(1)).unwrap_or(i64::MAX))
+            .fetch_all(pool)
             .await?
         });
-        let Some((seq, deliveries)) = leased else {
-            return Ok(None);
-        };
-        let row: Option<(Uuid, String, Vec<u8>, Option<String>)> = with_pool!(self, pool => {
-            sqlx::query_as("SELECT id, topic, payload, traceparent FROM bus_messages WHERE seq = $1")
-                .bind(seq)
-                .fetch_optional(pool)
-                .await?
-        });
-        Ok(row.map(|(id, topic, payload, traceparent)| QueuedDelivery {
-            seq,
-            id,
-            topic,
-            payload,
-            traceparent,
-            deliveries,
-        }))
+        leased.sort_unstable();
+        let mut fetched = Vec::with_capacity(leased.len());
+        for (seq, deliveries) in leased {
+            let row: Option<(Uuid, String, Vec<u8>, Option<String>)> = with_pool!(self, pool => {
+                sqlx::query_as("SELECT id, topic, payload, traceparent FROM bus_messages WHERE seq = $1")
+                    .bind(seq)
+                    .fetch_optional(pool)
+                    .await?
+            });
+            if let Some((id, topic, payload, traceparent)) = row {
+                fetched.push(QueuedDelivery {
+                    seq,
+                    id,
+                    topic,
+                    payload,
+                    traceparent,
+                    deliveries,
+                });
+            }
+        }
+        Ok(fetched)
     }
 
     /// Up to `limit` of a consumer's due messages, oldest first, without leasing them:

@@ -173,10 +173,10 @@ impl Runner {
     }
 
     /// Takes `spec`'s jobs until `shutdown`, each one a task of the set returned, run by
-    /// `take` once it has a slot. A queue waits for a slot to be free before it pulls but
-    /// does not hold one while it waits for a job, so an idle queue never keeps the other
-    /// from its slots; a job pulled just as the other queue took the last slot keeps its
-    /// lease until one frees.
+    /// `take` once it has a slot. A queue waits for a slot to be free before it pulls (then
+    /// as many jobs as slots are free, in one go) but does not hold one while it waits for
+    /// a job, so an idle queue never keeps the other from its slots; a job pulled just as
+    /// the other queue took the last slot keeps its lease until one frees.
     async fn pull<F, Fut>(
         &self,
         bus: &Arc<dyn Bus>,
@@ -202,7 +202,7 @@ impl Runner {
                     }
                 },
             };
-            loop {
+            'pulling: loop {
                 while in_flight.try_join_next().is_some() {}
                 let free = tokio::select! {
                     () = shutdown.cancelled() => break,
@@ -210,18 +210,39 @@ impl Runner {
                 };
                 let Ok(free) = free else { break };
                 drop(free);
-                let delivery = tokio::select! {
+                // As many as there are free slots, in one go when several are due.
+                let wanted = slots.available_permits().max(1);
+                let deliveries = tokio::select! {
                     () = shutdown.cancelled() => break,
-                    d = jobs.next() => d,
+                    d = jobs.next_up_to(wanted) => d,
                 };
-                let delivery = match delivery {
-                    Ok(delivery) => delivery,
+                let mut deliveries = match deliveries {
+                    Ok(deliveries) => deliveries.into_iter(),
                     Err(err) => {
                         tracing::warn!(consumer = %spec.name, error = %err, "receiving jobs failed; subscribing again");
                         break;
                     }
                 };
-                let Some(delivery) = self.leave_to_holder(delivery).await else {
+                let mut left = false;
+                while let Some(delivery) = deliveries.next() {
+                    let Some(delivery) = self.leave_to_holder(delivery).await else {
+                        left = true;
+                        continue;
+                    };
+                    let Some(slot) = self.slot_for(&delivery, slots, shutdown).await else {
+                        // Shutting down: this job and the rest pulled with it go back now.
+                        for unstarted in std::iter::once(delivery).chain(deliveries.by_ref()) {
+                            let _ = unstarted.nak(Duration::ZERO).await;
+                        }
+                        break 'pulling;
+                    };
+                    let job = take(self.clone(), delivery);
+                    in_flight.spawn(async move {
+                        job.await;
+                        drop(slot);
+                    });
+                }
+                if left {
                     // Pulls are served oldest first. Pausing for a random part of the
                     // time the job is away makes the next pull here younger than the
                     // holder's pull that waits for it — always when the holder was
@@ -233,18 +254,9 @@ impl Runner {
                     ));
                     tokio::select! {
                         () = shutdown.cancelled() => break,
-                        () = tokio::time::sleep(pause) => continue,
+                        () = tokio::time::sleep(pause) => {}
                     }
-                };
-                let Some(slot) = self.slot_for(&delivery, slots, shutdown).await else {
-                    let _ = delivery.nak(Duration::ZERO).await;
-                    break;
-                };
-                let job = take(self.clone(), delivery);
-                in_flight.spawn(async move {
-                    job.await;
-                    drop(slot);
-                });
+                }
             }
             if shutdown.is_cancelled() {
                 jobs.hand_back().await;

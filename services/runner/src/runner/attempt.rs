@@ -104,12 +104,14 @@ impl Runner {
             dirs: RunDirs::new(&self.options.data_dir, job.run_id),
             started: Instant::now(),
         };
-        let scope = match self.scope(job.run_id).await? {
+        // The run's scope is read while this runner's copy of the workspace is made the
+        // run's latest: neither waits for the other.
+        let (scope, hold) = tokio::join!(self.scope(job.run_id), self.follow(job, &attempt.dirs));
+        let scope = match scope? {
             Ok(scope) => scope,
             Err(reason) => return attempt.failed(reason).await,
         };
-        // This runner's copy of the workspace, made the run's latest first.
-        let _hold = match self.follow(job, &attempt.dirs).await {
+        let _hold = match hold {
             Ok(hold) => hold,
             Err(reason) => return attempt.failed(reason).await,
         };

@@ -39,14 +39,17 @@ impl<'a> Attempt<'a> {
     ) -> Step<Prepared<'a>> {
         let job = self.job;
         let work = program.work();
-        let (role, profile) = match self.settings(program).await? {
-            Ok(settings) => settings,
-            Err(reason) => return Ok(Err(reason)),
-        };
         let artifacts_location = self.dirs.artifacts_location(&job.node, job.attempt);
         let artifacts = self.dirs.resolve(&artifacts_location);
         let inputs = self.dirs.inputs(&job.node, job.attempt);
-        if let Err(reason) = self.copy_inputs(work, &inputs).await? {
+        // Independent reads, side by side: the frozen settings, the upstream artifacts.
+        let (settings, copied) =
+            tokio::join!(self.settings(program), self.copy_inputs(work, &inputs));
+        let (role, profile) = match settings? {
+            Ok(settings) => settings,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        if let Err(reason) = copied? {
             return Ok(Err(reason));
         }
         let start_recorded = match self.checkpoint(work).await {
