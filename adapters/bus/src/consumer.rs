@@ -44,10 +44,14 @@ pub struct ConsumerOptions {
     /// applies each alone. Only for handlers whose every effect is in the transaction: a
     /// failing event rolls the batch back, and each is then applied alone.
     pub batch: usize,
+    /// How long a woken consumer waits before it applies what woke it: for one whose
+    /// effects nobody waits for (status text, snapshots), so its commit steps aside from
+    /// the ones that start work, and more events share it. Zero applies at once.
+    pub linger: Duration,
 }
 
 impl ConsumerOptions {
-    /// Five deliveries, retried after 1 s, 2 s, 4 s, 8 s.
+    /// Five deliveries, retried after 1 s, 2 s, 4 s, 8 s; one at a time, at once.
     pub fn new(spec: ConsumerSpec) -> Self {
         Self {
             spec,
@@ -55,6 +59,7 @@ impl ConsumerOptions {
             retry_delay: Duration::from_secs(1),
             max_retry_delay: Duration::from_secs(60),
             batch: 1,
+            linger: Duration::ZERO,
         }
     }
 
@@ -120,6 +125,9 @@ impl Consumer {
                     };
                     match delivery {
                         Ok(delivery) => {
+                            if !self.options.linger.is_zero() {
+                                tokio::time::sleep(self.options.linger).await;
+                            }
                             let mut batch = vec![delivery];
                             while batch.len() < self.options.batch {
                                 match subscription.ready().await {

@@ -45,6 +45,9 @@ pub struct Notifier {
 const POSTING_LEASE: Duration = Duration::from_secs(15);
 /// Snapshots applied in one transaction when several are waiting.
 const BATCH: usize = 64;
+/// How long a snapshot waits before it is applied: a status comment or card a few
+/// milliseconds later is not noticed, and the commits that start the run's nodes go first.
+const LINGER: Duration = Duration::from_millis(5);
 /// The lease of chat posting.
 pub(crate) const CHAT_LEASE: &str = "notifier-chat";
 /// The lease of comment posting.
@@ -106,6 +109,7 @@ impl Notifier {
         let options = ConsumerOptions {
             retry_delay: Duration::from_millis(500),
             batch: BATCH,
+            linger: LINGER,
             ..ConsumerOptions::new(ConsumerSpec::new("notifier-runs", "run.updated"))
         };
         let consumer = Consumer::new(bus, self.store.clone(), options);

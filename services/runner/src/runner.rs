@@ -130,8 +130,11 @@ impl Runner {
                 self.store.clone(),
                 // Snapshots waiting together in one commit: taking one is idempotent (an
                 // older revision is ignored), so a batch applied again alone is harmless.
+                // A few milliseconds late only for stopping an attempt: the commits that
+                // start nodes go first.
                 ConsumerOptions {
                     batch: 64,
+                    linger: Duration::from_millis(5),
                     ..ConsumerOptions::new(ConsumerSpec::new("runner-watch", "run.updated"))
                 },
             );
