@@ -45,6 +45,17 @@ pub struct QueuedDelivery {
     pub deliveries: i32,
 }
 
+/// A due delivery as [`Store::queue_peek`] reads it; `deliveries` is the count stored.
+#[derive(sqlx::FromRow)]
+struct Peeked {
+    seq: i64,
+    deliveries: i32,
+    id: Uuid,
+    topic: String,
+    payload: Vec<u8>,
+    traceparent: Option<String>,
+}
+
 fn stream_key(kind: StreamKind) -> &'static str {
     match kind {
         StreamKind::Events => "events",
@@ -200,12 +211,12 @@ impl Store {
         consumer: &str,
         limit: usize,
     ) -> Result<Vec<QueuedDelivery>, StoreError> {
-        let rows: Vec<(i64, i32, Uuid, String, Vec<u8>, Option<String>)> = with_pool!(self, pool => {
+        let rows: Vec<Peeked> = with_pool!(self, pool => {
             sqlx::query_as(
                 "SELECT d.seq, d.deliveries, m.id, m.topic, m.payload, m.traceparent
-                     FROM bus_deliveries d JOIN bus_messages m ON m.seq = d.seq
-                     WHERE d.consumer = $1 AND d.visible_ms <= $2
-                     ORDER BY d.seq LIMIT $3",
+                 FROM bus_deliveries d JOIN bus_messages m ON m.seq = d.seq
+                 WHERE d.consumer = $1 AND d.visible_ms <= $2
+                 ORDER BY d.seq LIMIT $3",
             )
             .bind(consumer)
             .bind(now_ms())
@@ -215,16 +226,14 @@ impl Store {
         });
         Ok(rows
             .into_iter()
-            .map(
-                |(seq, stored, id, topic, payload, traceparent)| QueuedDelivery {
-                    seq,
-                    id,
-                    topic,
-                    payload,
-                    traceparent,
-                    deliveries: stored.saturating_add(1),
-                },
-            )
+            .map(|row| QueuedDelivery {
+                seq: row.seq,
+                id: row.id,
+                topic: row.topic,
+                payload: row.payload,
+                traceparent: row.traceparent,
+                deliveries: row.deliveries.saturating_add(1),
+            })
             .collect())
     }
 
