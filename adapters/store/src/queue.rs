@@ -247,21 +247,9 @@ impl Store {
         stored: i32,
         delay: Duration,
     ) -> Result<bool, StoreError> {
-        let updated = with_writer!(self, pool => {
-            sqlx::query(
-                "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
-                 WHERE consumer = $2 AND seq = $3 AND deliveries = $4",
-            )
-            .bind(now_ms().saturating_add(duration_ms(delay)))
-            .bind(consumer)
-            .bind(seq)
-            .bind(stored)
-            .execute(pool)
-            .await?
-            .rows_affected()
-        });
+        let held = self.make_due(consumer, seq, stored, delay, true).await?;
         self.wake_consumers([&consumer.to_owned()]);
-        Ok(updated == 1)
+        Ok(held)
     }
 
     /// How long until the consumer's next message becomes due (zero if one is due now),
@@ -302,18 +290,35 @@ impl Store {
         deliveries: i32,
         delay: Duration,
     ) -> Result<bool, StoreError> {
+        self.make_due(consumer, seq, deliveries, delay, false).await
+    }
+
+    /// Makes a delivery due after `delay`, counting it as a delivery when `counted`, if the
+    /// delivery count stored is still `token`.
+    async fn make_due(
+        &self,
+        consumer: &str,
+        seq: i64,
+        token: i32,
+        delay: Duration,
+        counted: bool,
+    ) -> Result<bool, StoreError> {
+        let sql = if counted {
+            "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
+             WHERE consumer = $2 AND seq = $3 AND deliveries = $4"
+        } else {
+            "UPDATE bus_deliveries SET visible_ms = $1
+             WHERE consumer = $2 AND seq = $3 AND deliveries = $4"
+        };
         let updated = with_writer!(self, pool => {
-            sqlx::query(
-                "UPDATE bus_deliveries SET visible_ms = $1
-                 WHERE consumer = $2 AND seq = $3 AND deliveries = $4",
-            )
-            .bind(now_ms().saturating_add(duration_ms(delay)))
-            .bind(consumer)
-            .bind(seq)
-            .bind(deliveries)
-            .execute(pool)
-            .await?
-            .rows_affected()
+            sqlx::query(sql)
+                .bind(now_ms().saturating_add(duration_ms(delay)))
+                .bind(consumer)
+                .bind(seq)
+                .bind(token)
+                .execute(pool)
+                .await?
+                .rows_affected()
         });
         Ok(updated == 1)
     }
