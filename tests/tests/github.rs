@@ -95,7 +95,7 @@ on_both_backends!(
     bad_deliveries_are_refused_and_nothing_is_stored,
     a_label_starts_its_sop_once_however_often_it_is_delivered,
     a_delivery_stored_before_a_crash_is_processed_after_the_restart,
-    deliveries_waiting_together_are_processed_together_each_once,
+    deliveries_waiting_together_each_see_those_before_them,
     comment_commands_act_for_configured_people_only,
     a_comment_delivered_again_under_a_new_delivery_id_starts_nothing,
     issue_events_keep_the_requirement_current,
@@ -273,17 +273,27 @@ async fn a_delivery_stored_before_a_crash_is_processed_after_the_restart(backend
     hub.stop().await;
 }
 
-/// Deliveries waiting together are processed in one transaction, each seeing what those
-/// before it did: a label event delivered twice starts its SOP once, another label starts
-/// its own run, and a label no trigger names starts nothing.
-async fn deliveries_waiting_together_are_processed_together_each_once(backend: Backend) {
-    let hub = hub(backend, vec![hold_on("bug"), hold_on("other")], false).await;
+/// Deliveries waiting together are processed in one pass, each seeing what those before it
+/// did: a label event delivered twice starts its SOP once, and a label removed right after
+/// it was added cancels the run the addition asked for.
+async fn deliveries_waiting_together_each_see_those_before_them(backend: Backend) {
+    let triggers = vec![
+        hold_on("bug"),
+        Trigger::new("stop-me", "hold", &["Codertocat/*".into()], true, false).unwrap(),
+    ];
+    let hub = hub(backend, triggers, false).await;
     let bug = labeled("bug");
+    let mut stop = labeled("stop-me");
+    stop["issue"]["updated_at"] = json!("2019-05-15T15:21:00Z");
+    let mut unstop = stop.clone();
+    unstop["action"] = json!("unlabeled");
+    unstop["issue"]["updated_at"] = json!("2019-05-15T15:22:00Z");
     for (id, payload) in [
         ("d-1", &bug),
         ("d-2", &bug),
-        ("d-3", &labeled("other")),
-        ("d-4", &labeled("wontfix")),
+        ("d-3", &stop),
+        ("d-4", &unstop),
+        ("d-5", &labeled("wontfix")),
     ] {
         hub.deliver_github("issues", id, payload).await;
     }
@@ -294,8 +304,16 @@ async fn deliveries_waiting_together_are_processed_together_each_once(backend: B
         "`hold` already started for this label event (delivered twice)"
     );
     assert!(hub.note("d-3").await.starts_with("started `hold`"));
-    assert_eq!(hub.note("d-4").await, "");
-    hub.runs(1, "waiting", 2).await;
+    assert!(
+        hub.note("d-4")
+            .await
+            .contains("label removed: cancelling run"),
+        "the run d-3 asked for is seen"
+    );
+    assert_eq!(hub.note("d-5").await, "");
+    // Both runs are `hold`; the trigger cancels every unfinished run of its SOP, even one
+    // the scheduler has not created yet.
+    hub.runs(1, "cancelled", 2).await;
     hub.stop().await;
 }
 

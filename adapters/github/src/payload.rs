@@ -39,6 +39,17 @@ impl Webhook {
             Self::Ping | Self::Other(_) => None,
         }
     }
+
+    /// The issue or pull request an event is about (its repository and number; the two
+    /// share the numbers), for the events that have one.
+    pub fn subject(&self) -> Option<(&str, u64)> {
+        match self {
+            Self::Issues(e) => Some((&e.repository.full_name, e.issue.number)),
+            Self::IssueComment(e) => Some((&e.repository.full_name, e.issue.number)),
+            Self::PullRequest(e) => Some((&e.repository.full_name, e.pull_request.number)),
+            Self::Ping | Self::Other(_) => None,
+        }
+    }
 }
 
 /// `issues`

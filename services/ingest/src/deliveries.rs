@@ -3,9 +3,11 @@
 //! the mark that it was processed, so a crash at any point leaves it either untouched
 //! (processed again after the restart) or done.
 
+use std::collections::HashSet;
 use std::time::Duration;
 
 use gatehouse_events::TraceParent;
+use gatehouse_github::Webhook;
 use gatehouse_store::{DeliveryRow, DeliveryStatus, Tx};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -59,11 +61,12 @@ impl Outcome {
     }
 }
 
-/// Processes every pending delivery, oldest first. GitHub's that wait together are
-/// processed in one transaction ([`process_together`]); the rest, and those of a batch that
-/// could not be, each in a transaction of its own. One that fails is logged and left
-/// pending while the others go on (it must not hold up every later delivery); the pass
-/// then ends with its error, so the caller waits before trying again.
+/// Processes every pending delivery, oldest first. GitHub's are taken in groups that
+/// cannot see each other's writes ([`independent`]), each group in one transaction
+/// ([`process_together`]); the rest, and the deliveries of a group that could not be, each
+/// in a transaction of its own. One that fails is logged and left pending while the others
+/// go on (it must not hold up every later delivery); the pass then ends with its error, so
+/// the caller waits before trying again.
 pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
     let mut done = 0;
     loop {
@@ -73,21 +76,24 @@ pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
         }
         let (github, others): (Vec<_>, Vec<_>) =
             pending.into_iter().partition(|d| d.source == "github");
-        let alone = if github.len() > 1 && process_together(api, &github).await? {
-            done += github.len();
-            others
-        } else {
-            github.into_iter().chain(others).collect()
-        };
+        let groups = independent(github)
+            .into_iter()
+            .chain(others.into_iter().map(|d| vec![d]));
         let mut first_error = None;
-        for delivery in alone {
-            let id = delivery.delivery_id.clone();
-            let source = delivery.source.clone();
-            match process(api, delivery).await {
-                Ok(()) => done += 1,
-                Err(e) => {
-                    tracing::warn!(%source, delivery = %id, error = %e, "processing a delivery failed; it stays pending");
-                    first_error.get_or_insert(e);
+        for group in groups {
+            if group.len() > 1 && process_together(api, &group).await? {
+                done += group.len();
+                continue;
+            }
+            for delivery in group {
+                let id = delivery.delivery_id.clone();
+                let source = delivery.source.clone();
+                match process(api, delivery).await {
+                    Ok(()) => done += 1,
+                    Err(e) => {
+                        tracing::warn!(%source, delivery = %id, error = %e, "processing a delivery failed; it stays pending");
+                        first_error.get_or_insert(e);
+                    }
                 }
             }
         }
@@ -97,9 +103,44 @@ pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
     }
 }
 
-/// Processes GitHub deliveries that waited together in one transaction, one durable
-/// commit for a burst of webhooks. Their processing only writes to the store, so a batch
-/// can be undone whole: `false` when one failed, or another replica had processed one,
+/// GitHub deliveries, in order, cut into groups of consecutive ones about different
+/// issues (or pull requests). Processing reads some rows through the pool, outside its
+/// transaction (the runs of a requirement, a run's state), so a delivery must not share a
+/// transaction with an earlier one about the same issue: it would not see that one's run
+/// (a label removed would not cancel the run its adding asked for). One about no issue
+/// is a group of its own.
+fn independent(deliveries: Vec<DeliveryRow>) -> Vec<Vec<DeliveryRow>> {
+    let mut groups = Vec::new();
+    let mut group: Vec<DeliveryRow> = Vec::new();
+    let mut subjects = HashSet::new();
+    for delivery in deliveries {
+        let subject = Webhook::parse(&delivery.event, delivery.body.as_bytes())
+            .ok()
+            .and_then(|w| w.subject().map(|(repo, number)| (repo.to_owned(), number)));
+        let Some(subject) = subject else {
+            if !group.is_empty() {
+                groups.push(std::mem::take(&mut group));
+            }
+            subjects.clear();
+            groups.push(vec![delivery]);
+            continue;
+        };
+        if !subjects.insert(subject.clone()) {
+            groups.push(std::mem::take(&mut group));
+            subjects.clear();
+            subjects.insert(subject);
+        }
+        group.push(delivery);
+    }
+    if !group.is_empty() {
+        groups.push(group);
+    }
+    groups
+}
+
+/// Processes a group of GitHub deliveries ([`independent`]) in one transaction, one
+/// durable commit for a burst of webhooks. Their processing only writes to the store, so a
+/// batch can be undone whole: `false` when one failed, or another replica had processed one,
 /// and nothing was kept; each is then processed alone.
 async fn process_together(api: &ApiState, deliveries: &[DeliveryRow]) -> Result<bool, ApiError> {
     let mut tx = api.store.begin().await?;

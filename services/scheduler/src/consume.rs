@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use gatehouse_bus::{Handler, HandlerError};
 use gatehouse_engine::{Decision, Input, Outcome};
-use gatehouse_events::{Envelope, Event, GateDecisionKind, NodeOutcome, RunCommandKind};
+use gatehouse_events::{Envelope, Event, GateDecisionKind, NodeOutcome, RunCommandKind, RunStatus};
 use gatehouse_store::{DecisionRow, Tx};
 
 use crate::Scheduler;
@@ -50,8 +50,14 @@ impl Scheduler {
                 return Ok(self.create(tx, &request, trace, measured).await?);
             }
             // A command can overtake the request that creates its run (a schedule cancelling
-            // a run it has just requested): retry until the run exists.
-            Event::RunCommand(c) if tx.load_run(c.run_id).await?.is_none() => {
+            // a run it has just requested, a label removed just after it was added): retry
+            // until the run exists. The row ingest shows a requested run by is not the run.
+            Event::RunCommand(c)
+                if tx
+                    .load_run(c.run_id)
+                    .await?
+                    .is_none_or(|row| row.status == RunStatus::Requested) =>
+            {
                 return Err(format!("run {} does not exist (yet)", c.run_id).into());
             }
             Event::RunCommand(c) => (
