@@ -3,7 +3,7 @@
 use chrono::Utc;
 use gatehouse_events::RunStatus;
 use gatehouse_store::{
-    ArtifactRow, AttemptStatus, DecisionRow, RunRow, Store, TimerKind, TimerRow,
+    ArtifactRow, AttemptEnd, AttemptStatus, DecisionRow, RunRow, Store, TimerKind, TimerRow,
 };
 use gatehouse_tests::{Backend, TestDb, on_both_backends};
 use uuid::Uuid;
@@ -217,30 +217,27 @@ async fn attempts_are_begun_once_and_keep_results_artifacts_and_logs(backend: Ba
         !s.begin_attempt(run_id, "report", 1).await.unwrap(),
         "a second runner must not start it"
     );
-    s.finish_attempt(
-        run_id,
-        "report",
-        1,
-        AttemptStatus::Failed,
-        Some(2),
-        Some("exit code 2"),
-        Some(1234),
-    )
-    .await
-    .unwrap();
+    let finish = |end: AttemptEnd| async move {
+        let mut tx = s.begin().await.unwrap();
+        tx.finish_attempt(run_id, "report", 1, &end).await.unwrap();
+        tx.commit().await.unwrap();
+    };
+    finish(AttemptEnd {
+        status: AttemptStatus::Failed,
+        exit_code: Some(2),
+        error: Some("exit code 2".into()),
+        duration_ms: Some(1234),
+    })
+    .await;
     // An attempt ends once: a job redelivered after its result was reported (the ack was
     // lost) is seen as interrupted, and must not overwrite what was recorded.
-    s.finish_attempt(
-        run_id,
-        "report",
-        1,
-        AttemptStatus::Interrupted,
-        None,
-        Some("interrupted"),
-        None,
-    )
-    .await
-    .unwrap();
+    finish(AttemptEnd {
+        status: AttemptStatus::Interrupted,
+        exit_code: None,
+        error: Some("interrupted".into()),
+        duration_ms: None,
+    })
+    .await;
     let attempts = s.attempts(run_id).await.unwrap();
     assert_eq!(attempts.len(), 1);
     assert_eq!(

@@ -339,16 +339,14 @@ async fn queue_leases_acks_and_work_queue_removal(backend: Backend) {
         .unwrap();
 
     let wait = Duration::from_millis(300);
-    let first = s.queue_fetch("runner", wait).await.unwrap().unwrap();
+    let fetch = || s.queue_fetch_up_to("runner", wait, 1);
+    let first = fetch().await.unwrap().pop().unwrap();
     assert_eq!((first.id, first.deliveries), (job, 1));
-    assert!(
-        s.queue_fetch("runner", wait).await.unwrap().is_none(),
-        "leased"
-    );
+    assert!(fetch().await.unwrap().is_empty(), "leased");
     assert!(s.queue_next_due("runner").await.unwrap().unwrap() > Duration::ZERO);
 
     tokio::time::sleep(Duration::from_millis(400)).await;
-    let second = s.queue_fetch("runner", wait).await.unwrap().unwrap();
+    let second = fetch().await.unwrap().pop().unwrap();
     assert_eq!(second.deliveries, 2, "redelivered after the ack deadline");
     assert!(
         !s.queue_ack("runner", first.seq, first.deliveries)

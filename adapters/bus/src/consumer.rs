@@ -46,7 +46,8 @@ pub struct ConsumerOptions {
     pub batch: usize,
     /// How long a woken consumer waits before it applies what woke it: for one whose
     /// effects nobody waits for (status text, snapshots), so its commit steps aside from
-    /// the ones that start work, and more events share it. Zero applies at once.
+    /// the ones that start work (and on JetStream, which pulls ahead meanwhile, more
+    /// events share it). Zero applies at once.
     pub linger: Duration,
 }
 

@@ -243,15 +243,11 @@ impl Settle for Lease {
     }
 
     async fn nak(&self, delay: Duration) -> Result<(), BusError> {
-        let held = if self.leased {
-            self.store
-                .queue_nak(&self.consumer, self.seq, self.token, delay)
-                .await?
-        } else {
-            self.store
-                .queue_retry(&self.consumer, self.seq, self.token, delay)
-                .await?
-        };
+        // A lease's fetch counted the delivery; a look did not, so its nak does.
+        let held = self
+            .store
+            .queue_nak(&self.consumer, self.seq, self.token, delay, !self.leased)
+            .await?;
         self.report_lost(held, "nak");
         Ok(())
     }

@@ -99,30 +99,6 @@ impl Store {
         Ok(begun)
     }
 
-    /// Closes a running attempt with its result; one already closed keeps the result it has
-    /// (a job redelivered after it was reported must not rewrite it as interrupted).
-    #[allow(clippy::too_many_arguments)]
-    pub async fn finish_attempt(
-        &self,
-        run_id: Uuid,
-        node: &str,
-        attempt: i32,
-        status: AttemptStatus,
-        exit_code: Option<i32>,
-        error: Option<&str>,
-        duration_ms: Option<i64>,
-    ) -> Result<(), StoreError> {
-        let end = AttemptEnd {
-            status,
-            exit_code,
-            error: error.map(str::to_owned),
-            duration_ms,
-        };
-        let mut tx = self.begin().await?;
-        tx.finish_attempt(run_id, node, attempt, &end).await?;
-        tx.commit().await
-    }
-
     /// A run's attempts in start order.
     pub async fn attempts(&self, run_id: Uuid) -> Result<Vec<AttemptRow>, StoreError> {
         Ok(with_pool!(self, pool => {
@@ -274,8 +250,9 @@ impl Tx {
         Ok(inserted == 1)
     }
 
-    /// [`Store::finish_attempt`] in this transaction, so the attempt's end is recorded with
-    /// the event that reports it.
+    /// Closes a running attempt with its result, in the transaction that reports it; one
+    /// already closed keeps the result it has (a job redelivered after it was reported
+    /// must not rewrite it as interrupted).
     pub async fn finish_attempt(
         &mut self,
         run_id: Uuid,

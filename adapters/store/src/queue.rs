@@ -6,6 +6,7 @@
 //! carries its delivery count, which doubles as a lease token: an acknowledgement from a
 //! delivery that has since been redelivered to someone else is ignored.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -45,7 +46,7 @@ pub struct QueuedDelivery {
     pub deliveries: i32,
 }
 
-/// A due delivery as [`Store::queue_peek`] reads it; `deliveries` is the count stored.
+/// A delivery row with its message, as read; `deliveries` is the count stored.
 #[derive(sqlx::FromRow)]
 struct Peeked {
     seq: i64,
@@ -54,6 +55,20 @@ struct Peeked {
     topic: String,
     payload: Vec<u8>,
     traceparent: Option<String>,
+}
+
+impl Peeked {
+    /// The delivery handed out, as delivery number `deliveries`.
+    fn into_delivery(self, deliveries: i32) -> QueuedDelivery {
+        QueuedDelivery {
+            seq: self.seq,
+            id: self.id,
+            topic: self.topic,
+            payload: self.payload,
+            traceparent: self.traceparent,
+            deliveries,
+        }
+    }
 }
 
 fn stream_key(kind: StreamKind) -> &'static str {
@@ -136,25 +151,12 @@ impl Store {
         tx.commit().await
     }
 
-    /// Leases the oldest due message of a consumer until `ack_wait` from now. `None` when
+    /// Leases up to `limit` of a consumer's oldest due messages until `ack_wait` from
+    /// now, oldest first: one write for a receiver with that many free hands. Empty when
     /// nothing is due (or another task of the same consumer won the race for it). It
     /// writes, so a subscription asks [`Store::queue_next_due`] first: a read takes no
     /// write lock (SQLite) and no row lock (Postgres), and a woken subscription that finds
     /// nothing due does not queue up in front of one that has work.
-    pub async fn queue_fetch(
-        &self,
-        consumer: &str,
-        ack_wait: Duration,
-    ) -> Result<Option<QueuedDelivery>, StoreError> {
-        Ok(self
-            .queue_fetch_up_to(consumer, ack_wait, 1)
-            .await?
-            .into_iter()
-            .next())
-    }
-
-    /// [`Store::queue_fetch`] for up to `limit` due messages at once, oldest first: one
-    /// write for a receiver with that many free hands.
     pub async fn queue_fetch_up_to(
         &self,
         consumer: &str,
@@ -164,7 +166,7 @@ impl Store {
         let now = now_ms();
         // The due condition is repeated outside the sub-select so a concurrent fetcher
         // re-checks it on the rows it locked.
-        let mut leased: Vec<(i64, i32)> = with_writer!(self, pool => {
+        let leased: Vec<(i64, i32)> = with_writer!(self, pool => {
             sqlx::query_as(
                 "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
                  WHERE consumer = $2 AND visible_ms <= $3
@@ -179,27 +181,32 @@ impl Store {
             .fetch_all(pool)
             .await?
         });
-        leased.sort_unstable();
-        let mut fetched = Vec::with_capacity(leased.len());
-        for (seq, deliveries) in leased {
-            let row: Option<(Uuid, String, Vec<u8>, Option<String>)> = with_pool!(self, pool => {
-                sqlx::query_as("SELECT id, topic, payload, traceparent FROM bus_messages WHERE seq = $1")
-                    .bind(seq)
-                    .fetch_optional(pool)
-                    .await?
-            });
-            if let Some((id, topic, payload, traceparent)) = row {
-                fetched.push(QueuedDelivery {
-                    seq,
-                    id,
-                    topic,
-                    payload,
-                    traceparent,
-                    deliveries,
-                });
-            }
-        }
-        Ok(fetched)
+        let (Some(&(first, _)), Some(&(last, _))) = (leased.iter().min(), leased.iter().max())
+        else {
+            return Ok(Vec::new());
+        };
+        // Their messages in one read; a row in the range that another fetcher leased is
+        // left out.
+        let rows: Vec<Peeked> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT d.seq, d.deliveries, m.id, m.topic, m.payload, m.traceparent
+                 FROM bus_deliveries d JOIN bus_messages m ON m.seq = d.seq
+                 WHERE d.consumer = $1 AND d.seq BETWEEN $2 AND $3 ORDER BY d.seq",
+            )
+            .bind(consumer)
+            .bind(first)
+            .bind(last)
+            .fetch_all(pool)
+            .await?
+        });
+        let leased: HashMap<i64, i32> = leased.into_iter().collect();
+        Ok(rows
+            .into_iter()
+            .filter_map(|row| {
+                let deliveries = *leased.get(&row.seq)?;
+                Some(row.into_delivery(deliveries))
+            })
+            .collect())
     }
 
     /// Up to `limit` of a consumer's due messages, oldest first, without leasing them:
@@ -226,30 +233,11 @@ impl Store {
         });
         Ok(rows
             .into_iter()
-            .map(|row| QueuedDelivery {
-                seq: row.seq,
-                id: row.id,
-                topic: row.topic,
-                payload: row.payload,
-                traceparent: row.traceparent,
-                deliveries: row.deliveries.saturating_add(1),
+            .map(|row| {
+                let number = row.deliveries.saturating_add(1);
+                row.into_delivery(number)
             })
             .collect())
-    }
-
-    /// A nak of a delivery taken by [`Store::queue_peek`]: counted as a delivery, and due
-    /// again after `delay`; the consumer's subscriptions are woken to wait for it. `false`
-    /// when another receiver settled it meanwhile.
-    pub async fn queue_retry(
-        &self,
-        consumer: &str,
-        seq: i64,
-        stored: i32,
-        delay: Duration,
-    ) -> Result<bool, StoreError> {
-        let held = self.make_due(consumer, seq, stored, delay, true).await?;
-        self.wake_consumers([&consumer.to_owned()]);
-        Ok(held)
     }
 
     /// How long until the consumer's next message becomes due (zero if one is due now),
@@ -325,15 +313,17 @@ impl Store {
 
     /// [`Store::queue_defer`] for a delivery given back: the consumer's waiting
     /// subscriptions are woken to look again, so they wait for it to be due rather than
-    /// for a wait they chose before it was given back.
+    /// for a wait they chose before it was given back. `counted`: the nak counts as a
+    /// delivery, for one taken by [`Store::queue_peek`], whose look did not.
     pub async fn queue_nak(
         &self,
         consumer: &str,
         seq: i64,
-        deliveries: i32,
+        token: i32,
         delay: Duration,
+        counted: bool,
     ) -> Result<bool, StoreError> {
-        let held = self.queue_defer(consumer, seq, deliveries, delay).await?;
+        let held = self.make_due(consumer, seq, token, delay, counted).await?;
         self.wake_consumers([&consumer.to_owned()]);
         Ok(held)
     }

@@ -12,6 +12,24 @@ pub(crate) struct Verdict {
 }
 
 impl Verdict {
+    /// An attempt that did its work without a process of its own (a delivery).
+    pub(crate) fn succeeded() -> Self {
+        Self {
+            outcome: NodeOutcome::Succeeded,
+            status: AttemptStatus::Succeeded,
+            exit_code: None,
+        }
+    }
+
+    /// An attempt that failed before or instead of running a process.
+    pub(crate) fn failed(reason: String) -> Self {
+        Self {
+            outcome: NodeOutcome::Failed { reason },
+            status: AttemptStatus::Failed,
+            exit_code: None,
+        }
+    }
+
     /// An attempt stopped because its runner shut down: a failure the engine may retry.
     pub(crate) fn interrupted(reason: String) -> Self {
         Self {

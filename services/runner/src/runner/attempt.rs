@@ -12,11 +12,9 @@ use std::time::Instant;
 
 use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{
-    AgentSpec, Artifact, NodeDispatch, NodeFinished, NodeSpec, SandboxWork, ScriptSpec,
-};
+use gatehouse_events::{AgentSpec, Artifact, NodeDispatch, NodeSpec, SandboxWork, ScriptSpec};
 use gatehouse_sandbox::{Exit, ExitStatus, Job, LogLine};
-use gatehouse_store::{ArtifactRow, AttemptEnd, AttemptStatus, ToolCallRow};
+use gatehouse_store::{ArtifactRow, ToolCallRow};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -378,23 +376,6 @@ impl Attempt<'_> {
             )
         };
         let duration_ms = u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX);
-        Ok(Ended {
-            end: AttemptEnd {
-                status: verdict.status,
-                exit_code: verdict.exit_code,
-                error: verdict.error().map(str::to_owned),
-                duration_ms: Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
-            },
-            finished: NodeFinished {
-                run_id: job.run_id,
-                node: job.node.clone(),
-                attempt: job.attempt,
-                outcome: verdict.outcome,
-                exit_code: verdict.exit_code,
-                duration_ms,
-                artifacts: stored,
-                interrupted: verdict.status == AttemptStatus::Interrupted,
-            },
-        })
+        Ok(Ended::new(job, verdict, Some(duration_ms), stored))
     }
 }

@@ -5,8 +5,8 @@
 //! kept safe from what earlier nodes left in them, is [`crate::deliver`]'s.
 
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{DeliverSpec, NodeDispatch, NodeFinished, NodeOutcome};
-use gatehouse_store::{AttemptEnd, AttemptStatus, DirectMergeRow};
+use gatehouse_events::{DeliverSpec, NodeDispatch};
+use gatehouse_store::DirectMergeRow;
 
 use super::Runner;
 use super::report::Ended;
@@ -16,6 +16,7 @@ use crate::deliver::checkouts;
 use crate::deliver::{DeliveredTo, Delivery};
 use crate::durably::durably;
 use crate::files::RunDirs;
+use crate::outcome::Verdict;
 
 /// Why nothing can be delivered by a runner without GitHub.
 pub(crate) const NOT_CONFIGURED: &str =
@@ -101,23 +102,11 @@ impl Runner {
         }
         self.store_log(job, &notes).await;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Ok(Ended {
-            end: AttemptEnd {
-                status: AttemptStatus::Succeeded,
-                exit_code: None,
-                error: None,
-                duration_ms: Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
-            },
-            finished: NodeFinished {
-                run_id: job.run_id,
-                node: job.node.clone(),
-                attempt: job.attempt,
-                outcome: NodeOutcome::Succeeded,
-                exit_code: None,
-                duration_ms,
-                artifacts: Vec::new(),
-                interrupted: false,
-            },
-        })
+        Ok(Ended::new(
+            job,
+            Verdict::succeeded(),
+            Some(duration_ms),
+            Vec::new(),
+        ))
     }
 }

@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use gatehouse_bus::{BusError, Delivery, HandlerError};
 use gatehouse_events::{
-    Envelope, Event, EventError, NodeDispatch, NodeFinished, NodeOutcome, NodeProgress, TraceParent,
+    Artifact, Envelope, Event, EventError, NodeDispatch, NodeFinished, NodeProgress, TraceParent,
 };
 use gatehouse_store::{AttemptEnd, AttemptStatus};
 use tokio_util::sync::CancellationToken;
@@ -16,12 +16,43 @@ use super::settle::Reported;
 use super::{JOBS, Runner};
 use crate::durably::durably;
 use crate::observe;
+use crate::outcome::Verdict;
 
 /// How an attempt ended: what its row records, and the `node.finished` that reports it,
 /// recorded and reported in one commit.
 pub(super) struct Ended {
     pub(super) end: AttemptEnd,
     pub(super) finished: NodeFinished,
+}
+
+impl Ended {
+    /// `job`'s attempt ended by `verdict` after `duration_ms` (`None`: unknown, for one
+    /// whose runner died), with the artifacts it stored.
+    pub(super) fn new(
+        job: &NodeDispatch,
+        verdict: Verdict,
+        duration_ms: Option<u64>,
+        artifacts: Vec<Artifact>,
+    ) -> Self {
+        Self {
+            end: AttemptEnd {
+                status: verdict.status,
+                exit_code: verdict.exit_code,
+                error: verdict.error().map(str::to_owned),
+                duration_ms: duration_ms.map(|ms| i64::try_from(ms).unwrap_or(i64::MAX)),
+            },
+            finished: NodeFinished {
+                run_id: job.run_id,
+                node: job.node.clone(),
+                attempt: job.attempt,
+                exit_code: verdict.exit_code,
+                duration_ms: duration_ms.unwrap_or(0),
+                artifacts,
+                interrupted: verdict.status == AttemptStatus::Interrupted,
+                outcome: verdict.outcome,
+            },
+        }
+    }
 }
 
 /// Where the runner's events say they come from.
@@ -70,26 +101,7 @@ impl Runner {
             // twice; the engine decides whether a new attempt follows. Not measured: how
             // long it ran is unknown.
             let reason = "interrupted: the runner stopped during this attempt";
-            Ended {
-                end: AttemptEnd {
-                    status: AttemptStatus::Interrupted,
-                    exit_code: None,
-                    error: Some(reason.into()),
-                    duration_ms: None,
-                },
-                finished: NodeFinished {
-                    run_id: job.run_id,
-                    node: job.node.clone(),
-                    attempt: job.attempt,
-                    outcome: NodeOutcome::Failed {
-                        reason: reason.into(),
-                    },
-                    exit_code: None,
-                    duration_ms: 0,
-                    artifacts: Vec::new(),
-                    interrupted: true,
-                },
-            }
+            Ended::new(job, Verdict::interrupted(reason.into()), None, Vec::new())
         };
         let finished = envelope_of(Event::NodeFinished(finished), trace)?;
         // The attempt's end recorded with the event reporting it and the job's
@@ -123,24 +135,7 @@ impl Runner {
         started: std::time::Instant,
     ) -> Ended {
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        Ended {
-            end: AttemptEnd {
-                status: AttemptStatus::Failed,
-                exit_code: None,
-                error: Some(reason.clone()),
-                duration_ms: Some(i64::try_from(duration_ms).unwrap_or(i64::MAX)),
-            },
-            finished: NodeFinished {
-                run_id: job.run_id,
-                node: job.node.clone(),
-                attempt: job.attempt,
-                outcome: NodeOutcome::Failed { reason },
-                exit_code: None,
-                duration_ms,
-                artifacts: Vec::new(),
-                interrupted: false,
-            },
-        }
+        Ended::new(job, Verdict::failed(reason), Some(duration_ms), Vec::new())
     }
 
     /// Appends lines to the attempt's log; a failure to store them is logged, not fatal.
