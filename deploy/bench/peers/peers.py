@@ -110,6 +110,10 @@ GATED_LABEL = "bench:gated"
 WEBHOOK_SECRET = b"peers-bench-secret"
 GATEHOUSES = ("gatehouse", "gatehouse-notoken", "gatehouse-distributed")
 PEERS = ("restate", "n8n")
+# `--baseline-bin`: `up` without a token from another binary, a column every Gatehouse
+# column is also compared with, so a change is judged against the code before it in one
+# run (run to run, the latency figures move by ±15 % on a shared machine).
+BASELINE = "baseline"
 # Distributed mode's Postgres (the server's `postgres` user, trust auth) and NATS.
 POSTGRES = os.environ.get("PEERS_POSTGRES", "postgres://postgres@127.0.0.1:5432")
 NATS = os.environ.get("PEERS_NATS", "nats://127.0.0.1:4222")
@@ -435,6 +439,18 @@ class Gatehouse(System):
             b'{"decision":"approve"}',
             {"Authorization": f"Bearer {self.token}", "Content-Type": "application/json"},
         )
+
+
+class Baseline(Gatehouse):
+    """`up` without a token, as `gatehouse-notoken`, from the `--baseline-bin` binary."""
+
+    name = BASELINE
+
+    def __init__(self, scratch, procs, deliveries, binary: Path, max_bodies: int) -> None:
+        if not binary.is_file():
+            raise BenchError(f"--baseline-bin {binary}: no such file")
+        self.title = f"baseline ({binary.name})"
+        super().__init__(scratch, procs, deliveries, binary, False, max_bodies)
 
 
 class GatehouseDistributed(Gatehouse):
@@ -1139,6 +1155,8 @@ def ratios(systems: dict) -> dict:
     for gatehouse in (g for g in GATEHOUSES if g in systems):
         g = systems[gatehouse]
         mine = {peer: ratios_to(g, systems[peer]) for peer in peers}
+        if BASELINE in systems:
+            mine[BASELINE] = ratios_to(g, systems[BASELINE])
         if peers:
             lighter = min(peers, key=lambda p: systems[p]["rss_mib"]["waiting"])
             mine["lighter_peer"] = lighter
@@ -1226,7 +1244,9 @@ def print_figures(summary: dict, titles: dict) -> None:
 
 
 def print_ratios(summary: dict, titles: dict) -> None:
-    pairs = [(g, p) for g, r in summary["ratios"].items() for p in PEERS if p in r]
+    pairs = [
+        (g, p) for g, r in summary["ratios"].items() for p in (*PEERS, BASELINE) if p in r
+    ]
     if not pairs:
         return
     burst, waiting = summary["burst"], summary["waiting"]
@@ -1383,6 +1403,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         help="the gatehouse binary (default target/release/gatehouse, built if missing)",
     )
     parser.add_argument(
+        "--baseline-bin",
+        type=Path,
+        help="another gatehouse binary, measured as a column `baseline` (`up`, no token) and compared with",
+    )
+    parser.add_argument(
         "--gatehouse-max-bodies",
         type=int,
         default=16,
@@ -1465,7 +1490,12 @@ def make_systems(args, binary: Path | None, scratch: Path, procs: Processes) -> 
         "restate": lambda: Restate(scratch, procs, deliveries, peers_dir),
     }
     # A fixed order; the measurements rotate it.
-    return [made[name]() for name in SYSTEMS if name in args.systems]
+    systems = [made[name]() for name in SYSTEMS if name in args.systems]
+    if args.baseline_bin:
+        systems.append(
+            Baseline(scratch, procs, deliveries, args.baseline_bin.resolve(), args.gatehouse_max_bodies)
+        )
+    return systems
 
 
 def warm_up(systems: list[System], issues: Issues, pause: float) -> None:

@@ -42,9 +42,14 @@ impl<'a> Attempt<'a> {
         let artifacts_location = self.dirs.artifacts_location(&job.node, job.attempt);
         let artifacts = self.dirs.resolve(&artifacts_location);
         let inputs = self.dirs.inputs(&job.node, job.attempt);
-        // Independent reads, side by side: the frozen settings, the upstream artifacts.
-        let (settings, copied) =
-            tokio::join!(self.settings(program), self.copy_inputs(work, &inputs));
+        // Side by side, as none touches what another does: the frozen settings (the
+        // store), the upstream artifacts (the inputs directory) and the starting checkpoint
+        // (the workspace).
+        let (settings, copied, checkpoint) = tokio::join!(
+            self.settings(program),
+            self.copy_inputs(work, &inputs),
+            self.checkpoint(work)
+        );
         let (role, profile) = match settings? {
             Ok(settings) => settings,
             Err(reason) => return Ok(Err(reason)),
@@ -52,7 +57,7 @@ impl<'a> Attempt<'a> {
         if let Err(reason) = copied? {
             return Ok(Err(reason));
         }
-        let start_recorded = match self.checkpoint(work).await {
+        let start_recorded = match checkpoint {
             Ok(recording) => recording,
             Err(reason) => return Ok(Err(reason)),
         };
@@ -153,6 +158,11 @@ impl<'a> Attempt<'a> {
     /// attempt; a blob store that stays unreachable hands the job back.
     async fn copy_inputs(&self, work: &SandboxWork, inputs: &std::path::Path) -> Step<()> {
         let runner = self.runner;
+        let fresh = inputs.to_owned();
+        tokio::task::spawn_blocking(move || artifacts::fresh_dir(&fresh)).await??;
+        if work.inputs.is_empty() {
+            return Ok(Ok(()));
+        }
         let rows: Vec<ArtifactRow> = runner
             .store
             .artifacts(self.job.run_id)
@@ -164,8 +174,6 @@ impl<'a> Attempt<'a> {
                     .is_some_and(|&at| i64::from(at) == i64::from(a.attempt))
             })
             .collect();
-        let fresh = inputs.to_owned();
-        tokio::task::spawn_blocking(move || artifacts::fresh_dir(&fresh)).await??;
         let limit = runner.artifact_limit;
         let mut on_disk = Vec::new();
         for row in rows {
