@@ -33,8 +33,14 @@ request (one machine, one clock). The figures, for each system:
    the gate is not waiting yet is sent again, timed from the new try, and counted.
 3. 100 triggers at once, released together from 100 threads: each run's time to its
    first (and only) step, p50, and the total until the last one ran.
-4. Resident memory: VmRSS summed over each system's server processes and their children
-   (`gatehouse up`; n8n and its task runner; restate-server and the Node deployment).
+4. Memory: PSS (proportional set size, from /proc/PID/smaps_rollup) summed over each
+   system's server processes and their children (`gatehouse up`; the three `gatehouse
+   serve`; n8n and its task runner; restate-server and the Node deployment), with the sum
+   of their VmRSS beside it. The target is judged on PSS: summed RSS counts a page that
+   several processes share once for each of them (the three `serve` processes run one
+   binary, n8n's two processes one Node), where PSS divides it among them, so its sum is
+   the memory the system takes on one machine. Each Gatehouse column runs a copy of the
+   binary of its own, so no column shares pages with another.
    It is read idle and with 1,000 runs waiting at the gate: once just after they all
    reached it, and again after Restate's one-minute inactivity timeout has suspended its
    invocations (the figure reported).
@@ -308,8 +314,9 @@ class System:
         """The request that lets a run past its gate; `handle` is what its first step wrote."""
         raise NotImplementedError
 
-    def rss_kib(self) -> int:
-        return tree_rss_kib([p.pid for p in self.roots])
+    def memory_kib(self) -> tuple[int, int]:
+        """RSS and PSS, in KiB, summed over the system's processes ([`tree_memory_kib`])."""
+        return tree_memory_kib([p.pid for p in self.roots])
 
     def clean_up(self) -> None:
         """Removes what the system left outside the scratch folder, after its processes
@@ -334,7 +341,10 @@ class Gatehouse(System):
             self.name = "gatehouse" if github else "gatehouse-notoken"
             self.title = "Gatehouse `up`" if github else "Gatehouse `up`, no token"
         super().__init__(scratch, procs, deliveries)
-        self.binary = binary
+        # A copy of its own: PSS divides a page among every process mapping it, so columns
+        # running one file would each be credited with part of the others' binary.
+        self.binary = self.dir / "gatehouse"
+        shutil.copy2(binary, self.binary)
         self.github = github
         self.max_bodies = max_bodies
         self.port = free_port()
@@ -1057,30 +1067,45 @@ def load_waiting(system: System, issues: Issues, count: int) -> None:
         wait_step(system, system.out / f"{i}.first", timeout=900)
 
 
-def measure_memory(systems: list[System], issues: Issues, count: int, settle: float) -> dict:
-    """Figure 4: RSS idle, just after `count` runs reached the gate, and `settle` s later."""
-    found = {s.name: {"idle": mib(s.rss_kib())} for s in systems}
+def measure_memory(
+    systems: list[System], issues: Issues, count: int, settle: float
+) -> tuple[dict, dict]:
+    """Figure 4: RSS and PSS idle, just after `count` runs reached the gate, and `settle` s
+    later; `(rss, pss)`, each by system, in MiB."""
+    rss: dict[str, dict] = {s.name: {} for s in systems}
+    pss: dict[str, dict] = {s.name: {} for s in systems}
+
+    def read(system: System, when: str) -> None:
+        r, p = system.memory_kib()
+        rss[system.name][when], pss[system.name][when] = mib(r), mib(p)
+
+    for system in systems:
+        read(system, "idle")
     last_loaded = time.monotonic()
     for system in systems:
         began = time.monotonic()
         load_waiting(system, issues, count)
-        found[system.name]["load_s"] = time.monotonic() - began
+        rss[system.name]["load_s"] = time.monotonic() - began
         time.sleep(5)
-        found[system.name]["waiting_at_once"] = mib(system.rss_kib())
+        read(system, "waiting_at_once")
         print(
-            f"  {system.title}: {count} runs at the gate in {found[system.name]['load_s']:.0f} s",
+            f"  {system.title}: {count} runs at the gate in {rss[system.name]['load_s']:.0f} s",
             flush=True,
         )
         last_loaded = time.monotonic()
     time.sleep(max(0.0, settle - (time.monotonic() - last_loaded)))
     for system in systems:
         system.check_alive()
-        found[system.name]["waiting"] = mib(system.rss_kib())
-    return found
+        read(system, "waiting")
+    return rss, pss
 
 
-def tree_rss_kib(roots: list[int]) -> int:
-    """VmRSS of the processes `roots` and all their descendants, in KiB."""
+def tree_memory_kib(roots: list[int]) -> tuple[int, int]:
+    """VmRSS and PSS of the processes `roots` and all their descendants, in KiB. Summed over
+    processes, RSS counts a page shared by several of them (the text of one binary that
+    three `gatehouse serve` processes run, of Node for n8n's two processes) once for each;
+    PSS divides such a page among the processes sharing it, so its sum is the memory the
+    system takes."""
     children: dict[int, list[int]] = {}
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
@@ -1091,18 +1116,27 @@ def tree_rss_kib(roots: list[int]) -> int:
             continue
         ppid = int(stat.rpartition(")")[2].split()[1])
         children.setdefault(ppid, []).append(int(entry))
-    total, todo = 0, list(roots)
+    rss = pss = 0
+    todo = list(roots)
     while todo:
         pid = todo.pop()
         todo.extend(children.get(pid, []))
         try:
             status = Path(f"/proc/{pid}/status").read_text()
+            rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
         except OSError:
             continue
-        for line in status.splitlines():
-            if line.startswith("VmRSS:"):
-                total += int(line.split()[1])
-    return total
+        rss += kib_of(status, "VmRSS:")
+        pss += kib_of(rollup, "Pss:")
+    return rss, pss
+
+
+def kib_of(text: str, key: str) -> int:
+    """The KiB figure of the line starting with `key` in a /proc file; 0 without one."""
+    for line in text.splitlines():
+        if line.startswith(key):
+            return int(line.split()[1])
+    return 0
 
 
 def mib(kib: int) -> float:
@@ -1121,7 +1155,11 @@ def percentile(values: list[float], q: float) -> float:
 
 
 def summarize(
-    trigger: dict, gate: tuple[dict, dict], burst: dict, memory: dict, names: list[str]
+    trigger: dict,
+    gate: tuple[dict, dict],
+    burst: dict,
+    memory: tuple[dict, dict],
+    names: list[str],
 ) -> dict:
     gate_seconds, early = gate
     systems = {}
@@ -1135,7 +1173,8 @@ def summarize(
                 "totals_s": burst[name]["totals"],
                 "answered_503": burst[name]["answered_503"],
             },
-            "rss_mib": memory[name],
+            "rss_mib": memory[0][name],
+            "pss_mib": memory[1][name],
         }
     return {"systems": systems, "ratios": ratios(systems)}
 
@@ -1158,9 +1197,10 @@ def ratios(systems: dict) -> dict:
         if BASELINE in systems:
             mine[BASELINE] = ratios_to(g, systems[BASELINE])
         if peers:
-            lighter = min(peers, key=lambda p: systems[p]["rss_mib"]["waiting"])
+            lighter = min(peers, key=lambda p: systems[p]["pss_mib"]["waiting"])
             mine["lighter_peer"] = lighter
             mine["rss_waiting_vs_lighter"] = mine[lighter]["rss_waiting"]
+            mine["pss_waiting_vs_lighter"] = mine[lighter]["pss_waiting"]
         out[gatehouse] = mine
     return out
 
@@ -1175,6 +1215,8 @@ def ratios_to(g: dict, p: dict) -> dict:
         "burst_total": g["burst"]["total_s"] / p["burst"]["total_s"],
         "rss_idle": g["rss_mib"]["idle"] / p["rss_mib"]["idle"],
         "rss_waiting": g["rss_mib"]["waiting"] / p["rss_mib"]["waiting"],
+        "pss_idle": g["pss_mib"]["idle"] / p["pss_mib"]["idle"],
+        "pss_waiting": g["pss_mib"]["waiting"] / p["pss_mib"]["waiting"],
     }
 
 
@@ -1192,8 +1234,8 @@ def targets(ratios_of: dict, waiting: int) -> list[dict]:
         if "lighter_peer" in r:
             judged.append(
                 (
-                    f"memory, {waiting:,} waiting, vs {r['lighter_peer']}",
-                    r["rss_waiting_vs_lighter"],
+                    f"memory (PSS), {waiting:,} waiting, vs {r['lighter_peer']}",
+                    r["pss_waiting_vs_lighter"],
                     0.2,
                 )
             )
@@ -1231,10 +1273,13 @@ def print_figures(summary: dict, titles: dict) -> None:
             f"{burst} triggers at once: per run p50, total",
             lambda x: f"{x['burst']['per_run_p50_s']:.2f} s, {x['burst']['total_s']:.2f} s",
         ),
-        ("resident memory, idle", lambda x: f"{x['rss_mib']['idle']:.0f} MiB"),
         (
-            f"resident memory, {waiting:,} runs waiting at a gate",
-            lambda x: f"{x['rss_mib']['waiting']:.0f} MiB",
+            "memory idle, PSS (RSS)",
+            lambda x: f"{x['pss_mib']['idle']:.0f} ({x['rss_mib']['idle']:.0f}) MiB",
+        ),
+        (
+            f"memory, {waiting:,} runs waiting at a gate, PSS (RSS)",
+            lambda x: f"{x['pss_mib']['waiting']:.0f} ({x['rss_mib']['waiting']:.0f}) MiB",
         ),
     ]
     print_markdown(
@@ -1263,8 +1308,11 @@ def print_ratios(summary: dict, titles: dict) -> None:
             f"{burst} at once: per run p50, total",
             lambda r: f"{r['burst_per_run_p50']:.2f}×, {r['burst_total']:.2f}×",
         ),
-        ("resident memory, idle", lambda r: f"{r['rss_idle']:.2f}×"),
-        (f"resident memory, {waiting:,} waiting", lambda r: f"{r['rss_waiting']:.3f}×"),
+        ("memory idle, PSS (RSS)", lambda r: f"{r['pss_idle']:.2f}× ({r['rss_idle']:.2f}×)"),
+        (
+            f"memory, {waiting:,} waiting, PSS (RSS)",
+            lambda r: f"{r['pss_waiting']:.3f}× ({r['rss_waiting']:.3f}×)",
+        ),
     ]
     header = ["ratio", *(f"{titles[g]} / {titles[p]}" for g, p in pairs)]
     print_markdown(
