@@ -120,6 +120,7 @@ on_every_bus!(
     relay_publishes_in_order_and_retries_failures,
     poison_messages_are_parked_without_blocking,
     events_waiting_together_are_applied_in_one_commit_each_once,
+    a_message_published_while_a_batch_is_applied_comes_next,
 );
 
 async fn delivers_id_topic_trace_and_count(kind: BusKind) {
@@ -671,6 +672,40 @@ async fn events_waiting_together_are_applied_in_one_commit_each_once(kind: BusKi
     assert!(
         together,
         "some events shared a committed transaction: {seen:?}"
+    );
+    t.cleanup().await;
+}
+
+/// A subscription that read everything due asks only when the next is due before it
+/// waits (in process: no second look at an empty queue). A message published while the
+/// batch is applied must still come at once, not at the next poll.
+async fn a_message_published_while_a_batch_is_applied_comes_next(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let spec = ConsumerSpec {
+        take: Take::InTransaction(4),
+        ..spec("short-batch", Duration::from_secs(30))
+    };
+    let mut sub = t.bus.subscribe(&spec).await.unwrap();
+    publish(&*t.bus, &envelope("first")).await;
+    let first = next(&mut sub, Duration::from_secs(5))
+        .await
+        .expect("delivered");
+    publish(&*t.bus, &envelope("second")).await;
+    let mut tx = t.db.store.begin().await.unwrap();
+    first.ack_within(&mut tx).await.unwrap();
+    tx.commit().await.unwrap();
+    let began = std::time::Instant::now();
+    let second = next(&mut sub, Duration::from_secs(5))
+        .await
+        .expect("delivered");
+    let Ok(Event::NodeProgress(p)) = Envelope::from_slice(&second.payload).unwrap().decode() else {
+        panic!("not the event published");
+    };
+    assert_eq!(p.message, "second");
+    assert!(
+        began.elapsed() < Duration::from_millis(200),
+        "came at once, not at a poll: {:?}",
+        began.elapsed()
     );
     t.cleanup().await;
 }

@@ -48,6 +48,7 @@ async fn insert(store: &Store, row: &RunRow) -> bool {
 
 on_both_backends!(
     runs_are_created_once_and_updated_by_compare_and_set,
+    a_created_run_comes_back_as_stored_over_its_requested_row,
     runs_are_listed_newest_first_and_filtered,
     timers_are_upserted_and_come_due,
     decisions_are_audited_in_order,
@@ -98,6 +99,49 @@ async fn runs_are_created_once_and_updated_by_compare_and_set(backend: Backend) 
     );
     assert!(db.store.run(Uuid::now_v7()).await.unwrap().is_none());
     db.cleanup().await;
+}
+
+/// The scheduler takes a run's first step from the row `create_run` returns, without
+/// reading it again: it must be the row as stored, the `requested` row's time kept.
+async fn a_created_run_comes_back_as_stored_over_its_requested_row(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let id = Uuid::now_v7();
+    let mut requested = run(id, RunStatus::Requested);
+    requested.created_at = Utc::now() - chrono::Duration::seconds(5);
+    let mut tx = db.store.begin().await.unwrap();
+    tx.save_sop_version(
+        "sha256:abc",
+        "platform-check",
+        "builtin:platform-check",
+        "x",
+    )
+    .await
+    .unwrap();
+    assert!(tx.request_run(&requested).await.unwrap());
+    let created = tx
+        .create_run(&run(id, RunStatus::Queued))
+        .await
+        .unwrap()
+        .expect("a requested row is replaced");
+    assert_eq!(created.status, RunStatus::Queued);
+    assert_eq!(
+        created.created_at.timestamp_millis(),
+        requested.created_at.timestamp_millis(),
+        "the requested row's time is kept"
+    );
+    let loaded = tx.load_run(id).await.unwrap().unwrap();
+    assert_eq!(
+        (loaded.state, loaded.revision, loaded.created_at),
+        (created.state, created.revision, created.created_at)
+    );
+    assert!(
+        tx.create_run(&run(id, RunStatus::Queued))
+            .await
+            .unwrap()
+            .is_none(),
+        "a created run is not created again"
+    );
+    tx.commit().await.unwrap();
 }
 
 async fn runs_are_listed_newest_first_and_filtered(backend: Backend) {

@@ -349,13 +349,13 @@ async fn queue_leases_acks_and_work_queue_removal(backend: Backend) {
     let second = fetch().await.unwrap().pop().unwrap();
     assert_eq!(second.deliveries, 2, "redelivered after the ack deadline");
     assert!(
-        !s.queue_ack("runner", first.seq, first.deliveries)
+        !s.queue_ack("runner", StreamKind::Jobs, first.seq, first.deliveries)
             .await
             .unwrap(),
         "stale lease"
     );
     assert!(
-        s.queue_ack("runner", second.seq, second.deliveries)
+        s.queue_ack("runner", StreamKind::Jobs, second.seq, second.deliveries)
             .await
             .unwrap()
     );

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use gatehouse_events::StreamSpec;
+use gatehouse_events::{StreamKind, StreamSpec};
 use gatehouse_store::{QueueMessage, QueuedDelivery, Store, Tx};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -97,6 +97,7 @@ impl Bus for InProcessBus {
             spec: spec.clone(),
             wake: self.store.watch_consumer(&spec.name),
             taken: VecDeque::new(),
+            drained: false,
         }))
     }
 }
@@ -108,6 +109,9 @@ struct InProcessSubscription {
     /// Due deliveries read with the one [`Subscription::next`] returned, for
     /// [`Subscription::ready`] (applied in transactions only).
     taken: VecDeque<QueuedDelivery>,
+    /// The last look read fewer than a batch: everything due then was read (applied in
+    /// transactions only).
+    drained: bool,
 }
 
 #[async_trait]
@@ -135,18 +139,37 @@ impl InProcessSubscription {
     /// Waits until something is due and takes it: leased, up to `limit` deliveries; or
     /// applied in transactions, the first of up to the batch read (the rest wait in
     /// `taken` for [`Subscription::ready`]).
+    ///
+    /// Each statement costs a round trip to the database's thread, so none is spent on
+    /// an answer known already: after a short batch, all of it taken, nothing was left
+    /// due, and the next due time alone is asked (zero if something came meanwhile); after
+    /// a wake-up, a job is most likely there, and is leased without asking first.
     async fn take(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
         // Whatever the last batch left untaken is read again, as it may be settled now.
+        let mut look = !(self.drained && self.taken.is_empty());
+        let mut woken = true;
         self.taken.clear();
         loop {
             // Mark wake-ups seen before looking, so a publish between the look and the
             // wait is not missed.
             self.wake.borrow_and_update();
-            if let Take::InTransaction(batch) = self.spec.take {
+            if let Take::InTransaction(batch) = self.spec.take
+                && std::mem::replace(&mut look, true)
+            {
                 // Only a read: the consumer's transaction acknowledges what it applies.
                 self.taken = self.store.queue_peek(&self.spec.name, batch).await?.into();
+                self.drained = self.taken.len() < batch;
                 if let Some(first) = self.taken.pop_front() {
                     return Ok(vec![self.delivery(first)]);
+                }
+            }
+            if self.spec.take == Take::Leased && std::mem::take(&mut woken) {
+                let leased = self
+                    .store
+                    .queue_fetch_up_to(&self.spec.name, self.spec.ack_wait, limit)
+                    .await?;
+                if !leased.is_empty() {
+                    return Ok(leased.into_iter().map(|d| self.delivery(d)).collect());
                 }
             }
             let wait = match self.store.queue_next_due(&self.spec.name).await? {
@@ -168,7 +191,7 @@ impl InProcessSubscription {
                 None => POLL,
             };
             tokio::select! {
-                _ = self.wake.changed() => {}
+                _ = self.wake.changed() => woken = true,
                 _ = tokio::time::sleep(wait) => {}
             }
         }
@@ -185,6 +208,7 @@ impl InProcessSubscription {
             settle: Box::new(Lease {
                 store: self.store.clone(),
                 consumer: self.spec.name.clone(),
+                stream: self.spec.stream(),
                 ack_wait: self.spec.ack_wait,
                 seq: d.seq,
                 // A leased delivery's count was raised by the fetch; a peeked one's count
@@ -205,6 +229,8 @@ impl InProcessSubscription {
 struct Lease {
     store: Store,
     consumer: String,
+    /// Where the message is: a job's is deleted with its last acknowledgement.
+    stream: StreamKind,
     ack_wait: Duration,
     seq: i64,
     token: i32,
@@ -228,7 +254,9 @@ impl Settle for Lease {
         if !tx.store().is(&self.store) {
             return Ok(false);
         }
-        let held = tx.queue_ack(&self.consumer, self.seq, self.token).await?;
+        let held = tx
+            .queue_ack(&self.consumer, self.stream, self.seq, self.token)
+            .await?;
         self.report_lost(held, "ack");
         Ok(true)
     }
@@ -236,7 +264,7 @@ impl Settle for Lease {
     async fn ack(&self) -> Result<(), BusError> {
         let held = self
             .store
-            .queue_ack(&self.consumer, self.seq, self.token)
+            .queue_ack(&self.consumer, self.stream, self.seq, self.token)
             .await?;
         self.report_lost(held, "ack");
         Ok(())

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use chrono::Utc;
 use gatehouse_events::{StreamKind, topic_matches};
+use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use crate::store::{with_pool, with_writer};
@@ -259,11 +260,12 @@ impl Store {
     pub async fn queue_ack(
         &self,
         consumer: &str,
+        stream: StreamKind,
         seq: i64,
         deliveries: i32,
     ) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
-        let acked = tx.queue_ack(consumer, seq, deliveries).await?;
+        let acked = tx.queue_ack(consumer, stream, seq, deliveries).await?;
         tx.commit().await?;
         Ok(acked)
     }
@@ -382,16 +384,21 @@ impl Tx {
                         .bind(stream)
                         .fetch_all(&mut *conn)
                         .await?;
-                for (name, _) in consumers.into_iter().filter(|(_, f)| topic_matches(f, msg.topic)) {
-                    sqlx::query(
-                        "INSERT INTO bus_deliveries (consumer, seq, visible_ms) VALUES ($1, $2, $3)",
-                    )
-                    .bind(&name)
-                    .bind(seq)
-                    .bind(now)
-                    .execute(&mut *conn)
-                    .await?;
-                    woken.push(name);
+                woken.extend(
+                    consumers
+                        .into_iter()
+                        .filter(|(_, f)| topic_matches(f, msg.topic))
+                        .map(|(name, _)| name),
+                );
+                // One statement for every consumer's delivery.
+                if !woken.is_empty() {
+                    let mut sql = QueryBuilder::new(
+                        "INSERT INTO bus_deliveries (consumer, seq, visible_ms) ",
+                    );
+                    sql.push_values(&woken, |mut row, name| {
+                        row.push_bind(name).push_bind(seq).push_bind(now);
+                    });
+                    sql.build().execute(&mut *conn).await?;
                 }
             }
             seq.is_some()
@@ -405,6 +412,7 @@ impl Tx {
     pub async fn queue_ack(
         &mut self,
         consumer: &str,
+        stream: StreamKind,
         seq: i64,
         deliveries: i32,
     ) -> Result<bool, StoreError> {
@@ -418,14 +426,17 @@ impl Tx {
             .execute(&mut *conn)
             .await?
             .rows_affected() == 1;
-            sqlx::query(
-                "DELETE FROM bus_messages WHERE seq = $1 AND stream = $2
-                   AND NOT EXISTS (SELECT 1 FROM bus_deliveries WHERE seq = $1)",
-            )
-            .bind(seq)
-            .bind(stream_key(StreamKind::Jobs))
-            .execute(&mut *conn)
-            .await?;
+            // Events stay for replays until pruned; a job goes once no consumer holds it.
+            if stream == StreamKind::Jobs {
+                sqlx::query(
+                    "DELETE FROM bus_messages WHERE seq = $1 AND stream = $2
+                       AND NOT EXISTS (SELECT 1 FROM bus_deliveries WHERE seq = $1)",
+                )
+                .bind(seq)
+                .bind(stream_key(StreamKind::Jobs))
+                .execute(&mut *conn)
+                .await?;
+            }
             acked
         });
         Ok(acked)

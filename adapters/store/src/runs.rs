@@ -110,6 +110,12 @@ impl Tx {
     /// Inserts a new run, or fills in the row [`Tx::request_run`] left for it; `false` if
     /// the run was created before (a repeated request).
     pub async fn insert_run(&mut self, run: &RunRow) -> Result<bool, StoreError> {
+        Ok(self.create_run(run).await?.is_some())
+    }
+
+    /// [`Tx::insert_run`], returning the run as stored (a `requested` row it replaced
+    /// keeps its `created_at`), so its first step needs no read; `None` if it existed.
+    pub async fn create_run(&mut self, run: &RunRow) -> Result<Option<RunRow>, StoreError> {
         self.write_run(
             run,
             "ON CONFLICT (id) DO UPDATE SET sop = excluded.sop, sop_version = excluded.sop_version,
@@ -129,21 +135,30 @@ impl Tx {
     /// until the scheduler creates it ([`Tx::insert_run`]); `false` if it exists.
     pub async fn request_run(&mut self, run: &RunRow) -> Result<bool, StoreError> {
         debug_assert_eq!(run.status, RunStatus::Requested);
-        self.write_run(run, "ON CONFLICT (id) DO NOTHING").await
+        Ok(self
+            .write_run(run, "ON CONFLICT (id) DO NOTHING")
+            .await?
+            .is_some())
     }
 
-    /// Inserts `run`, with `on_conflict` deciding what an existing row becomes.
-    async fn write_run(&mut self, run: &RunRow, on_conflict: &str) -> Result<bool, StoreError> {
+    /// Inserts `run`, with `on_conflict` deciding what an existing row becomes; the row
+    /// as written, or `None` when nothing was.
+    async fn write_run(
+        &mut self,
+        run: &RunRow,
+        on_conflict: &str,
+    ) -> Result<Option<RunRow>, StoreError> {
         let sql = format!(
             "INSERT INTO runs (id, sop, sop_version, params, requested_by, status, state,
                revision, parent_run, parent_node, parent_attempt, requirement_id, schedule,
                scheduled_ms, project, workspace, created_at, updated_at)
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,
                $17, $18)
-             {on_conflict}"
+             {on_conflict}
+             RETURNING {RUN_COLUMNS}"
         );
-        let written = with_tx!(self, conn => {
-            sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+        Ok(with_tx!(self, conn => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.clone()))
             .bind(run.id)
             .bind(&run.sop)
             .bind(&run.sop_version)
@@ -162,11 +177,9 @@ impl Tx {
             .bind(&run.workspace)
             .bind(run.created_at)
             .bind(run.updated_at)
-            .execute(conn)
+            .fetch_optional(conn)
             .await?
-            .rows_affected()
-        });
-        Ok(written == 1)
+        }))
     }
 
     /// Reads a run inside this transaction and holds it until the transaction ends, so

@@ -42,24 +42,21 @@ impl Store {
         if let Some(frozen) = self.frozen_setting(run_id, kind, name).await? {
             return Ok(frozen);
         }
-        with_writer!(self, pool => {
-            sqlx::query(
+        // Ours, or the one a node starting beside this one froze first: the conflict's
+        // update leaves it as it is and returns it.
+        Ok(with_writer!(self, pool => {
+            sqlx::query_scalar(
                 "INSERT INTO run_settings (run_id, kind, name, body) VALUES ($1, $2, $3, $4)
-                 ON CONFLICT (run_id, kind, name) DO NOTHING",
+                 ON CONFLICT (run_id, kind, name) DO UPDATE SET body = run_settings.body
+                 RETURNING body",
             )
             .bind(run_id)
             .bind(kind)
             .bind(name)
             .bind(body)
-            .execute(pool)
-            .await?;
-        });
-        // Ours, or the one a node starting beside this one froze first (gone only if the
-        // run was deleted meanwhile).
-        Ok(self
-            .frozen_setting(run_id, kind, name)
+            .fetch_one(pool)
             .await?
-            .unwrap_or_else(|| body.to_owned()))
+        }))
     }
 
     /// The run's frozen setting `(kind, name)`, if one was frozen.

@@ -167,9 +167,9 @@ impl Scheduler {
         };
         tx.save_sop_version(&sop.version, &sop.name, &sop.source, &sop.text)
             .await?;
-        if !tx.insert_run(&row).await? {
+        let Some(row) = tx.create_run(&row).await? else {
             return Ok(());
-        }
+        };
         self.store.keep_sop_definition(Arc::new(sop.clone()));
         // Started in a conversation's thread: the run holds its workspace until it ends.
         if let Some(conversation) = tx.conversation_of_run(request.run_id).await? {
@@ -178,9 +178,7 @@ impl Scheduler {
             };
             self.converse(tx, conversation, took, trace).await?;
         }
-        let _ = self
-            .advance(tx, request.run_id, Input::Start, trace, measured)
-            .await?;
+        let _ = self.step(tx, row, Input::Start, trace, measured).await?;
         Ok(())
     }
 
@@ -219,6 +217,19 @@ impl Scheduler {
             tracing::warn!(run = %run_id, ?input, "event for an unknown run; ignored");
             return Ok(Ok(()));
         };
+        self.step(tx, row, input, trace, measured).await
+    }
+
+    /// [`Scheduler::advance`] on `row`, read (or written) in `tx`.
+    async fn step(
+        &self,
+        tx: &mut Tx,
+        row: RunRow,
+        input: Input,
+        trace: Option<&TraceParent>,
+        measured: &mut Measured,
+    ) -> Result<Result<(), Rejection>, SchedulerError> {
+        let run_id = row.id;
         let sop = self.definition(&row).await?;
         let mut state = stored_state(run_id, &row.state)?;
         let (revision, before) = (state.revision, state.status);
