@@ -173,15 +173,9 @@ impl InProcessSubscription {
                 }
             }
             let wait = match self.store.queue_next_due(&self.spec.name).await? {
-                // Due now: lease them, unless another task of this consumer wins first.
+                // Due now: lease them above, unless another task of this consumer wins first.
                 Some(Duration::ZERO) if self.spec.take == Take::Leased => {
-                    let leased = self
-                        .store
-                        .queue_fetch_up_to(&self.spec.name, self.spec.ack_wait, limit)
-                        .await?;
-                    if !leased.is_empty() {
-                        return Ok(leased.into_iter().map(|d| self.delivery(d)).collect());
-                    }
+                    woken = true;
                     tokio::task::yield_now().await;
                     continue;
                 }
