@@ -41,7 +41,7 @@ async fn insert(store: &Store, row: &RunRow) -> bool {
     )
     .await
     .unwrap();
-    let inserted = tx.insert_run(row).await.unwrap();
+    let inserted = tx.create_run(row).await.unwrap().is_some();
     tx.commit().await.unwrap();
     inserted
 }

@@ -141,54 +141,58 @@ impl InProcessSubscription {
     /// `taken` for [`Subscription::ready`]).
     ///
     /// Each statement costs a round trip to the database's thread, so none is spent on
-    /// an answer known already: after a short batch, all of it taken, nothing was left
-    /// due, and the next due time alone is asked (zero if something came meanwhile); after
-    /// a wake-up, a job is most likely there, and is leased without asking first.
+    /// an answer known already. A subscription tries to take at once when it was woken
+    /// for its consumer's deliveries or was told something is due; otherwise (after a short
+    /// batch, all of it taken, or a poll) it first asks when the next one is due.
     async fn take(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
         // Whatever the last batch left untaken is read again, as it may be settled now.
-        let mut look = !(self.drained && self.taken.is_empty());
-        let mut woken = true;
+        let mut try_now = !(self.drained && self.taken.is_empty());
         self.taken.clear();
         loop {
             // Mark wake-ups seen before looking, so a publish between the look and the
             // wait is not missed.
             self.wake.borrow_and_update();
-            if let Take::InTransaction(batch) = self.spec.take
-                && std::mem::replace(&mut look, true)
-            {
-                // Only a read: the consumer's transaction acknowledges what it applies.
-                self.taken = self.store.queue_peek(&self.spec.name, batch).await?.into();
-                self.drained = self.taken.len() < batch;
-                if let Some(first) = self.taken.pop_front() {
-                    return Ok(vec![self.delivery(first)]);
-                }
-            }
-            if self.spec.take == Take::Leased && std::mem::take(&mut woken) {
-                let leased = self
-                    .store
-                    .queue_fetch_up_to(&self.spec.name, self.spec.ack_wait, limit)
-                    .await?;
-                if !leased.is_empty() {
-                    return Ok(leased.into_iter().map(|d| self.delivery(d)).collect());
+            if std::mem::take(&mut try_now) {
+                let taken = self.try_take(limit).await?;
+                if !taken.is_empty() {
+                    return Ok(taken);
                 }
             }
             let wait = match self.store.queue_next_due(&self.spec.name).await? {
-                // Due now: lease them above, unless another task of this consumer wins first.
-                Some(Duration::ZERO) if self.spec.take == Take::Leased => {
-                    woken = true;
+                // Due now: take it, unless another task of this consumer wins first.
+                Some(Duration::ZERO) => {
+                    try_now = true;
                     tokio::task::yield_now().await;
                     continue;
                 }
-                // Due since the look above: look again.
-                Some(Duration::ZERO) => continue,
                 Some(due) => POLL.min(due),
                 None => POLL,
             };
             tokio::select! {
-                _ = self.wake.changed() => woken = true,
+                _ = self.wake.changed() => try_now = true,
                 _ = tokio::time::sleep(wait) => {}
             }
         }
+    }
+
+    /// Takes what is due now, if anything: leases up to `limit`, or reads up to a batch
+    /// (applied in transactions, which acknowledge what they apply) and hands out the first.
+    async fn try_take(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
+        let Take::InTransaction(batch) = self.spec.take else {
+            let leased = self
+                .store
+                .queue_fetch_up_to(&self.spec.name, self.spec.ack_wait, limit)
+                .await?;
+            return Ok(leased.into_iter().map(|d| self.delivery(d)).collect());
+        };
+        self.taken = self.store.queue_peek(&self.spec.name, batch).await?.into();
+        self.drained = self.taken.len() < batch;
+        Ok(self
+            .taken
+            .pop_front()
+            .map(|first| self.delivery(first))
+            .into_iter()
+            .collect())
     }
 
     fn delivery(&self, d: QueuedDelivery) -> Delivery {

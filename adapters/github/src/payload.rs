@@ -32,12 +32,7 @@ impl Webhook {
 
     /// The repository (`owner/name`) an event happened in, for the events that have one.
     pub fn repository(&self) -> Option<&str> {
-        match self {
-            Self::Issues(e) => Some(&e.repository.full_name),
-            Self::IssueComment(e) => Some(&e.repository.full_name),
-            Self::PullRequest(e) => Some(&e.repository.full_name),
-            Self::Ping | Self::Other(_) => None,
-        }
+        self.subject().map(|(repo, _)| repo)
     }
 
     /// The issue or pull request an event is about (its repository and number; the two

@@ -155,9 +155,10 @@ impl Store {
     /// Leases up to `limit` of a consumer's oldest due messages until `ack_wait` from
     /// now, oldest first: one write for a receiver with that many free hands. Empty when
     /// nothing is due (or another task of the same consumer won the race for it). It
-    /// writes, so a subscription asks [`Store::queue_next_due`] first: a read takes no
-    /// write lock (SQLite) and no row lock (Postgres), and a woken subscription that finds
-    /// nothing due does not queue up in front of one that has work.
+    /// writes, so a subscription that has not been woken for new work asks
+    /// [`Store::queue_next_due`] first: a read takes no write lock (SQLite) and no row lock
+    /// (Postgres). A woken one leases at once: it is woken only for its own consumer's
+    /// deliveries, so something is most likely due.
     pub async fn queue_fetch_up_to(
         &self,
         consumer: &str,
@@ -293,22 +294,19 @@ impl Store {
         delay: Duration,
         counted: bool,
     ) -> Result<bool, StoreError> {
-        let sql = if counted {
-            "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
-             WHERE consumer = $2 AND seq = $3 AND deliveries = $4"
-        } else {
-            "UPDATE bus_deliveries SET visible_ms = $1
-             WHERE consumer = $2 AND seq = $3 AND deliveries = $4"
-        };
         let updated = with_writer!(self, pool => {
-            sqlx::query(sql)
-                .bind(now_ms().saturating_add(duration_ms(delay)))
-                .bind(consumer)
-                .bind(seq)
-                .bind(token)
-                .execute(pool)
-                .await?
-                .rows_affected()
+            sqlx::query(
+                "UPDATE bus_deliveries SET deliveries = deliveries + $5, visible_ms = $1
+                 WHERE consumer = $2 AND seq = $3 AND deliveries = $4",
+            )
+            .bind(now_ms().saturating_add(duration_ms(delay)))
+            .bind(consumer)
+            .bind(seq)
+            .bind(token)
+            .bind(i32::from(counted))
+            .execute(pool)
+            .await?
+            .rows_affected()
         });
         Ok(updated == 1)
     }

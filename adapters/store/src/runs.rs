@@ -107,14 +107,9 @@ impl Tx {
         Ok(())
     }
 
-    /// Inserts a new run, or fills in the row [`Tx::request_run`] left for it; `false` if
-    /// the run was created before (a repeated request).
-    pub async fn insert_run(&mut self, run: &RunRow) -> Result<bool, StoreError> {
-        Ok(self.create_run(run).await?.is_some())
-    }
-
-    /// [`Tx::insert_run`], returning the run as stored (a `requested` row it replaced
-    /// keeps its `created_at`), so its first step needs no read; `None` if it existed.
+    /// Inserts a new run, or fills in the row [`Tx::request_run`] left for it. Returns the
+    /// run as stored (a `requested` row it replaced keeps its `created_at`), so its first
+    /// step needs no read; `None` if the run was created before (a repeated request).
     pub async fn create_run(&mut self, run: &RunRow) -> Result<Option<RunRow>, StoreError> {
         self.write_run(
             run,
@@ -132,7 +127,7 @@ impl Tx {
     }
 
     /// Makes a run visible the moment its id is given out, with status `requested`,
-    /// until the scheduler creates it ([`Tx::insert_run`]); `false` if it exists.
+    /// until the scheduler creates it ([`Tx::create_run`]); `false` if it exists.
     pub async fn request_run(&mut self, run: &RunRow) -> Result<bool, StoreError> {
         debug_assert_eq!(run.status, RunStatus::Requested);
         Ok(self

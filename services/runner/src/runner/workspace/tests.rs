@@ -65,7 +65,7 @@ impl Stage {
         })
         .await
         .unwrap();
-        tx.insert_run(&RunRow {
+        tx.create_run(&RunRow {
             id: run,
             sop: "ship".into(),
             sop_version: "v1".into(),
