@@ -385,8 +385,9 @@ impl GatehouseBuilder {
         self
     }
 
-    /// Stores webhook deliveries without processing them until
-    /// [`Gatehouse::process_deliveries`], as a process that crashed after storing them.
+    /// Starts no processor for deliveries left pending until
+    /// [`Gatehouse::process_deliveries`]: those a crash left (see
+    /// [`Gatehouse::leave_github_pending`]) or that arrived behind them wait.
     pub fn deliveries_later(mut self) -> Self {
         self.process_deliveries = false;
         self
@@ -567,6 +568,8 @@ impl GatehouseBuilder {
         }
         let fleet = fleet.spawn(shutdown.clone());
         let url = crate::serve_routes(fleet.routes().unwrap(), shutdown.clone()).await;
+        // As served: what the test hands its own deliveries to (the Discord gateway's).
+        let api = fleet.api().cloned().unwrap_or(api);
         Gatehouse {
             db,
             data,

@@ -95,6 +95,8 @@ on_both_backends!(
     bad_deliveries_are_refused_and_nothing_is_stored,
     a_label_starts_its_sop_once_however_often_it_is_delivered,
     a_delivery_stored_before_a_crash_is_processed_after_the_restart,
+    a_delivery_is_processed_as_it_arrives,
+    a_delivery_waits_behind_an_earlier_pending_one,
     deliveries_waiting_together_each_see_those_before_them,
     comment_commands_act_for_configured_people_only,
     a_comment_delivered_again_under_a_new_delivery_id_starts_nothing,
@@ -257,19 +259,56 @@ async fn a_label_starts_its_sop_once_however_often_it_is_delivered(backend: Back
 
 async fn a_delivery_stored_before_a_crash_is_processed_after_the_restart(backend: Backend) {
     let hub = hub(backend, vec![hold_on("bug")], false).await;
-    hub.deliver_github("issues", "d-1", &labeled("bug")).await;
+    hub.leave_github_pending("issues", "d-1", &labeled("bug"))
+        .await;
     tokio::time::sleep(Duration::from_millis(200)).await;
-    let stored = hub
-        .db
-        .store
-        .delivery("github", "d-1")
-        .await
-        .unwrap()
-        .unwrap();
-    assert_eq!(stored.status, "pending", "answered before processing");
+    assert_eq!(hub.delivery_status("d-1").await, "pending");
     hub.process_deliveries();
     hub.note("d-1").await;
     hub.runs(1, "waiting", 1).await;
+    hub.stop().await;
+}
+
+/// A delivery is processed in the commit that stores it: by the time it is answered, its
+/// run is requested, with no processor running.
+async fn a_delivery_is_processed_as_it_arrives(backend: Backend) {
+    let hub = hub(backend, vec![hold_on("bug")], false).await;
+    let answer = hub.deliver_github("issues", "d-1", &labeled("bug")).await;
+    assert_eq!(answer["duplicate"], false);
+    assert_eq!(hub.delivery_status("d-1").await, "processed");
+    assert!(hub.note("d-1").await.starts_with("started `hold`"));
+    hub.runs(1, "waiting", 1).await;
+    hub.stop().await;
+}
+
+/// One arriving while an earlier delivery waits does not overtake it: a label removed
+/// waits behind its addition, and then cancels the run the addition asked for.
+async fn a_delivery_waits_behind_an_earlier_pending_one(backend: Backend) {
+    let triggers =
+        vec![Trigger::new("stop-me", "hold", &["Codertocat/*".into()], true, false).unwrap()];
+    let hub = hub(backend, triggers, false).await;
+    let mut stop = labeled("stop-me");
+    stop["issue"]["updated_at"] = json!("2019-05-15T15:21:00Z");
+    let mut unstop = stop.clone();
+    unstop["action"] = json!("unlabeled");
+    unstop["issue"]["updated_at"] = json!("2019-05-15T15:22:00Z");
+    hub.leave_github_pending("issues", "d-1", &stop).await;
+    let answer = hub.deliver_github("issues", "d-2", &unstop).await;
+    assert_eq!(answer["duplicate"], false);
+    assert_eq!(
+        hub.delivery_status("d-2").await,
+        "pending",
+        "it waits its turn"
+    );
+    hub.process_deliveries();
+    assert!(hub.note("d-1").await.starts_with("started `hold`"));
+    assert!(
+        hub.note("d-2")
+            .await
+            .contains("label removed: cancelling run"),
+        "the run d-1 asked for is seen"
+    );
+    hub.runs(1, "cancelled", 1).await;
     hub.stop().await;
 }
 
@@ -295,7 +334,7 @@ async fn deliveries_waiting_together_each_see_those_before_them(backend: Backend
         ("d-4", &unstop),
         ("d-5", &labeled("wontfix")),
     ] {
-        hub.deliver_github("issues", id, payload).await;
+        hub.leave_github_pending("issues", id, payload).await;
     }
     hub.process_deliveries();
     assert!(hub.note("d-1").await.starts_with("started `hold`"));

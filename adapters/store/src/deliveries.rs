@@ -1,4 +1,5 @@
-//! Webhook deliveries: stored before the answer, processed after it.
+//! Webhook deliveries: stored before the answer, and processed in the same commit when
+//! nothing waits before them; otherwise after it.
 
 use chrono::{DateTime, Utc};
 
@@ -38,6 +39,11 @@ pub struct DeliveryRow {
 
 const COLUMNS: &str = "source, delivery_id, event, body, status, note, received_at";
 
+/// A delivery stored as pending, unless its id was stored before.
+const INSERT_PENDING: &str =
+    "INSERT INTO webhook_deliveries (source, delivery_id, event, body, status, received_at)
+     VALUES ($1, $2, $3, $4, 'pending', $5) ON CONFLICT (source, delivery_id) DO NOTHING";
+
 impl Store {
     /// Stores a delivery as pending; `false` when this delivery id was stored before (a
     /// redelivery, which must then do nothing).
@@ -49,18 +55,15 @@ impl Store {
         body: &str,
     ) -> Result<bool, StoreError> {
         let inserted = with_writer!(self, pool => {
-            sqlx::query(
-                "INSERT INTO webhook_deliveries (source, delivery_id, event, body, status, received_at)
-                 VALUES ($1, $2, $3, $4, 'pending', $5) ON CONFLICT (source, delivery_id) DO NOTHING",
-            )
-            .bind(source)
-            .bind(delivery_id)
-            .bind(event)
-            .bind(body)
-            .bind(Utc::now())
-            .execute(pool)
-            .await?
-            .rows_affected()
+            sqlx::query(INSERT_PENDING)
+                .bind(source)
+                .bind(delivery_id)
+                .bind(event)
+                .bind(body)
+                .bind(Utc::now())
+                .execute(pool)
+                .await?
+                .rows_affected()
         });
         Ok(inserted == 1)
     }
@@ -95,6 +98,58 @@ impl Store {
 }
 
 impl Tx {
+    /// [`Store::record_delivery`] within this transaction, so the delivery can be
+    /// processed in the commit that stores it: the row stored, or `None` for a redelivery.
+    pub async fn record_delivery(
+        &mut self,
+        source: &str,
+        delivery_id: &str,
+        event: &str,
+        body: &str,
+    ) -> Result<Option<DeliveryRow>, StoreError> {
+        let received_at = Utc::now();
+        let inserted = with_tx!(self, conn => {
+            sqlx::query(INSERT_PENDING)
+                .bind(source)
+                .bind(delivery_id)
+                .bind(event)
+                .bind(body)
+                .bind(received_at)
+                .execute(conn)
+                .await?
+                .rows_affected()
+        });
+        Ok((inserted == 1).then(|| DeliveryRow {
+            source: source.to_owned(),
+            delivery_id: delivery_id.to_owned(),
+            event: event.to_owned(),
+            body: body.to_owned(),
+            status: DeliveryStatus::Pending,
+            note: None,
+            received_at,
+        }))
+    }
+
+    /// Whether a delivery other than `(source, delivery_id)` waits to be processed: one
+    /// that arrives behind it must wait its turn rather than overtake it.
+    pub async fn other_delivery_pending(
+        &mut self,
+        source: &str,
+        delivery_id: &str,
+    ) -> Result<bool, StoreError> {
+        let found: Option<(i32,)> = with_tx!(self, conn => {
+            sqlx::query_as(
+                "SELECT 1 FROM webhook_deliveries WHERE status = 'pending'
+                   AND NOT (source = $1 AND delivery_id = $2) LIMIT 1",
+            )
+            .bind(source)
+            .bind(delivery_id)
+            .fetch_optional(conn)
+            .await?
+        });
+        Ok(found.is_some())
+    }
+
     /// Marks a pending delivery done (`processed` or `ignored`) with a note; `false` when
     /// another process finished it first, in which case the caller must roll back.
     pub async fn finish_delivery(

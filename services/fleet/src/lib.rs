@@ -40,6 +40,8 @@ type Task = Box<dyn FnOnce(CancellationToken) -> Pin<Box<dyn Future<Output = ()>
 /// to [`FleetBuilder::spawn`]) ends them.
 pub struct Fleet {
     routes: Option<axum::Router>,
+    /// The state ingest serves, with the projects and the assistant added.
+    api: Option<ApiState>,
     tasks: JoinSet<()>,
     shutdown: CancellationToken,
 }
@@ -99,6 +101,12 @@ impl Fleet {
     /// Ingest's routes (the API and the webhooks), when this fleet runs ingest.
     pub fn routes(&self) -> Option<axum::Router> {
         self.routes.clone()
+    }
+
+    /// The state ingest serves, as configured (projects, the assistant): what takes
+    /// deliveries that arrive other than over HTTP, like the Discord gateway's.
+    pub fn api(&self) -> Option<&ApiState> {
+        self.api.as_ref()
     }
 
     /// Waits until every service has stopped (after the shutdown token is cancelled).
@@ -226,6 +234,7 @@ impl FleetBuilder {
         let work = self.ingest_work;
         let projects = self.projects;
         let assistant = self.assistant;
+        let mut served = None;
         let routes = self.ingest.map(|api| {
             let mut api = api.with_projects(projects);
             if let Some((settings, roles)) = assistant {
@@ -251,6 +260,7 @@ impl FleetBuilder {
             if let Some(gateway) = work.gateway {
                 tasks.spawn(gateway.run(api.clone(), shutdown.clone()));
             }
+            served = Some(api.clone());
             gatehouse_ingest::router_with(api, work.limits)
         });
         for task in self.tasks {
@@ -258,6 +268,7 @@ impl FleetBuilder {
         }
         Fleet {
             routes,
+            api: served,
             tasks,
             shutdown,
         }

@@ -1,7 +1,9 @@
-//! Processing stored webhook deliveries (GitHub, Slack, Discord): each in one transaction
-//! with everything it causes (requirement rows, events in the outbox, wanted replies) and
-//! the mark that it was processed, so a crash at any point leaves it either untouched
-//! (processed again after the restart) or done.
+//! Processing webhook deliveries (GitHub, Slack, Discord): each in one transaction with
+//! everything it causes (requirement rows, events in the outbox, wanted replies) and the
+//! mark that it was processed, so a crash at any point leaves it either untouched
+//! (processed again after the restart) or done. A delivery is processed as it arrives, in
+//! the commit that stores it; the processor takes those that had to wait behind an
+//! earlier one, failed, or were left by a crash or another replica.
 
 use std::collections::HashSet;
 use std::time::Duration;
@@ -171,8 +173,12 @@ async fn process_together(api: &ApiState, deliveries: &[DeliveryRow]) -> Result<
     Ok(true)
 }
 
-/// Stores a verified request (GitHub, Slack, Discord) for processing and wakes the
-/// processor; `false` for one stored before, which must then do nothing.
+/// Stores a verified request (GitHub, Slack, Discord) and processes it in the same
+/// commit, the way to its run shortest; `false` for one stored before, which must then do
+/// nothing. It is only stored, and the processor woken, when another is being processed as
+/// it arrived (in a burst, the processor takes many in one commit), when an earlier one
+/// still waits (it must not be overtaken), or when processing it failed (the processor
+/// tries again and says why).
 pub(crate) async fn store(
     api: &ApiState,
     source: &'static str,
@@ -185,13 +191,75 @@ pub(crate) async fn store(
     let trace = crate::trace::of_delivery(source, id);
     span.record("trace_id", trace.trace_id());
     crate::trace::continue_trace(&span, &trace);
-    let stored = api.store.record_delivery(source, id, event, body).await?;
-    if stored {
-        api.deliveries.notify_one();
-    }
+    let stored = match process_on_arrival(api, source, id, event, body).await {
+        Ok(Arrival::Duplicate) => false,
+        Ok(Arrival::Processed) => true,
+        Ok(Arrival::Busy) => {
+            let stored = api.store.record_delivery(source, id, event, body).await?;
+            api.deliveries.notify_one();
+            stored
+        }
+        Ok(Arrival::Waits) => {
+            api.deliveries.notify_one();
+            true
+        }
+        Err(err) => {
+            tracing::warn!(%source, delivery = %id, error = %err,
+                "processing a delivery as it arrived failed; it is stored for the processor");
+            let stored = api.store.record_delivery(source, id, event, body).await?;
+            api.deliveries.notify_one();
+            stored
+        }
+    };
     metrics::counter!("gatehouse_webhook_deliveries_total", "source" => source, "duplicate" => if stored { "false" } else { "true" })
         .increment(1);
     Ok(stored)
+}
+
+/// What became of a delivery as it arrived.
+enum Arrival {
+    /// Stored before: nothing to do.
+    Duplicate,
+    /// Stored and processed in one commit.
+    Processed,
+    /// Not stored: another delivery is being processed as it arrived.
+    Busy,
+    /// Stored behind an earlier one still pending, for the processor.
+    Waits,
+}
+
+/// Stores the delivery and, unless another waits before it, processes it in the same
+/// transaction; neither while another delivery is processed so. `Err`: nothing was kept.
+async fn process_on_arrival(
+    api: &ApiState,
+    source: &str,
+    id: &str,
+    event: &str,
+    body: &str,
+) -> Result<Arrival, ApiError> {
+    let Ok(_turn) = api.arrivals.try_lock() else {
+        return Ok(Arrival::Busy);
+    };
+    let mut tx = api.store.begin().await?;
+    let Some(delivery) = tx.record_delivery(source, id, event, body).await? else {
+        tx.rollback().await?;
+        return Ok(Arrival::Duplicate);
+    };
+    if tx.other_delivery_pending(source, id).await? {
+        tx.commit().await?;
+        return Ok(Arrival::Waits);
+    }
+    let (span, trace) = delivery_span(&delivery);
+    let applied = crate::trace::within(trace, apply(api, &mut tx, &delivery))
+        .instrument(span.clone())
+        .await?;
+    // Stored by this transaction, so nothing else can have finished it.
+    let outcome = applied.ok_or_else(|| {
+        ApiError::Internal(format!("delivery {id} was finished by another process"))
+    })?;
+    tx.commit().await?;
+    span.in_scope(|| outcome.log(&delivery));
+    Ok(Arrival::Processed)
 }
 
 /// Processes one delivery in its own transaction, in its trace (the one its request was

@@ -33,6 +33,9 @@ pub struct ApiState {
     pub(crate) data_dir: Option<PathBuf>,
     /// Wakes the delivery processor when a webhook was stored.
     pub(crate) deliveries: Arc<tokio::sync::Notify>,
+    /// Held while a delivery is processed as it arrives: one at a time, so one arriving
+    /// just behind another sees it (on Postgres, transactions run side by side).
+    pub(crate) arrivals: Arc<tokio::sync::Mutex<()>>,
     /// Reads runs with the definitions they were frozen with.
     pub(crate) runs: RunLoader,
     /// `[assistant]`: when set, prose in chat goes to the thread's conversation.
@@ -55,6 +58,7 @@ impl ApiState {
             blobs: None,
             data_dir: None,
             deliveries: Arc::default(),
+            arrivals: Arc::default(),
             assistant: None,
             console: Arc::default(),
         }

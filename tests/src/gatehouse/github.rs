@@ -93,6 +93,30 @@ impl Gatehouse {
         )
     }
 
+    /// Stores a delivery as pending, the way a process that crashed before processing it
+    /// (or could not process it as it arrived) leaves it.
+    pub async fn leave_github_pending(&self, event: &str, delivery: &str, payload: &Value) {
+        let body = serde_json::to_string(payload).unwrap();
+        let stored = self
+            .db
+            .store
+            .record_delivery("github", delivery, event, &body);
+        assert!(
+            stored.await.unwrap(),
+            "delivery {delivery} was stored before"
+        );
+    }
+
+    /// The delivery's status as stored now, without waiting for it to change.
+    pub async fn delivery_status(&self, delivery: &str) -> String {
+        let stored = self.db.store.delivery("github", delivery).await.unwrap();
+        stored
+            .expect("the delivery is stored")
+            .status
+            .as_str()
+            .to_owned()
+    }
+
     pub async fn deliver_github(&self, event: &str, delivery: &str, payload: &Value) -> Value {
         let body = serde_json::to_vec(payload).unwrap();
         let (status, answer) = self

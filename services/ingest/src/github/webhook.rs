@@ -1,5 +1,6 @@
-//! `POST /webhooks/github`: signature first, then the delivery is stored and answered;
-//! the work happens afterwards in [`super::process_deliveries`].
+//! `POST /webhooks/github`: signature first, then the delivery is stored, processed in
+//! the same commit when nothing waits before it (else afterwards, by
+//! [`super::process_deliveries`]), and answered.
 
 use axum::Json;
 use axum::body::Bytes;

@@ -12,7 +12,9 @@ use std::time::Instant;
 
 use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{AgentSpec, Artifact, NodeDispatch, NodeSpec, SandboxWork, ScriptSpec};
+use gatehouse_events::{
+    AgentSpec, Artifact, Envelope, NodeDispatch, NodeSpec, SandboxWork, ScriptSpec,
+};
 use gatehouse_sandbox::{Exit, ExitStatus, Job, LogLine};
 use gatehouse_store::{ArtifactRow, ToolCallRow};
 use tokio::sync::mpsc;
@@ -93,6 +95,7 @@ impl Runner {
     pub(super) async fn attempt(
         &self,
         job: &NodeDispatch,
+        started: &Envelope,
         cancel: CancellationToken,
         begun: Instant,
     ) -> Result<Ended, HandlerError> {
@@ -120,6 +123,7 @@ impl Runner {
             NodeSpec::Script(script) => Program::Script(script),
             NodeSpec::Agent(agent) => Program::Agent(agent),
             NodeSpec::Deliver(spec) => {
+                self.report_started(started).await?;
                 let delivered = self
                     .deliver(job, spec, &scope, &attempt.dirs, attempt.started)
                     .await?;
@@ -133,7 +137,7 @@ impl Runner {
             Ok(prepared) => prepared,
             Err(reason) => return attempt.failed(reason).await,
         };
-        let (exit, trace) = attempt.run(&prepared, cancel, begun).await;
+        let (exit, trace) = attempt.run(&prepared, started, cancel, begun).await?;
         // A send-back to this node finds where it started.
         if let Some(recording) = prepared.start_recorded.take() {
             let recorded = recording
@@ -174,14 +178,16 @@ impl Attempt<'_> {
     }
 
     /// Runs the prepared job in the sandbox until it ends or `cancel` stops it, storing its
-    /// output as it comes (secrets masked, up to the log limit); an agent's output is also
-    /// read into its trace. `Err`: the sandbox could not run it, which fails the attempt.
+    /// output as it comes (secrets masked, up to the log limit), and reports its start as
+    /// it starts; an agent's output is also read into its trace. `Ok(Err)`: the sandbox
+    /// could not run it, which fails the attempt; `Err`: the start could not be reported.
     async fn run(
         &self,
         prepared: &Prepared<'_>,
+        started: &Envelope,
         cancel: CancellationToken,
         begun: Instant,
-    ) -> (Result<Exit, String>, Option<Trace>) {
+    ) -> Result<(Result<Exit, String>, Option<Trace>), HandlerError> {
         let runner = self.runner;
         let trace = prepared.role.as_ref().map(|role| Tracing {
             parser: TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref()),
@@ -209,11 +215,15 @@ impl Attempt<'_> {
             .in_current_span(),
         );
         // Cancelled before it began: the sandbox stops it at once, nothing of it runs on.
-        let exit = runner.sandbox.run(&prepared.sandbox, logs, cancel).await;
+        let (exit, reported) = tokio::join!(
+            runner.sandbox.run(&prepared.sandbox, logs, cancel),
+            runner.report_started(started)
+        );
         // After the writer has taken every line: a first line, if any, was timed already.
         let trace = writer.await.ok().flatten();
         start.running();
-        (exit.map_err(|err| format!("sandbox: {err}")), trace)
+        reported?;
+        Ok((exit.map_err(|err| format!("sandbox: {err}")), trace))
     }
 
     /// Records the tools the agent called, as its trace read them.

@@ -79,21 +79,17 @@ impl Runner {
             message: "started".into(),
         };
         let started = envelope_of(Event::NodeProgress(started), trace)?;
-        // The attempt's start recorded with the event announcing it, in one commit.
+        // The attempt's start is recorded before anything of it happens; the event
+        // announcing it goes out as its work starts ([`Runner::report_started`]).
         let begun_here = durably("beginning an attempt", || async {
-            let mut tx = self.store.begin().await?;
-            if !tx.begin_attempt(job.run_id, &job.node, attempt).await? {
-                tx.rollback().await?;
-                return Ok(false);
-            }
-            tx.append_outbox(&started).await?;
-            tx.commit().await?;
-            Ok(true)
+            self.store
+                .begin_attempt(job.run_id, &job.node, attempt)
+                .await
         })
         .await?;
         let Ended { end, finished } = if begun_here {
             let begun = Instant::now();
-            let ended = self.attempt(job, cancel, begun).await?;
+            let ended = self.attempt(job, &started, cancel, begun).await?;
             observe::node_finished(job.spec.kind(), &ended.finished.outcome, begun);
             ended
         } else {
@@ -125,6 +121,21 @@ impl Runner {
         })
         .await?;
         Ok(reported)
+    }
+
+    /// Reports the attempt's start (`node.progress`) as its work starts, beside the
+    /// process being spawned rather than before it: on SQLite, the scheduler's commit of
+    /// the start would otherwise take the one writer's turn from the attempt's own
+    /// writes on its way to the process. An attempt that fails before its work starts
+    /// reports only its end.
+    pub(super) async fn report_started(&self, started: &Envelope) -> Result<(), HandlerError> {
+        durably("reporting an attempt's start", || async {
+            let mut tx = self.store.begin().await?;
+            tx.append_outbox(started).await?;
+            tx.commit().await
+        })
+        .await?;
+        Ok(())
     }
 
     /// Ends an attempt that failed before or instead of running a process.
