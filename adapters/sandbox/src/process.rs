@@ -67,18 +67,19 @@ impl Sandbox for ProcessSandbox {
                 sandbox: SandboxKind::Process,
             });
         }
+        // On this thread, not a blocking one: the runner has made most of them already, so
+        // each is a `stat` or one `mkdir`, microseconds, where a trip to the blocking pool
+        // costs two thread wake-ups.
         for (what, path) in [
             ("workspace", &job.workspace),
             ("artifact directory", &job.artifacts),
             ("input directory", &job.inputs),
         ] {
-            tokio::fs::create_dir_all(path)
-                .await
-                .map_err(|source| SandboxError::Prepare {
-                    what,
-                    path: path.clone(),
-                    source,
-                })?;
+            std::fs::create_dir_all(path).map_err(|source| SandboxError::Prepare {
+                what,
+                path: path.clone(),
+                source,
+            })?;
         }
         // By its path: with `PATH` set for the child, the standard library would fork this
         // whole process to look `sh` up, where a path lets it spawn (vfork) at once.

@@ -6,7 +6,6 @@
 //! carries its delivery count, which doubles as a lease token: an acknowledgement from a
 //! delivery that has since been redelivered to someone else is ignored.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -167,14 +166,20 @@ impl Store {
     ) -> Result<Vec<QueuedDelivery>, StoreError> {
         let now = now_ms();
         // The due condition is repeated outside the sub-select so a concurrent fetcher
-        // re-checks it on the rows it locked.
-        let leased: Vec<(i64, i32)> = with_writer!(self, pool => {
+        // re-checks it on the rows it locked. Each leased row brings its message along
+        // (SQLite's RETURNING takes no join, but takes sub-selects): one statement.
+        let mut leased: Vec<Peeked> = with_writer!(self, pool => {
             sqlx::query_as(
                 "UPDATE bus_deliveries SET deliveries = deliveries + 1, visible_ms = $1
                  WHERE consumer = $2 AND visible_ms <= $3
                    AND seq IN (SELECT seq FROM bus_deliveries
                                WHERE consumer = $2 AND visible_ms <= $3 ORDER BY seq LIMIT $4)
-                 RETURNING seq, deliveries",
+                 RETURNING seq, deliveries,
+                   (SELECT m.id FROM bus_messages m WHERE m.seq = bus_deliveries.seq) AS id,
+                   (SELECT m.topic FROM bus_messages m WHERE m.seq = bus_deliveries.seq) AS topic,
+                   (SELECT m.payload FROM bus_messages m WHERE m.seq = bus_deliveries.seq) AS payload,
+                   (SELECT m.traceparent FROM bus_messages m WHERE m.seq = bus_deliveries.seq)
+                     AS traceparent",
             )
             .bind(now.saturating_add(duration_ms(ack_wait)))
             .bind(consumer)
@@ -183,30 +188,13 @@ impl Store {
             .fetch_all(pool)
             .await?
         });
-        let (Some(&(first, _)), Some(&(last, _))) = (leased.iter().min(), leased.iter().max())
-        else {
-            return Ok(Vec::new());
-        };
-        // Their messages in one read; a row in the range that another fetcher leased is
-        // left out.
-        let rows: Vec<Peeked> = with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT d.seq, d.deliveries, m.id, m.topic, m.payload, m.traceparent
-                 FROM bus_deliveries d JOIN bus_messages m ON m.seq = d.seq
-                 WHERE d.consumer = $1 AND d.seq BETWEEN $2 AND $3 ORDER BY d.seq",
-            )
-            .bind(consumer)
-            .bind(first)
-            .bind(last)
-            .fetch_all(pool)
-            .await?
-        });
-        let leased: HashMap<i64, i32> = leased.into_iter().collect();
-        Ok(rows
+        // RETURNING keeps no order.
+        leased.sort_unstable_by_key(|row| row.seq);
+        Ok(leased
             .into_iter()
-            .filter_map(|row| {
-                let deliveries = *leased.get(&row.seq)?;
-                Some(row.into_delivery(deliveries))
+            .map(|row| {
+                let deliveries = row.deliveries;
+                row.into_delivery(deliveries)
             })
             .collect())
     }
