@@ -91,6 +91,21 @@ fn hold_on(label: &str) -> Trigger {
     Trigger::new(label, "hold", &["Codertocat/*".into()], false, false).unwrap()
 }
 
+/// `stop-me` starts `hold`, and removing it cancels the run.
+fn stop_me() -> Trigger {
+    Trigger::new("stop-me", "hold", &["Codertocat/*".into()], true, false).unwrap()
+}
+
+/// `stop-me` added to the issue, then removed a minute later.
+fn stop_me_added_then_removed() -> (Value, Value) {
+    let mut stop = labeled("stop-me");
+    stop["issue"]["updated_at"] = json!("2019-05-15T15:21:00Z");
+    let mut unstop = stop.clone();
+    unstop["action"] = json!("unlabeled");
+    unstop["issue"]["updated_at"] = json!("2019-05-15T15:22:00Z");
+    (stop, unstop)
+}
+
 on_both_backends!(
     bad_deliveries_are_refused_and_nothing_is_stored,
     a_label_starts_its_sop_once_however_often_it_is_delivered,
@@ -284,14 +299,8 @@ async fn a_delivery_is_processed_as_it_arrives(backend: Backend) {
 /// One arriving while an earlier delivery waits does not overtake it: a label removed
 /// waits behind its addition, and then cancels the run the addition asked for.
 async fn a_delivery_waits_behind_an_earlier_pending_one(backend: Backend) {
-    let triggers =
-        vec![Trigger::new("stop-me", "hold", &["Codertocat/*".into()], true, false).unwrap()];
-    let hub = hub(backend, triggers, false).await;
-    let mut stop = labeled("stop-me");
-    stop["issue"]["updated_at"] = json!("2019-05-15T15:21:00Z");
-    let mut unstop = stop.clone();
-    unstop["action"] = json!("unlabeled");
-    unstop["issue"]["updated_at"] = json!("2019-05-15T15:22:00Z");
+    let hub = hub(backend, vec![stop_me()], false).await;
+    let (stop, unstop) = stop_me_added_then_removed();
     hub.leave_github_pending("issues", "d-1", &stop).await;
     let answer = hub.deliver_github("issues", "d-2", &unstop).await;
     assert_eq!(answer["duplicate"], false);
@@ -316,17 +325,10 @@ async fn a_delivery_waits_behind_an_earlier_pending_one(backend: Backend) {
 /// did: a label event delivered twice starts its SOP once, and a label removed right after
 /// it was added cancels the run the addition asked for.
 async fn deliveries_waiting_together_each_see_those_before_them(backend: Backend) {
-    let triggers = vec![
-        hold_on("bug"),
-        Trigger::new("stop-me", "hold", &["Codertocat/*".into()], true, false).unwrap(),
-    ];
+    let triggers = vec![hold_on("bug"), stop_me()];
     let hub = hub(backend, triggers, false).await;
     let bug = labeled("bug");
-    let mut stop = labeled("stop-me");
-    stop["issue"]["updated_at"] = json!("2019-05-15T15:21:00Z");
-    let mut unstop = stop.clone();
-    unstop["action"] = json!("unlabeled");
-    unstop["issue"]["updated_at"] = json!("2019-05-15T15:22:00Z");
+    let (stop, unstop) = stop_me_added_then_removed();
     for (id, payload) in [
         ("d-1", &bug),
         ("d-2", &bug),
@@ -498,7 +500,7 @@ async fn issue_events_keep_the_requirement_current(backend: Backend) {
 async fn forks_and_removed_labels_follow_their_trigger(backend: Backend) {
     let triggers = vec![
         hold_on("bug"),
-        Trigger::new("stop-me", "hold", &["Codertocat/*".into()], true, false).unwrap(),
+        stop_me(),
         Trigger::new("fork-ok", "quick", &["Codertocat/*".into()], false, true).unwrap(),
     ];
     let hub = hub(backend, triggers, true).await;
