@@ -206,13 +206,20 @@ impl Checkpoints {
         if changed {
             self.blobs.put_bytes(json.into()).await?;
         }
-        let local = Local {
-            digest: digest.clone(),
-            manifest,
-            seen: walked.seen,
-        };
-        let path = place.local.clone();
-        blocking(move || local.write(&path)).await?;
+        // A workspace as its record says (a node that changed nothing, a start right after
+        // the last end) writes no file.
+        let recorded = before
+            .as_ref()
+            .is_some_and(|l| l.digest == digest && l.seen == walked.seen);
+        if !recorded {
+            let local = Local {
+                digest: digest.clone(),
+                manifest,
+                seen: walked.seen,
+            };
+            let path = place.local.clone();
+            blocking(move || local.write(&path)).await?;
+        }
         Ok(Taken {
             manifest: digest,
             entries,

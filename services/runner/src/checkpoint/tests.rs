@@ -142,3 +142,31 @@ async fn a_tampered_pack_restores_nothing() {
     assert!(err.to_string().contains("plain relative path"), "{err}");
     assert!(!root.path().join("b/outside.txt").exists());
 }
+
+#[tokio::test]
+async fn a_workspace_taken_again_unchanged_keeps_its_record_and_a_changed_one_rewrites_it() {
+    let root = tempfile::tempdir().unwrap();
+    let checkpoints = Checkpoints::new(Arc::new(LocalBlobs::new(root.path().join("blobs"))));
+    let a = place(root.path(), "a");
+    write(&a.workspace.join("notes.txt"), "first");
+    let first = checkpoints.take(&a).await.unwrap();
+    let inode =
+        |path: &Path| std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(path).unwrap());
+    let recorded = inode(&a.local);
+
+    // Written by rename, so a rewrite is a new inode.
+    let again = checkpoints.take(&a).await.unwrap();
+    assert!(!again.changed);
+    assert_eq!(
+        inode(&a.local),
+        recorded,
+        "an unchanged workspace writes no record"
+    );
+
+    write(&a.workspace.join("notes.txt"), "second");
+    let changed = checkpoints.take(&a).await.unwrap();
+    assert!(changed.changed);
+    assert_ne!(changed.manifest, first.manifest);
+    assert_ne!(inode(&a.local), recorded);
+    assert_eq!(Local::digest(&a.local), Some(changed.manifest));
+}
