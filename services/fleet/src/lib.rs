@@ -234,8 +234,7 @@ impl FleetBuilder {
         let work = self.ingest_work;
         let projects = self.projects;
         let assistant = self.assistant;
-        let mut served = None;
-        let routes = self.ingest.map(|api| {
+        let api = self.ingest.map(|api| {
             let mut api = api.with_projects(projects);
             if let Some((settings, roles)) = assistant {
                 api = api.with_assistant(Assistant {
@@ -260,15 +259,17 @@ impl FleetBuilder {
             if let Some(gateway) = work.gateway {
                 tasks.spawn(gateway.run(api.clone(), shutdown.clone()));
             }
-            served = Some(api.clone());
-            gatehouse_ingest::router_with(api, work.limits)
+            api
         });
+        let routes = api
+            .clone()
+            .map(|api| gatehouse_ingest::router_with(api, work.limits));
         for task in self.tasks {
             tasks.spawn(task(shutdown.clone()));
         }
         Fleet {
             routes,
-            api: served,
+            api,
             tasks,
             shutdown,
         }

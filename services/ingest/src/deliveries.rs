@@ -148,12 +148,8 @@ async fn process_together(api: &ApiState, deliveries: &[DeliveryRow]) -> Result<
     let mut tx = api.store.begin().await?;
     let mut outcomes = Vec::with_capacity(deliveries.len());
     for delivery in deliveries {
-        let (span, trace) = delivery_span(delivery);
-        let applied = crate::trace::within(trace, apply(api, &mut tx, delivery))
-            .instrument(span.clone())
-            .await;
-        match applied {
-            Ok(Some(outcome)) => outcomes.push((span, outcome)),
+        match apply_traced(api, &mut tx, delivery).await {
+            Ok(Some(applied)) => outcomes.push(applied),
             Ok(None) => {
                 tx.rollback().await?;
                 return Ok(false);
@@ -191,26 +187,21 @@ pub(crate) async fn store(
     let trace = crate::trace::of_delivery(source, id);
     span.record("trace_id", trace.trace_id());
     crate::trace::continue_trace(&span, &trace);
-    let stored = match process_on_arrival(api, source, id, event, body).await {
-        Ok(Arrival::Duplicate) => false,
-        Ok(Arrival::Processed) => true,
-        Ok(Arrival::Busy) => {
-            let stored = api.store.record_delivery(source, id, event, body).await?;
-            api.deliveries.notify_one();
-            stored
-        }
-        Ok(Arrival::Waits) => {
-            api.deliveries.notify_one();
-            true
-        }
-        Err(err) => {
+    let arrival = process_on_arrival(api, source, id, event, body)
+        .await
+        .unwrap_or_else(|err| {
             tracing::warn!(%source, delivery = %id, error = %err,
                 "processing a delivery as it arrived failed; it is stored for the processor");
-            let stored = api.store.record_delivery(source, id, event, body).await?;
-            api.deliveries.notify_one();
-            stored
-        }
+            Arrival::StoreAlone
+        });
+    let stored = match arrival {
+        Arrival::Duplicate => false,
+        Arrival::Processed | Arrival::Waits => true,
+        Arrival::StoreAlone => api.store.record_delivery(source, id, event, body).await?,
     };
+    if matches!(arrival, Arrival::Waits | Arrival::StoreAlone) {
+        api.deliveries.notify_one();
+    }
     metrics::counter!("gatehouse_webhook_deliveries_total", "source" => source, "duplicate" => if stored { "false" } else { "true" })
         .increment(1);
     Ok(stored)
@@ -222,8 +213,9 @@ enum Arrival {
     Duplicate,
     /// Stored and processed in one commit.
     Processed,
-    /// Not stored: another delivery is being processed as it arrived.
-    Busy,
+    /// Not stored: another delivery is being processed as it arrived (or processing this
+    /// one failed); it is to be stored alone.
+    StoreAlone,
     /// Stored behind an earlier one still pending, for the processor.
     Waits,
 }
@@ -238,7 +230,7 @@ async fn process_on_arrival(
     body: &str,
 ) -> Result<Arrival, ApiError> {
     let Ok(_turn) = api.arrivals.try_lock() else {
-        return Ok(Arrival::Busy);
+        return Ok(Arrival::StoreAlone);
     };
     let mut tx = api.store.begin().await?;
     let Some(delivery) = tx.record_delivery(source, id, event, body).await? else {
@@ -249,17 +241,29 @@ async fn process_on_arrival(
         tx.commit().await?;
         return Ok(Arrival::Waits);
     }
-    let (span, trace) = delivery_span(&delivery);
-    let applied = crate::trace::within(trace, apply(api, &mut tx, &delivery))
-        .instrument(span.clone())
-        .await?;
     // Stored by this transaction, so nothing else can have finished it.
-    let outcome = applied.ok_or_else(|| {
-        ApiError::Internal(format!("delivery {id} was finished by another process"))
-    })?;
+    let (span, outcome) = apply_traced(api, &mut tx, &delivery)
+        .await?
+        .ok_or_else(|| {
+            ApiError::Internal(format!("delivery {id} was finished by another process"))
+        })?;
     tx.commit().await?;
     span.in_scope(|| outcome.log(&delivery));
     Ok(Arrival::Processed)
+}
+
+/// [`apply`] in the delivery's trace and `delivery` span, with the span to log the outcome
+/// in once it is committed; `None` as `apply` gives it.
+async fn apply_traced(
+    api: &ApiState,
+    tx: &mut Tx,
+    delivery: &DeliveryRow,
+) -> Result<Option<(tracing::Span, Outcome)>, ApiError> {
+    let (span, trace) = delivery_span(delivery);
+    let applied = crate::trace::within(trace, apply(api, tx, delivery))
+        .instrument(span.clone())
+        .await?;
+    Ok(applied.map(|outcome| (span, outcome)))
 }
 
 /// Processes one delivery in its own transaction, in its trace (the one its request was

@@ -208,9 +208,7 @@ impl Checkpoints {
         }
         // A workspace as its record says (a node that changed nothing, a start right after
         // the last end) writes no file.
-        let recorded = before
-            .as_ref()
-            .is_some_and(|l| l.digest == digest && l.seen == walked.seen);
+        let recorded = !changed && before.as_ref().is_some_and(|l| l.seen == walked.seen);
         if !recorded {
             let local = Local {
                 digest: digest.clone(),
