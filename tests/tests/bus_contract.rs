@@ -12,7 +12,9 @@ use gatehouse_bus::{
     Bus, BusError, Consumer, ConsumerOptions, ConsumerSpec, Handler, HandlerError, InProcessBus,
     Outcome, Outgoing, Published, Relay, RelayOptions, Subscription, Take,
 };
-use gatehouse_events::{Envelope, Event, NodeProgress, Prefix, SCHEMA_VERSION, TraceParent};
+use gatehouse_events::{
+    Envelope, Event, GateClosed, GateStatus, NodeProgress, Prefix, SCHEMA_VERSION, TraceParent,
+};
 use gatehouse_store::Tx;
 use gatehouse_tests::{BusKind, TestBus, on_every_bus, quick_retry};
 use tokio::time::timeout;
@@ -745,6 +747,69 @@ async fn events_published_in_place_reach_consumers_without_a_relay() {
         t.db.store.queue_pending("in-place").await.unwrap(),
         0,
         "acknowledged in the transactions that applied them"
+    );
+    t.cleanup().await;
+}
+
+/// One transaction's events go onto the in-process bus together as it commits: each
+/// consumer gets the ones its filter takes, in the order they were appended; an event that
+/// is on the bus already is not put there again.
+#[tokio::test]
+async fn a_transactions_events_are_published_in_place_together_in_order() {
+    let t = TestBus::new(BusKind::InProcessSqlite).await;
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::in_place(t.db.store.clone()));
+    let mut progress = bus
+        .subscribe(&spec("progress-only", Duration::from_secs(30)))
+        .await
+        .unwrap();
+    let mut everything = bus
+        .subscribe(&ConsumerSpec::new("everything", ">"))
+        .await
+        .unwrap();
+    let earlier = envelope("earlier");
+    let mut tx = t.db.store.begin().await.unwrap();
+    tx.append_outbox(&earlier).await.unwrap();
+    tx.commit().await.unwrap();
+
+    let closed = Event::GateClosed(GateClosed {
+        run_id: Uuid::now_v7(),
+        node: "review".into(),
+        attempt: 1,
+        status: GateStatus::Approved,
+        decided_by: Vec::new(),
+        comment: None,
+    });
+    let closed = Envelope::new("contract", &closed, None).unwrap();
+    let mut tx = t.db.store.begin().await.unwrap();
+    for e in [&envelope("first"), &closed, &earlier, &envelope("second")] {
+        tx.append_outbox(e).await.unwrap();
+    }
+    tx.commit().await.unwrap();
+
+    let took = |taken: Vec<gatehouse_bus::Delivery>| -> Vec<String> {
+        taken
+            .iter()
+            .map(
+                |d| match Envelope::from_slice(&d.payload).unwrap().decode().unwrap() {
+                    Event::NodeProgress(p) => p.message,
+                    other => other.event_type().to_string(),
+                },
+            )
+            .collect()
+    };
+    let wait = Duration::from_secs(5);
+    let by_progress = timeout(wait, progress.next_up_to(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(took(by_progress), ["earlier", "first", "second"]);
+    let by_everything = timeout(wait, everything.next_up_to(10))
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        took(by_everything),
+        ["earlier", "first", "gate.closed", "second"]
     );
     t.cleanup().await;
 }

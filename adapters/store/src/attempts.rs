@@ -93,10 +93,23 @@ impl Store {
         node: &str,
         attempt: i32,
     ) -> Result<bool, StoreError> {
-        let mut tx = self.begin().await?;
-        let begun = tx.begin_attempt(run_id, node, attempt).await?;
-        tx.commit().await?;
-        Ok(begun)
+        // One statement, committed on its own: a transaction around it would cost two
+        // more round trips on the way to every node.
+        let inserted = with_writer!(self, pool => {
+            sqlx::query(
+                "INSERT INTO node_attempts (run_id, node, attempt, status, started_at)
+                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, node, attempt) DO NOTHING",
+            )
+            .bind(run_id)
+            .bind(node)
+            .bind(attempt)
+            .bind(AttemptStatus::Running)
+            .bind(Utc::now())
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(inserted == 1)
     }
 
     /// A run's attempts in start order.
@@ -225,31 +238,6 @@ impl Tx {
 }
 
 impl Tx {
-    /// [`Store::begin_attempt`] in this transaction, so the attempt's start is recorded
-    /// with the event that announces it.
-    pub async fn begin_attempt(
-        &mut self,
-        run_id: Uuid,
-        node: &str,
-        attempt: i32,
-    ) -> Result<bool, StoreError> {
-        let inserted = with_tx!(self, conn => {
-            sqlx::query(
-                "INSERT INTO node_attempts (run_id, node, attempt, status, started_at)
-                 VALUES ($1, $2, $3, $4, $5) ON CONFLICT (run_id, node, attempt) DO NOTHING",
-            )
-            .bind(run_id)
-            .bind(node)
-            .bind(attempt)
-            .bind(AttemptStatus::Running)
-            .bind(Utc::now())
-            .execute(conn)
-            .await?
-            .rows_affected()
-        });
-        Ok(inserted == 1)
-    }
-
     /// Closes a running attempt with its result, in the transaction that reports it; one
     /// already closed keeps the result it has (a job redelivered after it was reported
     /// must not rewrite it as interrupted).

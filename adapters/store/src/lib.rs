@@ -24,6 +24,7 @@ mod inbox;
 mod leases;
 mod outbox;
 mod people;
+mod publish;
 mod queue;
 mod requirements;
 mod runs;

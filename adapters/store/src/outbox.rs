@@ -8,6 +8,7 @@ use gatehouse_events::Envelope;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
+use crate::publish::Held;
 use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx, duration_ms, now_ms};
@@ -36,36 +37,29 @@ impl Tx {
     /// by the relay, or by this transaction itself when the store
     /// [publishes in place](Store::publish_in_place). An event published in place goes
     /// straight onto the queue: an outbox row would only be written as sent, read by
-    /// nothing and pruned later.
+    /// nothing and pruned later. It is held until the commit, with the transaction's other
+    /// events, and all of them go onto the queue together ([`Tx::commit`]).
     pub async fn append_outbox(&mut self, envelope: &Envelope) -> Result<(), StoreError> {
-        let payload = envelope.to_bytes()?;
-        let traceparent = envelope.trace.as_ref().map(ToString::to_string);
-        if !self.store().publishes_in_place() {
-            with_tx!(self, conn => {
-                sqlx::query(
-                    "INSERT INTO outbox (id, topic, payload, traceparent, created_at)
-                     VALUES ($1, $2, $3, $4, $5)",
-                )
-                .bind(envelope.id)
-                .bind(&envelope.event_type)
-                .bind(&payload)
-                .bind(&traceparent)
-                .bind(Utc::now())
-                .execute(conn)
-                .await?;
-            });
-            self.appended_outbox = true;
+        if self.store().publishes_in_place() {
+            self.held.push(Held::new(envelope)?);
             return Ok(());
         }
-        let message = crate::QueueMessage {
-            id: envelope.id,
-            topic: &envelope.event_type,
-            payload: &payload,
-            traceparent: traceparent.as_deref(),
-        };
-        if self.enqueue(message).await? {
-            self.published_in_place.push(envelope.event_type.clone());
-        }
+        let payload = envelope.to_bytes()?;
+        let traceparent = envelope.trace.as_ref().map(ToString::to_string);
+        with_tx!(self, conn => {
+            sqlx::query(
+                "INSERT INTO outbox (id, topic, payload, traceparent, created_at)
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(envelope.id)
+            .bind(&envelope.event_type)
+            .bind(&payload)
+            .bind(&traceparent)
+            .bind(Utc::now())
+            .execute(conn)
+            .await?;
+        });
+        self.appended_outbox = true;
         Ok(())
     }
 }

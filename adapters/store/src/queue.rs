@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use chrono::Utc;
 use gatehouse_events::{StreamKind, topic_matches};
-use sqlx::QueryBuilder;
 use uuid::Uuid;
 
 use crate::store::{with_pool, with_writer};
@@ -71,7 +70,7 @@ impl Peeked {
     }
 }
 
-fn stream_key(kind: StreamKind) -> &'static str {
+pub(crate) fn stream_key(kind: StreamKind) -> &'static str {
     match kind {
         StreamKind::Events => "events",
         StreamKind::Jobs => "jobs",
@@ -83,9 +82,9 @@ impl Store {
     /// `false` if a message with the same id was already there.
     pub async fn queue_publish(&self, msg: QueueMessage<'_>) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
-        let inserted = tx.enqueue(msg).await?;
+        let new = tx.enqueue_all(&[msg]).await?;
         tx.commit().await?;
-        Ok(inserted)
+        Ok(new.contains(&msg.id))
     }
 
     /// Creates a durable consumer if it does not exist; a new one receives every message
@@ -342,57 +341,6 @@ impl Store {
 }
 
 impl Tx {
-    /// Appends a message to the in-process bus's log and fans it out to every consumer
-    /// whose filter matches, as part of this transaction. `false` when a message with the
-    /// same id was there already.
-    pub(crate) async fn enqueue(&mut self, msg: QueueMessage<'_>) -> Result<bool, StoreError> {
-        let stream = stream_key(StreamKind::for_topic(msg.topic));
-        let now = now_ms();
-        self.lock_stream(stream, false).await?;
-        let mut woken = Vec::new();
-        let inserted = with_tx!(self, conn => {
-            let seq: Option<(i64,)> = sqlx::query_as(
-                "INSERT INTO bus_messages (id, stream, topic, payload, traceparent, published_ms)
-                 VALUES ($1, $2, $3, $4, $5, $6)
-                 ON CONFLICT (id) DO NOTHING RETURNING seq",
-            )
-            .bind(msg.id)
-            .bind(stream)
-            .bind(msg.topic)
-            .bind(msg.payload)
-            .bind(msg.traceparent)
-            .bind(now)
-            .fetch_optional(&mut *conn)
-            .await?;
-            if let Some((seq,)) = seq {
-                let consumers: Vec<(String, String)> =
-                    sqlx::query_as("SELECT name, filter FROM bus_consumers WHERE stream = $1")
-                        .bind(stream)
-                        .fetch_all(&mut *conn)
-                        .await?;
-                woken.extend(
-                    consumers
-                        .into_iter()
-                        .filter(|(_, f)| topic_matches(f, msg.topic))
-                        .map(|(name, _)| name),
-                );
-                // One statement for every consumer's delivery.
-                if !woken.is_empty() {
-                    let mut sql = QueryBuilder::new(
-                        "INSERT INTO bus_deliveries (consumer, seq, visible_ms) ",
-                    );
-                    sql.push_values(&woken, |mut row, name| {
-                        row.push_bind(name).push_bind(seq).push_bind(now);
-                    });
-                    sql.build().execute(&mut *conn).await?;
-                }
-            }
-            seq.is_some()
-        });
-        self.enqueued_for.append(&mut woken);
-        Ok(inserted)
-    }
-
     /// [`Store::queue_ack`] as part of this transaction: a consumer acknowledges the
     /// delivery in the commit that records its effect, one commit instead of two.
     pub async fn queue_ack(

@@ -386,6 +386,10 @@ fn sqlite_pool() -> SqlitePoolOptions {
     SqlitePoolOptions::new()
         .max_connections(SQLITE_CONNECTIONS)
         .acquire_timeout(Duration::from_secs(30))
+        // A connection to a file cannot have been hung up on, and the default check
+        // before handing one out is a round trip to its thread, on every statement
+        // outside a transaction and every `begin`.
+        .test_before_acquire(false)
 }
 
 /// Errors worth retrying at connect time: the server is not there (yet), not that it

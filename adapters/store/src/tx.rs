@@ -3,6 +3,7 @@
 use sqlx::{Postgres, Sqlite, Transaction};
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::publish::Held;
 use crate::{Store, StoreError};
 
 /// Runs `$body` with `$conn` bound to the transaction's connection, once per backend.
@@ -37,8 +38,10 @@ pub struct Tx {
     pub(crate) appended_outbox: bool,
     /// A chat message was wanted: the notifier is woken when this commits.
     pub(crate) wanted_chat: bool,
-    /// Topics of the events put onto the in-process bus in place
-    /// ([`Store::publish_in_place`]): counted when this commits.
+    /// Events to publish in place ([`Store::publish_in_place`]) when this commits.
+    pub(crate) held: Vec<Held>,
+    /// Topics of the events put onto the in-process bus in place: counted once this has
+    /// committed.
     pub(crate) published_in_place: Vec<String>,
     /// Consumers of the in-process bus given messages: woken when this commits.
     pub(crate) enqueued_for: Vec<String>,
@@ -57,6 +60,7 @@ impl Tx {
             inner: Inner::Postgres(tx),
             appended_outbox: false,
             wanted_chat: false,
+            held: Vec::new(),
             published_in_place: Vec::new(),
             enqueued_for: Vec::new(),
             store,
@@ -73,6 +77,7 @@ impl Tx {
             inner: Inner::Sqlite(tx),
             appended_outbox: false,
             wanted_chat: false,
+            held: Vec::new(),
             published_in_place: Vec::new(),
             enqueued_for: Vec::new(),
             store,
@@ -80,9 +85,13 @@ impl Tx {
         }
     }
 
-    /// Commits, then wakes this process's outbox relay if events were appended (or its
-    /// in-process bus, for events published in place).
-    pub async fn commit(self) -> Result<(), StoreError> {
+    /// Publishes the events held for it in place, commits, then wakes this process's
+    /// outbox relay if events were appended (or its in-process bus, for events published
+    /// in place).
+    pub async fn commit(mut self) -> Result<(), StoreError> {
+        if !self.held.is_empty() {
+            self.publish_held().await?;
+        }
         match self.inner {
             Inner::Postgres(t) => t.commit().await?,
             Inner::Sqlite(t) => t.commit().await?,
