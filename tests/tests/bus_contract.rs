@@ -13,7 +13,8 @@ use gatehouse_bus::{
     Outcome, Outgoing, Published, Relay, RelayOptions, Subscription, Take,
 };
 use gatehouse_events::{
-    Envelope, Event, GateClosed, GateStatus, NodeProgress, Prefix, SCHEMA_VERSION, TraceParent,
+    Envelope, Event, GateClosed, GateStatus, NodeProgress, Prefix, SCHEMA_VERSION, StreamKind,
+    TraceParent,
 };
 use gatehouse_store::Tx;
 use gatehouse_tests::{BusKind, TestBus, on_every_bus, quick_retry};
@@ -811,6 +812,68 @@ async fn a_transactions_events_are_published_in_place_together_in_order() {
         took(by_everything),
         ["earlier", "first", "gate.closed", "second"]
     );
+    t.cleanup().await;
+}
+
+/// On `gatehouse up`, a subscription that had taken everything due is woken with what a
+/// transaction then committed for it and takes that without reading it back: here the
+/// delivery's row is gone before it looks, so only the hand-over can bring it. What it
+/// takes so is settled as a read one would be.
+#[tokio::test]
+async fn a_caught_up_subscription_takes_what_a_commit_hands_it() {
+    let t = TestBus::new(BusKind::InProcessSqlite).await;
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::in_place(t.db.store.clone()));
+    let spec = ConsumerSpec {
+        take: Take::InTransaction(4),
+        ..spec("handed", Duration::from_secs(30))
+    };
+    let mut sub = bus.subscribe(&spec).await.unwrap();
+    let commit = |message: &'static str| {
+        let store = t.db.store.clone();
+        async move {
+            let mut tx = store.begin().await.unwrap();
+            tx.append_outbox(&envelope(message)).await.unwrap();
+            tx.commit().await.unwrap();
+        }
+    };
+    let message = |d: &gatehouse_bus::Delivery| match Envelope::from_slice(&d.payload)
+        .unwrap()
+        .decode()
+        .unwrap()
+    {
+        Event::NodeProgress(p) => p.message,
+        other => panic!("not the event published: {other:?}"),
+    };
+
+    commit("looked up").await;
+    let first = next(&mut sub, Duration::from_secs(5)).await.expect("read");
+    assert_eq!(message(&first), "looked up");
+    let mut tx = t.db.store.begin().await.unwrap();
+    assert!(first.ack_within(&mut tx).await.unwrap());
+    tx.commit().await.unwrap();
+
+    commit("handed").await;
+    let rows = t.db.store.queue_peek("handed", 10).await.unwrap();
+    assert_eq!(rows.len(), 1);
+    t.db.store
+        .queue_ack("handed", StreamKind::Events, rows[0].seq, 0)
+        .await
+        .unwrap();
+    let handed = next(&mut sub, Duration::from_secs(1))
+        .await
+        .expect("handed over with the wake-up, not read");
+    assert_eq!((message(&handed), handed.deliveries), ("handed".into(), 1));
+
+    commit("settled").await;
+    let settled = next(&mut sub, Duration::from_secs(5))
+        .await
+        .expect("handed");
+    assert_eq!(message(&settled), "settled");
+    let mut tx = t.db.store.begin().await.unwrap();
+    assert!(settled.ack_within(&mut tx).await.unwrap());
+    tx.commit().await.unwrap();
+    assert_eq!(t.db.store.queue_pending("handed").await.unwrap(), 0);
+    assert!(next(&mut sub, Duration::from_millis(300)).await.is_none());
     t.cleanup().await;
 }
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use gatehouse_events::{StreamKind, StreamSpec};
-use gatehouse_store::{QueueMessage, QueuedDelivery, Store, Tx};
+use gatehouse_store::{QueueMessage, QueuedDelivery, Store, Tx, Wake};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -92,10 +92,14 @@ impl Bus for InProcessBus {
         self.store
             .queue_ensure_consumer(&spec.name, spec.stream(), &spec.filter)
             .await?;
+        let wake = self.store.watch_consumer(&spec.name);
+        let seen = wake.borrow().count;
         Ok(Box::new(InProcessSubscription {
             store: self.store.clone(),
             spec: spec.clone(),
-            wake: self.store.watch_consumer(&spec.name),
+            wake,
+            seen,
+            newest: 0,
             taken: VecDeque::new(),
             drained: false,
         }))
@@ -105,7 +109,12 @@ impl Bus for InProcessBus {
 struct InProcessSubscription {
     store: Store,
     spec: ConsumerSpec,
-    wake: watch::Receiver<u64>,
+    wake: watch::Receiver<Wake>,
+    /// The count of the last wake-up seen.
+    seen: u64,
+    /// The position of the newest delivery handed out: a delivery handed over with a
+    /// wake-up that is no newer was read by the look before (applied in transactions only).
+    newest: i64,
     /// Due deliveries read with the one [`Subscription::next`] returned, for
     /// [`Subscription::ready`] (applied in transactions only).
     taken: VecDeque<QueuedDelivery>,
@@ -143,20 +152,33 @@ impl InProcessSubscription {
     /// Each statement costs a round trip to the database's thread, so none is spent on
     /// an answer known already. A subscription tries to take at once when it was woken
     /// for its consumer's deliveries or was told something is due; otherwise (after a short
-    /// batch, all of it taken, or a poll) it first asks when the next one is due.
+    /// batch, all of it taken, or a poll) it first asks when the next one is due. One
+    /// that had taken everything due, woken with the deliveries committed since, takes
+    /// those without looking (see the store's `wakes.rs`).
     async fn take(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
         // Whatever the last batch left untaken is read again, as it may be settled now.
-        let mut try_now = !(self.drained && self.taken.is_empty());
+        let mut caught_up = self.drained && self.taken.is_empty();
+        let mut try_now = !caught_up;
         self.taken.clear();
         loop {
             // Mark wake-ups seen before looking, so a publish between the look and the
             // wait is not missed.
-            self.wake.borrow_and_update();
+            let wake = self.wake.borrow_and_update().clone();
+            let next_after_seen = wake.count == self.seen.wrapping_add(1);
+            self.seen = wake.count;
+            if caught_up
+                && next_after_seen
+                && let Some(handed) = self.handed(&wake)
+            {
+                return Ok(handed);
+            }
             if std::mem::take(&mut try_now) {
                 let taken = self.try_take(limit).await?;
                 if !taken.is_empty() {
                     return Ok(taken);
                 }
+                // Nothing was due at this look, made after the wake-up just seen.
+                caught_up = true;
             }
             let wait = match self.store.queue_next_due(&self.spec.name).await? {
                 // Due now: take it, unless another task of this consumer wins first.
@@ -185,14 +207,42 @@ impl InProcessSubscription {
                 .await?;
             return Ok(leased.into_iter().map(|d| self.delivery(d)).collect());
         };
-        self.taken = self.store.queue_peek(&self.spec.name, batch).await?.into();
-        self.drained = self.taken.len() < batch;
-        Ok(self
-            .taken
+        let peeked = self.store.queue_peek(&self.spec.name, batch).await?;
+        self.drained = peeked.len() < batch;
+        Ok(self.hand_out(peeked))
+    }
+
+    /// The deliveries handed over with `wake` that this subscription has not read, if
+    /// it applies in transactions and no other subscription took them.
+    fn handed(&mut self, wake: &Wake) -> Option<Vec<Delivery>> {
+        let Take::InTransaction(batch) = self.spec.take else {
+            return None;
+        };
+        let handed: Vec<QueuedDelivery> = wake
+            .take_handed()?
+            .into_iter()
+            .filter(|d| d.seq > self.newest)
+            .collect();
+        if handed.is_empty() {
+            return None;
+        }
+        // More than a batch: the rest are read again at the next look.
+        self.drained = handed.len() <= batch;
+        Some(self.hand_out(handed))
+    }
+
+    /// Hands out the first of `batch` (oldest first); the rest wait in `taken` for
+    /// [`Subscription::ready`].
+    fn hand_out(&mut self, batch: Vec<QueuedDelivery>) -> Vec<Delivery> {
+        if let Some(last) = batch.last() {
+            self.newest = self.newest.max(last.seq);
+        }
+        self.taken = batch.into();
+        self.taken
             .pop_front()
             .map(|first| self.delivery(first))
             .into_iter()
-            .collect())
+            .collect()
     }
 
     fn delivery(&self, d: QueuedDelivery) -> Delivery {

@@ -40,6 +40,7 @@ mod turns;
 mod tx;
 mod url;
 mod usage;
+mod wakes;
 
 pub use attempts::{ArtifactRow, AttemptEnd, AttemptRow, AttemptStatus, LogRow};
 pub use chat::{ChatMessageRow, WantChat};
@@ -71,6 +72,7 @@ pub use turns::{
 pub use tx::Tx;
 pub use url::Backend;
 pub use usage::UsageRow;
+pub use wakes::Wake;
 
 /// Current time as epoch milliseconds, the unit of every lease and visibility column.
 fn now_ms() -> i64 {

@@ -9,7 +9,7 @@
 //! ([`Tx::commit`]): a scheduler step's three or four events cost two statements, not
 //! three each.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use gatehouse_events::{Envelope, StreamKind, topic_matches};
 use sqlx::QueryBuilder;
@@ -95,8 +95,7 @@ impl Tx {
             Inner::Sqlite(_) => "group_concat(c.name || char(31) || c.filter, char(30))",
         };
         let now = now_ms();
-        let mut woken = Vec::new();
-        let new = with_tx!(self, conn => {
+        let logged = with_tx!(self, conn => {
             let mut insert = QueryBuilder::new(
                 "INSERT INTO bus_messages (id, stream, topic, payload, traceparent, published_ms) ",
             );
@@ -113,7 +112,9 @@ impl Tx {
                    (SELECT {consumers} FROM bus_consumers c WHERE c.stream = bus_messages.stream)
                      AS consumers"
             ));
-            let logged: Vec<Logged> = insert.build_query_as().fetch_all(&mut *conn).await?;
+            let mut logged: Vec<Logged> = insert.build_query_as().fetch_all(&mut *conn).await?;
+            // RETURNING keeps no order.
+            logged.sort_unstable_by_key(|m| m.seq);
             let deliveries: Vec<(&str, i64)> = logged
                 .iter()
                 .flat_map(|m| m.takers().map(move |name| (name, m.seq)))
@@ -126,13 +127,23 @@ impl Tx {
                 });
                 insert.build().execute(&mut *conn).await?;
             }
-            woken.extend(deliveries.iter().map(|(name, _)| (*name).to_owned()));
-            woken.sort_unstable();
-            woken.dedup();
-            logged.iter().map(|m| m.id).collect::<BTreeSet<_>>()
+            logged
         });
-        self.enqueued_for.append(&mut woken);
-        Ok(new)
+        // What each consumer was given, for its subscriptions here once this commits.
+        let hand = self.store().publishes_in_place();
+        let by_id: HashMap<Uuid, &QueueMessage<'_>> = messages.iter().map(|m| (m.id, m)).collect();
+        for m in &logged {
+            let Some(message) = by_id.get(&m.id) else {
+                continue;
+            };
+            for name in m.takers() {
+                let given = self.woken.entry(name.to_owned()).or_default();
+                if hand {
+                    given.push(message.delivered(m.seq));
+                }
+            }
+        }
+        Ok(logged.iter().map(|m| m.id).collect())
     }
 
     /// Publishes the events held for the commit ([`Tx::append_outbox`] in place); those

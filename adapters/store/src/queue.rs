@@ -29,6 +29,21 @@ pub struct QueueMessage<'a> {
     pub traceparent: Option<&'a str>,
 }
 
+impl QueueMessage<'_> {
+    /// This message's first delivery, as a look at the tables would read it once it is
+    /// logged at `seq`.
+    pub(crate) fn delivered(&self, seq: i64) -> QueuedDelivery {
+        QueuedDelivery {
+            seq,
+            id: self.id,
+            topic: self.topic.to_owned(),
+            payload: self.payload.to_vec(),
+            traceparent: self.traceparent.map(str::to_owned),
+            deliveries: 1,
+        }
+    }
+}
+
 /// A message handed to a consumer: leased until its ack deadline ([`Store::queue_fetch`]),
 /// or only read ([`Store::queue_peek`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -311,7 +326,7 @@ impl Store {
         counted: bool,
     ) -> Result<bool, StoreError> {
         let held = self.make_due(consumer, seq, token, delay, counted).await?;
-        self.wake_consumers([&consumer.to_owned()]);
+        self.wake_consumer(consumer);
         Ok(held)
     }
 

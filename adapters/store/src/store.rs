@@ -12,6 +12,7 @@ use sqlx::sqlite::{SqliteConnection, SqlitePool, SqlitePoolOptions};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::url::ConnectOptions;
+use crate::wakes::Wake;
 use crate::{Backend, StoreError, Tx};
 
 /// Runs `$body` with `$conn` bound to the backend's pool; the body is compiled once per
@@ -60,8 +61,8 @@ pub struct Store {
     in_place: Arc<AtomicBool>,
     /// Per consumer of the in-process bus, bumped whenever this process commits messages
     /// for it, so its subscriptions look at once instead of at their next poll (and the
-    /// others do not look at all).
-    pub(crate) queue_wakers: Arc<Mutex<HashMap<String, watch::Sender<u64>>>>,
+    /// others do not look at all); see `wakes.rs`.
+    pub(crate) queue_wakers: Arc<Mutex<HashMap<String, watch::Sender<Wake>>>>,
     /// Transactions open at once in this process. A transaction holds a connection and
     /// often reads through the pool meanwhile; if every connection were held by an open
     /// transaction (or, on SQLite, by one waiting for the single write lock), those reads
@@ -301,26 +302,6 @@ impl Store {
 
     pub(crate) fn publishes_in_place(&self) -> bool {
         self.in_place.load(Ordering::Relaxed)
-    }
-
-    /// A receiver that changes whenever this process commits messages for `consumer` on
-    /// the in-process bus's tables.
-    pub fn watch_consumer(&self, consumer: &str) -> watch::Receiver<u64> {
-        let mut wakers = self.queue_wakers.lock().unwrap_or_else(|p| p.into_inner());
-        wakers
-            .entry(consumer.to_owned())
-            .or_insert_with(|| watch::channel(0).0)
-            .subscribe()
-    }
-
-    /// Wakes the subscriptions of `consumers` in this process.
-    pub(crate) fn wake_consumers<'a>(&self, consumers: impl IntoIterator<Item = &'a String>) {
-        let wakers = self.queue_wakers.lock().unwrap_or_else(|p| p.into_inner());
-        for consumer in consumers {
-            if let Some(waker) = wakers.get(consumer) {
-                waker.send_modify(|n| *n = n.wrapping_add(1));
-            }
-        }
     }
 
     /// A receiver that changes whenever wanted chat messages are committed by this process.

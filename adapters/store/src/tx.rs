@@ -4,6 +4,7 @@ use sqlx::{Postgres, Sqlite, Transaction};
 use tokio::sync::OwnedSemaphorePermit;
 
 use crate::publish::Held;
+use crate::wakes::Woken;
 use crate::{Store, StoreError};
 
 /// Runs `$body` with `$conn` bound to the transaction's connection, once per backend.
@@ -43,8 +44,9 @@ pub struct Tx {
     /// Topics of the events put onto the in-process bus in place: counted once this has
     /// committed.
     pub(crate) published_in_place: Vec<String>,
-    /// Consumers of the in-process bus given messages: woken when this commits.
-    pub(crate) enqueued_for: Vec<String>,
+    /// Consumers of the in-process bus given messages, with their deliveries: woken when
+    /// this commits.
+    pub(crate) woken: Woken,
     store: Store,
     /// This process's transaction slot, given back when the transaction ends.
     _slot: OwnedSemaphorePermit,
@@ -62,7 +64,7 @@ impl Tx {
             wanted_chat: false,
             held: Vec::new(),
             published_in_place: Vec::new(),
-            enqueued_for: Vec::new(),
+            woken: Woken::new(),
             store,
             _slot: slot,
         }
@@ -79,7 +81,7 @@ impl Tx {
             wanted_chat: false,
             held: Vec::new(),
             published_in_place: Vec::new(),
-            enqueued_for: Vec::new(),
+            woken: Woken::new(),
             store,
             _slot: slot,
         }
@@ -104,8 +106,8 @@ impl Tx {
         for topic in self.published_in_place {
             metrics::counter!("gatehouse_events_published_total", "type" => topic).increment(1);
         }
-        if !self.enqueued_for.is_empty() {
-            self.store.wake_consumers(&self.enqueued_for);
+        if !self.woken.is_empty() {
+            self.store.wake_consumers(self.woken);
         }
         if self.wanted_chat {
             self.store

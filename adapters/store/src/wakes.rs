@@ -1,0 +1,79 @@
+//! Waking a consumer's subscriptions in this process when messages are committed for it,
+//! and handing them what was committed.
+//!
+//! A woken subscription would read its due deliveries back from the tables: on SQLite a
+//! round trip to a connection's thread, often a cold one, on the way to every event a
+//! service applies. Where transactions publish in place (`gatehouse up`: one process, one
+//! writer, so a message's position in the log is its commit order), the wake-up carries
+//! the deliveries themselves. A subscription that had read everything due before takes
+//! them instead of looking (see the in-process bus): they are all that was committed for
+//! it since, as long as it saw the wake-up before this one.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::watch;
+
+use crate::{QueuedDelivery, Store};
+
+/// What a consumer's subscriptions are woken with.
+#[derive(Clone, Default)]
+pub struct Wake {
+    /// Wake-ups so far. One more than a subscription saw last means the deliveries
+    /// handed with it are everything committed for its consumer in between.
+    pub count: u64,
+    /// The deliveries committed with this wake-up, oldest first, for the first
+    /// subscription that takes them; none with a wake-up that hands nothing (a delivery
+    /// given back, a store that does not publish in place).
+    handed: Arc<Mutex<Option<Vec<QueuedDelivery>>>>,
+}
+
+impl Wake {
+    /// The deliveries handed with this wake-up, unless another subscription took them.
+    pub fn take_handed(&self) -> Option<Vec<QueuedDelivery>> {
+        self.handed.lock().unwrap_or_else(|p| p.into_inner()).take()
+    }
+}
+
+/// Per consumer, the deliveries a transaction committed for it: its subscriptions are
+/// woken with them once it has committed.
+pub(crate) type Woken = HashMap<String, Vec<QueuedDelivery>>;
+
+impl Store {
+    /// A receiver that changes whenever this process commits messages for `consumer` on
+    /// the in-process bus's tables, or gives one of its deliveries back.
+    pub fn watch_consumer(&self, consumer: &str) -> watch::Receiver<Wake> {
+        let mut wakers = self.queue_wakers.lock().unwrap_or_else(|p| p.into_inner());
+        wakers
+            .entry(consumer.to_owned())
+            .or_insert_with(|| watch::channel(Wake::default()).0)
+            .subscribe()
+    }
+
+    /// Wakes the subscriptions of `consumers` in this process, handing each consumer's
+    /// the deliveries committed for it when transactions publish in place.
+    pub(crate) fn wake_consumers(&self, woken: Woken) {
+        let hand = self.publishes_in_place();
+        for (consumer, deliveries) in woken {
+            self.wake(&consumer, hand.then_some(deliveries));
+        }
+    }
+
+    /// Wakes the subscriptions of `consumer` in this process with nothing handed: they
+    /// look at the tables.
+    pub(crate) fn wake_consumer(&self, consumer: &str) {
+        self.wake(consumer, None);
+    }
+
+    fn wake(&self, consumer: &str, handed: Option<Vec<QueuedDelivery>>) {
+        let wakers = self.queue_wakers.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(waker) = wakers.get(consumer) {
+            // Nothing is kept for a consumer with no subscription here to take it.
+            let handed = handed.filter(|_| waker.receiver_count() > 0);
+            waker.send_modify(|wake| {
+                wake.count = wake.count.wrapping_add(1);
+                wake.handed = Arc::new(Mutex::new(handed));
+            });
+        }
+    }
+}
