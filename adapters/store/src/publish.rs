@@ -129,7 +129,8 @@ impl Tx {
             }
             logged
         });
-        // What each consumer was given, for its subscriptions here once this commits.
+        // What each consumer was given, for its subscriptions here once this commits: only
+        // where one process writes in place is a message's position its commit order.
         let hand = self.store().publishes_in_place();
         let by_id: HashMap<Uuid, &QueueMessage<'_>> = messages.iter().map(|m| (m.id, m)).collect();
         for m in &logged {

@@ -36,7 +36,8 @@ impl Wake {
 }
 
 /// Per consumer, the deliveries a transaction committed for it: its subscriptions are
-/// woken with them once it has committed.
+/// woken with them once it has committed. Recorded only where transactions publish in
+/// place; elsewhere each consumer given messages has none, and is only woken.
 pub(crate) type Woken = HashMap<String, Vec<QueuedDelivery>>;
 
 impl Store {
@@ -51,11 +52,11 @@ impl Store {
     }
 
     /// Wakes the subscriptions of `consumers` in this process, handing each consumer's
-    /// the deliveries committed for it when transactions publish in place.
+    /// the deliveries committed for it (those a transaction records only where it
+    /// publishes in place).
     pub(crate) fn wake_consumers(&self, woken: Woken) {
-        let hand = self.publishes_in_place();
         for (consumer, deliveries) in woken {
-            self.wake(&consumer, hand.then_some(deliveries));
+            self.wake(&consumer, (!deliveries.is_empty()).then_some(deliveries));
         }
     }
 
