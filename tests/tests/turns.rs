@@ -386,6 +386,20 @@ fn lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
+/// The conversation's transcript once it has `expected` lines, or as it is after a few
+/// seconds: the runner adds a turn's exchange after it has reported the turn's end.
+async fn transcript_after_turn(dir: &Path, expected: usize) -> Vec<String> {
+    let path = dir.join("transcript.jsonl");
+    for _ in 0..250 {
+        let found = lines(&path);
+        if found.len() >= expected {
+            return found;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    lines(&path)
+}
+
 async fn a_turn_replies_and_the_next_resumes_its_session_in_the_same_workspace(backend: Backend) {
     let stack = stack(backend).await;
     let c = Conversation::new();
@@ -512,7 +526,7 @@ async fn a_command_turn_reads_the_conversation_so_far(backend: Backend) {
             "turns so far: 2\n{\"role\":\"user\",\"text\":\"hello\"}\n{\"role\":\"assistant\",\"text\":\"turns so far: 0\\nyou said: hello\"}\nyou said: again"
         )
     );
-    assert_eq!(lines(&c.dir(&stack).join("transcript.jsonl")).len(), 4);
+    assert_eq!(transcript_after_turn(&c.dir(&stack), 4).await.len(), 4);
     let usage = stack.db.store.turn_usage(c.id).await.unwrap();
     assert_eq!(
         (
