@@ -40,21 +40,21 @@ impl Tx {
     /// nothing and pruned later. It is held until the commit, with the transaction's other
     /// events, and all of them go onto the queue together ([`Tx::commit`]).
     pub async fn append_outbox(&mut self, envelope: &Envelope) -> Result<(), StoreError> {
+        let held = Held::new(envelope)?;
         if self.store().publishes_in_place() {
-            self.held.push(Held::new(envelope)?);
+            self.held.push(held);
             return Ok(());
         }
-        let payload = envelope.to_bytes()?;
-        let traceparent = envelope.trace.as_ref().map(ToString::to_string);
+        let message = held.message();
         with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO outbox (id, topic, payload, traceparent, created_at)
                  VALUES ($1, $2, $3, $4, $5)",
             )
-            .bind(envelope.id)
-            .bind(&envelope.event_type)
-            .bind(&payload)
-            .bind(&traceparent)
+            .bind(message.id)
+            .bind(message.topic)
+            .bind(message.payload)
+            .bind(message.traceparent)
             .bind(Utc::now())
             .execute(conn)
             .await?;

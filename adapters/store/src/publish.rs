@@ -24,7 +24,8 @@ use crate::{StoreError, Tx, now_ms};
 const FIELD: char = '\u{1f}';
 const RECORD: char = '\u{1e}';
 
-/// An event held by its transaction, to be published when the transaction commits.
+/// An event as the bus carries it: held by its transaction to be published when it commits
+/// (in place), or written to the outbox for the relay.
 pub(crate) struct Held {
     id: Uuid,
     topic: String,
@@ -42,7 +43,7 @@ impl Held {
         })
     }
 
-    fn message(&self) -> QueueMessage<'_> {
+    pub(crate) fn message(&self) -> QueueMessage<'_> {
         QueueMessage {
             id: self.id,
             topic: &self.topic,
@@ -95,7 +96,7 @@ impl Tx {
             Inner::Sqlite(_) => "group_concat(c.name || char(31) || c.filter, char(30))",
         };
         let now = now_ms();
-        let logged = with_tx!(self, conn => {
+        let (logged, deliveries) = with_tx!(self, conn => {
             let mut insert = QueryBuilder::new(
                 "INSERT INTO bus_messages (id, stream, topic, payload, traceparent, published_ms) ",
             );
@@ -115,33 +116,29 @@ impl Tx {
             let mut logged: Vec<Logged> = insert.build_query_as().fetch_all(&mut *conn).await?;
             // RETURNING keeps no order.
             logged.sort_unstable_by_key(|m| m.seq);
-            let deliveries: Vec<(&str, i64)> = logged
+            // Each (consumer, message) once, for the insert and for the wake-up after.
+            let deliveries: Vec<(String, i64, Uuid)> = logged
                 .iter()
-                .flat_map(|m| m.takers().map(move |name| (name, m.seq)))
+                .flat_map(|m| m.takers().map(move |name| (name.to_owned(), m.seq, m.id)))
                 .collect();
             if !deliveries.is_empty() {
                 let mut insert =
                     QueryBuilder::new("INSERT INTO bus_deliveries (consumer, seq, visible_ms) ");
-                insert.push_values(&deliveries, |mut row, (name, seq)| {
-                    row.push_bind(*name).push_bind(*seq).push_bind(now);
+                insert.push_values(&deliveries, |mut row, (name, seq, _)| {
+                    row.push_bind(name.as_str()).push_bind(*seq).push_bind(now);
                 });
                 insert.build().execute(&mut *conn).await?;
             }
-            logged
+            (logged, deliveries)
         });
         // What each consumer was given, for its subscriptions here once this commits: only
         // where one process writes in place is a message's position its commit order.
         let hand = self.store().publishes_in_place();
         let by_id: HashMap<Uuid, &QueueMessage<'_>> = messages.iter().map(|m| (m.id, m)).collect();
-        for m in &logged {
-            let Some(message) = by_id.get(&m.id) else {
-                continue;
-            };
-            for name in m.takers() {
-                let given = self.woken.entry(name.to_owned()).or_default();
-                if hand {
-                    given.push(message.delivered(m.seq));
-                }
+        for (name, seq, id) in deliveries {
+            let given = self.woken.entry(name).or_default();
+            if hand && let Some(message) = by_id.get(&id) {
+                given.push(message.delivered(seq));
             }
         }
         Ok(logged.iter().map(|m| m.id).collect())
