@@ -39,6 +39,7 @@ on_both_backends!(
     migrations_are_idempotent,
     outbox_append_is_part_of_the_transaction,
     outbox_claims_are_leased,
+    a_commit_hands_its_outbox_rows_to_its_processs_relay,
     concurrent_claims_never_overlap,
     outbox_sent_and_released_rows,
     inbox_records_each_event_once_per_consumer,
@@ -97,6 +98,42 @@ async fn outbox_append_is_part_of_the_transaction(backend: Backend) {
     assert_eq!(
         row.traceparent,
         kept.trace.as_ref().map(ToString::to_string)
+    );
+    db.cleanup().await;
+}
+
+async fn a_commit_hands_its_outbox_rows_to_its_processs_relay(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let mut handover = db.store.hand_outbox_here();
+    let events: Vec<_> = (0..3).map(|i| event(&i.to_string())).collect();
+    append(&db.store, &events).await;
+    // The relay gets them as committed, in order, without claiming...
+    let handed = tokio::time::timeout(Duration::from_secs(5), handover.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    let ids: Vec<_> = handed.iter().map(|r| r.id).collect();
+    assert_eq!(ids, events.iter().map(|e| e.id).collect::<Vec<_>>());
+    assert_eq!(Envelope::from_slice(&handed[0].payload).unwrap(), events[0]);
+    // ...and no other relay claims them while it publishes.
+    let claim = || db.store.claim_outbox(10, Duration::from_secs(30));
+    assert!(claim().await.unwrap().is_empty());
+    // Rows waiting for a relay that shuts down are given back, for any relay to claim.
+    let more = [event("waiting")];
+    append(&db.store, &more).await;
+    handover.close().await;
+    let claimed = claim().await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [more[0].id]
+    );
+    // With no relay here, commits leave their rows for claiming.
+    let last = [event("unhanded")];
+    append(&db.store, &last).await;
+    let claimed = claim().await.unwrap();
+    assert_eq!(
+        claimed.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [last[0].id]
     );
     db.cleanup().await;
 }

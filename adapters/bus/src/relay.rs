@@ -3,7 +3,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_store::Store;
+use gatehouse_store::{OutboxMessage, Store};
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use crate::{Bus, BusError, Outgoing};
@@ -54,14 +55,23 @@ impl Relay {
         }
     }
 
-    /// Claims one batch and publishes it in order, pipelined ([`Bus::publish_all`]).
-    /// Stops at the first failure, giving that row and the rest of the batch back for a
-    /// later round, so order is kept. Returns how many rows were published.
+    /// Claims one batch and publishes it ([`Relay::publish`]). Returns how many rows were
+    /// published.
     pub async fn relay_once(&self) -> Result<usize, BusError> {
         let batch = self
             .store
             .claim_outbox(self.options.batch, self.options.lease)
             .await?;
+        self.publish(&batch).await
+    }
+
+    /// Publishes claimed or handed rows in order, pipelined ([`Bus::publish_all`]), and
+    /// marks them sent. Stops at the first failure, giving that row and the rest of the
+    /// batch back for a later round, so order is kept.
+    async fn publish(&self, batch: &[OutboxMessage]) -> Result<usize, BusError> {
+        if batch.is_empty() {
+            return Ok(0);
+        }
         let outgoing: Vec<Outgoing<'_>> = batch
             .iter()
             .map(|row| Outgoing {
@@ -108,28 +118,38 @@ impl Relay {
         }
     }
 
-    /// Relays until `shutdown` is cancelled: at once when this process commits outbox
-    /// rows, and every `poll` for rows from other processes. Failures are logged and
-    /// retried; they never end the loop.
+    /// Relays until `shutdown` is cancelled: what this process's transactions hand over
+    /// as they commit (see [`Store::hand_outbox_here`]), at once; and by claiming, every
+    /// `poll`, what other processes wrote (or this one, with no relay to hand it to).
+    /// Failures are logged and retried; they never end the loop.
     pub async fn run(self, shutdown: CancellationToken) {
+        let mut handover = self.store.hand_outbox_here();
         let mut written = self.store.watch_outbox();
         let mut prune =
             tokio::time::interval(self.options.keep_sent.min(Duration::from_secs(3600)));
+        // When to claim next; after a failure, not before the retry delay.
+        let mut look_at = Instant::now();
+        let mut backing_off = false;
         loop {
-            written.borrow_and_update();
-            let wait = match self.relay_once().await {
-                Ok(n) if n as i64 >= self.options.batch => continue,
-                Ok(_) => self.options.poll,
-                Err(err) => {
-                    tracing::warn!(error = %err, retry_in = ?self.options.retry_delay,
-                        "publishing from the outbox failed");
-                    self.options.retry_delay
-                }
-            };
+            if Instant::now() >= look_at {
+                written.borrow_and_update();
+                let claimed = self.relay_once().await;
+                backing_off = claimed.is_err();
+                look_at = match claimed {
+                    Ok(n) if n as i64 >= self.options.batch => Instant::now(),
+                    Ok(_) => Instant::now() + self.options.poll,
+                    Err(err) => self.failed(&err),
+                };
+            }
             tokio::select! {
-                _ = shutdown.cancelled() => return,
-                _ = written.changed(), if wait == self.options.poll => {}
-                _ = tokio::time::sleep(wait) => {}
+                _ = shutdown.cancelled() => break,
+                Some(rows) = handover.recv() => {
+                    if let Err(err) = self.publish(&rows).await {
+                        look_at = look_at.min(self.failed(&err));
+                    }
+                }
+                _ = written.changed(), if !backing_off => look_at = Instant::now(),
+                _ = tokio::time::sleep_until(look_at) => {}
                 _ = prune.tick() => {
                     if let Err(err) = self.store.prune_outbox(self.options.keep_sent).await {
                         tracing::warn!(error = %err, "pruning sent outbox rows failed");
@@ -137,5 +157,13 @@ impl Relay {
                 }
             }
         }
+        handover.close().await;
+    }
+
+    /// Logs a failed round; returns when to claim again.
+    fn failed(&self, err: &BusError) -> Instant {
+        tracing::warn!(error = %err, retry_in = ?self.options.retry_delay,
+            "publishing from the outbox failed");
+        Instant::now() + self.options.retry_delay
     }
 }

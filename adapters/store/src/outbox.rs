@@ -1,6 +1,7 @@
 //! The outbox: events written with the state change that caused them, published later by
 //! the relay.
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -8,6 +9,7 @@ use gatehouse_events::Envelope;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
+use crate::handover::{HANDOVER_LEASE, Handed, Registration};
 use crate::publish::Held;
 use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
@@ -32,35 +34,81 @@ pub struct OutboxMessage {
 
 type OutboxRow = (i64, Uuid, String, Vec<u8>, Option<String>, i32);
 
+/// What a transaction did with its events at commit, for what follows the commit.
+pub(crate) enum Written {
+    /// No event, or all of them published in place.
+    Nothing,
+    /// Rows leased to this process's relay, to hand over once committed.
+    Handed(Registration, Handed),
+    /// Rows for whichever relay claims them first.
+    ForClaim,
+}
+
 impl Tx {
     /// Appends an event to the outbox. It is published only if this transaction commits:
-    /// by the relay, or by this transaction itself when the store
-    /// [publishes in place](Store::publish_in_place). An event published in place goes
-    /// straight onto the queue: an outbox row would only be written as sent, read by
-    /// nothing and pruned later. It is held until the commit, with the transaction's other
-    /// events, and all of them go onto the queue together ([`Tx::commit`]).
+    /// by a relay, or by this transaction itself when the store
+    /// [publishes in place](Store::publish_in_place). Either way it is held until the
+    /// commit, with the transaction's other events, and all of them are written together
+    /// ([`Tx::commit`]): one statement however many there are.
     pub async fn append_outbox(&mut self, envelope: &Envelope) -> Result<(), StoreError> {
-        let held = Held::new(envelope)?;
-        if self.store().publishes_in_place() {
-            self.held.push(held);
-            return Ok(());
-        }
-        let message = held.message();
-        with_tx!(self, conn => {
-            sqlx::query(
-                "INSERT INTO outbox (id, topic, payload, traceparent, created_at)
-                 VALUES ($1, $2, $3, $4, $5)",
-            )
-            .bind(message.id)
-            .bind(message.topic)
-            .bind(message.payload)
-            .bind(message.traceparent)
-            .bind(Utc::now())
-            .execute(conn)
-            .await?;
-        });
-        self.appended_outbox = true;
+        self.held.push(Held::new(envelope)?);
         Ok(())
+    }
+
+    /// Writes the held events to the outbox in one statement, leased to this process's
+    /// relay when it has one (see `handover.rs`). An event published in place goes
+    /// straight onto the queue instead ([`Tx::publish_held`]): an outbox row would only be
+    /// written as sent, read by nothing and pruned later.
+    pub(crate) async fn write_outbox(&mut self) -> Result<Written, StoreError> {
+        let held = std::mem::take(&mut self.held);
+        if held.is_empty() {
+            return Ok(Written::Nothing);
+        }
+        let taker = self.store().relay_here.taker();
+        let lease_until_ms = taker
+            .as_ref()
+            .map(|_| now_ms().saturating_add(duration_ms(HANDOVER_LEASE)));
+        let created_at = Utc::now();
+        let written: Vec<(i64, Uuid)> = with_tx!(self, conn => {
+            let mut insert = QueryBuilder::new(
+                "INSERT INTO outbox (id, topic, payload, traceparent, created_at, lease_until_ms) ",
+            );
+            insert.push_values(&held, |mut row, event| {
+                row.push_bind(event.id)
+                    .push_bind(event.topic.as_str())
+                    .push_bind(event.payload.as_slice())
+                    .push_bind(event.traceparent.as_deref())
+                    .push_bind(created_at)
+                    .push_bind(lease_until_ms);
+            });
+            insert.push(" RETURNING seq, id");
+            insert.build_query_as().fetch_all(&mut *conn).await?
+        });
+        let (Some(taker), Some(lease_until_ms)) = (taker, lease_until_ms) else {
+            return Ok(Written::ForClaim);
+        };
+        let mut seqs: HashMap<Uuid, i64> = written.into_iter().map(|(seq, id)| (id, seq)).collect();
+        let mut rows: Vec<OutboxMessage> = held
+            .into_iter()
+            .filter_map(|event| {
+                Some(OutboxMessage {
+                    seq: seqs.remove(&event.id)?,
+                    id: event.id,
+                    topic: event.topic,
+                    payload: event.payload,
+                    traceparent: event.traceparent,
+                    attempts: 0,
+                })
+            })
+            .collect();
+        rows.sort_unstable_by_key(|row| row.seq);
+        Ok(Written::Handed(
+            taker,
+            Handed {
+                rows,
+                lease_until_ms,
+            },
+        ))
     }
 }
 
@@ -172,6 +220,24 @@ impl Store {
             .bind(seq)
             .execute(pool)
             .await?;
+        });
+        Ok(())
+    }
+
+    /// Clears the lease of `seqs`, so that any relay claims them at once.
+    pub(crate) async fn release_outbox_leases(&self, seqs: &[i64]) -> Result<(), StoreError> {
+        if seqs.is_empty() {
+            return Ok(());
+        }
+        with_writer!(self, pool => {
+            let mut sql = QueryBuilder::new(
+                "UPDATE outbox SET lease_until_ms = NULL WHERE sent_at IS NULL AND seq IN (",
+            );
+            let mut list = sql.separated(", ");
+            for seq in seqs {
+                list.push_bind(*seq);
+            }
+            sql.push(")").build().execute(pool).await?;
         });
         Ok(())
     }

@@ -27,10 +27,10 @@ const RECORD: char = '\u{1e}';
 /// An event as the bus carries it: held by its transaction to be published when it commits
 /// (in place), or written to the outbox for the relay.
 pub(crate) struct Held {
-    id: Uuid,
-    topic: String,
-    payload: Vec<u8>,
-    traceparent: Option<String>,
+    pub(crate) id: Uuid,
+    pub(crate) topic: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) traceparent: Option<String>,
 }
 
 impl Held {

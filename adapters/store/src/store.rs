@@ -11,6 +11,7 @@ use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqlitePoolOptions};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use crate::handover::RelayHere;
 use crate::url::ConnectOptions;
 use crate::wakes::Wake;
 use crate::{Backend, StoreError, Tx};
@@ -52,6 +53,9 @@ pub struct Store {
     /// Bumped whenever a transaction that appended to the outbox commits, so an in-process
     /// relay publishes at once instead of at its next poll.
     pub(crate) outbox_written: Arc<watch::Sender<u64>>,
+    /// This process's relay, to which transactions hand the outbox rows they commit
+    /// (see `handover.rs`).
+    pub(crate) relay_here: RelayHere,
     /// Bumped whenever a transaction that wanted a chat message commits, so a notifier in
     /// this process posts it at once instead of at its next poll (replies the scheduler
     /// and ingest write, progress the runner writes).
@@ -157,6 +161,7 @@ impl Store {
             pool,
             target: target.into(),
             outbox_written: Arc::new(watch::channel(0).0),
+            relay_here: RelayHere::default(),
             chat_wanted: Arc::new(watch::channel(0).0),
             in_place: Arc::default(),
             queue_wakers: Arc::default(),
@@ -281,9 +286,8 @@ impl Store {
 
     /// Makes every transaction of this store put the events it appends straight onto the
     /// in-process bus's tables, in the same commit, instead of leaving them in the outbox
-    /// for the relay (they are still recorded there, as sent). An event then costs its
-    /// producer's commit and nothing more before a consumer can take it: no relay claim,
-    /// publish and mark-sent, each a commit of its own, and no wait for the relay to wake.
+    /// for the relay. An event then costs its producer's commit and nothing more before a
+    /// consumer can take it: no relay publish and mark-sent, and no hop to the relay.
     ///
     /// SQLite only, where writers take turns and messages are numbered in commit order;
     /// on Postgres, concurrent transactions could commit out of numbering order, so the

@@ -3,6 +3,7 @@
 use sqlx::{Postgres, Sqlite, Transaction};
 use tokio::sync::OwnedSemaphorePermit;
 
+use crate::outbox::Written;
 use crate::publish::Held;
 use crate::wakes::Woken;
 use crate::{Store, StoreError};
@@ -36,10 +37,10 @@ pub(crate) enum Inner {
 /// Dropping it without [`Tx::commit`] rolls back.
 pub struct Tx {
     pub(crate) inner: Inner,
-    pub(crate) appended_outbox: bool,
     /// A chat message was wanted: the notifier is woken when this commits.
     pub(crate) wanted_chat: bool,
-    /// Events to publish in place ([`Store::publish_in_place`]) when this commits.
+    /// Events appended, written when this commits: to the outbox, or in place
+    /// ([`Store::publish_in_place`]).
     pub(crate) held: Vec<Held>,
     /// Topics of the events put onto the in-process bus in place: counted once this has
     /// committed.
@@ -60,7 +61,6 @@ impl Tx {
     ) -> Self {
         Self {
             inner: Inner::Postgres(tx),
-            appended_outbox: false,
             wanted_chat: false,
             held: Vec::new(),
             published_in_place: Vec::new(),
@@ -77,7 +77,6 @@ impl Tx {
     ) -> Self {
         Self {
             inner: Inner::Sqlite(tx),
-            appended_outbox: false,
             wanted_chat: false,
             held: Vec::new(),
             published_in_place: Vec::new(),
@@ -87,21 +86,30 @@ impl Tx {
         }
     }
 
-    /// Publishes the events held for it in place, commits, then wakes this process's
-    /// outbox relay if events were appended (or its in-process bus, for events published
-    /// in place).
+    /// Writes the events held for it (to the outbox, or in place), commits, then hands
+    /// the outbox rows to this process's relay, or wakes it to claim them (or wakes the
+    /// in-process bus's consumers, for events published in place).
     pub async fn commit(mut self) -> Result<(), StoreError> {
-        if !self.held.is_empty() {
+        let written = if self.held.is_empty() {
+            Written::Nothing
+        } else if self.store.publishes_in_place() {
             self.publish_held().await?;
-        }
+            Written::Nothing
+        } else {
+            self.write_outbox().await?
+        };
         match self.inner {
             Inner::Postgres(t) => t.commit().await?,
             Inner::Sqlite(t) => t.commit().await?,
         }
-        if self.appended_outbox {
-            self.store
-                .outbox_written
-                .send_modify(|n| *n = n.wrapping_add(1));
+        match written {
+            Written::Nothing => {}
+            Written::Handed(taker, handed) => self.store.hand_over(taker, handed).await,
+            Written::ForClaim => {
+                self.store
+                    .outbox_written
+                    .send_modify(|n| *n = n.wrapping_add(1));
+            }
         }
         for topic in self.published_in_place {
             metrics::counter!("gatehouse_events_published_total", "type" => topic).increment(1);

@@ -457,8 +457,6 @@ class Baseline(Gatehouse):
     name = BASELINE
 
     def __init__(self, scratch, procs, deliveries, binary: Path, max_bodies: int) -> None:
-        if not binary.is_file():
-            raise BenchError(f"--baseline-bin {binary}: no such file")
         self.title = f"baseline ({binary.name})"
         super().__init__(scratch, procs, deliveries, binary, False, max_bodies)
 
@@ -559,6 +557,17 @@ def delete_nats_streams(names: list[str]) -> None:
                 seen += chunk
     except OSError as e:
         print(f"peers benchmark: could not delete the NATS streams {names}: {e}", file=sys.stderr)
+
+
+class DistributedBaseline(GatehouseDistributed):
+    """Distributed mode, as `gatehouse-distributed`, from the `--baseline-bin` binary
+    (`--baseline-mode distributed`)."""
+
+    name = BASELINE
+
+    def __init__(self, scratch, procs, deliveries, binary: Path, max_bodies: int) -> None:
+        super().__init__(scratch, procs, deliveries, binary, max_bodies)
+        self.title = f"baseline distributed ({binary.name})"
 
 
 class N8n(System):
@@ -1453,7 +1462,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser.add_argument(
         "--baseline-bin",
         type=Path,
-        help="another gatehouse binary, measured as a column `baseline` (`up`, no token) and compared with",
+        help="another gatehouse binary, measured as a column `baseline` and compared with",
+    )
+    parser.add_argument(
+        "--baseline-mode",
+        choices=("up", "distributed"),
+        default="up",
+        help="how the baseline binary runs: `up` without a token, as gatehouse-notoken (the"
+        " default), or as gatehouse-distributed",
     )
     parser.add_argument(
         "--gatehouse-max-bodies",
@@ -1540,9 +1556,11 @@ def make_systems(args, binary: Path | None, scratch: Path, procs: Processes) -> 
     # A fixed order; the measurements rotate it.
     systems = [made[name]() for name in SYSTEMS if name in args.systems]
     if args.baseline_bin:
-        systems.append(
-            Baseline(scratch, procs, deliveries, args.baseline_bin.resolve(), args.gatehouse_max_bodies)
-        )
+        baseline = args.baseline_bin.resolve()
+        if not baseline.is_file():
+            raise BenchError(f"--baseline-bin {baseline}: no such file")
+        kind = DistributedBaseline if args.baseline_mode == "distributed" else Baseline
+        systems.append(kind(scratch, procs, deliveries, baseline, args.gatehouse_max_bodies))
     return systems
 
 
