@@ -6,7 +6,8 @@ use std::time::Duration;
 
 use gatehouse_events::{Envelope, Event, NodeProgress, StreamKind};
 use gatehouse_store::{
-    Backend as StoreBackend, NewDeadLetter, OneTime, QueueMessage, Store, StoreError, UsageRow,
+    Backend as StoreBackend, Claim, NewDeadLetter, OneTime, QueueMessage, Store, StoreError,
+    UsageRow,
 };
 use gatehouse_tests::{Backend, TestDb, on_both_backends, quick_retry};
 use sha2::{Digest, Sha256};
@@ -52,6 +53,7 @@ on_both_backends!(
     usage_keeps_each_attempt_and_model_once,
     a_lease_has_one_holder_until_it_runs_out,
     a_minted_login_link_is_stored_as_its_hash_only,
+    a_gate_attempt_is_settled_by_one_claim,
 );
 
 async fn migrations_are_idempotent(backend: Backend) {
@@ -650,5 +652,57 @@ async fn a_minted_login_link_is_stored_as_its_hash_only(backend: Backend) {
         db.store.use_login_link(&hash).await.unwrap(),
         OneTime::Used(_)
     ));
+    db.cleanup().await;
+}
+
+async fn a_gate_attempt_is_settled_by_one_claim(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let run_id = Uuid::now_v7();
+    let vote = |person, decision, attempt, min_approvals| gatehouse_store::Vote {
+        run_id,
+        node: "gate",
+        attempt,
+        person,
+        decision,
+        target: None,
+        channel: "api",
+        min_approvals,
+    };
+    let claim = |vote| {
+        let store = db.store.clone();
+        async move {
+            let mut tx = store.begin().await.unwrap();
+            let claim = tx.claim_decision(&vote).await.unwrap();
+            tx.commit().await.unwrap();
+            claim
+        }
+    };
+    let settled_by = |claim: Claim| match claim {
+        Claim::AlreadySettled(outcome) => (outcome.decided_by, outcome.decision),
+        other => panic!("expected it settled, got {other:?}"),
+    };
+    // One approval is enough: the first claim settles it, any later one finds who did.
+    assert_eq!(claim(vote("ana", "approve", 1, 1)).await, Claim::Settled);
+    let later = claim(vote("bo", "reject", 1, 1)).await;
+    assert_eq!(settled_by(later), ("ana".to_owned(), "approve".to_owned()));
+    let again = claim(vote("ana", "approve", 1, 1)).await;
+    assert_eq!(settled_by(again), ("ana".to_owned(), "approve".to_owned()));
+    // Two needed: the first counts, the same person again does nothing (not even a
+    // rejection, which would settle by itself), a second person settles it.
+    assert_eq!(claim(vote("ana", "approve", 2, 2)).await, Claim::Counted);
+    assert_eq!(
+        claim(vote("ana", "approve", 2, 2)).await,
+        Claim::AlreadyVoted
+    );
+    assert_eq!(
+        claim(vote("ana", "reject", 2, 2)).await,
+        Claim::AlreadyVoted
+    );
+    let mut tx = db.store.begin().await.unwrap();
+    assert_eq!(tx.outcome(run_id, "gate", 2).await.unwrap(), None);
+    drop(tx);
+    assert_eq!(claim(vote("bo", "approve", 2, 2)).await, Claim::Settled);
+    let late = claim(vote("cy", "approve", 2, 2)).await;
+    assert_eq!(settled_by(late), ("bo".to_owned(), "approve".to_owned()));
     db.cleanup().await;
 }

@@ -118,8 +118,8 @@ struct InProcessSubscription {
     /// Due deliveries read with the one [`Subscription::next`] returned, for
     /// [`Subscription::ready`] (applied in transactions only).
     taken: VecDeque<QueuedDelivery>,
-    /// The last look read fewer than a batch: everything due then was read (applied in
-    /// transactions only).
+    /// The last look took fewer than it could (a batch read, or the limit leased):
+    /// everything due then was taken.
     drained: bool,
 }
 
@@ -205,6 +205,10 @@ impl InProcessSubscription {
                 .store
                 .queue_fetch_up_to(&self.spec.name, self.spec.ack_wait, limit)
                 .await?;
+            // The next take then asks when something is due (a read) before it leases
+            // (a write, which on SQLite waits for the writer's turn and holds it): the job
+            // just leased is about to begin its attempt, a write of its own.
+            self.drained = leased.len() < limit;
             return Ok(leased.into_iter().map(|d| self.delivery(d)).collect());
         };
         let peeked = self.store.queue_peek(&self.spec.name, batch).await?;

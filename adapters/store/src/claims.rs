@@ -63,14 +63,59 @@ impl Tx {
     /// acted on; such a claim leaves nothing behind in the transaction. On Postgres a concurrent claim of
     /// the same attempt waits for this transaction on the outcome's primary key, so exactly
     /// one settles it.
+    ///
+    /// A vote that settles the attempt by itself (a rejection, a send-back, or an approval
+    /// where one is enough: most votes) claims the outcome first and is recorded after, two
+    /// statements; an approval that may only count reads the count between.
     pub async fn claim_decision(&mut self, vote: &Vote<'_>) -> Result<Claim, StoreError> {
-        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        let now = Utc::now();
+        if vote.decision != "approve" || vote.min_approvals <= 1 {
+            if !self.settle(vote, now).await? {
+                return self.lost(vote).await;
+            }
+            if !self.record_vote(vote, now).await? {
+                // Decided before without settling it (an approval that counted): this one
+                // does not settle it either, and leaves nothing behind.
+                self.unsettle(vote).await?;
+                return Ok(Claim::AlreadyVoted);
+            }
+            return Ok(Claim::Settled);
+        }
         if let Some(outcome) = self.outcome(vote.run_id, vote.node, vote.attempt).await? {
             return Ok(Claim::AlreadySettled(outcome));
         }
-        let now = Utc::now();
-        let (inserted, approvals) = with_tx!(self, conn => {
-            let inserted = sqlx::query(
+        if !self.record_vote(vote, now).await? {
+            return Ok(Claim::AlreadyVoted);
+        }
+        if self.approvals(vote).await? < i64::from(vote.min_approvals) {
+            return Ok(Claim::Counted);
+        }
+        if self.settle(vote, now).await? {
+            return Ok(Claim::Settled);
+        }
+        // The loser's vote does not count: the caller may still commit other work.
+        self.unvote(vote).await?;
+        self.lost(vote).await
+    }
+
+    /// Who settled the attempt, for a vote that found it settled.
+    async fn lost(&mut self, vote: &Vote<'_>) -> Result<Claim, StoreError> {
+        match self.outcome(vote.run_id, vote.node, vote.attempt).await? {
+            Some(outcome) => Ok(Claim::AlreadySettled(outcome)),
+            // Only a concurrent claim that committed can make the insert do nothing.
+            None => Err(StoreError::Database(sqlx::Error::RowNotFound)),
+        }
+    }
+
+    /// Records `vote`; `false`: its person had decided on this attempt already.
+    async fn record_vote(
+        &mut self,
+        vote: &Vote<'_>,
+        now: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        let inserted = with_tx!(self, conn => {
+            sqlx::query(
                 "INSERT INTO gate_votes (run_id, node, attempt, person, decision, channel, decided_at)
                  VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT DO NOTHING",
             )
@@ -81,28 +126,33 @@ impl Tx {
             .bind(vote.decision)
             .bind(vote.channel)
             .bind(now)
-            .execute(&mut *conn)
+            .execute(conn)
             .await?
-            .rows_affected();
-            let approvals: i64 = sqlx::query_scalar(
+            .rows_affected()
+        });
+        Ok(inserted == 1)
+    }
+
+    /// Approvals recorded for the vote's attempt, this one included.
+    async fn approvals(&mut self, vote: &Vote<'_>) -> Result<i64, StoreError> {
+        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        Ok(with_tx!(self, conn => {
+            sqlx::query_scalar(
                 "SELECT COUNT(*) FROM gate_votes
                  WHERE run_id = $1 AND node = $2 AND attempt = $3 AND decision = 'approve'",
             )
             .bind(vote.run_id)
             .bind(vote.node)
             .bind(attempt)
-            .fetch_one(&mut *conn)
-            .await?;
-            (inserted, approvals)
-        });
-        if inserted == 0 {
-            return Ok(Claim::AlreadyVoted);
-        }
-        let settles =
-            vote.decision != "approve" || approvals >= i64::from(vote.min_approvals.max(1));
-        if !settles {
-            return Ok(Claim::Counted);
-        }
+            .fetch_one(conn)
+            .await?
+        }))
+    }
+
+    /// Settles the attempt by `vote`; `false`: it was settled already. On Postgres a
+    /// concurrent settling waits here for the first to commit or roll back.
+    async fn settle(&mut self, vote: &Vote<'_>, now: DateTime<Utc>) -> Result<bool, StoreError> {
+        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
         let settled = with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO gate_outcomes (run_id, node, attempt, decision, target, decided_by,
@@ -121,10 +171,26 @@ impl Tx {
             .await?
             .rows_affected()
         });
-        if settled == 1 {
-            return Ok(Claim::Settled);
-        }
-        // The loser's vote does not count: the caller may still commit other work.
+        Ok(settled == 1)
+    }
+
+    /// Takes back the outcome [`Tx::settle`] wrote in this transaction.
+    async fn unsettle(&mut self, vote: &Vote<'_>) -> Result<(), StoreError> {
+        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        with_tx!(self, conn => {
+            sqlx::query("DELETE FROM gate_outcomes WHERE run_id = $1 AND node = $2 AND attempt = $3")
+                .bind(vote.run_id)
+                .bind(vote.node)
+                .bind(attempt)
+                .execute(conn)
+                .await?;
+        });
+        Ok(())
+    }
+
+    /// Takes back the vote [`Tx::record_vote`] wrote in this transaction.
+    async fn unvote(&mut self, vote: &Vote<'_>) -> Result<(), StoreError> {
+        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
         with_tx!(self, conn => {
             sqlx::query(
                 "DELETE FROM gate_votes WHERE run_id = $1 AND node = $2 AND attempt = $3 AND person = $4",
@@ -136,11 +202,7 @@ impl Tx {
             .execute(conn)
             .await?;
         });
-        match self.outcome(vote.run_id, vote.node, vote.attempt).await? {
-            Some(outcome) => Ok(Claim::AlreadySettled(outcome)),
-            // Only a concurrent claim that committed can make the insert do nothing.
-            None => Err(StoreError::Database(sqlx::Error::RowNotFound)),
-        }
+        Ok(())
     }
 
     /// How a gate attempt was settled, if it was.

@@ -64,8 +64,8 @@ pub(crate) async fn require_token(
             row.name
         )));
     }
-    let people = api.people.current(&api.store).await?;
-    let person = people.by_id(&row.person).ok_or_else(|| {
+    let person = api.people.known(&api.store, &row.person).await?;
+    let person = person.ok_or_else(|| {
         ApiError::Unauthorized(format!(
             "token `{}` acts for `{}`, who is no longer one of the people known to Gatehouse",
             row.name, row.person

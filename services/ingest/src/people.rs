@@ -31,8 +31,8 @@ pub(crate) async fn for_whom(
     if id != caller.person {
         caller.require_admin(what)?;
     }
-    let people = api.people.current(&api.store).await?;
-    people.by_id(&id).cloned().ok_or_else(|| {
+    let person = api.people.known(&api.store, &id).await?;
+    person.ok_or_else(|| {
         ApiError::Unprocessable(format!(
             "`{id}` is not one of the people known to Gatehouse; an administrator adds them first (`gatehouse person add {id}`)"
         ))

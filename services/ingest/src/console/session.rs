@@ -154,8 +154,7 @@ pub(crate) async fn viewer(
     if row.ended_at.is_some() || row.expires_at <= Utc::now() {
         return Ok(None);
     }
-    let people = api.people.current(&api.store).await?;
-    let Some(person) = people.by_id(&row.person) else {
+    let Some(person) = api.people.known(&api.store, &row.person).await? else {
         return Ok(None);
     };
     let scopes = Scopes::parse_stored(&row.scopes);

@@ -112,8 +112,7 @@ pub(crate) async fn sign_in(
         );
     }
     let row = usable(api.store.use_login_link(&hash_token(&form.link)).await?)?;
-    let people = api.people.current(&api.store).await?;
-    if people.by_id(&row.person).is_none() {
+    if api.people.known(&api.store, &row.person).await?.is_none() {
         return Err(ApiError::Forbidden(format!(
             "this link was for `{}`, who is no longer one of the people known to Gatehouse",
             row.person

@@ -105,6 +105,21 @@ impl People {
         Ok(self.with_stored(&store.people().await?))
     }
 
+    /// The person `id` names now, as [`People::current`] would find them; the stored
+    /// people are read only when the configuration does not name them (a configured
+    /// person wins over a stored one of the same id). Every request with a token or a
+    /// session asks this, mostly for a configured person.
+    pub(crate) async fn known(
+        &self,
+        store: &Store,
+        id: &str,
+    ) -> Result<Option<Person>, StoreError> {
+        if self.is_configured(id) {
+            return Ok(self.by_id(id).cloned());
+        }
+        Ok(self.current(store).await?.by_id(id).cloned())
+    }
+
     /// Everyone, configured first.
     pub fn iter(&self) -> impl Iterator<Item = &Person> {
         self.people.iter()
