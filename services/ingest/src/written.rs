@@ -78,7 +78,7 @@ pub(crate) async fn carry_out(
             format!("{text}: refused: {why}."),
         ));
     };
-    let groups = api.people.current(&api.store).await?.groups(person);
+    let groups = api.people.groups_now(&api.store, person).await?;
     let result = match command {
         Command::Run { sop, params, .. } => {
             start_run(api, tx, scope, actor, &groups, &sop, params).await

@@ -102,10 +102,9 @@ pub(crate) async fn github_actor(api: &ApiState, login: &str) -> Result<Actor, A
         handle: login.to_owned(),
         person: api
             .people
-            .current(&api.store)
+            .by_github_now(&api.store, login)
             .await?
-            .by_github(login)
-            .map(|p| p.id.clone()),
+            .map(|p| p.id),
     })
 }
 

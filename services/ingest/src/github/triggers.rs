@@ -79,7 +79,7 @@ pub(crate) async fn start_trigger(
     // The labeller's groups as they are now (none for someone Gatehouse does not know),
     // read once for every check below.
     let groups = match &event.sender.person {
-        Some(person) => api.people.current(&api.store).await?.groups(person),
+        Some(person) => api.people.groups_now(&api.store, person).await?,
         None => Vec::new(),
     };
     if let Some(refusal) = labeller_refused(trigger, sop, &event.sender, &groups) {

@@ -120,6 +120,33 @@ impl People {
         Ok(self.current(store).await?.by_id(id).cloned())
     }
 
+    /// The groups of the person `id` names now ([`People::known`]); none for someone not
+    /// known.
+    pub(crate) async fn groups_now(
+        &self,
+        store: &Store,
+        id: &str,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .known(store, id)
+            .await?
+            .map(|p| p.groups)
+            .unwrap_or_default())
+    }
+
+    /// The person with GitHub login `login` now, as [`People::current`] would find them;
+    /// the stored people are read only when no configured person has that login.
+    pub(crate) async fn by_github_now(
+        &self,
+        store: &Store,
+        login: &str,
+    ) -> Result<Option<Person>, StoreError> {
+        if let Some(person) = self.by_github(login) {
+            return Ok(Some(person.clone()));
+        }
+        Ok(self.current(store).await?.by_github(login).cloned())
+    }
+
     /// Everyone, configured first.
     pub fn iter(&self) -> impl Iterator<Item = &Person> {
         self.people.iter()
