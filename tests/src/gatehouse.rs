@@ -245,6 +245,25 @@ impl Gatehouse {
         panic!("timed out waiting for {what}");
     }
 
+    /// Waits until the notifier has recorded `message_id` as a message a conversation
+    /// posted on `platform` (ten seconds at most): only then does a reply to it continue
+    /// that conversation. A person replies later than that; a test may not.
+    pub async fn until_recorded(&self, platform: &str, message_id: &str) {
+        for _ in 0..1000 {
+            let mut tx = self.db.store.begin().await.unwrap();
+            let recorded = tx
+                .conversation_of_posted(platform, message_id)
+                .await
+                .unwrap();
+            drop(tx);
+            if recorded.is_some() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        panic!("timed out waiting for {platform} message {message_id} to be recorded as posted");
+    }
+
     /// The newest run `matches` picks, once there is one.
     pub async fn until_run(&self, matches: impl Fn(&RunRow) -> bool) -> Uuid {
         for _ in 0..1000 {

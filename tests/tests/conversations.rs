@@ -534,27 +534,8 @@ async fn on_discord_a_reply_to_the_bot_continues_the_conversation(backend: Backe
         reply.message_reference.as_ref().unwrap()["message_id"],
         "1300000000000000001"
     );
-    // Gatehouse knows its reply by the id Discord gave it once the notifier has recorded
-    // that id, a moment after posting; a person answers later than that, the test need not.
-    let mut recorded = false;
-    for _ in 0..1000 {
-        let mut tx = gh.db.store.begin().await.unwrap();
-        recorded = tx
-            .conversation_of_posted("discord", &reply.id)
-            .await
-            .unwrap()
-            .is_some();
-        drop(tx);
-        if recorded {
-            break;
-        }
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    assert!(
-        recorded,
-        "the reply {} was never recorded as posted",
-        reply.id
-    );
+    // Gatehouse knows its reply by the id Discord gave it once the notifier has recorded it.
+    gh.until_recorded("discord", &reply.id).await;
     // A reply to the bot's reply is the same conversation, the same CLI session.
     sink.mention(mention(
         "1300000000000000002",

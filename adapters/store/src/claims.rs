@@ -43,6 +43,13 @@ pub struct Vote<'a> {
     pub min_approvals: u32,
 }
 
+impl Vote<'_> {
+    /// The attempt as the tables keep it.
+    fn stored_attempt(&self) -> i32 {
+        i32::try_from(self.attempt).unwrap_or(i32::MAX)
+    }
+}
+
 /// What claiming a vote came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
@@ -113,7 +120,7 @@ impl Tx {
         vote: &Vote<'_>,
         now: DateTime<Utc>,
     ) -> Result<bool, StoreError> {
-        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        let attempt = vote.stored_attempt();
         let inserted = with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO gate_votes (run_id, node, attempt, person, decision, channel, decided_at)
@@ -135,7 +142,7 @@ impl Tx {
 
     /// Approvals recorded for the vote's attempt, this one included.
     async fn approvals(&mut self, vote: &Vote<'_>) -> Result<i64, StoreError> {
-        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        let attempt = vote.stored_attempt();
         Ok(with_tx!(self, conn => {
             sqlx::query_scalar(
                 "SELECT COUNT(*) FROM gate_votes
@@ -152,7 +159,7 @@ impl Tx {
     /// Settles the attempt by `vote`; `false`: it was settled already. On Postgres a
     /// concurrent settling waits here for the first to commit or roll back.
     async fn settle(&mut self, vote: &Vote<'_>, now: DateTime<Utc>) -> Result<bool, StoreError> {
-        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        let attempt = vote.stored_attempt();
         let settled = with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO gate_outcomes (run_id, node, attempt, decision, target, decided_by,
@@ -176,7 +183,7 @@ impl Tx {
 
     /// Takes back the outcome [`Tx::settle`] wrote in this transaction.
     async fn unsettle(&mut self, vote: &Vote<'_>) -> Result<(), StoreError> {
-        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        let attempt = vote.stored_attempt();
         with_tx!(self, conn => {
             sqlx::query("DELETE FROM gate_outcomes WHERE run_id = $1 AND node = $2 AND attempt = $3")
                 .bind(vote.run_id)
@@ -190,7 +197,7 @@ impl Tx {
 
     /// Takes back the vote [`Tx::record_vote`] wrote in this transaction.
     async fn unvote(&mut self, vote: &Vote<'_>) -> Result<(), StoreError> {
-        let attempt = i32::try_from(vote.attempt).unwrap_or(i32::MAX);
+        let attempt = vote.stored_attempt();
         with_tx!(self, conn => {
             sqlx::query(
                 "DELETE FROM gate_votes WHERE run_id = $1 AND node = $2 AND attempt = $3 AND person = $4",

@@ -104,14 +104,17 @@ impl Store {
                 "giving back outbox rows the relay did not take failed; they go out when their lease runs out");
         }
         // The relay may be polling rather than gone: tell it there is something to claim.
-        self.outbox_written.send_modify(|n| *n = n.wrapping_add(1));
+        self.wake_relay();
     }
 
-    /// Clears the lease of rows handed to a relay that did not publish them, so that any
-    /// relay claims them at once.
+    /// Gives back rows handed to a relay that did not publish them, as a relay gives back
+    /// rows it did not try ([`Store::release_outbox`]), so that any relay claims them at
+    /// once. Rare: the relay stopped, or fell far behind.
     async fn give_back_outbox(&self, rows: &[OutboxMessage]) -> Result<(), StoreError> {
-        let seqs: Vec<i64> = rows.iter().map(|row| row.seq).collect();
-        self.release_outbox_leases(&seqs).await
+        for row in rows {
+            self.release_outbox(row.seq, None, Duration::ZERO).await?;
+        }
+        Ok(())
     }
 }
 

@@ -64,10 +64,13 @@ impl Tx {
         if held.is_empty() {
             return Ok(Written::Nothing);
         }
-        let taker = self.store().relay_here.taker();
-        let lease_until_ms = taker
-            .as_ref()
-            .map(|_| now_ms().saturating_add(duration_ms(HANDOVER_LEASE)));
+        // This process's relay, if it has one, and until when the rows are leased to it.
+        let handover = self
+            .store()
+            .relay_here
+            .taker()
+            .map(|taker| (taker, now_ms().saturating_add(duration_ms(HANDOVER_LEASE))));
+        let lease_until_ms = handover.as_ref().map(|(_, until)| *until);
         let created_at = Utc::now();
         let written: Vec<(i64, Uuid)> = with_tx!(self, conn => {
             let mut insert = QueryBuilder::new(
@@ -84,7 +87,7 @@ impl Tx {
             insert.push(" RETURNING seq, id");
             insert.build_query_as().fetch_all(&mut *conn).await?
         });
-        let (Some(taker), Some(lease_until_ms)) = (taker, lease_until_ms) else {
+        let Some((taker, lease_until_ms)) = handover else {
             return Ok(Written::ForClaim);
         };
         let mut seqs: HashMap<Uuid, i64> = written.into_iter().map(|(seq, id)| (id, seq)).collect();
@@ -220,24 +223,6 @@ impl Store {
             .bind(seq)
             .execute(pool)
             .await?;
-        });
-        Ok(())
-    }
-
-    /// Clears the lease of `seqs`, so that any relay claims them at once.
-    pub(crate) async fn release_outbox_leases(&self, seqs: &[i64]) -> Result<(), StoreError> {
-        if seqs.is_empty() {
-            return Ok(());
-        }
-        with_writer!(self, pool => {
-            let mut sql = QueryBuilder::new(
-                "UPDATE outbox SET lease_until_ms = NULL WHERE sent_at IS NULL AND seq IN (",
-            );
-            let mut list = sql.separated(", ");
-            for seq in seqs {
-                list.push_bind(*seq);
-            }
-            sql.push(")").build().execute(pool).await?;
         });
         Ok(())
     }

@@ -284,6 +284,11 @@ impl Store {
         self.outbox_written.subscribe()
     }
 
+    /// Tells this process's relay there are outbox rows to claim.
+    pub(crate) fn wake_relay(&self) {
+        self.outbox_written.send_modify(|n| *n = n.wrapping_add(1));
+    }
+
     /// Makes every transaction of this store put the events it appends straight onto the
     /// in-process bus's tables, in the same commit, instead of leaving them in the outbox
     /// for the relay. An event then costs its producer's commit and nothing more before a

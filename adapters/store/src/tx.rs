@@ -105,11 +105,7 @@ impl Tx {
         match written {
             Written::Nothing => {}
             Written::Handed(taker, handed) => self.store.hand_over(taker, handed).await,
-            Written::ForClaim => {
-                self.store
-                    .outbox_written
-                    .send_modify(|n| *n = n.wrapping_add(1));
-            }
+            Written::ForClaim => self.store.wake_relay(),
         }
         for topic in self.published_in_place {
             metrics::counter!("gatehouse_events_published_total", "type" => topic).increment(1);
