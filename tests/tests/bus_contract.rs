@@ -283,10 +283,22 @@ async fn redelivery_after_commit_is_a_no_op(kind: BusKind) {
         .unwrap();
     publish(&*t.bus, &e).await;
 
-    // The effect commits with its inbox row, then the process dies before acking.
+    // The effect commits with its claim, then the process dies before acking. On JetStream
+    // the claim is an inbox row; on the in-process bus it is the delivery row itself,
+    // deleted by the commit.
     let d = next(&mut sub, Duration::from_secs(10)).await.unwrap();
     let mut tx = t.db.store.begin().await.unwrap();
-    assert!(tx.record_inbox(name, e.id).await.unwrap());
+    let in_database = match d.claim_in(&tx) {
+        Some(claim) => {
+            assert_eq!(tx.queue_claim(name, &[claim]).await.unwrap(), [claim.seq]);
+            true
+        }
+        None => {
+            assert!(tx.record_inbox(name, e.id).await.unwrap());
+            false
+        }
+    };
+    assert_eq!(in_database, kind != BusKind::JetStream);
     tx.commit().await.unwrap();
     drop(d);
 
@@ -296,17 +308,19 @@ async fn redelivery_after_commit_is_a_no_op(kind: BusKind) {
         t.db.store.clone(),
         ConsumerOptions::new(spec(name, Duration::from_secs(1))),
     );
-    let redelivered = next(&mut sub, Duration::from_secs(10))
-        .await
-        .expect("redelivered");
-    assert_eq!(
-        consumer.process(&recorder, redelivered).await.unwrap(),
-        Outcome::Duplicate
-    );
-    assert!(recorder.applied().is_empty());
+    if !in_database {
+        let redelivered = next(&mut sub, Duration::from_secs(10))
+            .await
+            .expect("redelivered");
+        assert_eq!(
+            consumer.process(&recorder, redelivered).await.unwrap(),
+            Outcome::Duplicate
+        );
+        assert!(recorder.applied().is_empty());
+    }
     assert!(
         next(&mut sub, Duration::from_millis(1500)).await.is_none(),
-        "the duplicate was acked"
+        "the claimed delivery is settled"
     );
     t.cleanup().await;
 }
@@ -935,5 +949,85 @@ mod deliveries_applied_in_transactions_are_taken_without_a_lease {
             gatehouse_tests::BusKind::InProcessPostgres,
         )
         .await
+    }
+}
+
+/// On the in-process bus a consumer claims a delivery by deleting its row in the
+/// transaction that applies it, with no inbox row: of two receivers that read the same
+/// delivery, one applies it; a reading that a nak has since outdated claims nothing, and
+/// the delivery comes again to be applied once.
+async fn a_delivery_read_twice_is_claimed_once(kind: BusKind) {
+    let t = TestBus::new(kind).await;
+    let spec = ConsumerSpec {
+        take: Take::InTransaction(4),
+        ..spec("claimed", Duration::from_secs(30))
+    };
+    let consumer = Consumer::new(
+        t.bus.clone(),
+        t.db.store.clone(),
+        ConsumerOptions::new(spec.clone()),
+    );
+    let recorder = Recorder::default();
+    let (mut one, mut two) = (
+        t.bus.subscribe(&spec).await.unwrap(),
+        t.bus.subscribe(&spec).await.unwrap(),
+    );
+    publish(&*t.bus, &envelope("read twice")).await;
+    let (first, second) = (
+        next(&mut one, Duration::from_secs(5)).await.expect("read"),
+        next(&mut two, Duration::from_secs(5))
+            .await
+            .expect("read too"),
+    );
+    assert_eq!(first.id, second.id);
+    assert_eq!(
+        consumer.process(&recorder, first).await.unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(
+        consumer.process(&recorder, second).await.unwrap(),
+        Outcome::Duplicate
+    );
+    assert_eq!(recorder.applied(), ["read twice"]);
+    assert_eq!(t.db.store.queue_pending("claimed").await.unwrap(), 0);
+
+    publish(&*t.bus, &envelope("outdated")).await;
+    let (stale, naked) = (
+        next(&mut one, Duration::from_secs(5)).await.expect("read"),
+        next(&mut two, Duration::from_secs(5))
+            .await
+            .expect("read too"),
+    );
+    naked.nak(Duration::ZERO).await.unwrap();
+    assert_eq!(
+        consumer.process(&recorder, stale).await.unwrap(),
+        Outcome::Duplicate,
+        "a nak outdated this reading: it claims nothing"
+    );
+    assert_eq!(t.db.store.queue_pending("claimed").await.unwrap(), 1);
+    let again = next(&mut one, Duration::from_secs(5))
+        .await
+        .expect("comes again");
+    assert_eq!(again.deliveries, 2);
+    assert_eq!(
+        consumer.process(&recorder, again).await.unwrap(),
+        Outcome::Applied
+    );
+    assert_eq!(recorder.applied(), ["read twice", "outdated"]);
+    assert_eq!(t.db.store.queue_pending("claimed").await.unwrap(), 0);
+    t.cleanup().await;
+}
+
+mod a_delivery_read_twice_is_claimed_once {
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_process_sqlite() {
+        super::a_delivery_read_twice_is_claimed_once(gatehouse_tests::BusKind::InProcessSqlite)
+            .await
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn in_process_postgres() {
+        super::a_delivery_read_twice_is_claimed_once(gatehouse_tests::BusKind::InProcessPostgres)
+            .await
     }
 }

@@ -495,22 +495,22 @@ async fn a_run_freezes_a_setting_once(backend: Backend) {
     );
     let first = db
         .store
-        .freeze_setting(run, "profile", "box", "v1")
+        .freeze_setting(run, "profile", "box", "v1", false)
         .await
         .unwrap();
     let second = db
         .store
-        .freeze_setting(run, "profile", "box", "v2")
+        .freeze_setting(run, "profile", "box", "v2", false)
         .await
         .unwrap();
     assert_eq!(
         (first.as_str(), second.as_str()),
         ("v1", "v1"),
-        "the first one stays"
+        "the first one stays, also against a write that did not look first"
     );
     assert_eq!(
         db.store
-            .freeze_setting(other, "profile", "box", "v2")
+            .freeze_setting(other, "profile", "box", "v2", true)
             .await
             .unwrap(),
         "v2",
@@ -518,7 +518,7 @@ async fn a_run_freezes_a_setting_once(backend: Backend) {
     );
     assert_eq!(
         db.store
-            .freeze_setting(run, "role", "box", "r")
+            .freeze_setting(run, "role", "box", "r", true)
             .await
             .unwrap(),
         "r",

@@ -5,7 +5,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use bytes::Bytes;
 use gatehouse_events::StreamKind;
-use gatehouse_store::Tx;
+use gatehouse_store::{QueueClaim, Tx};
 use uuid::Uuid;
 
 use crate::BusError;
@@ -161,6 +161,11 @@ pub(crate) trait Settle: Send + Sync {
     async fn ack_within(&self, _tx: &mut Tx) -> Result<bool, BusError> {
         Ok(false)
     }
+    /// The delivery to claim in `tx` ([`Tx::queue_claim`]): an event of the bus that lives
+    /// in `tx`'s database. `None` for anything else, which the inbox deduplicates.
+    fn claim_in(&self, _tx: &Tx) -> Option<QueueClaim> {
+        None
+    }
     async fn ack(&self) -> Result<(), BusError>;
     async fn nak(&self, delay: Duration) -> Result<(), BusError>;
     async fn in_progress(&self) -> Result<(), BusError>;
@@ -199,6 +204,12 @@ impl Delivery {
     /// after the commit ([`Delivery::ack`]).
     pub async fn ack_within(&self, tx: &mut Tx) -> Result<bool, BusError> {
         self.settle.ack_within(tx).await
+    }
+
+    /// This delivery as `tx` can claim it ([`Tx::queue_claim`]), instead of an inbox row and
+    /// an acknowledgement: an event of the in-process bus whose database `tx` is in.
+    pub fn claim_in(&self, tx: &Tx) -> Option<QueueClaim> {
+        self.settle.claim_in(tx)
     }
 
     /// Done: never deliver this message to this consumer again.

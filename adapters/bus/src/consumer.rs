@@ -1,12 +1,13 @@
-//! Applying events exactly once in effect: inbox deduplication, retries with backoff, and
-//! dead letters for poison messages.
+//! Applying events exactly once in effect: each delivery claimed in the transaction that
+//! applies it (the inbox, or on the in-process bus its delivery row), retries with backoff,
+//! and dead letters for poison messages.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
 use gatehouse_events::Envelope;
-use gatehouse_store::{NewDeadLetter, Store, Tx};
+use gatehouse_store::{NewDeadLetter, QueueClaim, Store, Tx};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -20,13 +21,22 @@ pub type HandlerError = Box<dyn std::error::Error + Send + Sync>;
 #[async_trait]
 pub trait Handler: Send + Sync {
     /// Applies `event` inside `tx`: state changes and emitted events ([`Tx::append_outbox`])
-    /// go in this transaction, which commits together with the inbox record. An error rolls
+    /// go in this transaction, which commits together with the event's claim. An error rolls
     /// everything back and the event is retried.
     async fn handle(&self, tx: &mut Tx, event: &Envelope) -> Result<(), HandlerError>;
 
     /// Called once `event`'s transaction has committed: the place to wake whoever acts on
     /// what it wrote, which before the commit would find nothing yet.
     async fn committed(&self, _event: &Envelope) {}
+}
+
+/// How a delivery was claimed in the transaction that applies it.
+#[derive(Debug, Clone, Copy)]
+struct Claimed {
+    /// Not applied before: apply it.
+    fresh: bool,
+    /// Acknowledged in the transaction; otherwise acknowledged after it commits.
+    acked: bool,
 }
 
 /// Tuning for a [`Consumer`].
@@ -177,7 +187,7 @@ impl Consumer {
             Some(envelopes) => self.apply_together(handler, &deliveries, envelopes).await,
             None => Ok(None),
         };
-        let (Ok(Some(fresh)), Some(envelopes)) = (applied, decoded) else {
+        let (Ok(Some(claimed)), Some(envelopes)) = (applied, decoded) else {
             // One delivery, or something did not decode or apply: each on its own, with
             // its own retries.
             let mut outcomes = Vec::with_capacity(deliveries.len());
@@ -188,8 +198,8 @@ impl Consumer {
         };
         let name = self.options.spec.name.as_str();
         let mut acks = Vec::with_capacity(deliveries.len());
-        for ((delivery, envelope), (fresh, acked)) in
-            deliveries.into_iter().zip(&envelopes).zip(fresh)
+        for ((delivery, envelope), Claimed { fresh, acked }) in
+            deliveries.into_iter().zip(&envelopes).zip(claimed)
         {
             count_received(name, &delivery);
             let outcome = if fresh {
@@ -211,37 +221,82 @@ impl Consumer {
         futures::future::join_all(acks).await
     }
 
-    /// Applies `envelopes` in one transaction, each recorded in the inbox; for each, whether
-    /// it was new (a repeat is recorded once and not applied) and whether its delivery was
-    /// acknowledged in the transaction ([`Delivery::ack_within`]). `None`: one failed, and
-    /// nothing was kept.
+    /// Applies `envelopes` in one transaction, each claimed once ([`Consumer::claim`]); for
+    /// each, whether it was new (a repeat is not applied) and whether its delivery was
+    /// acknowledged in the transaction. `None`: one failed, and nothing was kept.
     async fn apply_together(
         &self,
         handler: &dyn Handler,
         deliveries: &[Delivery],
         envelopes: &[Envelope],
-    ) -> Result<Option<Vec<(bool, bool)>>, BusError> {
+    ) -> Result<Option<Vec<Claimed>>, BusError> {
         let name = self.options.spec.name.as_str();
         let mut tx = self.store.begin().await?;
-        let mut fresh = Vec::with_capacity(envelopes.len());
-        for (delivery, envelope) in deliveries.iter().zip(envelopes) {
-            let new = tx.record_inbox(name, envelope.id).await?;
+        let claimed = self.claim(&mut tx, deliveries, envelopes).await?;
+        for ((delivery, envelope), claimed) in deliveries.iter().zip(envelopes).zip(&claimed) {
             // Each in its own event's span, as alone: its trace id and run in the logs.
             let span = event_span(name, delivery, Some(envelope));
-            if new && let Err(err) = handler.handle(&mut tx, envelope).instrument(span).await {
+            if claimed.fresh
+                && let Err(err) = handler.handle(&mut tx, envelope).instrument(span).await
+            {
                 tracing::debug!(consumer = %self.options.spec.name, id = %envelope.id,
                     error = %err, "an event of a batch failed; applying each alone");
                 tx.rollback().await?;
                 return Ok(None);
             }
-            fresh.push(new);
-        }
-        let mut acked = Vec::with_capacity(deliveries.len());
-        for delivery in deliveries {
-            acked.push(delivery.ack_within(&mut tx).await?);
         }
         tx.commit().await?;
-        Ok(Some(fresh.into_iter().zip(acked).collect()))
+        Ok(Some(claimed))
+    }
+
+    /// Makes sure each of `envelopes` is applied once, in `tx`. Deliveries of the
+    /// in-process bus in `tx`'s database are claimed in one statement that acknowledges
+    /// them too ([`Tx::queue_claim`]); anything else is recorded in the inbox, and
+    /// acknowledged in `tx` where it can be.
+    async fn claim(
+        &self,
+        tx: &mut Tx,
+        deliveries: &[Delivery],
+        envelopes: &[Envelope],
+    ) -> Result<Vec<Claimed>, BusError> {
+        let name = self.options.spec.name.as_str();
+        let claims: Option<Vec<QueueClaim>> = deliveries.iter().map(|d| d.claim_in(tx)).collect();
+        if let Some(claims) = claims {
+            let held = tx.queue_claim(name, &claims).await?;
+            return Ok(claims
+                .iter()
+                .map(|c| Claimed {
+                    fresh: held.contains(&c.seq),
+                    acked: true,
+                })
+                .collect());
+        }
+        let mut claimed = Vec::with_capacity(deliveries.len());
+        for (delivery, envelope) in deliveries.iter().zip(envelopes) {
+            claimed.push(self.claim_one(tx, delivery, envelope).await?);
+        }
+        Ok(claimed)
+    }
+
+    /// [`Consumer::claim`] for one delivery.
+    async fn claim_one(
+        &self,
+        tx: &mut Tx,
+        delivery: &Delivery,
+        envelope: &Envelope,
+    ) -> Result<Claimed, BusError> {
+        let name = self.options.spec.name.as_str();
+        if let Some(claim) = delivery.claim_in(tx) {
+            let held = tx.queue_claim(name, &[claim]).await?;
+            return Ok(Claimed {
+                fresh: !held.is_empty(),
+                acked: true,
+            });
+        }
+        Ok(Claimed {
+            fresh: tx.record_inbox(name, envelope.id).await?,
+            acked: delivery.ack_within(tx).await?,
+        })
     }
 
     /// Processes one delivery: decode, deduplicate, apply, settle. It runs in the
@@ -283,20 +338,20 @@ impl Consumer {
         envelope: Envelope,
     ) -> Result<Outcome, BusError> {
         let mut tx = self.store.begin().await?;
-        if !tx
-            .record_inbox(&self.options.spec.name, envelope.id)
-            .await?
-        {
-            tx.rollback().await?;
-            delivery.ack().await?;
+        let claimed = self.claim_one(&mut tx, &delivery, &envelope).await?;
+        if !claimed.fresh {
+            // Nothing applied; an acknowledgement in `tx` is kept.
+            tx.commit().await?;
+            if !claimed.acked {
+                delivery.ack().await?;
+            }
             return Ok(Outcome::Duplicate);
         }
         match handler.handle(&mut tx, &envelope).await {
             Ok(()) => {
-                let acked = delivery.ack_within(&mut tx).await?;
                 tx.commit().await?;
                 handler.committed(&envelope).await;
-                if !acked {
+                if !claimed.acked {
                     delivery.ack().await?;
                 }
                 Ok(Outcome::Applied)

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use gatehouse_events::{StreamKind, StreamSpec};
-use gatehouse_store::{QueueMessage, QueuedDelivery, Store, Tx, Wake};
+use gatehouse_store::{QueueClaim, QueueMessage, QueuedDelivery, Store, Tx, Wake};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -311,6 +311,13 @@ impl Settle for Lease {
             .await?;
         self.report_lost(held, "ack");
         Ok(true)
+    }
+
+    fn claim_in(&self, tx: &Tx) -> Option<QueueClaim> {
+        (self.stream == StreamKind::Events && tx.store().is(&self.store)).then_some(QueueClaim {
+            seq: self.seq,
+            deliveries: self.token,
+        })
     }
 
     async fn ack(&self) -> Result<(), BusError> {

@@ -61,45 +61,26 @@ impl Store {
     }
 
     /// The checkpoint `node` of `run` first started from: `manifest` when this is its
-    /// first start, else what was recorded then.
+    /// first start, else what was recorded then. One statement: the conflict's update
+    /// leaves a recorded one as it is and returns it.
     pub async fn node_start_checkpoint(
         &self,
         run: Uuid,
         node: &str,
         manifest: &str,
     ) -> Result<String, StoreError> {
-        // Read first: only the node's first start writes, and a read waits for no writer.
-        if let Some(recorded) = self.node_started_from(run, node).await? {
-            return Ok(recorded);
-        }
-        with_writer!(self, pool => {
-            sqlx::query(
+        Ok(with_writer!(self, pool => {
+            sqlx::query_scalar(
                 "INSERT INTO node_start_checkpoints (run_id, node, manifest, created_at)
-                 VALUES ($1, $2, $3, $4) ON CONFLICT (run_id, node) DO NOTHING",
+                 VALUES ($1, $2, $3, $4)
+                 ON CONFLICT (run_id, node) DO UPDATE SET manifest = node_start_checkpoints.manifest
+                 RETURNING manifest",
             )
             .bind(run)
             .bind(node)
             .bind(manifest)
             .bind(Utc::now())
-            .execute(pool)
-            .await?;
-        });
-        // Ours, or the one an attempt starting beside this one recorded first (gone only
-        // if the run was deleted meanwhile).
-        Ok(self
-            .node_started_from(run, node)
-            .await?
-            .unwrap_or_else(|| manifest.to_owned()))
-    }
-
-    async fn node_started_from(&self, run: Uuid, node: &str) -> Result<Option<String>, StoreError> {
-        Ok(with_pool!(self, pool => {
-            sqlx::query_scalar(
-                "SELECT manifest FROM node_start_checkpoints WHERE run_id = $1 AND node = $2",
-            )
-            .bind(run)
-            .bind(node)
-            .fetch_optional(pool)
+            .fetch_one(pool)
             .await?
         }))
     }

@@ -30,16 +30,18 @@ const USAGE_COLUMNS: &str = "u.run_id, u.node, u.attempt, u.model, u.input_token
 impl Store {
     /// Freezes `body` as the run's setting `(kind, name)` unless one is frozen already, and
     /// returns the frozen one: every node of a run sees the same profile or role, whatever
-    /// the configuration says by the time it runs.
+    /// the configuration says by the time it runs. `look_first`: read before writing, for
+    /// when one is likely frozen (only a run's first node writes, and a read waits for no
+    /// writer); a run's first node writes at once, one statement instead of two.
     pub async fn freeze_setting(
         &self,
         run_id: Uuid,
         kind: &str,
         name: &str,
         body: &str,
+        look_first: bool,
     ) -> Result<String, StoreError> {
-        // Read first: only a run's first node writes, and a read waits for no writer.
-        if let Some(frozen) = self.frozen_setting(run_id, kind, name).await? {
+        if look_first && let Some(frozen) = self.frozen_setting(run_id, kind, name).await? {
             return Ok(frozen);
         }
         // Ours, or the one a node starting beside this one froze first: the conflict's

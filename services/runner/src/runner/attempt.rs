@@ -81,6 +81,8 @@ pub(super) struct Attempt<'a> {
     pub(super) dirs: RunDirs,
     /// When the attempt's own work began: how long a failed attempt took counts from here.
     started: Instant,
+    /// The run had no checkpoint when the attempt began ([`super::follow::Hold`]).
+    pub(super) fresh: bool,
 }
 
 /// What the node left: the artifacts stored, and the problems that fail an attempt even
@@ -99,11 +101,12 @@ impl Runner {
         cancel: CancellationToken,
         begun: Instant,
     ) -> Result<Ended, HandlerError> {
-        let attempt = Attempt {
+        let mut attempt = Attempt {
             runner: self,
             job,
             dirs: RunDirs::new(&self.options.data_dir, job.run_id),
             started: Instant::now(),
+            fresh: false,
         };
         // The run's scope is read while this runner's copy of the workspace is made the
         // run's latest: neither waits for the other.
@@ -112,10 +115,12 @@ impl Runner {
             Ok(scope) => scope,
             Err(reason) => return attempt.failed(reason).await,
         };
-        let _hold = match hold {
+        // Held until the attempt ends.
+        let hold = match hold {
             Ok(hold) => hold,
             Err(reason) => return attempt.failed(reason).await,
         };
+        attempt.fresh = hold.fresh;
         if let Err(reason) = self.prepare_workspace(job, &scope, &attempt.dirs).await {
             return attempt.failed(reason).await;
         }

@@ -52,6 +52,9 @@ pub(crate) struct Workspace {
 pub(super) struct Hold {
     working: Working,
     run: Uuid,
+    /// The run had no checkpoint when the attempt began: no node of it has ended, so its
+    /// settings are most likely not frozen yet.
+    pub(super) fresh: bool,
 }
 
 impl Drop for Hold {
@@ -122,15 +125,16 @@ impl Runner {
                 .flatten();
             (lock, first)
         };
-        let hold = Hold {
+        let mut hold = Hold {
             working: self.working.clone(),
             run: job.run_id,
+            fresh: false,
         };
         let Some(_turn) = first else {
             drop(lock.lock().await);
             return Ok(hold);
         };
-        self.catch_up(job, dirs).await?;
+        hold.fresh = self.catch_up(job, dirs).await?;
         std::fs::create_dir_all(dirs.run_dir())
             .and_then(|()| std::fs::write(dirs.unfinished(), job.node.as_bytes()))
             .map_err(|e| format!("marking the workspace in use: {e}"))?;
@@ -138,8 +142,9 @@ impl Runner {
     }
 
     /// Restores the latest checkpoint when this runner's copy is not it; with none yet,
-    /// seeds the workspace from the conversation the run was started from, if any.
-    async fn catch_up(&self, job: &NodeDispatch, dirs: &RunDirs) -> Result<(), String> {
+    /// seeds the workspace from the conversation the run was started from, if any, and
+    /// says so (`true`).
+    async fn catch_up(&self, job: &NodeDispatch, dirs: &RunDirs) -> Result<bool, String> {
         let latest = self
             .store
             .latest_checkpoint(&run_workspace(job.run_id))
@@ -147,7 +152,7 @@ impl Runner {
             .map_err(|e| format!("reading the workspace's latest checkpoint: {e}"))?;
         let Some(latest) = latest else {
             // Started in a conversation's thread: from the conversation's workspace.
-            return self.seed_from_conversation(job, dirs).await;
+            return self.seed_from_conversation(job, dirs).await.map(|()| true);
         };
         let local = Local::digest(&dirs.local());
         let cut_short = dirs.unfinished().exists();
@@ -156,7 +161,7 @@ impl Runner {
                 .as_ref()
                 .is_some_and(|d| d.as_str() == latest.manifest)
         {
-            return Ok(());
+            return Ok(false);
         }
         let digest: Digest = latest
             .manifest
@@ -179,7 +184,7 @@ impl Runner {
             bytesize::ByteSize::b(restored.fetched).display().iec()
         );
         self.store_log(job, &[note]).await;
-        Ok(())
+        Ok(false)
     }
 
     /// Checkpoints the workspace and records it as the run's latest, then marks the

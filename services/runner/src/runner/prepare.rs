@@ -113,6 +113,7 @@ impl<'a> Attempt<'a> {
             Program::Agent(agent) => match runner
                 .frozen(
                     job.run_id,
+                    self.fresh,
                     "role",
                     &agent.role,
                     runner.options.roles.get(&agent.role),
@@ -137,6 +138,7 @@ impl<'a> Attempt<'a> {
         let Some(profile) = runner
             .frozen(
                 job.run_id,
+                self.fresh,
                 "profile",
                 &profile_name,
                 runner.options.profiles.get(&profile_name),
@@ -303,10 +305,12 @@ pub(crate) fn read_secrets<'a>(
 impl Runner {
     /// The run's frozen `(kind, name)` setting: the first use freezes the configured value;
     /// later nodes get that one even if the configuration changed. `None`: neither frozen
-    /// nor configured.
+    /// nor configured. In a `fresh` run (no node has ended) it is most likely not frozen,
+    /// so it is frozen without looking first.
     async fn frozen<T: Serialize + DeserializeOwned>(
         &self,
         run: Uuid,
+        fresh: bool,
         kind: &str,
         name: &str,
         configured: Option<&T>,
@@ -314,7 +318,7 @@ impl Runner {
         let body = match configured {
             Some(value) => Some(
                 self.store
-                    .freeze_setting(run, kind, name, &serde_json::to_string(value)?)
+                    .freeze_setting(run, kind, name, &serde_json::to_string(value)?, !fresh)
                     .await?,
             ),
             None => self.store.frozen_setting(run, kind, name).await?,
