@@ -1031,3 +1031,94 @@ mod a_delivery_read_twice_is_claimed_once {
             .await
     }
 }
+
+/// Where transactions publish in place (`gatehouse up`), a job queued while a subscription
+/// of this process waits for jobs is written leased to it and handed over as the commit
+/// ends: no lease after the commit, and nobody else can take it meanwhile. A job handed to
+/// a subscription that goes away before taking it is given back, and comes again at once
+/// rather than after the ack wait.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_queued_for_a_waiting_subscription_is_handed_to_it_leased() {
+    let t = TestBus::new(BusKind::InProcessSqlite).await;
+    let bus: Arc<dyn Bus> = Arc::new(InProcessBus::in_place(t.db.store.clone()));
+    let spec = ConsumerSpec {
+        take: Take::Leased,
+        ..spec("waiting", Duration::from_secs(30))
+    };
+    let commit = |messages: &'static [&'static str]| {
+        let store = t.db.store.clone();
+        async move {
+            let mut tx = store.begin().await.unwrap();
+            for message in messages {
+                tx.append_outbox(&envelope(message)).await.unwrap();
+            }
+            tx.commit().await.unwrap();
+        }
+    };
+
+    // The store's end: a commit leases to a waiting taker what it wants, and hands it over.
+    let mut sub = bus.subscribe(&spec).await.unwrap();
+    let mut taker =
+        t.db.store
+            .hand_jobs_here("waiting", Duration::from_secs(30));
+    taker.wait_for(1);
+    commit(&["handed"]).await;
+    let handed = taker.take_handed().await;
+    assert_eq!(handed.len(), 1, "handed over as the commit ended");
+    assert_eq!(handed[0].deliveries, 1);
+    assert!(
+        t.db.store
+            .queue_fetch_up_to("waiting", Duration::from_secs(30), 10)
+            .await
+            .unwrap()
+            .is_empty(),
+        "leased to the taker"
+    );
+    t.db.store
+        .queue_ack("waiting", StreamKind::Events, handed[0].seq, 1)
+        .await
+        .unwrap();
+    drop(taker);
+
+    // A subscription waiting for two is handed two of three.
+    let waiting = tokio::spawn(async move {
+        let jobs = sub.next_up_to(2).await.unwrap();
+        (sub, jobs)
+    });
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    commit(&["first", "second", "third"]).await;
+    let (mut sub, jobs) = timeout(Duration::from_secs(5), waiting)
+        .await
+        .expect("handed over")
+        .unwrap();
+    assert_eq!(jobs.len(), 2, "as many as it waited for");
+    assert!(jobs.iter().all(|j| j.deliveries == 1));
+    assert!(
+        t.db.store
+            .queue_fetch_up_to("waiting", Duration::from_secs(30), 10)
+            .await
+            .unwrap()
+            .len()
+            == 1,
+        "the two handed over are leased; the third is due"
+    );
+    for job in jobs {
+        job.ack().await.unwrap();
+    }
+    assert_eq!(t.db.store.queue_pending("waiting").await.unwrap(), 1);
+
+    // Waiting, then no longer taking: the job leased to it meanwhile goes back at once.
+    assert!(
+        timeout(Duration::from_millis(200), sub.next_up_to(1))
+            .await
+            .is_err()
+    );
+    commit(&["given back"]).await;
+    drop(sub);
+    let mut other = bus.subscribe(&spec).await.unwrap();
+    let again = next(&mut other, Duration::from_secs(5))
+        .await
+        .expect("given back at once, not after the 30 s ack wait");
+    assert_eq!(again.deliveries, 2);
+    t.cleanup().await;
+}

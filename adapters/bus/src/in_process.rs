@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use gatehouse_events::{StreamKind, StreamSpec};
-use gatehouse_store::{QueueClaim, QueueMessage, QueuedDelivery, Store, Tx, Wake};
+use gatehouse_store::{JobTaker, QueueClaim, QueueMessage, QueuedDelivery, Store, Tx, Wake};
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
 
@@ -94,9 +94,12 @@ impl Bus for InProcessBus {
             .await?;
         let wake = self.store.watch_consumer(&spec.name);
         let seen = wake.borrow().count;
+        let jobs = (spec.take == Take::Leased)
+            .then(|| self.store.hand_jobs_here(&spec.name, spec.ack_wait));
         Ok(Box::new(InProcessSubscription {
             store: self.store.clone(),
             spec: spec.clone(),
+            jobs,
             wake,
             seen,
             newest: 0,
@@ -109,6 +112,9 @@ impl Bus for InProcessBus {
 struct InProcessSubscription {
     store: Store,
     spec: ConsumerSpec,
+    /// Leased: the jobs transactions lease to this subscription while it waits, handed
+    /// over as they commit (see the store's `job_takers.rs`).
+    jobs: Option<JobTaker>,
     wake: watch::Receiver<Wake>,
     /// The count of the last wake-up seen.
     seen: u64,
@@ -156,6 +162,9 @@ impl InProcessSubscription {
     /// that had taken everything due, woken with the deliveries committed since, takes
     /// those without looking (see the store's `wakes.rs`).
     async fn take(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
+        if let Some(handed) = self.take_handed(limit).await {
+            return Ok(handed);
+        }
         // Whatever the last batch left untaken is read again, as it may be settled now.
         let mut caught_up = self.drained && self.taken.is_empty();
         let mut try_now = !caught_up;
@@ -190,11 +199,33 @@ impl InProcessSubscription {
                 Some(due) => POLL.min(due),
                 None => POLL,
             };
+            // Jobs a commit leases to this subscription meanwhile are handed over.
+            if let Some(jobs) = &self.jobs {
+                jobs.wait_for(limit);
+            }
             tokio::select! {
                 _ = self.wake.changed() => try_now = true,
                 _ = tokio::time::sleep(wait) => {}
+                () = handed(&mut self.jobs) => {}
+            }
+            if let Some(jobs) = &self.jobs {
+                jobs.wait_for(0);
+            }
+            if let Some(handed) = self.take_handed(limit).await {
+                return Ok(handed);
             }
         }
+    }
+
+    /// The jobs handed to this subscription since it last took, if any.
+    async fn take_handed(&mut self, limit: usize) -> Option<Vec<Delivery>> {
+        let handed = self.jobs.as_mut()?.take_handed().await;
+        if handed.is_empty() {
+            return None;
+        }
+        // As many as it waited for: more may be due.
+        self.drained = handed.len() < limit;
+        Some(handed.into_iter().map(|d| self.delivery(d)).collect())
     }
 
     /// Takes what is due now, if anything: leases up to `limit`, or reads up to a batch
@@ -273,6 +304,14 @@ impl InProcessSubscription {
                 leased,
             }),
         }
+    }
+}
+
+/// Waits until a job is handed to `jobs`, if it takes jobs; else forever.
+async fn handed(jobs: &mut Option<JobTaker>) {
+    match jobs {
+        Some(jobs) => jobs.handed().await,
+        None => std::future::pending().await,
     }
 }
 

@@ -13,8 +13,10 @@ use std::collections::{BTreeSet, HashMap};
 
 use gatehouse_events::{Envelope, StreamKind, topic_matches};
 use sqlx::QueryBuilder;
+use tokio::sync::mpsc;
 use uuid::Uuid;
 
+use crate::job_takers::Handed;
 use crate::queue::{QueueMessage, stream_key};
 use crate::tx::{Inner, with_tx};
 use crate::{StoreError, Tx, now_ms};
@@ -51,6 +53,21 @@ impl Held {
             traceparent: self.traceparent.as_deref(),
         }
     }
+}
+
+/// A delivery being written: due at once, or leased to a subscription of this process
+/// waiting for it (see `job_takers.rs`).
+pub(crate) struct Fanned {
+    pub(crate) consumer: String,
+    seq: i64,
+    id: Uuid,
+    pub(crate) leased: Option<LeasedTo>,
+}
+
+/// The subscription a delivery is leased to, and until when.
+pub(crate) struct LeasedTo {
+    pub(crate) sender: mpsc::UnboundedSender<Handed>,
+    pub(crate) lease_until_ms: i64,
 }
 
 /// A message as the log took it, with its stream's consumers (`None`: there are none).
@@ -96,6 +113,9 @@ impl Tx {
             Inner::Sqlite(_) => "group_concat(c.name || char(31) || c.filter, char(30))",
         };
         let now = now_ms();
+        // What each consumer was given, for its subscriptions here once this commits: only
+        // where one process writes in place is a message's position its commit order.
+        let hand = self.store().publishes_in_place();
         let (logged, deliveries) = with_tx!(self, conn => {
             let mut insert = QueryBuilder::new(
                 "INSERT INTO bus_messages (id, stream, topic, payload, traceparent, published_ms) ",
@@ -117,28 +137,61 @@ impl Tx {
             // RETURNING keeps no order.
             logged.sort_unstable_by_key(|m| m.seq);
             // Each (consumer, message) once, for the insert and for the wake-up after.
-            let deliveries: Vec<(String, i64, Uuid)> = logged
+            let mut deliveries: Vec<Fanned> = logged
                 .iter()
-                .flat_map(|m| m.takers().map(move |name| (name.to_owned(), m.seq, m.id)))
+                .flat_map(|m| {
+                    m.takers().map(move |name| Fanned {
+                        consumer: name.to_owned(),
+                        seq: m.seq,
+                        id: m.id,
+                        leased: None,
+                    })
+                })
                 .collect();
+            if hand {
+                self.store.lease_to_idle(&mut deliveries);
+            }
             if !deliveries.is_empty() {
-                let mut insert =
-                    QueryBuilder::new("INSERT INTO bus_deliveries (consumer, seq, visible_ms) ");
-                insert.push_values(&deliveries, |mut row, (name, seq, _)| {
-                    row.push_bind(name.as_str()).push_bind(*seq).push_bind(now);
+                let mut insert = QueryBuilder::new(
+                    "INSERT INTO bus_deliveries (consumer, seq, deliveries, visible_ms) ",
+                );
+                insert.push_values(&deliveries, |mut row, d| {
+                    let (count, visible) = match &d.leased {
+                        Some(to) => (1, to.lease_until_ms),
+                        None => (0, now),
+                    };
+                    row.push_bind(d.consumer.as_str())
+                        .push_bind(d.seq)
+                        .push_bind(count)
+                        .push_bind(visible);
                 });
                 insert.build().execute(&mut *conn).await?;
             }
             (logged, deliveries)
         });
-        // What each consumer was given, for its subscriptions here once this commits: only
-        // where one process writes in place is a message's position its commit order.
-        let hand = self.store().publishes_in_place();
         let by_id: HashMap<Uuid, &QueueMessage<'_>> = messages.iter().map(|m| (m.id, m)).collect();
-        for (name, seq, id) in deliveries {
-            let given = self.woken.entry(name).or_default();
-            if hand && let Some(message) = by_id.get(&id) {
-                given.push(message.delivered(seq));
+        for Fanned {
+            consumer,
+            seq,
+            id,
+            leased,
+        } in deliveries
+        {
+            let message = by_id.get(&id).filter(|_| hand);
+            match (leased, message) {
+                // Handed to the subscription it is leased to once this commits.
+                (Some(to), Some(message)) => self.leased_out.push((
+                    to.sender,
+                    Handed {
+                        consumer,
+                        delivery: message.delivered(seq),
+                        lease_until_ms: to.lease_until_ms,
+                    },
+                )),
+                (_, message) => {
+                    let given = self.woken.entry(consumer).or_default();
+                    given.extend(message.map(|m| m.delivered(seq)));
+                }
             }
         }
         Ok(logged.iter().map(|m| m.id).collect())

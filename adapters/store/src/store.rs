@@ -12,6 +12,7 @@ use sqlx::sqlite::{SqliteConnection, SqlitePool, SqlitePoolOptions};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
 use crate::handover::RelayHere;
+use crate::job_takers::IdleTakers;
 use crate::url::ConnectOptions;
 use crate::wakes::Wake;
 use crate::{Backend, StoreError, Tx};
@@ -56,6 +57,9 @@ pub struct Store {
     /// This process's relay, to which transactions hand the outbox rows they commit
     /// (see `handover.rs`).
     pub(crate) relay_here: RelayHere,
+    /// Subscriptions of this process waiting for jobs, to which transactions hand the jobs
+    /// they queue (see `job_takers.rs`).
+    pub(crate) idle_takers: IdleTakers,
     /// Bumped whenever a transaction that wanted a chat message commits, so a notifier in
     /// this process posts it at once instead of at its next poll (replies the scheduler
     /// and ingest write, progress the runner writes).
@@ -162,6 +166,7 @@ impl Store {
             target: target.into(),
             outbox_written: Arc::new(watch::channel(0).0),
             relay_here: RelayHere::default(),
+            idle_takers: IdleTakers::default(),
             chat_wanted: Arc::new(watch::channel(0).0),
             in_place: Arc::default(),
             queue_wakers: Arc::default(),

@@ -1,8 +1,9 @@
 //! A transaction on either backend.
 
 use sqlx::{Postgres, Sqlite, Transaction};
-use tokio::sync::OwnedSemaphorePermit;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 
+use crate::job_takers::Handed;
 use crate::outbox::Written;
 use crate::publish::Held;
 use crate::wakes::Woken;
@@ -48,7 +49,10 @@ pub struct Tx {
     /// Consumers of the in-process bus given messages, with their deliveries: woken when
     /// this commits.
     pub(crate) woken: Woken,
-    store: Store,
+    /// Deliveries leased to subscriptions of this process waiting for jobs: handed to them
+    /// when this commits (see `job_takers.rs`).
+    pub(crate) leased_out: Vec<(mpsc::UnboundedSender<Handed>, Handed)>,
+    pub(crate) store: Store,
     /// This process's transaction slot, given back when the transaction ends.
     _slot: OwnedSemaphorePermit,
 }
@@ -65,6 +69,7 @@ impl Tx {
             held: Vec::new(),
             published_in_place: Vec::new(),
             woken: Woken::new(),
+            leased_out: Vec::new(),
             store,
             _slot: slot,
         }
@@ -81,6 +86,7 @@ impl Tx {
             held: Vec::new(),
             published_in_place: Vec::new(),
             woken: Woken::new(),
+            leased_out: Vec::new(),
             store,
             _slot: slot,
         }
@@ -106,6 +112,15 @@ impl Tx {
             Written::Nothing => {}
             Written::Handed(taker, handed) => self.store.hand_over(taker, handed).await,
             Written::ForClaim => self.store.wake_relay(),
+        }
+        for (taker, handed) in self.leased_out {
+            if let Err(refused) = taker.send(handed) {
+                let handed = refused.0;
+                // The subscription went away meanwhile: the job comes again at once.
+                self.store
+                    .give_back_jobs(&handed.consumer, vec![handed.delivery])
+                    .await;
+            }
         }
         for topic in self.published_in_place {
             metrics::counter!("gatehouse_events_published_total", "type" => topic).increment(1);

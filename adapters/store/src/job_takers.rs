@@ -1,0 +1,205 @@
+//! Handing a job to an idle subscription of this process in the commit that queues it.
+//!
+//! A job queued on the in-process bus waits for a subscription to lease it: after the
+//! commit that queued it, a write of its own (on SQLite, the writer's turn and a round trip
+//! to its thread) before the runner can begin the attempt. But a subscription waiting for
+//! jobs in this process says how many it wants, and the transaction that queues a job knows
+//! it. So, where transactions publish in place (`gatehouse up`), the transaction writes the
+//! job's delivery already leased (delivered once, for the consumer's ack wait) and, once it
+//! has committed, hands it to that subscription in memory.
+//!
+//! Nothing is lost if the hand-over fails. The delivery is leased, as if the subscription
+//! had leased it: if the process dies first, the lease runs out and the job comes again. A
+//! subscription that went away gives back what was handed to it, as does a transaction
+//! whose subscription is gone, so those come again at once; one handed over so long ago
+//! that its lease is nearly out is given back rather than run.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+
+use crate::publish::{Fanned, LeasedTo};
+use crate::{QueuedDelivery, Store, duration_ms, now_ms};
+
+/// Subscriptions of this process waiting for jobs, by consumer.
+#[derive(Clone, Default)]
+pub(crate) struct IdleTakers(Arc<Mutex<HashMap<String, Vec<Idle>>>>);
+
+struct Idle {
+    id: u64,
+    /// Jobs it takes now: the free slots it asked for, less those reserved since.
+    want: usize,
+    ack_wait: Duration,
+    sender: mpsc::UnboundedSender<Handed>,
+}
+
+/// A delivery leased to a subscription by the transaction that queued it.
+#[derive(Debug)]
+pub(crate) struct Handed {
+    pub(crate) consumer: String,
+    pub(crate) delivery: QueuedDelivery,
+    pub(crate) lease_until_ms: i64,
+}
+
+impl IdleTakers {
+    /// Leases each of `deliveries`, oldest first, to a subscription waiting for its
+    /// consumer's jobs, as many as each wants; none is wanted by it again.
+    fn lease(&self, deliveries: &mut [Fanned]) {
+        let mut idle = self.lock();
+        if idle
+            .values()
+            .all(|takers| takers.iter().all(|t| t.want == 0))
+        {
+            return;
+        }
+        for d in deliveries {
+            let Some(taker) = idle
+                .get_mut(&d.consumer)
+                .and_then(|takers| takers.iter_mut().find(|t| t.want > 0))
+            else {
+                continue;
+            };
+            taker.want -= 1;
+            d.leased = Some(LeasedTo {
+                sender: taker.sender.clone(),
+                lease_until_ms: now_ms().saturating_add(duration_ms(taker.ack_wait)),
+            });
+        }
+    }
+
+    fn set_want(&self, consumer: &str, id: u64, want: usize) {
+        if let Some(taker) = self
+            .lock()
+            .get_mut(consumer)
+            .and_then(|takers| takers.iter_mut().find(|t| t.id == id))
+        {
+            taker.want = want;
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Idle>>> {
+        // A panic while holding this lock leaves a plain map behind: still usable.
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A subscription's end of the hand-over: the jobs this process's transactions leased to
+/// it. Dropping it gives back what it was handed and did not take.
+pub struct JobTaker {
+    id: u64,
+    consumer: String,
+    receiver: mpsc::UnboundedReceiver<Handed>,
+    /// Received by [`JobTaker::handed`], not taken yet.
+    received: Vec<Handed>,
+    store: Store,
+}
+
+impl Store {
+    /// Leases what of `deliveries` a subscription of this process waits for to it.
+    pub(crate) fn lease_to_idle(&self, deliveries: &mut [Fanned]) {
+        self.idle_takers.lease(deliveries);
+    }
+
+    /// Registers a subscription of `consumer` that leases its jobs for `ack_wait`: while
+    /// it waits ([`JobTaker::wait_for`]), transactions of this store lease the jobs they
+    /// queue for it to it, and hand them over when they commit.
+    pub fn hand_jobs_here(&self, consumer: &str, ack_wait: Duration) -> JobTaker {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = NEXT.fetch_add(1, Ordering::Relaxed);
+        let (sender, receiver) = mpsc::unbounded_channel();
+        self.idle_takers
+            .lock()
+            .entry(consumer.to_owned())
+            .or_default()
+            .push(Idle {
+                id,
+                want: 0,
+                ack_wait,
+                sender,
+            });
+        JobTaker {
+            id,
+            consumer: consumer.to_owned(),
+            receiver,
+            received: Vec::new(),
+            store: self.clone(),
+        }
+    }
+
+    /// Gives back deliveries leased to a subscription that will not take them, so they
+    /// come again at once.
+    pub(crate) async fn give_back_jobs(&self, consumer: &str, deliveries: Vec<QueuedDelivery>) {
+        for d in deliveries {
+            if let Err(e) = self
+                .queue_nak(consumer, d.seq, d.deliveries, Duration::ZERO, false)
+                .await
+            {
+                tracing::warn!(error = %e, consumer, seq = d.seq,
+                    "giving back a job handed over failed; it comes again when its lease runs out");
+            }
+        }
+    }
+}
+
+impl JobTaker {
+    /// Waits for up to `want` jobs (zero: none) from the transactions that queue them.
+    pub fn wait_for(&self, want: usize) {
+        self.store
+            .idle_takers
+            .set_want(&self.consumer, self.id, want);
+    }
+
+    /// The jobs handed over and not taken yet, oldest first, without waiting. One whose
+    /// lease is nearly out is given back instead: by then it may come again to anyone.
+    pub async fn take_handed(&mut self) -> Vec<QueuedDelivery> {
+        let mut handed = std::mem::take(&mut self.received);
+        while let Ok(h) = self.receiver.try_recv() {
+            handed.push(h);
+        }
+        let margin_ms = 1_000;
+        let (fresh, stale): (Vec<Handed>, Vec<Handed>) = handed
+            .into_iter()
+            .partition(|h| now_ms() < h.lease_until_ms.saturating_sub(margin_ms));
+        if !stale.is_empty() {
+            let stale = stale.into_iter().map(|h| h.delivery).collect();
+            self.store.give_back_jobs(&self.consumer, stale).await;
+        }
+        fresh.into_iter().map(|h| h.delivery).collect()
+    }
+
+    /// Waits until a job is handed over (then [`JobTaker::take_handed`] has it). Safe to
+    /// cancel: a job received is kept for the next take.
+    pub async fn handed(&mut self) {
+        match self.receiver.recv().await {
+            Some(h) => self.received.push(h),
+            // The registration is gone only when this is dropped.
+            None => std::future::pending().await,
+        }
+    }
+}
+
+impl Drop for JobTaker {
+    fn drop(&mut self) {
+        if let Some(takers) = self.store.idle_takers.lock().get_mut(&self.consumer) {
+            takers.retain(|t| t.id != self.id);
+        }
+        self.receiver.close();
+        let mut waiting: Vec<QueuedDelivery> =
+            self.received.drain(..).map(|h| h.delivery).collect();
+        while let Ok(h) = self.receiver.try_recv() {
+            waiting.push(h.delivery);
+        }
+        if waiting.is_empty() {
+            return;
+        }
+        // Given back from a task: dropping cannot wait for it. Without a runtime the
+        // leases run out instead.
+        if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+            let (store, consumer) = (self.store.clone(), self.consumer.clone());
+            runtime.spawn(async move { store.give_back_jobs(&consumer, waiting).await });
+        }
+    }
+}
