@@ -41,6 +41,7 @@ on_both_backends!(
     outbox_append_is_part_of_the_transaction,
     outbox_claims_are_leased,
     a_commit_hands_its_outbox_rows_to_its_processs_relay,
+    a_relay_too_far_behind_is_not_waited_for,
     concurrent_claims_never_overlap,
     outbox_sent_and_released_rows,
     inbox_records_each_event_once_per_consumer,
@@ -100,6 +101,37 @@ async fn outbox_append_is_part_of_the_transaction(backend: Backend) {
     assert_eq!(
         row.traceparent,
         kept.trace.as_ref().map(ToString::to_string)
+    );
+    db.cleanup().await;
+}
+
+/// A relay that has 1,024 batches waiting gets no more: the commit gives the rows back for
+/// claiming at once, and does so after giving up its transaction slot (on SQLite the
+/// give-back waits for that slot, and a commit still holding it stalled for the 10 s a
+/// write waits for its turn).
+async fn a_relay_too_far_behind_is_not_waited_for(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let _handover = db.store.hand_outbox_here();
+    for i in 0..1024 {
+        append(&db.store, &[event(&i.to_string())]).await;
+    }
+    let beyond = [event("beyond")];
+    let began = std::time::Instant::now();
+    append(&db.store, &beyond).await;
+    assert!(
+        began.elapsed() < Duration::from_secs(5),
+        "the commit waited {:?}",
+        began.elapsed()
+    );
+    let claimed = db
+        .store
+        .claim_outbox(10, Duration::from_secs(30))
+        .await
+        .unwrap();
+    assert_eq!(
+        claimed.iter().map(|r| r.id).collect::<Vec<_>>(),
+        [beyond[0].id],
+        "given back; the 1,024 handed over stay leased to the relay"
     );
     db.cleanup().await;
 }

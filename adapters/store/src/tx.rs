@@ -53,7 +53,8 @@ pub struct Tx {
     /// when this commits (see `job_takers.rs`).
     pub(crate) leased_out: Vec<(mpsc::UnboundedSender<Handed>, Handed)>,
     pub(crate) store: Store,
-    /// This process's transaction slot, given back when the transaction ends.
+    /// This process's transaction slot, given back when the transaction ends (at its
+    /// commit, before what follows the commit).
     _slot: OwnedSemaphorePermit,
 }
 
@@ -108,6 +109,10 @@ impl Tx {
             Inner::Postgres(t) => t.commit().await?,
             Inner::Sqlite(t) => t.commit().await?,
         }
+        // Committed: the slot goes before anything that follows writes. A give-back below
+        // (rows a relay did not take, a job whose runner went away) takes a turn to write,
+        // which on SQLite is this slot.
+        drop(self._slot);
         match written {
             Written::Nothing => {}
             Written::Handed(taker, handed) => self.store.hand_over(taker, handed).await,
