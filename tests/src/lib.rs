@@ -318,44 +318,62 @@ impl TestBus {
     }
 }
 
+/// Generates, for each `NAME`, `mod NAME` with one test per case, each calling
+/// `async fn NAME(ARG)`: the one body behind [`on_both_backends!`], [`on_every_bus!`] and
+/// [`on_in_process_buses!`].
+#[doc(hidden)]
+#[macro_export]
+macro_rules! each_case {
+    (@mod $name:ident [$($case:ident => $arg:expr),* $(,)?]) => {
+        mod $name {$(
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $case() {
+                super::$name($arg).await
+            }
+        )*}
+    };
+    ($cases:tt $(,)?) => {};
+    ($cases:tt, $name:ident $(, $rest:ident)* $(,)?) => {
+        $crate::each_case!(@mod $name $cases);
+        $crate::each_case!($cases $(, $rest)*);
+    };
+}
+
 /// Generates `mod NAME { postgres, sqlite }` tests calling `async fn NAME(Backend)`, so one
 /// suite runs unchanged against both backends.
 #[macro_export]
 macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn postgres() {
-                super::$name($crate::Backend::Postgres).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn sqlite() {
-                super::$name($crate::Backend::Sqlite).await
-            }
-        }
-    )*};
+    ($($name:ident),* $(,)?) => {
+        $crate::each_case!([
+            postgres => $crate::Backend::Postgres,
+            sqlite => $crate::Backend::Sqlite,
+        ] $(, $name)*);
+    };
 }
 
 /// Generates `mod NAME { jetstream, in_process_sqlite, in_process_postgres }` tests calling
 /// `async fn NAME(BusKind)`, so one contract suite runs against every bus.
 #[macro_export]
 macro_rules! on_every_bus {
-    ($($name:ident),* $(,)?) => {$(
-        mod $name {
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn jetstream() {
-                super::$name($crate::BusKind::JetStream).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn in_process_sqlite() {
-                super::$name($crate::BusKind::InProcessSqlite).await
-            }
-            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn in_process_postgres() {
-                super::$name($crate::BusKind::InProcessPostgres).await
-            }
-        }
-    )*};
+    ($($name:ident),* $(,)?) => {
+        $crate::each_case!([
+            jetstream => $crate::BusKind::JetStream,
+            in_process_sqlite => $crate::BusKind::InProcessSqlite,
+            in_process_postgres => $crate::BusKind::InProcessPostgres,
+        ] $(, $name)*);
+    };
+}
+
+/// Generates `mod NAME { in_process_sqlite, in_process_postgres }` tests calling
+/// `async fn NAME(BusKind)`, for what only the in-process bus has (its delivery rows).
+#[macro_export]
+macro_rules! on_in_process_buses {
+    ($($name:ident),* $(,)?) => {
+        $crate::each_case!([
+            in_process_sqlite => $crate::BusKind::InProcessSqlite,
+            in_process_postgres => $crate::BusKind::InProcessPostgres,
+        ] $(, $name)*);
+    };
 }
 
 /// Requests `count` runs of `sop` as the API does (`run.requested` events in the outbox, 500

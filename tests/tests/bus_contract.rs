@@ -17,7 +17,7 @@ use gatehouse_events::{
     TraceParent,
 };
 use gatehouse_store::Tx;
-use gatehouse_tests::{BusKind, TestBus, on_every_bus, quick_retry};
+use gatehouse_tests::{BusKind, TestBus, on_every_bus, on_in_process_buses, quick_retry};
 use tokio::time::timeout;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -934,23 +934,7 @@ async fn deliveries_applied_in_transactions_are_taken_without_a_lease(kind: BusK
     t.cleanup().await;
 }
 
-mod deliveries_applied_in_transactions_are_taken_without_a_lease {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn in_process_sqlite() {
-        super::deliveries_applied_in_transactions_are_taken_without_a_lease(
-            gatehouse_tests::BusKind::InProcessSqlite,
-        )
-        .await
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn in_process_postgres() {
-        super::deliveries_applied_in_transactions_are_taken_without_a_lease(
-            gatehouse_tests::BusKind::InProcessPostgres,
-        )
-        .await
-    }
-}
+on_in_process_buses!(deliveries_applied_in_transactions_are_taken_without_a_lease);
 
 /// On the in-process bus a consumer claims a delivery by deleting its row in the
 /// transaction that applies it, with no inbox row: of two receivers that read the same
@@ -1018,19 +1002,7 @@ async fn a_delivery_read_twice_is_claimed_once(kind: BusKind) {
     t.cleanup().await;
 }
 
-mod a_delivery_read_twice_is_claimed_once {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn in_process_sqlite() {
-        super::a_delivery_read_twice_is_claimed_once(gatehouse_tests::BusKind::InProcessSqlite)
-            .await
-    }
-
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn in_process_postgres() {
-        super::a_delivery_read_twice_is_claimed_once(gatehouse_tests::BusKind::InProcessPostgres)
-            .await
-    }
-}
+on_in_process_buses!(a_delivery_read_twice_is_claimed_once);
 
 /// Where transactions publish in place (`gatehouse up`), a job queued while a subscription
 /// of this process waits for jobs is written leased to it and handed over as the commit
@@ -1093,13 +1065,13 @@ async fn a_job_queued_for_a_waiting_subscription_is_handed_to_it_leased() {
         .unwrap();
     assert_eq!(jobs.len(), 2, "as many as it waited for");
     assert!(jobs.iter().all(|j| j.deliveries == 1));
-    assert!(
+    assert_eq!(
         t.db.store
             .queue_fetch_up_to("waiting", Duration::from_secs(30), 10)
             .await
             .unwrap()
-            .len()
-            == 1,
+            .len(),
+        1,
         "the two handed over are leased; the third is due"
     );
     for job in jobs {

@@ -273,30 +273,12 @@ impl Consumer {
         }
         let mut claimed = Vec::with_capacity(deliveries.len());
         for (delivery, envelope) in deliveries.iter().zip(envelopes) {
-            claimed.push(self.claim_one(tx, delivery, envelope).await?);
-        }
-        Ok(claimed)
-    }
-
-    /// [`Consumer::claim`] for one delivery.
-    async fn claim_one(
-        &self,
-        tx: &mut Tx,
-        delivery: &Delivery,
-        envelope: &Envelope,
-    ) -> Result<Claimed, BusError> {
-        let name = self.options.spec.name.as_str();
-        if let Some(claim) = delivery.claim_in(tx) {
-            let held = tx.queue_claim(name, &[claim]).await?;
-            return Ok(Claimed {
-                fresh: !held.is_empty(),
-                acked: true,
+            claimed.push(Claimed {
+                fresh: tx.record_inbox(name, envelope.id).await?,
+                acked: delivery.ack_within(tx).await?,
             });
         }
-        Ok(Claimed {
-            fresh: tx.record_inbox(name, envelope.id).await?,
-            acked: delivery.ack_within(tx).await?,
-        })
+        Ok(claimed)
     }
 
     /// Processes one delivery: decode, deduplicate, apply, settle. It runs in the
@@ -338,7 +320,19 @@ impl Consumer {
         envelope: Envelope,
     ) -> Result<Outcome, BusError> {
         let mut tx = self.store.begin().await?;
-        let claimed = self.claim_one(&mut tx, &delivery, &envelope).await?;
+        let claimed = self
+            .claim(
+                &mut tx,
+                std::slice::from_ref(&delivery),
+                std::slice::from_ref(&envelope),
+            )
+            .await?
+            .pop()
+            // One claim per delivery; none would be a repeat, acknowledged after the commit.
+            .unwrap_or(Claimed {
+                fresh: false,
+                acked: false,
+            });
         if !claimed.fresh {
             // Nothing applied; an acknowledgement in `tx` is kept.
             tx.commit().await?;

@@ -24,6 +24,10 @@ use tokio::sync::mpsc;
 use crate::publish::{Fanned, LeasedTo};
 use crate::{QueuedDelivery, Store, duration_ms, now_ms};
 
+/// How long before its lease runs out a job handed over is given back instead of run: by
+/// then it may come again to anyone, and its runner's first renewal could come too late.
+const STALE_MARGIN: Duration = Duration::from_secs(1);
+
 /// Subscriptions of this process waiting for jobs, by consumer.
 #[derive(Clone, Default)]
 pub(crate) struct IdleTakers(Arc<Mutex<HashMap<String, Vec<Idle>>>>);
@@ -159,10 +163,9 @@ impl JobTaker {
         while let Ok(h) = self.receiver.try_recv() {
             handed.push(h);
         }
-        let margin_ms = 1_000;
         let (fresh, stale): (Vec<Handed>, Vec<Handed>) = handed
             .into_iter()
-            .partition(|h| now_ms() < h.lease_until_ms.saturating_sub(margin_ms));
+            .partition(|h| now_ms() < h.lease_until_ms.saturating_sub(duration_ms(STALE_MARGIN)));
         if !stale.is_empty() {
             let stale = stale.into_iter().map(|h| h.delivery).collect();
             self.store.give_back_jobs(&self.consumer, stale).await;
