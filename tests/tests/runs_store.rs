@@ -3,7 +3,7 @@
 use chrono::Utc;
 use gatehouse_events::RunStatus;
 use gatehouse_store::{
-    ArtifactRow, AttemptEnd, AttemptStatus, DecisionRow, RunRow, Store, TimerKind, TimerRow,
+    ArtifactRow, AttemptEnd, AttemptStatus, DecisionRow, RunRow, Store, TimerKind, TimerRow, Tx,
 };
 use gatehouse_tests::{Backend, TestDb, on_both_backends};
 use uuid::Uuid;
@@ -28,11 +28,12 @@ fn run(id: Uuid, status: RunStatus) -> RunRow {
         workspace: None,
         created_at: Utc::now(),
         updated_at: Utc::now(),
+        conversation: None,
     }
 }
 
-async fn insert(store: &Store, row: &RunRow) -> bool {
-    let mut tx = store.begin().await.unwrap();
+/// Saves the version every run here is on, in `tx`.
+async fn save_version(tx: &mut Tx) {
     tx.save_sop_version(
         "sha256:abc",
         "platform-check",
@@ -41,6 +42,11 @@ async fn insert(store: &Store, row: &RunRow) -> bool {
     )
     .await
     .unwrap();
+}
+
+async fn insert(store: &Store, row: &RunRow) -> bool {
+    let mut tx = store.begin().await.unwrap();
+    save_version(&mut tx).await;
     let inserted = tx.create_run(row).await.unwrap().is_some();
     tx.commit().await.unwrap();
     inserted
@@ -54,7 +60,30 @@ on_both_backends!(
     decisions_are_audited_in_order,
     attempts_are_begun_once_and_keep_results_artifacts_and_logs,
     tokens_are_found_by_hash_only,
+    a_sop_version_is_saved_until_a_commit_has_stored_it,
 );
+
+/// A process saves a SOP version once: after a commit stored it, saving it again writes
+/// nothing. One saved by a transaction that rolled back is not stored, and is saved again
+/// (else the run on it would name a version that is not there).
+async fn a_sop_version_is_saved_until_a_commit_has_stored_it(backend: Backend) {
+    let db = TestDb::new(backend).await;
+    let mut tx = db.store.begin().await.unwrap();
+    save_version(&mut tx).await;
+    tx.rollback().await.unwrap();
+    assert_eq!(db.store.sop_version_body("sha256:abc").await.unwrap(), None);
+
+    assert!(insert(&db.store, &run(Uuid::now_v7(), RunStatus::Queued)).await);
+    assert!(
+        insert(&db.store, &run(Uuid::now_v7(), RunStatus::Queued)).await,
+        "a second run on the stored version"
+    );
+    assert_eq!(
+        db.store.sop_version_body("sha256:abc").await.unwrap(),
+        Some(("builtin:platform-check".into(), "name: x".into()))
+    );
+    db.cleanup().await;
+}
 
 async fn runs_are_created_once_and_updated_by_compare_and_set(backend: Backend) {
     let db = TestDb::new(backend).await;

@@ -442,6 +442,50 @@ async fn queue_leases_acks_and_work_queue_removal(backend: Backend) {
     db.cleanup().await;
 }
 
+/// SQLite connections do not checkpoint inside a commit (every writer here would wait for
+/// it); the store checkpoints beside them shortly after a write. With neither, what is
+/// written here would stay in the log and the database file would not grow.
+#[tokio::test]
+async fn sqlite_checkpoints_its_log_beside_the_commits() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let file = std::path::PathBuf::from(db.url.strip_prefix("sqlite:").unwrap());
+    tokio::time::sleep(Duration::from_millis(600)).await;
+    let before = std::fs::metadata(&file).unwrap().len();
+    let body = "x".repeat(5_000);
+    for _ in 0..300 {
+        append(&db.store, &[event(&body)]).await;
+    }
+    let deadline = std::time::Instant::now() + Duration::from_secs(5);
+    let grown = loop {
+        let now = std::fs::metadata(&file).unwrap().len();
+        if now > before + 1_000_000 || std::time::Instant::now() > deadline {
+            break now;
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert!(
+        grown > before + 1_000_000,
+        "the database file went from {before} to {grown} bytes: the log was not checkpointed"
+    );
+    db.cleanup().await;
+}
+
+/// Checkpoints beside the writers never catch up while they keep writing, so the log
+/// could only grow; past a bound one waits for their turn, and the log starts over.
+#[tokio::test]
+async fn sqlite_starts_its_log_over_while_writers_keep_writing() {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let log = std::path::PathBuf::from(format!("{}-wal", db.url.strip_prefix("sqlite:").unwrap()));
+    let body = "x".repeat(16_000);
+    for _ in 0..2_000 {
+        append(&db.store, &[event(&body)]).await;
+    }
+    // 2,000 commits of 16 kB: 32 MB of log, had it not started over.
+    let size = std::fs::metadata(&log).unwrap().len();
+    assert!(size < 26_000_000, "the log grew to {size} bytes");
+    db.cleanup().await;
+}
+
 #[tokio::test]
 async fn unsupported_and_malformed_urls_are_clear_errors() {
     for url in [

@@ -279,16 +279,6 @@ impl Tx {
         });
         Ok(())
     }
-
-    /// The conversation a run was started from, if it was.
-    pub async fn conversation_of_run(&mut self, run_id: Uuid) -> Result<Option<Uuid>, StoreError> {
-        Ok(with_tx!(self, conn => {
-            sqlx::query_scalar("SELECT conversation_id FROM conversation_runs WHERE run_id = $1")
-                .bind(run_id)
-                .fetch_optional(conn)
-                .await?
-        }))
-    }
 }
 
 impl Store {

@@ -4,7 +4,7 @@
 //! the store because every service that reads runs has one, and in `gatehouse up` they share
 //! the same store.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use chrono::{DateTime, Utc};
@@ -14,13 +14,20 @@ use crate::store::with_pool;
 
 use crate::{Store, StoreError};
 
-/// Parsed definitions by version; shared by every clone of a [`Store`].
+/// Parsed definitions by version, and the versions known to be in the database; shared
+/// by every clone of a [`Store`].
 #[derive(Default)]
-pub(crate) struct Definitions(Mutex<HashMap<String, Arc<Sop>>>);
+pub(crate) struct Definitions {
+    parsed: Mutex<HashMap<String, Arc<Sop>>>,
+    /// Versions a commit of this process saved, or a read found: a version is never
+    /// deleted, so saving one of these again would change nothing
+    /// ([`crate::Tx::save_sop_version`]).
+    stored: Mutex<HashSet<String>>,
+}
 
 impl Definitions {
     fn get(&self, version: &str) -> Option<Arc<Sop>> {
-        self.0
+        self.parsed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .get(version)
@@ -28,10 +35,24 @@ impl Definitions {
     }
 
     fn insert(&self, version: &str, sop: Arc<Sop>) {
-        self.0
+        self.parsed
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .insert(version.to_owned(), sop);
+    }
+
+    pub(crate) fn is_stored(&self, version: &str) -> bool {
+        self.stored
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(version)
+    }
+
+    pub(crate) fn stored(&self, versions: impl IntoIterator<Item = String>) {
+        self.stored
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(versions);
     }
 }
 
@@ -51,6 +72,7 @@ impl Store {
         })?;
         let sop = Arc::new(sop);
         self.definitions.insert(version, sop.clone());
+        self.definitions.stored([version.to_owned()]);
         Ok(Some(sop))
     }
 

@@ -44,6 +44,7 @@ mod tx;
 mod url;
 mod usage;
 mod wakes;
+mod wal;
 
 pub use attempts::{ArtifactRow, AttemptEnd, AttemptRow, AttemptStatus, LogRow};
 pub use chat::{ChatMessageRow, WantChat};

@@ -43,6 +43,9 @@ pub struct RunRow {
     pub workspace: Option<String>,
     pub created_at: DateTime<Utc>,
     pub updated_at: DateTime<Utc>,
+    /// The conversation it was started from, whose workspace it holds until it ends; read
+    /// with the row (`conversation_runs`), never written with it.
+    pub conversation: Option<Uuid>,
 }
 
 /// One audited gate decision.
@@ -80,10 +83,13 @@ pub struct RunOutline {
 
 const RUN_COLUMNS: &str = "id, sop, sop_version, params, requested_by, status, state, revision, \
      parent_run, parent_node, parent_attempt, requirement_id, schedule, scheduled_ms, project, \
-     workspace, created_at, updated_at";
+     workspace, created_at, updated_at, \
+     (SELECT conversation_id FROM conversation_runs WHERE run_id = runs.id) AS conversation";
 
 impl Tx {
-    /// Keeps a SOP version's text so runs on it can be reloaded after the file changes.
+    /// Keeps a SOP version's text so runs on it can be reloaded after the file changes. A
+    /// version this process has seen stored is not written again: a version is its text's
+    /// hash and is never deleted, and every run is on a version saved before it.
     pub async fn save_sop_version(
         &mut self,
         version: &str,
@@ -91,6 +97,10 @@ impl Tx {
         source: &str,
         body: &str,
     ) -> Result<(), StoreError> {
+        if self.store.definitions.is_stored(version) {
+            return Ok(());
+        }
+        self.saved_versions.push(version.to_owned());
         with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO sop_versions (version, name, source, body, created_at)

@@ -15,6 +15,7 @@ use crate::handover::RelayHere;
 use crate::job_takers::IdleTakers;
 use crate::url::ConnectOptions;
 use crate::wakes::Wake;
+use crate::wal::WalCheckpoints;
 use crate::{Backend, StoreError, Tx};
 
 /// Runs `$body` with `$conn` bound to the backend's pool; the body is compiled once per
@@ -78,6 +79,8 @@ pub struct Store {
     tx_slots: Arc<Semaphore>,
     /// SOP definitions parsed once per process (see `definitions.rs`).
     pub(crate) definitions: Arc<crate::definitions::Definitions>,
+    /// SQLite's log, checkpointed beside the writers (see `wal.rs`).
+    pub(crate) wal: WalCheckpoints,
 }
 
 /// Connections in a Postgres pool; half of them at most are held by transactions.
@@ -172,6 +175,7 @@ impl Store {
             queue_wakers: Arc::default(),
             tx_slots: Arc::new(Semaphore::new(tx_slots)),
             definitions: Arc::default(),
+            wal: WalCheckpoints::default(),
         }
     }
 
@@ -266,6 +270,8 @@ impl Store {
         let Pool::Sqlite(_) = self.pool else {
             return None;
         };
+        // The write follows at once; its checkpoint comes later, beside the writers.
+        self.wal_written();
         match tokio::time::timeout(WRITE_TURN_WAIT, self.tx_slots.clone().acquire_owned()).await {
             Ok(Ok(turn)) => Some(turn),
             Ok(Err(_)) => None,

@@ -52,6 +52,8 @@ pub struct Tx {
     /// Deliveries leased to subscriptions of this process waiting for jobs: handed to them
     /// when this commits (see `job_takers.rs`).
     pub(crate) leased_out: Vec<(mpsc::UnboundedSender<Handed>, Handed)>,
+    /// SOP versions this saved: known to be stored once this commits, and not saved again.
+    pub(crate) saved_versions: Vec<String>,
     pub(crate) store: Store,
     /// This process's transaction slot, given back when the transaction ends (at its
     /// commit, before what follows the commit).
@@ -71,6 +73,7 @@ impl Tx {
             published_in_place: Vec::new(),
             woken: Woken::new(),
             leased_out: Vec::new(),
+            saved_versions: Vec::new(),
             store,
             _slot: slot,
         }
@@ -88,6 +91,7 @@ impl Tx {
             published_in_place: Vec::new(),
             woken: Woken::new(),
             leased_out: Vec::new(),
+            saved_versions: Vec::new(),
             store,
             _slot: slot,
         }
@@ -113,6 +117,8 @@ impl Tx {
         // (rows a relay did not take, a job whose runner went away) takes a turn to write,
         // which on SQLite is this slot.
         drop(self._slot);
+        self.store.wal_written();
+        self.store.definitions.stored(self.saved_versions);
         match written {
             Written::Nothing => {}
             Written::Handed(taker, handed) => self.store.hand_over(taker, handed).await,

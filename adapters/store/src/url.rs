@@ -46,13 +46,15 @@ impl ConnectOptions {
             "sqlite" => SqliteConnectOptions::from_str(url)
                 .map(|o| {
                     // WAL lets readers run beside the writer; NORMAL sync in WAL mode keeps
-                    // every committed transaction across a process crash.
+                    // every committed transaction across a process crash. No automatic
+                    // checkpoints: they would run inside a commit (see `wal.rs`).
                     Self::Sqlite(
                         o.create_if_missing(true)
                             .journal_mode(SqliteJournalMode::Wal)
                             .synchronous(SqliteSynchronous::Normal)
                             .foreign_keys(true)
-                            .busy_timeout(std::time::Duration::from_secs(10)),
+                            .busy_timeout(std::time::Duration::from_secs(10))
+                            .pragma("wal_autocheckpoint", "0"),
                     )
                 })
                 .map_err(|source| StoreError::InvalidUrl {

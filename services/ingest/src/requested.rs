@@ -53,5 +53,6 @@ fn row(sop: &Sop, request: &RunRequested) -> Result<RunRow, ApiError> {
             .transpose()?,
         created_at: now,
         updated_at: now,
+        conversation: None,
     })
 }

@@ -164,6 +164,7 @@ impl Scheduler {
             workspace: request.workspace.as_ref().map(json),
             created_at: now,
             updated_at: now,
+            conversation: None,
         };
         tx.save_sop_version(&sop.version, &sop.name, &sop.source, &sop.text)
             .await?;
@@ -172,7 +173,7 @@ impl Scheduler {
         };
         self.store.keep_sop_definition(Arc::new(sop.clone()));
         // Started in a conversation's thread: the run holds its workspace until it ends.
-        if let Some(conversation) = tx.conversation_of_run(request.run_id).await? {
+        if let Some(conversation) = row.conversation {
             let took = gatehouse_conversation::Input::RunTookWorkspace {
                 run: request.run_id.to_string(),
             };
@@ -274,7 +275,7 @@ impl Scheduler {
         // A run started from a conversation gives it the workspace back when it ends.
         if state.status.is_terminal()
             && !before.is_terminal()
-            && let Some(conversation) = tx.conversation_of_run(run_id).await?
+            && let Some(conversation) = row.conversation
         {
             let released = gatehouse_conversation::Input::RunReleasedWorkspace {
                 run: run_id.to_string(),

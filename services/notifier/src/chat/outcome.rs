@@ -99,6 +99,7 @@ mod tests {
             workspace: None,
             created_at: at,
             updated_at: at,
+            conversation: None,
         };
         let card = Card {
             run: run.id,

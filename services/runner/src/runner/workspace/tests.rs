@@ -84,6 +84,7 @@ impl Stage {
             workspace: workspace.map(|w| serde_json::to_string(&w).unwrap()),
             created_at: now,
             updated_at: now,
+            conversation: None,
         })
         .await
         .unwrap();
