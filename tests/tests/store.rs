@@ -449,7 +449,6 @@ async fn queue_leases_acks_and_work_queue_removal(backend: Backend) {
 async fn sqlite_checkpoints_its_log_beside_the_commits() {
     let db = TestDb::new(Backend::Sqlite).await;
     let file = std::path::PathBuf::from(db.url.strip_prefix("sqlite:").unwrap());
-    tokio::time::sleep(Duration::from_millis(600)).await;
     let before = std::fs::metadata(&file).unwrap().len();
     let body = "x".repeat(5_000);
     for _ in 0..300 {

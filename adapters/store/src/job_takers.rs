@@ -159,11 +159,8 @@ impl JobTaker {
     /// The jobs handed over and not taken yet, oldest first, without waiting. One whose
     /// lease is nearly out is given back instead: by then it may come again to anyone.
     pub async fn take_handed(&mut self) -> Vec<QueuedDelivery> {
-        let mut handed = std::mem::take(&mut self.received);
-        while let Ok(h) = self.receiver.try_recv() {
-            handed.push(h);
-        }
-        let (fresh, stale): (Vec<Handed>, Vec<Handed>) = handed
+        let (fresh, stale): (Vec<Handed>, Vec<Handed>) = self
+            .drain()
             .into_iter()
             .partition(|h| now_ms() < h.lease_until_ms.saturating_sub(duration_ms(STALE_MARGIN)));
         if !stale.is_empty() {
@@ -171,6 +168,15 @@ impl JobTaker {
             self.store.give_back_jobs(&self.consumer, stale).await;
         }
         fresh.into_iter().map(|h| h.delivery).collect()
+    }
+
+    /// Everything handed over and not taken yet, oldest first.
+    fn drain(&mut self) -> Vec<Handed> {
+        let mut handed = std::mem::take(&mut self.received);
+        while let Ok(h) = self.receiver.try_recv() {
+            handed.push(h);
+        }
+        handed
     }
 
     /// Waits until a job is handed over (then [`JobTaker::take_handed`] has it). Safe to
@@ -190,11 +196,7 @@ impl Drop for JobTaker {
             takers.retain(|t| t.id != self.id);
         }
         self.receiver.close();
-        let mut waiting: Vec<QueuedDelivery> =
-            self.received.drain(..).map(|h| h.delivery).collect();
-        while let Ok(h) = self.receiver.try_recv() {
-            waiting.push(h.delivery);
-        }
+        let waiting: Vec<QueuedDelivery> = self.drain().into_iter().map(|h| h.delivery).collect();
         if waiting.is_empty() {
             return;
         }

@@ -31,11 +31,14 @@ macro_rules! with_pool {
 pub(crate) use with_pool;
 
 /// [`with_pool!`] for a statement that writes: on SQLite it first waits its turn among
-/// this process's writers ([`Store::write_turn`]).
+/// this process's writers ([`Store::write_turn`]), and counts towards the next checkpoint
+/// of the log (`wal.rs`).
 macro_rules! with_writer {
     ($store:expr, $conn:ident => $body:expr) => {{
         let _turn = $store.write_turn().await;
-        $crate::store::with_pool!($store, $conn => $body)
+        let written = $crate::store::with_pool!($store, $conn => $body);
+        $store.wal_written();
+        written
     }};
 }
 pub(crate) use with_writer;
@@ -270,8 +273,6 @@ impl Store {
         let Pool::Sqlite(_) = self.pool else {
             return None;
         };
-        // The write follows at once; its checkpoint comes later, beside the writers.
-        self.wal_written();
         match tokio::time::timeout(WRITE_TURN_WAIT, self.tx_slots.clone().acquire_owned()).await {
             Ok(Ok(turn)) => Some(turn),
             Ok(Err(_)) => None,

@@ -118,7 +118,9 @@ impl Tx {
         // which on SQLite is this slot.
         drop(self._slot);
         self.store.wal_written();
-        self.store.definitions.stored(self.saved_versions);
+        if !self.saved_versions.is_empty() {
+            self.store.definitions.stored(self.saved_versions);
+        }
         match written {
             Written::Nothing => {}
             Written::Handed(taker, handed) => self.store.hand_over(taker, handed).await,
