@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::dirs::ConversationDirs;
 use crate::checkpoint::{self, Local};
-use crate::deliver::checkouts::{self, requirement_branch};
+use crate::deliver::checkouts::{self, Planned, requirement_branch};
 use crate::deliver::prepare::Layout;
 use crate::durably::durably;
 use crate::files::Scratch;
@@ -69,6 +69,20 @@ impl Runner {
         )
     }
 
+    /// Where the conversation's repositories go in its workspace and on which branches:
+    /// what its checkouts are made by, and what their record is held to. The work branch
+    /// is the requirement's, as a run on it would name it.
+    pub(super) async fn conversation_plan(
+        &self,
+        job: &TurnDispatch,
+    ) -> Result<Result<Vec<Planned>, String>, HandlerError> {
+        let branch = match self.store.requirement(job.requirement_id).await? {
+            Some(row) => Requirement::from_row(row).auto_branch(),
+            None => requirement_branch(job.requirement_id, ""),
+        };
+        Ok(checkouts::plan(&job.workspace.repositories, &branch))
+    }
+
     /// Checks the project's repositories out into the workspace, as a run's first node
     /// does, unless they are already (or there are none).
     async fn check_out(
@@ -87,12 +101,7 @@ impl Runner {
                 repos.join(", ")
             )));
         };
-        // The work branch is the requirement's, as a run on it would name it.
-        let branch = match self.store.requirement(job.requirement_id).await? {
-            Some(row) => Requirement::from_row(row).auto_branch(),
-            None => requirement_branch(job.requirement_id, ""),
-        };
-        let planned = match checkouts::plan(repositories, &branch) {
+        let planned = match self.conversation_plan(job).await? {
             Ok(planned) => planned,
             Err(reason) => return Ok(Err(reason)),
         };
