@@ -81,6 +81,12 @@ touch scribble.txt
 echo "looked at: $(ls | tr '\n' ' ')"
 "#;
 
+/// A reviewer that tries to write through the workspace's `escape` link.
+const ESCAPER: &str = r#"#!/bin/sh
+echo escaped > escape/escaped.txt 2>/dev/null
+echo "tried"
+"#;
+
 on_both_backends!(
     a_turn_replies_and_the_next_resumes_its_session_in_the_same_workspace,
     a_command_turn_reads_the_conversation_so_far,
@@ -95,6 +101,7 @@ on_both_backends!(
     a_delivery_that_cannot_be_made_fails_saying_why,
     a_delivery_lost_after_github_opened_its_pull_request_does_not_open_another,
     turn_attempts_are_begun_once_and_end_once,
+    an_ask_cannot_write_through_a_link_back_into_the_workspace,
 );
 
 /// A project with one repository on the fake GitHub: the runner delivers to its bare
@@ -150,6 +157,7 @@ fn configure(data: &Path) -> impl FnOnce(&mut RunnerOptions) + 'static {
     install(&bin("garbage"), "claude", GARBAGE);
     install(&bin("slow"), "claude", SLOW);
     install(&bin("reviewer"), "looker", LOOKER);
+    install(&bin("escaper"), "escaper", ESCAPER);
     std::fs::create_dir_all(bin("missing")).unwrap();
     let mut custom = role(Executor::Command, &bin("custom"));
     custom.command = vec![
@@ -160,9 +168,13 @@ fn configure(data: &Path) -> impl FnOnce(&mut RunnerOptions) + 'static {
     let mut reviewer = role(Executor::Command, &bin("reviewer"));
     reviewer.command = vec!["looker".into()];
     reviewer.read_only = true;
+    let mut escaper = role(Executor::Command, &bin("escaper"));
+    escaper.command = vec!["escaper".into()];
+    escaper.read_only = true;
     let mut roles = BTreeMap::from([
         ("custom".to_owned(), custom),
         ("reviewer".to_owned(), reviewer),
+        ("escaper".to_owned(), escaper),
     ]);
     for name in ["assistant", "exits", "garbage", "slow", "missing"] {
         roles.insert(name.to_owned(), role(Executor::ClaudeCode, &bin(name)));
@@ -771,6 +783,39 @@ async fn an_ask_of_a_read_only_role_changes_nothing(backend: Backend) {
         std::fs::read_dir(&scratch).map(|d| d.count()).unwrap_or(0),
         0,
         "the copy is gone"
+    );
+    stack.stop().await;
+}
+
+async fn an_ask_cannot_write_through_a_link_back_into_the_workspace(backend: Backend) {
+    let stack = stack(backend).await;
+    let c = Conversation::new();
+    c.turn(&stack, 1, "assistant", "first", None).await;
+    // From the read-only copy (`scratch/read-only-…`), this leads to the workspace.
+    let workspace = c.workspace(&stack);
+    std::os::unix::fs::symlink("../../workspace", workspace.join("escape")).unwrap();
+    c.dispatch(
+        &stack,
+        TurnTask::Turn {
+            seq: 2,
+            attempt: 1,
+            role: "escaper".into(),
+            text: "have a look".into(),
+            resume_session: None,
+            ask: true,
+            timeout_secs: None,
+        },
+    )
+    .await;
+    let row = c.ended(&stack, 2, 1).await;
+    assert_eq!(row.reply.as_deref(), Some("tried"));
+    assert!(
+        !workspace.join("escaped.txt").exists(),
+        "the ask wrote into the workspace through a link"
+    );
+    assert!(
+        workspace.join("escape").is_symlink(),
+        "the workspace keeps its link"
     );
     stack.stop().await;
 }

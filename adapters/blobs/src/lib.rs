@@ -59,8 +59,11 @@ pub trait BlobStore: Send + Sync + 'static {
     /// beside it under a temporary name, fsynced, renamed into place: whatever was at `dest`
     /// is replaced, never written through); its directory must exist. The contents are
     /// checked against `digest` while written: on a mismatch ([`BlobError::Corrupt`]) or
-    /// any other failure nothing is left at `dest`.
-    async fn get_to_file(&self, digest: &Digest, dest: &Path) -> Result<u64, BlobError>;
+    /// any other failure nothing is left at `dest`. A blob over `limit` bytes is refused
+    /// ([`BlobError::TooLarge`]) before it is read, or as soon as more than `limit` bytes
+    /// came: the caller's word on its size bounds the disk it takes.
+    async fn get_to_file(&self, digest: &Digest, dest: &Path, limit: u64)
+    -> Result<u64, BlobError>;
 
     /// The blob's bytes, checked against `digest`; a blob over `limit` bytes is refused
     /// ([`BlobError::TooLarge`]) before it is read.

@@ -178,12 +178,24 @@ impl BlobStore for LocalBlobs {
         .await
     }
 
-    async fn get_to_file(&self, digest: &Digest, dest: &Path) -> Result<u64, BlobError> {
+    async fn get_to_file(
+        &self,
+        digest: &Digest,
+        dest: &Path,
+        limit: u64,
+    ) -> Result<u64, BlobError> {
         let dir = self.dir.clone();
         let digest = digest.clone();
         let dest = dest.to_owned();
         blocking(move || {
             let (blob_file, size) = open_blob(&dir, &digest)?;
+            if size > limit {
+                return Err(BlobError::TooLarge {
+                    digest,
+                    size,
+                    limit,
+                });
+            }
             let context = || format!("writing blob {digest} to {}", dest.display());
             let staged = Staged::beside(&dest, ORDINARY).map_err(BlobError::io(context()))?;
             let read = file::copy_hashing(&blob_file, staged.file(), size)

@@ -244,8 +244,21 @@ impl BlobStore for NatsBlobs {
         Ok(blob)
     }
 
-    async fn get_to_file(&self, digest: &Digest, dest: &Path) -> Result<u64, BlobError> {
+    async fn get_to_file(
+        &self,
+        digest: &Digest,
+        dest: &Path,
+        limit: u64,
+    ) -> Result<u64, BlobError> {
         let mut object = self.open(digest).await?;
+        let size = object.info().size as u64;
+        if size > limit {
+            return Err(BlobError::TooLarge {
+                digest: digest.clone(),
+                size,
+                limit,
+            });
+        }
         let context = || format!("writing blob {digest} to {}", dest.display());
         let dest = dest.to_owned();
         let (beside, staging) = (dest.clone(), context());
@@ -259,10 +272,20 @@ impl BlobStore for NatsBlobs {
         let mut out = tokio::fs::File::from_std(clone);
         let mut hasher = Hasher::new();
         let mut buffer = vec![0u8; BUFFER];
+        let mut written = 0u64;
         loop {
             let n = read_some(&mut object, &mut buffer).await?;
             if n == 0 {
                 break;
+            }
+            written += n as u64;
+            // The object may have been replaced since its size was looked at.
+            if written > limit {
+                return Err(BlobError::TooLarge {
+                    digest: digest.clone(),
+                    size: written,
+                    limit,
+                });
             }
             hasher.update(&buffer[..n]);
             out.write_all(&buffer[..n])

@@ -72,7 +72,10 @@ async fn five_mib_file_round_trip() {
     // An existing file at `dest` is replaced, not written through.
     std::fs::write(&dest, b"old").expect("old dest");
     let old_inode = std::fs::metadata(&dest).expect("meta").ino();
-    let size = blobs.get_to_file(&blob.digest, &dest).await.expect("get");
+    let size = blobs
+        .get_to_file(&blob.digest, &dest, u64::MAX)
+        .await
+        .expect("get");
     assert_eq!(size, content.len() as u64);
     assert!(
         std::fs::read(&dest).expect("dest") == content,
@@ -165,7 +168,7 @@ async fn corrupted_blob_is_refused_and_leaves_no_dest() {
     std::fs::write(&path, &tampered).expect("overwrite");
 
     let dest = guard.path().join("restored");
-    match blobs.get_to_file(&blob.digest, &dest).await {
+    match blobs.get_to_file(&blob.digest, &dest, u64::MAX).await {
         Err(BlobError::Corrupt { digest, actual }) => {
             assert_eq!(digest, blob.digest);
             assert_eq!(actual, Digest::of(&tampered));
@@ -218,7 +221,7 @@ async fn symbolic_link_at_a_blob_path_is_refused() {
     );
     let dest = guard.path().join("dest");
     assert!(matches!(
-        blobs.get_to_file(&blob.digest, &dest).await,
+        blobs.get_to_file(&blob.digest, &dest, u64::MAX).await,
         Err(BlobError::Refused { .. })
     ));
     assert!(!dest.exists());

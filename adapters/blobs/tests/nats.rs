@@ -135,7 +135,10 @@ async fn twenty_mib_file_round_trip() {
         let out = dir.path().join("out");
         std::fs::create_dir(&out).expect("mkdir");
         let dest = out.join("restored.tar");
-        let size = blobs.get_to_file(&blob.digest, &dest).await.expect("get");
+        let size = blobs
+            .get_to_file(&blob.digest, &dest, u64::MAX)
+            .await
+            .expect("get");
         assert_eq!(size, content.len() as u64);
         assert!(
             std::fs::read(&dest).expect("read") == content,
@@ -182,7 +185,7 @@ async fn object_under_a_wrong_name_is_refused() {
         let dir = tempfile::tempdir().expect("tempdir");
         let dest = dir.path().join("artifact");
         assert!(matches!(
-            blobs.get_to_file(&name, &dest).await,
+            blobs.get_to_file(&name, &dest, u64::MAX).await,
             Err(BlobError::Corrupt { .. })
         ));
         assert!(entries(dir.path()).is_empty(), "something was left at dest");

@@ -189,6 +189,11 @@ impl Config {
     /// Checks what serde cannot: uniqueness of names and of chat identities.
     fn validate(&self) -> Result<(), ConfigError> {
         self.server.check()?;
+        if self.storage.checkpoint_pack_limit.as_u64() == 0 {
+            return Err(ConfigError::Inconsistent(
+                "storage.checkpoint_pack_limit must be more than zero: no workspace could be checkpointed".into(),
+            ));
+        }
         let people = || self.people.iter();
         unique("person", people().map(|p| p.id.as_str()))?;
         unique("GitHub login", people().filter_map(|p| p.github.as_deref()))?;

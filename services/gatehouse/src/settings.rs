@@ -142,7 +142,8 @@ pub async fn runner(
         id: config.runner.id.clone(),
     };
     Ok(Runner::new(store.clone(), Arc::new(sandbox), options)
-        .with_artifact_limit(config.runner.artifact_limit.as_u64()))
+        .with_artifact_limit(config.runner.artifact_limit.as_u64())
+        .with_checkpoint_pack_limit(config.storage.checkpoint_pack_limit.as_u64()))
 }
 
 /// A schedule of `[[schedules]]` as the store keeps it, owing its first fire at once (the

@@ -60,7 +60,7 @@ impl CheckpointedWorkspace {
     pub fn new(blobs: gatehouse_blobs::Blobs, data_dir: &Path) -> Self {
         let dirs = crate::files::RunDirs::new(data_dir, uuid::Uuid::nil());
         Self {
-            checkpoints: crate::checkpoint::Checkpoints::new(blobs),
+            checkpoints: crate::checkpoint::Checkpoints::new(blobs, crate::checkpoint::PACK_LIMIT),
             place: crate::runner::run_place(&dirs),
         }
     }

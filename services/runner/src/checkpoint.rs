@@ -35,6 +35,10 @@ use walk::SeenFiles;
 /// The largest manifest a runner reads back.
 const MANIFEST_LIMIT: u64 = 256 * 1024 * 1024;
 
+/// The largest pack a runner writes or fetches unless configured otherwise
+/// (`storage.checkpoint_pack_limit`).
+pub(crate) const PACK_LIMIT: u64 = 4 * 1024 * 1024 * 1024;
+
 /// Where one workspace lives on this runner's disk.
 #[derive(Debug, Clone)]
 pub(crate) struct Place {
@@ -120,6 +124,10 @@ pub(crate) enum CheckpointError {
     Blobs(#[from] BlobError),
     #[error("checkpoint {digest}: {reason}")]
     Invalid { digest: Digest, reason: String },
+    #[error(
+        "the workspace's pack is {size} bytes, over the {limit} bytes a pack may have (storage.checkpoint_pack_limit)"
+    )]
+    TooLarge { size: u64, limit: u64 },
     #[error("the database: {0}")]
     Store(#[from] gatehouse_store::StoreError),
 }
@@ -134,11 +142,14 @@ impl crate::patience::Transient for CheckpointError {
 #[derive(Clone)]
 pub(crate) struct Checkpoints {
     blobs: Blobs,
+    /// The largest pack taken or fetched: a manifest may say any size, and whatever it
+    /// says is all of a pack that is fetched.
+    pub(crate) pack_limit: u64,
 }
 
 impl Checkpoints {
-    pub(crate) fn new(blobs: Blobs) -> Self {
-        Self { blobs }
+    pub(crate) fn new(blobs: Blobs, pack_limit: u64) -> Self {
+        Self { blobs, pack_limit }
     }
 
     /// Checkpoints the workspace at `place`, uploading only what the checkpoint it last
@@ -190,6 +201,13 @@ impl Checkpoints {
             let file = scratch.path().join("pack.tar");
             let written = file.clone();
             uploaded = blocking(move || pack::write(&new, &written)).await?;
+            // No runner would fetch it: the workspace could never be restored.
+            if uploaded > self.pack_limit {
+                return Err(CheckpointError::TooLarge {
+                    size: uploaded,
+                    limit: self.pack_limit,
+                });
+            }
             let blob = self.blobs.put_file(&file).await?;
             packs.push(Pack {
                 digest: blob.digest,
@@ -242,9 +260,24 @@ impl Checkpoints {
         let scratch = crate::files::Scratch::new(&place.scratch, "restore")?;
         let mut fetched = 0;
         let mut packs = Vec::new();
+        if let Some(pack) = manifest.packs.iter().find(|p| p.size > self.pack_limit) {
+            return Err(invalid(format!(
+                "its pack {} is recorded as {} bytes, over the {} bytes a pack may have (storage.checkpoint_pack_limit)",
+                pack.digest, pack.size, self.pack_limit
+            )));
+        }
         for (n, pack) in manifest.packs.iter().enumerate() {
             let file = scratch.path().join(format!("pack-{n}.tar"));
-            fetched += self.blobs.get_to_file(&pack.digest, &file).await?;
+            // No more than the manifest says: a pack longer than that is not its pack.
+            fetched += match self.blobs.get_to_file(&pack.digest, &file, pack.size).await {
+                Err(BlobError::TooLarge { size, .. }) => {
+                    return Err(invalid(format!(
+                        "its pack {} is longer ({size} bytes or more) than the {} bytes recorded",
+                        pack.digest, pack.size
+                    )));
+                }
+                fetched => fetched?,
+            };
             packs.push(file);
         }
         let entries = manifest.entries.len();

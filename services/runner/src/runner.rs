@@ -40,7 +40,7 @@ use tracing::Instrument;
 use uuid::Uuid;
 
 use crate::artifacts::ARTIFACT_LIMIT;
-use crate::checkpoint::Checkpoints;
+use crate::checkpoint::{Checkpoints, PACK_LIMIT};
 use crate::observe::InFlight;
 use gatehouse_blobs::{Blobs, LocalBlobs};
 pub use options::RunnerOptions;
@@ -84,7 +84,7 @@ impl Runner {
     pub fn new(store: Store, sandbox: Arc<dyn Sandbox>, options: RunnerOptions) -> Self {
         let blobs: Blobs = Arc::new(LocalBlobs::new(options.data_dir.join("blobs")));
         Self {
-            checkpoints: Checkpoints::new(blobs.clone()),
+            checkpoints: Checkpoints::new(blobs.clone(), PACK_LIMIT),
             blobs,
             working: Arc::default(),
             store,
@@ -105,11 +105,19 @@ impl Runner {
         self
     }
 
+    /// Refuses checkpoint packs over `bytes` (4 GiB unless set): a workspace whose pack
+    /// would be larger fails its checkpoint, and a restore fetches no pack recorded as
+    /// larger, nor more of any pack than its manifest records.
+    pub fn with_checkpoint_pack_limit(mut self, bytes: u64) -> Self {
+        self.checkpoints.pack_limit = bytes;
+        self
+    }
+
     /// Keeps artifacts and workspace checkpoints in `blobs` (the data directory's `blobs`
     /// unless set): with a store every runner and ingest reach (NATS), runners need no
     /// shared disk.
     pub fn with_blobs(mut self, blobs: Blobs) -> Self {
-        self.checkpoints = Checkpoints::new(blobs.clone());
+        self.checkpoints = Checkpoints::new(blobs.clone(), self.checkpoints.pack_limit);
         self.blobs = blobs;
         self
     }

@@ -16,6 +16,7 @@
 
 mod attempt;
 mod cancel;
+mod confined;
 mod deliver;
 mod delivered;
 mod dirs;

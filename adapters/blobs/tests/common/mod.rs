@@ -69,7 +69,10 @@ pub async fn contract(blobs: &Blobs, scratch: &Path) {
     let dest = out.join("restored");
     std::fs::write(&dest, b"old").expect("old dest");
     let old_inode = std::fs::metadata(&dest).expect("meta").ino();
-    let size = blobs.get_to_file(&blob.digest, &dest).await.expect("get");
+    let size = blobs
+        .get_to_file(&blob.digest, &dest, u64::MAX)
+        .await
+        .expect("get");
     assert_eq!(size, 300_000);
     assert!(
         std::fs::read(&dest).expect("dest") == content,
@@ -81,6 +84,19 @@ pub async fn contract(blobs: &Blobs, scratch: &Path) {
         ["restored"],
         "temporary files left beside dest"
     );
+
+    // A blob longer than the caller says it is is refused, and nothing is written.
+    let short = out.join("short");
+    assert!(matches!(
+        blobs.get_to_file(&blob.digest, &short, 10).await,
+        Err(BlobError::TooLarge {
+            size: 300_000,
+            limit: 10,
+            ..
+        })
+    ));
+    assert!(!short.exists(), "a refused blob left a file");
+    assert_eq!(entries(&out), ["restored"], "a refused blob left a file");
 
     let empty = blobs.put_bytes(Bytes::new()).await.expect("put empty");
     assert_eq!(empty.size, 0);
@@ -94,7 +110,7 @@ pub async fn contract(blobs: &Blobs, scratch: &Path) {
     let empty_dest = out.join("empty");
     assert_eq!(
         blobs
-            .get_to_file(&empty.digest, &empty_dest)
+            .get_to_file(&empty.digest, &empty_dest, u64::MAX)
             .await
             .expect("get"),
         0
@@ -110,7 +126,9 @@ pub async fn contract(blobs: &Blobs, scratch: &Path) {
     let nowhere = scratch.join("nowhere");
     std::fs::create_dir(&nowhere).expect("mkdir");
     assert!(matches!(
-        blobs.get_to_file(&missing, &nowhere.join("dest")).await,
+        blobs
+            .get_to_file(&missing, &nowhere.join("dest"), u64::MAX)
+            .await,
         Err(BlobError::NotFound(_))
     ));
     assert!(entries(&nowhere).is_empty(), "a missing blob left a file");

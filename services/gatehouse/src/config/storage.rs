@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 
 /// `[storage]`
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct StorageConfig {
     /// `local` (the data directory) or `nats` (the JetStream object store every process
@@ -11,6 +11,19 @@ pub struct StorageConfig {
     /// set, else `local`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub blobs: Option<BlobBackend>,
+    /// The largest pack of a workspace checkpoint: a runner takes none larger (the
+    /// checkpoint fails) and fetches none recorded as larger, and never more of a pack
+    /// than its manifest records.
+    pub checkpoint_pack_limit: bytesize::ByteSize,
+}
+
+impl Default for StorageConfig {
+    fn default() -> Self {
+        Self {
+            blobs: None,
+            checkpoint_pack_limit: bytesize::ByteSize::gib(4),
+        }
+    }
 }
 
 /// A blob store.
@@ -43,7 +56,16 @@ mod tests {
         assert_eq!(unset.backend("nats://127.0.0.1:4222"), BlobBackend::Nats);
         let local = StorageConfig {
             blobs: Some(BlobBackend::Local),
+            ..StorageConfig::default()
         };
         assert_eq!(local.backend("nats://127.0.0.1:4222"), BlobBackend::Local);
+    }
+
+    #[test]
+    fn the_checkpoint_pack_limit_reads_as_a_size() {
+        let default = StorageConfig::default();
+        assert_eq!(default.checkpoint_pack_limit.as_u64(), 4 << 30);
+        let set: StorageConfig = toml::from_str("checkpoint_pack_limit = \"512MiB\"").unwrap();
+        assert_eq!(set.checkpoint_pack_limit.as_u64(), 512 << 20);
     }
 }

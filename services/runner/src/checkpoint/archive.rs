@@ -53,8 +53,9 @@ fn entries(dir: &Path) -> io::Result<u64> {
     Ok(count)
 }
 
-/// Replaces everything in `workspace` with the archive's contents (owners and modes
-/// included). The directory itself stays: it may be a mounted volume.
+/// Replaces everything in `workspace` with the archive's contents, their permission bits
+/// included but no setuid, setgid or sticky bit, and owned by the runner's user whoever
+/// owned them before. The directory itself stays: it may be a mounted volume.
 pub(crate) fn restore(archive: &Path, workspace: &Path) -> io::Result<()> {
     std::fs::create_dir_all(workspace)?;
     for entry in std::fs::read_dir(workspace)? {
@@ -66,8 +67,9 @@ pub(crate) fn restore(archive: &Path, workspace: &Path) -> io::Result<()> {
         }
     }
     let mut archive = tar::Archive::new(std::fs::File::open(archive)?);
-    archive.set_preserve_permissions(true);
-    archive.set_preserve_ownerships(true);
+    // Without extended permissions, only the `rwx` bits are restored.
+    archive.set_preserve_permissions(false);
+    archive.set_preserve_ownerships(false);
     archive.set_overwrite(true);
     archive.unpack(workspace)
 }

@@ -5,7 +5,11 @@
 //! A manifest is read back on another runner, so it is checked before anything is made of
 //! it: every path is relative and plain (no `..`, no empty or `.` parts), entries come
 //! parents first, and nothing lies below a link or a file — restoring never writes
-//! through a link or outside the workspace.
+//! through a link or outside the workspace. What it restores is no more trusted than what
+//! it checks: modes lose their setuid, setgid and sticky bits, owners are not restored,
+//! no pack is fetched past the size recorded for it ([`super::restore`]), and the
+//! checkouts record is held to the plan of the run or conversation whenever it is read
+//! ([`crate::deliver::checkouts::load`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,8 +41,9 @@ pub(crate) struct Entry {
     pub path: String,
     #[serde(flatten)]
     pub kind: Kind,
-    /// Permission bits.
+    /// Permission bits; restored without setuid, setgid and sticky.
     pub mode: u32,
+    /// The owner as taken: recorded, never restored.
     pub uid: u32,
     pub gid: u32,
 }

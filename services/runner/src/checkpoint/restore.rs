@@ -2,6 +2,11 @@
 //! out of the packs (each checked against its digest), the tree built in a staging
 //! directory, then moved into the workspace in place of what was there. The workspace
 //! directory itself stays, as it may be a mount point.
+//!
+//! A manifest is not trusted with more than the files' contents and their permission
+//! bits: setuid, setgid and sticky bits are masked off, and the owners it records are
+//! never given. Everything restored belongs to the runner's user, as what it writes does;
+//! a Docker sandbox hands the workspace to its container's user before each start.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::io;
@@ -104,27 +109,22 @@ fn build(manifest: &Manifest, objects: &Path, tree: &Path) -> io::Result<BTreeMa
                 } else {
                     std::fs::copy(&object, &path)?;
                 }
-                std::fs::set_permissions(&path, std::fs::Permissions::from_mode(entry.mode))?;
+                std::fs::set_permissions(&path, permissions(entry.mode))?;
                 files.insert(entry.path.clone(), digest.clone());
             }
             Kind::Link { target } => std::os::unix::fs::symlink(target, &path)?,
         }
-        own(&path, entry.uid, entry.gid)?;
     }
     // Directory modes last: a read-only directory would refuse its own entries.
     for (path, mode) in dirs.into_iter().rev() {
-        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode))?;
+        std::fs::set_permissions(&path, permissions(mode))?;
     }
     Ok(files)
 }
 
-/// Gives `path` (never followed) its recorded owner, as a sandbox running as another user
-/// needs; a runner that may not change owners leaves them its own.
-fn own(path: &Path, uid: u32, gid: u32) -> io::Result<()> {
-    match std::os::unix::fs::lchown(path, Some(uid), Some(gid)) {
-        Err(e) if e.kind() == io::ErrorKind::PermissionDenied => Ok(()),
-        other => other,
-    }
+/// A recorded mode as restored: read, write and execute bits only.
+fn permissions(mode: u32) -> std::fs::Permissions {
+    std::fs::Permissions::from_mode(mode & 0o777)
 }
 
 /// Empties `workspace` (created if missing) and moves everything in `tree` into it.

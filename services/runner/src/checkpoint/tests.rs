@@ -30,7 +30,7 @@ fn read(path: &Path) -> String {
 async fn a_workspace_moves_to_another_runner_whole_and_only_changes_travel_again() {
     let root = tempfile::tempdir().unwrap();
     let store = Arc::new(LocalBlobs::new(root.path().join("blobs")));
-    let checkpoints = Checkpoints::new(store.clone());
+    let checkpoints = Checkpoints::new(store.clone(), PACK_LIMIT);
     let (a, b) = (place(root.path(), "a"), place(root.path(), "b"));
 
     // A repository with a big object, an executable, a link and an empty directory.
@@ -95,7 +95,10 @@ async fn a_workspace_moves_to_another_runner_whole_and_only_changes_travel_again
 #[tokio::test]
 async fn packs_that_hold_mostly_dead_content_are_repacked() {
     let root = tempfile::tempdir().unwrap();
-    let checkpoints = Checkpoints::new(Arc::new(LocalBlobs::new(root.path().join("blobs"))));
+    let checkpoints = Checkpoints::new(
+        Arc::new(LocalBlobs::new(root.path().join("blobs"))),
+        PACK_LIMIT,
+    );
     let a = place(root.path(), "a");
     write(&a.workspace.join("big.bin"), &"y".repeat(3 << 20));
     checkpoints.take(&a).await.unwrap();
@@ -111,7 +114,7 @@ async fn packs_that_hold_mostly_dead_content_are_repacked() {
 async fn a_tampered_pack_restores_nothing() {
     let root = tempfile::tempdir().unwrap();
     let store = Arc::new(LocalBlobs::new(root.path().join("blobs")));
-    let checkpoints = Checkpoints::new(store.clone());
+    let checkpoints = Checkpoints::new(store.clone(), PACK_LIMIT);
     let (a, b) = (place(root.path(), "a"), place(root.path(), "b"));
     write(&a.workspace.join("a.txt"), "the work");
     let taken = checkpoints.take(&a).await.unwrap();
@@ -146,7 +149,10 @@ async fn a_tampered_pack_restores_nothing() {
 #[tokio::test]
 async fn a_workspace_taken_again_unchanged_keeps_its_record_and_a_changed_one_rewrites_it() {
     let root = tempfile::tempdir().unwrap();
-    let checkpoints = Checkpoints::new(Arc::new(LocalBlobs::new(root.path().join("blobs"))));
+    let checkpoints = Checkpoints::new(
+        Arc::new(LocalBlobs::new(root.path().join("blobs"))),
+        PACK_LIMIT,
+    );
     let a = place(root.path(), "a");
     write(&a.workspace.join("notes.txt"), "first");
     let first = checkpoints.take(&a).await.unwrap();
@@ -169,4 +175,90 @@ async fn a_workspace_taken_again_unchanged_keeps_its_record_and_a_changed_one_re
     assert_ne!(changed.manifest, first.manifest);
     assert_ne!(inode(&a.local), recorded);
     assert_eq!(Local::digest(&a.local), Some(changed.manifest));
+}
+
+/// Stores `manifest` as changed by `forge`, as anything that can write the blob store could.
+async fn forged(
+    store: &LocalBlobs,
+    taken: &Taken,
+    forge: impl FnOnce(&mut Manifest),
+) -> gatehouse_blobs::Digest {
+    let mut manifest =
+        Manifest::parse(&store.get_bytes(&taken.manifest, 1 << 20).await.unwrap()).unwrap();
+    forge(&mut manifest);
+    store
+        .put_bytes(manifest.to_json().into())
+        .await
+        .unwrap()
+        .digest
+}
+
+#[tokio::test]
+async fn a_restore_gives_no_special_bits_and_no_recorded_owner() {
+    use std::os::unix::fs::MetadataExt;
+    let root = tempfile::tempdir().unwrap();
+    let store = Arc::new(LocalBlobs::new(root.path().join("blobs")));
+    let checkpoints = Checkpoints::new(store.clone(), PACK_LIMIT);
+    let (a, b) = (place(root.path(), "a"), place(root.path(), "b"));
+    write(&a.workspace.join("shared/tool"), "#!/bin/sh");
+    let taken = checkpoints.take(&a).await.unwrap();
+    let digest = forged(&store, &taken, |m| {
+        for entry in &mut m.entries {
+            entry.mode = if entry.kind == Kind::Dir {
+                0o3777
+            } else {
+                0o6755
+            };
+            (entry.uid, entry.gid) = (4321, 4321);
+        }
+    })
+    .await;
+
+    checkpoints.restore(&digest, &b).await.unwrap();
+    let runner = std::fs::metadata(root.path()).unwrap();
+    for (path, mode) in [("shared", 0o777), ("shared/tool", 0o755)] {
+        let meta = std::fs::symlink_metadata(b.workspace.join(path)).unwrap();
+        assert_eq!(meta.mode() & 0o7777, mode, "{path}");
+        assert_eq!(
+            (meta.uid(), meta.gid()),
+            (runner.uid(), runner.gid()),
+            "{path}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_pack_is_fetched_no_further_than_its_recorded_size_nor_past_the_limit() {
+    let root = tempfile::tempdir().unwrap();
+    let store = Arc::new(LocalBlobs::new(root.path().join("blobs")));
+    let checkpoints = Checkpoints::new(store.clone(), PACK_LIMIT);
+    let (a, b) = (place(root.path(), "a"), place(root.path(), "b"));
+    write(&a.workspace.join("big.bin"), &"z".repeat(1 << 20));
+    let taken = checkpoints.take(&a).await.unwrap();
+    write(&b.workspace.join("kept.txt"), "untouched");
+
+    // A manifest that says its pack is 10 bytes: no more than 10 are fetched.
+    let short = forged(&store, &taken, |m| m.packs[0].size = 10).await;
+    let err = checkpoints.restore(&short, &b).await.unwrap_err();
+    assert!(
+        matches!(&err, CheckpointError::Invalid { reason, .. } if reason.contains("longer")),
+        "{err}"
+    );
+    assert_eq!(read(&b.workspace.join("kept.txt")), "untouched");
+    assert!(!b.workspace.join("big.bin").exists());
+    assert_eq!(
+        std::fs::read_dir(&b.scratch).unwrap().count(),
+        0,
+        "nothing of the pack is left"
+    );
+
+    // A pack recorded over the limit is not fetched at all, and none is taken over it.
+    let limited = Checkpoints::new(store.clone(), 64 * 1024);
+    let err = limited.restore(&taken.manifest, &b).await.unwrap_err();
+    assert!(err.to_string().contains("checkpoint_pack_limit"), "{err}");
+    assert_eq!(read(&b.workspace.join("kept.txt")), "untouched");
+    let c = place(root.path(), "c");
+    write(&c.workspace.join("big.bin"), &"y".repeat(1 << 20));
+    let err = limited.take(&c).await.unwrap_err();
+    assert!(matches!(err, CheckpointError::TooLarge { .. }), "{err}");
 }

@@ -8,6 +8,11 @@
 //! cloned from (resolved once, so the remote's default branch changing mid-run changes
 //! nothing), its work branch (named once, so an issue retitled mid-run keeps its branch),
 //! and the commit the work started from.
+//!
+//! The record travels with the workspace's checkpoints, and a checkpoint is no more
+//! trusted than whatever wrote it: the record is held to the plan of the run or
+//! conversation each time it is read ([`load`]). Each repository must be a planned one,
+//! in its planned folder, mode and work branch, or nothing is made of the record.
 
 use std::path::{Path, PathBuf};
 
@@ -125,16 +130,115 @@ pub(crate) fn plan(
     Ok(planned)
 }
 
-/// The record, if the workspace was prepared.
-pub(crate) fn load(path: &Path) -> Result<Option<Vec<Checkout>>, String> {
+/// The record, if the workspace was prepared, once it is found to be `planned`'s (see
+/// [`vouch`]). `Err`: why it cannot be read or trusted.
+pub(crate) fn load(path: &Path, planned: &[Planned]) -> Result<Option<Vec<Checkout>>, String> {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("reading the workspace's checkouts: {e}")),
     };
-    serde_json::from_str::<Record>(&text)
-        .map(|r| Some(r.repositories))
-        .map_err(|e| format!("reading the workspace's checkouts: {e}"))
+    let recorded = serde_json::from_str::<Record>(&text)
+        .map_err(|e| format!("reading the workspace's checkouts: {e}"))?
+        .repositories;
+    vouch(&recorded, planned).map_err(|reason| {
+        tracing::warn!(record = %path.display(), %reason, "the workspace's record of its checkouts is not trusted");
+        format!("the workspace's record of its checkouts is not what was planned for it, so nothing is made of it: {reason}")
+    })?;
+    Ok(Some(recorded))
+}
+
+/// `Err` naming the first way `recorded` is not `planned`: another number or order of
+/// repositories, another repository, folder or mode, a work branch other than the planned
+/// one (an `auto` branch may differ only in its title words: named once, it outlives a
+/// retitled requirement), a base other than the configured one (or no branch name), or a
+/// start that is no commit id.
+fn vouch(recorded: &[Checkout], planned: &[Planned]) -> Result<(), String> {
+    if recorded.len() != planned.len() {
+        return Err(format!(
+            "it names {} repositories where {} were planned",
+            recorded.len(),
+            planned.len()
+        ));
+    }
+    for (record, plan) in recorded.iter().zip(planned) {
+        let repo = &plan.checkout.repo;
+        if record.repo != *repo {
+            return Err(format!("it names {} where {repo} was planned", record.repo));
+        }
+        if record.dir != plan.dir {
+            return Err(format!(
+                "it puts {repo} in `{}`, not `{}`",
+                record.dir, plan.dir
+            ));
+        }
+        if record.mode != plan.checkout.mode {
+            return Err(format!(
+                "it has {repo} in mode {}, not {}",
+                record.mode.as_str(),
+                plan.checkout.mode.as_str()
+            ));
+        }
+        let branch_planned = match (&record.branch, &plan.branch) {
+            (None, None) => true,
+            (Some(recorded), Some(planned)) if recorded == planned => true,
+            (Some(recorded), Some(planned)) => {
+                plan.checkout.mode == RepositoryMode::Auto
+                    && is_branch_name(recorded)
+                    && auto_stem(recorded).is_some_and(|stem| auto_stem(planned) == Some(stem))
+            }
+            _ => false,
+        };
+        if !branch_planned {
+            return Err(format!(
+                "it has {repo} on the work branch {}, not {}",
+                shown(record.branch.as_deref()),
+                shown(plan.branch.as_deref())
+            ));
+        }
+        let base_planned = match (&record.base, &plan.checkout.branch) {
+            (None, _) => true,
+            (Some(recorded), Some(configured)) => recorded == configured,
+            (Some(recorded), None) => is_branch_name(recorded),
+        };
+        if !base_planned {
+            let configured = plan.checkout.branch.as_deref();
+            return Err(format!(
+                "it has {repo} based on {}, not {}",
+                shown(record.base.as_deref()),
+                configured.map_or_else(|| "a branch name".to_owned(), |b| format!("`{b}`"))
+            ));
+        }
+        if let Some(start) = &record.start
+            && !crate::deliver::trees::is_object_id(start)
+        {
+            return Err(format!(
+                "it has {repo} start at `{start}`, which is no commit id"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// A branch in backquotes, or `none`.
+fn shown(branch: Option<&str>) -> String {
+    branch.map_or_else(|| "none".to_owned(), |b| format!("`{b}`"))
+}
+
+/// What of an `auto` work branch names its issue, requirement or run (`gatehouse/12`,
+/// `gatehouse/r-2e3f4a5b`, `gatehouse/run-2e3f4a5b`), without the title words after it.
+fn auto_stem(branch: &str) -> Option<&str> {
+    let rest = branch.strip_prefix("gatehouse/")?;
+    let parts = if rest.starts_with("r-") || rest.starts_with("run-") {
+        2
+    } else {
+        1
+    };
+    let end = rest
+        .match_indices('-')
+        .nth(parts - 1)
+        .map_or(rest.len(), |(at, _)| at);
+    Some(&branch[..branch.len() - rest.len() + end])
 }
 
 /// Writes the record beside and renames it into place: it is there whole or not at all.
@@ -265,6 +369,79 @@ mod tests {
                 ("shared", None)
             ]
         );
+    }
+
+    #[test]
+    fn a_record_is_trusted_only_as_planned() {
+        let planned = plan(
+            &[
+                checkout("acme/api", RepositoryMode::Auto, None),
+                checkout("acme/shared", RepositoryMode::ReadOnly, None),
+            ],
+            "gatehouse/12-fix-the-login",
+        )
+        .unwrap();
+        let start = "a".repeat(40);
+        let record = || -> Vec<Checkout> {
+            planned
+                .iter()
+                .map(|p| Checkout {
+                    base: Some("main".into()),
+                    start: Some(start.clone()),
+                    ..p.adopted()
+                })
+                .collect()
+        };
+        assert_eq!(vouch(&record(), &planned), Ok(()));
+        // An issue retitled since keeps the branch it was named.
+        let mut retitled = record();
+        retitled[0].branch = Some("gatehouse/12-fix-login-on-safari".into());
+        assert_eq!(vouch(&retitled, &planned), Ok(()));
+
+        let refused = |change: fn(&mut Vec<Checkout>)| {
+            let mut changed = record();
+            change(&mut changed);
+            vouch(&changed, &planned).unwrap_err()
+        };
+        assert_eq!(
+            refused(|r| r[0].repo = "acme/web".into()),
+            "it names acme/web where acme/api was planned"
+        );
+        assert_eq!(
+            refused(|r| r[0].dir = "../../../runs/x/workspace".into()),
+            "it puts acme/api in `../../../runs/x/workspace`, not `api`"
+        );
+        assert_eq!(
+            refused(|r| r[1].mode = RepositoryMode::Auto),
+            "it has acme/shared in mode auto, not read-only"
+        );
+        assert_eq!(
+            refused(|r| r[0].branch = Some("gatehouse/13-fix-the-login".into())),
+            "it has acme/api on the work branch `gatehouse/13-fix-the-login`, not `gatehouse/12-fix-the-login`"
+        );
+        assert_eq!(
+            refused(|r| r[0].branch = Some("main".into())),
+            "it has acme/api on the work branch `main`, not `gatehouse/12-fix-the-login`"
+        );
+        assert!(refused(|r| r[0].base = Some("--force".into())).contains("based on `--force`"));
+        assert!(refused(|r| r[0].start = Some("--all".into())).contains("no commit id"));
+        assert!(refused(|r| r.truncate(1)).contains("1 repositories where 2"));
+        assert!(refused(|r| r.swap(0, 1)).contains("acme/shared where acme/api"));
+    }
+
+    #[test]
+    fn an_auto_branch_is_known_by_what_it_is_named_after() {
+        assert_eq!(auto_stem("gatehouse/12-fix-it"), Some("gatehouse/12"));
+        assert_eq!(auto_stem("gatehouse/12"), Some("gatehouse/12"));
+        assert_eq!(
+            auto_stem("gatehouse/r-2e3f4a5b-checkout"),
+            Some("gatehouse/r-2e3f4a5b")
+        );
+        assert_eq!(
+            auto_stem("gatehouse/run-2e3f4a5b-nightly"),
+            Some("gatehouse/run-2e3f4a5b")
+        );
+        assert_eq!(auto_stem("release"), None);
     }
 
     #[test]

@@ -38,7 +38,7 @@ impl Deliverer {
         layout: &Layout<'_>,
         log: &mut Vec<String>,
     ) -> Result<Vec<Checkout>, String> {
-        if let Some(done) = checkouts::load(layout.record)? {
+        if let Some(done) = checkouts::load(layout.record, planned)? {
             return Ok(done);
         }
         let staging = Scratch::new(layout.scratch, "prepare")

@@ -160,6 +160,8 @@ pub(crate) struct Scene {
     pub tmp: tempfile::TempDir,
     pub deliverer: Deliverer,
     pub github: FakeGithub,
+    /// The plan of the last preparation, which the record is held to.
+    planned: Mutex<Vec<checkouts::Planned>>,
 }
 
 impl Scene {
@@ -176,6 +178,7 @@ impl Scene {
             tmp,
             deliverer,
             github,
+            planned: Mutex::default(),
         }
     }
 
@@ -238,6 +241,7 @@ impl Scene {
         repositories: &[RepositoryCheckout],
     ) -> Result<Vec<Checkout>, String> {
         let planned = checkouts::plan(repositories, BRANCH)?;
+        *self.planned.lock().unwrap() = planned.clone();
         let (workspace, record, scratch) = (self.workspace(), self.record(), self.scratch());
         let layout = Layout {
             workspace: &workspace,
@@ -250,13 +254,22 @@ impl Scene {
         prepared
     }
 
+    /// The record of the prepared workspace, held to its plan.
+    pub(crate) fn checkouts(&self) -> Result<Vec<Checkout>, String> {
+        let planned = self.planned.lock().unwrap().clone();
+        checkouts::load(&self.record(), &planned).map(|loaded| loaded.expect("prepared"))
+    }
+
     /// Delivers the prepared workspace in `mode`, into `main` when `direct`.
     pub(crate) async fn deliver(
         &self,
         mode: DeliverMode,
         approval: Option<&Approval>,
     ) -> (Result<Vec<Delivered>, String>, Vec<String>) {
-        let checkouts = checkouts::load(&self.record()).unwrap().expect("prepared");
+        let checkouts = match self.checkouts() {
+            Ok(checkouts) => checkouts,
+            Err(reason) => return (Err(reason), Vec::new()),
+        };
         let spec = DeliverSpec {
             mode,
             branch: (mode == DeliverMode::Direct).then(|| "main".to_owned()),
@@ -288,7 +301,7 @@ impl Scene {
 
     /// The approval of the workspace's trees as they are now, by gate `review`.
     pub(crate) async fn approve(&self) -> Approval {
-        let checkouts = checkouts::load(&self.record()).unwrap().expect("prepared");
+        let checkouts = self.checkouts().unwrap();
         let mut trees = BTreeMap::new();
         for checkout in &checkouts {
             let dir = checkout.path(&self.workspace());

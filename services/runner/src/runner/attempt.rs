@@ -154,7 +154,7 @@ impl Runner {
         }
         // Whatever the process did to the repositories, ended well or not, is what a gate
         // after it sees and approves.
-        self.record_trees(job, &attempt.dirs).await?;
+        self.record_trees(job, &scope, &attempt.dirs).await?;
         // Before the attempt reports: whichever runner takes the next node finds it.
         if let Err(reason) = self.checkpoint_after(job, &attempt.dirs).await {
             return attempt.failed(reason).await;

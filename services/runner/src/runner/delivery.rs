@@ -39,7 +39,10 @@ impl Runner {
             let reason = "deliver needs a run with repositories: a project's, or a GitHub issue's";
             return Ok(self.failed(job, reason.into(), started));
         }
-        let checkouts = match checkouts::load(&dirs.checkouts()) {
+        let loaded = scope
+            .plan()
+            .and_then(|planned| checkouts::load(&dirs.checkouts(), &planned));
+        let checkouts = match loaded {
             Ok(Some(checkouts)) => checkouts,
             Ok(None) => {
                 let reason = "the run's workspace was never prepared; nothing to deliver";

@@ -183,7 +183,8 @@ impl<'a> Attempt<'a> {
                 Ok(relative) => relative,
                 Err(reason) => return Ok(Err(reason)),
             };
-            if u64::try_from(row.size).unwrap_or(u64::MAX) > limit {
+            let size = u64::try_from(row.size).unwrap_or(u64::MAX);
+            if size > limit {
                 return Ok(Err(format!(
                     "the input `{}/{}` is over the {limit} B limit",
                     row.node, row.name
@@ -200,7 +201,7 @@ impl<'a> Attempt<'a> {
                 tokio::fs::create_dir_all(parent).await?;
             }
             let fetched = patiently("fetching an input", || {
-                runner.blobs.get_to_file(&digest, &to)
+                runner.blobs.get_to_file(&digest, &to, size)
             })
             .await;
             match fetched {

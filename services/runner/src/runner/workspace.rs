@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use super::Runner;
 use super::attempt::Step;
-use crate::deliver::checkouts::{self, issue_branch, requirement_branch, run_branch};
+use crate::deliver::checkouts::{self, Planned, issue_branch, requirement_branch, run_branch};
 use crate::deliver::prepare::Layout;
 use crate::deliver::trees::{self, Objects, UNVERIFIABLE, short};
 use crate::deliver::{By, Subject};
@@ -66,6 +66,12 @@ impl RunScope {
                 url: r.url.clone(),
             })
     }
+    /// Where the run's repositories go in its workspace and on which branches: what its
+    /// checkouts are made by, and what their record is held to.
+    pub(crate) fn plan(&self) -> Result<Vec<Planned>, String> {
+        checkouts::plan(&self.workspace.repositories, &self.auto_branch())
+    }
+
     /// The `auto` work branch: named after the issue, else the requirement, else the run.
     fn auto_branch(&self) -> String {
         match &self.requirement {
@@ -227,7 +233,7 @@ impl Runner {
                 repos.join(", ")
             ));
         };
-        let planned = checkouts::plan(repositories, &scope.auto_branch())?;
+        let planned = scope.plan()?;
         let (workspace, record, scratch) = (dirs.workspace(), dirs.checkouts(), dirs.scratch());
         let layout = Layout {
             workspace: &workspace,
@@ -267,13 +273,19 @@ impl Runner {
     pub(super) async fn record_trees(
         &self,
         job: &NodeDispatch,
+        scope: &RunScope,
         dirs: &RunDirs,
     ) -> Result<(), HandlerError> {
-        let checkouts = match checkouts::load(&dirs.checkouts()) {
+        let loaded = scope
+            .plan()
+            .and_then(|planned| checkouts::load(&dirs.checkouts(), &planned));
+        let checkouts = match loaded {
             Ok(Some(checkouts)) => checkouts,
             Ok(None) => return Ok(()),
             Err(reason) => {
                 tracing::warn!(%reason, "reading the workspace's checkouts failed");
+                self.store_log(job, &[format!("[gatehouse] {reason}")])
+                    .await;
                 return Ok(());
             }
         };

@@ -159,7 +159,11 @@ impl Runner {
         if let Err(reason) = self.ready_workspace(job, &dirs).await? {
             return Ok(failed(reason));
         }
-        let checkouts = match checkouts::load(&dirs.checkouts()) {
+        let planned = match self.conversation_plan(job).await? {
+            Ok(planned) => planned,
+            Err(reason) => return Ok(failed(reason)),
+        };
+        let checkouts = match checkouts::load(&dirs.checkouts(), &planned) {
             Ok(Some(checkouts)) => checkouts,
             Ok(None) => {
                 return Ok(failed(

@@ -11,9 +11,10 @@ use gatehouse_events::TurnDispatch;
 use gatehouse_store::CheckpointRow;
 use uuid::Uuid;
 
+use super::confined;
 use super::dirs::ConversationDirs;
 use crate::checkpoint::{self, Local};
-use crate::deliver::checkouts::{self, requirement_branch};
+use crate::deliver::checkouts::{self, Planned, requirement_branch};
 use crate::deliver::prepare::Layout;
 use crate::durably::durably;
 use crate::files::Scratch;
@@ -69,6 +70,20 @@ impl Runner {
         )
     }
 
+    /// Where the conversation's repositories go in its workspace and on which branches:
+    /// what its checkouts are made by, and what their record is held to. The work branch
+    /// is the requirement's, as a run on it would name it.
+    pub(super) async fn conversation_plan(
+        &self,
+        job: &TurnDispatch,
+    ) -> Result<Result<Vec<Planned>, String>, HandlerError> {
+        let branch = match self.store.requirement(job.requirement_id).await? {
+            Some(row) => Requirement::from_row(row).auto_branch(),
+            None => requirement_branch(job.requirement_id, ""),
+        };
+        Ok(checkouts::plan(&job.workspace.repositories, &branch))
+    }
+
     /// Checks the project's repositories out into the workspace, as a run's first node
     /// does, unless they are already (or there are none).
     async fn check_out(
@@ -87,12 +102,7 @@ impl Runner {
                 repos.join(", ")
             )));
         };
-        // The work branch is the requirement's, as a run on it would name it.
-        let branch = match self.store.requirement(job.requirement_id).await? {
-            Some(row) => Requirement::from_row(row).auto_branch(),
-            None => requirement_branch(job.requirement_id, ""),
-        };
-        let planned = match checkouts::plan(repositories, &branch) {
+        let planned = match self.conversation_plan(job).await? {
             Ok(planned) => planned,
             Err(reason) => return Ok(Err(reason)),
         };
@@ -189,7 +199,8 @@ impl Runner {
     }
 }
 
-/// A copy of the workspace for a read-only role, removed when dropped.
+/// A copy of the workspace for a read-only role, removed when dropped. No link in it leads
+/// out of it ([`confined`]): what the role writes stays in the copy.
 pub(super) async fn read_only_copy(dirs: &ConversationDirs) -> Result<Scratch, String> {
     let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
     blocking(move || {
@@ -198,6 +209,9 @@ pub(super) async fn read_only_copy(dirs: &ConversationDirs) -> Result<Scratch, S
         checkpoint::take_archive(&workspace, &tar)?;
         let copy = Scratch::new(&scratch, "read-only")?;
         checkpoint::restore_archive(&tar, copy.path())?;
+        for (link, target) in confined::drop_links_leaving(copy.path())? {
+            tracing::warn!(%link, %target, "a link leading out of the read-only copy of the workspace is left out of it");
+        }
         Ok(copy)
     })
     .await
@@ -255,4 +269,48 @@ pub(super) async fn blocking<T: Send + 'static>(
     tokio::task::spawn_blocking(work)
         .await
         .map_err(std::io::Error::other)?
+}
+
+#[cfg(test)]
+mod tests {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt, symlink};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn the_read_only_copy_has_no_way_back_into_the_workspace() {
+        let data = tempfile::tempdir().unwrap();
+        let dirs = ConversationDirs::new(data.path(), Uuid::now_v7());
+        let workspace = dirs.workspace();
+        std::fs::create_dir_all(workspace.join("src")).unwrap();
+        std::fs::write(workspace.join("src/lib.rs"), "// the work").unwrap();
+        symlink("src/lib.rs", workspace.join("lib.rs")).unwrap();
+        // From the copy (`scratch/read-only-…`), this leads to the workspace itself.
+        symlink("../../workspace", workspace.join("escape")).unwrap();
+        let tool = workspace.join("tool");
+        std::fs::write(&tool, "#!/bin/sh").unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o4755)).unwrap();
+        // Only a root runner can give a file away; it must not give it back.
+        let given_away = std::os::unix::fs::lchown(&tool, Some(4321), Some(4321)).is_ok();
+
+        let copy = read_only_copy(&dirs).await.unwrap();
+        let escape = copy.path().join("escape");
+        assert!(
+            !escape.is_symlink(),
+            "the link back into the workspace was copied: {:?}",
+            std::fs::canonicalize(&escape)
+        );
+        assert!(std::fs::write(escape.join("scribble.txt"), "x").is_err());
+        assert!(!workspace.join("scribble.txt").exists());
+        assert_eq!(
+            std::fs::read_to_string(copy.path().join("lib.rs")).unwrap(),
+            "// the work"
+        );
+        let meta = std::fs::metadata(copy.path().join("tool")).unwrap();
+        assert_eq!(meta.mode() & 0o7777, 0o755, "no setuid bit in the copy");
+        if given_away {
+            let runner = std::fs::metadata(data.path()).unwrap().uid();
+            assert_eq!(meta.uid(), runner, "the copy is the runner's");
+        }
+    }
 }

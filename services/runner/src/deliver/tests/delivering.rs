@@ -5,7 +5,6 @@
 use gatehouse_events::{DeliverMode, DeliverSpec, RepositoryMode};
 
 use super::super::branch::Repo;
-use super::super::checkouts;
 use super::super::scene::{BRANCH, Scene, auto, checkout, git};
 use super::super::{By, Delivered, DeliveredTo, Delivery, Subject};
 use super::branch_of;
@@ -229,7 +228,7 @@ async fn a_push_to_the_base_while_merging_is_refused_by_the_lease() {
     scene.remote("acme/api", 1);
     scene.prepare(&[auto("acme/api")]).await.unwrap();
     std::fs::write(scene.workspace().join("FIX.md"), "fixed\n").unwrap();
-    let checkouts = checkouts::load(&scene.record()).unwrap().unwrap();
+    let checkouts = scene.checkouts().unwrap();
     let spec = DeliverSpec {
         mode: DeliverMode::Direct,
         branch: Some("main".into()),

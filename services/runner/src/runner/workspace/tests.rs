@@ -133,7 +133,10 @@ impl Stage {
         self.runner
             .prepare_workspace(&job, &scope, &self.dirs())
             .await?;
-        self.runner.record_trees(&job, &self.dirs()).await.unwrap();
+        self.runner
+            .record_trees(&job, &scope, &self.dirs())
+            .await
+            .unwrap();
         Ok(())
     }
 
@@ -322,4 +325,109 @@ async fn delivery_is_held_to_the_stored_approval_and_recorded_with_its_gate() {
         merges[0].commit_sha,
         git(&bare, &["rev-parse", "main"]).trim()
     );
+}
+
+/// The run's latest checkpoint with its checkouts record changed by `forge`, restored on
+/// this runner as any runner taking the run's next node would.
+async fn restore_forged(
+    stage: &Stage,
+    taken: &gatehouse_blobs::Digest,
+    forge: impl FnOnce(&mut [serde_json::Value]),
+) {
+    let blobs = &stage.runner.blobs;
+    let mut manifest: serde_json::Value =
+        serde_json::from_slice(&blobs.get_bytes(taken, 1 << 30).await.unwrap()).unwrap();
+    let mut record: serde_json::Value =
+        serde_json::from_str(manifest["checkouts"].as_str().unwrap()).unwrap();
+    forge(record["repositories"].as_array_mut().unwrap());
+    manifest["checkouts"] = record.to_string().into();
+    let forged = blobs
+        .put_bytes(manifest.to_string().into_bytes().into())
+        .await
+        .unwrap();
+    let place = crate::runner::run_place(&stage.dirs());
+    stage
+        .runner
+        .checkpoints
+        .restore(&forged.digest, &place)
+        .await
+        .unwrap();
+}
+
+#[tokio::test]
+async fn a_restored_checkouts_record_is_held_to_the_runs_repositories() {
+    let workspace = project(vec![
+        auto("acme/api"),
+        checkout("acme/shared", RepositoryMode::ReadOnly, None),
+    ]);
+    let stage = Stage::new(slack(), Some(workspace), true).await;
+    let api = stage.scene.remote("acme/api", 1);
+    let shared = stage.scene.remote("acme/shared", 1);
+    let web = stage.scene.remote("acme/web", 1);
+    stage.attempt("fix", 1).await.unwrap();
+    let ws = stage.dirs().workspace();
+    std::fs::write(ws.join("api/FIX.md"), "fixed\n").unwrap();
+    std::fs::write(ws.join("shared/FIX.md"), "not to be pushed\n").unwrap();
+    stage.attempt("fix", 2).await.unwrap();
+    let place = crate::runner::run_place(&stage.dirs());
+    let taken = stage
+        .runner
+        .checkpoints
+        .take(&place)
+        .await
+        .unwrap()
+        .manifest;
+
+    // Another run's workspace on the same runner, a clone of its own.
+    let other = stage.scene.path("data/runs/other/workspace");
+    std::fs::create_dir_all(other.parent().unwrap()).unwrap();
+    let dest = other.to_string_lossy().into_owned();
+    git(
+        stage.scene.tmp.path(),
+        &["clone", "--quiet", &api.to_string_lossy(), &dest],
+    );
+    std::fs::write(other.join("OTHER.md"), "the other run's work\n").unwrap();
+    let other_config = std::fs::read_to_string(other.join(".git/config")).unwrap();
+
+    let heads = || [&api, &shared, &web].map(|bare| git(bare, &["rev-parse", "main"]));
+    let before = heads();
+    type Forgery = fn(&mut [serde_json::Value]);
+    let forgeries: [(&str, Forgery); 5] = [
+        ("another repository", |r| r[0]["repo"] = "acme/web".into()),
+        ("another run's workspace", |r| {
+            r[0]["dir"] = "../../../runs/other/workspace".into();
+        }),
+        ("a folder of two parts", |r| r[0]["dir"] = "api/..".into()),
+        ("another branch", |r| r[0]["branch"] = "release".into()),
+        ("a read-only repository made writable", |r| {
+            r[1]["mode"] = "auto".into();
+            r[1]["branch"] = r[0]["branch"].clone();
+        }),
+    ];
+    for (n, (what, forgery)) in forgeries.into_iter().enumerate() {
+        restore_forged(&stage, &taken, forgery).await;
+        let attempt = u32::try_from(n).unwrap() + 1;
+        let reason = stage.deliver(attempt).await.unwrap_or_default();
+        assert!(
+            reason.starts_with("the workspace's record of its checkouts is not what was planned"),
+            "{what}: {reason}"
+        );
+        assert_eq!(heads(), before, "{what}: something was pushed");
+        assert_eq!(
+            std::fs::read_to_string(other.join(".git/config")).unwrap(),
+            other_config,
+            "{what}: another run's clone was touched"
+        );
+    }
+
+    // The record as the runner wrote it delivers.
+    stage
+        .runner
+        .checkpoints
+        .restore(&taken, &place)
+        .await
+        .unwrap();
+    assert_eq!(stage.deliver(9).await, None);
+    assert_eq!(git(&api, &["show", "main:FIX.md"]), "fixed\n");
+    assert_eq!(git(&shared, &["rev-parse", "main"]), before[1]);
 }
