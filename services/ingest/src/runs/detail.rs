@@ -3,15 +3,44 @@
 
 use std::collections::BTreeMap;
 
+use gatehouse_engine::RunState;
 use uuid::Uuid;
 
+use crate::projects::{Reader, readable};
 use crate::schedules::millis;
 use crate::views::*;
 use crate::{ApiError, ApiState};
 
 /// Run `id` in full, or 404.
-pub(crate) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiError> {
-    Ok(loaded(api, id).await?.detail)
+pub(crate) async fn detail(
+    api: &ApiState,
+    id: Uuid,
+    reader: Reader<'_>,
+) -> Result<RunDetail, ApiError> {
+    Ok(loaded(api, id, reader).await?.detail)
+}
+
+/// Run `id`'s row, or 404 when there is none or `reader` may not read it (the same 404:
+/// a run of a project one may not read is not confirmed to exist).
+pub(crate) async fn readable_row(
+    api: &ApiState,
+    id: Uuid,
+    reader: Reader<'_>,
+) -> Result<gatehouse_store::RunRow, ApiError> {
+    let missing = || ApiError::NotFound(format!("no run {id}"));
+    let row = api.store.run(id).await?.ok_or_else(missing)?;
+    readable(api, row.project.as_deref(), reader, missing)?;
+    Ok(row)
+}
+
+/// [`readable_row`], with the run's definition and state.
+pub(crate) async fn load_readable(
+    api: &ApiState,
+    id: Uuid,
+    reader: Reader<'_>,
+) -> Result<(gatehouse_store::RunRow, std::sync::Arc<gatehouse_sop::Sop>, RunState), ApiError> {
+    let row = readable_row(api, id, reader).await?;
+    api.runs.decode(row).await
 }
 
 /// A run in full, with what it was read from: the console draws its graph and gates from
@@ -20,15 +49,20 @@ pub(crate) struct Loaded {
     pub(crate) detail: RunDetail,
     pub(crate) row: gatehouse_store::RunRow,
     pub(crate) sop: std::sync::Arc<gatehouse_sop::Sop>,
-    pub(crate) run: gatehouse_engine::RunState,
+    pub(crate) run: RunState,
 }
 
-/// Run `id` in full with its row, definition and state, or 404.
-pub(crate) async fn loaded(api: &ApiState, id: Uuid) -> Result<Loaded, ApiError> {
+/// Run `id` in full with its row, definition and state, or 404 (also when `reader` may
+/// not read it).
+pub(crate) async fn loaded(
+    api: &ApiState,
+    id: Uuid,
+    reader: Reader<'_>,
+) -> Result<Loaded, ApiError> {
     // The scheduler records a decision in the transaction that applies it, so reading the
     // decisions first means every one shown is already in the state read after it.
     let decisions = api.store.decisions(id).await?;
-    let (row, sop, run) = api.runs.load(id).await?;
+    let (row, sop, run) = load_readable(api, id, reader).await?;
     let attempts = api.store.attempts(id).await?;
     let mut tools: BTreeMap<(String, i32), Vec<ToolCallView>> = BTreeMap::new();
     for call in api.store.tool_calls(id).await? {
