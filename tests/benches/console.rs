@@ -239,9 +239,13 @@ impl Bench<'_> {
                 .await
                 .expect("store");
         }
-        timed(&mut reads, "my runs", store.runs_requested_by("ana", &[], 20))
-            .await
-            .expect("store");
+        timed(
+            &mut reads,
+            "my runs",
+            store.runs_requested_by("ana", &[], 20),
+        )
+        .await
+        .expect("store");
         timed(
             &mut reads,
             "my conversations",

@@ -231,7 +231,10 @@ approve = ["group:leads"]
     let closed = configured.get("closed").unwrap();
     assert!(closed.grants(Right::Read, "bo", &devs), "run gives read");
     assert!(closed.grants(Right::Read, "cy", &[]), "converse gives read");
-    assert!(closed.grants(Right::Read, "bo", &leads), "approve gives read");
+    assert!(
+        closed.grants(Right::Read, "bo", &leads),
+        "approve gives read"
+    );
     assert!(!closed.grants(Right::Read, "bo", &[]), "someone in no list");
     let listed = configured.get("listed").unwrap();
     assert!(listed.grants(Right::Read, "dee", &[]));

@@ -64,9 +64,7 @@ pub async fn show(
     Path(id): Path<Uuid>,
 ) -> Result<Json<ConversationDetail>, ApiError> {
     let row = found(&api, id).await?;
-    projects::readable(&api, Some(&row.project), caller.reader(), || {
-        not_found(id)
-    })?;
+    projects::readable(&api, Some(&row.project), caller.reader(), || not_found(id))?;
     let state = state(&row)?;
     let attempts = api.store.turn_attempts(id).await?;
     let tools = api.store.turn_tool_calls(id).await?;

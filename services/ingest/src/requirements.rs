@@ -13,10 +13,10 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
+use crate::rights::Caller;
 use crate::views::{
     DirectMergeView, PullRequestView, RequirementDetail, RequirementSummary, UsageTotal,
 };
-use crate::rights::Caller;
 use crate::{ApiError, ApiState, projects};
 
 /// Query of `GET /requirements`.

@@ -60,7 +60,9 @@ async fn world(backend: Backend) -> World {
         let gh = &gh;
         async move {
             let accepted = gh.api_as(&token).post("/runs", body).await.is(202);
-            str_of(&accepted["run_id"]).parse::<Uuid>().expect("a run id")
+            str_of(&accepted["run_id"])
+                .parse::<Uuid>()
+                .expect("a run id")
         }
     };
     let run = start(ana.clone(), json!({ "sop": "quick", "project": "secret" })).await;
@@ -77,7 +79,9 @@ async fn world(backend: Backend) -> World {
         .await
         .is(201);
     let row = gh.db.store.run(run).await.unwrap().unwrap();
-    let requirement = row.requirement_id.expect("a run on a project has a requirement");
+    let requirement = row
+        .requirement_id
+        .expect("a run on a project has a requirement");
     let conversation = Uuid::now_v7();
     let mut tx = gh.db.store.begin().await.unwrap();
     tx.open_conversation(&gatehouse_store::NewConversation {
@@ -118,7 +122,12 @@ async fn the_api_shows_a_project_only_to_those_who_may_read_it(backend: Backend)
     let gh = &w.gh;
     // bo is in no list of `secret`; ana is in all of them, cy only in `read`; the
     // administrator reads everything.
-    for (who, reads) in [("bo", false), ("ana", true), ("cy", true), (BOOTSTRAP_ADMIN, true)] {
+    for (who, reads) in [
+        ("bo", false),
+        ("ana", true),
+        ("cy", true),
+        (BOOTSTRAP_ADMIN, true),
+    ] {
         let scopes: &[Scope] = if who == BOOTSTRAP_ADMIN {
             &Scope::ALL
         } else {
@@ -129,10 +138,21 @@ async fn the_api_shows_a_project_only_to_those_who_may_read_it(backend: Backend)
         let seen = |list: &Value, field: &str, id: &str| listed(list, field).contains(id);
 
         let runs = api.get("/runs").await.is(200);
-        assert_eq!(seen(&runs, "id", &w.run.to_string()), reads, "{who}: {runs}");
-        assert!(seen(&runs, "id", &w.open.to_string()), "{who}: no project, read by all");
+        assert_eq!(
+            seen(&runs, "id", &w.run.to_string()),
+            reads,
+            "{who}: {runs}"
+        );
+        assert!(
+            seen(&runs, "id", &w.open.to_string()),
+            "{who}: no project, read by all"
+        );
         let gates = api.get("/gates").await.is(200);
-        assert_eq!(seen(&gates, "run_id", &w.held.to_string()), reads, "{who}: {gates}");
+        assert_eq!(
+            seen(&gates, "run_id", &w.held.to_string()),
+            reads,
+            "{who}: {gates}"
+        );
         let requirements = api.get("/requirements").await.is(200);
         assert_eq!(
             seen(&requirements, "id", &w.requirement.to_string()),
@@ -146,9 +166,17 @@ async fn the_api_shows_a_project_only_to_those_who_may_read_it(backend: Backend)
             "{who}: {conversations}"
         );
         let schedules = api.get("/schedules").await.is(200);
-        assert_eq!(seen(&schedules, "name", "secret-yearly"), reads, "{who}: {schedules}");
+        assert_eq!(
+            seen(&schedules, "name", "secret-yearly"),
+            reads,
+            "{who}: {schedules}"
+        );
         let report = api.get("/reports/usage?by=project").await.is(200);
-        assert_eq!(seen(&report["groups"], "key", "secret"), reads, "{who}: {report}");
+        assert_eq!(
+            seen(&report["groups"], "key", "secret"),
+            reads,
+            "{who}: {report}"
+        );
 
         let run = w.run;
         let details = [
@@ -157,8 +185,14 @@ async fn the_api_shows_a_project_only_to_those_who_may_read_it(backend: Backend)
             (format!("/runs/{run}/graph.svg"), "no run"),
             (format!("/runs/{run}/artifacts/work/1/out.txt"), "no run"),
             (format!("/requirements/{}", w.requirement), "no requirement"),
-            (format!("/conversations/{}", w.conversation), "no conversation"),
-            ("/schedules/secret-yearly".to_owned(), "no schedule named `secret-yearly`"),
+            (
+                format!("/conversations/{}", w.conversation),
+                "no conversation",
+            ),
+            (
+                "/schedules/secret-yearly".to_owned(),
+                "no schedule named `secret-yearly`",
+            ),
         ];
         for (path, missing) in details {
             let reply = api.get(&path).await;
@@ -181,8 +215,17 @@ async fn the_console_shows_a_project_only_to_those_who_may_read_it(backend: Back
         // A console session never has `admin`: the administrator reads as one of `admins`.
         let mut browser: Browser = gh.signed_in(who).await;
         let page = browser.get("/runs").await.expect_status(200);
-        assert_eq!(page.contains(&format!("/runs/{run}")), reads, "{who}: {}", page.html);
-        assert!(page.contains(&format!("/runs/{}", w.open)), "{who}: {}", page.html);
+        assert_eq!(
+            page.contains(&format!("/runs/{run}")),
+            reads,
+            "{who}: {}",
+            page.html
+        );
+        assert!(
+            page.contains(&format!("/runs/{}", w.open)),
+            "{who}: {}",
+            page.html
+        );
         let inbox = browser.get("/").await.expect_status(200);
         assert_eq!(
             inbox.contains("gate waits for other people") || inbox.contains(&w.held.to_string()),
@@ -198,7 +241,12 @@ async fn the_console_shows_a_project_only_to_those_who_may_read_it(backend: Back
             page.html
         );
         let page = browser.get("/schedules").await.expect_status(200);
-        assert_eq!(page.contains("secret-yearly"), reads, "{who}: {}", page.html);
+        assert_eq!(
+            page.contains("secret-yearly"),
+            reads,
+            "{who}: {}",
+            page.html
+        );
         let csv = browser
             .get("/reports.csv?by=project")
             .await

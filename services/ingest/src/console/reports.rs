@@ -45,8 +45,7 @@ async fn figures(
     viewer: &Viewer,
     asked: &Asked,
 ) -> Result<(OverTime, Vec<crate::views::UsageGroup>), ApiError> {
-    let (runs, usage) =
-        reports::readable_window(api, viewer.caller.reader(), asked.since).await?;
+    let (runs, usage) = reports::readable_window(api, viewer.caller.reader(), asked.since).await?;
     let over = reports::over_time(asked.by, &runs, &usage, asked.since, Utc::now());
     Ok((over, reports::usage_groups(asked.by, &runs, &usage)))
 }

@@ -38,7 +38,14 @@ pub(crate) async fn load_readable(
     api: &ApiState,
     id: Uuid,
     reader: Reader<'_>,
-) -> Result<(gatehouse_store::RunRow, std::sync::Arc<gatehouse_sop::Sop>, RunState), ApiError> {
+) -> Result<
+    (
+        gatehouse_store::RunRow,
+        std::sync::Arc<gatehouse_sop::Sop>,
+        RunState,
+    ),
+    ApiError,
+> {
     let row = readable_row(api, id, reader).await?;
     api.runs.decode(row).await
 }
