@@ -1,9 +1,10 @@
-//! Reads follow the project `read` right, over the API and in the console: someone in none
-//! of a project's lists does not see its runs, gates, requirements, conversations,
-//! schedules or its share of reports, and a run, requirement, conversation or schedule of
-//! it answers 404 to them, as one that does not exist; its people, its `read` list and
-//! administrators see everything; work of no project stays readable by all. Before: every
-//! read was global, so bo read all of `secret`'s work and every 404 below was 200.
+//! Reads follow the project `read` right, over the API, in the console and in chat's
+//! `runs`: someone in none of a project's lists does not see its runs, gates,
+//! requirements, conversations, schedules or its share of reports, and a run,
+//! requirement, conversation or schedule of it answers 404 to them, as one that does not
+//! exist; its people, its `read` list and administrators see everything; work of no
+//! project stays readable by all. Before: every read was global, so bo read all of
+//! `secret`'s work and every 404 below was 200.
 
 use std::collections::BTreeSet;
 
@@ -18,6 +19,7 @@ use super::{HOLD, QUICK, str_of};
 on_both_backends!(
     the_api_shows_a_project_only_to_those_who_may_read_it,
     the_console_shows_a_project_only_to_those_who_may_read_it,
+    runs_in_chat_lists_only_what_the_asker_may_read,
 );
 
 /// `secret` names ana's group for every right and cy only for reading; bo is in none.
@@ -276,4 +278,45 @@ async fn the_console_shows_a_project_only_to_those_who_may_read_it(backend: Back
         }
     }
     w.gh.stop().await;
+}
+
+/// `secret` for ana alone; cy, on chat too, is in none of its lists.
+const ANA_ONLY: &str = r#"
+[[projects]]
+name = "secret"
+run = ["ana"]
+converse = ["ana"]
+approve = ["ana"]
+"#;
+
+/// `runs` in chat lists the active runs of the projects the asker may read. Before: every
+/// active run, so cy was shown ana's run of `secret`.
+async fn runs_in_chat_lists_only_what_the_asker_may_read(backend: Backend) {
+    use gatehouse_tests::fake_slack::BOT_USER;
+    use gatehouse_tests::gatehouse::chat::{self, ANA, CY, REQUESTS};
+
+    let gh = chat::builder(backend).projects(ANA_ONLY).start().await;
+    let ana = gh.stored_token("ana", &Scope::ALL[..3], None).await;
+    let accepted = gh
+        .api_as(&ana)
+        .post("/runs", json!({ "sop": "review", "project": "secret" }))
+        .await
+        .is(202);
+    let run = str_of(&accepted["run_id"]).to_owned();
+    gh.wait_run(run.parse().unwrap(), "waiting").await;
+    for (who, user, reads) in [("cy", CY, false), ("ana", ANA, true)] {
+        let asked = gh
+            .slack_mention(&format!("Ev-runs-{who}"), REQUESTS, user, "runs")
+            .await;
+        let answer = gh
+            .until("the answer to `runs`", || {
+                gh.slack
+                    .messages(REQUESTS)
+                    .into_iter()
+                    .find(|m| m.user == BOT_USER && m.thread_ts.as_deref() == Some(&asked))
+            })
+            .await;
+        assert_eq!(answer.text.contains(&run), reads, "{who}: {}", answer.text);
+    }
+    gh.stop().await;
 }
