@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use gatehouse_engine::RunState;
 use uuid::Uuid;
 
-use crate::projects::{Reader, readable};
+use crate::projects::{Reader, hidden, may_read, readable};
 use crate::schedules::millis;
 use crate::views::*;
 use crate::{ApiError, ApiState};
@@ -85,7 +85,7 @@ pub(crate) async fn loaded(
             });
     }
     let artifacts = api.store.artifacts(id).await?;
-    let usage = usage(api, id, row.requirement_id).await?;
+    let usage = usage(api, id, row.requirement_id, reader).await?;
     let nodes = run
         .nodes
         .iter()
@@ -203,15 +203,32 @@ pub(crate) fn summary(row: gatehouse_store::RunRow) -> RunSummary {
     }
 }
 
-/// What a run's agent attempts used, with the run's and its requirement's sums.
+/// What a run's agent attempts used, with the run's and its requirement's sums (the
+/// requirement's over its runs `reader` may read).
 async fn usage(
     api: &ApiState,
     run: Uuid,
     requirement: Option<Uuid>,
+    reader: Reader<'_>,
 ) -> Result<UsageView, ApiError> {
     let rows = api.store.usage_of_run(run).await?;
     let requirement = match requirement {
-        Some(id) => Some(UsageTotal::of(&api.store.usage_of_requirement(id).await?)),
+        Some(id) => {
+            let mut used = api.store.usage_of_requirement(id).await?;
+            // Only someone who may not read some project can meet a run of it here.
+            if !hidden(api, reader).is_empty() {
+                let unreadable: Vec<Uuid> = api
+                    .store
+                    .runs_of_requirement(id)
+                    .await?
+                    .into_iter()
+                    .filter(|r| !may_read(api, r.project.as_deref(), reader))
+                    .map(|r| r.id)
+                    .collect();
+                used.retain(|u| !unreadable.contains(&u.run_id));
+            }
+            Some(UsageTotal::of(&used))
+        }
         None => None,
     };
     Ok(UsageView {
