@@ -68,6 +68,8 @@ pub async fn show(
     let mut used = api.store.usage_of_requirement(id).await?;
     used.retain(|u| runs.iter().any(|r| r.id == u.run_id));
     let mut usage = UsageTotal::of(&used);
+    // The turns: summed per model by the store when every conversation may be read,
+    // else those of each conversation that may.
     let turns = if conversations.len() == all_conversations {
         api.store.requirement_turn_usage(id).await?
     } else {

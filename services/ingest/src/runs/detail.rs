@@ -2,8 +2,11 @@
 //! schedule fire that started it and what its agents used.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use gatehouse_engine::RunState;
+use gatehouse_sop::Sop;
+use gatehouse_store::RunRow;
 use uuid::Uuid;
 
 use crate::projects::{Reader, hidden, may_read, readable};
@@ -26,7 +29,7 @@ pub(crate) async fn readable_row(
     api: &ApiState,
     id: Uuid,
     reader: Reader<'_>,
-) -> Result<gatehouse_store::RunRow, ApiError> {
+) -> Result<RunRow, ApiError> {
     let missing = || ApiError::NotFound(format!("no run {id}"));
     let row = api.store.run(id).await?.ok_or_else(missing)?;
     readable(api, row.project.as_deref(), reader, missing)?;
@@ -38,14 +41,7 @@ pub(crate) async fn load_readable(
     api: &ApiState,
     id: Uuid,
     reader: Reader<'_>,
-) -> Result<
-    (
-        gatehouse_store::RunRow,
-        std::sync::Arc<gatehouse_sop::Sop>,
-        RunState,
-    ),
-    ApiError,
-> {
+) -> Result<(RunRow, Arc<Sop>, RunState), ApiError> {
     let row = readable_row(api, id, reader).await?;
     api.runs.decode(row).await
 }
@@ -54,8 +50,8 @@ pub(crate) async fn load_readable(
 /// the same read.
 pub(crate) struct Loaded {
     pub(crate) detail: RunDetail,
-    pub(crate) row: gatehouse_store::RunRow,
-    pub(crate) sop: std::sync::Arc<gatehouse_sop::Sop>,
+    pub(crate) row: RunRow,
+    pub(crate) sop: Arc<Sop>,
     pub(crate) run: RunState,
 }
 
@@ -189,7 +185,7 @@ pub(crate) async fn loaded(
     })
 }
 
-pub(crate) fn summary(row: gatehouse_store::RunRow) -> RunSummary {
+pub(crate) fn summary(row: RunRow) -> RunSummary {
     RunSummary {
         id: row.id,
         sop: row.sop,
