@@ -296,7 +296,7 @@ async fn mentioned(hub: &Gatehouse, count: usize) -> Figures {
     let mut known: HashSet<Uuid> = hub
         .db
         .store
-        .runs(None, 100_000)
+        .runs(None, &[], 100_000)
         .await
         .expect("runs")
         .into_iter()
@@ -307,7 +307,7 @@ async fn mentioned(hub: &Gatehouse, count: usize) -> Figures {
         hub.slack_mention(&format!("EvBench{i}"), REQUESTS, CY, "run review")
             .await;
         let run = until("the mentioned run", || async {
-            let newest = hub.db.store.runs(None, 1).await.expect("runs");
+            let newest = hub.db.store.runs(None, &[], 1).await.expect("runs");
             newest
                 .first()
                 .map(|r| r.id)

@@ -239,13 +239,17 @@ impl Bench<'_> {
                 .await
                 .expect("store");
         }
-        timed(&mut reads, "my runs", store.runs_requested_by("ana", 20))
-            .await
-            .expect("store");
+        timed(
+            &mut reads,
+            "my runs",
+            store.runs_requested_by("ana", &[], 20),
+        )
+        .await
+        .expect("store");
         timed(
             &mut reads,
             "my conversations",
-            store.conversations_started_by("ana", 20),
+            store.conversations_started_by("ana", &[], 20),
         )
         .await
         .expect("store");
@@ -257,7 +261,7 @@ impl Bench<'_> {
     /// time and the gates the viewer may decide.
     async fn inbox_cpu(&self) -> (Duration, usize) {
         let store = &self.gh.db.store;
-        let rows = store.runs(Some("waiting"), 500).await.expect("store");
+        let rows = store.runs(Some("waiting"), &[], 500).await.expect("store");
         let mut sops = Vec::with_capacity(rows.len());
         for row in &rows {
             sops.push(

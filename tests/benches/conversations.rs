@@ -428,7 +428,7 @@ impl Stack {
                 .gh
                 .db
                 .store
-                .conversations(Some("api"), 10_000)
+                .conversations(Some("api"), &[], 10_000)
                 .await
                 .expect("conversations");
             all.into_iter().find(|c| c.channel == channel).map(|c| c.id)

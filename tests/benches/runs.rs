@@ -109,7 +109,7 @@ fn engine(runs: usize) -> Value {
 
 async fn count(store: &Store, status: &str, limit: usize) -> usize {
     store
-        .runs(Some(status), limit as i64)
+        .runs(Some(status), &[], limit as i64)
         .await
         .expect("runs")
         .len()

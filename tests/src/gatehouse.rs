@@ -267,7 +267,7 @@ impl Gatehouse {
     /// The newest run `matches` picks, once there is one.
     pub async fn until_run(&self, matches: impl Fn(&RunRow) -> bool) -> Uuid {
         for _ in 0..1000 {
-            let runs = self.db.store.runs(None, 100).await.unwrap();
+            let runs = self.db.store.runs(None, &[], 100).await.unwrap();
             if let Some(run) = runs.iter().find(|r| matches(r)) {
                 return run.id;
             }
@@ -275,14 +275,14 @@ impl Gatehouse {
         }
         panic!(
             "no run matched: {:?}",
-            self.db.store.runs(None, 100).await.unwrap()
+            self.db.store.runs(None, &[], 100).await.unwrap()
         );
     }
 
     /// The only run, once it has `status`.
     pub async fn run_with_status(&self, status: &str) -> RunRow {
         for _ in 0..1000 {
-            let runs = self.db.store.runs(None, 10).await.unwrap();
+            let runs = self.db.store.runs(None, &[], 10).await.unwrap();
             if let [run] = runs.as_slice()
                 && run.status == status
             {
@@ -292,7 +292,7 @@ impl Gatehouse {
         }
         panic!(
             "no single run became {status}: {:?}",
-            self.db.store.runs(None, 10).await.unwrap()
+            self.db.store.runs(None, &[], 10).await.unwrap()
         );
     }
 

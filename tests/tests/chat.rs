@@ -264,7 +264,7 @@ async fn bad_slack_and_discord_requests_change_nothing(backend: Backend) {
     assert_eq!(answer["data"]["flags"], 64);
 
     tokio::time::sleep(Duration::from_millis(300)).await;
-    assert!(hub.db.store.runs(None, 10).await.unwrap().is_empty());
+    assert!(hub.db.store.runs(None, &[], 10).await.unwrap().is_empty());
     let discord_id = format!("interaction:{}", unknown["id"].as_str().unwrap());
     for (source, id) in [
         ("slack", "Ev-bad"),
@@ -375,7 +375,7 @@ async fn unknown_people_requesters_and_non_approvers_are_refused(backend: Backen
         })
         .await;
     assert!(no.text.contains("Sorry"), "{}", no.text);
-    assert!(hub.db.store.runs(None, 10).await.unwrap().is_empty());
+    assert!(hub.db.store.runs(None, &[], 10).await.unwrap().is_empty());
 
     // bo asks (and is a lead); the gate forbids the requester from approving.
     hub.slack_mention("Ev-bo", REQUESTS, BO, "run review").await;

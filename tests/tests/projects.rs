@@ -421,11 +421,11 @@ async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: B
         )
         .await
         .refused(422, "project: no project named `mobile`");
-    assert!(hub.db.store.runs(None, 10).await.unwrap().is_empty());
+    assert!(hub.db.store.runs(None, &[], 10).await.unwrap().is_empty());
     assert!(
         hub.db
             .store
-            .requirements(None, 10)
+            .requirements(None, &[], 10)
             .await
             .unwrap()
             .is_empty()
@@ -442,7 +442,7 @@ async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: B
             "`elsewhere` not started: no project lists {REPO}; add it to a [[projects]] entry's repositories"
         )
     );
-    assert!(hub.db.store.runs(None, 10).await.unwrap().is_empty());
+    assert!(hub.db.store.runs(None, &[], 10).await.unwrap().is_empty());
     // A login Gatehouse does not know is nobody, even one spelled like a person of the
     // project's `run` list.
     labeled["label"]["name"] = json!("tools");
@@ -453,7 +453,7 @@ async fn bad_projects_and_repositories_are_refused_and_change_nothing(backend: B
         hub.note("l-2").await,
         "`elsewhere` not started: someone Gatehouse does not know may not start runs on project `tools`; its run list is ana"
     );
-    assert!(hub.db.store.runs(None, 10).await.unwrap().is_empty());
+    assert!(hub.db.store.runs(None, &[], 10).await.unwrap().is_empty());
 
     // The project's approvers decide its gates, beside the gate's own.
     let run = start(&hub, "cy", json!({ "sop": "ask", "project": "shop" })).await;

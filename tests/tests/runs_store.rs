@@ -188,7 +188,7 @@ async fn runs_are_listed_newest_first_and_filtered(backend: Backend) {
     }
     let all: Vec<Uuid> = db
         .store
-        .runs(None, 10)
+        .runs(None, &[], 10)
         .await
         .unwrap()
         .iter()
@@ -197,14 +197,14 @@ async fn runs_are_listed_newest_first_and_filtered(backend: Backend) {
     assert_eq!(all, [ids[2], ids[1], ids[0]]);
     let waiting: Vec<Uuid> = db
         .store
-        .runs(Some("waiting"), 10)
+        .runs(Some("waiting"), &[], 10)
         .await
         .unwrap()
         .iter()
         .map(|r| r.id)
         .collect();
     assert_eq!(waiting, [ids[1]]);
-    assert_eq!(db.store.runs(None, 1).await.unwrap().len(), 1);
+    assert_eq!(db.store.runs(None, &[], 1).await.unwrap().len(), 1);
     db.cleanup().await;
 }
 

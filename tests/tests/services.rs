@@ -249,7 +249,7 @@ async fn a_child_run_hands_its_declared_artifacts_to_the_parent(backend: Backend
         "{:?}",
         imported[0]
     );
-    let children = stack.db.store.runs(None, 10).await.unwrap();
+    let children = stack.db.store.runs(None, &[], 10).await.unwrap();
     assert!(
         children
             .iter()

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::hidden::hidden_clause;
 use crate::store::with_pool;
 use crate::text::text_enum;
 use crate::tx::{Inner, with_tx};
@@ -300,41 +301,51 @@ impl Store {
         }))
     }
 
-    /// The newest conversations first, at most `limit`; only those of `project` when given.
+    /// The newest conversations first, at most `limit`; only those of `project` when
+    /// given, and none of the `hidden` projects.
     pub async fn conversations(
         &self,
         project: Option<&str>,
+        hidden: &[String],
         limit: i64,
     ) -> Result<Vec<ConversationRow>, StoreError> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM conversations WHERE ($1 IS NULL OR project = $1)
-             ORDER BY created_at DESC, id DESC LIMIT $2"
+            "SELECT {COLUMNS} FROM conversations WHERE ($1 IS NULL OR project = $1){}
+             ORDER BY created_at DESC, id DESC LIMIT $2",
+            hidden_clause("project", 3, hidden)
         );
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(project)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?
+                .bind(limit);
+            for project in hidden {
+                query = query.bind(project);
+            }
+            query.fetch_all(pool).await?
         }))
     }
 
-    /// The newest conversations `person` started first, at most `limit`.
+    /// The newest conversations `person` started first, at most `limit`, none of the
+    /// `hidden` projects.
     pub async fn conversations_started_by(
         &self,
         person: &str,
+        hidden: &[String],
         limit: i64,
     ) -> Result<Vec<ConversationRow>, StoreError> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM conversations WHERE started_by = $1
-             ORDER BY created_at DESC, id DESC LIMIT $2"
+            "SELECT {COLUMNS} FROM conversations WHERE started_by = $1{}
+             ORDER BY created_at DESC, id DESC LIMIT $2",
+            hidden_clause("project", 3, hidden)
         );
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str()))
                 .bind(person)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?
+                .bind(limit);
+            for project in hidden {
+                query = query.bind(project);
+            }
+            query.fetch_all(pool).await?
         }))
     }
 

@@ -21,6 +21,7 @@ mod deliveries;
 mod error;
 mod fires;
 mod handover;
+mod hidden;
 mod inbox;
 mod job_takers;
 mod leases;

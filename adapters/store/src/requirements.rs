@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use gatehouse_events::RequirementState;
 use uuid::Uuid;
 
+use crate::hidden::hidden_clause;
 use crate::store::{with_pool, with_writer};
 use crate::text::text_enum;
 use crate::tx::with_tx;
@@ -63,22 +64,24 @@ text_enum! {
 
 impl Store {
     /// The newest requirements first, optionally only those in `state` (`open`, `closed`,
-    /// `delivered`; any other name matches none).
+    /// `delivered`; any other name matches none), none of the `hidden` projects.
     pub async fn requirements(
         &self,
         state: Option<&str>,
+        hidden: &[String],
         limit: i64,
     ) -> Result<Vec<RequirementRow>, StoreError> {
         let sql = format!(
-            "SELECT {COLUMNS} FROM requirements WHERE ($1 IS NULL OR state = $1)
-             ORDER BY created_at DESC, id DESC LIMIT $2"
+            "SELECT {COLUMNS} FROM requirements WHERE ($1 IS NULL OR state = $1){}
+             ORDER BY created_at DESC, id DESC LIMIT $2",
+            hidden_clause("project", 3, hidden)
         );
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(state)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(state).bind(limit);
+            for project in hidden {
+                query = query.bind(project);
+            }
+            query.fetch_all(pool).await?
         }))
     }
 

@@ -4,6 +4,7 @@ use chrono::{DateTime, Utc};
 use gatehouse_events::RunStatus;
 use uuid::Uuid;
 
+use crate::hidden::hidden_clause;
 use crate::store::with_pool;
 use crate::tx::{Inner, with_tx};
 use crate::{Store, StoreError, Tx};
@@ -283,18 +284,24 @@ impl Store {
 
     /// The newest runs first, optionally only those whose status is named `status` (as
     /// [`RunStatus::as_str`] names it; the API passes its `?status=` through, and a name
-    /// that is no status matches no run).
-    pub async fn runs(&self, status: Option<&str>, limit: i64) -> Result<Vec<RunRow>, StoreError> {
+    /// that is no status matches no run), leaving out those of the `hidden` projects.
+    pub async fn runs(
+        &self,
+        status: Option<&str>,
+        hidden: &[String],
+        limit: i64,
+    ) -> Result<Vec<RunRow>, StoreError> {
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE ($1 IS NULL OR status = $1)
-             ORDER BY created_at DESC, id DESC LIMIT $2"
+            "SELECT {RUN_COLUMNS} FROM runs WHERE ($1 IS NULL OR status = $1){}
+             ORDER BY created_at DESC, id DESC LIMIT $2",
+            hidden_clause("project", 3, hidden)
         );
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(status)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(status).bind(limit);
+            for project in hidden {
+                query = query.bind(project);
+            }
+            query.fetch_all(pool).await?
         }))
     }
 
@@ -311,22 +318,25 @@ impl Store {
         }))
     }
 
-    /// The newest runs `person` asked for first, at most `limit`.
+    /// The newest runs `person` asked for first, at most `limit`, leaving out those of the
+    /// `hidden` projects.
     pub async fn runs_requested_by(
         &self,
         person: &str,
+        hidden: &[String],
         limit: i64,
     ) -> Result<Vec<RunRow>, StoreError> {
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE requested_by = $1
-             ORDER BY created_at DESC, id DESC LIMIT $2"
+            "SELECT {RUN_COLUMNS} FROM runs WHERE requested_by = $1{}
+             ORDER BY created_at DESC, id DESC LIMIT $2",
+            hidden_clause("project", 3, hidden)
         );
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql))
-                .bind(person)
-                .bind(limit)
-                .fetch_all(pool)
-                .await?
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(person).bind(limit);
+            for project in hidden {
+                query = query.bind(project);
+            }
+            query.fetch_all(pool).await?
         }))
     }
 

@@ -7,6 +7,7 @@
 use chrono::{DateTime, Utc};
 use gatehouse_schedule::{Overlap, ScheduleError, Timing};
 
+use crate::hidden::hidden_clause;
 use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
 use crate::{Store, StoreError};
@@ -205,21 +206,26 @@ impl Store {
         }))
     }
 
-    /// Schedules by name, `limit` at a time, after `after` (keyset paging).
+    /// Schedules by name, `limit` at a time, after `after` (keyset paging), none of the
+    /// `hidden` projects.
     pub async fn schedules(
         &self,
         after: Option<&str>,
+        hidden: &[String],
         limit: i64,
     ) -> Result<Vec<ScheduleRow>, StoreError> {
         let sql = format!(
-            "SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE name > $1 ORDER BY name LIMIT $2"
+            "SELECT {SCHEDULE_COLUMNS} FROM schedules WHERE name > $1{} ORDER BY name LIMIT $2",
+            hidden_clause("project", 3, hidden)
         );
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
                 .bind(after.unwrap_or(""))
-                .bind(limit)
-                .fetch_all(pool)
-                .await?
+                .bind(limit);
+            for project in hidden {
+                query = query.bind(project);
+            }
+            query.fetch_all(pool).await?
         }))
     }
 

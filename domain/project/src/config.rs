@@ -40,6 +40,10 @@ pub struct ProjectConfig {
     /// alone decides.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub approve: Vec<String>,
+    /// Who may read its runs, requirements, conversations, logs, artifacts and reports;
+    /// empty = whoever has `run`, `converse` or `approve` on it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read: Vec<String>,
 }
 
 /// One repository of a project.
@@ -72,6 +76,9 @@ pub enum Right {
     Converse,
     /// Decide its runs' gates.
     Approve,
+    /// Read what was done on it: runs, their logs and artifacts, requirements,
+    /// conversations, schedules and reports.
+    Read,
 }
 
 impl Right {
@@ -80,6 +87,7 @@ impl Right {
             Self::Run => "run",
             Self::Converse => "converse",
             Self::Approve => "approve",
+            Self::Read => "read",
         }
     }
 }

@@ -122,9 +122,15 @@ impl Project {
     }
 
     /// Whether `person`, in `groups`, has `right` here. An empty list restricts nothing:
-    /// the SOP's starters and the gate's approvers still apply.
+    /// the SOP's starters and the gate's approvers still apply. An empty `read` list is
+    /// the other three: whoever may run, converse or approve here may read.
     pub fn grants(&self, right: Right, person: &str, groups: &[String]) -> bool {
         let list = self.people(right);
+        if right == Right::Read && list.is_empty() {
+            return [Right::Run, Right::Converse, Right::Approve]
+                .into_iter()
+                .any(|right| self.grants(right, person, groups));
+        }
         list.is_empty() || names_person(list, person, groups)
     }
 
@@ -134,6 +140,7 @@ impl Project {
             Right::Run => &self.config.run,
             Right::Converse => &self.config.converse,
             Right::Approve => &self.config.approve,
+            Right::Read => &self.config.read,
         }
     }
 
@@ -271,6 +278,7 @@ fn check_project(project: &ProjectConfig) -> Result<(), ConfigError> {
         (Right::Run, &project.run),
         (Right::Converse, &project.converse),
         (Right::Approve, &project.approve),
+        (Right::Read, &project.read),
     ] {
         for entry in list {
             check_person_or_group(entry)

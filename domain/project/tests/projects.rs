@@ -200,6 +200,65 @@ fn rights_lists_restrict_only_when_given() {
 }
 
 #[test]
+fn reads_follow_the_read_list_else_whoever_has_another_right() {
+    let configured = projects(
+        r#"
+[[projects]]
+name = "closed"
+run = ["group:devs"]
+converse = ["cy"]
+approve = ["group:leads"]
+
+[[projects]]
+name = "listed"
+run = ["group:devs"]
+converse = ["cy"]
+approve = ["group:leads"]
+read = ["dee", "group:auditors"]
+
+[[projects]]
+name = "open"
+run = ["group:devs"]
+approve = ["group:leads"]
+"#,
+    )
+    .unwrap();
+    let (devs, leads, auditors) = (
+        ["devs".to_owned()],
+        ["leads".to_owned()],
+        ["auditors".to_owned()],
+    );
+    let closed = configured.get("closed").unwrap();
+    assert!(closed.grants(Right::Read, "bo", &devs), "run gives read");
+    assert!(closed.grants(Right::Read, "cy", &[]), "converse gives read");
+    assert!(
+        closed.grants(Right::Read, "bo", &leads),
+        "approve gives read"
+    );
+    assert!(!closed.grants(Right::Read, "bo", &[]), "someone in no list");
+    let listed = configured.get("listed").unwrap();
+    assert!(listed.grants(Right::Read, "dee", &[]));
+    assert!(listed.grants(Right::Read, "bo", &auditors));
+    assert!(
+        !listed.grants(Right::Read, "bo", &devs),
+        "a read list is the whole list"
+    );
+    let open = configured.get("open").unwrap();
+    assert!(
+        open.grants(Right::Read, "bo", &[]),
+        "anyone may converse there, so anyone may read"
+    );
+    assert_eq!(
+        projects("[[projects]]\nname = \"api\"\nread = [\"group:\"]\n")
+            .unwrap_err()
+            .split(": read: ")
+            .next(),
+        Some("projects: project `api`"),
+        "read entries are checked as the other lists' are"
+    );
+}
+
+#[test]
 fn bad_projects_are_refused_with_the_reason() {
     let err = |toml: &str| projects(toml).unwrap_err();
     let one = |repos: &str| format!("[[projects]]\nname = \"api\"\nrepositories = [{repos}]\n");

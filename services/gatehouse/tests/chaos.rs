@@ -218,7 +218,7 @@ impl Ctx {
 
     /// The test's runs.
     async fn runs(&self) -> Vec<RunRow> {
-        match self.store.runs(None, 10 * RUNS as i64).await {
+        match self.store.runs(None, &[], 10 * RUNS as i64).await {
             Ok(rows) => rows.into_iter().filter(ours).collect(),
             Err(e) => panic!("reading runs: {e}"),
         }
@@ -318,7 +318,7 @@ async fn approve_gates(ctx: Arc<Ctx>, token: String, stop: Arc<AtomicBool>) -> A
     let mut approvals = Approvals::default();
     let mut tried: HashMap<Uuid, Instant> = HashMap::new();
     while !stop.load(Ordering::Relaxed) {
-        let waiting = ctx.store.runs(Some("waiting"), 10 * RUNS as i64).await;
+        let waiting = ctx.store.runs(Some("waiting"), &[], 10 * RUNS as i64).await;
         for run in waiting.unwrap_or_default() {
             if !ours(&run)
                 || tried

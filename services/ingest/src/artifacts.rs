@@ -15,6 +15,8 @@ use gatehouse_store::ArtifactRow;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
+use crate::projects::Reader;
+use crate::rights::Caller;
 use crate::{ApiError, ApiState};
 
 /// Artifacts above this are not served through the API.
@@ -30,16 +32,19 @@ const MAX_SERVED: u64 = 64 * 1024 * 1024;
         (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn download(
     State(api): State<ApiState>,
+    caller: Caller,
     Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
 ) -> Result<Response, ApiError> {
-    let (row, bytes) = read(&api, id, &node, attempt, &name).await?;
+    let (row, bytes) = read(&api, caller.reader(), id, &node, attempt, &name).await?;
     Ok(respond(&row.name, bytes))
 }
 
-/// An artifact's row and bytes, checked: recorded for this attempt, read without
-/// following links from inside its directory, and unchanged since it was recorded.
+/// An artifact's row and bytes, checked: of a run `reader` may read (404 otherwise, as for
+/// a run that does not exist), recorded for this attempt, read without following links
+/// from inside its directory, and unchanged since it was recorded.
 pub(crate) async fn read(
     api: &ApiState,
+    reader: Reader<'_>,
     id: Uuid,
     node: &str,
     attempt: u32,
@@ -50,6 +55,7 @@ pub(crate) async fn read(
             "run {id} recorded no artifact `{name}` for attempt {attempt} of node `{node}`"
         ))
     };
+    crate::runs::readable_row(api, id, reader).await?;
     let row = api
         .store
         .artifacts(id)

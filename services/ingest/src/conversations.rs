@@ -22,7 +22,7 @@ use crate::views::{
     ConversationDetail, ConversationSummary, PullRequestView, StopAccepted, ToolCallView,
     TurnAttemptView, TurnView, UsageTotal,
 };
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, projects};
 
 /// Query of `GET /conversations`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -33,14 +33,19 @@ pub struct ConversationQuery {
     pub limit: Option<i64>,
 }
 
-/// Lists conversations, newest first.
+/// Lists conversations, newest first: those of projects the caller may read.
 #[utoipa::path(get, path = "/conversations", params(ConversationQuery), responses((status = 200, body = [ConversationSummary])))]
 pub async fn list(
     State(api): State<ApiState>,
+    caller: Caller,
     Query(q): Query<ConversationQuery>,
 ) -> Result<Json<Vec<ConversationSummary>>, ApiError> {
     let limit = q.limit.unwrap_or(50).clamp(1, 500);
-    let rows = api.store.conversations(q.project.as_deref(), limit).await?;
+    let hidden = projects::hidden(&api, caller.reader());
+    let rows = api
+        .store
+        .conversations(q.project.as_deref(), &hidden, limit)
+        .await?;
     let summaries = rows.iter().map(listed).collect::<Result<_, _>>()?;
     Ok(Json(summaries))
 }
@@ -50,13 +55,16 @@ pub(crate) fn listed(row: &ConversationRow) -> Result<ConversationSummary, ApiEr
     Ok(summary(row, &state(row)?))
 }
 
-/// A conversation with its turns, each attempt's reply, tool calls and usage.
+/// A conversation with its turns, each attempt's reply, tool calls and usage; 404 for one
+/// of a project the caller may not read.
 #[utoipa::path(get, path = "/conversations/{id}", responses((status = 200, body = ConversationDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<Json<ConversationDetail>, ApiError> {
     let row = found(&api, id).await?;
+    projects::readable(&api, Some(&row.project), caller.reader(), || not_found(id))?;
     let state = state(&row)?;
     let attempts = api.store.turn_attempts(id).await?;
     let tools = api.store.turn_tool_calls(id).await?;
@@ -160,7 +168,11 @@ async fn found(api: &ApiState, id: Uuid) -> Result<ConversationRow, ApiError> {
     api.store
         .conversation(id)
         .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no conversation {id}")))
+        .ok_or_else(|| not_found(id))
+}
+
+fn not_found(id: Uuid) -> ApiError {
+    ApiError::NotFound(format!("no conversation {id}"))
 }
 
 fn state(row: &ConversationRow) -> Result<Conversation, ApiError> {

@@ -16,11 +16,18 @@ use crate::rights::Caller;
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects};
 
-/// Gates waiting for a decision, in all unfinished runs.
+/// Gates waiting for a decision, in all unfinished runs the caller may read.
 #[utoipa::path(get, path = "/gates", responses((status = 200, body = [GateView])))]
-pub async fn list(State(api): State<ApiState>) -> Result<Json<Vec<GateView>>, ApiError> {
+pub async fn list(
+    State(api): State<ApiState>,
+    caller: Caller,
+) -> Result<Json<Vec<GateView>>, ApiError> {
     Ok(Json(
-        waiting(&api).await?.into_iter().map(|w| w.view).collect(),
+        waiting(&api, caller.reader())
+            .await?
+            .into_iter()
+            .map(|w| w.view)
+            .collect(),
     ))
 }
 
@@ -32,12 +39,18 @@ pub(crate) struct Waiting {
     pub(crate) view: GateView,
 }
 
-/// Every gate waiting for a decision, in all unfinished runs (however many: none may be
-/// left out of anyone's inbox).
-pub(crate) async fn waiting(api: &ApiState) -> Result<Vec<Waiting>, ApiError> {
+/// Every gate waiting for a decision, in all unfinished runs `reader` may read (however
+/// many: none may be left out of anyone's inbox).
+pub(crate) async fn waiting(
+    api: &ApiState,
+    reader: projects::Reader<'_>,
+) -> Result<Vec<Waiting>, ApiError> {
     let mut gates = Vec::new();
     for status in [RunStatus::Waiting, RunStatus::Running, RunStatus::Paused] {
         for row in api.store.all_runs_with_status(status).await? {
+            if !projects::may_read(api, row.project.as_deref(), reader) {
+                continue;
+            }
             let (row, sop, run) = api.runs.decode(row).await?;
             for (node, n, gate) in waiting_in(&sop, &run) {
                 let view = view(&row, node, n, gate);

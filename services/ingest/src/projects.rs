@@ -1,6 +1,7 @@
 //! `/projects`, and the one place a request's project and repositories are checked: the
 //! API's run start, chat, comments, label triggers and schedules all bind their runs here,
-//! with the project's `run` list checked for the person asking.
+//! with the project's `run` list checked for the person asking. Who may read a project's
+//! work is decided here too ([`may_read`]), for every list and page that shows it.
 
 use axum::Json;
 use axum::extract::State;
@@ -8,6 +9,7 @@ use gatehouse_events::{RequirementSource, RunWorkspace};
 use gatehouse_project::{Project, Request, Right};
 use gatehouse_store::{RequirementRow, Tx};
 
+use crate::rights::{ADMINS, Caller};
 use crate::views::{ProjectRepositoryView, ProjectView};
 use crate::{ApiError, ApiState};
 
@@ -90,6 +92,7 @@ pub(crate) fn require(
             Right::Run => "start runs",
             Right::Converse => "talk to the assistant",
             Right::Approve => "decide gates",
+            Right::Read => "read what was done",
         },
         project.name(),
         right.as_str(),
@@ -132,5 +135,69 @@ fn view(project: &Project) -> ProjectView {
         run: config.run.clone(),
         converse: config.converse.clone(),
         approve: config.approve.clone(),
+        read: config.read.clone(),
+    }
+}
+
+/// Someone reading: the person a token, a console session or a chat account acts for.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Reader<'a> {
+    pub(crate) person: &'a str,
+    pub(crate) groups: &'a [String],
+}
+
+impl<'a> Reader<'a> {
+    pub(crate) fn new(person: &'a str, groups: &'a [String]) -> Self {
+        Self { person, groups }
+    }
+}
+
+impl Caller {
+    /// The caller as a reader of projects.
+    pub(crate) fn reader(&self) -> Reader<'_> {
+        Reader::new(&self.person, &self.groups)
+    }
+}
+
+/// Whether `reader` may read what was done on `project` (its runs, their logs and
+/// artifacts, its requirements, conversations and schedules, its share of reports): the
+/// one decision every read path asks. People in `admins` read everything, whatever their
+/// token's scopes (a console session never has `admin`, and reading is what `read` is
+/// for); anyone else reads a project its `read` list names them in, or, when it has none,
+/// one they may run, converse or approve on. What belongs to no project, or to a project
+/// no longer configured, is read as it always was: by anyone.
+pub(crate) fn may_read(api: &ApiState, project: Option<&str>, reader: Reader<'_>) -> bool {
+    if reader.groups.iter().any(|g| g == ADMINS) {
+        return true;
+    }
+    match project.and_then(|name| api.projects.get(name)) {
+        Some(project) => project.grants(Right::Read, reader.person, reader.groups),
+        None => true,
+    }
+}
+
+/// The configured projects `reader` may not read: what lists leave out, in their queries
+/// (so a page of them is never short).
+pub(crate) fn hidden(api: &ApiState, reader: Reader<'_>) -> Vec<String> {
+    api.projects
+        .iter()
+        .map(Project::name)
+        .filter(|name| !may_read(api, Some(name), reader))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Refuses what `reader` may not read as `missing`, the answer had it not existed: an
+/// unreadable run, requirement or conversation is not confirmed to exist.
+pub(crate) fn readable(
+    api: &ApiState,
+    project: Option<&str>,
+    reader: Reader<'_>,
+    missing: impl FnOnce() -> ApiError,
+) -> Result<(), ApiError> {
+    if may_read(api, project, reader) {
+        Ok(())
+    } else {
+        Err(missing())
     }
 }

@@ -16,6 +16,8 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
+use crate::projects::{self, Reader};
+use crate::rights::Caller;
 use crate::views::{UsageGroup, UsageReport};
 use crate::{ApiError, ApiState};
 
@@ -82,21 +84,37 @@ impl By {
     }
 }
 
-/// Tokens, cost, runs and durations of the runs created in a window, grouped.
+/// Tokens, cost, runs and durations of the runs created in a window, grouped; only runs
+/// of projects the caller may read count.
 #[utoipa::path(get, path = "/reports/usage", params(UsageQuery), responses((status = 200, body = UsageReport), (status = 422, body = ErrorBody)))]
 pub async fn usage(
     State(api): State<ApiState>,
+    caller: Caller,
     Query(q): Query<UsageQuery>,
 ) -> Result<Json<UsageReport>, ApiError> {
     let by = By::parse(q.by.as_deref().unwrap_or("sop"))?;
     let since = since(q.since.as_deref().unwrap_or("30d"), Utc::now())?;
-    let runs = api.store.run_outlines_since(since).await?;
-    let usage = api.store.usage_since(since).await?;
+    let (runs, usage) = readable_window(&api, caller.reader(), since).await?;
     Ok(Json(UsageReport {
         by: by.name().to_owned(),
         since,
         groups: usage_groups(by, &runs, &usage),
     }))
+}
+
+/// The runs created since `since` that `reader` may read, and what they used: what every
+/// report counts.
+pub(crate) async fn readable_window(
+    api: &ApiState,
+    reader: Reader<'_>,
+    since: DateTime<Utc>,
+) -> Result<(Vec<RunOutline>, Vec<UsageRow>), ApiError> {
+    let mut runs = api.store.run_outlines_since(since).await?;
+    runs.retain(|r| projects::may_read(api, r.project.as_deref(), reader));
+    let kept: BTreeSet<Uuid> = runs.iter().map(|r| r.id).collect();
+    let mut usage = api.store.usage_since(since).await?;
+    usage.retain(|u| kept.contains(&u.run_id));
+    Ok((runs, usage))
 }
 
 /// The window's start: `now` less a duration, or an RFC 3339 time.

@@ -13,10 +13,11 @@ use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
+use crate::rights::Caller;
 use crate::views::{
     DirectMergeView, PullRequestView, RequirementDetail, RequirementSummary, UsageTotal,
 };
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, projects};
 
 /// Query of `GET /requirements`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -27,35 +28,67 @@ pub struct RequirementQuery {
     pub limit: Option<i64>,
 }
 
-/// Lists requirements, newest first.
+/// Lists requirements, newest first: those of projects the caller may read.
 #[utoipa::path(get, path = "/requirements", params(RequirementQuery), responses((status = 200, body = [RequirementSummary])))]
 pub async fn list(
     State(api): State<ApiState>,
+    caller: Caller,
     Query(q): Query<RequirementQuery>,
 ) -> Result<Json<Vec<RequirementSummary>>, ApiError> {
     let limit = q.limit.unwrap_or(50).clamp(1, 500);
-    let rows = api.store.requirements(q.state.as_deref(), limit).await?;
+    let hidden = projects::hidden(&api, caller.reader());
+    let rows = api
+        .store
+        .requirements(q.state.as_deref(), &hidden, limit)
+        .await?;
     Ok(Json(rows.into_iter().map(summary).collect()))
 }
 
-/// A requirement with its runs, pull requests and usage.
+/// A requirement with its runs, pull requests and usage; 404 for one of a project the
+/// caller may not read. Its runs and conversations in projects the caller may not read
+/// are left out, and so is what they used.
 #[utoipa::path(get, path = "/requirements/{id}", responses((status = 200, body = RequirementDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<Json<RequirementDetail>, ApiError> {
-    let row = api
-        .store
-        .requirement(id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no requirement {id}")))?;
-    let runs = api.store.runs_of_requirement(id).await?;
-    let conversations = api.store.conversations_of_requirement(id).await?;
+    let reader = caller.reader();
+    let missing = || ApiError::NotFound(format!("no requirement {id}"));
+    let row = api.store.requirement(id).await?.ok_or_else(missing)?;
+    projects::readable(&api, row.project.as_deref(), reader, missing)?;
+    let mut runs = api.store.runs_of_requirement(id).await?;
+    runs.retain(|r| projects::may_read(&api, r.project.as_deref(), reader));
+    let mut conversations = api.store.conversations_of_requirement(id).await?;
+    let all_conversations = conversations.len();
+    conversations.retain(|c| projects::may_read(&api, Some(&c.project), reader));
     let pull_requests = api.store.pull_requests_of_requirement(id).await?;
     let direct_merges = api.store.direct_merges_of_requirement(id).await?;
     // Runs' agent nodes and conversations' turns alike.
-    let mut usage = UsageTotal::of(&api.store.usage_of_requirement(id).await?);
-    for turns in api.store.requirement_turn_usage(id).await? {
+    let mut used = api.store.usage_of_requirement(id).await?;
+    used.retain(|u| runs.iter().any(|r| r.id == u.run_id));
+    let mut usage = UsageTotal::of(&used);
+    // The turns: summed per model by the store when every conversation may be read,
+    // else those of each conversation that may.
+    let turns = if conversations.len() == all_conversations {
+        api.store.requirement_turn_usage(id).await?
+    } else {
+        let mut readable = Vec::new();
+        for c in &conversations {
+            readable.extend(api.store.turn_usage(c.id).await?.into_iter().map(|t| {
+                gatehouse_store::ModelUsageTotal {
+                    model: t.model,
+                    input_tokens: t.input_tokens,
+                    output_tokens: t.output_tokens,
+                    cache_read_tokens: t.cache_read_tokens,
+                    cache_write_tokens: t.cache_write_tokens,
+                    cost_usd: t.cost_usd,
+                }
+            }));
+        }
+        readable
+    };
+    for turns in turns {
         let tokens = [
             turns.input_tokens,
             turns.output_tokens,

@@ -14,7 +14,7 @@ use gatehouse_events::{
 use serde::Deserialize;
 use uuid::Uuid;
 
-pub(crate) use detail::{Loaded, detail, loaded, summary};
+pub(crate) use detail::{Loaded, detail, load_readable, loaded, readable_row, summary};
 
 use crate::error::ErrorBody;
 use crate::github::requirement::issue_requirement;
@@ -123,36 +123,39 @@ pub async fn start(
     Ok((StatusCode::ACCEPTED, Json(Accepted { run_id, event_id })))
 }
 
-/// Lists runs, newest first.
+/// Lists runs, newest first: those of projects the caller may read.
 #[utoipa::path(get, path = "/runs", params(ListQuery), responses((status = 200, body = [RunSummary])))]
 pub async fn list(
     State(api): State<ApiState>,
+    caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<RunSummary>>, ApiError> {
     let limit = q.limit.unwrap_or(50).clamp(1, 500);
-    let rows = api.store.runs(q.status.as_deref(), limit).await?;
+    let hidden = projects::hidden(&api, caller.reader());
+    let rows = api.store.runs(q.status.as_deref(), &hidden, limit).await?;
     Ok(Json(rows.into_iter().map(summary).collect()))
 }
 
-/// A run with its nodes, attempts, artifacts and decisions.
+/// A run with its nodes, attempts, artifacts and decisions; 404 for a run of a project
+/// the caller may not read.
 #[utoipa::path(get, path = "/runs/{id}", responses((status = 200, body = RunDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<Json<RunDetail>, ApiError> {
-    Ok(Json(detail(&api, id).await?))
+    Ok(Json(detail(&api, id, caller.reader()).await?))
 }
 
 /// A run's output, oldest first; follow it with `after`.
 #[utoipa::path(get, path = "/runs/{id}/logs", params(LogQuery), responses((status = 200, body = [LogView]), (status = 404, body = ErrorBody)))]
 pub async fn logs(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
     Query(q): Query<LogQuery>,
 ) -> Result<Json<Vec<LogView>>, ApiError> {
-    if api.store.run(id).await?.is_none() {
-        return Err(ApiError::NotFound(format!("no run {id}")));
-    }
+    readable_row(&api, id, caller.reader()).await?;
     let rows = api
         .store
         .logs(
@@ -180,9 +183,10 @@ pub async fn logs(
     (status = 200, description = "The graph", content_type = "image/svg+xml"), (status = 404, body = ErrorBody)))]
 pub async fn graph(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(id): Path<Uuid>,
 ) -> Result<axum::response::Response, ApiError> {
-    let (_, sop, run) = api.runs.load(id).await?;
+    let (_, sop, run) = load_readable(&api, id, caller.reader()).await?;
     Ok(svg_response(graph_svg(&sop, &run)))
 }
 

@@ -26,7 +26,7 @@ use view::{cursor, fire_view, view};
 use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};
 use crate::views::*;
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, projects};
 
 /// A backfill queues at most this many fires; a larger range is refused with the count.
 const MAX_BACKFILL: usize = 1_000;
@@ -60,14 +60,20 @@ pub async fn create(
     Ok((StatusCode::CREATED, Json(view(&api, stored).await?)))
 }
 
-/// Lists schedules by name with their last and next fire.
+/// Lists schedules by name with their last and next fire: those of no project or of a
+/// project the caller may read.
 #[utoipa::path(get, path = "/schedules", params(ListQuery), responses((status = 200, body = [ScheduleView])))]
 pub async fn list(
     State(api): State<ApiState>,
+    caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<ScheduleView>>, ApiError> {
     let limit = q.limit.unwrap_or(100).clamp(1, 1_000);
-    let rows = api.store.schedules(q.after.as_deref(), limit).await?;
+    let hidden = projects::hidden(&api, caller.reader());
+    let rows = api
+        .store
+        .schedules(q.after.as_deref(), &hidden, limit)
+        .await?;
     let mut views = Vec::with_capacity(rows.len());
     for row in rows {
         views.push(view(&api, row).await?);
@@ -75,13 +81,18 @@ pub async fn list(
     Ok(Json(views))
 }
 
-/// A schedule with its recent fires and next fire times.
+/// A schedule with its recent fires and next fire times; 404 for one of a project the
+/// caller may not read.
 #[utoipa::path(get, path = "/schedules/{name}", responses((status = 200, body = ScheduleDetail), (status = 404, body = ErrorBody)))]
 pub async fn show(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<Json<ScheduleDetail>, ApiError> {
     let row = find(&api, &name).await?;
+    projects::readable(&api, row.project.as_deref(), caller.reader(), || {
+        no_schedule(&name)
+    })?;
     let upcoming = match (row.timing(), row.paused) {
         (Ok(timing), false) => {
             let mut times = Vec::new();

@@ -15,6 +15,7 @@ pub(crate) use acts::send_run_command;
 use acts::{decide_gate, run_command, start_run};
 use answers::{active_runs, schedule_list, status};
 
+use crate::projects::Reader;
 use crate::views::{Decide, DecisionKind};
 use crate::{ApiError, ApiState};
 
@@ -79,6 +80,7 @@ pub(crate) async fn carry_out(
         ));
     };
     let groups = api.people.groups_now(&api.store, person).await?;
+    let reader = Reader::new(person, &groups);
     let result = match command {
         Command::Run { sop, params, .. } => {
             start_run(api, tx, scope, actor, &groups, &sop, params).await
@@ -109,18 +111,18 @@ pub(crate) async fn carry_out(
             run_command(api, tx, scope, actor, None, input, kind).await
         }
         Command::Status { run } => {
-            let answer = status(api, scope, run).await?;
+            let answer = status(api, scope, reader, run).await?;
             return Ok(Done::answered(format!("{verb}: answered"), answer));
         }
         Command::Runs => {
             let answer = match (scope.anywhere, scope.requirement) {
-                (false, Some(_)) => status(api, scope, None).await?,
-                _ => active_runs(api).await?,
+                (false, Some(_)) => status(api, scope, reader, None).await?,
+                _ => active_runs(api, reader).await?,
             };
             return Ok(Done::answered(format!("{verb}: answered"), answer));
         }
         Command::Schedules => {
-            let answer = schedule_list(api).await?;
+            let answer = schedule_list(api, reader).await?;
             return Ok(Done::answered(format!("{verb}: answered"), answer));
         }
         // The chat path takes these in a conversation's thread before they get here.

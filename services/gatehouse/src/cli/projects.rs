@@ -57,6 +57,10 @@ fn describe(projects: &[ProjectView]) -> String {
             list(&p.converse, "anyone"),
             list(&p.approve, "the gates' approvers")
         ));
+        out.push_str(&format!(
+            "  read: {}\n",
+            list(&p.read, "whoever may run, converse or approve")
+        ));
     }
     out.trim_end().to_owned()
 }

@@ -24,7 +24,7 @@ pub(crate) async fn show(
     viewer: Viewer,
     Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
 ) -> Result<Response, PageError> {
-    let (row, bytes) = read(&api, id, &node, attempt, &name).await?;
+    let (row, bytes) = read(&api, viewer.caller.reader(), id, &node, attempt, &name).await?;
     let download = format!("/runs/{id}/download/{node}/{attempt}/{name}");
     let markdown = name.ends_with(".md") || name.ends_with(".markdown");
     let text = (bytes.len() <= SHOWN_AT_MOST)
@@ -50,10 +50,10 @@ pub(crate) async fn show(
 /// `GET /runs/{id}/download/{node}/{attempt}/{name}`: the file, always as a download.
 pub(crate) async fn download(
     State(api): State<ApiState>,
-    _viewer: Viewer,
+    viewer: Viewer,
     Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
 ) -> Result<Response, PageError> {
-    let (row, bytes) = read(&api, id, &node, attempt, &name).await?;
+    let (row, bytes) = read(&api, viewer.caller.reader(), id, &node, attempt, &name).await?;
     let file_name: String = row
         .name
         .rsplit('/')

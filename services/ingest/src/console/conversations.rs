@@ -19,7 +19,7 @@ pub(crate) async fn page(
     viewer: Viewer,
     Path(id): Path<Uuid>,
 ) -> Result<Markup, PageError> {
-    let Json(detail) = conversations::show(State(api), Path(id)).await?;
+    let Json(detail) = conversations::show(State(api), viewer.caller.clone(), Path(id)).await?;
     let c = &detail.conversation;
     let title = format!("Conversation {}", short(&c.id.to_string()));
     let body = html! {

@@ -1,5 +1,5 @@
 //! The inbox, the console's home: the gates waiting for me (decided right here), then my
-//! runs and my conversations.
+//! runs and my conversations — each in a project I may read.
 
 use axum::extract::{Query, State};
 use maud::{Markup, html};
@@ -10,7 +10,7 @@ use super::page::{PageError, frame, status, time};
 use super::session::Viewer;
 use crate::gates::{self, Waiting};
 use crate::views::DecisionKind;
-use crate::{ApiState, conversations, runs};
+use crate::{ApiState, conversations, projects, runs};
 
 /// How many of my runs and conversations the inbox lists.
 const MINE: i64 = 20;
@@ -26,7 +26,8 @@ pub(crate) async fn page(
     viewer: Viewer,
     Query(q): Query<InboxQuery>,
 ) -> Result<Markup, PageError> {
-    let waiting = gates::waiting(&api).await?;
+    let reader = viewer.caller.reader();
+    let waiting = gates::waiting(&api, reader).await?;
     let (mine, others): (Vec<(Waiting, Vec<DecisionKind>)>, Vec<_>) = waiting
         .into_iter()
         .map(|w| {
@@ -35,10 +36,14 @@ pub(crate) async fn page(
             (w, open)
         })
         .partition(|(_, open)| !open.is_empty());
-    let my_runs = api.store.runs_requested_by(viewer.person(), MINE).await?;
+    let hidden = projects::hidden(&api, reader);
+    let my_runs = api
+        .store
+        .runs_requested_by(viewer.person(), &hidden, MINE)
+        .await?;
     let my_conversations = api
         .store
-        .conversations_started_by(viewer.person(), MINE)
+        .conversations_started_by(viewer.person(), &hidden, MINE)
         .await?;
     let conversations = my_conversations
         .iter()

@@ -23,7 +23,7 @@ use uuid::Uuid;
 use super::inbox::short;
 use super::page::{PageError, frame};
 use super::session::Viewer;
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, runs};
 
 /// Lines the run page shows (the end of the output).
 pub(crate) const LOG_TAIL: i64 = 200;
@@ -67,9 +67,7 @@ pub(crate) async fn page(
     Path(id): Path<Uuid>,
     Query(q): Query<PageQuery>,
 ) -> Result<Markup, PageError> {
-    if api.store.run(id).await?.is_none() {
-        return Err(ApiError::NotFound(format!("no run {id}")).into());
-    }
+    runs::readable_row(&api, id, viewer.caller.reader()).await?;
     let lines = match (q.after, q.before) {
         (Some(after), _) => api.store.logs(id, after.max(0), PAGE).await?,
         (None, before) => api.store.logs_before(id, before, PAGE).await?,
@@ -128,16 +126,12 @@ struct Follow {
 /// `GET /runs/{id}/events`: the run's new output and state changes as they happen.
 pub(crate) async fn events(
     State(api): State<ApiState>,
-    _viewer: Viewer,
+    viewer: Viewer,
     Path(id): Path<Uuid>,
     headers: HeaderMap,
     Query(q): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, PageError> {
-    let row = api
-        .store
-        .run(id)
-        .await?
-        .ok_or_else(|| ApiError::NotFound(format!("no run {id}")))?;
+    let row = runs::readable_row(&api, id, viewer.caller.reader()).await?;
     let resumed = headers
         .get("last-event-id")
         .and_then(|v| v.to_str().ok())

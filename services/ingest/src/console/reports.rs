@@ -42,10 +42,10 @@ fn asked(q: &ReportQuery) -> Result<Asked, ApiError> {
 
 async fn figures(
     api: &ApiState,
+    viewer: &Viewer,
     asked: &Asked,
 ) -> Result<(OverTime, Vec<crate::views::UsageGroup>), ApiError> {
-    let runs = api.store.run_outlines_since(asked.since).await?;
-    let usage = api.store.usage_since(asked.since).await?;
+    let (runs, usage) = reports::readable_window(api, viewer.caller.reader(), asked.since).await?;
     let over = reports::over_time(asked.by, &runs, &usage, asked.since, Utc::now());
     Ok((over, reports::usage_groups(asked.by, &runs, &usage)))
 }
@@ -57,7 +57,7 @@ pub(crate) async fn page(
     Query(q): Query<ReportQuery>,
 ) -> Result<Markup, PageError> {
     let asked = asked(&q)?;
-    let (over, totals) = figures(&api, &asked).await?;
+    let (over, totals) = figures(&api, &viewer, &asked).await?;
     let charts = [
         (
             "Runs started",
@@ -153,11 +153,11 @@ pub(crate) async fn page(
 /// `GET /reports.csv`
 pub(crate) async fn csv(
     State(api): State<ApiState>,
-    _viewer: Viewer,
+    viewer: Viewer,
     Query(q): Query<ReportQuery>,
 ) -> Result<Response, PageError> {
     let asked = asked(&q)?;
-    let (over, _) = figures(&api, &asked).await?;
+    let (over, _) = figures(&api, &viewer, &asked).await?;
     let mut response = reports::csv(&over, &asked.by_name).into_response();
     let headers = response.headers_mut();
     headers.insert(

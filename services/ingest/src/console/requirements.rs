@@ -31,7 +31,7 @@ pub(crate) async fn list(
         state: state.clone(),
         limit: Some(200),
     };
-    let Json(rows) = requirements::list(State(api), Query(query)).await?;
+    let Json(rows) = requirements::list(State(api), viewer.caller.clone(), Query(query)).await?;
     let body = html! {
         h1 { "Requirements" }
         form.filter method="get" action="/requirements" {
@@ -71,7 +71,7 @@ pub(crate) async fn page(
     viewer: Viewer,
     Path(id): Path<Uuid>,
 ) -> Result<Markup, PageError> {
-    let Json(detail) = requirements::show(State(api), Path(id)).await?;
+    let Json(detail) = requirements::show(State(api), viewer.caller.clone(), Path(id)).await?;
     let r = &detail.requirement;
     let body = html! {
         h1 { (r.title) " " (status(&r.state)) }

@@ -42,7 +42,7 @@ pub(crate) async fn page(
         row,
         sop,
         run,
-    } = runs::loaded(&api, id).await?;
+    } = runs::loaded(&api, id, viewer.caller.reader()).await?;
     let tail = api.store.logs_before(id, None, LOG_TAIL).await?;
     let after = tail.last().map(|l| l.seq).unwrap_or(0);
     let svg = runs::graph_svg(&sop, &run);
@@ -93,10 +93,10 @@ pub(crate) async fn page(
 /// `GET /runs/{id}/graph.svg`: the picture as a file, as the API serves it.
 pub(crate) async fn graph(
     State(api): State<ApiState>,
-    _viewer: Viewer,
+    viewer: Viewer,
     Path(id): Path<Uuid>,
 ) -> Result<Response, PageError> {
-    Ok(runs::graph(State(api), Path(id)).await?)
+    Ok(runs::graph(State(api), viewer.caller, Path(id)).await?)
 }
 
 /// The gates of this run waiting for a decision the viewer may make, with those decisions.

@@ -1,4 +1,4 @@
-//! The runs list: the newest runs, by status.
+//! The runs list: the newest runs the viewer may read, by status.
 
 use axum::extract::{Query, State};
 use maud::{Markup, html};
@@ -7,7 +7,7 @@ use serde::Deserialize;
 use super::inbox::short;
 use super::page::{PageError, frame, status, time};
 use super::session::Viewer;
-use crate::{ApiState, runs};
+use crate::{ApiState, projects, runs};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListQuery {
@@ -21,7 +21,11 @@ pub(crate) async fn list(
     Query(q): Query<ListQuery>,
 ) -> Result<Markup, PageError> {
     let status_filter = q.status.filter(|s| !s.is_empty());
-    let rows = api.store.runs(status_filter.as_deref(), 200).await?;
+    let hidden = projects::hidden(&api, viewer.caller.reader());
+    let rows = api
+        .store
+        .runs(status_filter.as_deref(), &hidden, 200)
+        .await?;
     let body = html! {
         h1 { "Runs" }
         form.filter method="get" action="/runs" {

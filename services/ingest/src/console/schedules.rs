@@ -31,7 +31,7 @@ pub(crate) async fn list(
         after: None,
         limit: Some(1000),
     };
-    let Json(all) = schedules::list(State(api), Query(query)).await?;
+    let Json(all) = schedules::list(State(api), viewer.caller.clone(), Query(query)).await?;
     let body = html! {
         (notice(q.done.as_deref()))
         h1 { "Schedules" }
@@ -64,7 +64,7 @@ pub(crate) async fn page(
     Path(name): Path<String>,
     Query(q): Query<Done>,
 ) -> Result<Markup, PageError> {
-    let Json(detail) = schedules::show(State(api), Path(name)).await?;
+    let Json(detail) = schedules::show(State(api), viewer.caller.clone(), Path(name)).await?;
     let s = &detail.schedule;
     let body = html! {
         (notice(q.done.as_deref()))

@@ -2,33 +2,70 @@
 //! schedule fire that started it and what its agents used.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
+use gatehouse_engine::RunState;
+use gatehouse_sop::Sop;
+use gatehouse_store::RunRow;
 use uuid::Uuid;
 
+use crate::projects::{Reader, hidden, may_read, readable};
 use crate::schedules::millis;
 use crate::views::*;
 use crate::{ApiError, ApiState};
 
 /// Run `id` in full, or 404.
-pub(crate) async fn detail(api: &ApiState, id: Uuid) -> Result<RunDetail, ApiError> {
-    Ok(loaded(api, id).await?.detail)
+pub(crate) async fn detail(
+    api: &ApiState,
+    id: Uuid,
+    reader: Reader<'_>,
+) -> Result<RunDetail, ApiError> {
+    Ok(loaded(api, id, reader).await?.detail)
+}
+
+/// Run `id`'s row, or 404 when there is none or `reader` may not read it (the same 404:
+/// a run of a project one may not read is not confirmed to exist).
+pub(crate) async fn readable_row(
+    api: &ApiState,
+    id: Uuid,
+    reader: Reader<'_>,
+) -> Result<RunRow, ApiError> {
+    let missing = || ApiError::NotFound(format!("no run {id}"));
+    let row = api.store.run(id).await?.ok_or_else(missing)?;
+    readable(api, row.project.as_deref(), reader, missing)?;
+    Ok(row)
+}
+
+/// [`readable_row`], with the run's definition and state.
+pub(crate) async fn load_readable(
+    api: &ApiState,
+    id: Uuid,
+    reader: Reader<'_>,
+) -> Result<(RunRow, Arc<Sop>, RunState), ApiError> {
+    let row = readable_row(api, id, reader).await?;
+    api.runs.decode(row).await
 }
 
 /// A run in full, with what it was read from: the console draws its graph and gates from
 /// the same read.
 pub(crate) struct Loaded {
     pub(crate) detail: RunDetail,
-    pub(crate) row: gatehouse_store::RunRow,
-    pub(crate) sop: std::sync::Arc<gatehouse_sop::Sop>,
-    pub(crate) run: gatehouse_engine::RunState,
+    pub(crate) row: RunRow,
+    pub(crate) sop: Arc<Sop>,
+    pub(crate) run: RunState,
 }
 
-/// Run `id` in full with its row, definition and state, or 404.
-pub(crate) async fn loaded(api: &ApiState, id: Uuid) -> Result<Loaded, ApiError> {
+/// Run `id` in full with its row, definition and state, or 404 (also when `reader` may
+/// not read it).
+pub(crate) async fn loaded(
+    api: &ApiState,
+    id: Uuid,
+    reader: Reader<'_>,
+) -> Result<Loaded, ApiError> {
     // The scheduler records a decision in the transaction that applies it, so reading the
     // decisions first means every one shown is already in the state read after it.
     let decisions = api.store.decisions(id).await?;
-    let (row, sop, run) = api.runs.load(id).await?;
+    let (row, sop, run) = load_readable(api, id, reader).await?;
     let attempts = api.store.attempts(id).await?;
     let mut tools: BTreeMap<(String, i32), Vec<ToolCallView>> = BTreeMap::new();
     for call in api.store.tool_calls(id).await? {
@@ -44,7 +81,7 @@ pub(crate) async fn loaded(api: &ApiState, id: Uuid) -> Result<Loaded, ApiError>
             });
     }
     let artifacts = api.store.artifacts(id).await?;
-    let usage = usage(api, id, row.requirement_id).await?;
+    let usage = usage(api, id, row.requirement_id, reader).await?;
     let nodes = run
         .nodes
         .iter()
@@ -148,7 +185,7 @@ pub(crate) async fn loaded(api: &ApiState, id: Uuid) -> Result<Loaded, ApiError>
     })
 }
 
-pub(crate) fn summary(row: gatehouse_store::RunRow) -> RunSummary {
+pub(crate) fn summary(row: RunRow) -> RunSummary {
     RunSummary {
         id: row.id,
         sop: row.sop,
@@ -162,15 +199,32 @@ pub(crate) fn summary(row: gatehouse_store::RunRow) -> RunSummary {
     }
 }
 
-/// What a run's agent attempts used, with the run's and its requirement's sums.
+/// What a run's agent attempts used, with the run's and its requirement's sums (the
+/// requirement's over its runs `reader` may read).
 async fn usage(
     api: &ApiState,
     run: Uuid,
     requirement: Option<Uuid>,
+    reader: Reader<'_>,
 ) -> Result<UsageView, ApiError> {
     let rows = api.store.usage_of_run(run).await?;
     let requirement = match requirement {
-        Some(id) => Some(UsageTotal::of(&api.store.usage_of_requirement(id).await?)),
+        Some(id) => {
+            let mut used = api.store.usage_of_requirement(id).await?;
+            // Only someone who may not read some project can meet a run of it here.
+            if !hidden(api, reader).is_empty() {
+                let unreadable: Vec<Uuid> = api
+                    .store
+                    .runs_of_requirement(id)
+                    .await?
+                    .into_iter()
+                    .filter(|r| !may_read(api, r.project.as_deref(), reader))
+                    .map(|r| r.id)
+                    .collect();
+                used.retain(|u| !unreadable.contains(&u.run_id));
+            }
+            Some(UsageTotal::of(&used))
+        }
         None => None,
     };
     Ok(UsageView {

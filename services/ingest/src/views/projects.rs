@@ -24,6 +24,10 @@ pub struct ProjectView {
     pub converse: Vec<String>,
     /// Who may decide its gates beside the gates' approvers; empty = the gates alone.
     pub approve: Vec<String>,
+    /// Who may read its runs, requirements, conversations and reports; empty = whoever
+    /// may run, converse or approve on it.
+    #[serde(default)]
+    pub read: Vec<String>,
 }
 
 /// One repository of a project.

@@ -6,21 +6,31 @@ use uuid::Uuid;
 
 use super::Scope;
 use super::targets::in_scope;
+use crate::projects::{self, Reader};
 use crate::{ApiError, ApiState};
 
 /// Runs with the gates that wait and who may decide: the one named, or the scope's
-/// requirement's runs, newest first.
+/// requirement's runs, newest first — those `reader` may read (a run they may not is
+/// answered as one that does not exist).
 pub(super) async fn status(
     api: &ApiState,
     scope: &Scope<'_>,
+    reader: Reader<'_>,
     run: Option<Uuid>,
 ) -> Result<String, ApiError> {
     let runs = match (run, scope.requirement) {
         (Some(run), _) => {
             let row = in_scope(api, scope, run).await?;
+            projects::readable(api, row.project.as_deref(), reader, || {
+                ApiError::NotFound(format!("no run {run}"))
+            })?;
             vec![row]
         }
-        (None, Some(requirement)) => api.store.runs_of_requirement(requirement.id).await?,
+        (None, Some(requirement)) => {
+            let mut runs = api.store.runs_of_requirement(requirement.id).await?;
+            runs.retain(|r| projects::may_read(api, r.project.as_deref(), reader));
+            runs
+        }
         (None, None) => {
             return Ok(format!(
                 "No run works on this {}; name one: `status RUN`.",
@@ -38,11 +48,12 @@ pub(super) async fn status(
     Ok(out)
 }
 
-/// The runs not finished yet, anywhere (`runs` in chat).
-pub(super) async fn active_runs(api: &ApiState) -> Result<String, ApiError> {
+/// The runs not finished yet, in every project `reader` may read (`runs` in chat).
+pub(super) async fn active_runs(api: &ApiState, reader: Reader<'_>) -> Result<String, ApiError> {
+    let hidden = projects::hidden(api, reader);
     let mut out = String::new();
     for status in ["running", "waiting", "paused", "queued", "requested"] {
-        for row in api.store.runs(Some(status), 20).await? {
+        for row in api.store.runs(Some(status), &hidden, 20).await? {
             out.push_str(&run_line(api, row).await?);
         }
     }
@@ -75,9 +86,10 @@ pub(super) async fn run_line(api: &ApiState, row: RunRow) -> Result<String, ApiE
     Ok(out)
 }
 
-/// The schedules, for `schedules`.
-pub(super) async fn schedule_list(api: &ApiState) -> Result<String, ApiError> {
-    let schedules = api.store.schedules(None, 50).await?;
+/// The schedules of no project or of one `reader` may read, for `schedules`.
+pub(super) async fn schedule_list(api: &ApiState, reader: Reader<'_>) -> Result<String, ApiError> {
+    let hidden = projects::hidden(api, reader);
+    let schedules = api.store.schedules(None, &hidden, 50).await?;
     if schedules.is_empty() {
         return Ok("No schedules.".into());
     }
