@@ -160,6 +160,10 @@ pub(crate) struct Scene {
     pub tmp: tempfile::TempDir,
     pub deliverer: Deliverer,
     pub github: FakeGithub,
+    /// Who delivers: a run, unless a test says a conversation.
+    pub by: By,
+    /// The secrets a delivery looks for; none unless a test says.
+    pub secrets: crate::secrets::Secrets,
 }
 
 impl Scene {
@@ -176,6 +180,8 @@ impl Scene {
             tmp,
             deliverer,
             github,
+            by: By::Run(uuid::Uuid::nil()),
+            secrets: crate::secrets::Secrets::default(),
         }
     }
 
@@ -267,13 +273,14 @@ impl Scene {
             scratch: &scratch,
             checkouts: &checkouts,
             subject: Subject {
-                by: By::Run(uuid::Uuid::nil()),
+                by: self.by,
                 title: "Fix it",
                 issue: Some(("acme/api", 1)),
             },
             approval,
             spec: &spec,
             draft: false,
+            secrets: &self.secrets,
         };
         let mut log = Vec::new();
         let delivered = tokio::time::timeout(
