@@ -1527,3 +1527,46 @@ fn multi_line_and_escaped_secrets_never_reach_a_conversations_thread() {
     let shown = up.json(&["conversation", "show", &id]);
     holds_no_hard_secret("conversation show", &shown.to_string());
 }
+
+/// A node that writes a secret it was given into the repository: the run's `deliver` node
+/// refuses the change, naming the file and the secret (declared by that node, not by the
+/// `deliver` node), and nothing is pushed.
+#[test]
+fn a_delivery_adding_a_secrets_value_is_refused_and_pushes_nothing() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let git = tempfile::tempdir().unwrap();
+    let bare = git.path().join("acme/api.git");
+    gatehouse_tests::fake_github::bare_repository(&bare);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+    std::fs::write(
+        dir.path().join("sops/spill.yaml"),
+        "name: spill\nnodes:\n  edit:\n    kind: script\n    secrets: [SSH_KEY]\n    run: 'mkdir -p deploy; printf \"%s\" \"$SSH_KEY\" > deploy/id; echo notes > NOTES.md'\n  ship: { kind: deliver, needs: [edit] }\n",
+    )
+    .unwrap();
+    let config = format!(
+        "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[projects]]\nname = \"shop\"\nrepositories = [{{ repo = \"acme/api\" }}]\n",
+        github.url,
+        git.path().display()
+    );
+    let up = Up::start_in(dir, &config, hard_secrets());
+    let run = up.json(&["run", "start", "spill", "--project", "shop"])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = up.wait(&run, "failed");
+    assert_eq!(
+        Up::node(&shown, "ship")["last_error"],
+        "refused: the changes to acme/api add the value of the secret SSH_KEY (in deploy/id); nothing was delivered"
+    );
+    holds_no_hard_secret("run show", &shown.to_string());
+    assert!(github.pulls().is_empty());
+    let branches = Command::new("git")
+        .args(["branch", "--list", "--format=%(refname:short)"])
+        .current_dir(&bare)
+        .output()
+        .unwrap();
+    let branches = String::from_utf8_lossy(&branches.stdout);
+    assert_eq!(branches.trim(), "main", "nothing pushed");
+}
