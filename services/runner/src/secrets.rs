@@ -218,7 +218,7 @@ impl OutputMask {
         let mut out = Vec::new();
         while !held.is_empty() {
             if self.secrets.completes(held) {
-                let whole = held.drain(..).collect::<Vec<_>>().join("\n");
+                let whole = std::mem::take(held).join("\n");
                 out.push(self.secrets.mask(&whole));
             } else if self.secrets.could_start(held) {
                 break;
