@@ -116,9 +116,7 @@ impl Runner {
             Vec::new(),
         ))
     }
-}
 
-impl Runner {
     /// The values of the secrets configured for the work being delivered, whose addition
     /// a delivery refuses: every configured role's, every node's of `run`'s SOP as it was
     /// frozen, and `declared` (the `deliver` node's own). One that is not set in the
@@ -137,9 +135,11 @@ impl Runner {
         }
         names.sort();
         names.dedup();
-        Ok(Secrets::new(super::prepare::read_secrets(
-            &names, "delivery",
-        )))
+        // Unlike a sandbox's, an unset one is no one's mistake here: nothing to warn of.
+        let values = names
+            .into_iter()
+            .filter_map(|name| std::env::var(&name).ok().map(|value| (name, value)));
+        Ok(Secrets::new(values))
     }
 
     /// The secrets the nodes of `run`'s frozen SOP declare.
