@@ -9,10 +9,11 @@
 //! masked whole ([`OutputMask`]). An agent's output is JSON, where a value holding `"`,
 //! `\`, a newline or non-ASCII characters is escaped: the escaped forms (once and twice,
 //! as JSON inside a JSON string is) are masked in the raw lines, and what the agent's
-//! output decodes to (its reply, its tools' summaries) is masked again once decoded.
+//! output decodes to (its reply, its tools' summaries) is masked again once decoded. A
+//! line the sandbox cut short may end in the start of a value: that start is masked.
 
 use gatehouse_agent::Trace;
-use gatehouse_sandbox::{LogLine, Stream};
+use gatehouse_sandbox::{LogLine, Stream, cut_line};
 
 /// What stands in for a secret's value in stored output.
 pub(crate) const MASK: &str = "[secret]";
@@ -80,6 +81,30 @@ impl Secrets {
             }
         }
         masked
+    }
+
+    /// A line of output masked: a line the sandbox cut short ([`cut_line`]) may end in the
+    /// start of a value, whose rest was not kept; that start is masked too.
+    pub(crate) fn mask_line(&self, line: &str) -> String {
+        let Some((kept, marker)) = cut_line(line) else {
+            return self.mask(line);
+        };
+        let mut kept = self.mask(kept);
+        let start = self
+            .forms
+            .iter()
+            .filter_map(|form| {
+                (SHORTEST_MASKED..form.len())
+                    .rev()
+                    .filter(|&n| form.is_char_boundary(n))
+                    .find(|&n| kept.ends_with(&form[..n]))
+            })
+            .max();
+        if let Some(n) = start {
+            kept.truncate(kept.len() - n);
+            kept.push_str(MASK);
+        }
+        kept + marker
     }
 
     /// Masks what an agent's output decoded to: its reply, failure and tool calls.
@@ -224,7 +249,7 @@ impl OutputMask {
                 break;
             } else {
                 let first = held.remove(0);
-                out.push(self.secrets.mask(&first));
+                out.push(self.secrets.mask_line(&first));
             }
         }
         out.into_iter()
@@ -241,7 +266,7 @@ impl OutputMask {
         ] {
             out.extend(held.drain(..).map(|line| LogLine {
                 stream,
-                line: self.secrets.mask(&line),
+                line: self.secrets.mask_line(&line),
             }));
         }
         out
@@ -355,6 +380,29 @@ mod tests {
         let secrets = Secrets::new([("NAME".to_owned(), "café-secret".to_owned())]);
         assert!(!secrets.mask(python).contains("caf\\u00e9-secret"));
         assert_eq!(secrets.mask("x café-secret"), "x [secret]", "and decoded");
+    }
+
+    #[test]
+    fn the_start_of_a_value_at_a_line_cut_is_masked() {
+        let secrets = secrets();
+        let cut = |kept: &str| format!("{kept} … [line cut: 12 more bytes]");
+        assert_eq!(secrets.mask_line(&cut(r#"x=pa"ss\wo"#)), cut("x=[secret]"));
+        assert_eq!(
+            secrets.mask_line(&cut(r#"x=pa"ss\w"#)),
+            cut("x=[secret]"),
+            "JSON-escaped"
+        );
+        assert_eq!(
+            secrets.mask_line(&cut(r#"x=pa""#)),
+            cut(r#"x=pa""#),
+            "too short to tell"
+        );
+        assert_eq!(secrets.mask_line(&cut("xyz")), cut("xyz"));
+        assert_eq!(
+            secrets.mask_line(r#"x=pa"ss\wo"#),
+            r#"x=pa"ss\wo"#,
+            "a whole line"
+        );
     }
 
     #[test]
