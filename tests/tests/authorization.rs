@@ -25,6 +25,8 @@ use uuid::Uuid;
 
 #[path = "authorization/project_reads.rs"]
 mod project_reads;
+#[path = "authorization/conversation_delivery.rs"]
+mod conversation_delivery;
 
 on_both_backends!(
     every_route_answers_each_scope_and_person_as_the_table_says,

@@ -23,6 +23,7 @@ pub mod untrusted;
 pub use docker::DockerSandbox;
 pub use error::SandboxError;
 pub use job::{Exit, ExitStatus, Job, JobLabels, LogLine, Stream};
+pub use lines::cut_line;
 pub use process::ProcessSandbox;
 pub use profile::{Mount, Profile, ProfileError, SandboxKind};
 pub use sandboxes::Sandboxes;

@@ -77,11 +77,24 @@ impl LineSplitter {
         LogLine {
             stream: self.stream,
             line: format!(
-                "{} … [line cut: {cut} more bytes]",
+                "{}{CUT_MARKER}{cut} more bytes]",
                 String::from_utf8_lossy(bytes)
             ),
         }
     }
+}
+
+/// What ends a line cut at [`MAX_LINE`], before the count of bytes left out.
+const CUT_MARKER: &str = " … [line cut: ";
+
+/// A line cut at [`MAX_LINE`] as the text kept and the marker saying so; `None` for a whole
+/// line. What was kept may end in the start of something the rest would have completed (a
+/// secret's value, for the runner's masking).
+pub fn cut_line(line: &str) -> Option<(&str, &str)> {
+    let at = line.rfind(CUT_MARKER)?;
+    let (kept, marker) = line.split_at(at);
+    let count = marker[CUT_MARKER.len()..].strip_suffix(" more bytes]")?;
+    (!count.is_empty() && count.bytes().all(|b| b.is_ascii_digit())).then_some((kept, marker))
 }
 
 #[cfg(test)]
@@ -133,6 +146,17 @@ mod tests {
         );
         assert_eq!(lines[0].line, expected);
         assert_eq!(lines[1].line, "next");
+    }
+
+    #[test]
+    fn a_cut_line_is_told_from_a_whole_one() {
+        let long = format!("{}abc", "x".repeat(MAX_LINE - 2));
+        let lines = split(&[long.as_bytes()]);
+        let (kept, marker) = cut_line(&lines[0]).unwrap();
+        assert!(kept.len() == MAX_LINE && kept.ends_with("xab"));
+        assert_eq!(marker, " … [line cut: 1 more bytes]");
+        assert_eq!(cut_line("a whole line … [line cut: many more bytes]"), None);
+        assert_eq!(cut_line("a whole line"), None);
     }
 
     #[test]

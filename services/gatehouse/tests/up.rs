@@ -1377,3 +1377,196 @@ fn kill_9_during_a_docker_node_removes_its_container_at_restart() {
         "the restart removed it"
     );
 }
+
+/// A multi-line secret (an SSH key) and one holding `"` and `\`, for the tests below.
+const SSH_KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACBzZWNyZXQta2V5LW1hdGVyaWFsLWZvci10ZXN0cy1vbmx5AAAA\n-----END OPENSSH PRIVATE KEY-----\n";
+const DB_PASSWORD: &str = r#"pa"ss\word-42"#;
+
+fn hard_secrets() -> Vec<(String, String)> {
+    vec![
+        ("SSH_KEY".into(), SSH_KEY.into()),
+        ("DB_PASSWORD".into(), DB_PASSWORD.into()),
+    ]
+}
+
+/// Panics when `text` holds the password or any line of the key.
+fn holds_no_hard_secret(what: &str, text: &str) {
+    for secret in SSH_KEY.lines().chain([DB_PASSWORD]) {
+        assert!(!text.contains(secret), "{what} holds {secret:?}:\n{text}");
+    }
+}
+
+/// Claude Code's events from a stand-in whose tool call and reply quote both secrets, JSON
+/// escaped as the CLI prints them (the key's newlines as `\n`, `"` and `\` escaped).
+const FAKE_CLAUDE_QUOTING: &str = r#"#!/bin/sh
+cat > /dev/null
+esc() { printf '%s' "$1" | sed 's/\\/\\\\/g; s/"/\\"/g' | awk 'NR > 1 { printf "\\n" } { printf "%s", $0 }'; }
+key=$(esc "$SSH_KEY")
+pw=$(esc "$DB_PASSWORD")
+echo '{"type":"system","subtype":"init","session_id":"s1"}'
+printf '{"type":"assistant","message":{"content":[{"type":"tool_use","id":"t1","name":"Bash","input":{"command":"psql --password \\"%s\\""}}]}}\n' "$pw"
+echo '{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"t1","content":"ok","is_error":false}]}}'
+printf '{"type":"result","subtype":"success","is_error":false,"result":"Key:\\n%s\\nPassword: %s","usage":{"input_tokens":10,"output_tokens":5}}\n' "$key" "$pw"
+"#;
+
+/// An agent node and a script printing a multi-line key and a password with `"` and `\`
+/// (the password in two writes): neither reaches the stored log, which `run watch` and
+/// the console's server-sent events read, nor the recorded tool calls.
+#[test]
+fn multi_line_and_escaped_secrets_never_reach_logs_or_tool_calls() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::write(bin.join("claude"), FAKE_CLAUDE_QUOTING).unwrap();
+    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+    std::fs::write(
+        dir.path().join("sops/leaky.yaml"),
+        r#"name: leaky
+nodes:
+  code: { kind: agent, role: coder, prompt: "Do it." }
+  show:
+    kind: script
+    needs: [code]
+    secrets: [SSH_KEY, DB_PASSWORD]
+    run: |
+      printf 'key:\n%s\n' "$SSH_KEY"
+      printf 'inline: %s.\n' "$SSH_KEY"
+      half=$(printf %s "$DB_PASSWORD" | cut -c1-5)
+      rest=$(printf %s "$DB_PASSWORD" | cut -c6-)
+      printf 'pw=%s' "$half"; sleep 0.3; printf '%s\n' "$rest"
+      printf '{"password": "%s"}\n' "$(printf %s "$DB_PASSWORD" | sed 's/\\/\\\\/g; s/"/\\"/g')"
+"#,
+    )
+    .unwrap();
+    let config = format!(
+        "[roles.coder]\nexecutor = \"claude-code\"\nmodel = \"claude-sonnet-4-5\"\nsecrets = [\"SSH_KEY\", \"DB_PASSWORD\"]\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n",
+        bin.display()
+    );
+    let up = Up::start_in(dir, &config, hard_secrets());
+    let run = up.start_run("leaky");
+    let shown = up.wait(&run, "succeeded");
+    let watched = up.cli(&["run", "watch", &run]);
+    let output = String::from_utf8_lossy(&watched.stdout);
+    holds_no_hard_secret("the log", &output);
+    for masked in [
+        "key:",
+        "inline: [secret]\n",
+        "pw=[secret]",
+        r#"{"password": "[secret]"}"#,
+    ] {
+        assert!(output.contains(masked), "{masked:?} in {output}");
+    }
+    let code = shown["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["node"] == "code")
+        .unwrap();
+    assert_eq!(
+        code["tools"][0]["summary"], "psql --password \"[secret]\"",
+        "{code:#}"
+    );
+    holds_no_hard_secret("run show", &shown.to_string());
+}
+
+/// A conversation's assistant printing both secrets in its reply: the thread gets it
+/// masked, and so does the stored turn `conversation show` reads.
+#[test]
+fn multi_line_and_escaped_secrets_never_reach_a_conversations_thread() {
+    use gatehouse_tests::fake_slack::{self, FakeSlack};
+    use std::os::unix::fs::PermissionsExt;
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let slack = runtime.block_on(FakeSlack::start());
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let agent = "#!/bin/sh\nprintf 'Here is the key:\\n%s\\nand the password: %s\\n' \"$SSH_KEY\" \"$DB_PASSWORD\"\n";
+    std::fs::write(bin.join("helper"), agent).unwrap();
+    std::fs::set_permissions(bin.join("helper"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let config = format!(
+        "[slack]\napi_url = \"{}\"\nbot_token = \"{}\"\nsigning_secret = \"sl4ck\"\n[[projects]]\nname = \"notes\"\nchannels = [\"slack:C0NOTES\"]\nconverse = [\"ana\"]\n[roles.helper]\nexecutor = \"command\"\ncommand = [\"helper\"]\nsecrets = [\"SSH_KEY\", \"DB_PASSWORD\"]\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[assistant]\nrole = \"helper\"\n",
+        slack.api_url(),
+        fake_slack::BOT_TOKEN,
+        bin.display()
+    );
+    let up = Up::start_in(dir, &config, hard_secrets());
+    let event = serde_json::json!({
+        "type": "event_callback", "event_id": "Ev-keys", "team_id": "T1",
+        "event": { "type": "app_mention", "user": "U0ANA", "channel": "C0NOTES",
+                   "ts": "1796000000.000300", "text": "<@U0GATEHOUSE> show me the keys" },
+    })
+    .to_string();
+    assert_eq!(up.slack_event(&runtime, event), 200);
+    let reply = || {
+        slack
+            .messages("C0NOTES")
+            .into_iter()
+            .find(|m| m.text.contains("Here is the key:"))
+    };
+    for _ in 0..400 {
+        if reply().is_some() {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    let reply = reply().unwrap_or_else(|| panic!("{:#?}", slack.messages("C0NOTES")));
+    assert_eq!(
+        reply.text, "Here is the key:\n[secret]\n\nand the password: [secret]",
+        "the key ends in a newline of its own"
+    );
+    let everything: Vec<String> = slack
+        .messages("C0NOTES")
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    holds_no_hard_secret("the thread", &everything.join("\n"));
+    let list = up.json(&["conversation", "list"]);
+    let id = list[0]["id"].as_str().unwrap().to_owned();
+    let shown = up.json(&["conversation", "show", &id]);
+    holds_no_hard_secret("conversation show", &shown.to_string());
+}
+
+/// A node that writes a secret it was given into the repository: the run's `deliver` node
+/// refuses the change, naming the file and the secret (declared by that node, not by the
+/// `deliver` node), and nothing is pushed.
+#[test]
+fn a_delivery_adding_a_secrets_value_is_refused_and_pushes_nothing() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let git = tempfile::tempdir().unwrap();
+    let bare = git.path().join("acme/api.git");
+    gatehouse_tests::fake_github::bare_repository(&bare);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+    std::fs::write(
+        dir.path().join("sops/spill.yaml"),
+        "name: spill\nnodes:\n  edit:\n    kind: script\n    secrets: [SSH_KEY]\n    run: 'mkdir -p deploy; printf \"%s\" \"$SSH_KEY\" > deploy/id; echo notes > NOTES.md'\n  ship: { kind: deliver, needs: [edit] }\n",
+    )
+    .unwrap();
+    let config = format!(
+        "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[projects]]\nname = \"shop\"\nrepositories = [{{ repo = \"acme/api\" }}]\n",
+        github.url,
+        git.path().display()
+    );
+    let up = Up::start_in(dir, &config, hard_secrets());
+    let run = up.json(&["run", "start", "spill", "--project", "shop"])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let shown = up.wait(&run, "failed");
+    assert_eq!(
+        Up::node(&shown, "ship")["last_error"],
+        "refused: the changes to acme/api add the value of the secret SSH_KEY (in deploy/id); nothing was delivered"
+    );
+    holds_no_hard_secret("run show", &shown.to_string());
+    assert!(github.pulls().is_empty());
+    let branches = Command::new("git")
+        .args(["branch", "--list", "--format=%(refname:short)"])
+        .current_dir(&bare)
+        .output()
+        .unwrap();
+    let branches = String::from_utf8_lossy(&branches.stdout);
+    assert_eq!(branches.trim(), "main", "nothing pushed");
+}

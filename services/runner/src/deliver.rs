@@ -7,7 +7,9 @@
 //! Delivery pushes only what was approved: before anything is committed or pushed, the
 //! tree of every writable repository ([`trees`]) is compared with the one the run's
 //! latest approval bound ([`approval`]), and the commit pushed is made of exactly that
-//! tree. One repository that differs stops the whole delivery.
+//! tree. One repository that differs stops the whole delivery, as does one whose changes
+//! add a configured secret's value ([`leaks`]). A conversation's delivery never pushes to
+//! a base branch: it goes through a pull request ([`Delivery::pull_only`]).
 //!
 //! The token reaches git only through its environment, as an HTTP header scoped to the
 //! remote (`GIT_CONFIG_*`), and only for the commands that talk to it: never in a remote
@@ -23,6 +25,7 @@ pub(crate) mod approval;
 mod branch;
 pub(crate) mod checkouts;
 mod direct;
+mod leaks;
 pub(crate) mod prepare;
 mod pulls;
 pub(crate) mod trees;
@@ -35,6 +38,7 @@ use secrecy::SecretString;
 use uuid::Uuid;
 
 use crate::git::{Git, Network};
+use crate::secrets::Secrets;
 use approval::Approval;
 use branch::Repo;
 use checkouts::Checkout;
@@ -116,6 +120,17 @@ pub(crate) struct Delivery<'a> {
     pub spec: &'a DeliverSpec,
     /// Pull requests it opens are drafts (one found open is left as it is).
     pub draft: bool,
+    /// The configured secrets' values: changes that add one are refused.
+    pub secrets: &'a Secrets,
+}
+
+impl Delivery<'_> {
+    /// Whether every change must go through a pull request: a conversation's delivery
+    /// never pushes to a base branch (no gate approved its work, so a person reviews it
+    /// in the pull request instead).
+    pub(crate) fn pull_only(&self) -> bool {
+        matches!(self.subject.by, By::Conversation(_))
+    }
 }
 
 /// Where one repository's work went.
@@ -212,6 +227,11 @@ impl Deliverer {
         }
         if repos.is_empty() {
             return Err("nothing to deliver: the workspace has no writable repository".into());
+        }
+        if delivery.pull_only() {
+            for repo in repos.iter() {
+                repo.refuse_base_branch().await?;
+            }
         }
         // Every repository is verified before any is committed, and committed before any is
         // pushed: a refusal anywhere leaves every remote as it was.

@@ -23,6 +23,7 @@ mod observe;
 mod outcome;
 mod patience;
 mod runner;
+mod secrets;
 mod turns;
 
 pub use deliver::Deliverer;

@@ -1,5 +1,6 @@
 //! Mentions that talk to the assistant: prose, `steer`, `stop`, `ask` and (in a
-//! conversation's thread) `status`. Ingest checks who may, opens the thread's conversation
+//! conversation's thread) `status` and `deliver`. Ingest checks who may (the project's
+//! `converse` right, and its `run` right for `deliver`), opens the thread's conversation
 //! on its first message, numbers what was said and hands it on as `conversation.input`;
 //! the scheduler owns the conversation from there, and its answers (acknowledgements,
 //! replies, refusals that depend on its state) come from there. What ingest refuses, it
@@ -114,6 +115,18 @@ pub(crate) async fn hear(
         return Ok(Heard::refused(
             "conversation: refused, may not converse",
             format!("Sorry, I can't take this from you: {refusal}."),
+        ));
+    }
+    // `deliver` pushes a work branch and opens a pull request: the project's `run` right,
+    // as starting a run that delivers would need.
+    if let Said::Deliver { .. } = &said
+        && let Err(refusal) = require(project, Right::Run, Some(person), &groups)
+    {
+        return Ok(Heard::refused(
+            "deliver: refused, may not run",
+            format!(
+                "Sorry, I can't deliver for you: delivering pushes a work branch and opens a pull request, which needs the project's `run` right, and {refusal}."
+            ),
         ));
     }
     if let Said::TakeOver { run } = &said

@@ -5,9 +5,10 @@
 //! signs nobody in, and signing out ends the row, so a copied cookie stops working
 //! everywhere at once. The cookie is `HttpOnly` and `SameSite=Strict`, and `Secure` (with
 //! the `__Host-` prefix) when the console is reached over HTTPS. A session acts for its
-//! person with the rights a token of theirs would have by default — `read`, `run`,
-//! `decide`, and `admin` for administrators — and every action goes through the API's own
-//! handler, so the console can do exactly what the API would let that person do.
+//! person with at most `read`, `run` and `decide` (no more than the token that asked for
+//! its link had); it never gets `admin`, administrators' sessions included, which stays
+//! with tokens. Every action goes through the API's own handler, so the console can do
+//! exactly what the API would let that person do with those scopes.
 //!
 //! The CSRF token is derived from the cookie's secret (a hash with a fixed label), so it
 //! needs no storage, differs per session and cannot be computed without the cookie.

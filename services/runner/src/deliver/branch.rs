@@ -1,5 +1,6 @@
 //! One writable repository on its way out: [verified](Repo::verify) (its `.git` checked,
-//! its configuration reset, its tree computed and held to the approval),
+//! its configuration reset, its tree computed and held to the approval, its changes
+//! searched for secrets' values),
 //! [committed](Repo::commit) (exactly that tree, on top of what the nodes committed, on its
 //! work branch) and, for a pull request, [pushed](Repo::push_branch). A read-only
 //! repository is only looked at, to say in the log when its changes stay behind.
@@ -10,7 +11,7 @@ use gatehouse_events::RepositoryMode;
 
 use super::checkouts::Checkout;
 use super::trees::{self, Objects};
-use super::{Deliverer, Delivery, Session, pulls};
+use super::{Deliverer, Delivery, Session, leaks, pulls};
 use crate::git::Network;
 
 /// A writable repository of the workspace being delivered.
@@ -71,10 +72,35 @@ impl<'a> Repo<'a> {
         self.checkout.branch.as_deref().unwrap_or(&self.base)
     }
 
+    /// `Err` when the work branch is the base branch or the repository's default branch:
+    /// pushing it would put the work there with no pull request. Asked before anything is
+    /// committed or pushed.
+    pub(super) async fn refuse_base_branch(&self) -> Result<(), String> {
+        let (repo, branch) = (&self.checkout.repo, self.branch());
+        let protected = if branch == self.base {
+            Some("its base branch")
+        } else {
+            let default = self
+                .deliverer
+                .github
+                .default_branch(repo)
+                .await
+                .map_err(|e| format!("finding the default branch of {repo}: {e}"))?;
+            (branch == default).then_some("its default branch")
+        };
+        match protected {
+            Some(which) => Err(format!(
+                "refused: the work branch of {repo} is `{branch}`, {which}, and a conversation delivers only through a pull request from a branch of its own, never to a base branch (give {repo} a `branch_name` other than `{branch}`, or mode `auto` or `new`); nothing was pushed"
+            )),
+            None => Ok(()),
+        }
+    }
+
     /// Checks the repository's `.git`, resets its configuration, and computes its tree;
-    /// `Err` when it differs from the approved one.
+    /// `Err` when it differs from the approved one, or its changes add a secret's value.
     pub(super) async fn verify(&mut self) -> Result<(), String> {
-        let repo = &self.checkout.repo;
+        let repo = self.checkout.repo.clone();
+        let repo = repo.as_str();
         crate::gitdir::check(&self.dir).map_err(|reason| format!("{repo}: {reason}"))?;
         self.deliverer
             .sanitize(&self.dir, &self.url)
@@ -85,6 +111,9 @@ impl<'a> Repo<'a> {
         if let Some(approval) = self.delivery.approval {
             approval.check(repo, &tree)?;
         }
+        let start = self.start().await;
+        let secrets = self.delivery.secrets;
+        leaks::refuse_added_secrets(repo, &self.dir, start.as_deref(), &tree, secrets).await?;
         self.tree = Some(tree);
         Ok(())
     }
@@ -120,25 +149,29 @@ impl<'a> Repo<'a> {
         self.local(&["symbolic-ref", "HEAD", &reference]).await?;
         self.local(&["read-tree", &reference]).await?;
         self.commit = Some(commit);
-        let start = match &self.checkout.start {
-            Some(start) => Some(start.clone()),
-            None => {
-                let from = match self.checkout.mode {
-                    RepositoryMode::Existing => branch.clone(),
-                    _ => self.base.clone(),
-                };
-                let name = format!("refs/remotes/origin/{from}^{{commit}}");
-                self.local(&["rev-parse", "--verify", "--quiet", &name])
-                    .await
-                    .ok()
-                    .map(|s| s.trim().to_owned())
-            }
-        };
+        let start = self.start().await;
         self.changed = match start {
             Some(start) => self.tree_of(&start).await.ok().as_deref() != Some(tree.as_str()),
             None => true,
         };
         Ok(self.changed)
+    }
+
+    /// The commit the work started from: as recorded at checkout, else the remote's
+    /// branch it was taken from; `None` when neither is known.
+    async fn start(&mut self) -> Option<String> {
+        if let Some(start) = &self.checkout.start {
+            return Some(start.clone());
+        }
+        let from = match self.checkout.mode {
+            RepositoryMode::Existing => self.branch().to_owned(),
+            _ => self.base.clone(),
+        };
+        let name = format!("refs/remotes/origin/{from}^{{commit}}");
+        self.local(&["rev-parse", "--verify", "--quiet", &name])
+            .await
+            .ok()
+            .map(|s| s.trim().to_owned())
     }
 
     /// Pushes the work branch: replacing the remote's for the branches Gatehouse names

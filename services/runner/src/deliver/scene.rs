@@ -162,6 +162,10 @@ pub(crate) struct Scene {
     pub github: FakeGithub,
     /// The plan of the last preparation, which the record is held to.
     planned: Mutex<Vec<checkouts::Planned>>,
+    /// Who delivers: a run, unless a test says a conversation.
+    pub by: By,
+    /// The secrets a delivery looks for; none unless a test says.
+    pub secrets: crate::secrets::Secrets,
 }
 
 impl Scene {
@@ -179,6 +183,8 @@ impl Scene {
             deliverer,
             github,
             planned: Mutex::default(),
+            by: By::Run(uuid::Uuid::nil()),
+            secrets: crate::secrets::Secrets::default(),
         }
     }
 
@@ -280,13 +286,14 @@ impl Scene {
             scratch: &scratch,
             checkouts: &checkouts,
             subject: Subject {
-                by: By::Run(uuid::Uuid::nil()),
+                by: self.by,
                 title: "Fix it",
                 issue: Some(("acme/api", 1)),
             },
             approval,
             spec: &spec,
             draft: false,
+            secrets: &self.secrets,
         };
         let mut log = Vec::new();
         let delivered = tokio::time::timeout(

@@ -1,7 +1,8 @@
 //! Workspaces prepared and delivered end to end on local bare repositories: see
-//! [`preparing`] and [`delivering`].
+//! [`preparing`] and [`delivering`]; what a delivery refuses to push, [`guarded`].
 
 mod delivering;
+mod guarded;
 mod preparing;
 
 /// The branch the repository at `dir` is on.

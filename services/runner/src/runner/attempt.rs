@@ -27,10 +27,11 @@ use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
 use crate::files::RunDirs;
-use crate::logs::{LogTarget, Secrets, Tracing, store_output};
+use crate::logs::{LogTarget, Tracing, store_output};
 use crate::observe::SandboxStart;
 use crate::outcome::{Verdict, judge};
 use crate::patience::patiently;
+use crate::secrets::Secrets;
 
 /// What a step of an attempt gives: `Ok(Err(reason))` fails the attempt for `reason`;
 /// `Err` is a failure to read or record, and the job comes back.
@@ -387,7 +388,8 @@ impl Attempt<'_> {
             judge(
                 exit,
                 &prepared.sandbox.profile,
-                (!problems.is_empty()).then(|| problems.join("; ")),
+                // What the agent reported may quote a secret.
+                (!problems.is_empty()).then(|| prepared.secrets.mask(&problems.join("; "))),
             )
         };
         let duration_ms = u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX);

@@ -2,11 +2,14 @@
 //! its latest approval handed to the [`Deliverer`](crate::deliver::Deliverer), and what it
 //! delivered recorded — each pull request with the requirement, each direct merge with the
 //! gate that approved it. How repositories are verified, committed, pushed and merged, and
-//! kept safe from what earlier nodes left in them, is [`crate::deliver`]'s.
+//! kept safe from what earlier nodes left in them, is [`crate::deliver`]'s. The secrets a
+//! delivery refuses to push are every one the configuration names for the work
+//! ([`Runner::delivery_secrets`]).
 
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{DeliverSpec, NodeDispatch};
 use gatehouse_store::DirectMergeRow;
+use uuid::Uuid;
 
 use super::Runner;
 use super::report::Ended;
@@ -17,6 +20,7 @@ use crate::deliver::{DeliveredTo, Delivery};
 use crate::durably::durably;
 use crate::files::RunDirs;
 use crate::outcome::Verdict;
+use crate::secrets::Secrets;
 
 /// Why nothing can be delivered by a runner without GitHub.
 pub(crate) const NOT_CONFIGURED: &str =
@@ -62,6 +66,9 @@ impl Runner {
             approval: approval.as_ref(),
             spec,
             draft: false,
+            secrets: &self
+                .delivery_secrets(Some(job.run_id), &job.secrets)
+                .await?,
         };
         let mut log = Vec::new();
         let delivered = delivery.deliver(&request, &mut log).await;
@@ -111,5 +118,47 @@ impl Runner {
             Some(duration_ms),
             Vec::new(),
         ))
+    }
+
+    /// The values of the secrets configured for the work being delivered, whose addition
+    /// a delivery refuses: every configured role's, every node's of `run`'s SOP as it was
+    /// frozen, and `declared` (the `deliver` node's own). One that is not set in the
+    /// runner's environment cannot leak from it, and is left out.
+    pub(crate) async fn delivery_secrets(
+        &self,
+        run: Option<Uuid>,
+        declared: &[String],
+    ) -> Result<Secrets, HandlerError> {
+        let mut names: Vec<String> = declared.to_vec();
+        for role in self.options.roles.values() {
+            names.extend(role.secrets.iter().cloned());
+        }
+        if let Some(run) = run {
+            names.extend(self.sop_secrets(run).await?);
+        }
+        names.sort();
+        names.dedup();
+        // Unlike a sandbox's, an unset one is no one's mistake here: nothing to warn of.
+        let values = names
+            .into_iter()
+            .filter_map(|name| std::env::var(&name).ok().map(|value| (name, value)));
+        Ok(Secrets::new(values))
+    }
+
+    /// The secrets the nodes of `run`'s frozen SOP declare.
+    async fn sop_secrets(&self, run: Uuid) -> Result<Vec<String>, HandlerError> {
+        let Some(row) = self.store.run(run).await? else {
+            return Ok(Vec::new());
+        };
+        let Some((source, body)) = self.store.sop_version_body(&row.sop_version).await? else {
+            return Ok(Vec::new());
+        };
+        match gatehouse_sop::parse(&source, &body) {
+            Ok(sop) => Ok(sop.nodes.into_iter().flat_map(|n| n.secrets).collect()),
+            Err(err) => {
+                tracing::warn!(%run, error = %err, "the run's frozen SOP does not parse; its secrets are not looked for in the delivery");
+                Ok(Vec::new())
+            }
+        }
     }
 }

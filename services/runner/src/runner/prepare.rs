@@ -26,8 +26,8 @@ use super::workspace::RunScope;
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
-use crate::logs::Secrets;
 use crate::patience::patiently;
+use crate::secrets::Secrets;
 
 impl<'a> Attempt<'a> {
     /// Readies the attempt for the sandbox: settings, inputs, checkpoint, environment and

@@ -1,7 +1,8 @@
 //! A `deliver` turn's attempt: the conversation's workspace delivered as a `deliver` node
 //! delivers a run's, by the same [`Deliverer`](crate::deliver::Deliverer) — every writable
-//! repository checked, committed and pushed to its work branch (the requirement's, as the
-//! workspace was checked out on it), one pull request per repository opened (a draft when
+//! repository checked (its changes adding no configured secret's value), committed and
+//! pushed to its work branch (the requirement's, as the workspace was checked out on it;
+//! never its base or default branch), one pull request per repository opened (a draft when
 //! asked) or, when one is open from that branch already, updated, each linking the
 //! others — and each pull request recorded with the requirement.
 //!
@@ -204,6 +205,7 @@ impl Runner {
             approval: None,
             spec: &spec,
             draft: delivering.draft,
+            secrets: &self.delivery_secrets(None, &[]).await?,
         };
         let mut log = Vec::new();
         let delivered = deliverer.deliver_changes(&request, &mut log).await;

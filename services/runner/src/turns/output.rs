@@ -1,5 +1,5 @@
 //! Reading a turn's output while the CLI runs: every line masked of the secrets the turn
-//! was given, stdout read into the trace as for agent nodes ([`crate::logs::store_output`]
+//! was given ([`OutputMask`]; what the trace decodes is masked again), stdout read into the trace as for agent nodes ([`crate::logs::store_output`]
 //! does the same for them), the CLI's session reported the moment the trace names it, and
 //! the progress message brought up to date — at once when the first tool starts, after
 //! that at most every couple of seconds while the trace changes, and now and then to move
@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use super::progress;
 use super::report::Reporter;
 use super::verdict::LastLines;
-use crate::logs::Secrets;
+use crate::secrets::{OutputMask, Secrets};
 
 /// The least time between two updates of the progress message.
 const UPDATE_EVERY: Duration = Duration::from_secs(2);
@@ -26,7 +26,7 @@ const CLOCK_EVERY: Duration = Duration::from_secs(10);
 /// A turn's output so far.
 pub(super) struct Watch {
     parser: TraceParser,
-    secrets: Secrets,
+    mask: OutputMask,
     /// When the attempt began: arrival times and the clock count from here.
     begun: Instant,
     last: LastLines,
@@ -39,7 +39,7 @@ impl Watch {
     pub(super) fn new(parser: TraceParser, secrets: Secrets, begun: Instant) -> Self {
         Self {
             parser,
-            secrets,
+            mask: OutputMask::new(secrets),
             begun,
             last: LastLines::default(),
             session_reported: false,
@@ -52,17 +52,22 @@ impl Watch {
     }
 
     fn line(&mut self, line: &LogLine) {
-        let masked = self.secrets.mask(&line.line);
-        let blank = masked.trim().is_empty();
+        for masked in self.mask.push(line.clone()) {
+            self.masked(masked);
+        }
+    }
+
+    fn masked(&mut self, line: LogLine) {
+        let blank = line.line.trim().is_empty();
         match line.stream {
             Stream::Stdout => {
                 let at = self.elapsed_ms();
-                self.parser.feed(&masked, at);
+                self.parser.feed(&line.line, at);
                 if !blank {
-                    self.last.stdout = Some(masked);
+                    self.last.stdout = Some(line.line);
                 }
             }
-            Stream::Stderr if !blank => self.last.stderr = Some(masked),
+            Stream::Stderr if !blank => self.last.stderr = Some(line.line),
             Stream::Stderr => {}
         }
     }
@@ -92,14 +97,23 @@ impl Watch {
         if !due {
             return None;
         }
-        let text = progress::working(self.elapsed_ms(), &progress);
+        // Tool summaries are decoded from the agent's JSON: masked again as text.
+        let text = self
+            .mask
+            .secrets()
+            .mask(&progress::working(self.elapsed_ms(), &progress));
         self.shown = Some((Instant::now(), state));
         Some(text)
     }
 
-    fn finish(self) -> (Trace, LastLines) {
+    fn finish(mut self) -> (Trace, LastLines) {
+        for masked in self.mask.finish() {
+            self.masked(masked);
+        }
         let at = self.elapsed_ms();
-        (self.parser.finish(at), self.last)
+        let mut trace = self.parser.finish(at);
+        self.mask.secrets().mask_trace(&mut trace);
+        (trace, self.last)
     }
 }
 
@@ -181,5 +195,67 @@ mod tests {
         let (trace, last) = watch.finish();
         assert_eq!(trace.tools[0].summary, "echo [secret]");
         assert_eq!(last.stderr.as_deref(), Some("warning: [secret]"));
+    }
+}
+
+#[cfg(test)]
+mod multi_line_and_escaped {
+    use gatehouse_agent::TraceFormat;
+
+    use super::*;
+
+    const KEY: &str = "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\nQyNTUxOQAAACBzZWNyZXQta2V5LW1hdGVyaWFsLWZvci10ZXN0cy1vbmx5AAAA\n-----END OPENSSH PRIVATE KEY-----\n";
+    const PASSWORD: &str = r#"pa"ss\word-42"#;
+
+    fn line(stream: Stream, line: &str) -> LogLine {
+        LogLine {
+            stream,
+            line: line.into(),
+        }
+    }
+
+    fn assert_clear(what: &str, text: &str) {
+        for secret in KEY.lines().chain([PASSWORD]) {
+            assert!(!text.contains(secret), "{what} holds {secret:?}: {text}");
+        }
+    }
+
+    /// Claude Code's events carry what the agent did as JSON: a key with its newlines and
+    /// a password with `"` and `\` arrive escaped, and come out decoded in the tool
+    /// summaries, the progress message and the reply; a key printed on stderr comes out
+    /// line by line.
+    #[test]
+    fn secrets_never_reach_the_reply_tools_progress_or_last_lines() {
+        let secrets = Secrets::new([
+            ("SSH_KEY".to_owned(), KEY.to_owned()),
+            ("DB_PASSWORD".to_owned(), PASSWORD.to_owned()),
+        ]);
+        let parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+        let mut watch = Watch::new(parser, secrets, Instant::now());
+        let command = format!("psql --password '{PASSWORD}' && echo '{KEY}' > id");
+        let tool = serde_json::json!({"type": "assistant", "message": {"content": [
+            {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": command}}]}});
+        watch.line(&line(Stream::Stdout, &tool.to_string()));
+        let progress = watch.update().unwrap_or_default();
+        assert!(progress.contains("Bash psql"), "{progress}");
+        assert_clear("the progress message", &progress);
+        for key_line in KEY.lines() {
+            watch.line(&line(Stream::Stderr, key_line));
+        }
+        let reply = format!("Done. The key is\n{KEY}\nand the password is {PASSWORD}.");
+        let result = serde_json::json!({"type": "result", "subtype": "success",
+            "is_error": false, "result": reply, "usage": {"input_tokens": 1, "output_tokens": 1}});
+        watch.line(&line(Stream::Stdout, &result.to_string()));
+        let (trace, last) = watch.finish();
+        assert_eq!(trace.tools.len(), 1);
+        assert_clear("the tool summary", &trace.tools[0].summary);
+        let reply = trace.reply.unwrap_or_default();
+        assert!(reply.starts_with("Done. The key is"), "{reply}");
+        assert_clear("the reply", &reply);
+        assert_clear(
+            "stdout's last line",
+            last.stdout.as_deref().unwrap_or_default(),
+        );
+        assert_eq!(last.stderr.as_deref(), Some("[secret]"));
     }
 }

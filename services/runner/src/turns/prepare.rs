@@ -19,8 +19,8 @@ use super::transcript;
 use super::workspace::read_only_copy;
 use crate::agent::AGENT_DIR;
 use crate::files::Scratch;
-use crate::logs::Secrets;
 use crate::runner::{Runner, project_environment, read_secrets};
+use crate::secrets::Secrets;
 
 /// What the sandbox runs, and where.
 pub(super) struct Prepared {

@@ -246,6 +246,7 @@ async fn a_push_to_the_base_while_merging_is_refused_by_the_lease() {
         approval: None,
         spec: &spec,
         draft: false,
+        secrets: &crate::secrets::Secrets::default(),
     };
     let mut repo = Repo::open(&scene.deliverer, &delivery, &checkouts[0])
         .await
