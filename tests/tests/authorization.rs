@@ -23,6 +23,9 @@ use gatehouse_tests::{Backend, Gatehouse as Harness, on_both_backends, person};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
+#[path = "authorization/project_actions.rs"]
+mod project_actions;
+
 on_both_backends!(
     every_route_answers_each_scope_and_person_as_the_table_says,
     requests_without_a_valid_token_are_401_on_every_route,
