@@ -560,7 +560,11 @@ impl GatehouseBuilder {
         for configure in self.options {
             configure(&mut options);
         }
-        let roles = options.roles.keys().cloned().collect();
+        let roles = options
+            .roles
+            .iter()
+            .map(|(name, role)| (name.clone(), role.askable))
+            .collect();
         let runner = Runner::new(db.store.clone(), self.sandbox, options);
 
         let shutdown = CancellationToken::new();

@@ -27,6 +27,8 @@ use uuid::Uuid;
 mod project_reads;
 #[path = "authorization/conversation_delivery.rs"]
 mod conversation_delivery;
+#[path = "authorization/project_actions.rs"]
+mod project_actions;
 
 on_both_backends!(
     every_route_answers_each_scope_and_person_as_the_table_says,

@@ -100,7 +100,8 @@ fn install(dir: &Path, name: &str, script: &str) {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
 }
 
-/// The roles: `assistant` (the stand-in Claude) and `reviewer` (a command).
+/// The roles: `assistant` (the stand-in Claude) and `reviewer` (a command); those `ask`
+/// names say `askable = true`.
 fn roles(data: &Path) -> BTreeMap<String, Role> {
     let bin = data.join("bin");
     install(&bin, "claude", FAKE_CLAUDE);
@@ -122,12 +123,14 @@ fn roles(data: &Path) -> BTreeMap<String, Role> {
         ..Role::new(Executor::ClaudeCode)
     };
     let reviewer = Role {
+        askable: true,
         command: vec!["review".into()],
         env: env.clone(),
         ..Role::new(Executor::Command)
     };
     // Roles that go wrong: a CLI the sandbox does not have, and one printing garbage.
     let ghost = Role {
+        askable: true,
         command: vec!["no-such-cli".into()],
         env: env.clone(),
         ..Role::new(Executor::Command)
@@ -138,6 +141,7 @@ fn roles(data: &Path) -> BTreeMap<String, Role> {
         "#!/bin/sh\necho 'not json'\necho '{half'\n",
     );
     let garbled = Role {
+        askable: true,
         env: BTreeMap::from([(
             "PATH".to_owned(),
             format!("{}:/usr/bin:/bin", bin.join("garbled").display()),

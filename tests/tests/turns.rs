@@ -168,9 +168,11 @@ fn configure(data: &Path) -> impl FnOnce(&mut RunnerOptions) + 'static {
     let mut reviewer = role(Executor::Command, &bin("reviewer"));
     reviewer.command = vec!["looker".into()];
     reviewer.read_only = true;
+    reviewer.askable = true;
     let mut escaper = role(Executor::Command, &bin("escaper"));
     escaper.command = vec!["escaper".into()];
     escaper.read_only = true;
+    escaper.askable = true;
     let mut roles = BTreeMap::from([
         ("custom".to_owned(), custom),
         ("reviewer".to_owned(), reviewer),

@@ -15,6 +15,24 @@ pub struct IssueComment {
     pub body: String,
 }
 
+/// What starts the invisible last line of every comment Gatehouse posts.
+const MARKER_START: &str = "<!-- gatehouse:";
+
+/// The marker of the comment Gatehouse keys `key`: an HTML comment, invisible on GitHub,
+/// by which a comment is found again and known as Gatehouse's own.
+pub fn comment_marker(key: &str) -> String {
+    format!("{MARKER_START}{key} -->")
+}
+
+/// Whether `body` ends with a Gatehouse marker, as every comment Gatehouse posts does
+/// (whatever account posted it). Someone else who ends a comment so only makes it one
+/// Gatehouse does not act on.
+pub fn is_gatehouse_comment(body: &str) -> bool {
+    body.trim_end().lines().next_back().is_some_and(|last| {
+        last.trim().starts_with(MARKER_START) && last.trim_end().ends_with("-->")
+    })
+}
+
 impl GithubClient {
     /// Every comment on an issue, oldest first.
     pub async fn comments(
@@ -81,7 +99,7 @@ impl GithubClient {
         Err(GithubError::Unavailable(last))
     }
 
-    /// Replaces a comment's text (the marker is kept).
+    /// Replaces a comment's text (the marker is kept last).
     pub async fn update_comment(
         &self,
         repo: &str,
@@ -100,5 +118,24 @@ impl GithubClient {
         )
         .await?;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_comment_is_gatehouses_own_by_its_last_line() {
+        let marker = comment_marker("status:acme/api#4");
+        assert!(is_gatehouse_comment(&format!(
+            "Run started\n/gatehouse run deploy\n\n{marker}"
+        )));
+        assert!(is_gatehouse_comment(&format!("{marker}\r\n")));
+        assert!(!is_gatehouse_comment(&format!(
+            "{marker}\n/gatehouse run deploy"
+        )));
+        assert!(!is_gatehouse_comment("/gatehouse run deploy"));
+        assert!(!is_gatehouse_comment("<!-- mine -->"));
     }
 }

@@ -16,7 +16,7 @@ mod signature;
 mod transport;
 
 pub use client::GithubClient;
-pub use comments::IssueComment;
+pub use comments::{IssueComment, comment_marker, is_gatehouse_comment};
 pub use error::GithubError;
 pub use oauth::OAuthApp;
 pub use payload::{

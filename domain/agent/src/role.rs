@@ -47,6 +47,14 @@ pub struct Role {
     /// ignore it.
     #[serde(default, skip_serializing_if = "is_false")]
     pub read_only: bool,
+    /// A conversation's `ask ROLE` may name this role. Off by default: a role made for
+    /// SOP nodes (a deployer with its keys) is not anyone's to prompt.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub askable: bool,
+    /// An `ask` of this role gets its `secrets`. Off by default: an asked role runs
+    /// without them, since whoever asks writes its prompt.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ask_secrets: bool,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -152,7 +160,19 @@ impl Role {
             command: Vec::new(),
             args: Vec::new(),
             read_only: false,
+            askable: false,
+            ask_secrets: false,
         }
+    }
+
+    /// The names of the secrets a run of this role gets: all of `secrets` for an SOP node
+    /// or an assistant's turn; for an `ask` (`asked`), none unless the role says
+    /// `ask_secrets`.
+    pub fn secrets_for(&self, asked: bool) -> &[String] {
+        if asked && !self.ask_secrets {
+            return &[];
+        }
+        &self.secrets
     }
 
     /// Checks what serde cannot: that the executor's own keys are consistent. Called when the

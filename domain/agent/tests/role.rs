@@ -238,3 +238,23 @@ fn read_only_is_written_only_when_set() {
         "frozen roles read as before"
     );
 }
+
+#[test]
+fn an_asked_role_gets_its_secrets_only_when_it_says_so() {
+    let keyed = Role {
+        secrets: vec!["DEPLOY_KEY".into()],
+        ..role(Executor::Codex)
+    };
+    assert_eq!(keyed.secrets_for(false), ["DEPLOY_KEY"]);
+    assert!(keyed.secrets_for(true).is_empty(), "asked: no secrets");
+    let trusted = Role {
+        ask_secrets: true,
+        ..keyed
+    };
+    assert_eq!(trusted.secrets_for(true), ["DEPLOY_KEY"]);
+    let parsed: Role =
+        serde_json::from_str(r#"{"executor":"codex","askable":true,"ask_secrets":true}"#).unwrap();
+    assert!(parsed.askable && parsed.ask_secrets);
+    let plain: Role = serde_json::from_str(r#"{"executor":"codex"}"#).unwrap();
+    assert!(!plain.askable && !plain.ask_secrets, "neither unless said");
+}

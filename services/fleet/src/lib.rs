@@ -12,7 +12,7 @@
 mod gateway;
 mod listener;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -60,8 +60,9 @@ pub struct FleetBuilder {
     ingest_work: IngestWork,
     runner: Option<Runner>,
     notifier: Option<Notifier>,
-    /// `[assistant]` and the roles `ask` may name: conversations in chat threads.
-    assistant: Option<(AssistantSettings, BTreeSet<String>)>,
+    /// `[assistant]` and every configured role, with whether `ask` may name it:
+    /// conversations in chat threads.
+    assistant: Option<(AssistantSettings, BTreeMap<String, bool>)>,
     tasks: Vec<Task>,
 }
 
@@ -193,8 +194,9 @@ impl FleetBuilder {
     }
 
     /// Talks with people in chat threads: ingest opens a conversation per thread and the
-    /// scheduler runs its turns as the assistant role; `roles` are those `ask` may name.
-    pub fn assistant(mut self, settings: AssistantSettings, roles: BTreeSet<String>) -> Self {
+    /// scheduler runs its turns as the assistant role; `roles` are every configured role,
+    /// each with whether `ask` may name it (its `askable`).
+    pub fn assistant(mut self, settings: AssistantSettings, roles: BTreeMap<String, bool>) -> Self {
         self.assistant = Some((settings, roles));
         self
     }
@@ -239,7 +241,12 @@ impl FleetBuilder {
             if let Some((settings, roles)) = assistant {
                 api = api.with_assistant(Assistant {
                     role: settings.role,
-                    roles,
+                    askable: roles
+                        .iter()
+                        .filter(|(_, askable)| **askable)
+                        .map(|(name, _)| name.clone())
+                        .collect(),
+                    roles: roles.into_keys().collect(),
                 });
             }
             if work.process_deliveries {

@@ -7,7 +7,7 @@ pub mod chat;
 pub mod github;
 pub mod sandbox;
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
 
@@ -83,10 +83,14 @@ pub fn projects(config: &Config, catalog: &Catalog) -> anyhow::Result<Arc<Projec
     Ok(Arc::new(projects))
 }
 
-/// `[assistant]` as the scheduler runs conversations with it, and the roles `ask` may name.
+/// `[assistant]` as the scheduler runs conversations with it, and every role with whether
+/// `ask` may name it.
 pub fn assistant(
     config: &Config,
-) -> Option<(gatehouse_scheduler::AssistantSettings, BTreeSet<String>)> {
+) -> Option<(
+    gatehouse_scheduler::AssistantSettings,
+    BTreeMap<String, bool>,
+)> {
     let assistant = config.assistant.as_ref()?;
     let settings = gatehouse_scheduler::AssistantSettings {
         role: assistant.role.clone(),
@@ -96,7 +100,12 @@ pub fn assistant(
         },
         turn_timeout: assistant.turn_timeout,
     };
-    Some((settings, config.roles.keys().cloned().collect()))
+    let roles = config
+        .roles
+        .iter()
+        .map(|(name, role)| (name.clone(), role.askable))
+        .collect();
+    Some((settings, roles))
 }
 
 /// What the HTTP listeners allow a client.

@@ -1,7 +1,9 @@
 //! `/projects`, and the one place a request's project and repositories are checked: the
 //! API's run start, chat, comments, label triggers and schedules all bind their runs here,
-//! with the project's `run` list checked for the person asking. Who may read a project's
-//! work is decided here too ([`may_read`]), for every list and page that shows it.
+//! with the project's `run` list checked for the person asking; commands on a run or a
+//! schedule (cancel, pause, resume, retry, trigger, backfill, delete) check the same list
+//! of the project it belongs to ([`may_act`]). Who may read a project's work is decided
+//! here too ([`may_read`]), for every list and page that shows it.
 
 use axum::Json;
 use axum::extract::State;
@@ -19,10 +21,11 @@ pub async fn list(State(api): State<ApiState>) -> Json<Vec<ProjectView>> {
     Json(api.projects.iter().map(view).collect())
 }
 
-/// The workspace `request` names, refused (422) when it names an unknown project, a
-/// repository outside it or in none, or an SOP the project does not allow, and (403) when
-/// `person` may not run on the project (someone Gatehouse does not know may only where
-/// the project names nobody).
+/// The workspace `request` names, refused (422) when it names a repository the
+/// configuration names nowhere ([`require_named`]), an unknown project, a repository
+/// outside it or in none, or an SOP the project does not allow, and (403) when `person`
+/// may not run on the project (someone Gatehouse does not know may only where the project
+/// names nobody).
 pub(crate) fn bind(
     api: &ApiState,
     request: Request<'_>,
@@ -33,12 +36,37 @@ pub(crate) fn bind(
         .projects
         .resolve(request)
         .map_err(|e| ApiError::Unprocessable(e.to_string()))?;
+    // Once projects are configured, resolving found each repository in one; without them
+    // an issue's repository still has to be one the configuration names.
+    let named = request.repositories.iter().map(String::as_str);
+    for repo in named.chain(request.issue_repo) {
+        require_named(api, repo)?;
+    }
     if let Some(workspace) = &workspace
         && let Some(project) = api.projects.get(&workspace.project)
     {
         require(project, Right::Run, person, groups)?;
     }
     Ok(workspace)
+}
+
+/// Whether the configuration names `repo` (`owner/name`): a project lists it, or a
+/// trigger's `repos` or `[github] repositories` matches it. Gatehouse acts on no other
+/// repository, whoever asks and however.
+pub(crate) fn is_named(api: &ApiState, repo: &str) -> bool {
+    !api.projects.of_repo(repo).is_empty()
+        || api.github.as_ref().is_some_and(|g| g.allows_repo(repo))
+}
+
+/// Refuses (422) a repository the configuration names nowhere ([`is_named`]): the one
+/// check the API, chat, comments, label triggers and schedules share.
+pub(crate) fn require_named(api: &ApiState, repo: &str) -> Result<(), ApiError> {
+    if is_named(api, repo) {
+        return Ok(());
+    }
+    Err(ApiError::Unprocessable(format!(
+        "Gatehouse works only on the repositories its configuration names, and `{repo}` is not one of them (an administrator adds it to a project's repositories, a trigger's `repos` or [github] repositories)"
+    )))
 }
 
 /// The repository of the GitHub issue or pull request a requirement is, if it is one.
@@ -108,8 +136,23 @@ pub(crate) fn may_decide(
     person: &str,
     groups: &[String],
 ) -> Result<(), ApiError> {
+    may_act(api, project, Right::Approve, Some(person), groups)
+}
+
+/// Refuses (403) an action on a run or schedule of `project` (the name it was bound to)
+/// by someone that project's `right` list leaves out: cancelling, pausing, resuming or
+/// retrying a run and operating a schedule need [`Right::Run`]. Work of no project, or of
+/// a project no longer configured, answers to the token's scope and the SOP's starters
+/// alone.
+pub(crate) fn may_act(
+    api: &ApiState,
+    project: Option<&str>,
+    right: Right,
+    person: Option<&str>,
+    groups: &[String],
+) -> Result<(), ApiError> {
     match project.and_then(|name| api.projects.get(name)) {
-        Some(project) => require(project, Right::Approve, Some(person), groups),
+        Some(project) => require(project, right, person, groups),
         None => Ok(()),
     }
 }

@@ -23,7 +23,7 @@ use crate::rights::{Caller, may_start};
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects, requested};
 use gatehouse_commands::IssueRef;
-use gatehouse_project::Request;
+use gatehouse_project::{Request, Right};
 
 /// Query of `GET /runs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -217,7 +217,8 @@ pub(crate) fn graph_svg(sop: &gatehouse_sop::Sop, run: &gatehouse_engine::RunSta
     gatehouse_graph::svg(&graph)
 }
 
-/// Checks a command against the run's state, then sends it to the scheduler.
+/// Checks a command against the run's project (its `run` list) and state, then sends it
+/// to the scheduler.
 async fn command(
     api: &ApiState,
     id: Uuid,
@@ -225,7 +226,9 @@ async fn command(
     input: Input,
     command: RunCommandKind,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
-    let (_, sop, mut run) = api.runs.load(id).await?;
+    let (row, sop, mut run) = api.runs.load(id).await?;
+    let (person, groups) = (Some(caller.person.as_str()), &caller.groups);
+    projects::may_act(api, row.project.as_deref(), Right::Run, person, groups)?;
     apply(&sop, &mut run, input)?;
     let event_id = outbox::emit(
         &api.store,
@@ -246,7 +249,7 @@ async fn command(
 }
 
 /// Cancels a run: stops what runs, closes open gates.
-#[utoipa::path(post, path = "/runs/{id}/cancel", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/runs/{id}/cancel", responses((status = 202, body = Accepted), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn cancel(
     State(api): State<ApiState>,
     caller: Caller,
@@ -256,7 +259,7 @@ pub async fn cancel(
 }
 
 /// Pauses a run: nothing new is dispatched.
-#[utoipa::path(post, path = "/runs/{id}/pause", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/runs/{id}/pause", responses((status = 202, body = Accepted), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn pause(
     State(api): State<ApiState>,
     caller: Caller,
@@ -266,7 +269,7 @@ pub async fn pause(
 }
 
 /// Resumes a paused run.
-#[utoipa::path(post, path = "/runs/{id}/resume", responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/runs/{id}/resume", responses((status = 202, body = Accepted), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn resume(
     State(api): State<ApiState>,
     caller: Caller,
@@ -276,7 +279,7 @@ pub async fn resume(
 }
 
 /// Runs a node again, with everything after it and everything that did not complete.
-#[utoipa::path(post, path = "/runs/{id}/retry", request_body = Retry, responses((status = 202, body = Accepted), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+#[utoipa::path(post, path = "/runs/{id}/retry", request_body = Retry, responses((status = 202, body = Accepted), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn retry(
     State(api): State<ApiState>,
     caller: Caller,

@@ -27,6 +27,7 @@ use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};
 use crate::views::*;
 use crate::{ApiError, ApiState, projects};
+use gatehouse_project::Right;
 
 /// A backfill queues at most this many fires; a larger range is refused with the count.
 const MAX_BACKFILL: usize = 1_000;
@@ -121,32 +122,36 @@ pub async fn show(
 
 /// Pauses a schedule, with a note; fires that fall due while paused are not owed.
 #[utoipa::path(post, path = "/schedules/{name}/pause", request_body = PauseSchedule, responses(
-    (status = 200, body = ScheduleView), (status = 404, body = ErrorBody)))]
+    (status = 200, body = ScheduleView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn pause(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(name): Path<String>,
     body: Option<Json<PauseSchedule>>,
 ) -> Result<Json<ScheduleView>, ApiError> {
     let note = body.and_then(|Json(b)| b.note);
-    set_paused(&api, &name, true, note.as_deref()).await
+    set_paused(&api, &caller, &name, true, note.as_deref()).await
 }
 
 /// Resumes a paused schedule from now on.
 #[utoipa::path(post, path = "/schedules/{name}/resume", responses(
-    (status = 200, body = ScheduleView), (status = 404, body = ErrorBody)))]
+    (status = 200, body = ScheduleView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody)))]
 pub async fn resume(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<Json<ScheduleView>, ApiError> {
-    set_paused(&api, &name, false, None).await
+    set_paused(&api, &caller, &name, false, None).await
 }
 
 async fn set_paused(
     api: &ApiState,
+    caller: &Caller,
     name: &str,
     paused: bool,
     note: Option<&str>,
 ) -> Result<Json<ScheduleView>, ApiError> {
+    may_operate(api, caller, &find(api, name).await?)?;
     if !api
         .store
         .set_schedule_paused(name, paused, note, Utc::now())
@@ -162,13 +167,14 @@ async fn set_paused(
 /// (a run still going may mean skipped or buffered); the answer is that decision when it
 /// comes within a few seconds, `requested` otherwise.
 #[utoipa::path(post, path = "/schedules/{name}/trigger", responses(
-    (status = 202, body = FireView), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    (status = 202, body = FireView), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn trigger(
     State(api): State<ApiState>,
     caller: Caller,
     Path(name): Path<String>,
 ) -> Result<(StatusCode, Json<FireView>), ApiError> {
     let row = find(&api, &name).await?;
+    may_operate(&api, &caller, &row)?;
     // Whoever fires it answers for the run, so they must be allowed to start its SOP.
     if let Some(sop) = api.catalog.get(&row.sop) {
         may_start(sop, &caller.person, &caller.groups)?;
@@ -218,7 +224,7 @@ pub async fn trigger(
 /// Queues the schedule's cron times between `from` and `to` that never ran (never
 /// recorded, or skipped) to run one after another, oldest first.
 #[utoipa::path(post, path = "/schedules/{name}/backfill", request_body = Backfill, responses(
-    (status = 200, body = BackfillResult), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
+    (status = 200, body = BackfillResult), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn backfill(
     State(api): State<ApiState>,
     caller: Caller,
@@ -226,6 +232,7 @@ pub async fn backfill(
     Json(body): Json<Backfill>,
 ) -> Result<Json<BackfillResult>, ApiError> {
     let row = find(&api, &name).await?;
+    may_operate(&api, &caller, &row)?;
     if let Some(sop) = api.catalog.get(&row.sop) {
         may_start(sop, &caller.person, &caller.groups)?;
     }
@@ -279,12 +286,14 @@ pub async fn backfill(
 
 /// Deletes a schedule made through the API, with its fire history; runs it started stay.
 #[utoipa::path(delete, path = "/schedules/{name}", responses(
-    (status = 204), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
+    (status = 204), (status = 403, body = ErrorBody), (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn delete(
     State(api): State<ApiState>,
+    caller: Caller,
     Path(name): Path<String>,
 ) -> Result<StatusCode, ApiError> {
     let row = find(&api, &name).await?;
+    may_operate(&api, &caller, &row)?;
     if row.source == "config" {
         return Err(ApiError::Conflict(format!(
             "schedule `{name}` comes from the configuration file; remove it there (or pause it)"
@@ -294,6 +303,19 @@ pub async fn delete(
         return Err(no_schedule(&name));
     }
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// Refuses (403) someone the schedule's project does not let run: pausing, resuming,
+/// triggering, backfilling and deleting a schedule are acts on its project's runs.
+fn may_operate(api: &ApiState, caller: &Caller, row: &ScheduleRow) -> Result<(), ApiError> {
+    let person = Some(caller.person.as_str());
+    projects::may_act(
+        api,
+        row.project.as_deref(),
+        Right::Run,
+        person,
+        &caller.groups,
+    )
 }
 
 async fn find(api: &ApiState, name: &str) -> Result<ScheduleRow, ApiError> {

@@ -7,7 +7,6 @@ mod answers;
 mod targets;
 
 use gatehouse_commands::Command;
-use gatehouse_engine::Input;
 use gatehouse_events::{Actor, RunCommandKind};
 use gatehouse_store::{RequirementRow, Tx};
 
@@ -103,12 +102,11 @@ pub(crate) async fn carry_out(
         }
         Command::Cancel { run } => {
             let kind = RunCommandKind::Cancel;
-            run_command(api, tx, scope, actor, run, Input::Cancel, kind).await
+            run_command(api, tx, scope, actor, &groups, run, kind).await
         }
         Command::Retry { node } => {
-            let input = Input::RetryFrom { node: node.clone() };
             let kind = RunCommandKind::Retry { node };
-            run_command(api, tx, scope, actor, None, input, kind).await
+            run_command(api, tx, scope, actor, &groups, None, kind).await
         }
         Command::Status { run } => {
             let answer = status(api, scope, reader, run).await?;

@@ -83,7 +83,7 @@ impl Notifier {
     }
 
     async fn post(&self, github: &GithubClient, comment: &CommentRow) -> Result<(), Failure> {
-        let marker = format!("<!-- gatehouse:{} -->", comment.key);
+        let marker = gatehouse_github::comment_marker(&comment.key);
         let number = u64::try_from(comment.number).unwrap_or_default();
         let posted = match comment.comment_id.and_then(|id| u64::try_from(id).ok()) {
             Some(id) => github

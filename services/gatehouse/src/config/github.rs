@@ -36,7 +36,9 @@ pub struct GithubConfig {
     /// where comment commands and chat's `on owner/name#N` may reach.
     #[serde(default)]
     pub repositories: Vec<String>,
-    /// The bot's login: `@<login> command` in a comment is a command.
+    /// The bot's login: `@<login> command` in a comment is a command. Set it to the
+    /// account Gatehouse's token (or App, as `<login>[bot]`) posts as: comments by it run
+    /// no commands.
     #[serde(default = "default_bot_login")]
     pub bot_login: String,
     /// Deliveries larger than this are refused with 413. GitHub caps payloads at 25 MB;

@@ -9,7 +9,6 @@
 use std::collections::BTreeSet;
 
 use gatehouse_conversation::Conversation;
-use gatehouse_engine::Input as EngineInput;
 use gatehouse_events::{Actor, ConversationInput, Event, RunCommandKind, RunStatus, Said};
 use gatehouse_project::Right;
 use gatehouse_store::{ConversationRow, NewConversation, Tx};
@@ -30,6 +29,8 @@ pub struct Assistant {
     pub role: String,
     /// Every configured role.
     pub roles: BTreeSet<String>,
+    /// The roles `ask` may name: those whose configuration says `askable = true`.
+    pub askable: BTreeSet<String>,
 }
 
 /// What ingest did with something said to the assistant.
@@ -75,16 +76,9 @@ pub(crate) async fn hear(
         ));
     };
     if let Said::Ask { role, .. } = &said
-        && !assistant.roles.contains(role)
+        && let Some(refused) = unaskable(assistant, role)
     {
-        let roles: Vec<&str> = assistant.roles.iter().map(String::as_str).collect();
-        return Ok(Heard::refused(
-            "ask: refused, unknown role",
-            format!(
-                "There is no role `{role}` to ask; the configured roles are {}.",
-                roles.join(", ")
-            ),
-        ));
+        return Ok(refused);
     }
     let groups = api.people.current(&api.store).await?.groups(person);
     let conversation = match conversation {
@@ -130,7 +124,8 @@ pub(crate) async fn hear(
         ));
     }
     if let Said::TakeOver { run } = &said
-        && let Err(reply) = pause_for_take_over(api, tx, &conversation, *run, actor).await?
+        && let Err(reply) =
+            pause_for_take_over(api, tx, &conversation, *run, actor, &groups).await?
     {
         return Ok(Heard::refused("take over: refused", reply));
     }
@@ -146,6 +141,34 @@ pub(crate) async fn hear(
         seq,
         conversation: conversation.id,
     })
+}
+
+/// Why `ask ROLE` cannot name `role`, when it cannot: no such role, or one that does not
+/// say `askable = true` (a role made for SOP nodes, with its keys, is nobody's to prompt).
+fn unaskable(assistant: &Assistant, role: &str) -> Option<Heard> {
+    let askable = || match assistant.askable.is_empty() {
+        true => "none of the configured roles may be asked".to_owned(),
+        false => {
+            let names: Vec<&str> = assistant.askable.iter().map(String::as_str).collect();
+            format!("the roles you may ask are {}", names.join(", "))
+        }
+    };
+    if !assistant.roles.contains(role) {
+        return Some(Heard::refused(
+            "ask: refused, unknown role",
+            format!("There is no role `{role}` to ask; {}.", askable()),
+        ));
+    }
+    if !assistant.askable.contains(role) {
+        return Some(Heard::refused(
+            "ask: refused, role not askable",
+            format!(
+                "The role `{role}` may not be asked (its configuration does not say `askable = true`); {}.",
+                askable()
+            ),
+        ));
+    }
+    None
 }
 
 /// The conversation the mention continues: its thread's, or (a reply to one of the bot's
@@ -207,6 +230,7 @@ async fn pause_for_take_over(
     conversation: &ConversationRow,
     run: Uuid,
     actor: &Actor,
+    groups: &[String],
 ) -> Result<Result<(), String>, ApiError> {
     let Some(row) = api.store.run(run).await? else {
         return Ok(Err(format!("There is no run {run} to take over.")));
@@ -219,14 +243,7 @@ async fn pause_for_take_over(
     if row.status.is_terminal() || row.status == RunStatus::Paused {
         return Ok(Ok(()));
     }
-    let pause = send_run_command(
-        api,
-        tx,
-        run,
-        actor,
-        EngineInput::Pause,
-        RunCommandKind::Pause,
-    );
+    let pause = send_run_command(api, tx, run, actor, groups, RunCommandKind::Pause);
     match pause.await {
         Ok(_) => Ok(Ok(())),
         // Failing to read or write is not an answer; the delivery is processed again.

@@ -17,7 +17,7 @@ use super::{ChatMention, Platform, login};
 use crate::deliveries::Outcome;
 use crate::github::requirement::issue_requirement;
 use crate::written::{self, Scope};
-use crate::{ApiError, ApiState};
+use crate::{ApiError, ApiState, projects};
 
 /// Where a text answer goes.
 pub(crate) struct Reply<'a> {
@@ -149,11 +149,11 @@ async fn chat_command(
     } = &command
     {
         let repo = format!("{}/{}", issue.owner, issue.repo);
-        if !api.github.as_ref().is_some_and(|g| g.allows_repo(&repo)) {
+        if !projects::is_named(api, &repo) {
             return Ok((
                 format!("run: refused, repository `{repo}` is not configured"),
                 format!(
-                    "`{command}`: refused: Gatehouse works only on the repositories its configuration names, and `{repo}` is not one of them (an administrator adds it to a trigger's `repos` or to [github] repositories)."
+                    "`{command}`: refused: Gatehouse works only on the repositories its configuration names, and `{repo}` is not one of them (an administrator adds it to a project's repositories, a trigger's `repos` or [github] repositories)."
                 ),
             ));
         }

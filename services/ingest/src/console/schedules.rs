@@ -202,11 +202,13 @@ pub(crate) async fn command(
     let done = match form.command {
         ScheduleCommand::Pause => {
             let note = form.note.filter(|n| !n.trim().is_empty());
-            schedules::pause(state, path, Some(Json(PauseSchedule { note })))
+            schedules::pause(state, caller, path, Some(Json(PauseSchedule { note })))
                 .await
                 .map(|_| "paused")?
         }
-        ScheduleCommand::Resume => schedules::resume(state, path).await.map(|_| "resumed")?,
+        ScheduleCommand::Resume => schedules::resume(state, caller, path)
+            .await
+            .map(|_| "resumed")?,
         ScheduleCommand::Trigger => schedules::trigger(state, caller, path)
             .await
             .map(|_| "triggered")?,

@@ -9,7 +9,7 @@ use super::requirement::{self, Subject, github_actor};
 use super::triggers::{LabelEvent, labeled, unlabeled};
 use crate::deliveries::Outcome;
 use crate::written::{self, Done, Scope};
-use crate::{ApiError, ApiState, outbox};
+use crate::{ApiError, ApiState, outbox, projects};
 
 /// What a stored GitHub delivery comes to, written into `tx`.
 pub(crate) async fn process(
@@ -22,7 +22,7 @@ pub(crate) async fn process(
     // widely, or a hook on another repository, reaches nothing else.
     if let Ok(webhook) = &parsed
         && let Some(repo) = webhook.repository()
-        && !api.github.as_ref().is_some_and(|g| g.allows_repo(repo))
+        && !projects::is_named(api, repo)
     {
         return Ok(Outcome::ignored(format!(
             "repository `{repo}` is not configured: name it in a trigger's `repos` or in [github] repositories"
@@ -165,6 +165,12 @@ async fn comment(
     let Some(github) = api.github.clone() else {
         return Ok(Outcome::ignored("GitHub is not configured"));
     };
+    if github.is_own_comment(&e.comment.user.login, &e.comment.body) {
+        return Ok(Outcome::ignored(format!(
+            "comment by {}: Gatehouse's own comments run no commands",
+            e.comment.user.login
+        )));
+    }
     let found = match e.action.as_str() {
         "created" => gatehouse_commands::parse_comment(&e.comment.body, &github.bot_login),
         // Only the commands the edit added run: the others ran when they were written.

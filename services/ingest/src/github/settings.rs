@@ -10,7 +10,7 @@ pub struct GithubSettings {
     pub webhook_secrets: Vec<SecretString>,
     /// Labels that start SOPs.
     pub triggers: Vec<Trigger>,
-    /// The bot's login, for `@login command` in comments.
+    /// The bot's login, for `@login command` in comments; its own comments run none.
     pub bot_login: String,
     /// Larger deliveries are refused with 413.
     pub max_body_bytes: usize,
@@ -194,6 +194,19 @@ impl Repositories {
 }
 
 impl GithubSettings {
+    /// Whether a comment by `login` with `body` is Gatehouse's own: written by `bot_login`
+    /// (or, for a GitHub App, `bot_login[bot]`), or ending with the marker every comment
+    /// Gatehouse posts carries, whichever account posted it. Its commands are never run:
+    /// what Gatehouse writes quotes people and agents.
+    pub(crate) fn is_own_comment(&self, login: &str, body: &str) -> bool {
+        let bot = self.bot_login.as_str();
+        login.eq_ignore_ascii_case(bot)
+            || login
+                .strip_suffix("[bot]")
+                .is_some_and(|app| app.eq_ignore_ascii_case(bot))
+            || gatehouse_github::is_gatehouse_comment(body)
+    }
+
     /// Whether Gatehouse acts on `repo`: a trigger or `[github] repositories` names it.
     pub fn allows_repo(&self, repo: &str) -> bool {
         self.repositories.allows(repo) || self.triggers.iter().any(|t| t.repos.allows(repo))

@@ -17,7 +17,7 @@ use crate::gates::checked_decision;
 use crate::rights::may_start;
 use crate::views::Decide;
 use crate::{ApiError, ApiState, outbox, projects, requested};
-use gatehouse_project::Request;
+use gatehouse_project::{Request, Right};
 
 pub(super) async fn start_run(
     api: &ApiState,
@@ -37,10 +37,15 @@ pub(super) async fn start_run(
     if let Some(person) = &actor.person {
         may_start(sop, person, groups)?;
     }
-    // The code it works on: the issue's repository (and project), or the channel's project.
+    // The code it works on: the conversation's project (a direct message's too), the
+    // issue's repository (and project), or the channel's project.
     let issue_repo = projects::issue_repo(scope.requirement);
+    let project = scope
+        .conversation
+        .map(|c| c.project.as_str())
+        .or(scope.project);
     let request = Request {
-        project: scope.project,
+        project,
         repositories: &[],
         issue_repo: issue_repo.as_deref(),
         sop: Some(&sop.name),
@@ -126,28 +131,37 @@ pub(super) async fn run_command(
     tx: &mut Tx,
     scope: &Scope<'_>,
     actor: &Actor,
+    groups: &[String],
     run: Option<Uuid>,
-    input: Input,
     kind: RunCommandKind,
 ) -> Result<String, ApiError> {
     let run_id = match run {
         Some(run) => in_scope(api, scope, run).await?.id,
         None => latest_run(api, scope).await?,
     };
-    send_run_command(api, tx, run_id, actor, input, kind).await
+    send_run_command(api, tx, run_id, actor, groups, kind).await
 }
 
-/// Sends `kind` to a run once the engine has checked that the run's state allows `input`
-/// (409 otherwise): the one path for every run command written in chat or a comment.
+/// Sends `kind` to a run once its project's `run` list lets `actor` (403 otherwise) and
+/// the engine has checked that the run's state allows it (409 otherwise): the one path
+/// for every run command written in chat or a comment.
 pub(crate) async fn send_run_command(
     api: &ApiState,
     tx: &mut Tx,
     run_id: Uuid,
     actor: &Actor,
-    input: Input,
+    groups: &[String],
     kind: RunCommandKind,
 ) -> Result<String, ApiError> {
-    let (_, sop, mut state) = api.runs.load(run_id).await?;
+    let (row, sop, mut state) = api.runs.load(run_id).await?;
+    let person = actor.person.as_deref();
+    projects::may_act(api, row.project.as_deref(), Right::Run, person, groups)?;
+    let input = match &kind {
+        RunCommandKind::Pause => Input::Pause,
+        RunCommandKind::Resume => Input::Resume,
+        RunCommandKind::Cancel => Input::Cancel,
+        RunCommandKind::Retry { node } => Input::RetryFrom { node: node.clone() },
+    };
     apply(&sop, &mut state, input)?;
     let command = RunCommand {
         run_id,

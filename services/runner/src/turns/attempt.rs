@@ -170,6 +170,12 @@ impl Runner {
                 "the role `{name}` is not configured (add [roles.{name}])"
             )));
         };
+        if turn.ask && !role.askable {
+            let name = turn.role;
+            return Ok(Ran::failed(format!(
+                "the role `{name}` may not be asked (its configuration does not say askable = true)"
+            )));
+        }
         let profile_name = role.sandbox.as_deref().unwrap_or("default");
         let Some(profile) = self.options.profiles.get(profile_name) else {
             return Ok(Ran::failed(format!(

@@ -58,7 +58,7 @@ impl Runner {
             None => (dirs.workspace(), conversation),
         };
         let attempt_dir = dirs.attempt(turn.seq, turn.attempt);
-        let secrets = read_secrets(&role.secrets, turn.role);
+        let secrets = read_secrets(role.secrets_for(turn.ask), turn.role);
         let mut env = role.env.clone();
         env.extend(project_environment(&job.workspace));
         env.extend(turn_environment(job, turn));
