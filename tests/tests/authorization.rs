@@ -23,12 +23,12 @@ use gatehouse_tests::{Backend, Gatehouse as Harness, on_both_backends, person};
 use serde_json::{Value, json};
 use uuid::Uuid;
 
-#[path = "authorization/project_reads.rs"]
-mod project_reads;
 #[path = "authorization/conversation_delivery.rs"]
 mod conversation_delivery;
 #[path = "authorization/project_actions.rs"]
 mod project_actions;
+#[path = "authorization/project_reads.rs"]
+mod project_reads;
 
 on_both_backends!(
     every_route_answers_each_scope_and_person_as_the_table_says,

@@ -123,13 +123,16 @@ impl Project {
 
     /// Whether `person`, in `groups`, has `right` here. An empty list restricts nothing:
     /// the SOP's starters and the gate's approvers still apply. An empty `read` list is
-    /// the other three: whoever may run, converse or approve here may read.
+    /// the others: whoever may run or converse here, or whom `approve` names, may read.
+    /// An empty `approve` lets nobody read: it leaves deciding to each gate's own
+    /// approvers rather than giving the right to everyone, so a project that closes `run`
+    /// and `converse` is closed to readers too.
     pub fn grants(&self, right: Right, person: &str, groups: &[String]) -> bool {
         let list = self.people(right);
         if right == Right::Read && list.is_empty() {
-            return [Right::Run, Right::Converse, Right::Approve]
-                .into_iter()
-                .any(|right| self.grants(right, person, groups));
+            return self.grants(Right::Run, person, groups)
+                || self.grants(Right::Converse, person, groups)
+                || names_person(&self.config.approve, person, groups);
         }
         list.is_empty() || names_person(list, person, groups)
     }

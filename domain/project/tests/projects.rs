@@ -220,6 +220,11 @@ read = ["dee", "group:auditors"]
 name = "open"
 run = ["group:devs"]
 approve = ["group:leads"]
+
+[[projects]]
+name = "gated"
+run = ["group:devs"]
+converse = ["cy"]
 "#,
     )
     .unwrap();
@@ -248,6 +253,12 @@ approve = ["group:leads"]
         open.grants(Right::Read, "bo", &[]),
         "anyone may converse there, so anyone may read"
     );
+    let gated = configured.get("gated").unwrap();
+    assert!(
+        !gated.grants(Right::Read, "bo", &leads),
+        "an empty approve list leaves gates to their approvers and lets nobody read"
+    );
+    assert!(gated.grants(Right::Read, "bo", &devs));
     assert_eq!(
         projects("[[projects]]\nname = \"api\"\nread = [\"group:\"]\n")
             .unwrap_err()

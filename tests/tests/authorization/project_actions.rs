@@ -175,11 +175,11 @@ async fn a_run_works_only_on_repositories_the_configuration_names(backend: Backe
         .post("/runs", json!({ "sop": "hold", "issue": "other/secret#1" }))
         .await
         .refused(422, "`other/secret` is not one of them");
-    assert!(bare.db.store.runs(None, 10).await.unwrap().is_empty());
+    assert!(bare.db.store.runs(None, &[], 10).await.unwrap().is_empty());
     assert!(
         bare.db
             .store
-            .requirements(None, 10)
+            .requirements(None, &[], 10)
             .await
             .unwrap()
             .is_empty(),
@@ -376,7 +376,7 @@ async fn schedules_answer_to_their_projects_run_list(backend: Backend) {
             .is_empty(),
         "nothing was fired"
     );
-    assert!(gh.db.store.runs(None, 10).await.unwrap().is_empty());
+    assert!(gh.db.store.runs(None, &[], 10).await.unwrap().is_empty());
 
     // The console's schedule buttons are the API's handlers too.
     let mut browser = gh.signed_in("cy").await;
@@ -410,7 +410,7 @@ async fn run_in_a_direct_conversation_answers_to_its_project(backend: Backend) {
     let gh = hub(backend, Some(roles(data.path()))).await;
     let root = slack_direct(&gh, "Ev1", None, CY, "look at the build").await;
     bot_said(&gh, CY_DIRECT, Some(&root), "assistant: secret").await;
-    let conversations = gh.db.store.conversations(None, 10).await.unwrap();
+    let conversations = gh.db.store.conversations(None, &[], 10).await.unwrap();
     assert_eq!(conversations.len(), 1);
     assert_eq!(conversations[0].project, "tools");
 
@@ -431,7 +431,7 @@ async fn run_in_a_direct_conversation_answers_to_its_project(backend: Backend) {
     )
     .await;
     assert!(
-        gh.db.store.runs(None, 10).await.unwrap().is_empty(),
+        gh.db.store.runs(None, &[], 10).await.unwrap().is_empty(),
         "nothing started"
     );
     gh.stop().await;
@@ -553,7 +553,7 @@ async fn gatehouses_own_comments_run_no_commands(backend: Backend) {
             "{delivery}: {note}"
         );
     }
-    assert!(gh.db.store.runs(None, 10).await.unwrap().is_empty());
+    assert!(gh.db.store.runs(None, &[], 10).await.unwrap().is_empty());
     // A person's comment with the same command runs it.
     gh.deliver_github(
         "issue_comment",
