@@ -1107,48 +1107,79 @@ fn slack_and_discord_from_the_config_file() {
     }
 }
 
+/// `gatehouse up` with Slack and a project `notes` on channel `C0NOTES`, whose assistant
+/// is the `command` role `helper` running `agent` (a shell script; `role` adds lines to
+/// the role's table), given `env`.
+struct Assistant {
+    runtime: tokio::runtime::Runtime,
+    slack: gatehouse_tests::fake_slack::FakeSlack,
+    up: Up,
+}
+
+impl Assistant {
+    fn start(agent: &str, role: &str, env: Vec<(String, String)>) -> Self {
+        use gatehouse_tests::fake_slack::{self, FakeSlack};
+        use std::os::unix::fs::PermissionsExt;
+        let runtime = tokio::runtime::Runtime::new().unwrap();
+        let slack = runtime.block_on(FakeSlack::start());
+        let dir = tempfile::tempdir().unwrap();
+        let bin = dir.path().join("bin");
+        std::fs::create_dir_all(&bin).unwrap();
+        std::fs::write(bin.join("helper"), agent).unwrap();
+        std::fs::set_permissions(bin.join("helper"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        let config = format!(
+            "[slack]\napi_url = \"{}\"\nbot_token = \"{}\"\nsigning_secret = \"sl4ck\"\n[[projects]]\nname = \"notes\"\nchannels = [\"slack:C0NOTES\"]\nconverse = [\"ana\"]\n[roles.helper]\nexecutor = \"command\"\n{role}\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[assistant]\nrole = \"helper\"\nmax_queue = 3\n",
+            slack.api_url(),
+            fake_slack::BOT_TOKEN,
+            bin.display()
+        );
+        let up = Up::start_in(dir, &config, env);
+        Self { runtime, slack, up }
+    }
+
+    /// ana mentions the bot in `C0NOTES` with `text`, as the message `ts`.
+    fn mention(&self, ts: &str, text: &str) {
+        let event = serde_json::json!({
+            "type": "event_callback", "event_id": format!("Ev-{ts}"), "team_id": "T1",
+            "event": { "type": "app_mention", "user": "U0ANA", "channel": "C0NOTES",
+                       "ts": ts, "text": format!("<@U0GATEHOUSE> {text}") },
+        })
+        .to_string();
+        assert_eq!(self.up.slack_event(&self.runtime, event), 200);
+    }
+
+    /// The first message in `C0NOTES` that `matches`, waited for up to 10 s.
+    fn message(
+        &self,
+        matches: impl Fn(&gatehouse_tests::fake_slack::SlackMessage) -> bool,
+    ) -> gatehouse_tests::fake_slack::SlackMessage {
+        for _ in 0..400 {
+            if let Some(found) = self.slack.messages("C0NOTES").into_iter().find(&matches) {
+                return found;
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+        panic!("{:#?}", self.slack.messages("C0NOTES"));
+    }
+}
+
 /// `[assistant]` from the configuration file: a mention in a project's Slack channel is
 /// answered in its thread by the assistant role (a `command` stand-in here), and `gatehouse
 /// conversation list|show` show it.
 #[test]
 fn a_conversation_from_the_config_file() {
-    use gatehouse_tests::fake_slack::{self, FakeSlack};
-    use std::os::unix::fs::PermissionsExt;
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let slack = runtime.block_on(FakeSlack::start());
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let agent = "#!/bin/sh\nread -r message < \"$1\"\necho \"on it: $message\"\n";
-    std::fs::write(bin.join("helper"), agent).unwrap();
-    std::fs::set_permissions(bin.join("helper"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let config = format!(
-        "[slack]\napi_url = \"{}\"\nbot_token = \"{}\"\nsigning_secret = \"sl4ck\"\n[[projects]]\nname = \"notes\"\nchannels = [\"slack:C0NOTES\"]\nconverse = [\"ana\"]\n[roles.helper]\nexecutor = \"command\"\ncommand = [\"helper\", \"{{prompt_file}}\"]\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[assistant]\nrole = \"helper\"\nmax_queue = 3\n",
-        slack.api_url(),
-        fake_slack::BOT_TOKEN,
-        bin.display()
+    let assistant = Assistant::start(
+        "#!/bin/sh\nread -r message < \"$1\"\necho \"on it: $message\"\n",
+        "command = [\"helper\", \"{prompt_file}\"]",
+        Vec::new(),
     );
-    let up = Up::start_in(dir, &config, Vec::new());
-    let event = serde_json::json!({
-        "type": "event_callback", "event_id": "Ev-talk", "team_id": "T1",
-        "event": { "type": "app_mention", "user": "U0ANA", "channel": "C0NOTES",
-                   "ts": "1796000000.000200", "text": "<@U0GATEHOUSE> summarise the notes" },
-    })
-    .to_string();
-    assert_eq!(up.slack_event(&runtime, event), 200);
-    let answered = || {
-        slack.messages("C0NOTES").iter().any(|m| {
-            m.thread_ts.as_deref() == Some("1796000000.000200")
-                && m.text.contains("on it: summarise the notes")
-        })
-    };
-    for _ in 0..400 {
-        if answered() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    assert!(answered(), "{:#?}", slack.messages("C0NOTES"));
+    assistant.mention("1796000000.000200", "summarise the notes");
+    assistant.message(|m| {
+        m.thread_ts.as_deref() == Some("1796000000.000200")
+            && m.text.contains("on it: summarise the notes")
+    });
+    let up = &assistant.up;
     let list = up.json(&["conversation", "list"]);
     assert_eq!(list[0]["project"], "notes", "{list:#}");
     let id = list[0]["id"].as_str().unwrap().to_owned();
@@ -1475,53 +1506,25 @@ nodes:
 /// masked, and so does the stored turn `conversation show` reads.
 #[test]
 fn multi_line_and_escaped_secrets_never_reach_a_conversations_thread() {
-    use gatehouse_tests::fake_slack::{self, FakeSlack};
-    use std::os::unix::fs::PermissionsExt;
-    let runtime = tokio::runtime::Runtime::new().unwrap();
-    let slack = runtime.block_on(FakeSlack::start());
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let agent = "#!/bin/sh\nprintf 'Here is the key:\\n%s\\nand the password: %s\\n' \"$SSH_KEY\" \"$DB_PASSWORD\"\n";
-    std::fs::write(bin.join("helper"), agent).unwrap();
-    std::fs::set_permissions(bin.join("helper"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    let config = format!(
-        "[slack]\napi_url = \"{}\"\nbot_token = \"{}\"\nsigning_secret = \"sl4ck\"\n[[projects]]\nname = \"notes\"\nchannels = [\"slack:C0NOTES\"]\nconverse = [\"ana\"]\n[roles.helper]\nexecutor = \"command\"\ncommand = [\"helper\"]\nsecrets = [\"SSH_KEY\", \"DB_PASSWORD\"]\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[assistant]\nrole = \"helper\"\n",
-        slack.api_url(),
-        fake_slack::BOT_TOKEN,
-        bin.display()
+    let assistant = Assistant::start(
+        "#!/bin/sh\nprintf 'Here is the key:\\n%s\\nand the password: %s\\n' \"$SSH_KEY\" \"$DB_PASSWORD\"\n",
+        "command = [\"helper\"]\nsecrets = [\"SSH_KEY\", \"DB_PASSWORD\"]",
+        hard_secrets(),
     );
-    let up = Up::start_in(dir, &config, hard_secrets());
-    let event = serde_json::json!({
-        "type": "event_callback", "event_id": "Ev-keys", "team_id": "T1",
-        "event": { "type": "app_mention", "user": "U0ANA", "channel": "C0NOTES",
-                   "ts": "1796000000.000300", "text": "<@U0GATEHOUSE> show me the keys" },
-    })
-    .to_string();
-    assert_eq!(up.slack_event(&runtime, event), 200);
-    let reply = || {
-        slack
-            .messages("C0NOTES")
-            .into_iter()
-            .find(|m| m.text.contains("Here is the key:"))
-    };
-    for _ in 0..400 {
-        if reply().is_some() {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    let reply = reply().unwrap_or_else(|| panic!("{:#?}", slack.messages("C0NOTES")));
+    assistant.mention("1796000000.000300", "show me the keys");
+    let reply = assistant.message(|m| m.text.contains("Here is the key:"));
     assert_eq!(
         reply.text, "Here is the key:\n[secret]\n\nand the password: [secret]",
         "the key ends in a newline of its own"
     );
-    let everything: Vec<String> = slack
+    let everything: Vec<String> = assistant
+        .slack
         .messages("C0NOTES")
         .into_iter()
         .map(|m| m.text)
         .collect();
     holds_no_hard_secret("the thread", &everything.join("\n"));
+    let up = &assistant.up;
     let list = up.json(&["conversation", "list"]);
     let id = list[0]["id"].as_str().unwrap().to_owned();
     let shown = up.json(&["conversation", "show", &id]);
