@@ -13,6 +13,9 @@ use gatehouse_tests::{Backend, TestDb, on_both_backends, quick_retry};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+#[path = "store/schema_parity.rs"]
+mod schema_parity;
+
 fn event(message: &str) -> Envelope {
     let event = Event::NodeProgress(NodeProgress {
         run_id: Uuid::now_v7(),

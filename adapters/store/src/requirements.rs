@@ -162,22 +162,6 @@ impl Store {
             .await?
         }))
     }
-
-    /// The requirement a pull request Gatehouse opened delivers.
-    pub async fn pull_request_requirement(
-        &self,
-        repo: &str,
-        number: u64,
-    ) -> Result<Option<Uuid>, StoreError> {
-        let row: Option<(Uuid,)> = with_pool!(self, pool => {
-            sqlx::query_as("SELECT requirement_id FROM pull_requests WHERE repo = $1 AND number = $2")
-                .bind(repo)
-                .bind(i64::try_from(number).unwrap_or(i64::MAX))
-                .fetch_optional(pool)
-                .await?
-        });
-        Ok(row.map(|(id,)| id))
-    }
 }
 
 impl Tx {

@@ -3,6 +3,11 @@
 //! Key names are DESIGN.md's configuration surface; they are a contract with users' files,
 //! so keys are added, never renamed. Unknown keys are errors, so a typo is reported rather
 //! than silently ignored.
+//!
+//! This module is the file's shape only. What a section becomes for the services (secrets
+//! resolved, clients built, globs compiled) is in `crate::settings`, in a file of the same
+//! name where the section needs one: `[slack]` and `[discord]` are `config/chat.rs` here
+//! and `settings/chat.rs` there, `[github]` is `config/github.rs` and `settings/github.rs`.
 
 mod assistant;
 mod chat;

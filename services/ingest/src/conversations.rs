@@ -22,7 +22,7 @@ use crate::views::{
     ConversationDetail, ConversationSummary, PullRequestView, StopAccepted, ToolCallView,
     TurnAttemptView, TurnView, UsageTotal,
 };
-use crate::{ApiError, ApiState, projects};
+use crate::{ApiError, ApiState, paging, projects};
 
 /// Query of `GET /conversations`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -40,7 +40,7 @@ pub async fn list(
     caller: Caller,
     Query(q): Query<ConversationQuery>,
 ) -> Result<Json<Vec<ConversationSummary>>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let limit = paging::LIST.limit(q.limit);
     let hidden = projects::hidden(&api, caller.reader());
     let rows = api
         .store

@@ -32,6 +32,7 @@ mod github;
 mod login_links;
 mod openapi;
 mod outbox;
+mod paging;
 mod people;
 mod projects;
 mod reports;

@@ -17,7 +17,7 @@ use crate::rights::Caller;
 use crate::views::{
     DirectMergeView, PullRequestView, RequirementDetail, RequirementSummary, UsageTotal,
 };
-use crate::{ApiError, ApiState, projects};
+use crate::{ApiError, ApiState, paging, projects};
 
 /// Query of `GET /requirements`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -35,7 +35,7 @@ pub async fn list(
     caller: Caller,
     Query(q): Query<RequirementQuery>,
 ) -> Result<Json<Vec<RequirementSummary>>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let limit = paging::LIST.limit(q.limit);
     let hidden = projects::hidden(&api, caller.reader());
     let rows = api
         .store

@@ -21,7 +21,7 @@ use crate::github::requirement::issue_requirement;
 use crate::requirements::{self, NewRequirement};
 use crate::rights::{Caller, may_start};
 use crate::views::*;
-use crate::{ApiError, ApiState, outbox, projects, requested};
+use crate::{ApiError, ApiState, outbox, paging, projects, requested};
 use gatehouse_commands::IssueRef;
 use gatehouse_project::{Request, Right};
 
@@ -130,7 +130,7 @@ pub async fn list(
     caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<RunSummary>>, ApiError> {
-    let limit = q.limit.unwrap_or(50).clamp(1, 500);
+    let limit = paging::LIST.limit(q.limit);
     let hidden = projects::hidden(&api, caller.reader());
     let rows = api.store.runs(q.status.as_deref(), &hidden, limit).await?;
     Ok(Json(rows.into_iter().map(summary).collect()))
@@ -158,11 +158,7 @@ pub async fn logs(
     readable_row(&api, id, caller.reader()).await?;
     let rows = api
         .store
-        .logs(
-            id,
-            q.after.unwrap_or(0),
-            q.limit.unwrap_or(500).clamp(1, 5000),
-        )
+        .logs(id, q.after.unwrap_or(0), paging::LOG_LINES.limit(q.limit))
         .await?;
     Ok(Json(
         rows.into_iter()

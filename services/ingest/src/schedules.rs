@@ -26,7 +26,7 @@ use view::{cursor, fire_view, view};
 use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};
 use crate::views::*;
-use crate::{ApiError, ApiState, projects};
+use crate::{ApiError, ApiState, paging, projects};
 use gatehouse_project::Right;
 
 /// A backfill queues at most this many fires; a larger range is refused with the count.
@@ -69,7 +69,7 @@ pub async fn list(
     caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<ScheduleView>>, ApiError> {
-    let limit = q.limit.unwrap_or(100).clamp(1, 1_000);
+    let limit = paging::SCHEDULES.limit(q.limit);
     let hidden = projects::hidden(&api, caller.reader());
     let rows = api
         .store

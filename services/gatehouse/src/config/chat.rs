@@ -1,4 +1,5 @@
-//! `[slack]` and `[discord]`.
+//! `[slack]` and `[discord]` as written in the file; `settings/chat.rs` turns them into what
+//! ingest and the notifier take.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,5 @@
-//! `[slack]` and `[discord]` turned into what ingest and the notifier use.
+//! `[slack]` and `[discord]` (their file shape is `config/chat.rs`) turned into what ingest
+//! and the notifier use.
 
 use anyhow::Context;
 use gatehouse_fleet::DiscordGateway;
