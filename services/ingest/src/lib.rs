@@ -20,34 +20,25 @@
 //! the commands people write there in `written`. Failures are [`ApiError`]s, each with
 //! its status.
 
-mod artifacts;
+mod api;
 mod auth;
 mod chat;
 mod console;
-mod conversations;
 mod deliveries;
 mod error;
-mod gates;
 mod github;
-mod login_links;
-mod openapi;
 mod outbox;
-mod people;
 mod projects;
-mod reports;
 mod requested;
-mod requirements;
 mod rights;
 mod run_loader;
-mod runs;
-mod schedules;
 mod state;
-mod tokens;
 mod trace;
-pub mod views;
 mod webhook_limits;
 mod written;
 
+pub use api::people::{People, Person};
+pub use api::views;
 pub use auth::{hash_token, new_token};
 pub use chat::{Assistant, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
 pub use console::ConsoleSettings;
@@ -57,11 +48,14 @@ pub use github::{
     GithubSettings, ReconcileError, RepoPatternError, Repositories, Trigger, reconcile_github,
     reconcile_once,
 };
-pub use people::{People, Person};
 pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};
 pub use state::ApiState;
 pub use webhook_limits::WebhookLimits;
 
+use api::{
+    artifacts, conversations, gates, login_links, openapi, people, reports, requirements, runs,
+    schedules, tokens,
+};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
@@ -104,7 +98,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/people", post(people::add).get(people::list))
         .route("/people/{id}", delete(people::remove))
         .route("/reports/usage", get(reports::usage))
-        .route("/projects", get(projects::list))
+        .route("/projects", get(api::projects::list))
         .route("/requirements", get(requirements::list))
         .route("/requirements/{id}", get(requirements::show))
         .route("/conversations", get(conversations::list))

@@ -5,7 +5,7 @@ use gatehouse_store::{RequirementRow, Tx};
 
 use super::ChatMention;
 use crate::ApiError;
-use crate::requirements::{self, NewRequirement};
+use crate::api::requirements::{self, NewRequirement};
 
 /// Longest requirement title taken from a message; the whole text is the body.
 const TITLE_CHARS: usize = 80;

@@ -7,7 +7,7 @@ use gatehouse_events::{
 };
 use gatehouse_store::{RequirementRow, Tx};
 
-use crate::requirements::{self, NewRequirement};
+use crate::api::requirements::{self, NewRequirement};
 use crate::{ApiError, ApiState, outbox};
 
 /// An issue or pull request as a webhook shows it.

@@ -1,6 +1,8 @@
 //! `/runs`: start, list, show, logs, and the run commands.
 
 mod detail;
+pub(crate) mod usage;
+pub(crate) mod views;
 
 use std::collections::BTreeMap;
 
@@ -16,9 +18,9 @@ use uuid::Uuid;
 
 pub(crate) use detail::{Loaded, detail, load_readable, loaded, readable_row, summary};
 
+use crate::api::requirements::{self, NewRequirement};
 use crate::error::ErrorBody;
 use crate::github::requirement::issue_requirement;
-use crate::requirements::{self, NewRequirement};
 use crate::rights::{Caller, may_start};
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects, requested};

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::UsageView;
+use crate::views::UsageView;
 
 /// `POST /runs`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

@@ -1,5 +1,7 @@
 //! `/gates` and gate decisions.
 
+pub(crate) mod views;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;

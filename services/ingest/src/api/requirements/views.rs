@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{RunSummary, UsageTotal};
+use crate::views::{RunSummary, UsageTotal};
 
 /// A requirement in a list.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -44,7 +44,7 @@ pub struct RequirementDetail {
     /// Work its deliveries merged straight into a branch (`mode: direct`).
     pub direct_merges: Vec<DirectMergeView>,
     /// The chat conversations that worked on it.
-    pub conversations: Vec<super::ConversationSummary>,
+    pub conversations: Vec<crate::views::ConversationSummary>,
     /// Tokens and cost over all its runs and conversations.
     pub usage: UsageTotal,
 }

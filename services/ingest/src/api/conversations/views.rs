@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use super::{PullRequestView, ToolCallView, UsageTotal};
+use crate::views::{PullRequestView, ToolCallView, UsageTotal};
 
 /// A conversation in a list.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]

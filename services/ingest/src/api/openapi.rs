@@ -4,7 +4,7 @@ use axum::Json;
 use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use crate::{
+use super::{
     artifacts, conversations, gates, login_links, people, projects, reports, requirements, runs,
     schedules, tokens,
 };

@@ -2,6 +2,8 @@
 //! (`gatehouse login`). The session it starts may do no more than the token that asked
 //! for it; only an administrator asks for someone else's.
 
+pub(crate) mod views;
+
 use axum::Json;
 use axum::extract::State;
 use axum::http::StatusCode;
@@ -20,7 +22,7 @@ pub async fn create(
     caller: Caller,
     Json(body): Json<CreateLoginLink>,
 ) -> Result<(StatusCode, Json<LoginLinkCreated>), ApiError> {
-    let person = crate::people::for_whom(
+    let person = crate::api::people::for_whom(
         &api,
         &caller,
         body.person.as_deref(),

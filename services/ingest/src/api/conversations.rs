@@ -3,6 +3,8 @@
 //! requests); `POST /conversations/{id}/stop` ends the running turn as `stop` in the thread
 //! does, answered in the thread.
 
+pub(crate) mod views;
+
 use std::collections::BTreeMap;
 
 use axum::Json;

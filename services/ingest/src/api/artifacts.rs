@@ -55,7 +55,7 @@ pub(crate) async fn read(
             "run {id} recorded no artifact `{name}` for attempt {attempt} of node `{node}`"
         ))
     };
-    crate::runs::readable_row(api, id, reader).await?;
+    crate::api::runs::readable_row(api, id, reader).await?;
     let row = api
         .store
         .artifacts(id)

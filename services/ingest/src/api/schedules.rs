@@ -6,6 +6,7 @@
 
 mod checked;
 mod view;
+pub(crate) mod views;
 
 pub(crate) use view::millis;
 

@@ -9,8 +9,8 @@ use gatehouse_sop::Sop;
 use gatehouse_store::RunRow;
 use uuid::Uuid;
 
+use crate::api::schedules::millis;
 use crate::projects::{Reader, hidden, may_read, readable};
-use crate::schedules::millis;
 use crate::views::*;
 use crate::{ApiError, ApiState};
 

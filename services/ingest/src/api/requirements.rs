@@ -3,6 +3,7 @@
 //! its agents used). Creating one is what every source shares (`new.rs`).
 
 mod new;
+pub(crate) mod views;
 
 pub(crate) use new::{NewRequirement, create};
 
@@ -100,10 +101,10 @@ pub async fn show(
     Ok(Json(RequirementDetail {
         body: row.body.clone(),
         requirement: summary(row),
-        runs: runs.into_iter().map(crate::runs::summary).collect(),
+        runs: runs.into_iter().map(crate::api::runs::summary).collect(),
         conversations: conversations
             .iter()
-            .map(crate::conversations::listed)
+            .map(crate::api::conversations::listed)
             .collect::<Result<_, _>>()?,
         pull_requests: pull_requests
             .into_iter()

@@ -4,7 +4,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use super::Scope;
+use crate::views::Scope;
 
 /// `POST /login-links`
 #[derive(Debug, Default, Serialize, Deserialize, ToSchema)]

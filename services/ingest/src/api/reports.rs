@@ -4,6 +4,7 @@
 //! The same figures over time, for the console's charts and CSV, are in `over_time`.
 
 mod over_time;
+pub(crate) mod views;
 
 use std::collections::{BTreeMap, BTreeSet};
 

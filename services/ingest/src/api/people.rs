@@ -2,6 +2,7 @@
 //! Who is who, and how a request's handle finds its person, is [`People`].
 
 mod directory;
+pub(crate) mod views;
 
 pub use directory::{People, Person};
 
@@ -12,9 +13,9 @@ use gatehouse_store::PersonRow;
 
 use directory::same;
 
+use crate::api::tokens::check_name;
 use crate::error::ErrorBody;
 use crate::rights::Caller;
-use crate::tokens::check_name;
 use crate::views::{AddPerson, PersonView};
 use crate::{ApiError, ApiState};
 

@@ -1,6 +1,8 @@
 //! `/tokens`: a person creates, lists and revokes their own tokens; an administrator does
 //! so for anyone. A token never gives more than its creator's token has.
 
+pub(crate) mod views;
+
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -30,7 +32,7 @@ pub async fn create(
     caller: Caller,
     Json(body): Json<CreateToken>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
-    let person = crate::people::for_whom(
+    let person = crate::api::people::for_whom(
         &api,
         &caller,
         body.person.as_deref(),
