@@ -22,35 +22,31 @@
 
 mod api;
 mod auth;
-mod chat;
 mod console;
-mod deliveries;
 mod error;
-mod github;
+mod intake;
 mod outbox;
 mod projects;
-mod requested;
 mod rights;
 mod run_loader;
+mod run_request;
 mod state;
 mod trace;
-mod webhook_limits;
-mod written;
 
 pub use api::people::{People, Person};
 pub use api::views;
 pub use auth::{hash_token, new_token};
-pub use chat::{Assistant, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
 pub use console::ConsoleSettings;
-pub use deliveries::process_deliveries;
 pub use error::ApiError;
-pub use github::{
+pub use intake::chat::{Assistant, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
+pub use intake::deliveries::process_deliveries;
+pub use intake::github::{
     GithubSettings, ReconcileError, RepoPatternError, Repositories, Trigger, reconcile_github,
     reconcile_once,
 };
+pub use intake::webhook_limits::WebhookLimits;
 pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};
 pub use state::ApiState;
-pub use webhook_limits::WebhookLimits;
 
 use api::{
     artifacts, conversations, gates, login_links, openapi, people, reports, requirements, runs,
@@ -59,6 +55,7 @@ use api::{
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
+use intake::{chat, github, webhook_limits};
 
 /// The API's routes, under `/api/v1`, plus `/healthz`, with the default webhook limits.
 pub fn router(state: ApiState) -> Router {

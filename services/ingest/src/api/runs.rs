@@ -20,10 +20,10 @@ pub(crate) use detail::{Loaded, detail, load_readable, loaded, readable_row, sum
 
 use crate::api::requirements::{self, NewRequirement};
 use crate::error::ErrorBody;
-use crate::github::requirement::issue_requirement;
+use crate::intake::github::requirement::issue_requirement;
 use crate::rights::{Caller, may_start};
 use crate::views::*;
-use crate::{ApiError, ApiState, outbox, projects, requested};
+use crate::{ApiError, ApiState, outbox, projects, run_request};
 use gatehouse_commands::IssueRef;
 use gatehouse_project::{Request, Right};
 
@@ -120,7 +120,7 @@ pub async fn start(
         workspace,
     };
     // Shown as `requested` at once: `run show` finds it before the scheduler creates it.
-    let event_id = requested::request(&mut tx, sop, request).await?;
+    let event_id = run_request::request(&mut tx, sop, request).await?;
     tx.commit().await?;
     Ok((StatusCode::ACCEPTED, Json(Accepted { run_id, event_id })))
 }

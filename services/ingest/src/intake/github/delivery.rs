@@ -7,8 +7,8 @@ use gatehouse_store::{DeliveryRow, PullState, Tx};
 
 use super::requirement::{self, Subject, github_actor};
 use super::triggers::{LabelEvent, labeled, unlabeled};
-use crate::deliveries::Outcome;
-use crate::written::{self, Done, Scope};
+use crate::intake::commands::{self, Done, Scope};
+use crate::intake::deliveries::Outcome;
 use crate::{ApiError, ApiState, outbox, projects};
 
 /// What a stored GitHub delivery comes to, written into `tx`.
@@ -210,7 +210,7 @@ async fn comment(
                     project: None,
                     conversation: None,
                 };
-                written::carry_out(api, tx, &scope, &actor, command).await?
+                commands::carry_out(api, tx, &scope, &actor, command).await?
             }
             Err(error) => {
                 let help = matches!(

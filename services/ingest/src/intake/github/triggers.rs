@@ -8,7 +8,7 @@ use gatehouse_store::{RequirementRow, Tx};
 use uuid::Uuid;
 
 use crate::rights::may_start;
-use crate::{ApiError, ApiState, Trigger, outbox, projects, requested};
+use crate::{ApiError, ApiState, Trigger, outbox, projects, run_request};
 use gatehouse_project::Request;
 
 /// A label event on an issue or pull request.
@@ -125,7 +125,7 @@ pub(crate) async fn start_trigger(
         parent: None,
         workspace,
     };
-    requested::request(tx, sop, request).await?;
+    run_request::request(tx, sop, request).await?;
     Ok(format!("started `{}` as run {run_id}", trigger.sop))
 }
 

@@ -302,9 +302,9 @@ async fn apply(
     delivery: &DeliveryRow,
 ) -> Result<Option<Outcome>, ApiError> {
     let outcome = match delivery.source.as_str() {
-        "github" => crate::github::process(api, tx, delivery).await?,
-        "slack" => crate::chat::process_slack(api, tx, delivery).await?,
-        "discord" => crate::chat::process_discord(api, tx, delivery).await?,
+        "github" => crate::intake::github::process(api, tx, delivery).await?,
+        "slack" => crate::intake::chat::process_slack(api, tx, delivery).await?,
+        "discord" => crate::intake::chat::process_discord(api, tx, delivery).await?,
         other => Outcome::ignored(format!("unknown source `{other}`")),
     };
     let marked = tx

@@ -9,7 +9,7 @@ use axum::http::{HeaderMap, StatusCode};
 use gatehouse_github::verify_signature;
 use serde_json::{Value, json};
 
-use crate::deliveries::{self, utf8};
+use crate::intake::deliveries::{self, utf8};
 use crate::{ApiError, ApiState};
 
 /// Receives a delivery: 401 for a bad signature (nothing stored, a counter counts it), 400

@@ -10,7 +10,7 @@ use gatehouse_store::Tx;
 use super::Platform;
 use super::mention::{Reply, chat_actor, want_chat_text};
 use crate::api::gates::{checked_decision, settled_by};
-use crate::deliveries::Outcome;
+use crate::intake::deliveries::Outcome;
 use crate::views::{Decide, DecisionKind};
 use crate::{ApiError, ApiState, outbox};
 

@@ -17,8 +17,8 @@ use uuid::Uuid;
 use super::ChatMention;
 use super::mention::channel_project;
 use super::requirement::thread_requirement;
+use crate::intake::commands::send_run_command;
 use crate::projects::require;
-use crate::written::send_run_command;
 use crate::{ApiError, ApiState};
 
 /// `[assistant]`, as far as ingest reads it: that conversations are on, and which roles

@@ -20,7 +20,7 @@ use tracing::Instrument;
 use super::Platform;
 use super::click::{self, Click};
 use super::{ChatMention, mention};
-use crate::deliveries::{self, Outcome, utf8};
+use crate::intake::deliveries::{self, Outcome, utf8};
 use crate::{ApiError, ApiState};
 
 /// Events API: `url_verification` is answered with its challenge; event callbacks are

@@ -19,7 +19,7 @@ use serde_json::Value;
 use super::Platform;
 use super::click::{self, Click};
 use super::{ChatMention, mention};
-use crate::deliveries::{self, Outcome, utf8};
+use crate::intake::deliveries::{self, Outcome, utf8};
 use crate::{ApiError, ApiState};
 
 /// Interactions over HTTP: 401 for a bad signature, 400 for a malformed body.

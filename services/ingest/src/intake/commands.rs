@@ -2,17 +2,17 @@
 //! in a [`Scope`]: the same checks as the API, the person from `[[people]]` — never from
 //! the command's text — and the resulting event appended to the caller's transaction.
 
-mod acts;
-mod answers;
+mod actions;
+mod queries;
 mod targets;
 
 use gatehouse_commands::Command;
 use gatehouse_events::{Actor, RunCommandKind};
 use gatehouse_store::{RequirementRow, Tx};
 
-pub(crate) use acts::send_run_command;
-use acts::{decide_gate, run_command, start_run};
-use answers::{active_runs, schedule_list, status};
+pub(crate) use actions::send_run_command;
+use actions::{decide_gate, run_command, start_run};
+use queries::{active_runs, schedule_list, status};
 
 use crate::projects::Reader;
 use crate::views::{Decide, DecisionKind};

@@ -14,9 +14,9 @@ use gatehouse_store::{ConversationRow, Tx};
 use super::conversation::{Heard, hear, of_thread};
 use super::requirement::{find_thread_requirement, thread_requirement};
 use super::{ChatMention, Platform, login};
-use crate::deliveries::Outcome;
-use crate::github::requirement::issue_requirement;
-use crate::written::{self, Scope};
+use crate::intake::commands::{self, Scope};
+use crate::intake::deliveries::Outcome;
+use crate::intake::github::requirement::issue_requirement;
 use crate::{ApiError, ApiState, projects};
 
 /// Where a text answer goes.
@@ -183,7 +183,7 @@ async fn chat_command(
         project: channel_project(api, m),
         conversation: conversation.as_ref().filter(|_| on_the_conversation),
     };
-    let done = written::carry_out(api, tx, &scope, actor, command).await?;
+    let done = commands::carry_out(api, tx, &scope, actor, command).await?;
     // Chat has no status comment to show that a command worked, so say so.
     let reply = done
         .reply
@@ -232,7 +232,7 @@ async fn free_text(
         issue: None,
         params: BTreeMap::new(),
     };
-    let done = written::carry_out(api, tx, &scope, actor, command).await?;
+    let done = commands::carry_out(api, tx, &scope, actor, command).await?;
     let reply = match done.reply {
         Some(refusal) => format!("Noted as a requirement for this thread, but {refusal}"),
         None => format!("Noted as a requirement for this thread. {}.", done.note),

@@ -16,7 +16,7 @@ use super::targets::{in_scope, latest_run, waiting_gate};
 use crate::api::gates::checked_decision;
 use crate::rights::may_start;
 use crate::views::Decide;
-use crate::{ApiError, ApiState, outbox, projects, requested};
+use crate::{ApiError, ApiState, outbox, projects, run_request};
 use gatehouse_project::{Request, Right};
 
 pub(super) async fn start_run(
@@ -69,7 +69,7 @@ pub(super) async fn start_run(
         parent: None,
         workspace,
     };
-    requested::request(tx, sop, request).await?;
+    run_request::request(tx, sop, request).await?;
     if let Some(conversation) = scope.conversation {
         tx.record_conversation_run(run_id, conversation.id).await?;
         return Ok(format!(
