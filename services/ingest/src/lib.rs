@@ -14,18 +14,26 @@
 //! decisions. Every gate decision, whatever its channel, is claimed compare-and-set first.
 //!
 //! Where things are: [`ApiState`] holds what handlers share (`state.rs`); [`router`],
-//! below, lists the routes; the handlers are free functions, one file per resource
-//! (`runs`, `gates`, `schedules`, `tokens`, `people`, `artifacts`), with their bodies in
-//! [`views`]; the webhooks and what their deliveries come to are in `github` and `chat`,
-//! the commands people write there in `written`. Failures are [`ApiError`]s, each with
-//! its status.
+//! below, lists the routes. `api/` holds the API, one module per resource (`runs`,
+//! `gates`, `schedules`, `requirements`, `conversations`, `tokens`, `people`, …), each with
+//! its bodies in its `views.rs`, gathered in [`views`]. `intake/` holds the webhooks and
+//! what their deliveries come to: `github/`, `chat/`, and `commands/`, the commands people
+//! write there. `console/` holds the console's pages. Under them all, at the root, one core:
+//! the state, rights (`rights.rs`, and the projects' decisions in `projects.rs`), errors,
+//! the token check, the outbox, traces, and what the API and intake both write: a run asked
+//! for (`run_request.rs`), a requirement (`new_requirement.rs`, `issue_requirement.rs`) and
+//! a gate decision (`gate_decision.rs`). Failures are [`ApiError`]s, each with its status.
 
 mod api;
 mod auth;
 mod console;
 mod error;
+mod gate_decision;
 mod intake;
+mod issue_requirement;
+mod new_requirement;
 mod outbox;
+mod people_directory;
 mod projects;
 mod rights;
 mod run_loader;
@@ -33,7 +41,6 @@ mod run_request;
 mod state;
 mod trace;
 
-pub use api::people::{People, Person};
 pub use api::views;
 pub use auth::{hash_token, new_token};
 pub use console::ConsoleSettings;
@@ -45,6 +52,7 @@ pub use intake::github::{
     reconcile_once,
 };
 pub use intake::webhook_limits::WebhookLimits;
+pub use people_directory::{People, Person};
 pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};
 pub use state::ApiState;
 

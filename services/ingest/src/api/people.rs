@@ -1,17 +1,15 @@
 //! `/people`: who is known to Gatehouse, and the people administrators add and remove.
-//! Who is who, and how a request's handle finds its person, is [`People`].
+//! Who is who, and how a request's handle finds its person, is [`People`](crate::People).
 
-mod directory;
 pub(crate) mod views;
-
-pub use directory::{People, Person};
 
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use gatehouse_store::PersonRow;
 
-use directory::same;
+use crate::Person;
+use crate::people_directory::same;
 
 use crate::api::tokens::check_name;
 use crate::error::ErrorBody;

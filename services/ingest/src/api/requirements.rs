@@ -1,11 +1,8 @@
 //! Requirements: `GET /requirements` and `GET /requirements/{id}` show what people asked for,
 //! where, and what was done for it (its runs, the pull requests its deliveries opened, what
-//! its agents used). Creating one is what every source shares (`new.rs`).
+//! its agents used). Creating one is what every source shares: [`crate::new_requirement`].
 
-mod new;
 pub(crate) mod views;
-
-pub(crate) use new::{NewRequirement, create};
 
 use axum::Json;
 use axum::extract::{Path, Query, State};

@@ -18,9 +18,9 @@ use uuid::Uuid;
 
 pub(crate) use detail::{Loaded, detail, load_readable, loaded, readable_row, summary};
 
-use crate::api::requirements::{self, NewRequirement};
 use crate::error::ErrorBody;
-use crate::intake::github::requirement::issue_requirement;
+use crate::issue_requirement::issue_requirement;
+use crate::new_requirement::{self, NewRequirement};
 use crate::rights::{Caller, may_start};
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects, run_request};
@@ -105,7 +105,7 @@ pub async fn start(
                 author: caller.actor(),
                 project: Some(workspace.project.clone()),
             };
-            Some(requirements::create(&mut tx, new).await?.id)
+            Some(new_requirement::create(&mut tx, new).await?.id)
         }
         (None, None) => None,
     };

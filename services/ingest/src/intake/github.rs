@@ -4,7 +4,6 @@
 
 mod delivery;
 pub(crate) mod reconcile;
-pub(crate) mod requirement;
 mod settings;
 mod triggers;
 mod webhook;

@@ -9,7 +9,7 @@ use gatehouse_store::Tx;
 
 use super::Platform;
 use super::mention::{Reply, chat_actor, want_chat_text};
-use crate::api::gates::{checked_decision, settled_by};
+use crate::gate_decision::{checked_decision, settled_by};
 use crate::intake::deliveries::Outcome;
 use crate::views::{Decide, DecisionKind};
 use crate::{ApiError, ApiState, outbox};

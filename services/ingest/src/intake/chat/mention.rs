@@ -16,7 +16,7 @@ use super::requirement::{find_thread_requirement, thread_requirement};
 use super::{ChatMention, Platform, login};
 use crate::intake::commands::{self, Scope};
 use crate::intake::deliveries::Outcome;
-use crate::intake::github::requirement::issue_requirement;
+use crate::issue_requirement::issue_requirement;
 use crate::{ApiError, ApiState, projects};
 
 /// Where a text answer goes.

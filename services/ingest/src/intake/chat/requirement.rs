@@ -5,7 +5,7 @@ use gatehouse_store::{RequirementRow, Tx};
 
 use super::ChatMention;
 use crate::ApiError;
-use crate::api::requirements::{self, NewRequirement};
+use crate::new_requirement::{self, NewRequirement};
 
 /// Longest requirement title taken from a message; the whole text is the body.
 const TITLE_CHARS: usize = 80;
@@ -42,7 +42,7 @@ pub(crate) async fn thread_requirement(
         author: actor.clone(),
         project: project.map(str::to_owned),
     };
-    requirements::create(tx, new).await
+    new_requirement::create(tx, new).await
 }
 
 /// The thread's requirement, if it has one.

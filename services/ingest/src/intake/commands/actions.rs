@@ -13,7 +13,7 @@ use uuid::Uuid;
 
 use super::Scope;
 use super::targets::{in_scope, latest_run, waiting_gate};
-use crate::api::gates::checked_decision;
+use crate::gate_decision::checked_decision;
 use crate::rights::may_start;
 use crate::views::Decide;
 use crate::{ApiError, ApiState, outbox, projects, run_request};

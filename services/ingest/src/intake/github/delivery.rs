@@ -5,10 +5,10 @@ use gatehouse_events::RequirementState;
 use gatehouse_github::{IssueCommentEvent, IssuesEvent, PullRequestEvent, Webhook};
 use gatehouse_store::{DeliveryRow, PullState, Tx};
 
-use super::requirement::{self, Subject, github_actor};
 use super::triggers::{LabelEvent, labeled, unlabeled};
 use crate::intake::commands::{self, Done, Scope};
 use crate::intake::deliveries::Outcome;
+use crate::issue_requirement::{self, Subject, github_actor};
 use crate::{ApiError, ApiState, outbox, projects};
 
 /// What a stored GitHub delivery comes to, written into `tx`.
@@ -44,7 +44,7 @@ pub(crate) async fn process(
 async fn issues(api: &ApiState, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome, ApiError> {
     let issue = &e.issue;
     let subject = issue_subject(&e.repository.full_name, issue);
-    let requirement = requirement::sync(api, tx, &subject).await?;
+    let requirement = issue_requirement::sync(api, tx, &subject).await?;
     let label = LabelEvent {
         repo: subject.repo,
         number: issue.number,
@@ -84,7 +84,7 @@ async fn pull_request(
         author: &pr.user.login,
         updated_at: &pr.updated_at,
     };
-    let requirement = requirement::sync(api, tx, &subject).await?;
+    let requirement = issue_requirement::sync(api, tx, &subject).await?;
     let label = LabelEvent {
         repo: subject.repo,
         number: pr.number,
@@ -161,7 +161,7 @@ async fn comment(
 ) -> Result<Outcome, ApiError> {
     let issue = &e.issue;
     let subject = issue_subject(&e.repository.full_name, issue);
-    let requirement = requirement::sync(api, tx, &subject).await?;
+    let requirement = issue_requirement::sync(api, tx, &subject).await?;
     let Some(github) = api.github.clone() else {
         return Ok(Outcome::ignored("GitHub is not configured"));
     };

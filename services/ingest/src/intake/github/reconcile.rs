@@ -10,8 +10,8 @@ use gatehouse_github::{FoundIssue, GithubClient};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::requirement::{self, Subject, github_actor};
 use super::triggers::{LabelEvent, start_trigger};
+use crate::issue_requirement::{self, Subject, github_actor};
 use crate::{ApiError, ApiState, Trigger};
 
 /// Reconciles at once and then every `interval` until `shutdown`.
@@ -128,7 +128,7 @@ async fn reconcile_traced(
         author: &issue.user.login,
         updated_at: &issue.updated_at,
     };
-    let requirement = requirement::sync(api, &mut tx, &subject).await?;
+    let requirement = issue_requirement::sync(api, &mut tx, &subject).await?;
     let event = LabelEvent {
         repo: &repo,
         number: issue.number,

@@ -33,7 +33,7 @@ pub struct Person {
 }
 
 impl Person {
-    pub(super) fn from_row(row: &PersonRow) -> Self {
+    pub(crate) fn from_row(row: &PersonRow) -> Self {
         Self {
             id: row.id.clone(),
             github: row.github.clone(),
@@ -189,7 +189,7 @@ impl People {
 }
 
 /// Whether two optional handles are the same (case-insensitively: GitHub logins are).
-pub(super) fn same(a: &Option<String>, b: &Option<String>) -> bool {
+pub(crate) fn same(a: &Option<String>, b: &Option<String>) -> bool {
     matches!((a, b), (Some(a), Some(b)) if a.eq_ignore_ascii_case(b))
 }
 

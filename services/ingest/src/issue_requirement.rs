@@ -1,5 +1,7 @@
 //! Requirements for issues and pull requests: created on first sight, kept current by
 //! later events (title and body edits, close, reopen, merge).
+//! GitHub's webhooks keep them; the API's `issue` and chat's `run SOP on owner/repo#N`
+//! find or create them too, so they sit under both.
 
 use gatehouse_commands::IssueRef;
 use gatehouse_events::{
@@ -7,7 +9,7 @@ use gatehouse_events::{
 };
 use gatehouse_store::{RequirementRow, Tx};
 
-use crate::api::requirements::{self, NewRequirement};
+use crate::new_requirement::{self, NewRequirement};
 use crate::{ApiError, ApiState, outbox};
 
 /// An issue or pull request as a webhook shows it.
@@ -92,7 +94,7 @@ async fn create_issue_requirement(
         author: github_actor(api, subject.author).await?,
         project: crate::projects::project_of_repo(api, subject.repo),
     };
-    requirements::create(tx, new).await
+    new_requirement::create(tx, new).await
 }
 
 /// A GitHub account as an actor, resolved to a configured person when there is one.
