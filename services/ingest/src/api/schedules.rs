@@ -5,10 +5,10 @@
 //! the same rules as a cron fire and is recorded the same way.
 
 mod checked;
-mod view;
+mod shown;
 pub(crate) mod views;
 
-pub(crate) use view::millis;
+pub(crate) use shown::millis;
 
 use std::time::Duration;
 
@@ -22,7 +22,7 @@ use jiff::Timestamp;
 use serde::Deserialize;
 
 use checked::checked;
-use view::{cursor, fire_view, view};
+use shown::{cursor, fire_view, view};
 
 use crate::error::ErrorBody;
 use crate::rights::{Caller, may_start};
