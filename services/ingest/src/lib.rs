@@ -14,58 +14,57 @@
 //! decisions. Every gate decision, whatever its channel, is claimed compare-and-set first.
 //!
 //! Where things are: [`ApiState`] holds what handlers share (`state.rs`); [`router`],
-//! below, lists the routes; the handlers are free functions, one file per resource
-//! (`runs`, `gates`, `schedules`, `tokens`, `people`, `artifacts`), with their bodies in
-//! [`views`]; the webhooks and what their deliveries come to are in `github` and `chat`,
-//! the commands people write there in `written`. Failures are [`ApiError`]s, each with
-//! its status.
+//! below, lists the routes. `api/` holds the API, one module per resource (`runs`,
+//! `gates`, `schedules`, `requirements`, `conversations`, `tokens`, `people`, …), each with
+//! its bodies in its `views.rs`, gathered in [`views`]. `intake/` holds the webhooks and
+//! what their deliveries come to: `github/`, `chat/`, and `commands/`, the commands people
+//! write there. `console/` holds the console's pages. Under them all, at the root, one core:
+//! the state, rights (`rights.rs`, and the projects' decisions in `projects.rs`), errors,
+//! the token check, the outbox, traces, and what the API and intake both write: a run asked
+//! for (`run_request.rs`), a requirement (`new_requirement.rs`, `issue_requirement.rs`) and
+//! a gate decision (`gate_decision.rs`). Failures are [`ApiError`]s, each with its status.
 
-mod artifacts;
+mod api;
 mod auth;
-mod chat;
 mod console;
-mod conversations;
-mod deliveries;
 mod error;
-mod gates;
-mod github;
-mod login_links;
-mod openapi;
+mod gate_decision;
+mod intake;
+mod issue_requirement;
+mod new_requirement;
 mod outbox;
 mod paging;
-mod people;
+mod people_directory;
 mod projects;
-mod reports;
-mod requested;
-mod requirements;
 mod rights;
 mod run_loader;
-mod runs;
-mod schedules;
+mod run_request;
 mod state;
-mod tokens;
 mod trace;
-pub mod views;
-mod webhook_limits;
-mod written;
 
+pub use api::views;
 pub use auth::{hash_token, new_token};
-pub use chat::{Assistant, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
 pub use console::ConsoleSettings;
-pub use deliveries::process_deliveries;
 pub use error::ApiError;
-pub use github::{
+pub use intake::chat::{Assistant, ChatSettings, DiscordSettings, DiscordSink, SlackSettings};
+pub use intake::deliveries::process_deliveries;
+pub use intake::github::{
     GithubSettings, ReconcileError, RepoPatternError, Repositories, Trigger, reconcile_github,
     reconcile_once,
 };
-pub use people::{People, Person};
+pub use intake::webhook_limits::WebhookLimits;
+pub use people_directory::{People, Person};
 pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};
 pub use state::ApiState;
-pub use webhook_limits::WebhookLimits;
 
+use api::{
+    artifacts, conversations, gates, login_links, openapi, people, reports, requirements, runs,
+    schedules, tokens,
+};
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::routing::{delete, get, post};
+use intake::{chat, github, webhook_limits};
 
 /// The API's routes, under `/api/v1`, plus `/healthz`, with the default webhook limits.
 pub fn router(state: ApiState) -> Router {
@@ -105,7 +104,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/people", post(people::add).get(people::list))
         .route("/people/{id}", delete(people::remove))
         .route("/reports/usage", get(reports::usage))
-        .route("/projects", get(projects::list))
+        .route("/projects", get(api::projects::list))
         .route("/requirements", get(requirements::list))
         .route("/requirements/{id}", get(requirements::show))
         .route("/conversations", get(conversations::list))

@@ -1,25 +1,16 @@
-//! `/projects`, and the one place a request's project and repositories are checked: the
+//! The one place a request's project and repositories are checked: the
 //! API's run start, chat, comments, label triggers and schedules all bind their runs here,
 //! with the project's `run` list checked for the person asking; commands on a run or a
 //! schedule (cancel, pause, resume, retry, trigger, backfill, delete) check the same list
 //! of the project it belongs to ([`may_act`]). Who may read a project's work is decided
 //! here too ([`may_read`]), for every list and page that shows it.
 
-use axum::Json;
-use axum::extract::State;
 use gatehouse_events::{RequirementSource, RunWorkspace};
 use gatehouse_project::{Project, Request, Right};
 use gatehouse_store::{RequirementRow, Tx};
 
 use crate::rights::{ADMINS, Caller};
-use crate::views::{ProjectRepositoryView, ProjectView};
 use crate::{ApiError, ApiState};
-
-/// Lists the configured projects.
-#[utoipa::path(get, path = "/projects", responses((status = 200, body = [ProjectView])))]
-pub async fn list(State(api): State<ApiState>) -> Json<Vec<ProjectView>> {
-    Json(api.projects.iter().map(view).collect())
-}
 
 /// The workspace `request` names, refused (422) when it names a repository the
 /// configuration names nowhere ([`require_named`]), an unknown project, a repository
@@ -154,31 +145,6 @@ pub(crate) fn may_act(
     match project.and_then(|name| api.projects.get(name)) {
         Some(project) => require(project, right, person, groups),
         None => Ok(()),
-    }
-}
-
-fn view(project: &Project) -> ProjectView {
-    let config = project.config();
-    ProjectView {
-        name: config.name.clone(),
-        repositories: config
-            .repositories
-            .iter()
-            .map(|r| ProjectRepositoryView {
-                repo: r.repo.clone(),
-                branch: r.branch.clone(),
-                mode: r.mode.as_str().to_owned(),
-                branch_name: r.branch_name.clone(),
-            })
-            .collect(),
-        channels: config.channels.clone(),
-        sops: config.sops.clone(),
-        default_sop: config.default_sop.clone(),
-        settings: project.settings(),
-        run: config.run.clone(),
-        converse: config.converse.clone(),
-        approve: config.approve.clone(),
-        read: config.read.clone(),
     }
 }
 

@@ -15,9 +15,10 @@ use uuid::Uuid;
 
 use super::page::{PageError, csrf_field, local_path, redirect};
 use super::session::{Posted, Viewer, WithCsrf};
+use crate::api::{gates, runs};
 use crate::rights::{Caller, required_scope};
 use crate::views::{Decide, DecisionKind, GateView, Retry};
-use crate::{ApiError, ApiState, gates, runs};
+use crate::{ApiError, ApiState};
 
 /// A gate decision as the forms send it.
 #[derive(Debug, Deserialize)]

@@ -13,7 +13,7 @@ use super::markdown::to_safe_html;
 use super::page::{PageError, frame};
 use super::session::Viewer;
 use crate::ApiState;
-use crate::artifacts::{read, respond};
+use crate::api::artifacts::{read, respond};
 
 /// Larger artifacts are offered as downloads, not shown in the page.
 const SHOWN_AT_MOST: usize = 2 * 1024 * 1024;

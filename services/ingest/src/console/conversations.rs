@@ -10,8 +10,9 @@ use uuid::Uuid;
 use super::inbox::short;
 use super::page::{PageError, dollars, duration, frame, status, time, usage};
 use super::session::Viewer;
+use crate::ApiState;
+use crate::api::conversations;
 use crate::views::TurnView;
-use crate::{ApiState, conversations};
 
 /// `GET /conversations/{id}`
 pub(crate) async fn page(

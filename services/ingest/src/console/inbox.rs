@@ -8,9 +8,10 @@ use serde::Deserialize;
 use super::actions::{decision_form, notice};
 use super::page::{PageError, frame, status, time};
 use super::session::Viewer;
-use crate::gates::{self, Waiting};
+use crate::api::gates::{self, Waiting};
+use crate::api::{conversations, runs};
 use crate::views::DecisionKind;
-use crate::{ApiState, conversations, projects, runs};
+use crate::{ApiState, projects};
 
 /// How many of my runs and conversations the inbox lists.
 const MINE: i64 = 20;

@@ -23,7 +23,8 @@ use uuid::Uuid;
 use super::inbox::short;
 use super::page::{PageError, frame};
 use super::session::Viewer;
-use crate::{ApiError, ApiState, runs};
+use crate::api::runs;
+use crate::{ApiError, ApiState};
 
 /// Lines the run page shows (the end of the output).
 pub(crate) const LOG_TAIL: i64 = 200;

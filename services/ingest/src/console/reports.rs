@@ -12,7 +12,7 @@ use serde::Deserialize;
 
 use super::page::{PageError, dollars, duration, encode, frame};
 use super::session::Viewer;
-use crate::reports::{self, By, OverTime};
+use crate::api::reports::{self, By, OverTime};
 use crate::{ApiError, ApiState};
 
 #[derive(Debug, Deserialize)]

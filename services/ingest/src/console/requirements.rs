@@ -12,7 +12,7 @@ use super::inbox::short;
 use super::page::{PageError, frame, status, time, usage};
 use super::session::Viewer;
 use crate::ApiState;
-use crate::requirements::{self, RequirementQuery};
+use crate::api::requirements::{self, RequirementQuery};
 use crate::views::RequirementSummary;
 
 #[derive(Debug, Deserialize)]

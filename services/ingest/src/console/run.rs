@@ -21,9 +21,10 @@ use super::inbox::short;
 use super::logs::{LOG_TAIL, log_lines};
 use super::page::{PageError, csrf_field, dollars, frame_with, status, time};
 use super::session::Viewer;
+use crate::ApiState;
+use crate::api::{gates, runs};
 use crate::rights::Scope;
 use crate::views::{DecisionKind, GateView, RunDetail};
-use crate::{ApiState, gates, runs};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct RunQuery {

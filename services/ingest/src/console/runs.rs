@@ -7,7 +7,8 @@ use serde::Deserialize;
 use super::inbox::short;
 use super::page::{PageError, frame, status, time};
 use super::session::Viewer;
-use crate::{ApiState, projects, runs};
+use crate::api::runs;
+use crate::{ApiState, projects};
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListQuery {

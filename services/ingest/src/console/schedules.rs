@@ -12,8 +12,8 @@ use super::inbox::short;
 use super::page::{PageError, csrf_field, frame, status, time};
 use super::session::{Posted, Viewer, WithCsrf};
 use crate::ApiState;
+use crate::api::schedules::{self, ListQuery};
 use crate::rights::Scope;
-use crate::schedules::{self, ListQuery};
 use crate::views::{FireView, PauseSchedule, ScheduleView};
 
 #[derive(Debug, Deserialize)]

@@ -11,7 +11,8 @@ use std::sync::Arc;
 
 use super::page::{PageError, frame, time};
 use super::session::Viewer;
-use crate::{ApiError, ApiState, runs};
+use crate::api::runs;
+use crate::{ApiError, ApiState};
 
 /// `GET /sops`
 pub(crate) async fn list(State(api): State<ApiState>, viewer: Viewer) -> Result<Markup, PageError> {

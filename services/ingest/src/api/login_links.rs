@@ -1,0 +1,53 @@
+//! `POST /login-links`: a one-time link that signs a person in to the console
+//! (`gatehouse login`). The session it starts may do no more than the token that asked
+//! for it; only an administrator asks for someone else's.
+
+pub(crate) mod views;
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+
+use crate::error::ErrorBody;
+use crate::rights::{Caller, Scopes};
+use crate::views::{CreateLoginLink, LoginLinkCreated};
+use crate::{ApiError, ApiState, console};
+
+/// Creates a login link; the secret is shown once.
+#[utoipa::path(post, path = "/login-links", request_body = CreateLoginLink, responses(
+    (status = 201, body = LoginLinkCreated), (status = 401, body = ErrorBody), (status = 403, body = ErrorBody),
+    (status = 422, body = ErrorBody)))]
+pub async fn create(
+    State(api): State<ApiState>,
+    caller: Caller,
+    Json(body): Json<CreateLoginLink>,
+) -> Result<(StatusCode, Json<LoginLinkCreated>), ApiError> {
+    let person = crate::api::people::for_whom(
+        &api,
+        &caller,
+        body.person.as_deref(),
+        "create sign-in links for other people",
+    )
+    .await?;
+    // What a browser needs day to day, as far as the asking token has it; `admin` stays
+    // with tokens.
+    let scopes = Scopes::default_within(&caller.scopes);
+    let (secret, expires_at) =
+        console::create_login_link(&api, &person.id, &caller.person, &scopes).await?;
+    let path = format!("/login/{secret}");
+    let url = api
+        .console
+        .public_url
+        .as_ref()
+        .map(|base| format!("{base}{path}"));
+    Ok((
+        StatusCode::CREATED,
+        Json(LoginLinkCreated {
+            person: person.id.clone(),
+            path,
+            url,
+            scopes: scopes.to_vec(),
+            expires_at,
+        }),
+    ))
+}

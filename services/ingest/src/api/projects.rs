@@ -1,0 +1,43 @@
+//! `GET /projects`: the configured projects as the API shows them. Who may do what on a
+//! project is decided in [`crate::projects`].
+
+pub(crate) mod views;
+
+use views::{ProjectRepositoryView, ProjectView};
+
+use axum::Json;
+use axum::extract::State;
+use gatehouse_project::Project;
+
+use crate::ApiState;
+
+/// Lists the configured projects.
+#[utoipa::path(get, path = "/projects", responses((status = 200, body = [ProjectView])))]
+pub async fn list(State(api): State<ApiState>) -> Json<Vec<ProjectView>> {
+    Json(api.projects.iter().map(view).collect())
+}
+
+fn view(project: &Project) -> ProjectView {
+    let config = project.config();
+    ProjectView {
+        name: config.name.clone(),
+        repositories: config
+            .repositories
+            .iter()
+            .map(|r| ProjectRepositoryView {
+                repo: r.repo.clone(),
+                branch: r.branch.clone(),
+                mode: r.mode.as_str().to_owned(),
+                branch_name: r.branch_name.clone(),
+            })
+            .collect(),
+        channels: config.channels.clone(),
+        sops: config.sops.clone(),
+        default_sop: config.default_sop.clone(),
+        settings: project.settings(),
+        run: config.run.clone(),
+        converse: config.converse.clone(),
+        approve: config.approve.clone(),
+        read: config.read.clone(),
+    }
+}

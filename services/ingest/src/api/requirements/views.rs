@@ -1,0 +1,80 @@
+//! Requirements as the API shows them: what was asked for, where, and what was done for it.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+use uuid::Uuid;
+
+use crate::views::{RunSummary, UsageTotal};
+
+/// A requirement in a list.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RequirementSummary {
+    pub id: Uuid,
+    /// Unique per source: `github:owner/name#12`, `slack:CHANNEL:TS`, `discord:CHANNEL:ID`.
+    pub key: String,
+    /// Where it came from: `{"kind": "github", "repo", "number", "pull_request"}`, `slack`
+    /// (`channel`, `thread_ts`), `discord` (`channel`, `message_id`), `api` or `schedule`.
+    #[schema(value_type = Object)]
+    pub source: serde_json::Value,
+    pub title: String,
+    /// Link back to it, when its source has one.
+    pub url: Option<String>,
+    /// open, closed or delivered.
+    pub state: String,
+    /// Who asked: a person's id, or the source's handle for someone Gatehouse does not know.
+    pub requested_by: String,
+    /// The project it belongs to: its source's (a project's repository or channel), or
+    /// that of its first run on a project.
+    pub project: Option<String>,
+    pub created_at: DateTime<Utc>,
+    pub updated_at: DateTime<Utc>,
+}
+
+/// A requirement with its runs, pull requests and what its agents used.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RequirementDetail {
+    pub requirement: RequirementSummary,
+    /// Its text as the source has it.
+    pub body: String,
+    /// The runs that worked on it, newest first.
+    pub runs: Vec<RunSummary>,
+    /// The pull requests its deliveries opened. It is delivered when all are merged.
+    pub pull_requests: Vec<PullRequestView>,
+    /// Work its deliveries merged straight into a branch (`mode: direct`).
+    pub direct_merges: Vec<DirectMergeView>,
+    /// The chat conversations that worked on it.
+    pub conversations: Vec<crate::views::ConversationSummary>,
+    /// Tokens and cost over all its runs and conversations.
+    pub usage: UsageTotal,
+}
+
+/// A pull request a delivery opened.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PullRequestView {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: i64,
+    /// The branch it is opened from.
+    pub branch: String,
+    /// The run that delivered into it last.
+    pub run_id: Uuid,
+    /// open, merged or closed (unmerged).
+    pub state: String,
+    pub opened_at: DateTime<Utc>,
+}
+
+/// Work a delivery merged into a branch itself.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct DirectMergeView {
+    /// `owner/name`.
+    pub repo: String,
+    /// The branch merged into.
+    pub branch: String,
+    /// The merge commit pushed.
+    pub commit: String,
+    pub run_id: Uuid,
+    /// The gate whose approval accepted the work; none when no gate came before.
+    pub approved_by: Option<String>,
+    pub merged_at: DateTime<Utc>,
+}
