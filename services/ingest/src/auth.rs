@@ -3,7 +3,7 @@
 use axum::extract::{MatchedPath, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
-use chrono::Utc;
+use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
 use crate::rights::{Caller, Scopes, required_scope};
@@ -85,4 +85,12 @@ pub(crate) async fn require_token(
     caller.require(required_scope(request.method(), &route))?;
     request.extensions_mut().insert(caller);
     Ok(next.run(request).await)
+}
+
+/// `ttl` from now, or why that moment cannot be (a configured lifetime past year 262,143).
+pub(crate) fn from_now(ttl: std::time::Duration) -> Result<DateTime<Utc>, ApiError> {
+    chrono::Duration::from_std(ttl)
+        .ok()
+        .and_then(|ttl| Utc::now().checked_add_signed(ttl))
+        .ok_or_else(|| ApiError::Internal(format!("a lifetime of {ttl:?} is too long")))
 }

@@ -37,8 +37,6 @@ use std::time::Duration;
 use axum::Router;
 use axum::routing::{get, post};
 
-pub(crate) use signin::create_login_link;
-
 use crate::ApiState;
 
 /// How the console signs people in.

@@ -139,6 +139,12 @@ async fn the_api_shows_a_project_only_to_those_who_may_read_it(backend: Backend)
         let api = gh.api_as(&token);
         let seen = |list: &Value, field: &str, id: &str| listed(list, field).contains(id);
 
+        let projects = api.get("/projects").await.is(200);
+        assert_eq!(
+            seen(&projects, "name", "secret"),
+            reads,
+            "{who}: {projects}"
+        );
         let runs = api.get("/runs").await.is(200);
         assert_eq!(
             seen(&runs, "id", &w.run.to_string()),

@@ -9,12 +9,20 @@ use axum::Json;
 use axum::extract::State;
 use gatehouse_project::Project;
 
-use crate::ApiState;
+use crate::rights::Caller;
+use crate::{ApiState, projects};
 
-/// Lists the configured projects.
+/// Lists the configured projects the caller may read: a project's repositories, channels
+/// and people lists are its own, as its runs are.
 #[utoipa::path(get, path = "/projects", responses((status = 200, body = [ProjectView])))]
-pub async fn list(State(api): State<ApiState>) -> Json<Vec<ProjectView>> {
-    Json(api.projects.iter().map(view).collect())
+pub async fn list(State(api): State<ApiState>, caller: Caller) -> Json<Vec<ProjectView>> {
+    Json(
+        api.projects
+            .iter()
+            .filter(|p| projects::may_read(&api, Some(p.name()), caller.reader()))
+            .map(view)
+            .collect(),
+    )
 }
 
 fn view(project: &Project) -> ProjectView {

@@ -9,14 +9,14 @@ use axum::extract::{Path, Query, State};
 use axum::http::HeaderMap;
 use axum::http::header::SET_COOKIE;
 use axum::response::{IntoResponse, Response};
-use chrono::{DateTime, Utc};
+use chrono::Utc;
 use gatehouse_store::{LoginLinkRow, OneTime};
 use maud::html;
 use serde::Deserialize;
 
 use super::page::{PageError, frame, local_path, redirect};
 use super::session::{Posted, WithCsrf, clear_cookie, cross_site, set_cookie, viewer};
-use crate::auth::{hash_token, new_token};
+use crate::auth::{from_now, hash_token, new_token};
 use crate::rights::Scopes;
 use crate::{ApiError, ApiState};
 
@@ -26,22 +26,6 @@ pub(crate) struct Next {
     next: Option<String>,
     /// Set after signing out, to say so.
     signed_out: Option<String>,
-}
-
-/// Creates a login link for `person` whose session may do `scopes`; the secret (shown
-/// once) and when it expires.
-pub(crate) async fn create_login_link(
-    api: &ApiState,
-    person: &str,
-    created_by: &str,
-    scopes: &Scopes,
-) -> Result<(String, DateTime<Utc>), ApiError> {
-    let expires_at = from_now(api.console.login_link_ttl)?;
-    let secret = api
-        .store
-        .mint_login_link(person, created_by, &scopes.to_stored(), expires_at)
-        .await?;
-    Ok((secret, expires_at))
 }
 
 /// `/signin`: how to get in.
@@ -147,14 +131,6 @@ pub(crate) async fn start_session(
     tracing::info!(%person, via, "signed in to the console");
     let max_age = i64::try_from(api.console.session_ttl.as_secs()).unwrap_or(i64::MAX);
     Ok(set_cookie(&secret, api.console.secure(), max_age))
-}
-
-/// `ttl` from now, or why that moment cannot be (a configured lifetime past year 262,143).
-fn from_now(ttl: std::time::Duration) -> Result<DateTime<Utc>, ApiError> {
-    chrono::Duration::from_std(ttl)
-        .ok()
-        .and_then(|ttl| Utc::now().checked_add_signed(ttl))
-        .ok_or_else(|| ApiError::Internal(format!("a lifetime of {ttl:?} is too long")))
 }
 
 /// A link that may still sign someone in, or why not (unknown 404, used or expired 410).
