@@ -63,7 +63,7 @@ const COLUMNS: &str = "key, platform, channel, thread, recipient, run_id, body, 
 impl Tx {
     /// Sets what a chat message should show; marks it for posting when that changed.
     pub async fn want_chat_message(&mut self, m: &WantChat<'_>) -> Result<(), StoreError> {
-        self.wanted_chat = true;
+        self.after_commit(Store::wake_chat);
         let hash = hex_sha256(m.body);
         with_tx!(self, conn => {
             sqlx::query(

@@ -9,7 +9,7 @@ use gatehouse_events::Envelope;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use crate::handover::{HANDOVER_LEASE, Handed, Registration};
+use crate::handover::{HANDOVER_LEASE, Handed};
 use crate::publish::Held;
 use crate::store::{with_pool, with_writer};
 use crate::tx::with_tx;
@@ -34,16 +34,6 @@ pub struct OutboxMessage {
 
 type OutboxRow = (i64, Uuid, String, Vec<u8>, Option<String>, i32);
 
-/// What a transaction did with its events at commit, for what follows the commit.
-pub(crate) enum Written {
-    /// No event, or all of them published in place.
-    Nothing,
-    /// Rows leased to this process's relay, to hand over once committed.
-    Handed(Registration, Handed),
-    /// Rows for whichever relay claims them first.
-    ForClaim,
-}
-
 impl Tx {
     /// Appends an event to the outbox. It is published only if this transaction commits:
     /// by a relay, or by this transaction itself when the store
@@ -58,11 +48,12 @@ impl Tx {
     /// Writes the held events to the outbox in one statement, leased to this process's
     /// relay when it has one (see `handover.rs`). An event published in place goes
     /// straight onto the queue instead ([`Tx::publish_held`]): an outbox row would only be
-    /// written as sent, read by nothing and pruned later.
-    pub(crate) async fn write_outbox(&mut self) -> Result<Written, StoreError> {
+    /// written as sent, read by nothing and pruned later. Once this commits, the rows are
+    /// handed to that relay, or whichever relay claims them first is woken.
+    pub(crate) async fn write_outbox(&mut self) -> Result<(), StoreError> {
         let held = std::mem::take(&mut self.held);
         if held.is_empty() {
-            return Ok(Written::Nothing);
+            return Ok(());
         }
         // This process's relay, if it has one, and until when the rows are leased to it.
         let handover = self
@@ -88,7 +79,9 @@ impl Tx {
             insert.build_query_as().fetch_all(&mut *conn).await?
         });
         let Some((taker, lease_until_ms)) = handover else {
-            return Ok(Written::ForClaim);
+            // For whichever relay claims them first.
+            self.after_commit(Store::wake_relay);
+            return Ok(());
         };
         let mut seqs: HashMap<Uuid, i64> = written.into_iter().map(|(seq, id)| (id, seq)).collect();
         let mut rows: Vec<OutboxMessage> = held
@@ -105,13 +98,12 @@ impl Tx {
             })
             .collect();
         rows.sort_unstable_by_key(|row| row.seq);
-        Ok(Written::Handed(
-            taker,
-            Handed {
-                rows,
-                lease_until_ms,
-            },
-        ))
+        let handed = Handed {
+            rows,
+            lease_until_ms,
+        };
+        self.after_commit_awaited(move |store| async move { store.hand_over(taker, handed).await });
+        Ok(())
     }
 }
 

@@ -19,6 +19,7 @@ use uuid::Uuid;
 use crate::job_takers::Handed;
 use crate::queue::{QueueMessage, stream_key};
 use crate::tx::{Inner, with_tx};
+use crate::wakes::Woken;
 use crate::{StoreError, Tx, now_ms};
 
 /// Separates a consumer's name from its filter, and one consumer from the next, in the
@@ -64,6 +65,16 @@ pub(crate) struct Fanned {
     pub(crate) leased: Option<LeasedTo>,
 }
 
+/// What a transaction's messages are for this process's subscriptions, once it commits.
+#[derive(Default)]
+pub(crate) struct Fanout {
+    /// Deliveries leased to subscriptions waiting for jobs, to hand to them (see
+    /// `job_takers.rs`).
+    leased_out: Vec<(mpsc::UnboundedSender<Handed>, Handed)>,
+    /// Consumers given messages, with their deliveries, to wake (see `wakes.rs`).
+    woken: Woken,
+}
+
 /// The subscription a delivery is leased to, and until when.
 pub(crate) struct LeasedTo {
     pub(crate) sender: mpsc::UnboundedSender<Handed>,
@@ -95,13 +106,14 @@ impl Logged {
 impl Tx {
     /// Appends `messages` to the in-process bus's log and fans each out to every consumer
     /// whose filter matches, as part of this transaction, in two statements. The ids of
-    /// those that were new: a message whose id is in the log already is dropped.
+    /// those that were new (a message whose id is in the log already is dropped), and
+    /// whom to hand or wake once this commits ([`Tx::hand_after_commit`]).
     pub(crate) async fn enqueue_all(
         &mut self,
         messages: &[QueueMessage<'_>],
-    ) -> Result<BTreeSet<Uuid>, StoreError> {
+    ) -> Result<(BTreeSet<Uuid>, Fanout), StoreError> {
         if messages.is_empty() {
-            return Ok(BTreeSet::new());
+            return Ok((BTreeSet::new(), Fanout::default()));
         }
         let stream_of = |m: &QueueMessage<'_>| stream_key(StreamKind::for_topic(m.topic));
         let streams: BTreeSet<&str> = messages.iter().map(stream_of).collect();
@@ -170,6 +182,7 @@ impl Tx {
             (logged, deliveries)
         });
         let by_id: HashMap<Uuid, &QueueMessage<'_>> = messages.iter().map(|m| (m.id, m)).collect();
+        let mut fanout = Fanout::default();
         for Fanned {
             consumer,
             seq,
@@ -180,7 +193,7 @@ impl Tx {
             let message = by_id.get(&id).filter(|_| hand);
             match (leased, message) {
                 // Handed to the subscription it is leased to once this commits.
-                (Some(to), Some(message)) => self.leased_out.push((
+                (Some(to), Some(message)) => fanout.leased_out.push((
                     to.sender,
                     Handed {
                         consumer,
@@ -189,12 +202,12 @@ impl Tx {
                     },
                 )),
                 (_, message) => {
-                    let given = self.woken.entry(consumer).or_default();
+                    let given = fanout.woken.entry(consumer).or_default();
                     given.extend(message.map(|m| m.delivered(seq)));
                 }
             }
         }
-        Ok(logged.iter().map(|m| m.id).collect())
+        Ok((logged.iter().map(|m| m.id).collect(), fanout))
     }
 
     /// Publishes the events held for the commit ([`Tx::append_outbox`] in place); those
@@ -202,12 +215,44 @@ impl Tx {
     pub(crate) async fn publish_held(&mut self) -> Result<(), StoreError> {
         let held = std::mem::take(&mut self.held);
         let messages: Vec<QueueMessage<'_>> = held.iter().map(Held::message).collect();
-        let new = self.enqueue_all(&messages).await?;
-        self.published_in_place.extend(
-            held.into_iter()
-                .filter(|m| new.contains(&m.id))
-                .map(|m| m.topic),
-        );
+        let (new, fanout) = self.enqueue_all(&messages).await?;
+        let published: Vec<String> = held
+            .into_iter()
+            .filter(|m| new.contains(&m.id))
+            .map(|m| m.topic)
+            .collect();
+        self.hand_after_commit(fanout, published);
         Ok(())
+    }
+
+    /// Once this commits: hands the jobs leased to subscriptions of this process to them
+    /// (a subscription that went away meanwhile gets them again at once), counts the
+    /// events `published` in place, and wakes the consumers given messages.
+    pub(crate) fn hand_after_commit(&mut self, fanout: Fanout, published: Vec<String>) {
+        let Fanout { leased_out, woken } = fanout;
+        if !leased_out.is_empty() {
+            self.after_commit_awaited(move |store| async move {
+                for (taker, handed) in leased_out {
+                    if let Err(refused) = taker.send(handed) {
+                        let handed = refused.0;
+                        // The subscription went away meanwhile: the job comes again at once.
+                        store
+                            .give_back_jobs(&handed.consumer, vec![handed.delivery])
+                            .await;
+                    }
+                }
+            });
+        }
+        if !published.is_empty() || !woken.is_empty() {
+            self.after_commit(move |store| {
+                for topic in published {
+                    metrics::counter!("gatehouse_events_published_total", "type" => topic)
+                        .increment(1);
+                }
+                if !woken.is_empty() {
+                    store.wake_consumers(woken);
+                }
+            });
+        }
     }
 }

@@ -97,7 +97,8 @@ impl Store {
     /// `false` if a message with the same id was already there.
     pub async fn queue_publish(&self, msg: QueueMessage<'_>) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
-        let new = tx.enqueue_all(&[msg]).await?;
+        let (new, fanout) = tx.enqueue_all(&[msg]).await?;
+        tx.hand_after_commit(fanout, Vec::new());
         tx.commit().await?;
         Ok(new.contains(&msg.id))
     }

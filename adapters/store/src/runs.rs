@@ -101,7 +101,9 @@ impl Tx {
         if self.store.definitions.is_stored(version) {
             return Ok(());
         }
-        self.saved_versions.push(version.to_owned());
+        // Known to be stored once this commits, and not saved again.
+        let saved = version.to_owned();
+        self.after_commit(move |store| store.definitions.stored([saved]));
         with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO sop_versions (version, name, source, body, created_at)

@@ -329,6 +329,11 @@ impl Store {
     pub fn watch_chat(&self) -> watch::Receiver<u64> {
         self.chat_wanted.subscribe()
     }
+
+    /// Tells a notifier of this process there are chat messages to post.
+    pub(crate) fn wake_chat(&self) {
+        self.chat_wanted.send_modify(|n| *n = n.wrapping_add(1));
+    }
 }
 
 /// SQLite creates its file but not the file's directory. Both are this user's alone: the
