@@ -11,10 +11,9 @@ use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqlitePoolOptions};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
-use crate::handover::RelayHere;
-use crate::job_takers::IdleTakers;
+use crate::bus::{IdleTakers, RelayHere, Wake};
+use crate::sop_cache::Definitions;
 use crate::url::ConnectOptions;
-use crate::wakes::Wake;
 use crate::wal::WalCheckpoints;
 use crate::{Backend, StoreError, Tx};
 
@@ -59,10 +58,10 @@ pub struct Store {
     /// relay publishes at once instead of at its next poll.
     pub(crate) outbox_written: Arc<watch::Sender<u64>>,
     /// This process's relay, to which transactions hand the outbox rows they commit
-    /// (see `handover.rs`).
+    /// (see `bus/handover.rs`).
     pub(crate) relay_here: RelayHere,
     /// Subscriptions of this process waiting for jobs, to which transactions hand the jobs
-    /// they queue (see `job_takers.rs`).
+    /// they queue (see `bus/job_takers.rs`).
     pub(crate) idle_takers: IdleTakers,
     /// Bumped whenever a transaction that wanted a chat message commits, so a notifier in
     /// this process posts it at once instead of at its next poll (replies the scheduler
@@ -73,15 +72,15 @@ pub struct Store {
     in_place: Arc<AtomicBool>,
     /// Per consumer of the in-process bus, bumped whenever this process commits messages
     /// for it, so its subscriptions look at once instead of at their next poll (and the
-    /// others do not look at all); see `wakes.rs`.
+    /// others do not look at all); see `bus/wakes.rs`.
     pub(crate) queue_wakers: Arc<Mutex<HashMap<String, watch::Sender<Wake>>>>,
     /// Transactions open at once in this process. A transaction holds a connection and
     /// often reads through the pool meanwhile; if every connection were held by an open
     /// transaction (or, on SQLite, by one waiting for the single write lock), those reads
     /// would wait for each other until timeouts broke the knot. Waiting here holds none.
     tx_slots: Arc<Semaphore>,
-    /// SOP definitions parsed once per process (see `definitions.rs`).
-    pub(crate) definitions: Arc<crate::definitions::Definitions>,
+    /// SOP definitions parsed once per process (see `sop_cache.rs`).
+    pub(crate) definitions: Arc<Definitions>,
     /// SQLite's log, checkpointed beside the writers (see `wal.rs`).
     pub(crate) wal: WalCheckpoints,
 }
@@ -323,6 +322,18 @@ impl Store {
 
     pub(crate) fn publishes_in_place(&self) -> bool {
         self.in_place.load(Ordering::Relaxed)
+    }
+
+    /// Notes a write to SQLite, towards the next checkpoint of its log (see `wal.rs`).
+    /// Nothing on Postgres.
+    pub(crate) fn wal_written(&self) {
+        let Pool::Sqlite(pool) = &self.pool else {
+            return;
+        };
+        if self.wal.written() {
+            let (store, pool) = (self.clone(), pool.clone());
+            tokio::spawn(async move { store.wal.run(&pool, store.write_turn()).await });
+        }
     }
 
     /// A receiver that changes whenever wanted chat messages are committed by this process.

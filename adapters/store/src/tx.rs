@@ -6,7 +6,9 @@ use std::pin::Pin;
 use sqlx::{Postgres, Sqlite, Transaction};
 use tokio::sync::OwnedSemaphorePermit;
 
-use crate::publish::Held;
+use gatehouse_events::Envelope;
+use uuid::Uuid;
+
 use crate::{Store, StoreError};
 
 /// Runs `$body` with `$conn` bound to the transaction's connection, once per backend.
@@ -39,6 +41,31 @@ pub(crate) enum AfterCommit {
 /// What an [`AfterCommit::Awaited`] hook awaits.
 pub(crate) type Awaiting = Pin<Box<dyn Future<Output = ()> + Send>>;
 
+/// Writes a transaction's held events just before it commits: set by
+/// [`Tx::append_outbox`], which knows where they go.
+pub(crate) type BeforeCommit =
+    for<'a> fn(&'a mut Tx) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>>;
+
+/// An event appended to a transaction, held until it commits: then written to the outbox
+/// for a relay, or put onto the in-process bus in place (`bus/`).
+pub(crate) struct Held {
+    pub(crate) id: Uuid,
+    pub(crate) topic: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) traceparent: Option<String>,
+}
+
+impl Held {
+    pub(crate) fn new(envelope: &Envelope) -> Result<Self, StoreError> {
+        Ok(Self {
+            id: envelope.id,
+            topic: envelope.event_type.clone(),
+            payload: envelope.to_bytes()?,
+            traceparent: envelope.trace.as_ref().map(ToString::to_string),
+        })
+    }
+}
+
 pub(crate) enum Inner {
     Postgres(Transaction<'static, Postgres>),
     Sqlite(Transaction<'static, Sqlite>),
@@ -54,6 +81,8 @@ pub struct Tx {
     /// Events appended, written when this commits: to the outbox, or in place
     /// ([`Store::publish_in_place`]).
     pub(crate) held: Vec<Held>,
+    /// How the held events are written, once there are some.
+    pub(crate) write_held: Option<BeforeCommit>,
     /// What to do once this has committed, in order ([`Tx::after_commit`]).
     after_commit: Vec<AfterCommit>,
     pub(crate) store: Store,
@@ -71,6 +100,7 @@ impl Tx {
         Self {
             inner: Inner::Postgres(tx),
             held: Vec::new(),
+            write_held: None,
             after_commit: Vec::new(),
             store,
             _slot: slot,
@@ -85,6 +115,7 @@ impl Tx {
         Self {
             inner: Inner::Sqlite(tx),
             held: Vec::new(),
+            write_held: None,
             after_commit: Vec::new(),
             store,
             _slot: slot,
@@ -92,16 +123,12 @@ impl Tx {
     }
 
     /// Writes the events held for it (to the outbox, or in place), commits, then does what
-    /// was to follow the commit ([`Tx::after_commit`]): hands the outbox rows to this
+    /// was to follow the commit (`Tx::after_commit`): hands the outbox rows to this
     /// process's relay or wakes it, hands jobs and wakes the in-process bus's consumers,
     /// wakes the notifier.
     pub async fn commit(mut self) -> Result<(), StoreError> {
-        if !self.held.is_empty() {
-            if self.store.publishes_in_place() {
-                self.publish_held().await?;
-            } else {
-                self.write_outbox().await?;
-            }
+        if let Some(write_held) = self.write_held.take() {
+            write_held(&mut self).await?;
         }
         match self.inner {
             Inner::Postgres(t) => t.commit().await?,

@@ -2,6 +2,8 @@
 //! the relay.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -9,28 +11,13 @@ use gatehouse_events::Envelope;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use crate::handover::{HANDOVER_LEASE, Handed};
-use crate::publish::Held;
+use super::handover::HANDOVER_LEASE;
+use super::messages::OutboxMessage;
+use super::waiting::HandedRows;
 use crate::store::{with_pool, with_writer};
+use crate::tx::Held;
 use crate::tx::with_tx;
 use crate::{Store, StoreError, Tx, duration_ms, now_ms};
-
-/// An outbox row claimed by a relay.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboxMessage {
-    /// Position in the outbox; relays publish in this order.
-    pub seq: i64,
-    /// The event id, used as `Nats-Msg-Id`.
-    pub id: Uuid,
-    /// The topic (event type).
-    pub topic: String,
-    /// The envelope bytes exactly as they go on the wire.
-    pub payload: Vec<u8>,
-    /// The envelope's traceparent, copied so the relay can set the NATS header.
-    pub traceparent: Option<String>,
-    /// How many publish attempts failed before this claim.
-    pub attempts: i32,
-}
 
 type OutboxRow = (i64, Uuid, String, Vec<u8>, Option<String>, i32);
 
@@ -42,6 +29,7 @@ impl Tx {
     /// ([`Tx::commit`]): one statement however many there are.
     pub async fn append_outbox(&mut self, envelope: &Envelope) -> Result<(), StoreError> {
         self.held.push(Held::new(envelope)?);
+        self.write_held = Some(write_held);
         Ok(())
     }
 
@@ -98,13 +86,26 @@ impl Tx {
             })
             .collect();
         rows.sort_unstable_by_key(|row| row.seq);
-        let handed = Handed {
+        let handed = HandedRows {
             rows,
             lease_until_ms,
         };
         self.after_commit_awaited(move |store| async move { store.hand_over(taker, handed).await });
         Ok(())
     }
+}
+
+/// Writes a transaction's held events as it commits: in place, or to the outbox.
+fn write_held(tx: &mut Tx) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + '_>> {
+    Box::pin(async move {
+        if tx.held.is_empty() {
+            Ok(())
+        } else if tx.store().publishes_in_place() {
+            tx.publish_held().await
+        } else {
+            tx.write_outbox().await
+        }
+    })
 }
 
 impl Store {

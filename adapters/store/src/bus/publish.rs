@@ -11,15 +11,14 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use gatehouse_events::{Envelope, StreamKind, topic_matches};
+use gatehouse_events::{StreamKind, topic_matches};
 use sqlx::QueryBuilder;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::job_takers::Handed;
-use crate::queue::{QueueMessage, stream_key};
-use crate::tx::{Inner, with_tx};
-use crate::wakes::Woken;
+use super::messages::{QueueMessage, stream_key};
+use super::waiting::{Fanned, HandedJob, Woken};
+use crate::tx::{Held, Inner, with_tx};
 use crate::{StoreError, Tx, now_ms};
 
 /// Separates a consumer's name from its filter, and one consumer from the next, in the
@@ -27,25 +26,8 @@ use crate::{StoreError, Tx, now_ms};
 const FIELD: char = '\u{1f}';
 const RECORD: char = '\u{1e}';
 
-/// An event as the bus carries it: held by its transaction to be published when it commits
-/// (in place), or written to the outbox for the relay.
-pub(crate) struct Held {
-    pub(crate) id: Uuid,
-    pub(crate) topic: String,
-    pub(crate) payload: Vec<u8>,
-    pub(crate) traceparent: Option<String>,
-}
-
 impl Held {
-    pub(crate) fn new(envelope: &Envelope) -> Result<Self, StoreError> {
-        Ok(Self {
-            id: envelope.id,
-            topic: envelope.event_type.clone(),
-            payload: envelope.to_bytes()?,
-            traceparent: envelope.trace.as_ref().map(ToString::to_string),
-        })
-    }
-
+    /// This event as a message for the in-process bus's log.
     pub(crate) fn message(&self) -> QueueMessage<'_> {
         QueueMessage {
             id: self.id,
@@ -56,29 +38,14 @@ impl Held {
     }
 }
 
-/// A delivery being written: due at once, or leased to a subscription of this process
-/// waiting for it (see `job_takers.rs`).
-pub(crate) struct Fanned {
-    pub(crate) consumer: String,
-    seq: i64,
-    id: Uuid,
-    pub(crate) leased: Option<LeasedTo>,
-}
-
 /// What a transaction's messages are for this process's subscriptions, once it commits.
 #[derive(Default)]
 pub(crate) struct Fanout {
     /// Deliveries leased to subscriptions waiting for jobs, to hand to them (see
     /// `job_takers.rs`).
-    leased_out: Vec<(mpsc::UnboundedSender<Handed>, Handed)>,
+    leased_out: Vec<(mpsc::UnboundedSender<HandedJob>, HandedJob)>,
     /// Consumers given messages, with their deliveries, to wake (see `wakes.rs`).
     woken: Woken,
-}
-
-/// The subscription a delivery is leased to, and until when.
-pub(crate) struct LeasedTo {
-    pub(crate) sender: mpsc::UnboundedSender<Handed>,
-    pub(crate) lease_until_ms: i64,
 }
 
 /// A message as the log took it, with its stream's consumers (`None`: there are none).
@@ -192,10 +159,10 @@ impl Tx {
         {
             let message = by_id.get(&id).filter(|_| hand);
             match (leased, message) {
-                // Handed to the subscription it is leased to once this commits.
+                // HandedJob to the subscription it is leased to once this commits.
                 (Some(to), Some(message)) => fanout.leased_out.push((
                     to.sender,
-                    Handed {
+                    HandedJob {
                         consumer,
                         delivery: message.delivered(seq),
                         lease_until_ms: to.lease_until_ms,
