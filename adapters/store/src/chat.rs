@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::comments::hex_sha256;
-use crate::store::{with_pool, with_writer};
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
+use crate::tx::{Tx, with_tx};
 
 /// A chat message to post or bring up to date.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -6,8 +6,8 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use gatehouse_sop::Sop;
 
-use crate::store::with_pool;
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool};
 
 impl Store {
     /// The definition of SOP version `version`, parsed from `sop_versions` the first time

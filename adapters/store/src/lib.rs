@@ -13,10 +13,12 @@
 //! transactions and tables: they know it only through the hooks it gives a transaction.
 
 mod attempts;
+mod backend;
 mod bus;
 mod chat;
 mod checkpoints;
 mod claims;
+mod clock;
 mod comment_dedup;
 mod comments;
 mod conversations;
@@ -47,6 +49,7 @@ mod usage;
 mod wal;
 
 pub use attempts::{ArtifactRow, AttemptEnd, AttemptRow, AttemptStatus, LogRow};
+pub use backend::Backend;
 pub use bus::{Handover, JobTaker, OutboxMessage, QueueClaim, QueueMessage, QueuedDelivery, Wake};
 pub use chat::{ChatMessageRow, WantChat};
 pub use checkpoints::CheckpointRow;
@@ -73,15 +76,4 @@ pub use turns::{
     TurnUsageRow,
 };
 pub use tx::Tx;
-pub use url::Backend;
 pub use usage::UsageRow;
-
-/// Current time as epoch milliseconds, the unit of every lease and visibility column.
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-/// Saturating conversion for durations added to epoch milliseconds.
-fn duration_ms(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}

@@ -4,10 +4,10 @@ use chrono::{DateTime, Utc};
 use gatehouse_events::RunStatus;
 use uuid::Uuid;
 
+use crate::error::StoreError;
 use crate::hidden::hidden_clause;
-use crate::store::with_pool;
-use crate::tx::{Inner, with_tx};
-use crate::{Store, StoreError, Tx};
+use crate::store::{Store, with_pool};
+use crate::tx::{Inner, Tx, with_tx};
 
 /// A run as stored. `state` is the scheduler engine's JSON; the store does not read it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -11,11 +11,12 @@ use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqlitePoolOptions};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
+use crate::backend::Backend;
 use crate::bus::{IdleTakers, RelayHere, Wake};
+use crate::error::StoreError;
 use crate::sop_cache::Definitions;
 use crate::url::ConnectOptions;
 use crate::wal::WalCheckpoints;
-use crate::{Backend, StoreError, Tx};
 
 /// Runs `$body` with `$conn` bound to the backend's pool; the body is compiled once per
 /// backend, so one query text serves both.
@@ -78,7 +79,7 @@ pub struct Store {
     /// often reads through the pool meanwhile; if every connection were held by an open
     /// transaction (or, on SQLite, by one waiting for the single write lock), those reads
     /// would wait for each other until timeouts broke the knot. Waiting here holds none.
-    tx_slots: Arc<Semaphore>,
+    pub(crate) tx_slots: Arc<Semaphore>,
     /// SOP definitions parsed once per process (see `sop_cache.rs`).
     pub(crate) definitions: Arc<Definitions>,
     /// SQLite's log, checkpointed beside the writers (see `wal.rs`).
@@ -236,30 +237,6 @@ impl Store {
         } else {
             Err(StoreError::Pending(pending))
         }
-    }
-
-    /// Starts a transaction, first waiting (in order, holding no connection) for one of
-    /// this process's transaction slots. On SQLite it takes the write lock up front
-    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes fails at once
-    /// when another writer got in between, instead of waiting for it.
-    ///
-    /// A task must not begin a second transaction while it holds one: on SQLite that
-    /// would wait for itself.
-    pub async fn begin(&self) -> Result<Tx, StoreError> {
-        let slot = self
-            .tx_slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| StoreError::Database(sqlx::Error::PoolClosed))?;
-        Ok(match &self.pool {
-            Pool::Postgres(pool) => Tx::postgres(pool.begin().await?, self.clone(), slot),
-            Pool::Sqlite(pool) => Tx::sqlite(
-                pool.begin_with("BEGIN IMMEDIATE").await?,
-                self.clone(),
-                slot,
-            ),
-        })
     }
 
     /// On SQLite, this process's turn to write outside a transaction, taken in order with

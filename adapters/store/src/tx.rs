@@ -9,7 +9,8 @@ use tokio::sync::OwnedSemaphorePermit;
 use gatehouse_events::Envelope;
 use uuid::Uuid;
 
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::{Pool, Store};
 
 /// Runs `$body` with `$conn` bound to the transaction's connection, once per backend.
 macro_rules! with_tx {
@@ -89,6 +90,32 @@ pub struct Tx {
     /// This process's transaction slot, given back when the transaction ends (at its
     /// commit, before what follows the commit).
     _slot: OwnedSemaphorePermit,
+}
+
+impl Store {
+    /// Starts a transaction, first waiting (in order, holding no connection) for one of
+    /// this process's transaction slots. On SQLite it takes the write lock up front
+    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes fails at once
+    /// when another writer got in between, instead of waiting for it.
+    ///
+    /// A task must not begin a second transaction while it holds one: on SQLite that
+    /// would wait for itself.
+    pub async fn begin(&self) -> Result<Tx, StoreError> {
+        let slot = self
+            .tx_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Database(sqlx::Error::PoolClosed))?;
+        Ok(match &self.pool {
+            Pool::Postgres(pool) => Tx::postgres(pool.begin().await?, self.clone(), slot),
+            Pool::Sqlite(pool) => Tx::sqlite(
+                pool.begin_with("BEGIN IMMEDIATE").await?,
+                self.clone(),
+                slot,
+            ),
+        })
+    }
 }
 
 impl Tx {

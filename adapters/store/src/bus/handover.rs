@@ -19,7 +19,9 @@ use tokio::sync::mpsc;
 
 use super::messages::OutboxMessage;
 use super::waiting::{HandedRows, Registration};
-use crate::{Store, StoreError, now_ms};
+use crate::clock::now_ms;
+use crate::error::StoreError;
+use crate::store::Store;
 
 /// How long rows handed to this process's relay stay leased to it. Long enough that the
 /// relay is never racing the lease (it publishes within milliseconds), short enough that
@@ -94,7 +96,7 @@ impl Handover {
     pub async fn recv(&mut self) -> Option<Vec<OutboxMessage>> {
         loop {
             let handed = self.receiver.recv().await?;
-            let margin = crate::duration_ms(HANDOVER_LEASE) / 5;
+            let margin = crate::clock::duration_ms(HANDOVER_LEASE) / 5;
             if now_ms() < handed.lease_until_ms.saturating_sub(margin) {
                 return Some(handed.rows);
             }

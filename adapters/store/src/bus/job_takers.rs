@@ -21,7 +21,8 @@ use tokio::sync::mpsc;
 
 use super::messages::QueuedDelivery;
 use super::waiting::{Fanned, HandedJob, Idle};
-use crate::{Store, duration_ms, now_ms};
+use crate::clock::{duration_ms, now_ms};
+use crate::store::Store;
 
 /// How long before its lease runs out a job handed over is given back instead of run: by
 /// then it may come again to anyone, and its runner's first renewal could come too late.

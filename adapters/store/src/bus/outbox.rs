@@ -14,10 +14,10 @@ use uuid::Uuid;
 use super::handover::HANDOVER_LEASE;
 use super::messages::OutboxMessage;
 use super::waiting::HandedRows;
-use crate::store::{with_pool, with_writer};
-use crate::tx::Held;
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx, duration_ms, now_ms};
+use crate::clock::{duration_ms, now_ms};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
+use crate::tx::{Held, Tx, with_tx};
 
 type OutboxRow = (i64, Uuid, String, Vec<u8>, Option<String>, i32);
 

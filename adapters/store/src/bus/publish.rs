@@ -18,8 +18,9 @@ use uuid::Uuid;
 
 use super::messages::{QueueMessage, stream_key};
 use super::waiting::{Fanned, HandedJob, Woken};
-use crate::tx::{Held, Inner, with_tx};
-use crate::{StoreError, Tx, now_ms};
+use crate::clock::now_ms;
+use crate::error::StoreError;
+use crate::tx::{Held, Inner, Tx, with_tx};
 
 /// Separates a consumer's name from its filter, and one consumer from the next, in the
 /// list each new message brings back: neither a name nor a topic filter can hold them.

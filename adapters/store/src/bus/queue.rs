@@ -13,9 +13,11 @@ use gatehouse_events::{StreamKind, topic_matches};
 use uuid::Uuid;
 
 use super::messages::{QueuedDelivery, stream_key};
-use crate::store::{with_pool, with_writer};
-use crate::tx::with_tx;
-use crate::{QueueMessage, Store, StoreError, Tx, duration_ms, now_ms};
+use crate::bus::QueueMessage;
+use crate::clock::{duration_ms, now_ms};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
+use crate::tx::{Tx, with_tx};
 
 /// A delivery row with its message, as read; `deliveries` is the count stored.
 #[derive(sqlx::FromRow)]

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 use uuid::Uuid;
 
 use super::messages::{OutboxMessage, QueuedDelivery};
-use crate::{duration_ms, now_ms};
+use crate::clock::{duration_ms, now_ms};
 
 /// Rows one transaction committed, leased to the relay until `lease_until_ms`.
 #[derive(Debug)]

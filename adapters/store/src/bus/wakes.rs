@@ -15,7 +15,7 @@ use tokio::sync::watch;
 
 use super::messages::QueuedDelivery;
 use super::waiting::{Wake, Woken};
-use crate::Store;
+use crate::store::Store;
 
 impl Store {
     /// A receiver that changes whenever this process commits messages for `consumer` on
