@@ -113,7 +113,7 @@ struct InProcessSubscription {
     store: Store,
     spec: ConsumerSpec,
     /// Leased: the jobs transactions lease to this subscription while it waits, handed
-    /// over as they commit (see the store's `job_takers.rs`).
+    /// over as they commit (see the store's `bus/job_takers.rs`).
     jobs: Option<JobTaker>,
     wake: watch::Receiver<Wake>,
     /// The count of the last wake-up seen.
@@ -160,7 +160,7 @@ impl InProcessSubscription {
     /// for its consumer's deliveries or was told something is due; otherwise (after a short
     /// batch, all of it taken, or a poll) it first asks when the next one is due. One
     /// that had taken everything due, woken with the deliveries committed since, takes
-    /// those without looking (see the store's `wakes.rs`).
+    /// those without looking (see the store's `bus/wakes.rs`).
     async fn take(&mut self, limit: usize) -> Result<Vec<Delivery>, BusError> {
         if let Some(handed) = self.take_handed(limit).await {
             return Ok(handed);

@@ -6,9 +6,9 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::comments::hex_sha256;
-use crate::store::{with_pool, with_writer};
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
+use crate::tx::{Tx, with_tx};
 
 /// A chat message to post or bring up to date.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -63,7 +63,7 @@ const COLUMNS: &str = "key, platform, channel, thread, recipient, run_id, body, 
 impl Tx {
     /// Sets what a chat message should show; marks it for posting when that changed.
     pub async fn want_chat_message(&mut self, m: &WantChat<'_>) -> Result<(), StoreError> {
-        self.wanted_chat = true;
+        self.after_commit(Store::wake_chat);
         let hash = hex_sha256(m.body);
         with_tx!(self, conn => {
             sqlx::query(

@@ -5,8 +5,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::{with_pool, with_writer};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
 
 /// A workspace's latest checkpoint.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

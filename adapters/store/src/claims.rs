@@ -6,8 +6,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::tx::with_tx;
-use crate::{StoreError, Tx};
+use crate::error::StoreError;
+use crate::tx::{Tx, with_tx};
 
 /// The decision that settled a gate attempt.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

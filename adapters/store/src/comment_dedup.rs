@@ -8,8 +8,8 @@
 
 use chrono::Utc;
 
-use crate::tx::with_tx;
-use crate::{StoreError, Tx};
+use crate::error::StoreError;
+use crate::tx::{Tx, with_tx};
 
 impl Tx {
     /// Claims the commands of comment `comment_id` as of `updated_at` for `delivery`;

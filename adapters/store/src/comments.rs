@@ -4,9 +4,9 @@
 use chrono::{DateTime, Utc};
 use sha2::{Digest, Sha256};
 
-use crate::store::{with_pool, with_writer};
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
+use crate::tx::{Tx, with_tx};
 
 /// A comment to post or bring up to date.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

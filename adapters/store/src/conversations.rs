@@ -7,11 +7,11 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
+use crate::error::StoreError;
 use crate::hidden::hidden_clause;
-use crate::store::with_pool;
+use crate::store::{Store, with_pool};
 use crate::text::text_enum;
-use crate::tx::{Inner, with_tx};
-use crate::{Store, StoreError, Tx};
+use crate::tx::{Inner, Tx, with_tx};
 
 text_enum! {
     /// What a conversation is doing, kept beside its state for listings.

@@ -3,8 +3,8 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::{with_pool, with_writer};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
 
 /// A message to park: what it was, who gave up on it, and why.
 #[derive(Debug, Clone)]

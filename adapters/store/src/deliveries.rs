@@ -3,10 +3,10 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{with_pool, with_writer};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
 use crate::text::text_enum;
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx};
+use crate::tx::{Tx, with_tx};
 
 text_enum! {
     /// Where a stored webhook delivery is: pending until processing finishes it.

@@ -12,7 +12,7 @@ pub enum StoreError {
     #[error("invalid {backend} URL: {source}")]
     InvalidUrl {
         /// Which backend the scheme named.
-        backend: crate::Backend,
+        backend: crate::backend::Backend,
         /// What sqlx found wrong.
         #[source]
         source: sqlx::Error,
@@ -20,7 +20,7 @@ pub enum StoreError {
     /// The database did not answer within the retry budget.
     #[error("{backend} at {target} is unreachable after {attempts} attempts: {source}")]
     Unreachable {
-        backend: crate::Backend,
+        backend: crate::backend::Backend,
         /// Host/database or file, without credentials.
         target: String,
         /// How many connection attempts were made.

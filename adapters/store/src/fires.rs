@@ -5,10 +5,11 @@
 
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::error::StoreError;
+use crate::schedules::ScheduleRow;
+use crate::store::{Store, with_pool};
 use crate::text::text_enum;
-use crate::tx::with_tx;
-use crate::{ScheduleRow, Store, StoreError, Tx};
+use crate::tx::{Tx, with_tx};
 
 text_enum! {
     /// What set a fire off.

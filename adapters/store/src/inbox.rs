@@ -3,8 +3,8 @@
 use chrono::Utc;
 use uuid::Uuid;
 
-use crate::tx::with_tx;
-use crate::{StoreError, Tx};
+use crate::error::StoreError;
+use crate::tx::{Tx, with_tx};
 
 impl Tx {
     /// Records that `consumer` applied `event_id`, in the transaction of the effect.

@@ -1,8 +1,9 @@
 //! Leases: work that one replica at a time may do, such as posting chat messages and
 //! comments, where two posters racing on one message could both create it.
 
-use crate::store::with_writer;
-use crate::{Store, StoreError, duration_ms, now_ms};
+use crate::clock::{duration_ms, now_ms};
+use crate::error::StoreError;
+use crate::store::{Store, with_writer};
 
 impl Store {
     /// Takes or renews the lease `name` for `holder` until `ttl` from now; `false` while

@@ -7,11 +7,18 @@
 //! same transaction as the state change), the [inbox](Tx::record_inbox) (events already
 //! applied by a consumer) and the [dead letters](Store::park_dead_letter); and the
 //! [queue](Store::queue_publish) tables behind the in-process bus.
+//!
+//! The in-process bus's machinery (the queue, claims, publishing in a transaction, the
+//! hand-overs and wake-ups after a commit) is the `bus` module, one door above the pools,
+//! transactions and tables: they know it only through the hooks it gives a transaction.
 
 mod attempts;
+mod backend;
+mod bus;
 mod chat;
 mod checkpoints;
 mod claims;
+mod clock;
 mod comment_dedup;
 mod comments;
 mod conversations;
@@ -20,20 +27,15 @@ mod definitions;
 mod deliveries;
 mod error;
 mod fires;
-mod handover;
 mod hidden;
 mod inbox;
-mod job_takers;
 mod leases;
-mod outbox;
 mod people;
-mod publish;
-mod queue;
-mod queue_claim;
 mod requirements;
 mod runs;
 mod schedules;
 mod sessions;
+mod sop_cache;
 mod store;
 mod text;
 mod timers;
@@ -44,10 +46,11 @@ mod turns;
 mod tx;
 mod url;
 mod usage;
-mod wakes;
 mod wal;
 
 pub use attempts::{ArtifactRow, AttemptEnd, AttemptRow, AttemptStatus, LogRow};
+pub use backend::Backend;
+pub use bus::{Handover, JobTaker, OutboxMessage, QueueClaim, QueueMessage, QueuedDelivery, Wake};
 pub use chat::{ChatMessageRow, WantChat};
 pub use checkpoints::CheckpointRow;
 pub use claims::{Claim, OutcomeRow, Vote};
@@ -58,12 +61,7 @@ pub use definitions::SopVersionRow;
 pub use deliveries::{DeliveryRow, DeliveryStatus};
 pub use error::StoreError;
 pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};
-pub use handover::Handover;
-pub use job_takers::JobTaker;
-pub use outbox::OutboxMessage;
 pub use people::PersonRow;
-pub use queue::{QueueMessage, QueuedDelivery};
-pub use queue_claim::QueueClaim;
 pub use requirements::{PullRequestRow, PullState, RequirementRow};
 pub use runs::{DecisionRow, RunOutline, RunRow};
 pub use schedules::ScheduleRow;
@@ -78,16 +76,4 @@ pub use turns::{
     TurnUsageRow,
 };
 pub use tx::Tx;
-pub use url::Backend;
 pub use usage::UsageRow;
-pub use wakes::Wake;
-
-/// Current time as epoch milliseconds, the unit of every lease and visibility column.
-fn now_ms() -> i64 {
-    chrono::Utc::now().timestamp_millis()
-}
-
-/// Saturating conversion for durations added to epoch milliseconds.
-fn duration_ms(d: std::time::Duration) -> i64 {
-    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
-}

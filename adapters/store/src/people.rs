@@ -3,8 +3,8 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::store::{with_pool, with_writer};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct PersonRow {

@@ -4,11 +4,11 @@ use chrono::{DateTime, Utc};
 use gatehouse_events::RequirementState;
 use uuid::Uuid;
 
+use crate::error::StoreError;
 use crate::hidden::hidden_clause;
-use crate::store::{with_pool, with_writer};
+use crate::store::{Store, with_pool, with_writer};
 use crate::text::text_enum;
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx};
+use crate::tx::{Tx, with_tx};
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct RequirementRow {

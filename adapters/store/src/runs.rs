@@ -4,10 +4,10 @@ use chrono::{DateTime, Utc};
 use gatehouse_events::RunStatus;
 use uuid::Uuid;
 
+use crate::error::StoreError;
 use crate::hidden::hidden_clause;
-use crate::store::with_pool;
-use crate::tx::{Inner, with_tx};
-use crate::{Store, StoreError, Tx};
+use crate::store::{Store, with_pool};
+use crate::tx::{Inner, Tx, with_tx};
 
 /// A run as stored. `state` is the scheduler engine's JSON; the store does not read it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -101,7 +101,9 @@ impl Tx {
         if self.store.definitions.is_stored(version) {
             return Ok(());
         }
-        self.saved_versions.push(version.to_owned());
+        // Known to be stored once this commits, and not saved again.
+        let saved = version.to_owned();
+        self.after_commit(move |store| store.definitions.stored([saved]));
         with_tx!(self, conn => {
             sqlx::query(
                 "INSERT INTO sop_versions (version, name, source, body, created_at)

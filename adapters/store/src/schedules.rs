@@ -7,10 +7,10 @@
 use chrono::{DateTime, Utc};
 use gatehouse_schedule::{Overlap, ScheduleError, Timing};
 
+use crate::error::StoreError;
 use crate::hidden::hidden_clause;
-use crate::store::{with_pool, with_writer};
+use crate::store::{Store, with_pool, with_writer};
 use crate::tx::with_tx;
-use crate::{Store, StoreError};
 
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
 pub struct ScheduleRow {

@@ -9,8 +9,8 @@ use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
 use crate::comments::hex_sha256;
-use crate::store::{with_pool, with_writer};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
 
 /// A login link, without its secret.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

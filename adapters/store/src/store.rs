@@ -11,12 +11,12 @@ use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 use sqlx::sqlite::{SqliteConnection, SqlitePool, SqlitePoolOptions};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 
-use crate::handover::RelayHere;
-use crate::job_takers::IdleTakers;
+use crate::backend::Backend;
+use crate::bus::{IdleTakers, RelayHere, Wake};
+use crate::error::StoreError;
+use crate::sop_cache::Definitions;
 use crate::url::ConnectOptions;
-use crate::wakes::Wake;
 use crate::wal::WalCheckpoints;
-use crate::{Backend, StoreError, Tx};
 
 /// Runs `$body` with `$conn` bound to the backend's pool; the body is compiled once per
 /// backend, so one query text serves both.
@@ -59,10 +59,10 @@ pub struct Store {
     /// relay publishes at once instead of at its next poll.
     pub(crate) outbox_written: Arc<watch::Sender<u64>>,
     /// This process's relay, to which transactions hand the outbox rows they commit
-    /// (see `handover.rs`).
+    /// (see `bus/handover.rs`).
     pub(crate) relay_here: RelayHere,
     /// Subscriptions of this process waiting for jobs, to which transactions hand the jobs
-    /// they queue (see `job_takers.rs`).
+    /// they queue (see `bus/job_takers.rs`).
     pub(crate) idle_takers: IdleTakers,
     /// Bumped whenever a transaction that wanted a chat message commits, so a notifier in
     /// this process posts it at once instead of at its next poll (replies the scheduler
@@ -73,15 +73,15 @@ pub struct Store {
     in_place: Arc<AtomicBool>,
     /// Per consumer of the in-process bus, bumped whenever this process commits messages
     /// for it, so its subscriptions look at once instead of at their next poll (and the
-    /// others do not look at all); see `wakes.rs`.
+    /// others do not look at all); see `bus/wakes.rs`.
     pub(crate) queue_wakers: Arc<Mutex<HashMap<String, watch::Sender<Wake>>>>,
     /// Transactions open at once in this process. A transaction holds a connection and
     /// often reads through the pool meanwhile; if every connection were held by an open
     /// transaction (or, on SQLite, by one waiting for the single write lock), those reads
     /// would wait for each other until timeouts broke the knot. Waiting here holds none.
-    tx_slots: Arc<Semaphore>,
-    /// SOP definitions parsed once per process (see `definitions.rs`).
-    pub(crate) definitions: Arc<crate::definitions::Definitions>,
+    pub(crate) tx_slots: Arc<Semaphore>,
+    /// SOP definitions parsed once per process (see `sop_cache.rs`).
+    pub(crate) definitions: Arc<Definitions>,
     /// SQLite's log, checkpointed beside the writers (see `wal.rs`).
     pub(crate) wal: WalCheckpoints,
 }
@@ -239,30 +239,6 @@ impl Store {
         }
     }
 
-    /// Starts a transaction, first waiting (in order, holding no connection) for one of
-    /// this process's transaction slots. On SQLite it takes the write lock up front
-    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes fails at once
-    /// when another writer got in between, instead of waiting for it.
-    ///
-    /// A task must not begin a second transaction while it holds one: on SQLite that
-    /// would wait for itself.
-    pub async fn begin(&self) -> Result<Tx, StoreError> {
-        let slot = self
-            .tx_slots
-            .clone()
-            .acquire_owned()
-            .await
-            .map_err(|_| StoreError::Database(sqlx::Error::PoolClosed))?;
-        Ok(match &self.pool {
-            Pool::Postgres(pool) => Tx::postgres(pool.begin().await?, self.clone(), slot),
-            Pool::Sqlite(pool) => Tx::sqlite(
-                pool.begin_with("BEGIN IMMEDIATE").await?,
-                self.clone(),
-                slot,
-            ),
-        })
-    }
-
     /// On SQLite, this process's turn to write outside a transaction, taken in order with
     /// the transactions' ([`Store::begin`]): SQLite has one writer at a time, and a write
     /// that finds the lock taken sleeps in SQLite's busy handler (a millisecond and
@@ -325,9 +301,26 @@ impl Store {
         self.in_place.load(Ordering::Relaxed)
     }
 
+    /// Notes a write to SQLite, towards the next checkpoint of its log (see `wal.rs`).
+    /// Nothing on Postgres.
+    pub(crate) fn wal_written(&self) {
+        let Pool::Sqlite(pool) = &self.pool else {
+            return;
+        };
+        if self.wal.written() {
+            let (store, pool) = (self.clone(), pool.clone());
+            tokio::spawn(async move { store.wal.run(&pool, store.write_turn()).await });
+        }
+    }
+
     /// A receiver that changes whenever wanted chat messages are committed by this process.
     pub fn watch_chat(&self) -> watch::Receiver<u64> {
         self.chat_wanted.subscribe()
+    }
+
+    /// Tells a notifier of this process there are chat messages to post.
+    pub(crate) fn wake_chat(&self) {
+        self.chat_wanted.send_modify(|n| *n = n.wrapping_add(1));
     }
 }
 

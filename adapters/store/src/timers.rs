@@ -3,10 +3,10 @@
 
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::error::StoreError;
+use crate::store::{Store, with_pool};
 use crate::text::text_enum;
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx};
+use crate::tx::{Tx, with_tx};
 
 text_enum! {
     /// What a timer sets off when it is due.

@@ -3,9 +3,9 @@
 
 use uuid::Uuid;
 
-use crate::store::with_pool;
+use crate::error::StoreError;
+use crate::store::{Store, with_pool};
 use crate::tx::with_tx;
-use crate::{Store, StoreError};
 
 /// One tool call of an attempt.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -5,9 +5,9 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::{with_pool, with_writer};
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
+use crate::tx::{Tx, with_tx};
 
 /// The tree of one repository, as an attempt left it or an approval saw it.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]

@@ -9,10 +9,10 @@
 use chrono::{DateTime, Utc};
 use uuid::Uuid;
 
-use crate::store::{with_pool, with_writer};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
 use crate::text::text_enum;
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx};
+use crate::tx::{Tx, with_tx};
 
 text_enum! {
     /// Where a turn's attempt is: running until it ends one of the other ways.

@@ -1,13 +1,16 @@
 //! A transaction on either backend.
 
-use sqlx::{Postgres, Sqlite, Transaction};
-use tokio::sync::{OwnedSemaphorePermit, mpsc};
+use std::future::Future;
+use std::pin::Pin;
 
-use crate::job_takers::Handed;
-use crate::outbox::Written;
-use crate::publish::Held;
-use crate::wakes::Woken;
-use crate::{Store, StoreError};
+use sqlx::{Postgres, Sqlite, Transaction};
+use tokio::sync::OwnedSemaphorePermit;
+
+use gatehouse_events::Envelope;
+use uuid::Uuid;
+
+use crate::error::StoreError;
+use crate::store::{Pool, Store};
 
 /// Runs `$body` with `$conn` bound to the transaction's connection, once per backend.
 macro_rules! with_tx {
@@ -26,6 +29,44 @@ macro_rules! with_tx {
 }
 pub(crate) use with_tx;
 
+/// Something a transaction does once the database has committed it: tell whoever waits in
+/// this process (a relay, a subscription, the notifier, a cache) about what it wrote.
+pub(crate) enum AfterCommit {
+    /// Done at once.
+    Now(Box<dyn FnOnce(&Store) + Send>),
+    /// Awaited before the next: a hand-over that may have to give back what it could not
+    /// hand over, which writes.
+    Awaited(Box<dyn FnOnce(Store) -> Awaiting + Send>),
+}
+
+/// What an [`AfterCommit::Awaited`] hook awaits.
+pub(crate) type Awaiting = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// Writes a transaction's held events just before it commits: set by
+/// [`Tx::append_outbox`], which knows where they go.
+pub(crate) type BeforeCommit =
+    for<'a> fn(&'a mut Tx) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + 'a>>;
+
+/// An event appended to a transaction, held until it commits: then written to the outbox
+/// for a relay, or put onto the in-process bus in place (`bus/`).
+pub(crate) struct Held {
+    pub(crate) id: Uuid,
+    pub(crate) topic: String,
+    pub(crate) payload: Vec<u8>,
+    pub(crate) traceparent: Option<String>,
+}
+
+impl Held {
+    pub(crate) fn new(envelope: &Envelope) -> Result<Self, StoreError> {
+        Ok(Self {
+            id: envelope.id,
+            topic: envelope.event_type.clone(),
+            payload: envelope.to_bytes()?,
+            traceparent: envelope.trace.as_ref().map(ToString::to_string),
+        })
+    }
+}
+
 pub(crate) enum Inner {
     Postgres(Transaction<'static, Postgres>),
     Sqlite(Transaction<'static, Sqlite>),
@@ -38,26 +79,43 @@ pub(crate) enum Inner {
 /// Dropping it without [`Tx::commit`] rolls back.
 pub struct Tx {
     pub(crate) inner: Inner,
-    /// A chat message was wanted: the notifier is woken when this commits.
-    pub(crate) wanted_chat: bool,
     /// Events appended, written when this commits: to the outbox, or in place
     /// ([`Store::publish_in_place`]).
     pub(crate) held: Vec<Held>,
-    /// Topics of the events put onto the in-process bus in place: counted once this has
-    /// committed.
-    pub(crate) published_in_place: Vec<String>,
-    /// Consumers of the in-process bus given messages, with their deliveries: woken when
-    /// this commits.
-    pub(crate) woken: Woken,
-    /// Deliveries leased to subscriptions of this process waiting for jobs: handed to them
-    /// when this commits (see `job_takers.rs`).
-    pub(crate) leased_out: Vec<(mpsc::UnboundedSender<Handed>, Handed)>,
-    /// SOP versions this saved: known to be stored once this commits, and not saved again.
-    pub(crate) saved_versions: Vec<String>,
+    /// How the held events are written, once there are some.
+    pub(crate) write_held: Option<BeforeCommit>,
+    /// What to do once this has committed, in order ([`Tx::after_commit`]).
+    after_commit: Vec<AfterCommit>,
     pub(crate) store: Store,
     /// This process's transaction slot, given back when the transaction ends (at its
     /// commit, before what follows the commit).
     _slot: OwnedSemaphorePermit,
+}
+
+impl Store {
+    /// Starts a transaction, first waiting (in order, holding no connection) for one of
+    /// this process's transaction slots. On SQLite it takes the write lock up front
+    /// (`BEGIN IMMEDIATE`): a deferred transaction that reads and then writes fails at once
+    /// when another writer got in between, instead of waiting for it.
+    ///
+    /// A task must not begin a second transaction while it holds one: on SQLite that
+    /// would wait for itself.
+    pub async fn begin(&self) -> Result<Tx, StoreError> {
+        let slot = self
+            .tx_slots
+            .clone()
+            .acquire_owned()
+            .await
+            .map_err(|_| StoreError::Database(sqlx::Error::PoolClosed))?;
+        Ok(match &self.pool {
+            Pool::Postgres(pool) => Tx::postgres(pool.begin().await?, self.clone(), slot),
+            Pool::Sqlite(pool) => Tx::sqlite(
+                pool.begin_with("BEGIN IMMEDIATE").await?,
+                self.clone(),
+                slot,
+            ),
+        })
+    }
 }
 
 impl Tx {
@@ -68,12 +126,9 @@ impl Tx {
     ) -> Self {
         Self {
             inner: Inner::Postgres(tx),
-            wanted_chat: false,
             held: Vec::new(),
-            published_in_place: Vec::new(),
-            woken: Woken::new(),
-            leased_out: Vec::new(),
-            saved_versions: Vec::new(),
+            write_held: None,
+            after_commit: Vec::new(),
             store,
             _slot: slot,
         }
@@ -86,29 +141,22 @@ impl Tx {
     ) -> Self {
         Self {
             inner: Inner::Sqlite(tx),
-            wanted_chat: false,
             held: Vec::new(),
-            published_in_place: Vec::new(),
-            woken: Woken::new(),
-            leased_out: Vec::new(),
-            saved_versions: Vec::new(),
+            write_held: None,
+            after_commit: Vec::new(),
             store,
             _slot: slot,
         }
     }
 
-    /// Writes the events held for it (to the outbox, or in place), commits, then hands
-    /// the outbox rows to this process's relay, or wakes it to claim them (or wakes the
-    /// in-process bus's consumers, for events published in place).
+    /// Writes the events held for it (to the outbox, or in place), commits, then does what
+    /// was to follow the commit (`Tx::after_commit`): hands the outbox rows to this
+    /// process's relay or wakes it, hands jobs and wakes the in-process bus's consumers,
+    /// wakes the notifier.
     pub async fn commit(mut self) -> Result<(), StoreError> {
-        let written = if self.held.is_empty() {
-            Written::Nothing
-        } else if self.store.publishes_in_place() {
-            self.publish_held().await?;
-            Written::Nothing
-        } else {
-            self.write_outbox().await?
-        };
+        if let Some(write_held) = self.write_held.take() {
+            write_held(&mut self).await?;
+        }
         match self.inner {
             Inner::Postgres(t) => t.commit().await?,
             Inner::Sqlite(t) => t.commit().await?,
@@ -118,35 +166,32 @@ impl Tx {
         // which on SQLite is this slot.
         drop(self._slot);
         self.store.wal_written();
-        if !self.saved_versions.is_empty() {
-            self.store.definitions.stored(self.saved_versions);
-        }
-        match written {
-            Written::Nothing => {}
-            Written::Handed(taker, handed) => self.store.hand_over(taker, handed).await,
-            Written::ForClaim => self.store.wake_relay(),
-        }
-        for (taker, handed) in self.leased_out {
-            if let Err(refused) = taker.send(handed) {
-                let handed = refused.0;
-                // The subscription went away meanwhile: the job comes again at once.
-                self.store
-                    .give_back_jobs(&handed.consumer, vec![handed.delivery])
-                    .await;
+        for hook in self.after_commit {
+            match hook {
+                AfterCommit::Now(hook) => hook(&self.store),
+                AfterCommit::Awaited(hook) => hook(self.store.clone()).await,
             }
         }
-        for topic in self.published_in_place {
-            metrics::counter!("gatehouse_events_published_total", "type" => topic).increment(1);
-        }
-        if !self.woken.is_empty() {
-            self.store.wake_consumers(self.woken);
-        }
-        if self.wanted_chat {
-            self.store
-                .chat_wanted
-                .send_modify(|n| *n = n.wrapping_add(1));
-        }
         Ok(())
+    }
+
+    /// Has `hook` run once this transaction has committed, after the hooks added before
+    /// it; never if it rolls back.
+    pub(crate) fn after_commit(&mut self, hook: impl FnOnce(&Store) + Send + 'static) {
+        self.after_commit.push(AfterCommit::Now(Box::new(hook)));
+    }
+
+    /// [`Tx::after_commit`] for a hook that awaits (and may write: the transaction's slot
+    /// is given back by then).
+    pub(crate) fn after_commit_awaited<F, Fut>(&mut self, hook: F)
+    where
+        F: FnOnce(Store) -> Fut + Send + 'static,
+        Fut: Future<Output = ()> + Send + 'static,
+    {
+        self.after_commit
+            .push(AfterCommit::Awaited(Box::new(move |store| {
+                Box::pin(hook(store))
+            })));
     }
 
     /// Takes the stream's lock until this transaction ends: shared for publishers,

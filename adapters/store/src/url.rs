@@ -1,30 +1,12 @@
 //! Choosing a backend from a database URL.
 
-use std::fmt;
 use std::str::FromStr;
 
 use sqlx::postgres::PgConnectOptions;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqliteSynchronous};
 
-use crate::StoreError;
-
-/// Which database a [`crate::Store`] talks to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// PostgreSQL: production and distributed mode.
-    Postgres,
-    /// SQLite: the embedded single-process default.
-    Sqlite,
-}
-
-impl fmt::Display for Backend {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Self::Postgres => "Postgres",
-            Self::Sqlite => "SQLite",
-        })
-    }
-}
+use crate::backend::Backend;
+use crate::error::StoreError;
 
 /// Parsed connection options for either backend.
 pub(crate) enum ConnectOptions {

@@ -2,8 +2,8 @@
 
 use uuid::Uuid;
 
-use crate::store::{with_pool, with_writer};
-use crate::{Store, StoreError};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
 
 /// Tokens one model used in one agent attempt, and their price.
 #[derive(Debug, Clone, PartialEq, sqlx::FromRow)]

@@ -3,7 +3,7 @@
 //! By default SQLite checkpoints in the commit that takes the log past 1,000 pages: that
 //! commit copies the pages into the database file and syncs both files before it returns
 //! (15 ms and more on the machine the benchmarks run on), and every writer of this
-//! process waits for it, since they take turns ([`Store::write_turn`]). In a burst of
+//! process waits for it, since they take turns (`Store::write_turn`). In a burst of
 //! runs that was 7 % of the time to the last first step (`peers` benchmark).
 //!
 //! So connections are opened with automatic checkpoints off (`url.rs`), and every so many
@@ -16,11 +16,10 @@
 //! either way, and a process killed mid-checkpoint leaves the log to the next one (or to
 //! SQLite's recovery on open).
 
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 
-use crate::Store;
-use crate::store::Pool;
 use sqlx::SqlitePool;
 
 /// Writes (commits, and statements outside a transaction) between checkpoints. SQLite's
@@ -36,36 +35,36 @@ const WRITES_PER_CHECKPOINT: u32 = 250;
 const PAGES_BEFORE_RESTART: i64 = 4_000;
 
 /// Writes since the last checkpoint, and whether one is under way; shared by the clones
-/// of a [`Store`].
+/// of a `Store`.
 #[derive(Clone, Default)]
 pub(crate) struct WalCheckpoints {
     writes: Arc<AtomicU32>,
     running: Arc<AtomicBool>,
 }
 
-impl Store {
-    /// Notes a write to SQLite; every [`WRITES_PER_CHECKPOINT`]th starts a checkpoint on a
-    /// connection of its own, unless one is still running. Nothing on Postgres.
-    pub(crate) fn wal_written(&self) {
-        let Pool::Sqlite(pool) = &self.pool else {
-            return;
-        };
-        let wal = &self.wal;
-        if wal.writes.fetch_add(1, Ordering::Relaxed) + 1 < WRITES_PER_CHECKPOINT
-            || wal.running.swap(true, Ordering::AcqRel)
+impl WalCheckpoints {
+    /// Notes a write to SQLite (a commit, or a statement outside a transaction); whether
+    /// a checkpoint is due, every [`WRITES_PER_CHECKPOINT`]th unless one is still
+    /// running. The caller then runs it ([`WalCheckpoints::run`]) on a task of its own.
+    pub(crate) fn written(&self) -> bool {
+        if self.writes.fetch_add(1, Ordering::Relaxed) + 1 < WRITES_PER_CHECKPOINT
+            || self.running.swap(true, Ordering::AcqRel)
         {
-            return;
+            return false;
         }
-        wal.writes.store(0, Ordering::Relaxed);
-        let (store, pool) = (self.clone(), pool.clone());
-        tokio::spawn(async move {
-            let log = checkpoint(&pool, false).await;
-            if log.is_some_and(|pages| pages >= PAGES_BEFORE_RESTART) {
-                let _turn = store.write_turn().await;
-                checkpoint(&pool, true).await;
-            }
-            store.wal.running.store(false, Ordering::Release);
-        });
+        self.writes.store(0, Ordering::Relaxed);
+        true
+    }
+
+    /// Runs the checkpoint that is due, on a connection of its own; a long log is
+    /// checkpointed again once `turn` (the writers' turn) is had.
+    pub(crate) async fn run<T>(&self, pool: &SqlitePool, turn: impl Future<Output = T>) {
+        let log = checkpoint(pool, false).await;
+        if log.is_some_and(|pages| pages >= PAGES_BEFORE_RESTART) {
+            let _turn = turn.await;
+            checkpoint(pool, true).await;
+        }
+        self.running.store(false, Ordering::Release);
     }
 }
 

@@ -13,13 +13,15 @@
 //! it would have claimed it anyway. A relay that is gone, or too far behind, gives the rows
 //! back instead (the lease is cleared), so they are claimed at once.
 
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::outbox::OutboxMessage;
-use crate::{Store, StoreError, now_ms};
+use super::messages::OutboxMessage;
+use super::waiting::{HandedRows, Registration};
+use crate::clock::now_ms;
+use crate::error::StoreError;
+use crate::store::Store;
 
 /// How long rows handed to this process's relay stay leased to it. Long enough that the
 /// relay is never racing the lease (it publishes within milliseconds), short enough that
@@ -31,43 +33,12 @@ pub(crate) const HANDOVER_LEASE: Duration = Duration::from_secs(5);
 /// say) and further rows are given back to be claimed when it catches up.
 const WAITING_BATCHES: usize = 1024;
 
-/// Rows one transaction committed, leased to the relay until `lease_until_ms`.
-#[derive(Debug)]
-pub(crate) struct Handed {
-    pub(crate) rows: Vec<OutboxMessage>,
-    pub(crate) lease_until_ms: i64,
-}
-
-/// Where this process's relay takes its rows: at most one, the one registered last.
-#[derive(Clone, Default)]
-pub(crate) struct RelayHere(Arc<Mutex<Option<Registration>>>);
-
-#[derive(Clone)]
-pub(crate) struct Registration {
-    id: u64,
-    pub(crate) sender: mpsc::Sender<Handed>,
-}
-
-impl RelayHere {
-    /// The relay to lease this transaction's rows to, if there is one.
-    pub(crate) fn taker(&self) -> Option<Registration> {
-        self.lock().clone()
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Registration>> {
-        // A panic while holding this lock leaves a plain Option behind: still usable.
-        self.0
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-}
-
 /// A relay's end of the hand-over: the rows this process's transactions committed for it.
 /// Dropping it stops the hand-over; rows waiting in it are claimed once their lease runs out
 /// ([`Handover::close`] gives them back at once).
 pub struct Handover {
     id: u64,
-    receiver: mpsc::Receiver<Handed>,
+    receiver: mpsc::Receiver<HandedRows>,
     store: Store,
 }
 
@@ -90,7 +61,7 @@ impl Store {
     /// Hands rows committed by a transaction to the relay they were leased to; if it is
     /// gone or too far behind, gives them back to be claimed. Called after the commit, so a
     /// failure here is only logged: the rows are safe in the outbox either way.
-    pub(crate) async fn hand_over(&self, taker: Registration, handed: Handed) {
+    pub(crate) async fn hand_over(&self, taker: Registration, handed: HandedRows) {
         let Err(refused) = taker.sender.try_send(handed) else {
             return;
         };
@@ -125,7 +96,7 @@ impl Handover {
     pub async fn recv(&mut self) -> Option<Vec<OutboxMessage>> {
         loop {
             let handed = self.receiver.recv().await?;
-            let margin = crate::duration_ms(HANDOVER_LEASE) / 5;
+            let margin = crate::clock::duration_ms(HANDOVER_LEASE) / 5;
             if now_ms() < handed.lease_until_ms.saturating_sub(margin) {
                 return Some(handed.rows);
             }

@@ -11,40 +11,24 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use gatehouse_events::{Envelope, StreamKind, topic_matches};
+use gatehouse_events::{StreamKind, topic_matches};
 use sqlx::QueryBuilder;
 use tokio::sync::mpsc;
 use uuid::Uuid;
 
-use crate::job_takers::Handed;
-use crate::queue::{QueueMessage, stream_key};
-use crate::tx::{Inner, with_tx};
-use crate::{StoreError, Tx, now_ms};
+use super::messages::{QueueMessage, stream_key};
+use super::waiting::{Fanned, HandedJob, Woken};
+use crate::clock::now_ms;
+use crate::error::StoreError;
+use crate::tx::{Held, Inner, Tx, with_tx};
 
 /// Separates a consumer's name from its filter, and one consumer from the next, in the
 /// list each new message brings back: neither a name nor a topic filter can hold them.
 const FIELD: char = '\u{1f}';
 const RECORD: char = '\u{1e}';
 
-/// An event as the bus carries it: held by its transaction to be published when it commits
-/// (in place), or written to the outbox for the relay.
-pub(crate) struct Held {
-    pub(crate) id: Uuid,
-    pub(crate) topic: String,
-    pub(crate) payload: Vec<u8>,
-    pub(crate) traceparent: Option<String>,
-}
-
 impl Held {
-    pub(crate) fn new(envelope: &Envelope) -> Result<Self, StoreError> {
-        Ok(Self {
-            id: envelope.id,
-            topic: envelope.event_type.clone(),
-            payload: envelope.to_bytes()?,
-            traceparent: envelope.trace.as_ref().map(ToString::to_string),
-        })
-    }
-
+    /// This event as a message for the in-process bus's log.
     pub(crate) fn message(&self) -> QueueMessage<'_> {
         QueueMessage {
             id: self.id,
@@ -55,19 +39,14 @@ impl Held {
     }
 }
 
-/// A delivery being written: due at once, or leased to a subscription of this process
-/// waiting for it (see `job_takers.rs`).
-pub(crate) struct Fanned {
-    pub(crate) consumer: String,
-    seq: i64,
-    id: Uuid,
-    pub(crate) leased: Option<LeasedTo>,
-}
-
-/// The subscription a delivery is leased to, and until when.
-pub(crate) struct LeasedTo {
-    pub(crate) sender: mpsc::UnboundedSender<Handed>,
-    pub(crate) lease_until_ms: i64,
+/// What a transaction's messages are for this process's subscriptions, once it commits.
+#[derive(Default)]
+pub(crate) struct Fanout {
+    /// Deliveries leased to subscriptions waiting for jobs, to hand to them (see
+    /// `job_takers.rs`).
+    leased_out: Vec<(mpsc::UnboundedSender<HandedJob>, HandedJob)>,
+    /// Consumers given messages, with their deliveries, to wake (see `wakes.rs`).
+    woken: Woken,
 }
 
 /// A message as the log took it, with its stream's consumers (`None`: there are none).
@@ -95,13 +74,14 @@ impl Logged {
 impl Tx {
     /// Appends `messages` to the in-process bus's log and fans each out to every consumer
     /// whose filter matches, as part of this transaction, in two statements. The ids of
-    /// those that were new: a message whose id is in the log already is dropped.
+    /// those that were new (a message whose id is in the log already is dropped), and
+    /// whom to hand or wake once this commits ([`Tx::hand_after_commit`]).
     pub(crate) async fn enqueue_all(
         &mut self,
         messages: &[QueueMessage<'_>],
-    ) -> Result<BTreeSet<Uuid>, StoreError> {
+    ) -> Result<(BTreeSet<Uuid>, Fanout), StoreError> {
         if messages.is_empty() {
-            return Ok(BTreeSet::new());
+            return Ok((BTreeSet::new(), Fanout::default()));
         }
         let stream_of = |m: &QueueMessage<'_>| stream_key(StreamKind::for_topic(m.topic));
         let streams: BTreeSet<&str> = messages.iter().map(stream_of).collect();
@@ -170,6 +150,7 @@ impl Tx {
             (logged, deliveries)
         });
         let by_id: HashMap<Uuid, &QueueMessage<'_>> = messages.iter().map(|m| (m.id, m)).collect();
+        let mut fanout = Fanout::default();
         for Fanned {
             consumer,
             seq,
@@ -179,22 +160,22 @@ impl Tx {
         {
             let message = by_id.get(&id).filter(|_| hand);
             match (leased, message) {
-                // Handed to the subscription it is leased to once this commits.
-                (Some(to), Some(message)) => self.leased_out.push((
+                // HandedJob to the subscription it is leased to once this commits.
+                (Some(to), Some(message)) => fanout.leased_out.push((
                     to.sender,
-                    Handed {
+                    HandedJob {
                         consumer,
                         delivery: message.delivered(seq),
                         lease_until_ms: to.lease_until_ms,
                     },
                 )),
                 (_, message) => {
-                    let given = self.woken.entry(consumer).or_default();
+                    let given = fanout.woken.entry(consumer).or_default();
                     given.extend(message.map(|m| m.delivered(seq)));
                 }
             }
         }
-        Ok(logged.iter().map(|m| m.id).collect())
+        Ok((logged.iter().map(|m| m.id).collect(), fanout))
     }
 
     /// Publishes the events held for the commit ([`Tx::append_outbox`] in place); those
@@ -202,12 +183,44 @@ impl Tx {
     pub(crate) async fn publish_held(&mut self) -> Result<(), StoreError> {
         let held = std::mem::take(&mut self.held);
         let messages: Vec<QueueMessage<'_>> = held.iter().map(Held::message).collect();
-        let new = self.enqueue_all(&messages).await?;
-        self.published_in_place.extend(
-            held.into_iter()
-                .filter(|m| new.contains(&m.id))
-                .map(|m| m.topic),
-        );
+        let (new, fanout) = self.enqueue_all(&messages).await?;
+        let published: Vec<String> = held
+            .into_iter()
+            .filter(|m| new.contains(&m.id))
+            .map(|m| m.topic)
+            .collect();
+        self.hand_after_commit(fanout, published);
         Ok(())
+    }
+
+    /// Once this commits: hands the jobs leased to subscriptions of this process to them
+    /// (a subscription that went away meanwhile gets them again at once), counts the
+    /// events `published` in place, and wakes the consumers given messages.
+    pub(crate) fn hand_after_commit(&mut self, fanout: Fanout, published: Vec<String>) {
+        let Fanout { leased_out, woken } = fanout;
+        if !leased_out.is_empty() {
+            self.after_commit_awaited(move |store| async move {
+                for (taker, handed) in leased_out {
+                    if let Err(refused) = taker.send(handed) {
+                        let handed = refused.0;
+                        // The subscription went away meanwhile: the job comes again at once.
+                        store
+                            .give_back_jobs(&handed.consumer, vec![handed.delivery])
+                            .await;
+                    }
+                }
+            });
+        }
+        if !published.is_empty() || !woken.is_empty() {
+            self.after_commit(move |store| {
+                for topic in published {
+                    metrics::counter!("gatehouse_events_published_total", "type" => topic)
+                        .increment(1);
+                }
+                if !woken.is_empty() {
+                    store.wake_consumers(woken);
+                }
+            });
+        }
     }
 }

@@ -12,8 +12,8 @@
 
 use sqlx::QueryBuilder;
 
-use crate::tx::with_tx;
-use crate::{StoreError, Tx};
+use crate::error::StoreError;
+use crate::tx::{Tx, with_tx};
 
 /// An event delivery as its receiver holds it: the count it read is its token.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -2,6 +2,8 @@
 //! the relay.
 
 use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
 use std::time::Duration;
 
 use chrono::Utc;
@@ -9,40 +11,15 @@ use gatehouse_events::Envelope;
 use sqlx::QueryBuilder;
 use uuid::Uuid;
 
-use crate::handover::{HANDOVER_LEASE, Handed, Registration};
-use crate::publish::Held;
-use crate::store::{with_pool, with_writer};
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx, duration_ms, now_ms};
-
-/// An outbox row claimed by a relay.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutboxMessage {
-    /// Position in the outbox; relays publish in this order.
-    pub seq: i64,
-    /// The event id, used as `Nats-Msg-Id`.
-    pub id: Uuid,
-    /// The topic (event type).
-    pub topic: String,
-    /// The envelope bytes exactly as they go on the wire.
-    pub payload: Vec<u8>,
-    /// The envelope's traceparent, copied so the relay can set the NATS header.
-    pub traceparent: Option<String>,
-    /// How many publish attempts failed before this claim.
-    pub attempts: i32,
-}
+use super::handover::HANDOVER_LEASE;
+use super::messages::OutboxMessage;
+use super::waiting::HandedRows;
+use crate::clock::{duration_ms, now_ms};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
+use crate::tx::{Held, Tx, with_tx};
 
 type OutboxRow = (i64, Uuid, String, Vec<u8>, Option<String>, i32);
-
-/// What a transaction did with its events at commit, for what follows the commit.
-pub(crate) enum Written {
-    /// No event, or all of them published in place.
-    Nothing,
-    /// Rows leased to this process's relay, to hand over once committed.
-    Handed(Registration, Handed),
-    /// Rows for whichever relay claims them first.
-    ForClaim,
-}
 
 impl Tx {
     /// Appends an event to the outbox. It is published only if this transaction commits:
@@ -52,17 +29,19 @@ impl Tx {
     /// ([`Tx::commit`]): one statement however many there are.
     pub async fn append_outbox(&mut self, envelope: &Envelope) -> Result<(), StoreError> {
         self.held.push(Held::new(envelope)?);
+        self.write_held = Some(write_held);
         Ok(())
     }
 
     /// Writes the held events to the outbox in one statement, leased to this process's
     /// relay when it has one (see `handover.rs`). An event published in place goes
     /// straight onto the queue instead ([`Tx::publish_held`]): an outbox row would only be
-    /// written as sent, read by nothing and pruned later.
-    pub(crate) async fn write_outbox(&mut self) -> Result<Written, StoreError> {
+    /// written as sent, read by nothing and pruned later. Once this commits, the rows are
+    /// handed to that relay, or whichever relay claims them first is woken.
+    pub(crate) async fn write_outbox(&mut self) -> Result<(), StoreError> {
         let held = std::mem::take(&mut self.held);
         if held.is_empty() {
-            return Ok(Written::Nothing);
+            return Ok(());
         }
         // This process's relay, if it has one, and until when the rows are leased to it.
         let handover = self
@@ -88,7 +67,9 @@ impl Tx {
             insert.build_query_as().fetch_all(&mut *conn).await?
         });
         let Some((taker, lease_until_ms)) = handover else {
-            return Ok(Written::ForClaim);
+            // For whichever relay claims them first.
+            self.after_commit(Store::wake_relay);
+            return Ok(());
         };
         let mut seqs: HashMap<Uuid, i64> = written.into_iter().map(|(seq, id)| (id, seq)).collect();
         let mut rows: Vec<OutboxMessage> = held
@@ -105,14 +86,26 @@ impl Tx {
             })
             .collect();
         rows.sort_unstable_by_key(|row| row.seq);
-        Ok(Written::Handed(
-            taker,
-            Handed {
-                rows,
-                lease_until_ms,
-            },
-        ))
+        let handed = HandedRows {
+            rows,
+            lease_until_ms,
+        };
+        self.after_commit_awaited(move |store| async move { store.hand_over(taker, handed).await });
+        Ok(())
     }
+}
+
+/// Writes a transaction's held events as it commits: in place, or to the outbox.
+fn write_held(tx: &mut Tx) -> Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send + '_>> {
+    Box::pin(async move {
+        if tx.held.is_empty() {
+            Ok(())
+        } else if tx.store().publishes_in_place() {
+            tx.publish_held().await
+        } else {
+            tx.write_outbox().await
+        }
+    })
 }
 
 impl Store {

@@ -14,90 +14,28 @@
 //! whose subscription is gone, so those come again at once; one handed over so long ago
 //! that its lease is nearly out is given back rather than run.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 
-use crate::publish::{Fanned, LeasedTo};
-use crate::{QueuedDelivery, Store, duration_ms, now_ms};
+use super::messages::QueuedDelivery;
+use super::waiting::{Fanned, HandedJob, Idle};
+use crate::clock::{duration_ms, now_ms};
+use crate::store::Store;
 
 /// How long before its lease runs out a job handed over is given back instead of run: by
 /// then it may come again to anyone, and its runner's first renewal could come too late.
 const STALE_MARGIN: Duration = Duration::from_secs(1);
-
-/// Subscriptions of this process waiting for jobs, by consumer.
-#[derive(Clone, Default)]
-pub(crate) struct IdleTakers(Arc<Mutex<HashMap<String, Vec<Idle>>>>);
-
-struct Idle {
-    id: u64,
-    /// Jobs it takes now: the free slots it asked for, less those reserved since.
-    want: usize,
-    ack_wait: Duration,
-    sender: mpsc::UnboundedSender<Handed>,
-}
-
-/// A delivery leased to a subscription by the transaction that queued it.
-#[derive(Debug)]
-pub(crate) struct Handed {
-    pub(crate) consumer: String,
-    pub(crate) delivery: QueuedDelivery,
-    pub(crate) lease_until_ms: i64,
-}
-
-impl IdleTakers {
-    /// Leases each of `deliveries`, oldest first, to a subscription waiting for its
-    /// consumer's jobs, as many as each wants; none is wanted by it again.
-    fn lease(&self, deliveries: &mut [Fanned]) {
-        let mut idle = self.lock();
-        if idle
-            .values()
-            .all(|takers| takers.iter().all(|t| t.want == 0))
-        {
-            return;
-        }
-        for d in deliveries {
-            let Some(taker) = idle
-                .get_mut(&d.consumer)
-                .and_then(|takers| takers.iter_mut().find(|t| t.want > 0))
-            else {
-                continue;
-            };
-            taker.want -= 1;
-            d.leased = Some(LeasedTo {
-                sender: taker.sender.clone(),
-                lease_until_ms: now_ms().saturating_add(duration_ms(taker.ack_wait)),
-            });
-        }
-    }
-
-    fn set_want(&self, consumer: &str, id: u64, want: usize) {
-        if let Some(taker) = self
-            .lock()
-            .get_mut(consumer)
-            .and_then(|takers| takers.iter_mut().find(|t| t.id == id))
-        {
-            taker.want = want;
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Idle>>> {
-        // A panic while holding this lock leaves a plain map behind: still usable.
-        self.0.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
 
 /// A subscription's end of the hand-over: the jobs this process's transactions leased to
 /// it. Dropping it gives back what it was handed and did not take.
 pub struct JobTaker {
     id: u64,
     consumer: String,
-    receiver: mpsc::UnboundedReceiver<Handed>,
+    receiver: mpsc::UnboundedReceiver<HandedJob>,
     /// Received by [`JobTaker::handed`], not taken yet.
-    received: Vec<Handed>,
+    received: Vec<HandedJob>,
     store: Store,
 }
 
@@ -159,7 +97,7 @@ impl JobTaker {
     /// The jobs handed over and not taken yet, oldest first, without waiting. One whose
     /// lease is nearly out is given back instead: by then it may come again to anyone.
     pub async fn take_handed(&mut self) -> Vec<QueuedDelivery> {
-        let (fresh, stale): (Vec<Handed>, Vec<Handed>) = self
+        let (fresh, stale): (Vec<HandedJob>, Vec<HandedJob>) = self
             .drain()
             .into_iter()
             .partition(|h| now_ms() < h.lease_until_ms.saturating_sub(duration_ms(STALE_MARGIN)));
@@ -171,7 +109,7 @@ impl JobTaker {
     }
 
     /// Everything handed over and not taken yet, oldest first.
-    fn drain(&mut self) -> Vec<Handed> {
+    fn drain(&mut self) -> Vec<HandedJob> {
         let mut handed = std::mem::take(&mut self.received);
         while let Ok(h) = self.receiver.try_recv() {
             handed.push(h);

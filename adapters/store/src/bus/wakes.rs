@@ -9,36 +9,13 @@
 //! them instead of looking (see the in-process bus): they are all that was committed for
 //! it since, as long as it saw the wake-up before this one.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::watch;
 
-use crate::{QueuedDelivery, Store};
-
-/// What a consumer's subscriptions are woken with.
-#[derive(Clone, Default)]
-pub struct Wake {
-    /// Wake-ups so far. One more than a subscription saw last means the deliveries
-    /// handed with it are everything committed for its consumer in between.
-    pub count: u64,
-    /// The deliveries committed with this wake-up, oldest first, for the first
-    /// subscription that takes them; none with a wake-up that hands nothing (a delivery
-    /// given back, a store that does not publish in place).
-    handed: Arc<Mutex<Option<Vec<QueuedDelivery>>>>,
-}
-
-impl Wake {
-    /// The deliveries handed with this wake-up, unless another subscription took them.
-    pub fn take_handed(&self) -> Option<Vec<QueuedDelivery>> {
-        self.handed.lock().unwrap_or_else(|p| p.into_inner()).take()
-    }
-}
-
-/// Per consumer, the deliveries a transaction committed for it: its subscriptions are
-/// woken with them once it has committed. Recorded only where transactions publish in
-/// place; elsewhere each consumer given messages has none, and is only woken.
-pub(crate) type Woken = HashMap<String, Vec<QueuedDelivery>>;
+use super::messages::QueuedDelivery;
+use super::waiting::{Wake, Woken};
+use crate::store::Store;
 
 impl Store {
     /// A receiver that changes whenever this process commits messages for `consumer` on

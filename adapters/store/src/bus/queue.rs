@@ -12,53 +12,12 @@ use chrono::Utc;
 use gatehouse_events::{StreamKind, topic_matches};
 use uuid::Uuid;
 
-use crate::store::{with_pool, with_writer};
-use crate::tx::with_tx;
-use crate::{Store, StoreError, Tx, duration_ms, now_ms};
-
-/// A message to put on the in-process bus.
-#[derive(Debug, Clone, Copy)]
-pub struct QueueMessage<'a> {
-    /// Message id; a second message with the same id is dropped as a duplicate.
-    pub id: Uuid,
-    /// Topic (event type).
-    pub topic: &'a str,
-    /// Raw bytes.
-    pub payload: &'a [u8],
-    /// W3C traceparent, if any.
-    pub traceparent: Option<&'a str>,
-}
-
-impl QueueMessage<'_> {
-    /// This message's first delivery, as a look at the tables would read it once it is
-    /// logged at `seq`.
-    pub(crate) fn delivered(&self, seq: i64) -> QueuedDelivery {
-        QueuedDelivery {
-            seq,
-            id: self.id,
-            topic: self.topic.to_owned(),
-            payload: self.payload.to_vec(),
-            traceparent: self.traceparent.map(str::to_owned),
-            deliveries: 1,
-        }
-    }
-}
-
-/// A message handed to a consumer: leased until its ack deadline ([`Store::queue_fetch`]),
-/// or only read ([`Store::queue_peek`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct QueuedDelivery {
-    /// Position in the log.
-    pub seq: i64,
-    pub id: Uuid,
-    pub topic: String,
-    /// Raw bytes.
-    pub payload: Vec<u8>,
-    /// W3C traceparent, if any.
-    pub traceparent: Option<String>,
-    /// 1 on first delivery; the lease token for ack, nak and progress.
-    pub deliveries: i32,
-}
+use super::messages::{QueuedDelivery, stream_key};
+use crate::bus::QueueMessage;
+use crate::clock::{duration_ms, now_ms};
+use crate::error::StoreError;
+use crate::store::{Store, with_pool, with_writer};
+use crate::tx::{Tx, with_tx};
 
 /// A delivery row with its message, as read; `deliveries` is the count stored.
 #[derive(sqlx::FromRow)]
@@ -85,19 +44,13 @@ impl Peeked {
     }
 }
 
-pub(crate) fn stream_key(kind: StreamKind) -> &'static str {
-    match kind {
-        StreamKind::Events => "events",
-        StreamKind::Jobs => "jobs",
-    }
-}
-
 impl Store {
     /// Appends a message and fans it out to every consumer whose filter matches. Returns
     /// `false` if a message with the same id was already there.
     pub async fn queue_publish(&self, msg: QueueMessage<'_>) -> Result<bool, StoreError> {
         let mut tx = self.begin().await?;
-        let new = tx.enqueue_all(&[msg]).await?;
+        let (new, fanout) = tx.enqueue_all(&[msg]).await?;
+        tx.hand_after_commit(fanout, Vec::new());
         tx.commit().await?;
         Ok(new.contains(&msg.id))
     }
