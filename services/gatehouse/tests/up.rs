@@ -1107,6 +1107,19 @@ fn slack_and_discord_from_the_config_file() {
     }
 }
 
+/// A data directory for `Up::start_in` with `script` installed as `bin/NAME` (the `bin`
+/// folder is returned, for a role's `PATH`) and an empty `sops/`.
+fn stand_in(name: &str, script: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+    std::fs::write(bin.join(name), script).unwrap();
+    std::fs::set_permissions(bin.join(name), std::fs::Permissions::from_mode(0o755)).unwrap();
+    (dir, bin)
+}
+
 /// `gatehouse up` with Slack and a project `notes` on channel `C0NOTES`, whose assistant
 /// is the `command` role `helper` running `agent` (a shell script; `role` adds lines to
 /// the role's table), given `env`.
@@ -1119,15 +1132,9 @@ struct Assistant {
 impl Assistant {
     fn start(agent: &str, role: &str, env: Vec<(String, String)>) -> Self {
         use gatehouse_tests::fake_slack::{self, FakeSlack};
-        use std::os::unix::fs::PermissionsExt;
         let runtime = tokio::runtime::Runtime::new().unwrap();
         let slack = runtime.block_on(FakeSlack::start());
-        let dir = tempfile::tempdir().unwrap();
-        let bin = dir.path().join("bin");
-        std::fs::create_dir_all(&bin).unwrap();
-        std::fs::write(bin.join("helper"), agent).unwrap();
-        std::fs::set_permissions(bin.join("helper"), std::fs::Permissions::from_mode(0o755))
-            .unwrap();
+        let (dir, bin) = stand_in("helper", agent);
         let config = format!(
             "[slack]\napi_url = \"{}\"\nbot_token = \"{}\"\nsigning_secret = \"sl4ck\"\n[[projects]]\nname = \"notes\"\nchannels = [\"slack:C0NOTES\"]\nconverse = [\"ana\"]\n[roles.helper]\nexecutor = \"command\"\n{role}\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n[assistant]\nrole = \"helper\"\nmax_queue = 3\n",
             slack.api_url(),
@@ -1207,13 +1214,7 @@ echo '{"type":"result","subtype":"success","is_error":false,"result":"Done.","to
 
 #[test]
 fn agent_usage_shows_in_run_show_and_secrets_never_reach_logs_or_artifacts() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(bin.join("claude"), FAKE_CLAUDE).unwrap();
-    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+    let (dir, bin) = stand_in("claude", FAKE_CLAUDE);
     std::fs::write(
         dir.path().join("sops/agentic.yaml"),
         "name: agentic\nnodes:\n  code: { kind: agent, role: coder, prompt: \"Do it.\" }\n  leak:\n    kind: script\n    needs: [code]\n    secrets: [GH_TEST_TOKEN]\n    run: echo token=$GH_TEST_TOKEN; echo $GH_TEST_TOKEN > $GATEHOUSE_ARTIFACTS/out.txt\n    artifacts: [out.txt]\n",
@@ -1445,13 +1446,7 @@ printf '{"type":"result","subtype":"success","is_error":false,"result":"Key:\\n%
 /// the console's server-sent events read, nor the recorded tool calls.
 #[test]
 fn multi_line_and_escaped_secrets_never_reach_logs_or_tool_calls() {
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().unwrap();
-    let bin = dir.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    std::fs::write(bin.join("claude"), FAKE_CLAUDE_QUOTING).unwrap();
-    std::fs::set_permissions(bin.join("claude"), std::fs::Permissions::from_mode(0o755)).unwrap();
-    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
+    let (dir, bin) = stand_in("claude", FAKE_CLAUDE_QUOTING);
     std::fs::write(
         dir.path().join("sops/leaky.yaml"),
         r#"name: leaky
