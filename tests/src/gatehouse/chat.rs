@@ -148,6 +148,40 @@ impl Gatehouse {
         user: &str,
         text: &str,
     ) -> String {
+        let mention = format!("<@{}> {text}", fake_slack::BOT_USER);
+        self.slack_message(event_id, channel, thread_ts, user, text, |event| {
+            event["text"] = json!(mention);
+        })
+        .await
+    }
+
+    /// A direct message from `user` to the bot in the direct channel `channel` (Slack's
+    /// `message` event in an `im`, no mention), in `thread_ts` when given; its ts.
+    pub async fn slack_direct_message(
+        &self,
+        event_id: &str,
+        channel: &str,
+        thread_ts: Option<&str>,
+        user: &str,
+        text: &str,
+    ) -> String {
+        self.slack_message(event_id, channel, thread_ts, user, text, |event| {
+            event["type"] = json!("message");
+            event["channel_type"] = json!("im");
+        })
+        .await
+    }
+
+    /// Posts `user`'s `text` in `channel` as Slack's app_mention fixture, changed by `shape`.
+    async fn slack_message(
+        &self,
+        event_id: &str,
+        channel: &str,
+        thread_ts: Option<&str>,
+        user: &str,
+        text: &str,
+        shape: impl FnOnce(&mut Value),
+    ) -> String {
         let ts = self.slack.add_user_message(channel, user, text, thread_ts);
         let mut body: Value = serde_json::from_str(include_str!(
             "../../fixtures/slack/event_callback.app_mention.json"
@@ -158,7 +192,8 @@ impl Gatehouse {
         body["event"]["user"] = json!(user);
         body["event"]["ts"] = json!(ts);
         body["event"]["event_ts"] = json!(ts);
-        body["event"]["text"] = json!(format!("<@{}> {text}", fake_slack::BOT_USER));
+        body["event"]["text"] = json!(text);
+        shape(&mut body["event"]);
         if let Some(thread_ts) = thread_ts {
             body["event"]["thread_ts"] = json!(thread_ts);
         }

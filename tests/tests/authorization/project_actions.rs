@@ -13,7 +13,7 @@ use gatehouse_agent::{Executor, Role};
 use gatehouse_ingest::{Person, Scope, Trigger};
 use gatehouse_scheduler::AssistantSettings;
 use gatehouse_tests::fake_slack::BOT_USER;
-use gatehouse_tests::gatehouse::chat::{self, ANA, CY, now};
+use gatehouse_tests::gatehouse::chat::{self, ANA, CY};
 use gatehouse_tests::gatehouse::github::REPO;
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends, person};
 use serde_json::{Value, json};
@@ -131,32 +131,8 @@ async fn slack_direct(
     user: &str,
     text: &str,
 ) -> String {
-    let ts = gh.slack.add_user_message(CY_DIRECT, user, text, thread_ts);
-    let mut body: Value = serde_json::from_str(include_str!(
-        "../../fixtures/slack/event_callback.app_mention.json"
-    ))
-    .unwrap();
-    body["event_id"] = json!(event_id);
-    body["event"]["type"] = json!("message");
-    body["event"]["channel_type"] = json!("im");
-    body["event"]["channel"] = json!(CY_DIRECT);
-    body["event"]["user"] = json!(user);
-    body["event"]["ts"] = json!(ts);
-    body["event"]["event_ts"] = json!(ts);
-    body["event"]["text"] = json!(text);
-    if let Some(thread_ts) = thread_ts {
-        body["event"]["thread_ts"] = json!(thread_ts);
-    }
-    let (status, answer) = gh
-        .slack_post(
-            "/webhooks/slack/events",
-            &serde_json::to_vec(&body).unwrap(),
-            now(),
-            None,
-        )
-        .await;
-    assert_eq!(status, 200, "{answer}");
-    ts
+    gh.slack_direct_message(event_id, CY_DIRECT, thread_ts, user, text)
+        .await
 }
 
 /// Item 3: a run's issue names a repository; with no `[[projects]]` it must still be one
