@@ -496,11 +496,8 @@ fn roles(data: &Path) -> BTreeMap<String, Role> {
 /// run as the person that account maps to.
 async fn gatehouses_own_comments_run_no_commands(backend: Backend) {
     let github_person = |id: &str, login: &str, groups: &[&str]| Person {
-        id: id.into(),
         github: Some(login.into()),
-        slack: None,
-        discord: None,
-        groups: groups.iter().map(|g| g.to_string()).collect(),
+        ..person(id, groups)
     };
     let gh = Gatehouse::builder(backend)
         .sops(&[("quick", QUICK)])
