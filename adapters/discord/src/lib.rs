@@ -16,7 +16,8 @@ mod text;
 
 pub use client::DiscordClient;
 pub use components::{card_message, progress_message, text_message};
-pub use error::{DiscordError, PayloadError, SignatureError};
+pub use error::{DiscordError, PayloadError};
+pub use gatehouse_webhook::SignatureError;
 pub use gateway::{GatewaySink, Mention, mention_from_message, run_gateway};
 pub use interactions::{
     Component, Interaction, ModalSubmit, deferred_update, ephemeral_reply, parse_interaction, pong,

@@ -6,11 +6,19 @@
 
 use ed25519_dalek::{Signature, Signer, SigningKey, VerifyingKey};
 
-use crate::error::SignatureError;
+/// The replay window (five minutes either way), shared with the other signed sources.
+pub use gatehouse_webhook::MAX_SKEW_SECONDS;
+use gatehouse_webhook::{SignatureError, check_timestamp};
 
-/// The replay window (five minutes either way), shared with the other chat platform.
-pub use gatehouse_chat::MAX_SKEW_SECONDS;
-use gatehouse_chat::Skew;
+/// The header the request's time is in.
+const TIMESTAMP_HEADER: &str = "X-Signature-Timestamp";
+/// The header Discord signs its interactions in.
+const SIGNATURE_HEADER: &str = "X-Signature-Ed25519";
+/// A signature that is not 64 bytes of hex.
+const NOT_HEX: SignatureError = SignatureError::Malformed {
+    header: SIGNATURE_HEADER,
+    shape: "a hex Ed25519 signature",
+};
 
 /// The application's public key from the developer portal, checked once at start-up so a
 /// bad key fails the configuration rather than every request.
@@ -45,30 +53,20 @@ pub fn verify_interaction(
     body: &[u8],
     now_unix: i64,
 ) -> Result<(), SignatureError> {
-    let signature = signature.ok_or(SignatureError::MissingSignature)?;
-    let timestamp = timestamp.ok_or(SignatureError::MissingTimestamp)?;
-    gatehouse_chat::check_timestamp(timestamp, now_unix).map_err(|skew| match skew {
-        Skew::NotATime => SignatureError::BadTimestamp(timestamp.to_owned()),
-        Skew::Stale {
-            timestamp,
-            now,
-            skew,
-        } => SignatureError::Stale {
-            timestamp,
-            now,
-            skew,
-        },
-    })?;
+    let signature = signature.ok_or(SignatureError::Missing(SIGNATURE_HEADER))?;
+    let timestamp = timestamp.ok_or(SignatureError::Missing(TIMESTAMP_HEADER))?;
+    check_timestamp(TIMESTAMP_HEADER, timestamp, now_unix)?;
+
     let bytes: [u8; 64] = hex::decode(signature)
         .ok()
         .and_then(|b| b.try_into().ok())
-        .ok_or(SignatureError::BadHex)?;
+        .ok_or(NOT_HEX)?;
     key.0
         .verify_strict(
             &signed_message(timestamp, body),
             &Signature::from_bytes(&bytes),
         )
-        .map_err(|_| SignatureError::Mismatch)
+        .map_err(|_| SignatureError::Mismatch(SIGNATURE_HEADER))
 }
 
 /// Signs a request as Discord would, for tests and fakes that play Discord: returns the
@@ -121,7 +119,7 @@ mod tests {
         let soon = sign_interaction(&signing, "soon", BODY);
         assert!(matches!(
             verify_interaction(&public, Some(&soon), Some("soon"), BODY, NOW),
-            Err(SignatureError::BadTimestamp(t)) if t == "soon"
+            Err(SignatureError::NotATime { value, .. }) if value == "soon"
         ));
         let message = at(NOW + 3600).unwrap_err().to_string();
         assert!(message.contains("replay"), "{message}");
@@ -138,27 +136,27 @@ mod tests {
         };
         assert!(matches!(
             refused(Some(&signature), Some(TIMESTAMP), &tampered),
-            SignatureError::Mismatch
+            SignatureError::Mismatch(SIGNATURE_HEADER)
         ));
         assert!(matches!(
             refused(Some(&signature), Some("1700000001"), BODY),
-            SignatureError::Mismatch
+            SignatureError::Mismatch(SIGNATURE_HEADER)
         ));
         assert!(matches!(
             refused(None, Some(TIMESTAMP), BODY),
-            SignatureError::MissingSignature
+            SignatureError::Missing(SIGNATURE_HEADER)
         ));
         assert!(matches!(
             refused(Some(&signature), None, BODY),
-            SignatureError::MissingTimestamp
+            SignatureError::Missing(TIMESTAMP_HEADER)
         ));
         assert!(matches!(
             refused(Some("zz"), Some(TIMESTAMP), BODY),
-            SignatureError::BadHex
+            SignatureError::Malformed { .. }
         ));
         assert!(matches!(
             refused(Some(&signature[..64]), Some(TIMESTAMP), BODY),
-            SignatureError::BadHex
+            SignatureError::Malformed { .. }
         ));
     }
 
@@ -169,7 +167,7 @@ mod tests {
         let signature = sign_interaction(&signing, TIMESTAMP, BODY);
         assert!(matches!(
             verify_interaction(&other, Some(&signature), Some(TIMESTAMP), BODY, NOW),
-            Err(SignatureError::Mismatch)
+            Err(SignatureError::Mismatch(SIGNATURE_HEADER))
         ));
     }
 

@@ -1,25 +1,16 @@
 //! `X-Hub-Signature-256`: HMAC-SHA256 of the raw body with the webhook secret.
 
+pub use gatehouse_webhook::SignatureError;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
-use thiserror::Error;
 
-/// Why a delivery's signature was refused (all answered 401; the reason is logged).
-#[derive(Debug, Clone, PartialEq, Eq, Error)]
-pub enum SignatureError {
-    /// No `X-Hub-Signature-256` header.
-    #[error("no X-Hub-Signature-256 header")]
-    Missing,
-    /// The header is not `sha256=<64 hex digits>`.
-    #[error("X-Hub-Signature-256 is not `sha256=<hex>`")]
-    Malformed,
-    /// No configured secret produces this signature.
-    #[error("the signature matches no configured webhook secret")]
-    Mismatch,
-    /// Gatehouse has no webhook secret, so it cannot trust any delivery.
-    #[error("no webhook secret is configured")]
-    NoSecret,
-}
+/// The header GitHub signs its deliveries in.
+const SIGNATURE_HEADER: &str = "X-Hub-Signature-256";
+/// A header that is not `sha256=` and 64 hex digits.
+const MALFORMED: SignatureError = SignatureError::Malformed {
+    header: SIGNATURE_HEADER,
+    shape: "`sha256=<64 hex digits>`",
+};
 
 /// Checks `header` against the body under each secret (several during a rotation). The
 /// comparison is constant-time (`Mac::verify_slice`).
@@ -31,14 +22,11 @@ pub fn verify_signature<S: AsRef<[u8]>>(
     if secrets.is_empty() {
         return Err(SignatureError::NoSecret);
     }
-    let header = header.ok_or(SignatureError::Missing)?;
-    let hex_digest = header
-        .trim()
-        .strip_prefix("sha256=")
-        .ok_or(SignatureError::Malformed)?;
-    let expected = hex::decode(hex_digest).map_err(|_| SignatureError::Malformed)?;
+    let header = header.ok_or(SignatureError::Missing(SIGNATURE_HEADER))?;
+    let hex_digest = header.trim().strip_prefix("sha256=").ok_or(MALFORMED)?;
+    let expected = hex::decode(hex_digest).map_err(|_| MALFORMED)?;
     if expected.len() != 32 {
-        return Err(SignatureError::Malformed);
+        return Err(MALFORMED);
     }
     for secret in secrets {
         let Ok(mut mac) = Hmac::<Sha256>::new_from_slice(secret.as_ref()) else {
@@ -49,7 +37,7 @@ pub fn verify_signature<S: AsRef<[u8]>>(
             return Ok(());
         }
     }
-    Err(SignatureError::Mismatch)
+    Err(SignatureError::Mismatch(SIGNATURE_HEADER))
 }
 
 #[cfg(test)]
@@ -81,23 +69,23 @@ mod tests {
         let body = b"Hello, World!";
         assert_eq!(
             verify_signature(&[SECRET], None, body),
-            Err(SignatureError::Missing)
+            Err(SignatureError::Missing(SIGNATURE_HEADER))
         );
         assert_eq!(
             verify_signature(&[SECRET], Some("sha1=abc"), body),
-            Err(SignatureError::Malformed)
+            Err(MALFORMED)
         );
         assert_eq!(
             verify_signature(&[SECRET], Some("sha256=zz"), body),
-            Err(SignatureError::Malformed)
+            Err(MALFORMED)
         );
         assert_eq!(
             verify_signature(&[SECRET], Some(HEADER), b"Hello, World?"),
-            Err(SignatureError::Mismatch)
+            Err(SignatureError::Mismatch(SIGNATURE_HEADER))
         );
         assert_eq!(
             verify_signature(&["wrong"], Some(HEADER), body),
-            Err(SignatureError::Mismatch)
+            Err(SignatureError::Mismatch(SIGNATURE_HEADER))
         );
         assert_eq!(
             verify_signature::<&str>(&[], Some(HEADER), body),

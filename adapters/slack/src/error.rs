@@ -2,39 +2,6 @@
 //! request differently from a malformed one, and the notifier can tell "try later" from
 //! "never".
 
-/// Why a request was not accepted as coming from Slack.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SignatureError {
-    /// No `X-Slack-Request-Timestamp` header.
-    #[error("the request has no X-Slack-Request-Timestamp header")]
-    MissingTimestamp,
-    /// No `X-Slack-Signature` header.
-    #[error("the request has no X-Slack-Signature header")]
-    MissingSignature,
-    /// The timestamp header is not a whole number of seconds.
-    #[error("X-Slack-Request-Timestamp `{0}` is not a Unix time in seconds")]
-    BadTimestamp(String),
-    /// The timestamp is too far from now: a replay, or a badly wrong clock.
-    #[error(
-        "the request was signed at {timestamp}, {skew} s away from now ({now}); \
-         more than 300 s is refused as a possible replay"
-    )]
-    Stale {
-        /// The request's timestamp.
-        timestamp: i64,
-        /// Our clock.
-        now: i64,
-        /// How far apart they are, in seconds.
-        skew: i64,
-    },
-    /// The signature header is not `v0=` followed by a hex SHA-256 digest.
-    #[error("X-Slack-Signature is not `v0=` followed by 64 hex digits")]
-    Malformed,
-    /// The signature does not match the body: forged, altered, or a different secret.
-    #[error("X-Slack-Signature does not match the body (wrong signing secret, or altered body)")]
-    Mismatch,
-}
-
 /// A Slack payload that could not be read.
 #[derive(Debug, thiserror::Error)]
 pub enum PayloadError {

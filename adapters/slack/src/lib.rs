@@ -18,7 +18,8 @@ mod transport;
 
 pub use blocks::{Message, card_message, progress_message, send_back_modal, text_message};
 pub use client::SlackClient;
-pub use error::{PayloadError, SignatureError, SlackError};
+pub use error::{PayloadError, SlackError};
 pub use events::{Callback, CallbackEvent, EventsRequest, Mention, parse_events};
+pub use gatehouse_webhook::SignatureError;
 pub use interactions::{BlockAction, Interaction, ViewSubmission, parse_interaction};
 pub use signature::{MAX_SKEW_SECONDS, sign_request, verify_request};

@@ -6,11 +6,14 @@ use hmac::digest::Key;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::{Digest, Sha256};
 
-use crate::error::SignatureError;
+/// The replay window (five minutes either way), shared with the other signed sources.
+pub use gatehouse_webhook::MAX_SKEW_SECONDS;
+use gatehouse_webhook::{SignatureError, check_timestamp};
 
-/// The replay window (five minutes either way), shared with the other chat platform.
-pub use gatehouse_chat::MAX_SKEW_SECONDS;
-use gatehouse_chat::Skew;
+/// The header the request's time is in.
+const TIMESTAMP_HEADER: &str = "X-Slack-Request-Timestamp";
+/// The header Slack signs its requests in.
+const SIGNATURE_HEADER: &str = "X-Slack-Signature";
 
 /// Checks the `X-Slack-Request-Timestamp` (`timestamp`) and `X-Slack-Signature`
 /// (`signature`) headers against the raw `body`. `now_unix` is passed in so tests and
@@ -22,29 +25,22 @@ pub fn verify_request(
     body: &[u8],
     now_unix: i64,
 ) -> Result<(), SignatureError> {
-    let timestamp = timestamp.ok_or(SignatureError::MissingTimestamp)?;
-    let signature = signature.ok_or(SignatureError::MissingSignature)?;
-    gatehouse_chat::check_timestamp(timestamp, now_unix).map_err(|skew| match skew {
-        Skew::NotATime => SignatureError::BadTimestamp(timestamp.to_owned()),
-        Skew::Stale {
-            timestamp,
-            now,
-            skew,
-        } => SignatureError::Stale {
-            timestamp,
-            now,
-            skew,
-        },
-    })?;
+    let timestamp = timestamp.ok_or(SignatureError::Missing(TIMESTAMP_HEADER))?;
+    let signature = signature.ok_or(SignatureError::Missing(SIGNATURE_HEADER))?;
+    check_timestamp(TIMESTAMP_HEADER, timestamp, now_unix)?;
+
     let digest = signature
         .strip_prefix("v0=")
         .and_then(|h| hex::decode(h).ok())
         .filter(|d| d.len() == 32)
-        .ok_or(SignatureError::Malformed)?;
+        .ok_or(SignatureError::Malformed {
+            header: SIGNATURE_HEADER,
+            shape: "`v0=` followed by 64 hex digits",
+        })?;
     // The header's own text is hashed, not the parsed number: Slack signs what it sent.
     mac(signing_secret, timestamp, body)
         .verify_slice(&digest)
-        .map_err(|_| SignatureError::Mismatch)
+        .map_err(|_| SignatureError::Mismatch(SIGNATURE_HEADER))
 }
 
 /// The `X-Slack-Signature` Slack would send for `body` at `timestamp`; fakes and tests sign
@@ -154,11 +150,11 @@ mod tests {
             tampered.push(b'x');
             assert_eq!(
                 check(&v, &tampered, secret, now),
-                Err(SignatureError::Mismatch)
+                Err(SignatureError::Mismatch(SIGNATURE_HEADER))
             );
             assert_eq!(
                 check(&v, body, b"not-the-signing-secret", now),
-                Err(SignatureError::Mismatch)
+                Err(SignatureError::Mismatch(SIGNATURE_HEADER))
             );
         }
     }
@@ -170,20 +166,28 @@ mod tests {
         let now = 1_700_000_000;
         assert_eq!(
             verify_request(b"s", None, Some(&good), body, now),
-            Err(SignatureError::MissingTimestamp)
+            Err(SignatureError::Missing(TIMESTAMP_HEADER))
         );
         assert_eq!(
             verify_request(b"s", Some("1700000000"), None, body, now),
-            Err(SignatureError::MissingSignature)
+            Err(SignatureError::Missing(SIGNATURE_HEADER))
         );
         assert_eq!(
             verify_request(b"s", Some("soon"), Some(&good), body, now),
-            Err(SignatureError::BadTimestamp("soon".into()))
+            Err(SignatureError::NotATime {
+                header: TIMESTAMP_HEADER,
+                value: "soon".into()
+            })
         );
         for bad in ["", "v1=00", "v0=zz", "v0=abcd", &good[3..]] {
-            assert_eq!(
-                verify_request(b"s", Some("1700000000"), Some(bad), body, now),
-                Err(SignatureError::Malformed),
+            assert!(
+                matches!(
+                    verify_request(b"s", Some("1700000000"), Some(bad), body, now),
+                    Err(SignatureError::Malformed {
+                        header: SIGNATURE_HEADER,
+                        ..
+                    })
+                ),
                 "{bad:?}"
             );
         }

@@ -9,8 +9,6 @@
 
 mod action;
 mod card;
-mod replay;
 
 pub use action::{ActionError, CardAction, Verb};
 pub use card::{Body, Card, DM_PREFIX, Outcome, Output, Progress, login_link_text};
-pub use replay::{MAX_SKEW_SECONDS, Skew, check_timestamp};
