@@ -1,12 +1,19 @@
-//! The commands people give Gatehouse, their words, and the help that lists them: values
-//! only. Reading them from text is the grammar's business and writing them the renderer's;
-//! neither is known here.
+//! The commands people give Gatehouse, one row each: the value ([`Command`]), its words
+//! ([`Verb`]: the word, the synopsis and what `help` says), what follows the word, and its
+//! canonical text. Adding a command is a variant and a row in each list here; the words'
+//! readers are [`crate::grammar`]'s and the quoting [`crate::render`]'s.
 
 use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::LazyLock;
 
 use uuid::Uuid;
+
+use crate::error::Problem;
+use crate::grammar::{
+    decision, id, next_word, no_more, optional_run, run, run_id, send_back, text,
+};
+use crate::render::{quote_value, write_decision};
 
 /// A command a person gave the bot, checked for shape only.
 ///
@@ -194,68 +201,148 @@ impl Verb {
         Verb::ALL.into_iter().find(|verb| verb.name() == word)
     }
 
+    /// The command word, the one-line synopsis error messages quote, and what `help` says
+    /// it does: everything about a command's words in one row.
+    fn spec(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Verb::Run => (
+                "run",
+                "run SOP [on OWNER/REPO#N] [KEY=VALUE ...]",
+                "start a SOP, on an issue, with parameters",
+            ),
+            Verb::Status => (
+                "status",
+                "status [RUN]",
+                "show a run (default: this thread's)",
+            ),
+            Verb::Runs => ("runs", "runs", "list the active runs"),
+            Verb::Approve => (
+                "approve",
+                "approve [GATE] [COMMENT...]",
+                "approve a gate (default: the one waiting here)",
+            ),
+            Verb::Reject => (
+                "reject",
+                "reject [GATE] [COMMENT...]",
+                "reject a gate (default: the one waiting here)",
+            ),
+            Verb::SendBack => (
+                "send-back",
+                "send-back NODE [GATE] [COMMENT...]",
+                "have NODE redo its work, with the comment as instructions",
+            ),
+            Verb::Cancel => (
+                "cancel",
+                "cancel [RUN]",
+                "cancel a run (default: this thread's)",
+            ),
+            Verb::Retry => (
+                "retry",
+                "retry NODE",
+                "run a failed NODE of this thread's run again",
+            ),
+            Verb::Steer => (
+                "steer",
+                "steer TEXT",
+                "stop the assistant's current turn and do this instead",
+            ),
+            Verb::Stop => ("stop", "stop", "stop the assistant's current turn"),
+            Verb::Ask => (
+                "ask",
+                "ask ROLE TEXT",
+                "have another ROLE answer, in this conversation's workspace",
+            ),
+            Verb::Deliver => (
+                "deliver",
+                "deliver [draft]",
+                "open or update this conversation's pull requests",
+            ),
+            Verb::TakeOver => (
+                "take over",
+                "take over RUN",
+                "pause RUN and carry on from its workspace in this conversation",
+            ),
+            Verb::Schedules => ("schedules", "schedules", "list the schedules"),
+            Verb::Login => (
+                "login",
+                "login",
+                "get a one-time sign-in link to the web console, by direct message",
+            ),
+            Verb::Help => ("help", "help", "show this list"),
+        }
+    }
+
     /// The canonical command word.
     pub fn name(self) -> &'static str {
-        match self {
-            Verb::Run => "run",
-            Verb::Status => "status",
-            Verb::Runs => "runs",
-            Verb::Approve => "approve",
-            Verb::Reject => "reject",
-            Verb::SendBack => "send-back",
-            Verb::Cancel => "cancel",
-            Verb::Retry => "retry",
-            Verb::Steer => "steer",
-            Verb::Stop => "stop",
-            Verb::Ask => "ask",
-            Verb::Deliver => "deliver",
-            Verb::TakeOver => "take over",
-            Verb::Schedules => "schedules",
-            Verb::Login => "login",
-            Verb::Help => "help",
-        }
+        self.spec().0
     }
 
     /// The one-line synopsis shown in error messages and in [`help`].
     pub fn usage(self) -> &'static str {
-        match self {
-            Verb::Run => "run SOP [on OWNER/REPO#N] [KEY=VALUE ...]",
-            Verb::Status => "status [RUN]",
-            Verb::Runs => "runs",
-            Verb::Approve => "approve [GATE] [COMMENT...]",
-            Verb::Reject => "reject [GATE] [COMMENT...]",
-            Verb::SendBack => "send-back NODE [GATE] [COMMENT...]",
-            Verb::Cancel => "cancel [RUN]",
-            Verb::Retry => "retry NODE",
-            Verb::Steer => "steer TEXT",
-            Verb::Stop => "stop",
-            Verb::Ask => "ask ROLE TEXT",
-            Verb::Deliver => "deliver [draft]",
-            Verb::TakeOver => "take over RUN",
-            Verb::Schedules => "schedules",
-            Verb::Login => "login",
-            Verb::Help => "help",
-        }
+        self.spec().1
     }
 
     fn summary(self) -> &'static str {
+        self.spec().2
+    }
+
+    /// Reads what follows the command word ([`crate::grammar`] has the word readers).
+    pub(crate) fn read(self, rest: &str) -> Result<Command, Problem> {
         match self {
-            Verb::Run => "start a SOP, on an issue, with parameters",
-            Verb::Status => "show a run (default: this thread's)",
-            Verb::Runs => "list the active runs",
-            Verb::Approve => "approve a gate (default: the one waiting here)",
-            Verb::Reject => "reject a gate (default: the one waiting here)",
-            Verb::SendBack => "have NODE redo its work, with the comment as instructions",
-            Verb::Cancel => "cancel a run (default: this thread's)",
-            Verb::Retry => "run a failed NODE of this thread's run again",
-            Verb::Steer => "stop the assistant's current turn and do this instead",
-            Verb::Stop => "stop the assistant's current turn",
-            Verb::Ask => "have another ROLE answer, in this conversation's workspace",
-            Verb::Deliver => "open or update this conversation's pull requests",
-            Verb::TakeOver => "pause RUN and carry on from its workspace in this conversation",
-            Verb::Schedules => "list the schedules",
-            Verb::Login => "get a one-time sign-in link to the web console, by direct message",
-            Verb::Help => "show this list",
+            Verb::Run => run(rest),
+            Verb::Status => Ok(Command::Status {
+                run: optional_run(rest)?,
+            }),
+            Verb::Runs => no_more(rest).map(|()| Command::Runs),
+            Verb::Approve => {
+                let (gate, comment) = decision(rest);
+                Ok(Command::Approve { gate, comment })
+            }
+            Verb::Reject => {
+                let (gate, comment) = decision(rest);
+                Ok(Command::Reject { gate, comment })
+            }
+            Verb::SendBack => send_back(rest),
+            Verb::Cancel => Ok(Command::Cancel {
+                run: optional_run(rest)?,
+            }),
+            Verb::Retry => {
+                let (node, rest) = next_word(rest).ok_or(Problem::Missing("a NODE"))?;
+                let node = id(node, "NODE")?;
+                no_more(rest)?;
+                Ok(Command::Retry { node })
+            }
+            Verb::Steer => Ok(Command::Steer {
+                text: text(rest).ok_or(Problem::Missing("the TEXT to steer with"))?,
+            }),
+            Verb::Stop => no_more(rest).map(|()| Command::Stop),
+            Verb::Ask => {
+                let (role, rest) = next_word(rest).ok_or(Problem::Missing("a ROLE"))?;
+                let role = id(role, "ROLE")?;
+                let text = text(rest).ok_or(Problem::Missing("the TEXT to ask"))?;
+                Ok(Command::Ask { role, text })
+            }
+            Verb::Deliver => match next_word(rest) {
+                None => Ok(Command::Deliver { draft: false }),
+                Some((word, rest)) if word.eq_ignore_ascii_case("draft") => {
+                    no_more(rest).map(|()| Command::Deliver { draft: true })
+                }
+                Some((word, _)) => Err(Problem::Unexpected(word.to_owned())),
+            },
+            Verb::TakeOver => {
+                let rest = match next_word(rest) {
+                    Some((word, rest)) if word.eq_ignore_ascii_case("over") => rest,
+                    _ => return Err(Problem::Missing("`over` and a RUN")),
+                };
+                let (word, rest) = next_word(rest).ok_or(Problem::Missing("a RUN"))?;
+                let run = run_id(word).ok_or_else(|| Problem::NotARun(word.to_owned()))?;
+                no_more(rest)?;
+                Ok(Command::TakeOver { run })
+            }
+            Verb::Schedules => no_more(rest).map(|()| Command::Schedules),
+            Verb::Login => no_more(rest).map(|()| Command::Login),
+            // Asking for help should never fail, so `help me` is help too.
+            Verb::Help => Ok(Command::Help),
         }
     }
 }
@@ -306,6 +393,49 @@ impl Command {
             Command::Schedules => Verb::Schedules,
             Command::Login => Verb::Login,
             Command::Help => Verb::Help,
+        }
+    }
+}
+
+/// The canonical text, which [`Verb::read`] reads back as the same value.
+impl fmt::Display for Command {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.verb().name())?;
+        match self {
+            Command::Run { sop, issue, params } => {
+                write!(f, " {sop}")?;
+                if let Some(issue) = issue {
+                    write!(f, " on {issue}")?;
+                }
+                for (key, value) in params {
+                    write!(f, " {key}={}", quote_value(value)?)?;
+                }
+                Ok(())
+            }
+            Command::Status { run } | Command::Cancel { run } => match run {
+                Some(run) => write!(f, " {run}"),
+                None => Ok(()),
+            },
+            Command::Approve { gate, comment } | Command::Reject { gate, comment } => {
+                write_decision(f, gate.as_ref(), comment.as_deref())
+            }
+            Command::SendBack {
+                node,
+                gate,
+                comment,
+            } => {
+                write!(f, " {node}")?;
+                write_decision(f, gate.as_ref(), comment.as_deref())
+            }
+            Command::Retry { node } => write!(f, " {node}"),
+            Command::Steer { text } => write!(f, " {text}"),
+            Command::Ask { role, text } => write!(f, " {role} {text}"),
+            Command::Deliver { draft: true } => write!(f, " draft"),
+            Command::Deliver { draft: false } => Ok(()),
+            Command::TakeOver { run } => write!(f, " {run}"),
+            Command::Runs | Command::Stop | Command::Schedules | Command::Login | Command::Help => {
+                Ok(())
+            }
         }
     }
 }

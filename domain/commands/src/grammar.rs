@@ -1,4 +1,6 @@
-//! One command line → [`Command`]: words, ids, quoting.
+//! One command line → [`Command`]: the command word, then the readers of what follows it
+//! (words, ids, runs, gates, issues, parameters, comments) that each command's row in
+//! `command.rs` puts together.
 //!
 //! Words are split on whitespace. Only parameters and a quoted COMMENT go through shell-style
 //! quoting ([`shlex`]): a free-text comment such as `it's fine` must stay verbatim, and ids
@@ -21,70 +23,12 @@ impl FromStr for Command {
         let (word, rest) = next_word(line).ok_or(ParseError::Empty)?;
         let verb =
             Verb::from_word(word).ok_or_else(|| ParseError::UnknownCommand(word.to_owned()))?;
-        arguments(verb, rest).map_err(|problem| ParseError::Invalid { verb, problem })
+        verb.read(rest)
+            .map_err(|problem| ParseError::Invalid { verb, problem })
     }
 }
 
-fn arguments(verb: Verb, rest: &str) -> Result<Command, Problem> {
-    match verb {
-        Verb::Run => run(rest),
-        Verb::Status => Ok(Command::Status {
-            run: optional_run(rest)?,
-        }),
-        Verb::Runs => no_more(rest).map(|()| Command::Runs),
-        Verb::Approve => {
-            let (gate, comment) = decision(rest);
-            Ok(Command::Approve { gate, comment })
-        }
-        Verb::Reject => {
-            let (gate, comment) = decision(rest);
-            Ok(Command::Reject { gate, comment })
-        }
-        Verb::SendBack => send_back(rest),
-        Verb::Cancel => Ok(Command::Cancel {
-            run: optional_run(rest)?,
-        }),
-        Verb::Retry => {
-            let (node, rest) = next_word(rest).ok_or(Problem::Missing("a NODE"))?;
-            let node = id(node, "NODE")?;
-            no_more(rest)?;
-            Ok(Command::Retry { node })
-        }
-        Verb::Steer => Ok(Command::Steer {
-            text: text(rest).ok_or(Problem::Missing("the TEXT to steer with"))?,
-        }),
-        Verb::Stop => no_more(rest).map(|()| Command::Stop),
-        Verb::Ask => {
-            let (role, rest) = next_word(rest).ok_or(Problem::Missing("a ROLE"))?;
-            let role = id(role, "ROLE")?;
-            let text = text(rest).ok_or(Problem::Missing("the TEXT to ask"))?;
-            Ok(Command::Ask { role, text })
-        }
-        Verb::Deliver => match next_word(rest) {
-            None => Ok(Command::Deliver { draft: false }),
-            Some((word, rest)) if word.eq_ignore_ascii_case("draft") => {
-                no_more(rest).map(|()| Command::Deliver { draft: true })
-            }
-            Some((word, _)) => Err(Problem::Unexpected(word.to_owned())),
-        },
-        Verb::TakeOver => {
-            let rest = match next_word(rest) {
-                Some((word, rest)) if word.eq_ignore_ascii_case("over") => rest,
-                _ => return Err(Problem::Missing("`over` and a RUN")),
-            };
-            let (word, rest) = next_word(rest).ok_or(Problem::Missing("a RUN"))?;
-            let run = run_id(word).ok_or_else(|| Problem::NotARun(word.to_owned()))?;
-            no_more(rest)?;
-            Ok(Command::TakeOver { run })
-        }
-        Verb::Schedules => no_more(rest).map(|()| Command::Schedules),
-        Verb::Login => no_more(rest).map(|()| Command::Login),
-        // Asking for help should never fail, so `help me` is help too.
-        Verb::Help => Ok(Command::Help),
-    }
-}
-
-fn run(rest: &str) -> Result<Command, Problem> {
+pub(crate) fn run(rest: &str) -> Result<Command, Problem> {
     const NO_SOP: Problem = Problem::Missing("a SOP");
     let (sop, mut rest) = next_word(rest).ok_or(NO_SOP)?;
     // `run on acme/api#1` forgot the SOP; reading `on` as one would blame the issue instead.
@@ -108,7 +52,7 @@ fn run(rest: &str) -> Result<Command, Problem> {
     })
 }
 
-fn send_back(rest: &str) -> Result<Command, Problem> {
+pub(crate) fn send_back(rest: &str) -> Result<Command, Problem> {
     const NO_NODE: Problem = Problem::Missing("the NODE to send back to");
     let (node, rest) = next_word(rest).ok_or(NO_NODE)?;
     // A GATE first means the NODE was left out, which says more than "not a NODE id".
@@ -126,7 +70,7 @@ fn send_back(rest: &str) -> Result<Command, Problem> {
 
 /// `[GATE] [COMMENT...]`, shared by approve, reject and send-back. It cannot fail: a word that
 /// is not a GATE starts the comment.
-fn decision(rest: &str) -> (Option<GateRef>, Option<String>) {
+pub(crate) fn decision(rest: &str) -> (Option<GateRef>, Option<String>) {
     match next_word(rest).and_then(|(word, after)| Some((gate(word)?, after))) {
         Some((gate, after)) => (Some(gate), comment(after)),
         None => (None, comment(rest)),
@@ -152,7 +96,7 @@ pub(crate) fn comment(rest: &str) -> Option<String> {
     (!text.is_empty()).then(|| text.to_owned())
 }
 
-fn params(rest: &str) -> Result<BTreeMap<String, String>, Problem> {
+pub(crate) fn params(rest: &str) -> Result<BTreeMap<String, String>, Problem> {
     let mut params = BTreeMap::new();
     for word in words(rest)? {
         let (key, value) = match word.split_once('=') {
@@ -184,7 +128,7 @@ fn words(text: &str) -> Result<Vec<String>, Problem> {
     Ok(words)
 }
 
-fn optional_run(rest: &str) -> Result<Option<Uuid>, Problem> {
+pub(crate) fn optional_run(rest: &str) -> Result<Option<Uuid>, Problem> {
     let Some((word, rest)) = next_word(rest) else {
         return Ok(None);
     };
@@ -193,7 +137,7 @@ fn optional_run(rest: &str) -> Result<Option<Uuid>, Problem> {
     Ok(Some(run))
 }
 
-fn no_more(rest: &str) -> Result<(), Problem> {
+pub(crate) fn no_more(rest: &str) -> Result<(), Problem> {
     match next_word(rest) {
         Some((word, _)) => Err(Problem::Unexpected(word.to_owned())),
         None => Ok(()),
@@ -220,11 +164,11 @@ pub(crate) fn gate(word: &str) -> Option<GateRef> {
 
 /// Only the hyphenated form (the one length-36 form `uuid` reads), as ids are shown and
 /// copied: a 32-digit hex word in a comment is more likely a commit hash than a run.
-fn run_id(word: &str) -> Option<Uuid> {
+pub(crate) fn run_id(word: &str) -> Option<Uuid> {
     (word.len() == 36).then(|| Uuid::try_parse(word).ok())?
 }
 
-fn issue_ref(word: &str) -> Result<IssueRef, Problem> {
+pub(crate) fn issue_ref(word: &str) -> Result<IssueRef, Problem> {
     let not_an_issue = || Problem::NotAnIssue(word.to_owned());
     let (path, number) = word.split_once('#').ok_or_else(not_an_issue)?;
     // `u64::from_str` would also take `+7`.
@@ -263,7 +207,7 @@ pub fn is_repo_name(repo: &str) -> bool {
     plain(owner) && plain(name)
 }
 
-fn id(word: &str, what: &'static str) -> Result<String, Problem> {
+pub(crate) fn id(word: &str, what: &'static str) -> Result<String, Problem> {
     if is_id(word) {
         Ok(word.to_owned())
     } else {

@@ -2,18 +2,13 @@
 //! so the GitHub and chat adapters agree on what a command means and can be tested without
 //! either service.
 //!
+//! The commands and their synopses are [`help`]'s list, one row per command in
+//! `command.rs`:
+//!
 //! ```text
 //! run SOP [on OWNER/REPO#N] [KEY=VALUE ...]
-//! status [RUN]
-//! runs
 //! approve [GATE] [COMMENT...]
-//! reject [GATE] [COMMENT...]
-//! send-back NODE [GATE] [COMMENT...]
-//! cancel [RUN]
-//! retry NODE
-//! schedules
-//! login
-//! help
+//! ...
 //! ```
 //!
 //! - Command words are read in any case; `send_back` is `send-back`.

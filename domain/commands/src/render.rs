@@ -1,55 +1,15 @@
-//! A command's canonical text: the [`Display`](fmt::Display) of [`Command`] and its parts,
-//! which [`crate::grammar`] reads back as the same value and edited comments are compared by.
+//! Writing commands' canonical text: the [`Display`](fmt::Display) of their parts (issues,
+//! gates) and the quoting of comments and values, so that [`crate::grammar`] reads the text
+//! of a [`Command`](crate::Command) back as the same value; edited comments are compared by
+//! it. Each command's own text is written beside it, in `command.rs`.
 
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::command::{Command, GateRef, IssueRef};
+use crate::command::{GateRef, IssueRef};
 use crate::grammar::{comment, gate, next_word};
 
-impl fmt::Display for Command {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.verb().name())?;
-        match self {
-            Command::Run { sop, issue, params } => {
-                write!(f, " {sop}")?;
-                if let Some(issue) = issue {
-                    write!(f, " on {issue}")?;
-                }
-                for (key, value) in params {
-                    write!(f, " {key}={}", quote_value(value)?)?;
-                }
-                Ok(())
-            }
-            Command::Status { run } | Command::Cancel { run } => match run {
-                Some(run) => write!(f, " {run}"),
-                None => Ok(()),
-            },
-            Command::Approve { gate, comment } | Command::Reject { gate, comment } => {
-                write_decision(f, gate.as_ref(), comment.as_deref())
-            }
-            Command::SendBack {
-                node,
-                gate,
-                comment,
-            } => {
-                write!(f, " {node}")?;
-                write_decision(f, gate.as_ref(), comment.as_deref())
-            }
-            Command::Retry { node } => write!(f, " {node}"),
-            Command::Steer { text } => write!(f, " {text}"),
-            Command::Ask { role, text } => write!(f, " {role} {text}"),
-            Command::Deliver { draft: true } => write!(f, " draft"),
-            Command::Deliver { draft: false } => Ok(()),
-            Command::TakeOver { run } => write!(f, " {run}"),
-            Command::Runs | Command::Stop | Command::Schedules | Command::Login | Command::Help => {
-                Ok(())
-            }
-        }
-    }
-}
-
-fn write_decision(
+pub(crate) fn write_decision(
     f: &mut fmt::Formatter<'_>,
     gate: Option<&GateRef>,
     comment: Option<&str>,
@@ -87,7 +47,7 @@ fn render_comment(text: &str, after_gate: bool) -> Cow<'_, str> {
 }
 
 /// A parameter value as the grammar will read it back.
-fn quote_value(value: &str) -> Result<Cow<'_, str>, fmt::Error> {
+pub(crate) fn quote_value(value: &str) -> Result<Cow<'_, str>, fmt::Error> {
     // With NUL allowed, shlex has no error left to return.
     shlex::Quoter::new()
         .allow_nul(true)
@@ -98,6 +58,8 @@ fn quote_value(value: &str) -> Result<Cow<'_, str>, fmt::Error> {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
+
+    use crate::command::Command;
 
     use uuid::Uuid;
 
