@@ -101,6 +101,8 @@ pub enum Command {
     },
     /// `schedules`: list the schedules.
     Schedules,
+    /// `sops`: list the SOPs the author may start here, with the parameters they need.
+    Sops,
     /// `login`: send the author a one-time sign-in link to the web console, by direct
     /// message.
     Login,
@@ -160,6 +162,8 @@ pub enum Verb {
     TakeOver,
     /// `schedules`
     Schedules,
+    /// `sops`
+    Sops,
     /// `login`
     Login,
     /// `help`
@@ -168,7 +172,7 @@ pub enum Verb {
 
 impl Verb {
     /// In the order `help` lists them.
-    const ALL: [Verb; 16] = [
+    const ALL: [Verb; 17] = [
         Verb::Run,
         Verb::Status,
         Verb::Runs,
@@ -183,6 +187,7 @@ impl Verb {
         Verb::Deliver,
         Verb::TakeOver,
         Verb::Schedules,
+        Verb::Sops,
         Verb::Login,
         Verb::Help,
     ];
@@ -268,6 +273,11 @@ impl Verb {
                 "login",
                 "get a one-time sign-in link to the web console, by direct message",
             ),
+            Verb::Sops => (
+                "sops",
+                "sops",
+                "list the SOPs you may start here, with their parameters",
+            ),
             Verb::Help => ("help", "help", "show this list"),
         }
     }
@@ -340,6 +350,7 @@ impl Verb {
                 Ok(Command::TakeOver { run })
             }
             Verb::Schedules => no_more(rest).map(|()| Command::Schedules),
+            Verb::Sops => no_more(rest).map(|()| Command::Sops),
             Verb::Login => no_more(rest).map(|()| Command::Login),
             // Asking for help should never fail, so `help me` is help too.
             Verb::Help => Ok(Command::Help),
@@ -391,6 +402,7 @@ impl Command {
             Command::Deliver { .. } => Verb::Deliver,
             Command::TakeOver { .. } => Verb::TakeOver,
             Command::Schedules => Verb::Schedules,
+            Command::Sops => Verb::Sops,
             Command::Login => Verb::Login,
             Command::Help => Verb::Help,
         }
@@ -433,9 +445,12 @@ impl fmt::Display for Command {
             Command::Deliver { draft: true } => write!(f, " draft"),
             Command::Deliver { draft: false } => Ok(()),
             Command::TakeOver { run } => write!(f, " {run}"),
-            Command::Runs | Command::Stop | Command::Schedules | Command::Login | Command::Help => {
-                Ok(())
-            }
+            Command::Runs
+            | Command::Stop
+            | Command::Schedules
+            | Command::Sops
+            | Command::Login
+            | Command::Help => Ok(()),
         }
     }
 }

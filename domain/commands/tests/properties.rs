@@ -58,6 +58,7 @@ fn command() -> impl Strategy<Value = Command> {
         run.prop_map(|run| Command::Cancel { run }),
         id().prop_map(|node| Command::Retry { node }),
         Just(Command::Schedules),
+        Just(Command::Sops),
         Just(Command::Login),
         Just(Command::Help),
     ]

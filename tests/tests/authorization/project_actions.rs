@@ -26,6 +26,7 @@ on_both_backends!(
     run_in_a_direct_conversation_answers_to_its_project,
     ask_names_only_askable_roles_and_keeps_their_secrets,
     gatehouses_own_comments_run_no_commands,
+    sops_lists_what_may_be_started_where_it_is_asked,
 );
 
 /// A gate anyone with `run` may start; leads approve.
@@ -47,6 +48,9 @@ const TOOLS: &str = "C0TOOLS";
 const LOBBY: &str = "C0LOBBY";
 /// cy's direct conversation with the bot.
 const CY_DIRECT: &str = "D0CY";
+
+/// A SOP only leads may start, with a parameter it needs and one it defaults.
+const LEADS_ONLY: &str = "name: release\ntitle: Cut a release\nstarters: [group:leads]\nparams:\n  version: { required: true }\n  notes: { default: none }\nnodes:\n  cut: { kind: script, run: 'true' }\n";
 
 /// The environment variable the probing roles declare as their secret: one every `cargo
 /// test` process has, so the runner can read it.
@@ -560,4 +564,38 @@ fn comment(login: &str, body: &str) -> Value {
     payload["comment"]["user"]["login"] = json!(login);
     payload["sender"]["login"] = json!(login);
     payload
+}
+
+/// `sops` answers with the SOPs its author may start where it is asked: in a project's
+/// channel the project's, elsewhere all; never one whose starters leave the author out;
+/// each with the parameters it needs.
+async fn sops_lists_what_may_be_started_where_it_is_asked(backend: Backend) {
+    let gh = chat::builder(backend)
+        .sops(&[("hold", HOLD), ("quick", QUICK), ("release", LEADS_ONLY)])
+        .projects(PROJECTS)
+        .start()
+        .await;
+    let asked = gh.slack_mention("Ev1", TOOLS, CY, "sops").await;
+    let here = bot_said(&gh, TOOLS, Some(&asked), "SOPs you may start").await;
+    assert!(here.contains("`hold`"), "{here}");
+    for elsewhere in ["`quick`", "`review`", "`release`"] {
+        assert!(!here.contains(elsewhere), "{elsewhere} in {here}");
+    }
+
+    let asked = gh.slack_mention("Ev2", LOBBY, CY, "sops").await;
+    let lobby = bot_said(&gh, LOBBY, Some(&asked), "SOPs you may start").await;
+    for sop in ["`hold`", "`quick`", "`review`", "`pair`"] {
+        assert!(lobby.contains(sop), "{sop} not in {lobby}");
+    }
+    assert!(!lobby.contains("`release`"), "cy is no lead: {lobby}");
+
+    let asked = gh.slack_mention("Ev3", LOBBY, ANA, "sops").await;
+    let lead = bot_said(&gh, LOBBY, Some(&asked), "SOPs you may start").await;
+    assert!(
+        lead.contains(
+            "- `release` — Cut a release; parameters: `version` (required), `notes` (default `none`)"
+        ),
+        "{lead}"
+    );
+    gh.stop().await;
 }

@@ -139,6 +139,7 @@ fn status_and_cancel_take_an_optional_run() {
 fn commands_without_arguments() {
     assert_eq!(ok("runs"), Command::Runs);
     assert_eq!(ok("SCHEDULES"), Command::Schedules);
+    assert_eq!(ok("sops"), Command::Sops);
     assert_eq!(ok("login"), Command::Login);
     assert_eq!(ok("  Login \n"), Command::Login);
     assert_eq!(ok("help"), Command::Help);

@@ -12,7 +12,7 @@ use gatehouse_store::{RequirementRow, Tx};
 
 pub(crate) use actions::send_run_command;
 use actions::{decide_gate, run_command, start_run};
-use queries::{active_runs, schedule_list, status};
+use queries::{active_runs, schedule_list, sop_list, status};
 
 use crate::projects::Reader;
 use crate::views::{Decide, DecisionKind};
@@ -121,6 +121,10 @@ pub(crate) async fn carry_out(
         }
         Command::Schedules => {
             let answer = schedule_list(api, reader).await?;
+            return Ok(Done::answered(format!("{verb}: answered"), answer));
+        }
+        Command::Sops => {
+            let answer = sop_list(api, scope, person, &groups);
             return Ok(Done::answered(format!("{verb}: answered"), answer));
         }
         // The chat path takes these in a conversation's thread before they get here.

@@ -1,4 +1,4 @@
-//! Answers to the commands that ask (`status`, `runs`, `schedules`).
+//! Answers to the commands that ask (`status`, `runs`, `schedules`, `sops`).
 
 use gatehouse_events::NodeStatus;
 use gatehouse_store::RunRow;
@@ -102,4 +102,43 @@ pub(super) async fn schedule_list(api: &ApiState, reader: Reader<'_>) -> Result<
         ));
     }
     Ok(out)
+}
+
+/// The SOPs `person` may start where the command was written, for `sops`: those of the
+/// place's project (all when it names none, or the place is no project's) that can run
+/// in this deployment and whose starters name them, each with its parameters.
+pub(super) fn sop_list(
+    api: &ApiState,
+    scope: &Scope<'_>,
+    person: &str,
+    groups: &[String],
+) -> String {
+    let project = scope.project.and_then(|name| api.projects.get(name));
+    let mut out = String::new();
+    for sop in api.catalog.iter() {
+        if sop.unavailable.is_some()
+            || !sop.may_start(person, groups)
+            || project.is_some_and(|p| !p.allows_sop(&sop.name))
+        {
+            continue;
+        }
+        out.push_str(&format!("- `{}` — {}", sop.name, sop.title));
+        let params: Vec<String> = sop
+            .params
+            .iter()
+            .map(|(name, param)| match (&param.default, param.required) {
+                (Some(default), _) => format!("`{name}` (default `{default}`)"),
+                (None, true) => format!("`{name}` (required)"),
+                (None, false) => format!("`{name}`"),
+            })
+            .collect();
+        if !params.is_empty() {
+            out.push_str(&format!("; parameters: {}", params.join(", ")));
+        }
+        out.push('\n');
+    }
+    if out.is_empty() {
+        return format!("No SOP you may start in this {}.", scope.place);
+    }
+    format!("SOPs you may start here (`run SOP KEY=VALUE ...`):\n{out}")
 }
