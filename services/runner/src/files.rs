@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
 
+use crate::checkpoint::Place;
+
 /// Where one run's files live under the data directory.
 pub(crate) struct RunDirs {
     data_dir: PathBuf,
@@ -60,6 +62,16 @@ impl RunDirs {
     /// it says the last one here was cut short and the copy cannot be trusted.
     pub(crate) fn unfinished(&self) -> PathBuf {
         self.run_dir().join("attempt-unfinished")
+    }
+
+    /// The run's workspace on this runner's disk, as checkpoints take and restore it.
+    pub(crate) fn place(&self) -> Place {
+        Place {
+            workspace: self.workspace(),
+            checkouts: self.checkouts(),
+            local: self.local(),
+            scratch: self.scratch(),
+        }
     }
 
     /// One attempt's inputs: a copy of each upstream node's artifacts.

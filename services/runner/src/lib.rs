@@ -14,6 +14,7 @@ mod artifacts;
 pub mod bench;
 mod checkpoint;
 mod deliver;
+mod delivering;
 mod durably;
 mod files;
 mod git;
@@ -23,8 +24,10 @@ mod observe;
 mod outcome;
 mod patience;
 mod runner;
+mod scope;
 mod secrets;
 mod turns;
+mod workspaces;
 
 pub use deliver::Deliverer;
 pub use runner::{Runner, RunnerOptions};

@@ -12,15 +12,12 @@ mod follow;
 mod options;
 mod prepare;
 mod report;
+mod seed;
 mod settle;
 mod watch;
 mod workspace;
 
-pub(crate) use delivery::NOT_CONFIGURED;
-pub(crate) use follow::{place as run_place, run_workspace};
-pub(crate) use prepare::read_secrets;
 pub(crate) use settle::Reported;
-pub(crate) use workspace::{Requirement, RunScope, project_environment};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

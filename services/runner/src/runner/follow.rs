@@ -24,10 +24,11 @@ use gatehouse_store::CheckpointRow;
 use uuid::Uuid;
 
 use super::Runner;
-use crate::checkpoint::{CheckpointError, Local, Place, Restored};
+use crate::checkpoint::{CheckpointError, Local, Restored};
 use crate::durably::durably;
 use crate::files::RunDirs;
 use crate::patience::patiently;
+use crate::workspaces::run_workspace;
 
 /// How long a job waits for the runner holding its run's workspace before any runner
 /// takes it (and restores the workspace).
@@ -67,11 +68,6 @@ impl Drop for Hold {
             }
         }
     }
-}
-
-/// The name a run's workspace has in the checkpoints table.
-pub(crate) fn run_workspace(run: Uuid) -> String {
-    format!("run:{run}")
 }
 
 impl Runner {
@@ -221,7 +217,7 @@ impl Runner {
         dirs: &RunDirs,
         taken_after: String,
     ) -> Result<Digest, CheckpointError> {
-        let place = place(dirs);
+        let place = dirs.place();
         let _turn = self.checkpoint_turn(job.run_id).await;
         let taken = patiently("taking a checkpoint", || self.checkpoints.take(&place)).await?;
         if taken.changed {
@@ -284,20 +280,10 @@ impl Runner {
         digest: &Digest,
         dirs: &RunDirs,
     ) -> Result<Restored, CheckpointError> {
-        let place = place(dirs);
+        let place = dirs.place();
         patiently("restoring a checkpoint", || {
             self.checkpoints.restore(digest, &place)
         })
         .await
-    }
-}
-
-/// The run's workspace on this runner's disk.
-pub(crate) fn place(dirs: &RunDirs) -> Place {
-    Place {
-        workspace: dirs.workspace(),
-        checkouts: dirs.checkouts(),
-        local: dirs.local(),
-        scratch: dirs.scratch(),
     }
 }

@@ -22,12 +22,12 @@ use tracing::Instrument;
 
 use super::Runner;
 use super::attempt::{Attempt, Prepared, Program, StartRecorded, Step};
-use super::workspace::RunScope;
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
 use crate::patience::patiently;
-use crate::secrets::Secrets;
+use crate::scope::RunScope;
+use crate::secrets::{Secrets, read_secrets};
 
 impl<'a> Attempt<'a> {
     /// Readies the attempt for the sandbox: settings, inputs, checkpoint, environment and
@@ -283,24 +283,6 @@ impl<'a> Attempt<'a> {
             .chain(role.into_iter().flat_map(|r| r.secrets.iter()));
         read_secrets(names, &job.node)
     }
-}
-
-/// The values of the secrets `names` from the runner's environment; one that is not set
-/// is left out, and logged with `what` declared it.
-pub(crate) fn read_secrets<'a>(
-    names: impl IntoIterator<Item = &'a String>,
-    what: &str,
-) -> Vec<(String, String)> {
-    let mut values = Vec::new();
-    for name in names {
-        match std::env::var(name) {
-            Ok(value) => values.push((name.clone(), value)),
-            Err(_) => {
-                tracing::warn!(secret = %name, declared_by = %what, "a declared secret is not set in the runner's environment")
-            }
-        }
-    }
-    values
 }
 
 impl Runner {

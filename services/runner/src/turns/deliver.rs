@@ -32,8 +32,10 @@ use super::report::{Finish, Reporter};
 use super::verdict::Verdict;
 use crate::deliver::checkouts;
 use crate::deliver::{By, Delivered, DeliveredTo, Deliveries, Delivery, Subject};
+use crate::delivering::NOT_CONFIGURED;
 use crate::durably::durably;
-use crate::runner::{NOT_CONFIGURED, Requirement, Runner};
+use crate::runner::Runner;
+use crate::scope::Requirement;
 
 /// The role a delivery's attempt is recorded under.
 const ROLE: &str = "deliver";

@@ -19,8 +19,9 @@ use super::transcript;
 use super::workspace::read_only_copy;
 use crate::agent::AGENT_DIR;
 use crate::files::Scratch;
-use crate::runner::{Runner, project_environment, read_secrets};
-use crate::secrets::Secrets;
+use crate::runner::Runner;
+use crate::scope::project_environment;
+use crate::secrets::{Secrets, read_secrets};
 
 /// What the sandbox runs, and where.
 pub(super) struct Prepared {

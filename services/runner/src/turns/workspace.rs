@@ -19,7 +19,9 @@ use crate::deliver::prepare::Layout;
 use crate::durably::durably;
 use crate::files::Scratch;
 use crate::patience::patiently;
-use crate::runner::{Requirement, Runner};
+use crate::runner::Runner;
+use crate::scope::Requirement;
+use crate::workspaces::conversation_workspace;
 
 impl Runner {
     /// Readies the workspace for a turn. `Ok(Err(reason))`: it cannot be, which fails the
@@ -124,11 +126,6 @@ impl Runner {
             );
         }))
     }
-}
-
-/// The name a conversation's workspace has in the checkpoints table.
-pub(crate) fn conversation_workspace(conversation: Uuid) -> String {
-    format!("conversation:{conversation}")
 }
 
 impl Runner {

@@ -345,7 +345,7 @@ async fn restore_forged(
         .put_bytes(manifest.to_string().into_bytes().into())
         .await
         .unwrap();
-    let place = crate::runner::run_place(&stage.dirs());
+    let place = stage.dirs().place();
     stage
         .runner
         .checkpoints
@@ -369,7 +369,7 @@ async fn a_restored_checkouts_record_is_held_to_the_runs_repositories() {
     std::fs::write(ws.join("api/FIX.md"), "fixed\n").unwrap();
     std::fs::write(ws.join("shared/FIX.md"), "not to be pushed\n").unwrap();
     stage.attempt("fix", 2).await.unwrap();
-    let place = crate::runner::run_place(&stage.dirs());
+    let place = stage.dirs().place();
     let taken = stage
         .runner
         .checkpoints
