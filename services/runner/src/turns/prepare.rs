@@ -18,9 +18,9 @@ use super::dirs::ConversationDirs;
 use super::transcript;
 use super::workspace::read_only_copy;
 use crate::agent::AGENT_DIR;
-use crate::files::Scratch;
 use crate::runner::Runner;
 use crate::scope::project_environment;
+use crate::scratch::Scratch;
 use crate::secrets::{Secrets, read_secrets};
 
 /// What the sandbox runs, and where.

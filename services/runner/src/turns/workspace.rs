@@ -17,10 +17,10 @@ use crate::checkpoint::{self, Local};
 use crate::deliver::checkouts::{self, Planned, requirement_branch};
 use crate::deliver::prepare::Layout;
 use crate::durably::durably;
-use crate::files::Scratch;
 use crate::patience::patiently;
 use crate::runner::Runner;
 use crate::scope::Requirement;
+use crate::scratch::Scratch;
 use crate::workspaces::conversation_workspace;
 
 impl Runner {

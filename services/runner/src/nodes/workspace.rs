@@ -7,7 +7,7 @@ use gatehouse_bus::HandlerError;
 use gatehouse_events::NodeDispatch;
 use uuid::Uuid;
 
-use super::Runner;
+use super::Nodes;
 use super::attempt::Step;
 use crate::deliver::checkouts;
 use crate::deliver::prepare::Layout;
@@ -16,11 +16,16 @@ use crate::durably::durably;
 use crate::files::RunDirs;
 use crate::scope::RunScope;
 
-impl Runner {
+impl Nodes {
     /// What the run works on, as this runner reads it (one that cannot clone gives a run
     /// on an issue no repository). `Ok(Err(reason))`: its frozen workspace cannot be read.
     pub(super) async fn scope(&self, run: Uuid) -> Step<RunScope> {
-        RunScope::read(&self.store, self.options.delivery.is_some(), run).await
+        RunScope::read(
+            &self.runner.store,
+            self.runner.options.delivery.is_some(),
+            run,
+        )
+        .await
     }
 
     /// Checks the run's repositories out into its workspace, unless they are already;
@@ -36,7 +41,7 @@ impl Runner {
         if repositories.is_empty() || dirs.checkouts().exists() {
             return Ok(());
         }
-        let Some(delivery) = &self.options.delivery else {
+        let Some(delivery) = &self.runner.options.delivery else {
             let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
             return Err(format!(
                 "the run works on {}, but this runner cannot clone repositories: configure [github] with a token or an app (and git_url)",
@@ -126,7 +131,8 @@ impl Runner {
         }
         let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
         durably("recording the workspace's trees", || {
-            self.store
+            self.runner
+                .store
                 .record_workspace_trees(job.run_id, &job.node, attempt, &trees)
         })
         .await?;

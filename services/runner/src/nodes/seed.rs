@@ -8,13 +8,13 @@
 use gatehouse_blobs::Digest;
 use gatehouse_events::NodeDispatch;
 
-use super::Runner;
+use super::Nodes;
 use crate::files::RunDirs;
 use crate::workspaces::conversation_workspace;
 
-impl Runner {
+impl Nodes {
     /// Seeds a run's workspace from the conversation it was started from, when the run has
-    /// no checkpoint of its own yet (called from [`Runner::catch_up`], in the run's
+    /// no checkpoint of its own yet (called from [`Nodes::catch_up`], in the run's
     /// checkpoint turn), and records the seed as the run's latest checkpoint: whichever
     /// runner takes a later node then restores the run's workspace, not the conversation's,
     /// which may have moved on. Whether the run came from a conversation is asked once per
@@ -31,6 +31,7 @@ impl Runner {
             return Ok(());
         }
         let conversation = self
+            .runner
             .store
             .conversation_of_run(job.run_id)
             .await
@@ -45,6 +46,7 @@ impl Runner {
         // The conversation's latest checkpoint, whichever runner took it; none when no turn
         // ever ran (an empty workspace).
         let latest = self
+            .runner
             .store
             .latest_checkpoint(&conversation_workspace(conversation))
             .await

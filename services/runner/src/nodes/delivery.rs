@@ -10,7 +10,7 @@ use gatehouse_bus::HandlerError;
 use gatehouse_events::{DeliverSpec, NodeDispatch};
 use gatehouse_store::DirectMergeRow;
 
-use super::Runner;
+use super::Nodes;
 use super::report::Ended;
 use crate::deliver::approval;
 use crate::deliver::checkouts;
@@ -21,7 +21,7 @@ use crate::files::RunDirs;
 use crate::outcome::Verdict;
 use crate::scope::RunScope;
 
-impl Runner {
+impl Nodes {
     /// A `deliver` node's attempt.
     pub(super) async fn deliver(
         &self,
@@ -31,7 +31,7 @@ impl Runner {
         dirs: &RunDirs,
         started: std::time::Instant,
     ) -> Result<Ended, HandlerError> {
-        let Some(delivery) = self.options.delivery.clone() else {
+        let Some(delivery) = self.runner.options.delivery.clone() else {
             return Ok(self.failed(job, NOT_CONFIGURED.into(), started));
         };
         if scope.workspace.repositories.is_empty() {
@@ -49,8 +49,8 @@ impl Runner {
             }
             Err(reason) => return Ok(self.failed(job, reason, started)),
         };
-        let decisions = self.store.decisions(job.run_id).await?;
-        let approved = self.store.approved_trees(job.run_id).await?;
+        let decisions = self.runner.store.decisions(job.run_id).await?;
+        let approved = self.runner.store.approved_trees(job.run_id).await?;
         let approval = approval::latest(&decisions, &approved);
         let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
         let request = Delivery {
@@ -62,6 +62,7 @@ impl Runner {
             spec,
             draft: false,
             secrets: &self
+                .runner
                 .delivery_secrets(Some(job.run_id), &job.secrets)
                 .await?,
         };
@@ -81,7 +82,7 @@ impl Runner {
                     match requirement {
                         Some(requirement) => {
                             durably("recording a pull request", || {
-                                self.store.record_pull_request(repo, *number, requirement, job.run_id, branch)
+                                self.runner.store.record_pull_request(repo, *number, requirement, job.run_id, branch)
                             })
                             .await?;
                         }
@@ -100,7 +101,7 @@ impl Runner {
                         approved_by: approval.as_ref().map(|a| a.gate.clone()),
                         created_at: std::time::SystemTime::now().into(),
                     };
-                    durably("recording a direct merge", || self.store.record_direct_merge(&row)).await?;
+                    durably("recording a direct merge", || self.runner.store.record_direct_merge(&row)).await?;
                     format!("delivered: merged into {branch} on {repo}")
                 }
             });
