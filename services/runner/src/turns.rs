@@ -1,17 +1,19 @@
 //! Conversation turns: `turn.dispatch` jobs from the work queue, on a consumer of their
-//! own (`runner-turns`), taken by the queue as node jobs are ([`crate::work`]). A turn's attempt runs the role's CLI in the conversation's workspace (kept
-//! across turns under the data directory, restored from its checkpoint after a release),
-//! continuing the CLI's session, and reports `turn.progress` and `turn.finished`, keeping one progress
-//! message in the thread up to date meanwhile. As with nodes, an attempt begun before is
-//! reported interrupted and never run again, so the scheduler resumes it as a new attempt.
-//! A `deliver` said in the thread is a turn too, whose attempt delivers the workspace as a
+//! own (`runner-turns`), taken by the queue as node jobs are ([`crate::work`]). A turn's
+//! attempt runs the role's CLI in the conversation's workspace (kept across turns under the
+//! data directory, restored from its checkpoint after a release), continuing the CLI's
+//! session, and reports `turn.progress` and `turn.finished`, keeping one progress message
+//! in the thread up to date meanwhile. As with nodes, an attempt begun before is reported
+//! interrupted and never run again, so the scheduler resumes it as a new attempt. A
+//! `deliver` said in the thread is a turn too, whose attempt delivers the workspace as a
 //! `deliver` node would. A release checkpoints an idle workspace and frees its disk.
 //!
 //! The steps of an attempt are in [`attempt`] and [`prepare`]; the workspace in
 //! [`workspace`] and [`dirs`]; reading the CLI's output in [`output`]; judging its end in
 //! [`verdict`]; the message's text in [`progress`]; what is reported in [`report`];
-//! stopping in [`cancel`]; the workspace handed to and from SOP runs in [`handoff`]; the `command` executor's transcript in [`transcript`]; a
-//! delivery's attempt in [`deliver`], and what it says in [`delivered`].
+//! stopping in [`cancel`]; a run's workspace taken back from the SOP run it was handed to
+//! in [`handoff`]; the `command` executor's transcript in [`transcript`]; a delivery's
+//! attempt in [`deliver`], and what it says in [`delivered`].
 
 mod attempt;
 mod cancel;
@@ -98,11 +100,10 @@ impl Turns {
                             attempt: *attempt,
                             draft: *draft,
                         };
-                        self.runner
-                            .deliver_turn(envelope, job, key, &delivery, &cancel)
+                        self.deliver_turn(envelope, job, key, &delivery, &cancel)
                             .await
                     }
-                    _ => self.runner.turn(envelope, job, key, &cancel).await,
+                    _ => self.turn(envelope, job, key, &cancel).await,
                 };
                 self.running
                     .lock()
@@ -111,7 +112,7 @@ impl Turns {
                 result
             }
             TurnTask::Release { timer } => {
-                self.runner.release(job, *timer).await;
+                self.release(job, *timer).await;
                 Ok(true)
             }
         }

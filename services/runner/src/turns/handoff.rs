@@ -9,12 +9,12 @@
 use gatehouse_store::CheckpointRow;
 use uuid::Uuid;
 
+use super::Turns;
 use super::dirs::ConversationDirs;
 use crate::durably::durably;
-use crate::runner::Runner;
 use crate::workspaces::{conversation_workspace, run_workspace};
 
-impl Runner {
+impl Turns {
     /// Replaces the conversation's workspace with a copy of `run`'s (its latest
     /// checkpoint), which gave it back, and makes that the conversation's latest
     /// checkpoint. A run that left no checkpoint leaves the conversation's workspace as it
@@ -26,6 +26,7 @@ impl Runner {
         dirs: &ConversationDirs,
     ) -> Result<(), String> {
         let latest = self
+            .runner
             .store
             .latest_checkpoint(&run_workspace(run))
             .await
@@ -40,12 +41,12 @@ impl Runner {
         let row = CheckpointRow {
             workspace: conversation_workspace(conversation),
             manifest: latest.manifest,
-            runner: self.options.id.clone(),
+            runner: self.runner.options.id.clone(),
             taken_after: format!("taking run {run}'s workspace"),
             taken_at: chrono::Utc::now(),
         };
         durably("recording a checkpoint", || {
-            self.store.record_checkpoint(&row)
+            self.runner.store.record_checkpoint(&row)
         })
         .await
         .map_err(|e| format!("recording run {run}'s workspace as the conversation's: {e}"))?;
