@@ -10,7 +10,7 @@
 //!
 //! Beside the workspace the runner keeps what it knows of it ([`Local`]): the manifest it
 //! matches and each file as last seen. The caller decides when the workspace may be
-//! trusted to match it (see [`crate::nodes::follow`]).
+//! trusted to match it (see `nodes/follow.rs`).
 
 pub(crate) mod archive;
 mod manifest;

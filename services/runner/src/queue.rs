@@ -2,7 +2,8 @@
 //! consumer per kind, sharing the job slots; each job decoded (or parked when it cannot be
 //! read), its lease kept alive while it runs and then settled ([`settle`]: ack, nak, or
 //! park); and a graceful shutdown that lets jobs in flight finish. What a job does is its
-//! kind's: node jobs ([`crate::nodes`]) and conversations' turns ([`crate::turns`]).
+//! kind's: node jobs ([`crate::nodes`]) and conversations' turns ([`crate::turns`]), which
+//! [`Runner::run`] lists.
 
 mod settle;
 
@@ -16,34 +17,15 @@ use tokio::task::{JoinHandle, JoinSet};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::nodes::Nodes;
 use crate::observe::InFlight;
 use crate::runner::Runner;
-use crate::turns::Turns;
 use crate::work::Work;
 
 /// How long attempts stopped at the end of the shutdown grace have to report.
 const REPORT_AFTER_HALT: Duration = Duration::from_secs(5);
 
-impl Runner {
-    /// Takes jobs and watches runs and turns until `shutdown` is cancelled. Then it takes
-    /// no more, hands back jobs pulled but not started, and gives those in flight
-    /// [`RunnerOptions::shutdown_grace`](crate::RunnerOptions::shutdown_grace) to finish;
-    /// node attempts still running after that are stopped and reported as interrupted, so
-    /// the engine retries them at once rather than after their lease runs out (turn
-    /// attempts are stopped and handed back, and their redelivery reports them
-    /// interrupted).
-    pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
-        let mut queue = Queue::new(&self, bus, shutdown);
-        // The kinds of work this runner takes.
-        queue.take(Nodes::new(&self));
-        queue.take(Turns::new(&self));
-        queue.finish().await;
-    }
-}
-
 /// The runner's kinds of work being taken: each one's pull and watch.
-struct Queue {
+pub(crate) struct Queue {
     runner: Runner,
     bus: Arc<dyn Bus>,
     /// Jobs run at once, whatever their kind.
@@ -59,7 +41,8 @@ struct Queue {
 }
 
 impl Queue {
-    fn new(runner: &Runner, bus: Arc<dyn Bus>, shutdown: CancellationToken) -> Self {
+    /// A queue taking jobs from `bus` until `shutdown`, with the runner's job slots.
+    pub(crate) fn new(runner: &Runner, bus: Arc<dyn Bus>, shutdown: CancellationToken) -> Self {
         Self {
             slots: Arc::new(Semaphore::new(runner.options.concurrency.max(1))),
             runner: runner.clone(),
@@ -72,7 +55,7 @@ impl Queue {
     }
 
     /// Starts watching and pulling `work`'s jobs.
-    fn take<W: Work>(&mut self, work: W) {
+    pub(crate) fn take<W: Work>(&mut self, work: W) {
         let work = Arc::new(work);
         if let Some(watch) = work.watch(self.bus.clone(), self.stop_watching.clone()) {
             self.watching.push(watch);
@@ -93,7 +76,7 @@ impl Queue {
 
     /// Waits for the pulls to end at `shutdown`, for the jobs in flight to finish (see
     /// [`Runner::finish_in_flight`]), then for the watchers to stop.
-    async fn finish(mut self) {
+    pub(crate) async fn finish(mut self) {
         let mut in_flight = Vec::new();
         while let Some(pulled) = self.pulls.join_next().await {
             match pulled {

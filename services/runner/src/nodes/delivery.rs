@@ -4,7 +4,7 @@
 //! gate that approved it. How repositories are verified, committed, pushed and merged, and
 //! kept safe from what earlier nodes left in them, is [`crate::deliver`]'s. The secrets a
 //! delivery refuses to push are every one the configuration names for the work
-//! ([`Runner::delivery_secrets`]).
+//! ([`Runner::delivery_secrets`](crate::runner::Runner::delivery_secrets)).
 
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{DeliverSpec, NodeDispatch};
