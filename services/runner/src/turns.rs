@@ -8,7 +8,8 @@
 //! `deliver` said in the thread is a turn too, whose attempt delivers the workspace as a
 //! `deliver` node would. A release checkpoints an idle workspace and frees its disk.
 //!
-//! The steps of an attempt are in [`attempt`] and [`prepare`]; the workspace in
+//! The turn a job asks for is [`turn`]; the steps of an attempt are in [`attempt`] and
+//! [`prepare`]; the workspace in
 //! [`workspace`] and [`dirs`]; reading the CLI's output in [`output`]; judging its end in
 //! [`verdict`]; the message's text in [`progress`]; what is reported in [`report`];
 //! stopping in [`cancel`]; a run's workspace taken back from the SOP run it was handed to
@@ -27,6 +28,7 @@ mod prepare;
 mod progress;
 mod report;
 mod transcript;
+mod turn;
 mod verdict;
 mod workspace;
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{Envelope, TurnDispatch, TurnOutcome, TurnTask};
+use gatehouse_events::{Envelope, TurnDispatch, TurnOutcome};
 use gatehouse_sandbox::Exit;
 use gatehouse_store::{NewTurnAttempt, TurnKey};
 use tokio::sync::mpsc;
@@ -23,48 +23,8 @@ use super::prepare::Prepared;
 use super::progress::Ending;
 use super::report::{Finish, Reporter};
 use super::transcript;
+use super::turn::Turn;
 use super::verdict::{Cli, LastLines, Verdict, judge_turn};
-
-/// A turn's wall-clock limit when the dispatch sets none.
-const DEFAULT_TIMEOUT_SECS: u64 = 30 * 60;
-
-/// The turn a job asks for.
-pub(super) struct Turn<'a> {
-    pub seq: u64,
-    pub attempt: u32,
-    pub role: &'a str,
-    pub text: &'a str,
-    /// The session to continue; never for an `ask`.
-    pub resume: Option<&'a str>,
-    pub ask: bool,
-    pub timeout_secs: u64,
-}
-
-impl<'a> Turn<'a> {
-    fn of(task: &'a TurnTask) -> Option<Self> {
-        match task {
-            TurnTask::Turn {
-                seq,
-                attempt,
-                role,
-                text,
-                resume_session,
-                ask,
-                timeout_secs,
-            } => Some(Self {
-                seq: *seq,
-                attempt: *attempt,
-                role,
-                text,
-                // An `ask` never continues the assistant's session.
-                resume: resume_session.as_deref().filter(|_| !ask),
-                ask: *ask,
-                timeout_secs: timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
-            }),
-            TurnTask::Deliver { .. } | TurnTask::Release { .. } => None,
-        }
-    }
-}
 
 /// How the CLI's run went.
 struct Ran {

@@ -14,9 +14,9 @@ use gatehouse_events::TurnDispatch;
 use gatehouse_sandbox::{Job, JobLabels, Profile};
 
 use super::Turns;
-use super::attempt::Turn;
 use super::dirs::ConversationDirs;
 use super::transcript;
+use super::turn::Turn;
 use super::workspace::read_only_copy;
 use crate::agent::AGENT_DIR;
 use crate::scope::project_environment;
