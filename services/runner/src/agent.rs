@@ -12,7 +12,7 @@ use gatehouse_events::{AgentSpec, NodeDispatch};
 use gatehouse_sandbox::untrusted;
 use gatehouse_store::UsageRow;
 
-use crate::runner::RunScope;
+use crate::scope::RunScope;
 
 /// Where the prompt files go, under the attempt's inputs directory.
 pub(crate) const AGENT_DIR: &str = ".agent";

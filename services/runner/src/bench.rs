@@ -61,7 +61,7 @@ impl CheckpointedWorkspace {
         let dirs = crate::files::RunDirs::new(data_dir, uuid::Uuid::nil());
         Self {
             checkpoints: crate::checkpoint::Checkpoints::new(blobs, crate::checkpoint::PACK_LIMIT),
-            place: crate::runner::run_place(&dirs),
+            place: dirs.place(),
         }
     }
 

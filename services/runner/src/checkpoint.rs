@@ -10,7 +10,7 @@
 //!
 //! Beside the workspace the runner keeps what it knows of it ([`Local`]): the manifest it
 //! matches and each file as last seen. The caller decides when the workspace may be
-//! trusted to match it (see [`crate::runner::follow`]).
+//! trusted to match it (see `nodes/follow.rs`).
 
 pub(crate) mod archive;
 mod manifest;
@@ -197,7 +197,7 @@ impl Checkpoints {
         }
         let mut uploaded = 0;
         if !new.is_empty() {
-            let scratch = crate::files::Scratch::new(&place.scratch, "pack")?;
+            let scratch = crate::scratch::Scratch::new(&place.scratch, "pack")?;
             let file = scratch.path().join("pack.tar");
             let written = file.clone();
             uploaded = blocking(move || pack::write(&new, &written)).await?;
@@ -257,7 +257,7 @@ impl Checkpoints {
         };
         let bytes = self.blobs.get_bytes(digest, MANIFEST_LIMIT).await?;
         let manifest = Manifest::parse(&bytes).map_err(invalid)?;
-        let scratch = crate::files::Scratch::new(&place.scratch, "restore")?;
+        let scratch = crate::scratch::Scratch::new(&place.scratch, "restore")?;
         let mut fetched = 0;
         let mut packs = Vec::new();
         if let Some(pack) = manifest.packs.iter().find(|p| p.size > self.pack_limit) {

@@ -4,6 +4,8 @@ use std::path::{Path, PathBuf};
 
 use uuid::Uuid;
 
+use crate::checkpoint::Place;
+
 /// Where one run's files live under the data directory.
 pub(crate) struct RunDirs {
     data_dir: PathBuf,
@@ -62,36 +64,19 @@ impl RunDirs {
         self.run_dir().join("attempt-unfinished")
     }
 
+    /// The run's workspace on this runner's disk, as checkpoints take and restore it.
+    pub(crate) fn place(&self) -> Place {
+        Place {
+            workspace: self.workspace(),
+            checkouts: self.checkouts(),
+            local: self.local(),
+            scratch: self.scratch(),
+        }
+    }
+
     /// One attempt's inputs: a copy of each upstream node's artifacts.
     pub(crate) fn inputs(&self, node: &str, attempt: u32) -> PathBuf {
         self.data_dir
             .join(format!("runs/{}/inputs/{node}/{attempt}", self.run))
-    }
-}
-
-/// A directory of its own under `parent`, removed with everything in it when dropped,
-/// whatever happened meanwhile.
-pub(crate) struct Scratch(PathBuf);
-
-impl Scratch {
-    pub(crate) fn new(parent: &Path, prefix: &str) -> std::io::Result<Self> {
-        std::fs::create_dir_all(parent)?;
-        let path = parent.join(format!("{prefix}-{}", Uuid::new_v4().simple()));
-        std::fs::create_dir(&path)?;
-        Ok(Self(path))
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.0
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if let Err(e) = std::fs::remove_dir_all(&self.0)
-            && e.kind() != std::io::ErrorKind::NotFound
-        {
-            tracing::warn!(path = %self.0.display(), error = %e, "removing a scratch directory failed");
-        }
     }
 }

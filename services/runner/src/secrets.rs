@@ -1,7 +1,8 @@
 //! The secret values an attempt was given, kept out of everything it leaves: masked in its
 //! output wherever that is stored or posted (the node's log, a turn's progress message,
 //! reply and tool summaries, an attempt's failure), found in its artifacts and in the
-//! changes a delivery would push, which are refused.
+//! changes a delivery would push, which are refused. The values are read from the
+//! runner's environment by the names a job declares ([`read_secrets`]).
 //!
 //! A value reaches output in more shapes than its own text. A multi-line value (a PEM key)
 //! comes out as several lines, so each of its lines is masked on its own, and the lines of
@@ -271,6 +272,24 @@ impl OutputMask {
         }
         out
     }
+}
+
+/// The values of the secrets `names` from the runner's environment; one that is not set
+/// is left out, and logged with `what` declared it.
+pub(crate) fn read_secrets<'a>(
+    names: impl IntoIterator<Item = &'a String>,
+    what: &str,
+) -> Vec<(String, String)> {
+    let mut values = Vec::new();
+    for name in names {
+        match std::env::var(name) {
+            Ok(value) => values.push((name.clone(), value)),
+            Err(_) => {
+                tracing::warn!(secret = %name, declared_by = %what, "a declared secret is not set in the runner's environment")
+            }
+        }
+    }
+    values
 }
 
 #[cfg(test)]

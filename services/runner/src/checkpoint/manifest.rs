@@ -27,7 +27,7 @@ pub(crate) struct Manifest {
     pub entries: Vec<Entry>,
     /// Tar archives whose members, named by digest, hold the files' contents. Earlier
     /// checkpoints' packs are kept while they hold enough of what is still there, so an
-    /// unchanged file is uploaded once (see [`super::take`]).
+    /// unchanged file is uploaded once (see [`super::Checkpoints::take`]).
     pub packs: Vec<Pack>,
     /// The checkouts record kept beside the workspace, when the repositories were cloned.
     #[serde(default, skip_serializing_if = "Option::is_none")]

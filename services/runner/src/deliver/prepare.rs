@@ -17,8 +17,8 @@ use gatehouse_events::RepositoryMode;
 
 use super::checkouts::{self, Checkout, Planned};
 use super::{Deliverer, Session};
-use crate::files::Scratch;
 use crate::git::Network;
+use crate::scratch::Scratch;
 
 /// Where a preparation works: the workspace, the record beside it, and the scratch
 /// directory clones are made in.

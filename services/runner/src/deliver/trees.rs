@@ -22,8 +22,8 @@ use std::path::Path;
 
 use secrecy::SecretString;
 
-use crate::files::Scratch;
 use crate::git::{Git, Network, checked};
+use crate::scratch::Scratch;
 
 /// What a tree that could not be computed is recorded as: it never equals a tree.
 pub(crate) const UNVERIFIABLE: &str = "unverifiable: ";

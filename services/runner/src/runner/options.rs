@@ -10,7 +10,7 @@ use gatehouse_sandbox::Profile;
 
 use crate::deliver::Deliverer;
 
-/// Tuning for a [`Runner`].
+/// Tuning for a [`Runner`](super::Runner).
 #[derive(Debug, Clone)]
 pub struct RunnerOptions {
     /// Jobs run at once.

@@ -1,6 +1,6 @@
 //! One attempt of a turn, in named steps: begun (or, found begun before, reported
 //! interrupted), its role and sandbox profile looked up, the workspace readied, prepared
-//! ([`super::prepare`]), [run](Runner::run_cli) in the sandbox with its output read as it
+//! ([`super::prepare`]), [run](Turns::run_cli) in the sandbox with its output read as it
 //! comes, the workspace checkpointed, judged ([`super::verdict`]) and reported. A step
 //! that fails the attempt says why, and nothing after it runs.
 
@@ -9,12 +9,13 @@ use std::time::Instant;
 
 use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{Envelope, TurnDispatch, TurnOutcome, TurnTask};
+use gatehouse_events::{Envelope, TurnDispatch, TurnOutcome};
 use gatehouse_sandbox::Exit;
 use gatehouse_store::{NewTurnAttempt, TurnKey};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
+use super::Turns;
 use super::cancel::look_for_cancel;
 use super::dirs::ConversationDirs;
 use super::output::{self, Watch};
@@ -22,49 +23,8 @@ use super::prepare::Prepared;
 use super::progress::Ending;
 use super::report::{Finish, Reporter};
 use super::transcript;
+use super::turn::Turn;
 use super::verdict::{Cli, LastLines, Verdict, judge_turn};
-use crate::runner::Runner;
-
-/// A turn's wall-clock limit when the dispatch sets none.
-const DEFAULT_TIMEOUT_SECS: u64 = 30 * 60;
-
-/// The turn a job asks for.
-pub(super) struct Turn<'a> {
-    pub seq: u64,
-    pub attempt: u32,
-    pub role: &'a str,
-    pub text: &'a str,
-    /// The session to continue; never for an `ask`.
-    pub resume: Option<&'a str>,
-    pub ask: bool,
-    pub timeout_secs: u64,
-}
-
-impl<'a> Turn<'a> {
-    fn of(task: &'a TurnTask) -> Option<Self> {
-        match task {
-            TurnTask::Turn {
-                seq,
-                attempt,
-                role,
-                text,
-                resume_session,
-                ask,
-                timeout_secs,
-            } => Some(Self {
-                seq: *seq,
-                attempt: *attempt,
-                role,
-                text,
-                // An `ask` never continues the assistant's session.
-                resume: resume_session.as_deref().filter(|_| !ask),
-                ask: *ask,
-                timeout_secs: timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
-            }),
-            TurnTask::Deliver { .. } | TurnTask::Release { .. } => None,
-        }
-    }
-}
 
 /// How the CLI's run went.
 struct Ran {
@@ -84,7 +44,7 @@ impl Ran {
     }
 }
 
-impl Runner {
+impl Turns {
     /// Begins the attempt and reports its start, runs it, and reports its end; or, when it
     /// was begun before, reports it interrupted. `false`: an earlier delivery of the job
     /// had reported it.
@@ -98,11 +58,11 @@ impl Runner {
         let Some(turn) = Turn::of(&job.task) else {
             return Ok(true);
         };
-        if self.store.turn_cancelled(key).await? {
+        if self.runner.store.turn_cancelled(key).await? {
             cancel.cancel();
         }
         let report = Reporter {
-            store: &self.store,
+            store: &self.runner.store,
             envelope,
             job,
             key,
@@ -115,14 +75,14 @@ impl Runner {
             role: turn.role,
             ask: turn.ask,
         };
-        if !self.store.begin_turn_attempt(&new).await? {
+        if !self.runner.store.begin_turn_attempt(&new).await? {
             tracing::warn!("this attempt of the turn was begun before; reporting it interrupted");
             return report.interrupted().await;
         }
         let begun = Instant::now();
         report.started().await?;
         let ran = self.run_turn(job, &turn, &report, cancel, begun).await?;
-        if ran.verdict.ending == Ending::Stopped && self.halted.is_cancelled() {
+        if ran.verdict.ending == Ending::Stopped && self.runner.halted.is_cancelled() {
             // Reported by the job's next delivery, which finds it begun.
             return Err(
                 "the runner shut down during the turn; it will be reported interrupted".into(),
@@ -133,14 +93,14 @@ impl Runner {
             trace: ran.trace.as_ref(),
             duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
             cli_ms: ran.cli_ms,
-            prices: &self.options.prices,
+            prices: &self.runner.options.prices,
         };
         let first = report.finished(&finish).await?;
         if let (true, false, TurnOutcome::Replied { reply }) =
             (first, turn.ask, &ran.verdict.outcome)
         {
-            let path =
-                ConversationDirs::new(&self.options.data_dir, job.conversation_id).transcript();
+            let path = ConversationDirs::new(&self.runner.options.data_dir, job.conversation_id)
+                .transcript();
             if let Err(e) = transcript::append(&path, turn.text, reply) {
                 tracing::warn!(error = %e, "adding the turn to the conversation's transcript failed");
             }
@@ -164,7 +124,7 @@ impl Runner {
                 cli_ms: None,
             });
         }
-        let Some(role) = self.options.roles.get(turn.role) else {
+        let Some(role) = self.runner.options.roles.get(turn.role) else {
             let name = turn.role;
             return Ok(Ran::failed(format!(
                 "the role `{name}` is not configured (add [roles.{name}])"
@@ -177,12 +137,12 @@ impl Runner {
             )));
         }
         let profile_name = role.sandbox.as_deref().unwrap_or("default");
-        let Some(profile) = self.options.profiles.get(profile_name) else {
+        let Some(profile) = self.runner.options.profiles.get(profile_name) else {
             return Ok(Ran::failed(format!(
                 "the sandbox profile `{profile_name}` is not configured (add [sandbox.profiles.{profile_name}])"
             )));
         };
-        let dirs = ConversationDirs::new(&self.options.data_dir, job.conversation_id);
+        let dirs = ConversationDirs::new(&self.runner.options.data_dir, job.conversation_id);
         if let Err(reason) = self.ready_workspace(job, &dirs).await? {
             return Ok(Ran::failed(reason));
         }
@@ -201,13 +161,13 @@ impl Runner {
         if let Some(copy) = prepared.copy {
             drop(copy);
             let label = &prepared.sandbox.labels.run;
-            if let Err(err) = self.sandbox.run_ended(label).await {
+            if let Err(err) = self.runner.sandbox.run_ended(label).await {
                 tracing::warn!(error = %err, "releasing the read-only copy's sandbox resources failed");
             }
         }
         remove_attempt_dir(&dirs, turn);
         let (trace, last) = read?;
-        if !read_only && !self.halted.is_cancelled() {
+        if !read_only && !self.runner.halted.is_cancelled() {
             self.checkpoint_conversation(job.conversation_id, &dirs)
                 .await;
         }
@@ -244,8 +204,8 @@ impl Runner {
         let (logs, lines) = mpsc::channel(256);
         let run = async {
             tokio::select! {
-                exit = self.sandbox.run(&prepared.sandbox, logs, cancel.clone()) => exit,
-                never = look_for_cancel(&self.store, report.key, cancel) => match never {},
+                exit = self.runner.sandbox.run(&prepared.sandbox, logs, cancel.clone()) => exit,
+                never = look_for_cancel(&self.runner.store, report.key, cancel) => match never {},
             }
         };
         let (exit, read) = tokio::join!(run, output::read(lines, watch, report));

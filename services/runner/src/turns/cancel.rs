@@ -15,8 +15,7 @@ use gatehouse_store::{Store, TurnKey, Tx};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::key;
-use crate::runner::Runner;
+use super::{Running, Turns, key};
 
 /// The durable consumer of `turn.cancel`.
 const CANCELS: &str = "runner-turn-cancels";
@@ -24,21 +23,22 @@ const CANCELS: &str = "runner-turn-cancels";
 const LOOK_EVERY: Duration = Duration::from_secs(2);
 
 /// Watches `turn.cancel` until `stop`.
-pub(crate) fn watch_cancels(
-    runner: &Runner,
+pub(super) fn watch_cancels(
+    turns: &Turns,
     bus: Arc<dyn Bus>,
     stop: CancellationToken,
 ) -> JoinHandle<()> {
     let consumer = Consumer::new(
         bus,
-        runner.store.clone(),
+        turns.runner.store.clone(),
         ConsumerOptions::new(ConsumerSpec::new(CANCELS, "turn.cancel")),
     );
-    let watcher = Watcher(runner.clone());
+    let watcher = Watcher(turns.running.clone());
     tokio::spawn(async move { consumer.run(&watcher, stop).await })
 }
 
-struct Watcher(Runner);
+/// Records cancels, and stops the attempts of `Running` that they name.
+struct Watcher(Running);
 
 #[async_trait]
 impl Handler for Watcher {
@@ -56,7 +56,7 @@ impl Handler for Watcher {
             return;
         };
         let key = key(cancel.conversation_id, cancel.seq, cancel.attempt);
-        let running = self.0.turns.lock().unwrap_or_else(|p| p.into_inner());
+        let running = self.0.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(token) = running.get(&key) {
             tracing::info!(conversation = %key.conversation_id, seq = key.seq, attempt = key.attempt, "stopping a turn");
             token.cancel();

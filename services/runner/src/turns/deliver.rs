@@ -25,6 +25,7 @@ use gatehouse_events::{DeliverMode, DeliverSpec, Envelope, TurnDispatch, TurnOut
 use gatehouse_store::{NewTurnAttempt, TurnKey, TurnStatus};
 use tokio_util::sync::CancellationToken;
 
+use super::Turns;
 use super::delivered::{self, Ended};
 use super::dirs::ConversationDirs;
 use super::progress::Ending;
@@ -32,8 +33,9 @@ use super::report::{Finish, Reporter};
 use super::verdict::Verdict;
 use crate::deliver::checkouts;
 use crate::deliver::{By, Delivered, DeliveredTo, Deliveries, Delivery, Subject};
+use crate::delivering::NOT_CONFIGURED;
 use crate::durably::durably;
-use crate::runner::{NOT_CONFIGURED, Requirement, Runner};
+use crate::scope::Requirement;
 
 /// The role a delivery's attempt is recorded under.
 const ROLE: &str = "deliver";
@@ -79,7 +81,7 @@ impl Outcome {
     }
 }
 
-impl Runner {
+impl Turns {
     /// Begins the delivery's attempt and reports its start, delivers, and reports its end;
     /// or, when it was begun before, reports it interrupted. `false`: an earlier delivery
     /// of the job had reported it.
@@ -91,11 +93,11 @@ impl Runner {
         delivering: &Delivering,
         cancel: &CancellationToken,
     ) -> Result<bool, HandlerError> {
-        if self.store.turn_cancelled(key).await? {
+        if self.runner.store.turn_cancelled(key).await? {
             cancel.cancel();
         }
         let report = Reporter {
-            store: &self.store,
+            store: &self.runner.store,
             envelope,
             job,
             key,
@@ -108,7 +110,7 @@ impl Runner {
             role: ROLE,
             ask: false,
         };
-        if !self.store.begin_turn_attempt(&new).await? {
+        if !self.runner.store.begin_turn_attempt(&new).await? {
             tracing::warn!(
                 "this attempt of the delivery was begun before; reporting it interrupted"
             );
@@ -119,7 +121,7 @@ impl Runner {
         let outcome = self
             .deliver_workspace(job, delivering, cancel, begun)
             .await?;
-        if outcome.verdict.ending == Ending::Stopped && self.halted.is_cancelled() {
+        if outcome.verdict.ending == Ending::Stopped && self.runner.halted.is_cancelled() {
             // Reported by the job's next delivery, which finds it begun.
             return Err(
                 "the runner shut down before the delivery; it will be reported interrupted".into(),
@@ -130,7 +132,7 @@ impl Runner {
             trace: None,
             duration_ms: elapsed_ms(begun),
             cli_ms: None,
-            prices: &self.options.prices,
+            prices: &self.runner.options.prices,
         };
         report.finished_saying(&finish, &outcome.message).await
     }
@@ -148,7 +150,7 @@ impl Runner {
         if cancel.is_cancelled() {
             return Ok(Outcome::stopped(elapsed_ms(begun)));
         }
-        let Some(deliverer) = self.options.delivery.clone() else {
+        let Some(deliverer) = self.runner.options.delivery.clone() else {
             return Ok(failed(NOT_CONFIGURED.to_owned()));
         };
         if job.workspace.repositories.is_empty() {
@@ -156,7 +158,7 @@ impl Runner {
                 "deliver needs repositories: the conversation's project has none".to_owned(),
             ));
         }
-        let dirs = ConversationDirs::new(&self.options.data_dir, job.conversation_id);
+        let dirs = ConversationDirs::new(&self.runner.options.data_dir, job.conversation_id);
         if let Err(reason) = self.ready_workspace(job, &dirs).await? {
             return Ok(failed(reason));
         }
@@ -175,6 +177,7 @@ impl Runner {
             Err(reason) => return Ok(failed(reason)),
         };
         let requirement = self
+            .runner
             .store
             .requirement(job.requirement_id)
             .await?
@@ -205,14 +208,14 @@ impl Runner {
             approval: None,
             spec: &spec,
             draft: delivering.draft,
-            secrets: &self.delivery_secrets(None, &[]).await?,
+            secrets: &self.runner.delivery_secrets(None, &[]).await?,
         };
         let mut log = Vec::new();
         let delivered = deliverer.deliver_changes(&request, &mut log).await;
         for line in &log {
             tracing::debug!(%line, "delivering the conversation's workspace");
         }
-        if !self.halted.is_cancelled() {
+        if !self.runner.halted.is_cancelled() {
             self.checkpoint_conversation(job.conversation_id, &dirs)
                 .await;
         }
@@ -239,6 +242,7 @@ impl Runner {
     /// open among them it updated.
     async fn known_pulls(&self, job: &TurnDispatch) -> Result<Vec<(String, u64)>, HandlerError> {
         let rows = self
+            .runner
             .store
             .pull_requests_of_requirement(job.requirement_id)
             .await?;
@@ -261,7 +265,7 @@ impl Runner {
             };
             let repo = &done.repo;
             durably("recording a pull request", || {
-                self.store.record_pull_request(
+                self.runner.store.record_pull_request(
                     repo,
                     *number,
                     job.requirement_id,

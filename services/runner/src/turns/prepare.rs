@@ -13,14 +13,15 @@ use gatehouse_agent::{Executor, Role, Session, turn_invocation};
 use gatehouse_events::TurnDispatch;
 use gatehouse_sandbox::{Job, JobLabels, Profile};
 
-use super::attempt::Turn;
+use super::Turns;
 use super::dirs::ConversationDirs;
 use super::transcript;
+use super::turn::Turn;
 use super::workspace::read_only_copy;
 use crate::agent::AGENT_DIR;
-use crate::files::Scratch;
-use crate::runner::{Runner, project_environment, read_secrets};
-use crate::secrets::Secrets;
+use crate::scope::project_environment;
+use crate::scratch::Scratch;
+use crate::secrets::{Secrets, read_secrets};
 
 /// What the sandbox runs, and where.
 pub(super) struct Prepared {
@@ -30,7 +31,7 @@ pub(super) struct Prepared {
     pub copy: Option<Scratch>,
 }
 
-impl Runner {
+impl Turns {
     /// The sandbox job: the CLI's command line over the files written for it (the message,
     /// the role's system text, the transcript for a `command` executor), the role's and
     /// the project's environment with the secrets the role declared, in the workspace (or

@@ -11,17 +11,19 @@ use gatehouse_events::TurnDispatch;
 use gatehouse_store::CheckpointRow;
 use uuid::Uuid;
 
+use super::Turns;
 use super::confined;
 use super::dirs::ConversationDirs;
 use crate::checkpoint::{self, Local};
 use crate::deliver::checkouts::{self, Planned, requirement_branch};
 use crate::deliver::prepare::Layout;
 use crate::durably::durably;
-use crate::files::Scratch;
 use crate::patience::patiently;
-use crate::runner::{Requirement, Runner};
+use crate::scope::Requirement;
+use crate::scratch::Scratch;
+use crate::workspaces::conversation_workspace;
 
-impl Runner {
+impl Turns {
     /// Readies the workspace for a turn. `Ok(Err(reason))`: it cannot be, which fails the
     /// attempt.
     pub(super) async fn ready_workspace(
@@ -37,6 +39,7 @@ impl Runner {
         }
         let workspace = dirs.workspace();
         let latest = self
+            .runner
             .store
             .latest_checkpoint(&conversation_workspace(job.conversation_id))
             .await?;
@@ -77,7 +80,7 @@ impl Runner {
         &self,
         job: &TurnDispatch,
     ) -> Result<Result<Vec<Planned>, String>, HandlerError> {
-        let branch = match self.store.requirement(job.requirement_id).await? {
+        let branch = match self.runner.store.requirement(job.requirement_id).await? {
             Some(row) => Requirement::from_row(row).auto_branch(),
             None => requirement_branch(job.requirement_id, ""),
         };
@@ -95,7 +98,7 @@ impl Runner {
         if repositories.is_empty() || dirs.checkouts().exists() {
             return Ok(Ok(()));
         }
-        let Some(delivery) = &self.options.delivery else {
+        let Some(delivery) = &self.runner.options.delivery else {
             let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
             return Ok(Err(format!(
                 "the conversation works on {}, but this runner cannot clone repositories: configure [github] with a token or an app (and git_url)",
@@ -126,12 +129,7 @@ impl Runner {
     }
 }
 
-/// The name a conversation's workspace has in the checkpoints table.
-pub(crate) fn conversation_workspace(conversation: Uuid) -> String {
-    format!("conversation:{conversation}")
-}
-
-impl Runner {
+impl Turns {
     /// Restores the conversation's workspace from checkpoint `manifest`.
     pub(super) async fn restore_conversation(
         &self,
@@ -143,7 +141,7 @@ impl Runner {
             .map_err(|e| format!("the workspace's checkpoint is not a digest: {e}"))?;
         let place = dirs.place();
         let restored = patiently("restoring a checkpoint", || {
-            self.checkpoints.restore(&digest, &place)
+            self.runner.checkpoints.restore(&digest, &place)
         })
         .await
         .map_err(|e| format!("restoring the workspace from its checkpoint: {e}"))?;
@@ -163,7 +161,11 @@ impl Runner {
         dirs: &ConversationDirs,
     ) -> bool {
         let place = dirs.place();
-        let taken = match patiently("taking a checkpoint", || self.checkpoints.take(&place)).await {
+        let taken = match patiently("taking a checkpoint", || {
+            self.runner.checkpoints.take(&place)
+        })
+        .await
+        {
             Ok(taken) => taken,
             Err(e) => {
                 tracing::warn!(error = %e, "checkpointing the conversation's workspace failed; it is kept as it is");
@@ -181,12 +183,12 @@ impl Runner {
         let row = CheckpointRow {
             workspace: conversation_workspace(conversation),
             manifest: taken.manifest.as_str().to_owned(),
-            runner: self.options.id.clone(),
+            runner: self.runner.options.id.clone(),
             taken_after: "a turn".to_owned(),
             taken_at: chrono::Utc::now(),
         };
         match durably("recording a checkpoint", || {
-            self.store.record_checkpoint(&row)
+            self.runner.store.record_checkpoint(&row)
         })
         .await
         {
@@ -218,12 +220,12 @@ pub(super) async fn read_only_copy(dirs: &ConversationDirs) -> Result<Scratch, S
     .map_err(|e| format!("copying the workspace for a read-only role: {e}"))
 }
 
-impl Runner {
+impl Turns {
     /// Frees an idle conversation's workspace: checkpointed, then deleted (and the
     /// sandbox's hold on it let go). When the checkpoint fails the workspace is kept; an
     /// absent workspace is left so.
     pub(super) async fn release(&self, job: &TurnDispatch, timer: u64) {
-        let dirs = ConversationDirs::new(&self.options.data_dir, job.conversation_id);
+        let dirs = ConversationDirs::new(&self.runner.options.data_dir, job.conversation_id);
         // What a run gave back is what is checkpointed; if it cannot be taken, the
         // workspace is released as it is and the run keeps its own.
         if let Some(run) = job.adopt_run
@@ -253,6 +255,7 @@ impl Runner {
         }
         tracing::info!(timer, "released the conversation's workspace");
         if let Err(err) = self
+            .runner
             .sandbox
             .run_ended(&job.conversation_id.to_string())
             .await

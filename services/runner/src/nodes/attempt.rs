@@ -21,7 +21,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use super::Runner;
+use super::Nodes;
 use super::report::Ended;
 use crate::agent;
 use crate::artifacts;
@@ -76,7 +76,7 @@ pub(super) type StartRecorded = Option<tokio::task::JoinHandle<Result<(), String
 
 /// One attempt of a node, on its way through the steps.
 pub(super) struct Attempt<'a> {
-    pub(super) runner: &'a Runner,
+    pub(super) nodes: &'a Nodes,
     pub(super) job: &'a NodeDispatch,
     /// The run's directories: the workspace, this attempt's inputs and artifacts.
     pub(super) dirs: RunDirs,
@@ -93,7 +93,7 @@ struct Outputs {
     problems: Vec<String>,
 }
 
-impl Runner {
+impl Nodes {
     /// Prepares the directories, runs the script, and collects output and artifacts.
     pub(super) async fn attempt(
         &self,
@@ -103,9 +103,9 @@ impl Runner {
         begun: Instant,
     ) -> Result<Ended, HandlerError> {
         let mut attempt = Attempt {
-            runner: self,
+            nodes: self,
             job,
-            dirs: RunDirs::new(&self.options.data_dir, job.run_id),
+            dirs: RunDirs::new(&self.runner.options.data_dir, job.run_id),
             started: Instant::now(),
             fresh: false,
         };
@@ -180,7 +180,7 @@ impl Attempt<'_> {
 
     /// Ends the attempt as failed for `reason`, before or instead of its verdict.
     async fn failed(&self, reason: String) -> Result<Ended, HandlerError> {
-        Ok(self.runner.failed(self.job, reason, self.started))
+        Ok(self.nodes.failed(self.job, reason, self.started))
     }
 
     /// Runs the prepared job in the sandbox until it ends or `cancel` stops it, storing its
@@ -194,7 +194,7 @@ impl Attempt<'_> {
         cancel: CancellationToken,
         begun: Instant,
     ) -> Result<(Result<Exit, String>, Option<Trace>), HandlerError> {
-        let runner = self.runner;
+        let (nodes, runner) = (self.nodes, &self.nodes.runner);
         let trace = prepared.role.as_ref().map(|role| Tracing {
             parser: TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref()),
             begun,
@@ -223,7 +223,7 @@ impl Attempt<'_> {
         // Cancelled before it began: the sandbox stops it at once, nothing of it runs on.
         let (exit, reported) = tokio::join!(
             runner.sandbox.run(&prepared.sandbox, logs, cancel),
-            runner.report_started(started)
+            nodes.report_started(started)
         );
         // After the writer has taken every line: a first line, if any, was timed already.
         let trace = writer.await.ok().flatten();
@@ -255,7 +255,7 @@ impl Attempt<'_> {
         if rows.is_empty() {
             return Ok(());
         }
-        let store = &self.runner.store;
+        let store = &self.nodes.runner.store;
         durably("recording tool calls", || {
             store.record_tool_calls(job.run_id, &rows)
         })
@@ -275,7 +275,7 @@ impl Attempt<'_> {
 
     /// Reads the declared artifacts and records each one that may be kept.
     async fn store_artifacts(&self, prepared: &Prepared<'_>) -> Result<Outputs, HandlerError> {
-        let (runner, job) = (self.runner, self.job);
+        let (runner, job) = (&self.nodes.runner, self.job);
         let artifacts_location = &prepared.artifacts_location;
         let mut stored = Vec::new();
         let mut problems = Vec::new();
@@ -350,7 +350,7 @@ impl Attempt<'_> {
         exit: &Exit,
         problems: &mut Vec<String>,
     ) -> Result<(), HandlerError> {
-        let runner = self.runner;
+        let runner = &self.nodes.runner;
         if let Some(role) = &prepared.role {
             match agent::report(role, &exit.stdout_tail) {
                 Ok(report) => {
@@ -377,7 +377,7 @@ impl Attempt<'_> {
         exit: &Exit,
         outputs: Outputs,
     ) -> Result<Ended, HandlerError> {
-        let (runner, job) = (self.runner, self.job);
+        let (runner, job) = (&self.nodes.runner, self.job);
         let Outputs { stored, problems } = outputs;
         let verdict = if exit.status == ExitStatus::Cancelled && runner.halted.is_cancelled() {
             Verdict::interrupted(format!(

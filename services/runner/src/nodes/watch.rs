@@ -8,7 +8,7 @@ use gatehouse_bus::{Handler, HandlerError};
 use gatehouse_events::{Envelope, Event, NodeStatus, RunUpdated};
 use gatehouse_store::Tx;
 
-use super::Runner;
+use super::Nodes;
 
 /// Snapshots kept before those of finished runs are dropped.
 const SNAPSHOTS_KEPT: usize = 10_000;
@@ -27,7 +27,7 @@ pub(super) fn unwanted(snapshot: &RunUpdated, node: &str, attempt: u32) -> bool 
 
 /// Keeps the newest snapshot of each run and stops attempts it no longer wants.
 #[async_trait]
-impl Handler for Runner {
+impl Handler for Nodes {
     async fn handle(&self, _tx: &mut Tx, envelope: &Envelope) -> Result<(), HandlerError> {
         let Ok(Event::RunUpdated(snapshot)) = envelope.decode() else {
             return Ok(());
@@ -47,7 +47,7 @@ impl Handler for Runner {
         if snapshot.status.is_terminal() {
             // Outside the consumer's transaction: Docker may be slow, and a volume left
             // behind costs nothing but a name.
-            let (sandbox, run) = (self.sandbox.clone(), snapshot.run_id.to_string());
+            let (sandbox, run) = (self.runner.sandbox.clone(), snapshot.run_id.to_string());
             tokio::spawn(async move {
                 if let Err(err) = sandbox.run_ended(&run).await {
                     tracing::warn!(%run, error = %err, "releasing the run's sandbox resources failed");

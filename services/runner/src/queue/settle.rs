@@ -1,6 +1,6 @@
-//! Settling a job, whichever queue it came from (node jobs and conversation turns): its
-//! lease kept alive while it is handled, then acknowledged once its result is recorded,
-//! handed back when recording failed, or parked as a dead letter when it cannot be read.
+//! Settling a job, whichever kind of work it is: its lease kept alive while it is handled,
+//! then acknowledged once its result is recorded, handed back when recording failed, or
+//! parked as a dead letter when it cannot be read.
 
 use std::convert::Infallible;
 use std::future::Future;
@@ -9,19 +9,12 @@ use std::time::Duration;
 use gatehouse_bus::{Delivery, HandlerError, Outcome, count_handled};
 use gatehouse_store::NewDeadLetter;
 
-use super::Runner;
-
-/// A job's result, recorded.
-pub(crate) struct Reported {
-    /// `false`: an earlier delivery of the job had recorded its result.
-    pub(crate) first: bool,
-    /// Acknowledged in the transaction that recorded it ([`Delivery::ack_within`]).
-    pub(crate) acked: bool,
-}
+use crate::runner::Runner;
+use crate::work::Reported;
 
 impl Runner {
     /// Runs `work` while renewing `delivery`'s lease.
-    pub(crate) async fn leased<T>(&self, delivery: &Delivery, work: impl Future<Output = T>) -> T {
+    pub(super) async fn leased<T>(&self, delivery: &Delivery, work: impl Future<Output = T>) -> T {
         tokio::select! {
             result = work => result,
             never = self.keep_lease(delivery) => match never {},
@@ -43,7 +36,7 @@ impl Runner {
     /// Settles a job of `consumer` by what handling it gave: acknowledged once its result
     /// is recorded (unless that did already), handed back to come again when recording
     /// failed.
-    pub(crate) async fn settled(
+    pub(super) async fn settled(
         &self,
         consumer: &'static str,
         delivery: Delivery,
@@ -70,7 +63,7 @@ impl Runner {
     }
 
     /// Parks a job of `consumer` that cannot be read as a dead letter.
-    pub(crate) async fn park(&self, consumer: &'static str, delivery: Delivery, reason: String) {
+    pub(super) async fn park(&self, consumer: &'static str, delivery: Delivery, reason: String) {
         tracing::error!(%reason, "parking an unreadable job");
         let parked = self
             .store

@@ -1,9 +1,7 @@
-//! The runner's side of a run's workspace: what the run works on (its project and
+//! What a job works on, whichever kind of work it is: a run's scope (its project and
 //! repositories as frozen with the run, or — for a run on a GitHub issue frozen without
-//! them — the issue's repository alone), checking those repositories out before a node
-//! runs ([`crate::deliver::prepare`]), the project's settings in the node's environment,
-//! and the tree of every repository recorded after each attempt, which an approval binds
-//! and delivery is held to.
+//! them — the issue's repository alone, and its requirement), the requirement as delivery
+//! names it and prompts read it, and the project's settings as a job's environment.
 //!
 //! The repositories come from the run, never from the configuration the runner happens to
 //! have: a project edited while a run waits changes nothing the run checks out or pushes.
@@ -11,17 +9,12 @@
 use std::collections::BTreeMap;
 
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{NodeDispatch, RepositoryCheckout, RepositoryMode, RunWorkspace};
+use gatehouse_events::{RepositoryCheckout, RepositoryMode, RunWorkspace};
+use gatehouse_store::Store;
 use uuid::Uuid;
 
-use super::Runner;
-use super::attempt::Step;
 use crate::deliver::checkouts::{self, Planned, issue_branch, requirement_branch, run_branch};
-use crate::deliver::prepare::Layout;
-use crate::deliver::trees::{self, Objects, UNVERIFIABLE, short};
 use crate::deliver::{By, Subject};
-use crate::durably::durably;
-use crate::files::RunDirs;
 
 /// What a run works on.
 pub(crate) struct RunScope {
@@ -161,11 +154,17 @@ pub(crate) fn project_environment(workspace: &RunWorkspace) -> BTreeMap<String, 
     env
 }
 
-impl Runner {
-    /// What the run works on. `Ok(Err(reason))`: its frozen workspace cannot be read.
-    pub(super) async fn scope(&self, run: Uuid) -> Step<RunScope> {
-        let Some(row) = self.store.run(run).await? else {
-            return Ok(Ok(RunScope {
+impl RunScope {
+    /// What `run` works on, read from `store`; a runner that `clones` repositories gives
+    /// a run on an issue without a frozen workspace the issue's repository.
+    /// `Ok(Err(reason))`: its frozen workspace cannot be read.
+    pub(crate) async fn read(
+        store: &Store,
+        clones: bool,
+        run: Uuid,
+    ) -> Result<Result<Self, String>, HandlerError> {
+        let Some(row) = store.run(run).await? else {
+            return Ok(Ok(Self {
                 run,
                 sop: String::new(),
                 title: format!("Gatehouse run {run}"),
@@ -174,7 +173,7 @@ impl Runner {
             }));
         };
         let requirement = match row.requirement_id {
-            Some(id) => self.store.requirement(id).await?.map(Requirement::from_row),
+            Some(id) => store.requirement(id).await?.map(Requirement::from_row),
             None => None,
         };
         let workspace = match &row.workspace {
@@ -187,12 +186,12 @@ impl Runner {
                 // As before projects: a run on an issue works on its repository, when this
                 // runner can clone it.
                 if let (
-                    Some(_),
+                    true,
                     Some(Requirement {
                         issue: Some((repo, _)),
                         ..
                     }),
-                ) = (&self.options.delivery, &requirement)
+                ) = (clones, &requirement)
                 {
                     workspace.repositories.push(RepositoryCheckout {
                         repo: repo.clone(),
@@ -204,124 +203,13 @@ impl Runner {
                 workspace
             }
         };
-        Ok(Ok(RunScope {
+        Ok(Ok(Self {
             run,
             title: format!("{} (Gatehouse run {run})", row.sop),
             sop: row.sop,
             requirement,
             workspace,
         }))
-    }
-
-    /// Checks the run's repositories out into its workspace, unless they are already;
-    /// the git sessions' lines go to the attempt's log. `Err`: why not, which fails the
-    /// attempt.
-    pub(super) async fn prepare_workspace(
-        &self,
-        job: &NodeDispatch,
-        scope: &RunScope,
-        dirs: &RunDirs,
-    ) -> Result<(), String> {
-        let repositories = &scope.workspace.repositories;
-        if repositories.is_empty() || dirs.checkouts().exists() {
-            return Ok(());
-        }
-        let Some(delivery) = &self.options.delivery else {
-            let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
-            return Err(format!(
-                "the run works on {}, but this runner cannot clone repositories: configure [github] with a token or an app (and git_url)",
-                repos.join(", ")
-            ));
-        };
-        let planned = scope.plan()?;
-        let (workspace, record, scratch) = (dirs.workspace(), dirs.checkouts(), dirs.scratch());
-        let layout = Layout {
-            workspace: &workspace,
-            record: &record,
-            scratch: &scratch,
-        };
-        let mut log = Vec::new();
-        let prepared = delivery.prepare(&planned, &layout, &mut log).await;
-        self.store_log(job, &log).await;
-        let checkouts = prepared?;
-        let lines: Vec<String> = checkouts
-            .iter()
-            .map(|c| {
-                let place = if c.dir.is_empty() {
-                    "the workspace".to_owned()
-                } else {
-                    format!("`{}`", c.dir)
-                };
-                let branch = c
-                    .branch
-                    .as_deref()
-                    .map_or_else(|| "read-only".to_owned(), |b| format!("on `{b}`"));
-                format!(
-                    "[gatehouse] {} checked out in {place}, {branch} ({})",
-                    c.repo,
-                    c.mode.as_str()
-                )
-            })
-            .collect();
-        self.store_log(job, &lines).await;
-        Ok(())
-    }
-
-    /// Records the tree of every repository of the workspace as the attempt left it; one
-    /// that cannot be computed is recorded as [unverifiable](UNVERIFIABLE), which no
-    /// approval can match, so a delivery after it refuses.
-    pub(super) async fn record_trees(
-        &self,
-        job: &NodeDispatch,
-        scope: &RunScope,
-        dirs: &RunDirs,
-    ) -> Result<(), HandlerError> {
-        let loaded = scope
-            .plan()
-            .and_then(|planned| checkouts::load(&dirs.checkouts(), &planned));
-        let checkouts = match loaded {
-            Ok(Some(checkouts)) => checkouts,
-            Ok(None) => return Ok(()),
-            Err(reason) => {
-                tracing::warn!(%reason, "reading the workspace's checkouts failed");
-                self.store_log(job, &[format!("[gatehouse] {reason}")])
-                    .await;
-                return Ok(());
-            }
-        };
-        let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
-        let mut trees = Vec::new();
-        let mut lines = Vec::new();
-        for checkout in &checkouts {
-            let tree = match trees::tree(&checkout.path(&workspace), &scratch, Objects::Scratch)
-                .await
-            {
-                Ok(tree) => {
-                    lines.push(format!(
-                        "[gatehouse] tree of {}: {}",
-                        checkout.repo,
-                        short(&tree)
-                    ));
-                    tree
-                }
-                Err(reason) => {
-                    lines.push(format!(
-                        "[gatehouse] the tree of {} cannot be verified ({reason}); no delivery will push it",
-                        checkout.repo
-                    ));
-                    format!("{UNVERIFIABLE}{reason}")
-                }
-            };
-            trees.push((checkout.repo.clone(), tree));
-        }
-        let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
-        durably("recording the workspace's trees", || {
-            self.store
-                .record_workspace_trees(job.run_id, &job.node, attempt, &trees)
-        })
-        .await?;
-        self.store_log(job, &lines).await;
-        Ok(())
     }
 }
 
@@ -332,6 +220,3 @@ fn empty(project: String) -> RunWorkspace {
         settings: BTreeMap::new(),
     }
 }
-
-#[cfg(test)]
-mod tests;

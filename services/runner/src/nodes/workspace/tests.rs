@@ -14,12 +14,12 @@ use gatehouse_events::{
 use gatehouse_store::{DecisionRow, RequirementRow, RunRow, Store};
 use uuid::Uuid;
 
-use super::super::Runner;
+use super::super::Nodes;
 use crate::deliver::Deliverer;
 use crate::deliver::checkouts::{issue_branch, requirement_branch};
 use crate::deliver::scene::{Scene, auto, checkout, git};
 use crate::files::RunDirs;
-use crate::runner::RunnerOptions;
+use crate::runner::{Runner, RunnerOptions};
 
 /// A store with one run on `source` (a requirement) and `workspace`, and a runner that can
 /// clone the scene's remotes (or not: `delivery: false`).
@@ -27,6 +27,8 @@ struct Stage {
     scene: Scene,
     store: Store,
     runner: Runner,
+    /// The runner's node jobs, whose steps the tests take one by one.
+    nodes: Nodes,
     run: Uuid,
     requirement: Uuid,
 }
@@ -103,6 +105,7 @@ impl Stage {
         Self {
             scene,
             store,
+            nodes: Nodes::new(&runner),
             runner,
             run,
             requirement,
@@ -128,12 +131,12 @@ impl Stage {
 
     /// Prepares the workspace as a node's attempt does and records its trees after it.
     async fn attempt(&self, node: &str, attempt: u32) -> Result<(), String> {
-        let scope = self.runner.scope(self.run).await.unwrap()?;
+        let scope = self.nodes.scope(self.run).await.unwrap()?;
         let job = self.job(node, attempt, NodeSpec::Script(ScriptSpec::default()));
-        self.runner
+        self.nodes
             .prepare_workspace(&job, &scope, &self.dirs())
             .await?;
-        self.runner
+        self.nodes
             .record_trees(&job, &scope, &self.dirs())
             .await
             .unwrap();
@@ -163,14 +166,14 @@ impl Stage {
 
     /// A `deliver` node's attempt merging into `main`: its failure reason, if it failed.
     async fn deliver(&self, attempt: u32) -> Option<String> {
-        let scope = self.runner.scope(self.run).await.unwrap().unwrap();
+        let scope = self.nodes.scope(self.run).await.unwrap().unwrap();
         let spec = DeliverSpec {
             mode: DeliverMode::Direct,
             branch: Some("main".into()),
         };
         let job = self.job("deliver", attempt, NodeSpec::Deliver(spec.clone()));
         let ended = self
-            .runner
+            .nodes
             .deliver(&job, &spec, &scope, &self.dirs(), Instant::now())
             .await
             .unwrap();
@@ -210,7 +213,7 @@ async fn a_runs_frozen_workspace_is_checked_out_with_its_settings_and_its_trees_
     let stage = Stage::new(slack(), Some(workspace), true).await;
     stage.scene.remote("acme/api", 2);
     stage.scene.remote("acme/shared", 2);
-    let scope = stage.runner.scope(stage.run).await.unwrap().unwrap();
+    let scope = stage.nodes.scope(stage.run).await.unwrap().unwrap();
     let env = scope.environment();
     assert_eq!(env["GATEHOUSE_PROJECT"], "shop");
     assert_eq!(env["GATEHOUSE_PROJECT_TEST_COMMAND"], "cargo test");
@@ -345,7 +348,7 @@ async fn restore_forged(
         .put_bytes(manifest.to_string().into_bytes().into())
         .await
         .unwrap();
-    let place = crate::runner::run_place(&stage.dirs());
+    let place = stage.dirs().place();
     stage
         .runner
         .checkpoints
@@ -369,7 +372,7 @@ async fn a_restored_checkouts_record_is_held_to_the_runs_repositories() {
     std::fs::write(ws.join("api/FIX.md"), "fixed\n").unwrap();
     std::fs::write(ws.join("shared/FIX.md"), "not to be pushed\n").unwrap();
     stage.attempt("fix", 2).await.unwrap();
-    let place = crate::runner::run_place(&stage.dirs());
+    let place = stage.dirs().place();
     let taken = stage
         .runner
         .checkpoints

@@ -20,14 +20,14 @@ use uuid::Uuid;
 
 use tracing::Instrument;
 
-use super::Runner;
+use super::Nodes;
 use super::attempt::{Attempt, Prepared, Program, StartRecorded, Step};
-use super::workspace::RunScope;
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
 use crate::patience::patiently;
-use crate::secrets::Secrets;
+use crate::scope::RunScope;
+use crate::secrets::{Secrets, read_secrets};
 
 impl<'a> Attempt<'a> {
     /// Readies the attempt for the sandbox: settings, inputs, checkpoint, environment and
@@ -108,9 +108,9 @@ impl<'a> Attempt<'a> {
     /// The run's frozen agent role (for an agent node) and sandbox profile (the role's,
     /// else the node's). `Ok(Err(reason))`: one of them is not configured.
     async fn settings(&self, program: Program<'_>) -> Step<(Option<Role>, Profile)> {
-        let (runner, job) = (self.runner, self.job);
+        let (nodes, runner, job) = (self.nodes, &self.nodes.runner, self.job);
         let role = match program {
-            Program::Agent(agent) => match runner
+            Program::Agent(agent) => match nodes
                 .frozen(
                     job.run_id,
                     self.fresh,
@@ -135,7 +135,7 @@ impl<'a> Attempt<'a> {
             .as_ref()
             .and_then(|r: &Role| r.sandbox.clone())
             .unwrap_or_else(|| job.sandbox.clone());
-        let Some(profile) = runner
+        let Some(profile) = nodes
             .frozen(
                 job.run_id,
                 self.fresh,
@@ -159,7 +159,7 @@ impl<'a> Attempt<'a> {
     /// the data directory. `Ok(Err(reason))`: an artifact was refused, which fails the
     /// attempt; a blob store that stays unreachable hands the job back.
     async fn copy_inputs(&self, work: &SandboxWork, inputs: &std::path::Path) -> Step<()> {
-        let runner = self.runner;
+        let runner = &self.nodes.runner;
         let fresh = inputs.to_owned();
         tokio::task::spawn_blocking(move || artifacts::fresh_dir(&fresh)).await??;
         if work.inputs.is_empty() {
@@ -226,9 +226,9 @@ impl<'a> Attempt<'a> {
     /// is recorded while the node runs (the first start's is kept), off the way to the
     /// process, and the attempt awaits it before it reports.
     async fn checkpoint(&self, work: &SandboxWork) -> Result<StartRecorded, String> {
-        let (runner, job) = (self.runner, self.job);
+        let (nodes, runner, job) = (self.nodes, &self.nodes.runner, self.job);
         let before = format!("node {}'s start (attempt {})", job.node, job.attempt);
-        let now = runner
+        let now = nodes
             .take_checkpoint(job, &self.dirs, before)
             .await
             .map_err(|e| format!("workspace checkpoint: {e}"))?;
@@ -252,17 +252,17 @@ impl<'a> Attempt<'a> {
         let start: Digest = start
             .parse()
             .map_err(|e| format!("the node's starting checkpoint is not a digest: {e}"))?;
-        let _turn = runner.checkpoint_turn(job.run_id).await;
-        runner
+        let _turn = nodes.checkpoint_turn(job.run_id).await;
+        nodes
             .restore_checkpoint(&start, &self.dirs)
             .await
             .map_err(|e| format!("restoring the node's starting checkpoint: {e}"))?;
         let after = format!("node {}'s restart after a send-back", job.node);
-        runner
+        nodes
             .record_latest(job, start, after)
             .await
             .map_err(|e| format!("workspace checkpoint: {e}"))?;
-        runner
+        nodes
             .store_log(
                 job,
                 &[
@@ -285,25 +285,7 @@ impl<'a> Attempt<'a> {
     }
 }
 
-/// The values of the secrets `names` from the runner's environment; one that is not set
-/// is left out, and logged with `what` declared it.
-pub(crate) fn read_secrets<'a>(
-    names: impl IntoIterator<Item = &'a String>,
-    what: &str,
-) -> Vec<(String, String)> {
-    let mut values = Vec::new();
-    for name in names {
-        match std::env::var(name) {
-            Ok(value) => values.push((name.clone(), value)),
-            Err(_) => {
-                tracing::warn!(secret = %name, declared_by = %what, "a declared secret is not set in the runner's environment")
-            }
-        }
-    }
-    values
-}
-
-impl Runner {
+impl Nodes {
     /// The run's frozen `(kind, name)` setting: the first use freezes the configured value;
     /// later nodes get that one even if the configuration changed. `None`: neither frozen
     /// nor configured. In a `fresh` run (no node has ended) it is most likely not frozen,
@@ -318,11 +300,12 @@ impl Runner {
     ) -> Result<Option<T>, HandlerError> {
         let body = match configured {
             Some(value) => Some(
-                self.store
+                self.runner
+                    .store
                     .freeze_setting(run, kind, name, &serde_json::to_string(value)?, !fresh)
                     .await?,
             ),
-            None => self.store.frozen_setting(run, kind, name).await?,
+            None => self.runner.store.frozen_setting(run, kind, name).await?,
         };
         Ok(match body {
             Some(body) => Some(serde_json::from_str(&body)?),

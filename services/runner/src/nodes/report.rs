@@ -12,11 +12,11 @@ use gatehouse_events::{
 use gatehouse_store::{AttemptEnd, AttemptStatus};
 use tokio_util::sync::CancellationToken;
 
-use super::settle::Reported;
-use super::{JOBS, Runner};
+use super::{JOBS, Nodes};
 use crate::durably::durably;
 use crate::observe;
 use crate::outcome::Verdict;
+use crate::work::Reported;
 
 /// How an attempt ended: what its row records, and the `node.finished` that reports it,
 /// recorded and reported in one commit.
@@ -58,7 +58,7 @@ impl Ended {
 /// Where the runner's events say they come from.
 const SOURCE: &str = "runner";
 
-impl Runner {
+impl Nodes {
     /// Begins the attempt and reports its start, runs it, and reports its end; or, when it
     /// was begun before, records and reports it as interrupted. `false`: the inbox had the
     /// job already, so its result had been reported before.
@@ -80,9 +80,10 @@ impl Runner {
         };
         let started = envelope_of(Event::NodeProgress(started), trace)?;
         // The attempt's start is recorded before anything of it happens; the event
-        // announcing it goes out as its work starts ([`Runner::report_started`]).
+        // announcing it goes out as its work starts ([`Nodes::report_started`]).
         let begun_here = durably("beginning an attempt", || async {
-            self.store
+            self.runner
+                .store
                 .begin_attempt(job.run_id, &job.node, attempt)
                 .await
         })
@@ -103,7 +104,7 @@ impl Runner {
         // The attempt's end recorded with the event reporting it and the job's
         // acknowledgement (where the bus lives in the store), in one commit.
         let reported = durably("reporting an attempt's end", || async {
-            let mut tx = self.store.begin().await?;
+            let mut tx = self.runner.store.begin().await?;
             let first = tx.record_inbox(JOBS, envelope.id).await?;
             if first {
                 tx.finish_attempt(job.run_id, &job.node, attempt, &end)
@@ -130,7 +131,7 @@ impl Runner {
     /// reports only its end.
     pub(super) async fn report_started(&self, started: &Envelope) -> Result<(), HandlerError> {
         durably("reporting an attempt's start", || async {
-            let mut tx = self.store.begin().await?;
+            let mut tx = self.runner.store.begin().await?;
             tx.append_outbox(started).await?;
             tx.commit().await
         })
@@ -154,6 +155,7 @@ impl Runner {
         let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
         for line in lines {
             if let Err(err) = self
+                .runner
                 .store
                 .append_log(job.run_id, &job.node, attempt, "stdout", line)
                 .await

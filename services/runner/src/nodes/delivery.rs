@@ -4,29 +4,24 @@
 //! gate that approved it. How repositories are verified, committed, pushed and merged, and
 //! kept safe from what earlier nodes left in them, is [`crate::deliver`]'s. The secrets a
 //! delivery refuses to push are every one the configuration names for the work
-//! ([`Runner::delivery_secrets`]).
+//! ([`Runner::delivery_secrets`](crate::runner::Runner::delivery_secrets)).
 
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{DeliverSpec, NodeDispatch};
 use gatehouse_store::DirectMergeRow;
-use uuid::Uuid;
 
-use super::Runner;
+use super::Nodes;
 use super::report::Ended;
-use super::workspace::RunScope;
 use crate::deliver::approval;
 use crate::deliver::checkouts;
 use crate::deliver::{DeliveredTo, Delivery};
+use crate::delivering::NOT_CONFIGURED;
 use crate::durably::durably;
 use crate::files::RunDirs;
 use crate::outcome::Verdict;
-use crate::secrets::Secrets;
+use crate::scope::RunScope;
 
-/// Why nothing can be delivered by a runner without GitHub.
-pub(crate) const NOT_CONFIGURED: &str =
-    "deliver needs [github] with a token (and git_url) in the configuration";
-
-impl Runner {
+impl Nodes {
     /// A `deliver` node's attempt.
     pub(super) async fn deliver(
         &self,
@@ -36,7 +31,7 @@ impl Runner {
         dirs: &RunDirs,
         started: std::time::Instant,
     ) -> Result<Ended, HandlerError> {
-        let Some(delivery) = self.options.delivery.clone() else {
+        let Some(delivery) = self.runner.options.delivery.clone() else {
             return Ok(self.failed(job, NOT_CONFIGURED.into(), started));
         };
         if scope.workspace.repositories.is_empty() {
@@ -54,8 +49,8 @@ impl Runner {
             }
             Err(reason) => return Ok(self.failed(job, reason, started)),
         };
-        let decisions = self.store.decisions(job.run_id).await?;
-        let approved = self.store.approved_trees(job.run_id).await?;
+        let decisions = self.runner.store.decisions(job.run_id).await?;
+        let approved = self.runner.store.approved_trees(job.run_id).await?;
         let approval = approval::latest(&decisions, &approved);
         let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
         let request = Delivery {
@@ -67,6 +62,7 @@ impl Runner {
             spec,
             draft: false,
             secrets: &self
+                .runner
                 .delivery_secrets(Some(job.run_id), &job.secrets)
                 .await?,
         };
@@ -86,7 +82,7 @@ impl Runner {
                     match requirement {
                         Some(requirement) => {
                             durably("recording a pull request", || {
-                                self.store.record_pull_request(repo, *number, requirement, job.run_id, branch)
+                                self.runner.store.record_pull_request(repo, *number, requirement, job.run_id, branch)
                             })
                             .await?;
                         }
@@ -105,7 +101,7 @@ impl Runner {
                         approved_by: approval.as_ref().map(|a| a.gate.clone()),
                         created_at: std::time::SystemTime::now().into(),
                     };
-                    durably("recording a direct merge", || self.store.record_direct_merge(&row)).await?;
+                    durably("recording a direct merge", || self.runner.store.record_direct_merge(&row)).await?;
                     format!("delivered: merged into {branch} on {repo}")
                 }
             });
@@ -118,47 +114,5 @@ impl Runner {
             Some(duration_ms),
             Vec::new(),
         ))
-    }
-
-    /// The values of the secrets configured for the work being delivered, whose addition
-    /// a delivery refuses: every configured role's, every node's of `run`'s SOP as it was
-    /// frozen, and `declared` (the `deliver` node's own). One that is not set in the
-    /// runner's environment cannot leak from it, and is left out.
-    pub(crate) async fn delivery_secrets(
-        &self,
-        run: Option<Uuid>,
-        declared: &[String],
-    ) -> Result<Secrets, HandlerError> {
-        let mut names: Vec<String> = declared.to_vec();
-        for role in self.options.roles.values() {
-            names.extend(role.secrets.iter().cloned());
-        }
-        if let Some(run) = run {
-            names.extend(self.sop_secrets(run).await?);
-        }
-        names.sort();
-        names.dedup();
-        // Unlike a sandbox's, an unset one is no one's mistake here: nothing to warn of.
-        let values = names
-            .into_iter()
-            .filter_map(|name| std::env::var(&name).ok().map(|value| (name, value)));
-        Ok(Secrets::new(values))
-    }
-
-    /// The secrets the nodes of `run`'s frozen SOP declare.
-    async fn sop_secrets(&self, run: Uuid) -> Result<Vec<String>, HandlerError> {
-        let Some(row) = self.store.run(run).await? else {
-            return Ok(Vec::new());
-        };
-        let Some((source, body)) = self.store.sop_version_body(&row.sop_version).await? else {
-            return Ok(Vec::new());
-        };
-        match gatehouse_sop::parse(&source, &body) {
-            Ok(sop) => Ok(sop.nodes.into_iter().flat_map(|n| n.secrets).collect()),
-            Err(err) => {
-                tracing::warn!(%run, error = %err, "the run's frozen SOP does not parse; its secrets are not looked for in the delivery");
-                Ok(Vec::new())
-            }
-        }
     }
 }

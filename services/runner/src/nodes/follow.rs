@@ -23,27 +23,28 @@ use gatehouse_events::{Envelope, EventType, NodeDispatch};
 use gatehouse_store::CheckpointRow;
 use uuid::Uuid;
 
-use super::Runner;
-use crate::checkpoint::{CheckpointError, Local, Place, Restored};
+use super::Nodes;
+use crate::checkpoint::{CheckpointError, Local, Restored};
 use crate::durably::durably;
 use crate::files::RunDirs;
 use crate::patience::patiently;
+use crate::workspaces::run_workspace;
 
 /// How long a job waits for the runner holding its run's workspace before any runner
 /// takes it (and restores the workspace).
 const HOLDER_GRACE: Duration = Duration::from_millis(1500);
 /// How soon a job left to its holder comes back. Short, so the grace holds many rounds
-/// (see the pause in the runner's pull loop).
-pub(super) const LEAVE_FOR: Duration = Duration::from_millis(50);
+/// (see the pause in the queue's pull loop, [`crate::queue`]).
+const LEAVE_FOR: Duration = Duration::from_millis(50);
 
 /// Attempts working in each run's workspace on this runner, and the lock its checkpoints
 /// and restores take turns on (parallel nodes of a run share one workspace and one record
 /// of it).
-pub(crate) type Working = Arc<Mutex<HashMap<Uuid, Workspace>>>;
+pub(super) type Working = Arc<Mutex<HashMap<Uuid, Workspace>>>;
 
 /// One run's workspace on this runner, while attempts work in it.
 #[derive(Default)]
-pub(crate) struct Workspace {
+pub(super) struct Workspace {
     attempts: usize,
     checkpoints: Arc<tokio::sync::Mutex<()>>,
 }
@@ -69,16 +70,12 @@ impl Drop for Hold {
     }
 }
 
-/// The name a run's workspace has in the checkpoints table.
-pub(crate) fn run_workspace(run: Uuid) -> String {
-    format!("run:{run}")
-}
-
-impl Runner {
+impl Nodes {
     /// Gives a node job back for a moment when the run's latest checkpoint is on another
-    /// runner's disk and the job is younger than the grace: `None` then, else the job to
-    /// take. Anything but a readable node job is taken (and settled by [`Runner::take`]).
-    pub(super) async fn leave_to_holder(&self, delivery: Delivery) -> Option<Delivery> {
+    /// runner's disk and the job is younger than the grace: `Err(LEAVE_FOR)` then, else
+    /// the job to take. Anything but a readable node job is taken (and parked by the
+    /// queue).
+    pub(super) async fn leave_to_holder(&self, delivery: Delivery) -> Result<Delivery, Duration> {
         // The envelope says the event's type and run; the job itself is decoded once, by
         // the attempt.
         let job = Envelope::from_slice(&delivery.payload)
@@ -86,22 +83,27 @@ impl Runner {
             .filter(|envelope| envelope.event_type == EventType::NodeDispatch.as_str())
             .and_then(|envelope| Some((envelope.occurred_at, envelope.correlation.run_id?)));
         let Some((occurred_at, run)) = job else {
-            return Some(delivery);
+            return Ok(delivery);
         };
         let age = (Utc::now() - occurred_at).to_std().unwrap_or_default();
         if age >= HOLDER_GRACE || !self.held_elsewhere(run).await {
-            return Some(delivery);
+            return Ok(delivery);
         }
         if let Err(err) = delivery.nak(LEAVE_FOR).await {
             tracing::warn!(error = %err, "giving the job back to its workspace's holder failed");
         }
-        None
+        Err(LEAVE_FOR)
     }
 
     /// Whether another runner took the run's latest checkpoint.
     async fn held_elsewhere(&self, run: Uuid) -> bool {
-        match self.store.latest_checkpoint(&run_workspace(run)).await {
-            Ok(latest) => latest.is_some_and(|l| l.runner != self.options.id),
+        match self
+            .runner
+            .store
+            .latest_checkpoint(&run_workspace(run))
+            .await
+        {
+            Ok(latest) => latest.is_some_and(|l| l.runner != self.runner.options.id),
             Err(err) => {
                 tracing::warn!(error = %err, "reading the run's latest checkpoint failed; taking the job");
                 false
@@ -146,6 +148,7 @@ impl Runner {
     /// says so (`true`).
     async fn catch_up(&self, job: &NodeDispatch, dirs: &RunDirs) -> Result<bool, String> {
         let latest = self
+            .runner
             .store
             .latest_checkpoint(&run_workspace(job.run_id))
             .await
@@ -221,9 +224,12 @@ impl Runner {
         dirs: &RunDirs,
         taken_after: String,
     ) -> Result<Digest, CheckpointError> {
-        let place = place(dirs);
+        let place = dirs.place();
         let _turn = self.checkpoint_turn(job.run_id).await;
-        let taken = patiently("taking a checkpoint", || self.checkpoints.take(&place)).await?;
+        let taken = patiently("taking a checkpoint", || {
+            self.runner.checkpoints.take(&place)
+        })
+        .await?;
         if taken.changed {
             self.record_latest(job, taken.manifest.clone(), taken_after)
                 .await?;
@@ -241,7 +247,7 @@ impl Runner {
     }
 
     /// Records `manifest` as the run's latest checkpoint, held by this runner.
-    pub(crate) async fn record_latest(
+    pub(super) async fn record_latest(
         &self,
         job: &NodeDispatch,
         manifest: Digest,
@@ -250,12 +256,12 @@ impl Runner {
         let row = CheckpointRow {
             workspace: run_workspace(job.run_id),
             manifest: manifest.as_str().to_owned(),
-            runner: self.options.id.clone(),
+            runner: self.runner.options.id.clone(),
             taken_after,
             taken_at: Utc::now(),
         };
         durably("recording a checkpoint", || {
-            self.store.record_checkpoint(&row)
+            self.runner.store.record_checkpoint(&row)
         })
         .await?;
         Ok(())
@@ -278,26 +284,16 @@ impl Runner {
     }
 
     /// Restores checkpoint `digest` into the run's workspace here. The caller takes the
-    /// run's [checkpoint turn](Runner::checkpoint_turn) first.
-    pub(crate) async fn restore_checkpoint(
+    /// run's [checkpoint turn](Nodes::checkpoint_turn) first.
+    pub(super) async fn restore_checkpoint(
         &self,
         digest: &Digest,
         dirs: &RunDirs,
     ) -> Result<Restored, CheckpointError> {
-        let place = place(dirs);
+        let place = dirs.place();
         patiently("restoring a checkpoint", || {
-            self.checkpoints.restore(digest, &place)
+            self.runner.checkpoints.restore(digest, &place)
         })
         .await
-    }
-}
-
-/// The run's workspace on this runner's disk.
-pub(crate) fn place(dirs: &RunDirs) -> Place {
-    Place {
-        workspace: dirs.workspace(),
-        checkouts: dirs.checkouts(),
-        local: dirs.local(),
-        scratch: dirs.scratch(),
     }
 }

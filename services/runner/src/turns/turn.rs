@@ -1,0 +1,46 @@
+//! The turn a job asks for: who answers, what was said, the session to continue, and how
+//! long it may take.
+
+use gatehouse_events::TurnTask;
+
+/// A turn's wall-clock limit when the dispatch sets none.
+const DEFAULT_TIMEOUT_SECS: u64 = 30 * 60;
+
+/// The turn a job asks for.
+pub(super) struct Turn<'a> {
+    pub seq: u64,
+    pub attempt: u32,
+    pub role: &'a str,
+    pub text: &'a str,
+    /// The session to continue; never for an `ask`.
+    pub resume: Option<&'a str>,
+    pub ask: bool,
+    pub timeout_secs: u64,
+}
+
+impl<'a> Turn<'a> {
+    /// The turn `task` asks for; `None` for a delivery or a release.
+    pub(super) fn of(task: &'a TurnTask) -> Option<Self> {
+        match task {
+            TurnTask::Turn {
+                seq,
+                attempt,
+                role,
+                text,
+                resume_session,
+                ask,
+                timeout_secs,
+            } => Some(Self {
+                seq: *seq,
+                attempt: *attempt,
+                role,
+                text,
+                // An `ask` never continues the assistant's session.
+                resume: resume_session.as_deref().filter(|_| !ask),
+                ask: *ask,
+                timeout_secs: timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
+            }),
+            TurnTask::Deliver { .. } | TurnTask::Release { .. } => None,
+        }
+    }
+}
