@@ -866,9 +866,9 @@ fn schedules_are_operated_from_the_cli() {
 fn github_webhooks_start_runs_and_post_their_status() {
     use hmac::{Hmac, KeyInit, Mac};
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let github = runtime.block_on(gatehouse_fake_forge::github::FakeGithub::start());
     let git = tempfile::tempdir().unwrap();
-    gatehouse_tests::fake_github::bare_repository(&git.path().join("Codertocat/Hello-World.git"));
+    gatehouse_fake_forge::git::bare_repository(&git.path().join("Codertocat/Hello-World.git"));
     let up = Up::start_with(&format!(
         "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[github.triggers]]\nlabel = \"bug\"\nsop = \"tick\"\nrepos = [\"Codertocat/*\"]\n",
         github.url,
@@ -945,10 +945,10 @@ fn github_webhooks_start_runs_and_post_their_status() {
 #[test]
 fn a_project_run_from_the_cli_delivers_each_repository() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let github = runtime.block_on(gatehouse_fake_forge::github::FakeGithub::start());
     let git = tempfile::tempdir().unwrap();
     for repo in ["acme/api", "acme/web"] {
-        gatehouse_tests::fake_github::bare_repository(&git.path().join(format!("{repo}.git")));
+        gatehouse_fake_forge::git::bare_repository(&git.path().join(format!("{repo}.git")));
     }
     let up = Up::start_with(&format!(
         "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[projects]]\nname = \"shop\"\nrepositories = [{{ repo = \"acme/api\" }}, {{ repo = \"acme/web\", branch = \"main\" }}]\n",
@@ -1532,10 +1532,10 @@ fn multi_line_and_escaped_secrets_never_reach_a_conversations_thread() {
 #[test]
 fn a_delivery_adding_a_secrets_value_is_refused_and_pushes_nothing() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let github = runtime.block_on(gatehouse_fake_forge::github::FakeGithub::start());
     let git = tempfile::tempdir().unwrap();
     let bare = git.path().join("acme/api.git");
-    gatehouse_tests::fake_github::bare_repository(&bare);
+    gatehouse_fake_forge::git::bare_repository(&bare);
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("sops")).unwrap();
     std::fs::write(
@@ -1560,11 +1560,7 @@ fn a_delivery_adding_a_secrets_value_is_refused_and_pushes_nothing() {
     );
     holds_no_hard_secret("run show", &shown.to_string());
     assert!(github.pulls().is_empty());
-    let branches = Command::new("git")
-        .args(["branch", "--list", "--format=%(refname:short)"])
-        .current_dir(&bare)
-        .output()
-        .unwrap();
-    let branches = String::from_utf8_lossy(&branches.stdout);
+    let branches =
+        gatehouse_fake_forge::git::git(&bare, &["branch", "--list", "--format=%(refname:short)"]);
     assert_eq!(branches.trim(), "main", "nothing pushed");
 }
