@@ -41,9 +41,9 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::fake_discord::FakeDiscord;
-use crate::fake_github::FakeGithub;
 use crate::fake_slack::FakeSlack;
 use crate::{Backend, TestDb};
+use gatehouse_fake_forge::github::FakeGithub;
 
 /// Gatehouse running for one test. The fakes always run; the services talk to them only
 /// when the builder asked for [`GatehouseBuilder::chat`] or [`GatehouseBuilder::github`].
@@ -519,8 +519,8 @@ impl GatehouseBuilder {
                 github: Some(OAuthApp::new(
                     &github.url,
                     &github.url,
-                    crate::fake_github::oauth::CLIENT_ID,
-                    crate::fake_github::oauth::CLIENT_SECRET.into(),
+                    gatehouse_fake_forge::github::oauth::CLIENT_ID,
+                    gatehouse_fake_forge::github::oauth::CLIENT_SECRET.into(),
                 )),
                 ..ConsoleSettings::default()
             });

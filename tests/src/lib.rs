@@ -7,7 +7,6 @@
 
 pub mod captured;
 pub mod fake_discord;
-pub mod fake_github;
 pub mod fake_slack;
 pub mod gatehouse;
 pub mod latencies;
@@ -405,16 +404,8 @@ pub async fn request_runs(store: &Store, sop: &str, count: usize, person: &str) 
     ids
 }
 
-/// Serves a fake outside API on a free loopback port for the rest of the test; returns its
-/// URL.
-pub async fn serve_fake(app: axum::Router) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    url
-}
+/// The fakes here (Slack, Discord) are served the way the fake forge's GitHub is.
+pub use gatehouse_fake_forge::serve_fake;
 
 /// Serves `routes` (ingest's) on a free loopback port until `stop`, through the same
 /// listener and limits as `gatehouse up`; returns its URL.

@@ -4,9 +4,10 @@
 
 use std::time::Duration;
 
+use gatehouse_fake_forge::git::{commit_all, git};
+use gatehouse_fake_forge::github::FakeGithub;
 use gatehouse_github::GithubClient;
 use gatehouse_ingest::{Person, Trigger};
-use gatehouse_tests::fake_github::{FakeGithub, commit_all, git};
 use gatehouse_tests::gatehouse::github::{REPO, TOKEN, sign};
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use serde_json::{Value, json};

@@ -3,8 +3,9 @@
 //! repository, each linking the others; the requirement delivered once all are merged;
 //! approvals bound to the workspace they saw; and every refusal of a bad request.
 
+use gatehouse_fake_forge::git::git;
+use gatehouse_fake_forge::github::Pull;
 use gatehouse_ingest::{Person, Scope, Trigger};
-use gatehouse_tests::fake_github::{Pull, git};
 use gatehouse_tests::gatehouse::GatehouseBuilder;
 use gatehouse_tests::gatehouse::chat::{self, CY};
 use gatehouse_tests::gatehouse::github::REPO;

@@ -19,12 +19,12 @@ use gatehouse_events::{
     ChatThread, Envelope, Event, RepositoryCheckout, RepositoryMode, RequirementState,
     RunWorkspace, TurnCancel, TurnDispatch, TurnFinished, TurnOutcome, TurnTask,
 };
+use gatehouse_fake_forge::git::git;
 use gatehouse_runner::RunnerOptions;
 use gatehouse_store::{
     NewTurnAttempt, RequirementRow, Store, TurnAttemptRow, TurnEnd, TurnKey, TurnStatus,
     TurnToolCallRow, TurnUsageRow,
 };
-use gatehouse_tests::fake_github::git;
 use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};
 use uuid::Uuid;
 

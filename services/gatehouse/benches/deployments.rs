@@ -14,16 +14,15 @@
 //! The figures are printed, and written as JSON to the file `GATEHOUSE_BENCH_JSON` names,
 //! when set.
 
-#[path = "../tests/deployment/mod.rs"]
-mod deployment;
+#[path = "../tests/harness/mod.rs"]
+mod harness;
 
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use chrono::{DateTime, Utc};
-use deployment::Deployment;
 use gatehouse_store::Store;
 use gatehouse_tests::{Backend, TestDb, TestNats, nats_url, quick_retry};
+use harness::{Deployment, Up};
 use hdrhistogram::Histogram;
 use hmac::{Hmac, KeyInit, Mac};
 use serde_json::{Value, json};
@@ -49,28 +48,19 @@ async fn main() {
     let mut results = Vec::new();
 
     // `gatehouse up` on its embedded defaults.
-    let up_dir = tempfile::tempdir().unwrap();
-    let mut up = start_up(&up_dir, &extra);
-    let port = up.1;
+    let mut up = Up::builder()
+        .sops(&[("bench", SOP)])
+        .config(&format!("[server]\nsop_dirs = [\"sops\"]\n[[people]]\nid = \"ana\"\ngroups = [\"leads\"]\n{extra}"))
+        .start();
     let store = Store::connect(
-        &format!(
-            "sqlite:{}",
-            up_dir.path().join("data/gatehouse.db").display()
-        ),
+        &format!("sqlite:{}", up.data_dir().join("gatehouse.db").display()),
         quick_retry(),
     )
     .await
     .unwrap();
-    let target = connect(
-        "up",
-        format!("http://127.0.0.1:{port}"),
-        store,
-        &up_dir.path().join("data"),
-    )
-    .await;
+    let target = connect("up", up.url(), store, &up.data_dir()).await;
     results.push(measure(&target).await);
-    let _ = up.0.kill();
-    let _ = up.0.wait();
+    up.kill_9();
 
     // The four services apart, two schedulers and two runners.
     let db = TestDb::unmigrated(Backend::Postgres).await;
@@ -168,40 +158,6 @@ async fn main() {
 
 fn ms(micros: u64) -> f64 {
     micros as f64 / 1000.0
-}
-
-/// `gatehouse up` in `dir` on a free port; waits until it is ready.
-fn start_up(dir: &tempfile::TempDir, extra: &str) -> (Child, u16) {
-    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
-    std::fs::write(dir.path().join("sops/bench.yaml"), SOP).unwrap();
-    std::fs::write(
-        dir.path().join("gatehouse.toml"),
-        format!("[server]\nsop_dirs = [\"sops\"]\n[[people]]\nid = \"ana\"\ngroups = [\"leads\"]\n{extra}"),
-    )
-    .unwrap();
-    let port = gatehouse_tests::private_nats::free_port();
-    let child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .args(["up", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
-        .arg(dir.path().join("data"))
-        .current_dir(dir.path())
-        .env("GATEHOUSE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    for _ in 0..400 {
-        if std::fs::metadata(dir.path().join("data/admin.token")).is_ok()
-            && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        {
-            std::thread::sleep(Duration::from_millis(200));
-            return (child, port);
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
-    let mut child = child;
-    let _ = child.kill();
-    let _ = child.wait();
-    panic!("gatehouse up did not start");
 }
 
 /// The deployment with an admin token (from its data directory) and a token for ana.

@@ -14,7 +14,7 @@
 //! The seed is printed at the start; `CHAOS_SEED=<seed>` repeats that kill schedule, and
 //! `CHAOS_LOGS=<dir>` keeps the processes' logs (warnings and errors) there.
 
-mod deployment;
+mod harness;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::Path;
@@ -23,12 +23,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use deployment::Deployment;
 use gatehouse_events::Prefix;
 use gatehouse_store::{RunRow, Store};
 use gatehouse_tests::fake_slack::{self, FakeSlack};
 use gatehouse_tests::private_nats::{ConsumerBacklog, PrivateNats, consumer_backlogs};
 use gatehouse_tests::{Backend, TestDb};
+use harness::Deployment;
 use serde_json::Value;
 use uuid::Uuid;
 

@@ -2,139 +2,28 @@
 //! connection limit, the bound on unverified webhook bodies, where `/metrics` is served,
 //! and the modes of the files it creates. Real processes, raw TCP clients.
 
-use gatehouse_tests::private_nats::free_port;
+mod harness;
+
 use std::io::{ErrorKind, Read, Write};
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-/// A `gatehouse up` on a free port and a temporary directory.
-struct Up {
-    dir: tempfile::TempDir,
-    port: u16,
-    child: Option<Child>,
-}
+use gatehouse_tests::private_nats::free_port;
+use harness::Up;
+use harness::http::{get, parse};
 
 /// GitHub, Slack and Discord configured, so each webhook route reads and checks bodies.
 const WEBHOOKS: &str = "[github]\nwebhook_secrets = [\"s3cret\"]\n[slack]\nsigning_secret = \"sl4ck\"\n[discord]\npublic_key = \"d75a980182b10ab7d54bfed3c964073a0ee172f3daa62325af021a68f707511a\"\ngateway = false\n";
 
-impl Up {
-    /// Starts with `server` under `[server]` and `extra` after it, with `env` set.
-    fn start(server: &str, extra: &str, env: &[(&str, &str)]) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let port = free_port();
-        std::fs::write(
-            dir.path().join("gatehouse.toml"),
-            format!("[server]\nsop_dirs = []\n{server}\n{extra}"),
-        )
-        .unwrap();
-        let child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-            .args(["up", "--listen", &format!("127.0.0.1:{port}"), "--data-dir"])
-            .arg(dir.path().join("data"))
-            .current_dir(dir.path())
-            .env("GATEHOUSE_LOG", "warn")
-            .envs(env.iter().copied())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let up = Self {
-            dir,
-            port,
-            child: Some(child),
-        };
-        up.wait_ready();
-        up
-    }
-
-    fn wait_ready(&self) {
-        for _ in 0..600 {
-            if let Ok((status, _)) = get(self.port, "/readyz", None)
-                && status == 200
-            {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!(
-            "gatehouse up in {} did not become ready on {}",
-            self.dir.path().display(),
-            self.port
-        );
-    }
-
-    fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.as_ref().unwrap().id()
-    }
-
-    fn connect(&self) -> TcpStream {
-        let stream = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
-        stream
-            .set_read_timeout(Some(Duration::from_secs(30)))
-            .unwrap();
-        stream
-    }
-
-    /// SIGTERM, then the exit status (within 20 s).
-    fn terminate(&mut self) -> std::process::ExitStatus {
-        let child = self.child.as_mut().unwrap();
-        Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status()
-            .unwrap();
-        let start = Instant::now();
-        while start.elapsed() < Duration::from_secs(20) {
-            if let Some(status) = child.try_wait().unwrap() {
-                return status;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!("gatehouse up did not stop within 20 s of SIGTERM");
-    }
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
-
-/// A GET over a fresh connection: the status and the body.
-fn get(port: u16, path: &str, token: Option<&str>) -> std::io::Result<(u16, String)> {
-    let mut stream = TcpStream::connect(("127.0.0.1", port))?;
-    stream.set_read_timeout(Some(Duration::from_secs(10)))?;
-    let auth = token
-        .map(|t| format!("Authorization: Bearer {t}\r\n"))
-        .unwrap_or_default();
-    write!(
-        stream,
-        "GET {path} HTTP/1.1\r\nHost: x\r\n{auth}Connection: close\r\n\r\n"
-    )?;
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer)?;
-    Ok(parse(&answer))
-}
-
-fn parse(answer: &str) -> (u16, String) {
-    let status = answer
-        .split(' ')
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let body = answer
-        .find("\r\n\r\n")
-        .map_or("", |i| &answer[i + 4..])
-        .to_owned();
-    (status, body)
+/// `gatehouse up` with `server` under `[server]` and `extra` after it, with `env` set.
+fn start(server: &str, extra: &str, env: &[(&str, &str)]) -> Up {
+    env.iter()
+        .fold(Up::builder(), |up, (key, value)| up.env(key, value))
+        .config(&format!("[server]\nsop_dirs = []\n{server}\n{extra}"))
+        .start()
 }
 
 /// Reads until the server closes the connection: what it said, and when it closed. A
@@ -161,7 +50,7 @@ const SLACK: Duration = Duration::from_millis(2500);
 
 #[test]
 fn a_client_that_stalls_in_its_request_line_is_cut_after_header_timeout() {
-    let up = Up::start("header_timeout = \"1s\"", WEBHOOKS, &[]);
+    let up = start("header_timeout = \"1s\"", WEBHOOKS, &[]);
     let mut half = up.connect();
     let start = Instant::now();
     half.write_all(b"POST /webhooks/github HT").unwrap();
@@ -178,12 +67,12 @@ fn a_client_that_stalls_in_its_request_line_is_cut_after_header_timeout() {
     let took = closed - start;
     assert!(took < Duration::from_secs(1) + SLACK, "cut after {took:?}");
     // The listener still answers.
-    assert_eq!(get(up.port, "/healthz", None).unwrap().0, 200);
+    assert_eq!(up.get("/healthz", None).unwrap().0, 200);
 }
 
 #[test]
 fn a_client_that_trickles_its_body_is_cut_after_body_timeout() {
-    let up = Up::start("body_timeout = \"2s\"", WEBHOOKS, &[]);
+    let up = start("body_timeout = \"2s\"", WEBHOOKS, &[]);
     let mut slow = up.connect();
     slow.set_nodelay(true).unwrap();
     let start = Instant::now();
@@ -214,7 +103,7 @@ fn a_client_that_trickles_its_body_is_cut_after_body_timeout() {
 
 #[test]
 fn a_kept_alive_connection_that_goes_quiet_is_closed() {
-    let up = Up::start("header_timeout = \"1s\"\nidle_timeout = \"1s\"", "", &[]);
+    let up = start("header_timeout = \"1s\"\nidle_timeout = \"1s\"", "", &[]);
     let mut kept = up.connect();
     kept.write_all(b"GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
         .unwrap();
@@ -228,7 +117,7 @@ fn a_kept_alive_connection_that_goes_quiet_is_closed() {
 
 #[test]
 fn past_max_connections_new_connections_wait_until_one_closes() {
-    let up = Up::start("header_timeout = \"30s\"\nmax_connections = 3", "", &[]);
+    let up = start("header_timeout = \"30s\"\nmax_connections = 3", "", &[]);
     let held: Vec<TcpStream> = (0..3).map(|_| up.connect()).collect();
     // Accepted by the kernel, not by Gatehouse: the request is not answered meanwhile.
     let mut waiting = up.connect();
@@ -254,7 +143,7 @@ fn past_max_connections_new_connections_wait_until_one_closes() {
 
 #[test]
 fn at_sigterm_a_request_in_flight_is_answered() {
-    let mut up = Up::start("body_timeout = \"20s\"", WEBHOOKS, &[]);
+    let mut up = start("body_timeout = \"20s\"", WEBHOOKS, &[]);
     let mut slow = up.connect();
     write!(
         slow,
@@ -272,7 +161,7 @@ fn at_sigterm_a_request_in_flight_is_answered() {
     let (said, _) = until_closed(&mut slow);
     // Unsigned: 401, but answered.
     assert_eq!(parse(&said).0, 401, "{said}");
-    let _ = up.terminate();
+    let _ = up.terminate(Duration::from_secs(20));
 }
 
 /// Resident memory of `pid` in KiB: now (`VmRSS`) and at its peak (`VmHWM`).
@@ -334,7 +223,7 @@ fn flood(port: u16, path: &str, total: usize, go: &std::sync::Barrier) -> (u16, 
 
 #[test]
 fn unsigned_floods_hold_no_more_than_the_documented_body_memory() {
-    let up = Up::start("", WEBHOOKS, &[]);
+    let up = start("", WEBHOOKS, &[]);
     let routes = [
         "/webhooks/github",
         "/webhooks/slack/events",
@@ -343,7 +232,7 @@ fn unsigned_floods_hold_no_more_than_the_documented_body_memory() {
     // Warm up every route (allocator arenas, lazy statics) before the baseline.
     for route in routes {
         let go = std::sync::Barrier::new(1);
-        flood(up.port, route, 64 * 1024, &go);
+        flood(up.port(), route, 64 * 1024, &go);
     }
     let pid = up.pid();
     // Reset the peak, so VmHWM is the peak of the flood alone.
@@ -352,7 +241,7 @@ fn unsigned_floods_hold_no_more_than_the_documented_body_memory() {
     let go = std::sync::Arc::new(std::sync::Barrier::new(40));
     let posts: Vec<_> = (0..40)
         .map(|i| {
-            let (port, route, go) = (up.port, routes[i % routes.len()], go.clone());
+            let (port, route, go) = (up.port(), routes[i % routes.len()], go.clone());
             std::thread::spawn(move || flood(port, route, 25 * 1024 * 1024, &go))
         })
         .collect();
@@ -379,7 +268,7 @@ fn unsigned_floods_hold_no_more_than_the_documented_body_memory() {
     );
     assert!(slowest < Duration::from_secs(10), "{answers:?}");
     // Nothing was stored, and the webhooks still answer.
-    assert_eq!(get(up.port, "/healthz", None).unwrap().0, 200);
+    assert_eq!(up.get("/healthz", None).unwrap().0, 200);
 }
 
 fn mode(path: &Path) -> u32 {
@@ -392,7 +281,7 @@ fn mode(path: &Path) -> u32 {
 
 #[test]
 fn the_data_directory_and_the_database_are_the_users_alone() {
-    let up = Up::start("", "", &[]);
+    let up = start("", "", &[]);
     let data = up.data_dir();
     assert_eq!(mode(&data), 0o700, "{}", data.display());
     for file in [
@@ -408,52 +297,52 @@ fn the_data_directory_and_the_database_are_the_users_alone() {
 #[test]
 fn metrics_can_live_on_a_listener_of_their_own() {
     let metrics_port = free_port();
-    let up = Up::start(
+    let up = start(
         &format!("metrics_listen = \"127.0.0.1:{metrics_port}\""),
         "",
         &[],
     );
-    assert_eq!(get(up.port, "/metrics", None).unwrap().0, 404);
+    assert_eq!(up.get("/metrics", None).unwrap().0, 404);
     let (status, text) = get(metrics_port, "/metrics", None).unwrap();
     assert_eq!(status, 200);
     assert!(text.contains("gatehouse_"), "{text}");
     // Only metrics there.
     assert_eq!(get(metrics_port, "/readyz", None).unwrap().0, 404);
-    assert_eq!(get(up.port, "/readyz", None).unwrap().0, 200);
+    assert_eq!(up.get("/readyz", None).unwrap().0, 200);
 }
 
 #[test]
 fn readyz_says_when_the_blob_store_cannot_be_written() {
-    let up = Up::start("", "", &[]);
+    let up = start("", "", &[]);
     let (blobs, away) = (
         up.data_dir().join("blobs"),
         up.data_dir().join("blobs.away"),
     );
     std::fs::rename(&blobs, &away).unwrap();
     std::fs::write(&blobs, "not a directory").unwrap();
-    let (status, why) = get(up.port, "/readyz", None).unwrap();
+    let (status, why) = up.get("/readyz", None).unwrap();
     assert_eq!(status, 503, "{why}");
     assert!(why.starts_with("blob store: creating "), "{why}");
 
     std::fs::remove_file(&blobs).unwrap();
     std::fs::rename(&away, &blobs).unwrap();
-    assert_eq!(get(up.port, "/readyz", None).unwrap().0, 200);
+    assert_eq!(up.get("/readyz", None).unwrap().0, 200);
 }
 
 #[test]
 fn metrics_can_require_a_token() {
-    let up = Up::start(
+    let up = start(
         "metrics_token = { env = \"METRICS_TOKEN\" }",
         "",
         &[("METRICS_TOKEN", "scrape-me")],
     );
-    assert_eq!(get(up.port, "/metrics", None).unwrap().0, 401);
-    assert_eq!(get(up.port, "/metrics", Some("scrape-you")).unwrap().0, 401);
-    let (status, text) = get(up.port, "/metrics", Some("scrape-me")).unwrap();
+    assert_eq!(up.get("/metrics", None).unwrap().0, 401);
+    assert_eq!(up.get("/metrics", Some("scrape-you")).unwrap().0, 401);
+    let (status, text) = up.get("/metrics", Some("scrape-me")).unwrap();
     assert_eq!(status, 200);
     assert!(text.contains("gatehouse_"), "{text}");
     // The probes stay open.
-    assert_eq!(get(up.port, "/readyz", None).unwrap().0, 200);
+    assert_eq!(up.get("/readyz", None).unwrap().0, 200);
 }
 
 #[test]
@@ -468,7 +357,7 @@ fn config_check_and_logs_hide_the_passwords_in_urls() {
         ),
     )
     .unwrap();
-    let check = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+    let check = harness::process::gatehouse()
         .args(["config", "check"])
         .current_dir(dir.path())
         .output()
@@ -484,25 +373,16 @@ fn config_check_and_logs_hide_the_passwords_in_urls() {
 
     // `up` on the embedded database and an unreachable NATS: its retries say where, not
     // the password.
-    std::fs::write(
-        dir.path().join("gatehouse.toml"),
-        format!(
-            "[server]\nsop_dirs = []\nnats_url = \"nats://alice:s3cret@127.0.0.1:{}\"\n",
-            free_port()
-        ),
-    )
-    .unwrap();
-    let mut up = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .args(["up", "--listen", &format!("127.0.0.1:{}", free_port())])
-        .arg("--data-dir")
-        .arg(dir.path().join("data"))
-        .current_dir(dir.path())
-        .env("GATEHOUSE_LOG", "warn")
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = std::io::BufReader::new(up.stderr.take().unwrap());
+    let config = format!(
+        "[server]\nsop_dirs = []\nnats_url = \"nats://alice:s3cret@127.0.0.1:{}\"\n",
+        free_port()
+    );
+    let mut up = Up::builder()
+        .dir(dir)
+        .config(&config)
+        .stderr_piped()
+        .spawn();
+    let stderr = std::io::BufReader::new(up.take_stderr());
     let (lines, seen) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead;
@@ -518,8 +398,7 @@ fn config_check_and_logs_hide_the_passwords_in_urls() {
             logs.push('\n');
         }
     }
-    let _ = up.kill();
-    let _ = up.wait();
+    up.kill_9();
     assert!(logs.contains("NATS unreachable"), "{logs}");
     assert!(logs.contains("alice:****@127.0.0.1"), "{logs}");
     assert!(!logs.contains("s3cret"), "{logs}");

@@ -2,13 +2,13 @@
 //! and recovers instead of exiting. The services reach the machine's Postgres and NATS
 //! through TCP proxies the test cuts and restores.
 
-mod deployment;
+mod harness;
 
 use std::time::{Duration, Instant};
 
-use deployment::Deployment;
 use gatehouse_tests::proxy::Proxy;
 use gatehouse_tests::{Backend, TestDb, TestNats, nats_url};
+use harness::Deployment;
 
 /// Two nodes; the first outlasts the outage the test makes while it runs.
 const STEPS: &str = r#"

@@ -4,12 +4,12 @@
 //! runs go through gates decided by a reviewer, every service answers its probes and
 //! metrics, and SIGTERM stops each one cleanly.
 
-mod deployment;
+mod harness;
 
 use std::time::Duration;
 
-use deployment::Deployment;
 use gatehouse_tests::{Backend, TestDb, TestNats, nats_url};
+use harness::Deployment;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_services_run_as_separate_processes() {

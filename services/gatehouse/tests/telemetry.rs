@@ -3,10 +3,8 @@
 //! trace the caller's `traceparent` named, and a webhook delivery and its processing in
 //! the trace of the delivery, all sent when the process shuts down.
 
-mod deployment;
+mod harness;
 
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,7 +12,6 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::routing::post;
-use gatehouse_tests::private_nats::free_port;
 use opentelemetry_proto::tonic::collector::trace::v1::{
     ExportTraceServiceRequest, ExportTraceServiceResponse,
 };
@@ -86,10 +83,6 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-fn log(dir: &Path) -> String {
-    std::fs::read_to_string(dir.join("gatehouse.log")).unwrap_or_default()
-}
-
 #[test]
 fn spans_reach_the_collector_in_the_callers_trace() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
@@ -103,31 +96,11 @@ fn spans_reach_the_collector_in_the_callers_trace() {
         .with_state(received.clone());
     runtime.spawn(async move { axum::serve(collector, app).await });
 
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir_all(dir.path().join("sops")).unwrap();
-    std::fs::write(
-        dir.path().join("sops/tick.yaml"),
-        "name: tick\nnodes:\n  t: { kind: script, run: \"true\" }\n",
-    )
-    .unwrap();
-    std::fs::write(
-        dir.path().join("gatehouse.toml"),
-        format!(
+    let mut up = harness::Up::builder()
+        .sops(&[("tick", "name: tick\nnodes:\n  t: { kind: script, run: \"true\" }\n")])
+        .config(&format!(
             "[server]\nsop_dirs = [\"sops\"]\n[github]\nwebhook_secrets = [\"s3cret\"]\nrepositories = [\"Codertocat/*\"]\n[telemetry]\notlp_endpoint = \"{collector_url}\"\n"
-        ),
-    )
-    .unwrap();
-    let port = free_port();
-    let server = format!("http://127.0.0.1:{port}");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-        .args([
-            "up",
-            "--listen",
-            &format!("127.0.0.1:{port}"),
-            "--data-dir",
-            "data",
-        ])
-        .current_dir(dir.path())
+        ))
         // Spans at `info` pass the filter; the export waits for shutdown unless 512 spans
         // pile up, so what arrives was sent by the flush at exit.
         .env("GATEHOUSE_LOG", "info")
@@ -135,10 +108,9 @@ fn spans_reach_the_collector_in_the_callers_trace() {
         .env_remove("RUST_LOG")
         .env_remove("OTEL_SERVICE_NAME")
         .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(dir.path().join("gatehouse.log")).unwrap())
-        .spawn()
-        .unwrap();
+        .stderr_to("gatehouse.log")
+        .start();
+    let server = up.url();
 
     let http = reqwest::Client::new();
     let get = |path: String| {
@@ -148,16 +120,7 @@ fn spans_reach_the_collector_in_the_callers_trace() {
             Some((response.status(), response.text().await.ok()?))
         })
     };
-    let ready = (0..400).any(|_| {
-        std::thread::sleep(Duration::from_millis(25));
-        get(format!("{server}/readyz")).is_some_and(|(status, _)| status.is_success())
-    });
-    assert!(
-        ready,
-        "gatehouse up did not become ready: {}",
-        log(dir.path())
-    );
-    let token = std::fs::read_to_string(dir.path().join("data/admin.token")).unwrap();
+    let token = up.admin_token();
 
     // The caller's own trace and span: the request must continue them.
     let trace_id = uuid::Uuid::new_v4().simple().to_string();
@@ -191,11 +154,7 @@ fn spans_reach_the_collector_in_the_callers_trace() {
         });
         shown.is_some_and(|s| s["status"] == "succeeded")
     });
-    assert!(
-        succeeded,
-        "run {run_id} did not succeed: {}",
-        log(dir.path())
-    );
+    assert!(succeeded, "run {run_id} did not succeed: {}", up.log());
 
     // A webhook learns its trace from the delivery id after its span was entered.
     use hmac::{KeyInit, Mac};
@@ -218,7 +177,7 @@ fn spans_reach_the_collector_in_the_callers_trace() {
             .unwrap()
             .status()
     });
-    assert_eq!(accepted.as_u16(), 202, "{}", log(dir.path()));
+    assert_eq!(accepted.as_u16(), 202, "{}", up.log());
     // Processing happens after the answer; it records the issue's requirement.
     let processed = (0..400).any(|_| {
         std::thread::sleep(Duration::from_millis(25));
@@ -226,18 +185,14 @@ fn spans_reach_the_collector_in_the_callers_trace() {
             metrics.contains("gatehouse_events_published_total{type=\"requirement.created\"}")
         })
     });
-    assert!(
-        processed,
-        "the delivery was not processed: {}",
-        log(dir.path())
-    );
+    assert!(processed, "the delivery was not processed: {}", up.log());
     assert!(
         spans(&received).is_empty(),
         "spans were exported before shutdown; the test could not tell the flush at exit apart"
     );
 
-    let status = deployment::terminate(&mut child, "gatehouse up", Duration::from_secs(15));
-    assert!(status.success(), "{status}: {}", log(dir.path()));
+    let status = up.terminate(Duration::from_secs(15));
+    assert!(status.success(), "{status}: {}", up.log());
     let spans = spans(&received);
     let ours: Vec<&(String, Span)> = spans
         .iter()
@@ -253,7 +208,7 @@ fn spans_reach_the_collector_in_the_callers_trace() {
             panic!(
                 "no request span in trace {trace_id} (its spans: {names:?}) among {} spans: {}",
                 spans.len(),
-                log(dir.path())
+                up.log()
             )
         });
     assert_eq!(

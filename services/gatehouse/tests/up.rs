@@ -1,19 +1,12 @@
 //! `gatehouse up` and the CLI, as a user runs them: real processes, real HTTP, SQLite.
 
-use std::path::PathBuf;
-use std::process::{Child, Command, Output, Stdio};
+mod harness;
+
+use std::process::Command;
 use std::time::Duration;
 
+use harness::Up;
 use serde_json::Value;
-
-/// A `gatehouse up` of the test's own, on a free port and a temporary directory.
-struct Up {
-    dir: tempfile::TempDir,
-    port: u16,
-    child: Option<Child>,
-    /// Environment of the `gatehouse up` process (secrets come from here).
-    env: Vec<(String, String)>,
-}
 
 const SOPS: &[(&str, &str)] = &[
     (
@@ -39,222 +32,68 @@ const SOPS: &[(&str, &str)] = &[
     ),
 ];
 
-impl Up {
-    fn start() -> Self {
-        Self::start_with("")
-    }
-
-    /// Starts with `extra` appended to the configuration file.
-    fn start_with(extra: &str) -> Self {
-        Self::start_in(tempfile::tempdir().unwrap(), extra, Vec::new())
-    }
-
-    /// Starts in `dir` (which may hold more SOPs under `sops/`) with `extra` appended to
-    /// the configuration file and `env` in the process's environment.
-    fn start_in(dir: tempfile::TempDir, extra: &str, env: Vec<(String, String)>) -> Self {
-        std::fs::create_dir_all(dir.path().join("sops")).unwrap();
-        for (name, text) in SOPS {
-            std::fs::write(dir.path().join(format!("sops/{name}.yaml")), text).unwrap();
-        }
-        let port = gatehouse_tests::private_nats::free_port();
-        // A short lease, so an attempt cut off by kill -9 is reported within the test.
-        std::fs::write(
-            dir.path().join("gatehouse.toml"),
-            format!("[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n[[people]]\nid = \"ana\"\nslack = \"U0ANA\"\ndiscord = \"4242\"\ngroups = [\"leads\"]\n[[people]]\nid = \"admin\"\ngroups = [\"leads\"]\n{extra}"),
-        )
-        .unwrap();
-        let mut up = Self {
-            dir,
-            port,
-            child: None,
-            env,
-        };
-        up.restart();
-        up
-    }
-
-    fn data_dir(&self) -> PathBuf {
-        self.dir.path().join("data")
-    }
-
-    fn restart(&mut self) {
-        let child = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-            .args([
-                "up",
-                "--listen",
-                &format!("127.0.0.1:{}", self.port),
-                "--data-dir",
-            ])
-            .arg(self.data_dir())
-            .current_dir(self.dir.path())
-            .env("GATEHOUSE_LOG", "warn")
-            .envs(self.env.iter().map(|(k, v)| (k, v)))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        self.child = Some(child);
-        for _ in 0..400 {
-            if self.ready() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!("gatehouse up did not become ready on {}", self.port);
-    }
-
-    /// SIGKILL: no shutdown, no flush.
-    fn kill_9(&mut self) {
-        if let Some(mut child) = self.child.take() {
-            child.kill().unwrap();
-            child.wait().unwrap();
-        }
-    }
-
-    fn cli(&self, args: &[&str]) -> Output {
-        Command::new(env!("CARGO_BIN_EXE_gatehouse"))
-            .args(args)
-            .args([
-                "--server",
-                &format!("http://127.0.0.1:{}", self.port),
-                "--data-dir",
-            ])
-            .arg(self.data_dir())
-            .current_dir(self.dir.path())
-            .env_remove("GATEHOUSE_TOKEN")
-            .output()
-            .unwrap()
-    }
-
-    /// Runs a CLI verb with `--json` and parses its output; panics on failure.
-    fn json(&self, args: &[&str]) -> Value {
-        let mut all = args.to_vec();
-        all.push("--json");
-        let out = self.cli(&all);
-        assert!(
-            out.status.success(),
-            "{args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        serde_json::from_slice(&out.stdout).unwrap()
-    }
-
-    /// Posts a Slack Events API body to `/webhooks/slack/events`, signed with the signing
-    /// secret the Slack tests configure (`sl4ck`); returns the status.
-    fn slack_event(&self, runtime: &tokio::runtime::Runtime, event: String) -> u16 {
-        let now = chrono::Utc::now().timestamp();
-        let signature = gatehouse_slack::sign_request(b"sl4ck", now, event.as_bytes());
-        runtime.block_on(async {
-            reqwest::Client::new()
-                .post(format!(
-                    "http://127.0.0.1:{}/webhooks/slack/events",
-                    self.port
-                ))
-                .header("X-Slack-Request-Timestamp", now.to_string())
-                .header("X-Slack-Signature", signature)
-                .body(event)
-                .send()
-                .await
-                .unwrap()
-                .status()
-                .as_u16()
-        })
-    }
-
-    /// Runs a CLI verb expected to fail; returns its error line.
-    fn fails(&self, args: &[&str]) -> String {
-        let out = self.cli(args);
-        assert_eq!(
-            out.status.code(),
-            Some(1),
-            "{args:?} should fail: {}",
-            String::from_utf8_lossy(&out.stdout)
-        );
-        String::from_utf8_lossy(&out.stderr).trim().to_owned()
-    }
-
-    fn start_run(&self, sop: &str) -> String {
-        self.json(&["run", "start", sop])["run_id"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    fn show(&self, run: &str) -> Value {
-        self.json(&["run", "show", run])
-    }
-
-    fn wait(&self, run: &str, status: &str) -> Value {
-        for _ in 0..600 {
-            let shown = self.show(run);
-            if shown["status"] == status {
-                return shown;
-            }
-            std::thread::sleep(Duration::from_millis(25));
-        }
-        panic!("run {run} never became {status}: {:#}", self.show(run));
-    }
-
-    fn node<'a>(shown: &'a Value, node: &str) -> &'a Value {
-        shown["nodes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|n| n["node"] == node)
-            .unwrap()
-    }
-
-    /// A token for a reviewer other than the requester (the admin).
-    fn reviewer(&self) -> String {
-        self.json(&["token", "create", "ana"])["token"]
-            .as_str()
-            .unwrap()
-            .to_owned()
-    }
-
-    /// Whether `/readyz` answers 200.
-    fn ready(&self) -> bool {
-        std::net::TcpStream::connect(("127.0.0.1", self.port)).is_ok()
-            && Command::new("bash")
-                .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{}; printf 'GET /readyz HTTP/1.0\\r\\n\\r\\n' >&3; head -n 1 <&3", self.port)])
-                .output()
-                .is_ok_and(|out| String::from_utf8_lossy(&out.stdout).contains(" 200 "))
-    }
-
-    /// The body of an unauthenticated GET.
-    fn http_get(&self, path: &str) -> String {
-        let out = Command::new("bash")
-            .args(["-c", &format!("exec 3<>/dev/tcp/127.0.0.1/{}; printf 'GET {path} HTTP/1.0\\r\\n\\r\\n' >&3; cat <&3", self.port)])
-            .output()
-            .unwrap();
-        let text = String::from_utf8_lossy(&out.stdout);
-        text[text.find("\r\n\r\n").unwrap() + 4..].to_owned()
-    }
-
-    fn artifact(&self, run: &str, node: &str, attempt: u32, name: &str) -> String {
-        std::fs::read_to_string(
-            self.data_dir()
-                .join(format!("runs/{run}/artifacts/{node}/{attempt}/{name}")),
-        )
-        .unwrap()
-    }
+/// The people every test here knows, the SOPs above and a short lease (so an attempt cut
+/// off by kill -9 is reported within the test), with `extra` appended.
+fn config(extra: &str) -> String {
+    format!(
+        "[server]\nsop_dirs = [\"sops\"]\n[runner]\nlease = \"2s\"\n[[people]]\nid = \"ana\"\nslack = \"U0ANA\"\ndiscord = \"4242\"\ngroups = [\"leads\"]\n[[people]]\nid = \"admin\"\ngroups = [\"leads\"]\n{extra}"
+    )
 }
 
-impl Drop for Up {
-    fn drop(&mut self) {
-        self.kill_9();
-    }
+/// `gatehouse up` with these tests' configuration.
+fn start() -> Up {
+    start_with("")
+}
+
+/// Starts with `extra` appended to the configuration file.
+fn start_with(extra: &str) -> Up {
+    start_in(tempfile::tempdir().unwrap(), extra, Vec::new())
+}
+
+/// Starts in `dir` (which may hold more SOPs under `sops/`) with `extra` appended to the
+/// configuration file and `env` in the process's environment.
+fn start_in(dir: tempfile::TempDir, extra: &str, env: Vec<(String, String)>) -> Up {
+    Up::builder()
+        .dir(dir)
+        .sops(SOPS)
+        .config(&config(extra))
+        .envs(env)
+        .start()
+}
+
+/// A token for a reviewer other than the requester (the admin).
+fn reviewer(up: &Up) -> String {
+    up.token("ana")
+}
+
+/// Posts a Slack Events API body to `/webhooks/slack/events`, signed with the signing
+/// secret the Slack tests configure (`sl4ck`); returns the status.
+fn slack_event(up: &Up, runtime: &tokio::runtime::Runtime, event: String) -> u16 {
+    let now = chrono::Utc::now().timestamp();
+    let signature = gatehouse_slack::sign_request(b"sl4ck", now, event.as_bytes());
+    runtime.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{}/webhooks/slack/events", up.url()))
+            .header("X-Slack-Request-Timestamp", now.to_string())
+            .header("X-Slack-Signature", signature)
+            .body(event)
+            .send()
+            .await
+            .unwrap()
+            .status()
+            .as_u16()
+    })
 }
 
 #[test]
 fn platform_check_approved_succeeds_with_both_artifacts() {
-    let up = Up::start();
+    let up = start();
     assert!(up.data_dir().join("admin.token").exists());
     let run = up.start_run("platform-check");
     up.wait(&run, "waiting");
     let gates = up.json(&["gate", "list"]);
     assert_eq!(gates[0]["id"], format!("{run}/confirm"));
-    let token = up.reviewer();
+    let token = reviewer(&up);
     let out = up.cli(&[
         "gate",
         "approve",
@@ -309,8 +148,8 @@ fn platform_check_approved_succeeds_with_both_artifacts() {
 
 #[test]
 fn send_back_reruns_report_as_attempt_2_with_rework_1() {
-    let up = Up::start();
-    let token = up.reviewer();
+    let up = start();
+    let token = reviewer(&up);
     let run = up.start_run("platform-check");
     up.wait(&run, "waiting");
     let gate = format!("{run}/confirm");
@@ -356,8 +195,8 @@ fn send_back_reruns_report_as_attempt_2_with_rework_1() {
 
 #[test]
 fn a_waiting_gate_survives_kill_9_and_the_run_completes_after_restart() {
-    let mut up = Up::start();
-    let token = up.reviewer();
+    let mut up = start();
+    let token = reviewer(&up);
     let run = up.start_run("platform-check");
     up.wait(&run, "waiting");
     up.kill_9();
@@ -381,8 +220,8 @@ fn a_waiting_gate_survives_kill_9_and_the_run_completes_after_restart() {
 
 #[test]
 fn reject_fails_the_run() {
-    let up = Up::start();
-    let token = up.reviewer();
+    let up = start();
+    let token = reviewer(&up);
     let run = up.start_run("platform-check");
     up.wait(&run, "waiting");
     assert!(
@@ -408,7 +247,7 @@ fn reject_fails_the_run() {
 
 #[test]
 fn cancel_during_a_running_script_leaves_no_process() {
-    let up = Up::start();
+    let up = start();
     let run = up.start_run("slow");
     let pid = gatehouse_tests::script_pid(&up.data_dir().join(format!("runs/{run}/workspace/pid")));
     assert!(up.cli(&["run", "cancel", &run]).status.success());
@@ -421,8 +260,8 @@ fn cancel_during_a_running_script_leaves_no_process() {
 
 #[test]
 fn pause_resume_and_retry_from_a_node() {
-    let up = Up::start();
-    let token = up.reviewer();
+    let up = start();
+    let token = reviewer(&up);
     let run = up.start_run("steps");
     up.wait(&run, "waiting");
     assert!(up.cli(&["run", "pause", &run]).status.success());
@@ -465,7 +304,7 @@ fn pause_resume_and_retry_from_a_node() {
 
 #[test]
 fn a_timeout_fails_the_node() {
-    let up = Up::start();
+    let up = start();
     let run = up.start_run("late");
     let shown = up.wait(&run, "failed");
     assert_eq!(shown["failure"], "node `nap` failed: timed out");
@@ -473,8 +312,8 @@ fn a_timeout_fails_the_node() {
 
 #[test]
 fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
-    let up = Up::start();
-    let token = up.reviewer();
+    let up = start();
+    let token = reviewer(&up);
     assert_eq!(
         up.fails(&["run", "list", "--token", "not-a-token"]),
         "error: unknown token (401 Unauthorized)"
@@ -573,7 +412,7 @@ fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
 
 #[test]
 fn a_login_link_from_the_cli_opens_the_console_and_run_show_writes_the_graph() {
-    let up = Up::start();
+    let up = start();
     let out = up.cli(&["login"]);
     assert!(out.status.success(), "{out:?}");
     let printed = String::from_utf8(out.stdout).unwrap();
@@ -588,7 +427,7 @@ fn a_login_link_from_the_cli_opens_the_console_and_run_show_writes_the_graph() {
 
     let run = up.start_run("steps");
     up.wait(&run, "waiting");
-    let file = up.dir.path().join("run.svg");
+    let file = up.dir().join("run.svg");
     let out = up.cli(&["run", "show", &run, "--svg", file.to_str().unwrap()]);
     assert!(out.status.success(), "{out:?}");
     let picture = std::fs::read_to_string(&file).unwrap();
@@ -602,7 +441,7 @@ fn a_login_link_from_the_cli_opens_the_console_and_run_show_writes_the_graph() {
 
 #[test]
 fn the_openapi_document_is_served() {
-    let up = Up::start();
+    let up = start();
     let doc: Value = serde_json::from_str(&up.http_get("/api/v1/openapi.json")).unwrap();
     assert_eq!(doc["info"]["title"], "Gatehouse API");
     for path in [
@@ -620,7 +459,7 @@ fn the_openapi_document_is_served() {
 
 #[test]
 fn kill_9_during_a_script_stops_it_at_restart_and_never_runs_that_attempt_twice() {
-    let mut up = Up::start();
+    let mut up = start();
     let run = up.start_run("slow");
     let pid = gatehouse_tests::script_pid(&up.data_dir().join(format!("runs/{run}/workspace/pid")));
     up.kill_9();
@@ -662,7 +501,7 @@ fn kill_9_during_a_script_stops_it_at_restart_and_never_runs_that_attempt_twice(
 
 #[test]
 fn configured_schedules_start_runs() {
-    let up = Up::start_with(
+    let up = start_with(
         "[[schedules]]\nname = \"every-second\"\ncron = \"* * * * * *\"\nsop = \"tick\"\noverlap = \"allow_all\"\n",
     );
     for _ in 0..200 {
@@ -695,7 +534,7 @@ fn configured_schedules_start_runs() {
 
 #[test]
 fn schedules_are_operated_from_the_cli() {
-    let up = Up::start_with(
+    let up = start_with(
         "[[schedules]]\nname = \"nightly\"\ncron = \"0 3 * * *\"\nsop = \"tick\"\ncatchup_window = \"0s\"\n",
     );
     let created = up.json(&[
@@ -866,10 +705,10 @@ fn schedules_are_operated_from_the_cli() {
 fn github_webhooks_start_runs_and_post_their_status() {
     use hmac::{Hmac, KeyInit, Mac};
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let github = runtime.block_on(gatehouse_fake_forge::github::FakeGithub::start());
     let git = tempfile::tempdir().unwrap();
-    gatehouse_tests::fake_github::bare_repository(&git.path().join("Codertocat/Hello-World.git"));
-    let up = Up::start_with(&format!(
+    gatehouse_fake_forge::git::bare_repository(&git.path().join("Codertocat/Hello-World.git"));
+    let up = start_with(&format!(
         "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[github.triggers]]\nlabel = \"bug\"\nsop = \"tick\"\nrepos = [\"Codertocat/*\"]\n",
         github.url,
         git.path().display()
@@ -885,7 +724,7 @@ fn github_webhooks_start_runs_and_post_their_status() {
     let post = |signature: &str| {
         runtime.block_on(async {
             reqwest::Client::new()
-                .post(format!("http://127.0.0.1:{}/webhooks/github", up.port))
+                .post(format!("{}/webhooks/github", up.url()))
                 .header("X-GitHub-Event", "issues")
                 .header("X-GitHub-Delivery", "delivery-1")
                 .header("X-Hub-Signature-256", signature)
@@ -945,12 +784,12 @@ fn github_webhooks_start_runs_and_post_their_status() {
 #[test]
 fn a_project_run_from_the_cli_delivers_each_repository() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let github = runtime.block_on(gatehouse_fake_forge::github::FakeGithub::start());
     let git = tempfile::tempdir().unwrap();
     for repo in ["acme/api", "acme/web"] {
-        gatehouse_tests::fake_github::bare_repository(&git.path().join(format!("{repo}.git")));
+        gatehouse_fake_forge::git::bare_repository(&git.path().join(format!("{repo}.git")));
     }
-    let up = Up::start_with(&format!(
+    let up = start_with(&format!(
         "[github]\napi_url = \"{}\"\ntoken = \"ghs_secret_token\"\nwebhook_secrets = [\"s3cret\"]\ngit_url = \"file://{}\"\n[[projects]]\nname = \"shop\"\nrepositories = [{{ repo = \"acme/api\" }}, {{ repo = \"acme/web\", branch = \"main\" }}]\n",
         github.url,
         git.path().display()
@@ -1005,7 +844,7 @@ fn slack_and_discord_from_the_config_file() {
     let slack = runtime.block_on(FakeSlack::start());
     let discord = runtime.block_on(FakeDiscord::start());
     let key = ed25519_dalek::SigningKey::from_bytes(&[7; 32]);
-    let up = Up::start_with(&format!(
+    let up = start_with(&format!(
         "[slack]\napi_url = \"{}\"\nbot_token = \"{}\"\nsigning_secret = \"sl4ck\"\napprovals_channel = \"C0APPROVALS\"\nchannel_sops = {{ C0REQ = \"tick\" }}\n[discord]\napi_url = \"{}\"\nbot_token = \"{}\"\napplication_id = \"{}\"\npublic_key = \"{}\"\napprovals_channel = \"900\"\ngateway = false\n",
         slack.api_url(),
         fake_slack::BOT_TOKEN,
@@ -1015,7 +854,7 @@ fn slack_and_discord_from_the_config_file() {
         hex::encode(key.verifying_key().as_bytes()),
     ));
     let http = reqwest::Client::new();
-    let url = format!("http://127.0.0.1:{}", up.port);
+    let url = up.url();
     let wait = |what: &str, mut found: Box<dyn FnMut() -> bool + '_>| {
         for _ in 0..400 {
             if found() {
@@ -1087,7 +926,7 @@ fn slack_and_discord_from_the_config_file() {
                    "ts": "1796000000.000100", "text": "<@U0GATEHOUSE> the nightly export is empty" },
     })
     .to_string();
-    assert_eq!(up.slack_event(&runtime, event), 200);
+    assert_eq!(slack_event(&up, &runtime, event), 200);
     wait(
         "the reply in the thread",
         Box::new(|| {
@@ -1107,7 +946,7 @@ fn slack_and_discord_from_the_config_file() {
     }
 }
 
-/// A data directory for `Up::start_in` with `script` installed as `bin/NAME` (the `bin`
+/// A data directory for [`start_in`] with `script` installed as `bin/NAME` (the `bin`
 /// folder is returned, for a role's `PATH`) and an empty `sops/`.
 fn stand_in(name: &str, script: &str) -> (tempfile::TempDir, std::path::PathBuf) {
     use std::os::unix::fs::PermissionsExt;
@@ -1141,7 +980,7 @@ impl Assistant {
             fake_slack::BOT_TOKEN,
             bin.display()
         );
-        let up = Up::start_in(dir, &config, env);
+        let up = start_in(dir, &config, env);
         Self { runtime, slack, up }
     }
 
@@ -1153,7 +992,7 @@ impl Assistant {
                        "ts": ts, "text": format!("<@U0GATEHOUSE> {text}") },
         })
         .to_string();
-        assert_eq!(self.up.slack_event(&self.runtime, event), 200);
+        assert_eq!(slack_event(&self.up, &self.runtime, event), 200);
     }
 
     /// The first message in `C0NOTES` that `matches`, waited for up to 10 s.
@@ -1225,7 +1064,7 @@ fn agent_usage_shows_in_run_show_and_secrets_never_reach_logs_or_artifacts() {
         bin.display()
     );
     let secret = "s3cr3t-token-value";
-    let up = Up::start_in(dir, &config, vec![("GH_TEST_TOKEN".into(), secret.into())]);
+    let up = start_in(dir, &config, vec![("GH_TEST_TOKEN".into(), secret.into())]);
     let run = up.start_run("agentic");
     let shown = up.wait(&run, "failed");
     assert_eq!(
@@ -1380,7 +1219,7 @@ fn kill_9_during_a_docker_node_removes_its_container_at_restart() {
     .unwrap();
     let config =
         "[sandbox.profiles.boxed]\nkind = \"docker\"\nimage = \"gatehouse-sandbox:busybox\"\n";
-    let mut up = Up::start_in(dir, config, Vec::new());
+    let mut up = start_in(dir, config, Vec::new());
     let run = up.start_run("boxed");
     let started = up.data_dir().join(format!("runs/{run}/workspace/started"));
     for _ in 0..400 {
@@ -1470,7 +1309,7 @@ nodes:
         "[roles.coder]\nexecutor = \"claude-code\"\nmodel = \"claude-sonnet-4-5\"\nsecrets = [\"SSH_KEY\", \"DB_PASSWORD\"]\nenv = {{ PATH = \"{}:/usr/bin:/bin\" }}\n",
         bin.display()
     );
-    let up = Up::start_in(dir, &config, hard_secrets());
+    let up = start_in(dir, &config, hard_secrets());
     let run = up.start_run("leaky");
     let shown = up.wait(&run, "succeeded");
     let watched = up.cli(&["run", "watch", &run]);
@@ -1532,10 +1371,10 @@ fn multi_line_and_escaped_secrets_never_reach_a_conversations_thread() {
 #[test]
 fn a_delivery_adding_a_secrets_value_is_refused_and_pushes_nothing() {
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    let github = runtime.block_on(gatehouse_tests::fake_github::FakeGithub::start());
+    let github = runtime.block_on(gatehouse_fake_forge::github::FakeGithub::start());
     let git = tempfile::tempdir().unwrap();
     let bare = git.path().join("acme/api.git");
-    gatehouse_tests::fake_github::bare_repository(&bare);
+    gatehouse_fake_forge::git::bare_repository(&bare);
     let dir = tempfile::tempdir().unwrap();
     std::fs::create_dir_all(dir.path().join("sops")).unwrap();
     std::fs::write(
@@ -1548,7 +1387,7 @@ fn a_delivery_adding_a_secrets_value_is_refused_and_pushes_nothing() {
         github.url,
         git.path().display()
     );
-    let up = Up::start_in(dir, &config, hard_secrets());
+    let up = start_in(dir, &config, hard_secrets());
     let run = up.json(&["run", "start", "spill", "--project", "shop"])["run_id"]
         .as_str()
         .unwrap()
@@ -1560,11 +1399,7 @@ fn a_delivery_adding_a_secrets_value_is_refused_and_pushes_nothing() {
     );
     holds_no_hard_secret("run show", &shown.to_string());
     assert!(github.pulls().is_empty());
-    let branches = Command::new("git")
-        .args(["branch", "--list", "--format=%(refname:short)"])
-        .current_dir(&bare)
-        .output()
-        .unwrap();
-    let branches = String::from_utf8_lossy(&branches.stdout);
+    let branches =
+        gatehouse_fake_forge::git::git(&bare, &["branch", "--list", "--format=%(refname:short)"]);
     assert_eq!(branches.trim(), "main", "nothing pushed");
 }

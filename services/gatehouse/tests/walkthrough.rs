@@ -4,10 +4,14 @@
 //! each output line README shows must appear in what the command printed. A walkthrough
 //! that stops working fails here, not in a new user's terminal.
 
+mod harness;
+
 use std::io::Write;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
+
+use harness::Up;
 
 /// The placeholder README uses for the run id.
 const RUN_ID: &str = "01a2...c931";
@@ -84,48 +88,17 @@ fn shows(output: &str, expected: &str) -> bool {
     })
 }
 
-struct Up {
-    child: Child,
-}
-
-impl Drop for Up {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn the_first_run_walkthrough_works_as_written() {
-    let dir = tempfile::tempdir().unwrap();
-    let port = gatehouse_tests::private_nats::free_port();
-    let server = format!("http://127.0.0.1:{port}");
-    let bin = env!("CARGO_BIN_EXE_gatehouse");
     // As README starts it: no configuration, data in ./.gatehouse.
-    let _up = Up {
-        child: Command::new(bin)
-            .args(["up", "--listen", &format!("127.0.0.1:{port}")])
-            .current_dir(dir.path())
-            .env("GATEHOUSE_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    };
-    for _ in 0..400 {
-        if dir.path().join(".gatehouse/admin.token").exists()
-            && std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        {
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(25));
-    }
+    let up = Up::builder().readme_data_dir().start();
+    let (dir, server, bin) = (up.dir(), up.url(), harness::process::BIN);
 
     // One bash session, so `T=$(...)` carries to the next command; `gatehouse` is the
     // binary under test, talking to this server.
     let mut shell = Command::new("bash")
         .args(["--noprofile", "--norc", "-s"])
-        .current_dir(dir.path())
+        .current_dir(dir)
         .env("GATEHOUSE_SERVER", &server)
         .env_remove("GATEHOUSE_TOKEN")
         .stdin(Stdio::piped())
@@ -153,7 +126,7 @@ fn the_first_run_walkthrough_works_as_written() {
         // waiting until every decision so far is applied and the run's nodes are not
         // mid-flight (a send-back reruns the report).
         if let Some(id) = &run_id {
-            settle(bin, &server, dir.path(), id, decided);
+            settle(&up, id, decided);
         }
         if is_decision(&command) {
             decided += 1;
@@ -198,13 +171,9 @@ fn the_first_run_walkthrough_works_as_written() {
 /// Waits until `run show` lists `decided` gate decisions (the scheduler records each as
 /// it applies or refuses it, and the state it shows is at least as new), the scheduler has
 /// created the run, and no node of it is ready, dispatched or running.
-fn settle(bin: &str, server: &str, dir: &Path, run: &str, decided: usize) {
+fn settle(up: &Up, run: &str, decided: usize) {
     for _ in 0..400 {
-        let out = Command::new(bin)
-            .args(["run", "show", run, "--json", "--server", server])
-            .current_dir(dir)
-            .output()
-            .unwrap();
+        let out = up.cli(&["run", "show", run, "--json"]);
         let shown: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
         // A run the scheduler has not created yet is `requested`, its nodes all pending.
         let busy = shown["status"] == "requested"

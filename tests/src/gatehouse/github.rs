@@ -15,7 +15,7 @@ use serde_json::Value;
 use sha2::Sha256;
 
 use super::Gatehouse;
-use crate::fake_github::bare_repository;
+use gatehouse_fake_forge::git::bare_repository;
 
 /// The secret webhooks are signed with (ingest also accepts an older one).
 pub const SECRET: &str = "webhook s3cret";

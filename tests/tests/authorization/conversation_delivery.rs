@@ -9,9 +9,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_agent::{Executor, Role};
+use gatehouse_fake_forge::git::git;
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_scheduler::AssistantSettings;
-use gatehouse_tests::fake_github::git;
 use gatehouse_tests::fake_slack::{BOT_USER, SlackMessage};
 use gatehouse_tests::gatehouse::chat::{self, ANA, BO};
 use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};

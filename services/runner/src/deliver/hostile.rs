@@ -23,7 +23,7 @@ struct Scene {
 
 impl Scene {
     async fn new() -> Self {
-        let inner = scene::Scene::new();
+        let inner = scene::Scene::new().await;
         let bare = inner.remote(REPO, 0);
         inner.prepare(&[auto(REPO)]).await.unwrap();
         let workspace = inner.workspace();

@@ -11,7 +11,7 @@ use super::branch_of;
 
 #[tokio::test]
 async fn delivery_refuses_work_changed_after_the_approval_and_pushes_nothing() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     scene.remote("acme/web", 1);
     scene
@@ -63,7 +63,7 @@ async fn delivery_refuses_work_changed_after_the_approval_and_pushes_nothing() {
 
 #[tokio::test]
 async fn each_repository_gets_one_pull_request_linking_the_others_and_read_only_is_never_pushed() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     for repo in ["acme/api", "acme/web", "acme/shared"] {
         scene.remote(repo, 1);
     }
@@ -148,7 +148,7 @@ async fn each_repository_gets_one_pull_request_linking_the_others_and_read_only_
 
 #[tokio::test]
 async fn an_existing_branch_is_checked_out_and_pushed_to() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     let other = scene.someone_else("acme/api");
     git(&other, &["checkout", "--quiet", "-b", "release"]);
@@ -210,7 +210,7 @@ async fn an_existing_branch_is_checked_out_and_pushed_to() {
 
 #[tokio::test]
 async fn nothing_to_deliver_names_the_repositories() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     scene.prepare(&[auto("acme/api")]).await.unwrap();
     let (delivered, _) = scene.deliver(DeliverMode::Pr, None).await;
@@ -224,7 +224,7 @@ async fn nothing_to_deliver_names_the_repositories() {
 /// push's lease: nothing is pushed, and the failure names the branch and both commits.
 #[tokio::test]
 async fn a_push_to_the_base_while_merging_is_refused_by_the_lease() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     scene.prepare(&[auto("acme/api")]).await.unwrap();
     std::fs::write(scene.workspace().join("FIX.md"), "fixed\n").unwrap();
@@ -288,7 +288,7 @@ async fn a_push_to_the_base_while_merging_is_refused_by_the_lease() {
 
 #[tokio::test]
 async fn a_conflicting_direct_merge_names_the_files_and_pushes_nothing() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     scene.remote("acme/web", 1);
     scene

@@ -28,7 +28,7 @@ fn nothing_pushed(scene: &Scene, main: &str) {
 
 #[tokio::test]
 async fn changes_adding_a_secrets_value_are_refused_naming_it_and_nothing_is_pushed() {
-    let mut scene = Scene::new();
+    let mut scene = Scene::new().await;
     scene.secrets = secrets();
     scene.remote("acme/api", 1);
     // The repository holds the password already (someone else's doing): changing that
@@ -95,7 +95,7 @@ async fn changes_adding_a_secrets_value_are_refused_naming_it_and_nothing_is_pus
 
 #[tokio::test]
 async fn a_conversation_never_pushes_to_a_base_branch() {
-    let mut scene = Scene::new();
+    let mut scene = Scene::new().await;
     scene.by = By::Conversation(uuid::Uuid::nil());
     scene.remote("acme/api", 1);
     let main = git(&scene.bare("acme/api"), &["rev-parse", "main"]);
@@ -124,7 +124,7 @@ async fn a_conversation_never_pushes_to_a_base_branch() {
 
 #[tokio::test]
 async fn a_conversation_never_pushes_to_the_default_branch_either() {
-    let mut scene = Scene::new();
+    let mut scene = Scene::new().await;
     scene.by = By::Conversation(uuid::Uuid::nil());
     scene.remote("acme/api", 1);
     let other = scene.someone_else("acme/api");
@@ -144,7 +144,7 @@ async fn a_conversation_never_pushes_to_the_default_branch_either() {
     nothing_pushed(&scene, &main);
 
     // Its own branch goes out as a pull request.
-    let mut scene = Scene::new();
+    let mut scene = Scene::new().await;
     scene.by = By::Conversation(uuid::Uuid::nil());
     scene.remote("acme/api", 1);
     scene.prepare(&[auto("acme/api")]).await.unwrap();

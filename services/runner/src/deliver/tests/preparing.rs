@@ -9,7 +9,7 @@ use super::branch_of;
 
 #[tokio::test]
 async fn several_repositories_are_checked_out_under_their_names_on_their_branches() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     for repo in ["acme/api", "acme/web", "acme/shared"] {
         scene.remote(repo, 3);
     }
@@ -49,7 +49,7 @@ async fn several_repositories_are_checked_out_under_their_names_on_their_branche
 
 #[tokio::test]
 async fn one_repository_is_the_workspace_itself() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     let checkouts = scene.prepare(&[auto("acme/api")]).await.unwrap();
     assert_eq!(checkouts[0].dir, "");
@@ -60,7 +60,7 @@ async fn one_repository_is_the_workspace_itself() {
 
 #[tokio::test]
 async fn a_missing_existing_branch_fails_naming_it_and_leaves_nothing() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     scene.remote("acme/web", 1);
     let reason = scene
@@ -83,7 +83,7 @@ async fn a_missing_existing_branch_fails_naming_it_and_leaves_nothing() {
 
 #[tokio::test]
 async fn a_clone_that_fails_names_the_repository_and_leaves_no_partial_directory() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     let reason = scene
         .prepare(&[auto("acme/api"), auto("acme/missing")])
@@ -107,7 +107,7 @@ async fn a_clone_that_fails_names_the_repository_and_leaves_no_partial_directory
 
 #[tokio::test]
 async fn a_missing_base_branch_fails_naming_it() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 1);
     let mut api = auto("acme/api");
     api.branch = Some("develop".into());
@@ -120,7 +120,7 @@ async fn a_missing_base_branch_fails_naming_it() {
 
 #[tokio::test]
 async fn trees_take_untracked_files_and_leave_ignored_ones_and_the_workspace_alone() {
-    let scene = Scene::new();
+    let scene = Scene::new().await;
     scene.remote("acme/api", 5);
     scene.prepare(&[auto("acme/api")]).await.unwrap();
     let (ws, scratch) = (scene.workspace(), scene.scratch());

@@ -39,7 +39,7 @@ impl Stage {
         workspace: Option<RunWorkspace>,
         delivery: bool,
     ) -> Self {
-        let scene = Scene::new();
+        let scene = Scene::new().await;
         let url = format!("sqlite:{}", scene.path("gatehouse.db").display());
         let store = Store::connect(&url, backon::ExponentialBuilder::default())
             .await

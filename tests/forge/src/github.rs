@@ -173,46 +173,6 @@ impl FakeGithub {
     }
 }
 
-/// Runs git in `dir` and returns its output; panics with git's message when it fails.
-pub fn git(dir: &std::path::Path, args: &[&str]) -> String {
-    let out = std::process::Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
-/// Commits everything in a test clone as a test author.
-pub fn commit_all(dir: &std::path::Path, message: &str) {
-    git(dir, &["add", "--all"]);
-    let author = ["-c", "user.name=t", "-c", "user.email=t@t"];
-    git(
-        dir,
-        &[&author[..], &["commit", "--quiet", "-m", message]].concat(),
-    );
-}
-
-/// A bare repository with one commit on `main`, standing in for GitHub's.
-pub fn bare_repository(path: &std::path::Path) {
-    std::fs::create_dir_all(path).expect("repository directory");
-    git(
-        path,
-        &["init", "--quiet", "--bare", "--initial-branch=main"],
-    );
-    let seed = path.with_extension("seed");
-    std::fs::create_dir_all(&seed).expect("seed directory");
-    git(&seed, &["init", "--quiet", "--initial-branch=main"]);
-    std::fs::write(seed.join("README.md"), "Hello World\n").expect("seed file");
-    commit_all(&seed, "init");
-    git(&seed, &["push", "--quiet", &path.to_string_lossy(), "main"]);
-}
-
 /// Records the call; answers a rate limit or a missing token instead when due.
 fn enter(inner: &Shared, headers: &HeaderMap, call: String) -> Option<Response> {
     let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
