@@ -11,7 +11,8 @@ use uuid::Uuid;
 
 use crate::error::Problem;
 use crate::grammar::{
-    decision, id, next_word, no_more, optional_run, run, run_id, send_back, text,
+    GateRef, IssueRef, decision, gate, id, issue_ref, next_word, no_more, optional_run, params,
+    run_id, text,
 };
 use crate::render::{quote_value, write_decision};
 
@@ -108,26 +109,6 @@ pub enum Command {
     Login,
     /// `help`: show [`help`].
     Help,
-}
-
-/// A GitHub issue a run targets, written `OWNER/REPO#N`.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct IssueRef {
-    /// The user or organisation.
-    pub owner: String,
-    /// The repository name.
-    pub repo: String,
-    /// The issue number; never 0.
-    pub number: u64,
-}
-
-/// A gate of a run, written `RUN/NODE`: gates are nodes, and node ids repeat across runs.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub struct GateRef {
-    /// The run the gate belongs to.
-    pub run: Uuid,
-    /// The gate node.
-    pub node: String,
 }
 
 /// The command words, so that an error can name its command and show the usage before any
@@ -409,7 +390,7 @@ impl Command {
     }
 }
 
-/// The canonical text, which [`Verb::read`] reads back as the same value.
+/// The canonical text, which parses back as the same value.
 impl fmt::Display for Command {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.verb().name())?;
@@ -453,6 +434,46 @@ impl fmt::Display for Command {
             | Command::Help => Ok(()),
         }
     }
+}
+
+fn run(rest: &str) -> Result<Command, Problem> {
+    const NO_SOP: Problem = Problem::Missing("a SOP");
+    let (sop, mut rest) = next_word(rest).ok_or(NO_SOP)?;
+    // `run on acme/api#1` forgot the SOP; reading `on` as one would blame the issue instead.
+    if sop.eq_ignore_ascii_case("on") {
+        return Err(NO_SOP);
+    }
+    let sop = id(sop, "SOP")?;
+    let mut issue = None;
+    if let Some((word, after)) = next_word(rest)
+        && word.eq_ignore_ascii_case("on")
+    {
+        let (target, after) =
+            next_word(after).ok_or(Problem::Missing("OWNER/REPO#N after `on`"))?;
+        issue = Some(issue_ref(target)?);
+        rest = after;
+    }
+    Ok(Command::Run {
+        sop,
+        issue,
+        params: params(rest)?,
+    })
+}
+
+fn send_back(rest: &str) -> Result<Command, Problem> {
+    const NO_NODE: Problem = Problem::Missing("the NODE to send back to");
+    let (node, rest) = next_word(rest).ok_or(NO_NODE)?;
+    // A GATE first means the NODE was left out, which says more than "not a NODE id".
+    if gate(node).is_some() {
+        return Err(NO_NODE);
+    }
+    let node = id(node, "NODE")?;
+    let (gate, comment) = decision(rest);
+    Ok(Command::SendBack {
+        node,
+        gate,
+        comment,
+    })
 }
 
 #[cfg(test)]

@@ -10,8 +10,8 @@ use std::collections::HashMap;
 use std::ops::Range;
 
 use crate::command::Command;
-use crate::error::ParseError;
 use crate::markdown::Prose;
+use crate::parse::ParseError;
 
 const SLASH: &str = "/gatehouse";
 

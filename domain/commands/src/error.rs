@@ -1,30 +1,8 @@
-//! Why a line is not a command. These are replies to people, not failures: each message is
-//! written to be posted back as it is.
+//! What is wrong with a command's arguments. These are replies to people, not failures:
+//! each message is written to be posted back as it is.
 
-use crate::command::Verb;
-
-/// A line addressed to the bot that is not a command it can run.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ParseError {
-    /// Nothing followed `/gatehouse` or the mention. The author wanted the bot, so the caller
-    /// replies with [`help`](crate::help) rather than staying silent.
-    #[error("no command given; try `help`")]
-    Empty,
-    /// The first word is not a command word; it is kept so the reply can quote it next to
-    /// [`help`](crate::help).
-    #[error("unknown command `{0}`; try `help`")]
-    UnknownCommand(String),
-    /// A command word whose arguments do not fit its usage.
-    #[error("{verb}{}{problem} (usage: `{}`)", .problem.separator(), .verb.usage())]
-    Invalid {
-        /// The command that was meant.
-        verb: Verb,
-        /// What is wrong with its arguments.
-        problem: Problem,
-    },
-}
-
-/// What is wrong with a command's arguments; [`ParseError::Invalid`] names the command.
+/// What is wrong with a command's arguments; [`ParseError::Invalid`](crate::ParseError::Invalid) names the
+/// command.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Problem {
     /// A required argument is absent; the text says which, e.g. "a NODE".
@@ -64,7 +42,7 @@ pub enum Problem {
 impl Problem {
     /// Joins the command name to the problem so both kinds read as sentences:
     /// "retry needs a NODE" and "run: `foo` is not KEY=VALUE".
-    fn separator(&self) -> &'static str {
+    pub(crate) fn separator(&self) -> &'static str {
         match self {
             Problem::Missing(_) => " ",
             _ => ": ",

@@ -1,6 +1,6 @@
-//! One command line → [`Command`]: the command word, then the readers of what follows it
-//! (words, ids, runs, gates, issues, parameters, comments) that each command's row in
-//! `command.rs` puts together.
+//! The readers of what follows a command word — words, ids, runs, gates ([`GateRef`]),
+//! issues ([`IssueRef`]), parameters, comments — that each command's row in `command.rs`
+//! puts together.
 //!
 //! Words are split on whitespace. Only parameters and a quoted COMMENT go through shell-style
 //! quoting ([`shlex`]): a free-text comment such as `it's fine` must stay verbatim, and ids
@@ -11,61 +11,26 @@ use std::str::FromStr;
 
 use uuid::Uuid;
 
-use crate::command::{Command, GateRef, IssueRef, Verb};
-use crate::error::{ParseError, Problem};
+use crate::error::Problem;
 
-impl FromStr for Command {
-    type Err = ParseError;
-
-    /// Reads the text after `/gatehouse` or the mention; `line` may hold newlines (a chat
-    /// message), which count as spaces except inside a COMMENT.
-    fn from_str(line: &str) -> Result<Command, ParseError> {
-        let (word, rest) = next_word(line).ok_or(ParseError::Empty)?;
-        let verb =
-            Verb::from_word(word).ok_or_else(|| ParseError::UnknownCommand(word.to_owned()))?;
-        verb.read(rest)
-            .map_err(|problem| ParseError::Invalid { verb, problem })
-    }
+/// A GitHub issue a run targets, written `OWNER/REPO#N`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct IssueRef {
+    /// The user or organisation.
+    pub owner: String,
+    /// The repository name.
+    pub repo: String,
+    /// The issue number; never 0.
+    pub number: u64,
 }
 
-pub(crate) fn run(rest: &str) -> Result<Command, Problem> {
-    const NO_SOP: Problem = Problem::Missing("a SOP");
-    let (sop, mut rest) = next_word(rest).ok_or(NO_SOP)?;
-    // `run on acme/api#1` forgot the SOP; reading `on` as one would blame the issue instead.
-    if sop.eq_ignore_ascii_case("on") {
-        return Err(NO_SOP);
-    }
-    let sop = id(sop, "SOP")?;
-    let mut issue = None;
-    if let Some((word, after)) = next_word(rest)
-        && word.eq_ignore_ascii_case("on")
-    {
-        let (target, after) =
-            next_word(after).ok_or(Problem::Missing("OWNER/REPO#N after `on`"))?;
-        issue = Some(issue_ref(target)?);
-        rest = after;
-    }
-    Ok(Command::Run {
-        sop,
-        issue,
-        params: params(rest)?,
-    })
-}
-
-pub(crate) fn send_back(rest: &str) -> Result<Command, Problem> {
-    const NO_NODE: Problem = Problem::Missing("the NODE to send back to");
-    let (node, rest) = next_word(rest).ok_or(NO_NODE)?;
-    // A GATE first means the NODE was left out, which says more than "not a NODE id".
-    if gate(node).is_some() {
-        return Err(NO_NODE);
-    }
-    let node = id(node, "NODE")?;
-    let (gate, comment) = decision(rest);
-    Ok(Command::SendBack {
-        node,
-        gate,
-        comment,
-    })
+/// A gate of a run, written `RUN/NODE`: gates are nodes, and node ids repeat across runs.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct GateRef {
+    /// The run the gate belongs to.
+    pub run: Uuid,
+    /// The gate node.
+    pub node: String,
 }
 
 /// `[GATE] [COMMENT...]`, shared by approve, reject and send-back. It cannot fail: a word that

@@ -31,10 +31,12 @@ mod error;
 mod grammar;
 mod markdown;
 mod mention;
+mod parse;
 mod render;
 
-pub use command::{Command, GateRef, IssueRef, Verb, help};
+pub use command::{Command, Verb, help};
 pub use comment::{Found, new_commands, parse_comment};
-pub use error::{ParseError, Problem};
-pub use grammar::is_repo_name;
+pub use error::Problem;
+pub use grammar::{GateRef, IssueRef, is_repo_name};
 pub use mention::{Mention, parse_mention};
+pub use parse::ParseError;

@@ -1,7 +1,7 @@
 //! Commands in Slack and Discord messages that mention the bot.
 
 use crate::command::{Command, Verb};
-use crate::error::ParseError;
+use crate::parse::ParseError;
 
 /// What a chat message addressed to the bot asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]

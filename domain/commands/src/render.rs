@@ -6,7 +6,7 @@
 use std::borrow::Cow;
 use std::fmt;
 
-use crate::command::{GateRef, IssueRef};
+use crate::grammar::{GateRef, IssueRef};
 use crate::grammar::{comment, gate, next_word};
 
 pub(crate) fn write_decision(
@@ -35,7 +35,7 @@ impl fmt::Display for GateRef {
     }
 }
 
-/// How [`Command`]'s `Display` writes a comment: bare when the grammar reads it back the same,
+/// How [`Command`](crate::Command)'s `Display` writes a comment: bare when the grammar reads it back the same,
 /// else single-quoted. Not `shlex::try_quote`, which leaves a GATE-shaped word bare.
 fn render_comment(text: &str, after_gate: bool) -> Cow<'_, str> {
     let starts_with_gate = next_word(text).is_some_and(|(word, _)| gate(word).is_some());

@@ -1,6 +1,8 @@
 //! Every command read from its text, and every message for text that is not one.
 
 use super::*;
+use crate::command::{Command, Verb};
+use crate::parse::ParseError;
 
 const RUN: &str = "0190f3a2-7b1c-7d2e-8f00-0123456789ab";
 
