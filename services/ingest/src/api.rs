@@ -6,6 +6,7 @@ pub(crate) mod artifacts;
 pub(crate) mod conversations;
 pub(crate) mod gates;
 pub(crate) mod login_links;
+pub(crate) mod names;
 pub(crate) mod openapi;
 pub(crate) mod people;
 pub(crate) mod projects;

@@ -22,6 +22,7 @@ mod inbox;
 mod logs;
 mod markdown;
 mod page;
+mod page_error;
 mod reports;
 mod requirements;
 mod run;

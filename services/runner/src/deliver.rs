@@ -26,6 +26,7 @@ mod branch;
 pub(crate) mod checkouts;
 mod direct;
 mod leaks;
+mod messages;
 pub(crate) mod prepare;
 mod pulls;
 pub(crate) mod trees;

@@ -11,7 +11,7 @@ use gatehouse_store::PersonRow;
 use crate::Person;
 use crate::people_directory::same;
 
-use crate::api::tokens::check_name;
+use crate::api::names::check_name;
 use crate::error::ErrorBody;
 use crate::rights::Caller;
 use crate::views::{AddPerson, PersonView};

@@ -10,6 +10,7 @@ use chrono::Utc;
 use gatehouse_store::{NewToken, TokenRow};
 use serde::Deserialize;
 
+use crate::api::names::check_name;
 use crate::error::ErrorBody;
 use crate::rights::{ADMINS, Caller, Scope, Scopes};
 use crate::views::{CreateToken, TokenCreated, TokenView};
@@ -200,22 +201,6 @@ pub async fn revoke(
     }
     tracing::info!(token = %name, person = %row.person, by = %caller.person, "token revoked");
     Ok(StatusCode::NO_CONTENT)
-}
-
-/// Token and person ids: short, and safe in a shell, a URL path and a log line.
-pub(crate) fn check_name(name: &str) -> Result<(), ApiError> {
-    let ok = !name.is_empty()
-        && name.len() <= 64
-        && name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
-        && !name.starts_with(['.', '-']);
-    if ok {
-        return Ok(());
-    }
-    Err(ApiError::Unprocessable(format!(
-        "`{name}` is not a valid name: use 1 to 64 letters, digits, `.`, `_` or `-`, not starting with `.` or `-`"
-    )))
 }
 
 fn view(row: TokenRow) -> TokenView {

@@ -8,33 +8,11 @@ use axum::http::header::{CACHE_CONTROL, CONTENT_SECURITY_POLICY, LOCATION, REFER
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use chrono::{DateTime, Utc};
-use gatehouse_store::StoreError;
 use maud::{DOCTYPE, Markup, html};
 
+pub(crate) use super::page_error::PageError;
 use super::session::Viewer;
-use crate::ApiError;
 use crate::views::UsageTotal;
-
-/// What a page request came to when it did not render.
-#[derive(Debug)]
-pub(crate) enum PageError {
-    /// Nobody is signed in: sign in, then come back to `next`.
-    SignIn { next: String, cross_site: bool },
-    /// The API's refusal or failure, shown as a page with its status.
-    Api(ApiError),
-}
-
-impl From<ApiError> for PageError {
-    fn from(e: ApiError) -> Self {
-        PageError::Api(e)
-    }
-}
-
-impl From<StoreError> for PageError {
-    fn from(e: StoreError) -> Self {
-        PageError::Api(e.into())
-    }
-}
 
 impl IntoResponse for PageError {
     fn into_response(self) -> Response {

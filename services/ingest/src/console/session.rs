@@ -22,7 +22,7 @@ use serde::de::DeserializeOwned;
 use subtle::ConstantTimeEq;
 use uuid::Uuid;
 
-use super::page::PageError;
+use super::page_error::PageError;
 use crate::auth::{hash_token, sha256_hex};
 use crate::rights::{Caller, Scopes};
 use crate::{ApiError, ApiState};

@@ -11,7 +11,7 @@ use gatehouse_events::RepositoryMode;
 
 use super::checkouts::Checkout;
 use super::trees::{self, Objects};
-use super::{Deliverer, Delivery, Session, leaks, pulls};
+use super::{Deliverer, Delivery, Session, leaks, messages};
 use crate::git::Network;
 
 /// A writable repository of the workspace being delivered.
@@ -133,7 +133,7 @@ impl<'a> Repo<'a> {
         let commit = match head {
             Some(head) if head_tree.as_deref() == Some(tree.as_str()) => head,
             parent => {
-                let (subject, body) = pulls::commit_message(&self.delivery.subject, &repo);
+                let (subject, body) = messages::commit_message(&self.delivery.subject, &repo);
                 let (name, email) = self.author();
                 let mut args = vec!["-c", &name, "-c", &email, "commit-tree", &tree];
                 if let Some(parent) = &parent {

@@ -15,7 +15,6 @@ use gatehouse_store::{ConversationRow, NewConversation, Tx};
 use uuid::Uuid;
 
 use super::ChatMention;
-use super::mention::channel_project;
 use super::requirement::thread_requirement;
 use crate::intake::commands::send_run_command;
 use crate::projects::require;
@@ -305,4 +304,10 @@ async fn open(
         })
         .await?;
     Ok(Ok(row))
+}
+
+/// The project whose channels include the mention's (`slack:C0API`).
+pub(crate) fn channel_project<'a>(api: &'a ApiState, m: &ChatMention) -> Option<&'a str> {
+    let channel = format!("{}:{}", m.platform.name(), m.channel);
+    api.projects.of_channel(&channel).map(|p| p.name())
 }

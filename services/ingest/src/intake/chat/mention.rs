@@ -11,7 +11,7 @@ use gatehouse_commands::{Command, Mention, parse_mention};
 use gatehouse_events::{Actor, Said};
 use gatehouse_store::{ConversationRow, Tx};
 
-use super::conversation::{Heard, hear, of_thread};
+use super::conversation::{Heard, channel_project, hear, of_thread};
 use super::requirement::{find_thread_requirement, thread_requirement};
 use super::{ChatMention, Platform, login};
 use crate::intake::commands::{self, Scope};
@@ -238,12 +238,6 @@ async fn free_text(
         None => format!("Noted as a requirement for this thread. {}.", done.note),
     };
     Ok((done.note, reply))
-}
-
-/// The project whose channels include the mention's (`slack:C0API`).
-pub(crate) fn channel_project<'a>(api: &'a ApiState, m: &ChatMention) -> Option<&'a str> {
-    let channel = format!("{}:{}", m.platform.name(), m.channel);
-    api.projects.of_channel(&channel).map(|p| p.name())
 }
 
 /// A chat account as an actor, resolved to a configured person when there is one.
