@@ -42,6 +42,7 @@ mod pattern;
 mod policy;
 mod proxy;
 mod record;
+mod resolve;
 mod target;
 mod tunnel;
 
@@ -54,3 +55,4 @@ pub use pattern::{DEFAULT_PORT, Pattern};
 pub use policy::{DEFAULT_MAX_TUNNELS, Policy};
 pub use proxy::{Egress, Limits};
 pub use record::{Connection, Recorder, Refusal, Verdict};
+pub use resolve::{Resolve, SystemResolver};

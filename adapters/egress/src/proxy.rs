@@ -11,6 +11,7 @@
 //! refused, becomes one [`Connection`] record.
 
 use std::convert::Infallible;
+use std::fmt;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -33,6 +34,7 @@ use crate::admission::{Admission, Admit, token_from_header};
 use crate::listener::Listener;
 use crate::policy::Policy;
 use crate::record::{Connection, Recorder, Refusal, Verdict};
+use crate::resolve::{Resolve, SystemResolver};
 use crate::target::{Host, Target};
 use crate::tunnel::{End, carry};
 
@@ -64,14 +66,25 @@ impl Default for Limits {
 }
 
 /// The egress proxy. One value serves any number of listeners.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Egress {
     limits: Limits,
+    resolver: Option<Arc<dyn Resolve>>,
+}
+
+impl fmt::Debug for Egress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Egress")
+            .field("limits", &self.limits)
+            .field("own_resolver", &self.resolver.is_some())
+            .finish()
+    }
 }
 
 /// What every connection task of one [`Egress::serve`] shares.
 struct Shared {
     limits: Limits,
+    resolver: Arc<dyn Resolve>,
     admit: Box<dyn Admit>,
     recorder: Box<dyn Recorder>,
     stop: CancellationToken,
@@ -82,7 +95,16 @@ struct Shared {
 impl Egress {
     /// A proxy with these bounds.
     pub fn new(limits: Limits) -> Self {
-        Self { limits }
+        Self {
+            limits,
+            resolver: None,
+        }
+    }
+
+    /// Resolves names with `resolver` instead of the system's.
+    pub fn with_resolver(mut self, resolver: impl Resolve) -> Self {
+        self.resolver = Some(Arc::new(resolver));
+        self
     }
 
     /// Its bounds.
@@ -105,6 +127,10 @@ impl Egress {
         let (live, mut ended) = mpsc::channel::<()>(1);
         let shared = Arc::new(Shared {
             limits: self.limits.clone(),
+            resolver: self
+                .resolver
+                .clone()
+                .unwrap_or_else(|| Arc::new(SystemResolver)),
             admit: Box::new(admit),
             recorder: Box::new(recorder),
             stop: CancellationToken::new(),
@@ -222,7 +248,12 @@ async fn handle(shared: Arc<Shared>, mut request: Request<Incoming>) -> Response
         return refuse(&shared, seen, Refusal::TooManyTunnels { limit });
     };
     let timeout = shared.limits.connect_timeout;
-    let upstream = match tokio::time::timeout(timeout, connect(admission.policy(), &target)).await {
+    let upstream = match tokio::time::timeout(
+        timeout,
+        connect(&*shared.resolver, admission.policy(), &target),
+    )
+    .await
+    {
         Ok(Ok(upstream)) => upstream,
         Ok(Err(refusal)) => return refuse(&shared, seen, refusal),
         Err(_) => return refuse(&shared, seen, Refusal::ConnectTimeout { after: timeout }),
@@ -321,16 +352,20 @@ fn plain_target(request: &Request<Incoming>) -> (String, u16) {
 
 /// Resolves the target once, refuses it if any address is forbidden, and connects to the
 /// checked addresses in order.
-async fn connect(policy: &Policy, target: &Target) -> Result<TcpStream, Refusal> {
-    let addresses: Vec<SocketAddr> = match &target.host {
-        Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
-        Host::Name(name) => tokio::net::lookup_host((name.as_str(), target.port))
-            .await
-            .map_err(|error| Refusal::Unresolvable {
-                error: error.to_string(),
-            })?
-            .collect(),
-    };
+async fn connect(
+    resolver: &dyn Resolve,
+    policy: &Policy,
+    target: &Target,
+) -> Result<TcpStream, Refusal> {
+    let addresses: Vec<SocketAddr> =
+        match &target.host {
+            Host::Ip(ip) => vec![SocketAddr::new(*ip, target.port)],
+            Host::Name(name) => resolver.resolve(name, target.port).await.map_err(|error| {
+                Refusal::Unresolvable {
+                    error: error.to_string(),
+                }
+            })?,
+        };
     if addresses.is_empty() {
         return Err(Refusal::Unresolvable {
             error: "no addresses".into(),

@@ -7,7 +7,9 @@ mod common;
 use std::time::Duration;
 
 use base64::Engine as _;
-use common::{GREETING, Proxy, ask, connect, read_n, read_to_end, upstream};
+use std::sync::atomic::Ordering;
+
+use common::{GREETING, Proxy, Scripted, ask, connect, read_n, read_to_end, upstream};
 use gatehouse_egress::{
     Admission, Connection, Egress, Grants, Limits, Pattern, Policy, Refusal, Verdict,
 };
@@ -459,4 +461,74 @@ async fn a_host_that_does_not_resolve_is_a_bad_gateway() {
         refusal(&proxy.record().await),
         Refusal::Unresolvable { .. }
     ));
+}
+
+#[tokio::test]
+async fn one_private_address_among_public_ones_refuses_the_host() {
+    let answer = vec![
+        "93.184.215.14:443".parse().expect("an address"),
+        "10.1.2.3:443".parse().expect("an address"),
+    ];
+    let egress = Egress::default().with_resolver(Scripted::new(vec![answer]));
+    let mut proxy = Proxy::start_with(
+        egress,
+        Admission::new("attempt-15", policy(&["mixed.example"])),
+    )
+    .await;
+    let mut client = proxy.dial().await;
+    let answer = ask(&mut client, &connect("mixed.example:443", "")).await;
+    assert_eq!(answer.status, 403, "{answer:?}");
+    assert!(answer.body.contains("10.1.2.3"), "{answer:?}");
+    match refusal(&proxy.record().await) {
+        Refusal::PrivateAddress { address, .. } => {
+            assert_eq!(address.to_string(), "10.1.2.3");
+        }
+        other => panic!("expected a private address, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_name_is_resolved_once_and_the_checked_answer_is_the_one_connected_to() {
+    let up = upstream().await;
+    // A rebinding name: the first answer passes the check, any later one is private.
+    let resolver = Scripted::new(vec![
+        vec![up],
+        vec!["10.0.0.1:443".parse().expect("an address")],
+    ]);
+    let calls = resolver.calls.clone();
+    let target = format!("rebind.example:{}", up.port());
+    let mut proxy = Proxy::start_with(
+        Egress::default().with_resolver(resolver),
+        Admission::new("attempt-16", with_loopback(policy(&[&target]))),
+    )
+    .await;
+    let mut client = proxy.dial().await;
+    let answer = ask(&mut client, &connect(&target, "")).await;
+    assert_eq!(answer.status, 200, "{answer:?}");
+    assert_eq!(read_n(&mut client, GREETING.len()).await, GREETING);
+    drop(client);
+    assert_eq!(proxy.record().await.verdict, Verdict::Allowed);
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_client_that_never_finishes_its_request_head_is_cut_off() {
+    let limits = Limits {
+        header_read_timeout: Duration::from_millis(300),
+        ..Limits::default()
+    };
+    let proxy = Proxy::start(Admission::new("attempt-17", policy(&["crates.io"])), limits).await;
+    let mut client = proxy.dial().await;
+    client
+        .write_all(b"CONNECT crates.io:443 HTTP/1.1\r\n")
+        .await
+        .expect("write");
+    let started = std::time::Instant::now();
+    let rest = read_to_end(&mut client).await;
+    assert!(started.elapsed() >= Duration::from_millis(250), "{rest:?}");
+    let rest = String::from_utf8_lossy(&rest);
+    assert!(
+        rest.is_empty() || rest.starts_with("HTTP/1.1 408"),
+        "{rest}"
+    );
 }

@@ -3,10 +3,14 @@
 
 #![allow(dead_code)]
 
+use std::collections::VecDeque;
+use std::io;
 use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use gatehouse_egress::{Admit, Connection, Egress, Limits};
+use gatehouse_egress::{Admit, Connection, Egress, Limits, Resolve};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{mpsc, oneshot};
@@ -46,12 +50,16 @@ pub struct Proxy {
 
 impl Proxy {
     pub async fn start(admit: impl Admit, limits: Limits) -> Self {
+        Self::start_with(Egress::new(limits), admit).await
+    }
+
+    pub async fn start_with(egress: Egress, admit: impl Admit) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind proxy");
         let address = listener.local_addr().expect("proxy address");
         let (records_tx, records) = mpsc::unbounded_channel();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
-            Egress::new(limits)
+            egress
                 .serve(
                     listener,
                     admit,
@@ -177,4 +185,34 @@ pub async fn read_to_end<S: AsyncRead + Unpin>(stream: &mut S) -> Vec<u8> {
         .expect("closed within 5 s")
         .expect("read to end");
     buf
+}
+
+/// A resolver that gives its answers in turn (the last one again once they run out) and
+/// counts how often it was asked.
+pub struct Scripted {
+    answers: Mutex<VecDeque<Vec<SocketAddr>>>,
+    pub calls: Arc<AtomicUsize>,
+}
+
+impl Scripted {
+    pub fn new(answers: Vec<Vec<SocketAddr>>) -> Self {
+        Self {
+            answers: Mutex::new(answers.into()),
+            calls: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl Resolve for Scripted {
+    async fn resolve(&self, _host: &str, _port: u16) -> io::Result<Vec<SocketAddr>> {
+        self.calls.fetch_add(1, Ordering::SeqCst);
+        let mut answers = self.answers.lock().expect("not poisoned");
+        let answer = if answers.len() > 1 {
+            answers.pop_front()
+        } else {
+            answers.front().cloned()
+        };
+        Ok(answer.unwrap_or_default())
+    }
 }
