@@ -93,6 +93,10 @@ where
                 if let (Some(data), Some(account)) = (frame.data_ref(), this.account.as_mut()) {
                     account.meter.feed(data);
                 }
+                // A body of known length ends with its last byte: hyper stops polling then.
+                if this.inner.is_end_stream() {
+                    this.close(true);
+                }
                 Poll::Ready(Some(Ok(frame)))
             }
             Some(Err(error)) => {
