@@ -56,22 +56,7 @@ impl Scene {
         tune: impl FnOnce(&mut GatewayConfig),
     ) -> Self {
         let fake = FakeProvider::start(KEY, turns).await;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .expect("bind");
-        let url = format!("http://{}", listener.local_addr().expect("address"));
-        let mut config = GatewayConfig::new(Url::parse(&url).expect("url"));
-        tune(&mut config);
-        let gateway = Gateway::new(config, providers(fake.url(), gateway_key)).expect("gateway");
-        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-        let serving = gateway.clone();
-        tokio::spawn(async move {
-            serving
-                .serve(listener, async {
-                    let _ = stopped.await;
-                })
-                .await
-        });
+        let (gateway, url, stop) = serve(providers(fake.url(), gateway_key), tune).await;
         Self {
             fake,
             gateway,
@@ -79,6 +64,30 @@ impl Scene {
             _stop: stop,
         }
     }
+}
+
+/// Serves a gateway for `providers` on a free loopback port until `stop` is dropped.
+pub async fn serve(
+    providers: Vec<Provider>,
+    tune: impl FnOnce(&mut GatewayConfig),
+) -> (Gateway, String, tokio::sync::oneshot::Sender<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let url = format!("http://{}", listener.local_addr().expect("address"));
+    let mut config = GatewayConfig::new(Url::parse(&url).expect("url"));
+    tune(&mut config);
+    let gateway = Gateway::new(config, providers).expect("gateway");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let serving = gateway.clone();
+    tokio::spawn(async move {
+        serving
+            .serve(listener, async {
+                let _ = stopped.await;
+            })
+            .await
+    });
+    (gateway, url, stop)
 }
 
 pub fn spec(provider: &str) -> GrantSpec {
