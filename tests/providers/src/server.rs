@@ -90,6 +90,10 @@ impl FakeProvider {
             .await
             .expect("bind");
         let url = format!("http://{}", listener.local_addr().expect("address"));
+        // Events leave as they are written, as from a real provider, not held by Nagle.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
         tokio::spawn(async move { axum::serve(listener, app).await });
         Self {
             url,
