@@ -20,6 +20,4 @@ pub enum GatewayError {
     BadKey(String),
     #[error("the gateway's TLS client could not be set up: {0}")]
     Tls(#[from] rustls::Error),
-    #[error("the gateway stopped serving: {0}")]
-    Io(#[from] std::io::Error),
 }

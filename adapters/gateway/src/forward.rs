@@ -58,6 +58,17 @@ fn presented_token(headers: &HeaderMap) -> Option<&str> {
                 .and_then(|v| v.strip_prefix("Bearer "))
         })
         .map(str::trim)
+        .filter(|token| !token.is_empty())
+}
+
+/// Whether a path has `.` or `..` segments (percent-encoded too), which could leave the
+/// provider's base path once the provider's server normalises it.
+fn climbs(rest: &str) -> bool {
+    let path = rest.split('?').next().unwrap_or(rest);
+    path.split('/').any(|segment| {
+        let segment = segment.to_ascii_lowercase().replace("%2e", ".");
+        segment == "." || segment == ".."
+    })
 }
 
 /// The error shape for a path that names no provider: Anthropic's when the request looks
@@ -91,6 +102,9 @@ impl Gateway {
             rest if rest.starts_with('/') => rest.to_owned(),
             rest => format!("/{rest}"),
         };
+        if climbs(&rest) {
+            return Refusal::NoRoute(path.to_owned()).response(kind);
+        }
 
         let Some(granted) = presented_token(&parts.headers)
             .map(token::hash)
@@ -214,4 +228,29 @@ fn upstream_request(
         .ok()?;
     *request.headers_mut() = headers;
     Some(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_segments_are_caught_encoded_or_not() {
+        assert!(climbs("/v1/../admin"));
+        assert!(climbs("/v1/%2E%2e/admin"));
+        assert!(climbs("/./v1"));
+        assert!(!climbs("/v1/messages?x=../y"));
+        assert!(!climbs("/v1/messages.json"));
+    }
+
+    #[test]
+    fn tokens_come_from_either_header_and_never_empty() {
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_static("Bearer gh-gw-1"));
+        assert_eq!(presented_token(&headers), Some("gh-gw-1"));
+        headers.insert("x-api-key", HeaderValue::from_static("gh-gw-2"));
+        assert_eq!(presented_token(&headers), Some("gh-gw-2"));
+        headers.insert("x-api-key", HeaderValue::from_static(""));
+        assert_eq!(presented_token(&headers), None);
+    }
 }

@@ -11,7 +11,6 @@ use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-use crate::error::GatewayError;
 use crate::gateway::Gateway;
 
 /// A listener the gateway serves on: [`tokio::net::TcpListener`] or
@@ -44,12 +43,9 @@ impl Listener for tokio::net::UnixListener {
 
 impl Gateway {
     /// Serves until `shutdown` completes, then stops accepting and waits for the requests
-    /// under way (a stream ends when its provider ends it).
-    pub async fn serve<L: Listener>(
-        &self,
-        mut listener: L,
-        shutdown: impl Future<Output = ()>,
-    ) -> Result<(), GatewayError> {
+    /// under way (a stream ends when its provider ends it). A failed accept (out of file
+    /// descriptors, say) is logged and retried, so serving never ends on its own.
+    pub async fn serve<L: Listener>(&self, mut listener: L, shutdown: impl Future<Output = ()>) {
         let builder = auto::Builder::new(TokioExecutor::new());
         let graceful = GracefulShutdown::new();
         let mut shutdown = std::pin::pin!(shutdown);
@@ -82,6 +78,5 @@ impl Gateway {
             });
         }
         graceful.shutdown().await;
-        Ok(())
     }
 }

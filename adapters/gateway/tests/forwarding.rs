@@ -223,6 +223,9 @@ async fn paths_naming_no_provider_are_404_in_the_providers_shape() {
     .await;
     assert_eq!(status, 404);
     assert!(json(&body)["error"]["message"].as_str().is_some());
+    let climbing = format!("{}/anthropic/v1/%2e%2E/admin", scene.url);
+    let (status, _, _) = read(post(&climbing, &[("x-api-key", &token)], &ask(false)).await).await;
+    assert_eq!(status, 404);
     assert!(scene.fake.requests().is_empty());
 }
 

@@ -80,9 +80,8 @@ async fn a_request_through_a_unix_socket_streams_back() {
 
     drop(sender);
     stop.send(()).expect("stop");
-    let ended = tokio::time::timeout(Duration::from_secs(5), served)
+    tokio::time::timeout(Duration::from_secs(5), served)
         .await
         .expect("serve returns after shutdown")
         .expect("task");
-    assert!(ended.is_ok());
 }
