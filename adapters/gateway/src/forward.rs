@@ -1,6 +1,8 @@
 //! One request through the gateway: route by provider name, check the token, the model and
 //! the budget, swap the token for the key, forward, and stream the answer back metered.
 
+use std::sync::Arc;
+
 use bytes::Bytes;
 use http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use http::{Request, Response, StatusCode};
@@ -11,6 +13,7 @@ use serde_json::Value;
 
 use crate::body::{Account, MeteredBody};
 use crate::gateway::Gateway;
+use crate::grants::Granted;
 use crate::meter::Meter;
 use crate::provider::{Provider, ProviderKind};
 use crate::refusal::{GatewayBody, Refusal};
@@ -84,6 +87,14 @@ fn guess_kind(headers: &HeaderMap, path: &str) -> ProviderKind {
     }
 }
 
+/// A request that passed the gateway's checks, ready to forward.
+struct Admitted {
+    granted: Arc<Granted>,
+    /// The model the body names, if it names one.
+    model: Option<String>,
+    body: Bytes,
+}
+
 impl Gateway {
     /// Answers one request from a sandbox.
     pub(crate) async fn handle(&self, request: Request<Incoming>) -> Response<GatewayBody> {
@@ -96,53 +107,79 @@ impl Gateway {
         let Some(provider) = self.inner.providers.get(name) else {
             return Refusal::NoRoute(path.to_owned()).response(guess_kind(&parts.headers, path));
         };
-        let kind = provider.kind;
         let whole = parts.uri.path_and_query().map_or(path, |pq| pq.as_str());
         let rest = match &whole[1 + name.len()..] {
             rest if rest.starts_with('/') => rest.to_owned(),
             rest => format!("/{rest}"),
         };
         if climbs(&rest) {
-            return Refusal::NoRoute(path.to_owned()).response(kind);
+            return Refusal::NoRoute(path.to_owned()).response(provider.kind);
         }
+        match self.admit(name, &parts.headers, body).await {
+            Ok(admitted) => self.forward(provider, &rest, parts, admitted).await,
+            Err(refusal) => refusal.response(provider.kind),
+        }
+    }
 
-        let Some(granted) = presented_token(&parts.headers)
+    /// The checks before anything is forwarded: the token, its provider, the body's size,
+    /// the model and the budget, in that order.
+    async fn admit(
+        &self,
+        provider: &str,
+        headers: &HeaderMap,
+        body: Incoming,
+    ) -> Result<Admitted, Refusal> {
+        let granted = presented_token(headers)
             .map(token::hash)
             .and_then(|hash| self.inner.grants.find(&hash))
-        else {
-            return Refusal::UnknownToken.response(kind);
-        };
-        if granted.provider != name {
-            return Refusal::OtherProvider.response(kind);
+            .ok_or(Refusal::UnknownToken)?;
+        if granted.provider != provider {
+            return Err(Refusal::OtherProvider);
         }
-
         let limit = self.inner.config.max_request_body;
-        let bytes = match Limited::new(body, limit).collect().await {
+        let body = match Limited::new(body, limit).collect().await {
             Ok(collected) => collected.to_bytes(),
             Err(error) if error.is::<http_body_util::LengthLimitError>() => {
-                return Refusal::TooLarge(limit).response(kind);
+                return Err(Refusal::TooLarge(limit));
             }
-            Err(_) => return Refusal::BadBody.response(kind),
+            Err(_) => return Err(Refusal::BadBody),
         };
-        let model = serde_json::from_slice::<Value>(&bytes)
+        let model = serde_json::from_slice::<Value>(&body)
             .ok()
             .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned));
         if let (Some(allowed), Some(model)) = (&granted.models, &model)
             && !allowed.contains(model)
         {
-            return Refusal::ModelNotAllowed {
+            return Err(Refusal::ModelNotAllowed {
                 model: model.clone(),
                 allowed: allowed.clone(),
-            }
-            .response(kind);
+            });
         }
-        if let Some(budget) = &granted.budget
-            && let Err(message) = budget.admit()
-        {
-            return Refusal::Budget(message).response(kind);
+        if let Some(budget) = &granted.budget {
+            budget.admit().map_err(Refusal::Budget)?;
         }
+        Ok(Admitted {
+            granted,
+            model,
+            body,
+        })
+    }
 
-        let Some(upstream) = upstream_request(provider, &rest, parts.method, parts.headers, bytes)
+    /// Sends an admitted request to the provider and streams its answer back, metered.
+    async fn forward(
+        &self,
+        provider: &Provider,
+        rest: &str,
+        parts: http::request::Parts,
+        admitted: Admitted,
+    ) -> Response<GatewayBody> {
+        let (name, kind) = (provider.name.as_str(), provider.kind);
+        let Admitted {
+            granted,
+            model,
+            body,
+        } = admitted;
+        let Some(upstream) = upstream_request(provider, rest, parts.method, parts.headers, body)
         else {
             return Refusal::BadBody.response(kind);
         };
