@@ -1,0 +1,293 @@
+//! One request through the gateway: route by provider name, check the token, the model and
+//! the budget, swap the token for the key, forward, and stream the answer back metered.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use http::{Request, Response, StatusCode};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper::body::Incoming;
+use secrecy::ExposeSecret;
+use serde_json::Value;
+
+use crate::body::{Account, MeteredBody};
+use crate::gateway::Gateway;
+use crate::grants::Granted;
+use crate::meter::Meter;
+use crate::provider::{Provider, ProviderKind};
+use crate::refusal::{GatewayBody, Refusal};
+use crate::token;
+
+/// Headers that belong to one connection, never forwarded either way (RFC 9110 7.6.1).
+const HOP_BY_HOP: [&str; 9] = [
+    "connection",
+    "keep-alive",
+    "proxy-connection",
+    "proxy-authenticate",
+    "proxy-authorization",
+    "te",
+    "trailer",
+    "transfer-encoding",
+    "upgrade",
+];
+
+/// Removes hop-by-hop headers, those the `connection` header names included.
+fn strip_hop_by_hop(headers: &mut HeaderMap) {
+    let named: Vec<HeaderName> = headers
+        .get_all(header::CONNECTION)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(','))
+        .filter_map(|name| HeaderName::from_bytes(name.trim().as_bytes()).ok())
+        .collect();
+    for name in named {
+        headers.remove(name);
+    }
+    for name in HOP_BY_HOP {
+        headers.remove(name);
+    }
+}
+
+/// The token a CLI sent, from `x-api-key` (Anthropic's way) or `Authorization: Bearer`.
+fn presented_token(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get("x-api-key")
+        .and_then(|v| v.to_str().ok())
+        .or_else(|| {
+            headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.strip_prefix("Bearer "))
+        })
+        .map(str::trim)
+        .filter(|token| !token.is_empty())
+}
+
+/// Whether a path has `.` or `..` segments (percent-encoded too), which could leave the
+/// provider's base path once the provider's server normalises it.
+fn climbs(rest: &str) -> bool {
+    let path = rest.split('?').next().unwrap_or(rest);
+    path.split('/').any(|segment| {
+        let segment = segment.to_ascii_lowercase().replace("%2e", ".");
+        segment == "." || segment == ".."
+    })
+}
+
+/// The error shape for a path that names no provider: Anthropic's when the request looks
+/// like Anthropic's, else OpenAI's.
+fn guess_kind(headers: &HeaderMap, path: &str) -> ProviderKind {
+    if headers.contains_key("x-api-key")
+        || headers.contains_key("anthropic-version")
+        || path.ends_with("/messages")
+    {
+        ProviderKind::Anthropic
+    } else {
+        ProviderKind::OpenAi
+    }
+}
+
+/// A request that passed the gateway's checks, ready to forward.
+struct Admitted {
+    granted: Arc<Granted>,
+    /// The model the body names, if it names one.
+    model: Option<String>,
+    body: Bytes,
+}
+
+impl Gateway {
+    /// Answers one request from a sandbox.
+    pub(crate) async fn handle(&self, request: Request<Incoming>) -> Response<GatewayBody> {
+        let (parts, body) = request.into_parts();
+        let path = parts.uri.path();
+        let name = path
+            .strip_prefix('/')
+            .and_then(|p| p.split('/').next())
+            .unwrap_or("");
+        let Some(provider) = self.inner.providers.get(name) else {
+            return Refusal::NoRoute(path.to_owned()).response(guess_kind(&parts.headers, path));
+        };
+        let whole = parts.uri.path_and_query().map_or(path, |pq| pq.as_str());
+        let rest = match &whole[1 + name.len()..] {
+            rest if rest.starts_with('/') => rest.to_owned(),
+            rest => format!("/{rest}"),
+        };
+        if climbs(&rest) {
+            return Refusal::NoRoute(path.to_owned()).response(provider.kind);
+        }
+        match self.admit(name, &parts.headers, body).await {
+            Ok(admitted) => self.forward(provider, &rest, parts, admitted).await,
+            Err(refusal) => refusal.response(provider.kind),
+        }
+    }
+
+    /// The checks before anything is forwarded: the token, its provider, the body's size,
+    /// the model and the budget, in that order.
+    async fn admit(
+        &self,
+        provider: &str,
+        headers: &HeaderMap,
+        body: Incoming,
+    ) -> Result<Admitted, Refusal> {
+        let granted = presented_token(headers)
+            .map(token::hash)
+            .and_then(|hash| self.inner.grants.find(&hash))
+            .ok_or(Refusal::UnknownToken)?;
+        if granted.provider != provider {
+            return Err(Refusal::OtherProvider);
+        }
+        let limit = self.inner.config.max_request_body;
+        let body = match Limited::new(body, limit).collect().await {
+            Ok(collected) => collected.to_bytes(),
+            Err(error) if error.is::<http_body_util::LengthLimitError>() => {
+                return Err(Refusal::TooLarge(limit));
+            }
+            Err(_) => return Err(Refusal::BadBody),
+        };
+        let model = serde_json::from_slice::<Value>(&body)
+            .ok()
+            .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned));
+        if let (Some(allowed), Some(model)) = (&granted.models, &model)
+            && !allowed.contains(model)
+        {
+            return Err(Refusal::ModelNotAllowed {
+                model: model.clone(),
+                allowed: allowed.clone(),
+            });
+        }
+        if let Some(budget) = &granted.budget {
+            budget.admit().map_err(Refusal::Budget)?;
+        }
+        Ok(Admitted {
+            granted,
+            model,
+            body,
+        })
+    }
+
+    /// Sends an admitted request to the provider and streams its answer back, metered.
+    async fn forward(
+        &self,
+        provider: &Provider,
+        rest: &str,
+        parts: http::request::Parts,
+        admitted: Admitted,
+    ) -> Response<GatewayBody> {
+        let (name, kind) = (provider.name.as_str(), provider.kind);
+        let Admitted {
+            granted,
+            model,
+            body,
+        } = admitted;
+        let Some(upstream) = upstream_request(provider, rest, parts.method, parts.headers, body)
+        else {
+            return Refusal::BadBody.response(kind);
+        };
+        let sent = tokio::time::timeout(
+            self.inner.config.first_byte_timeout,
+            self.inner.client.request(upstream),
+        )
+        .await;
+        let answer = match sent {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(error)) => {
+                tracing::warn!(grant = %granted.label, provider = name, connect = error.is_connect(),
+                    "model provider unreachable: {error}");
+                return Refusal::Unreachable(name.to_owned()).response(kind);
+            }
+            Err(_) => {
+                tracing::warn!(grant = %granted.label, provider = name, "model provider timed out");
+                return Refusal::Timeout(name.to_owned()).response(kind);
+            }
+        };
+        if answer.status() == StatusCode::UNAUTHORIZED {
+            tracing::error!(provider = name, "model provider refused the gateway's key");
+            return Refusal::ProviderRefusedKey(name.to_owned()).response(kind);
+        }
+
+        let (mut parts, body) = answer.into_parts();
+        strip_hop_by_hop(&mut parts.headers);
+        let content_type = parts
+            .headers
+            .get(header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("");
+        let account = Account {
+            meter: Meter::new(content_type, model, self.inner.config.max_metered_body),
+            granted,
+            status: parts.status.as_u16(),
+        };
+        Response::from_parts(parts, MeteredBody::new(body, account).boxed_unsync())
+    }
+}
+
+/// The request to the provider: same method, path and query; the CLI's token and
+/// connection headers gone, the provider's key in its place, and no compression so the
+/// meter can read the answer.
+fn upstream_request(
+    provider: &Provider,
+    rest: &str,
+    method: http::Method,
+    mut headers: HeaderMap,
+    body: Bytes,
+) -> Option<Request<Full<Bytes>>> {
+    strip_hop_by_hop(&mut headers);
+    for name in [
+        header::HOST,
+        header::CONTENT_LENGTH,
+        header::AUTHORIZATION,
+        header::ACCEPT_ENCODING,
+    ] {
+        headers.remove(name);
+    }
+    headers.remove("x-api-key");
+    headers.insert(
+        header::ACCEPT_ENCODING,
+        HeaderValue::from_static("identity"),
+    );
+    let key = provider.key.expose_secret();
+    let (name, mut value) = match provider.kind {
+        ProviderKind::Anthropic => (
+            HeaderName::from_static("x-api-key"),
+            HeaderValue::from_str(key).ok()?,
+        ),
+        ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => (
+            header::AUTHORIZATION,
+            HeaderValue::from_str(&format!("Bearer {key}")).ok()?,
+        ),
+    };
+    value.set_sensitive(true);
+    headers.insert(name, value);
+    let mut request = Request::builder()
+        .method(method)
+        .uri(provider.target(rest))
+        .body(Full::new(body))
+        .ok()?;
+    *request.headers_mut() = headers;
+    Some(request)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_segments_are_caught_encoded_or_not() {
+        assert!(climbs("/v1/../admin"));
+        assert!(climbs("/v1/%2E%2e/admin"));
+        assert!(climbs("/./v1"));
+        assert!(!climbs("/v1/messages?x=../y"));
+        assert!(!climbs("/v1/messages.json"));
+    }
+
+    #[test]
+    fn tokens_come_from_either_header_and_never_empty() {
+        let mut headers = HeaderMap::new();
+        headers.insert("authorization", HeaderValue::from_static("Bearer gh-gw-1"));
+        assert_eq!(presented_token(&headers), Some("gh-gw-1"));
+        headers.insert("x-api-key", HeaderValue::from_static("gh-gw-2"));
+        assert_eq!(presented_token(&headers), Some("gh-gw-2"));
+        headers.insert("x-api-key", HeaderValue::from_static(""));
+        assert_eq!(presented_token(&headers), None);
+    }
+}

@@ -1,0 +1,24 @@
+//! Fake model providers for tests, as `gatehouse-fake-forge` is for GitHub: real HTTP on
+//! loopback speaking the providers' real wire formats, so the gateway's tests (and later the
+//! real Claude Code and Codex CLIs) can be pointed at them.
+//!
+//! - [`FakeProvider`]: one server answering `POST /v1/messages` (Anthropic Messages),
+//!   `POST /v1/responses` (OpenAI Responses) and `POST /v1/chat/completions` (OpenAI Chat
+//!   Completions, for openai-compatible providers), streamed (server-sent events) or not.
+//! - [`Turn`]: the script. The n-th request of a conversation gets the n-th turn, with the
+//!   usage figures the test chose; [`Fault`]s (5xx, 429, a hang, a cut or slow stream) are
+//!   queued for the next requests.
+//! - [`Recorded`]: every request (path, headers, body) and the time of each event sent.
+//! - [`sse`]: server-sent events, written by the fake and read by the tests' clients.
+
+mod anthropic;
+mod chat;
+mod record;
+mod responses;
+mod script;
+mod server;
+pub mod sse;
+
+pub use record::{Recorded, Sent};
+pub use script::{Fault, Reply, Tokens, Turn};
+pub use server::FakeProvider;

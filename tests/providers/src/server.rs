@@ -1,0 +1,302 @@
+//! The fake provider's server: routes, the key check, faults, and answers streamed event by
+//! event with the delays a fault asks for, each recorded.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, Uri, header};
+use axum::response::{IntoResponse, Response};
+use futures::channel::mpsc;
+use serde_json::Value;
+
+use crate::record::{Recorded, Sent};
+use crate::script::{Fault, Turn};
+use crate::sse::Event;
+use crate::{anthropic, chat, responses};
+
+/// The three APIs the fake speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Api {
+    Messages,
+    Responses,
+    Chat,
+}
+
+impl Api {
+    fn of(method: &Method, path: &str) -> Option<Self> {
+        if method != Method::POST {
+            return None;
+        }
+        match path {
+            "/v1/messages" => Some(Self::Messages),
+            "/v1/responses" => Some(Self::Responses),
+            "/v1/chat/completions" => Some(Self::Chat),
+            _ => None,
+        }
+    }
+
+    /// The error body in this API's shape.
+    fn error(self, status: u16, message: &str) -> Value {
+        match self {
+            Self::Messages => anthropic::error(status, message),
+            Self::Responses | Self::Chat => responses::error(status, message),
+        }
+    }
+}
+
+#[derive(Default)]
+struct Inner {
+    key: String,
+    turns: Vec<Turn>,
+    faults: VecDeque<Fault>,
+    requests: Vec<Recorded>,
+    next_id: u64,
+    /// Responses API ids → the turn they answered, for `previous_response_id`.
+    responses: HashMap<String, usize>,
+}
+
+/// A fake model provider on a free loopback port, for the rest of the test.
+#[derive(Clone)]
+pub struct FakeProvider {
+    url: String,
+    key: String,
+    inner: Arc<Mutex<Inner>>,
+}
+
+impl std::fmt::Debug for FakeProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("FakeProvider")
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl FakeProvider {
+    /// Serves the fake: requests must carry `key` (`x-api-key` for Anthropic,
+    /// `Authorization: Bearer` for OpenAI); the n-th request of a conversation gets
+    /// `turns[n]` (the last turn once the script is spent).
+    pub async fn start(key: &str, turns: Vec<Turn>) -> Self {
+        let inner = Arc::new(Mutex::new(Inner {
+            key: key.to_owned(),
+            turns,
+            ..Inner::default()
+        }));
+        let app = Router::new().fallback(answer).with_state(inner.clone());
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind");
+        let url = format!("http://{}", listener.local_addr().expect("address"));
+        // Events leave as they are written, as from a real provider, not held by Nagle.
+        let listener = axum::serve::ListenerExt::tap_io(listener, |tcp| {
+            let _ = tcp.set_nodelay(true);
+        });
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Self {
+            url,
+            key: key.to_owned(),
+            inner,
+        }
+    }
+
+    /// The base URL, without `/v1`.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The key the fake expects.
+    pub fn key(&self) -> &str {
+        &self.key
+    }
+
+    /// Queues a fault: the next request that gets past the key check commits it.
+    pub fn push_fault(&self, fault: Fault) {
+        lock(&self.inner).faults.push_back(fault);
+    }
+
+    /// Every request so far, oldest first.
+    pub fn requests(&self) -> Vec<Recorded> {
+        lock(&self.inner).requests.clone()
+    }
+}
+
+fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
+    inner
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+fn json_response(status: u16, body: &Value) -> Response {
+    let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+async fn answer(
+    State(inner): State<Arc<Mutex<Inner>>>,
+    method: Method,
+    uri: Uri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri
+        .path_and_query()
+        .map_or_else(|| uri.path().to_owned(), |p| p.as_str().to_owned());
+    let json: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let (index, key) = {
+        let mut state = lock(&inner);
+        state.requests.push(Recorded {
+            path: path.clone(),
+            headers: headers.clone(),
+            body: json.clone(),
+            received: Instant::now(),
+            status: 0,
+            sent: Vec::new(),
+        });
+        (state.requests.len() - 1, state.key.clone())
+    };
+    let set_status = |status: u16| lock(&inner).requests[index].status = status;
+
+    let Some(api) = Api::of(&method, uri.path()) else {
+        set_status(404);
+        let shape = if headers.contains_key("x-api-key") {
+            Api::Messages
+        } else {
+            Api::Responses
+        };
+        return json_response(404, &shape.error(404, &format!("no route {path}")));
+    };
+    let presented = match api {
+        Api::Messages => headers.get("x-api-key").and_then(|v| v.to_str().ok()),
+        Api::Responses | Api::Chat => headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .and_then(|v| v.strip_prefix("Bearer ")),
+    };
+    if presented != Some(key.as_str()) {
+        set_status(401);
+        let message = match api {
+            Api::Messages => "invalid x-api-key",
+            _ => "Incorrect API key provided.",
+        };
+        return json_response(401, &api.error(401, message));
+    }
+
+    let fault = lock(&inner).faults.pop_front();
+    match fault {
+        Some(Fault::Status(status)) => {
+            set_status(status);
+            return json_response(status, &api.error(status, "the fake provider failed"));
+        }
+        Some(Fault::RateLimited { retry_after }) => {
+            set_status(429);
+            let mut response = json_response(429, &api.error(429, "rate limited"));
+            response
+                .headers_mut()
+                .insert("retry-after", HeaderValue::from(retry_after));
+            return response;
+        }
+        Some(Fault::Hang) => {
+            std::future::pending::<()>().await;
+        }
+        _ => {}
+    }
+
+    let (turn, id) = {
+        let mut state = lock(&inner);
+        let n = match api {
+            Api::Messages => anthropic::turn_index(&json),
+            Api::Chat => chat::turn_index(&json),
+            Api::Responses => {
+                responses::turn_index(&json, |previous| state.responses.get(previous).copied())
+            }
+        };
+        let Some(turn) = state.turns.get(n).or(state.turns.last()).cloned() else {
+            drop(state);
+            set_status(500);
+            return json_response(500, &api.error(500, "the fake's script is empty"));
+        };
+        state.next_id += 1;
+        let id = state.next_id;
+        if api == Api::Responses {
+            state.responses.insert(responses::response_id(id), n);
+        }
+        (turn, id)
+    };
+    let model = json["model"].as_str().unwrap_or("fake-model").to_owned();
+    set_status(200);
+
+    if json["stream"] != Value::Bool(true) {
+        let object = match api {
+            Api::Messages => anthropic::message(&turn, &model, id),
+            Api::Responses => responses::object(&turn, &model, id),
+            Api::Chat => chat::object(&turn, &model, id),
+        };
+        return json_response(200, &object);
+    }
+    let events = match api {
+        Api::Messages => anthropic::stream(&turn, &model, id),
+        Api::Responses => responses::stream(&turn, &model, id),
+        Api::Chat => chat::stream(
+            &turn,
+            &model,
+            id,
+            json["stream_options"]["include_usage"] == Value::Bool(true),
+        ),
+    };
+    let (sender, receiver) = mpsc::unbounded::<Result<Bytes, std::io::Error>>();
+    tokio::spawn(send_events(inner.clone(), index, events, fault, sender));
+    let request_id = match api {
+        Api::Messages => "request-id",
+        _ => "x-request-id",
+    };
+    Response::builder()
+        .status(StatusCode::OK)
+        .header(header::CONTENT_TYPE, "text/event-stream")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header(request_id, format!("req_fake{id:08}"))
+        .body(Body::from_stream(receiver))
+        .unwrap_or_else(|_| StatusCode::INTERNAL_SERVER_ERROR.into_response())
+}
+
+/// Sends the events of a stream with the delays and the cut a fault asks for, recording when
+/// each one left.
+async fn send_events(
+    inner: Arc<Mutex<Inner>>,
+    index: usize,
+    events: Vec<Event>,
+    fault: Option<Fault>,
+    sender: mpsc::UnboundedSender<Result<Bytes, std::io::Error>>,
+) {
+    for (n, event) in events.iter().enumerate() {
+        match fault {
+            Some(Fault::Slow(delay)) => tokio::time::sleep(delay).await,
+            Some(Fault::Pause { after, pause }) if n == after => tokio::time::sleep(pause).await,
+            Some(Fault::Cut { after }) if n == after => {
+                // Let the connection write what was sent, or the cut would swallow it.
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                let cut = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "cut");
+                let _ = sender.unbounded_send(Err(cut));
+                return;
+            }
+            _ => {}
+        }
+        if sender
+            .unbounded_send(Ok(Bytes::from(event.render())))
+            .is_err()
+        {
+            return;
+        }
+        lock(&inner).requests[index].sent.push(Sent {
+            event: event.event.clone().unwrap_or_else(|| "data".to_owned()),
+            at: Instant::now(),
+        });
+    }
+}
