@@ -144,6 +144,7 @@ build_git() {
     local root=$work/debian
     debian_root "$root" git,ca-certificates
     import_root "$root" gatehouse-sandbox:git
+    rm -rf "$root"
     echo "built gatehouse-sandbox:git ($(docker image inspect --format '{{.Id}}' gatehouse-sandbox:git)) from Debian $suite"
 }
 
@@ -158,8 +159,9 @@ agents_labels() {
 
 build_agents() {
     local tag=gatehouse-sandbox:agents pins
-    pins=$(dirname "$0")/agent-clis.env
-    # shellcheck source=agent-clis.env
+    pins=$(dirname "${BASH_SOURCE[0]}")/agent-clis.env
+    # NAME=VALUE lines only (deploy/validate.sh runs shellcheck without following it).
+    # shellcheck disable=SC1090,SC1091
     source "$pins"
     : "${CLAUDE_CODE_VERSION:?not set in $pins}" "${CODEX_VERSION:?not set in $pins}"
     local wanted current
@@ -177,14 +179,15 @@ build_agents() {
     debian_root "$root" git,ca-certificates,bash,nodejs
     echo "installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION and @openai/codex@$CODEX_VERSION"
     # On the host, into the root: the image build has no network. Claude Code's postinstall
-    # copies its native binary (glibc, as in the root) over its placeholder.
-    npm install --global --prefix "$root/usr/local" --no-audit --no-fund --no-update-notifier \
+    # copies its native binary (glibc, as in the root) over its placeholder. npm's cache is
+    # the build's own, so the downloads (~300 MB) do not stay on the host.
+    npm install --global --prefix "$root/usr/local" --cache "$work/npm-cache" \
+        --no-audit --no-fund --no-update-notifier \
         "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION" \
         > "$work/npm.log" 2>&1 || {
         tail -n 30 "$work/npm.log" >&2
         exit 1
     }
-    rm -rf "$root/usr/local/etc/npmrc"
     # Claude Code refuses some flags as root: the image runs as `agent`.
     chroot "$root" useradd --uid 1000 --user-group --create-home --shell /bin/bash agent
 
@@ -193,12 +196,13 @@ build_agents() {
         changes+=("LABEL $label")
     done < <(agents_labels)
     import_root "$root" "$tag" "${changes[@]}"
+    rm -rf "$root" "$work/npm-cache"
     local versions
     versions=$(docker run --rm --network none "$tag" sh -c 'claude --version; codex --version') || {
         echo "$tag: the CLIs do not start" >&2
         exit 1
     }
-    echo "built $tag ($(docker image inspect --format '{{.Id}}' "$tag")) from Debian $suite:" $versions
+    echo "built $tag ($(docker image inspect --format '{{.Id}}' "$tag")) from Debian $suite: ${versions//$'\n'/, }"
 }
 
 build_busybox
