@@ -188,6 +188,7 @@ build_agents() {
         tail -n 30 "$work/npm.log" >&2
         exit 1
     }
+    rm -rf "$work/npm-cache"
     # Claude Code refuses some flags as root: the image runs as `agent`.
     chroot "$root" useradd --uid 1000 --user-group --create-home --shell /bin/bash agent
 
@@ -196,7 +197,7 @@ build_agents() {
         changes+=("LABEL $label")
     done < <(agents_labels)
     import_root "$root" "$tag" "${changes[@]}"
-    rm -rf "$root" "$work/npm-cache"
+    rm -rf "$root"
     local versions
     versions=$(docker run --rm --network none "$tag" sh -c 'claude --version; codex --version') || {
         echo "$tag: the CLIs do not start" >&2
