@@ -368,7 +368,7 @@ async fn agents_image() -> bool {
     let why = match DockerSandbox::connect("agents-image-check").await {
         Ok(docker) => match docker.check_image(AGENTS_IMAGE).await {
             Ok(()) => return true,
-            Err(e) => format!("{e} (deploy/sandbox/build-images.sh --with-agents)"),
+            Err(e) => format!("{e}; this one needs --with-agents"),
         },
         Err(e) => e.to_string(),
     };
