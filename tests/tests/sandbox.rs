@@ -1,7 +1,8 @@
 //! Script nodes in Docker sandboxes, through the real runner and a real Docker engine: a
 //! shared workspace volume, no network, a non-root user, a read-only root; memory, process
 //! and time limits and a missing image each failing their node with a reason; floods of
-//! output stored only up to the limit. Needs the images from deploy/sandbox/build-images.sh.
+//! output stored only up to the limit; the real agent CLIs in `gatehouse-sandbox:agents`.
+//! Needs the images from deploy/sandbox/build-images.sh (`--with-agents` for the last).
 //! Without a Docker engine these tests say so and pass, unless `DOCKER_TESTS=required` (CI).
 
 use std::collections::BTreeMap;
@@ -11,6 +12,28 @@ use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, San
 use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};
 
 const IMAGE: &str = "gatehouse-sandbox:busybox";
+
+/// The image with the real agent CLIs (`build-images.sh --with-agents`).
+const AGENTS_IMAGE: &str = "gatehouse-sandbox:agents";
+
+/// The CLI versions the agents image is built with: `NAME=VALUE` lines.
+const AGENT_CLIS: &str = include_str!("../../deploy/sandbox/agent-clis.env");
+
+/// What the agents image holds, seen by a script node with no network: the CLIs' versions,
+/// who it runs as, and the names (not values) of its environment.
+const CLIS: &str = r#"
+name: clis
+sandbox: agents
+nodes:
+  look:
+    kind: script
+    run: |
+      { claude --version; codex --version; } > "$GATEHOUSE_ARTIFACTS/versions"
+      { id -un; getent passwd agent; } > "$GATEHOUSE_ARTIFACTS/user"
+      env | cut -d= -f1 | sort > "$GATEHOUSE_ARTIFACTS/env-names"
+      grep -c : /proc/net/dev > "$GATEHOUSE_ARTIFACTS/interfaces"
+    artifacts: [versions, user, env-names, interfaces]
+"#;
 
 const BOXED: &str = r#"
 name: boxed
@@ -327,5 +350,105 @@ async fn an_agent_runs_its_cli_inside_the_container(backend: Backend) {
         ),
         ("claude-haiku-4-5", 7, 3)
     );
+    stack.stop().await;
+}
+
+/// The pinned version of `name` in deploy/sandbox/agent-clis.env.
+fn pinned(name: &str) -> &'static str {
+    AGENT_CLIS
+        .lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("{name} is not in agent-clis.env"))
+        .trim()
+}
+
+/// Whether the agents image is here; without it the test is skipped, unless CI requires
+/// Docker (which builds it).
+async fn agents_image() -> bool {
+    let why = match DockerSandbox::connect("agents-image-check").await {
+        Ok(docker) => match docker.check_image(AGENTS_IMAGE).await {
+            Ok(()) => return true,
+            Err(e) => format!("{e}; this one needs --with-agents"),
+        },
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),
+        "DOCKER_TESTS=required but the agents image cannot run: {why}"
+    );
+    eprintln!("skipped: {why}");
+    false
+}
+
+/// The image's own configuration field `format` (`docker image inspect --format`).
+fn inspect_image(format: &str) -> String {
+    let out = std::process::Command::new("docker")
+        .args(["image", "inspect", "--format", format, AGENTS_IMAGE])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_agents_image_holds_the_pinned_clis_without_keys() {
+    if !agents_image().await {
+        return;
+    }
+    let Some(stack) = stack_with(Backend::Sqlite, &[("clis", CLIS)], |options| {
+        let mut agents = profile(AGENTS_IMAGE, Some("512MiB"), Some(128));
+        // The image's `agent`; a root runner would otherwise pick `nobody`.
+        agents.user = Some("1000:1000".into());
+        options.profiles.insert("agents".into(), agents);
+    })
+    .await
+    else {
+        return;
+    };
+    let run = stack.request("clis").await;
+    stack.wait_run(run, "succeeded").await;
+
+    let versions = stack.artifact(run, "look", 1, "versions");
+    let versions: Vec<&str> = versions.lines().collect();
+    assert_eq!(
+        versions,
+        [
+            format!("{} (Claude Code)", pinned("CLAUDE_CODE_VERSION")),
+            format!("codex-cli {}", pinned("CODEX_VERSION")),
+        ],
+    );
+    assert_eq!(
+        stack.artifact(run, "look", 1, "user"),
+        "agent\nagent:x:1000:1000::/home/agent:/bin/bash\n"
+    );
+    assert_eq!(inspect_image("{{.Config.User}}"), "agent");
+    // `network = "none"`: only the loopback interface.
+    assert_eq!(stack.artifact(run, "look", 1, "interfaces").trim(), "1");
+
+    // No key reaches the CLIs from the image: neither in its configuration nor in what the
+    // node sees (which adds only Gatehouse's variables to the image's).
+    let key_like = |name: &str| {
+        let name = name.to_ascii_uppercase();
+        [
+            "KEY",
+            "TOKEN",
+            "SECRET",
+            "PASSW",
+            "AUTH",
+            "ANTHROPIC",
+            "OPENAI",
+        ]
+        .iter()
+        .any(|word| name.contains(word))
+    };
+    let image_env = inspect_image("{{range .Config.Env}}{{println .}}{{end}}");
+    let image_names: Vec<&str> = image_env
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(name, _)| name))
+        .collect();
+    assert_eq!(image_names, ["PATH"], "{image_env}");
+    let seen = stack.artifact(run, "look", 1, "env-names");
+    let keys: Vec<&str> = seen.lines().filter(|name| key_like(name)).collect();
+    assert!(keys.is_empty(), "key-like variables {keys:?} in {seen}");
     stack.stop().await;
 }
