@@ -5,7 +5,7 @@
 #   DIR/node_modules/.bin/codex    @openai/codex
 # Usage: install.sh [DIR]   (default: target/agent-clis at the repository's root)
 # Skips npm when both are already installed at the pinned versions; prints the binaries'
-# directory last, so `GATEHOUSE_AGENT_CLIS=$(bash install.sh | tail -n1)` works.
+# directory (DIR/node_modules/.bin) last. The tests find DIR through AGENT_CLIS_DIR.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/../.." && pwd)

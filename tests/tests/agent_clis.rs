@@ -11,7 +11,7 @@
 //! figures summed over the requests (and what the CLI itself reports).
 //!
 //! The CLIs are installed by `tests/agent-clis/install.sh` into `target/agent-clis` (or
-//! where `GATEHOUSE_AGENT_CLIS` says). Without them the tests say so and pass, unless
+//! where `AGENT_CLIS_DIR` says). Without them the tests say so and pass, unless
 //! `AGENT_CLI_TESTS=required` (CI, `.ci/run`), where that is a failure.
 
 #[path = "agent_clis/claude.rs"]

@@ -36,11 +36,11 @@ fn installed_version(dir: &Path, package: &str) -> Option<String> {
     json["version"].as_str().map(str::to_owned)
 }
 
-/// The CLIs at their pinned versions, from `GATEHOUSE_AGENT_CLIS` (the install directory,
+/// The CLIs at their pinned versions, from `AGENT_CLIS_DIR` (the install directory,
 /// `target/agent-clis` by default). `None`, the test skipped, when they are missing or
 /// other versions, unless `AGENT_CLI_TESTS=required` (CI, `.ci/run`): then a failure.
 pub fn clis() -> Option<Clis> {
-    let dir = std::env::var_os("GATEHOUSE_AGENT_CLIS")
+    let dir = std::env::var_os("AGENT_CLIS_DIR")
         .map_or_else(|| root().join("target/agent-clis"), PathBuf::from);
     let mut wrong = Vec::new();
     for (package, pin) in [
