@@ -1,6 +1,7 @@
 //! Fake model providers for tests, as `gatehouse-fake-forge` is for GitHub: real HTTP on
-//! loopback speaking the providers' real wire formats, so the gateway's tests (and later the
-//! real Claude Code and Codex CLIs) can be pointed at them.
+//! loopback speaking the providers' real wire formats, so the gateway's tests and the real
+//! Claude Code and Codex CLIs (`tests/tests/agent_clis.rs` in `gatehouse-tests`) can be
+//! pointed at them.
 //!
 //! - [`FakeProvider`]: one server answering `POST /v1/messages` (Anthropic Messages),
 //!   `POST /v1/responses` (OpenAI Responses) and `POST /v1/chat/completions` (OpenAI Chat
