@@ -36,6 +36,7 @@ mod outcome;
 mod patience;
 mod queue;
 mod runner;
+mod running;
 mod scope;
 mod scratch;
 mod secrets;

@@ -30,14 +30,13 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::runner::Runner;
+use crate::running::Running;
 use crate::work::{Reported, Work};
 use watch::unwanted;
 
 /// The durable consumer of the work queue's node jobs, shared by every runner.
 const JOBS: &str = "runner";
 
-/// Attempts running here, so a run snapshot can stop them.
-type Running = Arc<Mutex<HashMap<(Uuid, String, u32), CancellationToken>>>;
 /// The newest snapshot seen of each run, so a job that arrives after its run was
 /// cancelled (or its node sent back) is not started at all.
 type Snapshots = Arc<Mutex<HashMap<Uuid, RunUpdated>>>;
@@ -46,7 +45,8 @@ type Snapshots = Arc<Mutex<HashMap<Uuid, RunUpdated>>>;
 #[derive(Clone)]
 pub(crate) struct Nodes {
     runner: Runner,
-    running: Running,
+    /// Attempts running here, so a run snapshot can stop them.
+    running: Running<(Uuid, String, u32)>,
     snapshots: Snapshots,
     /// Attempts working in each run's workspace here.
     working: follow::Working,
@@ -56,7 +56,7 @@ impl Nodes {
     pub(crate) fn new(runner: &Runner) -> Self {
         Self {
             runner: runner.clone(),
-            running: Arc::default(),
+            running: Running::default(),
             snapshots: Arc::default(),
             working: Arc::default(),
         }
@@ -71,14 +71,11 @@ impl Nodes {
         delivery: &Delivery,
     ) -> Result<Reported, HandlerError> {
         let attempt = i32::try_from(job.attempt).unwrap_or(i32::MAX);
-        // Registered before anything is announced, so a cancel that follows cannot miss it;
-        // a child of the halt, so the end of the shutdown grace stops it too.
+        // Registered before anything is announced, so a cancel that follows cannot miss it.
         let cancel = self.runner.halted.child_token();
-        let key = (job.run_id, job.node.clone(), job.attempt);
-        self.running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(key.clone(), cancel.clone());
+        let _running = self
+            .running
+            .register((job.run_id, job.node.clone(), job.attempt), cancel.clone());
         if let Some(snapshot) = self
             .snapshots
             .lock()
@@ -88,12 +85,7 @@ impl Nodes {
         {
             cancel.cancel();
         }
-        let result = self.report(envelope, job, attempt, cancel, delivery).await;
-        self.running
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .remove(&key);
-        result
+        self.report(envelope, job, attempt, cancel, delivery).await
     }
 }
 

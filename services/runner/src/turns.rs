@@ -32,8 +32,7 @@ mod turn;
 mod verdict;
 mod workspace;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use async_trait::async_trait;
 use gatehouse_bus::{Bus, Delivery, HandlerError};
@@ -44,14 +43,12 @@ use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
 use crate::runner::Runner;
+use crate::running::Running;
 use crate::work::{Reported, Work};
 use deliver::Delivering;
 
 /// The durable consumer of turn jobs, shared by every runner.
 const TURNS: &str = "runner-turns";
-
-/// Turn attempts running here, so a cancel can stop them.
-type Running = Arc<Mutex<HashMap<TurnKey, CancellationToken>>>;
 
 /// An attempt as the store keys it.
 fn key(conversation_id: Uuid, seq: u64, attempt: u32) -> TurnKey {
@@ -67,14 +64,14 @@ fn key(conversation_id: Uuid, seq: u64, attempt: u32) -> TurnKey {
 pub(crate) struct Turns {
     runner: Runner,
     /// Turn attempts running here, so a `turn.cancel` can stop them.
-    running: Running,
+    running: Running<TurnKey>,
 }
 
 impl Turns {
     pub(crate) fn new(runner: &Runner) -> Self {
         Self {
             runner: runner.clone(),
-            running: Arc::default(),
+            running: Running::default(),
         }
     }
 
@@ -91,11 +88,8 @@ impl Turns {
                 // cannot miss it; a child of the halt, so the end of the shutdown grace
                 // stops it too.
                 let cancel = self.runner.halted.child_token();
-                self.running
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .insert(key, cancel.clone());
-                let result = match &job.task {
+                let _running = self.running.register(key, cancel.clone());
+                match &job.task {
                     TurnTask::Deliver { draft, .. } => {
                         let delivery = Delivering {
                             seq: *seq,
@@ -106,12 +100,7 @@ impl Turns {
                             .await
                     }
                     _ => self.turn(envelope, job, key, &cancel).await,
-                };
-                self.running
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .remove(&key);
-                result
+                }
             }
             TurnTask::Release { timer } => {
                 self.release(job, *timer).await;

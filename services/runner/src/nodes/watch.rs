@@ -54,13 +54,12 @@ impl Handler for Nodes {
                 }
             });
         }
-        let running = self.running.lock().unwrap_or_else(|p| p.into_inner());
-        for ((run, node, attempt), token) in running.iter() {
-            if *run == snapshot.run_id && unwanted(&snapshot, node, *attempt) {
+        self.running.stop_where(
+            |(run, node, attempt)| *run == snapshot.run_id && unwanted(&snapshot, node, *attempt),
+            |(run, node, attempt)| {
                 tracing::info!(run = %run, node = %node, attempt, "stopping an attempt the run no longer wants");
-                token.cancel();
-            }
-        }
+            },
+        );
         Ok(())
     }
 }

@@ -15,7 +15,8 @@ use gatehouse_store::{Store, TurnKey, Tx};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::{Running, Turns, key};
+use super::{Turns, key};
+use crate::running::Running;
 
 /// The durable consumer of `turn.cancel`.
 const CANCELS: &str = "runner-turn-cancels";
@@ -38,7 +39,7 @@ pub(super) fn watch_cancels(
 }
 
 /// Records cancels, and stops the attempts of `Running` that they name.
-struct Watcher(Running);
+struct Watcher(Running<TurnKey>);
 
 #[async_trait]
 impl Handler for Watcher {
@@ -56,11 +57,12 @@ impl Handler for Watcher {
             return;
         };
         let key = key(cancel.conversation_id, cancel.seq, cancel.attempt);
-        let running = self.0.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(token) = running.get(&key) {
-            tracing::info!(conversation = %key.conversation_id, seq = key.seq, attempt = key.attempt, "stopping a turn");
-            token.cancel();
-        }
+        self.0.stop_where(
+            |running| *running == key,
+            |key| {
+                tracing::info!(conversation = %key.conversation_id, seq = key.seq, attempt = key.attempt, "stopping a turn");
+            },
+        );
     }
 }
 
