@@ -9,7 +9,7 @@ use http::{Request, Response, StatusCode};
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
 use secrecy::ExposeSecret;
-use serde_json::Value;
+use serde::Deserialize;
 
 use crate::body::{Account, MeteredBody};
 use crate::gateway::Gateway;
@@ -18,6 +18,13 @@ use crate::meter::Meter;
 use crate::provider::{Provider, ProviderKind};
 use crate::refusal::{GatewayBody, Refusal};
 use crate::token;
+
+/// The one field of a request body the gateway reads. Conversations resent whole make
+/// bodies of megabytes; the rest of them is skipped, not built into a JSON tree.
+#[derive(Deserialize)]
+struct Named {
+    model: Option<String>,
+}
 
 /// Headers that belong to one connection, never forwarded either way (RFC 9110 7.6.1).
 const HOP_BY_HOP: [&str; 9] = [
@@ -144,9 +151,9 @@ impl Gateway {
             }
             Err(_) => return Err(Refusal::BadBody),
         };
-        let model = serde_json::from_slice::<Value>(&body)
+        let model = serde_json::from_slice::<Named>(&body)
             .ok()
-            .and_then(|v| v.get("model").and_then(Value::as_str).map(str::to_owned));
+            .and_then(|named| named.model);
         if let (Some(allowed), Some(model)) = (&granted.models, &model)
             && !allowed.contains(model)
         {
