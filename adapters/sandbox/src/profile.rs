@@ -3,6 +3,7 @@
 use std::path::{Path, PathBuf};
 
 use bytesize::ByteSize;
+use gatehouse_egress::Policy;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
@@ -22,10 +23,24 @@ pub struct Profile {
     /// The image a Docker node runs in; required for `docker`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image: Option<String>,
-    /// `none` for no network at all; otherwise a Docker network name such as `bridge`
-    /// (egress allowed).
+    /// `none` (the default): no route out at all; the sandbox reaches the model gateway and
+    /// the hosts `egress` allows through the runner. Otherwise a Docker network such as
+    /// `bridge`, which hands the sandbox that whole network ([`Profile::warnings`] says so);
+    /// `host` and `container:*` are refused ([`Profile::check`]).
     #[serde(default = "default_network")]
     pub network: String,
+    /// Hosts the sandbox may reach through the runner's egress proxy, as host patterns
+    /// (`crates.io`, `*.npmjs.org`, `registry.example.com:8443`); a role's `egress` adds
+    /// to them. Nothing else is reachable.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<String>,
+    /// Curated host lists to add to `egress` by name: `rust`, `node`, `python`, `debian`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_defaults: Vec<String>,
+    /// Private networks (`10.20.0.0/16`) an allowed host may resolve into, for an internal
+    /// mirror; without one, a host resolving to a private address is refused.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress_private_networks: Vec<String>,
     /// Memory limit, swap included ("1GiB", "64MiB").
     #[serde(
         default,
@@ -112,6 +127,23 @@ pub enum ProfileError {
     /// A mount whose source is not absolute.
     #[error("mount source `{0}` must be an absolute host path")]
     RelativeMountSource(PathBuf),
+    /// `network = "host"`: the sandbox would share the host's network, and with it reach
+    /// Gatehouse's own API, NATS and Postgres on loopback.
+    #[error(
+        "network \"host\" shares the host's network: the sandbox would reach Gatehouse's API, \
+         NATS and Postgres on loopback. Use network = \"none\" (the default) and list the hosts \
+         it needs in `egress`"
+    )]
+    HostNetwork,
+    /// `network = "container:..."`: the sandbox would join another container's network.
+    #[error(
+        "network \"{0}\" joins another container's network and everything it can reach. Use \
+         network = \"none\" (the default) and list the hosts the sandbox needs in `egress`"
+    )]
+    ContainerNetwork(String),
+    /// An `egress`, `egress_defaults` or `egress_private_networks` entry that cannot be used.
+    #[error("{0}")]
+    Egress(String),
     /// A mount that would hand the script the Docker socket.
     #[error(
         "mount source `{0}` exposes the Docker socket, which gives the script the whole host; remove that mount"
@@ -125,6 +157,9 @@ impl Default for Profile {
             kind: SandboxKind::Process,
             image: None,
             network: default_network(),
+            egress: Vec::new(),
+            egress_defaults: Vec::new(),
+            egress_private_networks: Vec::new(),
             memory: None,
             cpus: None,
             pids: None,
@@ -158,6 +193,13 @@ impl Profile {
         if self.pids == Some(0) {
             return Err(ProfileError::ZeroPids);
         }
+        if self.network == "host" {
+            return Err(ProfileError::HostNetwork);
+        }
+        if self.network.starts_with("container:") {
+            return Err(ProfileError::ContainerNetwork(self.network.clone()));
+        }
+        self.egress_policy(&[])?;
         if let Some(user) = &self.user
             && parse_user(user).is_none()
         {
@@ -178,6 +220,39 @@ impl Profile {
             }
         }
         Ok(())
+    }
+}
+
+impl Profile {
+    /// What the sandbox may reach through the egress proxy: the profile's `egress` and
+    /// `egress_defaults` with the role's `role_egress` added, and its allowed private
+    /// networks. An entry that is not a host pattern, an unknown default list or a network
+    /// that is not wholly private is the error, naming it and what to write.
+    pub fn egress_policy(&self, role_egress: &[String]) -> Result<Policy, ProfileError> {
+        let egress = |e: gatehouse_egress::EgressError| ProfileError::Egress(e.to_string());
+        let networks = self
+            .egress_private_networks
+            .iter()
+            .map(|entry| Policy::parse_network(entry))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(egress)?;
+        Policy::from_config(self.egress.iter().chain(role_egress), &self.egress_defaults)
+            .and_then(|policy| policy.with_private_networks(networks))
+            .map_err(egress)
+    }
+
+    /// What a config check says about a profile it accepts: a `network` other than `none`
+    /// gives the sandbox that whole network, around the egress allow-list.
+    pub fn warnings(&self) -> Vec<String> {
+        if self.kind == SandboxKind::Docker && self.network != "none" {
+            vec![format!(
+                "network \"{}\" gives the sandbox that whole network, and every script it runs \
+                 with it; `egress` cannot limit it. Prefer network = \"none\" with `egress`",
+                self.network
+            )]
+        } else {
+            Vec::new()
+        }
     }
 }
 
@@ -426,6 +501,77 @@ mod tests {
             ProfileError::MissingImage.to_string(),
             "a docker profile needs `image`, e.g. image = \"gatehouse-sandbox:busybox\""
         );
+    }
+
+    #[test]
+    fn no_network_reaches_around_the_sandbox() {
+        let host = Profile {
+            network: "host".into(),
+            ..docker()
+        };
+        assert_eq!(host.check(), Err(ProfileError::HostNetwork));
+        assert!(
+            host.check()
+                .unwrap_err()
+                .to_string()
+                .contains("NATS and Postgres")
+        );
+        let joined = Profile {
+            network: "container:gatehouse".into(),
+            ..docker()
+        };
+        assert_eq!(
+            joined.check(),
+            Err(ProfileError::ContainerNetwork("container:gatehouse".into()))
+        );
+        let bridge = Profile {
+            network: "bridge".into(),
+            ..docker()
+        };
+        assert_eq!(bridge.check(), Ok(()));
+        assert_eq!(bridge.warnings().len(), 1);
+        assert!(bridge.warnings()[0].contains("whole network"));
+        assert!(docker().warnings().is_empty());
+    }
+
+    #[test]
+    fn egress_entries_are_checked_with_the_profile() {
+        let profile = Profile {
+            egress: vec!["crates.io".into(), "registry.example.com:8443".into()],
+            egress_defaults: vec!["node".into()],
+            egress_private_networks: vec!["10.20.0.0/16".into()],
+            ..docker()
+        };
+        assert_eq!(profile.check(), Ok(()));
+        let policy = profile.egress_policy(&["pypi.org".to_owned()]).unwrap();
+        assert!(policy.allows("crates.io", 443));
+        assert!(policy.allows("registry.npmjs.org", 443));
+        assert!(policy.allows("pypi.org", 443));
+        assert!(!policy.allows("example.com", 443));
+        assert_eq!(policy.private_networks().len(), 1);
+
+        for (field, bad) in [
+            ("egress", "https://crates.io/"),
+            ("egress_defaults", "haskell"),
+            ("egress_private_networks", "0.0.0.0/0"),
+        ] {
+            let mut profile = docker();
+            match field {
+                "egress" => profile.egress = vec![bad.into()],
+                "egress_defaults" => profile.egress_defaults = vec![bad.into()],
+                _ => profile.egress_private_networks = vec![bad.into()],
+            }
+            let Err(ProfileError::Egress(message)) = profile.check() else {
+                panic!("{field} = {bad} was accepted");
+            };
+            assert!(
+                message.contains(bad.trim_end_matches('/').trim_start_matches("https://")),
+                "{message}"
+            );
+        }
+        // A round trip keeps the lists.
+        let json = serde_json::to_string(&profile).unwrap();
+        assert_eq!(serde_json::from_str::<Profile>(&json).unwrap(), profile);
     }
 
     #[test]

@@ -194,6 +194,13 @@ fn codex(
         ]
         .map(String::from),
     );
+    if role.provider.is_some() {
+        words.extend(
+            GATEWAY_PROVIDER
+                .iter()
+                .map(|setting| format!("-c {setting}")),
+        );
+    }
     words.extend(role.args.iter().map(|arg| quote(arg)));
     if let Some(id) = resume {
         words.push("resume".to_owned());
@@ -211,6 +218,20 @@ fn codex(
         None => format!("{codex} < {}", quote(prompt_file)),
     }
 }
+
+/// Codex's settings for a role whose model requests go through the gateway. Codex reads no
+/// base URL from its environment (`OPENAI_BASE_URL` is ignored by 0.171), so a provider of
+/// its own is defined on the command line, reading the gateway's address and the attempt's
+/// token from the variables the runner sets. Double-quoted so the shell expands the address.
+const GATEWAY_PROVIDER: [&str; 7] = [
+    "model_provider=gatehouse",
+    "model_providers.gatehouse.name=Gatehouse",
+    "\"model_providers.gatehouse.base_url=$OPENAI_BASE_URL\"",
+    "model_providers.gatehouse.wire_api=responses",
+    "model_providers.gatehouse.env_key=OPENAI_API_KEY",
+    "analytics.enabled=false",
+    "check_for_update_on_startup=false",
+];
 
 fn command(
     role: &Role,

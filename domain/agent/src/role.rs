@@ -31,6 +31,17 @@ pub struct Role {
     /// that the agent gets; no other secret reaches it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
+    /// The `[providers.NAME]` the agent's model requests go to, through the runner's
+    /// gateway: the sandbox gets the gateway's address and a token of its attempt, never the
+    /// provider's key. Without one the CLI reaches its model on its own (with `secrets`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
+    /// The models the gateway lets this role ask for; any model when empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub models: Vec<String>,
+    /// Hosts this role's sandbox may reach besides its profile's `egress`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub egress: Vec<String>,
     /// Sandbox profile for this role's nodes, overriding the SOP's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
@@ -137,6 +148,15 @@ pub enum RoleError {
     /// `model = ""`.
     #[error("`model` is empty; remove it to use the CLI's default model")]
     ModelEmpty,
+    /// `models = [..]` with a blank entry.
+    #[error("`models` has an empty entry; list model names, or remove `models` to allow any")]
+    ModelsEmptyEntry,
+    /// `model` names a model that `models` does not allow.
+    #[error("`model` {model:?} is not in the role's `models`; add it there or change `model`")]
+    ModelNotAllowed {
+        /// The role's model.
+        model: String,
+    },
     /// A NUL character, which no command-line argument or prompt file can carry.
     #[error("`{field}` contains a NUL character; remove it")]
     Nul {
@@ -156,6 +176,9 @@ impl Role {
             rules: Vec::new(),
             env: BTreeMap::new(),
             secrets: Vec::new(),
+            provider: None,
+            models: Vec::new(),
+            egress: Vec::new(),
             sandbox: None,
             command: Vec::new(),
             args: Vec::new(),
@@ -182,6 +205,17 @@ impl Role {
         self.check_nul()?;
         if self.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
             return Err(RoleError::ModelEmpty);
+        }
+        if self.models.iter().any(|m| m.trim().is_empty()) {
+            return Err(RoleError::ModelsEmptyEntry);
+        }
+        if let Some(model) = &self.model
+            && !self.models.is_empty()
+            && !self.models.contains(model)
+        {
+            return Err(RoleError::ModelNotAllowed {
+                model: model.clone(),
+            });
         }
         match self.executor {
             Executor::Command => self.check_command(),
@@ -229,7 +263,7 @@ impl Role {
 
     fn check_nul(&self) -> Result<(), RoleError> {
         let has_nul = |s: &str| s.contains('\0');
-        let fields: [(&'static str, bool); 5] = [
+        let fields: [(&'static str, bool); 6] = [
             ("model", self.model.as_deref().is_some_and(has_nul)),
             (
                 "system_prompt",
@@ -238,6 +272,7 @@ impl Role {
             ("rules", self.rules.iter().any(|r| has_nul(r))),
             ("command", self.command.iter().any(|a| has_nul(a))),
             ("args", self.args.iter().any(|a| has_nul(a))),
+            ("models", self.models.iter().any(|m| has_nul(m))),
         ];
         match fields.into_iter().find(|(_, nul)| *nul) {
             Some((field, _)) => Err(RoleError::Nul { field }),

@@ -53,6 +53,25 @@ fn codex() {
 }
 
 #[test]
+fn codex_through_the_gateway_defines_its_provider_from_the_environment() {
+    let through = Role {
+        provider: Some("openai".to_owned()),
+        model: Some("gpt-5-codex".to_owned()),
+        ..role(Executor::Codex)
+    };
+    assert_snapshot!(invocation(&through, PROMPT, None), @r#"codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c model_provider=gatehouse -c model_providers.gatehouse.name=Gatehouse -c "model_providers.gatehouse.base_url=$OPENAI_BASE_URL" -c model_providers.gatehouse.wire_api=responses -c model_providers.gatehouse.env_key=OPENAI_API_KEY -c analytics.enabled=false -c check_for_update_on_startup=false - < /in/.agent/prompt.md"#);
+    // Claude Code reads ANTHROPIC_BASE_URL itself: nothing to add.
+    let claude = Role {
+        provider: Some("anthropic".to_owned()),
+        ..role(Executor::ClaudeCode)
+    };
+    assert_eq!(
+        invocation(&claude, PROMPT, None),
+        invocation(&role(Executor::ClaudeCode), PROMPT, None)
+    );
+}
+
+#[test]
 fn command() {
     let role = Role {
         model: Some("my model".to_owned()),

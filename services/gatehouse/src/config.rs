@@ -13,6 +13,7 @@ mod assistant;
 mod chat;
 mod console;
 mod github;
+mod providers;
 mod schedules;
 mod server;
 mod storage;
@@ -23,6 +24,7 @@ pub use assistant::AssistantConfig;
 pub use chat::{DiscordConfig, SlackConfig};
 pub use console::ConsoleConfig;
 pub use github::{GithubConfig, GithubTrigger};
+pub use providers::{ProviderConfig, ProviderKindConfig};
 pub use schedules::ScheduleConfig;
 pub use server::{RunnerConfig, SandboxConfig, ServerConfig};
 pub use storage::{BlobBackend, StorageConfig};
@@ -69,6 +71,9 @@ pub struct Config {
     /// Sandbox profiles.
     #[serde(default)]
     pub sandbox: SandboxConfig,
+    /// Model providers agents reach through the runner's gateway, with their keys.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub providers: BTreeMap<String, ProviderConfig>,
     /// Agent roles, referenced by `agent` nodes: executor CLI, model, system prompt, rules.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, Role>,
@@ -184,11 +189,50 @@ impl Config {
             .github_client_secret
             .iter()
             .map(|s| ("console.github_client_secret".to_owned(), s));
+        let providers = self
+            .providers
+            .iter()
+            .map(|(name, p)| (format!("providers.{name}.key"), &p.key));
         server
             .chain(github)
             .chain(slack)
             .chain(discord)
             .chain(console)
+            .chain(providers)
+    }
+
+    /// What `config check` and a start say about a configuration they accept: settings
+    /// that work but give away more than they seem to (a sandbox on a whole network, a role
+    /// handed a provider's key as a secret).
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .sandbox
+            .profiles
+            .iter()
+            .flat_map(|(name, p)| {
+                p.warnings()
+                    .into_iter()
+                    .map(move |w| format!("sandbox.profiles.{name}: {w}"))
+            })
+            .collect();
+        let keys: BTreeSet<&str> = self
+            .providers
+            .values()
+            .filter_map(|p| match &p.key {
+                Secret::Env { env } => Some(env.as_str()),
+                _ => None,
+            })
+            .collect();
+        for (name, role) in &self.roles {
+            for secret in role.secrets.iter().filter(|s| keys.contains(s.as_str())) {
+                warnings.push(format!(
+                    "roles.{name}: `secrets` hands the agent {secret}, a provider's key, which \
+                     anything it runs can read; name the provider with `provider` instead and \
+                     drop it from `secrets`"
+                ));
+            }
+        }
+        warnings
     }
 
     /// Checks what serde cannot: uniqueness of names and of chat identities.
@@ -239,9 +283,78 @@ impl Config {
                 .check()
                 .map_err(|e| ConfigError::Inconsistent(format!("sandbox.profiles.{name}: {e}")))?;
         }
+        for (name, provider) in &self.providers {
+            let invalid = |e: String| ConfigError::Inconsistent(format!("providers.{name}: {e}"));
+            let name_ok = !name.is_empty()
+                && name
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+            if !name_ok {
+                return Err(invalid(
+                    "a provider's name may hold only letters, digits, `-` and `_`".into(),
+                ));
+            }
+            provider.base_url().map_err(invalid)?;
+        }
         for (name, role) in &self.roles {
             let invalid = |e: String| ConfigError::Inconsistent(format!("roles.{name}: {e}"));
             role.check().map_err(|e| invalid(e.to_string()))?;
+            if let Some(provider) = &role.provider {
+                let Some(config) = self.providers.get(provider) else {
+                    let known = if self.providers.is_empty() {
+                        "none is configured".to_owned()
+                    } else {
+                        format!(
+                            "the providers are {}",
+                            self.providers
+                                .keys()
+                                .cloned()
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    };
+                    return Err(invalid(format!(
+                        "provider `{provider}` is not configured (add [providers.{provider}]); {known}"
+                    )));
+                };
+                let speaks = |kinds: &[ProviderKindConfig], api: &str| {
+                    if kinds.contains(&config.kind) {
+                        Ok(())
+                    } else {
+                        Err(invalid(format!(
+                            "executor \"{}\" speaks {api}, but provider `{provider}` is of kind \"{}\"",
+                            role.executor,
+                            config.kind.as_str()
+                        )))
+                    }
+                };
+                match role.executor {
+                    gatehouse_agent::Executor::ClaudeCode => {
+                        speaks(&[ProviderKindConfig::Anthropic], "Anthropic's Messages API")?;
+                    }
+                    gatehouse_agent::Executor::Codex => speaks(
+                        &[
+                            ProviderKindConfig::Openai,
+                            ProviderKindConfig::OpenaiCompatible,
+                        ],
+                        "OpenAI's Responses API",
+                    )?,
+                    gatehouse_agent::Executor::Command => {}
+                }
+            }
+            if let Some(profile) = role
+                .sandbox
+                .as_ref()
+                .and_then(|p| self.sandbox.profiles.get(p))
+            {
+                profile
+                    .egress_policy(&role.egress)
+                    .map_err(|e| invalid(e.to_string()))?;
+            } else if !role.egress.is_empty() {
+                gatehouse_sandbox::Profile::default()
+                    .egress_policy(&role.egress)
+                    .map_err(|e| invalid(e.to_string()))?;
+            }
             if let Some(profile) = &role.sandbox
                 && !self.sandbox.profiles.contains_key(profile)
             {

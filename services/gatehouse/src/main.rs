@@ -261,6 +261,9 @@ fn check_config(config: &Config) -> anyhow::Result<()> {
         "{}",
         toml::to_string_pretty(&shown).context("printing the configuration")?
     );
+    for warning in config.warnings() {
+        eprintln!("warning: {warning}");
+    }
     if problems.is_empty() {
         eprintln!("configuration is valid; every secret is readable");
         Ok(())

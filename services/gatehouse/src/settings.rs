@@ -4,6 +4,7 @@
 //! `config check` read the configuration the same way.
 
 pub mod chat;
+pub mod gateway;
 pub mod github;
 pub mod sandbox;
 
@@ -132,6 +133,9 @@ pub async fn runner(
     data_dir: &Path,
     github: Option<&GithubClient>,
 ) -> anyhow::Result<Runner> {
+    for warning in config.warnings() {
+        tracing::warn!("{warning}");
+    }
     let sandbox = sandbox::sandboxes(config, data_dir).await?;
     let delivery = config
         .github
@@ -145,6 +149,7 @@ pub async fn runner(
         delivery,
         profiles: config.sandbox.profiles.clone(),
         roles: config.roles.clone(),
+        providers: gateway::providers(config)?,
         prices: config.pricing.clone(),
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
         shutdown_grace: config.runner.shutdown_grace,

@@ -288,3 +288,87 @@ fn an_explicit_file_must_exist() {
         "config file /nonexistent/gatehouse.toml does not exist"
     );
 }
+
+#[test]
+fn roles_reach_their_model_through_a_configured_provider() {
+    let providers = "[providers.anthropic]\nkind = \"anthropic\"\nkey = { env = \"ANTHROPIC_API_KEY\" }\n\
+                     [providers.local]\nkind = \"openai-compatible\"\nbase_url = \"http://127.0.0.1:8000/v1\"\nkey = { env = \"LOCAL_KEY\" }\n";
+    let c = load_with(
+        &format!(
+            "{providers}[roles.coder]\nexecutor = \"claude-code\"\nprovider = \"anthropic\"\n\
+             models = [\"claude-sonnet-4-5\"]\nmodel = \"claude-sonnet-4-5\"\n\
+             [roles.reviewer]\nexecutor = \"codex\"\nprovider = \"local\"\n"
+        ),
+        &[],
+    )
+    .unwrap();
+    assert_eq!(
+        c.providers["anthropic"].base_url().unwrap().as_str(),
+        "https://api.anthropic.com/"
+    );
+    assert_eq!(c.roles["coder"].provider.as_deref(), Some("anthropic"));
+    let keys: Vec<String> = c.secrets().map(|(k, _)| k).collect();
+    assert!(keys.contains(&"providers.local.key".to_owned()), "{keys:?}");
+
+    for (toml, error) in [
+        (
+            "[roles.coder]\nexecutor = \"claude-code\"\nprovider = \"anthropic\"\n".to_owned(),
+            "roles.coder: provider `anthropic` is not configured (add [providers.anthropic]); none is configured",
+        ),
+        (
+            format!("{providers}[roles.coder]\nexecutor = \"codex\"\nprovider = \"anthropic\"\n"),
+            "roles.coder: executor \"codex\" speaks OpenAI's Responses API, but provider `anthropic` is of kind \"anthropic\"",
+        ),
+        (
+            "[providers.x]\nkind = \"openai-compatible\"\nkey = \"k\"\n".to_owned(),
+            "providers.x: a provider of kind \"openai-compatible\" needs `base_url`",
+        ),
+        (
+            "[providers.x]\nkind = \"openai\"\nbase_url = \"https://u:p@api.example.com\"\nkey = \"k\"\n"
+                .to_owned(),
+            "carries credentials",
+        ),
+        (
+            "[providers.\"a b\"]\nkind = \"openai\"\nkey = \"k\"\n".to_owned(),
+            "providers.a b: a provider's name may hold only letters",
+        ),
+        (
+            format!(
+                "{providers}[roles.coder]\nexecutor = \"claude-code\"\nprovider = \"anthropic\"\nmodels = [\"a\"]\nmodel = \"b\"\n"
+            ),
+            "roles.coder: `model` \"b\" is not in the role's `models`",
+        ),
+        (
+            "[roles.coder]\nexecutor = \"claude-code\"\negress = [\"https://pypi.org/\"]\n".to_owned(),
+            "roles.coder: egress entry `https://pypi.org/`: is a URL",
+        ),
+        (
+            "[sandbox.profiles.open]\nkind = \"docker\"\nimage = \"i\"\nnetwork = \"host\"\n".to_owned(),
+            "sandbox.profiles.open: network \"host\" shares the host's network",
+        ),
+        (
+            "[sandbox.profiles.open]\nkind = \"docker\"\nimage = \"i\"\negress_defaults = [\"cobol\"]\n"
+                .to_owned(),
+            "sandbox.profiles.open: ",
+        ),
+    ] {
+        let got = load_with(&toml, &[]).unwrap_err();
+        assert!(got.contains(error), "{toml}\n=> {got}");
+    }
+}
+
+#[test]
+fn a_whole_network_or_a_key_in_secrets_is_warned_about() {
+    let c = load_with(
+        "[providers.anthropic]\nkind = \"anthropic\"\nkey = { env = \"ANTHROPIC_API_KEY\" }\n\
+         [roles.coder]\nexecutor = \"claude-code\"\nsecrets = [\"ANTHROPIC_API_KEY\"]\n\
+         [sandbox.profiles.wide]\nkind = \"docker\"\nimage = \"i\"\nnetwork = \"bridge\"\n",
+        &[],
+    )
+    .unwrap();
+    let warnings = c.warnings();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(warnings[0].starts_with("sandbox.profiles.wide: network \"bridge\" gives"));
+    assert!(warnings[1].contains("roles.coder: `secrets` hands the agent ANTHROPIC_API_KEY"));
+    assert!(load_with("", &[]).unwrap().warnings().is_empty());
+}

@@ -26,6 +26,9 @@ pub struct RunnerOptions {
     pub profiles: BTreeMap<String, Profile>,
     /// Agent roles by name; a run freezes each one it uses.
     pub roles: BTreeMap<String, Role>,
+    /// The model providers roles name (`provider`), keys included: the runner's gateway
+    /// forwards to them; a sandbox never sees a key.
+    pub providers: Vec<gatehouse_gateway::Provider>,
     /// Prices of models, for the cost of agent attempts.
     pub prices: PriceTable,
     /// Output bytes stored per attempt.
@@ -50,6 +53,7 @@ impl RunnerOptions {
             delivery: None,
             profiles: BTreeMap::from([("default".to_owned(), Profile::default())]),
             roles: BTreeMap::new(),
+            providers: Vec::new(),
             prices: PriceTable::new(),
             log_limit: 1024 * 1024,
             shutdown_grace: Duration::from_secs(20),
