@@ -104,6 +104,38 @@ impl TestDb {
     }
 }
 
+impl TestDb {
+    /// Everything the database holds, as bytes to search: `pg_dump` of the test's schema
+    /// for Postgres, the database file and its log for SQLite. For "a secret appears
+    /// nowhere" checks, which must not depend on knowing every table.
+    pub async fn dump(&self) -> Vec<u8> {
+        match &self.schema {
+            Some(schema) => {
+                let url = postgres_url();
+                let output = tokio::process::Command::new("pg_dump")
+                    .args(["--data-only", "--schema", schema, "--dbname", &url])
+                    .output()
+                    .await
+                    .expect("pg_dump");
+                assert!(
+                    output.status.success(),
+                    "pg_dump: {}",
+                    String::from_utf8_lossy(&output.stderr)
+                );
+                output.stdout
+            }
+            None => {
+                let dir = self._dir.as_ref().expect("the SQLite directory");
+                let mut bytes = Vec::new();
+                for entry in std::fs::read_dir(dir.path()).expect("the SQLite directory") {
+                    bytes.extend(std::fs::read(entry.expect("entry").path()).unwrap_or_default());
+                }
+                bytes
+            }
+        }
+    }
+}
+
 impl Drop for TestDb {
     fn drop(&mut self) {
         if let Some(schema) = self.schema.take() {

@@ -22,7 +22,7 @@ pub mod untrusted;
 
 pub use docker::DockerSandbox;
 pub use error::SandboxError;
-pub use job::{Exit, ExitStatus, Job, JobLabels, LogLine, Stream};
+pub use job::{Exit, ExitStatus, Forward, Job, JobLabels, LogLine, Relay, Stream};
 pub use lines::cut_line;
 pub use process::ProcessSandbox;
 pub use profile::{Mount, Profile, ProfileError, SandboxKind};
@@ -46,6 +46,13 @@ pub trait Sandbox: Send + Sync {
         logs: mpsc::Sender<LogLine>,
         cancel: CancellationToken,
     ) -> Result<Exit, SandboxError>;
+
+    /// Whether a job in `profile` runs in a network of its own with only loopback, so a
+    /// [`Job::relay`] is its way to the runner's sockets. Otherwise it shares the runner's
+    /// network and reaches the runner's loopback listeners directly.
+    fn isolates_network(&self, _profile: &Profile) -> bool {
+        false
+    }
 
     /// Lets go of what the sandbox kept for a run across its nodes (Docker: the run's
     /// workspace volume; the files on the host stay). The runner calls it when a run ends.

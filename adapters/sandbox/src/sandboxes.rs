@@ -60,6 +60,13 @@ impl Sandbox for Sandboxes {
         }
     }
 
+    fn isolates_network(&self, profile: &crate::Profile) -> bool {
+        match profile.kind {
+            SandboxKind::Process => self.process.isolates_network(profile),
+            SandboxKind::Docker => true,
+        }
+    }
+
     async fn run_ended(&self, run: &str) -> Result<(), SandboxError> {
         match self.docker() {
             Some(docker) => docker.run_ended(run).await,

@@ -85,6 +85,24 @@ pub enum Executor {
 }
 
 impl Executor {
+    /// Variables the CLI runs with unless the role's `env` says otherwise. Claude Code:
+    /// Gatehouse's sandbox is the sandbox (`IS_SANDBOX=1`, without which it refuses to skip
+    /// permission prompts as root), and it sends nothing but model requests — no
+    /// telemetry, error reports, update checks or preflight, which the sandbox could not
+    /// reach anyway and would wait on.
+    pub fn environment(self) -> &'static [(&'static str, &'static str)] {
+        match self {
+            Self::ClaudeCode => &[
+                ("IS_SANDBOX", "1"),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+                ("DISABLE_TELEMETRY", "1"),
+                ("DISABLE_ERROR_REPORTING", "1"),
+                ("DISABLE_AUTOUPDATER", "1"),
+            ],
+            Self::Codex | Self::Command => &[],
+        }
+    }
+
     /// The name used in the configuration, so messages quote what the user wrote.
     pub fn as_str(self) -> &'static str {
         match self {

@@ -150,6 +150,7 @@ pub async fn runner(
         profiles: config.sandbox.profiles.clone(),
         roles: config.roles.clone(),
         providers: gateway::providers(config)?,
+        relay: gateway::relay(config)?,
         prices: config.pricing.clone(),
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
         shutdown_grace: config.runner.shutdown_grace,

@@ -31,6 +31,7 @@ mod files;
 mod git;
 mod gitdir;
 mod logs;
+mod network;
 mod observe;
 mod outcome;
 mod patience;
@@ -66,7 +67,8 @@ impl Runner {
     /// are stopped and reported as interrupted, so the engine retries them at once rather
     /// than after their lease runs out (turn attempts are stopped and handed back, and
     /// their redelivery reports them interrupted).
-    pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
+    pub async fn run(mut self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
+        self.start_network(&shutdown).await;
         let mut queue = Queue::new(&self, bus, shutdown);
         // The kinds of work this runner takes: a new kind is a module of its own and one
         // line here.

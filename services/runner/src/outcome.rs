@@ -39,6 +39,16 @@ impl Verdict {
         }
     }
 
+    /// Adds `notes` (hosts the egress proxy refused) to a failure's reason, where they may
+    /// be why it failed; any other outcome is left as it is.
+    pub(crate) fn noting(mut self, notes: &[String]) -> Self {
+        if let (NodeOutcome::Failed { reason }, false) = (&mut self.outcome, notes.is_empty()) {
+            reason.push_str("; ");
+            reason.push_str(&notes.join("; "));
+        }
+        self
+    }
+
     /// The reason stored with the attempt.
     pub(crate) fn error(&self) -> Option<&str> {
         match &self.outcome {

@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::artifacts::ARTIFACT_LIMIT;
 use crate::checkpoint::{Checkpoints, PACK_LIMIT};
+use crate::network::{Network, Reach, Wants};
 pub use options::RunnerOptions;
 
 /// A runner: cheap to clone.
@@ -31,6 +32,9 @@ pub struct Runner {
     /// Where artifacts and workspace checkpoints go; see [`Runner::with_blobs`].
     pub(crate) blobs: Blobs,
     pub(crate) checkpoints: Checkpoints,
+    /// The model gateway and egress proxy sandboxes reach the outside through; started
+    /// by [`Runner::run`], the reason it is missing otherwise.
+    pub(crate) network: Result<Arc<Network>, String>,
 }
 
 impl Runner {
@@ -45,6 +49,7 @@ impl Runner {
             options,
             halted: CancellationToken::new(),
             artifact_limit: ARTIFACT_LIMIT,
+            network: Err("the runner has not started".to_owned()),
         }
     }
 
@@ -70,5 +75,38 @@ impl Runner {
         self.checkpoints = Checkpoints::new(blobs.clone(), self.checkpoints.pack_limit);
         self.blobs = blobs;
         self
+    }
+}
+
+impl Runner {
+    /// Starts the gateway and egress proxy this runner's sandboxes reach the outside
+    /// through, serving until `shutdown`. A failure is logged and kept: attempts that need
+    /// them fail with it, the others run.
+    pub(crate) async fn start_network(&mut self, shutdown: &CancellationToken) {
+        let dir = self.options.data_dir.join("sockets").join(&self.options.id);
+        self.network = Network::start(
+            &dir,
+            self.options.providers.clone(),
+            self.options.relay.clone(),
+            shutdown.clone(),
+        )
+        .await
+        .map(Arc::new)
+        .inspect_err(|why| tracing::error!("the sandboxes' gateway and egress proxy: {why}"));
+    }
+
+    /// The access an attempt of `profile` gets to its model and the hosts it may reach;
+    /// `None` when it wants neither.
+    pub(crate) fn reach(&self, wants: Wants<'_>) -> Result<Option<Reach>, String> {
+        if !Network::wanted(&wants)? {
+            return Ok(None);
+        }
+        let isolated = self.sandbox.isolates_network(wants.profile);
+        match &self.network {
+            Ok(network) => network.open(wants, isolated),
+            Err(why) => Err(format!(
+                "the sandboxes' gateway and egress proxy are not running: {why}"
+            )),
+        }
     }
 }

@@ -169,6 +169,7 @@ mod tests {
                 attempt: 1,
             },
             stdout_tail: 0,
+            relay: None,
         }
     }
 

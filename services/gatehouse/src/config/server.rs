@@ -151,6 +151,11 @@ pub struct RunnerConfig {
     /// apart from the node's own `retry`. Read by the scheduler; a node that must not
     /// repeat says `on_interrupt: fail`.
     pub interrupt_retries: u32,
+    /// The static `gatehouse-relay` binary (built by deploy/sandbox/build-relay.sh) that
+    /// isolated sandboxes run to reach the model gateway and egress proxy. Default: a
+    /// `gatehouse-relay` beside the `gatehouse` binary, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay: Option<std::path::PathBuf>,
 }
 
 impl Default for RunnerConfig {
@@ -162,6 +167,7 @@ impl Default for RunnerConfig {
             artifact_limit: bytesize::ByteSize::mib(64),
             shutdown_grace: Duration::from_secs(20),
             interrupt_retries: 2,
+            relay: None,
             id: std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_owned())
                 .unwrap_or_else(|_| "runner".into()),

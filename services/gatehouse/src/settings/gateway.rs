@@ -33,3 +33,39 @@ pub fn providers(config: &Config) -> anyhow::Result<Vec<Provider>> {
         })
         .collect()
 }
+
+/// The relay binary isolated sandboxes run: `[runner] relay`, which must exist, else a
+/// `gatehouse-relay` beside this binary, else none (attempts that need it fail saying so).
+pub fn relay(config: &Config) -> anyhow::Result<Option<std::path::PathBuf>> {
+    if let Some(path) = &config.runner.relay {
+        anyhow::ensure!(
+            path.is_file(),
+            "runner.relay: {} is not a file; build it with deploy/sandbox/build-relay.sh",
+            path.display()
+        );
+        anyhow::ensure!(
+            is_static(path),
+            "runner.relay: {} is linked dynamically, so it would not start in an image without \
+             the same C library; build the static one with deploy/sandbox/build-relay.sh",
+            path.display()
+        );
+        return Ok(Some(std::path::absolute(path)?));
+    }
+    let beside = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.join("gatehouse-relay")))
+        .filter(|path| path.is_file() && is_static(path));
+    Ok(beside)
+}
+
+/// Whether the ELF file at `path` needs no dynamic loader: its program headers, at the
+/// start of the file, name none (`PT_INTERP` holds the loader's path).
+fn is_static(path: &std::path::Path) -> bool {
+    use std::io::Read;
+    let mut head = [0u8; 4096];
+    let Ok(read) = std::fs::File::open(path).and_then(|mut f| f.read(&mut head)) else {
+        return false;
+    };
+    let head = &head[..read];
+    head.starts_with(b"\x7fELF") && !head.windows(7).any(|w| w == b"ld-linu")
+}

@@ -28,6 +28,7 @@ use crate::artifacts;
 use crate::durably::durably;
 use crate::files::RunDirs;
 use crate::logs::{LogTarget, Tracing, store_output};
+use crate::network::Reach;
 use crate::observe::SandboxStart;
 use crate::outcome::{Verdict, judge};
 use crate::patience::patiently;
@@ -68,6 +69,8 @@ pub(super) struct Prepared<'a> {
     pub(super) secrets: Secrets,
     /// The node's starting checkpoint, being recorded while it runs.
     pub(super) start_recorded: StartRecorded,
+    /// Its tokens for the model gateway and egress proxy; revoked when it is dropped.
+    pub(super) reach: Option<Reach>,
 }
 
 /// A node's starting checkpoint being recorded while the node runs (a first start, not a
@@ -91,6 +94,8 @@ pub(super) struct Attempt<'a> {
 struct Outputs {
     stored: Vec<Artifact>,
     problems: Vec<String>,
+    /// Hosts the egress proxy refused, each said once; they join a failure's reason.
+    notices: Vec<String>,
 }
 
 impl Nodes {
@@ -144,6 +149,8 @@ impl Nodes {
             Err(reason) => return attempt.failed(reason).await,
         };
         let (exit, trace) = attempt.run(&prepared, started, cancel, begun).await?;
+        // The sandbox is gone: its tokens stop working, and what it reached is recorded.
+        let notices = attempt.record_network(&prepared).await;
         // A send-back to this node finds where it started.
         if let Some(recording) = prepared.start_recorded.take() {
             let recorded = recording
@@ -167,7 +174,8 @@ impl Nodes {
             Ok(exit) => exit,
             Err(reason) => return attempt.failed(reason).await,
         };
-        let outputs = attempt.collect(&prepared, &exit).await?;
+        let mut outputs = attempt.collect(&prepared, &exit).await?;
+        outputs.notices = notices;
         attempt.verdict(&prepared, &exit, outputs).await
     }
 }
@@ -230,6 +238,34 @@ impl Attempt<'_> {
         start.running();
         reported?;
         Ok((exit.map_err(|err| format!("sandbox: {err}")), trace))
+    }
+
+    /// Ends the attempt's access to the gateway and egress proxy and records the
+    /// connections it made; returns the hosts refused, one line each, also noted in its
+    /// output.
+    async fn record_network(&self, prepared: &Prepared<'_>) -> Vec<String> {
+        let Some(reach) = &prepared.reach else {
+            return Vec::new();
+        };
+        let connections = reach.finish();
+        let notices = connections.notices();
+        let store = &self.nodes.runner.store;
+        for notice in &notices {
+            let line = format!("[gatehouse] {notice}");
+            if let Err(err) = store
+                .append_log(
+                    self.job.run_id,
+                    &self.job.node,
+                    self.number(),
+                    "stderr",
+                    &line,
+                )
+                .await
+            {
+                tracing::warn!(error = %err, "storing a log note failed");
+            }
+        }
+        notices
     }
 
     /// Records the tools the agent called, as its trace read them.
@@ -339,7 +375,11 @@ impl Attempt<'_> {
                 collected.missing.join(", ")
             ));
         }
-        Ok(Outputs { stored, problems })
+        Ok(Outputs {
+            stored,
+            problems,
+            notices: Vec::new(),
+        })
     }
 
     /// Records what an agent node's agent reported using; an error it reported, or a
@@ -351,19 +391,29 @@ impl Attempt<'_> {
         problems: &mut Vec<String>,
     ) -> Result<(), HandlerError> {
         let runner = &self.nodes.runner;
-        if let Some(role) = &prepared.role {
-            match agent::report(role, &exit.stdout_tail) {
-                Ok(report) => {
-                    for row in agent::usage_rows(self.job, &report.usage, &runner.options.prices) {
-                        durably("recording usage", || runner.store.record_usage(&row)).await?;
-                    }
-                    if let Some(failed) = report.failed {
-                        problems.push(format!("the agent reported an error: {failed}"));
-                    }
+        let Some(role) = &prepared.role else {
+            return Ok(());
+        };
+        // What the gateway metered, when the model was reached through it; else what the
+        // CLI reported.
+        let metered = prepared.reach.as_ref().and_then(Reach::usage);
+        let report = agent::report(role, &exit.stdout_tail);
+        let usage = match (&metered, &report) {
+            (Some(metered), _) => metered.as_slice(),
+            (None, Ok(report)) => report.usage.as_slice(),
+            (None, Err(_)) => &[],
+        };
+        for row in agent::usage_rows(self.job, usage, &runner.options.prices) {
+            durably("recording usage", || runner.store.record_usage(&row)).await?;
+        }
+        match report {
+            Ok(report) => {
+                if let Some(failed) = report.failed {
+                    problems.push(format!("the agent reported an error: {failed}"));
                 }
-                Err(reason) if exit.succeeded() => problems.push(reason),
-                Err(_) => {}
             }
+            Err(reason) if exit.succeeded() => problems.push(reason),
+            Err(_) => {}
         }
         Ok(())
     }
@@ -378,7 +428,11 @@ impl Attempt<'_> {
         outputs: Outputs,
     ) -> Result<Ended, HandlerError> {
         let (runner, job) = (&self.nodes.runner, self.job);
-        let Outputs { stored, problems } = outputs;
+        let Outputs {
+            stored,
+            problems,
+            notices,
+        } = outputs;
         let verdict = if exit.status == ExitStatus::Cancelled && runner.halted.is_cancelled() {
             Verdict::interrupted(format!(
                 "interrupted: the runner shut down and the attempt did not finish within its {:?} grace",
@@ -392,6 +446,7 @@ impl Attempt<'_> {
                 (!problems.is_empty()).then(|| prepared.secrets.mask(&problems.join("; "))),
             )
         };
+        let verdict = verdict.noting(&notices);
         let duration_ms = u64::try_from(exit.duration.as_millis()).unwrap_or(u64::MAX);
         Ok(Ended::new(job, verdict, Some(duration_ms), stored))
     }

@@ -25,6 +25,7 @@ use super::attempt::{Attempt, Prepared, Program, StartRecorded, Step};
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
+use crate::network::Wants;
 use crate::patience::patiently;
 use crate::scope::RunScope;
 use crate::secrets::{Secrets, read_secrets};
@@ -61,10 +62,29 @@ impl<'a> Attempt<'a> {
             Ok(recording) => recording,
             Err(reason) => return Ok(Err(reason)),
         };
-        let secrets = self.secrets(role.as_ref());
+        let reach = match self.nodes.runner.reach(Wants {
+            label: format!(
+                "run {} node {} attempt {}",
+                job.run_id, job.node, job.attempt
+            ),
+            provider: role
+                .as_ref()
+                .and_then(|r| Some((r.provider.as_deref()?, r.models.as_slice()))),
+            role_egress: role.as_ref().map_or(&[], |r| r.egress.as_slice()),
+            profile: &profile,
+        }) {
+            Ok(reach) => reach,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        let mut secrets = self.secrets(role.as_ref());
         let mut env = environment(job, work, role.as_ref());
         env.extend(scope.environment());
         env.extend(secrets.iter().map(|(k, v)| (k.clone(), v.clone())));
+        // Last: the gateway's token stands in for a key of the same name.
+        if let Some(reach) = &reach {
+            env.extend(reach.env.iter().cloned());
+            secrets.extend(reach.tokens());
+        }
         let secrets = Secrets::new(secrets);
         let mut sandbox = Job {
             script: match program {
@@ -87,6 +107,7 @@ impl<'a> Attempt<'a> {
             } else {
                 0
             },
+            relay: reach.as_ref().and_then(|r| r.relay.clone()),
         };
         if let (Program::Agent(agent), Some(role)) = (program, &role) {
             let seen = sandbox.inputs_seen();
@@ -102,6 +123,7 @@ impl<'a> Attempt<'a> {
             artifacts_location,
             secrets,
             start_recorded,
+            reach,
         }))
     }
 
@@ -321,7 +343,12 @@ fn environment(
     work: &SandboxWork,
     role: Option<&Role>,
 ) -> BTreeMap<String, String> {
-    let mut env = role.map(|r| r.env.clone()).unwrap_or_default();
+    let mut env: BTreeMap<String, String> = role
+        .into_iter()
+        .flat_map(|r| r.executor.environment())
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    env.extend(role.map(|r| r.env.clone()).unwrap_or_default());
     env.extend(job.env.clone());
     for (name, value) in &work.params {
         env.insert(

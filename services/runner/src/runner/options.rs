@@ -29,6 +29,10 @@ pub struct RunnerOptions {
     /// The model providers roles name (`provider`), keys included: the runner's gateway
     /// forwards to them; a sandbox never sees a key.
     pub providers: Vec<gatehouse_gateway::Provider>,
+    /// The static `gatehouse-relay` binary an isolated sandbox (Docker, a process in
+    /// namespaces of its own) runs to reach the gateway and egress proxy; without it such
+    /// sandboxes reach nothing, and attempts that need to fail saying so.
+    pub relay: Option<PathBuf>,
     /// Prices of models, for the cost of agent attempts.
     pub prices: PriceTable,
     /// Output bytes stored per attempt.
@@ -54,6 +58,7 @@ impl RunnerOptions {
             profiles: BTreeMap::from([("default".to_owned(), Profile::default())]),
             roles: BTreeMap::new(),
             providers: Vec::new(),
+            relay: None,
             prices: PriceTable::new(),
             log_limit: 1024 * 1024,
             shutdown_grace: Duration::from_secs(20),

@@ -25,6 +25,7 @@ use super::report::{Finish, Reporter};
 use super::transcript;
 use super::turn::Turn;
 use super::verdict::{Cli, LastLines, Verdict, judge_turn};
+use crate::network::Reach;
 
 /// How the CLI's run went.
 struct Ran {
@@ -158,6 +159,12 @@ impl Turns {
             }
         };
         let (exit, read) = self.run_cli(&prepared, role, report, cancel, begun).await;
+        // The sandbox is gone: its tokens stop working.
+        let connections = prepared.reach.as_ref().map(Reach::finish);
+        let notices = connections
+            .as_ref()
+            .map(|c| c.notices())
+            .unwrap_or_default();
         if let Some(copy) = prepared.copy {
             drop(copy);
             let label = &prepared.sandbox.labels.run;
@@ -166,7 +173,12 @@ impl Turns {
             }
         }
         remove_attempt_dir(&dirs, turn);
-        let (trace, last) = read?;
+        let (mut trace, last) = read?;
+        // What the gateway metered, when the model was reached through it, rather than
+        // what the CLI printed.
+        if let Some(metered) = prepared.reach.as_ref().and_then(Reach::usage) {
+            trace.usage = metered;
+        }
         if !read_only && !self.runner.halted.is_cancelled() {
             self.checkpoint_conversation(job.conversation_id, &dirs)
                 .await;
@@ -178,7 +190,7 @@ impl Turns {
             timeout_secs: turn.timeout_secs,
         };
         Ok(Ran {
-            verdict: judge_turn(&exit, &trace, &last, &cli),
+            verdict: judge_turn(&exit, &trace, &last, &cli).noting(&notices),
             cli_ms: exit
                 .as_ref()
                 .ok()

@@ -19,6 +19,7 @@ use super::transcript;
 use super::turn::Turn;
 use super::workspace::read_only_copy;
 use crate::agent::AGENT_DIR;
+use crate::network::{Reach, Wants};
 use crate::scope::project_environment;
 use crate::scratch::Scratch;
 use crate::secrets::{Secrets, read_secrets};
@@ -29,6 +30,8 @@ pub(super) struct Prepared {
     pub secrets: Secrets,
     /// The read-only copy the CLI works in, removed when dropped.
     pub copy: Option<Scratch>,
+    /// Its tokens for the model gateway and egress proxy; revoked when dropped.
+    pub reach: Option<Reach>,
 }
 
 impl Turns {
@@ -59,11 +62,34 @@ impl Turns {
             None => (dirs.workspace(), conversation),
         };
         let attempt_dir = dirs.attempt(turn.seq, turn.attempt);
-        let secrets = read_secrets(role.secrets_for(turn.ask), turn.role);
-        let mut env = role.env.clone();
+        let reach = self.runner.reach(Wants {
+            label: format!(
+                "conversation {} turn {} attempt {}",
+                job.conversation_id, turn.seq, turn.attempt
+            ),
+            provider: role
+                .provider
+                .as_deref()
+                .map(|p| (p, role.models.as_slice())),
+            role_egress: &role.egress,
+            profile,
+        })?;
+        let mut secrets = read_secrets(role.secrets_for(turn.ask), turn.role);
+        let mut env: BTreeMap<String, String> = role
+            .executor
+            .environment()
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        env.extend(role.env.clone());
         env.extend(project_environment(&job.workspace));
         env.extend(turn_environment(job, turn));
         env.extend(secrets.iter().cloned());
+        // Last: the gateway's token stands in for a key of the same name.
+        if let Some(reach) = &reach {
+            env.extend(reach.env.iter().cloned());
+            secrets.extend(reach.tokens());
+        }
         let mut sandbox = Job {
             script: String::new(),
             env,
@@ -78,6 +104,7 @@ impl Turns {
                 attempt: turn.attempt,
             },
             stdout_tail: 0,
+            relay: reach.as_ref().and_then(|r| r.relay.clone()),
         };
         let files = write_inputs(&sandbox.inputs, turn, role, dirs)
             .map_err(|e| format!("writing the turn's files: {e}"))?;
@@ -94,6 +121,7 @@ impl Turns {
             sandbox,
             secrets: Secrets::new(secrets),
             copy,
+            reach,
         })
     }
 }

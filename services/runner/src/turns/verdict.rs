@@ -41,6 +41,29 @@ impl Verdict {
         }
     }
 
+    /// Adds `notes` (hosts the egress proxy refused) to the reply, or to why it failed,
+    /// so the thread hears of them once.
+    pub(crate) fn noting(mut self, notes: &[String]) -> Self {
+        if notes.is_empty() {
+            return self;
+        }
+        match &mut self.outcome {
+            TurnOutcome::Replied { reply } => {
+                reply.push('\n');
+                for note in notes {
+                    reply.push_str("\n⚠ ");
+                    reply.push_str(note);
+                }
+            }
+            TurnOutcome::Failed { reason } => {
+                reason.push_str("; ");
+                reason.push_str(&notes.join("; "));
+            }
+            TurnOutcome::Interrupted => {}
+        }
+        self
+    }
+
     /// The reply, or why it failed, as stored.
     pub(crate) fn text(&self) -> (Option<&str>, Option<&str>) {
         match &self.outcome {
