@@ -75,6 +75,7 @@ async fn bench() -> Result<(), Box<dyn Error>> {
                 attempt: round,
             },
             stdout_tail: 0,
+            relay: None,
         };
         let (tx, mut rx) = mpsc::channel(16);
         let started = Instant::now();

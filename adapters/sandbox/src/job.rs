@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::Profile;
+use crate::{Profile, Relay};
 
 /// One node attempt to run.
 #[derive(Debug, Clone)]
@@ -33,6 +33,10 @@ pub struct Job {
     /// Keep up to this many bytes of the END of stdout in [`Exit::stdout_tail`] (agent
     /// CLIs print their usage report last); 0 keeps nothing.
     pub stdout_tail: usize,
+    /// The only way out for a script without a network: loopback ports forwarded to the
+    /// runner's Unix sockets (see [`Relay`]). `None` leaves the network as the profile
+    /// has it.
+    pub relay: Option<Relay>,
 }
 
 impl Job {

@@ -83,6 +83,7 @@ impl Fixture {
                 attempt: 1,
             },
             stdout_tail: 0,
+            relay: None,
         }
     }
 

@@ -26,6 +26,7 @@ fn job(dir: &Path, script: &str) -> Job {
             attempt: 1,
         },
         stdout_tail: 0,
+        relay: None,
     }
 }
 

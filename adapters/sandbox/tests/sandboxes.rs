@@ -23,6 +23,7 @@ fn job(dir: &std::path::Path, profile: Profile) -> Job {
             attempt: 1,
         },
         stdout_tail: 0,
+        relay: None,
     }
 }
 

@@ -87,6 +87,7 @@ impl<'a> Attempt<'a> {
             } else {
                 0
             },
+            relay: None,
         };
         if let (Program::Agent(agent), Some(role)) = (program, &role) {
             let seen = sandbox.inputs_seen();

@@ -78,6 +78,7 @@ impl Turns {
                 attempt: turn.attempt,
             },
             stdout_tail: 0,
+            relay: None,
         };
         let files = write_inputs(&sandbox.inputs, turn, role, dirs)
             .map_err(|e| format!("writing the turn's files: {e}"))?;
