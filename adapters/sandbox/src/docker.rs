@@ -116,6 +116,12 @@ impl DockerSandbox {
 
 #[async_trait]
 impl Sandbox for DockerSandbox {
+    /// A container always has a network namespace of its own; the relay is its way to
+    /// the runner.
+    fn isolates_network(&self, _profile: &crate::Profile) -> bool {
+        true
+    }
+
     async fn run(
         &self,
         job: &Job,

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use thiserror::Error;
 
-use crate::{ProfileError, SandboxKind};
+use crate::{ProfileError, RelayError, SandboxKind};
 
 /// Why a sandbox could not run a job at all (as opposed to the job failing).
 #[derive(Debug, Error)]
@@ -24,6 +24,9 @@ pub enum SandboxError {
     /// The job's profile is invalid (a config check should have caught it first).
     #[error("invalid sandbox profile: {0}")]
     Profile(#[from] ProfileError),
+    /// The job's relay is invalid.
+    #[error("invalid relay: {0}")]
+    Relay(#[from] RelayError),
     /// The job was handed to a sandbox of another kind than its profile asks for.
     #[error("a {kind} profile cannot run in the {sandbox} sandbox")]
     WrongSandbox {

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use crate::Profile;
+use crate::{Profile, Relay};
 
 /// One node attempt to run.
 #[derive(Debug, Clone)]
@@ -33,28 +33,10 @@ pub struct Job {
     /// Keep up to this many bytes of the END of stdout in [`Exit::stdout_tail`] (agent
     /// CLIs print their usage report last); 0 keeps nothing.
     pub stdout_tail: usize,
-    /// The runner's sockets the job reaches as loopback ports inside a sandbox with no
-    /// route out (the model gateway, the egress proxy); `None`: no relay.
+    /// The only way out for a script without a network: loopback ports forwarded to the
+    /// runner's Unix sockets (see [`Relay`]). `None` leaves the network as the profile
+    /// has it.
     pub relay: Option<Relay>,
-}
-
-/// The relay a sandbox runs beside the job: inside the sandbox's own network, it listens
-/// on `127.0.0.1:PORT` and forwards each connection to a Unix socket of the runner.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Relay {
-    /// The static `gatehouse-relay` binary on the host, shown read-only to the sandbox.
-    pub binary: PathBuf,
-    /// What it forwards.
-    pub forwards: Vec<Forward>,
-}
-
-/// One loopback port inside the sandbox and the host socket it leads to.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Forward {
-    /// The port on the sandbox's loopback.
-    pub port: u16,
-    /// The Unix socket on the host.
-    pub socket: PathBuf,
 }
 
 impl Job {

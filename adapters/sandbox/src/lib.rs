@@ -10,11 +10,13 @@
 mod docker;
 mod error;
 mod groups;
+mod isolation;
 mod job;
 mod lines;
 mod output;
 mod process;
 mod profile;
+mod relay;
 mod sandboxes;
 mod sink;
 mod tail;
@@ -22,10 +24,11 @@ pub mod untrusted;
 
 pub use docker::DockerSandbox;
 pub use error::SandboxError;
-pub use job::{Exit, ExitStatus, Forward, Job, JobLabels, LogLine, Relay, Stream};
+pub use job::{Exit, ExitStatus, Job, JobLabels, LogLine, Stream};
 pub use lines::cut_line;
 pub use process::ProcessSandbox;
 pub use profile::{Mount, Profile, ProfileError, SandboxKind};
+pub use relay::{Forward, Relay, RelayError};
 pub use sandboxes::Sandboxes;
 
 use async_trait::async_trait;

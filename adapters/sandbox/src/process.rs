@@ -1,7 +1,7 @@
 //! The local-process sandbox.
 
 use std::os::unix::process::ExitStatusExt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Instant;
 
@@ -14,6 +14,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::groups::Registry;
+use crate::isolation;
 use crate::output::Output;
 use crate::sink::log_sink;
 use crate::{Exit, ExitStatus, Job, LogLine, Sandbox, SandboxError, SandboxKind, Stream};
@@ -48,10 +49,56 @@ impl ProcessSandbox {
     pub fn reap_orphans(&self) -> std::io::Result<usize> {
         self.registry.as_ref().map_or(Ok(0), Registry::reap)
     }
+
+    /// Whether jobs with a relay run in namespaces of their own (user, network, pid), so
+    /// that the relay's ports are their only way out. Probed once per process (a fork);
+    /// when the kernel refuses, such jobs run on the host's network without the relay, and
+    /// the runner should point them at TCP listeners of its own instead.
+    pub fn namespaces_work() -> bool {
+        isolation::unshare().is_some()
+    }
+}
+
+/// How a job's script is started: the shell, or the shell behind the relay in namespaces
+/// of its own.
+fn command(job: &Job, unshare: Option<&Path>) -> Result<Command, SandboxError> {
+    let relay = match (&job.relay, unshare) {
+        (Some(relay), Some(unshare)) => Some((relay, unshare)),
+        _ => None,
+    };
+    let Some((relay, unshare)) = relay else {
+        // By its path: with `PATH` set for the child, the standard library would fork
+        // this whole process to look `sh` up, where a path lets it spawn (vfork) at once.
+        let mut command = Command::new("/bin/sh");
+        command.arg("-c").arg(&job.script);
+        return Ok(command);
+    };
+    if !relay.binary.is_file() {
+        return Err(SandboxError::Prepare {
+            what: "relay binary",
+            path: relay.binary.clone(),
+            source: std::io::Error::other(
+                "not a file; build it with deploy/sandbox/build-relay.sh",
+            ),
+        });
+    }
+    let mut command = Command::new(unshare);
+    command
+        .args(isolation::FLAGS)
+        .arg(&relay.binary)
+        .args(relay.arguments(|_, forward| forward.socket.to_string_lossy().into_owned()))
+        .args(["/bin/sh", "-c"])
+        .arg(&job.script);
+    Ok(command)
 }
 
 #[async_trait]
 impl Sandbox for ProcessSandbox {
+    /// Where user namespaces work, a job with a relay gets a network of its own.
+    fn isolates_network(&self, _profile: &crate::Profile) -> bool {
+        Self::namespaces_work()
+    }
+
     /// A process profile has only the timeout: the Docker limits (image, network, memory,
     /// cpus, pids, user, mounts) mean nothing to a local process and are ignored.
     async fn run(
@@ -81,12 +128,19 @@ impl Sandbox for ProcessSandbox {
                 source,
             })?;
         }
-        // By its path: with `PATH` set for the child, the standard library would fork this
-        // whole process to look `sh` up, where a path lets it spawn (vfork) at once.
-        let mut command = Command::new("/bin/sh");
+        if let Some(relay) = &job.relay {
+            relay.check()?;
+        }
+        let unshare = match (&job.relay, isolation::known()) {
+            (None, _) => None,
+            (Some(_), Some(known)) => known,
+            (Some(_), None) => tokio::task::spawn_blocking(isolation::unshare)
+                .await
+                .ok()
+                .flatten(),
+        };
+        let mut command = command(job, unshare)?;
         command
-            .arg("-c")
-            .arg(&job.script)
             .env_clear()
             .env("PATH", DEFAULT_PATH)
             .env("HOME", &job.workspace)
@@ -109,7 +163,13 @@ impl Sandbox for ProcessSandbox {
         {
             tracing::warn!(error = %e, "recording a process group failed");
         }
-        let (sink, forwarder) = log_sink(logs);
+        let (mut sink, forwarder) = log_sink(logs);
+        if job.relay.is_some() && unshare.is_none() {
+            sink.send(LogLine {
+                stream: Stream::Stderr,
+                line: isolation::REFUSED.into(),
+            });
+        }
         let stop_reading = CancellationToken::new();
         let stdout = child.stdout.take().map(|pipe| {
             let output = Output::new(sink.clone(), job.stdout_tail);
@@ -199,4 +259,97 @@ fn read(
         }
         output.finish()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::ffi::OsStr;
+
+    use super::*;
+    use crate::{Forward, JobLabels, Profile, Relay};
+
+    fn job(relay: Option<Relay>) -> Job {
+        Job {
+            script: "echo hi".into(),
+            env: BTreeMap::new(),
+            workspace: "/ws".into(),
+            artifacts: "/art".into(),
+            inputs: "/in".into(),
+            timeout: None,
+            profile: Profile::default(),
+            labels: JobLabels {
+                run: "r".into(),
+                node: "n".into(),
+                attempt: 1,
+            },
+            stdout_tail: 0,
+            relay,
+        }
+    }
+
+    fn relay(binary: &str) -> Relay {
+        Relay {
+            binary: binary.into(),
+            forwards: vec![Forward {
+                port: 8080,
+                socket: "/run/gw.sock".into(),
+            }],
+        }
+    }
+
+    fn program_and_args(command: &Command) -> Vec<String> {
+        let command = command.as_std();
+        std::iter::once(command.get_program())
+            .chain(command.get_args())
+            .map(OsStr::to_string_lossy)
+            .map(String::from)
+            .collect()
+    }
+
+    #[test]
+    fn with_namespaces_the_relay_runs_the_shell_inside_them() {
+        // Any existing file stands for the relay binary.
+        let job = job(Some(relay("/bin/sh")));
+        let command = command(&job, Some(Path::new("/usr/bin/unshare"))).unwrap();
+        assert_eq!(
+            program_and_args(&command),
+            [
+                "/usr/bin/unshare",
+                "--user",
+                "--map-current-user",
+                "--net",
+                "--pid",
+                "--fork",
+                "--mount-proc",
+                "--kill-child",
+                "/bin/sh",
+                "--forward",
+                "127.0.0.1:8080=/run/gw.sock",
+                "--",
+                "/bin/sh",
+                "-c",
+                "echo hi",
+            ]
+        );
+    }
+
+    #[test]
+    fn without_namespaces_or_a_relay_the_shell_runs_alone() {
+        for job in [job(Some(relay("/bin/sh"))), job(None)] {
+            let command = command(&job, None).unwrap();
+            assert_eq!(program_and_args(&command), ["/bin/sh", "-c", "echo hi"]);
+        }
+        let command = command(&job(None), Some(Path::new("/usr/bin/unshare"))).unwrap();
+        assert_eq!(program_and_args(&command), ["/bin/sh", "-c", "echo hi"]);
+    }
+
+    #[test]
+    fn a_missing_relay_binary_says_how_to_build_it() {
+        let job = job(Some(relay("/nonexistent/gatehouse-relay")));
+        let Err(error) = command(&job, Some(Path::new("/usr/bin/unshare"))) else {
+            panic!("accepted a missing relay binary");
+        };
+        assert!(error.to_string().contains("build-relay.sh"), "{error}");
+    }
 }

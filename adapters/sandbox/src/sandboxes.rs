@@ -63,7 +63,9 @@ impl Sandbox for Sandboxes {
     fn isolates_network(&self, profile: &crate::Profile) -> bool {
         match profile.kind {
             SandboxKind::Process => self.process.isolates_network(profile),
-            SandboxKind::Docker => true,
+            SandboxKind::Docker => self
+                .docker()
+                .is_some_and(|docker| docker.isolates_network(profile)),
         }
     }
 

@@ -1,12 +1,13 @@
 //! The host side of a container: the job's directories and mounts, resolved and handed to
 //! the container's user.
 
+use std::os::unix::fs::FileTypeExt;
 use std::path::{Path, PathBuf};
 
-use super::spec::HostPaths;
+use super::spec::{HostPaths, HostRelay};
 use super::user::chown_tree;
 use crate::profile::exposes_docker_socket;
-use crate::{Job, ProfileError, SandboxError};
+use crate::{Job, ProfileError, Relay, SandboxError};
 
 /// Creates the job's directories and resolves every host path Docker will mount.
 pub(super) async fn prepare(job: &Job) -> Result<(PathBuf, HostPaths), SandboxError> {
@@ -28,12 +29,57 @@ pub(super) async fn prepare(job: &Job) -> Result<(PathBuf, HostPaths), SandboxEr
         }
         mounts.push((source, mount.target.clone()));
     }
+    let relay = match &job.relay {
+        Some(relay) => Some(host_relay(relay).await?),
+        None => None,
+    };
     let paths = HostPaths {
         artifacts,
         inputs,
         mounts,
+        relay,
     };
     Ok((workspace, paths))
+}
+
+/// The relay's binary and sockets, checked and resolved: a missing socket is a clear
+/// error now rather than a relay failing in the container.
+async fn host_relay(relay: &Relay) -> Result<HostRelay, SandboxError> {
+    relay.check()?;
+    let binary = existing("relay binary", &relay.binary, "file", |t| t.is_file()).await?;
+    let mut sockets = Vec::with_capacity(relay.forwards.len());
+    for forward in &relay.forwards {
+        let socket = existing("relay socket", &forward.socket, "Unix socket", |t| {
+            t.is_socket()
+        })
+        .await?;
+        // A relay to the engine's socket would hand the script the host.
+        if exposes_docker_socket(&socket) || exposes_engine_socket(&socket) {
+            return Err(ProfileError::DockerSocket(forward.socket.clone()).into());
+        }
+        sockets.push(socket);
+    }
+    Ok(HostRelay { binary, sockets })
+}
+
+/// The absolute form of `path`, which must exist and be `expected` (`right_type`).
+async fn existing(
+    what: &'static str,
+    path: &Path,
+    expected: &'static str,
+    right_type: impl Fn(std::fs::FileType) -> bool,
+) -> Result<PathBuf, SandboxError> {
+    let prepare = |source| SandboxError::Prepare {
+        what,
+        path: path.to_owned(),
+        source,
+    };
+    let resolved = tokio::fs::canonicalize(path).await.map_err(prepare)?;
+    let meta = tokio::fs::metadata(&resolved).await.map_err(prepare)?;
+    if !right_type(meta.file_type()) {
+        return Err(prepare(std::io::Error::other(format!("not a {expected}"))));
+    }
+    Ok(resolved)
 }
 
 /// Creates `path` if missing; its absolute form, which Docker needs.

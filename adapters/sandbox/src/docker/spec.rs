@@ -13,6 +13,8 @@ use crate::{Job, Profile};
 pub(super) const ARTIFACTS: &str = "/gatehouse/artifacts";
 /// Where the artifacts of earlier nodes are in the container (read-only).
 pub(crate) const INPUTS: &str = "/gatehouse/inputs";
+/// Where the relay binary is in the container (read-only), when the job has one.
+const RELAY: &str = "/gatehouse/relay";
 /// `PATH` for scripts that do not declare their own.
 const DEFAULT_PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 /// `/tmp` is a tmpfs (the root may be read-only), writable by the unprivileged user and
@@ -26,6 +28,21 @@ pub(super) struct HostPaths {
     pub(super) inputs: PathBuf,
     /// The profile's extra mounts, sources resolved.
     pub(super) mounts: Vec<(PathBuf, String)>,
+    /// The job's relay, its paths resolved.
+    pub(super) relay: Option<HostRelay>,
+}
+
+/// The host side of a job's relay, resolved to absolute paths.
+#[derive(Debug)]
+pub(super) struct HostRelay {
+    pub(super) binary: PathBuf,
+    /// One socket per forward, in the forwards' order.
+    pub(super) sockets: Vec<PathBuf>,
+}
+
+/// Where the relay finds the socket of its `index`th forward in the container.
+fn socket_target(index: usize) -> String {
+    format!("/gatehouse/sockets/{index}.sock")
 }
 
 /// Everything Docker needs to create the container.
@@ -42,7 +59,7 @@ pub(super) fn container_body(
         image: Some(image.into()),
         // The entrypoint, not the command, so an image's own entrypoint cannot wrap the
         // script.
-        entrypoint: Some(vec!["sh".into(), "-c".into(), job.script.clone()]),
+        entrypoint: Some(entrypoint(job)),
         env: Some(environment(job)),
         working_dir: Some(profile.workdir.clone()),
         user: Some(user.into()),
@@ -54,6 +71,19 @@ pub(super) fn container_body(
         tty: Some(false),
         host_config: Some(host_config(profile, volume, paths)),
         ..ContainerCreateBody::default()
+    }
+}
+
+/// `sh -c SCRIPT`, behind the relay when the job has one: the relay binds its ports,
+/// then runs the shell and exits with its code (Docker's init is pid 1, not the relay).
+fn entrypoint(job: &Job) -> Vec<String> {
+    let shell = ["sh".to_owned(), "-c".to_owned(), job.script.clone()];
+    match &job.relay {
+        None => shell.into(),
+        Some(relay) => std::iter::once(RELAY.to_owned())
+            .chain(relay.arguments(|i, _| socket_target(i)))
+            .chain(shell)
+            .collect(),
     }
 }
 
@@ -96,6 +126,17 @@ fn host_config(profile: &Profile, volume: &str, paths: &HostPaths) -> HostConfig
             .iter()
             .map(|(source, target)| bind(source, target, true)),
     );
+    // Read-only: connecting to a socket needs no write access to its mount.
+    if let Some(relay) = &paths.relay {
+        mounts.push(bind(&relay.binary, RELAY, true));
+        mounts.extend(
+            relay
+                .sockets
+                .iter()
+                .enumerate()
+                .map(|(i, socket)| bind(socket, &socket_target(i), true)),
+        );
+    }
     let memory = profile
         .memory
         .map(|m| i64::try_from(m.as_u64()).unwrap_or(i64::MAX));
@@ -178,6 +219,7 @@ mod tests {
             artifacts: "/host/art".into(),
             inputs: "/host/in".into(),
             mounts: vec![("/opt/tools".into(), "/tools".into())],
+            relay: None,
         }
     }
 
@@ -241,5 +283,75 @@ mod tests {
         let env = environment(&own);
         assert!(env.contains(&"HOME=/workspace".to_owned()));
         assert!(env.contains(&"PATH=/opt/bin".to_owned()));
+    }
+
+    #[test]
+    fn a_relay_wraps_the_script_and_mounts_its_binary_and_sockets_read_only() {
+        let mut job = job();
+        job.relay = Some(crate::Relay {
+            binary: "/host/relay".into(),
+            forwards: vec![
+                crate::Forward {
+                    port: 8080,
+                    socket: "/run/gw.sock".into(),
+                },
+                crate::Forward {
+                    port: 3128,
+                    socket: "/run/egress.sock".into(),
+                },
+            ],
+        });
+        let mut paths = paths();
+        paths.relay = Some(HostRelay {
+            binary: "/host/relay".into(),
+            sockets: vec!["/run/gw.sock".into(), "/run/egress.sock".into()],
+        });
+        let body = container_body(&job, "img", "vol", "65534:65534", &paths, HashMap::new());
+        assert_eq!(
+            body.entrypoint.unwrap(),
+            [
+                "/gatehouse/relay",
+                "--forward",
+                "127.0.0.1:8080=/gatehouse/sockets/0.sock",
+                "--forward",
+                "127.0.0.1:3128=/gatehouse/sockets/1.sock",
+                "--",
+                "sh",
+                "-c",
+                "echo hi",
+            ]
+        );
+        let host = body.host_config.unwrap();
+        // The network stays the profile's.
+        assert_eq!(host.network_mode.as_deref(), Some("none"));
+        let mounts: Vec<_> = host
+            .mounts
+            .unwrap()
+            .into_iter()
+            .map(|m| (m.source.unwrap(), m.target.unwrap(), m.read_only.unwrap()))
+            .skip(4)
+            .collect();
+        assert_eq!(
+            mounts,
+            [
+                ("/host/relay".into(), "/gatehouse/relay".into(), true),
+                (
+                    "/run/gw.sock".into(),
+                    "/gatehouse/sockets/0.sock".into(),
+                    true
+                ),
+                (
+                    "/run/egress.sock".into(),
+                    "/gatehouse/sockets/1.sock".into(),
+                    true
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn without_a_relay_the_script_is_the_entrypoint() {
+        let body = container_body(&job(), "img", "vol", "0", &paths(), HashMap::new());
+        assert_eq!(body.entrypoint.unwrap(), ["sh", "-c", "echo hi"]);
     }
 }
