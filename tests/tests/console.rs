@@ -6,6 +6,7 @@
 
 use chrono::{Duration, Utc};
 use gatehouse_ingest::{BOOTSTRAP_ADMIN, Scope};
+use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict};
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends, person};
 use serde_json::json;
 use uuid::Uuid;
@@ -18,6 +19,7 @@ on_both_backends!(
     those_who_may_not_decide_see_no_buttons_and_are_refused,
     the_run_page_shows_the_work_and_the_audit_trail,
     hostile_text_is_escaped_and_markdown_sanitised,
+    a_runs_connections_are_in_its_detail_and_on_its_page_refused_first,
     long_output_is_paged_never_loaded_whole,
     requirements_and_graphs_are_served,
     sops_schedules_and_reports_have_pages,
@@ -565,6 +567,95 @@ async fn hostile_text_is_escaped_and_markdown_sanitised(backend: Backend) {
     ))
     .await
     .expect_status(404);
+    gh.stop().await;
+}
+
+/// What the runner records of a sandbox's egress comes back under its attempt in the API
+/// and in the run page's "Network" table, refused first, hostile hosts escaped.
+async fn a_runs_connections_are_in_its_detail_and_on_its_page_refused_first(backend: Backend) {
+    let gh = start(backend).await;
+    let run = waiting_review(&gh).await;
+    let at = Utc::now();
+    let row = |host: &str, reason: Option<&str>| ConnectionRow {
+        owner: ConnectionOwner::Node {
+            run_id: run,
+            node: "draft".into(),
+        },
+        attempt: 1,
+        host: host.into(),
+        port: 443,
+        verdict: if reason.is_some() {
+            ConnectionVerdict::Refused
+        } else {
+            ConnectionVerdict::Allowed
+        },
+        reason: reason.map(str::to_owned),
+        bytes_up: 1200,
+        bytes_down: 48_000,
+        started_at: at,
+        duration_ms: 35,
+    };
+    let hostile = "<script>alert('host')</script>\u{1b}[2J.example";
+    let long = format!("{}.example", "x".repeat(1_000));
+    gh.db
+        .store
+        .record_connections(&[
+            row("github.com", None),
+            row(hostile, Some("<b>not</b> in the egress allow-list")),
+            row(&long, Some("not in the egress allow-list")),
+        ])
+        .await
+        .unwrap();
+
+    let token = gh.stored_token("ana", &[Scope::Read], None).await;
+    let detail = gh.api_as(&token).get(&format!("/runs/{run}")).await.is(200);
+    let draft = detail["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["node"] == "draft")
+        .unwrap();
+    assert_eq!(
+        draft["connections"][0],
+        json!({
+            "host": "github.com", "port": 443, "verdict": "allowed", "reason": null,
+            "bytes_up": 1200, "bytes_down": 48000,
+            "started_at": draft["connections"][0]["started_at"], "duration_ms": 35,
+        })
+    );
+    assert_eq!(draft["connections"][1]["host"], hostile);
+    assert_eq!(draft["connections"][1]["verdict"], "refused");
+    assert!(draft["connections"][2]["host"].as_str().unwrap().len() <= 300);
+    let check = detail["attempts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["node"] != "draft");
+    assert!(
+        check.is_none_or(|a| a["connections"] == json!([])),
+        "{detail:#}"
+    );
+
+    let mut ana = gh.signed_in("ana").await;
+    let page = ana.get(&format!("/runs/{run}")).await.expect_status(200);
+    for expected in [
+        "id=\"network-h\">Network<",
+        "3 connections through the egress proxy, 2 refused",
+        "&lt;script&gt;alert('host')&lt;/script&gt; [2J.example",
+        "&lt;b&gt;not&lt;/b&gt; in the egress allow-list",
+        "<td>draft #1</td>",
+    ] {
+        assert!(
+            page.contains(expected),
+            "the run page lacks {expected}:\n{}",
+            page.html
+        );
+    }
+    assert!(!page.contains("<script>alert('host')"), "{}", page.html);
+    assert!(!page.contains("\u{1b}"), "{}", page.html);
+    let refused = page.html.find("<tr class=\"refused\">").unwrap();
+    let allowed = page.html.find("<tr class=\"allowed\">").unwrap();
+    assert!(refused < allowed, "refused first: {}", page.html);
     gh.stop().await;
 }
 

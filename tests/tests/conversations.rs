@@ -17,6 +17,7 @@ use gatehouse_ingest::DiscordSink;
 use gatehouse_ingest::Scope;
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_scheduler::AssistantSettings;
+use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict};
 use gatehouse_tests::fake_slack::{BOT_USER, SlackMessage};
 use gatehouse_tests::gatehouse::chat::{self, ANA, BO, CY, DISCORD_REQUESTS};
 use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};
@@ -334,6 +335,30 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     // A redelivered event changes nothing.
     thread.say("Ev5", "ask reviewer is it ready?").await;
 
+    // The egress the runner records of a turn's attempt comes back under that attempt.
+    let before = conversation(&gh).await;
+    let first_turn = &before["turns"][0];
+    let refused = ConnectionRow {
+        owner: ConnectionOwner::Turn {
+            conversation_id: before["id"].as_str().unwrap().parse().unwrap(),
+            seq: first_turn["seq"].as_i64().unwrap(),
+        },
+        attempt: first_turn["attempts"][0]["attempt"]
+            .as_i64()
+            .unwrap()
+            .try_into()
+            .unwrap(),
+        host: "<i>pypi</i>.org".into(),
+        port: 443,
+        verdict: ConnectionVerdict::Refused,
+        reason: Some("not in the egress allow-list".into()),
+        bytes_up: 0,
+        bytes_down: 0,
+        started_at: chrono::Utc::now(),
+        duration_ms: 1,
+    };
+    gh.db.store.record_connections(&[refused]).await.unwrap();
+
     let detail = conversation(&gh).await;
     assert_eq!(detail["project"], "api");
     assert_eq!(detail["repositories"], serde_json::json!(["acme/api"]));
@@ -356,6 +381,9 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
     );
     let first = &turns[0]["attempts"][0];
     assert_eq!(first["tools"][0]["tool"], "Edit");
+    assert_eq!(first["connections"][0]["host"], "<i>pypi</i>.org");
+    assert_eq!(first["connections"][0]["verdict"], "refused");
+    assert_eq!(turns[1]["attempts"][0]["connections"], json!([]));
     assert_eq!(first["usage"]["output_tokens"], 50);
     assert!(first["cli_ms"].as_i64().unwrap() <= first["duration_ms"].as_i64().unwrap());
     assert_eq!(detail["usage"]["input_tokens"], 3 * 100 + 7);
@@ -396,6 +424,8 @@ async fn a_three_turn_conversation_continues_one_cli_session(backend: Backend) {
         "reviewed 3 notes",
         "asked reviewer",
         "Edit",
+        "1 connection through the egress proxy, 1 refused",
+        "&lt;i&gt;pypi&lt;/i&gt;.org",
     ] {
         assert!(
             page.contains(shown),

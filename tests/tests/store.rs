@@ -13,6 +13,8 @@ use gatehouse_tests::{Backend, TestDb, on_both_backends, quick_retry};
 use sha2::{Digest, Sha256};
 use uuid::Uuid;
 
+#[path = "store/egress.rs"]
+mod egress;
 #[path = "store/schema_parity.rs"]
 mod schema_parity;
 

@@ -25,6 +25,7 @@ mod conversations;
 mod dead_letter;
 mod definitions;
 mod deliveries;
+mod egress;
 mod error;
 mod fires;
 mod hidden;
@@ -59,6 +60,10 @@ pub use conversations::{Activity, ConversationRow, ConversationUpdate, NewConver
 pub use dead_letter::{DeadLetter, NewDeadLetter};
 pub use definitions::SopVersionRow;
 pub use deliveries::{DeliveryRow, DeliveryStatus};
+pub use egress::{
+    ConnectionOwner, ConnectionRow, ConnectionVerdict, MAX_CONNECTIONS_PER_ATTEMPT, MAX_HOST_BYTES,
+    MAX_REASON_BYTES,
+};
 pub use error::StoreError;
 pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};
 pub use people::PersonRow;

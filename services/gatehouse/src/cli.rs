@@ -7,6 +7,7 @@ pub mod args;
 pub mod client;
 pub mod conversations;
 pub mod identity;
+mod network;
 pub mod projects;
 pub mod reports;
 pub mod requirements;

@@ -3,6 +3,7 @@
 //! in [`views`]) and how its stored rows are shown.
 
 pub(crate) mod artifacts;
+pub(crate) mod connections;
 pub(crate) mod conversations;
 pub(crate) mod gates;
 pub(crate) mod login_links;

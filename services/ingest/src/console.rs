@@ -21,6 +21,7 @@ mod github;
 mod inbox;
 mod logs;
 mod markdown;
+mod network;
 mod page;
 mod page_error;
 mod reports;

@@ -7,6 +7,7 @@ use gatehouse_ingest::views::{
 
 use crate::cli::args::ConversationCommand;
 use crate::cli::client::{Client, path_segment};
+use crate::cli::network;
 use crate::cli::runs::{one_line, print, total};
 
 pub async fn conversation(
@@ -143,6 +144,7 @@ fn attempt_lines(a: &TurnAttemptView) -> String {
             one_line(&tool.summary)
         ));
     }
+    out.push_str(&network::attempt_section(&a.connections, "        "));
     if let Some(reply) = &a.reply {
         out.push_str(&format!("        reply: {}\n", one_line(reply)));
     }

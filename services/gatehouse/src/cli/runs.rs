@@ -9,6 +9,7 @@ use serde_json::json;
 
 use crate::cli::args::{GateCommand, RunCommand};
 use crate::cli::client::{Client, path_segment};
+use crate::cli::network;
 
 /// `gatehouse run ...`
 pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow::Result<()> {
@@ -313,6 +314,7 @@ fn tree(run: &RunDetail) -> String {
         }
     }
     out.push_str(&tool_calls(run));
+    out.push_str(&network::run_section(run));
     if !run.usage.attempts.is_empty() {
         out.push_str("agent usage:\n");
         for u in &run.usage.attempts {

@@ -1,6 +1,6 @@
 //! Conversations: `GET /conversations` and `GET /conversations/{id}` show chat threads'
-//! conversations with the assistant (turns, replies, tool traces, usage, workspace, pull
-//! requests); `POST /conversations/{id}/stop` ends the running turn as `stop` in the thread
+//! conversations with the assistant (turns, replies, tool traces, egress connections,
+//! usage, workspace, pull requests); `POST /conversations/{id}/stop` ends the running turn as `stop` in the thread
 //! does, answered in the thread.
 
 pub(crate) mod views;
@@ -17,12 +17,13 @@ use gatehouse_store::{ConversationRow, TurnAttemptRow, TurnToolCallRow, TurnUsag
 use serde::Deserialize;
 use uuid::Uuid;
 
+use crate::api::connections::by_turn_attempt;
 use crate::error::ErrorBody;
 use crate::projects::require;
 use crate::rights::Caller;
 use crate::views::{
-    ConversationDetail, ConversationSummary, PullRequestView, StopAccepted, ToolCallView,
-    TurnAttemptView, TurnView, UsageTotal,
+    ConnectionView, ConversationDetail, ConversationSummary, PullRequestView, StopAccepted,
+    ToolCallView, TurnAttemptView, TurnView, UsageTotal,
 };
 use crate::{ApiError, ApiState, paging, projects};
 
@@ -71,6 +72,7 @@ pub async fn show(
     let attempts = api.store.turn_attempts(id).await?;
     let tools = api.store.turn_tool_calls(id).await?;
     let usage = api.store.turn_usage(id).await?;
+    let mut connections = by_turn_attempt(api.store.conversation_connections(id).await?);
     let pull_requests = api
         .store
         .pull_requests_of_requirement(row.requirement_id)
@@ -101,7 +103,10 @@ pub async fn show(
             attempts: attempts
                 .iter()
                 .filter(|a| u64::try_from(a.seq).ok() == Some(turn.seq))
-                .map(|a| attempt(a, &tools, &usage))
+                .map(|a| {
+                    let reached = connections.remove(&(a.seq, a.attempt)).unwrap_or_default();
+                    attempt(a, &tools, &usage, reached)
+                })
                 .collect(),
         })
         .collect();
@@ -213,6 +218,7 @@ fn attempt(
     a: &TurnAttemptRow,
     tools: &[TurnToolCallRow],
     usage: &[TurnUsageRow],
+    connections: Vec<ConnectionView>,
 ) -> TurnAttemptView {
     let same = |seq: i64, attempt: i32| seq == a.seq && attempt == a.attempt;
     let mut by_n: BTreeMap<i32, ToolCallView> = BTreeMap::new();
@@ -240,6 +246,7 @@ fn attempt(
         duration_ms: a.duration_ms,
         cli_ms: a.cli_ms,
         tools: by_n.into_values().collect(),
+        connections,
         usage: UsageTotal::of_turns(usage.iter().filter(|u| same(u.seq, u.attempt))),
     }
 }

@@ -118,3 +118,52 @@ impl Modify for Refusals {
 pub async fn document() -> Json<utoipa::openapi::OpenApi> {
     Json(ApiDoc::openapi())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Egress connections are documented under both kinds of attempt, every field
+    /// required, so schemathesis checks the bodies against the real shape.
+    #[test]
+    fn connections_are_documented_under_node_and_turn_attempts() {
+        let doc = serde_json::to_value(ApiDoc::openapi()).unwrap();
+        let schemas = &doc["components"]["schemas"];
+        let view = &schemas["ConnectionView"];
+        let mut required: Vec<&str> = view["required"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f.as_str().unwrap())
+            .collect();
+        required.sort_unstable();
+        assert_eq!(
+            required,
+            [
+                "bytes_down",
+                "bytes_up",
+                "duration_ms",
+                "host",
+                "port",
+                "started_at",
+                "verdict"
+            ],
+            "{view:#}"
+        );
+        assert_eq!(view["properties"]["port"]["minimum"], 0, "{view:#}");
+        for attempt in ["AttemptView", "TurnAttemptView"] {
+            let connections = &schemas[attempt]["properties"]["connections"];
+            assert_eq!(
+                connections["items"]["$ref"], "#/components/schemas/ConnectionView",
+                "{attempt}: {connections:#}"
+            );
+            assert!(
+                schemas[attempt]["required"]
+                    .as_array()
+                    .unwrap()
+                    .contains(&"connections".into()),
+                "{attempt}"
+            );
+        }
+    }
+}

@@ -2,6 +2,7 @@
 //! Each resource keeps its own next to its handlers; they are gathered here for the
 //! OpenAPI document and for clients (`gatehouse_ingest::views`).
 
+pub use super::connections::ConnectionView;
 pub use super::conversations::views::*;
 pub use super::gates::views::*;
 pub use super::login_links::views::*;

@@ -1,6 +1,6 @@
 //! A conversation's page: each message to the assistant, how each attempt of its turn
-//! went (the reply, the tools called, the time and the tokens), the workspace's
-//! repositories and the pull requests; read as `GET /api/v1/conversations/{id}` reads it.
+//! went (the reply, the tools called, the time and the tokens), the network connections
+//! of its sandboxes, the workspace's repositories and the pull requests; read as `GET /api/v1/conversations/{id}` reads it.
 
 use axum::Json;
 use axum::extract::{Path, State};
@@ -8,11 +8,12 @@ use maud::{Markup, html};
 use uuid::Uuid;
 
 use super::inbox::short;
+use super::network;
 use super::page::{PageError, dollars, duration, frame, status, time, usage};
 use super::session::Viewer;
 use crate::ApiState;
 use crate::api::conversations;
-use crate::views::TurnView;
+use crate::views::{ConnectionView, TurnView};
 
 /// `GET /conversations/{id}`
 pub(crate) async fn page(
@@ -22,6 +23,13 @@ pub(crate) async fn page(
 ) -> Result<Markup, PageError> {
     let Json(detail) = conversations::show(State(api), viewer.caller.clone(), Path(id)).await?;
     let c = &detail.conversation;
+    let connections: Vec<(String, &[ConnectionView])> = detail
+        .turns
+        .iter()
+        .flat_map(|t| t.attempts.iter().map(move |a| (t.seq, a)))
+        .filter(|(_, a)| !a.connections.is_empty())
+        .map(|(seq, a)| (format!("turn {seq} #{}", a.attempt), &a.connections[..]))
+        .collect();
     let title = format!("Conversation {}", short(&c.id.to_string()));
     let body = html! {
         h1 { (title) " " (status(&c.activity)) }
@@ -47,6 +55,7 @@ pub(crate) async fn page(
             @if detail.turns.is_empty() { p.empty { "Nothing was said yet." } }
             @for turn in &detail.turns { (turn_section(turn)) }
         }
+        (network::section(&connections, &format!("/api/v1/conversations/{}", c.id)))
     };
     Ok(frame(&title, Some(&viewer), body))
 }

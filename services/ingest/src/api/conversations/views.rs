@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::views::{PullRequestView, ToolCallView, UsageTotal};
+use crate::views::{ConnectionView, PullRequestView, ToolCallView, UsageTotal};
 
 /// A conversation in a list.
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -86,6 +86,9 @@ pub struct TurnAttemptView {
     pub duration_ms: Option<i64>,
     pub cli_ms: Option<i64>,
     pub tools: Vec<ToolCallView>,
+    /// Its sandbox's connections through the egress proxy, allowed and refused, in the
+    /// order they started (at most 1000 are kept per attempt).
+    pub connections: Vec<ConnectionView>,
     pub usage: UsageTotal,
 }
 

@@ -1,5 +1,5 @@
 //! A run as `GET /runs/{id}` shows it: its nodes, attempts, artifacts, decisions, the
-//! schedule fire that started it and what its agents used.
+//! schedule fire that started it, what its agents used and where their sandboxes connected.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -9,6 +9,7 @@ use gatehouse_sop::Sop;
 use gatehouse_store::RunRow;
 use uuid::Uuid;
 
+use crate::api::connections::by_node_attempt;
 use crate::api::schedules::millis;
 use crate::projects::{Reader, hidden, may_read, readable};
 use crate::views::*;
@@ -80,6 +81,7 @@ pub(crate) async fn loaded(
                 failed: call.failed,
             });
     }
+    let mut connections = by_node_attempt(api.store.run_connections(id).await?);
     let artifacts = api.store.artifacts(id).await?;
     let usage = usage(api, id, row.requirement_id, reader).await?;
     let nodes = run
@@ -106,6 +108,9 @@ pub(crate) async fn loaded(
         .into_iter()
         .map(|a| AttemptView {
             tools: tools
+                .remove(&(a.node.clone(), a.attempt))
+                .unwrap_or_default(),
+            connections: connections
                 .remove(&(a.node.clone(), a.attempt))
                 .unwrap_or_default(),
             node: a.node,

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
 
-use crate::views::UsageView;
+use crate::views::{ConnectionView, UsageView};
 
 /// `POST /runs`
 #[derive(Debug, Serialize, Deserialize, ToSchema)]
@@ -101,6 +101,9 @@ pub struct AttemptView {
     pub duration_ms: Option<i64>,
     /// The tools an agent attempt called, in the order they started (none for scripts).
     pub tools: Vec<ToolCallView>,
+    /// Its sandbox's connections through the egress proxy, allowed and refused, in the
+    /// order they started (at most 1000 are kept per attempt).
+    pub connections: Vec<ConnectionView>,
 }
 
 /// A tool an agent called, read from its CLI's output. Untrusted: the agent wrote it.

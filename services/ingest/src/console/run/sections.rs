@@ -1,11 +1,11 @@
 //! The parts of a run's page that show what happened: each node with its attempts (their
-//! durations, reasons, tool calls and usage) and artifacts, and the audit trail of
-//! decisions.
+//! durations, reasons, tool calls and usage) and artifacts, the network connections of
+//! their sandboxes, and the audit trail of decisions.
 
 use maud::{Markup, html};
 
 use super::super::page::{dollars, duration, status, time};
-use crate::views::{AttemptView, NodeView, RunDetail};
+use crate::views::{AttemptView, ConnectionView, NodeView, RunDetail};
 
 pub(super) fn nodes(detail: &RunDetail) -> Markup {
     html! {
@@ -107,6 +107,17 @@ fn artifacts(detail: &RunDetail, node: &str) -> Markup {
             }
         }
     }
+}
+
+/// Where each attempt's sandbox connected through the egress proxy, refusals first.
+pub(super) fn network(detail: &RunDetail) -> Markup {
+    let attempts: Vec<(String, &[ConnectionView])> = detail
+        .attempts
+        .iter()
+        .filter(|a| !a.connections.is_empty())
+        .map(|a| (format!("{} #{}", a.node, a.attempt), &a.connections[..]))
+        .collect();
+    super::super::network::section(&attempts, &format!("/api/v1/runs/{}", detail.run.id))
 }
 
 /// Who decided what, where and when.
