@@ -494,3 +494,26 @@ pub fn script_pid(file: &std::path::Path) -> String {
     }
     panic!("no process id was written to {}", file.display());
 }
+
+/// The static sandbox relay: `SANDBOX_RELAY` when set (CI builds it once), else built with
+/// deploy/sandbox/build-relay.sh (quick when up to date).
+pub fn relay_binary() -> std::path::PathBuf {
+    static BINARY: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BINARY
+        .get_or_init(|| {
+            if let Some(path) = std::env::var_os("SANDBOX_RELAY") {
+                return path.into();
+            }
+            let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../deploy/sandbox/build-relay.sh");
+            let output = std::process::Command::new("bash")
+                .arg(&script)
+                .stderr(std::process::Stdio::inherit())
+                .output()
+                .expect("running build-relay.sh");
+            assert!(output.status.success(), "build-relay.sh failed");
+            let stdout = String::from_utf8(output.stdout).expect("a path");
+            stdout.lines().last().expect("a path").trim().into()
+        })
+        .clone()
+}

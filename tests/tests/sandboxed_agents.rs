@@ -9,6 +9,8 @@
 //! The CLIs come from `tests/agent-clis/install.sh`; without them the tests say so and
 //! pass, unless `AGENT_CLI_TESTS=required` (CI).
 
+#[path = "sandboxed_agents/docker.rs"]
+mod docker;
 #[path = "agent_clis/installed.rs"]
 mod installed;
 
@@ -27,9 +29,9 @@ use serde_json::json;
 use uuid::Uuid;
 
 /// The provider's key: held by the runner's gateway, required by the fake, seen by no CLI.
-const REAL_KEY: &str = "sk-test-REAL-runner-held-key-3c9e1a7b5d";
-const CONTENT: &str = "hello from the fake provider";
-const ANSWER: &str = "I created hello.txt.";
+pub(crate) const REAL_KEY: &str = "sk-test-REAL-runner-held-key-3c9e1a7b5d";
+pub(crate) const CONTENT: &str = "hello from the fake provider";
+pub(crate) const ANSWER: &str = "I created hello.txt.";
 
 /// An agent node writes `hello.txt` in the workspace; a script node keeps it as an
 /// artifact.
@@ -61,7 +63,7 @@ struct Cli {
     traced_as: &'static str,
 }
 
-fn tokens(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Tokens {
+pub(crate) fn tokens(input: u64, output: u64, cache_read: u64, cache_write: u64) -> Tokens {
     Tokens {
         input,
         output,
@@ -154,19 +156,7 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
         .start()
         .await;
 
-    let run = Uuid::now_v7();
-    stack
-        .emit(Event::RunRequested(RunRequested {
-            run_id: run,
-            sop: "hello".into(),
-            params: BTreeMap::new(),
-            requirement_id: None,
-            requested_by: actor("bob"),
-            schedule: None,
-            parent: None,
-            workspace: None,
-        }))
-        .await;
+    let run = request(&stack, "hello").await;
     let finished = stack.wait_run(run, "succeeded").await;
     assert_eq!(
         stack.artifact(run, "keep", 1, "hello.txt"),
@@ -215,13 +205,13 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
 }
 
 /// Whether `needle` occurs in `haystack`.
-fn contains(haystack: &[u8], needle: &[u8]) -> bool {
+pub(crate) fn contains(haystack: &[u8], needle: &[u8]) -> bool {
     haystack.windows(needle.len()).any(|w| w == needle)
 }
 
 /// No file under `dir` (the runner's data directory: workspaces, artifacts, the CLI's home,
 /// logs) holds the key.
-fn assert_key_nowhere_under(dir: &Path) {
+pub(crate) fn assert_key_nowhere_under(dir: &Path) {
     let mut stack = vec![dir.to_owned()];
     let mut files = 0;
     while let Some(dir) = stack.pop() {
@@ -241,4 +231,22 @@ fn assert_key_nowhere_under(dir: &Path) {
         }
     }
     assert!(files > 0, "nothing under {}", dir.display());
+}
+
+/// Starts a run of `sop` for bob.
+pub(crate) async fn request(stack: &Gatehouse, sop: &str) -> Uuid {
+    let run = Uuid::now_v7();
+    stack
+        .emit(Event::RunRequested(RunRequested {
+            run_id: run,
+            sop: sop.into(),
+            params: BTreeMap::new(),
+            requirement_id: None,
+            requested_by: actor("bob"),
+            schedule: None,
+            parent: None,
+            workspace: None,
+        }))
+        .await;
+    run
 }

@@ -16,9 +16,10 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use gatehouse_egress::{Connection, Egress, Grants};
+use gatehouse_egress::{Connection, Egress, Grants, Verdict};
 use gatehouse_gateway::{Gateway, GatewayConfig, GrantSpec};
 use gatehouse_sandbox::{Forward, Profile, Relay};
+use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict};
 use tokio_util::sync::CancellationToken;
 
 pub(crate) use reach::Reach;
@@ -29,8 +30,9 @@ use meter::Meter;
 const GATEWAY_PORT: u16 = 8718;
 /// The egress proxy's port on an isolated sandbox's loopback.
 const EGRESS_PORT: u16 = 8719;
-/// Connections kept per attempt; past it they are counted, not kept.
-const CONNECTIONS_KEPT: usize = 1000;
+/// Connections kept per attempt; past it they are counted, not kept (the store keeps no
+/// more either).
+const CONNECTIONS_KEPT: usize = gatehouse_store::MAX_CONNECTIONS_PER_ATTEMPT;
 /// The longest Unix socket path the kernel takes (`sun_path` less its NUL).
 const SOCKET_PATH_MAX: usize = 107;
 
@@ -56,6 +58,34 @@ pub(crate) struct Connections {
 }
 
 impl Connections {
+    /// The connections as the store keeps them, for the attempt `attempt` of `owner`.
+    pub(crate) fn rows(&self, owner: &ConnectionOwner, attempt: u32) -> Vec<ConnectionRow> {
+        self.kept
+            .iter()
+            .map(|c| {
+                let (verdict, reason) = match &c.verdict {
+                    Verdict::Allowed => (ConnectionVerdict::Allowed, None),
+                    Verdict::Refused(refusal) => (
+                        ConnectionVerdict::Refused,
+                        Some(refusal.explain(&c.host, c.port).trim().to_owned()),
+                    ),
+                };
+                ConnectionRow {
+                    owner: owner.clone(),
+                    attempt: i32::try_from(attempt).unwrap_or(i32::MAX),
+                    host: c.host.clone(),
+                    port: c.port,
+                    verdict,
+                    reason,
+                    bytes_up: c.bytes_up,
+                    bytes_down: c.bytes_down,
+                    started_at: c.started,
+                    duration_ms: u64::try_from(c.duration.as_millis()).unwrap_or(u64::MAX),
+                }
+            })
+            .collect()
+    }
+
     /// The refused hosts, each once, as the thread shows them ("blocked pypi.org:443 —
     /// add it to the profile's egress").
     pub(crate) fn notices(&self) -> Vec<String> {

@@ -16,7 +16,7 @@ use gatehouse_events::{
     AgentSpec, Artifact, Envelope, NodeDispatch, NodeSpec, SandboxWork, ScriptSpec,
 };
 use gatehouse_sandbox::{Exit, ExitStatus, Job, LogLine};
-use gatehouse_store::{ArtifactRow, ToolCallRow};
+use gatehouse_store::{ArtifactRow, ConnectionOwner, ToolCallRow};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
@@ -150,7 +150,7 @@ impl Nodes {
         };
         let (exit, trace) = attempt.run(&prepared, started, cancel, begun).await?;
         // The sandbox is gone: its tokens stop working, and what it reached is recorded.
-        let notices = attempt.record_network(&prepared).await;
+        let notices = attempt.record_network(&prepared).await?;
         // A send-back to this node finds where it started.
         if let Some(recording) = prepared.start_recorded.take() {
             let recorded = recording
@@ -243,13 +243,27 @@ impl Attempt<'_> {
     /// Ends the attempt's access to the gateway and egress proxy and records the
     /// connections it made; returns the hosts refused, one line each, also noted in its
     /// output.
-    async fn record_network(&self, prepared: &Prepared<'_>) -> Vec<String> {
+    async fn record_network(&self, prepared: &Prepared<'_>) -> Result<Vec<String>, HandlerError> {
         let Some(reach) = &prepared.reach else {
-            return Vec::new();
+            return Ok(Vec::new());
         };
+        let (job, store) = (self.job, &self.nodes.runner.store);
         let connections = reach.finish();
-        let notices = connections.notices();
-        let store = &self.nodes.runner.store;
+        let owner = ConnectionOwner::Node {
+            run_id: job.run_id,
+            node: job.node.clone(),
+        };
+        let rows = connections.rows(&owner, job.attempt);
+        if !rows.is_empty() {
+            durably("recording connections", || store.record_connections(&rows)).await?;
+        }
+        let mut notices = connections.notices();
+        if connections.dropped > 0 {
+            notices.push(format!(
+                "{} more connections were made than are kept",
+                connections.dropped
+            ));
+        }
         for notice in &notices {
             let line = format!("[gatehouse] {notice}");
             if let Err(err) = store
@@ -265,7 +279,7 @@ impl Attempt<'_> {
                 tracing::warn!(error = %err, "storing a log note failed");
             }
         }
-        notices
+        Ok(notices)
     }
 
     /// Records the tools the agent called, as its trace read them.

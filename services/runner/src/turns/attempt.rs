@@ -11,7 +11,7 @@ use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{Envelope, TurnDispatch, TurnOutcome};
 use gatehouse_sandbox::Exit;
-use gatehouse_store::{NewTurnAttempt, TurnKey};
+use gatehouse_store::{ConnectionOwner, NewTurnAttempt, TurnKey};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
@@ -25,6 +25,7 @@ use super::report::{Finish, Reporter};
 use super::transcript;
 use super::turn::Turn;
 use super::verdict::{Cli, LastLines, Verdict, judge_turn};
+use crate::durably::durably;
 use crate::network::Reach;
 
 /// How the CLI's run went.
@@ -165,6 +166,17 @@ impl Turns {
             .as_ref()
             .map(|c| c.notices())
             .unwrap_or_default();
+        if let Some(connections) = &connections {
+            let owner = ConnectionOwner::Turn {
+                conversation_id: job.conversation_id,
+                seq: i64::try_from(turn.seq).unwrap_or(i64::MAX),
+            };
+            let rows = connections.rows(&owner, turn.attempt);
+            if !rows.is_empty() {
+                let store = &self.runner.store;
+                durably("recording connections", || store.record_connections(&rows)).await?;
+            }
+        }
         if let Some(copy) = prepared.copy {
             drop(copy);
             let label = &prepared.sandbox.labels.run;
