@@ -9,6 +9,8 @@
 //! The CLIs come from `tests/agent-clis/install.sh`; without them the tests say so and
 //! pass, unless `AGENT_CLI_TESTS=required` (CI).
 
+#[path = "sandboxed_agents/crash.rs"]
+mod crash;
 #[path = "sandboxed_agents/docker.rs"]
 mod docker;
 #[path = "agent_clis/installed.rs"]
@@ -23,7 +25,7 @@ use gatehouse_events::{Event, RunRequested};
 use gatehouse_fake_providers::{FakeProvider, Tokens, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
 use gatehouse_sandbox::ProcessSandbox;
-use gatehouse_tests::{Backend, Gatehouse, TestDb, actor, on_both_backends};
+use gatehouse_tests::{Backend, Gatehouse, TestDb, actor, on_both_backends, relay_binary};
 use secrecy::SecretString;
 use serde_json::json;
 use uuid::Uuid;
@@ -35,21 +37,34 @@ pub(crate) const ANSWER: &str = "I created hello.txt.";
 
 /// An agent node writes `hello.txt` in the workspace; a script node keeps it as an
 /// artifact.
-const HELLO: &str = r#"
+pub(crate) const HELLO: &str = r#"
 name: hello
 nodes:
   code: { kind: agent, role: coder, prompt: "Create hello.txt with a greeting." }
   keep:
     kind: script
     needs: [code]
-    run: "cp hello.txt $GATEHOUSE_ARTIFACTS/hello.txt"
-    artifacts: [hello.txt]
+    run: "cp hello.txt runner.txt $GATEHOUSE_ARTIFACTS/"
+    artifacts: [hello.txt, runner.txt]
 "#;
 
 on_both_backends!(
     claude_code_reaches_its_model_only_through_the_gateway,
     codex_reaches_its_model_only_through_the_gateway,
 );
+
+/// What the CLI's tool runs: writes the file, and tries to read the runner's environment
+/// (the runner is this test process), which a sandbox's processes must not see.
+pub(crate) fn job() -> String {
+    // The key split in two, so that the command recorded in the trace does not hold it.
+    let (head, tail) = REAL_KEY.split_at(10);
+    format!(
+        "printf '{CONTENT}' > hello.txt; \
+         if cat /proc/$RUNNER_PID/environ > /dev/null 2>&1; then echo readable; \
+         else echo unreadable; fi > runner.txt; \
+         grep -l -a '{head}''{tail}' /proc/[0-9]*/environ >> runner.txt 2>/dev/null; true"
+    )
+}
 
 /// One CLI's part: its executor, the API its provider speaks, its model and the fake's
 /// script (a tool call writing the file in the working directory, the workspace; then the
@@ -74,7 +89,7 @@ pub(crate) fn tokens(input: u64, output: u64, cache_read: u64, cache_write: u64)
 }
 
 async fn claude_code_reaches_its_model_only_through_the_gateway(backend: Backend) {
-    let command = format!("printf '{CONTENT}' > hello.txt");
+    let command = job();
     let cli = Cli {
         executor: Executor::ClaudeCode,
         kind: ProviderKind::Anthropic,
@@ -94,7 +109,7 @@ async fn claude_code_reaches_its_model_only_through_the_gateway(backend: Backend
 
 /// Codex's `exec_command` function; the Responses API reports no cache writes.
 async fn codex_reaches_its_model_only_through_the_gateway(backend: Backend) {
-    let command = format!("printf '{CONTENT}' > hello.txt");
+    let command = job();
     let cli = Cli {
         executor: Executor::Codex,
         kind: ProviderKind::OpenAi,
@@ -123,8 +138,6 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
     let traced_as = cli.traced_as;
     let fake = FakeProvider::start(REAL_KEY, cli.turns).await;
     let data = tempfile::tempdir().unwrap();
-    let home = data.path().join("home");
-    std::fs::create_dir_all(&home).unwrap();
     let program = match cli.executor {
         Executor::Codex => &clis.codex,
         _ => &clis.claude,
@@ -136,7 +149,7 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
         models: vec![cli.model.into()],
         env: BTreeMap::from([
             ("PATH".into(), format!("{}:/usr/bin:/bin", bin.display())),
-            ("HOME".into(), home.display().to_string()),
+            ("RUNNER_PID".into(), std::process::id().to_string()),
         ]),
         ..Role::new(cli.executor)
     };
@@ -152,6 +165,7 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
         .runner(move |options| {
             options.roles = BTreeMap::from([("coder".to_owned(), role)]);
             options.providers = vec![provider];
+            options.relay = Some(relay_binary());
         })
         .start()
         .await;
@@ -162,6 +176,27 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
         stack.artifact(run, "keep", 1, "hello.txt"),
         CONTENT,
         "{finished:#}"
+    );
+
+    // The agent's processes could not read the runner's environment, nor find the key in
+    // any process's.
+    assert_eq!(
+        stack.artifact(run, "keep", 1, "runner.txt").trim(),
+        "unreadable"
+    );
+
+    // The CLI kept its state (sessions, settings) in a home of its own, outside the
+    // workspace, removed after the attempt: nothing of it is checkpointed or delivered.
+    let run_dir = stack.data.path().join(format!("runs/{run}"));
+    for state in [".claude", ".claude.json", ".codex"] {
+        assert!(
+            !run_dir.join("workspace").join(state).exists(),
+            "{state} is in the workspace"
+        );
+    }
+    assert!(
+        !run_dir.join("homes/code/1").exists(),
+        "the attempt's home is removed"
     );
 
     // The fake saw the real key on every request (it refuses anything else), and the

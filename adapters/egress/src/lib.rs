@@ -30,8 +30,8 @@
 //! Which sandbox a request comes from is an [`Admit`]'s answer: one listener per attempt
 //! (an [`Admission`]), or one listener for all with a token per attempt ([`Grants`]).
 //!
-//! Not yet wired into the runner: the runner, the sandbox profiles and the configuration
-//! keys (`egress`, `egress_defaults`) are a later step (issue 38).
+//! The runner serves one on a Unix socket (reached through a sandbox's relay) and a loopback
+//! port, with a token per attempt; profiles and roles say what each may reach.
 
 mod address;
 mod admission;

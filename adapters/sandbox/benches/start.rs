@@ -76,6 +76,7 @@ async fn bench() -> Result<(), Box<dyn Error>> {
             },
             stdout_tail: 0,
             relay: None,
+            home: None,
         };
         let (tx, mut rx) = mpsc::channel(16);
         let started = Instant::now();

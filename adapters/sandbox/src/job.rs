@@ -37,6 +37,11 @@ pub struct Job {
     /// runner's Unix sockets (see [`Relay`]). `None` leaves the network as the profile
     /// has it.
     pub relay: Option<Relay>,
+    /// The CLI's own state directory on the host (`HOME`: Claude Code's `.claude/`,
+    /// Codex's `.codex/`, with unmasked tool output), kept outside the workspace so it is
+    /// neither checkpointed nor delivered; `None`: `HOME` is the workspace for a process,
+    /// `/tmp` in a container (unless the job's environment sets it).
+    pub home: Option<PathBuf>,
 }
 
 impl Job {

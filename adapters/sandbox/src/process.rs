@@ -139,11 +139,20 @@ impl Sandbox for ProcessSandbox {
                 .ok()
                 .flatten(),
         };
+        if let Some(home) = &job.home {
+            tokio::fs::create_dir_all(home)
+                .await
+                .map_err(|source| SandboxError::Prepare {
+                    what: "home directory",
+                    path: home.clone(),
+                    source,
+                })?;
+        }
         let mut command = command(job, unshare)?;
         command
             .env_clear()
             .env("PATH", DEFAULT_PATH)
-            .env("HOME", &job.workspace)
+            .env("HOME", job.home.as_deref().unwrap_or(&job.workspace))
             .envs(&job.env)
             .env("GATEHOUSE_WORKSPACE", &job.workspace)
             .env("GATEHOUSE_ARTIFACTS", &job.artifacts)
@@ -285,6 +294,7 @@ mod tests {
             },
             stdout_tail: 0,
             relay,
+            home: None,
         }
     }
 

@@ -84,6 +84,7 @@ impl Fixture {
             },
             stdout_tail: 0,
             relay: None,
+            home: None,
         }
     }
 

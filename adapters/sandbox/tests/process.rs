@@ -27,6 +27,7 @@ fn job(dir: &Path, script: &str) -> Job {
         },
         stdout_tail: 0,
         relay: None,
+        home: None,
     }
 }
 

@@ -97,6 +97,7 @@ fn job(dir: &Path, run: &str, profile: Profile, script: &str, relay: Relay) -> J
         },
         stdout_tail: 0,
         relay: Some(relay),
+        home: None,
     }
 }
 

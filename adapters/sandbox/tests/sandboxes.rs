@@ -24,6 +24,7 @@ fn job(dir: &std::path::Path, profile: Profile) -> Job {
         },
         stdout_tail: 0,
         relay: None,
+        home: None,
     }
 }
 

@@ -74,6 +74,13 @@ impl RunDirs {
         }
     }
 
+    /// One agent attempt's home: the CLI's own state (sessions, caches), outside the
+    /// workspace, removed when the attempt ends.
+    pub(crate) fn home(&self, node: &str, attempt: u32) -> PathBuf {
+        self.data_dir
+            .join(format!("runs/{}/homes/{node}/{attempt}", self.run))
+    }
+
     /// One attempt's inputs: a copy of each upstream node's artifacts.
     pub(crate) fn inputs(&self, node: &str, attempt: u32) -> PathBuf {
         self.data_dir

@@ -83,6 +83,15 @@ impl Runner {
     /// through, serving until `shutdown`. A failure is logged and kept: attempts that need
     /// them fail with it, the others run.
     pub(crate) async fn start_network(&mut self, shutdown: &CancellationToken) {
+        // The runner's environment holds the providers' keys: a script of the same user
+        // (a process sandbox without namespaces) must not read them from
+        // /proc/<runner>/environ, nor trace the runner. Not dumpable, only a process with
+        // CAP_SYS_PTRACE can.
+        if let Err(e) =
+            rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)
+        {
+            tracing::warn!("making the runner undumpable failed: {e}");
+        }
         let dir = self.options.data_dir.join("sockets").join(&self.options.id);
         self.network = Network::start(
             &dir,

@@ -202,6 +202,7 @@ async fn claude_code_in_docker_reaches_only_the_gateway_and_its_egress(backend: 
         "{env}"
     );
     assert!(env.contains("ANTHROPIC_API_KEY=gh-"), "{env}");
+    assert!(env.contains("HOME=/gatehouse/home"), "{env}");
     assert!(!env.contains(REAL_KEY));
 
     let probe = stack.artifact(run, "probe", 1, "probe.txt");

@@ -14,6 +14,10 @@ pub(super) async fn prepare(job: &Job) -> Result<(PathBuf, HostPaths), SandboxEr
     let workspace = directory("workspace", &job.workspace).await?;
     let artifacts = directory("artifact directory", &job.artifacts).await?;
     let inputs = directory("input directory", &job.inputs).await?;
+    let home = match &job.home {
+        Some(home) => Some(directory("home directory", home).await?),
+        None => None,
+    };
     let mut mounts = Vec::new();
     for mount in &job.profile.mounts {
         let source = tokio::fs::canonicalize(&mount.source)
@@ -36,6 +40,7 @@ pub(super) async fn prepare(job: &Job) -> Result<(PathBuf, HostPaths), SandboxEr
     let paths = HostPaths {
         artifacts,
         inputs,
+        home,
         mounts,
         relay,
     };
@@ -111,11 +116,16 @@ pub(super) async fn hand_over(
     uid: u32,
     gid: Option<u32>,
 ) -> Result<(), SandboxError> {
-    for (what, dir) in [
-        ("workspace", workspace),
-        ("artifact directory", paths.artifacts.as_path()),
-        ("input directory", paths.inputs.as_path()),
-    ] {
+    let dirs = [
+        ("workspace", Some(workspace)),
+        ("artifact directory", Some(paths.artifacts.as_path())),
+        ("input directory", Some(paths.inputs.as_path())),
+        ("home directory", paths.home.as_deref()),
+    ];
+    for (what, dir) in dirs
+        .into_iter()
+        .filter_map(|(what, dir)| Some((what, dir?)))
+    {
         let owned = dir.to_owned();
         tokio::task::spawn_blocking(move || chown_tree(&owned, uid, gid))
             .await

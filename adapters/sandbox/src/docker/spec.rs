@@ -13,6 +13,8 @@ use crate::{Job, Profile};
 pub(super) const ARTIFACTS: &str = "/gatehouse/artifacts";
 /// Where the artifacts of earlier nodes are in the container (read-only).
 pub(crate) const INPUTS: &str = "/gatehouse/inputs";
+/// Where the job's home directory is in the container (read-write), and its `HOME`.
+pub(super) const HOME: &str = "/gatehouse/home";
 /// Where the relay binary is in the container (read-only), when the job has one.
 const RELAY: &str = "/gatehouse/relay";
 /// `PATH` for scripts that do not declare their own.
@@ -26,6 +28,8 @@ const TMPFS_OPTIONS: &str = "rw,nosuid,nodev,exec,mode=1777";
 pub(super) struct HostPaths {
     pub(super) artifacts: PathBuf,
     pub(super) inputs: PathBuf,
+    /// The job's home directory, when it has one.
+    pub(super) home: Option<PathBuf>,
     /// The profile's extra mounts, sources resolved.
     pub(super) mounts: Vec<(PathBuf, String)>,
     /// The job's relay, its paths resolved.
@@ -99,7 +103,8 @@ fn environment(job: &Job) -> Vec<String> {
     env.insert("GATEHOUSE_ARTIFACTS", ARTIFACTS);
     env.insert("GATEHOUSE_INPUTS", INPUTS);
     env.entry("PATH").or_insert(DEFAULT_PATH);
-    env.entry("HOME").or_insert("/tmp");
+    env.entry("HOME")
+        .or_insert(if job.home.is_some() { HOME } else { "/tmp" });
     env.into_iter().map(|(k, v)| format!("{k}={v}")).collect()
 }
 
@@ -120,6 +125,9 @@ fn host_config(profile: &Profile, volume: &str, paths: &HostPaths) -> HostConfig
         bind(&paths.artifacts, ARTIFACTS, false),
         bind(&paths.inputs, INPUTS, true),
     ];
+    if let Some(home) = &paths.home {
+        mounts.push(bind(home, HOME, false));
+    }
     mounts.extend(
         paths
             .mounts
@@ -211,6 +219,7 @@ mod tests {
             },
             stdout_tail: 0,
             relay: None,
+            home: None,
         }
     }
 
@@ -220,6 +229,7 @@ mod tests {
             inputs: "/host/in".into(),
             mounts: vec![("/opt/tools".into(), "/tools".into())],
             relay: None,
+            home: None,
         }
     }
 

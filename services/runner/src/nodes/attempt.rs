@@ -151,6 +151,13 @@ impl Nodes {
         let (exit, trace) = attempt.run(&prepared, started, cancel, begun).await?;
         // The sandbox is gone: its tokens stop working, and what it reached is recorded.
         let notices = attempt.record_network(&prepared).await?;
+        // The CLI's own state holds its tool output unmasked; nothing reads it later.
+        if let Some(home) = &prepared.sandbox.home
+            && let Err(e) = tokio::fs::remove_dir_all(home).await
+            && e.kind() != std::io::ErrorKind::NotFound
+        {
+            tracing::warn!(path = %home.display(), error = %e, "removing an agent's home failed");
+        }
         // A send-back to this node finds where it started.
         if let Some(recording) = prepared.start_recorded.take() {
             let recorded = recording

@@ -108,6 +108,10 @@ impl<'a> Attempt<'a> {
                 0
             },
             relay: reach.as_ref().and_then(|r| r.relay.clone()),
+            // An agent's own state stays out of the workspace, one home per attempt.
+            home: role
+                .is_some()
+                .then(|| self.dirs.home(&job.node, job.attempt)),
         };
         if let (Program::Agent(agent), Some(role)) = (program, &role) {
             let seen = sandbox.inputs_seen();

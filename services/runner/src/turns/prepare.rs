@@ -105,6 +105,7 @@ impl Turns {
             },
             stdout_tail: 0,
             relay: reach.as_ref().and_then(|r| r.relay.clone()),
+            home: None,
         };
         let files = write_inputs(&sandbox.inputs, turn, role, dirs)
             .map_err(|e| format!("writing the turn's files: {e}"))?;
