@@ -6,6 +6,9 @@
 //! nothing is posted twice. The CLIs are stand-ins speaking Claude Code's stream-json and
 //! a `command` executor's plain output.
 
+#[path = "agent_clis/installed.rs"]
+mod installed;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -84,6 +87,7 @@ on_both_backends!(
     an_sop_run_takes_the_workspace_and_gives_it_back,
     take_over_pauses_a_run_and_carries_on_from_its_workspace,
     a_codex_assistant_continues_its_thread,
+    a_turn_of_the_real_claude_code_goes_through_the_gateway,
 );
 
 /// Started from a conversation's thread: sees the turn count the conversation left, and
@@ -738,5 +742,89 @@ async fn a_codex_assistant_continues_its_thread(backend: Backend) {
     let first = &detail["turns"][0]["attempts"][0];
     assert_eq!(first["tools"][0]["tool"], "command_execution", "{detail:#}");
     assert_eq!(first["usage"]["output_tokens"], 30);
+    gh.stop().await;
+}
+
+/// A turn of the real Claude Code (tests/agent-clis/install.sh) whose role names a
+/// provider: the CLI reaches the fake provider only through the runner's gateway, in
+/// namespaces of its own, and its tool tries a host the role may not reach. The reply says
+/// once which host was blocked; the turn's connections and the gateway's usage are
+/// recorded against it.
+async fn a_turn_of_the_real_claude_code_goes_through_the_gateway(backend: Backend) {
+    use gatehouse_fake_providers::{FakeProvider, Tokens, Turn};
+    let Some(clis) = installed::clis() else {
+        return;
+    };
+    const KEY: &str = "sk-test-conversation-provider-key-41b7";
+    let tokens = |input, output| Tokens {
+        input,
+        output,
+        cache_read: 0,
+        cache_write: 0,
+        reasoning: 0,
+    };
+    let fake = FakeProvider::start(
+        KEY,
+        vec![
+            Turn::tool(
+                "Bash",
+                json!({"command": "curl -s -o /dev/null https://pypi.org/simple/ || true", "description": "Look at PyPI"}),
+            )
+            .tokens(tokens(300, 20)),
+            Turn::text("Looked around.").tokens(tokens(40, 6)),
+        ],
+    )
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let bin = clis.claude.parent().unwrap().to_owned();
+    let role = Role {
+        provider: Some("model".into()),
+        model: Some("claude-sonnet-4-5".into()),
+        env: BTreeMap::from([("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()))]),
+        ..Role::new(Executor::ClaudeCode)
+    };
+    let provider = gatehouse_gateway::Provider {
+        name: "model".into(),
+        kind: gatehouse_gateway::ProviderKind::Anthropic,
+        base_url: url::Url::parse(fake.url()).unwrap(),
+        key: secrecy::SecretString::from(KEY),
+    };
+    let gh = Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .people(chat::people())
+        .chat()
+        .projects(PROJECTS)
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
+            options.roles = BTreeMap::from([("assistant".to_owned(), role)]);
+            options.providers = vec![provider];
+            options.relay = Some(gatehouse_tests::relay_binary());
+        })
+        .assistant(AssistantSettings::new("assistant"))
+        .start()
+        .await;
+    let thread = Thread::start(&gh, "Ev1", "look at the package index").await;
+    let reply = thread.said("Looked around.").await;
+    assert!(
+        reply.text.contains("blocked pypi.org:443"),
+        "the reply names the blocked host: {}",
+        reply.text
+    );
+    let detail = conversation(&gh).await;
+    let attempt = &detail["turns"][0]["attempts"][0];
+    assert_eq!(attempt["usage"]["input_tokens"], 340, "{detail:#}");
+    assert_eq!(attempt["usage"]["output_tokens"], 26, "{detail:#}");
+    let connections = attempt["connections"].as_array().unwrap();
+    assert!(
+        connections
+            .iter()
+            .any(|c| c["host"] == "pypi.org" && c["verdict"] == "refused"),
+        "{detail:#}"
+    );
+    assert!(
+        fake.requests()
+            .iter()
+            .all(|r| r.header("x-api-key") == Some(KEY)),
+        "only the gateway's key reached the provider"
+    );
     gh.stop().await;
 }

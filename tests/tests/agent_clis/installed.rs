@@ -3,7 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
-/// The installed CLIs.
+/// The installed CLIs (a suite may drive only one of them).
+#[allow(dead_code)]
 pub struct Clis {
     pub claude: PathBuf,
     pub codex: PathBuf,
