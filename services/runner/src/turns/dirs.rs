@@ -52,6 +52,13 @@ impl ConversationDirs {
         self.root.join("scratch")
     }
 
+    /// The CLI's own state across the conversation's turns (its sessions, which a turn
+    /// resumes), outside the workspace: neither checkpointed nor delivered. It stays on this
+    /// runner's disk.
+    pub(crate) fn home(&self) -> PathBuf {
+        self.root.join("home")
+    }
+
     /// The conversation so far, as the runner keeps it (never the CLI).
     pub(crate) fn transcript(&self) -> PathBuf {
         self.root.join("transcript.jsonl")

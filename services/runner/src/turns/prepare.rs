@@ -105,7 +105,13 @@ impl Turns {
             },
             stdout_tail: 0,
             relay: reach.as_ref().and_then(|r| r.relay.clone()),
-            home: None,
+            // The CLI's state stays out of the workspace: the conversation's home, or for
+            // a read-only `ask` (which resumes nothing) one thrown away with the attempt.
+            home: Some(if read_only {
+                attempt_dir.join("home")
+            } else {
+                dirs.home()
+            }),
         };
         let files = write_inputs(&sandbox.inputs, turn, role, dirs)
             .map_err(|e| format!("writing the turn's files: {e}"))?;
