@@ -21,6 +21,7 @@
 
 mod agent;
 mod artifacts;
+mod budgets;
 #[doc(hidden)]
 pub mod bench;
 mod checkpoint;
@@ -48,6 +49,7 @@ mod workspaces;
 mod nodes;
 mod turns;
 
+pub use budgets::{Budgets, ProjectBudget};
 pub use deliver::Deliverer;
 pub use runner::{Runner, RunnerOptions};
 
