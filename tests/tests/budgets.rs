@@ -156,6 +156,26 @@ async fn a_budget_reached_mid_node_fails_the_node_with_its_message(backend: Back
         ["[gatehouse] 80% of the budget of role coder used for this attempt: 2k tokens of 1.5k tokens"],
         "once"
     );
+    // The run's view shows the budget spent beside its limit.
+    let token = stack
+        .stored_token(gatehouse_ingest::BOOTSTRAP_ADMIN, &gatehouse_ingest::Scope::ALL, None)
+        .await;
+    let detail: serde_json::Value = stack
+        .http
+        .get(format!("{}/api/v1/runs/{run}", stack.url))
+        .bearer_auth(&token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let budgets = &detail["budgets"];
+    assert_eq!(budgets.as_array().map(Vec::len), Some(1), "{detail:#}");
+    assert_eq!(budgets[0]["label"], "role coder");
+    assert_eq!(budgets[0]["node"], "code");
+    assert_eq!(budgets[0]["tokens"], 2000);
+    assert_eq!(budgets[0]["limit_tokens"], 1500);
     // The CLI was told why, in its provider's error shape, and said so.
     assert!(
         logs.iter().any(|l| !l.line.starts_with("[gatehouse]")
