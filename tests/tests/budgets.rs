@@ -153,12 +153,18 @@ async fn a_budget_reached_mid_node_fails_the_node_with_its_message(backend: Back
         .collect();
     assert_eq!(
         notes,
-        ["[gatehouse] 80% of the budget of role coder used for this attempt: 2k tokens of 1.5k tokens"],
+        [
+            "[gatehouse] 80% of the budget of role coder used for this attempt: 2k tokens of 1.5k tokens"
+        ],
         "once"
     );
     // The run's view shows the budget spent beside its limit.
     let token = stack
-        .stored_token(gatehouse_ingest::BOOTSTRAP_ADMIN, &gatehouse_ingest::Scope::ALL, None)
+        .stored_token(
+            gatehouse_ingest::BOOTSTRAP_ADMIN,
+            &gatehouse_ingest::Scope::ALL,
+            None,
+        )
         .await;
     let detail: serde_json::Value = stack
         .http

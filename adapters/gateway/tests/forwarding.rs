@@ -280,7 +280,10 @@ async fn a_budget_refuses_with_its_message_and_is_charged_what_passed() {
     assert_eq!(charged.len(), 1);
     assert_eq!((charged[0].input, charged[0].output), (10, 5));
     let asked = budget.asked.lock().expect("asked").clone();
-    assert_eq!(asked, [Some("gpt-test".to_owned()), Some("gpt-test".to_owned())]);
+    assert_eq!(
+        asked,
+        [Some("gpt-test".to_owned()), Some("gpt-test".to_owned())]
+    );
     assert_eq!(*budget.tickets.lock().expect("tickets"), [Ticket(0)]);
 }
 

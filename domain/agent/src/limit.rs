@@ -72,7 +72,7 @@ impl Limit {
 pub fn show_usd(micros: u64) -> String {
     let dollars = micros / 1_000_000;
     let rest = micros % 1_000_000;
-    if rest % 10_000 == 0 || dollars > 0 {
+    if rest.is_multiple_of(10_000) || dollars > 0 {
         // Rounded to the cent.
         let cents = (micros + 5_000) / 10_000;
         format!("${}.{:02}", cents / 100, cents % 100)
@@ -121,9 +121,12 @@ impl FromStr for Limit {
         }
         let trimmed = text.trim();
         if let Some(dollars) = trimmed.strip_prefix('$') {
-            let micros = decimal(dollars.trim(), 6).ok_or_else(|| fail("the amount is not a number"))?;
+            let micros =
+                decimal(dollars.trim(), 6).ok_or_else(|| fail("the amount is not a number"))?;
             if micros == 0 {
-                return Err(fail("a budget of nothing lets no request through; remove it or raise it"));
+                return Err(fail(
+                    "a budget of nothing lets no request through; remove it or raise it",
+                ));
             }
             if micros > MAX_MICROS {
                 return Err(fail("it is over $1000000"));
@@ -153,7 +156,9 @@ impl FromStr for Limit {
             .filter(|n| *n <= MAX_TOKENS)
             .ok_or_else(|| fail("it is over a trillion tokens"))?;
         if count == 0 {
-            return Err(fail("a budget of nothing lets no request through; remove it or raise it"));
+            return Err(fail(
+                "a budget of nothing lets no request through; remove it or raise it",
+            ));
         }
         Ok(Self::Tokens { count })
     }
@@ -175,9 +180,17 @@ fn decimal(text: &str, places: u32) -> Option<u64> {
     {
         return None;
     }
-    let whole: u64 = if whole.is_empty() { 0 } else { whole.parse().ok()? };
+    let whole: u64 = if whole.is_empty() {
+        0
+    } else {
+        whole.parse().ok()?
+    };
     let padded = format!("{fraction:0<width$}", width = places as usize);
-    let fraction: u64 = if padded.is_empty() { 0 } else { padded.parse().ok()? };
+    let fraction: u64 = if padded.is_empty() {
+        0
+    } else {
+        padded.parse().ok()?
+    };
     whole.checked_mul(10u64.pow(places))?.checked_add(fraction)
 }
 
@@ -234,11 +247,26 @@ mod tests {
     #[test]
     fn bad_limits_say_what_to_write() {
         for bad in [
-            "20", "$", "$-1", "$1e3", "$1,000", "$0", "0 tokens", "lots of tokens", "2X tokens",
-            "$0.0000001", "k tokens", "", "$2000000", "5000G tokens",
+            "20",
+            "$",
+            "$-1",
+            "$1e3",
+            "$1,000",
+            "$0",
+            "0 tokens",
+            "lots of tokens",
+            "2X tokens",
+            "$0.0000001",
+            "k tokens",
+            "",
+            "$2000000",
+            "5000G tokens",
         ] {
             let error = parse(bad).expect_err(bad).to_string();
-            assert!(error.contains("write dollars like \"$20\""), "{bad}: {error}");
+            assert!(
+                error.contains("write dollars like \"$20\""),
+                "{bad}: {error}"
+            );
         }
         let long = format!("${}", "9".repeat(100));
         assert!(parse(&long).unwrap_err().to_string().contains("too long"));
@@ -261,7 +289,11 @@ mod tests {
         for text in ["$0.5", "$20", "1234 tokens"] {
             let limit = parse(text).unwrap();
             let json = serde_json::to_string(&limit).unwrap();
-            assert_eq!(serde_json::from_str::<Limit>(&json).unwrap(), limit, "{json}");
+            assert_eq!(
+                serde_json::from_str::<Limit>(&json).unwrap(),
+                limit,
+                "{json}"
+            );
         }
         let error = serde_json::from_str::<Limit>("\"20 dollars\"").unwrap_err();
         assert!(error.to_string().contains("write dollars like"), "{error}");

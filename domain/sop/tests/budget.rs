@@ -20,7 +20,11 @@ fn a_budget_is_read_in_dollars_or_tokens() {
     )
     .unwrap();
     assert_eq!(sop.budget, Some(Limit::Tokens { count: 200_000 }));
-    let none = parse("s.yaml", "name: s\nnodes:\n  a: { kind: script, run: ls }\n").unwrap();
+    let none = parse(
+        "s.yaml",
+        "name: s\nnodes:\n  a: { kind: script, run: ls }\n",
+    )
+    .unwrap();
     assert_eq!(none.budget, None);
 }
 
@@ -28,6 +32,9 @@ fn a_budget_is_read_in_dollars_or_tokens() {
 fn a_bad_budget_is_located_and_says_what_to_write() {
     let found = errors("name: x\nbudget: 20 dollars\nnodes:\n  a: { kind: script, run: ls }\n");
     assert_eq!(found.len(), 1, "{found:?}");
-    assert!(found[0].starts_with("sops/x.yaml:2:9: budget \"20 dollars\""), "{found:?}");
+    assert!(
+        found[0].starts_with("sops/x.yaml:2:9: budget \"20 dollars\""),
+        "{found:?}"
+    );
     assert!(found[0].contains("write dollars like \"$20\""), "{found:?}");
 }

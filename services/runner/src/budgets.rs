@@ -69,7 +69,11 @@ impl Scoped {
 
     /// The spent amount in the limit's unit.
     pub(crate) fn spent(&self, tokens: u64, usd_micros: u64) -> u64 {
-        if self.limit.is_usd() { usd_micros } else { tokens }
+        if self.limit.is_usd() {
+            usd_micros
+        } else {
+            tokens
+        }
     }
 }
 

@@ -21,9 +21,9 @@
 
 mod agent;
 mod artifacts;
-mod budgets;
 #[doc(hidden)]
 pub mod bench;
+mod budgets;
 mod checkpoint;
 mod deliver;
 mod delivering;

@@ -13,8 +13,8 @@ use gatehouse_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::artifacts::ARTIFACT_LIMIT;
-use crate::checkpoint::{Checkpoints, PACK_LIMIT};
 use crate::budgets::Scoped;
+use crate::checkpoint::{Checkpoints, PACK_LIMIT};
 use crate::network::{Ledger, Network, NoteTo, Reach, Wants};
 pub use options::RunnerOptions;
 

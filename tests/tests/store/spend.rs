@@ -42,8 +42,14 @@ async fn charges_add_up_and_a_reached_limit_refuses(backend: Backend) {
     assert_eq!(store.spend_holds(&day.scope).await.unwrap(), 0);
     assert_eq!(rows.len(), 2);
     assert_eq!(rows[0].scope, day.scope, "in scope order");
-    assert_eq!((rows[0].usd_micros, rows[0].limit_usd_micros), (600_000, Some(1_000_000)));
-    assert_eq!((rows[1].tokens, rows[1].requests, rows[1].largest_tokens), (300, 1, 300));
+    assert_eq!(
+        (rows[0].usd_micros, rows[0].limit_usd_micros),
+        (600_000, Some(1_000_000))
+    );
+    assert_eq!(
+        (rows[1].tokens, rows[1].requests, rows[1].largest_tokens),
+        (300, 1, 300)
+    );
     // Under both limits: admitted, then charged past the dollar limit.
     assert_eq!(
         store.admit_spend("h2", &both, 20, 60_000).await.unwrap(),
@@ -61,7 +67,11 @@ async fn charges_add_up_and_a_reached_limit_refuses(backend: Backend) {
         }
         other => panic!("expected the day's limit reached, got {other:?}"),
     }
-    assert_eq!(store.spend_holds(&run.scope).await.unwrap(), 0, "no hold on a refusal");
+    assert_eq!(
+        store.spend_holds(&run.scope).await.unwrap(),
+        0,
+        "no hold on a refusal"
+    );
     // Another scope is untouched; a release counts no request.
     let other = [limit("project:web:2026-12-06", None, Some(1_000_000))];
     assert_eq!(
@@ -79,7 +89,10 @@ async fn charges_add_up_and_a_reached_limit_refuses(backend: Backend) {
     assert_eq!(read[0].tokens, 400);
     let under = store.spend_under("project:", 10).await.unwrap();
     assert_eq!(under.len(), 2);
-    assert!(store.spend_under("project:_", 10).await.unwrap().is_empty(), "no wildcards");
+    assert!(
+        store.spend_under("project:_", 10).await.unwrap().is_empty(),
+        "no wildcards"
+    );
 }
 
 async fn a_dead_runners_hold_expires(backend: Backend) {
@@ -92,12 +105,18 @@ async fn a_dead_runners_hold_expires(backend: Backend) {
         SpendAdmission::Admitted
     );
     assert!(matches!(
-        store.admit_spend("next", &scope, 500, 60_000).await.unwrap(),
+        store
+            .admit_spend("next", &scope, 500, 60_000)
+            .await
+            .unwrap(),
         SpendAdmission::Busy(_)
     ));
     // Once the dead runner's hold has expired, the scope goes on.
     assert_eq!(
-        store.admit_spend("next", &scope, 1_001, 60_000).await.unwrap(),
+        store
+            .admit_spend("next", &scope, 1_001, 60_000)
+            .await
+            .unwrap(),
         SpendAdmission::Admitted
     );
     assert_eq!(store.spend_holds("run:r2").await.unwrap(), 1);

@@ -37,10 +37,18 @@ fn line(b: &BudgetView) -> String {
         ));
     }
     if let Some(limit) = b.limit_tokens {
-        spent.push(format!("{} of {}", show_tokens(b.tokens), show_tokens(limit)));
+        spent.push(format!(
+            "{} of {}",
+            show_tokens(b.tokens),
+            show_tokens(limit)
+        ));
     }
     if spent.is_empty() {
-        spent.push(format!("{} ({})", show_usd(micros(b.usd)), show_tokens(b.tokens)));
+        spent.push(format!(
+            "{} ({})",
+            show_usd(micros(b.usd)),
+            show_tokens(b.tokens)
+        ));
     }
     let period = match &b.day {
         Some(day) => format!("{} ({day})", one_line(&b.period)),

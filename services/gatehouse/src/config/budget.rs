@@ -61,7 +61,10 @@ impl Config {
             || self.projects.iter().any(|p| {
                 p.budget.is_some_and(Limit::is_usd) || p.daily_budget.is_some_and(Limit::is_usd)
             })
-            || self.schedules.iter().any(|s| s.budget.is_some_and(Limit::is_usd));
+            || self
+                .schedules
+                .iter()
+                .any(|s| s.budget.is_some_and(Limit::is_usd));
         if dollars && self.pricing.is_empty() {
             warnings.push(
                 "dollar budgets are set but [pricing] is empty: every model request under them will be refused until its model is priced".to_owned(),

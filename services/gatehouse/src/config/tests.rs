@@ -406,7 +406,10 @@ budget = "100k tokens"
     assert_eq!(c.budget.daily, Some("$50".parse().unwrap()));
     assert_eq!(c.roles["coder"].budget, Some("$2".parse().unwrap()));
     assert_eq!(c.projects[0].budget, Some("$5".parse().unwrap()));
-    assert_eq!(c.projects[0].daily_budget, Some("2M tokens".parse().unwrap()));
+    assert_eq!(
+        c.projects[0].daily_budget,
+        Some("2M tokens".parse().unwrap())
+    );
     assert_eq!(c.schedules[0].budget, Some("100k tokens".parse().unwrap()));
     assert!(c.warnings().is_empty(), "{:?}", c.warnings());
 
@@ -445,7 +448,9 @@ fn a_dollar_budget_needs_its_models_price() {
     .unwrap();
     let warnings = c.warnings();
     assert!(
-        warnings.iter().any(|w| w.contains("roles.coder: a dollar budget without `model`")),
+        warnings
+            .iter()
+            .any(|w| w.contains("roles.coder: a dollar budget without `model`")),
         "{warnings:?}"
     );
 }

@@ -120,7 +120,6 @@ impl Ledger {
         })
     }
 
-
     async fn admit_one(&self, model: Option<&str>) -> Result<Ticket, String> {
         if let Some(message) = model.and_then(|m| self.unpriced(m)) {
             return Err(self.refuse(message));
@@ -131,14 +130,17 @@ impl Ledger {
         let mut failures = 0u32;
         loop {
             let now = now_ms();
-            let expires = now.saturating_add(i64::try_from(self.hold.as_millis()).unwrap_or(i64::MAX));
+            let expires =
+                now.saturating_add(i64::try_from(self.hold.as_millis()).unwrap_or(i64::MAX));
             match self
                 .store
                 .admit_spend(&hold, &self.limits, now, expires)
                 .await
             {
                 Ok(SpendAdmission::Admitted) => return Ok(ticket),
-                Ok(SpendAdmission::Reached(row)) => return Err(self.refuse(reached(&self.scoped, &row))),
+                Ok(SpendAdmission::Reached(row)) => {
+                    return Err(self.refuse(reached(&self.scoped, &row)));
+                }
                 Ok(SpendAdmission::Busy(row)) => {
                     if started.elapsed() >= self.wait {
                         return Err(format!(
@@ -161,7 +163,6 @@ impl Ledger {
             tokio::time::sleep(BUSY_POLL).await;
         }
     }
-
 }
 
 /// The refusal for a scope that reached a limit: the first of its limits reached.
@@ -170,7 +171,10 @@ fn reached(scoped: &[Scoped], row: &SpendRow) -> String {
     of_scope()
         .find(|s| s.spent(row.tokens, row.usd_micros) >= s.limit.amount())
         .or_else(|| of_scope().next())
-        .map_or_else(|| format!("budget of {} reached", row.label), Scoped::reached)
+        .map_or_else(
+            || format!("budget of {} reached", row.label),
+            Scoped::reached,
+        )
 }
 
 /// The 80 % notes for these rows after a charge of `tokens` and `usd_micros`.

@@ -79,5 +79,8 @@ pub(crate) async fn of_run(
     let mut scopes = vec![format!("run:{run}")];
     scopes.extend(days.iter().map(|day| format!("project:{project}:{day}")));
     rows.extend(store.spend(&scopes).await?);
-    Ok(rows.into_iter().map(|row| BudgetView::of(row, run)).collect())
+    Ok(rows
+        .into_iter()
+        .map(|row| BudgetView::of(row, run))
+        .collect())
 }

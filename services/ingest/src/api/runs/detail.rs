@@ -155,8 +155,7 @@ pub(crate) async fn loaded(
         days.dedup();
         days
     };
-    let budgets =
-        super::budgets::of_run(&api.store, id, row.project.as_deref(), &days).await?;
+    let budgets = super::budgets::of_run(&api.store, id, row.project.as_deref(), &days).await?;
     let detail = RunDetail {
         usage,
         budgets,
