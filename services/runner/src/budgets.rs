@@ -223,6 +223,28 @@ mod tests {
     }
 
     #[test]
+    fn a_turn_counts_against_its_role_and_its_projects_day() {
+        let budgets = Budgets {
+            daily: Some(limit("1M tokens")),
+            ..Budgets::default()
+        };
+        let conversation = Uuid::nil();
+        let scoped = budgets.for_turn(conversation, 3, 2, "api", ("helper", Some(limit("$1"))));
+        assert_eq!(scoped.len(), 2);
+        assert_eq!(scoped[0].scope, format!("turn:{conversation}:3:2"));
+        assert_eq!(
+            scoped[0].reached(),
+            "budget of role helper reached: $1.00 for this attempt"
+        );
+        assert_eq!(scoped[1].label, "project api");
+        assert!(
+            budgets.for_turn(conversation, 1, 1, "", ("helper", None))[0]
+                .scope
+                .starts_with("project:default:")
+        );
+    }
+
+    #[test]
     fn one_scope_keeps_the_tightest_limit_of_each_unit() {
         let scoped = |label: &str, text: &str| Scoped {
             scope: "run:r".into(),

@@ -34,6 +34,11 @@ impl Config {
     /// price its requests, and would refuse every one.
     pub(super) fn check_budgets(&self) -> Result<(), ConfigError> {
         for (name, role) in &self.roles {
+            if role.budget.is_some() && role.provider.is_none() {
+                return Err(ConfigError::Inconsistent(format!(
+                    "roles.{name}: `budget` counts only requests through the model gateway, and the role names no `provider`: add provider = \"<name of a [providers.*]>\" or remove the budget"
+                )));
+            }
             let (Some(limit), Some(model)) = (role.budget, &role.model) else {
                 continue;
             };
@@ -65,6 +70,19 @@ impl Config {
                 .schedules
                 .iter()
                 .any(|s| s.budget.is_some_and(Limit::is_usd));
+        let shared = self.budget.daily.is_some()
+            || self
+                .projects
+                .iter()
+                .any(|p| p.budget.is_some() || p.daily_budget.is_some())
+            || self.schedules.iter().any(|s| s.budget.is_some());
+        if shared {
+            for (name, _) in self.roles.iter().filter(|(_, r)| r.provider.is_none()) {
+                warnings.push(format!(
+                    "roles.{name}: no `provider`, so its model requests bypass the gateway and no budget counts them; name a provider"
+                ));
+            }
+        }
         if dollars && self.pricing.is_empty() {
             warnings.push(
                 "dollar budgets are set but [pricing] is empty: every model request under them will be refused until its model is priced".to_owned(),

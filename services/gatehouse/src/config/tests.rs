@@ -384,8 +384,13 @@ daily = "$50"
 input = 3.0
 output = 15.0
 
+[providers.model]
+kind = "anthropic"
+key = { env = "ANTHROPIC_API_KEY" }
+
 [roles.coder]
 executor = "claude-code"
+provider = "model"
 model = "claude-x"
 budget = "$2"
 
@@ -426,31 +431,45 @@ budget = "100k tokens"
 
 #[test]
 fn a_dollar_budget_needs_its_models_price() {
-    let unpriced = load_with(
-        "[roles.coder]\nexecutor = \"claude-code\"\nmodel = \"claude-x\"\nbudget = \"$2\"\n",
-        &[],
-    )
-    .unwrap_err();
+    let provider = "[providers.model]\nkind = \"anthropic\"\nkey = { env = \"K\" }\n";
+    let role = |rest: &str| {
+        format!("{provider}[roles.coder]\nexecutor = \"claude-code\"\nprovider = \"model\"\n{rest}")
+    };
+    let unpriced = load_with(&role("model = \"claude-x\"\nbudget = \"$2\"\n"), &[]).unwrap_err();
     assert!(
         unpriced.contains("roles.coder: the dollar budget $2.00 needs the price of its model `claude-x`: add [pricing.\"claude-x\"]"),
         "{unpriced}"
     );
     // Tokens need no price; a dollar budget with no model is warned about.
-    load_with(
-        "[roles.coder]\nexecutor = \"claude-code\"\nmodel = \"claude-x\"\nbudget = \"5k tokens\"\n",
-        &[],
-    )
-    .unwrap();
-    let c = load_with(
-        "[roles.coder]\nexecutor = \"claude-code\"\nbudget = \"$2\"\n",
-        &[],
-    )
-    .unwrap();
+    load_with(&role("model = \"claude-x\"\nbudget = \"5k tokens\"\n"), &[]).unwrap();
+    let c = load_with(&role("budget = \"$2\"\n"), &[]).unwrap();
     let warnings = c.warnings();
     assert!(
         warnings
             .iter()
             .any(|w| w.contains("roles.coder: a dollar budget without `model`")),
         "{warnings:?}"
+    );
+    // A budget on a role whose requests bypass the gateway would count nothing.
+    let bypass = load_with(
+        "[roles.coder]\nexecutor = \"claude-code\"\nbudget = \"5k tokens\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        bypass.contains("roles.coder: `budget` counts only requests through the model gateway"),
+        "{bypass}"
+    );
+    let c = load_with(
+        "[budget]\ndaily = \"1M tokens\"\n[roles.old]\nexecutor = \"codex\"\n",
+        &[],
+    )
+    .unwrap();
+    assert!(
+        c.warnings()
+            .iter()
+            .any(|w| w.contains("roles.old: no `provider`")),
+        "{:?}",
+        c.warnings()
     );
 }

@@ -143,20 +143,20 @@ impl Ledger {
                 }
                 Ok(SpendAdmission::Busy(row)) => {
                     if started.elapsed() >= self.wait {
-                        return Err(format!(
+                        return Err(self.refuse(format!(
                             "budget of {} is nearly spent and another request of it has been in flight for {}s; try again",
                             row.label,
                             self.wait.as_secs()
-                        ));
+                        )));
                     }
                 }
                 Err(error) => {
                     failures += 1;
                     tracing::warn!(%error, "the budget ledger could not admit a request");
                     if failures >= CHARGE_TRIES {
-                        return Err(format!(
+                        return Err(self.refuse(format!(
                             "Gatehouse could not check the budget (its database is unreachable: {error}); try again"
-                        ));
+                        )));
                     }
                 }
             }
