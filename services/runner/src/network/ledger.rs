@@ -102,26 +102,8 @@ impl Ledger {
         message
     }
 
-    /// The refusal for a model with no price under a dollar budget, if it is one.
-    fn unpriced(&self, model: &str) -> Option<String> {
-        let dollars = self.scoped.iter().find(|s| s.limit.is_usd())?;
-        let probe = ModelUsage {
-            model: model.to_owned(),
-            input_tokens: 0,
-            output_tokens: 0,
-            cache_read_tokens: 0,
-            cache_write_tokens: 0,
-        };
-        cost(&probe, &self.prices).is_none().then(|| {
-            format!(
-                "the model `{model}` has no price, and the dollar budget of {} needs one: add [pricing.\"{model}\"] with input and output (USD per million tokens) to the configuration",
-                dollars.label
-            )
-        })
-    }
-
     async fn admit_one(&self, model: Option<&str>) -> Result<Ticket, String> {
-        if let Some(message) = model.and_then(|m| self.unpriced(m)) {
+        if let Some(message) = model.and_then(|m| unpriced(&self.scoped, &self.prices, m)) {
             return Err(self.refuse(message));
         }
         let ticket = Ticket(uuid::Uuid::new_v4().as_u128());
@@ -163,6 +145,24 @@ impl Ledger {
             tokio::time::sleep(BUSY_POLL).await;
         }
     }
+}
+
+/// The refusal for a model with no price under a dollar budget, if it is one.
+fn unpriced(scoped: &[Scoped], prices: &PriceTable, model: &str) -> Option<String> {
+    let dollars = scoped.iter().find(|s| s.limit.is_usd())?;
+    let probe = ModelUsage {
+        model: model.to_owned(),
+        input_tokens: 0,
+        output_tokens: 0,
+        cache_read_tokens: 0,
+        cache_write_tokens: 0,
+    };
+    cost(&probe, prices).is_none().then(|| {
+        format!(
+            "the model `{model}` has no price, and the dollar budget of {} needs one: add [pricing.\"{model}\"] with input and output (USD per million tokens) to the configuration",
+            dollars.label
+        )
+    })
 }
 
 /// The refusal for a scope that reached a limit: the first of its limits reached.
@@ -292,6 +292,36 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unpriced_model_is_refused_only_under_a_dollar_budget() {
+        let scoped = |text: &str| {
+            vec![Scoped {
+                scope: "run:r".into(),
+                label: "SOP ship".into(),
+                period: "for this run".into(),
+                limit: text.parse().unwrap(),
+            }]
+        };
+        let mut prices = PriceTable::new();
+        prices.insert(
+            "claude-x".into(),
+            gatehouse_agent::Price {
+                input: 3.0,
+                output: 15.0,
+                cache_read: 0.0,
+                cache_write: 0.0,
+            },
+        );
+        assert_eq!(
+            unpriced(&scoped("$5"), &prices, "gpt-y").as_deref(),
+            Some(
+                "the model `gpt-y` has no price, and the dollar budget of SOP ship needs one: add [pricing.\"gpt-y\"] with input and output (USD per million tokens) to the configuration"
+            )
+        );
+        assert_eq!(unpriced(&scoped("$5"), &prices, "claude-x-20250101"), None);
+        assert_eq!(unpriced(&scoped("5k tokens"), &prices, "gpt-y"), None);
+    }
 
     #[test]
     fn the_80_percent_mark_is_noted_on_the_charge_that_crosses_it() {
