@@ -2,7 +2,8 @@
 //! skipped without it unless `AGENT_CLI_TESTS=required`): a role's budget reached in the
 //! middle of a node refuses the next model request, which the CLI shows, and the node
 //! fails with the budget's message, its 80 % warning in the output; two runs at once share
-//! a project's daily budget and pass it by at most one request.
+//! a project's daily budget and pass it by at most one request; a conversation's turn
+//! past its project's day fails with the message too.
 
 #[path = "agent_clis/installed.rs"]
 #[allow(dead_code)]
@@ -12,10 +13,11 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use gatehouse_agent::{Executor, Role};
-use gatehouse_events::{Event, RunRequested};
+use gatehouse_events::{ChatThread, Event, RunRequested, RunWorkspace, TurnDispatch, TurnTask};
 use gatehouse_fake_providers::{FakeProvider, Tokens, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
 use gatehouse_sandbox::ProcessSandbox;
+use gatehouse_store::{TurnKey, TurnStatus};
 use gatehouse_tests::{Backend, Gatehouse, TestDb, actor, on_both_backends};
 use secrecy::SecretString;
 use serde_json::json;
@@ -34,6 +36,7 @@ nodes:
 on_both_backends!(
     a_budget_reached_mid_node_fails_the_node_with_its_message,
     concurrent_runs_share_the_daily_budget_without_overshoot,
+    a_turn_past_its_projects_day_fails_with_the_budgets_message,
 );
 
 /// Each request costs 1000 tokens.
@@ -219,5 +222,69 @@ async fn concurrent_runs_share_the_daily_budget_without_overshoot(backend: Backe
         spent[0].requests,
         "every request that passed was charged once"
     );
+    stack.stop().await;
+}
+
+/// A conversation's turn counts against its project's day like a run: the turn that
+/// finds it spent fails with the budget's message, and the one before says 80 %.
+async fn a_turn_past_its_projects_day_fails_with_the_budgets_message(backend: Backend) {
+    let fake = FakeProvider::start(KEY, script(4)).await;
+    let Some(stack) = stack(backend, &fake, None, Some("2500 tokens")).await else {
+        return;
+    };
+    let conversation = Uuid::now_v7();
+    stack
+        .emit(Event::TurnDispatch(TurnDispatch {
+            conversation_id: conversation,
+            requirement_id: Uuid::now_v7(),
+            thread: ChatThread {
+                platform: "slack".into(),
+                channel: "C1".into(),
+                thread: "1.2".into(),
+            },
+            workspace: RunWorkspace {
+                project: "api".into(),
+                repositories: Vec::new(),
+                settings: BTreeMap::new(),
+            },
+            adopt_run: None,
+            task: TurnTask::Turn {
+                seq: 1,
+                attempt: 1,
+                role: "coder".into(),
+                text: "Write the files.".into(),
+                resume_session: None,
+                ask: false,
+                timeout_secs: None,
+            },
+        }))
+        .await;
+    let key = TurnKey {
+        conversation_id: conversation,
+        seq: 1,
+        attempt: 1,
+    };
+    let mut ended = None;
+    for _ in 0..3000 {
+        if let Some(row) = stack.db.store.turn_attempt(key).await.unwrap()
+            && row.status != TurnStatus::Running
+        {
+            ended = Some(row);
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let ended = ended.expect("the turn ended");
+    assert_eq!(ended.status, TurnStatus::Failed, "{ended:?}");
+    let failure = ended.failure.as_deref().unwrap_or_default();
+    assert!(
+        failure.starts_with("budget of project api reached: 2.5k tokens today"),
+        "{ended:?}"
+    );
+    assert!(
+        failure.contains("80% of the budget of project api used today: 2k tokens of 2.5k tokens"),
+        "the 80 % note joins the turn's end: {ended:?}"
+    );
+    assert_eq!(fake.requests().len(), 3, "the fourth request was refused");
     stack.stop().await;
 }
