@@ -36,8 +36,11 @@ pub struct SpendLimit {
 /// One scope's spend as the ledger holds it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SpendRow {
+    /// The scope's key, as in [`SpendLimit::scope`].
     pub scope: String,
+    /// Who the limit is, as last admitted against ("project api").
     pub label: String,
+    /// Over what it runs ("today").
     pub period: String,
     /// Tokens of every kind charged so far.
     pub tokens: u64,
@@ -45,11 +48,14 @@ pub struct SpendRow {
     pub usd_micros: u64,
     /// Requests charged.
     pub requests: u64,
-    /// The largest request charged, in tokens and in micro-dollars.
+    /// The largest request charged, in tokens: admission keeps room for one of these per
+    /// request in flight.
     pub largest_tokens: u64,
+    /// The largest request charged, in micro-dollars.
     pub largest_usd_micros: u64,
-    /// The limits last admitted against.
+    /// The token limit last admitted against, for showing.
     pub limit_tokens: Option<u64>,
+    /// The dollar limit last admitted against, in micro-dollars, for showing.
     pub limit_usd_micros: Option<u64>,
     /// Epoch milliseconds of the last change.
     pub updated_ms: i64,

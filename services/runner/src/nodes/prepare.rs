@@ -25,7 +25,7 @@ use super::attempt::{Attempt, Prepared, Program, StartRecorded, Step};
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
-use crate::network::{NoteTo, Wants};
+use crate::network::Wants;
 use crate::patience::patiently;
 use crate::scope::RunScope;
 use crate::secrets::{Secrets, read_secrets};
@@ -62,31 +62,7 @@ impl<'a> Attempt<'a> {
             Ok(recording) => recording,
             Err(reason) => return Ok(Err(reason)),
         };
-        let budget = match (program, &role) {
-            (Program::Agent(agent), Some(role)) if role.provider.is_some() => {
-                let runner = &self.nodes.runner;
-                let scoped = runner
-                    .options
-                    .budgets
-                    .for_node(
-                        &runner.store,
-                        job.run_id,
-                        &job.node,
-                        job.attempt,
-                        Some((agent.role.as_str(), role.budget)),
-                    )
-                    .await?;
-                runner.ledger(
-                    scoped,
-                    NoteTo::Node {
-                        run: job.run_id,
-                        node: job.node.clone(),
-                        attempt: i32::try_from(job.attempt).unwrap_or(i32::MAX),
-                    },
-                )
-            }
-            _ => None,
-        };
+        let budget = self.budget(program, role.as_ref()).await?;
         let reach = match self.nodes.runner.reach(Wants {
             label: format!(
                 "run {} node {} attempt {}",
