@@ -17,6 +17,8 @@ use uuid::Uuid;
 mod egress;
 #[path = "store/schema_parity.rs"]
 mod schema_parity;
+#[path = "store/spend.rs"]
+mod spend;
 
 fn event(message: &str) -> Envelope {
     let event = Event::NodeProgress(NodeProgress {

@@ -9,6 +9,7 @@ use std::task::{Context, Poll, ready};
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
+use crate::budget::Hold;
 use crate::grants::Granted;
 use crate::meter::Meter;
 use crate::refusal::BoxError;
@@ -19,6 +20,8 @@ pub(crate) struct Account {
     pub(crate) granted: Arc<Granted>,
     pub(crate) status: u16,
     pub(crate) meter: Meter,
+    /// The request's budget ticket, if its grant has a budget.
+    pub(crate) hold: Option<Hold>,
 }
 
 impl Account {
@@ -27,8 +30,8 @@ impl Account {
         let usage = self.meter.finish();
         let granted = self.granted;
         granted.totals().add(&usage);
-        if let Some(budget) = &granted.budget {
-            budget.charge(&usage);
+        if let Some(hold) = self.hold {
+            hold.charge(&usage);
         }
         tracing::info!(
             grant = %granted.label,

@@ -12,6 +12,7 @@ use secrecy::ExposeSecret;
 use serde::Deserialize;
 
 use crate::body::{Account, MeteredBody};
+use crate::budget::Hold;
 use crate::gateway::Gateway;
 use crate::grants::Granted;
 use crate::meter::Meter;
@@ -100,6 +101,9 @@ struct Admitted {
     /// The model the body names, if it names one.
     model: Option<String>,
     body: Bytes,
+    /// The budget's ticket, charged when the answer ends (or with nothing, if dropped
+    /// before).
+    hold: Option<Hold>,
 }
 
 impl Gateway {
@@ -162,13 +166,21 @@ impl Gateway {
                 allowed: allowed.clone(),
             });
         }
-        if let Some(budget) = &granted.budget {
-            budget.admit().map_err(Refusal::Budget)?;
-        }
+        let hold = match &granted.budget {
+            Some(budget) => {
+                let ticket = budget
+                    .admit(model.as_deref())
+                    .await
+                    .map_err(Refusal::Budget)?;
+                Some(Hold::new(budget.clone(), ticket))
+            }
+            None => None,
+        };
         Ok(Admitted {
             granted,
             model,
             body,
+            hold,
         })
     }
 
@@ -185,6 +197,7 @@ impl Gateway {
             granted,
             model,
             body,
+            hold,
         } = admitted;
         let Some(upstream) = upstream_request(provider, rest, parts.method, parts.headers, body)
         else {
@@ -223,6 +236,7 @@ impl Gateway {
             meter: Meter::new(content_type, model, self.inner.config.max_metered_body),
             granted,
             status: parts.status.as_u16(),
+            hold,
         };
         Response::from_parts(parts, MeteredBody::new(body, account).boxed_unsync())
     }

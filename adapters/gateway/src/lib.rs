@@ -31,7 +31,7 @@ mod serve;
 mod token;
 mod usage;
 
-pub use budget::Budget;
+pub use budget::{Admission, Budget, Ticket};
 pub use config::GatewayConfig;
 pub use error::GatewayError;
 pub use gateway::Gateway;

@@ -11,6 +11,7 @@ use http_body_util::BodyExt;
 use secrecy::ExposeSecret;
 use serde_json::json;
 
+use gatehouse_gateway::Ticket;
 use scene::{Allowance, KEY, Scene, Sink, json, post, read, spec};
 
 fn ask(stream: bool) -> serde_json::Value {
@@ -278,6 +279,42 @@ async fn a_budget_refuses_with_its_message_and_is_charged_what_passed() {
     let charged = budget.charged.lock().expect("charged").clone();
     assert_eq!(charged.len(), 1);
     assert_eq!((charged[0].input, charged[0].output), (10, 5));
+    let asked = budget.asked.lock().expect("asked").clone();
+    assert_eq!(
+        asked,
+        [Some("gpt-test".to_owned()), Some("gpt-test".to_owned())]
+    );
+    assert_eq!(*budget.tickets.lock().expect("tickets"), [Ticket(0)]);
+}
+
+#[tokio::test]
+async fn an_admitted_request_that_fails_upstream_is_charged_nothing_once() {
+    let scene = Scene::start_with(vec![Turn::text("done")], KEY, |config| {
+        config.first_byte_timeout = Duration::from_millis(300);
+    })
+    .await;
+    let budget = Allowance::new(3);
+    let mut granted = spec("openai");
+    granted.budget = Some(budget.clone());
+    let grant = scene.gateway.grant(granted).expect("grant");
+    let bearer = format!("Bearer {}", grant.token().expose_secret());
+    scene.fake.push_fault(Fault::Hang);
+    let (status, _, _) = read(
+        post(
+            &format!("{}/openai/v1/responses", scene.url),
+            &[("authorization", &bearer)],
+            &json!({"model": "m", "input": "hi"}),
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 504);
+    // The ticket is given back, with no usage, exactly once.
+    assert_eq!(*budget.tickets.lock().expect("tickets"), [Ticket(2)]);
+    assert_eq!(
+        *budget.charged.lock().expect("charged"),
+        [gatehouse_gateway::Usage::default()]
+    );
 }
 
 #[tokio::test]

@@ -38,6 +38,9 @@ pub enum StoreError {
     /// An envelope could not be serialised for the outbox.
     #[error(transparent)]
     Event(#[from] gatehouse_events::EventError),
+    /// A value given to the store that it refuses to keep; the message says why.
+    #[error("refused: {0}")]
+    Invalid(String),
     /// What is stored cannot be read back as what it should be.
     #[error("stored data is corrupt: {0}")]
     Corrupt(String),

@@ -11,9 +11,11 @@
 //! - [`parse_report`]: token usage, the failure and the final message, read from the CLI's
 //!   stdout;
 //! - [`cost`]: that usage priced from `[pricing]`;
+//! - [`Limit`]: a budget in dollars or tokens, as the configuration writes it;
 //! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
 
 mod invocation;
+mod limit;
 mod parse;
 mod placeholder;
 mod price;
@@ -25,6 +27,7 @@ mod usage;
 pub use invocation::{
     MAX_SESSION_ID_LEN, Session, SessionIdError, check_session_id, invocation, turn_invocation,
 };
+pub use limit::{Limit, LimitError, show_tokens, show_usd};
 pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};

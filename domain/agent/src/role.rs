@@ -66,6 +66,11 @@ pub struct Role {
     /// without them, since whoever asks writes its prompt.
     #[serde(default, skip_serializing_if = "is_false")]
     pub ask_secrets: bool,
+    /// What one attempt of this role may spend at the model gateway (`"$2"`,
+    /// `"500k tokens"`); the gateway refuses the request past it, and the attempt fails
+    /// saying so. A dollar budget needs the role's `model` priced in `[pricing]`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<crate::limit::Limit>,
 }
 
 fn is_false(value: &bool) -> bool {
@@ -203,6 +208,7 @@ impl Role {
             read_only: false,
             askable: false,
             ask_secrets: false,
+            budget: None,
         }
     }
 

@@ -44,6 +44,14 @@ pub struct ProjectConfig {
     /// empty = whoever has `run`, `converse` or `approve` on it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read: Vec<String>,
+    /// What one run of the project may spend at the model gateway (`"$5"`,
+    /// `"200k tokens"`): the request past it is refused and its node fails saying so.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<gatehouse_agent::Limit>,
+    /// What the project may spend per UTC day over all its runs and conversations, in
+    /// place of `[budget] daily`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub daily_budget: Option<gatehouse_agent::Limit>,
 }
 
 /// One repository of a project.

@@ -25,6 +25,10 @@ pub struct Sop {
     /// Who may start it (person ids and `group:<name>`), beside having run rights in the
     /// project; `None` when the file does not say, and then anyone with run rights may.
     pub starters: Option<Vec<String>>,
+    /// What one run of it may spend at the model gateway (`budget: "$5"`), over all its
+    /// agents' requests; the request past it is refused and its node fails saying so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<gatehouse_agent::Limit>,
     /// Nodes in file order.
     pub nodes: Vec<Node>,
     /// `sha256:<hex>` of the file's content: a run freezes this.

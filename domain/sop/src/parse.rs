@@ -76,6 +76,16 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
         }
         people(report, starters, "starters")
     });
+    let budget =
+        raw.budget
+            .as_ref()
+            .and_then(|text| match text.parse::<gatehouse_agent::Limit>() {
+                Ok(limit) => Some(limit),
+                Err(error) => {
+                    report.span(text.span(), error.to_string());
+                    None
+                }
+            });
 
     let ids: HashMap<String, usize> = raw
         .nodes
@@ -159,6 +169,7 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
             .map_or_else(|| "default".to_owned(), |s| s.to_string()),
         params,
         starters,
+        budget,
         nodes,
         version,
         source: report.file.to_owned(),

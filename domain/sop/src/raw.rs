@@ -18,6 +18,8 @@ pub(crate) struct RawSop {
     pub params: IndexMap<Spanned<String>, RawParam>,
     #[serde(default)]
     pub starters: Option<Spanned<Vec<Spanned<String>>>>,
+    #[serde(default)]
+    pub budget: Option<Spanned<String>>,
     pub nodes: IndexMap<Spanned<String>, RawNode>,
 }
 

@@ -4,6 +4,7 @@
 //! `config` and the local `sop`/`schedule preview` verbs run here.
 
 pub mod args;
+mod budgets;
 pub mod client;
 pub mod conversations;
 pub mod identity;

@@ -10,6 +10,7 @@
 //! and `settings/chat.rs` there, `[github]` is `config/github.rs` and `settings/github.rs`.
 
 mod assistant;
+mod budget;
 mod chat;
 mod console;
 mod github;
@@ -21,6 +22,7 @@ mod storage;
 mod tests;
 
 pub use assistant::AssistantConfig;
+pub use budget::BudgetConfig;
 pub use chat::{DiscordConfig, SlackConfig};
 pub use console::ConsoleConfig;
 pub use github::{GithubConfig, GithubTrigger};
@@ -86,6 +88,9 @@ pub struct Config {
     /// Cron schedules.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub schedules: Vec<ScheduleConfig>,
+    /// Spend limits per project and day, beside roles', SOPs', projects' and schedules'.
+    #[serde(default)]
+    pub budget: BudgetConfig,
     /// Signing in to the web console.
     #[serde(default)]
     pub console: ConsoleConfig,
@@ -232,6 +237,7 @@ impl Config {
                 ));
             }
         }
+        warnings.extend(self.budget_warnings());
         warnings
     }
 
@@ -363,6 +369,7 @@ impl Config {
                 )));
             }
         }
+        self.check_budgets()?;
         let console = &self.console;
         match (
             console.github_client_id.is_empty(),

@@ -152,6 +152,7 @@ pub async fn runner(
         providers: gateway::providers(config)?,
         relay: gateway::relay(config)?,
         prices: config.pricing.clone(),
+        budgets: budgets(config),
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
         shutdown_grace: config.runner.shutdown_grace,
         id: config.runner.id.clone(),
@@ -159,6 +160,31 @@ pub async fn runner(
     Ok(Runner::new(store.clone(), Arc::new(sandbox), options)
         .with_artifact_limit(config.runner.artifact_limit.as_u64())
         .with_checkpoint_pack_limit(config.storage.checkpoint_pack_limit.as_u64()))
+}
+
+/// The budgets beside roles' own, as runners apply them.
+fn budgets(config: &Config) -> gatehouse_runner::Budgets {
+    gatehouse_runner::Budgets {
+        daily: config.budget.daily,
+        projects: config
+            .projects
+            .iter()
+            .filter(|p| p.budget.is_some() || p.daily_budget.is_some())
+            .map(|p| {
+                let budget = gatehouse_runner::ProjectBudget {
+                    run: p.budget,
+                    daily: p.daily_budget,
+                };
+                (p.name.clone(), budget)
+            })
+            .collect(),
+        schedules: config
+            .schedules
+            .iter()
+            .filter_map(|s| Some((s.name.clone(), s.budget?)))
+            .collect(),
+        ..gatehouse_runner::Budgets::default()
+    }
 }
 
 /// A schedule of `[[schedules]]` as the store keeps it, owing its first fire at once (the

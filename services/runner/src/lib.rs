@@ -23,6 +23,7 @@ mod agent;
 mod artifacts;
 #[doc(hidden)]
 pub mod bench;
+mod budgets;
 mod checkpoint;
 mod deliver;
 mod delivering;
@@ -48,6 +49,7 @@ mod workspaces;
 mod nodes;
 mod turns;
 
+pub use budgets::{Budgets, ProjectBudget};
 pub use deliver::Deliverer;
 pub use runner::{Runner, RunnerOptions};
 

@@ -8,6 +8,7 @@
 //! gets its own tokens ([`Network::open`]); they stop working when its [`Reach`] is
 //! dropped, so a finished or dead attempt's token is refused.
 
+mod ledger;
 mod meter;
 mod reach;
 
@@ -22,6 +23,7 @@ use gatehouse_sandbox::{Forward, Profile, Relay};
 use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict};
 use tokio_util::sync::CancellationToken;
 
+pub(crate) use ledger::{Ledger, NoteTo};
 pub(crate) use reach::Reach;
 
 use meter::Meter;
@@ -123,6 +125,9 @@ pub(crate) struct Wants<'a> {
     pub(crate) role_egress: &'a [String],
     /// The sandbox profile.
     pub(crate) profile: &'a Profile,
+    /// The attempt's budgets, asked before each model request and charged after it;
+    /// `None` when none applies.
+    pub(crate) budget: Option<Arc<Ledger>>,
 }
 
 impl Network {
@@ -307,7 +312,9 @@ impl Network {
                         label: wants.label.clone(),
                         provider: provider.to_owned(),
                         models: (!models.is_empty()).then(|| models.to_vec()),
-                        budget: None,
+                        budget: wants.budget.clone().map(|ledger| {
+                            Arc::new(ledger::Shared(ledger)) as Arc<dyn gatehouse_gateway::Budget>
+                        }),
                         sink: Some(meter.clone()),
                     })
                     .map_err(|e| format!("the model gateway: {e}"))?;
@@ -342,6 +349,7 @@ impl Network {
             Relay { binary, forwards }
         });
         Ok(Some(Reach {
+            budget: gateway.as_ref().and(wants.budget.clone()),
             gateway,
             egress,
             meter,

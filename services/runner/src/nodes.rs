@@ -10,6 +10,7 @@
 //! from a conversation's in [`seed`].
 
 mod attempt;
+mod budget;
 mod delivery;
 mod follow;
 mod prepare;

@@ -13,8 +13,9 @@ use gatehouse_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::artifacts::ARTIFACT_LIMIT;
+use crate::budgets::Scoped;
 use crate::checkpoint::{Checkpoints, PACK_LIMIT};
-use crate::network::{Network, Reach, Wants};
+use crate::network::{Ledger, Network, NoteTo, Reach, Wants};
 pub use options::RunnerOptions;
 
 /// A runner: cheap to clone.
@@ -102,6 +103,22 @@ impl Runner {
         .await
         .map(Arc::new)
         .inspect_err(|why| tracing::error!("the sandboxes' gateway and egress proxy: {why}"));
+    }
+
+    /// The ledger an attempt's model requests are admitted and charged against, for these
+    /// limits; `None` when there are none.
+    pub(crate) fn ledger(&self, scoped: Vec<Scoped>, note_to: NoteTo) -> Option<Arc<Ledger>> {
+        if scoped.is_empty() {
+            return None;
+        }
+        let budgets = &self.options.budgets;
+        Some(Arc::new(Ledger::new(
+            self.store.clone(),
+            self.options.prices.clone(),
+            scoped,
+            (budgets.hold, budgets.wait),
+            note_to,
+        )))
     }
 
     /// The access an attempt of `profile` gets to its model and the hosts it may reach;

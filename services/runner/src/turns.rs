@@ -17,6 +17,7 @@
 //! attempt in [`deliver`], and what it says in [`delivered`].
 
 mod attempt;
+mod budget;
 mod cancel;
 mod confined;
 mod deliver;

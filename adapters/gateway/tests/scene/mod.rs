@@ -9,7 +9,8 @@ use std::time::Duration;
 use bytes::Bytes;
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{
-    Budget, Gateway, GatewayConfig, GrantSpec, Metered, Provider, ProviderKind, Usage, UsageSink,
+    Admission, Budget, Gateway, GatewayConfig, GrantSpec, Metered, Provider, ProviderKind, Ticket,
+    Usage, UsageSink,
 };
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
@@ -162,32 +163,44 @@ impl Sink {
     }
 }
 
-/// A budget that admits while `left` requests remain and records the charges.
+/// A budget that admits while `left` requests remain and records the models asked for and
+/// the charges, by ticket.
 pub struct Allowance {
     pub left: Mutex<u32>,
+    pub asked: Mutex<Vec<Option<String>>>,
     pub charged: Mutex<Vec<Usage>>,
+    pub tickets: Mutex<Vec<Ticket>>,
 }
 
 impl Allowance {
     pub fn new(left: u32) -> Arc<Self> {
         Arc::new(Self {
             left: Mutex::new(left),
+            asked: Mutex::new(Vec::new()),
             charged: Mutex::new(Vec::new()),
+            tickets: Mutex::new(Vec::new()),
         })
     }
 }
 
 impl Budget for Allowance {
-    fn admit(&self) -> Result<(), String> {
-        let mut left = self.left.lock().expect("budget");
-        if *left == 0 {
-            return Err("budget of project api reached: $20.00 today".to_owned());
-        }
-        *left -= 1;
-        Ok(())
+    fn admit<'a>(&'a self, model: Option<&'a str>) -> Admission<'a> {
+        Box::pin(async move {
+            self.asked
+                .lock()
+                .expect("budget")
+                .push(model.map(str::to_owned));
+            let mut left = self.left.lock().expect("budget");
+            if *left == 0 {
+                return Err("budget of project api reached: $20.00 today".to_owned());
+            }
+            *left -= 1;
+            Ok(Ticket(u128::from(*left)))
+        })
     }
 
-    fn charge(&self, usage: &Usage) {
+    fn charge(&self, ticket: Ticket, usage: &Usage) {
+        self.tickets.lock().expect("budget").push(ticket);
         self.charged.lock().expect("budget").push(usage.clone());
     }
 }

@@ -315,6 +315,7 @@ fn tree(run: &RunDetail) -> String {
     }
     out.push_str(&tool_calls(run));
     out.push_str(&network::run_section(run));
+    out.push_str(&crate::cli::budgets::run_section(run));
     if !run.usage.attempts.is_empty() {
         out.push_str("agent usage:\n");
         for u in &run.usage.attempts {

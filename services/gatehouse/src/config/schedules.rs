@@ -50,6 +50,9 @@ pub struct ScheduleConfig {
     /// The project its runs work on (all of the project's repositories).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub project: Option<String>,
+    /// What one run it starts may spend at the model gateway (`"$1"`, `"100k tokens"`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<gatehouse_agent::Limit>,
 }
 
 fn default_owner() -> String {

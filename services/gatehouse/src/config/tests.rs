@@ -372,3 +372,104 @@ fn a_whole_network_or_a_key_in_secrets_is_warned_about() {
     assert!(warnings[1].contains("roles.coder: `secrets` hands the agent ANTHROPIC_API_KEY"));
     assert!(load_with("", &[]).unwrap().warnings().is_empty());
 }
+
+#[test]
+fn budgets_are_read_everywhere_and_bad_ones_say_what_to_write() {
+    let c = load_with(
+        r#"
+[budget]
+daily = "$50"
+
+[pricing."claude-x"]
+input = 3.0
+output = 15.0
+
+[providers.model]
+kind = "anthropic"
+key = { env = "ANTHROPIC_API_KEY" }
+
+[roles.coder]
+executor = "claude-code"
+provider = "model"
+model = "claude-x"
+budget = "$2"
+
+[[projects]]
+name = "api"
+budget = "$5"
+daily_budget = "2M tokens"
+
+[[schedules]]
+name = "nightly"
+cron = "0 3 * * *"
+sop = "ship"
+budget = "100k tokens"
+"#,
+        &[],
+    )
+    .unwrap();
+    assert_eq!(c.budget.daily, Some("$50".parse().unwrap()));
+    assert_eq!(c.roles["coder"].budget, Some("$2".parse().unwrap()));
+    assert_eq!(c.projects[0].budget, Some("$5".parse().unwrap()));
+    assert_eq!(
+        c.projects[0].daily_budget,
+        Some("2M tokens".parse().unwrap())
+    );
+    assert_eq!(c.schedules[0].budget, Some("100k tokens".parse().unwrap()));
+    assert!(c.warnings().is_empty(), "{:?}", c.warnings());
+
+    let bad = load_with("[budget]\ndaily = \"50 dollars\"\n", &[]).unwrap_err();
+    assert!(bad.contains("write dollars like \"$20\""), "{bad}");
+    assert!(bad.contains("daily"), "{bad}");
+    let bad = load_with(
+        "[[projects]]\nname = \"api\"\ndaily_budget = \"lots\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(bad.contains("budget \"lots\" is not a limit"), "{bad}");
+}
+
+#[test]
+fn a_dollar_budget_needs_its_models_price() {
+    let provider = "[providers.model]\nkind = \"anthropic\"\nkey = { env = \"K\" }\n";
+    let role = |rest: &str| {
+        format!("{provider}[roles.coder]\nexecutor = \"claude-code\"\nprovider = \"model\"\n{rest}")
+    };
+    let unpriced = load_with(&role("model = \"claude-x\"\nbudget = \"$2\"\n"), &[]).unwrap_err();
+    assert!(
+        unpriced.contains("roles.coder: the dollar budget $2.00 needs the price of its model `claude-x`: add [pricing.\"claude-x\"]"),
+        "{unpriced}"
+    );
+    // Tokens need no price; a dollar budget with no model is warned about.
+    load_with(&role("model = \"claude-x\"\nbudget = \"5k tokens\"\n"), &[]).unwrap();
+    let c = load_with(&role("budget = \"$2\"\n"), &[]).unwrap();
+    let warnings = c.warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("roles.coder: a dollar budget without `model`")),
+        "{warnings:?}"
+    );
+    // A budget on a role whose requests bypass the gateway would count nothing.
+    let bypass = load_with(
+        "[roles.coder]\nexecutor = \"claude-code\"\nbudget = \"5k tokens\"\n",
+        &[],
+    )
+    .unwrap_err();
+    assert!(
+        bypass.contains("roles.coder: `budget` counts only requests through the model gateway"),
+        "{bypass}"
+    );
+    let c = load_with(
+        "[budget]\ndaily = \"1M tokens\"\n[roles.old]\nexecutor = \"codex\"\n",
+        &[],
+    )
+    .unwrap();
+    assert!(
+        c.warnings()
+            .iter()
+            .any(|w| w.contains("roles.old: no `provider`")),
+        "{:?}",
+        c.warnings()
+    );
+}

@@ -1,5 +1,6 @@
 //! `/runs`: start, list, show, logs, and the run commands.
 
+pub(crate) mod budgets;
 mod detail;
 pub(crate) mod usage;
 pub(crate) mod views;

@@ -10,6 +10,7 @@ pub use super::people::views::*;
 pub use super::projects::views::*;
 pub use super::reports::views::*;
 pub use super::requirements::views::*;
+pub use super::runs::budgets::BudgetView;
 pub use super::runs::usage::*;
 pub use super::runs::views::*;
 pub use super::schedules::views::*;

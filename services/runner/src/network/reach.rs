@@ -10,6 +10,7 @@ use gatehouse_sandbox::Relay;
 use secrecy::ExposeSecret;
 
 use super::Connections;
+use super::ledger::Ledger;
 use super::meter::Meter;
 
 /// One attempt's access to the gateway and the egress proxy.
@@ -17,6 +18,8 @@ pub(crate) struct Reach {
     pub(super) gateway: Option<gatehouse_gateway::Grant>,
     pub(super) egress: gatehouse_egress::Grant,
     pub(super) meter: Arc<Meter>,
+    /// The attempt's budgets, when its model requests go through the gateway.
+    pub(super) budget: Option<Arc<Ledger>>,
     pub(super) label: Arc<str>,
     pub(super) connections: Arc<Mutex<HashMap<Arc<str>, Connections>>>,
     /// Variables for the sandbox: base URLs, tokens, proxy settings.
@@ -45,6 +48,24 @@ impl Reach {
     /// did not go through the gateway.
     pub(crate) fn usage(&self) -> Option<Vec<ModelUsage>> {
         self.gateway.as_ref().map(|_| self.meter.usage())
+    }
+
+    /// Why a budget refused one of the attempt's model requests, if one did: the
+    /// attempt fails with this, not with the exit code the CLI chose.
+    pub(crate) fn budget_refused(&self) -> Option<String> {
+        self.budget.as_ref().and_then(|b| b.refused())
+    }
+
+    /// Waits for the attempt's budget charges under way; returns the budget notes kept
+    /// for the attempt to show (80 % warnings of a turn).
+    pub(crate) async fn settle_budget(&self) -> Vec<String> {
+        match &self.budget {
+            Some(budget) => {
+                budget.settle().await;
+                budget.take_notes()
+            }
+            None => Vec::new(),
+        }
     }
 
     /// Ends the attempt's access: both tokens stop working, and its connections so far

@@ -256,6 +256,8 @@ impl Attempt<'_> {
         };
         let (job, store) = (self.job, &self.nodes.runner.store);
         let connections = reach.finish();
+        // The ledger holds the attempt's whole spend before it reports.
+        reach.settle_budget().await;
         let owner = ConnectionOwner::Node {
             run_id: job.run_id,
             node: job.node.clone(),
@@ -454,11 +456,22 @@ impl Attempt<'_> {
             problems,
             notices,
         } = outputs;
+        let refused = prepared.reach.as_ref().and_then(Reach::budget_refused);
         let verdict = if exit.status == ExitStatus::Cancelled && runner.halted.is_cancelled() {
             Verdict::interrupted(format!(
                 "interrupted: the runner shut down and the attempt did not finish within its {:?} grace",
                 runner.options.shutdown_grace
             ))
+        } else if let Some(message) = refused {
+            // A budget refused a model request: that is why the agent stopped, whatever
+            // its exit code.
+            Verdict {
+                exit_code: match exit.status {
+                    ExitStatus::Exited(code) => Some(code),
+                    _ => None,
+                },
+                ..Verdict::failed(message)
+            }
         } else {
             judge(
                 exit,

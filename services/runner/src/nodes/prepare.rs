@@ -62,6 +62,7 @@ impl<'a> Attempt<'a> {
             Ok(recording) => recording,
             Err(reason) => return Ok(Err(reason)),
         };
+        let budget = self.budget(program, role.as_ref()).await?;
         let reach = match self.nodes.runner.reach(Wants {
             label: format!(
                 "run {} node {} attempt {}",
@@ -72,6 +73,7 @@ impl<'a> Attempt<'a> {
                 .and_then(|r| Some((r.provider.as_deref()?, r.models.as_slice()))),
             role_egress: role.as_ref().map_or(&[], |r| r.egress.as_slice()),
             profile: &profile,
+            budget,
         }) {
             Ok(reach) => reach,
             Err(reason) => return Ok(Err(reason)),

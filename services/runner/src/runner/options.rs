@@ -8,6 +8,7 @@ use std::time::Duration;
 use gatehouse_agent::{PriceTable, Role};
 use gatehouse_sandbox::Profile;
 
+use crate::budgets::Budgets;
 use crate::deliver::Deliverer;
 
 /// Tuning for a [`Runner`](super::Runner).
@@ -33,8 +34,11 @@ pub struct RunnerOptions {
     /// namespaces of its own) runs to reach the gateway and egress proxy; without it such
     /// sandboxes reach nothing, and attempts that need to fail saying so.
     pub relay: Option<PathBuf>,
-    /// Prices of models, for the cost of agent attempts.
+    /// Prices of models, for the cost of agent attempts and dollar budgets.
     pub prices: PriceTable,
+    /// The budgets beside roles' own: projects' (per run and per day), schedules' and the
+    /// daily default.
+    pub budgets: Budgets,
     /// Output bytes stored per attempt.
     pub log_limit: usize,
     /// How long jobs in flight may take to finish once the runner is told to stop; those
@@ -60,6 +64,7 @@ impl RunnerOptions {
             providers: Vec::new(),
             relay: None,
             prices: PriceTable::new(),
+            budgets: Budgets::default(),
             log_limit: 1024 * 1024,
             shutdown_grace: Duration::from_secs(20),
             id: "runner".to_owned(),

@@ -162,10 +162,16 @@ impl Turns {
         let (exit, read) = self.run_cli(&prepared, role, report, cancel, begun).await;
         // The sandbox is gone: its tokens stop working.
         let connections = prepared.reach.as_ref().map(Reach::finish);
-        let notices = connections
+        let mut notices = connections
             .as_ref()
             .map(|c| c.notices())
             .unwrap_or_default();
+        // Its budget's charges written, its 80 % notes said and a refusal known.
+        let (budget_notes, refused) = match &prepared.reach {
+            Some(reach) => (reach.settle_budget().await, reach.budget_refused()),
+            None => (Vec::new(), None),
+        };
+        notices.extend(budget_notes);
         if let Some(connections) = &connections {
             let owner = ConnectionOwner::Turn {
                 conversation_id: job.conversation_id,
@@ -201,8 +207,13 @@ impl Turns {
             profile,
             timeout_secs: turn.timeout_secs,
         };
+        // A budget that refused a request is why the turn ended, whatever the CLI said.
+        let verdict = match refused {
+            Some(message) => Verdict::failed(message),
+            None => judge_turn(&exit, &trace, &last, &cli),
+        };
         Ok(Ran {
-            verdict: judge_turn(&exit, &trace, &last, &cli).noting(&notices),
+            verdict: verdict.noting(&notices),
             cli_ms: exit
                 .as_ref()
                 .ok()

@@ -73,6 +73,7 @@ impl Turns {
                 .map(|p| (p, role.models.as_slice())),
             role_egress: &role.egress,
             profile,
+            budget: self.turn_budget(job, turn, role),
         })?;
         let mut secrets = read_secrets(role.secrets_for(turn.ask), turn.role);
         let mut env: BTreeMap<String, String> = role

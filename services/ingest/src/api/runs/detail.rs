@@ -147,8 +147,18 @@ pub(crate) async fn loaded(
             branch_name: r.branch_name,
         })
         .collect();
+    let days: Vec<String> = {
+        let mut days = vec![
+            row.created_at.format("%Y-%m-%d").to_string(),
+            row.updated_at.format("%Y-%m-%d").to_string(),
+        ];
+        days.dedup();
+        days
+    };
+    let budgets = super::budgets::of_run(&api.store, id, row.project.as_deref(), &days).await?;
     let detail = RunDetail {
         usage,
+        budgets,
         schedule,
         requirement_id: row.requirement_id,
         repositories,

@@ -185,6 +185,9 @@ pub struct RunDetail {
     pub repositories: Vec<RunRepositoryView>,
     /// Tokens and cost of its agent attempts, and of its requirement's runs.
     pub usage: UsageView,
+    /// The budgets its model requests counted against, spent beside each limit.
+    #[serde(default)]
+    pub budgets: Vec<crate::views::BudgetView>,
 }
 
 /// A repository a run checks out.

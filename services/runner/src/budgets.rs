@@ -1,0 +1,264 @@
+//! Which budgets an attempt's model requests count against: its role's (per attempt), its
+//! run's (the SOP's, the project's and the schedule's `budget`, per run) and its project's
+//! daily budget (per UTC day, `default` for work on no project).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use gatehouse_agent::Limit;
+use gatehouse_store::{SpendLimit, Store, StoreError};
+use uuid::Uuid;
+
+/// Budgets as the configuration sets them, beside the roles' own.
+#[derive(Debug, Clone)]
+pub struct Budgets {
+    /// `[budget] daily`: what each project may spend per UTC day, unless it says otherwise.
+    pub daily: Option<Limit>,
+    /// Projects' own budgets, by name.
+    pub projects: BTreeMap<String, ProjectBudget>,
+    /// `budget` of each schedule, by name: what a run it starts may spend.
+    pub schedules: BTreeMap<String, Limit>,
+    /// How long an admitted request holds its place in a scope before the hold expires
+    /// (a runner that died mid-request blocks nothing for longer).
+    pub hold: Duration,
+    /// How long a request waits near a limit for another request of its scope to end,
+    /// before it is refused.
+    pub wait: Duration,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Self {
+            daily: None,
+            projects: BTreeMap::new(),
+            schedules: BTreeMap::new(),
+            hold: Duration::from_secs(600),
+            wait: Duration::from_secs(120),
+        }
+    }
+}
+
+/// A project's budgets.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ProjectBudget {
+    /// `budget`: what one run of the project may spend.
+    pub run: Option<Limit>,
+    /// `daily_budget`: what the project may spend per UTC day, over `[budget] daily`.
+    pub daily: Option<Limit>,
+}
+
+/// One limit on one scope, with the words its refusal and warning use.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Scoped {
+    pub(crate) scope: String,
+    /// "role coder", "project api", "SOP ship".
+    pub(crate) label: String,
+    /// "for this attempt", "for this run", "today".
+    pub(crate) period: String,
+    pub(crate) limit: Limit,
+}
+
+impl Scoped {
+    /// "budget of project api reached: $20.00 today".
+    pub(crate) fn reached(&self) -> String {
+        format!(
+            "budget of {} reached: {} {}",
+            self.label, self.limit, self.period
+        )
+    }
+
+    /// The spent amount in the limit's unit.
+    pub(crate) fn spent(&self, tokens: u64, usd_micros: u64) -> u64 {
+        if self.limit.is_usd() {
+            usd_micros
+        } else {
+            tokens
+        }
+    }
+}
+
+/// The ledger's limits for `scoped`: one per scope, the tightest of each unit.
+pub(crate) fn spend_limits(scoped: &[Scoped]) -> Vec<SpendLimit> {
+    let mut by_scope: BTreeMap<&str, SpendLimit> = BTreeMap::new();
+    for s in scoped {
+        let entry = by_scope
+            .entry(s.scope.as_str())
+            .or_insert_with(|| SpendLimit {
+                scope: s.scope.clone(),
+                label: s.label.clone(),
+                period: s.period.clone(),
+                tokens: None,
+                usd_micros: None,
+            });
+        let slot = match s.limit {
+            Limit::Usd { .. } => &mut entry.usd_micros,
+            Limit::Tokens { .. } => &mut entry.tokens,
+        };
+        let amount = s.limit.amount();
+        *slot = Some(slot.map_or(amount, |old| old.min(amount)));
+    }
+    by_scope.into_values().collect()
+}
+
+/// The UTC day as a scope names it.
+pub(crate) fn today() -> String {
+    chrono::Utc::now().format("%Y-%m-%d").to_string()
+}
+
+impl Budgets {
+    /// The daily limit of `project` (`None`: work on no project, counted as `default`).
+    pub(crate) fn daily(&self, project: Option<&str>) -> Option<Scoped> {
+        let name = project.filter(|p| !p.is_empty()).unwrap_or("default");
+        let limit = self
+            .projects
+            .get(name)
+            .and_then(|p| p.daily)
+            .or(self.daily)?;
+        Some(Scoped {
+            scope: format!("project:{name}:{}", today()),
+            label: format!("project {name}"),
+            period: "today".to_owned(),
+            limit,
+        })
+    }
+
+    /// The limits on a run node's attempt: its role's, its run's and its project's day.
+    pub(crate) async fn for_node(
+        &self,
+        store: &Store,
+        run: Uuid,
+        node: &str,
+        attempt: u32,
+        role: Option<(&str, Option<Limit>)>,
+    ) -> Result<Vec<Scoped>, StoreError> {
+        let mut scoped = Vec::new();
+        if let Some((name, Some(limit))) = role {
+            scoped.push(Scoped {
+                scope: format!("attempt:{run}:{node}:{attempt}"),
+                label: format!("role {name}"),
+                period: "for this attempt".to_owned(),
+                limit,
+            });
+        }
+        let row = store.run(run).await?;
+        let project = row.as_ref().and_then(|r| r.project.clone());
+        let run_scope = |label: String, limit| Scoped {
+            scope: format!("run:{run}"),
+            label,
+            period: "for this run".to_owned(),
+            limit,
+        };
+        if let Some(row) = &row {
+            if let Some(sop) = store.sop_definition(&row.sop_version).await?
+                && let Some(limit) = sop.budget
+            {
+                scoped.push(run_scope(format!("SOP {}", row.sop), limit));
+            }
+            if let Some(project) = &project
+                && let Some(limit) = self.projects.get(project).and_then(|p| p.run)
+            {
+                scoped.push(run_scope(format!("project {project}"), limit));
+            }
+            if let Some(schedule) = &row.schedule
+                && let Some(limit) = self.schedules.get(schedule)
+            {
+                scoped.push(run_scope(format!("schedule {schedule}"), *limit));
+            }
+        }
+        scoped.extend(self.daily(project.as_deref()));
+        Ok(scoped)
+    }
+
+    /// The limits on a conversation turn's attempt: its role's and its project's day.
+    pub(crate) fn for_turn(
+        &self,
+        conversation: Uuid,
+        seq: i64,
+        attempt: u32,
+        project: &str,
+        role: (&str, Option<Limit>),
+    ) -> Vec<Scoped> {
+        let mut scoped = Vec::new();
+        if let (name, Some(limit)) = role {
+            scoped.push(Scoped {
+                scope: format!("turn:{conversation}:{seq}:{attempt}"),
+                label: format!("role {name}"),
+                period: "for this attempt".to_owned(),
+                limit,
+            });
+        }
+        scoped.extend(self.daily(Some(project)));
+        scoped
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limit(text: &str) -> Limit {
+        text.parse().unwrap()
+    }
+
+    #[test]
+    fn a_project_overrides_the_daily_default_and_no_project_is_default() {
+        let mut budgets = Budgets {
+            daily: Some(limit("$50")),
+            ..Budgets::default()
+        };
+        budgets.projects.insert(
+            "api".into(),
+            ProjectBudget {
+                run: None,
+                daily: Some(limit("$20")),
+            },
+        );
+        let api = budgets.daily(Some("api")).unwrap();
+        assert_eq!(api.reached(), "budget of project api reached: $20.00 today");
+        assert!(api.scope.starts_with("project:api:"));
+        let none = budgets.daily(None).unwrap();
+        assert_eq!(none.label, "project default");
+        assert_eq!(none.limit, limit("$50"));
+        assert!(Budgets::default().daily(Some("api")).is_none());
+    }
+
+    #[test]
+    fn a_turn_counts_against_its_role_and_its_projects_day() {
+        let budgets = Budgets {
+            daily: Some(limit("1M tokens")),
+            ..Budgets::default()
+        };
+        let conversation = Uuid::nil();
+        let scoped = budgets.for_turn(conversation, 3, 2, "api", ("helper", Some(limit("$1"))));
+        assert_eq!(scoped.len(), 2);
+        assert_eq!(scoped[0].scope, format!("turn:{conversation}:3:2"));
+        assert_eq!(
+            scoped[0].reached(),
+            "budget of role helper reached: $1.00 for this attempt"
+        );
+        assert_eq!(scoped[1].label, "project api");
+        assert!(
+            budgets.for_turn(conversation, 1, 1, "", ("helper", None))[0]
+                .scope
+                .starts_with("project:default:")
+        );
+    }
+
+    #[test]
+    fn one_scope_keeps_the_tightest_limit_of_each_unit() {
+        let scoped = |label: &str, text: &str| Scoped {
+            scope: "run:r".into(),
+            label: label.into(),
+            period: "for this run".into(),
+            limit: limit(text),
+        };
+        let limits = spend_limits(&[
+            scoped("SOP ship", "$5"),
+            scoped("project api", "$2"),
+            scoped("schedule nightly", "200k tokens"),
+        ]);
+        assert_eq!(limits.len(), 1);
+        assert_eq!(limits[0].usd_micros, Some(2_000_000));
+        assert_eq!(limits[0].tokens, Some(200_000));
+    }
+}
