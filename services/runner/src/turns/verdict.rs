@@ -110,10 +110,14 @@ pub(crate) fn judge_turn(
                 .clone()
                 .or_else(|| trace.failure.clone())
                 .or_else(|| last.stdout.clone());
-            Verdict::failed(match said {
+            let mut reason = match said {
                 Some(said) => format!("the CLI exited with code {code}: {}", quote(&said)),
                 None => format!("the CLI exited with code {code}"),
-            })
+            };
+            if let Some(retry) = &trace.retry {
+                reason.push_str(&format!(" ({})", retry.summary()));
+            }
+            Verdict::failed(reason)
         }
         ExitStatus::TimedOut => Verdict::failed(format!(
             "timed out after {}",
