@@ -11,6 +11,8 @@
 
 #[path = "sandboxed_agents/docker.rs"]
 mod docker;
+#[path = "sandboxed_agents/fail_fast.rs"]
+mod fail_fast;
 #[path = "agent_clis/installed.rs"]
 mod installed;
 
@@ -49,6 +51,12 @@ nodes:
 on_both_backends!(
     claude_code_reaches_its_model_only_through_the_gateway,
     codex_reaches_its_model_only_through_the_gateway,
+);
+
+use fail_fast::{claude_code_gives_up_soon_and_says_why, codex_gives_up_soon_and_says_why};
+on_both_backends!(
+    claude_code_gives_up_soon_and_says_why,
+    codex_gives_up_soon_and_says_why,
 );
 
 /// One CLI's part: its executor, the API its provider speaks, its model and the fake's

@@ -50,6 +50,7 @@ impl Retry {
     /// `503 server_error`, `connection error`: what the provider (or the way to it) said.
     pub fn cause(&self) -> String {
         match (self.status, self.error.is_empty()) {
+            (Some(status), false) if self.error.contains(&status.to_string()) => self.error.clone(),
             (Some(status), false) => format!("{status} {}", self.error),
             (Some(status), true) => status.to_string(),
             (None, false) => self.error.clone(),
@@ -211,7 +212,7 @@ mod tests {
         assert!(
             retry
                 .progress()
-                .starts_with("model API unreachable, retry 2/5 (503 unexpected status 503")
+                .starts_with("model API unreachable, retry 2/5 (unexpected status 503 Service")
         );
         assert!(codex(&object(r#"{"type":"error","message":"boom"}"#), 0).is_none());
         let long = format!(
