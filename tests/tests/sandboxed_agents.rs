@@ -11,6 +11,8 @@
 
 #[path = "sandboxed_agents/docker.rs"]
 mod docker;
+#[path = "sandboxed_agents/doctor.rs"]
+mod doctor;
 #[path = "sandboxed_agents/fail_fast.rs"]
 mod fail_fast;
 #[path = "agent_clis/installed.rs"]

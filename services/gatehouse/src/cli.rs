@@ -6,6 +6,7 @@
 pub mod args;
 pub mod client;
 pub mod conversations;
+pub mod doctor;
 pub mod identity;
 mod network;
 pub mod projects;

@@ -155,10 +155,31 @@ pub async fn runner(
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
         shutdown_grace: config.runner.shutdown_grace,
         id: config.runner.id.clone(),
+        check_at_start: true,
     };
     Ok(Runner::new(store.clone(), Arc::new(sandbox), options)
         .with_artifact_limit(config.runner.artifact_limit.as_u64())
         .with_checkpoint_pack_limit(config.storage.checkpoint_pack_limit.as_u64()))
+}
+
+/// A runner for `gatehouse doctor`: the configured roles, profiles, providers and relay on
+/// this host's sandboxes, under an id of its own (`<id>-doctor-<pid>`: its sockets and
+/// containers are not a serving runner's), over a store it never connects to. It only
+/// checks ([`Runner::doctor`]); it takes no job.
+pub async fn doctor_runner(config: &Config, data_dir: &Path) -> anyhow::Result<Runner> {
+    let id = format!("{}-doctor-{}", config.runner.id, std::process::id());
+    let sandbox = sandbox::sandboxes_for_checks(config, data_dir, &id).await?;
+    let store =
+        Store::connect_lazy(&config.server.effective_database_url()).context("the database URL")?;
+    let options = RunnerOptions {
+        profiles: config.sandbox.profiles.clone(),
+        roles: config.roles.clone(),
+        providers: gateway::providers(config)?,
+        relay: gateway::relay(config)?,
+        id,
+        ..RunnerOptions::new(data_dir.to_owned())
+    };
+    Ok(Runner::new(store, Arc::new(sandbox), options))
 }
 
 /// A schedule of `[[schedules]]` as the store keeps it, owing its first fire at once (the
