@@ -164,13 +164,13 @@ pub async fn runner(
 
 /// A runner for `gatehouse doctor`: the configured roles, profiles, providers and relay on
 /// this host's sandboxes, under an id of its own (`<id>-doctor-<pid>`: its sockets and
-/// containers are not a serving runner's), over a store it never connects to. It only
-/// checks ([`Runner::doctor`]); it takes no job.
+/// containers are not a serving runner's), over an in-memory store: the database is
+/// neither needed nor touched. It only checks ([`Runner::doctor`]); it takes no job.
 pub async fn doctor_runner(config: &Config, data_dir: &Path) -> anyhow::Result<Runner> {
     let id = format!("{}-doctor-{}", config.runner.id, std::process::id());
     let sandbox = sandbox::sandboxes_for_checks(config, data_dir, &id).await?;
-    let store =
-        Store::connect_lazy(&config.server.effective_database_url()).context("the database URL")?;
+    // The checks record nothing: a store of their own, in memory, never the server's.
+    let store = Store::connect_lazy("sqlite::memory:").context("an in-memory store")?;
     let options = RunnerOptions {
         profiles: config.sandbox.profiles.clone(),
         roles: config.roles.clone(),
