@@ -162,6 +162,8 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
         .runner(move |options| {
             options.roles = BTreeMap::from([("coder".to_owned(), role)]);
             options.providers = vec![provider];
+            // Where namespaces work the process sandbox has no route out but the relay.
+            options.relay = Some(gatehouse_tests::relay_binary());
         })
         .start()
         .await;

@@ -179,7 +179,12 @@ impl Runner {
             cli::check(self, name, role, profile, stop).await,
         )];
         let opened = self.open_for_checks(name, role, role.provider.as_deref(), profile);
-        if let Some(outcome) = self.check_provider(role, profile, &opened).await {
+        if role.provider.is_some()
+            && let Some(problem) = self.relay_problem(profile)
+        {
+            findings.push(finding(Check::Provider, Outcome::Failed(problem)));
+        }
+        if let Some(outcome) = self.check_provider(role, &opened).await {
             findings.push(finding(Check::Provider, outcome));
         }
         // A provider the gateway cannot grant is the provider check's failure; the egress
@@ -223,7 +228,6 @@ impl Runner {
     async fn check_provider(
         &self,
         role: &Role,
-        profile: &Profile,
         opened: &Result<Option<Reach>, String>,
     ) -> Option<Outcome> {
         let Some(provider) = role.provider.as_deref() else {
@@ -242,9 +246,6 @@ impl Runner {
                  kind, base_url and key"
             )));
         };
-        if let Some(problem) = self.relay_problem(profile) {
-            return Some(Outcome::Failed(problem));
-        }
         let reach = match opened {
             Ok(Some(reach)) => reach,
             Ok(None) => return Some(Outcome::Failed("no gateway access was granted".to_owned())),
