@@ -115,7 +115,7 @@ pub(crate) fn judge_turn(
                 None => format!("the CLI exited with code {code}"),
             };
             if let Some(retry) = &trace.retry {
-                reason.push_str(&format!(" ({})", retry.summary()));
+                reason.push_str(&format!("; it gave up {}", retry.summary()));
             }
             Verdict::failed(reason)
         }
@@ -265,6 +265,27 @@ mod tests {
             "the sandbox has no `claude` command (role `assistant`, executor claude-code)"
         );
         assert_eq!(v.ending, Ending::Failed);
+    }
+
+    #[test]
+    fn a_cli_that_gave_up_retrying_says_how_often_and_why() {
+        let trace = Trace {
+            failure: Some("API Error: 503 the provider failed".into()),
+            retry: Some(gatehouse_agent::Retry {
+                attempt: 3,
+                max_retries: Some(3),
+                status: Some(503),
+                error: "server_error".into(),
+                at_ms: 4000,
+            }),
+            ..Trace::default()
+        };
+        let v = verdict(ExitStatus::Exited(1), &trace, &LastLines::default());
+        assert_eq!(
+            reason(&v),
+            "the CLI exited with code 1: API Error: 503 the provider failed; it gave up after 3 \
+             retries of the model request (last: 503 server_error)"
+        );
     }
 
     #[test]
