@@ -135,5 +135,14 @@ async fn gives_up_soon(backend: Backend, executor: Executor, kind: ProviderKind,
             .starts_with("[gatehouse] model API unreachable, retry 1/")),
         "a retry is noted in the log: {shown:#?}"
     );
+    // And reported as the node's progress (a `node.progress` through the outbox).
+    let dump = stack.db.dump().await;
+    // The payload as the backend keeps it: SQLite's blob as written, Postgres's bytea in hex.
+    let needle = br#""message":"model API unreachable, retry 1/"#;
+    let hex: String = needle.iter().map(|b| format!("{b:02x}")).collect();
+    assert!(
+        super::contains(&dump, needle) || super::contains(&dump, hex.as_bytes()),
+        "a node.progress names the retry"
+    );
     stack.stop().await;
 }
