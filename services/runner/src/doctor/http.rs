@@ -206,7 +206,7 @@ mod tests {
                 message: "invalid x-api-key".into()
             })
         );
-        let chunked = b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"error\":{\"messa\r\n11\r\nge\":\"overloaded\"}}\r\n0\r\n\r\n";
+        let chunked = b"HTTP/1.1 503 Service Unavailable\r\nTransfer-Encoding: chunked\r\n\r\n10\r\n{\"error\":{\"messa\r\n12\r\nge\":\"overloaded\"}}\r\n0\r\n\r\n";
         assert_eq!(
             parse(chunked).map(|a| (a.status, a.message)),
             Ok((503, "overloaded".into()))
