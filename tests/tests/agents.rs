@@ -56,6 +56,21 @@ cat >/dev/null
 echo '{"is_error":true,"result":"Invalid API key · Fix external API key","session_id":"s","modelUsage":{}}'
 "#;
 
+/// Claude Code refusing to start, as it does as root without `IS_SANDBOX`: no result,
+/// only stderr (the key it was given appears there too, and must be masked).
+const SILENT_CLAUDE: &str = r#"#!/bin/sh
+cat >/dev/null
+echo "starting" >&2
+echo "--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons (key $CARGO_MANIFEST_DIR)" >&2
+exit 1
+"#;
+
+const SILENT: &str = r#"
+name: silent
+nodes:
+  silent: { kind: agent, role: silent, prompt: "Try." }
+"#;
+
 const CODING: &str = r#"
 name: coding
 params: { topic: { default: "parsers" } }
@@ -131,6 +146,7 @@ async fn stack(
     install(&bin, "codex", FAKE_CODEX);
     install(&bin, "my-agent", FAKE_COMMAND);
     install(&bin.join("erring"), "claude", FAILING_CLAUDE);
+    install(&bin.join("silent"), "claude", SILENT_CLAUDE);
     let roles = roles(&bin);
     let prices = BTreeMap::from([(
         "claude-sonnet-4-5".to_owned(),
@@ -360,16 +376,30 @@ async fn codex_and_command_agents_report_usage(backend: Backend) {
 }
 
 async fn agent_errors_and_unknown_roles_fail_the_node(backend: Backend) {
-    let sops = [("erring", ERRING), ("roleless", ROLELESS)];
+    let sops = [
+        ("erring", ERRING),
+        ("roleless", ROLELESS),
+        ("silent", SILENT),
+    ];
     let stack = stack(backend, &sops, |bin| {
-        BTreeMap::from([(
-            "erring".to_owned(),
-            role(
-                Executor::ClaudeCode,
-                "claude-sonnet-4-5",
-                &bin.join("erring"),
+        let mut silent = role(
+            Executor::ClaudeCode,
+            "claude-sonnet-4-5",
+            &bin.join("silent"),
+        );
+        // One every `cargo test` process has, so the runner can read it.
+        silent.secrets = vec!["CARGO_MANIFEST_DIR".into()];
+        BTreeMap::from([
+            (
+                "erring".to_owned(),
+                role(
+                    Executor::ClaudeCode,
+                    "claude-sonnet-4-5",
+                    &bin.join("erring"),
+                ),
             ),
-        )])
+            ("silent".to_owned(), silent),
+        ])
     })
     .await;
     for (sop, error) in [
@@ -380,6 +410,11 @@ async fn agent_errors_and_unknown_roles_fail_the_node(backend: Backend) {
         (
             "roleless",
             "the agent role `nobody` is not configured (add [roles.nobody])",
+        ),
+        // Item 8 of issue 38: no result, so its last words on stderr say why (masked).
+        (
+            "silent",
+            "exit code 1; the agent printed no result; its last words on stderr: \"starting\" / \"--dangerously-skip-permissions cannot be used with root/sudo privileges for security reasons (key [secret])\"",
         ),
     ] {
         let run = stack.request(sop).await;

@@ -13,6 +13,10 @@
 mod crash;
 #[path = "sandboxed_agents/docker.rs"]
 mod docker;
+#[path = "sandboxed_agents/doctor.rs"]
+mod doctor;
+#[path = "sandboxed_agents/fail_fast.rs"]
+mod fail_fast;
 #[path = "agent_clis/installed.rs"]
 mod installed;
 
@@ -65,6 +69,12 @@ pub(crate) fn job() -> String {
          grep -l -a '{head}''{tail}' /proc/[0-9]*/environ >> runner.txt 2>/dev/null; true"
     )
 }
+
+use fail_fast::{claude_code_gives_up_soon_and_says_why, codex_gives_up_soon_and_says_why};
+on_both_backends!(
+    claude_code_gives_up_soon_and_says_why,
+    codex_gives_up_soon_and_says_why,
+);
 
 /// One CLI's part: its executor, the API its provider speaks, its model and the fake's
 /// script (a tool call writing the file in the working directory, the workspace; then the

@@ -75,6 +75,16 @@ echo '{"type":"system","subtype":"init","session_id":"s-slow","tools":[],"model"
 sleep 20
 "#;
 
+/// Claude Code that cannot reach its model: one retry announced, a wait, then it gives up.
+const RETRYING: &str = r#"#!/bin/sh
+cat > /dev/null
+echo '{"type":"system","subtype":"init","session_id":"s-retry","tools":[],"model":"claude-sonnet-4-5"}'
+echo '{"type":"system","subtype":"api_retry","attempt":1,"max_retries":1,"retry_delay_ms":500,"error_status":503,"error":"server_error","session_id":"s-retry"}'
+sleep 4
+echo '{"type":"result","subtype":"success","is_error":true,"result":"API Error: 503 overloaded","session_id":"s-retry","modelUsage":{}}'
+exit 1
+"#;
+
 /// A reviewer that scribbles in the workspace while it looks at it.
 const LOOKER: &str = r#"#!/bin/sh
 touch scribble.txt
@@ -91,6 +101,7 @@ on_both_backends!(
     a_turn_replies_and_the_next_resumes_its_session_in_the_same_workspace,
     a_command_turn_reads_the_conversation_so_far,
     failed_turns_say_why,
+    a_turn_shows_its_cli_retrying_and_says_it_gave_up,
     a_stopped_turn_fails_as_stopped,
     a_turn_begun_before_is_interrupted_not_run_again,
     a_turn_outliving_the_shutdown_grace_is_handed_back,
@@ -156,6 +167,7 @@ fn configure(data: &Path) -> impl FnOnce(&mut RunnerOptions) + 'static {
     install(&bin("exits"), "claude", EXITS_3);
     install(&bin("garbage"), "claude", GARBAGE);
     install(&bin("slow"), "claude", SLOW);
+    install(&bin("retrying"), "claude", RETRYING);
     install(&bin("reviewer"), "looker", LOOKER);
     install(&bin("escaper"), "escaper", ESCAPER);
     std::fs::create_dir_all(bin("missing")).unwrap();
@@ -178,7 +190,14 @@ fn configure(data: &Path) -> impl FnOnce(&mut RunnerOptions) + 'static {
         ("reviewer".to_owned(), reviewer),
         ("escaper".to_owned(), escaper),
     ]);
-    for name in ["assistant", "exits", "garbage", "slow", "missing"] {
+    for name in [
+        "assistant",
+        "exits",
+        "garbage",
+        "slow",
+        "missing",
+        "retrying",
+    ] {
         roles.insert(name.to_owned(), role(Executor::ClaudeCode, &bin(name)));
     }
     let prices = BTreeMap::from([(
@@ -600,6 +619,44 @@ async fn failed_turns_say_why(backend: Backend) {
             .all(|f| matches!(f.outcome, TurnOutcome::Failed { .. })),
         "{reported:?}"
     );
+    stack.stop().await;
+}
+
+/// Issue 38 item 8: while the CLI waits to retry its model, the thread's progress message
+/// says so; when it gives up, the failure names the retries.
+async fn a_turn_shows_its_cli_retrying_and_says_it_gave_up(backend: Backend) {
+    let stack = stack(backend).await;
+    let c = Conversation::new();
+    c.dispatch(&stack, turn(1, 1, "retrying", "try", None))
+        .await;
+    let key = format!("conversation:{}:turn:1:progress", c.id);
+    let mut shown = String::new();
+    for _ in 0..300 {
+        if let Some(row) = stack.db.store.chat_message(&key).await.unwrap() {
+            shown = row.body;
+            if shown.contains("model API unreachable") {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        shown.contains("model API unreachable, retry 1/1 (503 server_error)"),
+        "{shown}"
+    );
+    let row = c.ended(&stack, 1, 1).await;
+    assert_eq!(
+        (row.status, row.failure.as_deref()),
+        (
+            TurnStatus::Failed,
+            Some(
+                "the CLI exited with code 1: API Error: 503 overloaded; it gave up after 1 retry \
+                 of the model request (last: 503 server_error)"
+            )
+        )
+    );
+    let message = c.progress(&stack, 1).await;
+    assert!(message.starts_with("Failed after "), "{message}");
     stack.stop().await;
 }
 

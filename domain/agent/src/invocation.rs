@@ -200,6 +200,14 @@ fn codex(
                 .iter()
                 .map(|setting| format!("-c {setting}")),
         );
+        // Bounded, so a provider that cannot be reached fails the attempt in seconds.
+        let retries = role.retries();
+        words.push(format!(
+            "-c model_providers.gatehouse.request_max_retries={retries}"
+        ));
+        words.push(format!(
+            "-c model_providers.gatehouse.stream_max_retries={retries}"
+        ));
     }
     words.extend(role.args.iter().map(|arg| quote(arg)));
     if let Some(id) = resume {

@@ -31,6 +31,6 @@ pub use limit::{Limit, LimitError, show_tokens, show_usd};
 pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
-pub use role::{Executor, Role, RoleError};
-pub use trace::{Progress, ToolCall, Trace, TraceFormat, TraceParser};
+pub use role::{DEFAULT_MAX_RETRIES, Executor, MAX_RETRIES_LIMIT, Role, RoleError};
+pub use trace::{Progress, Retry, ToolCall, Trace, TraceFormat, TraceParser};
 pub use usage::{ModelUsage, ParseError, Report};

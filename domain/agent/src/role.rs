@@ -39,6 +39,14 @@ pub struct Role {
     /// The models the gateway lets this role ask for; any model when empty.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub models: Vec<String>,
+    /// How often the CLI retries a failed model request before it gives up
+    /// ([`DEFAULT_MAX_RETRIES`] unless set, at most [`MAX_RETRIES_LIMIT`]): a CLI that
+    /// cannot reach its model fails in seconds, saying why, instead of retrying for
+    /// minutes. Claude Code gets it as `CLAUDE_CODE_MAX_RETRIES`; Codex, for a role whose
+    /// requests go through the gateway, as its provider's `request_max_retries` and
+    /// `stream_max_retries`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
     /// Hosts this role's sandbox may reach besides its profile's `egress`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub egress: Vec<String>,
@@ -72,6 +80,15 @@ pub struct Role {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::limit::Limit>,
 }
+
+/// The retries a role's CLI makes of a failed model request unless `max_retries` says:
+/// enough for a passing hiccup, few enough that an unreachable model fails the node in
+/// seconds (the CLIs' own defaults, 10 for Claude Code, retry for minutes).
+pub const DEFAULT_MAX_RETRIES: u32 = 3;
+
+/// The most `max_retries` a role may set: past it a dead provider holds a node for many
+/// minutes of back-off again.
+pub const MAX_RETRIES_LIMIT: u32 = 20;
 
 fn is_false(value: &bool) -> bool {
     !*value
@@ -180,6 +197,15 @@ pub enum RoleError {
         /// The role's model.
         model: String,
     },
+    /// `max_retries` over [`MAX_RETRIES_LIMIT`].
+    #[error(
+        "`max_retries` is {given}; at most {MAX_RETRIES_LIMIT} are allowed, since each retry \
+         waits longer than the last (use a small number such as 3)"
+    )]
+    TooManyRetries {
+        /// What the role said.
+        given: u32,
+    },
     /// A NUL character, which no command-line argument or prompt file can carry.
     #[error("`{field}` contains a NUL character; remove it")]
     Nul {
@@ -200,6 +226,7 @@ impl Role {
             env: BTreeMap::new(),
             secrets: Vec::new(),
             provider: None,
+            max_retries: None,
             models: Vec::new(),
             egress: Vec::new(),
             sandbox: None,
@@ -222,6 +249,31 @@ impl Role {
         &self.secrets
     }
 
+    /// The retries the CLI makes of a failed model request: `max_retries`, else
+    /// [`DEFAULT_MAX_RETRIES`].
+    pub fn retries(&self) -> u32 {
+        self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES)
+    }
+
+    /// The variables the CLI runs with before the role's own `env` (which wins):
+    /// [`Executor::environment`], and for Claude Code its retries
+    /// (`CLAUDE_CODE_MAX_RETRIES`), so that a model it cannot reach fails the attempt soon.
+    pub fn cli_environment(&self) -> Vec<(String, String)> {
+        let mut env: Vec<(String, String)> = self
+            .executor
+            .environment()
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        if self.executor == Executor::ClaudeCode {
+            env.push((
+                "CLAUDE_CODE_MAX_RETRIES".to_owned(),
+                self.retries().to_string(),
+            ));
+        }
+        env
+    }
+
     /// Checks what serde cannot: that the executor's own keys are consistent. Called when the
     /// configuration loads, so a role that [`crate::invocation`] would turn into a broken
     /// command line is refused before any run uses it.
@@ -229,6 +281,11 @@ impl Role {
         self.check_nul()?;
         if self.model.as_deref().is_some_and(|m| m.trim().is_empty()) {
             return Err(RoleError::ModelEmpty);
+        }
+        if let Some(given) = self.max_retries
+            && given > MAX_RETRIES_LIMIT
+        {
+            return Err(RoleError::TooManyRetries { given });
         }
         if self.models.iter().any(|m| m.trim().is_empty()) {
             return Err(RoleError::ModelsEmptyEntry);

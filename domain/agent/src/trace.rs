@@ -25,6 +25,7 @@ mod calls;
 mod claude;
 mod codex;
 mod command;
+mod retry;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -32,6 +33,7 @@ use serde_json::{Map, Value};
 use crate::role::Executor;
 use crate::usage::{ModelUsage, ParseError, Report};
 use calls::Calls;
+pub use retry::Retry;
 
 /// Lines longer than this are not parsed; no event the parsers need comes close.
 const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
@@ -111,6 +113,9 @@ pub struct Trace {
     pub unparsed_lines: u64,
     /// The time [`TraceParser::finish`] was given.
     pub elapsed_ms: u64,
+    /// The last retry of a model request the CLI announced, if any: a failure names it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub retry: Option<Retry>,
 }
 
 impl Trace {
@@ -134,6 +139,9 @@ pub struct Progress<'a> {
     /// The call started last that has no result yet: what the agent is doing now. `None`
     /// while it thinks or writes.
     pub running: Option<&'a ToolCall>,
+    /// The CLI is waiting to retry a model request it could not get answered, and nothing
+    /// has happened since: the attempt's progress says so.
+    pub retry: Option<&'a Retry>,
 }
 
 /// Reads an attempt's output as it arrives: [`feed`](Self::feed) each line, then
@@ -155,6 +163,18 @@ pub struct TraceParser {
 pub(crate) struct Shared {
     pub(crate) calls: Calls,
     pub(crate) session_id: Option<String>,
+    /// The last retry announced; kept for the failure.
+    pub(crate) retry: Option<Retry>,
+    /// Whether [`Shared::retry`] is still what the CLI is doing (no event since).
+    pub(crate) retrying: bool,
+}
+
+impl Shared {
+    /// The CLI announced a retry.
+    pub(crate) fn retried(&mut self, retry: Retry) {
+        self.retry = Some(retry);
+        self.retrying = true;
+    }
 }
 
 #[derive(Debug)]
@@ -219,6 +239,8 @@ impl TraceParser {
             }
             return;
         };
+        // Anything the CLI prints after a retry means it is past the wait.
+        self.shared.retrying = false;
         match &mut self.reader {
             Reader::Claude(reader) => reader.feed(&event, line, at_ms, &mut self.shared, model),
             Reader::Codex(reader) => reader.feed(&event, line, at_ms, &mut self.shared),
@@ -232,6 +254,7 @@ impl TraceParser {
             session_id: self.shared.session_id.as_deref(),
             tools: &self.shared.calls.tools,
             running: self.shared.calls.running(),
+            retry: self.shared.retry.as_ref().filter(|_| self.shared.retrying),
         }
     }
 
@@ -261,6 +284,7 @@ impl TraceParser {
             failure: ending.failure.or(ending.report.failed),
             unparsed_lines: self.unparsed_lines,
             elapsed_ms: at_ms,
+            retry: self.shared.retry,
         }
     }
 }

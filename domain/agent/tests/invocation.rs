@@ -59,7 +59,17 @@ fn codex_through_the_gateway_defines_its_provider_from_the_environment() {
         model: Some("gpt-5-codex".to_owned()),
         ..role(Executor::Codex)
     };
-    assert_snapshot!(invocation(&through, PROMPT, None), @r#"codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c model_provider=gatehouse -c model_providers.gatehouse.name=Gatehouse -c "model_providers.gatehouse.base_url=$OPENAI_BASE_URL" -c model_providers.gatehouse.wire_api=responses -c model_providers.gatehouse.env_key=OPENAI_API_KEY -c analytics.enabled=false -c check_for_update_on_startup=false - < /in/.agent/prompt.md"#);
+    assert_snapshot!(invocation(&through, PROMPT, None), @r#"codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c model_provider=gatehouse -c model_providers.gatehouse.name=Gatehouse -c "model_providers.gatehouse.base_url=$OPENAI_BASE_URL" -c model_providers.gatehouse.wire_api=responses -c model_providers.gatehouse.env_key=OPENAI_API_KEY -c analytics.enabled=false -c check_for_update_on_startup=false -c model_providers.gatehouse.request_max_retries=3 -c model_providers.gatehouse.stream_max_retries=3 - < /in/.agent/prompt.md"#);
+    // Retries are the role's: bounded so an unreachable model fails the node soon.
+    let patient = Role {
+        max_retries: Some(7),
+        ..through.clone()
+    };
+    let line = invocation(&patient, PROMPT, None);
+    assert!(
+        line.contains("request_max_retries=7") && line.contains("stream_max_retries=7"),
+        "{line}"
+    );
     // Claude Code reads ANTHROPIC_BASE_URL itself: nothing to add.
     let claude = Role {
         provider: Some("anthropic".to_owned()),
@@ -69,6 +79,32 @@ fn codex_through_the_gateway_defines_its_provider_from_the_environment() {
         invocation(&claude, PROMPT, None),
         invocation(&role(Executor::ClaudeCode), PROMPT, None)
     );
+}
+
+#[test]
+fn claude_code_gets_its_retries_in_its_environment_and_too_many_are_refused() {
+    let env = |role: &Role| role.cli_environment().into_iter().collect::<Vec<_>>();
+    let claude = role(Executor::ClaudeCode);
+    assert!(
+        env(&claude).contains(&("CLAUDE_CODE_MAX_RETRIES".to_owned(), "3".to_owned())),
+        "{:?}",
+        env(&claude)
+    );
+    let patient = Role {
+        max_retries: Some(0),
+        ..claude.clone()
+    };
+    assert!(env(&patient).contains(&("CLAUDE_CODE_MAX_RETRIES".to_owned(), "0".to_owned())));
+    assert!(
+        env(&role(Executor::Codex)).is_empty(),
+        "Codex takes them on its command line"
+    );
+    let greedy = Role {
+        max_retries: Some(1000),
+        ..claude
+    };
+    let refused = greedy.check().expect_err("too many retries");
+    assert!(refused.to_string().contains("at most 20"), "{refused}");
 }
 
 #[test]

@@ -37,6 +37,7 @@ fn a_listing_run_is_one_bash_call_with_session_reply_and_usage() {
             failure: None,
             unparsed_lines: 0,
             elapsed_ms: 4500,
+            retry: None,
         }
     );
 }

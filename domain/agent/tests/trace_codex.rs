@@ -48,6 +48,7 @@ fn a_listing_run_is_one_command_without_its_shell_wrapper() {
             failure: None,
             unparsed_lines: 0,
             elapsed_ms: 8500,
+            retry: None,
         }
     );
 }

@@ -24,7 +24,9 @@ use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
 use crate::cli::args::{Cli, ConfigCommand, GatehouseCommand, ScheduleCommand, SopCommand};
-use crate::cli::{conversations, identity, projects, reports, requirements, runs, schedules, sops};
+use crate::cli::{
+    conversations, doctor, identity, projects, reports, requirements, runs, schedules, sops,
+};
 use crate::config::Config;
 
 fn main() -> ExitCode {
@@ -204,6 +206,12 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
         GatehouseCommand::Config {
             command: ConfigCommand::Check,
         } => check_config(&config),
+        GatehouseCommand::Doctor { data_dir, json } => {
+            if let Some(dir) = data_dir {
+                config.server.data_dir = dir;
+            }
+            doctor::doctor(&config, json).await
+        }
     }
 }
 

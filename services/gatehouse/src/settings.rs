@@ -156,6 +156,7 @@ pub async fn runner(
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
         shutdown_grace: config.runner.shutdown_grace,
         id: config.runner.id.clone(),
+        check_at_start: true,
     };
     Ok(Runner::new(store.clone(), Arc::new(sandbox), options)
         .with_artifact_limit(config.runner.artifact_limit.as_u64())
@@ -185,6 +186,26 @@ fn budgets(config: &Config) -> gatehouse_runner::Budgets {
             .collect(),
         ..gatehouse_runner::Budgets::default()
     }
+}
+
+/// A runner for `gatehouse doctor`: the configured roles, profiles, providers and relay on
+/// this host's sandboxes, under an id of its own (`<id>-doctor-<pid>`: its sockets and
+/// containers are not a serving runner's), over an in-memory store: the database is
+/// neither needed nor touched. It only checks ([`Runner::doctor`]); it takes no job.
+pub async fn doctor_runner(config: &Config, data_dir: &Path) -> anyhow::Result<Runner> {
+    let id = format!("{}-doctor-{}", config.runner.id, std::process::id());
+    let sandbox = sandbox::sandboxes_for_checks(config, data_dir, &id).await?;
+    // The checks record nothing: a store of their own, in memory, never the server's.
+    let store = Store::connect_lazy("sqlite::memory:").context("an in-memory store")?;
+    let options = RunnerOptions {
+        profiles: config.sandbox.profiles.clone(),
+        roles: config.roles.clone(),
+        providers: gateway::providers(config)?,
+        relay: gateway::relay(config)?,
+        id,
+        ..RunnerOptions::new(data_dir.to_owned())
+    };
+    Ok(Runner::new(store, Arc::new(sandbox), options))
 }
 
 /// A schedule of `[[schedules]]` as the store keeps it, owing its first fire at once (the

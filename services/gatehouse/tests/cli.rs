@@ -275,3 +275,102 @@ fn schedule_preview_prints_rfc3339_with_offsets_across_dst() {
         assert_eq!(text(&out.stderr).trim(), expected);
     }
 }
+
+/// `gatehouse doctor` (issue 38 item 6): one line per check naming the role, the profile
+/// and what to change; exit 1 when one failed; the key nowhere in what it prints; no
+/// database made in the data directory.
+#[test]
+fn doctor_prints_one_line_per_check_and_fails_on_a_broken_role() {
+    let dir = tempfile::tempdir().unwrap();
+    // A port nothing listens on: the provider cannot be reached.
+    let dead = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
+    let key = "sk-doctor-key-never-printed-5e1f";
+    // Where namespaces work, the process sandbox reaches the gateway through the relay.
+    let relay = gatehouse_tests::relay_binary();
+    std::fs::write(
+        dir.path().join("gatehouse.toml"),
+        format!(
+            r#"[server]
+data_dir = "state"
+
+[runner]
+relay = "{relay}"
+
+[providers.model]
+kind = "anthropic"
+base_url = "http://{dead}"
+key = {{ env = "DOCTOR_TEST_KEY" }}
+
+[roles.scripted]
+executor = "command"
+command = ["sh", "-c", "true", "{{prompt_file}}"]
+
+[roles.coder]
+executor = "claude-code"
+provider = "model"
+env = {{ PATH = "/nonexistent" }}
+"#,
+            relay = relay.display()
+        ),
+    )
+    .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .arg("doctor")
+        .current_dir(dir.path())
+        .env_remove("GATEHOUSE_DATABASE_URL")
+        .env("GATEHOUSE_LOG", "error")
+        .env("DOCTOR_TEST_KEY", key)
+        .output()
+        .unwrap();
+    let (stdout, stderr) = (text(&out.stdout), text(&out.stderr));
+    assert_eq!(out.status.code(), Some(1), "{stdout}\n{stderr}");
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l
+                .starts_with("ok   role scripted, profile default, cli: `sh` is in the sandbox")),
+        "{stdout}"
+    );
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("FAIL role coder, profile default, cli: `claude` is not in the sandbox")
+            && l.contains("fix PATH in the role's env")),
+        "{stdout}"
+    );
+    assert!(
+        lines.iter().any(|l| l
+            .starts_with("FAIL role coder, profile default, provider: `model` cannot be reached")
+            && l.contains("[providers.model] base_url")),
+        "{stdout}"
+    );
+    assert!(stderr.contains("2 checks failed"), "{stderr}");
+    assert!(
+        !stdout.contains(key) && !stderr.contains(key),
+        "the key is printed"
+    );
+    assert!(
+        !dir.path().join("state/gatehouse.db").exists(),
+        "the doctor made no database"
+    );
+
+    let out = Command::new(env!("CARGO_BIN_EXE_gatehouse"))
+        .args(["doctor", "--json"])
+        .current_dir(dir.path())
+        .env_remove("GATEHOUSE_DATABASE_URL")
+        .env("GATEHOUSE_LOG", "error")
+        .env("DOCTOR_TEST_KEY", key)
+        .output()
+        .unwrap();
+    let findings: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let failed = findings
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["status"] == "failed")
+        .count();
+    assert_eq!(failed, 2, "{findings:#}");
+}

@@ -17,7 +17,8 @@
 //! (`scope`), the secrets it declares (`secrets`), what delivering needs
 //! (`delivering`, `deliver`), the workspaces' names (`workspaces`) and their
 //! checkpoints (`checkpoint`), where their files live (`files`). The `runner` holds
-//! what every kind shares and is how the service is built.
+//! what every kind shares and is how the service is built; `doctor` checks that every
+//! role can work (`gatehouse doctor`, and at start).
 
 mod agent;
 mod artifacts;
@@ -27,6 +28,7 @@ mod budgets;
 mod checkpoint;
 mod deliver;
 mod delivering;
+mod doctor;
 mod durably;
 mod files;
 mod git;
@@ -51,6 +53,7 @@ mod turns;
 
 pub use budgets::{Budgets, ProjectBudget};
 pub use deliver::Deliverer;
+pub use doctor::{Check, Checkup, Finding, Outcome};
 pub use runner::{Runner, RunnerOptions};
 
 use std::sync::Arc;
@@ -71,6 +74,10 @@ impl Runner {
     /// their redelivery reports them interrupted).
     pub async fn run(mut self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
         self.start_network(&shutdown).await;
+        if self.options.check_at_start {
+            // Logged as it goes; jobs are taken meanwhile.
+            tokio::spawn(self.clone().log_checkup(shutdown.child_token()));
+        }
         let mut queue = Queue::new(&self, bus, shutdown);
         // The kinds of work this runner takes: a new kind is a module of its own and one
         // line here.

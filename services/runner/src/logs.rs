@@ -2,6 +2,7 @@
 //! configured number of bytes per attempt, the rest counted so the log says what it is
 //! missing.
 
+use std::collections::VecDeque;
 use std::time::Instant;
 
 use gatehouse_agent::{Trace, TraceParser};
@@ -24,7 +25,9 @@ pub(crate) struct LogTarget {
 /// sandbox for long: once over the limit, lines are dropped as fast as they come.
 /// `first_line` is called as the first line arrives (the sign that the process runs).
 /// An agent's stdout also goes, masked, to its [`Tracing`], past the limit too: the trace
-/// is returned once the output ends.
+/// is returned once the output ends, with the last lines of stderr (masked) for a failure
+/// to quote. Each retry of a model request the trace reads is noted in the log as it
+/// comes, and told to [`Tracing::retried`].
 pub(crate) async fn store_output(
     store: Store,
     target: LogTarget,
@@ -33,7 +36,7 @@ pub(crate) async fn store_output(
     limit: usize,
     first_line: impl FnOnce(),
     trace: Option<Tracing>,
-) -> Option<Trace> {
+) -> Seen {
     let mut log = Log {
         store,
         target,
@@ -42,6 +45,8 @@ pub(crate) async fn store_output(
         stored: 0,
         dropped_lines: 0,
         dropped_bytes: 0,
+        stderr: VecDeque::new(),
+        retry_noted: None,
     };
     let mut mask = OutputMask::new(secrets);
     let mut first_line = Some(first_line);
@@ -59,6 +64,31 @@ pub(crate) async fn store_output(
     log.end(mask.secrets()).await
 }
 
+/// Lines of stderr kept for a failure to quote.
+const STDERR_LINES: usize = 5;
+/// Characters of each stderr line kept.
+const STDERR_CHARS: usize = 300;
+
+/// What the output showed once it ended.
+#[derive(Debug, Default)]
+pub(crate) struct Seen {
+    /// An agent's trace.
+    pub trace: Option<Trace>,
+    /// The last non-blank lines of stderr, masked, each cut short, oldest first.
+    pub stderr: Vec<String>,
+}
+
+impl Seen {
+    /// `its last words on stderr: "…" / "…"`, or `None` when stderr said nothing.
+    pub(crate) fn last_words(&self) -> Option<String> {
+        if self.stderr.is_empty() {
+            return None;
+        }
+        let quoted: Vec<String> = self.stderr.iter().map(|l| format!("{l:?}")).collect();
+        Some(format!("its last words on stderr: {}", quoted.join(" / ")))
+    }
+}
+
 /// The log being stored, and what it left out.
 struct Log {
     store: Store,
@@ -68,6 +98,9 @@ struct Log {
     stored: usize,
     dropped_lines: u64,
     dropped_bytes: u64,
+    stderr: VecDeque<String>,
+    /// The retry last noted, so each is noted once.
+    retry_noted: Option<(u32, u64)>,
 }
 
 impl Log {
@@ -76,6 +109,18 @@ impl Log {
         if let (Some(trace), Stream::Stdout) = (&mut self.trace, line.stream) {
             let at = trace.elapsed();
             trace.parser.feed(&line.line, at);
+            self.note_retry().await;
+        }
+        if line.stream == Stream::Stderr && !line.line.trim().is_empty() {
+            if self.stderr.len() == STDERR_LINES {
+                self.stderr.pop_front();
+            }
+            let text = line.line.trim();
+            let mut kept: String = text.chars().take(STDERR_CHARS).collect();
+            if kept.len() < text.len() {
+                kept.push('…');
+            }
+            self.stderr.push_back(kept);
         }
         let size = line.line.len() + 1;
         if self.stored + size > self.limit {
@@ -115,8 +160,28 @@ impl Log {
         }
     }
 
+    /// Notes a retry the trace has just read: in the log, and to whoever follows them.
+    async fn note_retry(&mut self) {
+        let Some(trace) = &self.trace else {
+            return;
+        };
+        let Some(retry) = trace.parser.progress().retry else {
+            return;
+        };
+        let key = (retry.attempt, retry.at_ms);
+        if self.retry_noted == Some(key) {
+            return;
+        }
+        self.retry_noted = Some(key);
+        let text = retry.progress();
+        if let Some(retried) = &trace.retried {
+            retried(text.clone());
+        }
+        note(&self.store, &self.target, &format!("[gatehouse] {text}")).await;
+    }
+
     /// Notes what was left out; the trace, its decoded text masked too.
-    async fn end(self, secrets: &Secrets) -> Option<Trace> {
+    async fn end(self, secrets: &Secrets) -> Seen {
         if self.dropped_lines > 0 {
             note(
                 &self.store,
@@ -129,12 +194,16 @@ impl Log {
             )
             .await;
         }
-        self.trace.map(|trace| {
+        let trace = self.trace.map(|trace| {
             let at = trace.elapsed();
             let mut trace = trace.parser.finish(at);
             secrets.mask_trace(&mut trace);
             trace
-        })
+        });
+        Seen {
+            trace,
+            stderr: self.stderr.into(),
+        }
     }
 }
 
@@ -143,6 +212,9 @@ pub(crate) struct Tracing {
     pub parser: TraceParser,
     /// When the attempt began: arrival times count from here.
     pub begun: Instant,
+    /// Told each retry of a model request as the CLI announces it ("model API
+    /// unreachable, retry 2/3 (503 server_error)"), to report it as progress.
+    pub retried: Option<Box<dyn Fn(String) + Send>>,
 }
 
 impl Tracing {

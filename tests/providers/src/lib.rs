@@ -5,7 +5,8 @@
 //!
 //! - [`FakeProvider`]: one server answering `POST /v1/messages` (Anthropic Messages),
 //!   `POST /v1/responses` (OpenAI Responses) and `POST /v1/chat/completions` (OpenAI Chat
-//!   Completions, for openai-compatible providers), streamed (server-sent events) or not.
+//!   Completions, for openai-compatible providers), streamed (server-sent events) or not,
+//!   and `GET /v1/models` (a model list, as `gatehouse doctor` asks for).
 //! - [`Turn`]: the script. The n-th request of a conversation gets the n-th turn, with the
 //!   usage figures the test chose; [`Fault`]s (5xx, 429, a hang, a cut or slow stream) are
 //!   queued for the next requests.

@@ -129,6 +129,24 @@ fn lock(inner: &Mutex<Inner>) -> MutexGuard<'_, Inner> {
         .unwrap_or_else(|poisoned| poisoned.into_inner())
 }
 
+/// `GET /v1/models`, as a doctor's check asks: 401 without the key (in either header),
+/// else a queued fault's status, else 200.
+fn models_status(inner: &Mutex<Inner>, headers: &HeaderMap, key: &str) -> u16 {
+    let bearer = headers
+        .get(header::AUTHORIZATION)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let anthropic = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    if bearer != Some(key) && anthropic != Some(key) {
+        return 401;
+    }
+    match lock(inner).faults.pop_front() {
+        Some(Fault::Status(status)) => status,
+        Some(Fault::RateLimited { .. }) => 429,
+        _ => 200,
+    }
+}
+
 fn json_response(status: u16, body: &Value) -> Response {
     let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     (
@@ -164,6 +182,23 @@ async fn answer(
     };
     let set_status = |status: u16| lock(&inner).requests[index].status = status;
 
+    if method == Method::GET && uri.path() == "/v1/models" {
+        let status = models_status(&inner, &headers, &key);
+        set_status(status);
+        let shape = if headers.contains_key("x-api-key") {
+            Api::Messages
+        } else {
+            Api::Responses
+        };
+        return match status {
+            200 => json_response(
+                200,
+                &serde_json::json!({"object": "list", "data": [{"id": "fake-model", "type": "model", "object": "model"}]}),
+            ),
+            401 => json_response(401, &shape.error(401, "invalid api key")),
+            status => json_response(status, &shape.error(status, "the fake provider failed")),
+        };
+    }
     let Some(api) = Api::of(&method, uri.path()) else {
         set_status(404);
         let shape = if headers.contains_key("x-api-key") {

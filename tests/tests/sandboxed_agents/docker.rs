@@ -19,7 +19,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use crate::{ANSWER, CONTENT, REAL_KEY, assert_key_nowhere_under, contains, request, tokens};
 
-const AGENTS_IMAGE: &str = "gatehouse-sandbox:agents";
+pub(crate) const AGENTS_IMAGE: &str = "gatehouse-sandbox:agents";
 
 gatehouse_tests::on_both_backends!(claude_code_in_docker_reaches_only_the_gateway_and_its_egress);
 
@@ -91,7 +91,7 @@ function viaProxy(name, target, withToken) {
 
 /// The Docker sandbox, or `None` (skipped) where Docker or the agents image is missing
 /// and CI does not require them.
-async fn docker(owner: &str) -> Option<DockerSandbox> {
+pub(crate) async fn docker(owner: &str) -> Option<DockerSandbox> {
     let why = match DockerSandbox::connect(owner).await {
         Ok(docker) => match docker.check_image(AGENTS_IMAGE).await {
             Ok(()) => return Some(docker),

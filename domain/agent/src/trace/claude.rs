@@ -57,7 +57,12 @@ impl Reader {
             {
                 self.result = Some(result(line, model));
             }
-            Some("system" | "stream_event") => {}
+            Some("system") => {
+                if let Some(retry) = super::retry::claude(event, at_ms) {
+                    shared.retried(retry);
+                }
+            }
+            Some("stream_event") => {}
             _ => return,
         }
         self.recognised = true;

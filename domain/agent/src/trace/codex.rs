@@ -79,6 +79,9 @@ impl Reader {
                 self.keep(line);
             }
             Some("error") => {
+                if let Some(retry) = super::retry::codex(event, at_ms) {
+                    shared.retried(retry);
+                }
                 self.last_error = (line.len() <= MAX_REPORT_LINE_BYTES).then(|| line.to_owned());
             }
             Some("item.started" | "item.updated") => {

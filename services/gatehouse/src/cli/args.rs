@@ -208,6 +208,18 @@ pub enum GatehouseCommand {
         #[command(subcommand)]
         command: SopCommand,
     },
+    /// Check that every agent role can work, on this host's sandboxes and the runner's
+    /// gateway and egress proxy: its CLI is in its sandbox, it reaches its provider
+    /// through the gateway with the real key (never printed), and a host outside its
+    /// allow-list is refused. One line per check; exits non-zero when any fails.
+    Doctor {
+        /// Data directory (overrides server.data_dir); the checks' scratch files go under it.
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Print the findings as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// Inspect the configuration.
     Config {
         /// What to do with it.

@@ -22,6 +22,41 @@ pub async fn sandboxes(config: &Config, data_dir: &Path) -> anyhow::Result<Sandb
         ),
         Err(e) => tracing::warn!(error = %e, "checking for scripts left running failed"),
     }
+    let Some(docker) = docker(config, data_dir, id).await? else {
+        return Ok(Sandboxes::process_only(process));
+    };
+    match docker.reap_orphans().await {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            removed = n,
+            "removed sandbox containers left running by a previous crash"
+        ),
+        Err(e) => tracing::warn!(error = %e, "checking for sandbox containers left running failed"),
+    }
+    Ok(Sandboxes::new(process, Ok(docker)))
+}
+
+/// The same sandboxes for `gatehouse doctor`'s checks, beside a runner that may be serving
+/// from the same data directory: under an owner of their own (`doctor_id`), so nothing the
+/// serving runner has running is taken for a crash's leftovers and reaped.
+pub async fn sandboxes_for_checks(
+    config: &Config,
+    data_dir: &Path,
+    doctor_id: &str,
+) -> anyhow::Result<Sandboxes> {
+    let process = ProcessSandbox::default();
+    Ok(match docker(config, data_dir, doctor_id).await? {
+        Some(docker) => Sandboxes::new(process, Ok(docker)),
+        None => Sandboxes::process_only(process),
+    })
+}
+
+/// The Docker sandbox, when a profile uses Docker, with every profile's image checked.
+async fn docker(
+    config: &Config,
+    data_dir: &Path,
+    id: &str,
+) -> anyhow::Result<Option<DockerSandbox>> {
     let docker_profiles: Vec<(&String, &str)> = config
         .sandbox
         .profiles
@@ -30,7 +65,7 @@ pub async fn sandboxes(config: &Config, data_dir: &Path) -> anyhow::Result<Sandb
         .map(|(name, p)| (name, p.image.as_deref().unwrap_or_default()))
         .collect();
     if docker_profiles.is_empty() {
-        return Ok(Sandboxes::process_only(process));
+        return Ok(None);
     }
     // The data directory and the runner's id name its containers: a restart finds its own,
     // never those of another runner on the same engine.
@@ -48,13 +83,5 @@ pub async fn sandboxes(config: &Config, data_dir: &Path) -> anyhow::Result<Sandb
             .await
             .with_context(|| format!("sandbox profile `{name}`"))?;
     }
-    match docker.reap_orphans().await {
-        Ok(0) => {}
-        Ok(n) => tracing::warn!(
-            removed = n,
-            "removed sandbox containers left running by a previous crash"
-        ),
-        Err(e) => tracing::warn!(error = %e, "checking for sandbox containers left running failed"),
-    }
-    Ok(Sandboxes::new(process, Ok(docker)))
+    Ok(Some(docker))
 }

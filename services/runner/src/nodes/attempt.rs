@@ -27,7 +27,7 @@ use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
 use crate::files::RunDirs;
-use crate::logs::{LogTarget, Tracing, store_output};
+use crate::logs::{LogTarget, Seen, Tracing, store_output};
 use crate::network::Reach;
 use crate::observe::SandboxStart;
 use crate::outcome::{Verdict, judge};
@@ -148,7 +148,7 @@ impl Nodes {
             Ok(prepared) => prepared,
             Err(reason) => return attempt.failed(reason).await,
         };
-        let (exit, trace) = attempt.run(&prepared, started, cancel, begun).await?;
+        let (exit, seen) = attempt.run(&prepared, started, cancel, begun).await?;
         // The sandbox is gone: its tokens stop working, and what it reached is recorded.
         let notices = attempt.record_network(&prepared).await?;
         // The CLI's own state holds its tool output unmasked; nothing reads it later.
@@ -174,14 +174,14 @@ impl Nodes {
         if let Err(reason) = self.checkpoint_after(job, &attempt.dirs).await {
             return attempt.failed(reason).await;
         }
-        if let Some(trace) = &trace {
+        if let Some(trace) = &seen.trace {
             attempt.record_tool_calls(trace).await?;
         }
         let exit = match exit {
             Ok(exit) => exit,
             Err(reason) => return attempt.failed(reason).await,
         };
-        let mut outputs = attempt.collect(&prepared, &exit).await?;
+        let mut outputs = attempt.collect(&prepared, &exit, &seen).await?;
         outputs.notices = notices;
         attempt.verdict(&prepared, &exit, outputs).await
     }
@@ -208,11 +208,12 @@ impl Attempt<'_> {
         started: &Envelope,
         cancel: CancellationToken,
         begun: Instant,
-    ) -> Result<(Result<Exit, String>, Option<Trace>), HandlerError> {
+    ) -> Result<(Result<Exit, String>, Seen), HandlerError> {
         let (nodes, runner) = (self.nodes, &self.nodes.runner);
         let trace = prepared.role.as_ref().map(|role| Tracing {
             parser: TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref()),
             begun,
+            retried: Some(nodes.progress_reporter(self.job, started)),
         });
         let (logs, lines) = mpsc::channel::<LogLine>(256);
         let start = Arc::new(SandboxStart::new(begun, self.job.spec.kind()));
@@ -241,10 +242,10 @@ impl Attempt<'_> {
             nodes.report_started(started)
         );
         // After the writer has taken every line: a first line, if any, was timed already.
-        let trace = writer.await.ok().flatten();
+        let seen = writer.await.unwrap_or_default();
         start.running();
         reported?;
-        Ok((exit.map_err(|err| format!("sandbox: {err}")), trace))
+        Ok((exit.map_err(|err| format!("sandbox: {err}")), seen))
     }
 
     /// Ends the attempt's access to the gateway and egress proxy and records the
@@ -325,9 +326,14 @@ impl Attempt<'_> {
     /// Stores the artifacts the node left and records an agent's usage. What fails the
     /// attempt comes back as problems, in this order: artifacts refused, artifacts holding
     /// a secret, artifacts missing, what the agent reported.
-    async fn collect(&self, prepared: &Prepared<'_>, exit: &Exit) -> Result<Outputs, HandlerError> {
+    async fn collect(
+        &self,
+        prepared: &Prepared<'_>,
+        exit: &Exit,
+        seen: &Seen,
+    ) -> Result<Outputs, HandlerError> {
         let mut outputs = self.store_artifacts(prepared).await?;
-        self.record_usage(prepared, exit, &mut outputs.problems)
+        self.record_usage(prepared, exit, seen, &mut outputs.problems)
             .await?;
         Ok(outputs)
     }
@@ -406,11 +412,14 @@ impl Attempt<'_> {
     }
 
     /// Records what an agent node's agent reported using; an error it reported, or a
-    /// report missing from a process that succeeded, is a problem.
+    /// report missing from a process that succeeded, is a problem. A CLI that failed
+    /// without a result is explained by its last words on stderr, and one that retried its
+    /// model requests says how often and why.
     async fn record_usage(
         &self,
         prepared: &Prepared<'_>,
         exit: &Exit,
+        seen: &Seen,
         problems: &mut Vec<String>,
     ) -> Result<(), HandlerError> {
         let runner = &self.nodes.runner;
@@ -436,7 +445,15 @@ impl Attempt<'_> {
                 }
             }
             Err(reason) if exit.succeeded() => problems.push(reason),
-            Err(_) => {}
+            Err(_) => problems.push(match seen.last_words() {
+                Some(words) => format!("the agent printed no result; {words}"),
+                None => "the agent printed no result and nothing on stderr".to_owned(),
+            }),
+        }
+        if !exit.succeeded()
+            && let Some(retry) = seen.trace.as_ref().and_then(|t| t.retry.as_ref())
+        {
+            problems.push(format!("its CLI gave up {}", retry.summary()));
         }
         Ok(())
     }

@@ -349,11 +349,8 @@ fn environment(
     work: &SandboxWork,
     role: Option<&Role>,
 ) -> BTreeMap<String, String> {
-    let mut env: BTreeMap<String, String> = role
-        .into_iter()
-        .flat_map(|r| r.executor.environment())
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
+    let mut env: BTreeMap<String, String> =
+        role.into_iter().flat_map(Role::cli_environment).collect();
     env.extend(role.map(|r| r.env.clone()).unwrap_or_default());
     env.extend(job.env.clone());
     for (name, value) in &work.params {

@@ -139,6 +139,45 @@ impl Nodes {
         Ok(())
     }
 
+    /// What tells the rest of Gatehouse of the attempt's progress while it runs (its CLI
+    /// retrying a model request): a `node.progress` with the text, continuing the trace of
+    /// `started`, written to the outbox off the attempt's way; a failure is logged.
+    pub(super) fn progress_reporter(
+        &self,
+        job: &NodeDispatch,
+        started: &Envelope,
+    ) -> Box<dyn Fn(String) + Send> {
+        let store = self.runner.store.clone();
+        let (run_id, node, attempt) = (job.run_id, job.node.clone(), job.attempt);
+        let trace = started.trace.clone();
+        Box::new(move |message: String| {
+            let progress = NodeProgress {
+                run_id,
+                node: node.clone(),
+                attempt,
+                message,
+            };
+            let envelope = match envelope_of(Event::NodeProgress(progress), trace.as_ref()) {
+                Ok(envelope) => envelope,
+                Err(err) => {
+                    tracing::warn!(error = %err, "a node's progress could not be written");
+                    return;
+                }
+            };
+            let store = store.clone();
+            tokio::spawn(async move {
+                let written = async {
+                    let mut tx = store.begin().await?;
+                    tx.append_outbox(&envelope).await?;
+                    tx.commit().await
+                };
+                if let Err(err) = written.await {
+                    tracing::warn!(error = %err, "reporting a node's progress failed");
+                }
+            });
+        })
+    }
+
     /// Ends an attempt that failed before or instead of running a process.
     pub(super) fn failed(
         &self,

@@ -47,12 +47,16 @@ pub struct RunnerOptions {
     /// This runner's name among the runners: the holder of the workspaces it checkpoints,
     /// which their runs' next jobs wait for briefly.
     pub id: String,
+    /// Check every role as `gatehouse doctor` does when the runner starts, logging each
+    /// finding without holding the start up; off unless set (tests build many runners).
+    pub check_at_start: bool,
 }
 
 impl RunnerOptions {
     /// Defaults for a runner keeping runs' files under `data_dir`: 4 jobs at once, a
     /// 30-second lease, the `default` process profile, no roles, 1 MiB of output per
-    /// attempt, 20 seconds for jobs in flight to finish at shutdown.
+    /// attempt, 20 seconds for jobs in flight to finish at shutdown, no check of the roles
+    /// at start.
     pub fn new(data_dir: PathBuf) -> Self {
         Self {
             concurrency: 4,
@@ -68,6 +72,7 @@ impl RunnerOptions {
             log_limit: 1024 * 1024,
             shutdown_grace: Duration::from_secs(20),
             id: "runner".to_owned(),
+            check_at_start: false,
         }
     }
 }

@@ -88,7 +88,7 @@ impl Watch {
         // The message without its clock: what changed in the trace.
         let state = progress::working(0, &progress);
         let due = match &self.shown {
-            None => !progress.tools.is_empty(),
+            None => !progress.tools.is_empty() || progress.retry.is_some(),
             Some((at, shown)) => {
                 let since = at.elapsed();
                 (since >= UPDATE_EVERY && *shown != state) || since >= CLOCK_EVERY

@@ -76,12 +76,7 @@ impl Turns {
             budget: self.turn_budget(job, turn, role),
         })?;
         let mut secrets = read_secrets(role.secrets_for(turn.ask), turn.role);
-        let mut env: BTreeMap<String, String> = role
-            .executor
-            .environment()
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
+        let mut env: BTreeMap<String, String> = role.cli_environment().into_iter().collect();
         env.extend(role.env.clone());
         env.extend(project_environment(&job.workspace));
         env.extend(turn_environment(job, turn));

@@ -23,7 +23,8 @@ pub(crate) enum Ending {
 }
 
 /// While the agent works: `Working on it… 14s · 3 tools (Read src/lib.rs, Bash cargo
-/// test, Edit src/x.rs) · now: Bash cargo test`.
+/// test, Edit src/x.rs) · now: Bash cargo test`; while its CLI waits to retry a model
+/// request, `… · model API unreachable, retry 2/3 (503 server_error)`.
 pub(crate) fn working(elapsed_ms: u64, progress: &Progress<'_>) -> String {
     let mut text = format!("Working on it… {}", duration(elapsed_ms));
     let tools = progress.tools;
@@ -46,6 +47,9 @@ pub(crate) fn working(elapsed_ms: u64, progress: &Progress<'_>) -> String {
     }
     if let Some(running) = progress.running {
         text.push_str(&format!(" · now: {}", label(running)));
+    }
+    if let Some(retry) = progress.retry {
+        text.push_str(&format!(" · {}", retry.progress()));
     }
     text
 }
@@ -152,6 +156,7 @@ mod tests {
             session_id: None,
             tools,
             running,
+            retry: None,
         }
     }
 
@@ -181,6 +186,25 @@ mod tests {
                 "Working on it… 1s · 1 tool (Bash {x}…) · now: Bash {x}…",
                 x = "x".repeat(34)
             )
+        );
+    }
+
+    #[test]
+    fn a_working_message_says_when_the_model_cannot_be_reached() {
+        let retry = gatehouse_agent::Retry {
+            attempt: 2,
+            max_retries: Some(3),
+            status: Some(503),
+            error: "server_error".into(),
+            at_ms: 1000,
+        };
+        let waiting = Progress {
+            retry: Some(&retry),
+            ..progress(&[], None)
+        };
+        assert_eq!(
+            working(4_000, &waiting),
+            "Working on it… 4s · model API unreachable, retry 2/3 (503 server_error)"
         );
     }
 

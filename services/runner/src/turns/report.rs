@@ -319,6 +319,7 @@ fn empty_progress() -> gatehouse_agent::Progress<'static> {
         session_id: None,
         tools: &[],
         running: None,
+        retry: None,
     }
 }
 

@@ -110,10 +110,14 @@ pub(crate) fn judge_turn(
                 .clone()
                 .or_else(|| trace.failure.clone())
                 .or_else(|| last.stdout.clone());
-            Verdict::failed(match said {
+            let mut reason = match said {
                 Some(said) => format!("the CLI exited with code {code}: {}", quote(&said)),
                 None => format!("the CLI exited with code {code}"),
-            })
+            };
+            if let Some(retry) = &trace.retry {
+                reason.push_str(&format!("; it gave up {}", retry.summary()));
+            }
+            Verdict::failed(reason)
         }
         ExitStatus::TimedOut => Verdict::failed(format!(
             "timed out after {}",
@@ -261,6 +265,27 @@ mod tests {
             "the sandbox has no `claude` command (role `assistant`, executor claude-code)"
         );
         assert_eq!(v.ending, Ending::Failed);
+    }
+
+    #[test]
+    fn a_cli_that_gave_up_retrying_says_how_often_and_why() {
+        let trace = Trace {
+            failure: Some("API Error: 503 the provider failed".into()),
+            retry: Some(gatehouse_agent::Retry {
+                attempt: 3,
+                max_retries: Some(3),
+                status: Some(503),
+                error: "server_error".into(),
+                at_ms: 4000,
+            }),
+            ..Trace::default()
+        };
+        let v = verdict(ExitStatus::Exited(1), &trace, &LastLines::default());
+        assert_eq!(
+            reason(&v),
+            "the CLI exited with code 1: API Error: 503 the provider failed; it gave up after 3 \
+             retries of the model request (last: 503 server_error)"
+        );
     }
 
     #[test]
