@@ -16,6 +16,7 @@
 
 mod actions;
 mod artifacts;
+mod budgets;
 mod conversations;
 mod github;
 mod inbox;

@@ -16,7 +16,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
 
-use crate::{ChatOutputs, Links, render_status};
+use crate::{ChatOutputs, Links, RunNotes, render_status};
 
 /// The notifier: cheap to clone.
 #[derive(Clone)]
@@ -173,15 +173,25 @@ impl Handler for Notifier {
         };
         let sop = self.definition(&run.sop_version).await?;
         let state: RunState = serde_json::from_str(&run.state)?;
+        // The refused hosts and the budgets, read once for the comment and the progress.
+        let notes = RunNotes::read(&self.store, &run).await?;
         if self.github.is_some()
             && let Some(requirement) = &requirement
         {
-            self.github_status(tx, &run, &sop, &state, requirement)
+            self.github_status(tx, &run, &sop, &state, requirement, &notes)
                 .await?;
         }
         if self.chat.any() {
-            self.update_chat(tx, &run, &sop, &state, requirement.as_ref(), &update)
-                .await?;
+            self.update_chat(
+                tx,
+                &run,
+                &sop,
+                &state,
+                requirement.as_ref(),
+                &update,
+                &notes,
+            )
+            .await?;
         }
         Ok(())
     }
@@ -203,6 +213,7 @@ impl Notifier {
         sop: &Sop,
         state: &RunState,
         requirement: &RequirementRow,
+        notes: &RunNotes,
     ) -> Result<(), HandlerError> {
         let Ok(RequirementSource::Github { repo, number, .. }) =
             serde_json::from_str::<RequirementSource>(&requirement.source)
@@ -225,7 +236,7 @@ impl Notifier {
                 })
                 .collect(),
         };
-        let body = render_status(run.id, sop, state, &links);
+        let body = render_status(run.id, sop, state, &links, notes);
         tx.want_comment(&format!("run:{}", run.id), &repo, number, &body)
             .await?;
         Ok(())

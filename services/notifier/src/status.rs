@@ -5,6 +5,8 @@ use gatehouse_events::NodeStatus;
 use gatehouse_sop::{NodeKind, Sop};
 use uuid::Uuid;
 
+use crate::notes::{RunNotes, Style};
+
 /// Where a status comment links to.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Links {
@@ -16,8 +18,15 @@ pub struct Links {
 }
 
 /// The status comment for a run: its nodes with status and attempt, for each waiting gate
-/// who may decide and how, and links to the run and its pull request.
-pub fn render_status(run_id: Uuid, sop: &Sop, state: &RunState, links: &Links) -> String {
+/// who may decide and how, the hosts its sandboxes were refused and the budgets it used
+/// 80 % of or reached (`notes`), and links to the run and its pull request.
+pub fn render_status(
+    run_id: Uuid,
+    sop: &Sop,
+    state: &RunState,
+    links: &Links,
+    notes: &RunNotes,
+) -> String {
     let mut out = format!(
         "**Gatehouse** · run `{run_id}` of **{}** — {}\n\n| node | kind | status | attempt |\n| --- | --- | --- | --- |\n",
         if sop.title.is_empty() {
@@ -72,6 +81,13 @@ pub fn render_status(run_id: Uuid, sop: &Sop, state: &RunState, links: &Links) -
         }
         out.push('\n');
     }
+    let lines = notes.lines(Style::Markdown);
+    if !lines.is_empty() {
+        out.push('\n');
+        for line in lines {
+            out.push_str(&format!("- {line}\n"));
+        }
+    }
     if let Some(failure) = &state.failure {
         out.push_str(&format!("\nFailed: {failure}\n"));
     }
@@ -111,7 +127,7 @@ mod tests {
         )
         .unwrap();
         let run = Uuid::nil();
-        let text = render_status(run, &sop, &state, &Links::default());
+        let text = render_status(run, &sop, &state, &Links::default(), &RunNotes::default());
         assert_eq!(
             text,
             "**Gatehouse** · run `00000000-0000-0000-0000-000000000000` of **Platform check** — waiting\n\n\
@@ -125,7 +141,7 @@ mod tests {
             pull_requests: vec!["#7".into()],
         };
         assert!(
-            render_status(run, &sop, &state, &links).ends_with(
+            render_status(run, &sop, &state, &links, &RunNotes::default()).ends_with(
                 "\nDelivered in #7.\n\n[Run details](https://gatehouse.example/runs/x)\n"
             )
         );
@@ -134,7 +150,53 @@ mod tests {
             pull_requests: vec!["#7".into(), "acme/web#8".into()],
         };
         assert!(
-            render_status(run, &sop, &state, &links).ends_with("\nDelivered in #7, acme/web#8.\n")
+            render_status(run, &sop, &state, &links, &RunNotes::default())
+                .ends_with("\nDelivered in #7, acme/web#8.\n")
+        );
+    }
+
+    #[test]
+    fn blocked_hosts_and_budgets_come_before_the_failure_and_links() {
+        let sop = gatehouse_sop::parse("check.yaml", SOP).unwrap();
+        let mut state = RunState::new(&sop, None);
+        state.failure = Some("node report failed".into());
+        let notes = RunNotes {
+            blocked: vec![
+                crate::BlockedHost {
+                    host: "pypi.org".into(),
+                    port: 443,
+                },
+                crate::BlockedHost {
+                    host: "evil`.example".into(),
+                    port: 80,
+                },
+            ],
+            budgets: vec![crate::BudgetSpend {
+                label: "project api".into(),
+                period: "today".into(),
+                attempt: None,
+                day: None,
+                tokens: 0,
+                usd_micros: 16_100_000,
+                limit_tokens: None,
+                limit_usd_micros: Some(20_000_000),
+            }],
+        };
+        let links = Links {
+            run: Some("https://gatehouse.example/runs/x".into()),
+            pull_requests: Vec::new(),
+        };
+        let text = render_status(Uuid::nil(), &sop, &state, &links, &notes);
+        assert!(
+            text.ends_with(
+                "| confirm | gate | pending | 0 |\n\n\
+                 - blocked `pypi.org:443` — add it to the profile's egress\n\
+                 - blocked `evil?.example:80` — add it to the profile's egress\n\
+                 - 80% of the budget of project api used today: $16.10 of $20.00\n\n\
+                 Failed: node report failed\n\n\
+                 [Run details](https://gatehouse.example/runs/x)\n"
+            ),
+            "{text}"
         );
     }
 }

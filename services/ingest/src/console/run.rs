@@ -1,5 +1,5 @@
 //! A run's page: the graph, each node's attempts (durations, reasons, tool traces, usage,
-//! artifacts), their sandboxes' network connections, the decision for a waiting gate, the end of its output (live while it
+//! artifacts), their sandboxes' network connections, the budgets spent, the decision for a waiting gate, the end of its output (live while it
 //! runs), the audit trail, and the commands the viewer may give.
 //!
 //! The page reads the run as `GET /api/v1/runs/{id}` does, so both always agree. What
@@ -76,6 +76,7 @@ pub(crate) async fn page(
             }
             (sections::nodes(&detail))
             (sections::network(&detail))
+            (super::budgets::section(&detail.budgets, &format!("/api/v1/runs/{id}")))
             section id="logs" aria-labelledby="logs-h" {
                 h2 id="logs-h" { "Output" }
                 p.aside id="logs-note" {

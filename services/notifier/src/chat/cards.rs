@@ -14,7 +14,7 @@ use gatehouse_store::{ArtifactRow, RequirementRow, RunRow, Tx, WantChat};
 
 use super::progress::progress;
 use super::targets::Place;
-use crate::Notifier;
+use crate::{Notifier, RunNotes};
 use gatehouse_bus::HandlerError;
 
 /// Outputs shown on a card, newest first.
@@ -39,6 +39,7 @@ impl Notifier {
         state: &RunState,
         requirement: Option<&RequirementRow>,
         snapshot: &RunUpdated,
+        notes: &RunNotes,
     ) -> Result<(), HandlerError> {
         let source: Option<RequirementSource> =
             requirement.and_then(|r| serde_json::from_str(&r.source).ok());
@@ -109,7 +110,8 @@ impl Notifier {
         }
         self.settle_cards(tx, run, state).await?;
         if let Some(place) = &thread {
-            let body = serde_json::to_string(&Body::Progress(progress(run, sop, state, run_url)))?;
+            let body =
+                serde_json::to_string(&Body::Progress(progress(run, sop, state, run_url, notes)))?;
             let key = format!("progress:{}:{}", run.id, place.key());
             want(tx, &key, place, Some(run), &body).await?;
         }

@@ -6,15 +6,19 @@ use gatehouse_events::NodeStatus;
 use gatehouse_sop::Sop;
 use gatehouse_store::RunRow;
 
+use crate::notes::{RunNotes, Style};
+
 /// Longest failure reason quoted.
 const ERROR_CHARS: usize = 200;
 
-/// The progress of `run`: one line per node that has started.
+/// The progress of `run`: one line per node that has started, then one per host its
+/// sandboxes were refused and per budget it used 80 % of or reached (`notes`).
 pub(crate) fn progress(
     run: &RunRow,
     sop: &Sop,
     state: &RunState,
     run_url: Option<String>,
+    notes: &RunNotes,
 ) -> Progress {
     let mut lines = Vec::new();
     for def in &sop.nodes {
@@ -35,6 +39,8 @@ pub(crate) fn progress(
         };
         lines.push(format!("{}: {what}", def.id));
     }
+    // Plain text: Slack and Discord escape each line themselves.
+    lines.extend(notes.lines(Style::Plain));
     Progress {
         run: run.id,
         sop: sop.name.clone(),
@@ -52,4 +58,60 @@ fn shorten(text: &str) -> String {
     let mut short: String = line.chars().take(ERROR_CHARS - 1).collect();
     short.push('…');
     short
+}
+
+#[cfg(test)]
+mod tests {
+    use chrono::Utc;
+    use uuid::Uuid;
+
+    use super::*;
+    use crate::BlockedHost;
+
+    #[test]
+    fn blocked_hosts_follow_the_nodes_in_plain_text() {
+        let sop = gatehouse_sop::parse(
+            "t.yaml",
+            "name: t\nnodes:\n  build: { kind: script, run: 'true' }\n",
+        )
+        .unwrap();
+        let mut state = RunState::new(&sop, None);
+        state.nodes.get_mut("build").unwrap().status = NodeStatus::Succeeded;
+        let run = RunRow {
+            id: Uuid::nil(),
+            sop: "t".into(),
+            sop_version: sop.version.clone(),
+            params: "{}".into(),
+            requested_by: None,
+            status: gatehouse_events::RunStatus::Running,
+            state: String::new(),
+            revision: 1,
+            parent_run: None,
+            parent_node: None,
+            parent_attempt: None,
+            requirement_id: None,
+            schedule: None,
+            scheduled_ms: None,
+            project: None,
+            workspace: None,
+            created_at: Utc::now(),
+            updated_at: Utc::now(),
+            conversation: None,
+        };
+        let notes = RunNotes {
+            blocked: vec![BlockedHost {
+                host: "pypi.org".into(),
+                port: 443,
+            }],
+            budgets: Vec::new(),
+        };
+        let p = progress(&run, &sop, &state, None, &notes);
+        assert_eq!(
+            p.lines,
+            [
+                "build: succeeded",
+                "blocked pypi.org:443 — add it to the profile's egress"
+            ]
+        );
+    }
 }
