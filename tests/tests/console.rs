@@ -6,7 +6,7 @@
 
 use chrono::{Duration, Utc};
 use gatehouse_ingest::{BOOTSTRAP_ADMIN, Scope};
-use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict};
+use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict, SpendLimit};
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends, person};
 use serde_json::json;
 use uuid::Uuid;
@@ -20,6 +20,7 @@ on_both_backends!(
     the_run_page_shows_the_work_and_the_audit_trail,
     hostile_text_is_escaped_and_markdown_sanitised,
     a_runs_connections_are_in_its_detail_and_on_its_page_refused_first,
+    a_runs_budgets_are_on_its_page_beside_their_limits,
     long_output_is_paged_never_loaded_whole,
     requirements_and_graphs_are_served,
     sops_schedules_and_reports_have_pages,
@@ -949,4 +950,51 @@ async fn github_signs_in_the_person_whose_login_it_is(backend: Backend) {
     assert!(!signin.contains("Sign in with GitHub"));
     browser.get("/auth/github").await.expect_status(404);
     plain.stop().await;
+}
+
+/// The budgets a run's requests counted against come on its page as in its API view: spent
+/// beside each limit, the share used, whether reached; labels escaped.
+async fn a_runs_budgets_are_on_its_page_beside_their_limits(backend: Backend) {
+    let gh = start(backend).await;
+    let run = waiting_review(&gh).await;
+    let store = &gh.db.store;
+    let attempt = SpendLimit {
+        scope: format!("attempt:{run}:draft:1"),
+        label: "role <b>coder</b>".into(),
+        period: "for this attempt".into(),
+        tokens: Some(1_500),
+        usd_micros: None,
+    };
+    let own = SpendLimit {
+        scope: format!("run:{run}"),
+        label: "SOP review".into(),
+        period: "for this run".into(),
+        tokens: None,
+        usd_micros: Some(20_000_000),
+    };
+    let limits = [attempt, own];
+    store.admit_spend("h1", &limits, 0, 60_000).await.unwrap();
+    store
+        .charge_spend("h1", &limits, 2_000, 16_100_000, 10)
+        .await
+        .unwrap();
+
+    let mut ana = gh.signed_in("ana").await;
+    let page = ana.get(&format!("/runs/{run}")).await.expect_status(200);
+    for expected in [
+        "id=\"budgets-h\">Budgets<",
+        "2 budgets, 1 reached",
+        "<tr class=\"reached\"><td>role &lt;b&gt;coder&lt;/b&gt; · draft #1 · for this attempt</td>\
+         <td>1.5k tokens</td><td>2k tokens · 1 request</td><td>133%</td><td><strong>reached</strong></td>",
+        "<tr class=\"close\"><td>SOP review · for this run</td><td>$20.00</td>\
+         <td>$16.10 · 1 request</td><td>80%</td><td>no</td>",
+    ] {
+        assert!(
+            page.contains(expected),
+            "the run page lacks {expected}:\n{}",
+            page.html
+        );
+    }
+    assert!(!page.contains("<b>coder"), "{}", page.html);
+    gh.stop().await;
 }

@@ -127,6 +127,7 @@ on_both_backends!(
     direct_delivery_merges_into_the_branch,
     direct_delivery_refuses_a_conflicting_merge,
     a_comment_github_refuses_for_good_is_given_up,
+    the_status_comment_names_blocked_hosts_and_budgets_past_80_percent,
 );
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -1000,4 +1001,63 @@ async fn a_comment_github_refuses_for_good_is_given_up(backend: Backend) {
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("a comment GitHub answers 404 for is retried for ever");
+}
+
+/// A host the egress proxy refused the run's sandbox and a budget past 80 % are named in
+/// the status comment, the host once however often it was refused.
+async fn the_status_comment_names_blocked_hosts_and_budgets_past_80_percent(backend: Backend) {
+    use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict, SpendLimit};
+
+    let hub = hub(backend, vec![hold_on("bug")], true).await;
+    hub.deliver_github("issues", "d-label", &labeled("bug"))
+        .await;
+    let run = hub.runs(1, "waiting", 1).await[0].id;
+    let refused = |host: &str| ConnectionRow {
+        owner: ConnectionOwner::Node {
+            run_id: run,
+            node: "review".into(),
+        },
+        attempt: 1,
+        host: host.into(),
+        port: 443,
+        verdict: ConnectionVerdict::Refused,
+        reason: Some("not in the egress allow-list".into()),
+        bytes_up: 0,
+        bytes_down: 0,
+        started_at: chrono::Utc::now(),
+        duration_ms: 1,
+    };
+    let store = &hub.db.store;
+    store
+        .record_connections(&[refused("pypi.org"), refused("pypi.org"), refused("[x](y)")])
+        .await
+        .unwrap();
+    let own = [SpendLimit {
+        scope: format!("run:{run}"),
+        label: "SOP hold".into(),
+        period: "for this run".into(),
+        tokens: None,
+        usd_micros: Some(20_000_000),
+    }];
+    store.admit_spend("h1", &own, 0, 60_000).await.unwrap();
+    store
+        .charge_spend("h1", &own, 10, 16_100_000, 10)
+        .await
+        .unwrap();
+
+    // The next change of the run brings them into its comment.
+    hub.deliver_github(
+        "issue_comment",
+        "c-ok",
+        &comment("Codertocat", "/gatehouse approve"),
+    )
+    .await;
+    hub.runs(1, "succeeded", 1).await;
+    let done = hub.comments(1, 1, |c| c.contains("— succeeded")).await;
+    let expected = "\n- blocked `pypi.org:443` — add it to the profile's egress\n\
+                    - blocked `[x]?y?:443` — add it to the profile's egress\n\
+                    - 80% of the budget of SOP hold used for this run: $16.10 of $20.00\n";
+    assert!(done[0].contains(expected), "{}", done[0]);
+    assert_eq!(done[0].matches("pypi.org").count(), 1, "{}", done[0]);
+    hub.stop().await;
 }
