@@ -173,25 +173,15 @@ impl Handler for Notifier {
         };
         let sop = self.definition(&run.sop_version).await?;
         let state: RunState = serde_json::from_str(&run.state)?;
-        // The refused hosts and the budgets, read once for the comment and the progress.
-        let notes = RunNotes::read(&self.store, &run).await?;
         if self.github.is_some()
             && let Some(requirement) = &requirement
         {
-            self.github_status(tx, &run, &sop, &state, requirement, &notes)
+            self.github_status(tx, &run, &sop, &state, requirement)
                 .await?;
         }
         if self.chat.any() {
-            self.update_chat(
-                tx,
-                &run,
-                &sop,
-                &state,
-                requirement.as_ref(),
-                &update,
-                &notes,
-            )
-            .await?;
+            self.update_chat(tx, &run, &sop, &state, requirement.as_ref(), &update)
+                .await?;
         }
         Ok(())
     }
@@ -213,7 +203,6 @@ impl Notifier {
         sop: &Sop,
         state: &RunState,
         requirement: &RequirementRow,
-        notes: &RunNotes,
     ) -> Result<(), HandlerError> {
         let Ok(RequirementSource::Github { repo, number, .. }) =
             serde_json::from_str::<RequirementSource>(&requirement.source)
@@ -236,7 +225,9 @@ impl Notifier {
                 })
                 .collect(),
         };
-        let body = render_status(run.id, sop, state, &links, notes);
+        // The hosts its sandboxes were refused and the budgets it used most of.
+        let notes = RunNotes::read(&self.store, run).await?;
+        let body = render_status(run.id, sop, state, &links, &notes);
         tx.want_comment(&format!("run:{}", run.id), &repo, number, &body)
             .await?;
         Ok(())

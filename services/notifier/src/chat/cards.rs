@@ -39,7 +39,6 @@ impl Notifier {
         state: &RunState,
         requirement: Option<&RequirementRow>,
         snapshot: &RunUpdated,
-        notes: &RunNotes,
     ) -> Result<(), HandlerError> {
         let source: Option<RequirementSource> =
             requirement.and_then(|r| serde_json::from_str(&r.source).ok());
@@ -110,8 +109,11 @@ impl Notifier {
         }
         self.settle_cards(tx, run, state).await?;
         if let Some(place) = &thread {
+            // Read only for a thread: only a chat requirement has one, and only a GitHub
+            // one a status comment, so a run's notes are read once either way.
+            let notes = RunNotes::read(&self.store, run).await?;
             let body =
-                serde_json::to_string(&Body::Progress(progress(run, sop, state, run_url, notes)))?;
+                serde_json::to_string(&Body::Progress(progress(run, sop, state, run_url, &notes)))?;
             let key = format!("progress:{}:{}", run.id, place.key());
             want(tx, &key, place, Some(run), &body).await?;
         }
