@@ -132,6 +132,28 @@ async fn a_slack_request_becomes_a_run_whose_card_decides_it(backend: Backend) {
         replies[0].text
     );
 
+    // A host the egress proxy refused the run's sandbox: the progress names it once.
+    let refused = gatehouse_store::ConnectionRow {
+        owner: gatehouse_store::ConnectionOwner::Node {
+            run_id: run.id,
+            node: "draft".into(),
+        },
+        attempt: 1,
+        host: "pypi.org".into(),
+        port: 443,
+        verdict: gatehouse_store::ConnectionVerdict::Refused,
+        reason: Some("not in the egress allow-list".into()),
+        bytes_up: 0,
+        bytes_down: 0,
+        started_at: chrono::Utc::now(),
+        duration_ms: 1,
+    };
+    hub.db
+        .store
+        .record_connections(&[refused.clone(), refused])
+        .await
+        .unwrap();
+
     assert_eq!(hub.slack_click(ANA, APPROVALS, &approve).await, 200);
     hub.run_with_status("succeeded").await;
     assert_eq!(
@@ -172,6 +194,14 @@ async fn a_slack_request_becomes_a_run_whose_card_decides_it(backend: Backend) {
     );
     assert!(progress[0].updates >= 1);
     assert_eq!(progress[0].thread_ts.as_deref(), Some(root.as_str()));
+    let lines = progress[0].blocks.to_string();
+    assert_eq!(
+        lines
+            .matches("blocked pypi.org:443 — add it to the profile's egress")
+            .count(),
+        1,
+        "{lines}"
+    );
     // No more than that: one card per place, one reply, one progress message.
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(
