@@ -10,9 +10,7 @@
 use std::collections::HashSet;
 
 use gatehouse_agent::{show_tokens, show_usd};
-use gatehouse_store::{
-    ConnectionOwner, ConnectionRow, ConnectionVerdict, RunRow, SpendRow, Store, StoreError,
-};
+use gatehouse_store::{ConnectionRow, ConnectionVerdict, RunRow, SpendRow, Store, StoreError};
 
 /// Most blocked hosts named; the rest are counted ("and 3 more blocked hosts").
 pub const HOSTS_SHOWN: usize = 10;
@@ -156,14 +154,7 @@ impl RunNotes {
         let mut scopes = vec![format!("run:{}", run.id)];
         scopes.extend(days.iter().map(|day| format!("project:{project}:{day}")));
         rows.extend(store.spend(&scopes).await?);
-        // A connection row of a conversation never comes with a run: keep only the run's.
-        let own: Vec<ConnectionRow> = connections
-            .into_iter()
-            .filter(
-                |c| matches!(&c.owner, ConnectionOwner::Node { run_id, .. } if *run_id == run.id),
-            )
-            .collect();
-        Ok(Self::new(run.id, &own, rows))
+        Ok(Self::new(run.id, &connections, rows))
     }
 }
 
@@ -311,6 +302,7 @@ fn markdown_escape(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use chrono::Utc;
+    use gatehouse_store::ConnectionOwner;
     use uuid::Uuid;
 
     use super::*;
