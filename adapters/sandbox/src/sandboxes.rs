@@ -63,9 +63,8 @@ impl Sandbox for Sandboxes {
     fn isolates_network(&self, profile: &crate::Profile) -> bool {
         match profile.kind {
             SandboxKind::Process => self.process.isolates_network(profile),
-            SandboxKind::Docker => self
-                .docker()
-                .is_some_and(|docker| docker.isolates_network(profile)),
+            // A container has a network namespace of its own.
+            SandboxKind::Docker => true,
         }
     }
 

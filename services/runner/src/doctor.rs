@@ -21,7 +21,7 @@ use gatehouse_agent::{Executor, Role};
 use gatehouse_sandbox::Profile;
 use tokio_util::sync::CancellationToken;
 
-use crate::network::{Reach, Wants};
+use crate::network::{Network, Reach, Wants};
 use crate::runner::Runner;
 
 /// How long the gateway and the egress proxy have to answer a check.
@@ -212,17 +212,18 @@ impl Runner {
             .network
             .as_ref()
             .map_err(|why| format!("the gateway and egress proxy are not running: {why}"))?;
-        network.open(
-            Wants {
-                label: format!("doctor role {name}"),
-                provider: provider.map(|p| (p, role.models.as_slice())),
-                role_egress: &role.egress,
-                profile,
-                // A check spends next to nothing and is nobody's run.
-                budget: None,
-            },
-            false,
-        )
+        let wants = Wants {
+            label: format!("doctor role {name}"),
+            provider: provider.map(|p| (p, role.models.as_slice())),
+            role_egress: &role.egress,
+            profile,
+            // A check spends next to nothing and is nobody's run.
+            budget: None,
+        };
+        let Some(policy) = Network::wanted(&wants)? else {
+            return Ok(None);
+        };
+        network.open(wants, policy, false).map(Some)
     }
 
     /// The model list through the gateway; `None` for a `command` role without a

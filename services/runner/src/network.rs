@@ -17,7 +17,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use gatehouse_egress::{Connection, Egress, Grants, Verdict};
+use gatehouse_egress::{Connection, Egress, Grants, Policy, Verdict};
 use gatehouse_gateway::{Gateway, GatewayConfig, GrantSpec};
 use gatehouse_sandbox::{Forward, Profile, Relay};
 use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict};
@@ -252,27 +252,26 @@ fn serve_egress<L: gatehouse_egress::Listener>(
 }
 
 impl Network {
-    /// Whether an attempt wants anything outside: a provider, or a host to reach.
-    pub(crate) fn wanted(wants: &Wants<'_>) -> Result<bool, String> {
+    /// What an attempt may reach through the proxy, or `None` when it wants nothing
+    /// outside (no provider, no egress entry): it then runs as before, with no route out
+    /// at all.
+    pub(crate) fn wanted(wants: &Wants<'_>) -> Result<Option<Policy>, String> {
         let policy = wants
             .profile
             .egress_policy(wants.role_egress)
             .map_err(|e| e.to_string())?;
-        Ok(wants.provider.is_some() || !policy.patterns().is_empty())
+        Ok((wants.provider.is_some() || !policy.patterns().is_empty()).then_some(policy))
     }
 
-    /// The access an attempt gets, or `None` when it wants none (no provider, no egress
-    /// entry): it then runs as before, with no route out at all. `isolated`: the sandbox
-    /// has a network of its own and reaches the runner through the relay. The error says
-    /// what to configure.
-    pub(crate) fn open(&self, wants: Wants<'_>, isolated: bool) -> Result<Option<Reach>, String> {
-        if !Self::wanted(&wants)? {
-            return Ok(None);
-        }
-        let policy = wants
-            .profile
-            .egress_policy(wants.role_egress)
-            .map_err(|e| e.to_string())?;
+    /// The access an attempt that [wants](Self::wanted) something gets, reaching the hosts
+    /// `policy` allows. `isolated`: the sandbox has a network of its own and reaches the
+    /// runner through the relay. The error says what to configure.
+    pub(crate) fn open(
+        &self,
+        wants: Wants<'_>,
+        policy: Policy,
+        isolated: bool,
+    ) -> Result<Reach, String> {
         let relay = match (&self.relay, isolated) {
             (Some(binary), true) => Some(binary.clone()),
             (None, true) => {
@@ -348,7 +347,7 @@ impl Network {
             });
             Relay { binary, forwards }
         });
-        Ok(Some(Reach {
+        Ok(Reach {
             budget: gateway.as_ref().and(wants.budget.clone()),
             gateway,
             egress,
@@ -357,6 +356,6 @@ impl Network {
             connections: self.connections.clone(),
             env,
             relay,
-        }))
+        })
     }
 }

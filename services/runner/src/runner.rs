@@ -93,6 +93,16 @@ impl Runner {
         {
             tracing::warn!("making the runner undumpable failed: {e}");
         }
+        // Whether the process sandbox can make namespaces is probed once, with a fork or
+        // two: here, off the runtime's threads, rather than in the first attempt's
+        // preparation, which asks synchronously.
+        let sandbox = self.sandbox.clone();
+        let probed = tokio::task::spawn_blocking(move || {
+            sandbox.isolates_network(&gatehouse_sandbox::Profile::default())
+        });
+        if let Err(e) = probed.await {
+            tracing::warn!("probing the process sandbox's namespaces failed: {e}");
+        }
         let dir = self.options.data_dir.join("sockets").join(&self.options.id);
         self.network = Network::start(
             &dir,
@@ -124,12 +134,12 @@ impl Runner {
     /// The access an attempt of `profile` gets to its model and the hosts it may reach;
     /// `None` when it wants neither.
     pub(crate) fn reach(&self, wants: Wants<'_>) -> Result<Option<Reach>, String> {
-        if !Network::wanted(&wants)? {
+        let Some(policy) = Network::wanted(&wants)? else {
             return Ok(None);
-        }
+        };
         let isolated = self.sandbox.isolates_network(wants.profile);
         match &self.network {
-            Ok(network) => network.open(wants, isolated),
+            Ok(network) => network.open(wants, policy, isolated).map(Some),
             Err(why) => Err(format!(
                 "the sandboxes' gateway and egress proxy are not running: {why}"
             )),
