@@ -72,7 +72,7 @@ pub use requirements::{PullRequestRow, PullState, RequirementRow};
 pub use runs::{DecisionRow, RunOutline, RunRow};
 pub use schedules::ScheduleRow;
 pub use sessions::{LoginLinkRow, OneTime, SessionRow};
-pub use spend::{MAX_SPEND_TEXT, SpendAdmission, SpendLimit, SpendRow};
+pub use spend::{MAX_SPEND_TEXT, SpendAdmission, SpendLimit, SpendRow, SpendScope};
 pub use store::Store;
 pub use timers::{TimerKind, TimerRow};
 pub use tokens::{NewToken, TokenRow};

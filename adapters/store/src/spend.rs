@@ -10,6 +10,8 @@
 //! request in flight and the new one: a scope near its limit lets one request through at a
 //! time, so concurrent runs overshoot a limit by at most one request.
 
+use uuid::Uuid;
+
 use crate::error::StoreError;
 use crate::store::Store;
 use crate::tx::{Tx, with_tx};
@@ -31,6 +33,33 @@ pub struct SpendLimit {
     pub tokens: Option<u64>,
     /// At most this many micro-dollars, if limited in dollars.
     pub usd_micros: Option<u64>,
+}
+
+/// Whose spend a ledger row counts. Its key is made here for the runner that charges it and
+/// read back here ([`SpendRow::attempt_of`], [`SpendRow::day`]) for those that show it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SpendScope<'a> {
+    /// One attempt of a run's node (a role's budget).
+    Attempt {
+        run: Uuid,
+        node: &'a str,
+        attempt: u32,
+    },
+    /// A whole run (its SOP's, project's or schedule's budget per run).
+    Run(Uuid),
+    /// A project's UTC day, `YYYY-MM-DD` (`default` for work on no project).
+    ProjectDay { project: &'a str, day: &'a str },
+}
+
+impl SpendScope<'_> {
+    /// The ledger's key: `attempt:<run>:<node>:<n>`, `run:<run>`, `project:<name>:<day>`.
+    pub fn key(&self) -> String {
+        match self {
+            Self::Attempt { run, node, attempt } => format!("attempt:{run}:{node}:{attempt}"),
+            Self::Run(run) => format!("run:{run}"),
+            Self::ProjectDay { project, day } => format!("project:{project}:{day}"),
+        }
+    }
 }
 
 /// One scope's spend as the ledger holds it.
@@ -59,6 +88,23 @@ pub struct SpendRow {
     pub limit_usd_micros: Option<u64>,
     /// Epoch milliseconds of the last change.
     pub updated_ms: i64,
+}
+
+impl SpendRow {
+    /// For the budget of one of `run`'s attempts: its node and number.
+    pub fn attempt_of(&self, run: Uuid) -> Option<(String, i32)> {
+        let rest = self.scope.strip_prefix(&format!("attempt:{run}:"))?;
+        let (node, attempt) = rest.rsplit_once(':')?;
+        Some((node.to_owned(), attempt.parse().ok()?))
+    }
+
+    /// For a project's daily budget: the day, `YYYY-MM-DD`.
+    pub fn day(&self) -> Option<&str> {
+        self.scope
+            .strip_prefix("project:")
+            .and_then(|rest| rest.rsplit_once(':'))
+            .map(|(_, day)| day)
+    }
 }
 
 /// Whether a request may go.
@@ -291,6 +337,35 @@ impl Store {
             rows.push(stored.into());
         }
         tx.commit().await?;
+        Ok(rows)
+    }
+
+    /// The budgets `run` counted against: its attempts' (at most `attempts` of them), its
+    /// own, and its project's (`default` for none) on the days it ran, as runs show them.
+    pub async fn run_spend(
+        &self,
+        run: &crate::RunRow,
+        attempts: u32,
+    ) -> Result<Vec<SpendRow>, StoreError> {
+        let mut rows = self
+            .spend_under(&format!("attempt:{}:", run.id), attempts)
+            .await?;
+        let project = run
+            .project
+            .as_deref()
+            .filter(|p| !p.is_empty())
+            .unwrap_or("default");
+        let mut days = vec![
+            run.created_at.format("%Y-%m-%d").to_string(),
+            run.updated_at.format("%Y-%m-%d").to_string(),
+        ];
+        days.dedup();
+        let mut scopes = vec![SpendScope::Run(run.id).key()];
+        scopes.extend(
+            days.iter()
+                .map(|day| SpendScope::ProjectDay { project, day }.key()),
+        );
+        rows.extend(self.spend(&scopes).await?);
         Ok(rows)
     }
 

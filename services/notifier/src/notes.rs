@@ -138,36 +138,15 @@ impl RunNotes {
     /// view reads them (its attempts', its own, its project's on the days it ran).
     pub async fn read(store: &Store, run: &RunRow) -> Result<Self, StoreError> {
         let connections = store.run_connections(run.id).await?;
-        let mut rows = store
-            .spend_under(&format!("attempt:{}:", run.id), ATTEMPT_BUDGETS)
-            .await?;
-        let project = run
-            .project
-            .as_deref()
-            .filter(|p| !p.is_empty())
-            .unwrap_or("default");
-        let mut days = vec![
-            run.created_at.format("%Y-%m-%d").to_string(),
-            run.updated_at.format("%Y-%m-%d").to_string(),
-        ];
-        days.dedup();
-        let mut scopes = vec![format!("run:{}", run.id)];
-        scopes.extend(days.iter().map(|day| format!("project:{project}:{day}")));
-        rows.extend(store.spend(&scopes).await?);
+        let rows = store.run_spend(run, ATTEMPT_BUDGETS).await?;
         Ok(Self::new(run.id, &connections, rows))
     }
 }
 
 impl BudgetSpend {
     fn of(row: SpendRow, run: uuid::Uuid) -> Self {
-        let (mut attempt, mut day) = (None, None);
-        if let Some(rest) = row.scope.strip_prefix(&format!("attempt:{run}:"))
-            && let Some((node, n)) = rest.rsplit_once(':')
-        {
-            attempt = n.parse().ok().map(|n| (node.to_owned(), n));
-        } else if row.scope.starts_with("project:") {
-            day = row.scope.rsplit_once(':').map(|(_, d)| d.to_owned());
-        }
+        let attempt = row.attempt_of(run);
+        let day = row.day().map(str::to_owned);
         Self {
             label: row.label,
             period: row.period,

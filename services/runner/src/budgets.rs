@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use gatehouse_agent::Limit;
-use gatehouse_store::{SpendLimit, Store, StoreError};
+use gatehouse_store::{SpendLimit, SpendScope, Store, StoreError};
 use uuid::Uuid;
 
 /// Budgets as the configuration sets them, beside the roles' own.
@@ -115,7 +115,11 @@ impl Budgets {
             .and_then(|p| p.daily)
             .or(self.daily)?;
         Some(Scoped {
-            scope: format!("project:{name}:{}", today()),
+            scope: SpendScope::ProjectDay {
+                project: name,
+                day: &today(),
+            }
+            .key(),
             label: format!("project {name}"),
             period: "today".to_owned(),
             limit,
@@ -134,7 +138,7 @@ impl Budgets {
         let mut scoped = Vec::new();
         if let Some((name, Some(limit))) = role {
             scoped.push(Scoped {
-                scope: format!("attempt:{run}:{node}:{attempt}"),
+                scope: SpendScope::Attempt { run, node, attempt }.key(),
                 label: format!("role {name}"),
                 period: "for this attempt".to_owned(),
                 limit,
@@ -143,7 +147,7 @@ impl Budgets {
         let row = store.run(run).await?;
         let project = row.as_ref().and_then(|r| r.project.clone());
         let run_scope = |label: String, limit| Scoped {
-            scope: format!("run:{run}"),
+            scope: SpendScope::Run(run).key(),
             label,
             period: "for this run".to_owned(),
             limit,

@@ -1,7 +1,7 @@
 //! The budgets a run's model requests counted against, as runs show them: each scope's
 //! spend from the ledger beside its limit.
 
-use gatehouse_store::{SpendRow, Store, StoreError};
+use gatehouse_store::{RunRow, SpendRow, Store, StoreError};
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use uuid::Uuid;
@@ -40,15 +40,8 @@ fn usd(micros: u64) -> f64 {
 
 impl BudgetView {
     fn of(row: SpendRow, run: Uuid) -> Self {
-        let (mut node, mut attempt, mut day) = (None, None, None);
-        if let Some(rest) = row.scope.strip_prefix(&format!("attempt:{run}:"))
-            && let Some((n, a)) = rest.rsplit_once(':')
-        {
-            node = Some(n.to_owned());
-            attempt = a.parse().ok();
-        } else if row.scope.starts_with("project:") {
-            day = row.scope.rsplit_once(':').map(|(_, d)| d.to_owned());
-        }
+        let (node, attempt) = row.attempt_of(run).unzip();
+        let day = row.day().map(str::to_owned);
         Self {
             label: row.label,
             period: row.period,
@@ -66,21 +59,11 @@ impl BudgetView {
 
 /// The run's budgets: its attempts', its own, and its project's on the days it ran
 /// (`default` for a run on no project).
-pub(crate) async fn of_run(
-    store: &Store,
-    run: Uuid,
-    project: Option<&str>,
-    days: &[String],
-) -> Result<Vec<BudgetView>, StoreError> {
-    let mut rows = store
-        .spend_under(&format!("attempt:{run}:"), ATTEMPTS_SHOWN)
-        .await?;
-    let project = project.filter(|p| !p.is_empty()).unwrap_or("default");
-    let mut scopes = vec![format!("run:{run}")];
-    scopes.extend(days.iter().map(|day| format!("project:{project}:{day}")));
-    rows.extend(store.spend(&scopes).await?);
-    Ok(rows
+pub(crate) async fn of_run(store: &Store, run: &RunRow) -> Result<Vec<BudgetView>, StoreError> {
+    Ok(store
+        .run_spend(run, ATTEMPTS_SHOWN)
+        .await?
         .into_iter()
-        .map(|row| BudgetView::of(row, run))
+        .map(|row| BudgetView::of(row, run.id))
         .collect())
 }

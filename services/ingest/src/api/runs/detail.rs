@@ -147,15 +147,7 @@ pub(crate) async fn loaded(
             branch_name: r.branch_name,
         })
         .collect();
-    let days: Vec<String> = {
-        let mut days = vec![
-            row.created_at.format("%Y-%m-%d").to_string(),
-            row.updated_at.format("%Y-%m-%d").to_string(),
-        ];
-        days.dedup();
-        days
-    };
-    let budgets = super::budgets::of_run(&api.store, id, row.project.as_deref(), &days).await?;
+    let budgets = super::budgets::of_run(&api.store, &row).await?;
     let detail = RunDetail {
         usage,
         budgets,
