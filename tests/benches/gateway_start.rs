@@ -76,22 +76,14 @@ async fn bench() {
     let home = data.path().join("home");
     std::fs::create_dir_all(&home).unwrap();
     let path = format!("{}:/usr/bin:/bin", bin.display());
-    let quiet: Vec<(String, String)> = Executor::ClaudeCode
-        .environment()
-        .iter()
-        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-        .collect();
     let direct = Role {
         model: Some("claude-sonnet-4-5".into()),
-        env: BTreeMap::from_iter(
-            [
-                ("PATH".to_owned(), path.clone()),
-                ("HOME".to_owned(), home.display().to_string()),
-                ("ANTHROPIC_BASE_URL".to_owned(), fake.url().to_owned()),
-            ]
-            .into_iter()
-            .chain(quiet),
-        ),
+        // The runner adds the CLI's own variables (no telemetry, IS_SANDBOX) to both.
+        env: BTreeMap::from([
+            ("PATH".to_owned(), path.clone()),
+            ("HOME".to_owned(), home.display().to_string()),
+            ("ANTHROPIC_BASE_URL".to_owned(), fake.url().to_owned()),
+        ]),
         secrets: vec!["ANTHROPIC_API_KEY".into()],
         ..Role::new(Executor::ClaudeCode)
     };

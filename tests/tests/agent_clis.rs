@@ -31,7 +31,7 @@ mod run;
 
 use std::path::Path;
 
-use gatehouse_fake_providers::{FakeProvider, Recorded, Turn};
+use gatehouse_fake_providers::{FakeProvider, Recorded, Tokens, Turn};
 use gatehouse_gateway::ProviderKind;
 use serde_json::Value;
 use tempfile::TempDir;
@@ -102,7 +102,7 @@ fn assert_claude_did_the_job(output: &Output, work: &Path, turns: &[Turn]) {
     assert_eq!(result["is_error"], false);
     assert_eq!(result["result"], ANSWER);
     assert_eq!(result["num_turns"], 2);
-    let sum = job::sum(turns);
+    let sum = Tokens::total(turns);
     let usage = &result["usage"];
     assert_eq!(usage["input_tokens"], sum.input);
     assert_eq!(usage["output_tokens"], sum.output);
@@ -164,7 +164,7 @@ fn assert_codex_did_the_job(output: &Output, work: &Path, turns: &[Turn]) {
         .iter()
         .rfind(|e| e["type"] == "turn.completed")
         .unwrap_or_else(|| panic!("no turn.completed: {}", output.describe()));
-    let sum = job::sum(turns);
+    let sum = Tokens::total(turns);
     let usage = &turn["usage"];
     assert_eq!(usage["input_tokens"], sum.input + sum.cache_read);
     assert_eq!(usage["cached_input_tokens"], sum.cache_read);

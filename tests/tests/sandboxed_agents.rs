@@ -137,14 +137,7 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
     let Some(clis) = installed::clis() else {
         return;
     };
-    let total = cli.turns.iter().fold(tokens(0, 0, 0, 0), |sum, turn| {
-        tokens(
-            sum.input + turn.tokens.input,
-            sum.output + turn.tokens.output,
-            sum.cache_read + turn.tokens.cache_read,
-            sum.cache_write + turn.tokens.cache_write,
-        )
-    });
+    let total = Tokens::total(&cli.turns);
     let traced_as = cli.traced_as;
     let fake = FakeProvider::start(REAL_KEY, cli.turns).await;
     let data = tempfile::tempdir().unwrap();
@@ -163,12 +156,7 @@ async fn through_the_gateway(backend: Backend, cli: Cli) {
         ]),
         ..Role::new(cli.executor)
     };
-    let provider = Provider {
-        name: "model".into(),
-        kind: cli.kind,
-        base_url: url::Url::parse(fake.url()).unwrap(),
-        key: SecretString::from(REAL_KEY),
-    };
+    let provider = model_provider(&fake, cli.kind);
     let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
         .sop("hello", HELLO)
         .sandbox(Arc::new(ProcessSandbox::default()))
@@ -294,4 +282,15 @@ pub(crate) async fn request(stack: &Gatehouse, sop: &str) -> Uuid {
         }))
         .await;
     run
+}
+
+/// The provider `model` the runner's gateway fronts: the fake, speaking `kind`, with the
+/// real key.
+pub(crate) fn model_provider(fake: &FakeProvider, kind: ProviderKind) -> Provider {
+    Provider {
+        name: "model".into(),
+        kind,
+        base_url: url::Url::parse(fake.url()).unwrap(),
+        key: SecretString::from(REAL_KEY),
+    }
 }

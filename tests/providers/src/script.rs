@@ -18,6 +18,20 @@ pub struct Tokens {
     pub reasoning: u64,
 }
 
+impl Tokens {
+    /// What a script's turns report in all, each turn answered once: what a test expects
+    /// metered.
+    pub fn total(turns: &[Turn]) -> Self {
+        turns.iter().fold(Self::default(), |sum, turn| Self {
+            input: sum.input + turn.tokens.input,
+            output: sum.output + turn.tokens.output,
+            cache_read: sum.cache_read + turn.tokens.cache_read,
+            cache_write: sum.cache_write + turn.tokens.cache_write,
+            reasoning: sum.reasoning + turn.tokens.reasoning,
+        })
+    }
+}
+
 /// What the model answers.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {

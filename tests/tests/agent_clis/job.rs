@@ -68,20 +68,9 @@ pub fn codex_script() -> Vec<Turn> {
     ]
 }
 
-/// The sum of a script's figures, each turn answered once.
-pub fn sum(turns: &[Turn]) -> Tokens {
-    turns.iter().fold(Tokens::default(), |sum, turn| Tokens {
-        input: sum.input + turn.tokens.input,
-        output: sum.output + turn.tokens.output,
-        cache_read: sum.cache_read + turn.tokens.cache_read,
-        cache_write: sum.cache_write + turn.tokens.cache_write,
-        reasoning: sum.reasoning + turn.tokens.reasoning,
-    })
-}
-
 /// What the gateway must have metered for a script answered once per turn.
 pub fn metered(turns: &[Turn]) -> Totals {
-    let sum = sum(turns);
+    let sum = Tokens::total(turns);
     Totals {
         requests: turns.len() as u64,
         input: sum.input,

@@ -7,14 +7,13 @@ use std::time::Duration;
 
 use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_providers::{FakeProvider, Fault, Turn};
-use gatehouse_gateway::{Provider, ProviderKind};
+use gatehouse_gateway::ProviderKind;
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_tests::{Backend, Gatehouse, TestDb, relay_binary};
-use secrecy::SecretString;
 use serde_json::json;
 use std::sync::Arc;
 
-use crate::{ANSWER, CONTENT, HELLO, REAL_KEY, installed, job, request, tokens};
+use crate::{ANSWER, CONTENT, HELLO, REAL_KEY, installed, job, model_provider, request, tokens};
 
 gatehouse_tests::on_both_backends!(a_runner_killed_mid_stream_leaves_a_dead_token_and_one_usage);
 
@@ -89,12 +88,7 @@ async fn a_runner_killed_mid_stream_leaves_a_dead_token_and_one_usage(backend: B
         ]),
         ..Role::new(Executor::ClaudeCode)
     };
-    let provider = Provider {
-        name: "model".into(),
-        kind: ProviderKind::Anthropic,
-        base_url: url::Url::parse(fake.url()).unwrap(),
-        key: SecretString::from(REAL_KEY),
-    };
+    let provider = model_provider(&fake, ProviderKind::Anthropic);
     let configure = move |options: &mut gatehouse_runner::RunnerOptions| {
         options.roles = BTreeMap::from([("coder".to_owned(), role.clone())]);
         options.providers = vec![provider.clone()];

@@ -9,15 +9,16 @@ use std::sync::Arc;
 
 use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_providers::{FakeProvider, Turn};
-use gatehouse_gateway::{Provider, ProviderKind};
+use gatehouse_gateway::ProviderKind;
 use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
 use gatehouse_store::ConnectionVerdict;
 use gatehouse_tests::{Backend, Gatehouse, TestDb, relay_binary};
-use secrecy::SecretString;
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
-use crate::{ANSWER, CONTENT, REAL_KEY, assert_key_nowhere_under, contains, request, tokens};
+use crate::{
+    ANSWER, CONTENT, REAL_KEY, assert_key_nowhere_under, contains, model_provider, request, tokens,
+};
 
 pub(crate) const AGENTS_IMAGE: &str = "gatehouse-sandbox:agents";
 
@@ -164,12 +165,7 @@ async fn claude_code_in_docker_reaches_only_the_gateway_and_its_egress(backend: 
         model: Some("claude-sonnet-4-5".into()),
         ..Role::new(Executor::ClaudeCode)
     };
-    let provider = Provider {
-        name: "model".into(),
-        kind: ProviderKind::Anthropic,
-        base_url: url::Url::parse(fake.url()).unwrap(),
-        key: SecretString::from(REAL_KEY),
-    };
+    let provider = model_provider(&fake, ProviderKind::Anthropic);
     let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
     let sop = LOCKED.replace(
         "REGISTRY: \"REGISTRY\"",

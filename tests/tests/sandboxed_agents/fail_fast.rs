@@ -9,12 +9,11 @@ use std::time::{Duration, Instant};
 
 use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_providers::{FakeProvider, Fault, Turn};
-use gatehouse_gateway::{Provider, ProviderKind};
+use gatehouse_gateway::ProviderKind;
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_tests::{Backend, Gatehouse, TestDb, relay_binary};
-use secrecy::SecretString;
 
-use super::{REAL_KEY, installed, request};
+use super::{REAL_KEY, installed, model_provider, request};
 
 /// The retries each role allows.
 const RETRIES: u32 = 2;
@@ -73,12 +72,7 @@ async fn gives_up_soon(backend: Backend, executor: Executor, kind: ProviderKind,
         ]),
         ..Role::new(executor)
     };
-    let provider = Provider {
-        name: "model".into(),
-        kind,
-        base_url: url::Url::parse(fake.url()).unwrap(),
-        key: SecretString::from(REAL_KEY),
-    };
+    let provider = model_provider(&fake, kind);
     let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
         .sop("one", ONE_AGENT)
         .sandbox(Arc::new(ProcessSandbox::default()))
