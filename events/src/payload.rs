@@ -254,6 +254,11 @@ pub struct GateOpened {
     /// When the gate expires, if it does.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expires_at: Option<DateTime<Utc>>,
+    /// For an agent node asking for its budget to be raised once: the refusal it met
+    /// ("budget of project api reached: $20.00 today"). Approving raises that budget for
+    /// the run by its own amount again and runs the node again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raise: Option<String>,
 }
 
 /// A reviewer's choice.
@@ -364,6 +369,12 @@ pub struct NodeFinished {
     /// outcome of its own, so a scheduler from before it reads the failure it always was.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub interrupted: bool,
+    /// A budget refused the agent's model request (the outcome is `failed` with the
+    /// refusal): the budget, as the runner names it ("project api"). With `on_budget: ask`
+    /// the node asks a person to raise it rather than failing. A field, like
+    /// `interrupted`, so a scheduler from before it reads the failure it always was.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_budget: Option<String>,
 }
 
 /// `card.posted`: an approval card now exists in a chat channel; recorded so it is never

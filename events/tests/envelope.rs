@@ -101,6 +101,7 @@ fn samples() -> Vec<Event> {
             send_back_targets: vec!["report".into()],
             artifacts: vec![artifact.clone()],
             expires_at: Some(at("2026-12-01T00:00:00Z")),
+            raise: None,
         }),
         Event::GateDecision(GateDecision {
             run_id: run_id(),
@@ -151,6 +152,7 @@ fn samples() -> Vec<Event> {
             duration_ms: 1532,
             artifacts: vec![artifact],
             interrupted: false,
+            over_budget: None,
         }),
         Event::CardPosted(CardPosted {
             run_id: run_id(),

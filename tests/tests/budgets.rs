@@ -33,8 +33,16 @@ nodes:
   code: { kind: agent, role: coder, prompt: "Write the files." }
 "#;
 
+/// The same node, asking anyone who may decide gates to raise its budget once.
+const ASK: &str = r#"
+name: ask
+nodes:
+  code: { kind: agent, role: coder, prompt: "Write the files.", on_budget: ask }
+"#;
+
 on_both_backends!(
     a_budget_reached_mid_node_fails_the_node_with_its_message,
+    an_approved_budget_ask_runs_the_node_again_with_the_budget_raised_once,
     concurrent_runs_share_the_daily_budget_without_overshoot,
     a_turn_past_its_projects_day_fails_with_the_budgets_message,
 );
@@ -100,6 +108,7 @@ async fn stack(
     Some(
         Gatehouse::builder_on(TestDb::new(backend).await, data)
             .sop("work", WORK)
+            .sop("ask", ASK)
             .sandbox(Arc::new(ProcessSandbox::default()))
             .runner(move |options| {
                 options.roles = BTreeMap::from([("coder".to_owned(), role)]);
@@ -112,12 +121,41 @@ async fn stack(
     )
 }
 
+/// A token of the bootstrap admin, who may read everything and decide any gate.
+async fn admin(stack: &Gatehouse) -> String {
+    stack
+        .stored_token(
+            gatehouse_ingest::BOOTSTRAP_ADMIN,
+            &gatehouse_ingest::Scope::ALL,
+            None,
+        )
+        .await
+}
+
+/// `GET /api/v1{path}` as JSON.
+async fn get(stack: &Gatehouse, token: &str, path: &str) -> serde_json::Value {
+    stack
+        .http
+        .get(format!("{}/api/v1{path}", stack.url))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap()
+}
+
 async fn request(stack: &Gatehouse) -> Uuid {
+    request_of(stack, "work").await
+}
+
+async fn request_of(stack: &Gatehouse, sop: &str) -> Uuid {
     let run = Uuid::now_v7();
     stack
         .emit(Event::RunRequested(RunRequested {
             run_id: run,
-            sop: "work".into(),
+            sop: sop.into(),
             params: BTreeMap::new(),
             requirement_id: None,
             requested_by: actor("bob"),
@@ -162,23 +200,8 @@ async fn a_budget_reached_mid_node_fails_the_node_with_its_message(backend: Back
         "once"
     );
     // The run's view shows the budget spent beside its limit.
-    let token = stack
-        .stored_token(
-            gatehouse_ingest::BOOTSTRAP_ADMIN,
-            &gatehouse_ingest::Scope::ALL,
-            None,
-        )
-        .await;
-    let detail: serde_json::Value = stack
-        .http
-        .get(format!("{}/api/v1/runs/{run}", stack.url))
-        .bearer_auth(&token)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let token = admin(&stack).await;
+    let detail = get(&stack, &token, &format!("/runs/{run}")).await;
     let budgets = &detail["budgets"];
     assert_eq!(budgets.as_array().map(Vec::len), Some(1), "{detail:#}");
     assert_eq!(budgets[0]["label"], "role coder");
@@ -286,5 +309,70 @@ async fn a_turn_past_its_projects_day_fails_with_the_budgets_message(backend: Ba
         "the 80 % note joins the turn's end: {ended:?}"
     );
     assert_eq!(fake.requests().len(), 3, "the fourth request was refused");
+    stack.stop().await;
+}
+
+/// `on_budget: ask`: the node that reached its role's budget waits for a person instead of
+/// failing; the gate says why; approving it once (a second click changes nothing) raises
+/// the budget by its own amount and the node's next attempt finishes within it.
+async fn an_approved_budget_ask_runs_the_node_again_with_the_budget_raised_once(backend: Backend) {
+    // Three requests (3000 tokens) do the work: past 1500 tokens, within 3000.
+    let fake = FakeProvider::start(KEY, script(2)).await;
+    let Some(stack) = stack(backend, &fake, Some("1500 tokens"), None).await else {
+        return;
+    };
+    let run = request_of(&stack, "ask").await;
+    let waiting = stack.wait_run(run, "waiting").await;
+    let refusal = "budget of role coder reached: 1.5k tokens for this attempt";
+    let attempts = stack.db.store.attempts(run).await.unwrap();
+    assert_eq!(attempts[0].error.as_deref(), Some(refusal), "{waiting:#}");
+    assert_eq!(fake.requests().len(), 2, "the third request was refused");
+
+    let token = admin(&stack).await;
+    let gates = get(&stack, &token, "/gates").await;
+    assert_eq!(gates[0]["id"], format!("{run}/code"), "{gates:#}");
+    assert_eq!(gates[0]["attempt"], 1);
+    assert_eq!(gates[0]["raise"], refusal);
+
+    let approve = || async {
+        stack
+            .http
+            .post(format!(
+                "{}/api/v1/runs/{run}/gates/code/decision",
+                stack.url
+            ))
+            .bearer_auth(&token)
+            .json(&json!({"decision": "approve", "attempt": 1}))
+            .send()
+            .await
+            .unwrap()
+            .status()
+    };
+    assert!(approve().await.is_success());
+    let done = stack.wait_run(run, "succeeded").await;
+    let second = approve().await;
+    assert_eq!(
+        second.as_u16(),
+        409,
+        "a second click on a decided ask: {done:#}"
+    );
+
+    let attempts = stack.db.store.attempts(run).await.unwrap();
+    assert_eq!(attempts.len(), 2);
+    assert_eq!(attempts[1].error, None);
+    assert_eq!(fake.requests().len(), 2 + 3);
+    let raises = stack.db.store.budget_raises(run).await.unwrap();
+    assert_eq!(
+        raises,
+        BTreeMap::from([("role coder for this attempt".to_owned(), 1)])
+    );
+    // The second attempt was allowed twice the role's budget, and spent within it.
+    let spent = stack
+        .db
+        .store
+        .spend(&[format!("attempt:{run}:code:2")])
+        .await
+        .unwrap();
+    assert_eq!((spent[0].tokens, spent[0].limit_tokens), (3000, Some(3000)));
     stack.stop().await;
 }

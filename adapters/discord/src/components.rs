@@ -86,6 +86,9 @@ fn card_description(card: &Card) -> String {
         escape_markdown(&card.sop),
         card.attempt
     ));
+    if let Some(question) = card.raise_question() {
+        lines.push(escape_markdown(&question));
+    }
     lines.push(format!(
         "**Who may decide:** {}",
         escape_markdown(&card.deciders())
@@ -262,6 +265,7 @@ mod tests {
             approvals: vec![],
             send_back: vec!["build".into(), "plan".into()],
             outcome: None,
+            raise: None,
         }
     }
 

@@ -35,6 +35,9 @@ pub fn card_message(card: &Card) -> Message {
         "text": plain(&truncate(&title, MAX_HEADER)),
     })];
     blocks.push(json!({"type": "context", "elements": card_context(card)}));
+    if let Some(question) = card.raise_question() {
+        blocks.push(section(&escape(&question)));
+    }
     for output in card.outputs.iter().take(MAX_OUTPUTS) {
         blocks.push(section(&output_text(output)));
     }
@@ -300,6 +303,7 @@ mod tests {
             approvals: vec![],
             send_back: vec!["build".into(), "plan".into()],
             outcome: None,
+            raise: None,
         }
     }
 
@@ -316,6 +320,22 @@ mod tests {
 
     fn all_text(message: &Message) -> String {
         message.blocks.to_string()
+    }
+
+    #[test]
+    fn a_budget_ask_says_what_stopped_and_what_approving_does() {
+        let ask = Card {
+            raise: Some("budget of project api reached: $20.00 today".into()),
+            ..card()
+        };
+        let text = all_text(&card_message(&ask));
+        assert!(text.contains("Budget reached: review"), "{text}");
+        assert!(
+            text.contains("The agent stopped: budget of project api reached: $20.00 today."),
+            "{text}"
+        );
+        assert!(text.contains("Approve raises this budget once"), "{text}");
+        assert!(!all_text(&card_message(&card())).contains("The agent stopped"));
     }
 
     #[test]

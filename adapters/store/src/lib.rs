@@ -14,6 +14,7 @@
 
 mod attempts;
 mod backend;
+mod budget_raises;
 mod bus;
 mod chat;
 mod checkpoints;
@@ -52,6 +53,7 @@ mod wal;
 
 pub use attempts::{ArtifactRow, AttemptEnd, AttemptRow, AttemptStatus, LogRow};
 pub use backend::Backend;
+pub use budget_raises::BudgetRaise;
 pub use bus::{Handover, JobTaker, OutboxMessage, QueueClaim, QueueMessage, QueuedDelivery, Wake};
 pub use chat::{ChatMessageRow, WantChat};
 pub use checkpoints::CheckpointRow;

@@ -54,6 +54,20 @@ impl Limit {
         }
     }
 
+    /// The limit raised `raises` times by its own amount (an approved `on_budget: ask`
+    /// each), saturating rather than wrapping.
+    pub fn raised(self, raises: u32) -> Self {
+        let times = u64::from(raises).saturating_add(1);
+        match self {
+            Self::Usd { micros } => Self::Usd {
+                micros: micros.saturating_mul(times),
+            },
+            Self::Tokens { count } => Self::Tokens {
+                count: count.saturating_mul(times),
+            },
+        }
+    }
+
     /// Whether it is in dollars, and so needs prices.
     pub fn is_usd(self) -> bool {
         matches!(self, Self::Usd { .. })
@@ -229,6 +243,20 @@ mod tests {
 
     fn parse(text: &str) -> Result<Limit, LimitError> {
         text.parse()
+    }
+
+    #[test]
+    fn a_raise_adds_the_limits_own_amount_each_time() {
+        assert_eq!(parse("$20").unwrap().raised(0), parse("$20").unwrap());
+        assert_eq!(parse("$20").unwrap().raised(2), parse("$60").unwrap());
+        assert_eq!(
+            parse("1.5k tokens").unwrap().raised(1),
+            Limit::Tokens { count: 3000 }
+        );
+        assert_eq!(
+            Limit::Tokens { count: u64::MAX }.raised(1),
+            Limit::Tokens { count: u64::MAX }
+        );
     }
 
     #[test]

@@ -34,15 +34,36 @@ pub struct Card {
     pub send_back: Vec<String>,
     /// The decision, once made: the card then shows it instead of buttons.
     pub outcome: Option<Outcome>,
+    /// For an agent node asking for a budget to be raised: the refusal it met ("budget of
+    /// project api reached: $20.00 today"). The card asks for a raise, not a review.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raise: Option<String>,
 }
+
+/// What deciding an ask to raise a budget does, as cards, the console and the status
+/// comment say it.
+pub const RAISE_EFFECT: &str = "Approve raises this budget once, by its own amount, for this run, and runs the node again; reject fails the run.";
 
 impl Card {
     /// The card's title line.
     pub fn title(&self) -> String {
+        if self.raise.is_some() {
+            return match &self.requirement {
+                Some(requirement) => format!("Budget reached: {} — {requirement}", self.node),
+                None => format!("Budget reached: {} ({})", self.node, self.sop),
+            };
+        }
         match &self.requirement {
             Some(requirement) => format!("Approval needed: {} — {requirement}", self.node),
             None => format!("Approval needed: {} ({})", self.node, self.sop),
         }
+    }
+
+    /// For an ask to raise a budget: the refusal and what deciding does, as one paragraph.
+    pub fn raise_question(&self) -> Option<String> {
+        self.raise
+            .as_ref()
+            .map(|refusal| format!("The agent stopped: {refusal}. {RAISE_EFFECT}"))
     }
 
     /// Who may decide, as a sentence part.
@@ -150,6 +171,7 @@ mod tests {
             approvals: vec![],
             send_back: vec![],
             outcome: None,
+            raise: None,
         }
     }
 
@@ -167,6 +189,20 @@ mod tests {
         assert_eq!(c.title(), "Approval needed: review (bug-fix)");
         c.requirement = Some("Fix login".into());
         assert_eq!(c.title(), "Approval needed: review — Fix login");
+    }
+
+    #[test]
+    fn an_ask_to_raise_a_budget_says_what_stopped_and_what_deciding_does() {
+        let mut c = card();
+        assert_eq!(c.raise_question(), None);
+        c.raise = Some("budget of project api reached: $20.00 today".into());
+        assert_eq!(c.title(), "Budget reached: review (bug-fix)");
+        assert_eq!(
+            c.raise_question().unwrap(),
+            format!(
+                "The agent stopped: budget of project api reached: $20.00 today. {RAISE_EFFECT}"
+            )
+        );
     }
 
     #[test]

@@ -11,4 +11,4 @@ mod action;
 mod card;
 
 pub use action::{ActionError, CardAction, Verb};
-pub use card::{Body, Card, DM_PREFIX, Outcome, Output, Progress, login_link_text};
+pub use card::{Body, Card, DM_PREFIX, Outcome, Output, Progress, RAISE_EFFECT, login_link_text};

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
 use gatehouse_sop::{Node, NodeKind, OnInterrupt, Sop};
 
-use crate::{Effect, Input, NodeState, Outcome, Rejection, RunState};
+use crate::{Effect, GateState, Input, NodeState, Outcome, Rejection, RunState};
 
 /// Applies one input to a run of `sop`. On success the state is updated (its revision
 /// raised if anything changed) and the effects to carry out are returned; on refusal the
@@ -229,6 +229,7 @@ impl Step<'_> {
             .sop
             .node(id)
             .is_some_and(|def| def.on_interrupt == OnInterrupt::Retry);
+        let asks_for_budget = self.sop.node(id).is_some_and(|def| def.on_budget.is_some());
         let node = self.node_mut(id)?;
         let in_flight = matches!(node.status, NodeStatus::Dispatched | NodeStatus::Running);
         if node.attempt != attempt || !in_flight {
@@ -254,6 +255,26 @@ impl Step<'_> {
                     return Ok(());
                 }
                 reason
+            }
+            Outcome::OverBudget { reason, budget } => {
+                node.last_error = Some(reason.clone());
+                if asks_for_budget {
+                    node.status = NodeStatus::WaitingApproval;
+                    node.over_budget = Some(budget);
+                    let gate = node.gate.get_or_insert_with(GateState::new);
+                    gate.status = GateStatus::Waiting;
+                    gate.approvals.clear();
+                    gate.opened_ms = None;
+                    self.effects.push(Effect::OpenGate {
+                        node: id.to_owned(),
+                        attempt,
+                    });
+                } else {
+                    node.failures += 1;
+                    node.status = NodeStatus::Failed;
+                    self.fail(format!("node `{id}` failed: {reason}"));
+                }
+                return Ok(());
             }
         };
         node.failures += 1;

@@ -29,6 +29,15 @@ pub enum Effect {
         /// Backoff.
         after: Duration,
     },
+    /// A person approved raising `budget` for this run once, at the ask that followed
+    /// `attempt`: record it, so the node's next attempt is allowed that much more.
+    RaiseBudget {
+        node: String,
+        /// The attempt that reached the budget.
+        attempt: u32,
+        /// The budget, as [`crate::Outcome::OverBudget`] names it.
+        budget: String,
+    },
     /// Stop an attempt that is in flight.
     CancelAttempt { node: String, attempt: u32 },
 }

@@ -22,6 +22,16 @@ pub enum Outcome {
         /// (`runner.interrupt_retries`: the scheduler's setting, not the SOP's).
         retries: u32,
     },
+    /// A budget refused its agent's model request. Never retried: another attempt would
+    /// meet the same limit, or get a fresh one no person agreed to. With `on_budget: ask`
+    /// the node waits for a person to raise the budget once; else it fails.
+    OverBudget {
+        /// The refusal, e.g. "budget of project api reached: $20.00 today".
+        reason: String,
+        /// The budget reached, as the runner names it ("project api", "role coder"): what
+        /// an approval raises.
+        budget: String,
+    },
 }
 
 /// A reviewer's decision on a gate.

@@ -52,8 +52,11 @@ pub struct NodeState {
     pub rework_comment: Option<String>,
     /// Why the last attempt failed.
     pub last_error: Option<String>,
-    /// Gate bookkeeping, for gate nodes.
+    /// Gate bookkeeping, for gate nodes and for an agent node once it asked for a budget.
     pub gate: Option<GateState>,
+    /// The budget an agent node's last attempt reached, while it asks for it to be raised.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_budget: Option<String>,
 }
 
 /// A gate's decisions.
@@ -72,6 +75,24 @@ pub struct GateState {
     pub opened_ms: Option<i64>,
 }
 
+impl GateState {
+    /// A gate that has not opened yet.
+    pub fn new() -> Self {
+        Self {
+            status: GateStatus::Waiting,
+            approvals: Vec::new(),
+            sent_back: 0,
+            opened_ms: None,
+        }
+    }
+}
+
+impl Default for GateState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl RunState {
     /// A run of `sop` that has not started.
     pub fn new(sop: &Sop, requested_by: Option<String>) -> Self {
@@ -79,12 +100,7 @@ impl RunState {
             .nodes
             .iter()
             .map(|n| {
-                let gate = matches!(n.kind, gatehouse_sop::NodeKind::Gate(_)).then(|| GateState {
-                    status: GateStatus::Waiting,
-                    approvals: Vec::new(),
-                    sent_back: 0,
-                    opened_ms: None,
-                });
+                let gate = n.is_gate().then(GateState::new);
                 (
                     n.id.clone(),
                     NodeState {
@@ -98,6 +114,7 @@ impl RunState {
                         rework_comment: None,
                         last_error: None,
                         gate,
+                        over_budget: None,
                     },
                 )
             })

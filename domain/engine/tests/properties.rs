@@ -70,8 +70,17 @@ fn random_sop(rng: &mut Rng) -> Sop {
                 yaml.push_str(&format!("    send_back: [{}]\n", list(&targets)));
             }
         } else {
+            if rng.chance(30) {
+                // An agent that may ask for its budget to be raised.
+                yaml.push_str("    kind: agent\n    role: coder\n    prompt: work\n");
+                if rng.chance(50) {
+                    yaml.push_str("    on_budget: { ask: [ana, bob] }\n");
+                }
+            } else {
+                yaml.push_str("    kind: script\n    run: work\n");
+            }
             yaml.push_str(&format!(
-                "    kind: script\n    run: work\n    retry: {{ max: {}, backoff: 1s }}\n",
+                "    retry: {{ max: {}, backoff: 1s }}\n",
                 rng.below(3)
             ));
             if !upstream.is_empty() && rng.chance(30) {
@@ -94,8 +103,12 @@ fn progress_inputs(sop: &Sop, state: &RunState, rng: &mut Rng) -> Vec<Input> {
         let (node_id, attempt) = (id.clone(), node.attempt);
         match node.status {
             NodeStatus::Dispatched | NodeStatus::Running => {
-                let outcome = match rng.below(5) {
+                let outcome = match rng.below(6) {
                     0 => Outcome::Failed("boom".into()),
+                    4 => Outcome::OverBudget {
+                        reason: "budget of role coder reached".into(),
+                        budget: "role coder".into(),
+                    },
                     1 => Outcome::TimedOut,
                     2 => Outcome::Interrupted {
                         reason: "lost".into(),
@@ -120,10 +133,11 @@ fn progress_inputs(sop: &Sop, state: &RunState, rng: &mut Rng) -> Vec<Input> {
                 attempt,
             }),
             NodeStatus::WaitingApproval => {
-                let gate = match &sop.node(id).unwrap().kind {
-                    gatehouse_sop::NodeKind::Gate(g) => g,
-                    _ => unreachable!(),
-                };
+                let gate = sop
+                    .node(id)
+                    .unwrap()
+                    .gate()
+                    .expect("a node that waits has a gate");
                 let person = ["ana", "bob", "cy"][rng.below(3)].to_owned();
                 let decision = match rng.below(6) {
                     0 if !gate.send_back.is_empty() => Decision::SendBack {

@@ -776,3 +776,147 @@ nodes:
         ]
     );
 }
+
+/// An agent node under a budget, asking leads to raise it, then a script.
+fn asks_for_budget() -> Sop {
+    sop(r#"
+name: spend
+nodes:
+  code:
+    kind: agent
+    role: coder
+    prompt: go
+    retry: { max: 3 }
+    on_budget: { ask: ["group:leads"] }
+  after: { kind: script, run: "true", needs: [code] }
+"#)
+}
+
+fn over_budget() -> Outcome {
+    Outcome::OverBudget {
+        reason: "budget of project api reached: $20.00 today".into(),
+        budget: "project api".into(),
+    }
+}
+
+#[test]
+fn a_budget_reached_without_ask_fails_the_run_at_once_despite_retries() {
+    let (mut run, _) = Run::start(sop(r#"
+name: spend
+nodes:
+  code: { kind: agent, role: coder, prompt: go, retry: { max: 3 } }
+"#));
+    assert_eq!(run.finish("code", over_budget()), []);
+    assert_eq!(run.status("code"), NodeStatus::Failed);
+    assert_eq!(run.state.status, RunStatus::Failed);
+    assert_eq!(
+        run.state.failure.as_deref(),
+        Some("node `code` failed: budget of project api reached: $20.00 today")
+    );
+    // No gate to decide.
+    assert_eq!(
+        run.decide("code", Decision::Approve, None, "ana"),
+        Err(Rejection::NotAGate("code".into()))
+    );
+}
+
+#[test]
+fn an_approved_budget_ask_raises_it_once_and_runs_the_node_again() {
+    let (mut run, _) = Run::start(asks_for_budget());
+    assert_eq!(run.finish("code", over_budget()), [open("code", 1)]);
+    assert_eq!(run.status("code"), NodeStatus::WaitingApproval);
+    assert_eq!(run.state.status, RunStatus::Waiting);
+    // Not a gate with rework: nowhere to send it.
+    assert!(matches!(
+        run.decide(
+            "code",
+            Decision::SendBack { to: "code".into() },
+            Some("x"),
+            "ana"
+        ),
+        Err(Rejection::NotASendBackTarget { .. })
+    ));
+    // The requester may not raise their own run's budget unless the ask allows it.
+    assert_eq!(
+        run.decide("code", Decision::Approve, None, "bob"),
+        Err(Rejection::RequesterMayNotApprove("code".into()))
+    );
+    let effects = run.decide("code", Decision::Approve, None, "ana").unwrap();
+    assert_eq!(
+        effects,
+        [
+            close("code", 1, GateStatus::Approved),
+            Effect::RaiseBudget {
+                node: "code".into(),
+                attempt: 1,
+                budget: "project api".into(),
+            },
+            dispatch("code", 2),
+        ]
+    );
+    // A second approval of the same ask, or the first attempt's late result, is refused
+    // or ignored.
+    assert!(run.decide("code", Decision::Approve, None, "cy").is_err());
+    assert_eq!(
+        run.ok(Input::NodeFinished {
+            node: "code".into(),
+            attempt: 1,
+            outcome: Outcome::Succeeded
+        }),
+        []
+    );
+    assert_eq!(
+        run.finish("code", Outcome::Succeeded),
+        [dispatch("after", 1)]
+    );
+}
+
+#[test]
+fn a_declined_or_expired_budget_ask_fails_the_run_saying_so() {
+    let (mut run, _) = Run::start(asks_for_budget());
+    run.finish("code", over_budget());
+    assert_eq!(
+        run.decide("code", Decision::Reject, Some("too dear"), "ana")
+            .unwrap(),
+        [close("code", 1, GateStatus::Rejected)]
+    );
+    assert_eq!(
+        run.state.failure.as_deref(),
+        Some(
+            "node `code` failed: budget of project api reached: $20.00 today; ana declined to raise it: too dear"
+        )
+    );
+
+    let (mut run, _) = Run::start(asks_for_budget());
+    run.finish("code", over_budget());
+    run.ok(Input::GateExpired {
+        node: "code".into(),
+        attempt: 1,
+    });
+    assert_eq!(run.status("code"), NodeStatus::Failed);
+    assert!(
+        run.state
+            .failure
+            .as_deref()
+            .is_some_and(|f| f.ends_with("nobody raised it before the ask expired")),
+        "{:?}",
+        run.state.failure
+    );
+}
+
+#[test]
+fn a_budget_ask_is_cancelled_with_the_run_and_forgotten_on_retry() {
+    let (mut run, _) = Run::start(asks_for_budget());
+    run.finish("code", over_budget());
+    assert_eq!(
+        run.ok(Input::Cancel),
+        [close("code", 1, GateStatus::Cancelled)]
+    );
+    run.ok(Input::RetryFrom {
+        node: "code".into(),
+    });
+    assert_eq!(run.state.nodes["code"].over_budget, None);
+    assert_eq!(run.status("code"), NodeStatus::Dispatched);
+    // It may ask again, and the gate it opens is bound to the new attempt.
+    assert_eq!(run.finish("code", over_budget()), [open("code", 2)]);
+}

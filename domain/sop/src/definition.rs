@@ -173,7 +173,29 @@ pub struct Node {
     pub on_interrupt: OnInterrupt,
     /// Sandbox profile override.
     pub sandbox: Option<String>,
+    /// For an agent node, what happens when a budget refuses its model request: `None`,
+    /// the node fails (`on_budget: fail`, the default); a gate, it waits for a person to
+    /// raise the budget once (`on_budget: ask`), and runs again if one does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_budget: Option<Gate>,
     pub kind: NodeKind,
+}
+
+impl Node {
+    /// The gate people decide at this node: a gate node's own, or an agent node's ask to
+    /// raise a budget. Everything that shows or decides gates reads it here, so the two
+    /// are decided alike.
+    pub fn gate(&self) -> Option<&Gate> {
+        match &self.kind {
+            NodeKind::Gate(gate) => Some(gate),
+            _ => self.on_budget.as_ref(),
+        }
+    }
+
+    /// Whether this node is a gate node (not an agent node that may ask for a budget).
+    pub fn is_gate(&self) -> bool {
+        matches!(self.kind, NodeKind::Gate(_))
+    }
 }
 
 /// What a node does.

@@ -87,6 +87,11 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
                 }
             });
 
+    let on_budget = raw
+        .on_budget
+        .as_ref()
+        .and_then(|o| node::on_budget(report, o, raw.name.span()));
+
     let ids: HashMap<String, usize> = raw
         .nodes
         .keys()
@@ -106,7 +111,7 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
 
     for (index, (id, n)) in raw.nodes.into_iter().enumerate() {
         positions.push(*id.span());
-        let (needs, node) = node::node(report, &ids, index, id, n, &mut back_edges);
+        let (needs, node) = node::node(report, &ids, index, id, n, &mut back_edges, &on_budget);
         needs_idx.push(needs);
         nodes.extend(node);
     }

@@ -20,6 +20,9 @@ pub(crate) struct RawSop {
     pub starters: Option<Spanned<Vec<Spanned<String>>>>,
     #[serde(default)]
     pub budget: Option<Spanned<String>>,
+    /// The default `on_budget` of its agent nodes.
+    #[serde(default)]
+    pub on_budget: Option<RawOnBudget>,
     pub nodes: IndexMap<Spanned<String>, RawNode>,
 }
 
@@ -81,6 +84,8 @@ pub(crate) struct RawNode {
     #[serde(default)]
     pub on_interrupt: Option<Spanned<String>>,
     #[serde(default)]
+    pub on_budget: Option<RawOnBudget>,
+    #[serde(default)]
     pub sandbox: Option<Spanned<String>>,
     // script
     #[serde(default)]
@@ -119,4 +124,50 @@ pub(crate) struct RawNode {
     pub mode: Option<Spanned<String>>,
     #[serde(default)]
     pub branch: Option<Spanned<String>>,
+}
+
+/// `on_budget`: a word (`fail`, `ask`) or `{ ask: [people], expires_in, allow_requester,
+/// channels }`. Read by hand rather than as an untagged enum, which would lose the
+/// positions messages point at.
+pub(crate) enum RawOnBudget {
+    Word(String),
+    Ask(Box<RawAsk>),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawAsk {
+    pub ask: Spanned<Vec<Spanned<String>>>,
+    #[serde(default)]
+    pub expires_in: Option<Spanned<String>>,
+    #[serde(default)]
+    pub allow_requester: Option<Spanned<bool>>,
+    #[serde(default)]
+    pub channels: Option<Spanned<Vec<String>>>,
+}
+
+impl<'de> Deserialize<'de> for RawOnBudget {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = RawOnBudget;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("`fail`, `ask`, or `{ ask: [approvers] }`")
+            }
+
+            fn visit_str<E: serde::de::Error>(self, word: &str) -> Result<RawOnBudget, E> {
+                Ok(RawOnBudget::Word(word.to_owned()))
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                map: A,
+            ) -> Result<RawOnBudget, A::Error> {
+                RawAsk::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+                    .map(|ask| RawOnBudget::Ask(Box::new(ask)))
+            }
+        }
+        deserializer.deserialize_any(Visitor)
+    }
 }

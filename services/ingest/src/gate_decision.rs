@@ -4,7 +4,6 @@
 
 use gatehouse_engine::{Decision, Input, apply};
 use gatehouse_events::{Actor, GateDecision, GateDecisionKind};
-use gatehouse_sop::NodeKind;
 use gatehouse_store::{Claim, OutcomeRow, Tx, Vote};
 use uuid::Uuid;
 
@@ -63,10 +62,10 @@ pub(crate) async fn checked_decision(
         groups: groups.clone(),
     };
     apply(&sop, &mut run, input)?;
-    let min_approvals = match sop.node(&node).map(|d| &d.kind) {
-        Some(NodeKind::Gate(gate)) => gate.min_approvals,
-        _ => 1,
-    };
+    let min_approvals = sop
+        .node(&node)
+        .and_then(|d| d.gate())
+        .map_or(1, |gate| gate.min_approvals);
     let vote = Vote {
         run_id: id,
         node: &node,

@@ -1,8 +1,9 @@
 //! A run's status comment, as Markdown: pure, so its wording is tested without GitHub.
 
+use gatehouse_chat::RAISE_EFFECT;
 use gatehouse_engine::RunState;
 use gatehouse_events::NodeStatus;
-use gatehouse_sop::{NodeKind, Sop};
+use gatehouse_sop::Sop;
 use uuid::Uuid;
 
 use crate::notes::{RunNotes, Style};
@@ -53,7 +54,7 @@ pub fn render_status(
         if n.status != NodeStatus::WaitingApproval {
             continue;
         }
-        let Some(NodeKind::Gate(gate)) = sop.node(node).map(|d| &d.kind) else {
+        let Some(gate) = sop.node(node).and_then(|d| d.gate()) else {
             continue;
         };
         let who = if gate.approvers.is_empty() {
@@ -61,6 +62,11 @@ pub fn render_status(
         } else {
             gate.approvers.join(", ")
         };
+        if let (Some(_), Some(refusal)) = (&n.over_budget, &n.last_error) {
+            out.push_str(&format!(
+                "\nNode **{node}** stopped: {refusal}. {RAISE_EFFECT}"
+            ));
+        }
         out.push_str(&format!(
             "\nGate **{node}** (attempt {}) waits for {who}: comment `/gatehouse approve`, `/gatehouse reject`",
             n.attempt

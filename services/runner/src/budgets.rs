@@ -67,6 +67,12 @@ impl Scoped {
         )
     }
 
+    /// The budget as a raise names it: "project api today", "role coder for this
+    /// attempt" (a project's run and day budgets share a label, not a period).
+    pub(crate) fn name(&self) -> String {
+        format!("{} {}", self.label, self.period)
+    }
+
     /// The spent amount in the limit's unit.
     pub(crate) fn spent(&self, tokens: u64, usd_micros: u64) -> u64 {
         if self.limit.is_usd() {
@@ -170,6 +176,13 @@ impl Budgets {
             }
         }
         scoped.extend(self.daily(project.as_deref()));
+        // What people raised for this run after its budget asks.
+        let raises = store.budget_raises(run).await?;
+        for s in &mut scoped {
+            if let Some(&n) = raises.get(&s.name()) {
+                s.limit = s.limit.raised(n);
+            }
+        }
         Ok(scoped)
     }
 

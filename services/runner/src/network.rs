@@ -23,7 +23,7 @@ use gatehouse_sandbox::{Forward, Profile, Relay};
 use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict};
 use tokio_util::sync::CancellationToken;
 
-pub(crate) use ledger::{Ledger, NoteTo};
+pub(crate) use ledger::{Ledger, NoteTo, Refusal};
 pub(crate) use reach::Reach;
 
 use meter::Meter;

@@ -5,10 +5,15 @@ use gatehouse_events::NodeOutcome;
 use gatehouse_sandbox::{Exit, ExitStatus, Profile};
 use gatehouse_store::AttemptStatus;
 
+use crate::network::Refusal;
+
 pub(crate) struct Verdict {
     pub outcome: NodeOutcome,
     pub status: AttemptStatus,
     pub exit_code: Option<i32>,
+    /// The budget a refused model request reached, as a raise names it: the engine may
+    /// ask a person to raise it rather than fail the node.
+    pub over_budget: Option<String>,
 }
 
 impl Verdict {
@@ -18,6 +23,7 @@ impl Verdict {
             outcome: NodeOutcome::Succeeded,
             status: AttemptStatus::Succeeded,
             exit_code: None,
+            over_budget: None,
         }
     }
 
@@ -27,6 +33,7 @@ impl Verdict {
             outcome: NodeOutcome::Failed { reason },
             status: AttemptStatus::Failed,
             exit_code: None,
+            over_budget: None,
         }
     }
 
@@ -36,6 +43,17 @@ impl Verdict {
             outcome: NodeOutcome::Failed { reason },
             status: AttemptStatus::Interrupted,
             exit_code: None,
+            over_budget: None,
+        }
+    }
+
+    /// A budget refused the agent's model request: that is why it stopped, whatever its
+    /// exit code.
+    pub(crate) fn refused(refusal: Refusal, exit_code: Option<i32>) -> Self {
+        Self {
+            exit_code,
+            over_budget: refusal.reached,
+            ..Self::failed(refusal.message)
         }
     }
 
@@ -66,6 +84,7 @@ pub(crate) fn judge(exit: &Exit, profile: &Profile, problem: Option<String>) -> 
         outcome: NodeOutcome::Failed { reason },
         status: AttemptStatus::Failed,
         exit_code,
+        over_budget: None,
     };
     let pids = |reason: String| match (exit.pids_limit_reached, profile.pids) {
         (true, Some(limit)) => {
@@ -79,6 +98,7 @@ pub(crate) fn judge(exit: &Exit, profile: &Profile, problem: Option<String>) -> 
                 outcome: NodeOutcome::Succeeded,
                 status: AttemptStatus::Succeeded,
                 exit_code: Some(0),
+                over_budget: None,
             },
             Some(problem) => failed(problem, Some(0)),
         },
@@ -104,11 +124,13 @@ pub(crate) fn judge(exit: &Exit, profile: &Profile, problem: Option<String>) -> 
             outcome: NodeOutcome::TimedOut,
             status: AttemptStatus::TimedOut,
             exit_code: None,
+            over_budget: None,
         },
         ExitStatus::Cancelled => Verdict {
             outcome: NodeOutcome::Cancelled,
             status: AttemptStatus::Cancelled,
             exit_code: None,
+            over_budget: None,
         },
     }
 }

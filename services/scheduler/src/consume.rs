@@ -131,15 +131,20 @@ impl Scheduler {
                 Input::NodeFinished {
                     node: f.node,
                     attempt: f.attempt,
-                    outcome: match f.outcome {
-                        NodeOutcome::Succeeded => Outcome::Succeeded,
-                        NodeOutcome::Failed { reason } if f.interrupted => Outcome::Interrupted {
-                            reason,
-                            retries: self.interrupt_retries,
-                        },
-                        NodeOutcome::Failed { reason } => Outcome::Failed(reason),
-                        NodeOutcome::TimedOut => Outcome::TimedOut,
-                        NodeOutcome::Cancelled => Outcome::Failed("cancelled".into()),
+                    outcome: match (f.outcome, f.over_budget) {
+                        (NodeOutcome::Succeeded, _) => Outcome::Succeeded,
+                        (NodeOutcome::Failed { reason }, _) if f.interrupted => {
+                            Outcome::Interrupted {
+                                reason,
+                                retries: self.interrupt_retries,
+                            }
+                        }
+                        (NodeOutcome::Failed { reason }, Some(budget)) => {
+                            Outcome::OverBudget { reason, budget }
+                        }
+                        (NodeOutcome::Failed { reason }, None) => Outcome::Failed(reason),
+                        (NodeOutcome::TimedOut, _) => Outcome::TimedOut,
+                        (NodeOutcome::Cancelled, _) => Outcome::Failed("cancelled".into()),
                     },
                 },
             ),

@@ -10,7 +10,7 @@ use gatehouse_events::{
     RunUpdated, SandboxWork, ScriptSpec, TraceParent,
 };
 use gatehouse_sop::{Node, NodeKind, Sop};
-use gatehouse_store::{RunRow, TimerKind, TimerRow, Tx};
+use gatehouse_store::{BudgetRaise, RunRow, TimerKind, TimerRow, Tx};
 use uuid::Uuid;
 
 use crate::SchedulerError;
@@ -79,6 +79,26 @@ impl Context<'_> {
                     tx.set_timer(&self.timer(node, *attempt, TimerKind::Retry, due))
                         .await?;
                 }
+                Effect::RaiseBudget {
+                    node,
+                    attempt,
+                    budget,
+                } => {
+                    let raised_by = self.state.nodes[node.as_str()]
+                        .gate
+                        .as_ref()
+                        .map(|g| g.approvals.clone())
+                        .unwrap_or_default();
+                    let raise = BudgetRaise {
+                        run_id: self.run.id,
+                        node,
+                        attempt: *attempt,
+                        budget,
+                        raised_by: &raised_by,
+                        raised_ms: Utc::now().timestamp_millis(),
+                    };
+                    tx.raise_budget(&raise).await?;
+                }
                 // Runners watch run snapshots and stop attempts that are no longer current.
                 Effect::CancelAttempt { .. } => {}
             }
@@ -108,6 +128,7 @@ impl Context<'_> {
                     .unwrap_or(0),
                 artifacts,
                 interrupted: false,
+                over_budget: None,
             };
             self.emit(tx, Event::NodeFinished(event)).await?;
         }
@@ -190,13 +211,13 @@ impl Context<'_> {
             if !seen.insert(up.clone()) {
                 continue;
             }
-            let state = &self.state.nodes[up.as_str()];
-            if state.gate.is_none() {
-                inputs.insert(up.clone(), state.attempt);
+            let Some(up_def) = self.sop.node(&up) else {
+                continue;
+            };
+            if !up_def.is_gate() {
+                inputs.insert(up.clone(), self.state.nodes[up.as_str()].attempt);
             }
-            if let Some(up_def) = self.sop.node(&up) {
-                stack.extend(up_def.needs.iter().cloned());
-            }
+            stack.extend(up_def.needs.iter().cloned());
         }
         inputs
     }
@@ -239,9 +260,16 @@ impl Context<'_> {
     }
 
     async fn open_gate(&self, tx: &mut Tx, node: &str, attempt: u32) -> Result<(), SchedulerError> {
-        let Some(NodeKind::Gate(gate)) = self.sop.node(node).map(|n| &n.kind) else {
+        let Some(def) = self.sop.node(node) else {
             return Ok(());
         };
+        let Some(gate) = def.gate() else {
+            return Ok(());
+        };
+        // An agent node's gate asks to lift the refusal its attempt met.
+        let raise = (!def.is_gate())
+            .then(|| self.state.nodes[node].last_error.clone())
+            .flatten();
         let expires_at = gate
             .expires_in
             .and_then(|d| chrono::Duration::from_std(d).ok())
@@ -259,6 +287,7 @@ impl Context<'_> {
             send_back_targets: gate.send_back.clone(),
             artifacts: Vec::new(),
             expires_at,
+            raise,
         };
         self.emit(tx, Event::GateOpened(event)).await
     }

@@ -2,7 +2,7 @@
 //! send-back targets and limits) and carried out; an expiry; a gate closing.
 
 use gatehouse_events::{GateStatus, NodeStatus};
-use gatehouse_sop::{NodeKind, OnExpire};
+use gatehouse_sop::OnExpire;
 
 use super::Step;
 use crate::{Decision, Effect, Rejection};
@@ -13,14 +13,12 @@ impl Step<'_> {
         id: &str,
         attempt: u32,
     ) -> Result<&gatehouse_sop::Gate, Rejection> {
-        let NodeKind::Gate(gate) = &self
+        let gate = self
             .sop
             .node(id)
             .ok_or_else(|| Rejection::UnknownNode(id.to_owned()))?
-            .kind
-        else {
-            return Err(Rejection::NotAGate(id.to_owned()));
-        };
+            .gate()
+            .ok_or_else(|| Rejection::NotAGate(id.to_owned()))?;
         self.refuse_if_ended()?;
         let node = self.node(id);
         if node.status != NodeStatus::WaitingApproval {
@@ -74,7 +72,7 @@ impl Step<'_> {
                 approvals.push(person);
                 if approvals.len() >= gate.min_approvals as usize {
                     self.close_gate(id, GateStatus::Approved);
-                    self.state.nodes[id].status = NodeStatus::Succeeded;
+                    self.approved(id, attempt);
                 }
             }
             Decision::SendBack { to } => {
@@ -103,9 +101,15 @@ impl Step<'_> {
             }
             Decision::Reject => {
                 self.close_gate(id, GateStatus::Rejected);
-                self.state.nodes[id].status = NodeStatus::Failed;
                 let why = comment.map(|c| format!(": {c}")).unwrap_or_default();
-                self.fail(format!("gate `{id}` was rejected by {person}{why}"));
+                let failure = match self.budget_asked(id) {
+                    Some(reason) => {
+                        format!("node `{id}` failed: {reason}; {person} declined to raise it{why}")
+                    }
+                    None => format!("gate `{id}` was rejected by {person}{why}"),
+                };
+                self.state.nodes[id].status = NodeStatus::Failed;
+                self.fail(failure);
             }
         }
         Ok(())
@@ -118,14 +122,45 @@ impl Step<'_> {
         };
         let on_expire = gate.on_expire;
         self.close_gate(id, GateStatus::Expired);
-        match on_expire {
-            OnExpire::Approve => self.state.nodes[id].status = NodeStatus::Succeeded,
-            OnExpire::Reject => {
+        match (on_expire, self.budget_asked(id)) {
+            // An ask for money is never granted by the clock.
+            (_, Some(reason)) => {
+                self.state.nodes[id].status = NodeStatus::Failed;
+                self.fail(format!(
+                    "node `{id}` failed: {reason}; nobody raised it before the ask expired"
+                ));
+            }
+            (OnExpire::Approve, None) => self.approved(id, attempt),
+            (OnExpire::Reject, None) => {
                 self.state.nodes[id].status = NodeStatus::Failed;
                 self.fail(format!("gate `{id}` expired without a decision"));
             }
         }
         Ok(())
+    }
+
+    /// An approved gate: a gate node succeeds; an agent node that asked for its budget
+    /// gets it raised once and becomes ready for its next attempt.
+    fn approved(&mut self, id: &str, attempt: u32) {
+        let node = &mut self.state.nodes[id];
+        match node.over_budget.take() {
+            Some(budget) => {
+                node.status = NodeStatus::Ready;
+                self.effects.push(Effect::RaiseBudget {
+                    node: id.to_owned(),
+                    attempt,
+                    budget,
+                });
+            }
+            None => node.status = NodeStatus::Succeeded,
+        }
+    }
+
+    /// The refusal an agent node asks a person to lift, while it asks.
+    fn budget_asked(&self, id: &str) -> Option<String> {
+        let node = self.node(id);
+        node.over_budget.as_ref()?;
+        node.last_error.clone()
     }
 
     pub(super) fn close_gate(&mut self, id: &str, status: GateStatus) {

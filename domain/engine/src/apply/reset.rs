@@ -55,6 +55,7 @@ impl Step<'_> {
         node.retry_pending = false;
         node.failures = 0;
         node.interruptions = 0;
+        node.over_budget = None;
         if let Some(gate) = node.gate.as_mut() {
             gate.approvals.clear();
         }

@@ -152,6 +152,9 @@ pub async fn gate(client: &Client, command: GateCommand, as_json: bool) -> anyho
                         g.approvers.join(","),
                         g.send_back.join(",")
                     ));
+                    if let Some(refusal) = &g.raise {
+                        out.push_str(&format!("  asks to raise: {refusal}\n"));
+                    }
                 }
                 out.trim_end().to_owned()
             });

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use gatehouse_engine::{Decision, Input, NodeState, RunState, apply};
 use gatehouse_events::{Event, NodeStatus, RunStatus};
-use gatehouse_sop::{Gate, NodeKind, Sop};
+use gatehouse_sop::{Gate, Sop};
 use gatehouse_store::RunRow;
 use uuid::Uuid;
 
@@ -74,14 +74,10 @@ pub(crate) fn waiting_in<'a>(
     sop: &'a Sop,
     run: &'a RunState,
 ) -> impl Iterator<Item = (&'a str, &'a NodeState, &'a Gate)> {
-    run.nodes.iter().filter_map(
-        |(node, n)| match (n.status, sop.node(node).map(|d| &d.kind)) {
-            (NodeStatus::WaitingApproval, Some(NodeKind::Gate(gate))) => {
-                Some((node.as_str(), n, gate))
-            }
-            _ => None,
-        },
-    )
+    run.nodes.iter().filter_map(|(node, n)| {
+        let gate = sop.node(node).and_then(|d| d.gate())?;
+        (n.status == NodeStatus::WaitingApproval).then_some((node.as_str(), n, gate))
+    })
 }
 
 /// Gate `node` of the run in `row`, in state `n`, as the API and the console show it.
@@ -100,6 +96,7 @@ pub(crate) fn view(row: &RunRow, node: &str, n: &NodeState, gate: &Gate) -> Gate
             .map(|g| g.approvals.clone())
             .unwrap_or_default(),
         send_back: gate.send_back.clone(),
+        raise: n.over_budget.as_ref().and(n.last_error.clone()),
     }
 }
 
@@ -122,10 +119,10 @@ pub(crate) fn open_decisions(
         return Vec::new();
     }
     let attempt = run.nodes.get(node).map(|n| n.attempt).unwrap_or_default();
-    let send_back_to = match sop.node(node).map(|d| &d.kind) {
-        Some(NodeKind::Gate(gate)) => gate.send_back.first().cloned(),
-        _ => None,
-    };
+    let send_back_to = sop
+        .node(node)
+        .and_then(|d| d.gate())
+        .and_then(|gate| gate.send_back.first().cloned());
     let mut tries = vec![
         (DecisionKind::Approve, Decision::Approve),
         (DecisionKind::Reject, Decision::Reject),

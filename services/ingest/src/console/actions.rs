@@ -174,6 +174,9 @@ pub(crate) fn decision_form(
     let comment_id = format!("comment-{}-{}", gate.run_id, gate.node);
     let to_id = format!("to-{}-{}", gate.run_id, gate.node);
     html! {
+        @if let Some(refusal) = &gate.raise {
+            p.raise { "The agent stopped: " (refusal) ". " (gatehouse_chat::RAISE_EFFECT) }
+        }
         form.decision method="post" action=(action) {
             (csrf_field(viewer))
             input type="hidden" name="attempt" value=(gate.attempt);

@@ -9,7 +9,7 @@ use gatehouse_blobs::Digest;
 use gatehouse_chat::{Body, Card, Output};
 use gatehouse_engine::RunState;
 use gatehouse_events::{NodeStatus, RequirementSource, RunUpdated};
-use gatehouse_sop::{NodeKind, Sop};
+use gatehouse_sop::Sop;
 use gatehouse_store::{ArtifactRow, RequirementRow, RunRow, Tx, WantChat};
 
 use super::progress::progress;
@@ -48,7 +48,7 @@ impl Notifier {
         // Keys of the run's chat messages, read once a missed attempt needs them.
         let mut existing: Option<HashSet<String>> = None;
         for def in &sop.nodes {
-            let (NodeKind::Gate(gate), Some(n)) = (&def.kind, state.nodes.get(&def.id)) else {
+            let (Some(gate), Some(n)) = (def.gate(), state.nodes.get(&def.id)) else {
                 continue;
             };
             let waiting = (n.status == NodeStatus::WaitingApproval).then_some(n.attempt);
@@ -87,6 +87,11 @@ impl Notifier {
                         Vec::new()
                     },
                     outcome: None,
+                    raise: n
+                        .over_budget
+                        .as_ref()
+                        .filter(|_| n.attempt == attempt)
+                        .and(n.last_error.clone()),
                 };
                 let body = serde_json::to_string(&Body::Card(Box::new(card)))?;
                 for place in self.chat.card_places(&gate.channels, thread.as_ref()) {

@@ -115,6 +115,7 @@ mod tests {
             approvals: vec![],
             send_back: vec!["draft".into()],
             outcome: None,
+            raise: None,
         };
         (card, run, state)
     }

@@ -43,9 +43,19 @@ pub(crate) struct Ledger {
     state: Mutex<State>,
 }
 
+/// Why a budget refused one of an attempt's model requests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Refusal {
+    /// What the CLI was told, and what the attempt fails with.
+    pub(crate) message: String,
+    /// The budget reached, as a raise names it ("project api today"); `None` for a
+    /// refusal a raise would not cure (a model without a price, the ledger unreachable).
+    pub(crate) reached: Option<String>,
+}
+
 #[derive(Default)]
 struct State {
-    refused: Option<String>,
+    refused: Option<Refusal>,
     notes: Vec<String>,
     charges: Vec<JoinHandle<()>>,
 }
@@ -76,8 +86,8 @@ impl Ledger {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The message of the first request a budget refused, if one was.
-    pub(crate) fn refused(&self) -> Option<String> {
+    /// The first request a budget refused, if one was.
+    pub(crate) fn refused(&self) -> Option<Refusal> {
         self.state().refused.clone()
     }
 
@@ -94,17 +104,20 @@ impl Ledger {
         }
     }
 
-    fn refuse(&self, message: String) -> String {
+    fn refuse(&self, message: String, reached: Option<String>) -> String {
         let mut state = self.state();
         if state.refused.is_none() {
-            state.refused = Some(message.clone());
+            state.refused = Some(Refusal {
+                message: message.clone(),
+                reached,
+            });
         }
         message
     }
 
     async fn admit_one(&self, model: Option<&str>) -> Result<Ticket, String> {
         if let Some(message) = model.and_then(|m| unpriced(&self.scoped, &self.prices, m)) {
-            return Err(self.refuse(message));
+            return Err(self.refuse(message, None));
         }
         let ticket = Ticket(uuid::Uuid::new_v4().as_u128());
         let hold = hold_name(ticket);
@@ -121,7 +134,8 @@ impl Ledger {
             {
                 Ok(SpendAdmission::Admitted) => return Ok(ticket),
                 Ok(SpendAdmission::Reached(row)) => {
-                    return Err(self.refuse(reached(&self.scoped, &row)));
+                    let (message, name) = reached(&self.scoped, &row);
+                    return Err(self.refuse(message, name));
                 }
                 Ok(SpendAdmission::Busy(row)) => {
                     if started.elapsed() >= self.wait {
@@ -129,7 +143,7 @@ impl Ledger {
                             "budget of {} is nearly spent and another request of it has been in flight for {}s; try again",
                             row.label,
                             self.wait.as_secs()
-                        )));
+                        ), None));
                     }
                 }
                 Err(error) => {
@@ -138,7 +152,7 @@ impl Ledger {
                     if failures >= CHARGE_TRIES {
                         return Err(self.refuse(format!(
                             "Gatehouse could not check the budget (its database is unreachable: {error}); try again"
-                        )));
+                        ), None));
                     }
                 }
             }
@@ -165,15 +179,16 @@ fn unpriced(scoped: &[Scoped], prices: &PriceTable, model: &str) -> Option<Strin
     })
 }
 
-/// The refusal for a scope that reached a limit: the first of its limits reached.
-fn reached(scoped: &[Scoped], row: &SpendRow) -> String {
+/// The refusal for a scope that reached a limit, from the first of its limits reached,
+/// and the budget's name for a raise.
+fn reached(scoped: &[Scoped], row: &SpendRow) -> (String, Option<String>) {
     let of_scope = || scoped.iter().filter(|s| s.scope == row.scope);
     of_scope()
         .find(|s| s.spent(row.tokens, row.usd_micros) >= s.limit.amount())
         .or_else(|| of_scope().next())
         .map_or_else(
-            || format!("budget of {} reached", row.label),
-            Scoped::reached,
+            || (format!("budget of {} reached", row.label), None),
+            |s| (s.reached(), Some(s.name())),
         )
 }
 
@@ -352,7 +367,10 @@ mod tests {
         assert!(crossings(&scoped, &[row(15_000_000)], 0, 200_000).is_empty());
         assert_eq!(
             reached(&scoped, &row(20_000_000)),
-            "budget of project api reached: $20.00 today"
+            (
+                "budget of project api reached: $20.00 today".to_owned(),
+                Some("project api today".to_owned())
+            )
         );
     }
 }

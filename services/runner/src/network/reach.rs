@@ -10,7 +10,7 @@ use gatehouse_sandbox::Relay;
 use secrecy::ExposeSecret;
 
 use super::Connections;
-use super::ledger::Ledger;
+use super::ledger::{Ledger, Refusal};
 use super::meter::Meter;
 
 /// One attempt's access to the gateway and the egress proxy.
@@ -52,7 +52,7 @@ impl Reach {
 
     /// Why a budget refused one of the attempt's model requests, if one did: the
     /// attempt fails with this, not with the exit code the CLI chose.
-    pub(crate) fn budget_refused(&self) -> Option<String> {
+    pub(crate) fn budget_refused(&self) -> Option<Refusal> {
         self.budget.as_ref().and_then(|b| b.refused())
     }
 

@@ -479,16 +479,12 @@ impl Attempt<'_> {
                 "interrupted: the runner shut down and the attempt did not finish within its {:?} grace",
                 runner.options.shutdown_grace
             ))
-        } else if let Some(message) = refused {
-            // A budget refused a model request: that is why the agent stopped, whatever
-            // its exit code.
-            Verdict {
-                exit_code: match exit.status {
-                    ExitStatus::Exited(code) => Some(code),
-                    _ => None,
-                },
-                ..Verdict::failed(message)
-            }
+        } else if let Some(refusal) = refused {
+            let exit_code = match exit.status {
+                ExitStatus::Exited(code) => Some(code),
+                _ => None,
+            };
+            Verdict::refused(refusal, exit_code)
         } else {
             judge(
                 exit,

@@ -49,6 +49,7 @@ impl Ended {
                 duration_ms: duration_ms.unwrap_or(0),
                 artifacts,
                 interrupted: verdict.status == AttemptStatus::Interrupted,
+                over_budget: verdict.over_budget,
                 outcome: verdict.outcome,
             },
         }

@@ -168,7 +168,10 @@ impl Turns {
             .unwrap_or_default();
         // Its budget's charges written, its 80 % notes said and a refusal known.
         let (budget_notes, refused) = match &prepared.reach {
-            Some(reach) => (reach.settle_budget().await, reach.budget_refused()),
+            Some(reach) => (
+                reach.settle_budget().await,
+                reach.budget_refused().map(|r| r.message),
+            ),
             None => (Vec::new(), None),
         };
         notices.extend(budget_notes);

@@ -25,6 +25,10 @@ pub struct GateView {
     pub approvals: Vec<String>,
     /// Nodes it may send work back to.
     pub send_back: Vec<String>,
+    /// For an agent node asking for its budget to be raised once: the refusal it met.
+    /// Approving raises that budget for the run by its own amount and runs the node again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub raise: Option<String>,
 }
 
 /// What to do at a gate.

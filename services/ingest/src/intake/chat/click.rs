@@ -128,10 +128,8 @@ pub(crate) async fn send_back_targets(
             node.status.as_str()
         )));
     }
-    match sop.node(&action.node).map(|d| &d.kind) {
-        Some(gatehouse_sop::NodeKind::Gate(gate)) if !gate.send_back.is_empty() => {
-            Ok(gate.send_back.clone())
-        }
+    match sop.node(&action.node).and_then(|d| d.gate()) {
+        Some(gate) if !gate.send_back.is_empty() => Ok(gate.send_back.clone()),
         _ => Err(ApiError::Unprocessable(format!(
             "gate `{}` cannot send work back",
             action.node

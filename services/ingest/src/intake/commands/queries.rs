@@ -71,10 +71,8 @@ pub(super) async fn run_line(api: &ApiState, row: RunRow) -> Result<String, ApiE
         if n.status != NodeStatus::WaitingApproval {
             continue;
         }
-        let approvers = match sop.node(node).map(|d| &d.kind) {
-            Some(gatehouse_sop::NodeKind::Gate(gate)) if !gate.approvers.is_empty() => {
-                gate.approvers.join(", ")
-            }
+        let approvers = match sop.node(node).and_then(|d| d.gate()) {
+            Some(gate) if !gate.approvers.is_empty() => gate.approvers.join(", "),
             _ => "anyone configured".into(),
         };
         out.push_str(&format!(
