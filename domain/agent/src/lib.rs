@@ -27,7 +27,7 @@ mod usage;
 pub use invocation::{
     MAX_SESSION_ID_LEN, Session, SessionIdError, check_session_id, invocation, turn_invocation,
 };
-pub use limit::{Limit, LimitError, show_tokens, show_usd};
+pub use limit::{Limit, LimitError, WARN_PERCENT, share, show_tokens, show_usd};
 pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};

@@ -33,6 +33,19 @@ pub enum Limit {
     },
 }
 
+/// The share of a budget, in percent, from which people are told it is nearly spent: the
+/// attempt's output, a turn's reply, the status comment, chat progress and the console
+/// all use it.
+pub const WARN_PERCENT: u64 = 80;
+
+/// `amount` as a share of `limit` in whole percent, rounded down; a zero limit is spent.
+pub fn share(amount: u64, limit: u64) -> u64 {
+    if limit == 0 {
+        return 100;
+    }
+    u64::try_from(u128::from(amount) * 100 / u128::from(limit)).unwrap_or(u64::MAX)
+}
+
 /// Why a limit could not be read; the message says what to write.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
@@ -243,6 +256,14 @@ mod tests {
 
     fn parse(text: &str) -> Result<Limit, LimitError> {
         text.parse()
+    }
+
+    #[test]
+    fn shares_round_down_and_a_zero_limit_is_spent() {
+        assert_eq!(share(1599, 2000), 79);
+        assert_eq!(share(1600, 2000), WARN_PERCENT);
+        assert_eq!(share(5, 0), 100);
+        assert_eq!(share(u64::MAX, 1), u64::MAX);
     }
 
     #[test]

@@ -9,7 +9,7 @@
 
 use std::collections::HashSet;
 
-use gatehouse_agent::{show_tokens, show_usd};
+use gatehouse_agent::{WARN_PERCENT, share, show_tokens, show_usd};
 use gatehouse_store::{ConnectionRow, ConnectionVerdict, RunRow, SpendRow, Store, StoreError};
 
 /// Most blocked hosts named; the rest are counted ("and 3 more blocked hosts").
@@ -23,9 +23,6 @@ const HOST_CHARS: usize = 100;
 
 /// Longest label or node named, in characters.
 const LABEL_CHARS: usize = 80;
-
-/// From this share of a limit on, a budget is mentioned.
-const WARN_PERCENT: u64 = 80;
 
 /// The most attempt budgets read for one run, as the run's API view reads them.
 const ATTEMPT_BUDGETS: u32 = 200;
@@ -205,14 +202,6 @@ impl BudgetSpend {
             format!("{percent}% of the budget of {label} used {when}: {spent} of {limit}")
         })
     }
-}
-
-/// The share of `limit` spent, in whole percent rounded down (a zero limit is reached).
-fn share(amount: u64, limit: u64) -> u64 {
-    if limit == 0 {
-        return 100;
-    }
-    u64::try_from(u128::from(amount) * 100 / u128::from(limit)).unwrap_or(u64::MAX)
 }
 
 /// The host as named: lowercase letters, digits and `.-_:[]` only (anything else is `?`),

@@ -5,16 +5,13 @@
 //! configuration and node ids from the SOP: escaped by maud and stripped of control
 //! characters all the same.
 
-use gatehouse_agent::{show_tokens, show_usd};
+use gatehouse_agent::{WARN_PERCENT, share, show_tokens, show_usd};
 use maud::{Markup, html};
 
 use crate::views::BudgetView;
 
 /// Most rows drawn; the API lists every one.
 const ROWS_SHOWN: usize = 200;
-
-/// From this share of a limit on, a row is marked as close to it.
-const WARN_PERCENT: u64 = 80;
 
 /// The section for a run's `budgets`; `all_at` is where the API lists them.
 pub(super) fn section(budgets: &[BudgetView], all_at: &str) -> Markup {
@@ -89,11 +86,7 @@ fn used(b: &BudgetView) -> Used {
     let mut reached = false;
     let usd = micros(b.usd);
     let mut count = |amount: u64, limit: u64| {
-        let share = if limit == 0 {
-            100
-        } else {
-            u64::try_from(u128::from(amount) * 100 / u128::from(limit)).unwrap_or(u64::MAX)
-        };
+        let share = share(amount, limit);
         percent = Some(percent.map_or(share, |p| p.max(share)));
         reached |= amount >= limit;
     };

@@ -6,7 +6,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use gatehouse_agent::{ModelUsage, PriceTable, cost, show_tokens, show_usd};
+use gatehouse_agent::{ModelUsage, PriceTable, WARN_PERCENT, cost, share, show_tokens, show_usd};
 use gatehouse_gateway::{Admission, Budget, Ticket, Usage};
 use gatehouse_store::{SpendAdmission, SpendLimit, SpendRow, Store};
 use tokio::task::JoinHandle;
@@ -199,8 +199,7 @@ fn crossings(scoped: &[Scoped], rows: &[SpendRow], tokens: u64, usd_micros: u64)
         for s in scoped.iter().filter(|s| s.scope == row.scope) {
             let after = s.spent(row.tokens, row.usd_micros);
             let before = after.saturating_sub(s.spent(tokens, usd_micros));
-            let limit = u128::from(s.limit.amount());
-            let mark = |n: u64| u128::from(n) * 5 >= limit * 4;
+            let mark = |n: u64| share(n, s.limit.amount()) >= WARN_PERCENT;
             if mark(after) && !mark(before) {
                 let (spent, of) = match s.limit {
                     gatehouse_agent::Limit::Usd { micros } => (show_usd(after), show_usd(micros)),
