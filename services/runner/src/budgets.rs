@@ -106,6 +106,25 @@ pub(crate) fn spend_limits(scoped: &[Scoped]) -> Vec<SpendLimit> {
     by_scope.into_values().collect()
 }
 
+/// The run's budget `label` as its first agent attempt found it configured (none included),
+/// so that a configuration changed mid-run moves none of its limits, as with its roles and
+/// profiles. A project's daily budget is not frozen: it is the project's, not the run's.
+async fn frozen(
+    store: &Store,
+    run: Uuid,
+    label: &str,
+    configured: Option<Limit>,
+) -> Result<Option<Limit>, StoreError> {
+    let body = serde_json::to_string(&configured).unwrap_or_else(|_| "null".to_owned());
+    let kept = store
+        .freeze_setting(run, "budget", label, &body, true)
+        .await?;
+    Ok(serde_json::from_str(&kept).unwrap_or_else(|error| {
+        tracing::warn!(%run, label, %error, "a frozen budget does not read back; using the configured one");
+        configured
+    }))
+}
+
 /// The UTC day as a scope names it.
 pub(crate) fn today() -> String {
     chrono::Utc::now().format("%Y-%m-%d").to_string()
@@ -164,15 +183,19 @@ impl Budgets {
             {
                 scoped.push(run_scope(format!("SOP {}", row.sop), limit));
             }
-            if let Some(project) = &project
-                && let Some(limit) = self.projects.get(project).and_then(|p| p.run)
-            {
-                scoped.push(run_scope(format!("project {project}"), limit));
+            if let Some(project) = &project {
+                let label = format!("project {project}");
+                let configured = self.projects.get(project).and_then(|p| p.run);
+                if let Some(limit) = frozen(store, run, &label, configured).await? {
+                    scoped.push(run_scope(label, limit));
+                }
             }
-            if let Some(schedule) = &row.schedule
-                && let Some(limit) = self.schedules.get(schedule)
-            {
-                scoped.push(run_scope(format!("schedule {schedule}"), *limit));
+            if let Some(schedule) = &row.schedule {
+                let label = format!("schedule {schedule}");
+                let configured = self.schedules.get(schedule).copied();
+                if let Some(limit) = frozen(store, run, &label, configured).await? {
+                    scoped.push(run_scope(label, limit));
+                }
             }
         }
         scoped.extend(self.daily(project.as_deref()));
@@ -259,6 +282,101 @@ mod tests {
                 .scope
                 .starts_with("project:default:")
         );
+    }
+
+    /// A run on project `api` started by schedule `nightly`, in a fresh SQLite store.
+    async fn store_with_run(dir: &std::path::Path) -> (Store, Uuid) {
+        use gatehouse_events::RunStatus;
+        use gatehouse_store::RunRow;
+        let url = format!("sqlite:{}", dir.join("gatehouse.db").display());
+        let store = Store::connect(&url, backon::ExponentialBuilder::default())
+            .await
+            .unwrap();
+        store.migrate().await.unwrap();
+        let (run, now) = (Uuid::now_v7(), chrono::Utc::now());
+        let mut tx = store.begin().await.unwrap();
+        let sop = "name: ship\nnodes:\n  code: { kind: agent, role: coder, prompt: go }\n";
+        tx.save_sop_version("v1", "ship", "test", sop)
+            .await
+            .unwrap();
+        tx.create_run(&RunRow {
+            id: run,
+            sop: "ship".into(),
+            sop_version: "v1".into(),
+            params: "{}".into(),
+            requested_by: None,
+            status: RunStatus::Running,
+            state: "{}".into(),
+            revision: 0,
+            parent_run: None,
+            parent_node: None,
+            parent_attempt: None,
+            requirement_id: None,
+            schedule: Some("nightly".into()),
+            scheduled_ms: None,
+            project: Some("api".into()),
+            workspace: None,
+            created_at: now,
+            updated_at: now,
+            conversation: None,
+        })
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        (store, run)
+    }
+
+    fn configured(project: Option<&str>, schedule: Option<&str>) -> Budgets {
+        let mut budgets = Budgets::default();
+        budgets.projects.insert(
+            "api".into(),
+            ProjectBudget {
+                run: project.map(limit),
+                daily: None,
+            },
+        );
+        budgets
+            .schedules
+            .extend(schedule.map(|s| ("nightly".to_owned(), limit(s))));
+        budgets
+    }
+
+    #[tokio::test]
+    async fn a_runs_project_and_schedule_budgets_stay_as_its_first_attempt_found_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run) = store_with_run(dir.path()).await;
+        let limits = |budgets: Budgets, attempt| {
+            let store = store.clone();
+            async move {
+                budgets
+                    .for_node(&store, run, "code", attempt, None)
+                    .await
+                    .unwrap()
+                    .into_iter()
+                    .map(|s| (s.label, s.limit.to_string()))
+                    .collect::<Vec<_>>()
+            }
+        };
+        let first = limits(configured(Some("$5"), None), 1).await;
+        assert_eq!(first, [("project api".to_owned(), "$5.00".to_owned())]);
+        // The configuration changes mid-run: a higher project budget, a new schedule one.
+        let later = limits(configured(Some("$50"), Some("1k tokens")), 2).await;
+        assert_eq!(later, first, "the run keeps what it started with");
+        // A raise still counts on top of what was frozen.
+        let mut tx = store.begin().await.unwrap();
+        tx.raise_budget(&gatehouse_store::BudgetRaise {
+            run_id: run,
+            node: "code",
+            attempt: 2,
+            budget: "project api for this run",
+            raised_by: &["ana".to_owned()],
+            raised_ms: 0,
+        })
+        .await
+        .unwrap();
+        tx.commit().await.unwrap();
+        let raised = limits(configured(None, None), 3).await;
+        assert_eq!(raised, [("project api".to_owned(), "$10.00".to_owned())]);
     }
 
     #[test]
