@@ -5,8 +5,10 @@
 //!
 //! - [`FakeProvider`]: one server answering `POST /v1/messages` (Anthropic Messages),
 //!   `POST /v1/responses` (OpenAI Responses) and `POST /v1/chat/completions` (OpenAI Chat
-//!   Completions, for openai-compatible providers), streamed (server-sent events) or not,
-//!   and `GET /v1/models` (a model list, as `gatehouse doctor` asks for).
+//!   Completions, for openai-compatible providers) and `POST /v1beta/models/{model}:generateContent`
+//!   / `:streamGenerateContent?alt=sse` (Google's Gemini API, key in `x-goog-api-key` or
+//!   `?key=`), streamed (server-sent events) or not, and `GET /v1/models` and
+//!   `GET /v1beta/models` (model lists, as `gatehouse doctor` asks for).
 //! - [`Turn`]: the script. The n-th request of a conversation gets the n-th turn, with the
 //!   usage figures the test chose; [`Fault`]s (5xx, 429, a hang, a cut or slow stream) are
 //!   queued for the next requests.
@@ -15,6 +17,7 @@
 
 mod anthropic;
 mod chat;
+mod gemini;
 mod record;
 mod responses;
 mod script;

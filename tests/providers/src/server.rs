@@ -16,7 +16,7 @@ use serde_json::Value;
 use crate::record::{Recorded, Sent};
 use crate::script::{Fault, Turn};
 use crate::sse::Event;
-use crate::{anthropic, chat, responses};
+use crate::{anthropic, chat, gemini, responses};
 
 /// The three APIs the fake speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -24,6 +24,10 @@ enum Api {
     Messages,
     Responses,
     Chat,
+    /// `generateContent` (`stream`: `streamGenerateContent`).
+    Gemini {
+        stream: bool,
+    },
 }
 
 impl Api {
@@ -35,7 +39,23 @@ impl Api {
             "/v1/messages" => Some(Self::Messages),
             "/v1/responses" => Some(Self::Responses),
             "/v1/chat/completions" => Some(Self::Chat),
-            _ => None,
+            _ => match gemini::route(path)? {
+                (_, "generateContent") => Some(Self::Gemini { stream: false }),
+                (_, "streamGenerateContent") => Some(Self::Gemini { stream: true }),
+                _ => None,
+            },
+        }
+    }
+
+    /// The key a request of this API carries.
+    fn presented<'a>(self, headers: &'a HeaderMap, uri: &'a Uri) -> Option<&'a str> {
+        let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+        match self {
+            Self::Messages => header("x-api-key"),
+            Self::Responses | Self::Chat => {
+                header("authorization").and_then(|v| v.strip_prefix("Bearer "))
+            }
+            Self::Gemini { .. } => header("x-goog-api-key").or_else(|| query_key(uri)),
         }
     }
 
@@ -44,8 +64,16 @@ impl Api {
         match self {
             Self::Messages => anthropic::error(status, message),
             Self::Responses | Self::Chat => responses::error(status, message),
+            Self::Gemini { .. } => gemini::error(status, message),
         }
     }
+}
+
+/// Gemini's other way of sending the key: `?key=...`.
+fn query_key(uri: &Uri) -> Option<&str> {
+    uri.query()?
+        .split('&')
+        .find_map(|pair| pair.strip_prefix("key="))
 }
 
 #[derive(Default)]
@@ -182,6 +210,25 @@ async fn answer(
     };
     let set_status = |status: u16| lock(&inner).requests[index].status = status;
 
+    if method == Method::GET && uri.path() == "/v1beta/models" {
+        let presented = Api::Gemini { stream: false }.presented(&headers, &uri);
+        let status = if presented == Some(key.as_str()) {
+            200
+        } else {
+            401
+        };
+        set_status(status);
+        return match status {
+            200 => json_response(
+                200,
+                &serde_json::json!({"models": [{"name": "models/fake-model", "displayName": "Fake"}]}),
+            ),
+            _ => json_response(
+                401,
+                &gemini::error(401, "API key not valid. Please pass a valid API key."),
+            ),
+        };
+    }
     if method == Method::GET && uri.path() == "/v1/models" {
         let status = models_status(&inner, &headers, &key);
         set_status(status);
@@ -208,17 +255,11 @@ async fn answer(
         };
         return json_response(404, &shape.error(404, &format!("no route {path}")));
     };
-    let presented = match api {
-        Api::Messages => headers.get("x-api-key").and_then(|v| v.to_str().ok()),
-        Api::Responses | Api::Chat => headers
-            .get(header::AUTHORIZATION)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.strip_prefix("Bearer ")),
-    };
-    if presented != Some(key.as_str()) {
+    if api.presented(&headers, &uri) != Some(key.as_str()) {
         set_status(401);
         let message = match api {
             Api::Messages => "invalid x-api-key",
+            Api::Gemini { .. } => "API key not valid. Please pass a valid API key.",
             _ => "Incorrect API key provided.",
         };
         return json_response(401, &api.error(401, message));
@@ -252,6 +293,7 @@ async fn answer(
             Api::Responses => {
                 responses::turn_index(&json, |previous| state.responses.get(previous).copied())
             }
+            Api::Gemini { .. } => gemini::turn_index(&json),
         };
         let Some(turn) = state.turns.get(n).or(state.turns.last()).cloned() else {
             drop(state);
@@ -265,14 +307,24 @@ async fn answer(
         }
         (turn, id)
     };
-    let model = json["model"].as_str().unwrap_or("fake-model").to_owned();
+    let model = match api {
+        Api::Gemini { .. } => gemini::route(uri.path()).map_or("fake-model", |(m, _)| m),
+        _ => json["model"].as_str().unwrap_or("fake-model"),
+    }
+    .to_owned();
     set_status(200);
 
-    if json["stream"] != Value::Bool(true) {
+    let streamed = match api {
+        // Without `alt=sse` Gemini streams a JSON array, which no CLI asks for.
+        Api::Gemini { stream } => stream && uri.query().is_some_and(|q| q.contains("alt=sse")),
+        _ => json["stream"] == Value::Bool(true),
+    };
+    if !streamed {
         let object = match api {
             Api::Messages => anthropic::message(&turn, &model, id),
             Api::Responses => responses::object(&turn, &model, id),
             Api::Chat => chat::object(&turn, &model, id),
+            Api::Gemini { .. } => gemini::object(&turn, &model, id),
         };
         return json_response(200, &object);
     }
@@ -285,6 +337,7 @@ async fn answer(
             id,
             json["stream_options"]["include_usage"] == Value::Bool(true),
         ),
+        Api::Gemini { .. } => gemini::stream(&turn, &model, id),
     };
     let (sender, receiver) = mpsc::unbounded::<Result<Bytes, std::io::Error>>();
     tokio::spawn(send_events(inner.clone(), index, events, fault, sender));
