@@ -30,6 +30,7 @@ mod egress;
 mod error;
 mod fires;
 mod hidden;
+mod homes;
 mod inbox;
 mod leases;
 mod people;
@@ -69,6 +70,7 @@ pub use egress::{
 };
 pub use error::StoreError;
 pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};
+pub use homes::HomeRow;
 pub use people::PersonRow;
 pub use requirements::{PullRequestRow, PullState, RequirementRow};
 pub use runs::{DecisionRow, RunOutline, RunRow};
