@@ -7,7 +7,8 @@
 //! - [`Role`]: `[roles.<name>]` in the configuration, checked when it loads;
 //! - [`render_prompt`] / [`check_template`]: the node's prompt template;
 //! - [`invocation`]: the shell command that runs the role's CLI on the rendered prompt, and
-//!   [`turn_invocation`] for a conversation turn, continuing the CLI's session;
+//!   [`turn_invocation`] for a conversation turn, continuing the CLI's session, and
+//!   [`SessionFiles`]: where the CLI keeps the sessions it continues;
 //! - [`parse_report`]: token usage, the failure and the final message, read from the CLI's
 //!   stdout;
 //! - [`cost`]: that usage priced from `[pricing]`;
@@ -21,6 +22,7 @@ mod placeholder;
 mod price;
 mod prompt;
 mod role;
+mod sessions;
 mod trace;
 mod usage;
 
@@ -32,5 +34,6 @@ pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{DEFAULT_MAX_RETRIES, Executor, MAX_RETRIES_LIMIT, Role, RoleError};
+pub use sessions::SessionFiles;
 pub use trace::{Progress, Retry, ToolCall, Trace, TraceFormat, TraceParser};
 pub use usage::{ModelUsage, ParseError, Report};
