@@ -21,6 +21,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ed25519_dalek::SigningKey;
+use gatehouse_blobs::LocalBlobs;
 use gatehouse_bus::{Bus, InProcessBus, RelayOptions};
 use gatehouse_events::{
     Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind, RunCommand, RunCommandKind,
@@ -469,7 +470,8 @@ impl GatehouseBuilder {
         self
     }
 
-    /// Adjusts the runner's options (roles, profiles, prices, limits).
+    /// Adjusts the runner's options (roles, profiles, prices, limits). A `data_dir` of its
+    /// own makes it another machine's runner: its disk apart, the blob store shared.
     pub fn runner(mut self, configure: impl FnOnce(&mut RunnerOptions) + 'static) -> Self {
         self.options.push(Box::new(configure));
         self
@@ -565,7 +567,11 @@ impl GatehouseBuilder {
             .iter()
             .map(|(name, role)| (name.clone(), role.askable))
             .collect();
-        let runner = Runner::new(db.store.clone(), self.sandbox, options);
+        // The data directory's blob store, wherever the runner keeps its own files: a runner
+        // given a directory of its own (`options.data_dir`) is another machine's, reaching
+        // the same store.
+        let blobs = Arc::new(LocalBlobs::new(data.path().join("blobs")));
+        let runner = Runner::new(db.store.clone(), self.sandbox, options).with_blobs(blobs);
 
         let shutdown = CancellationToken::new();
         let mut fleet = Fleet::builder(db.store.clone(), bus)

@@ -39,12 +39,25 @@ const CHANNEL: &str = "C0API";
 /// Claude Code as a conversation sees it: reads the message on stdin, keeps a turn count
 /// in the workspace, resumes the session it is given (or names a new one), calls a tool,
 /// and answers with the count and the message. A message saying `slow` takes 30 s, one
-/// saying `pause` 5 s. Every call is logged to `$CALLS`.
+/// saying `pause` 5 s. Every call is logged to `$CALLS`. Its sessions are kept as Claude
+/// Code keeps them, one file each below `~/.claude/projects` (in the directory of the
+/// working directory that started it), written as the turn starts; asked to resume one its
+/// home lacks, it fails as Claude Code does.
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
 prompt=$(cat)
 echo "$*" >> "$CALLS"
 session="sess-$$"
-case "$*" in *--resume*) session=$(echo "$*" | sed 's/.*--resume \([^ ]*\).*/\1/');; esac
+file="$HOME/.claude/projects/$(pwd | tr / -)/$session.jsonl"
+case "$*" in *--resume*)
+    session=$(echo "$*" | sed 's/.*--resume \([^ ]*\).*/\1/')
+    file=$(ls "$HOME"/.claude/projects/*/"$session.jsonl" 2> /dev/null | head -n 1)
+    if [ -z "$file" ]; then
+        echo '{"type":"result","subtype":"error_during_execution","is_error":true,"num_turns":0,"session_id":"'"$session"'"}'
+        echo "No conversation found with session ID: $session" >&2
+        exit 1
+    fi;;
+esac
+mkdir -p "$(dirname "$file")" && echo "$prompt" >> "$file"
 n=$(cat .turns 2>/dev/null || echo 0); n=$((n+1)); echo $n > .turns
 echo '{"type":"system","subtype":"init","session_id":"'"$session"'","tools":["Bash","Edit"],"model":"claude-sonnet-4-5"}'
 echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Edit","input":{"file_path":"src/health.rs","old_string":"a","new_string":"b"}}]},"session_id":"'"$session"'"}'
@@ -56,12 +69,21 @@ printf '{"type":"result","subtype":"success","is_error":false,"duration_ms":40,"
 
 /// `codex exec --json` as a conversation sees it (event shapes from
 /// domain/agent/tests/fixtures/codex_*.jsonl): the thread it resumes (`exec … resume ID -`)
-/// or a new one, a command, and the agent's message with the turn count.
+/// or a new one, a command, and the agent's message with the turn count. Its threads are
+/// kept as Codex keeps them, below `~/.codex/sessions`; one its home lacks is not resumed.
 const FAKE_CODEX: &str = r#"#!/bin/sh
 prompt=$(cat)
 echo "$*" >> "$CALLS"
 thread="thread-$$"
-case "$*" in *" resume "*) thread=$(echo "$*" | sed 's/.* resume \([^ ]*\) .*/\1/');; esac
+case "$*" in *" resume "*)
+    thread=$(echo "$*" | sed 's/.* resume \([^ ]*\) .*/\1/')
+    if ! ls "$HOME"/.codex/sessions/*/*/*/rollout-*-"$thread.jsonl" > /dev/null 2>&1; then
+        echo "Error: thread/resume failed: no rollout found for thread id $thread" >&2
+        exit 1
+    fi;;
+esac
+sessions="$HOME/.codex/sessions/2026/01/01"
+mkdir -p "$sessions" && echo "$prompt" >> "$sessions/rollout-2026-01-01T00-00-00-$thread.jsonl"
 n=$(cat .turns 2>/dev/null || echo 0); n=$((n+1)); echo $n > .turns
 echo '{"type":"thread.started","thread_id":"'"$thread"'"}'
 echo '{"type":"turn.started"}'

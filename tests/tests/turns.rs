@@ -30,11 +30,14 @@ use uuid::Uuid;
 
 /// Claude Code's `--output-format stream-json --verbose` events (shapes as in agents.rs):
 /// the session, a Read and a failed Bash, then the result quoting the prompt it read on
-/// stdin. It leaves its argv and the prompt in the workspace, its working directory.
+/// stdin. It leaves its argv and the prompt in the workspace, its working directory, and
+/// keeps its session where Claude Code does, below `~/.claude/projects` (the runner
+/// resumes only a session its home holds).
 const FAKE_CLAUDE: &str = r#"#!/bin/sh
 prompt=$(cat)
 echo "$*" >> argv.txt
 echo "$prompt" >> notes.txt
+mkdir -p "$HOME/.claude/projects/work" && echo "$prompt" >> "$HOME/.claude/projects/work/s1.jsonl"
 echo '{"type":"system","subtype":"init","session_id":"s1","tools":["Bash","Read"],"model":"claude-sonnet-4-5"}'
 echo '{"type":"assistant","message":{"role":"assistant","content":[{"type":"tool_use","id":"toolu_1","name":"Read","input":{"file_path":"src/lib.rs"}}]},"session_id":"s1"}'
 echo '{"type":"user","message":{"role":"user","content":[{"tool_use_id":"toolu_1","type":"tool_result","content":"fn main() {}","is_error":false}]},"session_id":"s1"}'
