@@ -68,7 +68,7 @@ impl RunDirs {
     pub(crate) fn place(&self) -> Place {
         Place {
             workspace: self.workspace(),
-            checkouts: self.checkouts(),
+            checkouts: Some(self.checkouts()),
             local: self.local(),
             scratch: self.scratch(),
         }

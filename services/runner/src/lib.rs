@@ -54,7 +54,7 @@ mod turns;
 pub use budgets::{Budgets, ProjectBudget};
 pub use deliver::Deliverer;
 pub use doctor::{Check, Checkup, Finding, Outcome};
-pub use runner::{Runner, RunnerOptions};
+pub use runner::{HOME_LIMIT, Runner, RunnerOptions};
 
 use std::sync::Arc;
 

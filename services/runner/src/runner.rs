@@ -14,9 +14,9 @@ use tokio_util::sync::CancellationToken;
 
 use crate::artifacts::ARTIFACT_LIMIT;
 use crate::budgets::Scoped;
-use crate::checkpoint::{Checkpoints, PACK_LIMIT};
+use crate::checkpoint::{Checkpoints, HomeBounds, PACK_LIMIT};
 use crate::network::{Ledger, Network, NoteTo, Reach, Wants};
-pub use options::RunnerOptions;
+pub use options::{HOME_LIMIT, RunnerOptions};
 
 /// A runner: cheap to clone.
 #[derive(Clone)]
@@ -33,6 +33,9 @@ pub struct Runner {
     /// Where artifacts and workspace checkpoints go; see [`Runner::with_blobs`].
     pub(crate) blobs: Blobs,
     pub(crate) checkpoints: Checkpoints,
+    /// Conversations' homes (their CLIs' sessions), in the same blob store within
+    /// [`RunnerOptions::home_limit`].
+    pub(crate) homes: Checkpoints,
     /// The model gateway and egress proxy sandboxes reach the outside through; started
     /// by [`Runner::run`], the reason it is missing otherwise.
     pub(crate) network: Result<Arc<Network>, String>,
@@ -42,8 +45,12 @@ impl Runner {
     /// A runner recording into `store` and running jobs in `sandbox`.
     pub fn new(store: Store, sandbox: Arc<dyn Sandbox>, options: RunnerOptions) -> Self {
         let blobs: Blobs = Arc::new(LocalBlobs::new(options.data_dir.join("blobs")));
+        let home = HomeBounds {
+            limit: options.home_limit,
+        };
         Self {
             checkpoints: Checkpoints::new(blobs.clone(), PACK_LIMIT),
+            homes: Checkpoints::homes(blobs.clone(), home),
             blobs,
             store,
             sandbox,
@@ -69,11 +76,12 @@ impl Runner {
         self
     }
 
-    /// Keeps artifacts and workspace checkpoints in `blobs` (the data directory's `blobs`
-    /// unless set): with a store every runner and ingest reach (NATS), runners need no
-    /// shared disk.
+    /// Keeps artifacts, workspace checkpoints and conversations' homes in `blobs` (the data
+    /// directory's `blobs` unless set): with a store every runner and ingest reach (NATS),
+    /// runners need no shared disk.
     pub fn with_blobs(mut self, blobs: Blobs) -> Self {
-        self.checkpoints = Checkpoints::new(blobs.clone(), self.checkpoints.pack_limit);
+        self.checkpoints = self.checkpoints.in_blobs(blobs.clone());
+        self.homes = self.homes.in_blobs(blobs.clone());
         self.blobs = blobs;
         self
     }

@@ -10,7 +10,8 @@
 //!
 //! The turn a job asks for is [`turn`]; the steps of an attempt are in [`attempt`] and
 //! [`prepare`]; the workspace in
-//! [`workspace`] and [`dirs`]; reading the CLI's output in [`output`]; judging its end in
+//! [`workspace`] and [`dirs`]; the CLI's home following the conversation between runners
+//! in [`home`]; reading the CLI's output in [`output`]; judging its end in
 //! [`verdict`]; the message's text in [`progress`]; what is reported in [`report`];
 //! stopping in [`cancel`]; a run's workspace taken back from the SOP run it was handed to
 //! in [`handoff`]; the `command` executor's transcript in [`transcript`]; a delivery's
@@ -24,6 +25,7 @@ mod deliver;
 mod delivered;
 mod dirs;
 mod handoff;
+mod home;
 mod output;
 mod prepare;
 mod progress;

@@ -117,6 +117,18 @@ impl Manifest {
         serde_json::to_vec(self).unwrap_or_default()
     }
 
+    /// The files' sizes as recorded, each path counted (the same contents at two paths
+    /// twice): what a restore writes.
+    pub(crate) fn file_sizes(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter_map(|e| match &e.kind {
+                Kind::File { size, .. } => Some(*size),
+                _ => None,
+            })
+            .fold(0, u64::saturating_add)
+    }
+
     /// Each file's content digest and size.
     pub(crate) fn contents(&self) -> BTreeMap<&Digest, u64> {
         self.entries

@@ -11,6 +11,22 @@ use gatehouse_blobs::{Digest, Hasher};
 
 use super::walk::open_no_follow;
 
+/// A tar block: every header and every member's padded contents are made of them.
+const BLOCK: u64 = 512;
+
+/// The size [`write`] gives a pack of contents of `sizes`: a header block per member (its
+/// name, a digest, fits in one), the contents padded to whole blocks, and two empty
+/// blocks at the end; 0 for no contents, as no pack is written then.
+pub(crate) fn size(sizes: impl IntoIterator<Item = u64>) -> u64 {
+    let mut members = sizes.into_iter().peekable();
+    if members.peek().is_none() {
+        return 0;
+    }
+    members
+        .map(|size| BLOCK.saturating_add(size.div_ceil(BLOCK).saturating_mul(BLOCK)))
+        .fold(2 * BLOCK, u64::saturating_add)
+}
+
 /// Writes the contents of `files` (digest → a file in the workspace holding it) to `pack`.
 /// A file that no longer has its digest (changed after it was hashed) fails the pack.
 pub(crate) fn write(files: &BTreeMap<Digest, PathBuf>, pack: &Path) -> io::Result<u64> {
@@ -107,5 +123,28 @@ impl<R: Read> Read for Checked<R> {
         let n = self.inner.read(buf)?;
         self.hasher.update(&buf[..n]);
         Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_packs_size_is_known_before_it_is_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = BTreeMap::new();
+        let mut sizes = Vec::new();
+        for (n, len) in [0usize, 1, 511, 512, 513, 40_000].into_iter().enumerate() {
+            let path = dir.path().join(format!("f{n}"));
+            // Different contents each, so each is a member of its own.
+            let text = format!("{n}{}", "x".repeat(len));
+            std::fs::write(&path, &text).unwrap();
+            files.insert(gatehouse_blobs::Digest::of(text.as_bytes()), path);
+            sizes.push(text.len() as u64);
+        }
+        let pack = dir.path().join("pack.tar");
+        assert_eq!(write(&files, &pack).unwrap(), size(sizes));
+        assert_eq!(size([]), 0);
     }
 }

@@ -21,13 +21,15 @@ use super::{Local, Place, pack};
 
 /// Restores `manifest` (checkpoint `digest`) from `packs` into `place`, working in
 /// `staging`. Contents missing from the packs or not matching their digests are
-/// `InvalidData`.
+/// `InvalidData`, and so are files that would hold more than `files_limit` together (each
+/// path counted, at the size of its contents, whatever the manifest says).
 pub(super) fn restore(
     manifest: &Manifest,
     digest: &Digest,
     packs: &[PathBuf],
     staging: &Path,
     place: &Place,
+    files_limit: Option<u64>,
 ) -> io::Result<()> {
     let objects = staging.join("objects");
     let contents = manifest.contents();
@@ -51,16 +53,26 @@ pub(super) fn restore(
             "the content {digest} is in none of its packs"
         )));
     }
+    if let Some(limit) = files_limit {
+        let files = files_size(manifest, &objects)?;
+        if files > limit {
+            return Err(invalid(format!(
+                "its files would hold {files} bytes, over the {limit} bytes allowed"
+            )));
+        }
+    }
     let tree = staging.join("tree");
     std::fs::create_dir(&tree)?;
     let seen = build(manifest, &objects, &tree)?;
     replace_contents(&place.workspace, &tree)?;
-    match &manifest.checkouts {
-        Some(record) => std::fs::write(&place.checkouts, record)?,
-        None => match std::fs::remove_file(&place.checkouts) {
+    match (&manifest.checkouts, &place.checkouts) {
+        (Some(record), Some(path)) => std::fs::write(path, record)?,
+        (None, Some(path)) => match std::fs::remove_file(path) {
             Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
             _ => {}
         },
+        // A place with no record takes none (a home's manifest with one was refused).
+        (_, None) => {}
     }
     // The files were moved, not copied: what was seen in the tree is what is there now,
     // but the change times moved with the rename, so look again.
@@ -77,6 +89,27 @@ pub(super) fn restore(
         seen,
     };
     local.write(&place.local)
+}
+
+/// What the manifest's files hold together, each at the size of the contents taken out
+/// for it.
+fn files_size(manifest: &Manifest, objects: &Path) -> io::Result<u64> {
+    let mut sizes: BTreeMap<&Digest, u64> = BTreeMap::new();
+    let mut total = 0u64;
+    for entry in &manifest.entries {
+        if let Kind::File { digest, .. } = &entry.kind {
+            let size = match sizes.get(digest) {
+                Some(size) => *size,
+                None => {
+                    let size = std::fs::symlink_metadata(objects.join(digest.as_str()))?.len();
+                    sizes.insert(digest, size);
+                    size
+                }
+            };
+            total = total.saturating_add(size);
+        }
+    }
+    Ok(total)
 }
 
 /// Builds the manifest's entries under `tree` from the contents in `objects`; each file's

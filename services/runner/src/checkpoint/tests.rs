@@ -11,7 +11,7 @@ fn place(root: &Path, name: &str) -> Place {
     let dir = root.join(name);
     Place {
         workspace: dir.join("workspace"),
-        checkouts: dir.join("checkouts.json"),
+        checkouts: Some(dir.join("checkouts.json")),
         local: dir.join("checkpoint.json"),
         scratch: dir.join("scratch"),
     }
@@ -43,7 +43,7 @@ async fn a_workspace_moves_to_another_runner_whole_and_only_changes_travel_again
     std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
     std::os::unix::fs::symlink("src/main.rs", a.workspace.join("link")).unwrap();
     std::fs::create_dir_all(a.workspace.join("empty")).unwrap();
-    write(&a.checkouts, r#"[{"repo":"acme/api"}]"#);
+    write(a.checkouts.as_ref().unwrap(), r#"[{"repo":"acme/api"}]"#);
 
     let first = checkpoints.take(&a).await.unwrap();
     assert!(first.changed);
@@ -67,7 +67,10 @@ async fn a_workspace_moves_to_another_runner_whole_and_only_changes_travel_again
     );
     assert!(b.workspace.join("empty").is_dir());
     assert!(!b.workspace.join("stale.txt").exists());
-    assert_eq!(read(&b.checkouts), r#"[{"repo":"acme/api"}]"#);
+    assert_eq!(
+        read(b.checkouts.as_ref().unwrap()),
+        r#"[{"repo":"acme/api"}]"#
+    );
 
     // Nothing changed: the same checkpoint, nothing uploaded.
     let again = checkpoints.take(&b).await.unwrap();

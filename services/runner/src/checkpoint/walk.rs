@@ -51,19 +51,45 @@ pub(crate) struct Walked {
     pub seen: SeenFiles,
 }
 
+/// What a walk leaves out besides special files.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Rules {
+    /// Whether links are taken (a workspace's) or left out with a warning (a home's).
+    pub links: bool,
+    /// Top-level names left out.
+    pub left_out: &'static [&'static str],
+}
+
+impl Default for Rules {
+    /// A workspace's: everything.
+    fn default() -> Self {
+        Self {
+            links: true,
+            left_out: &[],
+        }
+    }
+}
+
 /// Walks `workspace` without following links; other special files (FIFOs, sockets,
-/// devices) are left out, as they cannot be restored elsewhere.
-pub(crate) fn walk(workspace: &Path, before: &SeenFiles) -> io::Result<Walked> {
+/// devices) are left out, as they cannot be restored elsewhere, and so is what `rules`
+/// leave out.
+pub(crate) fn walk(workspace: &Path, before: &SeenFiles, rules: Rules) -> io::Result<Walked> {
     let mut walked = Walked {
         entries: Vec::new(),
         seen: SeenFiles::new(),
     };
     std::fs::create_dir_all(workspace)?;
-    walk_dir(workspace, "", before, &mut walked)?;
+    walk_dir(workspace, "", before, rules, &mut walked)?;
     Ok(walked)
 }
 
-fn walk_dir(dir: &Path, prefix: &str, before: &SeenFiles, out: &mut Walked) -> io::Result<()> {
+fn walk_dir(
+    dir: &Path,
+    prefix: &str,
+    before: &SeenFiles,
+    rules: Rules,
+    out: &mut Walked,
+) -> io::Result<()> {
     let mut names: Vec<_> = std::fs::read_dir(dir)?
         .map(|e| e.map(|e| e.file_name()))
         .collect::<Result<_, _>>()?;
@@ -73,6 +99,9 @@ fn walk_dir(dir: &Path, prefix: &str, before: &SeenFiles, out: &mut Walked) -> i
             tracing::warn!(dir = %dir.display(), "a name that is not UTF-8 is left out of the checkpoint");
             continue;
         };
+        if prefix.is_empty() && rules.left_out.contains(&name) {
+            continue;
+        }
         let path = dir.join(name);
         let relative = if prefix.is_empty() {
             name.to_owned()
@@ -90,7 +119,9 @@ fn walk_dir(dir: &Path, prefix: &str, before: &SeenFiles, out: &mut Walked) -> i
         };
         if kind.is_dir() {
             out.entries.push(entry(Kind::Dir));
-            walk_dir(&path, &relative, before, out)?;
+            walk_dir(&path, &relative, before, rules, out)?;
+        } else if kind.is_symlink() && !rules.links {
+            tracing::warn!(path = %relative, "a link is left out of the checkpoint of a conversation's home");
         } else if kind.is_symlink() {
             let target = std::fs::read_link(&path)?;
             let Some(target) = target.to_str() else {

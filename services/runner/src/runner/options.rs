@@ -50,13 +50,20 @@ pub struct RunnerOptions {
     /// Check every role as `gatehouse doctor` does when the runner starts, logging each
     /// finding without holding the start up; off unless set (tests build many runners).
     pub check_at_start: bool,
+    /// The most a conversation's home (its CLI's sessions) may pack to in the blob store
+    /// (`storage.conversation_home_limit`): a home past it is not saved, and a turn on
+    /// another runner then starts a new session.
+    pub home_limit: u64,
 }
+
+/// [`RunnerOptions::home_limit`] unless set: 16 MiB.
+pub const HOME_LIMIT: u64 = 16 * 1024 * 1024;
 
 impl RunnerOptions {
     /// Defaults for a runner keeping runs' files under `data_dir`: 4 jobs at once, a
     /// 30-second lease, the `default` process profile, no roles, 1 MiB of output per
     /// attempt, 20 seconds for jobs in flight to finish at shutdown, no check of the roles
-    /// at start.
+    /// at start, 16 MiB for a conversation's home.
     pub fn new(data_dir: PathBuf) -> Self {
         Self {
             concurrency: 4,
@@ -73,6 +80,7 @@ impl RunnerOptions {
             shutdown_grace: Duration::from_secs(20),
             id: "runner".to_owned(),
             check_at_start: false,
+            home_limit: HOME_LIMIT,
         }
     }
 }

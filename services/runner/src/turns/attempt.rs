@@ -1,8 +1,10 @@
 //! One attempt of a turn, in named steps: begun (or, found begun before, reported
-//! interrupted), its role and sandbox profile looked up, the workspace readied, prepared
-//! ([`super::prepare`]), [run](Turns::run_cli) in the sandbox with its output read as it
-//! comes, the workspace checkpointed, judged ([`super::verdict`]) and reported. A step
-//! that fails the attempt says why, and nothing after it runs.
+//! interrupted), its role and sandbox profile looked up, the workspace and the CLI's home
+//! readied ([`super::home`]: the session to resume is looked for, and a new one started
+//! when it is not there), prepared ([`super::prepare`]), [run](Turns::run_cli) in the
+//! sandbox with its output read as it comes, the workspace checkpointed and the home
+//! saved, judged ([`super::verdict`]) and reported. A step that fails the attempt says
+//! why, and nothing after it runs.
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -20,8 +22,8 @@ use super::cancel::look_for_cancel;
 use super::dirs::ConversationDirs;
 use super::output::{self, Watch};
 use super::prepare::Prepared;
-use super::progress::Ending;
-use super::report::{Finish, Reporter};
+use super::progress::{self, Ending};
+use super::report::{Finish, Reporter, empty_progress};
 use super::transcript;
 use super::turn::Turn;
 use super::verdict::{Cli, LastLines, Verdict, judge_turn};
@@ -34,6 +36,8 @@ struct Ran {
     trace: Option<Trace>,
     /// The sandbox process's own wall time.
     cli_ms: Option<u64>,
+    /// Said at the end of the progress message: a new session was started.
+    note: Option<&'static str>,
 }
 
 impl Ran {
@@ -42,6 +46,7 @@ impl Ran {
             verdict: Verdict::failed(reason),
             trace: None,
             cli_ms: None,
+            note: None,
         }
     }
 }
@@ -96,6 +101,7 @@ impl Turns {
             duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
             cli_ms: ran.cli_ms,
             prices: &self.runner.options.prices,
+            note: ran.note,
         };
         let first = report.finished(&finish).await?;
         if let (true, false, TurnOutcome::Replied { reply }) =
@@ -124,6 +130,7 @@ impl Turns {
                 verdict: Verdict::stopped(),
                 trace: None,
                 cli_ms: None,
+                note: None,
             });
         }
         let Some(role) = self.runner.options.roles.get(turn.role) else {
@@ -149,6 +156,24 @@ impl Turns {
             return Ok(Ran::failed(reason));
         }
         let read_only = turn.ask && role.read_only;
+        // A read-only `ask` works in a home of its own, thrown away with the attempt.
+        let home = match read_only {
+            true => None,
+            false => Some(
+                self.ready_home(job.conversation_id, &dirs, role, turn.resume)
+                    .await?,
+            ),
+        };
+        let lost = home.as_ref().and_then(|h| h.lost);
+        let note = lost.map(progress::new_session);
+        let turn = &Turn {
+            resume: turn.resume.filter(|_| lost.is_none()),
+            ..*turn
+        };
+        if let Some(note) = note {
+            let text = progress::working(elapsed_ms(begun), &empty_progress());
+            report.progress(&progress::noted(text, Some(note))).await;
+        }
         let prepared = match self
             .prepare_turn(job, turn, role, profile, &dirs, read_only)
             .await
@@ -159,7 +184,9 @@ impl Turns {
                 return Ok(Ran::failed(reason));
             }
         };
-        let (exit, read) = self.run_cli(&prepared, role, report, cancel, begun).await;
+        let (exit, read) = self
+            .run_cli(&prepared, role, report, cancel, begun, note)
+            .await;
         // The sandbox is gone: its tokens stop working.
         let connections = prepared.reach.as_ref().map(Reach::finish);
         let mut notices = connections
@@ -204,6 +231,11 @@ impl Turns {
             self.checkpoint_conversation(job.conversation_id, &dirs)
                 .await;
         }
+        if let Some(home) = &home
+            && !self.runner.halted.is_cancelled()
+        {
+            self.save_home(job.conversation_id, &dirs, turn, home).await;
+        }
         let cli = Cli {
             role_name: turn.role,
             role,
@@ -222,6 +254,7 @@ impl Turns {
                 .ok()
                 .map(|e| u64::try_from(e.duration.as_millis()).unwrap_or(u64::MAX)),
             trace: Some(trace),
+            note,
         })
     }
 
@@ -233,12 +266,13 @@ impl Turns {
         report: &Reporter<'_>,
         cancel: &CancellationToken,
         begun: Instant,
+        note: Option<&'static str>,
     ) -> (
         Result<Exit, String>,
         Result<(Trace, LastLines), HandlerError>,
     ) {
         let parser = TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref());
-        let watch = Watch::new(parser, prepared.secrets.clone(), begun);
+        let watch = Watch::new(parser, prepared.secrets.clone(), begun).noting(note);
         let (logs, lines) = mpsc::channel(256);
         let run = async {
             tokio::select! {
@@ -249,6 +283,11 @@ impl Turns {
         let (exit, read) = tokio::join!(run, output::read(lines, watch, report));
         (exit.map_err(|err| format!("sandbox: {err}")), read)
     }
+}
+
+/// Milliseconds since `begun`.
+fn elapsed_ms(begun: Instant) -> u64 {
+    u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX)
 }
 
 /// The attempt's own files go once it ended; a failure to remove them is only logged.

@@ -133,6 +133,7 @@ impl Turns {
             duration_ms: elapsed_ms(begun),
             cli_ms: None,
             prices: &self.runner.options.prices,
+            note: None,
         };
         report.finished_saying(&finish, &outcome.message).await
     }

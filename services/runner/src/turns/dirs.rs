@@ -1,7 +1,8 @@
 //! Where a conversation's files live under the data directory: its workspace (kept across
 //! turns, freed when idle), which checkpoint it matches, how its repositories were
-//! checked out, the transcript a `command` executor reads, and each attempt's own inputs
-//! and artifacts (removed once the attempt ends).
+//! checked out, its CLI's home and which snapshot of it it matches, the transcript a
+//! `command` executor reads, and each attempt's own inputs and artifacts (removed once the
+//! attempt ends).
 
 use std::path::{Path, PathBuf};
 
@@ -36,7 +37,7 @@ impl ConversationDirs {
     pub(crate) fn place(&self) -> Place {
         Place {
             workspace: self.workspace(),
-            checkouts: self.checkouts(),
+            checkouts: Some(self.checkouts()),
             local: self.local(),
             scratch: self.scratch(),
         }
@@ -53,10 +54,26 @@ impl ConversationDirs {
     }
 
     /// The CLI's own state across the conversation's turns (its sessions, which a turn
-    /// resumes), outside the workspace: neither checkpointed nor delivered. It stays on this
-    /// runner's disk.
+    /// resumes), outside the workspace: never in its checkpoint nor delivered, but saved as
+    /// a snapshot of its own for the next turn on another runner (see [`super::home`]).
     pub(crate) fn home(&self) -> PathBuf {
         self.root.join("home")
+    }
+
+    /// What this runner knows of its copy of the home: the snapshot it matches.
+    pub(crate) fn home_local(&self) -> PathBuf {
+        self.root.join("home.json")
+    }
+
+    /// The home on this runner's disk, as its snapshots are taken and restored: no
+    /// checkouts record beside it.
+    pub(crate) fn home_place(&self) -> Place {
+        Place {
+            workspace: self.home(),
+            checkouts: None,
+            local: self.home_local(),
+            scratch: self.scratch(),
+        }
     }
 
     /// The conversation so far, as the runner keeps it (never the CLI).

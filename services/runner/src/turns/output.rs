@@ -33,6 +33,8 @@ pub(super) struct Watch {
     session_reported: bool,
     /// When the message was last written, and what it showed apart from the clock.
     shown: Option<(Instant, String)>,
+    /// Said at the end of every message (see [`progress::noted`]).
+    note: Option<&'static str>,
 }
 
 impl Watch {
@@ -44,7 +46,13 @@ impl Watch {
             last: LastLines::default(),
             session_reported: false,
             shown: None,
+            note: None,
         }
+    }
+
+    /// The same, every message ending with `note`.
+    pub(super) fn noting(self, note: Option<&'static str>) -> Self {
+        Self { note, ..self }
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -102,6 +110,7 @@ impl Watch {
             .mask
             .secrets()
             .mask(&progress::working(self.elapsed_ms(), &progress));
+        let text = progress::noted(text, self.note);
         self.shown = Some((Instant::now(), state));
         Some(text)
     }

@@ -5,6 +5,8 @@
 
 use gatehouse_agent::{ModelUsage, Progress, ToolCall};
 
+use super::home::Lost;
+
 /// The tools a working message names, the most recent ones.
 const TOOLS_SHOWN: usize = 3;
 /// How many characters of a tool (name and summary) a message shows.
@@ -75,6 +77,24 @@ pub(crate) fn ended(ending: Ending, elapsed_ms: u64, tools: usize, tokens: u64) 
         }
         Ending::Interrupted { again: false } => "Interrupted (the runner stopped)".to_owned(),
     }
+}
+
+/// What the message adds, to the end, when the session the turn was to resume is not
+/// there: the CLI started a new one.
+pub(crate) fn new_session(lost: Lost) -> &'static str {
+    match lost {
+        Lost::Missing => "started a new session (the earlier one was not available)",
+        Lost::Refused => "started a new session (the earlier one could not be restored)",
+    }
+}
+
+/// `text`, then ` · note` when there is one.
+pub(crate) fn noted(mut text: String, note: Option<&str>) -> String {
+    if let Some(note) = note {
+        text.push_str(" · ");
+        text.push_str(note);
+    }
+    text
 }
 
 /// Every token the attempt's models counted, cached ones included.
@@ -229,6 +249,25 @@ mod tests {
             ended(Ending::Interrupted { again: false }, 0, 0, 0),
             "Interrupted (the runner stopped)"
         );
+    }
+
+    #[test]
+    fn a_new_session_is_said_after_the_rest() {
+        assert_eq!(
+            noted(
+                ended(Ending::Done, 3_000, 1, 7),
+                Some(new_session(Lost::Missing))
+            ),
+            "Done in 3s · 1 tool · 7 tokens · started a new session (the earlier one was not available)"
+        );
+        assert_eq!(
+            noted(
+                working(1_000, &progress(&[], None)),
+                Some(new_session(Lost::Refused))
+            ),
+            "Working on it… 1s · started a new session (the earlier one could not be restored)"
+        );
+        assert_eq!(noted("Done in 3s".into(), None), "Done in 3s");
     }
 
     #[test]

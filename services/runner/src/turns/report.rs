@@ -40,6 +40,8 @@ pub(super) struct Finish<'a> {
     pub duration_ms: u64,
     pub cli_ms: Option<u64>,
     pub prices: &'a PriceTable,
+    /// Said at the end of the progress message (see [`progress::noted`]).
+    pub note: Option<&'a str>,
 }
 
 impl Reporter<'_> {
@@ -109,6 +111,7 @@ impl Reporter<'_> {
         let tools = finish.trace.map_or(0, |t| t.tools.len());
         let tokens = finish.trace.map_or(0, |t| progress::tokens(&t.usage));
         let text = progress::ended(finish.verdict.ending, finish.duration_ms, tools, tokens);
+        let text = progress::noted(text, finish.note);
         self.finished_saying(finish, &text).await
     }
 
@@ -314,7 +317,7 @@ fn body(text: &str) -> String {
     serde_json::to_string(&gatehouse_chat::Body::text(text)).unwrap_or_default()
 }
 
-fn empty_progress() -> gatehouse_agent::Progress<'static> {
+pub(super) fn empty_progress() -> gatehouse_agent::Progress<'static> {
     gatehouse_agent::Progress {
         session_id: None,
         tools: &[],

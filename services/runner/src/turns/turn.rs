@@ -7,6 +7,7 @@ use gatehouse_events::TurnTask;
 const DEFAULT_TIMEOUT_SECS: u64 = 30 * 60;
 
 /// The turn a job asks for.
+#[derive(Debug, Clone, Copy)]
 pub(super) struct Turn<'a> {
     pub seq: u64,
     pub attempt: u32,
