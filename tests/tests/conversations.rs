@@ -15,16 +15,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_agent::{Executor, Role};
+use gatehouse_blobs::{BlobStore, LocalBlobs};
 use gatehouse_discord::GatewaySink;
 use gatehouse_ingest::DiscordSink;
 use gatehouse_ingest::Scope;
+use gatehouse_runner::RunnerOptions;
 use gatehouse_sandbox::ProcessSandbox;
 use gatehouse_scheduler::AssistantSettings;
-use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict};
+use gatehouse_store::{ConnectionOwner, ConnectionRow, ConnectionVerdict, HomeRow};
 use gatehouse_tests::fake_slack::{BOT_USER, SlackMessage};
 use gatehouse_tests::gatehouse::chat::{self, ANA, BO, CY, DISCORD_REQUESTS};
 use gatehouse_tests::{Backend, Gatehouse, TestDb, on_both_backends};
 use serde_json::{Value, json};
+use uuid::Uuid;
 
 const PROJECTS: &str = r#"
 [[projects]]
@@ -110,6 +113,11 @@ on_both_backends!(
     take_over_pauses_a_run_and_carries_on_from_its_workspace,
     a_codex_assistant_continues_its_thread,
     a_turn_of_the_real_claude_code_goes_through_the_gateway,
+    a_turn_on_another_runner_resumes_the_session_its_home_left,
+    a_codex_thread_follows_its_conversation_to_another_runner,
+    a_home_past_its_limit_stays_on_its_runner_and_another_starts_a_new_session,
+    a_tampered_home_is_refused_and_the_turn_starts_a_new_session,
+    the_real_claude_code_resumes_its_session_on_another_runner,
 );
 
 /// Started from a conversation's thread: sees the turn count the conversation left, and
@@ -208,6 +216,34 @@ async fn start_with(
         .projects(PROJECTS)
         .sandbox(Arc::new(ProcessSandbox::default()))
         .runner(move |options| options.roles = roles)
+        .assistant(assistant)
+        .start()
+        .await
+}
+
+/// Gatehouse as [`start_on`] starts it, its runner `runner` another machine's: its files
+/// in a directory of its own under `data` (the blob store stays shared), its id its name,
+/// and `configure` applied last.
+async fn start_runner(
+    db: TestDb,
+    data: tempfile::TempDir,
+    runner: &str,
+    assistant: AssistantSettings,
+    configure: impl FnOnce(&mut RunnerOptions) + 'static,
+) -> Gatehouse {
+    let roles = roles(data.path());
+    let (dir, id) = (data.path().join(runner), runner.to_owned());
+    Gatehouse::builder_on(db, data)
+        .people(chat::people())
+        .chat()
+        .projects(PROJECTS)
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
+            options.roles = roles;
+            options.data_dir = dir;
+            options.id = id;
+            configure(options);
+        })
         .assistant(assistant)
         .start()
         .await
@@ -848,5 +884,302 @@ async fn a_turn_of_the_real_claude_code_goes_through_the_gateway(backend: Backen
             .all(|r| r.header("x-api-key") == Some(KEY)),
         "only the gateway's key reached the provider"
     );
+    gh.stop().await;
+}
+
+/// The one conversation's id.
+async fn conversation_id(gh: &Gatehouse) -> Uuid {
+    conversation(gh).await["id"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap()
+}
+
+/// The home's snapshot in the blob store, read as JSON (the runner's manifest format).
+async fn home_manifest(gh: &Gatehouse, digest: &str) -> Value {
+    let blobs = LocalBlobs::new(gh.data.path().join("blobs"));
+    let bytes = blobs
+        .get_bytes(&digest.parse().unwrap(), 1 << 20)
+        .await
+        .unwrap();
+    serde_json::from_slice(&bytes).unwrap()
+}
+
+/// Stops every service, as the end of a machine's runner would, and forgets runner
+/// `runner`'s disk.
+async fn retire(gh: Gatehouse, runner: &str) -> (TestDb, tempfile::TempDir) {
+    let (db, data) = gh.halt().await;
+    std::fs::remove_dir_all(data.path().join(runner)).unwrap();
+    (db, data)
+}
+
+async fn a_turn_on_another_runner_resumes_the_session_its_home_left(backend: Backend) {
+    let (db, data) = (TestDb::new(backend).await, tempfile::tempdir().unwrap());
+    let assistant = || AssistantSettings::new("assistant");
+    let gh = start_runner(db, data, "one", assistant(), |_| {}).await;
+    let thread = Thread::start(&gh, "Ev1", "add a health endpoint").await;
+    thread.said("Turn 1: add a health endpoint").await;
+    let id = conversation_id(&gh).await;
+    let saved = gh.db.store.latest_home(id).await.unwrap().expect("saved");
+    assert_eq!(saved.runner, "one");
+    // The snapshot is the CLI's state, nothing of the workspace.
+    let manifest = home_manifest(&gh, saved.manifest.as_deref().unwrap()).await;
+    let paths: Vec<&str> = manifest["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| e["path"].as_str())
+        .collect();
+    assert!(
+        paths.iter().any(|p| p.starts_with(".claude/projects/")),
+        "{paths:?}"
+    );
+    assert!(
+        !paths
+            .iter()
+            .any(|p| p.contains(".turns") || p.contains("notes.txt"))
+    );
+
+    // Runner one is gone, and its disk with it: two takes the next turn.
+    let ts = thread.ts;
+    let (db, data) = retire(gh, "one").await;
+    let gh = start_runner(db, data, "two", assistant(), |_| {}).await;
+    let thread = Thread { gh: &gh, ts };
+    thread.say("Ev2", "now add a test").await;
+    thread.said("Turn 2: now add a test").await;
+    thread.said("Done in").await;
+    let calls = calls(&gh);
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    let session = conversation(&gh).await["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        calls[1].contains(&format!("--resume {session}")),
+        "{calls:?}"
+    );
+    assert_eq!(thread.count("started a new session"), 0);
+    // The session file holds both turns, on two's disk.
+    let kept = std::fs::read_dir(
+        gh.data
+            .path()
+            .join(format!("two/conversations/{id}/home/.claude/projects")),
+    )
+    .unwrap()
+    .map(|project| project.unwrap().path().join(format!("{session}.jsonl")))
+    .find(|file| file.exists())
+    .expect("the session's file");
+    assert_eq!(
+        std::fs::read_to_string(kept).unwrap(),
+        "add a health endpoint\nnow add a test\n"
+    );
+    let saved = gh.db.store.latest_home(id).await.unwrap().expect("saved");
+    assert_eq!(
+        (saved.runner.as_str(), saved.taken_after.as_str()),
+        ("two", "turn 2, attempt 1")
+    );
+    gh.stop().await;
+}
+
+async fn a_codex_thread_follows_its_conversation_to_another_runner(backend: Backend) {
+    let (db, data) = (TestDb::new(backend).await, tempfile::tempdir().unwrap());
+    let codex = || AssistantSettings::new("codex");
+    let gh = start_runner(db, data, "one", codex(), |_| {}).await;
+    let thread = Thread::start(&gh, "Ev1", "list the sources").await;
+    thread.said("Codex turn 1: list the sources").await;
+    let ts = thread.ts;
+    let (db, data) = retire(gh, "one").await;
+    let gh = start_runner(db, data, "two", codex(), |_| {}).await;
+    let thread = Thread { gh: &gh, ts };
+    thread.say("Ev2", "and count them").await;
+    thread.said("Codex turn 2: and count them").await;
+    let session = conversation(&gh).await["session_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let calls = calls(&gh);
+    assert!(
+        calls[1].contains(&format!("resume {session} -")),
+        "{calls:?}"
+    );
+    assert_eq!(thread.count("started a new session"), 0);
+    gh.stop().await;
+}
+
+async fn a_home_past_its_limit_stays_on_its_runner_and_another_starts_a_new_session(
+    backend: Backend,
+) {
+    let (db, data) = (TestDb::new(backend).await, tempfile::tempdir().unwrap());
+    let assistant = || AssistantSettings::new("assistant");
+    // Less than any pack: no home is ever saved.
+    let tiny = |options: &mut RunnerOptions| options.home_limit = 1024;
+    let gh = start_runner(db, data, "one", assistant(), tiny).await;
+    let thread = Thread::start(&gh, "Ev1", "add a health endpoint").await;
+    thread.said("Turn 1: add a health endpoint").await;
+    let id = conversation_id(&gh).await;
+    let home = gh
+        .db
+        .store
+        .latest_home(id)
+        .await
+        .unwrap()
+        .expect("recorded");
+    assert_eq!((home.manifest, home.runner.as_str()), (None, "one"));
+    // The runner that has it goes on with it.
+    thread.say("Ev2", "now add a test").await;
+    thread.said("Turn 2: now add a test").await;
+    assert!(calls(&gh)[1].contains("--resume sess-"), "{:?}", calls(&gh));
+
+    // Another runner has nothing to resume: a new session, said so, and the turn runs.
+    let ts = thread.ts;
+    let (db, data) = gh.halt().await;
+    let gh = start_runner(db, data, "two", assistant(), |_| {}).await;
+    let thread = Thread { gh: &gh, ts };
+    thread.say("Ev3", "and document it").await;
+    thread.said("Turn 3: and document it").await;
+    let progress = thread
+        .said("tokens · started a new session (the earlier one was not available)")
+        .await;
+    assert!(progress.text.starts_with("Done in"), "{}", progress.text);
+    let calls = calls(&gh);
+    assert_eq!(calls.len(), 3, "{calls:?}");
+    assert!(!calls[2].contains("--resume"), "{calls:?}");
+    let detail = conversation(&gh).await;
+    assert_eq!(detail["turns"][2]["attempts"][0]["status"], "replied");
+    // Under the default limit, two's home is saved.
+    let home = gh
+        .db
+        .store
+        .latest_home(id)
+        .await
+        .unwrap()
+        .expect("recorded");
+    assert_eq!(home.runner, "two");
+    assert!(home.manifest.is_some());
+    gh.stop().await;
+}
+
+/// A change to a home's manifest, as JSON.
+type Tamper = fn(&mut Value);
+
+async fn a_tampered_home_is_refused_and_the_turn_starts_a_new_session(backend: Backend) {
+    let (db, data) = (TestDb::new(backend).await, tempfile::tempdir().unwrap());
+    let assistant = || AssistantSettings::new("assistant");
+    let gh = start_runner(db, data, "one", assistant(), |_| {}).await;
+    let thread = Thread::start(&gh, "Ev1", "add a health endpoint").await;
+    thread.said("Turn 1: add a health endpoint").await;
+    let id = conversation_id(&gh).await;
+    let mut ts = thread.ts;
+    let mut gh = gh;
+
+    // Whoever can write the blob store forges the home: a link out of it, then a path
+    // climbing out of it. Each next turn is on a runner of its own.
+    let tampers: [(&str, Tamper); 2] = [
+        ("two", |m| {
+            m["entries"].as_array_mut().unwrap().push(json!({
+                "path": ".claude/escape", "kind": "link", "target": "../../workspace",
+                "mode": 511, "uid": 0, "gid": 0,
+            }));
+        }),
+        ("three", |m| m["entries"][0]["path"] = json!("../outside")),
+    ];
+    for (n, (runner, tamper)) in tampers.into_iter().enumerate() {
+        let saved = gh.db.store.latest_home(id).await.unwrap().expect("saved");
+        let mut manifest = home_manifest(&gh, saved.manifest.as_deref().unwrap()).await;
+        tamper(&mut manifest);
+        let blobs = LocalBlobs::new(gh.data.path().join("blobs"));
+        let forged = blobs
+            .put_bytes(serde_json::to_vec(&manifest).unwrap().into())
+            .await
+            .unwrap();
+        gh.db
+            .store
+            .record_home(&HomeRow {
+                manifest: Some(forged.digest.as_str().to_owned()),
+                ..saved
+            })
+            .await
+            .unwrap();
+        let (db, data) = gh.halt().await;
+        gh = start_runner(db, data, runner, assistant(), |_| {}).await;
+        let thread = Thread { gh: &gh, ts };
+        let turn = n + 2;
+        thread.say(&format!("Ev{turn}"), "go on").await;
+        thread.said(&format!("Turn {turn}: go on")).await;
+        thread
+            .said("started a new session (the earlier one could not be restored)")
+            .await;
+        let calls = calls(&gh);
+        assert!(!calls[n + 1].contains("--resume"), "{calls:?}");
+        let dir = gh.data.path().join(format!("{runner}/conversations/{id}"));
+        assert!(!dir.join("outside").exists());
+        assert!(!dir.join("home/.claude/escape").is_symlink());
+        // The turn's own home replaces the forged one.
+        let saved = gh.db.store.latest_home(id).await.unwrap().expect("saved");
+        assert_eq!(saved.runner, runner);
+        assert_ne!(saved.manifest.as_deref(), Some(forged.digest.as_str()));
+        ts = thread.ts;
+    }
+    gh.stop().await;
+}
+
+/// The real Claude Code (tests/agent-clis/install.sh) through the gateway to the fake
+/// provider: turn 1 on runner one, which is then gone with its disk; turn 2 on runner two
+/// resumes the session, so the provider's second request carries turn 1's exchange.
+async fn the_real_claude_code_resumes_its_session_on_another_runner(backend: Backend) {
+    use gatehouse_fake_providers::{FakeProvider, Turn};
+    let Some(clis) = installed::clis() else {
+        return;
+    };
+    const KEY: &str = "sk-test-conversation-provider-key-77c2";
+    let fake = FakeProvider::start(
+        KEY,
+        vec![
+            Turn::text("Noted: the number is 4711."),
+            Turn::text("It was 4711."),
+        ],
+    )
+    .await;
+    let bin = clis.claude.parent().unwrap().to_owned();
+    let url = fake.url().to_owned();
+    let real = move |options: &mut RunnerOptions| {
+        let role = Role {
+            provider: Some("model".into()),
+            model: Some("claude-sonnet-4-5".into()),
+            env: BTreeMap::from([("PATH".into(), format!("{}:/usr/bin:/bin", bin.display()))]),
+            ..Role::new(Executor::ClaudeCode)
+        };
+        options.roles = BTreeMap::from([("assistant".to_owned(), role)]);
+        options.providers = vec![gatehouse_gateway::Provider {
+            name: "model".into(),
+            kind: gatehouse_gateway::ProviderKind::Anthropic,
+            base_url: url::Url::parse(&url).unwrap(),
+            key: secrecy::SecretString::from(KEY),
+        }];
+        options.relay = Some(gatehouse_tests::relay_binary());
+    };
+    let assistant = || AssistantSettings::new("assistant");
+    let (db, data) = (TestDb::new(backend).await, tempfile::tempdir().unwrap());
+    let gh = start_runner(db, data, "one", assistant(), real.clone()).await;
+    let thread = Thread::start(&gh, "Ev1", "remember the number 4711").await;
+    thread.said("Noted: the number is 4711.").await;
+    let ts = thread.ts;
+    let (db, data) = retire(gh, "one").await;
+    let gh = start_runner(db, data, "two", assistant(), real).await;
+    let thread = Thread { gh: &gh, ts };
+    thread.say("Ev2", "which number was it?").await;
+    thread.said("It was 4711.").await;
+    assert_eq!(thread.count("started a new session"), 0);
+
+    let second = fake
+        .requests()
+        .into_iter()
+        .map(|r| r.body["messages"].to_string())
+        .find(|messages| messages.contains("which number was it?"))
+        .expect("a request of turn 2");
+    for said in ["remember the number 4711", "Noted: the number is 4711."] {
+        assert!(second.contains(said), "{said:?} is not in {second}");
+    }
     gh.stop().await;
 }
