@@ -157,6 +157,7 @@ pub async fn runner(
         shutdown_grace: config.runner.shutdown_grace,
         id: config.runner.id.clone(),
         check_at_start: true,
+        home_limit: config.storage.conversation_home_limit.as_u64(),
     };
     Ok(Runner::new(store.clone(), Arc::new(sandbox), options)
         .with_artifact_limit(config.runner.artifact_limit.as_u64())

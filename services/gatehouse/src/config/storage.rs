@@ -1,4 +1,5 @@
-//! `[storage]`: where artifacts, workspace checkpoints and other blobs are kept.
+//! `[storage]`: where artifacts, workspace checkpoints, conversations' homes and other
+//! blobs are kept.
 
 use serde::{Deserialize, Serialize};
 
@@ -15,6 +16,9 @@ pub struct StorageConfig {
     /// checkpoint fails) and fetches none recorded as larger, and never more of a pack
     /// than its manifest records.
     pub checkpoint_pack_limit: bytesize::ByteSize,
+    /// The most a conversation's home (its CLI's sessions) packs to: a home past it is not
+    /// saved, and a turn on another runner starts a new session. 0 saves none.
+    pub conversation_home_limit: bytesize::ByteSize,
 }
 
 impl Default for StorageConfig {
@@ -22,6 +26,7 @@ impl Default for StorageConfig {
         Self {
             blobs: None,
             checkpoint_pack_limit: bytesize::ByteSize::gib(4),
+            conversation_home_limit: bytesize::ByteSize::b(gatehouse_runner::HOME_LIMIT),
         }
     }
 }
@@ -67,5 +72,13 @@ mod tests {
         assert_eq!(default.checkpoint_pack_limit.as_u64(), 4 << 30);
         let set: StorageConfig = toml::from_str("checkpoint_pack_limit = \"512MiB\"").unwrap();
         assert_eq!(set.checkpoint_pack_limit.as_u64(), 512 << 20);
+    }
+
+    #[test]
+    fn the_conversation_home_limit_reads_as_a_size() {
+        let default = StorageConfig::default();
+        assert_eq!(default.conversation_home_limit.as_u64(), 16 << 20);
+        let set: StorageConfig = toml::from_str("conversation_home_limit = \"4MiB\"").unwrap();
+        assert_eq!(set.conversation_home_limit.as_u64(), 4 << 20);
     }
 }
