@@ -98,7 +98,7 @@ impl Turns {
         let finish = Finish {
             verdict: &ran.verdict,
             trace: ran.trace.as_ref(),
-            duration_ms: u64::try_from(begun.elapsed().as_millis()).unwrap_or(u64::MAX),
+            duration_ms: elapsed_ms(begun),
             cli_ms: ran.cli_ms,
             prices: &self.runner.options.prices,
             note: ran.note,
@@ -157,12 +157,13 @@ impl Turns {
         }
         let read_only = turn.ask && role.read_only;
         // A read-only `ask` works in a home of its own, thrown away with the attempt.
-        let home = match read_only {
-            true => None,
-            false => Some(
+        let home = if read_only {
+            None
+        } else {
+            Some(
                 self.ready_home(job.conversation_id, &dirs, role, turn.resume)
                     .await?,
-            ),
+            )
         };
         let lost = home.as_ref().and_then(|h| h.lost);
         let note = lost.map(progress::new_session);

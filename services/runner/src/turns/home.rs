@@ -257,3 +257,67 @@ fn entries(dir: &Path) -> io::Result<Vec<std::fs::DirEntry>> {
         Err(e) => Err(e),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use gatehouse_agent::Executor;
+
+    use super::*;
+
+    const ID: &str = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+
+    fn write(path: &Path) {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "{}\n").unwrap();
+    }
+
+    #[tokio::test]
+    async fn a_session_is_found_where_its_cli_keeps_it_and_nowhere_else() {
+        let home = tempfile::tempdir().unwrap();
+        let claude = Role::new(Executor::ClaudeCode);
+        let codex = Role::new(Executor::Codex);
+        assert_eq!(session_found(home.path(), &claude, ID).await, Some(false));
+        assert_eq!(session_found(home.path(), &codex, ID).await, Some(false));
+
+        // Too shallow, too deep, or behind a link: not where the CLI would find it.
+        write(&home.path().join(format!(".claude/projects/{ID}.jsonl")));
+        write(&home.path().join(format!(".claude/projects/a/b/{ID}.jsonl")));
+        let elsewhere = tempfile::tempdir().unwrap();
+        write(&elsewhere.path().join(format!("{ID}.jsonl")));
+        std::os::unix::fs::symlink(elsewhere.path(), home.path().join(".claude/projects/l"))
+            .unwrap();
+        assert_eq!(session_found(home.path(), &claude, ID).await, Some(false));
+
+        write(
+            &home
+                .path()
+                .join(format!(".claude/projects/-work/{ID}.jsonl")),
+        );
+        assert_eq!(session_found(home.path(), &claude, ID).await, Some(true));
+        assert_eq!(
+            session_found(home.path(), &claude, "other").await,
+            Some(false)
+        );
+
+        let rollout = format!(".codex/sessions/2026/01/02/rollout-2026-01-02T03-04-05-{ID}.jsonl");
+        write(&home.path().join(rollout));
+        assert_eq!(session_found(home.path(), &codex, ID).await, Some(true));
+    }
+
+    #[tokio::test]
+    async fn a_session_kept_elsewhere_or_by_no_cli_is_not_judged() {
+        let home = tempfile::tempdir().unwrap();
+        let moved = Role {
+            env: BTreeMap::from([("CLAUDE_CONFIG_DIR".to_owned(), "/state".to_owned())]),
+            ..Role::new(Executor::ClaudeCode)
+        };
+        assert_eq!(session_found(home.path(), &moved, ID).await, None);
+        let command = Role {
+            command: vec!["my-agent".into()],
+            ..Role::new(Executor::Command)
+        };
+        assert_eq!(session_found(home.path(), &command, ID).await, None);
+    }
+}
