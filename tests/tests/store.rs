@@ -15,6 +15,8 @@ use uuid::Uuid;
 
 #[path = "store/egress.rs"]
 mod egress;
+#[path = "store/homes.rs"]
+mod homes;
 #[path = "store/schema_parity.rs"]
 mod schema_parity;
 #[path = "store/spend.rs"]
