@@ -57,19 +57,49 @@ fn strip_hop_by_hop(headers: &mut HeaderMap) {
     }
 }
 
-/// The token a CLI sent, from `x-api-key` (Anthropic's way) or `Authorization: Bearer`.
-fn presented_token(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get("x-api-key")
-        .and_then(|v| v.to_str().ok())
-        .or_else(|| {
-            headers
-                .get(header::AUTHORIZATION)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.strip_prefix("Bearer "))
-        })
+/// Headers that may carry a CLI's token, and so the provider's key on the way out.
+const KEY_HEADERS: [&str; 2] = ["x-api-key", "x-goog-api-key"];
+
+/// The token a CLI sent: in `x-api-key` (Anthropic's way), `x-goog-api-key` (Google's),
+/// `Authorization: Bearer` (OpenAI's) or, for Google, a `key` query parameter.
+fn presented_token<'a>(headers: &'a HeaderMap, query: Option<&'a str>) -> Option<&'a str> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    KEY_HEADERS
+        .iter()
+        .find_map(|name| header(name))
+        .or_else(|| header("authorization").and_then(|v| v.strip_prefix("Bearer ")))
+        .or_else(|| query.and_then(key_param))
         .map(str::trim)
         .filter(|token| !token.is_empty())
+}
+
+/// The value of a query's `key` parameter (Google's API takes its key there too).
+fn key_param(query: &str) -> Option<&str> {
+    query.split('&').find_map(|pair| pair.strip_prefix("key="))
+}
+
+/// `rest` (path and query) without a `key` parameter: a token must not reach the provider.
+fn without_key_param(rest: &str) -> String {
+    let Some((path, query)) = rest.split_once('?') else {
+        return rest.to_owned();
+    };
+    let kept: Vec<&str> = query
+        .split('&')
+        .filter(|pair| !pair.starts_with("key=") && *pair != "key")
+        .collect();
+    if kept.is_empty() {
+        path.to_owned()
+    } else {
+        format!("{path}?{}", kept.join("&"))
+    }
+}
+
+/// The model a path names, as Google's API does (`/v1beta/models/gemini-2.5-pro:generateContent`).
+fn model_in_path(rest: &str) -> Option<String> {
+    let path = rest.split('?').next().unwrap_or(rest);
+    let (_, after) = path.split_once("/models/")?;
+    let (model, _method) = after.split_once(':')?;
+    (!model.is_empty() && !model.contains('/')).then(|| model.to_owned())
 }
 
 /// Whether a path has `.` or `..` segments (percent-encoded too), which could leave the
@@ -82,10 +112,15 @@ fn climbs(rest: &str) -> bool {
     })
 }
 
-/// The error shape for a path that names no provider: Anthropic's when the request looks
-/// like Anthropic's, else OpenAI's.
+/// The error shape for a path that names no provider: Anthropic's or Google's when the
+/// request looks like theirs, else OpenAI's.
 fn guess_kind(headers: &HeaderMap, path: &str) -> ProviderKind {
-    if headers.contains_key("x-api-key")
+    if headers.contains_key("x-goog-api-key")
+        || path.contains(":generateContent")
+        || path.contains(":streamGenerateContent")
+    {
+        ProviderKind::Gemini
+    } else if headers.contains_key("x-api-key")
         || headers.contains_key("anthropic-version")
         || path.ends_with("/messages")
     {
@@ -126,7 +161,10 @@ impl Gateway {
         if climbs(&rest) {
             return Refusal::NoRoute(path.to_owned()).response(provider.kind);
         }
-        match self.admit(name, &parts.headers, body).await {
+        let token = presented_token(&parts.headers, parts.uri.query());
+        let in_path = model_in_path(&rest);
+        let rest = without_key_param(&rest);
+        match self.admit(name, token, in_path, body).await {
             Ok(admitted) => self.forward(provider, &rest, parts, admitted).await,
             Err(refusal) => refusal.response(provider.kind),
         }
@@ -134,13 +172,15 @@ impl Gateway {
 
     /// The checks before anything is forwarded: the token, its provider, the body's size,
     /// the model and the budget, in that order.
+    /// `in_path`: the model the path names, for an API that names it there.
     async fn admit(
         &self,
         provider: &str,
-        headers: &HeaderMap,
+        token: Option<&str>,
+        in_path: Option<String>,
         body: Incoming,
     ) -> Result<Admitted, Refusal> {
-        let granted = presented_token(headers)
+        let granted = token
             .map(token::hash)
             .and_then(|hash| self.inner.grants.find(&hash))
             .ok_or(Refusal::UnknownToken)?;
@@ -157,7 +197,8 @@ impl Gateway {
         };
         let model = serde_json::from_slice::<Named>(&body)
             .ok()
-            .and_then(|named| named.model);
+            .and_then(|named| named.model)
+            .or(in_path);
         if let (Some(allowed), Some(model)) = (&granted.models, &model)
             && !allowed.contains(model)
         {
@@ -261,7 +302,9 @@ fn upstream_request(
     ] {
         headers.remove(name);
     }
-    headers.remove("x-api-key");
+    for name in KEY_HEADERS {
+        headers.remove(name);
+    }
     headers.insert(
         header::ACCEPT_ENCODING,
         HeaderValue::from_static("identity"),
@@ -275,6 +318,10 @@ fn upstream_request(
         ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => (
             header::AUTHORIZATION,
             HeaderValue::from_str(&format!("Bearer {key}")).ok()?,
+        ),
+        ProviderKind::Gemini => (
+            HeaderName::from_static("x-goog-api-key"),
+            HeaderValue::from_str(key).ok()?,
         ),
     };
     value.set_sensitive(true);
@@ -302,13 +349,35 @@ mod tests {
     }
 
     #[test]
-    fn tokens_come_from_either_header_and_never_empty() {
+    fn tokens_come_from_any_providers_place_and_never_empty() {
         let mut headers = HeaderMap::new();
+        assert_eq!(
+            presented_token(&headers, Some("alt=sse&key=gh-gw-0")),
+            Some("gh-gw-0")
+        );
         headers.insert("authorization", HeaderValue::from_static("Bearer gh-gw-1"));
-        assert_eq!(presented_token(&headers), Some("gh-gw-1"));
+        assert_eq!(presented_token(&headers, None), Some("gh-gw-1"));
+        headers.insert("x-goog-api-key", HeaderValue::from_static("gh-gw-3"));
+        assert_eq!(presented_token(&headers, None), Some("gh-gw-3"));
         headers.insert("x-api-key", HeaderValue::from_static("gh-gw-2"));
-        assert_eq!(presented_token(&headers), Some("gh-gw-2"));
+        assert_eq!(presented_token(&headers, None), Some("gh-gw-2"));
         headers.insert("x-api-key", HeaderValue::from_static(""));
-        assert_eq!(presented_token(&headers), None);
+        assert_eq!(presented_token(&headers, None), None);
+    }
+
+    #[test]
+    fn a_key_parameter_never_goes_on_and_a_paths_model_is_read() {
+        assert_eq!(
+            without_key_param("/v1beta/models/g:streamGenerateContent?alt=sse&key=gh-gw-1"),
+            "/v1beta/models/g:streamGenerateContent?alt=sse"
+        );
+        assert_eq!(without_key_param("/v1beta/models?key=t"), "/v1beta/models");
+        assert_eq!(without_key_param("/v1/messages"), "/v1/messages");
+        assert_eq!(
+            model_in_path("/v1beta/models/gemini-2.5-pro:generateContent?alt=sse"),
+            Some("gemini-2.5-pro".to_owned())
+        );
+        assert_eq!(model_in_path("/v1beta/models"), None);
+        assert_eq!(model_in_path("/v1/messages"), None);
     }
 }

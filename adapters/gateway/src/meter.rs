@@ -1,7 +1,8 @@
 //! Reading token usage from providers' answers as they pass, without holding them back:
 //! server-sent events line by line (Anthropic `message_start` and `message_delta`, OpenAI
-//! Responses `response.completed`, Chat Completions' final usage chunk), and non-streamed
-//! JSON from a bounded copy read at the end.
+//! Responses `response.completed`, Chat Completions' final usage chunk, Gemini's
+//! `usageMetadata` on every chunk), and non-streamed JSON from a bounded copy read at the
+//! end.
 
 use serde_json::Value;
 
@@ -171,8 +172,23 @@ fn read_event(event: &Value, usage: &mut Usage) {
             set_model(usage, &event["model"]);
             read_chat(&event["usage"], usage);
         }
+        _ if event["usageMetadata"].is_object() => read_gemini(event, usage),
         _ => {}
     }
+}
+
+/// A Gemini `GenerateContentResponse`: each streamed chunk carries the figures so far, so
+/// the last one seen stands. The prompt count includes the cached part; thinking is
+/// billed as output.
+fn read_gemini(response: &Value, usage: &mut Usage) {
+    set_model(usage, &response["modelVersion"]);
+    let u = &response["usageMetadata"];
+    let count = |name: &str| u[name].as_u64().unwrap_or(0);
+    let cached = count("cachedContentTokenCount");
+    let prompt = count("promptTokenCount") + count("toolUsePromptTokenCount");
+    usage.input = prompt.saturating_sub(cached);
+    usage.cache_read = cached;
+    usage.output = count("candidatesTokenCount") + count("thoughtsTokenCount");
 }
 
 fn read_responses(u: &Value, usage: &mut Usage) {
@@ -195,9 +211,16 @@ fn read_chat(u: &Value, usage: &mut Usage) {
     );
 }
 
-/// Reads a whole non-streamed answer.
+/// Reads a whole non-streamed answer (Gemini's stream without `alt=sse` is an array of
+/// chunks: the last one's figures stand).
 fn read_object(object: &Value, usage: &mut Usage) {
-    if object["type"] == "message" {
+    if let Some(chunks) = object.as_array() {
+        for chunk in chunks {
+            read_object(chunk, usage);
+        }
+    } else if object["usageMetadata"].is_object() {
+        read_gemini(object, usage);
+    } else if object["type"] == "message" {
         set_model(usage, &object["model"]);
         read_anthropic(&object["usage"], usage);
     } else if object["object"] == "response" {
@@ -259,6 +282,21 @@ mod tests {
         let usage = meter.finish();
         assert_eq!((usage.input, usage.output), (9, 4));
         assert_eq!(usage.model.as_deref(), Some("m"));
+    }
+
+    #[test]
+    fn gemini_chunks_carry_figures_so_far_and_the_last_stands() {
+        let usage = meter_events(&[
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"Hel\"}]}}],\"usageMetadata\":{\"promptTokenCount\":130},\"modelVersion\":\"gemini-x\"}\r\n\r\n",
+            "data: {\"candidates\":[{\"content\":{\"parts\":[{\"text\":\"lo\"}]},\"finishReason\":\"STOP\"}],",
+            "\"usageMetadata\":{\"promptTokenCount\":130,\"cachedContentTokenCount\":30,\"candidatesTokenCount\":15,\"thoughtsTokenCount\":5},\"modelVersion\":\"gemini-x\"}\r\n\r\n",
+        ]);
+        assert_eq!((usage.input, usage.cache_read, usage.output), (100, 30, 20));
+        assert_eq!(usage.model.as_deref(), Some("gemini-x"));
+        let mut meter = Meter::new("application/json", None, 1024);
+        meter.feed(br#"[{"usageMetadata":{"promptTokenCount":3}},{"usageMetadata":{"promptTokenCount":9,"candidatesTokenCount":4}}]"#);
+        let usage = meter.finish();
+        assert_eq!((usage.input, usage.output), (9, 4));
     }
 
     #[test]

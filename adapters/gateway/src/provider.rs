@@ -15,6 +15,9 @@ pub enum ProviderKind {
     OpenAi,
     /// A server speaking OpenAI's API elsewhere (a local model, a proxy).
     OpenAiCompatible,
+    /// Google's Gemini API (`generateContent`); the key goes in `x-goog-api-key`, and the
+    /// model is named in the path rather than the body.
+    Gemini,
 }
 
 /// A provider as configured (`[providers.NAME]`). The key only ever leaves the gateway
@@ -25,7 +28,8 @@ pub struct Provider {
     pub name: String,
     pub kind: ProviderKind,
     /// The provider's root, e.g. `https://api.anthropic.com`. For the OpenAI kinds a
-    /// trailing `/v1` is accepted and dropped, since the CLIs put `/v1` in their own paths.
+    /// trailing `/v1` is accepted and dropped, since the CLIs put `/v1` in their own paths
+    /// (Gemini's put `/v1beta`).
     pub base_url: Url,
     pub key: SecretString,
 }
@@ -67,7 +71,10 @@ impl Provider {
     /// Where a request for `rest` (path and query after `/<name>`) goes.
     pub(crate) fn target(&self, rest: &str) -> String {
         let mut base = self.base_url.path().trim_end_matches('/');
-        if self.kind != ProviderKind::Anthropic {
+        if matches!(
+            self.kind,
+            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible
+        ) {
             base = base.strip_suffix("/v1").unwrap_or(base);
         }
         let origin = self.base_url.origin().ascii_serialization();
@@ -91,6 +98,11 @@ pub(crate) fn environment(
         ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => vec![
             ("OPENAI_BASE_URL".to_owned(), format!("{root}/v1")),
             ("OPENAI_API_KEY".to_owned(), token.to_owned()),
+        ],
+        // The Gemini CLI's SDK reads its root from `GOOGLE_GEMINI_BASE_URL`.
+        ProviderKind::Gemini => vec![
+            ("GOOGLE_GEMINI_BASE_URL".to_owned(), root),
+            ("GEMINI_API_KEY".to_owned(), token.to_owned()),
         ],
     }
 }
@@ -119,6 +131,14 @@ mod tests {
         assert_eq!(
             local.target("/v1/chat/completions"),
             "http://127.0.0.1:8000/llm/v1/chat/completions"
+        );
+        let gemini = provider(
+            ProviderKind::Gemini,
+            "https://generativelanguage.googleapis.com/",
+        );
+        assert_eq!(
+            gemini.target("/v1beta/models/g:streamGenerateContent?alt=sse"),
+            "https://generativelanguage.googleapis.com/v1beta/models/g:streamGenerateContent?alt=sse"
         );
         let anthropic = provider(ProviderKind::Anthropic, "https://api.anthropic.com");
         assert_eq!(

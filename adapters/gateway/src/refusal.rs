@@ -114,6 +114,20 @@ impl Refusal {
         }
     }
 
+    /// Google's `error.status` for this refusal.
+    fn google_status(&self) -> &'static str {
+        match self {
+            Self::UnknownToken | Self::OtherProvider | Self::ProviderRefusedKey(_) => {
+                "UNAUTHENTICATED"
+            }
+            Self::NoRoute(_) => "NOT_FOUND",
+            Self::ModelNotAllowed { .. } | Self::Budget(_) => "PERMISSION_DENIED",
+            Self::TooLarge(_) | Self::BadBody => "INVALID_ARGUMENT",
+            Self::Unreachable(_) => "UNAVAILABLE",
+            Self::Timeout(_) => "DEADLINE_EXCEEDED",
+        }
+    }
+
     /// The answer, in `kind`'s error shape.
     pub(crate) fn response(&self, kind: ProviderKind) -> Response<GatewayBody> {
         let message = self.message();
@@ -126,6 +140,13 @@ impl Refusal {
                 let (kind, code) = self.openai_type();
                 json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
             }
+            ProviderKind::Gemini => json!({
+                "error": {
+                    "code": self.status().as_u16(),
+                    "message": message,
+                    "status": self.google_status(),
+                },
+            }),
         };
         let mut response = Response::new(
             Full::new(Bytes::from(body.to_string()))

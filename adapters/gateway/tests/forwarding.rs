@@ -255,6 +255,47 @@ async fn models_outside_the_grants_list_are_refused() {
     assert_eq!(status, 200);
 }
 
+/// Gemini names its model in the path: the allow-list reads it there, and refusals come in
+/// Google's error shape.
+#[tokio::test]
+async fn geminis_model_is_read_from_its_path_and_refused_in_googles_shape() {
+    let scene = Scene::start(vec![Turn::text("done")]).await;
+    let mut allowed = spec("gemini");
+    allowed.models = Some(vec!["gemini-small".to_owned()]);
+    let grant = scene.gateway.grant(allowed).expect("grant");
+    let token = grant.token().expose_secret().to_owned();
+    let url = |model: &str| format!("{}/gemini/v1beta/models/{model}:generateContent", scene.url);
+    let body = json!({"contents": [{"role": "user", "parts": [{"text": "hi"}]}]});
+    let (status, _, answer) =
+        read(post(&url("gemini-huge"), &[("x-goog-api-key", &token)], &body).await).await;
+    assert_eq!(status, 403);
+    let error = &json(&answer)["error"];
+    assert_eq!(error["status"], "PERMISSION_DENIED");
+    assert_eq!(error["code"], 403);
+    assert!(
+        error["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("gemini-huge"))
+    );
+    let (status, _, answer) = read(
+        post(
+            &url("gemini-small"),
+            &[("x-goog-api-key", "gh-gw-forged")],
+            &body,
+        )
+        .await,
+    )
+    .await;
+    assert_eq!(status, 401);
+    assert_eq!(json(&answer)["error"]["status"], "UNAUTHENTICATED");
+    assert!(scene.fake.requests().is_empty());
+    let (status, _, _) =
+        read(post(&url("gemini-small"), &[("x-goog-api-key", &token)], &body).await).await;
+    assert_eq!(status, 200);
+    let seen = scene.fake.requests();
+    assert_eq!(seen[0].header("x-goog-api-key"), Some(scene::KEY));
+}
+
 #[tokio::test]
 async fn a_budget_refuses_with_its_message_and_is_charged_what_passed() {
     let scene = Scene::start(vec![Turn::text("done")]).await;

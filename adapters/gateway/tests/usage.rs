@@ -34,14 +34,14 @@ fn script() -> Vec<Turn> {
     ]
 }
 
-/// Runs the two-turn conversation through `provider` at `path`, the first turn streamed or
-/// not as `stream` says, and returns what the sink recorded and the grant's totals.
+/// Runs the two-turn conversation through `provider`, each turn a request to its path with
+/// its body, and returns what the sink recorded and the grant's totals. The token goes
+/// where the provider's clients put it (for Gemini as `?key=` when `key_in_query`).
 async fn converse(
     provider: &str,
-    path: &str,
-    first: Value,
-    second: Value,
-) -> (Vec<Metered>, gatehouse_gateway::Totals) {
+    turns: [(&str, Value); 2],
+    key_in_query: bool,
+) -> (Vec<Metered>, gatehouse_gateway::Totals, Scene) {
     let scene = Scene::start(script()).await;
     let sink = Arc::new(Sink::default());
     let mut granted = spec(provider);
@@ -49,18 +49,25 @@ async fn converse(
     let grant = scene.gateway.grant(granted).expect("grant");
     let token = grant.token().expose_secret().to_owned();
     let bearer = format!("Bearer {token}");
-    let auth: (&str, &str) = if provider == "anthropic" {
-        ("x-api-key", &token)
-    } else {
-        ("authorization", &bearer)
+    let auth: Vec<(&str, &str)> = match provider {
+        _ if key_in_query => Vec::new(),
+        "anthropic" => vec![("x-api-key", &token)],
+        "gemini" => vec![("x-goog-api-key", &token)],
+        _ => vec![("authorization", &bearer)],
     };
-    let url = format!("{}/{provider}{path}", scene.url);
-    for body in [first, second] {
-        let (status, _, _) = read(post(&url, &[auth], &body).await).await;
+    for (path, body) in turns {
+        let mut url = format!("{}/{provider}{path}", scene.url);
+        if key_in_query {
+            url.push_str(&format!(
+                "{}key={token}",
+                if url.contains('?') { "&" } else { "?" }
+            ));
+        }
+        let (status, _, _) = read(post(&url, &auth, &body).await).await;
         assert_eq!(status, 200);
     }
     let records = sink.wait_for(2).await;
-    (records, grant.usage())
+    (records, grant.usage(), scene)
 }
 
 fn check(records: &[Metered], totals: gatehouse_gateway::Totals, model: &str) {
@@ -95,11 +102,13 @@ fn messages(stream: bool, turn: usize) -> Value {
 #[tokio::test]
 async fn anthropic_streamed_and_not() {
     for (first, second) in [(true, false), (false, true)] {
-        let (records, totals) = converse(
+        let (records, totals, _) = converse(
             "anthropic",
-            "/v1/messages",
-            messages(first, 0),
-            messages(second, 1),
+            [
+                ("/v1/messages", messages(first, 0)),
+                ("/v1/messages", messages(second, 1)),
+            ],
+            false,
         )
         .await;
         check(&records, totals, "claude-test");
@@ -123,11 +132,13 @@ fn responses(stream: bool, turn: usize) -> Value {
 #[tokio::test]
 async fn openai_responses_streamed_and_not() {
     for (first, second) in [(true, false), (false, true)] {
-        let (records, totals) = converse(
+        let (records, totals, _) = converse(
             "openai",
-            "/v1/responses",
-            responses(first, 0),
-            responses(second, 1),
+            [
+                ("/v1/responses", responses(first, 0)),
+                ("/v1/responses", responses(second, 1)),
+            ],
+            false,
         )
         .await;
         check(&records, totals, "gpt-test");
@@ -150,13 +161,46 @@ fn chat(stream: bool, turn: usize) -> Value {
 #[tokio::test]
 async fn chat_completions_streamed_and_not() {
     for (first, second) in [(true, false), (false, true)] {
-        let (records, totals) = converse(
+        let (records, totals, _) = converse(
             "local",
-            "/v1/chat/completions",
-            chat(first, 0),
-            chat(second, 1),
+            [
+                ("/v1/chat/completions", chat(first, 0)),
+                ("/v1/chat/completions", chat(second, 1)),
+            ],
+            false,
         )
         .await;
         check(&records, totals, "local-model");
+    }
+}
+
+fn gemini(stream: bool, turn: usize) -> (&'static str, Value) {
+    let mut contents = vec![json!({"role": "user", "parts": [{"text": "write a.txt"}]})];
+    if turn > 0 {
+        contents.push(
+            json!({"role": "model", "parts": [{"functionCall": {"name": "Write", "args": {}}}]}),
+        );
+        contents.push(json!({"role": "user", "parts": [{"functionResponse": {"name": "Write", "response": {"ok": true}}}]}));
+    }
+    let path = if stream {
+        "/v1beta/models/gemini-test:streamGenerateContent?alt=sse"
+    } else {
+        "/v1beta/models/gemini-test:generateContent"
+    };
+    (path, json!({"contents": contents}))
+}
+
+/// Gemini names its model in the path and its key in `x-goog-api-key` or `?key=`; the
+/// token in the query never reaches the provider.
+#[tokio::test]
+async fn gemini_streamed_and_not_with_the_key_in_a_header_or_the_query() {
+    for ((first, second), in_query) in [((true, false), false), ((false, true), true)] {
+        let (records, totals, scene) =
+            converse("gemini", [gemini(first, 0), gemini(second, 1)], in_query).await;
+        check(&records, totals, "gemini-test");
+        for request in scene.fake.requests() {
+            assert!(!request.path.contains("key="), "{}", request.path);
+            assert!(!request.path.contains("gh-gw-"), "{}", request.path);
+        }
     }
 }

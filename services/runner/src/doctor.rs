@@ -255,10 +255,15 @@ impl Runner {
             Err(why) => return Some(Outcome::Failed(why.clone())),
         };
         let env = |name: &str| reach.env.iter().find(|(k, _)| k == name).map(|(_, v)| v);
-        let (base, header, token) = match (env("ANTHROPIC_BASE_URL"), env("OPENAI_BASE_URL")) {
-            (Some(base), _) => (base, http::KeyHeader::Anthropic, env("ANTHROPIC_API_KEY")),
-            (None, Some(base)) => (base, http::KeyHeader::Bearer, env("OPENAI_API_KEY")),
-            (None, None) => {
+        let (base, header, token) = match (
+            env("ANTHROPIC_BASE_URL"),
+            env("OPENAI_BASE_URL"),
+            env("GOOGLE_GEMINI_BASE_URL"),
+        ) {
+            (Some(base), _, _) => (base, http::KeyHeader::Anthropic, env("ANTHROPIC_API_KEY")),
+            (_, Some(base), _) => (base, http::KeyHeader::Bearer, env("OPENAI_API_KEY")),
+            (_, _, Some(base)) => (base, http::KeyHeader::Google, env("GEMINI_API_KEY")),
+            (None, None, None) => {
                 return Some(Outcome::Failed("the gateway gave no base URL".to_owned()));
             }
         };

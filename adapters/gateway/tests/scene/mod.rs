@@ -42,6 +42,7 @@ pub fn providers(fake_url: &str, key: &str) -> Vec<Provider> {
         provider("anthropic", ProviderKind::Anthropic, fake_url.to_owned()),
         provider("openai", ProviderKind::OpenAi, format!("{fake_url}/v1")),
         provider("local", ProviderKind::OpenAiCompatible, fake_url.to_owned()),
+        provider("gemini", ProviderKind::Gemini, fake_url.to_owned()),
     ]
 }
 

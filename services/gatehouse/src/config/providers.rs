@@ -31,6 +31,8 @@ pub enum ProviderKindConfig {
     Openai,
     /// A server speaking OpenAI's API elsewhere (a local model, a company proxy).
     OpenaiCompatible,
+    /// Google's Gemini API (the Gemini CLI).
+    Gemini,
 }
 
 impl ProviderKindConfig {
@@ -40,6 +42,7 @@ impl ProviderKindConfig {
             Self::Anthropic => "anthropic",
             Self::Openai => "openai",
             Self::OpenaiCompatible => "openai-compatible",
+            Self::Gemini => "gemini",
         }
     }
 
@@ -49,6 +52,7 @@ impl ProviderKindConfig {
             Self::Anthropic => Some("https://api.anthropic.com"),
             Self::Openai => Some("https://api.openai.com/v1"),
             Self::OpenaiCompatible => None,
+            Self::Gemini => Some("https://generativelanguage.googleapis.com"),
         }
     }
 }

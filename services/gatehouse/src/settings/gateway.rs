@@ -26,6 +26,7 @@ pub fn providers(config: &Config) -> anyhow::Result<Vec<Provider>> {
                     ProviderKindConfig::Anthropic => ProviderKind::Anthropic,
                     ProviderKindConfig::Openai => ProviderKind::OpenAi,
                     ProviderKindConfig::OpenaiCompatible => ProviderKind::OpenAiCompatible,
+                    ProviderKindConfig::Gemini => ProviderKind::Gemini,
                 },
                 base_url,
                 key,

@@ -32,10 +32,13 @@ pub(super) enum KeyHeader {
     Anthropic,
     /// `Authorization: Bearer`.
     Bearer,
+    /// `x-goog-api-key` (Google's Gemini API).
+    Google,
 }
 
-/// `GET {base}/models` (OpenAI) or `GET {base}/v1/models` (Anthropic) through the gateway at
-/// `base` (`http://127.0.0.1:PORT/<provider>[/v1]`), presenting `token`.
+/// `GET {base}/models` (OpenAI), `GET {base}/v1/models` (Anthropic) or
+/// `GET {base}/v1beta/models` (Gemini) through the gateway at `base`
+/// (`http://127.0.0.1:PORT/<provider>[/v1]`), presenting `token`.
 pub(super) async fn list_models(
     base: &str,
     header: KeyHeader,
@@ -48,10 +51,12 @@ pub(super) async fn list_models(
     let path = match header {
         KeyHeader::Anthropic => format!("{root}/v1/models"),
         KeyHeader::Bearer => format!("{root}/models"),
+        KeyHeader::Google => format!("{root}/v1beta/models"),
     };
     let credential = match header {
         KeyHeader::Anthropic => format!("x-api-key: {token}\r\nanthropic-version: 2023-06-01\r\n"),
         KeyHeader::Bearer => format!("Authorization: Bearer {token}\r\n"),
+        KeyHeader::Google => format!("x-goog-api-key: {token}\r\n"),
     };
     let request = format!(
         "GET {path} HTTP/1.1\r\nHost: {address}\r\n{credential}Accept: application/json\r\nConnection: close\r\n\r\n"
