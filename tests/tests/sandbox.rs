@@ -59,7 +59,7 @@ nodes:
 
 const FORKS: &str = r#"
 name: forks
-sandbox: small
+sandbox: forky
 nodes:
   bomb: { kind: script, timeout: 20s, run: "sleep 4 & s=$!; (b() { b | b & }; b) 2>/dev/null; wait $s; exit 1" }
 "#;
@@ -153,6 +153,9 @@ async fn stack_with(
     let profiles = BTreeMap::from([
         ("box".to_owned(), profile(IMAGE, Some("256MiB"), Some(64))),
         ("small".to_owned(), profile(IMAGE, Some("32MiB"), Some(32))),
+        // Room in memory for the shells a fork bomb starts, so the process limit is what
+        // stops it, however much each shell takes on this host.
+        ("forky".to_owned(), profile(IMAGE, Some("256MiB"), Some(32))),
         (
             "ghost".to_owned(),
             profile("gatehouse-sandbox:no-such-tag", None, None),
