@@ -5,6 +5,7 @@
 //! nothing that touches files, processes or the network:
 //!
 //! - [`Role`]: `[roles.<name>]` in the configuration, checked when it loads;
+//! - [`Executor`]: the CLI a role runs, each one's own ways in one file of `src/executor/`;
 //! - [`render_prompt`] / [`check_template`]: the node's prompt template;
 //! - [`invocation`]: the shell command that runs the role's CLI on the rendered prompt, and
 //!   [`turn_invocation`] for a conversation turn, continuing the CLI's session, and
@@ -15,6 +16,7 @@
 //! - [`Limit`]: a budget in dollars or tokens, as the configuration writes it;
 //! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
 
+mod executor;
 mod invocation;
 mod limit;
 mod parse;
@@ -26,6 +28,7 @@ mod sessions;
 mod trace;
 mod usage;
 
+pub use executor::{Executor, ModelApi};
 pub use invocation::{
     MAX_SESSION_ID_LEN, Session, SessionIdError, check_session_id, invocation, turn_invocation,
 };
@@ -33,7 +36,7 @@ pub use limit::{Limit, LimitError, WARN_PERCENT, share, show_tokens, show_usd};
 pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
-pub use role::{DEFAULT_MAX_RETRIES, Executor, MAX_RETRIES_LIMIT, Role, RoleError};
+pub use role::{DEFAULT_MAX_RETRIES, MAX_RETRIES_LIMIT, Role, RoleError};
 pub use sessions::SessionFiles;
 pub use trace::{Progress, Retry, ToolCall, Trace, TraceFormat, TraceParser};
 pub use usage::{ModelUsage, ParseError, Report};

@@ -6,7 +6,7 @@ mod command;
 
 use serde_json::{Map, Value};
 
-use crate::role::Executor;
+use crate::executor::Executor;
 use crate::usage::{ParseError, Report};
 
 /// The model name recorded when neither the CLI's output nor the role names one.

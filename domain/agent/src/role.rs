@@ -1,12 +1,11 @@
 //! Roles: who an `agent` node's agent is.
 
 use std::collections::BTreeMap;
-use std::fmt;
 
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::placeholder::{self, Piece};
+use crate::executor::Executor;
 
 /// `[roles.<name>]` in the configuration: the CLI an `agent` node runs, its model, the
 /// standing instructions it gets and what it may reach. A run freezes its role as JSON, so
@@ -92,53 +91,6 @@ pub const MAX_RETRIES_LIMIT: u32 = 20;
 
 fn is_false(value: &bool) -> bool {
     !*value
-}
-
-/// The coding-agent CLI a role runs; each has its own command line and output format.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Executor {
-    /// Anthropic's Claude Code (`claude -p`).
-    ClaudeCode,
-    /// OpenAI's Codex CLI (`codex exec`).
-    Codex,
-    /// Any program: the role's `command` argv.
-    Command,
-}
-
-impl Executor {
-    /// Variables the CLI runs with unless the role's `env` says otherwise. Claude Code:
-    /// Gatehouse's sandbox is the sandbox (`IS_SANDBOX=1`, without which it refuses to skip
-    /// permission prompts as root), and it sends nothing but model requests — no
-    /// telemetry, error reports, update checks or preflight, which the sandbox could not
-    /// reach anyway and would wait on.
-    pub fn environment(self) -> &'static [(&'static str, &'static str)] {
-        match self {
-            Self::ClaudeCode => &[
-                ("IS_SANDBOX", "1"),
-                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-                ("DISABLE_TELEMETRY", "1"),
-                ("DISABLE_ERROR_REPORTING", "1"),
-                ("DISABLE_AUTOUPDATER", "1"),
-            ],
-            Self::Codex | Self::Command => &[],
-        }
-    }
-
-    /// The name used in the configuration, so messages quote what the user wrote.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::ClaudeCode => "claude-code",
-            Self::Codex => "codex",
-            Self::Command => "command",
-        }
-    }
-}
-
-impl fmt::Display for Executor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
 }
 
 /// Why a role cannot be used; each message says what to change.
@@ -255,23 +207,19 @@ impl Role {
         self.max_retries.unwrap_or(DEFAULT_MAX_RETRIES)
     }
 
-    /// The variables the CLI runs with before the role's own `env` (which wins):
-    /// [`Executor::environment`], and for Claude Code its retries
-    /// (`CLAUDE_CODE_MAX_RETRIES`), so that a model it cannot reach fails the attempt soon.
+    /// The variables the CLI runs with before the role's own `env` (which wins): what
+    /// its executor needs (`src/executor/`).
     pub fn cli_environment(&self) -> Vec<(String, String)> {
-        let mut env: Vec<(String, String)> = self
-            .executor
-            .environment()
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        if self.executor == Executor::ClaudeCode {
-            env.push((
-                "CLAUDE_CODE_MAX_RETRIES".to_owned(),
-                self.retries().to_string(),
-            ));
-        }
-        env
+        self.executor.cli().environment(self)
+    }
+
+    /// The program the sandbox must have: the executor's (`claude`), or the first word of
+    /// a `command` role's argv.
+    pub fn program(&self) -> Option<&str> {
+        self.executor
+            .cli()
+            .program()
+            .or_else(|| self.command.first().map(String::as_str))
     }
 
     /// Checks what serde cannot: that the executor's own keys are consistent. Called when the
@@ -298,48 +246,7 @@ impl Role {
                 model: model.clone(),
             });
         }
-        match self.executor {
-            Executor::Command => self.check_command(),
-            executor => {
-                if self.command.is_empty() {
-                    Ok(())
-                } else {
-                    Err(RoleError::CommandNotAllowed { executor })
-                }
-            }
-        }
-    }
-
-    fn check_command(&self) -> Result<(), RoleError> {
-        let Some(program) = self.command.first() else {
-            return Err(RoleError::CommandMissing);
-        };
-        if program.trim().is_empty() {
-            return Err(RoleError::ProgramEmpty);
-        }
-        if !self.args.is_empty() {
-            return Err(RoleError::ArgsNotAllowed);
-        }
-        for argument in &self.command {
-            for piece in placeholder::pieces(argument) {
-                let Piece::Placeholder(name) = piece else {
-                    continue;
-                };
-                if !placeholder::KNOWN.contains(&name) {
-                    return Err(RoleError::UnknownPlaceholder {
-                        name: name.to_owned(),
-                        argument: argument.clone(),
-                    });
-                }
-                if name == "model" && self.model.is_none() {
-                    return Err(RoleError::ModelPlaceholderWithoutModel);
-                }
-                if name == "system_file" && self.system_text().is_none() {
-                    return Err(RoleError::SystemPlaceholderWithoutSystem);
-                }
-            }
-        }
-        Ok(())
+        self.executor.cli().check(self)
     }
 
     fn check_nul(&self) -> Result<(), RoleError> {

@@ -12,8 +12,6 @@
 //! Both move the whole directory elsewhere when a variable says so (`CLAUDE_CONFIG_DIR`,
 //! `CODEX_HOME`): a role setting it keeps its sessions where the runner cannot look.
 
-use crate::role::Executor;
-
 /// Where one CLI's sessions are, below its home.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SessionFiles {
@@ -30,6 +28,25 @@ pub struct SessionFiles {
 }
 
 impl SessionFiles {
+    /// Sessions below `dir` (moved elsewhere by the variable `moved_by`), `depth`
+    /// directories down, in files named `prefix` + (`stamped`: a time and `-`) + id +
+    /// `.jsonl`.
+    pub(crate) const fn new(
+        moved_by: &'static str,
+        dir: &'static str,
+        depth: usize,
+        prefix: &'static str,
+        stamped: bool,
+    ) -> Self {
+        Self {
+            moved_by,
+            dir,
+            depth,
+            prefix,
+            stamped,
+        }
+    }
+
     /// Whether a file named `name` holds session `id`.
     pub fn names(&self, name: &str, id: &str) -> bool {
         let Some(rest) = name
@@ -47,32 +64,9 @@ impl SessionFiles {
     }
 }
 
-impl Executor {
-    /// Where the CLI keeps the sessions it resumes; `None` for one without sessions.
-    pub fn session_files(self) -> Option<SessionFiles> {
-        match self {
-            Self::ClaudeCode => Some(SessionFiles {
-                moved_by: "CLAUDE_CONFIG_DIR",
-                dir: ".claude/projects",
-                depth: 1,
-                prefix: "",
-                stamped: false,
-            }),
-            Self::Codex => Some(SessionFiles {
-                moved_by: "CODEX_HOME",
-                dir: ".codex/sessions",
-                depth: 3,
-                prefix: "rollout-",
-                stamped: true,
-            }),
-            Self::Command => None,
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use crate::executor::Executor;
 
     const ID: &str = "02a36d6e-05a4-414d-8679-28e3d204ac55";
 

@@ -30,7 +30,7 @@ mod retry;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use crate::role::Executor;
+use crate::executor::Executor;
 use crate::usage::{ModelUsage, ParseError, Report};
 use calls::Calls;
 pub use retry::Retry;
@@ -54,11 +54,7 @@ pub enum TraceFormat {
 
 impl From<Executor> for TraceFormat {
     fn from(executor: Executor) -> Self {
-        match executor {
-            Executor::ClaudeCode => Self::ClaudeStreamJson,
-            Executor::Codex => Self::CodexJson,
-            Executor::Command => Self::Command,
-        }
+        executor.trace_format()
     }
 }
 

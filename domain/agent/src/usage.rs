@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::role::Executor;
+use crate::executor::Executor;
 
 /// Tokens one model used in an attempt, split the way prices are: each token is counted in
 /// exactly one of the four fields, so [`crate::cost`] prices it once.

@@ -323,29 +323,15 @@ impl Config {
                         "provider `{provider}` is not configured (add [providers.{provider}]); {known}"
                     )));
                 };
-                let speaks = |kinds: &[ProviderKindConfig], api: &str| {
-                    if kinds.contains(&config.kind) {
-                        Ok(())
-                    } else {
-                        Err(invalid(format!(
-                            "executor \"{}\" speaks {api}, but provider `{provider}` is of kind \"{}\"",
-                            role.executor,
-                            config.kind.as_str()
-                        )))
-                    }
-                };
-                match role.executor {
-                    gatehouse_agent::Executor::ClaudeCode => {
-                        speaks(&[ProviderKindConfig::Anthropic], "Anthropic's Messages API")?;
-                    }
-                    gatehouse_agent::Executor::Codex => speaks(
-                        &[
-                            ProviderKindConfig::Openai,
-                            ProviderKindConfig::OpenaiCompatible,
-                        ],
-                        "OpenAI's Responses API",
-                    )?,
-                    gatehouse_agent::Executor::Command => {}
+                let apis = role.executor.model_apis();
+                if !apis.is_empty() && !apis.contains(&config.kind.api()) {
+                    let spoken: Vec<&str> = apis.iter().map(|a| a.as_str()).collect();
+                    return Err(invalid(format!(
+                        "executor \"{}\" speaks {}, but provider `{provider}` is of kind \"{}\"",
+                        role.executor,
+                        spoken.join(" or "),
+                        config.kind.as_str()
+                    )));
                 }
             }
             if let Some(profile) = role

@@ -17,7 +17,7 @@ mod http;
 use std::fmt;
 use std::time::Duration;
 
-use gatehouse_agent::{Executor, Role};
+use gatehouse_agent::Role;
 use gatehouse_sandbox::Profile;
 use tokio_util::sync::CancellationToken;
 
@@ -234,7 +234,7 @@ impl Runner {
         opened: &Result<Option<Reach>, String>,
     ) -> Option<Outcome> {
         let Some(provider) = role.provider.as_deref() else {
-            return (role.executor != Executor::Command).then(|| {
+            return (!role.executor.model_apis().is_empty()).then(|| {
                 Outcome::Warning(
                     "the role names no `provider`: its CLI reaches its model on its own, with \
                      a key in the sandbox; set provider = \"NAME\" and [providers.NAME] so the \

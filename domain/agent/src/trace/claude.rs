@@ -23,8 +23,8 @@ use serde_json::Value;
 
 use super::calls::{Calls, SUMMARY_CHARS, shorten};
 use super::{Ending, Object, Shared, session_id, string};
+use crate::executor::Executor;
 use crate::parse_report;
-use crate::role::Executor;
 use crate::usage::{ParseError, Report};
 
 /// The failure of an output that ends without its `result` event.

@@ -28,8 +28,8 @@ use serde_json::Value;
 
 use super::calls::{SUMMARY_CHARS, shorten};
 use super::{Ending, Object, Shared, session_id, string};
+use crate::executor::Executor;
 use crate::parse_report;
-use crate::role::Executor;
 use crate::usage::Report;
 
 /// The failure of an output that ends before its turn does.

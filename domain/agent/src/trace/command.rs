@@ -8,8 +8,8 @@
 //! program's conclusion is.
 
 use super::Ending;
+use crate::executor::Executor;
 use crate::parse_report;
-use crate::role::Executor;
 use crate::usage::{ParseError, Report};
 
 /// The key that marks the usage line.

@@ -46,6 +46,15 @@ impl ProviderKindConfig {
         }
     }
 
+    /// The API its clients speak.
+    pub fn api(self) -> gatehouse_agent::ModelApi {
+        match self {
+            Self::Anthropic => gatehouse_agent::ModelApi::Anthropic,
+            Self::Openai | Self::OpenaiCompatible => gatehouse_agent::ModelApi::OpenAi,
+            Self::Gemini => gatehouse_agent::ModelApi::Gemini,
+        }
+    }
+
     /// The provider's public address, when it has one.
     pub fn default_base_url(self) -> Option<&'static str> {
         match self {

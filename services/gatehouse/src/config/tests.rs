@@ -317,7 +317,7 @@ fn roles_reach_their_model_through_a_configured_provider() {
         ),
         (
             format!("{providers}[roles.coder]\nexecutor = \"codex\"\nprovider = \"anthropic\"\n"),
-            "roles.coder: executor \"codex\" speaks OpenAI's Responses API, but provider `anthropic` is of kind \"anthropic\"",
+            "roles.coder: executor \"codex\" speaks OpenAI's API, but provider `anthropic` is of kind \"anthropic\"",
         ),
         (
             "[providers.x]\nkind = \"openai-compatible\"\nkey = \"k\"\n".to_owned(),

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use gatehouse_agent::{Executor, Role};
+use gatehouse_agent::Role;
 use gatehouse_sandbox::{ExitStatus, Job, JobLabels, LogLine, Profile, SandboxKind, Stream};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
@@ -17,15 +17,6 @@ use crate::scratch::Scratch;
 /// How long the job may take: a Docker image may have to be started cold.
 const JOB_TIMEOUT: Duration = Duration::from_secs(120);
 
-/// The program a role runs: `claude`, `codex`, or its `command`'s first word.
-pub(super) fn program(role: &Role) -> Option<&str> {
-    match role.executor {
-        Executor::ClaudeCode => Some("claude"),
-        Executor::Codex => Some("codex"),
-        Executor::Command => role.command.first().map(String::as_str),
-    }
-}
-
 /// Runs `command -v` for the role's program in `profile`.
 pub(super) async fn check(
     runner: &Runner,
@@ -34,7 +25,7 @@ pub(super) async fn check(
     profile: &Profile,
     stop: &CancellationToken,
 ) -> Outcome {
-    let Some(program) = program(role) else {
+    let Some(program) = role.program() else {
         return Outcome::Failed(
             "it names no program: set `command` (executor \"command\")".to_owned(),
         );
@@ -123,17 +114,14 @@ fn install_hint(role: &Role, profile: &Profile) -> String {
     } else {
         "or set PATH in the role's env"
     };
-    match (role.executor, profile.kind) {
-        (Executor::ClaudeCode | Executor::Codex, SandboxKind::Docker) => format!(
+    match (role.executor.install(), profile.kind) {
+        (Some(_), SandboxKind::Docker) => format!(
             "use an image with the agent CLIs (deploy/sandbox/build-images.sh --with-agents), {path}"
         ),
-        (Executor::ClaudeCode, SandboxKind::Process) => format!(
-            "install it on the runner's host (npm install -g @anthropic-ai/claude-code), {path}"
-        ),
-        (Executor::Codex, SandboxKind::Process) => {
-            format!("install it on the runner's host (npm install -g @openai/codex), {path}")
+        (Some(install), SandboxKind::Process) => {
+            format!("install it on the runner's host ({install}), {path}")
         }
-        (Executor::Command, _) => format!("install it where the sandbox runs, {path}"),
+        (None, _) => format!("install it where the sandbox runs, {path}"),
     }
 }
 
@@ -145,17 +133,18 @@ fn quote(word: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gatehouse_agent::Executor;
 
     #[test]
     fn the_program_is_the_executors_or_the_commands_first_word() {
-        assert_eq!(program(&Role::new(Executor::ClaudeCode)), Some("claude"));
-        assert_eq!(program(&Role::new(Executor::Codex)), Some("codex"));
+        assert_eq!(Role::new(Executor::ClaudeCode).program(), Some("claude"));
+        assert_eq!(Role::new(Executor::Codex).program(), Some("codex"));
         let command = Role {
             command: vec!["my agent".into(), "{prompt_file}".into()],
             ..Role::new(Executor::Command)
         };
-        assert_eq!(program(&command), Some("my agent"));
-        assert_eq!(program(&Role::new(Executor::Command)), None);
+        assert_eq!(command.program(), Some("my agent"));
+        assert_eq!(Role::new(Executor::Command).program(), None);
         assert_eq!(quote("it's"), r"'it'\''s'");
     }
 }

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
 
-use gatehouse_agent::{Executor, Role, Session, turn_invocation};
+use gatehouse_agent::{Role, Session, turn_invocation};
 use gatehouse_events::TurnDispatch;
 use gatehouse_sandbox::{Job, JobLabels, Profile};
 
@@ -153,7 +153,7 @@ fn write_inputs(
     if let Some(system) = &system {
         std::fs::write(dir.join("system.md"), system)?;
     }
-    let transcript = !turn.ask && role.executor == Executor::Command;
+    let transcript = !turn.ask && role.executor.reads_transcript();
     if transcript {
         transcript::copy(&dirs.transcript(), &dir.join("transcript.jsonl"))?;
     }

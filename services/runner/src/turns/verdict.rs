@@ -3,7 +3,7 @@
 //! code and the CLI's last words, a missing executor, a timeout, a stop, output that holds
 //! no result). Pure: the runner gathers the facts, this decides.
 
-use gatehouse_agent::{Executor, Role, Trace};
+use gatehouse_agent::{Role, Trace};
 use gatehouse_events::{NodeOutcome, TurnOutcome};
 use gatehouse_sandbox::{Exit, ExitStatus, Profile};
 use gatehouse_store::TurnStatus;
@@ -160,11 +160,7 @@ fn ended_well(trace: &Trace) -> Verdict {
 
 /// The sandbox has no such program.
 fn missing(cli: &Cli<'_>) -> String {
-    let program = match cli.role.executor {
-        Executor::ClaudeCode => "claude",
-        Executor::Codex => "codex",
-        Executor::Command => cli.role.command.first().map_or("", String::as_str),
-    };
+    let program = cli.role.program().unwrap_or_default();
     format!(
         "the sandbox has no `{}` command (role `{}`, executor {})",
         quote(program),
@@ -197,6 +193,7 @@ mod tests {
     use std::time::Duration;
 
     use super::*;
+    use gatehouse_agent::Executor;
 
     fn exit(status: ExitStatus) -> Result<Exit, String> {
         Ok(Exit {

@@ -1,0 +1,171 @@
+//! The coding-agent CLIs a role can run, one file each: what differs from one CLI to the
+//! next — the program, its command line for a node and for a turn, how it resumes a
+//! session and where it keeps it, the variables it needs, the model API it speaks through
+//! the gateway, how it is installed, and the output its trace is read from — behind one
+//! trait, [`Cli`], so the rest of Gatehouse asks the role's executor rather than matching on
+//! it. Adding a CLI is a file here, a variant of [`Executor`] and a line in [`Executor::cli`].
+
+mod claude_code;
+mod codex;
+mod command;
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::role::{Role, RoleError};
+use crate::sessions::SessionFiles;
+use crate::trace::TraceFormat;
+
+/// The coding-agent CLI a role runs (`executor = "..."` in the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Executor {
+    /// Anthropic's Claude Code (`claude -p`).
+    ClaudeCode,
+    /// OpenAI's Codex CLI (`codex exec`).
+    Codex,
+    /// Any program: the role's `command` argv.
+    Command,
+}
+
+impl Executor {
+    /// What the CLI does its own way.
+    pub(crate) fn cli(self) -> &'static dyn Cli {
+        match self {
+            Self::ClaudeCode => &claude_code::ClaudeCode,
+            Self::Codex => &codex::Codex,
+            Self::Command => &command::Command,
+        }
+    }
+
+    /// The name used in the configuration, so messages quote what the user wrote.
+    pub fn as_str(self) -> &'static str {
+        self.cli().name()
+    }
+
+    /// The model APIs the CLI can speak through the gateway; empty for a program of the
+    /// role's own, which may speak any or none.
+    pub fn model_apis(self) -> &'static [ModelApi] {
+        self.cli().model_apis()
+    }
+
+    /// How to install the CLI on a runner's host, for a doctor's hint; `None` for a
+    /// program of the role's own.
+    pub fn install(self) -> Option<&'static str> {
+        self.cli().install()
+    }
+
+    /// Where the CLI keeps the sessions it resumes; `None` for one without sessions.
+    pub fn session_files(self) -> Option<SessionFiles> {
+        self.cli().session_files()
+    }
+
+    /// Whether a turn gives it the conversation so far as a file (`{transcript_file}`)
+    /// rather than resuming a session of its own.
+    pub fn reads_transcript(self) -> bool {
+        self.cli().reads_transcript()
+    }
+
+    /// The output format its trace is read from.
+    pub fn trace_format(self) -> TraceFormat {
+        self.cli().trace_format()
+    }
+}
+
+impl fmt::Display for Executor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A model provider's API, as a CLI speaks it to the gateway.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ModelApi {
+    /// Anthropic's Messages API.
+    Anthropic,
+    /// OpenAI's APIs (Responses, Chat Completions), at OpenAI or elsewhere.
+    OpenAi,
+    /// Google's Gemini API.
+    Gemini,
+}
+
+impl ModelApi {
+    /// As messages name it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Anthropic => "Anthropic's Messages API",
+            Self::OpenAi => "OpenAI's API",
+            Self::Gemini => "Google's Gemini API",
+        }
+    }
+}
+
+/// One call of a CLI: the files it reads, as the sandbox sees them, and the session it
+/// continues. `resume` has passed [`crate::check_session_id`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Call<'a> {
+    pub(crate) prompt_file: &'a str,
+    /// `None` when the role has no system text.
+    pub(crate) system_file: Option<&'a str>,
+    /// The session to continue, for a turn after the first.
+    pub(crate) resume: Option<&'a str>,
+    /// The conversation so far, for a turn of a CLI that reads it.
+    pub(crate) transcript_file: Option<&'a str>,
+}
+
+/// What differs from one CLI to the next.
+pub(crate) trait Cli: Sync {
+    /// `executor = "<name>"`.
+    fn name(&self) -> &'static str;
+
+    /// The program the sandbox must have; `None` when the role names it.
+    fn program(&self) -> Option<&'static str>;
+
+    /// How to install it on a host (`npm install -g ...`).
+    fn install(&self) -> Option<&'static str>;
+
+    /// The model APIs it can speak through the gateway; empty for any.
+    fn model_apis(&self) -> &'static [ModelApi];
+
+    /// Variables it runs with before the role's own `env` (which wins).
+    fn environment(&self, role: &Role) -> Vec<(String, String)>;
+
+    /// The `sh -c` command line for one call. Every interpolated value is shell-quoted.
+    fn command_line(&self, role: &Role, call: &Call<'_>) -> String;
+
+    /// Checks the role's keys that belong to one executor or another (`command`, `args`).
+    fn check(&self, role: &Role) -> Result<(), RoleError>;
+
+    /// Where it keeps the sessions it resumes.
+    fn session_files(&self) -> Option<SessionFiles> {
+        None
+    }
+
+    /// Whether a turn hands it the conversation as a file instead of a session.
+    fn reads_transcript(&self) -> bool {
+        false
+    }
+
+    /// The output its trace and report are read from.
+    fn trace_format(&self) -> TraceFormat;
+}
+
+/// The check of a CLI executor: `command` belongs to executor `command`.
+pub(crate) fn no_command(role: &Role) -> Result<(), RoleError> {
+    if role.command.is_empty() {
+        Ok(())
+    } else {
+        Err(RoleError::CommandNotAllowed {
+            executor: role.executor,
+        })
+    }
+}
+
+/// Pairs of variable names and values as owned strings.
+pub(crate) fn pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}

@@ -1,0 +1,114 @@
+//! Anthropic's Claude Code.
+//!
+//! `claude -p` (print mode, the documented headless mode) with `--output-format stream-json
+//! --verbose` (one JSON event per line: the tool calls as they happen, for the attempt's
+//! trace, then the result object with usage and cost) and `--permission-mode
+//! bypassPermissions` (the documented equivalent of `--dangerously-skip-permissions`;
+//! Gatehouse's sandbox is the isolation boundary and nobody is at a terminal to answer).
+//! The prompt comes on stdin, so its length is not bound by argv limits; the system text
+//! goes through `--append-system-prompt`, keeping Claude Code's own system prompt and its
+//! tool instructions. A turn continues the session with `--resume <session_id>`; the system
+//! text is given again, since Claude Code builds its system prompt per invocation.
+//!
+//! Its sessions are `~/.claude/projects/<project>/<session>.jsonl`, one directory per
+//! working directory; `--resume` finds a session in any of them and keeps its id.
+
+use super::{Call, Cli, ModelApi, no_command, pairs};
+use crate::invocation::{push_model, quote};
+use crate::role::{Role, RoleError};
+use crate::sessions::SessionFiles;
+use crate::trace::TraceFormat;
+
+pub(super) struct ClaudeCode;
+
+impl Cli for ClaudeCode {
+    fn name(&self) -> &'static str {
+        "claude-code"
+    }
+
+    fn program(&self) -> Option<&'static str> {
+        Some("claude")
+    }
+
+    fn install(&self) -> Option<&'static str> {
+        Some("npm install -g @anthropic-ai/claude-code")
+    }
+
+    fn model_apis(&self) -> &'static [ModelApi] {
+        &[ModelApi::Anthropic]
+    }
+
+    /// Gatehouse's sandbox is the sandbox (`IS_SANDBOX=1`, without which it refuses to skip
+    /// permission prompts as root), it sends nothing but model requests — no telemetry,
+    /// error reports, update checks or preflight, which the sandbox could not reach anyway
+    /// and would wait on — and it retries a failed model request only the role's
+    /// `max_retries` times, so a model it cannot reach fails the attempt soon.
+    fn environment(&self, role: &Role) -> Vec<(String, String)> {
+        let mut env = pairs(&[
+            ("IS_SANDBOX", "1"),
+            ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+            ("DISABLE_TELEMETRY", "1"),
+            ("DISABLE_ERROR_REPORTING", "1"),
+            ("DISABLE_AUTOUPDATER", "1"),
+        ]);
+        env.push((
+            "CLAUDE_CODE_MAX_RETRIES".to_owned(),
+            role.retries().to_string(),
+        ));
+        env
+    }
+
+    fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
+        command_line(role, call)
+    }
+
+    fn check(&self, role: &Role) -> Result<(), RoleError> {
+        no_command(role)
+    }
+
+    fn session_files(&self) -> Option<SessionFiles> {
+        Some(SessionFiles::new(
+            "CLAUDE_CONFIG_DIR",
+            ".claude/projects",
+            1,
+            "",
+            false,
+        ))
+    }
+
+    fn trace_format(&self) -> TraceFormat {
+        TraceFormat::ClaudeStreamJson
+    }
+}
+
+fn command_line(role: &Role, call: &Call<'_>) -> String {
+    let Call {
+        prompt_file,
+        system_file,
+        resume,
+        ..
+    } = *call;
+    let mut words: Vec<String> = [
+        "claude",
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+    ]
+    .map(String::from)
+    .into();
+    if let Some(id) = resume {
+        words.push("--resume".to_owned());
+        words.push(quote(id));
+    }
+    push_model(&mut words, role);
+    if let Some(system_file) = system_file {
+        words.push("--append-system-prompt".to_owned());
+        words.push(format!("\"$(cat {})\"", quote(system_file)));
+    }
+    words.extend(["--permission-mode", "bypassPermissions"].map(String::from));
+    words.extend(role.args.iter().map(|arg| quote(arg)));
+    words.push("<".to_owned());
+    words.push(quote(prompt_file));
+    words.join(" ")
+}

@@ -1,0 +1,129 @@
+//! OpenAI's Codex CLI.
+//!
+//! `codex exec --json` (JSON Lines events) with `--skip-git-repo-check` (a workspace need
+//! not be a repository) and `--dangerously-bypass-approvals-and-sandbox` (no approvals, no
+//! Codex sandbox: documented for externally sandboxed environments, and Codex's
+//! Landlock/seccomp sandbox often cannot start inside a container anyway). `codex exec` has
+//! no system-prompt flag, so the system text precedes the prompt on stdin, read through the
+//! `-` prompt argument. A turn continues with `codex exec … resume <SESSION_ID> -`: the
+//! `exec` options come before `resume`, where every release accepts them, and the system
+//! text is not sent again (the resumed session holds the first turn's prompt).
+//!
+//! Its sessions are `~/.codex/sessions/<year>/<month>/<day>/rollout-<time>-<thread>.jsonl`;
+//! `exec resume` finds one by the thread's id, and keeps it.
+
+use super::{Call, Cli, ModelApi, no_command};
+use crate::invocation::{push_model, quote};
+use crate::role::{Role, RoleError};
+use crate::sessions::SessionFiles;
+use crate::trace::TraceFormat;
+
+pub(super) struct Codex;
+
+impl Cli for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn program(&self) -> Option<&'static str> {
+        Some("codex")
+    }
+
+    fn install(&self) -> Option<&'static str> {
+        Some("npm install -g @openai/codex")
+    }
+
+    fn model_apis(&self) -> &'static [ModelApi] {
+        &[ModelApi::OpenAi]
+    }
+
+    /// Nothing: its retries and the gateway's address go on its command line.
+    fn environment(&self, _role: &Role) -> Vec<(String, String)> {
+        Vec::new()
+    }
+
+    fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
+        command_line(role, call)
+    }
+
+    fn check(&self, role: &Role) -> Result<(), RoleError> {
+        no_command(role)
+    }
+
+    fn session_files(&self) -> Option<SessionFiles> {
+        Some(SessionFiles::new(
+            "CODEX_HOME",
+            ".codex/sessions",
+            3,
+            "rollout-",
+            true,
+        ))
+    }
+
+    fn trace_format(&self) -> TraceFormat {
+        TraceFormat::CodexJson
+    }
+}
+
+fn command_line(role: &Role, call: &Call<'_>) -> String {
+    let Call {
+        prompt_file,
+        system_file,
+        resume,
+        ..
+    } = *call;
+    let mut words: Vec<String> = ["codex", "exec", "--json"].map(String::from).into();
+    push_model(&mut words, role);
+    words.extend(
+        [
+            "--skip-git-repo-check",
+            "--dangerously-bypass-approvals-and-sandbox",
+        ]
+        .map(String::from),
+    );
+    if role.provider.is_some() {
+        words.extend(
+            GATEWAY_PROVIDER
+                .iter()
+                .map(|setting| format!("-c {setting}")),
+        );
+        // Bounded, so a provider that cannot be reached fails the attempt in seconds.
+        let retries = role.retries();
+        words.push(format!(
+            "-c model_providers.gatehouse.request_max_retries={retries}"
+        ));
+        words.push(format!(
+            "-c model_providers.gatehouse.stream_max_retries={retries}"
+        ));
+    }
+    words.extend(role.args.iter().map(|arg| quote(arg)));
+    if let Some(id) = resume {
+        words.push("resume".to_owned());
+        words.push(quote(id));
+    }
+    words.push("-".to_owned());
+    let codex = words.join(" ");
+    match system_file.filter(|_| resume.is_none()) {
+        // A blank line keeps the system text's last line apart from the prompt's first.
+        Some(system_file) => format!(
+            "{{ cat {}; printf '\\n\\n'; cat {}; }} | {codex}",
+            quote(system_file),
+            quote(prompt_file)
+        ),
+        None => format!("{codex} < {}", quote(prompt_file)),
+    }
+}
+
+/// Codex's settings for a role whose model requests go through the gateway. Codex reads no
+/// base URL from its environment (`OPENAI_BASE_URL` is ignored by 0.171), so a provider of
+/// its own is defined on the command line, reading the gateway's address and the attempt's
+/// token from the variables the runner sets. Double-quoted so the shell expands the address.
+const GATEWAY_PROVIDER: [&str; 7] = [
+    "model_provider=gatehouse",
+    "model_providers.gatehouse.name=Gatehouse",
+    "\"model_providers.gatehouse.base_url=$OPENAI_BASE_URL\"",
+    "model_providers.gatehouse.wire_api=responses",
+    "model_providers.gatehouse.env_key=OPENAI_API_KEY",
+    "analytics.enabled=false",
+    "check_for_update_on_startup=false",
+];
