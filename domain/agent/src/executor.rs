@@ -3,7 +3,8 @@
 //! session and where it keeps it, the variables it needs, the model API it speaks through
 //! the gateway, how it is installed, and the output its trace is read from — behind one
 //! trait, [`Cli`], so the rest of Gatehouse asks the role's executor rather than matching on
-//! it. Adding a CLI is a file here, a variant of [`Executor`] and a line in [`Executor::cli`].
+//! it. Adding a CLI is a file here (with its output readers), a variant of [`Executor`] and a
+//! line in [`Executor::cli`].
 
 mod claude_code;
 mod codex;
@@ -15,7 +16,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::role::{Role, RoleError};
 use crate::sessions::SessionFiles;
-use crate::trace::TraceFormat;
+use crate::trace::Events;
+use crate::usage::{ParseError, Report};
 
 /// The coding-agent CLI a role runs (`executor = "..."` in the configuration).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -65,11 +67,6 @@ impl Executor {
     /// rather than resuming a session of its own.
     pub fn reads_transcript(self) -> bool {
         self.cli().reads_transcript()
-    }
-
-    /// The output format its trace is read from.
-    pub fn trace_format(self) -> TraceFormat {
-        self.cli().trace_format()
     }
 }
 
@@ -147,8 +144,13 @@ pub(crate) trait Cli: Sync {
         false
     }
 
-    /// The output its trace and report are read from.
-    fn trace_format(&self) -> TraceFormat;
+    /// A reader of its output as it arrives, for the attempt's trace.
+    fn events(&self) -> Box<dyn Events>;
+
+    /// Usage, the failure and the final message, read from the tail of its stdout (the
+    /// tail may start mid-line); `model` is recorded for usage the output does not
+    /// attribute.
+    fn report(&self, text: &str, model: &str) -> Result<Report, ParseError>;
 }
 
 /// The check of a CLI executor: `command` belongs to executor `command`.

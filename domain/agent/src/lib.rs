@@ -38,5 +38,5 @@ pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{DEFAULT_MAX_RETRIES, MAX_RETRIES_LIMIT, Role, RoleError};
 pub use sessions::SessionFiles;
-pub use trace::{Progress, Retry, ToolCall, Trace, TraceFormat, TraceParser};
+pub use trace::{Progress, Retry, ToolCall, Trace, TraceParser};
 pub use usage::{ModelUsage, ParseError, Report};

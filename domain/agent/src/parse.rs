@@ -1,8 +1,8 @@
 //! Reading the JSON that coding-agent CLIs print, from the tail of their stdout.
 
-mod claude;
-mod codex;
-mod command;
+pub(crate) mod claude;
+pub(crate) mod codex;
+pub(crate) mod command;
 
 use serde_json::{Map, Value};
 
@@ -30,15 +30,15 @@ pub fn parse_report(
 ) -> Result<Report, ParseError> {
     let text = String::from_utf8_lossy(stdout);
     let model = model.unwrap_or(UNKNOWN_MODEL);
-    let report = match executor {
-        Executor::ClaudeCode => claude::report(&text, model),
-        Executor::Codex => codex::report(&text, model),
-        Executor::Command => return command::report(&text),
-    };
-    report.ok_or_else(|| ParseError::NoResult {
+    executor.cli().report(&text, model)
+}
+
+/// The error of an output with no recognisable result.
+pub(crate) fn no_result(executor: Executor, text: &str) -> ParseError {
+    ParseError::NoResult {
         executor,
-        excerpt: excerpt(&text),
-    })
+        excerpt: excerpt(text),
+    }
 }
 
 /// Every JSON object that starts a line of `text`, in order, whether it fits on its line

@@ -22,9 +22,9 @@
 //! and nothing here panics or fails the whole trace.
 
 mod calls;
-mod claude;
-mod codex;
-mod command;
+pub(crate) mod claude;
+pub(crate) mod codex;
+pub(crate) mod command;
 mod retry;
 
 use serde::{Deserialize, Serialize};
@@ -40,33 +40,6 @@ const MAX_LINE_BYTES: usize = 16 * 1024 * 1024;
 
 /// How much of the output's start a "printed nothing recognisable" failure quotes.
 const EXCERPT_CHARS: usize = 200;
-
-/// The output format a trace is read from; each executor prints one.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum TraceFormat {
-    /// Claude Code's `--output-format stream-json --verbose`: one JSON event per line.
-    ClaudeStreamJson,
-    /// `codex exec --json`: one JSON event per line.
-    CodexJson,
-    /// A `command` executor's stdout: text, and perhaps a `gatehouse_usage` line.
-    Command,
-}
-
-impl From<Executor> for TraceFormat {
-    fn from(executor: Executor) -> Self {
-        executor.trace_format()
-    }
-}
-
-impl TraceFormat {
-    fn executor(self) -> Executor {
-        match self {
-            Self::ClaudeStreamJson => Executor::ClaudeCode,
-            Self::CodexJson => Executor::Codex,
-            Self::Command => Executor::Command,
-        }
-    }
-}
 
 /// One tool the agent called.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -144,11 +117,11 @@ pub struct Progress<'a> {
 /// [`finish`](Self::finish).
 #[derive(Debug)]
 pub struct TraceParser {
-    format: TraceFormat,
+    executor: Executor,
     /// The role's model, for usage the output does not attribute (see [`crate::parse_report`]).
     model: Option<String>,
     shared: Shared,
-    reader: Reader,
+    reader: Box<dyn Events>,
     /// The start of the output, for the failure of one that holds nothing recognisable.
     head: String,
     unparsed_lines: u64,
@@ -173,11 +146,28 @@ impl Shared {
     }
 }
 
-#[derive(Debug)]
-enum Reader {
-    Claude(claude::Reader),
-    Codex(codex::Reader),
-    Command(command::Reader),
+/// How one CLI's output becomes a trace: each line as it arrives, then what the output
+/// concluded. Each executor has one (see `src/executor/`).
+pub(crate) trait Events: std::fmt::Debug + Send {
+    /// Whether it reads every line as printed (a `command`'s stdout) rather than only the
+    /// lines that are JSON objects.
+    fn raw(&self) -> bool {
+        false
+    }
+
+    /// One line, with `event` the line as a JSON object (always `None` for a raw reader).
+    fn feed(
+        &mut self,
+        line: &str,
+        event: Option<&Object>,
+        at_ms: u64,
+        shared: &mut Shared,
+        model: Option<&str>,
+    );
+
+    /// What the whole output concluded; `no_result` words an output with nothing
+    /// recognisable.
+    fn finish(self: Box<Self>, model: Option<&str>, no_result: &dyn Fn() -> String) -> Ending;
 }
 
 /// What a reader concludes at the end of the output.
@@ -191,18 +181,13 @@ pub(crate) struct Ending {
 pub(crate) type Object = Map<String, Value>;
 
 impl TraceParser {
-    /// A parser for `format`'s output; `model` is the role's model.
-    pub fn new(format: TraceFormat, model: Option<&str>) -> Self {
-        let reader = match format {
-            TraceFormat::ClaudeStreamJson => Reader::Claude(claude::Reader::default()),
-            TraceFormat::CodexJson => Reader::Codex(codex::Reader::default()),
-            TraceFormat::Command => Reader::Command(command::Reader::default()),
-        };
+    /// A parser for `executor`'s output; `model` is the role's model.
+    pub fn new(executor: Executor, model: Option<&str>) -> Self {
         Self {
-            format,
+            executor,
             model: model.map(str::to_owned),
             shared: Shared::default(),
-            reader,
+            reader: executor.cli().events(),
             head: String::new(),
             unparsed_lines: 0,
         }
@@ -225,8 +210,8 @@ impl TraceParser {
             self.head.push('\n');
         }
         let model = self.model.as_deref();
-        if let Reader::Command(reader) = &mut self.reader {
-            reader.feed(line, model);
+        if self.reader.raw() {
+            self.reader.feed(line, None, at_ms, &mut self.shared, model);
             return;
         }
         let Some(event) = object(line) else {
@@ -237,11 +222,8 @@ impl TraceParser {
         };
         // Anything the CLI prints after a retry means it is past the wait.
         self.shared.retrying = false;
-        match &mut self.reader {
-            Reader::Claude(reader) => reader.feed(&event, line, at_ms, &mut self.shared, model),
-            Reader::Codex(reader) => reader.feed(&event, line, at_ms, &mut self.shared),
-            Reader::Command(_) => {}
-        }
+        self.reader
+            .feed(line, Some(&event), at_ms, &mut self.shared, model);
     }
 
     /// The trace so far.
@@ -256,7 +238,7 @@ impl TraceParser {
 
     /// The trace of the whole output; `at_ms` is when the output ended.
     pub fn finish(self, at_ms: u64) -> Trace {
-        let executor = self.format.executor();
+        let executor = self.executor;
         let model = self.model.as_deref();
         let no_result = || {
             ParseError::NoResult {
@@ -265,11 +247,7 @@ impl TraceParser {
             }
             .to_string()
         };
-        let ending = match self.reader {
-            Reader::Claude(reader) => reader.finish(no_result),
-            Reader::Codex(reader) => reader.finish(model, no_result),
-            Reader::Command(reader) => reader.finish(),
-        };
+        let ending = self.reader.finish(model, &no_result);
         Trace {
             session_id: self.shared.session_id,
             tools: self.shared.calls.tools,

@@ -1,6 +1,6 @@
 //! A trace and a report of the same complete output agree: the runner may bill from either.
 
-use gatehouse_agent::{Executor, Report, TraceFormat, TraceParser, parse_report};
+use gatehouse_agent::{Executor, Report, TraceParser, parse_report};
 
 macro_rules! report_fixture {
     ($path:literal) => {
@@ -20,7 +20,7 @@ macro_rules! trace_fixture {
 
 fn both(executor: Executor, text: &str) -> (Report, Report) {
     let model = Some("the-role-model");
-    let mut parser = TraceParser::new(TraceFormat::from(executor), model);
+    let mut parser = TraceParser::new(executor, model);
     for line in text.lines() {
         parser.feed(line, 0);
     }

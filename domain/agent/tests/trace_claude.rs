@@ -1,6 +1,6 @@
 //! Traces of real Claude Code `stream-json` output (tests/fixtures/, see SOURCES.txt).
 
-use gatehouse_agent::{ModelUsage, ToolCall, Trace, TraceFormat, TraceParser};
+use gatehouse_agent::{Executor, ModelUsage, ToolCall, Trace, TraceParser};
 
 #[macro_use]
 mod support;
@@ -8,7 +8,7 @@ mod support;
 use support::{table, trace_of};
 
 fn trace(text: &str) -> Trace {
-    trace_of(TraceFormat::ClaudeStreamJson, "opus", text)
+    trace_of(Executor::ClaudeCode, "opus", text)
 }
 
 #[test]
@@ -45,7 +45,7 @@ fn a_listing_run_is_one_bash_call_with_session_reply_and_usage() {
 #[test]
 fn a_call_lasts_from_its_request_line_to_its_result_line() {
     let lines: Vec<&str> = fixture!("claude_stream_ls.jsonl").lines().collect();
-    let mut parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+    let mut parser = TraceParser::new(Executor::ClaudeCode, None);
     for (line, at) in lines.iter().zip([0, 1_250, 4_000, 4_100]) {
         parser.feed(line, at);
     }
@@ -136,7 +136,7 @@ fn progress_shows_the_call_requested_last_while_it_runs() {
     let lines: Vec<&str> = fixture!("claude_stream_edit_retries.jsonl")
         .lines()
         .collect();
-    let mut parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+    let mut parser = TraceParser::new(Executor::ClaudeCode, None);
     assert_eq!(parser.progress().running, None);
     // The init event and the four requests made together.
     for (i, line) in lines[..5].iter().enumerate() {
@@ -178,7 +178,7 @@ fn sub_agent_and_server_tool_calls_are_traced_too() {
         r#"{"type":"assistant","message":{"content":[{"type":"tool_use","id":"toolu_mcp","name":"mcp__github__get_issue","input":{"number":7}}]},"session_id":"s"}"#,
         r#"{"type":"user","message":{"content":[{"type":"tool_result","tool_use_id":"toolu_task","content":"Found it.","is_error":false}]},"session_id":"s"}"#,
     ];
-    let mut parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+    let mut parser = TraceParser::new(Executor::ClaudeCode, None);
     for (i, line) in lines.iter().enumerate() {
         parser.feed(line, i as u64 * 100);
     }

@@ -1,7 +1,7 @@
 //! Traces of Codex `exec --json` output: real samples and one built from Codex's event
 //! schema (tests/fixtures/, see SOURCES.txt).
 
-use gatehouse_agent::{ModelUsage, ToolCall, Trace, TraceFormat, TraceParser};
+use gatehouse_agent::{Executor, ModelUsage, ToolCall, Trace, TraceParser};
 
 #[macro_use]
 mod support;
@@ -9,7 +9,7 @@ mod support;
 use support::{table, trace_of};
 
 fn trace(text: &str) -> Trace {
-    trace_of(TraceFormat::CodexJson, "gpt-5-codex", text)
+    trace_of(Executor::Codex, "gpt-5-codex", text)
 }
 
 fn usage(input: u64, output: u64, cache_read: u64) -> ModelUsage {
@@ -107,7 +107,7 @@ fn a_stream_cut_off_before_any_item_keeps_its_session_and_says_it_stopped() {
 #[test]
 fn a_stream_cut_off_mid_command_leaves_the_command_without_duration() {
     let lines: Vec<&str> = fixture!("codex_zsh_ls.jsonl").lines().collect();
-    let mut parser = TraceParser::new(TraceFormat::CodexJson, None);
+    let mut parser = TraceParser::new(Executor::Codex, None);
     for (i, line) in lines[..4].iter().enumerate() {
         parser.feed(line, i as u64 * 1000);
     }
@@ -130,7 +130,7 @@ fn parallel_commands_finishing_out_of_order_get_their_own_durations() {
         r#"{"type":"item.completed","item":{"id":"item_2","type":"command_execution","command":"/usr/bin/bash -lc 'cat b.txt'","aggregated_output":"cat: b.txt: No such file or directory\n","exit_code":1,"status":"failed"}}"#,
         r#"{"type":"item.completed","item":{"id":"item_1","type":"command_execution","command":"/usr/bin/bash -lc 'cat a.txt'","aggregated_output":"a\n","exit_code":0,"status":"completed"}}"#,
     ];
-    let mut parser = TraceParser::new(TraceFormat::CodexJson, None);
+    let mut parser = TraceParser::new(Executor::Codex, None);
     for (line, at) in lines.iter().zip([100, 150, 400, 900]) {
         parser.feed(line, at);
     }

@@ -1,9 +1,9 @@
 //! Traces of a `command` executor's plain stdout.
 
-use gatehouse_agent::{Executor, ModelUsage, Trace, TraceFormat, TraceParser, parse_report};
+use gatehouse_agent::{Executor, ModelUsage, Trace, TraceParser, parse_report};
 
 fn trace(text: &str) -> Trace {
-    let mut parser = TraceParser::new(TraceFormat::Command, Some("ignored"));
+    let mut parser = TraceParser::new(Executor::Command, Some("ignored"));
     for (i, line) in text.lines().enumerate() {
         parser.feed(line, i as u64 * 10);
     }

@@ -1,12 +1,12 @@
 //! Untrusted output: garbage, huge and truncated lines, missing fields and cut-off streams
 //! never panic and never spoil the rest of a trace.
 
-use gatehouse_agent::{Executor, ParseError, Trace, TraceFormat, TraceParser};
+use gatehouse_agent::{Executor, ParseError, Trace, TraceParser};
 
 #[macro_use]
 mod support;
 
-fn feed_all(format: TraceFormat, lines: &[&str]) -> Trace {
+fn feed_all(format: Executor, lines: &[&str]) -> Trace {
     let mut parser = TraceParser::new(format, None);
     for (i, line) in lines.iter().enumerate() {
         parser.feed(line, (i as u64 + 1) * 1000);
@@ -33,7 +33,7 @@ fn garbage() -> Vec<String> {
 
 /// `text` with all of [`garbage`] before each of its lines, timed so that its own lines
 /// arrive when they would without the garbage.
-fn interleaved(format: TraceFormat, text: &str) -> Trace {
+fn interleaved(format: Executor, text: &str) -> Trace {
     let mut parser = TraceParser::new(format, None);
     let garbage = garbage();
     for (i, line) in text.lines().enumerate() {
@@ -46,7 +46,7 @@ fn interleaved(format: TraceFormat, text: &str) -> Trace {
     parser.finish(1_000_000)
 }
 
-fn clean(format: TraceFormat, text: &str) -> Trace {
+fn clean(format: Executor, text: &str) -> Trace {
     let lines: Vec<&str> = text.lines().collect();
     feed_all(format, &lines)
 }
@@ -57,7 +57,7 @@ fn garbage_between_claude_events_is_counted_and_changes_nothing_else() {
         fixture!("claude_stream_ls.jsonl"),
         fixture!("claude_stream_edit_retries.jsonl"),
     ] {
-        let format = TraceFormat::ClaudeStreamJson;
+        let format = Executor::ClaudeCode;
         let noisy = interleaved(format, text);
         let lines = text.lines().count() as u64;
         assert_eq!(noisy.unparsed_lines, 7 * lines);
@@ -77,7 +77,7 @@ fn garbage_between_codex_events_is_counted_and_changes_nothing_else() {
         fixture!("codex_zsh_ls.jsonl"),
         fixture!("codex_schema_tools.jsonl"),
     ] {
-        let format = TraceFormat::CodexJson;
+        let format = Executor::Codex;
         let noisy = interleaved(format, text);
         assert_eq!(noisy.unparsed_lines, 7 * text.lines().count() as u64);
         assert_eq!(
@@ -93,7 +93,7 @@ fn garbage_between_codex_events_is_counted_and_changes_nothing_else() {
 #[test]
 fn events_missing_their_fields_are_skipped_without_panicking() {
     let claude = feed_all(
-        TraceFormat::ClaudeStreamJson,
+        Executor::ClaudeCode,
         &[
             r#"{"type":"assistant"}"#,
             r#"{"type":"assistant","message":"text"}"#,
@@ -122,7 +122,7 @@ fn events_missing_their_fields_are_skipped_without_panicking() {
     assert_eq!(claude.failure, None);
 
     let codex = feed_all(
-        TraceFormat::CodexJson,
+        Executor::Codex,
         &[
             r#"{"type":"thread.started"}"#,
             r#"{"type":"item.started"}"#,
@@ -143,7 +143,7 @@ fn events_missing_their_fields_are_skipped_without_panicking() {
 #[test]
 fn a_claude_stream_cut_off_mid_tool_keeps_the_call_without_duration() {
     let lines: Vec<&str> = fixture!("claude_stream_ls.jsonl").lines().take(2).collect();
-    let trace = feed_all(TraceFormat::ClaudeStreamJson, &lines);
+    let trace = feed_all(Executor::ClaudeCode, &lines);
     assert_eq!(trace.tools.len(), 1);
     assert_eq!(trace.tools[0].summary, "ls -la");
     assert_eq!(trace.tools[0].duration_ms, None);
@@ -166,7 +166,7 @@ fn a_last_line_cut_in_the_middle_is_an_unparsed_line() {
     let mut lines: Vec<&str> = text.lines().collect();
     lines.pop();
     lines.push(&result[..result.len() / 2]);
-    let trace = feed_all(TraceFormat::ClaudeStreamJson, &lines);
+    let trace = feed_all(Executor::ClaudeCode, &lines);
     assert_eq!(trace.unparsed_lines, 1);
     assert_eq!(trace.tools[0].duration_ms, Some(1000));
     assert_eq!(
@@ -178,8 +178,8 @@ fn a_last_line_cut_in_the_middle_is_an_unparsed_line() {
 #[test]
 fn output_with_no_event_at_all_fails_as_a_report_would_quoting_its_start() {
     for (format, executor) in [
-        (TraceFormat::ClaudeStreamJson, Executor::ClaudeCode),
-        (TraceFormat::CodexJson, Executor::Codex),
+        (Executor::ClaudeCode, Executor::ClaudeCode),
+        (Executor::Codex, Executor::Codex),
     ] {
         let lines = [
             "",
@@ -206,7 +206,7 @@ fn output_with_no_event_at_all_fails_as_a_report_would_quoting_its_start() {
 #[test]
 fn a_feed_may_hold_several_lines_or_crlf_endings() {
     let text = fixture!("claude_stream_ls.jsonl").replace('\n', "\r\n");
-    let mut parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+    let mut parser = TraceParser::new(Executor::ClaudeCode, None);
     parser.feed(&text, 5);
     let trace = parser.finish(10);
     assert_eq!(trace.tools.len(), 1);
@@ -221,7 +221,7 @@ fn a_summary_is_cut_on_a_character_boundary() {
     let line = format!(
         r#"{{"type":"assistant","message":{{"content":[{{"type":"tool_use","id":"a","name":"Bash","input":{{"command":"{command}"}}}}]}}}}"#
     );
-    let trace = feed_all(TraceFormat::ClaudeStreamJson, &[&line]);
+    let trace = feed_all(Executor::ClaudeCode, &[&line]);
     let summary = &trace.tools[0].summary;
     assert_eq!(summary.chars().count(), 120);
     assert_eq!(summary.strip_suffix('…'), Some("é".repeat(119).as_str()));
@@ -229,7 +229,7 @@ fn a_summary_is_cut_on_a_character_boundary() {
 
 #[test]
 fn a_runaway_agent_fills_the_trace_up_to_its_cap() {
-    let mut parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+    let mut parser = TraceParser::new(Executor::ClaudeCode, None);
     for i in 0..5_010 {
         parser.feed(
             &format!(
@@ -247,7 +247,7 @@ fn a_runaway_agent_fills_the_trace_up_to_its_cap() {
 #[test]
 fn a_clock_that_steps_back_gives_a_zero_duration() {
     let lines: Vec<&str> = fixture!("codex_zsh_ls.jsonl").lines().collect();
-    let mut parser = TraceParser::new(TraceFormat::CodexJson, None);
+    let mut parser = TraceParser::new(Executor::Codex, None);
     for (line, at) in lines.iter().zip([50, 60, 70, 80, 20, 90, 95, 99]) {
         parser.feed(line, at);
     }

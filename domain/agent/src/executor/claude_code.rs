@@ -17,7 +17,8 @@ use super::{Call, Cli, ModelApi, no_command, pairs};
 use crate::invocation::{push_model, quote};
 use crate::role::{Role, RoleError};
 use crate::sessions::SessionFiles;
-use crate::trace::TraceFormat;
+use crate::trace::Events;
+use crate::usage::{ParseError, Report};
 
 pub(super) struct ClaudeCode;
 
@@ -76,8 +77,13 @@ impl Cli for ClaudeCode {
         ))
     }
 
-    fn trace_format(&self) -> TraceFormat {
-        TraceFormat::ClaudeStreamJson
+    fn events(&self) -> Box<dyn Events> {
+        Box::<crate::trace::claude::Reader>::default()
+    }
+
+    fn report(&self, text: &str, model: &str) -> Result<Report, ParseError> {
+        crate::parse::claude::report(text, model)
+            .ok_or_else(|| crate::parse::no_result(super::Executor::ClaudeCode, text))
     }
 }
 

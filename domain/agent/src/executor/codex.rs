@@ -16,7 +16,8 @@ use super::{Call, Cli, ModelApi, no_command};
 use crate::invocation::{push_model, quote};
 use crate::role::{Role, RoleError};
 use crate::sessions::SessionFiles;
-use crate::trace::TraceFormat;
+use crate::trace::Events;
+use crate::usage::{ParseError, Report};
 
 pub(super) struct Codex;
 
@@ -60,8 +61,13 @@ impl Cli for Codex {
         ))
     }
 
-    fn trace_format(&self) -> TraceFormat {
-        TraceFormat::CodexJson
+    fn events(&self) -> Box<dyn Events> {
+        Box::<crate::trace::codex::Reader>::default()
+    }
+
+    fn report(&self, text: &str, model: &str) -> Result<Report, ParseError> {
+        crate::parse::codex::report(text, model)
+            .ok_or_else(|| crate::parse::no_result(super::Executor::Codex, text))
     }
 }
 

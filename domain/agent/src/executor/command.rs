@@ -6,7 +6,8 @@ use super::{Call, Cli, ModelApi};
 use crate::invocation::quote;
 use crate::placeholder::{self, Piece};
 use crate::role::{Role, RoleError};
-use crate::trace::TraceFormat;
+use crate::trace::Events;
+use crate::usage::{ParseError, Report};
 
 pub(super) struct Command;
 
@@ -44,8 +45,12 @@ impl Cli for Command {
         true
     }
 
-    fn trace_format(&self) -> TraceFormat {
-        TraceFormat::Command
+    fn events(&self) -> Box<dyn Events> {
+        Box::<crate::trace::command::Reader>::default()
+    }
+
+    fn report(&self, text: &str, _model: &str) -> Result<Report, ParseError> {
+        crate::parse::command::report(text)
     }
 }
 

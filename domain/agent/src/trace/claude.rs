@@ -38,15 +38,18 @@ pub(crate) struct Reader {
     recognised: bool,
 }
 
-impl Reader {
-    pub(crate) fn feed(
+impl super::Events for Reader {
+    fn feed(
         &mut self,
-        event: &Object,
         line: &str,
+        event: Option<&Object>,
         at_ms: u64,
         shared: &mut Shared,
         model: Option<&str>,
     ) {
+        let Some(event) = event else {
+            return;
+        };
         match event.get("type").and_then(Value::as_str) {
             Some("assistant" | "user") => blocks(event, at_ms, &mut shared.calls),
             Some("result") => self.result = Some(result(line, model)),
@@ -71,7 +74,7 @@ impl Reader {
         }
     }
 
-    pub(crate) fn finish(self, no_result: impl FnOnce() -> String) -> Ending {
+    fn finish(self: Box<Self>, _model: Option<&str>, no_result: &dyn Fn() -> String) -> Ending {
         match self.result {
             Some(Ok(report)) => Ending {
                 reply: report.summary.clone(),

@@ -64,8 +64,18 @@ pub(crate) struct Reader {
     recognised: bool,
 }
 
-impl Reader {
-    pub(crate) fn feed(&mut self, event: &Object, line: &str, at_ms: u64, shared: &mut Shared) {
+impl super::Events for Reader {
+    fn feed(
+        &mut self,
+        line: &str,
+        event: Option<&Object>,
+        at_ms: u64,
+        shared: &mut Shared,
+        _model: Option<&str>,
+    ) {
+        let Some(event) = event else {
+            return;
+        };
         match event.get("type").and_then(Value::as_str) {
             Some("thread.started") => {
                 if let Some(id) = session_id(string(event, "thread_id")) {
@@ -105,14 +115,7 @@ impl Reader {
         self.recognised = true;
     }
 
-    fn keep(&mut self, line: &str) {
-        if line.len() <= MAX_REPORT_LINE_BYTES {
-            self.report_lines.push_str(line.trim());
-            self.report_lines.push('\n');
-        }
-    }
-
-    pub(crate) fn finish(self, model: Option<&str>, no_result: impl FnOnce() -> String) -> Ending {
+    fn finish(self: Box<Self>, model: Option<&str>, no_result: &dyn Fn() -> String) -> Ending {
         if !self.recognised {
             return Ending {
                 reply: None,
@@ -140,6 +143,15 @@ impl Reader {
             reply: self.reply,
             report,
             failure,
+        }
+    }
+}
+
+impl Reader {
+    fn keep(&mut self, line: &str) {
+        if line.len() <= MAX_REPORT_LINE_BYTES {
+            self.report_lines.push_str(line.trim());
+            self.report_lines.push('\n');
         }
     }
 }

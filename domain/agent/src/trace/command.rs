@@ -27,8 +27,19 @@ pub(crate) struct Reader {
     cut: bool,
 }
 
-impl Reader {
-    pub(crate) fn feed(&mut self, line: &str, model: Option<&str>) {
+impl super::Events for Reader {
+    fn raw(&self) -> bool {
+        true
+    }
+
+    fn feed(
+        &mut self,
+        line: &str,
+        _event: Option<&super::Object>,
+        _at_ms: u64,
+        _shared: &mut super::Shared,
+        model: Option<&str>,
+    ) {
         if is_usage(line) {
             self.usage = Some(parse_report(Executor::Command, model, line.as_bytes()));
             return;
@@ -41,19 +52,11 @@ impl Reader {
         }
     }
 
-    fn keep_tail(&mut self) {
-        if self.reply.len() <= MAX_REPLY_BYTES {
-            return;
-        }
-        let mut start = self.reply.len() - MAX_REPLY_BYTES;
-        while !self.reply.is_char_boundary(start) {
-            start += 1;
-        }
-        self.reply.drain(..start);
-        self.cut = true;
-    }
-
-    pub(crate) fn finish(mut self) -> Ending {
+    fn finish(
+        mut self: Box<Self>,
+        _model: Option<&str>,
+        _no_result: &dyn Fn() -> String,
+    ) -> Ending {
         self.keep_tail();
         let text = self.reply.trim();
         let reply = match (text.is_empty(), self.cut) {
@@ -74,6 +77,20 @@ impl Reader {
     }
 }
 
+impl Reader {
+    fn keep_tail(&mut self) {
+        if self.reply.len() <= MAX_REPLY_BYTES {
+            return;
+        }
+        let mut start = self.reply.len() - MAX_REPLY_BYTES;
+        while !self.reply.is_char_boundary(start) {
+            start += 1;
+        }
+        self.reply.drain(..start);
+        self.cut = true;
+    }
+}
+
 /// A line holding the usage object. Anything else, JSON included, is part of the reply.
 fn is_usage(line: &str) -> bool {
     let line = line.trim();
@@ -84,15 +101,17 @@ fn is_usage(line: &str) -> bool {
 
 #[cfg(test)]
 mod tests {
+    use super::super::{Events, Shared};
     use super::{MAX_REPLY_BYTES, Reader};
 
     #[test]
     fn a_long_reply_keeps_its_end_and_says_it_was_cut() {
-        let mut reader = Reader::default();
+        let mut reader = Box::new(Reader::default());
+        let mut shared = Shared::default();
         for i in 0..20_000 {
-            reader.feed(&format!("line {i} é"), None);
+            reader.feed(&format!("line {i} é"), None, 0, &mut shared, None);
         }
-        let reply = reader.finish().reply.unwrap_or_default();
+        let reply = reader.finish(None, &String::new).reply.unwrap_or_default();
         assert!(reply.starts_with('…'));
         assert!(reply.ends_with("line 19999 é"));
         assert!(reply.len() <= MAX_REPLY_BYTES + '…'.len_utf8());

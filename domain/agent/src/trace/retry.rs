@@ -225,8 +225,9 @@ mod tests {
 
     #[test]
     fn progress_shows_a_retry_until_the_cli_moves_on_and_the_trace_keeps_it() {
-        use crate::trace::{TraceFormat, TraceParser};
-        let mut parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+        use crate::executor::Executor;
+        use crate::trace::TraceParser;
+        let mut parser = TraceParser::new(Executor::ClaudeCode, None);
         parser.feed(r#"{"type":"system","subtype":"init","session_id":"s1"}"#, 0);
         assert!(parser.progress().retry.is_none());
         parser.feed(

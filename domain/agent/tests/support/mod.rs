@@ -2,7 +2,7 @@
 //! the calls to compare against. Each suite uses part of it.
 #![allow(dead_code)]
 
-use gatehouse_agent::{Trace, TraceFormat, TraceParser};
+use gatehouse_agent::{Executor, Trace, TraceParser};
 
 /// A sample under `tests/fixtures/` (see SOURCES.txt there), as text.
 macro_rules! fixture {
@@ -17,7 +17,7 @@ macro_rules! fixture {
 
 /// The trace of `text` in `format` when its line `i` (from 0) arrives at `(i + 1) * 1000`
 /// ms and the output ends half a second after its last line.
-pub fn trace_of(format: TraceFormat, model: &str, text: &str) -> Trace {
+pub fn trace_of(format: Executor, model: &str, text: &str) -> Trace {
     let mut parser = TraceParser::new(format, Some(model));
     let mut at = 0;
     for line in text.lines() {

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
+use gatehouse_agent::{Role, Trace, TraceParser};
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{
     AgentSpec, Artifact, Envelope, NodeDispatch, NodeSpec, SandboxWork, ScriptSpec,
@@ -211,7 +211,7 @@ impl Attempt<'_> {
     ) -> Result<(Result<Exit, String>, Seen), HandlerError> {
         let (nodes, runner) = (self.nodes, &self.nodes.runner);
         let trace = prepared.role.as_ref().map(|role| Tracing {
-            parser: TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref()),
+            parser: TraceParser::new(role.executor, role.model.as_deref()),
             begun,
             retried: Some(nodes.progress_reporter(self.job, started)),
         });

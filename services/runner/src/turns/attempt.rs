@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use gatehouse_agent::{Role, Trace, TraceFormat, TraceParser};
+use gatehouse_agent::{Role, Trace, TraceParser};
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{Envelope, TurnDispatch, TurnOutcome};
 use gatehouse_sandbox::Exit;
@@ -272,7 +272,7 @@ impl Turns {
         Result<Exit, String>,
         Result<(Trace, LastLines), HandlerError>,
     ) {
-        let parser = TraceParser::new(TraceFormat::from(role.executor), role.model.as_deref());
+        let parser = TraceParser::new(role.executor, role.model.as_deref());
         let watch = Watch::new(parser, prepared.secrets.clone(), begun).noting(note);
         let (logs, lines) = mpsc::channel(256);
         let run = async {

@@ -166,7 +166,7 @@ pub(super) async fn read(
 
 #[cfg(test)]
 mod tests {
-    use gatehouse_agent::TraceFormat;
+    use gatehouse_agent::Executor;
 
     use super::*;
 
@@ -180,7 +180,7 @@ mod tests {
     #[test]
     fn the_first_tool_updates_at_once_and_secrets_never_reach_the_trace() {
         let secrets = Secrets::new([("TOKEN".to_owned(), "s3cr3t-value".to_owned())]);
-        let parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+        let parser = TraceParser::new(Executor::ClaudeCode, None);
         let mut watch = Watch::new(parser, secrets, Instant::now());
         watch.line(&stdout(
             r#"{"type":"system","subtype":"init","session_id":"s-1"}"#,
@@ -209,7 +209,7 @@ mod tests {
 
 #[cfg(test)]
 mod multi_line_and_escaped {
-    use gatehouse_agent::TraceFormat;
+    use gatehouse_agent::Executor;
 
     use super::*;
 
@@ -239,7 +239,7 @@ mod multi_line_and_escaped {
             ("SSH_KEY".to_owned(), KEY.to_owned()),
             ("DB_PASSWORD".to_owned(), PASSWORD.to_owned()),
         ]);
-        let parser = TraceParser::new(TraceFormat::ClaudeStreamJson, None);
+        let parser = TraceParser::new(Executor::ClaudeCode, None);
         let mut watch = Watch::new(parser, secrets, Instant::now());
         let command = format!("psql --password '{PASSWORD}' && echo '{KEY}' > id");
         let tool = serde_json::json!({"type": "assistant", "message": {"content": [
