@@ -1,8 +1,5 @@
-//! Reading the JSON that coding-agent CLIs print, from the tail of their stdout.
-
-pub(crate) mod claude;
-pub(crate) mod codex;
-pub(crate) mod command;
+//! Reading the JSON that coding-agent CLIs print, from the tail of their stdout: each
+//! executor's report reader (`src/executor/<name>/report.rs`) and what they share.
 
 use serde_json::{Map, Value};
 

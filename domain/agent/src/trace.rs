@@ -4,12 +4,11 @@
 //! A conversation turn or an SOP agent node shows its progress while the agent works (what
 //! it is doing, the tools it used, the time elapsed) and keeps, per turn or attempt, the
 //! tools the agent called: which tool, a one-line summary of its input, how long it took and
-//! whether it failed. The CLIs print this as they go, each in its own format:
-//!
-//! - Claude Code with `--output-format stream-json --verbose` ([`claude`]);
-//! - `codex exec --json` ([`codex`]);
-//! - a `command` executor's plain stdout ([`command`]): no tools, only the reply and the
-//!   `gatehouse_usage` line.
+//! whether it failed. The CLIs print this as they go, each in its own format, read by its
+//! executor's [`Events`] (`src/executor/<name>/events.rs`): Claude Code's `stream-json`
+//! events, `codex exec --json`, a `command`'s plain stdout (no tools, only the reply and the
+//! `gatehouse_usage` line). This module holds what they share: the calls, retries, and the
+//! parser that feeds them lines.
 //!
 //! Not every format carries timestamps, so times are arrival times: the runner passes with
 //! each line the milliseconds since the attempt started, and a call's duration is the arrival
@@ -21,11 +20,8 @@
 //! events and missing fields are ignored, a call without a result keeps `duration_ms: None`,
 //! and nothing here panics or fails the whole trace.
 
-mod calls;
-pub(crate) mod claude;
-pub(crate) mod codex;
-pub(crate) mod command;
-mod retry;
+pub(crate) mod calls;
+pub(crate) mod retry;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -13,6 +13,9 @@
 //! Its sessions are `~/.claude/projects/<project>/<session>.jsonl`, one directory per
 //! working directory; `--resume` finds a session in any of them and keeps its id.
 
+mod events;
+mod report;
+
 use super::{Call, Cli, ModelApi, no_command, pairs};
 use crate::invocation::{push_model, quote};
 use crate::role::{Role, RoleError};
@@ -78,11 +81,11 @@ impl Cli for ClaudeCode {
     }
 
     fn events(&self) -> Box<dyn Events> {
-        Box::<crate::trace::claude::Reader>::default()
+        Box::<events::Reader>::default()
     }
 
     fn report(&self, text: &str, model: &str) -> Result<Report, ParseError> {
-        crate::parse::claude::report(text, model)
+        report::report(text, model)
             .ok_or_else(|| crate::parse::no_result(super::Executor::ClaudeCode, text))
     }
 }

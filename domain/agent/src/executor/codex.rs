@@ -12,6 +12,9 @@
 //! Its sessions are `~/.codex/sessions/<year>/<month>/<day>/rollout-<time>-<thread>.jsonl`;
 //! `exec resume` finds one by the thread's id, and keeps it.
 
+mod events;
+mod report;
+
 use super::{Call, Cli, ModelApi, no_command};
 use crate::invocation::{push_model, quote};
 use crate::role::{Role, RoleError};
@@ -62,11 +65,11 @@ impl Cli for Codex {
     }
 
     fn events(&self) -> Box<dyn Events> {
-        Box::<crate::trace::codex::Reader>::default()
+        Box::<events::Reader>::default()
     }
 
     fn report(&self, text: &str, model: &str) -> Result<Report, ParseError> {
-        crate::parse::codex::report(text, model)
+        report::report(text, model)
             .ok_or_else(|| crate::parse::no_result(super::Executor::Codex, text))
     }
 }

@@ -2,6 +2,9 @@
 //! (`{prompt_file}`, `{system_file}`, `{transcript_file}`, `{model}`). It has no session of
 //! its own: a turn gives it the conversation so far in `{transcript_file}`.
 
+mod events;
+mod report;
+
 use super::{Call, Cli, ModelApi};
 use crate::invocation::quote;
 use crate::placeholder::{self, Piece};
@@ -46,11 +49,11 @@ impl Cli for Command {
     }
 
     fn events(&self) -> Box<dyn Events> {
-        Box::<crate::trace::command::Reader>::default()
+        Box::<events::Reader>::default()
     }
 
     fn report(&self, text: &str, _model: &str) -> Result<Report, ParseError> {
-        crate::parse::command::report(text)
+        report::report(text)
     }
 }
 

@@ -22,7 +22,7 @@
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::objects;
+use crate::parse::objects;
 use crate::usage::{ModelUsage, ParseError, Report};
 
 /// The key that marks the usage line.

@@ -23,7 +23,7 @@
 
 use serde_json::Value;
 
-use super::{Object, count, objects, string};
+use crate::parse::{Object, count, objects, string};
 use crate::usage::{ModelUsage, Report};
 
 /// The fields a salvage looks for: all that [`from_result`] reads.

@@ -21,10 +21,10 @@
 
 use serde_json::Value;
 
-use super::calls::{Calls, SUMMARY_CHARS, shorten};
-use super::{Ending, Object, Shared, session_id, string};
 use crate::executor::Executor;
 use crate::parse_report;
+use crate::trace::calls::{Calls, SUMMARY_CHARS, shorten};
+use crate::trace::{Ending, Object, Shared, session_id, string};
 use crate::usage::{ParseError, Report};
 
 /// The failure of an output that ends without its `result` event.
@@ -38,7 +38,7 @@ pub(crate) struct Reader {
     recognised: bool,
 }
 
-impl super::Events for Reader {
+impl crate::trace::Events for Reader {
     fn feed(
         &mut self,
         line: &str,
@@ -61,7 +61,7 @@ impl super::Events for Reader {
                 self.result = Some(result(line, model));
             }
             Some("system") => {
-                if let Some(retry) = super::retry::claude(event, at_ms) {
+                if let Some(retry) = crate::trace::retry::claude(event, at_ms) {
                     shared.retried(retry);
                 }
             }

@@ -26,10 +26,10 @@
 
 use serde_json::Value;
 
-use super::calls::{SUMMARY_CHARS, shorten};
-use super::{Ending, Object, Shared, session_id, string};
 use crate::executor::Executor;
 use crate::parse_report;
+use crate::trace::calls::{SUMMARY_CHARS, shorten};
+use crate::trace::{Ending, Object, Shared, session_id, string};
 use crate::usage::Report;
 
 /// The failure of an output that ends before its turn does.
@@ -64,7 +64,7 @@ pub(crate) struct Reader {
     recognised: bool,
 }
 
-impl super::Events for Reader {
+impl crate::trace::Events for Reader {
     fn feed(
         &mut self,
         line: &str,
@@ -89,7 +89,7 @@ impl super::Events for Reader {
                 self.keep(line);
             }
             Some("error") => {
-                if let Some(retry) = super::retry::codex(event, at_ms) {
+                if let Some(retry) = crate::trace::retry::codex(event, at_ms) {
                     shared.retried(retry);
                 }
                 self.last_error = (line.len() <= MAX_REPORT_LINE_BYTES).then(|| line.to_owned());

@@ -2,14 +2,14 @@
 //!
 //! A user's own program calls no tools Gatehouse can see. Its stdout is its reply, except
 //! for the `{"gatehouse_usage": …}` line a wrapper prints to have its tokens counted (see
-//! `src/parse/command.rs`), which [`crate::parse_report`] reads: the last one wins and a
+//! `report.rs` beside this file), which [`crate::parse_report`] reads: the last one wins and a
 //! malformed one is the attempt's failure, as in a report. Read line by line, that object
 //! must be on one line, as documented. The reply keeps the output's last 64 KiB, where a
 //! program's conclusion is.
 
-use super::Ending;
 use crate::executor::Executor;
 use crate::parse_report;
+use crate::trace::Ending;
 use crate::usage::{ParseError, Report};
 
 /// The key that marks the usage line.
@@ -27,7 +27,7 @@ pub(crate) struct Reader {
     cut: bool,
 }
 
-impl super::Events for Reader {
+impl crate::trace::Events for Reader {
     fn raw(&self) -> bool {
         true
     }
@@ -35,9 +35,9 @@ impl super::Events for Reader {
     fn feed(
         &mut self,
         line: &str,
-        _event: Option<&super::Object>,
+        _event: Option<&crate::trace::Object>,
         _at_ms: u64,
-        _shared: &mut super::Shared,
+        _shared: &mut crate::trace::Shared,
         model: Option<&str>,
     ) {
         if is_usage(line) {
@@ -96,13 +96,14 @@ fn is_usage(line: &str) -> bool {
     let line = line.trim();
     line.starts_with('{')
         && line.contains(KEY)
-        && serde_json::from_str::<super::Object>(line).is_ok_and(|object| object.contains_key(KEY))
+        && serde_json::from_str::<crate::trace::Object>(line)
+            .is_ok_and(|object| object.contains_key(KEY))
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Events, Shared};
     use super::{MAX_REPLY_BYTES, Reader};
+    use crate::trace::{Events, Shared};
 
     #[test]
     fn a_long_reply_keeps_its_end_and_says_it_was_cut() {

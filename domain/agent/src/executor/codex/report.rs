@@ -24,7 +24,7 @@
 
 use serde_json::Value;
 
-use super::{Object, count, objects, string};
+use crate::parse::{Object, count, objects, string};
 use crate::usage::{ModelUsage, Report};
 
 /// The attempt's report, or `None` when the output holds no Codex event at all.
