@@ -43,6 +43,14 @@ fn free_port() -> u16 {
         .port()
 }
 
+/// Two distinct free ports: each is released before the relay binds it, so the kernel may
+/// hand the same one out twice in a row.
+fn two_free_ports() -> (u16, u16) {
+    let a = free_port();
+    let b = std::iter::repeat_with(free_port).find(|b| *b != a).unwrap();
+    (a, b)
+}
+
 fn relay(forwards: &[(u16, &Path)], program: &[&str]) -> Command {
     let mut command = Command::new(RELAY);
     for (port, socket) in forwards {
@@ -96,7 +104,7 @@ fn several_ports_each_reach_their_own_socket() {
     let first = echo_server(dir.path());
     let other_dir = tempfile::tempdir().unwrap();
     let second = echo_server(other_dir.path());
-    let (a, b) = (free_port(), free_port());
+    let (a, b) = two_free_ports();
     let script = format!(
         "for p in {a} {b}; do exec 3<>/dev/tcp/127.0.0.1/$p; echo x$p >&3; read -r r <&3; \
          echo $r; exec 3<&-; done"
