@@ -139,6 +139,13 @@ impl RunState {
 }
 
 impl NodeState {
+    /// The refusal an agent node asks a person to lift, while it asks to raise a budget:
+    /// what the gate's cards, the console and the status comment show.
+    pub fn budget_ask(&self) -> Option<&str> {
+        self.over_budget.as_ref()?;
+        self.last_error.as_deref()
+    }
+
     /// Dispatched, running or waiting for people: something is in flight for it.
     pub fn is_active(&self) -> bool {
         matches!(

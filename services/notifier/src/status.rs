@@ -62,7 +62,7 @@ pub fn render_status(
         } else {
             gate.approvers.join(", ")
         };
-        if let (Some(_), Some(refusal)) = (&n.over_budget, &n.last_error) {
+        if let Some(refusal) = n.budget_ask() {
             out.push_str(&format!(
                 "\nNode **{node}** stopped: {refusal}. {RAISE_EFFECT}"
             ));

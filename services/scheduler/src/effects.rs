@@ -53,11 +53,7 @@ impl Context<'_> {
                     attempt,
                     status,
                 } => {
-                    let decided_by = self.state.nodes[node.as_str()]
-                        .gate
-                        .as_ref()
-                        .map(|g| g.approvals.iter().map(|p| person(p)).collect())
-                        .unwrap_or_default();
+                    let decided_by = self.approvals(node).iter().map(|p| person(p)).collect();
                     let event = GateClosed {
                         run_id: self.run.id,
                         node: node.clone(),
@@ -84,11 +80,7 @@ impl Context<'_> {
                     attempt,
                     budget,
                 } => {
-                    let raised_by = self.state.nodes[node.as_str()]
-                        .gate
-                        .as_ref()
-                        .map(|g| g.approvals.clone())
-                        .unwrap_or_default();
+                    let raised_by = self.approvals(node);
                     let raise = BudgetRaise {
                         run_id: self.run.id,
                         node,
@@ -259,6 +251,15 @@ impl Context<'_> {
         self.emit(tx, Event::RunRequested(request)).await
     }
 
+    /// Who approved the current opening of `node`'s gate.
+    fn approvals(&self, node: &str) -> Vec<String> {
+        self.state.nodes[node]
+            .gate
+            .as_ref()
+            .map(|g| g.approvals.clone())
+            .unwrap_or_default()
+    }
+
     async fn open_gate(&self, tx: &mut Tx, node: &str, attempt: u32) -> Result<(), SchedulerError> {
         let Some(def) = self.sop.node(node) else {
             return Ok(());
@@ -267,9 +268,7 @@ impl Context<'_> {
             return Ok(());
         };
         // An agent node's gate asks to lift the refusal its attempt met.
-        let raise = (!def.is_gate())
-            .then(|| self.state.nodes[node].last_error.clone())
-            .flatten();
+        let raise = self.state.nodes[node].budget_ask().map(str::to_owned);
         let expires_at = gate
             .expires_in
             .and_then(|d| chrono::Duration::from_std(d).ok())

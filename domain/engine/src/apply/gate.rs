@@ -102,7 +102,7 @@ impl Step<'_> {
             Decision::Reject => {
                 self.close_gate(id, GateStatus::Rejected);
                 let why = comment.map(|c| format!(": {c}")).unwrap_or_default();
-                let failure = match self.budget_asked(id) {
+                let failure = match self.node(id).budget_ask().map(str::to_owned) {
                     Some(reason) => {
                         format!("node `{id}` failed: {reason}; {person} declined to raise it{why}")
                     }
@@ -122,7 +122,7 @@ impl Step<'_> {
         };
         let on_expire = gate.on_expire;
         self.close_gate(id, GateStatus::Expired);
-        match (on_expire, self.budget_asked(id)) {
+        match (on_expire, self.node(id).budget_ask().map(str::to_owned)) {
             // An ask for money is never granted by the clock.
             (_, Some(reason)) => {
                 self.state.nodes[id].status = NodeStatus::Failed;
@@ -154,13 +154,6 @@ impl Step<'_> {
             }
             None => node.status = NodeStatus::Succeeded,
         }
-    }
-
-    /// The refusal an agent node asks a person to lift, while it asks.
-    fn budget_asked(&self, id: &str) -> Option<String> {
-        let node = self.node(id);
-        node.over_budget.as_ref()?;
-        node.last_error.clone()
     }
 
     pub(super) fn close_gate(&mut self, id: &str, status: GateStatus) {

@@ -96,7 +96,7 @@ pub(crate) fn view(row: &RunRow, node: &str, n: &NodeState, gate: &Gate) -> Gate
             .map(|g| g.approvals.clone())
             .unwrap_or_default(),
         send_back: gate.send_back.clone(),
-        raise: n.over_budget.as_ref().and(n.last_error.clone()),
+        raise: n.budget_ask().map(str::to_owned),
     }
 }
 

@@ -88,10 +88,9 @@ impl Notifier {
                     },
                     outcome: None,
                     raise: n
-                        .over_budget
-                        .as_ref()
+                        .budget_ask()
                         .filter(|_| n.attempt == attempt)
-                        .and(n.last_error.clone()),
+                        .map(str::to_owned),
                 };
                 let body = serde_json::to_string(&Body::Card(Box::new(card)))?;
                 for place in self.chat.card_places(&gate.channels, thread.as_ref()) {
