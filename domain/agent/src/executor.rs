@@ -131,8 +131,17 @@ pub(crate) trait Cli: Sync {
     /// The `sh -c` command line for one call. Every interpolated value is shell-quoted.
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String;
 
-    /// Checks the role's keys that belong to one executor or another (`command`, `args`).
-    fn check(&self, role: &Role) -> Result<(), RoleError>;
+    /// Checks the role's keys that belong to one executor or another: a CLI's role has no
+    /// `command`, which belongs to executor `command`.
+    fn check(&self, role: &Role) -> Result<(), RoleError> {
+        if role.command.is_empty() {
+            Ok(())
+        } else {
+            Err(RoleError::CommandNotAllowed {
+                executor: role.executor,
+            })
+        }
+    }
 
     /// Where it keeps the sessions it resumes.
     fn session_files(&self) -> Option<SessionFiles> {
@@ -151,17 +160,6 @@ pub(crate) trait Cli: Sync {
     /// tail may start mid-line); `model` is recorded for usage the output does not
     /// attribute.
     fn report(&self, text: &str, model: &str) -> Result<Report, ParseError>;
-}
-
-/// The check of a CLI executor: `command` belongs to executor `command`.
-pub(crate) fn no_command(role: &Role) -> Result<(), RoleError> {
-    if role.command.is_empty() {
-        Ok(())
-    } else {
-        Err(RoleError::CommandNotAllowed {
-            executor: role.executor,
-        })
-    }
 }
 
 /// Pairs of variable names and values as owned strings.

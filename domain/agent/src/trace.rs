@@ -145,21 +145,22 @@ impl Shared {
 /// How one CLI's output becomes a trace: each line as it arrives, then what the output
 /// concluded. Each executor has one (see `src/executor/`).
 pub(crate) trait Events: std::fmt::Debug + Send {
-    /// Whether it reads every line as printed (a `command`'s stdout) rather than only the
-    /// lines that are JSON objects.
-    fn raw(&self) -> bool {
+    /// Every line as printed, before it is read as JSON; `true` when the reader took it
+    /// (a `command`'s plain stdout), and so wants no events.
+    fn line(&mut self, _line: &str, _model: Option<&str>) -> bool {
         false
     }
 
-    /// One line, with `event` the line as a JSON object (always `None` for a raw reader).
-    fn feed(
+    /// A line that is a JSON object (`event`), as printed (`line`).
+    fn event(
         &mut self,
-        line: &str,
-        event: Option<&Object>,
-        at_ms: u64,
-        shared: &mut Shared,
-        model: Option<&str>,
-    );
+        _event: &Object,
+        _line: &str,
+        _at_ms: u64,
+        _shared: &mut Shared,
+        _model: Option<&str>,
+    ) {
+    }
 
     /// What the whole output concluded; `no_result` words an output with nothing
     /// recognisable.
@@ -206,8 +207,7 @@ impl TraceParser {
             self.head.push('\n');
         }
         let model = self.model.as_deref();
-        if self.reader.raw() {
-            self.reader.feed(line, None, at_ms, &mut self.shared, model);
+        if self.reader.line(line, model) {
             return;
         }
         let Some(event) = object(line) else {
@@ -219,7 +219,7 @@ impl TraceParser {
         // Anything the CLI prints after a retry means it is past the wait.
         self.shared.retrying = false;
         self.reader
-            .feed(line, Some(&event), at_ms, &mut self.shared, model);
+            .event(&event, line, at_ms, &mut self.shared, model);
     }
 
     /// The trace so far.

@@ -16,9 +16,9 @@
 mod events;
 mod report;
 
-use super::{Call, Cli, ModelApi, no_command, pairs};
+use super::{Call, Cli, ModelApi, pairs};
 use crate::invocation::{push_model, quote};
-use crate::role::{Role, RoleError};
+use crate::role::Role;
 use crate::sessions::SessionFiles;
 use crate::trace::Events;
 use crate::usage::{ParseError, Report};
@@ -63,11 +63,35 @@ impl Cli for ClaudeCode {
     }
 
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
-        command_line(role, call)
-    }
-
-    fn check(&self, role: &Role) -> Result<(), RoleError> {
-        no_command(role)
+        let Call {
+            prompt_file,
+            system_file,
+            resume,
+            ..
+        } = *call;
+        let mut words: Vec<String> = [
+            "claude",
+            "-p",
+            "--output-format",
+            "stream-json",
+            "--verbose",
+        ]
+        .map(String::from)
+        .into();
+        if let Some(id) = resume {
+            words.push("--resume".to_owned());
+            words.push(quote(id));
+        }
+        push_model(&mut words, role);
+        if let Some(system_file) = system_file {
+            words.push("--append-system-prompt".to_owned());
+            words.push(format!("\"$(cat {})\"", quote(system_file)));
+        }
+        words.extend(["--permission-mode", "bypassPermissions"].map(String::from));
+        words.extend(role.args.iter().map(|arg| quote(arg)));
+        words.push("<".to_owned());
+        words.push(quote(prompt_file));
+        words.join(" ")
     }
 
     fn session_files(&self) -> Option<SessionFiles> {
@@ -88,36 +112,4 @@ impl Cli for ClaudeCode {
         report::report(text, model)
             .ok_or_else(|| crate::parse::no_result(super::Executor::ClaudeCode, text))
     }
-}
-
-fn command_line(role: &Role, call: &Call<'_>) -> String {
-    let Call {
-        prompt_file,
-        system_file,
-        resume,
-        ..
-    } = *call;
-    let mut words: Vec<String> = [
-        "claude",
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-    ]
-    .map(String::from)
-    .into();
-    if let Some(id) = resume {
-        words.push("--resume".to_owned());
-        words.push(quote(id));
-    }
-    push_model(&mut words, role);
-    if let Some(system_file) = system_file {
-        words.push("--append-system-prompt".to_owned());
-        words.push(format!("\"$(cat {})\"", quote(system_file)));
-    }
-    words.extend(["--permission-mode", "bypassPermissions"].map(String::from));
-    words.extend(role.args.iter().map(|arg| quote(arg)));
-    words.push("<".to_owned());
-    words.push(quote(prompt_file));
-    words.join(" ")
 }

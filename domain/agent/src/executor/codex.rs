@@ -15,9 +15,9 @@
 mod events;
 mod report;
 
-use super::{Call, Cli, ModelApi, no_command};
+use super::{Call, Cli, ModelApi};
 use crate::invocation::{push_model, quote};
-use crate::role::{Role, RoleError};
+use crate::role::Role;
 use crate::sessions::SessionFiles;
 use crate::trace::Events;
 use crate::usage::{ParseError, Report};
@@ -47,11 +47,52 @@ impl Cli for Codex {
     }
 
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
-        command_line(role, call)
-    }
-
-    fn check(&self, role: &Role) -> Result<(), RoleError> {
-        no_command(role)
+        let Call {
+            prompt_file,
+            system_file,
+            resume,
+            ..
+        } = *call;
+        let mut words: Vec<String> = ["codex", "exec", "--json"].map(String::from).into();
+        push_model(&mut words, role);
+        words.extend(
+            [
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+            ]
+            .map(String::from),
+        );
+        if role.provider.is_some() {
+            words.extend(
+                GATEWAY_PROVIDER
+                    .iter()
+                    .map(|setting| format!("-c {setting}")),
+            );
+            // Bounded, so a provider that cannot be reached fails the attempt in seconds.
+            let retries = role.retries();
+            words.push(format!(
+                "-c model_providers.gatehouse.request_max_retries={retries}"
+            ));
+            words.push(format!(
+                "-c model_providers.gatehouse.stream_max_retries={retries}"
+            ));
+        }
+        words.extend(role.args.iter().map(|arg| quote(arg)));
+        if let Some(id) = resume {
+            words.push("resume".to_owned());
+            words.push(quote(id));
+        }
+        words.push("-".to_owned());
+        let codex = words.join(" ");
+        match system_file.filter(|_| resume.is_none()) {
+            // A blank line keeps the system text's last line apart from the prompt's first.
+            Some(system_file) => format!(
+                "{{ cat {}; printf '\\n\\n'; cat {}; }} | {codex}",
+                quote(system_file),
+                quote(prompt_file)
+            ),
+            None => format!("{codex} < {}", quote(prompt_file)),
+        }
     }
 
     fn session_files(&self) -> Option<SessionFiles> {
@@ -71,55 +112,6 @@ impl Cli for Codex {
     fn report(&self, text: &str, model: &str) -> Result<Report, ParseError> {
         report::report(text, model)
             .ok_or_else(|| crate::parse::no_result(super::Executor::Codex, text))
-    }
-}
-
-fn command_line(role: &Role, call: &Call<'_>) -> String {
-    let Call {
-        prompt_file,
-        system_file,
-        resume,
-        ..
-    } = *call;
-    let mut words: Vec<String> = ["codex", "exec", "--json"].map(String::from).into();
-    push_model(&mut words, role);
-    words.extend(
-        [
-            "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox",
-        ]
-        .map(String::from),
-    );
-    if role.provider.is_some() {
-        words.extend(
-            GATEWAY_PROVIDER
-                .iter()
-                .map(|setting| format!("-c {setting}")),
-        );
-        // Bounded, so a provider that cannot be reached fails the attempt in seconds.
-        let retries = role.retries();
-        words.push(format!(
-            "-c model_providers.gatehouse.request_max_retries={retries}"
-        ));
-        words.push(format!(
-            "-c model_providers.gatehouse.stream_max_retries={retries}"
-        ));
-    }
-    words.extend(role.args.iter().map(|arg| quote(arg)));
-    if let Some(id) = resume {
-        words.push("resume".to_owned());
-        words.push(quote(id));
-    }
-    words.push("-".to_owned());
-    let codex = words.join(" ");
-    match system_file.filter(|_| resume.is_none()) {
-        // A blank line keeps the system text's last line apart from the prompt's first.
-        Some(system_file) => format!(
-            "{{ cat {}; printf '\\n\\n'; cat {}; }} | {codex}",
-            quote(system_file),
-            quote(prompt_file)
-        ),
-        None => format!("{codex} < {}", quote(prompt_file)),
     }
 }
 

@@ -37,7 +37,42 @@ impl Cli for Command {
     }
 
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
-        command_line(role, call)
+        let Call {
+            prompt_file,
+            system_file,
+            transcript_file,
+            ..
+        } = *call;
+        let words: Vec<String> = role
+            .command
+            .iter()
+            .map(|argument| {
+                let mut filled = String::with_capacity(argument.len());
+                for piece in placeholder::pieces(argument) {
+                    match piece {
+                        Piece::Text(text) => filled.push_str(text),
+                        Piece::Placeholder("prompt_file") => filled.push_str(prompt_file),
+                        Piece::Placeholder("system_file") => {
+                            filled.push_str(system_file.unwrap_or_default());
+                        }
+                        Piece::Placeholder("transcript_file") => {
+                            filled.push_str(transcript_file.unwrap_or_default());
+                        }
+                        Piece::Placeholder("model") => {
+                            filled.push_str(role.model.as_deref().unwrap_or_default());
+                        }
+                        // Refused by `Role::check`; written back as it was.
+                        Piece::Placeholder(other) => {
+                            filled.push('{');
+                            filled.push_str(other);
+                            filled.push('}');
+                        }
+                    }
+                }
+                quote(&filled)
+            })
+            .collect();
+        words.join(" ")
     }
 
     fn check(&self, role: &Role) -> Result<(), RoleError> {
@@ -55,45 +90,6 @@ impl Cli for Command {
     fn report(&self, text: &str, _model: &str) -> Result<Report, ParseError> {
         report::report(text)
     }
-}
-
-fn command_line(role: &Role, call: &Call<'_>) -> String {
-    let Call {
-        prompt_file,
-        system_file,
-        transcript_file,
-        ..
-    } = *call;
-    let words: Vec<String> = role
-        .command
-        .iter()
-        .map(|argument| {
-            let mut filled = String::with_capacity(argument.len());
-            for piece in placeholder::pieces(argument) {
-                match piece {
-                    Piece::Text(text) => filled.push_str(text),
-                    Piece::Placeholder("prompt_file") => filled.push_str(prompt_file),
-                    Piece::Placeholder("system_file") => {
-                        filled.push_str(system_file.unwrap_or_default());
-                    }
-                    Piece::Placeholder("transcript_file") => {
-                        filled.push_str(transcript_file.unwrap_or_default());
-                    }
-                    Piece::Placeholder("model") => {
-                        filled.push_str(role.model.as_deref().unwrap_or_default());
-                    }
-                    // Refused by `Role::check`; written back as it was.
-                    Piece::Placeholder(other) => {
-                        filled.push('{');
-                        filled.push_str(other);
-                        filled.push('}');
-                    }
-                }
-            }
-            quote(&filled)
-        })
-        .collect();
-    words.join(" ")
 }
 
 /// A `command` role: a program first, no `args`, only known placeholders, each with a

@@ -39,17 +39,14 @@ pub(crate) struct Reader {
 }
 
 impl crate::trace::Events for Reader {
-    fn feed(
+    fn event(
         &mut self,
+        event: &Object,
         line: &str,
-        event: Option<&Object>,
         at_ms: u64,
         shared: &mut Shared,
         model: Option<&str>,
     ) {
-        let Some(event) = event else {
-            return;
-        };
         match event.get("type").and_then(Value::as_str) {
             Some("assistant" | "user") => blocks(event, at_ms, &mut shared.calls),
             Some("result") => self.result = Some(result(line, model)),

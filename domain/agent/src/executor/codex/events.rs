@@ -65,17 +65,14 @@ pub(crate) struct Reader {
 }
 
 impl crate::trace::Events for Reader {
-    fn feed(
+    fn event(
         &mut self,
+        event: &Object,
         line: &str,
-        event: Option<&Object>,
         at_ms: u64,
         shared: &mut Shared,
         _model: Option<&str>,
     ) {
-        let Some(event) = event else {
-            return;
-        };
         match event.get("type").and_then(Value::as_str) {
             Some("thread.started") => {
                 if let Some(id) = session_id(string(event, "thread_id")) {

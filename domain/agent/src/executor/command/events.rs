@@ -28,21 +28,10 @@ pub(crate) struct Reader {
 }
 
 impl crate::trace::Events for Reader {
-    fn raw(&self) -> bool {
-        true
-    }
-
-    fn feed(
-        &mut self,
-        line: &str,
-        _event: Option<&crate::trace::Object>,
-        _at_ms: u64,
-        _shared: &mut crate::trace::Shared,
-        model: Option<&str>,
-    ) {
+    fn line(&mut self, line: &str, model: Option<&str>) -> bool {
         if is_usage(line) {
             self.usage = Some(parse_report(Executor::Command, model, line.as_bytes()));
-            return;
+            return true;
         }
         self.reply.push_str(line);
         self.reply.push('\n');
@@ -50,6 +39,7 @@ impl crate::trace::Events for Reader {
         if self.reply.len() > 2 * MAX_REPLY_BYTES {
             self.keep_tail();
         }
+        true
     }
 
     fn finish(
@@ -103,14 +93,13 @@ fn is_usage(line: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{MAX_REPLY_BYTES, Reader};
-    use crate::trace::{Events, Shared};
+    use crate::trace::Events;
 
     #[test]
     fn a_long_reply_keeps_its_end_and_says_it_was_cut() {
         let mut reader = Box::new(Reader::default());
-        let mut shared = Shared::default();
         for i in 0..20_000 {
-            reader.feed(&format!("line {i} é"), None, 0, &mut shared, None);
+            reader.line(&format!("line {i} é"), None);
         }
         let reply = reader.finish(None, &String::new).reply.unwrap_or_default();
         assert!(reply.starts_with('…'));
