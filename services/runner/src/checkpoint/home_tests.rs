@@ -7,6 +7,7 @@ use std::sync::Arc;
 use gatehouse_blobs::{BlobStore, LocalBlobs};
 
 use super::manifest::{Entry, Pack};
+use super::tests::{read, write};
 use super::*;
 
 const LIMIT: u64 = 64 * 1024;
@@ -20,15 +21,6 @@ fn place(root: &Path, name: &str) -> Place {
         local: dir.join("home.json"),
         scratch: dir.join("scratch"),
     }
-}
-
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
-
-fn read(path: &Path) -> String {
-    std::fs::read_to_string(path).unwrap()
 }
 
 fn homes(store: &Arc<LocalBlobs>) -> Checkpoints {
