@@ -73,6 +73,11 @@ impl Grant {
         )
     }
 
+    /// The kind of provider the token reaches, which decides the API the sandbox speaks.
+    pub fn kind(&self) -> ProviderKind {
+        self.kind
+    }
+
     /// The label given at grant time.
     pub fn label(&self) -> &str {
         &self.granted.label

@@ -109,6 +109,10 @@ pub(crate) struct Call<'a> {
     pub(crate) resume: Option<&'a str>,
     /// The conversation so far, for a turn of a CLI that reads it.
     pub(crate) transcript_file: Option<&'a str>,
+    /// The API the gateway serves the role's provider in, whose variables
+    /// (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `GOOGLE_GEMINI_BASE_URL` and their keys)
+    /// the sandbox has; `None` when the CLI reaches its model on its own.
+    pub(crate) api: Option<ModelApi>,
 }
 
 /// What differs from one CLI to the next.
@@ -168,4 +172,82 @@ pub(crate) fn pairs(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
         .collect()
+}
+
+/// `text` as one shell word in which only the variables `vars` (as `${NAME}`) expand:
+/// everything else is quoted, so a model name or an argument from the configuration is
+/// never run. For settings that carry the gateway's address or the attempt's token.
+pub(crate) fn expand(text: &str, vars: &[&str]) -> String {
+    let mut word = String::new();
+    let mut rest = text;
+    while let Some((at, name)) = vars
+        .iter()
+        .filter_map(|name| Some((rest.find(&format!("${{{name}}}"))?, *name)))
+        .min()
+    {
+        if at > 0 {
+            word.push_str(&crate::invocation::quote(&rest[..at]));
+        }
+        word.push_str(&format!("\"${{{name}}}\""));
+        rest = &rest[at + name.len() + 3..];
+    }
+    if !rest.is_empty() || word.is_empty() {
+        word.push_str(&crate::invocation::quote(rest));
+    }
+    word
+}
+
+/// A shell step that writes a settings file at `path` under the CLI's `$HOME` (creating
+/// its folder), for a CLI configured by files only. Gatehouse owns the file and writes it
+/// before every call, so it follows the gateway's address from one attempt to the next;
+/// `contents` goes through [`expand`] with `vars`.
+pub(crate) fn home_file(path: &str, contents: &str, vars: &[&str]) -> String {
+    let file = format!("\"$HOME\"/{}", crate::invocation::quote(path));
+    let dir = match path.rsplit_once('/') {
+        Some((dir, _)) => format!("\"$HOME\"/{}", crate::invocation::quote(dir)),
+        None => "\"$HOME\"".to_owned(),
+    };
+    format!(
+        "mkdir -p {dir} && printf '%s\\n' {} > {file}",
+        expand(contents, vars)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{expand, home_file};
+
+    #[test]
+    fn only_the_named_variables_expand() {
+        assert_eq!(expand("plain", &[]), "plain");
+        assert_eq!(expand("", &[]), "''");
+        assert_eq!(
+            expand(r#"{"url":"${A}/v1","key":"$(rm -rf /) ${B}"}"#, &["A"]),
+            r#"'{"url":"'"${A}"'/v1","key":"$(rm -rf /) ${B}"}'"#
+        );
+        assert_eq!(expand("${A}${B}", &["A", "B"]), r#""${A}""${B}""#);
+    }
+
+    #[test]
+    fn a_home_file_is_written_by_the_shell_as_given() {
+        let dir = tempfile::tempdir().expect("home");
+        let step = home_file(
+            ".cli/settings.json",
+            r#"{"url":"${URL}","model":"it's $(echo no)"}"#,
+            &["URL"],
+        );
+        let status = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(&step)
+            .env("HOME", dir.path())
+            .env("URL", "http://127.0.0.1:9/x")
+            .status()
+            .expect("sh");
+        assert!(status.success(), "{step}");
+        let written = std::fs::read_to_string(dir.path().join(".cli/settings.json")).expect("file");
+        assert_eq!(
+            written,
+            "{\"url\":\"http://127.0.0.1:9/x\",\"model\":\"it's $(echo no)\"}\n"
+        );
+    }
 }

@@ -10,7 +10,7 @@
 
 use thiserror::Error;
 
-use crate::executor::Call;
+use crate::executor::{Call, ModelApi};
 use crate::role::Role;
 
 /// The longest session id accepted. Claude Code's and Codex's are UUIDs (36 characters).
@@ -77,9 +77,16 @@ pub fn check_session_id(id: &str) -> Result<(), SessionIdError> {
 /// is `None` when [`Role::system_text`] is. Call [`Role::check`] first: for a `command` role
 /// it would refuse, `{model}` and `{system_file}` without a value become empty arguments and
 /// unknown placeholders stay as written. `{transcript_file}` is empty: an SOP node has no
-/// conversation.
-pub fn invocation(role: &Role, prompt_file: &str, system_file: Option<&str>) -> String {
-    build(role, prompt_file, system_file, None, None)
+/// conversation. `api` is the API of the role's provider when its model requests go
+/// through the gateway (the CLI is pointed at it in that API's terms); `None` when the CLI
+/// reaches its model on its own.
+pub fn invocation(
+    role: &Role,
+    api: Option<ModelApi>,
+    prompt_file: &str,
+    system_file: Option<&str>,
+) -> String {
+    build(role, api, prompt_file, system_file, None, None)
 }
 
 /// [`invocation`] for a conversation turn: the same command line, continuing the CLI
@@ -88,6 +95,7 @@ pub fn invocation(role: &Role, prompt_file: &str, system_file: Option<&str>) -> 
 /// bad id is reported where it was read rather than silently starting a fresh session.
 pub fn turn_invocation(
     role: &Role,
+    api: Option<ModelApi>,
     prompt_file: &str,
     system_file: Option<&str>,
     session: Session<'_>,
@@ -97,6 +105,7 @@ pub fn turn_invocation(
     }
     Ok(build(
         role,
+        api,
         prompt_file,
         system_file,
         session.resume,
@@ -107,6 +116,7 @@ pub fn turn_invocation(
 /// `resume` has been checked.
 fn build(
     role: &Role,
+    api: Option<ModelApi>,
     prompt_file: &str,
     system_file: Option<&str>,
     resume: Option<&str>,
@@ -119,6 +129,7 @@ fn build(
             system_file,
             resume,
             transcript_file,
+            api,
         },
     )
 }

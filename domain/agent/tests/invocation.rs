@@ -19,7 +19,7 @@ fn role(executor: Executor) -> Role {
 #[test]
 fn claude_code() {
     let bare = role(Executor::ClaudeCode);
-    assert_snapshot!(invocation(&bare, PROMPT, None), @"claude -p --output-format stream-json --verbose --permission-mode bypassPermissions < /in/.agent/prompt.md");
+    assert_snapshot!(invocation(&bare, None, PROMPT, None), @"claude -p --output-format stream-json --verbose --permission-mode bypassPermissions < /in/.agent/prompt.md");
 
     let full = Role {
         model: Some("claude-sonnet-4-5".to_owned()),
@@ -31,14 +31,14 @@ fn claude_code() {
         ],
         ..role(Executor::ClaudeCode)
     };
-    assert_snapshot!(invocation(&full, PROMPT, Some(SYSTEM)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat /in/.agent/system.md)" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < /in/.agent/prompt.md"#);
-    assert_snapshot!(invocation(&full, AWKWARD, Some(AWKWARD)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat "/in/.agent/it's \"the\" prompt "'$HOME.md')" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < "/in/.agent/it's \"the\" prompt "'$HOME.md'"#);
+    assert_snapshot!(invocation(&full, None, PROMPT, Some(SYSTEM)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat /in/.agent/system.md)" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < /in/.agent/prompt.md"#);
+    assert_snapshot!(invocation(&full, None, AWKWARD, Some(AWKWARD)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat "/in/.agent/it's \"the\" prompt "'$HOME.md')" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < "/in/.agent/it's \"the\" prompt "'$HOME.md'"#);
 }
 
 #[test]
 fn codex() {
     let bare = role(Executor::Codex);
-    assert_snapshot!(invocation(&bare, PROMPT, None), @"codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox - < /in/.agent/prompt.md");
+    assert_snapshot!(invocation(&bare, None, PROMPT, None), @"codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox - < /in/.agent/prompt.md");
 
     let full = Role {
         model: Some("gpt-5-codex".to_owned()),
@@ -48,8 +48,8 @@ fn codex() {
         ],
         ..role(Executor::Codex)
     };
-    assert_snapshot!(invocation(&full, PROMPT, Some(SYSTEM)), @r#"{ cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
-    assert_snapshot!(invocation(&full, AWKWARD, Some(AWKWARD)), @r#"{ cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; printf '\n\n'; cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
+    assert_snapshot!(invocation(&full, None, PROMPT, Some(SYSTEM)), @r#"{ cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
+    assert_snapshot!(invocation(&full, None, AWKWARD, Some(AWKWARD)), @r#"{ cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; printf '\n\n'; cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
 }
 
 #[test]
@@ -59,13 +59,13 @@ fn codex_through_the_gateway_defines_its_provider_from_the_environment() {
         model: Some("gpt-5-codex".to_owned()),
         ..role(Executor::Codex)
     };
-    assert_snapshot!(invocation(&through, PROMPT, None), @r#"codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c model_provider=gatehouse -c model_providers.gatehouse.name=Gatehouse -c "model_providers.gatehouse.base_url=$OPENAI_BASE_URL" -c model_providers.gatehouse.wire_api=responses -c model_providers.gatehouse.env_key=OPENAI_API_KEY -c analytics.enabled=false -c check_for_update_on_startup=false -c model_providers.gatehouse.request_max_retries=3 -c model_providers.gatehouse.stream_max_retries=3 - < /in/.agent/prompt.md"#);
+    assert_snapshot!(invocation(&through, None, PROMPT, None), @r#"codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c model_provider=gatehouse -c model_providers.gatehouse.name=Gatehouse -c "model_providers.gatehouse.base_url=$OPENAI_BASE_URL" -c model_providers.gatehouse.wire_api=responses -c model_providers.gatehouse.env_key=OPENAI_API_KEY -c analytics.enabled=false -c check_for_update_on_startup=false -c model_providers.gatehouse.request_max_retries=3 -c model_providers.gatehouse.stream_max_retries=3 - < /in/.agent/prompt.md"#);
     // Retries are the role's: bounded so an unreachable model fails the node soon.
     let patient = Role {
         max_retries: Some(7),
         ..through.clone()
     };
-    let line = invocation(&patient, PROMPT, None);
+    let line = invocation(&patient, None, PROMPT, None);
     assert!(
         line.contains("request_max_retries=7") && line.contains("stream_max_retries=7"),
         "{line}"
@@ -76,8 +76,8 @@ fn codex_through_the_gateway_defines_its_provider_from_the_environment() {
         ..role(Executor::ClaudeCode)
     };
     assert_eq!(
-        invocation(&claude, PROMPT, None),
-        invocation(&role(Executor::ClaudeCode), PROMPT, None)
+        invocation(&claude, None, PROMPT, None),
+        invocation(&role(Executor::ClaudeCode), None, PROMPT, None)
     );
 }
 
@@ -125,8 +125,8 @@ fn command() {
         .into(),
         ..role(Executor::Command)
     };
-    assert_snapshot!(invocation(&role, PROMPT, Some(SYSTEM)), @r#"my-agent '--prompt=/in/.agent/prompt.md' --system /in/.agent/system.md --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
-    assert_snapshot!(invocation(&role, AWKWARD, None), @r#"my-agent "--prompt=/in/.agent/it's \"the\" prompt "'$HOME.md' --system '' --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
+    assert_snapshot!(invocation(&role, None, PROMPT, Some(SYSTEM)), @r#"my-agent '--prompt=/in/.agent/prompt.md' --system /in/.agent/system.md --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
+    assert_snapshot!(invocation(&role, None, AWKWARD, None), @r#"my-agent "--prompt=/in/.agent/it's \"the\" prompt "'$HOME.md' --system '' --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
 }
 
 fn turn(role: &Role, system: Option<&str>, resume: Option<&str>) -> String {
@@ -134,7 +134,7 @@ fn turn(role: &Role, system: Option<&str>, resume: Option<&str>) -> String {
         resume,
         transcript_file: Some(TRANSCRIPT),
     };
-    turn_invocation(role, PROMPT, system, session).expect("a valid session id")
+    turn_invocation(role, None, PROMPT, system, session).expect("a valid session id")
 }
 
 #[test]
@@ -155,8 +155,8 @@ fn a_turn_without_a_session_is_the_node_invocation() {
     for role in &roles {
         for system in [None, Some(SYSTEM)] {
             assert_eq!(
-                turn_invocation(role, PROMPT, system, Session::default()),
-                Ok(invocation(role, PROMPT, system)),
+                turn_invocation(role, None, PROMPT, system, Session::default()),
+                Ok(invocation(role, None, PROMPT, system)),
                 "{role:?}"
             );
         }
@@ -211,10 +211,10 @@ fn command_turn_gets_the_transcript_file_and_no_session() {
         resume: None,
         transcript_file: Some(AWKWARD),
     };
-    assert_snapshot!(turn_invocation(&role, PROMPT, None, awkward).expect("no session"), @r#"my-agent "--transcript=/in/.agent/it's \"the\" prompt "'$HOME.md' /in/.agent/prompt.md"#);
+    assert_snapshot!(turn_invocation(&role, None, PROMPT, None, awkward).expect("no session"), @r#"my-agent "--transcript=/in/.agent/it's \"the\" prompt "'$HOME.md' /in/.agent/prompt.md"#);
     // An SOP node has no conversation: the placeholder is empty, as {system_file} without
     // system text is.
-    assert_snapshot!(invocation(&role, PROMPT, None), @"my-agent '--transcript=' /in/.agent/prompt.md");
+    assert_snapshot!(invocation(&role, None, PROMPT, None), @"my-agent '--transcript=' /in/.agent/prompt.md");
 }
 
 #[test]
@@ -271,7 +271,7 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
         })
         .iter()
         .map(|role| {
-            let error = turn_invocation(role, PROMPT, None, bad).expect_err("refused");
+            let error = turn_invocation(role, None, PROMPT, None, bad).expect_err("refused");
             error.to_string()
         })
         .collect();
@@ -280,7 +280,7 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
     assert_snapshot!(errors[0], @"the CLI reported a session id that is not letters, digits, `-` and `_` starting with a letter or digit (byte 1 is not allowed)");
     let long = "a".repeat(500);
     let error = turn_invocation(
-        &role(Executor::ClaudeCode),
+        &role(Executor::ClaudeCode), None,
         PROMPT,
         None,
         Session {

@@ -79,7 +79,7 @@ fn claude_code_gets_the_system_text_as_an_argument_and_the_prompt_on_stdin() {
     let prompt = scratch.file("prompt", "Fix `it` in $(pwd).\n");
     let system = scratch.file("system", "Be brief.\n\nRules:\n- Don't push.");
     let output = scratch.run(&invocation(
-        &role(Executor::ClaudeCode),
+        &role(Executor::ClaudeCode), None,
         &prompt,
         Some(&system),
     ));
@@ -96,14 +96,14 @@ fn codex_reads_the_system_text_then_the_prompt_from_stdin() {
     let scratch = Scratch::new("codex");
     let prompt = scratch.file("prompt", "Fix it.\n");
     let system = scratch.file("system", "Be brief.");
-    let output = scratch.run(&invocation(&role(Executor::Codex), &prompt, Some(&system)));
+    let output = scratch.run(&invocation(&role(Executor::Codex), None, &prompt, Some(&system)));
     assert_eq!(
         output,
         "[exec]\n[--json]\n[--model]\n[the model]\n[--skip-git-repo-check]\n\
          [--dangerously-bypass-approvals-and-sandbox]\n[--extra]\n[a 'b' \"c\"]\n[-]\n\
          stdin:Be brief.\n\nFix it.\n"
     );
-    let without_system = scratch.run(&invocation(&role(Executor::Codex), &prompt, None));
+    let without_system = scratch.run(&invocation(&role(Executor::Codex), None, &prompt, None));
     assert!(
         without_system.ends_with("[-]\nstdin:Fix it.\n"),
         "{without_system}"
@@ -128,7 +128,7 @@ fn command_gets_its_placeholders_filled_as_single_arguments() {
         args: Vec::new(),
         ..role(Executor::Command)
     };
-    let output = scratch.run(&invocation(&role, &prompt, Some(&system)));
+    let output = scratch.run(&invocation(&role, None, &prompt, Some(&system)));
     assert_eq!(
         output,
         format!("[--prompt={prompt}]\n[{system}]\n[the model]\n[$(echo not run)]\nstdin:")
@@ -144,7 +144,7 @@ fn claude_code_turn_resumes_the_session_with_the_system_text_and_the_prompt_on_s
         resume: Some(SESSION),
         transcript_file: Some("/unused"),
     };
-    let command = turn_invocation(&role(Executor::ClaudeCode), &prompt, Some(&system), session)
+    let command = turn_invocation(&role(Executor::ClaudeCode), None, &prompt, Some(&system), session)
         .expect("a valid session id");
     assert_eq!(
         scratch.run(&command),
@@ -166,7 +166,7 @@ fn codex_turn_resumes_after_the_exec_options_with_only_the_prompt_on_stdin() {
         resume: Some(SESSION),
         transcript_file: None,
     };
-    let command = turn_invocation(&role(Executor::Codex), &prompt, Some(&system), session)
+    let command = turn_invocation(&role(Executor::Codex), None, &prompt, Some(&system), session)
         .expect("a valid session id");
     assert_eq!(
         scratch.run(&command),
@@ -199,14 +199,14 @@ fn command_turn_gets_the_transcript_file_as_one_argument() {
         resume: Some(SESSION),
         transcript_file: Some(&transcript),
     };
-    let command = turn_invocation(&role, &prompt, None, session).expect("a valid session id");
+    let command = turn_invocation(&role, None, &prompt, None, session).expect("a valid session id");
     assert_eq!(
         scratch.run(&command),
         format!("[--transcript={transcript}]\n[{transcript}]\n[{prompt}]\nstdin:")
     );
     // A node has no conversation: the placeholder is an empty argument, not a missing one.
     assert_eq!(
-        scratch.run(&invocation(&role, &prompt, None)),
+        scratch.run(&invocation(&role, None, &prompt, None)),
         format!("[--transcript=]\n[]\n[{prompt}]\nstdin:")
     );
 }

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use gatehouse_agent::{
-    ModelUsage, PriceTable, PromptContext, Report, Role, cost, invocation, parse_report,
+    ModelApi, ModelUsage, PriceTable, PromptContext, Report, Role, cost, invocation, parse_report,
     render_prompt,
 };
 use gatehouse_events::{AgentSpec, NodeDispatch};
@@ -23,12 +23,14 @@ pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
 
 /// Renders the prompt over what the node knows (the run's requirement and project, as its
 /// scope read them) and writes it (and the role's system text) where the sandbox reads
-/// them. Returns the command to run. `inputs_seen` is the inputs directory as the sandbox
+/// them. Returns the command to run, written for the API `api` when the model requests go
+/// through the gateway. `inputs_seen` is the inputs directory as the sandbox
 /// shows it to the script.
 pub(crate) fn prepare(
     job: &NodeDispatch,
     agent: &AgentSpec,
     role: &Role,
+    api: Option<ModelApi>,
     scope: &RunScope,
     inputs: &Path,
     inputs_seen: &str,
@@ -59,6 +61,7 @@ pub(crate) fn prepare(
     let seen = |name: &str| format!("{inputs_seen}/{AGENT_DIR}/{name}");
     Ok(invocation(
         role,
+        api,
         &seen("prompt.md"),
         system.as_ref().map(|_| seen("system.md")).as_deref(),
     ))

@@ -29,6 +29,18 @@ pub(crate) struct Reach {
 }
 
 impl Reach {
+    /// The API the attempt's model requests speak through the gateway, which the CLI's
+    /// command line is written for; `None` when they do not go through it.
+    pub(crate) fn model_api(&self) -> Option<gatehouse_agent::ModelApi> {
+        use gatehouse_agent::ModelApi;
+        use gatehouse_gateway::ProviderKind;
+        self.gateway.as_ref().map(|grant| match grant.kind() {
+            ProviderKind::Anthropic => ModelApi::Anthropic,
+            ProviderKind::OpenAi | ProviderKind::OpenAiCompatible => ModelApi::OpenAi,
+            ProviderKind::Gemini => ModelApi::Gemini,
+        })
+    }
+
     /// The tokens, named, to mask in output and refuse in artifacts like secrets.
     pub(crate) fn tokens(&self) -> Vec<(String, String)> {
         let mut tokens = vec![(

@@ -25,7 +25,7 @@ use super::attempt::{Attempt, Prepared, Program, StartRecorded, Step};
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
-use crate::network::Wants;
+use crate::network::{Reach, Wants};
 use crate::patience::patiently;
 use crate::scope::RunScope;
 use crate::secrets::{Secrets, read_secrets};
@@ -117,7 +117,8 @@ impl<'a> Attempt<'a> {
         };
         if let (Program::Agent(agent), Some(role)) = (program, &role) {
             let seen = sandbox.inputs_seen();
-            match agent::prepare(job, agent, role, scope, &sandbox.inputs, &seen) {
+            let api = reach.as_ref().and_then(Reach::model_api);
+            match agent::prepare(job, agent, role, api, scope, &sandbox.inputs, &seen) {
                 Ok(script) => sandbox.script = script,
                 Err(reason) => return Ok(Err(reason)),
             }

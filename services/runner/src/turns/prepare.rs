@@ -118,7 +118,13 @@ impl Turns {
             resume: turn.resume,
             transcript_file: transcript.as_deref(),
         };
-        sandbox.script = turn_invocation(role, &seen("prompt.md"), system.as_deref(), session)
+        sandbox.script = turn_invocation(
+            role,
+            reach.as_ref().and_then(Reach::model_api),
+            &seen("prompt.md"),
+            system.as_deref(),
+            session,
+        )
             .map_err(|e| format!("the session to resume cannot be used: {e}"))?;
         Ok(Prepared {
             sandbox,
