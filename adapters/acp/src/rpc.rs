@@ -6,18 +6,16 @@
 //! stdout, a line of megabytes, a message of a newer protocol version. Messages are read as
 //! plain JSON, so an unknown field or update kind is passed on, not refused.
 //!
-//! A reader task routes each answer to the request waiting for it and hands everything else
-//! (the agent's requests and notifications, non-JSON lines, the end of its output) to the
-//! session in order. A writer task owns the agent's stdin, so a write never blocks the
-//! session even when the agent stops reading.
-
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+//! A reader task hands everything the agent sends — answers, its requests and
+//! notifications, non-JSON lines — to the session in the order it arrived (so the updates a
+//! prompt streams come before its answer), and its end by closing the channel. A writer
+//! task owns the agent's stdin, so a write never blocks the session even when the agent
+//! stops reading.
 
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{ChildStdin, ChildStdout};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 
 /// Lines longer than this are dropped (and reported as non-JSON): no protocol message comes
 /// close, and the output's reader would not parse them either.
@@ -29,9 +27,11 @@ const EXCERPT_CHARS: usize = 160;
 /// JSON-RPC's "method not found".
 pub const METHOD_NOT_FOUND: i64 = -32601;
 
-/// What the agent sent that is not an answer to the shim.
+/// What the agent sent.
 #[derive(Debug)]
 pub enum Incoming {
+    /// The answer to the shim's request with this id.
+    Answer(u64, Reply),
     /// A request the shim must answer (`session/request_permission`, …).
     Request {
         id: Value,
@@ -55,49 +55,39 @@ pub struct RpcError {
 /// The answer to a request.
 pub type Reply = Result<Value, RpcError>;
 
-type Pending = Arc<Mutex<HashMap<u64, oneshot::Sender<Reply>>>>;
-
 /// The shim's end of the connection.
 #[derive(Debug)]
 pub struct Connection {
     writer: Option<mpsc::UnboundedSender<String>>,
     next_id: u64,
-    pending: Pending,
 }
 
 impl Connection {
-    /// Starts the reader and writer tasks; what the agent sends that is not an answer comes
-    /// out of the receiver, which ends when the agent's stdout does.
+    /// Starts the reader and writer tasks; what the agent sends comes out of the receiver,
+    /// which ends when the agent's stdout does.
     pub fn start(
         stdin: ChildStdin,
         stdout: ChildStdout,
     ) -> (Self, mpsc::UnboundedReceiver<Incoming>) {
-        let pending: Pending = Arc::default();
         let (incoming, receiver) = mpsc::unbounded_channel();
-        tokio::spawn(read(stdout, Arc::clone(&pending), incoming));
+        tokio::spawn(read(stdout, incoming));
         let (writer, lines) = mpsc::unbounded_channel();
         tokio::spawn(write(stdin, lines));
         (
             Self {
                 writer: Some(writer),
                 next_id: 0,
-                pending,
             },
             receiver,
         )
     }
 
-    /// Sends a request; its answer comes out of the receiver, which fails if the agent's
-    /// output ends first.
-    pub fn request(&mut self, method: &str, params: Value) -> oneshot::Receiver<Reply> {
+    /// Sends a request; its answer is the [`Incoming::Answer`] with the id returned.
+    pub fn request(&mut self, method: &str, params: Value) -> u64 {
         self.next_id += 1;
         let id = self.next_id;
-        let (sender, receiver) = oneshot::channel();
-        if let Ok(mut pending) = self.pending.lock() {
-            pending.insert(id, sender);
-        }
         self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}));
-        receiver
+        id
     }
 
     /// Sends a notification (`session/cancel`).
@@ -139,9 +129,8 @@ async fn write(mut stdin: ChildStdin, mut lines: mpsc::UnboundedReceiver<String>
     let _ = stdin.shutdown().await;
 }
 
-/// Reads the agent's stdout to its end: answers go to their requests, the rest to the
-/// session. At the end the requests still waiting are dropped, so they fail.
-async fn read(stdout: ChildStdout, pending: Pending, incoming: mpsc::UnboundedSender<Incoming>) {
+/// Reads the agent's stdout to its end, handing each message to the session.
+async fn read(stdout: ChildStdout, incoming: mpsc::UnboundedSender<Incoming>) {
     let mut stdout = BufReader::new(stdout);
     let mut line = Vec::new();
     loop {
@@ -167,20 +156,9 @@ async fn read(stdout: ChildStdout, pending: Pending, incoming: mpsc::UnboundedSe
         if line.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        match classify(&line) {
-            Message::Answer(id, reply) => {
-                let waiting = pending.lock().ok().and_then(|mut p| p.remove(&id));
-                if let Some(waiting) = waiting {
-                    let _ = waiting.send(reply);
-                }
-            }
-            Message::Other(message) => {
-                let _ = incoming.send(message);
-            }
+        if incoming.send(classify(&line)).is_err() {
+            break;
         }
-    }
-    if let Ok(mut pending) = pending.lock() {
-        pending.clear();
     }
 }
 
@@ -200,34 +178,24 @@ async fn skip_line(stdout: &mut BufReader<ChildStdout>) -> std::io::Result<()> {
     }
 }
 
-enum Message {
-    /// An answer to the shim's request with this id.
-    Answer(u64, Reply),
-    Other(Incoming),
-}
-
-fn classify(line: &[u8]) -> Message {
-    let garbage = || Message::Other(Incoming::Garbage(excerpt(line)));
+fn classify(line: &[u8]) -> Incoming {
+    let garbage = || Incoming::Garbage(excerpt(line));
     let Ok(Value::Object(mut message)) = serde_json::from_slice::<Value>(line) else {
         return garbage();
     };
     let params = message.remove("params").unwrap_or(Value::Null);
     match (message.remove("method"), message.remove("id")) {
-        (Some(Value::String(method)), Some(id)) => {
-            Message::Other(Incoming::Request { id, method, params })
-        }
-        (Some(Value::String(method)), None) => {
-            Message::Other(Incoming::Notification { method, params })
-        }
+        (Some(Value::String(method)), Some(id)) => Incoming::Request { id, method, params },
+        (Some(Value::String(method)), None) => Incoming::Notification { method, params },
         (None, Some(id)) => {
-            // An answer to an id the shim never sent is nobody's: dropped as garbage.
+            // The shim's ids are numbers: any other answer is nobody's.
             let Some(id) = id.as_u64() else {
                 return garbage();
             };
             if let Some(error) = message.remove("error") {
-                Message::Answer(id, Err(rpc_error(error)))
+                Incoming::Answer(id, Err(rpc_error(error)))
             } else if let Some(result) = message.remove("result") {
-                Message::Answer(id, Ok(result))
+                Incoming::Answer(id, Ok(result))
             } else {
                 garbage()
             }
@@ -268,37 +236,31 @@ pub fn excerpt(line: &[u8]) -> String {
 mod tests {
     use serde_json::json;
 
-    use super::{Incoming, Message, classify};
+    use super::{Incoming, classify};
 
     #[test]
     fn lines_are_answers_requests_notifications_or_garbage() {
         let answer = classify(br#"{"jsonrpc":"2.0","id":3,"result":{"stopReason":"end_turn"}}"#);
-        assert!(matches!(answer, Message::Answer(3, Ok(ref v)) if v["stopReason"] == "end_turn"));
+        assert!(matches!(answer, Incoming::Answer(3, Ok(ref v)) if v["stopReason"] == "end_turn"));
         let error = classify(br#"{"jsonrpc":"2.0","id":2,"error":{"code":-32000,"message":"Authentication required"}}"#);
-        assert!(matches!(error, Message::Answer(2, Err(ref e)) if e.code == -32000));
+        assert!(matches!(error, Incoming::Answer(2, Err(ref e)) if e.code == -32000));
         let request = classify(
             br#"{"jsonrpc":"2.0","id":0,"method":"session/request_permission","params":{}}"#,
         );
         assert!(matches!(
             request,
-            Message::Other(Incoming::Request { ref id, .. }) if *id == json!(0)
+            Incoming::Request { ref id, .. } if *id == json!(0)
         ));
         let update =
             classify(br#"{"jsonrpc":"2.0","method":"session/update","params":{"update":{}}}"#);
-        assert!(matches!(
-            update,
-            Message::Other(Incoming::Notification { .. })
-        ));
+        assert!(matches!(update, Incoming::Notification { .. }));
         for garbage in [
             &b"Loading..."[..],
             b"[1,2]",
             br#"{"id":"x","result":1}"#,
             b"{\"id\":1}",
         ] {
-            assert!(matches!(
-                classify(garbage),
-                Message::Other(Incoming::Garbage(_))
-            ));
+            assert!(matches!(classify(garbage), Incoming::Garbage(_)));
         }
     }
 }

@@ -68,8 +68,6 @@ pub struct Run<'a> {
     policy: Policy,
     terminate: Option<Signal>,
     interrupt: Option<Signal>,
-    /// The agent's output ended.
-    closed: bool,
     /// Updates are not printed while a loaded session replays its history.
     replaying: bool,
     replayed: u64,
@@ -95,7 +93,6 @@ impl<'a> Run<'a> {
             policy: Policy::default(),
             terminate: signal(SignalKind::terminate()).ok(),
             interrupt: signal(SignalKind::interrupt()).ok(),
-            closed: false,
             replaying: false,
             replayed: 0,
             garbage_lines: 0,
@@ -308,22 +305,19 @@ impl<'a> Run<'a> {
         params: Value,
         limited: bool,
     ) -> Result<Value, Failure> {
-        let mut answer = self.connection.request(method, params);
+        let id = self.connection.request(method, params);
         let limit = self.invocation.timeout;
         let mut deadline = limited.then(|| Instant::now() + limit);
         let mut cancelled = false;
         loop {
             let sleep = tokio::time::sleep_until(deadline.unwrap_or_else(far_future));
             tokio::select! {
-                reply = &mut answer => {
-                    return match reply {
-                        Ok(reply) => self.answered(method, reply),
-                        Err(_) => Err(self.exited(method).await),
-                    };
-                }
-                incoming = self.incoming.recv(), if !self.closed => match incoming {
+                incoming = self.incoming.recv() => match incoming {
+                    Some(Incoming::Answer(answered, reply)) if answered == id => {
+                        return self.answered(method, reply);
+                    }
                     Some(incoming) => self.serve(incoming),
-                    None => self.closed = true,
+                    None => return Err(self.exited(method).await),
                 },
                 () = sleep, if deadline.is_some() => {
                     if cancelled {
@@ -344,12 +338,16 @@ impl<'a> Run<'a> {
                 number = next_signal(&mut self.terminate, &mut self.interrupt) => {
                     self.signalled.get_or_insert(number);
                     if method != "session/prompt" {
-                        return Err(Failure::Interrupted { command: self.command.clone(), signal: number });
+                        return Err(Failure::Interrupted {
+                            command: self.command.clone(),
+                            signal: number,
+                        });
                     }
                     if !cancelled {
                         cancelled = true;
-                        if let Some(id) = &self.session_id {
-                            self.connection.notify("session/cancel", json!({"sessionId": id}));
+                        if let Some(session) = &self.session_id {
+                            self.connection
+                                .notify("session/cancel", json!({"sessionId": session}));
                         }
                         deadline = Some(Instant::now() + self.invocation.cancel_grace);
                     }
@@ -442,6 +440,8 @@ impl<'a> Run<'a> {
                     );
                 }
             }
+            // Late: the answer to a request that timed out is nobody's now.
+            Incoming::Answer(..) => {}
             Incoming::Garbage(line) => {
                 self.garbage_lines += 1;
                 if self.garbage_lines <= GARBAGE_NOTICES {
