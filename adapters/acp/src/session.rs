@@ -332,7 +332,7 @@ impl<'a> Run<'a> {
                         command: self.command.clone(),
                         method,
                         secs: Failure::secs(limit),
-                        garbage: self.garbage_hint(),
+                        garbage: self.garbage_hint(method),
                     });
                 }
                 number = next_signal(&mut self.terminate, &mut self.interrupt) => {
@@ -384,19 +384,24 @@ impl<'a> Run<'a> {
             } else {
                 format!("; its stderr ends: {stderr}")
             },
-            garbage: self.garbage_hint(),
+            garbage: self.garbage_hint(method),
         }
     }
 
-    /// What a failure adds when the agent printed something that is not the protocol: most
-    /// likely the command runs the agent outside its ACP mode.
-    fn garbage_hint(&self) -> String {
+    /// What a failure adds when the agent printed something that is not the protocol, or
+    /// nothing at all before `initialize` was answered: most likely the command runs the
+    /// agent outside its ACP mode.
+    fn garbage_hint(&self, method: &str) -> String {
+        let modes = "the agent's ACP mode (e.g. `gemini --acp`, `opencode acp`, `goose acp`)?";
         match &self.first_garbage {
             Some(line) => format!(
                 "; it printed {} line(s) that are not ACP messages, the first: `{line}` — is \
-                 `{}` the agent's ACP mode (e.g. `gemini --acp`, `opencode acp`, `goose acp`)?",
+                 `{}` {modes}",
                 self.garbage_lines, self.command
             ),
+            None if method == "initialize" => {
+                format!("; it printed nothing — is `{}` {modes}", self.command)
+            }
             None => String::new(),
         }
     }

@@ -6,6 +6,7 @@
 //! it. Adding a CLI is a file here (with its output readers), a variant of [`Executor`] and a
 //! line in [`Executor::cli`].
 
+mod acp;
 mod claude_code;
 mod codex;
 mod command;
@@ -29,6 +30,8 @@ pub enum Executor {
     Codex,
     /// Any program: the role's `command` argv.
     Command,
+    /// Any Agent Client Protocol agent (the role's `command`), through `gatehouse-acp`.
+    Acp,
 }
 
 impl Executor {
@@ -38,6 +41,7 @@ impl Executor {
             Self::ClaudeCode => &claude_code::ClaudeCode,
             Self::Codex => &codex::Codex,
             Self::Command => &command::Command,
+            Self::Acp => &acp::Acp,
         }
     }
 
