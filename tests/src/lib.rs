@@ -513,7 +513,9 @@ pub fn relay_binary() -> std::path::PathBuf {
                 .expect("running build-relay.sh");
             assert!(output.status.success(), "build-relay.sh failed");
             let stdout = String::from_utf8(output.stdout).expect("a path");
-            stdout.lines().last().expect("a path").trim().into()
+            // The directory holding the relay and the ACP shim.
+            let dir = std::path::PathBuf::from(stdout.lines().last().expect("a path").trim());
+            dir.join("gatehouse-relay")
         })
         .clone()
 }

@@ -44,7 +44,8 @@ fn relay_binary() -> PathBuf {
                 .unwrap();
             assert!(output.status.success(), "build-relay.sh failed");
             let stdout = String::from_utf8(output.stdout).unwrap();
-            PathBuf::from(stdout.lines().last().unwrap().trim())
+            // The directory holding the relay and the ACP shim.
+            PathBuf::from(stdout.lines().last().unwrap().trim()).join("gatehouse-relay")
         })
         .clone()
 }

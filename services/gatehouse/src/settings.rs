@@ -142,6 +142,8 @@ pub async fn runner(
         .as_ref()
         .zip(github)
         .map(|(settings, client)| github::deliverer(settings, client));
+    let relay = gateway::relay(config)?;
+    let acp = gateway::acp(config, relay.as_deref())?;
     let options = RunnerOptions {
         concurrency: config.runner.concurrency,
         ack_wait: config.runner.lease,
@@ -150,7 +152,8 @@ pub async fn runner(
         profiles: config.sandbox.profiles.clone(),
         roles: config.roles.clone(),
         providers: gateway::providers(config)?,
-        relay: gateway::relay(config)?,
+        relay,
+        acp,
         prices: config.pricing.clone(),
         budgets: budgets(config),
         log_limit: usize::try_from(config.runner.log_limit.as_u64()).unwrap_or(usize::MAX),
@@ -198,11 +201,14 @@ pub async fn doctor_runner(config: &Config, data_dir: &Path) -> anyhow::Result<R
     let sandbox = sandbox::sandboxes_for_checks(config, data_dir, &id).await?;
     // The checks record nothing: a store of their own, in memory, never the server's.
     let store = Store::connect_lazy("sqlite::memory:").context("an in-memory store")?;
+    let relay = gateway::relay(config)?;
+    let acp = gateway::acp(config, relay.as_deref())?;
     let options = RunnerOptions {
         profiles: config.sandbox.profiles.clone(),
         roles: config.roles.clone(),
         providers: gateway::providers(config)?,
-        relay: gateway::relay(config)?,
+        relay,
+        acp,
         id,
         ..RunnerOptions::new(data_dir.to_owned())
     };

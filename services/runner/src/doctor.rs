@@ -178,6 +178,12 @@ impl Runner {
             Check::Cli,
             cli::check(self, name, role, profile, stop).await,
         )];
+        if role.executor == gatehouse_agent::Executor::Acp && self.options.acp.is_none() {
+            findings.push(finding(
+                Check::Cli,
+                Outcome::Failed(crate::acp::MISSING.to_owned()),
+            ));
+        }
         let opened = self.open_for_checks(name, role, role.provider.as_deref(), profile);
         if role.provider.is_some()
             && let Some(problem) = self.relay_problem(profile)

@@ -20,6 +20,7 @@
 //! what every kind shares and is how the service is built; `doctor` checks that every
 //! role can work (`gatehouse doctor`, and at start).
 
+mod acp;
 mod agent;
 mod artifacts;
 #[doc(hidden)]

@@ -156,6 +156,11 @@ pub struct RunnerConfig {
     /// `gatehouse-relay` beside the `gatehouse` binary, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay: Option<std::path::PathBuf>,
+    /// The static `gatehouse-acp` shim (built by deploy/sandbox/build-relay.sh, beside the
+    /// relay) that `acp` roles run in their sandbox to drive an Agent Client Protocol agent.
+    /// Default: a `gatehouse-acp` beside the relay binary, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acp: Option<std::path::PathBuf>,
 }
 
 impl Default for RunnerConfig {
@@ -168,6 +173,7 @@ impl Default for RunnerConfig {
             shutdown_grace: Duration::from_secs(20),
             interrupt_retries: 2,
             relay: None,
+            acp: None,
             id: std::fs::read_to_string("/proc/sys/kernel/hostname")
                 .map(|h| h.trim().to_owned())
                 .unwrap_or_else(|_| "runner".into()),

@@ -59,6 +59,33 @@ pub fn relay(config: &Config) -> anyhow::Result<Option<std::path::PathBuf>> {
     Ok(beside)
 }
 
+/// The `gatehouse-acp` shim `acp` roles run: `[runner] acp`, which must exist and be
+/// static, else a `gatehouse-acp` beside the relay binary (`relay`, as [`relay`] found it),
+/// else none (`acp` attempts fail saying how to build it).
+pub fn acp(
+    config: &Config,
+    relay: Option<&std::path::Path>,
+) -> anyhow::Result<Option<std::path::PathBuf>> {
+    if let Some(path) = &config.runner.acp {
+        anyhow::ensure!(
+            path.is_file(),
+            "runner.acp: {} is not a file; build it with deploy/sandbox/build-relay.sh",
+            path.display()
+        );
+        anyhow::ensure!(
+            is_static(path),
+            "runner.acp: {} is linked dynamically, so it would not start in an image without \
+             the same C library; build the static one with deploy/sandbox/build-relay.sh",
+            path.display()
+        );
+        return Ok(Some(std::path::absolute(path)?));
+    }
+    let beside = relay
+        .and_then(|relay| Some(relay.parent()?.join("gatehouse-acp")))
+        .filter(|path| path.is_file() && is_static(path));
+    Ok(beside)
+}
+
 /// Whether the ELF file at `path` needs no dynamic loader: its program headers, at the
 /// start of the file, name none (`PT_INTERP` holds the loader's path).
 fn is_static(path: &std::path::Path) -> bool {

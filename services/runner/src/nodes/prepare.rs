@@ -116,6 +116,10 @@ impl<'a> Attempt<'a> {
                 .then(|| self.dirs.home(&job.node, job.attempt)),
         };
         if let (Program::Agent(agent), Some(role)) = (program, &role) {
+            let shim = self.nodes.runner.options.acp.as_deref();
+            if let Err(reason) = crate::acp::equip(&mut sandbox, role, shim) {
+                return Ok(Err(reason));
+            }
             let seen = sandbox.inputs_seen();
             let api = reach.as_ref().and_then(Reach::model_api);
             match agent::prepare(job, agent, role, api, scope, &sandbox.inputs, &seen) {

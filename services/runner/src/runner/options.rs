@@ -34,6 +34,10 @@ pub struct RunnerOptions {
     /// namespaces of its own) runs to reach the gateway and egress proxy; without it such
     /// sandboxes reach nothing, and attempts that need to fail saying so.
     pub relay: Option<PathBuf>,
+    /// The static `gatehouse-acp` shim an `acp` role's attempt runs in its sandbox to drive
+    /// the agent (bind-mounted read-only into containers); without it such attempts fail
+    /// saying how to build it.
+    pub acp: Option<PathBuf>,
     /// Prices of models, for the cost of agent attempts and dollar budgets.
     pub prices: PriceTable,
     /// The budgets beside roles' own: projects' (per run and per day), schedules' and the
@@ -74,6 +78,7 @@ impl RunnerOptions {
             roles: BTreeMap::new(),
             providers: Vec::new(),
             relay: None,
+            acp: None,
             prices: PriceTable::new(),
             budgets: Budgets::default(),
             log_limit: 1024 * 1024,

@@ -109,6 +109,7 @@ impl Turns {
                 dirs.home()
             }),
         };
+        crate::acp::equip(&mut sandbox, role, self.runner.options.acp.as_deref())?;
         let files = write_inputs(&sandbox.inputs, turn, role, dirs)
             .map_err(|e| format!("writing the turn's files: {e}"))?;
         let seen = |name: &str| format!("{}/{AGENT_DIR}/{name}", sandbox.inputs_seen());
