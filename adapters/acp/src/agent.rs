@@ -4,12 +4,21 @@
 //! language servers and shells), and some ignore stdin's end (claude-agent-acp, codex-acp,
 //! goose) or do not forward signals (codex-acp's launcher), so only the group is a
 //! reliable handle.
+//!
+//! The group is not the sandbox job's, so a sandbox that ends a job by killing its process
+//! group (the plain process sandbox, on a timeout or a cancel) kills the shim with SIGKILL,
+//! which it cannot see. The agent therefore gets SIGKILL when the shim dies
+//! (`PR_SET_PDEATHSIG`), and its stdin ends; a helper of the agent's that ignores both (the
+//! native `codex-acp` under its npm launcher) can outlive it there. Containers and the
+//! process sandbox's namespaces end everything in them.
 
 use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rustix::process::{Pid, Signal, kill_process_group, test_kill_process_group};
+use rustix::process::{
+    Pid, Signal, kill_process_group, set_parent_process_death_signal, test_kill_process_group,
+};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
@@ -59,15 +68,22 @@ impl Agent {
                 hint,
             }
         };
-        let mut child = Command::new(&invocation.program)
+        let mut command = Command::new(&invocation.program);
+        command
             .args(&invocation.args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .process_group(0)
-            .kill_on_drop(true)
-            .spawn()
-            .map_err(spawn_error)?;
+            .kill_on_drop(true);
+        // SAFETY: the closure runs in the forked child before exec and makes one system
+        // call (prctl), which is async-signal-safe; it allocates nothing and takes no lock.
+        unsafe {
+            command.pre_exec(|| {
+                set_parent_process_death_signal(Some(Signal::KILL)).map_err(std::io::Error::from)
+            });
+        }
+        let mut child = command.spawn().map_err(spawn_error)?;
         let missing = || spawn_error(std::io::Error::other("its stdio was not piped"));
         let stdin = child.stdin.take().ok_or_else(missing)?;
         let stdout = child.stdout.take().ok_or_else(missing)?;

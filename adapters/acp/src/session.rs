@@ -384,7 +384,9 @@ impl<'a> Run<'a> {
             } else {
                 format!("; its stderr ends: {stderr}")
             },
-            garbage: self.garbage_hint(method),
+            // An agent that exits has said why on stderr; "printed nothing" is for one
+            // that waits.
+            garbage: self.garbage_hint(""),
         }
     }
 

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rustix::process::{Pid, Signal, kill_process, test_kill_process};
+use rustix::process::{Pid, Signal, kill_process};
 use serde_json::{Value, json};
 
 const SHIM: &str = env!("CARGO_BIN_EXE_gatehouse-acp");
@@ -52,6 +52,7 @@ impl Dir {
             .current_dir(self.dir.path())
             .env("FAKE_LOG", self.path("agent.log"))
             .env("FAKE_CHILD_PID_FILE", self.path("child.pid"))
+            .env("FAKE_AGENT_PID_FILE", self.path("agent.pid"))
             .args(["--prompt-file", &self.path("prompt.md")])
             .args(extra)
             .args(["--", AGENT, scenario])
@@ -177,9 +178,57 @@ fn an_agent_that_ignores_the_cancel_is_killed_after_the_grace() {
     assert!(after_signal < Duration::from_secs(6), "{after_signal:?}");
 }
 
+#[test]
+fn an_agent_dies_with_a_shim_killed_outright() {
+    let dir = Dir::new();
+    let (ran, _) = run_and_signal_with(&dir, "deaf", &[], Signal::KILL);
+    assert_eq!(ran.code, None, "killed");
+    let agent = pid_in(&dir.path("agent.pid"));
+    assert!(
+        gone_within(agent, Duration::from_secs(3)),
+        "the agent outlived the shim"
+    );
+}
+
+/// The pid written in `file`.
+fn pid_in(file: &str) -> Pid {
+    let pid: i32 = std::fs::read_to_string(file)
+        .expect("a pid file")
+        .trim()
+        .parse()
+        .expect("a pid");
+    Pid::from_raw(pid).expect("pid")
+}
+
+/// Whether `pid` is gone (or a zombie) within `wait`.
+fn gone_within(pid: Pid, wait: Duration) -> bool {
+    let deadline = Instant::now() + wait;
+    loop {
+        let alive = std::fs::read_to_string(format!("/proc/{}/stat", pid.as_raw_nonzero()))
+            .is_ok_and(|stat| !stat.contains(") Z "));
+        if !alive {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
 /// Runs the shim and sends it SIGTERM once the prompt is sent; the run, and how long it
 /// took after the signal.
 fn run_and_signal(dir: &Dir, scenario: &str, extra: &[&str]) -> (Ran, Duration) {
+    run_and_signal_with(dir, scenario, extra, Signal::TERM)
+}
+
+/// [`run_and_signal`] with `signal`.
+fn run_and_signal_with(
+    dir: &Dir,
+    scenario: &str,
+    extra: &[&str],
+    signal: Signal,
+) -> (Ran, Duration) {
     let started = Instant::now();
     let mut child = dir.command(scenario, extra).spawn().expect("shim runs");
     let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
@@ -194,7 +243,7 @@ fn run_and_signal(dir: &Dir, scenario: &str, extra: &[&str]) -> (Ran, Duration) 
         }
     }
     let pid = Pid::from_raw(child.id() as i32).expect("pid");
-    kill_process(pid, Signal::TERM).expect("signal");
+    kill_process(pid, signal).expect("signal");
     let signalled = Instant::now();
     let mut rest = Vec::new();
     std::io::Read::read_to_end(&mut stdout, &mut rest).expect("reads");
@@ -283,24 +332,11 @@ fn an_agent_that_lingers_after_its_answer_is_killed_with_its_group() {
     assert_eq!(ran.last()["stopReason"], "end_turn");
     // 2 s after stdin closed, SIGTERM (ignored), 2 s, SIGKILL.
     assert!(ran.elapsed < Duration::from_secs(7), "{:?}", ran.elapsed);
-    let child: i32 = std::fs::read_to_string(dir.path("child.pid"))
-        .expect("the agent's child")
-        .parse()
-        .expect("a pid");
-    let child = Pid::from_raw(child).expect("pid");
-    let deadline = Instant::now() + Duration::from_secs(2);
-    while test_kill_process(child).is_ok() && Instant::now() < deadline {
-        // A zombie until its parent (killed) is reaped by init.
-        std::thread::sleep(Duration::from_millis(50));
-        if std::fs::read_to_string(format!("/proc/{}/stat", child.as_raw_nonzero()))
-            .is_ok_and(|stat| stat.contains(") Z "))
-        {
-            break;
-        }
-    }
-    let alive = std::fs::read_to_string(format!("/proc/{}/stat", child.as_raw_nonzero()))
-        .is_ok_and(|stat| !stat.contains(") Z "));
-    assert!(!alive, "the agent's child survived");
+    let child = pid_in(&dir.path("child.pid"));
+    assert!(
+        gone_within(child, Duration::from_secs(2)),
+        "the agent's child survived"
+    );
 }
 
 #[test]

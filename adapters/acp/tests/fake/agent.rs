@@ -4,7 +4,7 @@
 //! - `happy`: a tool call that completes, a message, `end_turn` with usage; exits on EOF.
 //! - `permission`: asks permission for its tool call, and says which option it got.
 //! - `cancellable`: streams one update, then waits for `session/cancel` → `cancelled`.
-//! - `deaf`: like `cancellable`, but ignores the cancel and SIGTERM.
+//! - `deaf`: like `cancellable`, but ignores the cancel, SIGTERM and stdin's end.
 //! - `exit`: writes to stderr and exits 3 before answering anything.
 //! - `garbage`: prints a banner that is not JSON, then waits forever.
 //! - `linger`: answers the prompt, then ignores stdin's end and SIGTERM, with a child
@@ -14,7 +14,8 @@
 //! - `load`: `session/load` replays two updates; `noload`: no `loadSession`; `badload`:
 //!   `session/load` fails.
 //!
-//! Every request it receives is appended to `$FAKE_LOG` (when set) as a JSON line.
+//! Every request it receives is appended to `$FAKE_LOG` (when set) as a JSON line; its pid
+//! is written to `$FAKE_AGENT_PID_FILE` (when set).
 
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -23,6 +24,9 @@ use serde_json::{Value, json};
 
 fn main() {
     let scenario = std::env::args().nth(1).unwrap_or_default();
+    if let Some(file) = std::env::var_os("FAKE_AGENT_PID_FILE") {
+        let _ = std::fs::write(file, std::process::id().to_string());
+    }
     if matches!(scenario.as_str(), "deaf" | "linger") {
         ignore_sigterm();
     }
@@ -159,6 +163,10 @@ fn main() {
                 }
             }
         }
+    }
+    // Like codex-acp and goose: stdin's end is no reason to stop.
+    if scenario == "deaf" {
+        std::thread::sleep(Duration::from_secs(3600));
     }
 }
 
