@@ -1,5 +1,5 @@
-//! Traces of the gatehouse-acp shim's output: real runs of OpenCode 1.18.33 and Gemini CLI
-//! 0.61.0 through the shim (tests/fixtures/acp_*.jsonl, see SOURCES.txt), and the edge
+//! Traces of the gatehouse-acp shim's output: real runs of OpenCode 1.18.33, Gemini CLI
+//! 0.61.0 and Claude Code through claude-agent-acp 0.23.1 via the shim (tests/fixtures/acp_*.jsonl, see SOURCES.txt), and the edge
 //! cases built from its schema.
 
 use gatehouse_agent::{Executor, ModelUsage, Trace, parse_report};
@@ -96,6 +96,22 @@ fn a_session_gemini_cannot_load_goes_on_in_a_new_one_without_its_mode_message() 
 }
 
 #[test]
+fn claude_through_its_adapter_in_bypass_mode_writes_without_asking() {
+    let trace = trace(fixture!("acp_claude_bypass.jsonl"));
+    // Pending at line 5, updated without a status at 6 and 7, completed at 8.
+    insta::assert_snapshot!(table(&trace), @"  5000  3000 ok    edit Write");
+    assert_eq!(
+        trace.session_id.as_deref(),
+        Some("f393fea7-8f84-45c8-aaa2-a40cc867b7de")
+    );
+    // An empty first chunk changes nothing.
+    assert_eq!(trace.reply.as_deref(), Some(REPLY));
+    // The turn's sum, with the cache counts apart (zero here).
+    assert_eq!(trace.usage, [usage("fake-model", 20, 25)]);
+    assert_eq!(trace.failure, None);
+}
+
+#[test]
 fn the_shims_error_is_the_failure() {
     let trace = trace(fixture!("acp_gemini_not_acp.jsonl"));
     assert_eq!(
@@ -116,6 +132,7 @@ fn the_trace_and_the_report_agree() {
     for text in [
         fixture!("acp_opencode_write.jsonl"),
         fixture!("acp_opencode_cancelled.jsonl"),
+        fixture!("acp_claude_bypass.jsonl"),
         fixture!("acp_gemini_permission.jsonl"),
         fixture!("acp_gemini_resume_fallback.jsonl"),
         fixture!("acp_gemini_not_acp.jsonl"),
