@@ -18,14 +18,14 @@ fn agent(argv: &[&str]) -> Role {
 #[test]
 fn the_shim_runs_the_agents_argv_after_its_own_options() {
     let opencode = agent(&["opencode", "acp", "--pure"]);
-    assert_snapshot!(invocation(&opencode, None, PROMPT, None), @r#""${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file /in/.agent/prompt.md -- opencode acp --pure"#);
+    assert_snapshot!(invocation(&opencode, None, PROMPT, None), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file /in/.agent/prompt.md -- opencode acp --pure"#);
 
     let gemini = Role {
         model: Some("gemini-2.5-flash".to_owned()),
         args: vec!["--mode".to_owned(), "yolo".to_owned()],
         ..agent(&["gemini", "--acp", "-m", "{model}", "$(rm -rf /)"])
     };
-    assert_snapshot!(invocation(&gemini, None, AWKWARD, Some(SYSTEM)), @r#""${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file "/in/.agent/it's \"the\" prompt "'$HOME.md' --system-file /in/.agent/system.md --mode yolo -- gemini --acp -m gemini-2.5-flash '$(rm -rf /)'"#);
+    assert_snapshot!(invocation(&gemini, None, AWKWARD, Some(SYSTEM)), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file "/in/.agent/it's \"the\" prompt "'$HOME.md' --system-file /in/.agent/system.md --mode yolo -- gemini --acp -m gemini-2.5-flash '$(rm -rf /)'"#);
 }
 
 #[test]
@@ -35,7 +35,7 @@ fn a_turn_resumes_the_session_with_the_transcript_to_fall_back_on() {
         resume: Some("ses_db1bf70dfffe5q5c2rCyKkGgWn"),
         transcript_file: Some(TRANSCRIPT),
     };
-    assert_snapshot!(turn_invocation(&role, None, PROMPT, Some(SYSTEM), session).unwrap(), @r#""${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file /in/.agent/prompt.md --system-file /in/.agent/system.md --resume ses_db1bf70dfffe5q5c2rCyKkGgWn --transcript-file /in/.agent/transcript.jsonl -- gemini --acp"#);
+    assert_snapshot!(turn_invocation(&role, None, PROMPT, Some(SYSTEM), session).unwrap(), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file /in/.agent/prompt.md --system-file /in/.agent/system.md --resume ses_db1bf70dfffe5q5c2rCyKkGgWn --transcript-file /in/.agent/transcript.jsonl -- gemini --acp"#);
     // The first turn has a transcript too, but nothing to resume.
     let first = Session {
         resume: None,

@@ -8,8 +8,8 @@
 //! "{model}"]`); the rest goes through the protocol. The command line runs the shim the
 //! runner put in the sandbox (`$GATEHOUSE_ACP`, a read-only bind mount in Docker):
 //!
-//! `"$GATEHOUSE_ACP" --prompt-file P [--system-file S] [--resume ID] [--transcript-file T]
-//! [role args…] -- <agent argv>`
+//! `exec "$GATEHOUSE_ACP" --prompt-file P [--system-file S] [--resume ID]
+//! [--transcript-file T] [role args…] -- <agent argv>`
 //!
 //! The shim plays the editor — no `fs`, no `terminal` capability, so the agent reads, writes
 //! and runs commands itself inside the sandbox — and prints one JSON object per line, read
@@ -70,7 +70,10 @@ impl Cli for Acp {
     }
 
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
+        // `exec`: the shim is the job's process, so a signal to the job reaches it (and it
+        // cancels the prompt) rather than ending a shell that would leave it running.
         let mut words = vec![
+            "exec".to_owned(),
             SHIM.to_owned(),
             "--prompt-file".to_owned(),
             quote(call.prompt_file),
