@@ -97,3 +97,44 @@ fn is_static(path: &std::path::Path) -> bool {
     let head = &head[..read];
     head.starts_with(b"\x7fELF") && !head.windows(7).any(|w| w == b"ld-linu")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::acp;
+    use crate::config::Config;
+
+    /// A file that reads as a static ELF binary (no loader named in its head).
+    fn static_elf(path: &std::path::Path) {
+        let mut bytes = b"\x7fELF".to_vec();
+        bytes.resize(64, 0);
+        std::fs::write(path, bytes).unwrap();
+    }
+
+    #[test]
+    fn the_acp_shim_is_the_configured_one_else_the_one_beside_the_relay() {
+        let dir = tempfile::tempdir().unwrap();
+        let relay = dir.path().join("gatehouse-relay");
+        static_elf(&relay);
+        let config = Config::default();
+        assert_eq!(acp(&config, Some(&relay)).unwrap(), None);
+        let beside = dir.path().join("gatehouse-acp");
+        static_elf(&beside);
+        assert_eq!(acp(&config, Some(&relay)).unwrap(), Some(beside.clone()));
+        assert_eq!(acp(&config, None).unwrap(), None);
+
+        let mut configured = Config::default();
+        configured.runner.acp = Some(dir.path().join("missing"));
+        let error = acp(&configured, Some(&relay)).unwrap_err().to_string();
+        assert!(
+            error.starts_with("runner.acp: ") && error.contains("is not a file"),
+            "{error}"
+        );
+        let dynamic = dir.path().join("dynamic");
+        std::fs::write(&dynamic, b"\x7fELF /lib64/ld-linux-x86-64.so.2").unwrap();
+        configured.runner.acp = Some(dynamic);
+        let error = acp(&configured, None).unwrap_err().to_string();
+        assert!(error.contains("is linked dynamically"), "{error}");
+        configured.runner.acp = Some(beside.clone());
+        assert_eq!(acp(&configured, None).unwrap(), Some(beside));
+    }
+}
