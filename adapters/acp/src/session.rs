@@ -60,6 +60,8 @@ pub enum Outcome {
 /// The run in progress.
 pub struct Run<'a> {
     invocation: &'a Invocation,
+    /// Taken when it is sent.
+    prompt: Option<Prompt>,
     command: String,
     agent: Agent,
     connection: Connection,
@@ -79,12 +81,15 @@ pub struct Run<'a> {
 }
 
 impl<'a> Run<'a> {
-    /// Starts the agent.
+    /// Reads the prompt's files, then starts the agent: a file that cannot be read fails
+    /// the run before any agent runs.
     pub fn start(invocation: &'a Invocation) -> Result<Self, Failure> {
+        let prompt = prompt_text(invocation)?;
         let (agent, stdin, stdout) = Agent::spawn(invocation)?;
         let (connection, incoming) = Connection::start(stdin, stdout);
         Ok(Self {
             invocation,
+            prompt: Some(prompt),
             command: invocation.command(),
             agent,
             connection,
@@ -115,7 +120,7 @@ impl<'a> Run<'a> {
     }
 
     async fn exchange(&mut self) -> Result<Outcome, Failure> {
-        let prompt = self.prompt_text()?;
+        let prompt = self.prompt.take().unwrap_or_default();
         let initialized = self
             .call(
                 "initialize",
@@ -461,35 +466,37 @@ impl<'a> Run<'a> {
             }
         }
     }
+}
 
-    fn prompt_text(&self) -> Result<Prompt, Failure> {
-        let read = |what: &'static str, path: &std::path::Path| {
-            std::fs::read_to_string(path).map_err(|source| Failure::Input {
-                what,
-                path: path.display().to_string(),
-                source,
-            })
-        };
-        let text = read("the prompt file", &self.invocation.prompt_file)?;
-        let system = match &self.invocation.system_file {
-            Some(path) => Some(read("the system file", path)?),
-            None => None,
-        };
-        let transcript = match &self.invocation.transcript_file {
-            Some(path) if self.invocation.resume.is_some() => {
-                Some(transcript(&read("the transcript file", path)?))
-            }
-            _ => None,
-        };
-        Ok(Prompt {
-            system,
-            transcript,
-            text,
+/// The prompt's files, read.
+fn prompt_text(invocation: &Invocation) -> Result<Prompt, Failure> {
+    let read = |what: &'static str, path: &std::path::Path| {
+        std::fs::read_to_string(path).map_err(|source| Failure::Input {
+            what,
+            path: path.display().to_string(),
+            source,
         })
-    }
+    };
+    let text = read("the prompt file", &invocation.prompt_file)?;
+    let system = match &invocation.system_file {
+        Some(path) => Some(read("the system file", path)?),
+        None => None,
+    };
+    let transcript = match &invocation.transcript_file {
+        Some(path) if invocation.resume.is_some() => {
+            Some(transcript(&read("the transcript file", path)?))
+        }
+        _ => None,
+    };
+    Ok(Prompt {
+        system,
+        transcript,
+        text,
+    })
 }
 
 /// What the prompt is made of.
+#[derive(Debug, Default)]
 struct Prompt {
     system: Option<String>,
     /// The conversation so far, rendered, for a session that could not be loaded.

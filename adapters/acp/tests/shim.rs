@@ -451,3 +451,20 @@ fn a_mode_is_set_and_an_unknown_one_lists_the_agents() {
         format!("agent `{AGENT} happy` has no mode `bogus` (Invalid params); its modes: ask, yolo")
     );
 }
+
+#[test]
+fn a_prompt_file_that_cannot_be_read_fails_before_the_agent_starts() {
+    let dir = Dir::new();
+    std::fs::remove_file(dir.path("prompt.md")).unwrap();
+    let ran = dir.run("happy", &[]);
+    assert_eq!(ran.code, Some(1));
+    let message = ran.last()["message"].as_str().unwrap().to_owned();
+    assert!(
+        message.starts_with(&format!(
+            "cannot read the prompt file {}: ",
+            dir.path("prompt.md")
+        )),
+        "{message}"
+    );
+    assert!(dir.agent_log().is_empty(), "the agent ran");
+}
