@@ -112,6 +112,34 @@ fn claude_through_its_adapter_in_bypass_mode_writes_without_asking() {
 }
 
 #[test]
+fn gemini_cancelled_mid_reply_fails_with_what_it_had_said() {
+    let trace = trace(fixture!("acp_gemini_cancelled.jsonl"));
+    insta::assert_snapshot!(table(&trace), @"  5000  1000 ok    edit Writing to hello.txt");
+    assert_eq!(
+        trace.failure.as_deref(),
+        Some("the agent's prompt was cancelled")
+    );
+    assert_eq!(trace.reply.as_deref(), Some("Done: I wrote hello.txt"));
+    assert_eq!(trace.usage, []);
+}
+
+#[test]
+fn an_agent_that_wants_a_login_fails_saying_so() {
+    let trace = trace(fixture!("acp_gemini_auth_required.jsonl"));
+    assert_eq!(
+        trace.failure.as_deref(),
+        Some(
+            "agent `gemini --acp` needs a login (Gemini API key is missing or not configured.; \
+             its auth methods: oauth-personal, gemini-api-key, vertex-ai, gateway), which it \
+             cannot do inside a sandbox: give the role the agent's API key (its `env`, or a \
+             `provider` so it goes through the gateway) or the settings file that selects key \
+             auth"
+        )
+    );
+    assert_eq!((trace.session_id, trace.reply), (None, None));
+}
+
+#[test]
 fn the_shims_error_is_the_failure() {
     let trace = trace(fixture!("acp_gemini_not_acp.jsonl"));
     assert_eq!(
