@@ -51,13 +51,15 @@ const GARBAGE_NOTICES: u64 = 3;
 /// How a run ended, for the exit code.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outcome {
-    /// The prompt returned with this stop reason being `cancelled` or not.
+    /// The prompt returned on its own; `cancelled` when its stop reason says the agent
+    /// cancelled it (which is not a completed prompt).
     Returned { cancelled: bool },
     /// A signal stopped the run (the prompt was cancelled, or never sent).
     Signalled(i32),
 }
 
-/// The run in progress.
+/// The run in progress: the agent, the connection to it, and what the shim has seen of it,
+/// which the failures quote.
 pub struct Run<'a> {
     invocation: &'a Invocation,
     /// Taken when it is sent.
