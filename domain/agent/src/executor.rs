@@ -9,6 +9,8 @@
 mod claude_code;
 mod codex;
 mod command;
+mod copilot;
+mod gemini;
 
 use std::fmt;
 
@@ -29,6 +31,11 @@ pub enum Executor {
     Codex,
     /// Any program: the role's `command` argv.
     Command,
+    /// Google's Gemini CLI (`gemini -o stream-json`).
+    Gemini,
+    /// GitHub's Copilot CLI (`copilot --output-format json`), on the role's own model
+    /// provider (BYOK).
+    Copilot,
 }
 
 impl Executor {
@@ -38,6 +45,8 @@ impl Executor {
             Self::ClaudeCode => &claude_code::ClaudeCode,
             Self::Codex => &codex::Codex,
             Self::Command => &command::Command,
+            Self::Gemini => &gemini::Gemini,
+            Self::Copilot => &copilot::Copilot,
         }
     }
 
