@@ -9,6 +9,7 @@
 mod claude_code;
 mod codex;
 mod command;
+mod opencode;
 
 use std::fmt;
 
@@ -29,6 +30,8 @@ pub enum Executor {
     Codex,
     /// Any program: the role's `command` argv.
     Command,
+    /// OpenCode (`opencode run`).
+    Opencode,
 }
 
 impl Executor {
@@ -38,6 +41,7 @@ impl Executor {
             Self::ClaudeCode => &claude_code::ClaudeCode,
             Self::Codex => &codex::Codex,
             Self::Command => &command::Command,
+            Self::Opencode => &opencode::OpenCode,
         }
     }
 

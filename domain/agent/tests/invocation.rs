@@ -280,7 +280,8 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
     assert_snapshot!(errors[0], @"the CLI reported a session id that is not letters, digits, `-` and `_` starting with a letter or digit (byte 1 is not allowed)");
     let long = "a".repeat(500);
     let error = turn_invocation(
-        &role(Executor::ClaudeCode), None,
+        &role(Executor::ClaudeCode),
+        None,
         PROMPT,
         None,
         Session {

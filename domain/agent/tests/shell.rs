@@ -79,7 +79,8 @@ fn claude_code_gets_the_system_text_as_an_argument_and_the_prompt_on_stdin() {
     let prompt = scratch.file("prompt", "Fix `it` in $(pwd).\n");
     let system = scratch.file("system", "Be brief.\n\nRules:\n- Don't push.");
     let output = scratch.run(&invocation(
-        &role(Executor::ClaudeCode), None,
+        &role(Executor::ClaudeCode),
+        None,
         &prompt,
         Some(&system),
     ));
@@ -96,7 +97,12 @@ fn codex_reads_the_system_text_then_the_prompt_from_stdin() {
     let scratch = Scratch::new("codex");
     let prompt = scratch.file("prompt", "Fix it.\n");
     let system = scratch.file("system", "Be brief.");
-    let output = scratch.run(&invocation(&role(Executor::Codex), None, &prompt, Some(&system)));
+    let output = scratch.run(&invocation(
+        &role(Executor::Codex),
+        None,
+        &prompt,
+        Some(&system),
+    ));
     assert_eq!(
         output,
         "[exec]\n[--json]\n[--model]\n[the model]\n[--skip-git-repo-check]\n\
@@ -144,8 +150,14 @@ fn claude_code_turn_resumes_the_session_with_the_system_text_and_the_prompt_on_s
         resume: Some(SESSION),
         transcript_file: Some("/unused"),
     };
-    let command = turn_invocation(&role(Executor::ClaudeCode), None, &prompt, Some(&system), session)
-        .expect("a valid session id");
+    let command = turn_invocation(
+        &role(Executor::ClaudeCode),
+        None,
+        &prompt,
+        Some(&system),
+        session,
+    )
+    .expect("a valid session id");
     assert_eq!(
         scratch.run(&command),
         format!(
@@ -166,8 +178,14 @@ fn codex_turn_resumes_after_the_exec_options_with_only_the_prompt_on_stdin() {
         resume: Some(SESSION),
         transcript_file: None,
     };
-    let command = turn_invocation(&role(Executor::Codex), None, &prompt, Some(&system), session)
-        .expect("a valid session id");
+    let command = turn_invocation(
+        &role(Executor::Codex),
+        None,
+        &prompt,
+        Some(&system),
+        session,
+    )
+    .expect("a valid session id");
     assert_eq!(
         scratch.run(&command),
         format!(
