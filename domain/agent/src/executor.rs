@@ -10,6 +10,7 @@ mod claude_code;
 mod codex;
 mod command;
 mod opencode;
+mod pi;
 
 use std::fmt;
 
@@ -32,6 +33,8 @@ pub enum Executor {
     Command,
     /// OpenCode (`opencode run`).
     Opencode,
+    /// pi (`pi -p --mode json`).
+    Pi,
 }
 
 impl Executor {
@@ -42,6 +45,7 @@ impl Executor {
             Self::Codex => &codex::Codex,
             Self::Command => &command::Command,
             Self::Opencode => &opencode::OpenCode,
+            Self::Pi => &pi::Pi,
         }
     }
 
