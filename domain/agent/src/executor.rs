@@ -11,6 +11,8 @@ mod codex;
 mod command;
 mod copilot;
 mod gemini;
+mod opencode;
+mod pi;
 
 use std::fmt;
 
@@ -36,6 +38,10 @@ pub enum Executor {
     /// GitHub's Copilot CLI (`copilot --output-format json`), on the role's own model
     /// provider (BYOK).
     Copilot,
+    /// OpenCode (`opencode run`).
+    Opencode,
+    /// pi (`pi -p --mode json`).
+    Pi,
 }
 
 impl Executor {
@@ -47,6 +53,8 @@ impl Executor {
             Self::Command => &command::Command,
             Self::Gemini => &gemini::Gemini,
             Self::Copilot => &copilot::Copilot,
+            Self::Opencode => &opencode::OpenCode,
+            Self::Pi => &pi::Pi,
         }
     }
 
