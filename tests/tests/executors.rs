@@ -111,6 +111,54 @@ async fn codex_converses_in_the_agents_image() {
     converse(case).await;
 }
 
+/// The file as the sandbox's workdir holds it, for tools that take absolute paths.
+const HELLO_PATH: &str = "/workspace/hello.txt";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gemini_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Gemini, ProviderKind::Gemini, "gemini-2.5-pro").writes_with(
+        "write_file",
+        json!({"file_path": HELLO_PATH, "content": CONTENT}),
+        "write_file",
+    );
+    converse(case).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn copilot_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Copilot, ProviderKind::OpenAi, "gpt-5").writes_with(
+        "create",
+        json!({"path": HELLO_PATH, "file_text": CONTENT}),
+        "create",
+    );
+    converse(case).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn opencode_converses_in_the_agents_image() {
+    let case = Case::new(
+        Executor::Opencode,
+        ProviderKind::Anthropic,
+        "claude-sonnet-4-5",
+    )
+    .writes_with(
+        "write",
+        json!({"filePath": HELLO_PATH, "content": CONTENT}),
+        "write",
+    );
+    converse(case).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pi_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Pi, ProviderKind::Anthropic, "claude-sonnet-4-5").writes_with(
+        "write",
+        json!({"path": HELLO_PATH, "content": CONTENT}),
+        "write",
+    );
+    converse(case).await;
+}
+
 /// Two turns of `case`'s CLI in a conversation, checked as the module says.
 async fn converse(case: Case) {
     let data = tempfile::tempdir().unwrap();
