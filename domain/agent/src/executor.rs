@@ -6,6 +6,7 @@
 //! it. Adding a CLI is a file here (with its output readers), a variant of [`Executor`] and a
 //! line in [`Executor::cli`].
 
+mod aider;
 mod claude_code;
 mod codex;
 mod command;
@@ -42,6 +43,8 @@ pub enum Executor {
     Opencode,
     /// pi (`pi -p --mode json`).
     Pi,
+    /// aider (`aider --message-file`), which edits files from the model's text answers.
+    Aider,
 }
 
 impl Executor {
@@ -55,6 +58,7 @@ impl Executor {
             Self::Copilot => &copilot::Copilot,
             Self::Opencode => &opencode::OpenCode,
             Self::Pi => &pi::Pi,
+            Self::Aider => &aider::Aider,
         }
     }
 
