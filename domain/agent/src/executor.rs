@@ -12,6 +12,7 @@ mod codex;
 mod command;
 mod copilot;
 mod gemini;
+mod kilo;
 mod opencode;
 mod pi;
 
@@ -45,6 +46,8 @@ pub enum Executor {
     Pi,
     /// aider (`aider --message-file`), which edits files from the model's text answers.
     Aider,
+    /// Kilo (`kilo run`), OpenCode's fork.
+    Kilo,
 }
 
 impl Executor {
@@ -59,6 +62,7 @@ impl Executor {
             Self::Opencode => &opencode::OpenCode,
             Self::Pi => &pi::Pi,
             Self::Aider => &aider::Aider,
+            Self::Kilo => &kilo::Kilo,
         }
     }
 

@@ -81,3 +81,12 @@ fn aider() {
     let prefixed = self::role(Executor::Aider, Some("openai/gpt-5 $(x)"));
     assert_snapshot!(invocation(&prefixed, Some(ModelApi::OpenAi), PROMPT, None), @r#"mkdir -p "$HOME"/.aider && OPENAI_API_BASE="${OPENAI_BASE_URL}" aider --message-file /in/.agent/prompt.md --yes-always --no-auto-commits --no-git --no-gitignore --no-check-update --no-show-release-notes --analytics-disable --no-show-model-warnings --no-pretty --no-stream --chat-history-file "$HOME"/.aider/chat.md --input-history-file "$HOME"/.aider/input.history --model 'openai/gpt-5 $(x)' < /dev/null"#);
 }
+
+#[test]
+fn kilo() {
+    let bare = role(Executor::Kilo, None);
+    assert_snapshot!(invocation(&bare, None, PROMPT, None), @r#"KILO_CONFIG_CONTENT='{"autoupdate":false,"share":"disabled","snapshot":false}' kilo run --format json --pure --auto --title Gatehouse < /in/.agent/prompt.md"#);
+    let role = role(Executor::Kilo, Some("fake-model"));
+    assert_snapshot!(invocation(&role, Some(ModelApi::Anthropic), PROMPT, Some(SYSTEM)), @r#"{ cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | KILO_CONFIG_CONTENT='{"autoupdate":false,"provider":{"gatehouse":{"models":{"fake-model":{}},"name":"Gatehouse","npm":"@ai-sdk/anthropic","options":{"apiKey":"{env:ANTHROPIC_API_KEY}","baseURL":"{env:ANTHROPIC_BASE_URL}/v1"}}},"share":"disabled","snapshot":false}' kilo run --format json --pure --auto --title Gatehouse --model gatehouse/fake-model"#);
+    assert_snapshot!(turn(&role, Some(ModelApi::OpenAi), "ses_db25fe315ffeg2ytzPSJomgH2W"), @r#"KILO_CONFIG_CONTENT='{"autoupdate":false,"provider":{"gatehouse":{"models":{"fake-model":{}},"name":"Gatehouse","npm":"@ai-sdk/openai","options":{"apiKey":"{env:OPENAI_API_KEY}","baseURL":"{env:OPENAI_BASE_URL}"}}},"share":"disabled","snapshot":false}' kilo run --format json --pure --auto --title Gatehouse --model gatehouse/fake-model -s ses_db25fe315ffeg2ytzPSJomgH2W < /in/.agent/prompt.md"#);
+}
