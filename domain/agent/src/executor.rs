@@ -6,11 +6,13 @@
 //! it. Adding a CLI is a file here (with its output readers), a variant of [`Executor`] and a
 //! line in [`Executor::cli`].
 
+mod aider;
 mod claude_code;
 mod codex;
 mod command;
 mod copilot;
 mod gemini;
+mod kilo;
 mod opencode;
 mod pi;
 
@@ -42,6 +44,10 @@ pub enum Executor {
     Opencode,
     /// pi (`pi -p --mode json`).
     Pi,
+    /// aider (`aider --message-file`), which edits files from the model's text answers.
+    Aider,
+    /// Kilo (`kilo run`), OpenCode's fork.
+    Kilo,
 }
 
 impl Executor {
@@ -55,6 +61,8 @@ impl Executor {
             Self::Copilot => &copilot::Copilot,
             Self::Opencode => &opencode::OpenCode,
             Self::Pi => &pi::Pi,
+            Self::Aider => &aider::Aider,
+            Self::Kilo => &kilo::Kilo,
         }
     }
 

@@ -65,3 +65,28 @@ fn pi_through_the_gateway_writes_its_models_file_first() {
     let gemini = self::role(Executor::Pi, Some("it's $(rm -rf /)"));
     assert_snapshot!(invocation(&gemini, Some(ModelApi::Gemini), PROMPT, None), @r#"mkdir -p "$HOME"/.pi/agent && printf '%s\n' '{"providers":{"gatehouse":{"api":"google-generative-ai","apiKey":"GEMINI_API_KEY","baseUrl":"'"${GOOGLE_GEMINI_BASE_URL}""/v1beta\",\"models\":[{\"id\":\"it's "'$(rm -rf /)"}]}}}' > "$HOME"/.pi/agent/models.json && pi -p --mode json --provider gatehouse --model "it's "'$(rm -rf /)' < /in/.agent/prompt.md"#);
 }
+
+#[test]
+fn aider() {
+    let bare = role(Executor::Aider, None);
+    assert_snapshot!(invocation(&bare, None, PROMPT, None), @r#"mkdir -p "$HOME"/.aider && aider --message-file /in/.agent/prompt.md --yes-always --no-auto-commits --no-git --no-gitignore --no-check-update --no-show-release-notes --analytics-disable --no-show-model-warnings --no-pretty --no-stream --chat-history-file "$HOME"/.aider/chat.md --input-history-file "$HOME"/.aider/input.history < /dev/null"#);
+    let own = Role {
+        args: vec!["--file".to_owned(), "src/it's.rs".to_owned()],
+        ..role(Executor::Aider, Some("anthropic/claude-sonnet-4-5"))
+    };
+    assert_snapshot!(invocation(&own, None, AWKWARD, Some(AWKWARD)), @r#"mkdir -p "$HOME"/.aider && { cat "/in/.agent/it's \"the\" prompt "'$HOME.md' && printf '\n' && cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; } > "$HOME"/.aider/message.md && aider --message-file "$HOME"/.aider/message.md --yes-always --no-auto-commits --no-git --no-gitignore --no-check-update --no-show-release-notes --analytics-disable --no-show-model-warnings --no-pretty --no-stream --chat-history-file "$HOME"/.aider/chat.md --input-history-file "$HOME"/.aider/input.history --model anthropic/claude-sonnet-4-5 --file "src/it's.rs" < /dev/null"#);
+    let role = role(Executor::Aider, Some("fake-model"));
+    assert_snapshot!(invocation(&role, Some(ModelApi::OpenAi), PROMPT, Some(SYSTEM)), @r#"mkdir -p "$HOME"/.aider && { cat /in/.agent/system.md && printf '\n' && cat /in/.agent/prompt.md; } > "$HOME"/.aider/message.md && OPENAI_API_BASE="${OPENAI_BASE_URL}" aider --message-file "$HOME"/.aider/message.md --yes-always --no-auto-commits --no-git --no-gitignore --no-check-update --no-show-release-notes --analytics-disable --no-show-model-warnings --no-pretty --no-stream --chat-history-file "$HOME"/.aider/chat.md --input-history-file "$HOME"/.aider/input.history --model openai/fake-model < /dev/null"#);
+    assert_snapshot!(turn(&role, Some(ModelApi::Anthropic), "aider"), @r#"mkdir -p "$HOME"/.aider && ANTHROPIC_API_BASE="${ANTHROPIC_BASE_URL}" aider --message-file /in/.agent/prompt.md --yes-always --no-auto-commits --no-git --no-gitignore --no-check-update --no-show-release-notes --analytics-disable --no-show-model-warnings --no-pretty --no-stream --chat-history-file "$HOME"/.aider/chat.md --input-history-file "$HOME"/.aider/input.history --restore-chat-history --model anthropic/fake-model < /dev/null"#);
+    let prefixed = self::role(Executor::Aider, Some("openai/gpt-5 $(x)"));
+    assert_snapshot!(invocation(&prefixed, Some(ModelApi::OpenAi), PROMPT, None), @r#"mkdir -p "$HOME"/.aider && OPENAI_API_BASE="${OPENAI_BASE_URL}" aider --message-file /in/.agent/prompt.md --yes-always --no-auto-commits --no-git --no-gitignore --no-check-update --no-show-release-notes --analytics-disable --no-show-model-warnings --no-pretty --no-stream --chat-history-file "$HOME"/.aider/chat.md --input-history-file "$HOME"/.aider/input.history --model 'openai/gpt-5 $(x)' < /dev/null"#);
+}
+
+#[test]
+fn kilo() {
+    let bare = role(Executor::Kilo, None);
+    assert_snapshot!(invocation(&bare, None, PROMPT, None), @r#"KILO_CONFIG_CONTENT='{"autoupdate":false,"share":"disabled","snapshot":false}' kilo run --format json --pure --auto --title Gatehouse < /in/.agent/prompt.md"#);
+    let role = role(Executor::Kilo, Some("fake-model"));
+    assert_snapshot!(invocation(&role, Some(ModelApi::Anthropic), PROMPT, Some(SYSTEM)), @r#"{ cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | KILO_CONFIG_CONTENT='{"autoupdate":false,"provider":{"gatehouse":{"models":{"fake-model":{}},"name":"Gatehouse","npm":"@ai-sdk/anthropic","options":{"apiKey":"{env:ANTHROPIC_API_KEY}","baseURL":"{env:ANTHROPIC_BASE_URL}/v1"}}},"share":"disabled","snapshot":false}' kilo run --format json --pure --auto --title Gatehouse --model gatehouse/fake-model"#);
+    assert_snapshot!(turn(&role, Some(ModelApi::OpenAi), "ses_db25fe315ffeg2ytzPSJomgH2W"), @r#"KILO_CONFIG_CONTENT='{"autoupdate":false,"provider":{"gatehouse":{"models":{"fake-model":{}},"name":"Gatehouse","npm":"@ai-sdk/openai","options":{"apiKey":"{env:OPENAI_API_KEY}","baseURL":"{env:OPENAI_BASE_URL}"}}},"share":"disabled","snapshot":false}' kilo run --format json --pure --auto --title Gatehouse --model gatehouse/fake-model -s ses_db25fe315ffeg2ytzPSJomgH2W < /in/.agent/prompt.md"#);
+}

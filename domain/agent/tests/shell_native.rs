@@ -62,3 +62,45 @@ fn pi_gets_a_models_file_naming_the_key_variable_and_the_gateway_address() {
     );
     assert!(!line.contains("secret-token"));
 }
+
+/// Prints `OPENAI_API_BASE`, then the message file it was given (`--message-file F`).
+const FAKE_AIDER: &str = "#!/bin/sh\nprintf 'base:%s\\n' \"$OPENAI_API_BASE\"\n\
+     while [ $# -gt 0 ]; do [ \"$1\" = --message-file ] && cat \"$2\"; \
+     [ \"$1\" = --model ] && printf 'model:%s\\n' \"$2\"; shift; done\n";
+
+#[test]
+fn aider_reads_the_system_text_then_the_prompt_and_the_gateway_address() {
+    let dir = tempfile::tempdir().expect("scratch");
+    let (bin, home) = (dir.path().join("bin"), dir.path().join("home $x"));
+    fs::create_dir_all(&bin).expect("bin");
+    fs::create_dir_all(&home).expect("home");
+    fs::write(bin.join("aider"), FAKE_AIDER).expect("fake aider");
+    fs::set_permissions(bin.join("aider"), fs::Permissions::from_mode(0o755)).expect("chmod");
+    let prompt = dir.path().join("prompt it's.md");
+    let system = dir.path().join("system.md");
+    fs::write(&prompt, "Fix $(it).\n").expect("prompt");
+    fs::write(&system, "Be brief.\n").expect("system");
+    let role = Role {
+        model: Some("gpt's \"model\"".to_owned()),
+        ..Role::new(Executor::Aider)
+    };
+    let line = invocation(
+        &role,
+        Some(ModelApi::OpenAi),
+        prompt.to_str().expect("utf-8"),
+        system.to_str(),
+    );
+    let output = Command::new("sh")
+        .arg("-c")
+        .arg(&line)
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.display()))
+        .env("HOME", &home)
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/gw x/v1")
+        .output()
+        .expect("sh runs");
+    assert!(output.status.success(), "{line}: {output:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout),
+        "base:http://127.0.0.1:9/gw x/v1\nBe brief.\n\nFix $(it).\nmodel:openai/gpt's \"model\"\n"
+    );
+}
