@@ -59,6 +59,8 @@ struct Case {
     write: Turn,
     /// The tool as the trace names it.
     traced_as: &'static str,
+    /// The whole script, for a CLI whose first turn is not a tool call and an answer.
+    script: Option<Vec<Turn>>,
 }
 
 impl Case {
@@ -71,6 +73,7 @@ impl Case {
             model,
             write: Turn::text("unset"),
             traced_as: "",
+            script: None,
         }
     }
 
@@ -159,6 +162,28 @@ async fn pi_converses_in_the_agents_image() {
     converse(case).await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kilo_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Kilo, ProviderKind::Anthropic, "claude-sonnet-4-5").writes_with(
+        "write",
+        json!({"filePath": HELLO_PATH, "content": CONTENT}),
+        "write",
+    );
+    converse(case).await;
+}
+
+/// aider calls no tools: its model answers with the whole file, which aider writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn aider_converses_in_the_agents_image() {
+    let mut case = Case::new(Executor::Aider, ProviderKind::OpenAi, "gpt-5");
+    case.traced_as = "edit";
+    case.script = Some(vec![
+        Turn::text(format!("{ANSWER}\n\nhello.txt\n```\n{CONTENT}\n```\n")),
+        Turn::text(SECOND_ANSWER),
+    ]);
+    converse(case).await;
+}
+
 /// Two turns of `case`'s CLI in a conversation, checked as the module says.
 async fn converse(case: Case) {
     let data = tempfile::tempdir().unwrap();
@@ -166,15 +191,14 @@ async fn converse(case: Case) {
         return;
     };
     let name = case.executor.as_str();
-    let fake = FakeProvider::start(
-        REAL_KEY,
+    let script = case.script.clone().unwrap_or_else(|| {
         vec![
             case.write.clone(),
             Turn::text(ANSWER),
             Turn::text(SECOND_ANSWER),
-        ],
-    )
-    .await;
+        ]
+    });
+    let fake = FakeProvider::start(REAL_KEY, script).await;
     let profile = Profile {
         kind: SandboxKind::Docker,
         image: Some(AGENTS_IMAGE.into()),
