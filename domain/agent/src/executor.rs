@@ -7,6 +7,7 @@
 //! line in [`Executor::cli`].
 
 mod aider;
+mod acp;
 mod claude_code;
 mod codex;
 mod command;
@@ -48,6 +49,8 @@ pub enum Executor {
     Aider,
     /// Kilo (`kilo run`), OpenCode's fork.
     Kilo,
+    /// Any Agent Client Protocol agent (the role's `command`), through `gatehouse-acp`.
+    Acp,
 }
 
 impl Executor {
@@ -63,6 +66,7 @@ impl Executor {
             Self::Pi => &pi::Pi,
             Self::Aider => &aider::Aider,
             Self::Kilo => &kilo::Kilo,
+            Self::Acp => &acp::Acp,
         }
     }
 

@@ -103,13 +103,30 @@ pub enum RoleError {
          command = [\"my-agent\", \"--prompt\", \"{{prompt_file}}\"]"
     )]
     CommandMissing,
+    /// Executor `acp` without the agent's argv.
+    #[error(
+        "executor \"acp\" needs `command`, the ACP agent's argv, e.g. command = [\"gemini\", \
+         \"--acp\"] or [\"opencode\", \"acp\"]"
+    )]
+    AgentCommandMissing,
+    /// A placeholder other than `{model}` in an `acp` agent's argv.
+    #[error(
+        "`command` argument {argument:?} uses {{{name}}}, but an \"acp\" agent's command takes \
+         only {{model}}: the prompt, system text and transcript go through the protocol"
+    )]
+    AgentPlaceholder {
+        /// The name between the braces.
+        name: String,
+        /// The argument it appears in.
+        argument: String,
+    },
     /// The argv's first element, the program, is blank.
     #[error("`command` starts with an empty program name; put the program to run first")]
     ProgramEmpty,
     /// `command` given to a CLI executor, which ignores it.
     #[error(
-        "`command` is only read for executor \"command\", not \"{executor}\"; remove it, \
-         or use `args` to add arguments to the {executor} command line"
+        "`command` is only read for executors \"command\" and \"acp\", not \"{executor}\"; \
+         remove it, or use `args` to add arguments to the {executor} command line"
     )]
     CommandNotAllowed { executor: Executor },
     /// `args` given to executor `command`, which ignores it.

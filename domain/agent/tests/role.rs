@@ -55,8 +55,8 @@ fn command_for_another_executor_is_refused() {
     assert_eq!(
         error.map_err(|e| e.to_string()),
         Err(
-            "`command` is only read for executor \"command\", not \"claude-code\"; remove it, \
-             or use `args` to add arguments to the claude-code command line"
+            "`command` is only read for executors \"command\" and \"acp\", not \"claude-code\"; \
+             remove it, or use `args` to add arguments to the claude-code command line"
                 .to_owned()
         )
     );
