@@ -223,7 +223,9 @@ fn an_agent_that_exits_at_once_is_named_with_its_stderr() {
         message,
         format!(
             "agent `{AGENT} exit` exited with status 3 before answering `initialize`; its \
-             stderr ends: fake: cannot read ~/.fake/config.json"
+             stderr ends: fake: cannot read ~/.fake/config.json; it printed nothing — is \
+             `{AGENT} exit` the agent's ACP mode (e.g. `gemini --acp`, `opencode acp`, \
+             `goose acp`)?"
         )
     );
     // Passed through too.

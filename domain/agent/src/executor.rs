@@ -6,8 +6,8 @@
 //! it. Adding a CLI is a file here (with its output readers), a variant of [`Executor`] and a
 //! line in [`Executor::cli`].
 
-mod aider;
 mod acp;
+mod aider;
 mod claude_code;
 mod codex;
 mod command;
