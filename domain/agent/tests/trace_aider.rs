@@ -95,6 +95,11 @@ fn a_server_error_is_retried_until_aider_gives_up() {
 fn usage_sums_the_answers_and_a_later_answer_clears_an_error() {
     let text = "Aider v0.86.2
 Model: anthropic/claude-sonnet-4-5 with diff edit format, infinite output
+Weak model: anthropic/claude-haiku-4-5
+Git repo: none
+Repo-map: disabled
+Added src/a.rs to the chat.
+Added docs/it's.md to the chat (read-only).
 litellm.APIConnectionError: connection refused
 of the gateway
 
@@ -129,9 +134,12 @@ Applied edit to src/b.rs
             max_retries: None,
             status: None,
             error: "litellm.APIConnectionError: connection refused of the gateway".to_owned(),
-            at_ms: 6000,
+            at_ms: 11000,
         })
     );
+    let first = text.split("Model: said").next().unwrap_or_default();
+    let first = trace_of(Executor::Aider, MODEL, first);
+    assert_eq!(first.reply.as_deref(), Some("First try."));
     // Without a role's model, the banner's.
     let own = gatehouse_agent::TraceParser::new(Executor::Aider, None);
     let mut own = own;

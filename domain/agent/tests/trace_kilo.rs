@@ -39,6 +39,13 @@ fn a_turn_over_responses_continues_the_session() {
 }
 
 #[test]
+fn a_server_error_fails_after_the_retries_the_role_allows() {
+    let trace = trace(fixture!("kilo_server_error.jsonl"));
+    assert_eq!(trace.failure.as_deref(), Some("stand-in: HTTP 500"));
+    assert!(trace.tools.is_empty() && trace.usage.is_empty() && trace.reply.is_none());
+}
+
+#[test]
 fn a_cut_output_names_kilo_and_the_tail_agrees() {
     let full = fixture!("kilo_write_file.jsonl");
     let cut: Vec<&str> = full.lines().take(3).collect();
@@ -47,7 +54,11 @@ fn a_cut_output_names_kilo_and_the_tail_agrees() {
         stopped.failure.as_deref(),
         Some("kilo stopped before its last step finished")
     );
-    for text in [full, fixture!("kilo_resumed_responses.jsonl")] {
+    for text in [
+        full,
+        fixture!("kilo_resumed_responses.jsonl"),
+        fixture!("kilo_server_error.jsonl"),
+    ] {
         let report = parse_report(Executor::Kilo, Some(MODEL), text.as_bytes());
         assert_eq!(report, Ok(trace(text).report()));
     }

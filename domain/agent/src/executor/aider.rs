@@ -36,7 +36,9 @@
 //!
 //! A failed model request does not fail the process: aider prints litellm's error
 //! (`litellm.AuthenticationError: …`) and exits 0. It retries errors that may pass (5xx,
-//! no connection) itself, printing `Retrying in 0.5 seconds...`, doubling up to a minute.
+//! no connection) itself, printing `Retrying in 0.2 seconds...`, doubling up to a minute
+//! (8 retries, 75 s against a gateway answering 500). Nothing sets that bound, so the
+//! role's `max_retries` does not apply to aider.
 //! Its state is `~/.aider/` (analytics switch, install id, caches, and here the histories).
 
 mod events;

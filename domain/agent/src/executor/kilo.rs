@@ -9,7 +9,9 @@
 //! (presence, session ingest, codebase indexing, a background daemon) and each is turned
 //! off by a variable (names read from its 7.7.7 binary). Unlike OpenCode, its retries of a
 //! failed model request can be bounded: `KILO_SESSION_RETRY_LIMIT` carries the role's
-//! `max_retries`.
+//! `max_retries` (with 1, a gateway answering 500 got 2 requests, then Kilo printed its
+//! `error` event and exited 1). A run takes 16–18 s against a local provider, most of it
+//! before the first request.
 //!
 //! Its state is `~/.local/share/kilo/` (sessions in the SQLite database `kilo.db`) and
 //! `~/.config/kilo/`; sessions are rows, not files, so the runner cannot tell whether a

@@ -44,15 +44,25 @@ const FAILURE_CHARS: usize = 500;
 /// How much of an error a retry shows, in characters.
 const RETRY_ERROR_CHARS: usize = 160;
 
-/// The lines of aider's banner and notices, which are not the model's.
-const NOTICES: [&str; 6] = [
+/// The starts of aider's banner and notice lines, which are not the model's.
+const NOTICES: [&str; 8] = [
     "Aider v",
+    "Weak model: ",
+    "Editor model: ",
     "Git repo: ",
     "Repo-map: ",
     "Restored previous conversation history.",
     "Analytics have been permanently disabled.",
     "HTTPSConnectionPool(host='raw.githubusercontent.com'",
 ];
+
+/// A banner or notice line: [`NOTICES`], or a file the command line added to the chat
+/// (`Added src/a.rs to the chat.`, `… to the chat (read-only).`).
+fn is_notice(line: &str) -> bool {
+    NOTICES.iter().any(|notice| line.starts_with(notice))
+        || (line.starts_with("Added ")
+            && (line.ends_with(" to the chat.") || line.ends_with(" to the chat (read-only).")))
+}
 
 /// aider's output so far.
 #[derive(Debug, Default)]
@@ -143,7 +153,7 @@ impl crate::trace::Events for Reader {
                 .map(|model| shorten(model, SUMMARY_CHARS));
             return true;
         }
-        if NOTICES.iter().any(|notice| line.starts_with(notice)) {
+        if is_notice(line) {
             self.recognised |= line.starts_with("Aider v");
             self.answer.clear();
             return true;
