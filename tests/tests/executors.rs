@@ -172,18 +172,6 @@ async fn kilo_converses_in_the_agents_image() {
     converse(case).await;
 }
 
-/// aider calls no tools: its model answers with the whole file, which aider writes.
-#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn aider_converses_in_the_agents_image() {
-    let mut case = Case::new(Executor::Aider, ProviderKind::OpenAi, "gpt-5");
-    case.traced_as = "edit";
-    case.script = Some(vec![
-        Turn::text(format!("{ANSWER}\n\nhello.txt\n```\n{CONTENT}\n```\n")),
-        Turn::text(SECOND_ANSWER),
-    ]);
-    converse(case).await;
-}
-
 /// Two turns of `case`'s CLI in a conversation, checked as the module says.
 async fn converse(case: Case) {
     let data = tempfile::tempdir().unwrap();
