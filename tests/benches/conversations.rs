@@ -566,7 +566,8 @@ impl Stack {
 /// The command line a turn runs, over the prompt file `prompt`.
 fn command_line(role: &Role, prompt: &str) -> String {
     turn_invocation(
-        role, None,
+        role,
+        None,
         prompt,
         None,
         Session {

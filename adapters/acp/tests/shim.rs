@@ -275,6 +275,8 @@ fn an_agent_that_exits_at_once_is_named_with_its_stderr() {
              stderr ends: fake: cannot read ~/.fake/config.json"
         )
     );
+    // Its stderr says why: no "printed nothing — is it the ACP mode?" hint, which is for
+    // an agent that waits (see the garbage test).
     // Passed through too.
     assert!(ran.stderr.contains("fake: cannot read"), "{}", ran.stderr);
 }

@@ -7,9 +7,15 @@
 //! line in [`Executor::cli`].
 
 mod acp;
+mod aider;
 mod claude_code;
 mod codex;
 mod command;
+mod copilot;
+mod gemini;
+mod kilo;
+mod opencode;
+mod pi;
 
 use std::fmt;
 
@@ -30,6 +36,19 @@ pub enum Executor {
     Codex,
     /// Any program: the role's `command` argv.
     Command,
+    /// Google's Gemini CLI (`gemini -o stream-json`).
+    Gemini,
+    /// GitHub's Copilot CLI (`copilot --output-format json`), on the role's own model
+    /// provider (BYOK).
+    Copilot,
+    /// OpenCode (`opencode run`).
+    Opencode,
+    /// pi (`pi -p --mode json`).
+    Pi,
+    /// aider (`aider --message-file`), which edits files from the model's text answers.
+    Aider,
+    /// Kilo (`kilo run`), OpenCode's fork.
+    Kilo,
     /// Any Agent Client Protocol agent (the role's `command`), through `gatehouse-acp`.
     Acp,
 }
@@ -41,6 +60,12 @@ impl Executor {
             Self::ClaudeCode => &claude_code::ClaudeCode,
             Self::Codex => &codex::Codex,
             Self::Command => &command::Command,
+            Self::Gemini => &gemini::Gemini,
+            Self::Copilot => &copilot::Copilot,
+            Self::Opencode => &opencode::OpenCode,
+            Self::Pi => &pi::Pi,
+            Self::Aider => &aider::Aider,
+            Self::Kilo => &kilo::Kilo,
             Self::Acp => &acp::Acp,
         }
     }

@@ -43,7 +43,8 @@ pub struct Role {
     /// cannot reach its model fails in seconds, saying why, instead of retrying for
     /// minutes. Claude Code gets it as `CLAUDE_CODE_MAX_RETRIES`; Codex, for a role whose
     /// requests go through the gateway, as its provider's `request_max_retries` and
-    /// `stream_max_retries`.
+    /// `stream_max_retries`; Gemini CLI as `general.maxAttempts` (retries + 1, at most its
+    /// 10). Copilot CLI has no such setting (it retries a failed request up to 5 times).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_retries: Option<u32>,
     /// Hosts this role's sandbox may reach besides its profile's `egress`.
@@ -57,7 +58,7 @@ pub struct Role {
     /// assistant role; empty for SOP nodes) and `{model}`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub command: Vec<String>,
-    /// Executors `claude-code` and `codex` only: extra arguments appended to the CLI's.
+    /// The CLI executors only (all but `command`): extra arguments appended to the CLI's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub args: Vec<String>,
     /// A conversation's `ask ROLE` runs this role on a throwaway copy of the workspace,
@@ -130,8 +131,8 @@ pub enum RoleError {
     CommandNotAllowed { executor: Executor },
     /// `args` given to executor `command`, which ignores it.
     #[error(
-        "`args` is only read for executors \"claude-code\" and \"codex\"; for executor \
-         \"command\", put the arguments in `command`"
+        "`args` is only read for the CLI executors (\"claude-code\", \"codex\", \"gemini\", \
+         \"copilot\"); for executor \"command\", put the arguments in `command`"
     )]
     ArgsNotAllowed,
     /// A `{name}` in `command` that is not a placeholder.

@@ -7,10 +7,16 @@
 //!   directory; `--resume` finds a session in any of them, and keeps its id.
 //! - Codex: `~/.codex/sessions/<year>/<month>/<day>/rollout-<time>-<thread>.jsonl`;
 //!   `exec resume` finds it by the thread's id, and keeps it.
+//! - Gemini CLI: `~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`, named by the
+//!   first 8 characters of the session's id only (Gemini's own lookup matches on them too).
+//! - Copilot CLI: `~/.copilot/session-state/<id>/events.jsonl`, a directory per session;
+//!   the file that names the id is its lock, `session-state/.session-operation-locks/<id>.lock`,
+//!   created with the session and left in place.
 //! - Command: no session of its own.
 //!
-//! Both move the whole directory elsewhere when a variable says so (`CLAUDE_CONFIG_DIR`,
-//! `CODEX_HOME`): a role setting it keeps its sessions where the runner cannot look.
+//! Each moves the whole directory elsewhere when a variable says so (`CLAUDE_CONFIG_DIR`,
+//! `CODEX_HOME`, `GEMINI_CLI_HOME`, `COPILOT_HOME`): a role setting it keeps its sessions
+//! where the runner cannot look.
 
 /// Where one CLI's sessions are, below its home.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,12 +31,16 @@ pub struct SessionFiles {
     prefix: &'static str,
     /// Whether something (its time, then `-`) lies between the prefix and the id.
     stamped: bool,
+    /// How many of the id's characters the name holds; `None` for all of them.
+    id_chars: Option<usize>,
+    /// What the name ends with after the id.
+    suffix: &'static str,
 }
 
 impl SessionFiles {
     /// Sessions below `dir` (moved elsewhere by the variable `moved_by`), `depth`
     /// directories down, in files named `prefix` + (`stamped`: a time and `-`) + id +
-    /// `.jsonl`.
+    /// `.jsonl` (see [`SessionFiles::named`] for other names).
     pub(crate) const fn new(
         moved_by: &'static str,
         dir: &'static str,
@@ -44,14 +54,33 @@ impl SessionFiles {
             depth,
             prefix,
             stamped,
+            id_chars: None,
+            suffix: ".jsonl",
+        }
+    }
+
+    /// The same, for files that hold only the first `id_chars` characters of the id
+    /// (`None`: all of it) and end in `suffix` instead of `.jsonl`.
+    pub(crate) const fn named(self, id_chars: Option<usize>, suffix: &'static str) -> Self {
+        Self {
+            id_chars,
+            suffix,
+            ..self
         }
     }
 
     /// Whether a file named `name` holds session `id`.
     pub fn names(&self, name: &str, id: &str) -> bool {
+        let id = match self.id_chars {
+            Some(chars) => match id.char_indices().nth(chars) {
+                Some((end, _)) => &id[..end],
+                None => id,
+            },
+            None => id,
+        };
         let Some(rest) = name
             .strip_prefix(self.prefix)
-            .and_then(|rest| rest.strip_suffix(".jsonl"))
+            .and_then(|rest| rest.strip_suffix(self.suffix))
             .and_then(|rest| rest.strip_suffix(id))
         else {
             return false;
@@ -92,6 +121,35 @@ mod tests {
         assert!(!files.names(&format!("2026-12-06T22-22-52-{id}.jsonl"), id));
         assert!(!files.names(&format!("rollout-2026-12-06T22-22-52-x{id}.jsonl"), id));
         assert_eq!(files.depth, 3);
+    }
+
+    #[test]
+    fn gemini_names_a_session_file_by_the_start_of_its_id() {
+        let files = Executor::Gemini.session_files().unwrap();
+        let id = "5132a22f-712a-4f15-b9e7-a5392557591c";
+        assert!(files.names("session-2026-12-07T01-51-5132a22f.jsonl", id));
+        assert!(!files.names("session-2026-12-07T01-51-5132a22e.jsonl", id));
+        assert!(!files.names("session-5132a22f.jsonl", id));
+        assert!(!files.names(&format!("session-2026-12-07T01-51-{id}.jsonl"), id));
+        assert!(!files.names("session-2026-12-07T01-51-5132a22f.json", id));
+        assert_eq!(
+            (files.dir, files.depth, files.moved_by),
+            (".gemini/tmp", 2, "GEMINI_CLI_HOME")
+        );
+    }
+
+    #[test]
+    fn copilot_names_a_session_by_its_lock() {
+        let files = Executor::Copilot.session_files().unwrap();
+        let id = "e0d17482-1df0-4b0b-8bb6-0d0d1f4f05b4";
+        assert!(files.names(&format!("{id}.lock"), id));
+        assert!(!files.names("events.jsonl", id));
+        assert!(!files.names(&format!("{id}.jsonl"), id));
+        assert!(!files.names(&format!("x{id}.lock"), id));
+        assert_eq!(
+            (files.dir, files.depth, files.moved_by),
+            (".copilot/session-state", 1, "COPILOT_HOME")
+        );
     }
 
     #[test]

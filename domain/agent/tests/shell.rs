@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use gatehouse_agent::{Executor, Role, Session, invocation, turn_invocation};
+use gatehouse_agent::{Executor, ModelApi, Role, Session, invocation, turn_invocation};
 
 /// Prints each argument as `[arg]`, then stdin.
 const FAKE_CLI: &str =
@@ -23,7 +23,7 @@ impl Scratch {
         ));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("bin")).expect("scratch dir");
-        for cli in ["claude", "codex", "my-agent"] {
+        for cli in ["claude", "codex", "gemini", "my-agent"] {
             let path = dir.join("bin").join(cli);
             fs::write(&path, FAKE_CLI).expect("fake cli");
             fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -56,6 +56,31 @@ impl Scratch {
     }
 }
 
+impl Scratch {
+    /// Runs `command` with `$HOME` the scratch's `home` and `vars` set: its exit code and
+    /// stdout.
+    fn run_at_home(&self, command: &str, vars: &[(&str, &str)]) -> (Option<i32>, String) {
+        let path = format!(
+            "{}:{}",
+            self.0.join("bin").display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        let output = Command::new("sh")
+            .arg("-c")
+            .arg(command)
+            .env("PATH", path)
+            .env("HOME", self.0.join("home"))
+            .envs(vars.iter().copied())
+            .current_dir(Path::new(&self.0))
+            .output()
+            .expect("sh runs");
+        (
+            output.status.code(),
+            String::from_utf8(output.stdout).expect("utf-8 output"),
+        )
+    }
+}
+
 impl Drop for Scratch {
     fn drop(&mut self) {
         let _ = fs::remove_dir_all(&self.0);
@@ -79,7 +104,8 @@ fn claude_code_gets_the_system_text_as_an_argument_and_the_prompt_on_stdin() {
     let prompt = scratch.file("prompt", "Fix `it` in $(pwd).\n");
     let system = scratch.file("system", "Be brief.\n\nRules:\n- Don't push.");
     let output = scratch.run(&invocation(
-        &role(Executor::ClaudeCode), None,
+        &role(Executor::ClaudeCode),
+        None,
         &prompt,
         Some(&system),
     ));
@@ -96,7 +122,12 @@ fn codex_reads_the_system_text_then_the_prompt_from_stdin() {
     let scratch = Scratch::new("codex");
     let prompt = scratch.file("prompt", "Fix it.\n");
     let system = scratch.file("system", "Be brief.");
-    let output = scratch.run(&invocation(&role(Executor::Codex), None, &prompt, Some(&system)));
+    let output = scratch.run(&invocation(
+        &role(Executor::Codex),
+        None,
+        &prompt,
+        Some(&system),
+    ));
     assert_eq!(
         output,
         "[exec]\n[--json]\n[--model]\n[the model]\n[--skip-git-repo-check]\n\
@@ -144,8 +175,14 @@ fn claude_code_turn_resumes_the_session_with_the_system_text_and_the_prompt_on_s
         resume: Some(SESSION),
         transcript_file: Some("/unused"),
     };
-    let command = turn_invocation(&role(Executor::ClaudeCode), None, &prompt, Some(&system), session)
-        .expect("a valid session id");
+    let command = turn_invocation(
+        &role(Executor::ClaudeCode),
+        None,
+        &prompt,
+        Some(&system),
+        session,
+    )
+    .expect("a valid session id");
     assert_eq!(
         scratch.run(&command),
         format!(
@@ -166,8 +203,14 @@ fn codex_turn_resumes_after_the_exec_options_with_only_the_prompt_on_stdin() {
         resume: Some(SESSION),
         transcript_file: None,
     };
-    let command = turn_invocation(&role(Executor::Codex), None, &prompt, Some(&system), session)
-        .expect("a valid session id");
+    let command = turn_invocation(
+        &role(Executor::Codex),
+        None,
+        &prompt,
+        Some(&system),
+        session,
+    )
+    .expect("a valid session id");
     assert_eq!(
         scratch.run(&command),
         format!(
@@ -209,4 +252,100 @@ fn command_turn_gets_the_transcript_file_as_one_argument() {
         scratch.run(&invocation(&role, None, &prompt, None)),
         format!("[--transcript=]\n[]\n[{prompt}]\nstdin:")
     );
+}
+
+#[test]
+fn gemini_gets_its_settings_file_and_the_system_text_then_the_prompt_on_stdin() {
+    let scratch = Scratch::new("gemini");
+    let prompt = scratch.file("prompt", "Fix it.\n");
+    let system = scratch.file("system", "Be brief.");
+    let command = invocation(
+        &role(Executor::Gemini),
+        Some(ModelApi::Gemini),
+        &prompt,
+        Some(&system),
+    );
+    let (code, output) = scratch.run_at_home(&command, &[]);
+    assert_eq!(code, Some(0), "{command}");
+    assert_eq!(
+        output,
+        "[--output-format]\n[stream-json]\n[--approval-mode]\n[yolo]\n[--skip-trust]\n\
+         [--model]\n[the model]\n[--extra]\n[a 'b' \"c\"]\nstdin:Be brief.\n\nFix it.\n"
+    );
+    let settings =
+        fs::read_to_string(scratch.0.join("home/.gemini/settings.json")).expect("settings");
+    let settings: serde_json::Value = serde_json::from_str(&settings).expect("JSON settings");
+    assert_eq!(
+        settings["security"]["auth"]["selectedType"],
+        "gemini-api-key"
+    );
+    assert_eq!(settings["privacy"]["usageStatisticsEnabled"], false);
+    assert_eq!(settings["general"]["maxAttempts"], 4);
+    // Rewritten every call: without the gateway no method is chosen.
+    let own = invocation(&role(Executor::Gemini), None, &prompt, None);
+    scratch.run_at_home(&own, &[]);
+    let settings =
+        fs::read_to_string(scratch.0.join("home/.gemini/settings.json")).expect("settings");
+    assert!(!settings.contains("selectedType"), "{settings}");
+}
+
+/// Prints its environment's provider variables and stdin, writes a usage file where
+/// `--usage-output-file` says (pretty-printed, counting the calls so far), and exits 3.
+const FAKE_COPILOT: &str = "#!/bin/sh\n\
+    printf '[%s %s %s]\\n' \"$COPILOT_PROVIDER_TYPE\" \"$COPILOT_PROVIDER_BASE_URL\" \"$COPILOT_PROVIDER_API_KEY\"\n\
+    printf 'stdin:'; cat\n\
+    while [ $# -gt 0 ]; do [ \"$1\" = --usage-output-file ] && file=$2; shift; done\n\
+    n=$(cat \"$HOME/calls\" 2>/dev/null || echo 0); n=$((n + 10)); echo $n > \"$HOME/calls\"\n\
+    printf '{\\n  \"modelMetrics\": {\\n    \"m\": {\"usage\": {\"inputTokens\": %s}}\\n  }\\n}\\n' $n > \"$file\"\n\
+    exit 3\n";
+
+#[test]
+fn copilot_reads_the_gateway_at_run_time_and_its_usage_follows_its_output() {
+    let scratch = Scratch::new("copilot");
+    let cli = scratch.0.join("bin/copilot");
+    fs::write(&cli, FAKE_COPILOT).expect("fake copilot");
+    fs::set_permissions(&cli, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let prompt = scratch.file("prompt", "Fix it.\n");
+    let system = scratch.file("system", "Be brief.");
+    let vars = [
+        ("OPENAI_BASE_URL", "http://127.0.0.1:9/v1"),
+        ("OPENAI_API_KEY", "it's $(token)"),
+    ];
+    let role = role(Executor::Copilot);
+    let first = invocation(&role, Some(ModelApi::OpenAi), &prompt, Some(&system));
+    let (code, output) = scratch.run_at_home(&first, &vars);
+    // Copilot's exit code is the command line's, after the usage line.
+    assert_eq!(code, Some(3), "{first}");
+    assert_eq!(
+        output,
+        "[openai http://127.0.0.1:9/v1 it's $(token)]\nstdin:Be brief.\n\nFix it.\n\
+         {\"type\":\"gatehouse.copilot_usage\",\"data\":{  \"modelMetrics\": {    \"m\": {\"usage\": {\"inputTokens\": 10}}  }}}\n"
+    );
+    let session = Session {
+        resume: Some(SESSION),
+        transcript_file: None,
+    };
+    let turn = turn_invocation(
+        &role,
+        Some(ModelApi::OpenAi),
+        &prompt,
+        Some(&system),
+        session,
+    )
+    .expect("a valid session id");
+    let (code, output) = scratch.run_at_home(&turn, &vars);
+    assert_eq!(code, Some(3));
+    // The previous call's file, then this one's: the trace takes the difference.
+    assert!(
+        output.ends_with(
+            "stdin:Fix it.\n\
+             {\"type\":\"gatehouse.copilot_usage_before\",\"data\":{  \"modelMetrics\": {    \"m\": {\"usage\": {\"inputTokens\": 10}}  }}}\n\
+             {\"type\":\"gatehouse.copilot_usage\",\"data\":{  \"modelMetrics\": {    \"m\": {\"usage\": {\"inputTokens\": 20}}  }}}\n"
+        ),
+        "{output}"
+    );
+    // A copilot that never starts prints no usage line and keeps its failure.
+    fs::remove_file(&cli).expect("no copilot");
+    let (code, output) = scratch.run_at_home(&first, &vars);
+    assert_eq!((code, output.as_str()), (Some(127), ""));
 }

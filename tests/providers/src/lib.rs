@@ -26,4 +26,4 @@ pub mod sse;
 
 pub use record::{Recorded, Sent};
 pub use script::{Fault, Reply, Tokens, Turn};
-pub use server::FakeProvider;
+pub use server::{FakeProvider, SIDE_ANSWER};

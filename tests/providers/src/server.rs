@@ -14,7 +14,7 @@ use futures::channel::mpsc;
 use serde_json::Value;
 
 use crate::record::{Recorded, Sent};
-use crate::script::{Fault, Turn};
+use crate::script::{Fault, Reply, Turn};
 use crate::sse::Event;
 use crate::{anthropic, chat, gemini, responses};
 
@@ -67,6 +67,17 @@ impl Api {
             Self::Gemini { .. } => gemini::error(status, message),
         }
     }
+}
+
+/// The text a side request (one offering no tools) gets in place of a scripted tool call.
+pub const SIDE_ANSWER: &str = "Scripted work";
+
+/// Whether a request offers the model tools: `tools` is a non-empty array in every API the
+/// fake speaks (Gemini's holds `functionDeclarations`).
+fn offers_tools(request: &Value) -> bool {
+    request["tools"]
+        .as_array()
+        .is_some_and(|tools| !tools.is_empty())
 }
 
 /// Gemini's other way of sending the key: `?key=...`.
@@ -295,11 +306,16 @@ async fn answer(
             }
             Api::Gemini { .. } => gemini::turn_index(&json),
         };
-        let Some(turn) = state.turns.get(n).or(state.turns.last()).cloned() else {
+        let Some(mut turn) = state.turns.get(n).or(state.turns.last()).cloned() else {
             drop(state);
             set_status(500);
             return json_response(500, &api.error(500, "the fake's script is empty"));
         };
+        // A CLI's side request (a title, a summary) offers no tools: it gets text, as a
+        // model would answer, rather than a call to a tool it does not have.
+        if matches!(turn.reply, Reply::Tool { .. }) && !offers_tools(&json) {
+            turn.reply = Reply::Text(SIDE_ANSWER.to_owned());
+        }
         state.next_id += 1;
         let id = state.next_id;
         if api == Api::Responses {

@@ -126,7 +126,7 @@ impl Turns {
             system.as_deref(),
             session,
         )
-            .map_err(|e| format!("the session to resume cannot be used: {e}"))?;
+        .map_err(|e| format!("the session to resume cannot be used: {e}"))?;
         Ok(Prepared {
             sandbox,
             secrets: Secrets::new(secrets),

@@ -28,7 +28,13 @@ pub(crate) struct Reader {
 }
 
 impl crate::trace::Events for Reader {
-    fn line(&mut self, line: &str, model: Option<&str>) -> bool {
+    fn line(
+        &mut self,
+        line: &str,
+        _at_ms: u64,
+        _shared: &mut crate::trace::Shared,
+        model: Option<&str>,
+    ) -> bool {
         if is_usage(line) {
             self.usage = Some(parse_report(Executor::Command, model, line.as_bytes()));
             return true;
@@ -99,7 +105,12 @@ mod tests {
     fn a_long_reply_keeps_its_end_and_says_it_was_cut() {
         let mut reader = Box::new(Reader::default());
         for i in 0..20_000 {
-            reader.line(&format!("line {i} é"), None);
+            reader.line(
+                &format!("line {i} é"),
+                0,
+                &mut crate::trace::Shared::default(),
+                None,
+            );
         }
         let reply = reader.finish(None, &String::new).reply.unwrap_or_default();
         assert!(reply.starts_with('…'));

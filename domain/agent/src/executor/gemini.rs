@@ -1,0 +1,150 @@
+//! Google's Gemini CLI (`@google/gemini-cli`, tested with 0.61.0).
+//!
+//! `gemini --output-format stream-json` (headless because stdin is not a terminal; one JSON
+//! event per line: the tool calls as they happen, then a result with usage per model) with
+//! `--approval-mode yolo` (no approval prompts: Gatehouse's sandbox is the boundary and
+//! nobody is at a terminal) and `--skip-trust` (without it an untrusted folder exits 55, or
+//! silently drops yolo back to prompting). The prompt comes on stdin, read whole before the
+//! run starts.
+//!
+//! Gemini CLI has no flag that adds to its system prompt. `GEMINI_SYSTEM_MD` names a file
+//! that *replaces* it — its tool instructions, safety rules and workspace context with it —
+//! and rewrites `${…}` in the file as template variables, so the role's system text would
+//! lose the CLI's own instructions and could be altered. Instead the system text precedes
+//! the prompt on stdin, separated by a blank line, as for Codex; a turn does not send it
+//! again, since the resumed session holds the first turn's prompt. A turn continues with
+//! `--resume <session_id>` (the id of the `init` event), which keeps the id.
+//!
+//! It is configured by `~/.gemini/settings.json`, which Gatehouse writes before every call:
+//! usage statistics (Clearcut logging to Google), telemetry, auto-update and its notice
+//! off, and `general.maxAttempts` = the role's retries + 1 (capped at the CLI's maximum
+//! of 10) so an unreachable model fails the attempt soon. When the gateway serves the
+//! role's model, the file also selects `gemini-api-key` authentication: with
+//! `GOOGLE_GEMINI_BASE_URL` set and no selection the CLI picks its `gateway` method and
+//! exits 41 ("Invalid auth method selected"). It then reads the gateway's address from
+//! `GOOGLE_GEMINI_BASE_URL` and the attempt's token from `GEMINI_API_KEY` (sent as
+//! `x-goog-api-key`). Without the gateway no method is selected, so the CLI picks one from
+//! the role's variables (`GEMINI_API_KEY`, `GOOGLE_GENAI_USE_VERTEXAI`, …).
+//!
+//! Its sessions are `~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`, where
+//! `<project>` is named after the working directory and `<id8>` is the first 8 characters
+//! of the session id; `GEMINI_CLI_HOME` moves `~/.gemini`.
+
+mod events;
+mod report;
+
+use serde_json::json;
+
+use super::{Call, Cli, ModelApi, home_file, pairs};
+use crate::invocation::quote;
+use crate::role::Role;
+use crate::sessions::SessionFiles;
+use crate::trace::Events;
+use crate::usage::{ParseError, Report};
+
+/// The most attempts `general.maxAttempts` accepts.
+const MAX_ATTEMPTS: u32 = 10;
+
+/// Where the settings file goes, under `$HOME`.
+const SETTINGS: &str = ".gemini/settings.json";
+
+pub(super) struct Gemini;
+
+impl Cli for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn program(&self) -> Option<&'static str> {
+        Some("gemini")
+    }
+
+    fn install(&self) -> Option<&'static str> {
+        Some("npm install -g @google/gemini-cli")
+    }
+
+    fn model_apis(&self) -> &'static [ModelApi] {
+        &[ModelApi::Gemini]
+    }
+
+    /// Telemetry off once more: the variable wins over any settings file.
+    fn environment(&self, _role: &Role) -> Vec<(String, String)> {
+        pairs(&[("GEMINI_TELEMETRY_ENABLED", "false")])
+    }
+
+    fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
+        let Call {
+            prompt_file,
+            system_file,
+            resume,
+            api,
+            ..
+        } = *call;
+        let mut words: Vec<String> = [
+            "gemini",
+            "--output-format",
+            "stream-json",
+            "--approval-mode",
+            "yolo",
+            "--skip-trust",
+        ]
+        .map(String::from)
+        .into();
+        if let Some(model) = &role.model {
+            words.push("--model".to_owned());
+            words.push(quote(model));
+        }
+        if let Some(id) = resume {
+            words.push("--resume".to_owned());
+            words.push(quote(id));
+        }
+        words.extend(role.args.iter().map(|arg| quote(arg)));
+        let gemini = words.join(" ");
+        let settings = home_file(SETTINGS, &settings(role, api.is_some()), &[]);
+        match system_file.filter(|_| resume.is_none()) {
+            // A blank line keeps the system text's last line apart from the prompt's first.
+            Some(system_file) => format!(
+                "{settings} && {{ cat {}; printf '\\n\\n'; cat {}; }} | {gemini}",
+                quote(system_file),
+                quote(prompt_file)
+            ),
+            None => format!("{settings} && {gemini} < {}", quote(prompt_file)),
+        }
+    }
+
+    fn session_files(&self) -> Option<SessionFiles> {
+        Some(
+            SessionFiles::new("GEMINI_CLI_HOME", ".gemini/tmp", 2, "session-", true)
+                .named(Some(8), ".jsonl"),
+        )
+    }
+
+    fn events(&self) -> Box<dyn Events> {
+        Box::<events::Reader>::default()
+    }
+
+    fn report(&self, text: &str, model: &str) -> Result<Report, ParseError> {
+        report::report(text, model)
+            .ok_or_else(|| crate::parse::no_result(super::Executor::Gemini, text))
+    }
+}
+
+/// `~/.gemini/settings.json`: nothing sent but model requests, bounded retries, and the
+/// API-key method when the requests go through the gateway.
+fn settings(role: &Role, through_gateway: bool) -> String {
+    let attempts = role.retries().saturating_add(1).min(MAX_ATTEMPTS);
+    let auth = through_gateway.then(|| json!({"auth": {"selectedType": "gemini-api-key"}}));
+    let mut settings = json!({
+        "general": {
+            "enableAutoUpdate": false,
+            "enableAutoUpdateNotification": false,
+            "maxAttempts": attempts,
+        },
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+    });
+    if let (Some(auth), Some(object)) = (auth, settings.as_object_mut()) {
+        object.insert("security".to_owned(), auth);
+    }
+    settings.to_string()
+}

@@ -1,0 +1,364 @@
+//! Every executor with its real CLI, installed from its registry into the agents image
+//! (`deploy/sandbox/build-images.sh --with-agents`): a conversation of two turns in a
+//! Docker sandbox without a network, the CLI's model reached only through the runner's
+//! gateway, in front of a fake provider speaking the API the CLI speaks.
+//!
+//! Turn one: the fake scripts a call of the CLI's own tool that writes `hello.txt`, then
+//! an answer. Turn two: an answer. Each case asserts that the file is in the workspace,
+//! the tool call is in the turn's trace, the gateway metered the turn's usage, and turn two
+//! continued turn one's session: its request to the model carries turn one's prompt.
+//!
+//! Without Docker or the image the tests say so and pass, unless `DOCKER_TESTS=required`
+//! (CI, `.ci/run`).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use gatehouse_agent::{Executor, Role};
+use gatehouse_fake_providers::{FakeProvider, Turn};
+use gatehouse_gateway::{Provider, ProviderKind};
+use gatehouse_ingest::Scope;
+use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
+use gatehouse_scheduler::AssistantSettings;
+use gatehouse_tests::fake_slack::BOT_USER;
+use gatehouse_tests::gatehouse::chat::{self, ANA};
+use gatehouse_tests::{Backend, Gatehouse, TestDb, relay_binary};
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+/// The provider's key: held by the runner's gateway, seen by no CLI.
+const REAL_KEY: &str = "sk-test-executors-provider-key-8d21";
+const CONTENT: &str = "hello from the fake provider";
+const ANSWER: &str = "I created hello.txt.";
+const AGENTS_IMAGE: &str = "gatehouse-sandbox:agents";
+
+const PROJECTS: &str = r#"
+[[projects]]
+name = "api"
+repositories = [{ repo = "acme/api" }]
+channels = ["slack:C0API"]
+converse = ["ana"]
+"#;
+const CHANNEL: &str = "C0API";
+const FIRST_PROMPT: &str = "Create hello.txt with a greeting.";
+const SECOND_PROMPT: &str = "Now say that you are done.";
+const SECOND_ANSWER: &str = "All done here.";
+
+/// One executor's part.
+struct Case {
+    executor: Executor,
+    /// Executor `acp`: the agent's argv.
+    command: &'static [&'static str],
+    /// Variables the CLI needs in the image, as a role would set them.
+    env: &'static [(&'static str, &'static str)],
+    kind: ProviderKind,
+    model: &'static str,
+    /// The call of the CLI's own tool that writes `hello.txt` with [`CONTENT`].
+    write: Turn,
+    /// The tool as the trace names it.
+    traced_as: &'static str,
+    /// The whole script, for a CLI whose first turn is not a tool call and an answer.
+    script: Option<Vec<Turn>>,
+}
+
+impl Case {
+    fn new(executor: Executor, kind: ProviderKind, model: &'static str) -> Self {
+        Self {
+            executor,
+            command: &[],
+            env: &[],
+            kind,
+            model,
+            write: Turn::text("unset"),
+            traced_as: "",
+            script: None,
+        }
+    }
+
+    fn writes_with(mut self, tool: &str, input: Value, traced_as: &'static str) -> Self {
+        self.write = Turn::tool(tool, input);
+        self.traced_as = traced_as;
+        self
+    }
+}
+
+/// A shell command writing the file, for CLIs whose model writes through a shell tool.
+fn shell_write() -> String {
+    format!("printf '{CONTENT}' > hello.txt")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claude_code_converses_in_the_agents_image() {
+    let case = Case::new(
+        Executor::ClaudeCode,
+        ProviderKind::Anthropic,
+        "claude-sonnet-4-5",
+    )
+    .writes_with(
+        "Bash",
+        json!({"command": shell_write(), "description": "Write hello.txt"}),
+        "Bash",
+    );
+    converse(case).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn codex_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Codex, ProviderKind::OpenAi, "gpt-5-codex").writes_with(
+        "exec_command",
+        json!({"cmd": shell_write()}),
+        "command_execution",
+    );
+    converse(case).await;
+}
+
+/// The file as the sandbox's workdir holds it, for tools that take absolute paths.
+const HELLO_PATH: &str = "/workspace/hello.txt";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gemini_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Gemini, ProviderKind::Gemini, "gemini-2.5-pro").writes_with(
+        "write_file",
+        json!({"file_path": HELLO_PATH, "content": CONTENT}),
+        "write_file",
+    );
+    converse(case).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn copilot_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Copilot, ProviderKind::OpenAi, "gpt-5").writes_with(
+        "create",
+        json!({"path": HELLO_PATH, "file_text": CONTENT}),
+        "create",
+    );
+    converse(case).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn opencode_converses_in_the_agents_image() {
+    let case = Case::new(
+        Executor::Opencode,
+        ProviderKind::Anthropic,
+        "claude-sonnet-4-5",
+    )
+    .writes_with(
+        "write",
+        json!({"filePath": HELLO_PATH, "content": CONTENT}),
+        "write",
+    );
+    converse(case).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn pi_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Pi, ProviderKind::Anthropic, "claude-sonnet-4-5").writes_with(
+        "write",
+        json!({"path": HELLO_PATH, "content": CONTENT}),
+        "write",
+    );
+    converse(case).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn kilo_converses_in_the_agents_image() {
+    let case = Case::new(Executor::Kilo, ProviderKind::Anthropic, "claude-sonnet-4-5").writes_with(
+        "write",
+        json!({"filePath": HELLO_PATH, "content": CONTENT}),
+        "write",
+    );
+    converse(case).await;
+}
+
+/// Two turns of `case`'s CLI in a conversation, checked as the module says.
+async fn converse(case: Case) {
+    let data = tempfile::tempdir().unwrap();
+    let Some(docker) = docker(&data.path().display().to_string()).await else {
+        return;
+    };
+    let name = case.executor.as_str();
+    let script = case.script.clone().unwrap_or_else(|| {
+        vec![
+            case.write.clone(),
+            Turn::text(ANSWER),
+            Turn::text(SECOND_ANSWER),
+        ]
+    });
+    let fake = FakeProvider::start(REAL_KEY, script).await;
+    let profile = Profile {
+        kind: SandboxKind::Docker,
+        image: Some(AGENTS_IMAGE.into()),
+        // The image's `agent`; a root runner would otherwise pick `nobody`.
+        user: Some("1000:1000".into()),
+        memory: Some("2GiB".parse().unwrap()),
+        ..Profile::default()
+    };
+    let role = Role {
+        provider: Some("model".into()),
+        model: Some(case.model.into()),
+        sandbox: Some("agents".into()),
+        command: case.command.iter().map(|s| (*s).to_owned()).collect(),
+        env: case
+            .env
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect(),
+        ..Role::new(case.executor)
+    };
+    let provider = Provider {
+        name: "model".into(),
+        kind: case.kind,
+        base_url: url::Url::parse(fake.url()).unwrap(),
+        key: SecretString::from(REAL_KEY),
+    };
+    let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
+    let gh = Gatehouse::builder_on(TestDb::new(Backend::Sqlite).await, data)
+        .people(chat::people())
+        .chat()
+        .projects(PROJECTS)
+        .sandbox(Arc::new(sandboxes))
+        .runner(move |options| {
+            options.roles = BTreeMap::from([("assistant".to_owned(), role)]);
+            options.profiles.insert("agents".into(), profile);
+            options.providers = vec![provider];
+            options.relay = Some(relay_binary());
+        })
+        .assistant(AssistantSettings::new("assistant"))
+        .start()
+        .await;
+
+    let thread = gh.slack_mention("Ev1", CHANNEL, ANA, FIRST_PROMPT).await;
+    said(&gh, &thread, ANSWER, name).await;
+    let detail = conversation(&gh).await;
+    let workspace = find_workspace(gh.data.path()).expect("the conversation's workspace");
+    assert_eq!(
+        std::fs::read_to_string(workspace.join("hello.txt"))
+            .ok()
+            .as_deref(),
+        Some(CONTENT),
+        "{name}: hello.txt in the workspace; {detail:#}"
+    );
+    let first = &detail["turns"][0]["attempts"][0];
+    let tools = first["tools"].as_array().cloned().unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["tool"] == case.traced_as),
+        "{name}: the trace holds its {} call: {detail:#}",
+        case.traced_as
+    );
+    assert!(
+        first["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0,
+        "{name}: the gateway metered turn one: {detail:#}"
+    );
+    let session = detail["session_id"].as_str().map(str::to_owned);
+
+    gh.slack_mention_in("Ev2", CHANNEL, Some(&thread), ANA, SECOND_PROMPT)
+        .await;
+    said(&gh, &thread, SECOND_ANSWER, name).await;
+    let detail = conversation(&gh).await;
+    let second = &detail["turns"][1]["attempts"][0];
+    assert!(
+        second["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0,
+        "{name}: the gateway metered turn two: {detail:#}"
+    );
+    // Turn two's request to the model holds turn one's prompt: the session went on.
+    let requests = fake.requests();
+    let last = requests
+        .iter()
+        .rev()
+        .find(|r| r.body.to_string().contains(SECOND_PROMPT))
+        .unwrap_or_else(|| panic!("{name}: no request carried turn two's prompt"));
+    assert!(
+        last.body.to_string().contains(FIRST_PROMPT),
+        "{name}: turn two did not continue turn one's session (session {session:?}): {}",
+        last.body
+    );
+    assert!(
+        requests
+            .iter()
+            .all(|r| r.status == 200 || r.path.contains("models")),
+        "{name}: every model request got through: {:?}",
+        requests
+            .iter()
+            .map(|r| (&r.path, r.status))
+            .collect::<Vec<_>>()
+    );
+    gh.stop().await;
+}
+
+/// Waits (up to four minutes: some CLIs start slowly) until the bot said `text` in
+/// `thread`.
+async fn said(gh: &Gatehouse, thread: &str, text: &str, name: &str) {
+    let messages = || -> Vec<String> {
+        gh.slack
+            .messages(CHANNEL)
+            .into_iter()
+            .filter(|m| m.user == BOT_USER && m.thread_ts.as_deref() == Some(thread))
+            .map(|m| m.text)
+            .collect()
+    };
+    for _ in 0..2400 {
+        if messages().iter().any(|m| m.contains(text)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let detail = conversation(gh).await;
+    panic!(
+        "{name}: the bot never said {text:?}: {:#?}\n{detail:#}",
+        messages()
+    );
+}
+
+/// The one conversation, in detail, as ana sees it through the API.
+async fn conversation(gh: &Gatehouse) -> Value {
+    let token = gh.stored_token("ana", &Scope::ALL, None).await;
+    let list = gh.api_as(&token).get("/conversations").await.is(200);
+    let id = list[0]["id"].as_str().expect("a conversation").to_owned();
+    gh.api_as(&token)
+        .get(&format!("/conversations/{id}"))
+        .await
+        .is(200)
+}
+
+/// The workspace of the one conversation under the data directory.
+fn find_workspace(data: &Path) -> Option<PathBuf> {
+    let mut stack = vec![data.to_owned()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+            let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if path.file_name().is_some_and(|n| n == "workspace")
+                && path
+                    .parent()
+                    .and_then(Path::parent)
+                    .is_some_and(|p| p.ends_with("conversations"))
+            {
+                return Some(path);
+            }
+            stack.push(path);
+        }
+    }
+    None
+}
+
+/// The Docker sandbox, or `None` (skipped) where Docker or the agents image is missing
+/// and CI does not require them.
+async fn docker(owner: &str) -> Option<DockerSandbox> {
+    let why = match DockerSandbox::connect(owner).await {
+        Ok(docker) => match docker.check_image(AGENTS_IMAGE).await {
+            Ok(()) => return Some(docker),
+            Err(e) => format!("{e} (deploy/sandbox/build-images.sh --with-agents)"),
+        },
+        Err(e) => e.to_string(),
+    };
+    assert!(
+        std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),
+        "DOCKER_TESTS=required but the agents image cannot run: {why}"
+    );
+    eprintln!("skipped: {why}");
+    None
+}
