@@ -51,6 +51,8 @@ struct Case {
     executor: Executor,
     /// Executor `acp`: the agent's argv.
     command: &'static [&'static str],
+    /// Extra arguments (executor `acp`: the shim's options).
+    args: &'static [&'static str],
     /// Variables the CLI needs in the image, as a role would set them.
     env: &'static [(&'static str, &'static str)],
     kind: ProviderKind,
@@ -68,6 +70,7 @@ impl Case {
         Self {
             executor,
             command: &[],
+            args: &[],
             env: &[],
             kind,
             model,
@@ -172,6 +175,45 @@ async fn kilo_converses_in_the_agents_image() {
     converse(case).await;
 }
 
+/// OpenCode's ACP mode: its provider reads the gateway's variables (`{env:…}`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn opencode_over_acp_converses_in_the_agents_image() {
+    let mut case = Case::new(Executor::Acp, ProviderKind::Anthropic, "claude-sonnet-4-5")
+        .writes_with(
+            "write",
+            json!({"filePath": HELLO_PATH, "content": CONTENT}),
+            "edit",
+        );
+    case.command = &["opencode", "acp", "--pure"];
+    case.env = &[
+        ("OPENCODE_CONFIG_CONTENT", OPENCODE_CONFIG),
+        ("OPENCODE_DISABLE_AUTOUPDATE", "true"),
+        ("OPENCODE_DISABLE_MODELS_FETCH", "true"),
+    ];
+    converse(case).await;
+}
+
+/// An OpenCode configuration whose one provider is the gateway, in Anthropic's API.
+const OPENCODE_CONFIG: &str = r#"{"autoupdate":false,"share":"disabled","model":"gatehouse/claude-sonnet-4-5","provider":{"gatehouse":{"npm":"@ai-sdk/anthropic","options":{"baseURL":"{env:ANTHROPIC_BASE_URL}/v1","apiKey":"{env:ANTHROPIC_API_KEY}"},"models":{"claude-sonnet-4-5":{}}}}}"#;
+
+/// Claude Code through Zed's ACP adapter, its permission prompts off by the shim's mode.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claude_agent_acp_converses_in_the_agents_image() {
+    let mut case = Case::new(Executor::Acp, ProviderKind::Anthropic, "claude-sonnet-4-5")
+        .writes_with(
+            "Write",
+            json!({"file_path": HELLO_PATH, "content": CONTENT}),
+            "edit",
+        );
+    case.command = &["claude-agent-acp"];
+    case.args = &["--mode", "bypassPermissions"];
+    case.env = &[
+        ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
+        ("DISABLE_AUTOUPDATER", "1"),
+    ];
+    converse(case).await;
+}
+
 /// Two turns of `case`'s CLI in a conversation, checked as the module says.
 async fn converse(case: Case) {
     let data = tempfile::tempdir().unwrap();
@@ -200,6 +242,7 @@ async fn converse(case: Case) {
         model: Some(case.model.into()),
         sandbox: Some("agents".into()),
         command: case.command.iter().map(|s| (*s).to_owned()).collect(),
+        args: case.args.iter().map(|s| (*s).to_owned()).collect(),
         env: case
             .env
             .iter()
@@ -224,6 +267,7 @@ async fn converse(case: Case) {
             options.profiles.insert("agents".into(), profile);
             options.providers = vec![provider];
             options.relay = Some(relay_binary());
+            options.acp = Some(relay_binary().with_file_name("gatehouse-acp"));
         })
         .assistant(AssistantSettings::new("assistant"))
         .start()
