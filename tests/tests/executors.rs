@@ -214,6 +214,53 @@ async fn claude_agent_acp_converses_in_the_agents_image() {
     converse(case).await;
 }
 
+/// goose's ACP mode. goose reads its Anthropic address from `ANTHROPIC_HOST`, so the
+/// agent's argv sets it from the gateway's variable; goose names no tool kinds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn goose_over_acp_converses_in_the_agents_image() {
+    let mut case = Case::new(Executor::Acp, ProviderKind::Anthropic, "claude-sonnet-4-5")
+        .writes_with(
+            "write",
+            json!({"path": HELLO_PATH, "content": CONTENT}),
+            "other",
+        );
+    case.command = &[
+        "sh",
+        "-c",
+        "ANTHROPIC_HOST=\"$ANTHROPIC_BASE_URL\" exec goose acp",
+    ];
+    case.env = &[
+        ("GOOSE_PROVIDER", "anthropic"),
+        ("GOOSE_MODEL", "claude-sonnet-4-5"),
+        ("GOOSE_MODE", "auto"),
+        ("GOOSE_DISABLE_KEYRING", "1"),
+        ("GOOSE_TELEMETRY_OFF", "1"),
+    ];
+    converse(case).await;
+}
+
+/// Codex through Zed's ACP adapter, given the provider Codex's own executor defines (Codex
+/// expands no variables in its settings, so the shell does).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn codex_acp_converses_in_the_agents_image() {
+    let mut case = Case::new(Executor::Acp, ProviderKind::OpenAi, "gpt-5-codex").writes_with(
+        "exec_command",
+        json!({"cmd": shell_write()}),
+        "execute",
+    );
+    case.command = &[
+        "sh",
+        "-c",
+        "exec codex-acp -c model_provider=gatehouse -c model_providers.gatehouse.name=Gatehouse \
+         -c \"model_providers.gatehouse.base_url=$OPENAI_BASE_URL\" \
+         -c model_providers.gatehouse.wire_api=responses \
+         -c model_providers.gatehouse.env_key=OPENAI_API_KEY -c model=gpt-5-codex \
+         -c sandbox_mode=danger-full-access -c approval_policy=never \
+         -c analytics.enabled=false -c check_for_update_on_startup=false",
+    ];
+    converse(case).await;
+}
+
 /// Two turns of `case`'s CLI in a conversation, checked as the module says.
 async fn converse(case: Case) {
     let data = tempfile::tempdir().unwrap();
