@@ -61,8 +61,9 @@ struct Case {
     write: Turn,
     /// The tool as the trace names it.
     traced_as: &'static str,
-    /// The whole script, for a CLI whose first turn is not a tool call and an answer.
-    script: Option<Vec<Turn>>,
+    /// Answers by the prompt they answer ([`FakeProvider::answer_when`]), before the
+    /// script's.
+    rules: Vec<(&'static str, Turn)>,
 }
 
 impl Case {
@@ -76,7 +77,7 @@ impl Case {
             model,
             write: Turn::text("unset"),
             traced_as: "",
-            script: None,
+            rules: Vec::new(),
         }
     }
 
@@ -261,6 +262,24 @@ async fn codex_acp_converses_in_the_agents_image() {
     converse(case).await;
 }
 
+/// aider calls no tools: its model answers with the whole file, which aider writes (the
+/// whole-file format is aider's choice for a model it does not know).
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn aider_converses_in_the_agents_image() {
+    let mut case = Case::new(Executor::Aider, ProviderKind::OpenAi, "house-model");
+    case.traced_as = "edit";
+    // aider's requests hold example exchanges of its edit format, which the fake would
+    // count as turns: its answers are chosen by the prompt instead.
+    case.rules = vec![
+        (
+            FIRST_PROMPT,
+            Turn::text(format!("{ANSWER}\n\nhello.txt\n```\n{CONTENT}\n```\n")),
+        ),
+        (SECOND_PROMPT, Turn::text(SECOND_ANSWER)),
+    ];
+    converse(case).await;
+}
+
 /// Two turns of `case`'s CLI in a conversation, checked as the module says.
 async fn converse(case: Case) {
     let data = tempfile::tempdir().unwrap();
@@ -268,14 +287,18 @@ async fn converse(case: Case) {
         return;
     };
     let name = case.executor.as_str();
-    let script = case.script.clone().unwrap_or_else(|| {
+    let fake = FakeProvider::start(
+        REAL_KEY,
         vec![
             case.write.clone(),
             Turn::text(ANSWER),
             Turn::text(SECOND_ANSWER),
-        ]
-    });
-    let fake = FakeProvider::start(REAL_KEY, script).await;
+        ],
+    )
+    .await;
+    for (needle, turn) in &case.rules {
+        fake.answer_when(needle, turn.clone());
+    }
     let profile = Profile {
         kind: SandboxKind::Docker,
         image: Some(AGENTS_IMAGE.into()),
@@ -327,7 +350,8 @@ async fn converse(case: Case) {
     assert_eq!(
         std::fs::read_to_string(workspace.join("hello.txt"))
             .ok()
-            .as_deref(),
+            .as_deref()
+            .map(str::trim_end),
         Some(CONTENT),
         "{name}: hello.txt in the workspace; {detail:#}"
     );

@@ -80,6 +80,16 @@ fn offers_tools(request: &Value) -> bool {
         .is_some_and(|tools| !tools.is_empty())
 }
 
+/// The request's last message as JSON text (Messages and Chat `messages`, Responses
+/// `input`, Gemini `contents`), for [`FakeProvider::answer_when`].
+fn last_message(request: &Value) -> String {
+    ["messages", "input", "contents"]
+        .iter()
+        .find_map(|key| request[*key].as_array()?.last())
+        .map(Value::to_string)
+        .unwrap_or_default()
+}
+
 /// Gemini's other way of sending the key: `?key=...`.
 fn query_key(uri: &Uri) -> Option<&str> {
     uri.query()?
@@ -96,6 +106,8 @@ struct Inner {
     next_id: u64,
     /// Responses API ids → the turn they answered, for `previous_response_id`.
     responses: HashMap<String, usize>,
+    /// Answers chosen by what the request's last message says, before the script's order.
+    rules: Vec<(String, Turn)>,
 }
 
 /// A fake model provider on a free loopback port, for the rest of the test.
@@ -154,6 +166,13 @@ impl FakeProvider {
     /// Queues a fault: the next request that gets past the key check commits it.
     pub fn push_fault(&self, fault: Fault) {
         lock(&self.inner).faults.push_back(fault);
+    }
+
+    /// From now on a request whose last message contains `needle` gets `turn`, whatever
+    /// the script's order says: for a CLI whose requests hold example exchanges the order
+    /// would count as turns (aider's edit-format examples).
+    pub fn answer_when(&self, needle: &str, turn: Turn) {
+        lock(&self.inner).rules.push((needle.to_owned(), turn));
     }
 
     /// Every request so far, oldest first.
@@ -306,7 +325,13 @@ async fn answer(
             }
             Api::Gemini { .. } => gemini::turn_index(&json),
         };
-        let Some(mut turn) = state.turns.get(n).or(state.turns.last()).cloned() else {
+        let last = last_message(&json);
+        let ruled = state
+            .rules
+            .iter()
+            .find(|(needle, _)| last.contains(needle.as_str()))
+            .map(|(_, turn)| turn);
+        let Some(mut turn) = ruled.or(state.turns.get(n)).or(state.turns.last()).cloned() else {
             drop(state);
             set_status(500);
             return json_response(500, &api.error(500, "the fake's script is empty"));
