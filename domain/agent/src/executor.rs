@@ -81,6 +81,12 @@ impl Executor {
         self.cli().model_apis()
     }
 
+    /// The CLI's own program (`claude`); `None` for executors whose program the role
+    /// names (`command`, `acp`).
+    pub fn program(self) -> Option<&'static str> {
+        self.cli().program()
+    }
+
     /// How to install the CLI on a runner's host, for a doctor's hint; `None` for a
     /// program of the role's own.
     pub fn install(self) -> Option<&'static str> {

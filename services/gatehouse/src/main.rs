@@ -23,7 +23,9 @@ use gatehouse_bus::JetStreamBus;
 use gatehouse_events::StreamKind;
 use gatehouse_store::Store;
 
-use crate::cli::args::{Cli, ConfigCommand, GatehouseCommand, ScheduleCommand, SopCommand};
+use crate::cli::args::{
+    Cli, ConfigCommand, GatehouseCommand, RoleCommand, ScheduleCommand, SopCommand,
+};
 use crate::cli::{
     conversations, doctor, identity, projects, reports, requirements, runs, schedules, sops,
 };
@@ -211,6 +213,19 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
                 config.server.data_dir = dir;
             }
             doctor::doctor(&config, json).await
+        }
+        GatehouseCommand::Role {
+            command:
+                RoleCommand::Check {
+                    name,
+                    data_dir,
+                    json,
+                },
+        } => {
+            if let Some(dir) = data_dir {
+                config.server.data_dir = dir;
+            }
+            doctor::role_check(&config, &name, json).await
         }
     }
 }

@@ -13,6 +13,7 @@
 
 mod cli;
 mod http;
+mod run;
 
 use std::fmt;
 use std::time::Duration;
@@ -40,6 +41,8 @@ pub enum Check {
     Provider,
     /// A host outside the role's allow-list is refused.
     Egress,
+    /// The role's CLI answered a one-word prompt for real (`gatehouse role check`).
+    Run,
 }
 
 impl Check {
@@ -49,6 +52,7 @@ impl Check {
             Self::Cli => "cli",
             Self::Provider => "provider",
             Self::Egress => "egress",
+            Self::Run => "run",
         }
     }
 }
@@ -126,6 +130,48 @@ impl Runner {
         let sockets = self.options.data_dir.join("sockets").join(&self.options.id);
         let _ = std::fs::remove_dir_all(sockets);
         checkup
+    }
+
+    /// `gatehouse role check NAME`: the role's checks as [`Runner::doctor`] makes them,
+    /// then its CLI run once for real on a one-word prompt in its sandbox, through the
+    /// gateway ([`run`]). `Err` when no role has that name.
+    pub async fn check_role_for_real(
+        mut self,
+        name: &str,
+        stop: CancellationToken,
+    ) -> Result<Checkup, String> {
+        let Some(role) = self.options.roles.get(name).cloned() else {
+            let known: Vec<&str> = self.options.roles.keys().map(String::as_str).collect();
+            return Err(format!(
+                "no role is named `{name}`; the configured roles are: {}",
+                if known.is_empty() {
+                    "none".to_owned()
+                } else {
+                    known.join(", ")
+                }
+            ));
+        };
+        if self.network.is_err() {
+            self.start_network(&stop).await;
+        }
+        let mut findings = self.check_role(name, &role, &stop).await;
+        let profile_name = role.sandbox.as_deref().unwrap_or(DEFAULT_PROFILE);
+        // A role whose CLI or profile is missing has said so; running it would only fail
+        // the same way.
+        if !findings.iter().any(Finding::failed)
+            && let Some(profile) = self.options.profiles.get(profile_name)
+        {
+            findings.push(Finding {
+                role: name.to_owned(),
+                profile: profile_name.to_owned(),
+                check: Check::Run,
+                outcome: run::check(&self, name, &role, profile, &stop).await,
+            });
+        }
+        stop.cancel();
+        let sockets = self.options.data_dir.join("sockets").join(&self.options.id);
+        let _ = std::fs::remove_dir_all(sockets);
+        Ok(Checkup { findings })
     }
 
     /// Runs the checks and logs each finding, failures as errors, warnings as warnings:

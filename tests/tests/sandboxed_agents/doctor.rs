@@ -281,3 +281,98 @@ async fn a_docker_profile_is_checked_in_its_image() {
         "{bare}"
     );
 }
+
+/// `gatehouse role check`: the real Claude Code answers the check's prompt through the
+/// gateway, and the line says its version, its answer and what the gateway metered; a role
+/// whose provider refuses the key fails, saying so; an unknown role is named.
+#[tokio::test]
+async fn a_role_check_runs_the_real_cli_once() {
+    let Some(clis) = installed::clis() else {
+        return;
+    };
+    let fake = FakeProvider::start(
+        REAL_KEY,
+        vec![Turn::text("OK").tokens(super::tokens(120, 3, 0, 0))],
+    )
+    .await;
+    let data = tempfile::tempdir().unwrap();
+    let bin = clis.claude.parent().unwrap().display().to_string();
+    let path = BTreeMap::from([("PATH".to_owned(), format!("{bin}:/usr/bin:/bin"))]);
+    let role = |provider: &str| Role {
+        provider: Some(provider.into()),
+        model: Some("claude-sonnet-4-5".into()),
+        env: path.clone(),
+        ..Role::new(Executor::ClaudeCode)
+    };
+    let runner = || {
+        let options = RunnerOptions {
+            roles: BTreeMap::from([
+                ("coder".to_owned(), role("model")),
+                ("refused".to_owned(), role("wrong-key")),
+            ]),
+            providers: vec![
+                provider("model", ProviderKind::Anthropic, fake.url(), REAL_KEY),
+                provider(
+                    "wrong-key",
+                    ProviderKind::Anthropic,
+                    fake.url(),
+                    "sk-not-it",
+                ),
+            ],
+            relay: Some(relay_binary()),
+            id: "role-check".into(),
+            ..RunnerOptions::new(data.path().to_owned())
+        };
+        async {
+            let db = TestDb::new(Backend::Sqlite).await;
+            Runner::new(
+                db.store.clone(),
+                Arc::new(ProcessSandbox::default()),
+                options,
+            )
+        }
+    };
+
+    let checkup = runner()
+        .await
+        .check_role_for_real("coder", CancellationToken::new())
+        .await
+        .unwrap();
+    let run = line(&checkup, "coder", Check::Run);
+    eprintln!("{run}");
+    assert!(!checkup.failed(), "{checkup:#?}");
+    assert!(
+        run.starts_with("ok   role coder, profile default, run: `claude-code` answered \"OK\""),
+        "{run}"
+    );
+    assert!(run.contains("(Claude Code)"), "the version: {run}");
+    assert!(
+        run.contains("the gateway metered 120 tokens in, 3 out"),
+        "{run}"
+    );
+    assert!(!run.contains(REAL_KEY));
+
+    // The provider refuses the key: the doctor's provider check says so, and the CLI is
+    // not run to fail the same way.
+    let checkup = runner()
+        .await
+        .check_role_for_real("refused", CancellationToken::new())
+        .await
+        .unwrap();
+    assert!(checkup.failed());
+    assert!(
+        line(&checkup, "refused", Check::Provider).contains("refused the key"),
+        "{checkup:#?}"
+    );
+    assert!(checkup.findings.iter().all(|f| f.check != Check::Run));
+
+    let unknown = runner()
+        .await
+        .check_role_for_real("nobody", CancellationToken::new())
+        .await
+        .unwrap_err();
+    assert_eq!(
+        unknown,
+        "no role is named `nobody`; the configured roles are: coder, refused"
+    );
+}

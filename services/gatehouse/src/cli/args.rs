@@ -226,6 +226,12 @@ pub enum GatehouseCommand {
         #[command(subcommand)]
         command: ConfigCommand,
     },
+    /// Check one agent role for real.
+    Role {
+        /// What to do with it.
+        #[command(subcommand)]
+        command: RoleCommand,
+    },
 }
 
 /// Where the client verbs send their requests.
@@ -604,6 +610,25 @@ pub enum SopCommand {
     /// List the SOPs this configuration can run: the built-ins and those in server.sop_dirs.
     List {
         /// Print a JSON array instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+/// `gatehouse role ...`
+#[derive(Debug, Subcommand)]
+pub enum RoleCommand {
+    /// The doctor's checks of one role, then its CLI run once in its sandbox against its
+    /// provider on a one-word prompt: prints the CLI's version (for an ACP agent its name
+    /// and protocol), the tools it called, its answer and the tokens the gateway metered,
+    /// or why it failed. Spends one small model request.
+    Check {
+        /// The role (`[roles.NAME]`).
+        name: String,
+        /// Data directory (overrides server.data_dir); the check's scratch files go under it.
+        #[arg(long, value_name = "DIR")]
+        data_dir: Option<PathBuf>,
+        /// Print the findings as JSON.
         #[arg(long)]
         json: bool,
     },

@@ -1,5 +1,6 @@
 //! `gatehouse doctor`: the runner's checks of every agent role, run on this host's
-//! sandboxes and a gateway and egress proxy of their own, printed one line per check.
+//! sandboxes and a gateway and egress proxy of their own, printed one line per check; and
+//! `gatehouse role check NAME`: the same for one role, then its CLI run for real.
 
 use anyhow::bail;
 use gatehouse_runner::{Checkup, Outcome};
@@ -17,8 +18,27 @@ pub async fn doctor(config: &Config, as_json: bool) -> anyhow::Result<()> {
     let data_dir = std::path::absolute(&config.server.data_dir)?;
     let runner = crate::settings::doctor_runner(config, &data_dir).await?;
     let checkup = runner.doctor(CancellationToken::new()).await;
+    report(&checkup, as_json)
+}
+
+/// Checks one role and runs its CLI once; fails when any check failed.
+pub async fn role_check(config: &Config, name: &str, as_json: bool) -> anyhow::Result<()> {
+    let data_dir = std::path::absolute(&config.server.data_dir)?;
+    let runner = crate::settings::doctor_runner(config, &data_dir).await?;
+    if !as_json {
+        eprintln!("checking role {name}: its CLI runs once in its sandbox (up to 5 minutes)");
+    }
+    let checkup = runner
+        .check_role_for_real(name, CancellationToken::new())
+        .await
+        .map_err(anyhow::Error::msg)?;
+    report(&checkup, as_json)
+}
+
+/// Prints the findings; fails when any check failed.
+fn report(checkup: &Checkup, as_json: bool) -> anyhow::Result<()> {
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&as_value(&checkup))?);
+        println!("{}", serde_json::to_string_pretty(&as_value(checkup))?);
     } else {
         for finding in &checkup.findings {
             println!("{finding}");
