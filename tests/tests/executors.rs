@@ -296,6 +296,7 @@ async fn converse(case: Case) {
         ],
     )
     .await;
+    fake.answer_side_requests_with_text();
     for (needle, turn) in &case.rules {
         fake.answer_when(needle, turn.clone());
     }

@@ -108,6 +108,8 @@ struct Inner {
     responses: HashMap<String, usize>,
     /// Answers chosen by what the request's last message says, before the script's order.
     rules: Vec<(String, Turn)>,
+    /// Whether a request offering no tools gets text in place of a scripted tool call.
+    side_requests: bool,
 }
 
 /// A fake model provider on a free loopback port, for the rest of the test.
@@ -166,6 +168,13 @@ impl FakeProvider {
     /// Queues a fault: the next request that gets past the key check commits it.
     pub fn push_fault(&self, fault: Fault) {
         lock(&self.inner).faults.push_back(fault);
+    }
+
+    /// From now on a request offering the model no tools — a CLI's side request: a title,
+    /// a summary — gets text ([`SIDE_ANSWER`]) where the script has a tool call, as a model
+    /// would answer, rather than a call to a tool it does not have.
+    pub fn answer_side_requests_with_text(&self) {
+        lock(&self.inner).side_requests = true;
     }
 
     /// From now on a request whose last message contains `needle` gets `turn`, whatever
@@ -336,9 +345,7 @@ async fn answer(
             set_status(500);
             return json_response(500, &api.error(500, "the fake's script is empty"));
         };
-        // A CLI's side request (a title, a summary) offers no tools: it gets text, as a
-        // model would answer, rather than a call to a tool it does not have.
-        if matches!(turn.reply, Reply::Tool { .. }) && !offers_tools(&json) {
+        if state.side_requests && matches!(turn.reply, Reply::Tool { .. }) && !offers_tools(&json) {
             turn.reply = Reply::Text(SIDE_ANSWER.to_owned());
         }
         state.next_id += 1;

@@ -114,6 +114,18 @@ impl Calls {
     }
 }
 
+/// A call's one-line summary from its input: the first of `keys` holding text (the command,
+/// the path, the pattern: what the call works on), else — a tool of unknown shape, an MCP
+/// server's — its first text argument; shortened to [`SUMMARY_CHARS`].
+pub(crate) fn summarize(input: &crate::trace::Object, keys: &[&str]) -> String {
+    let text = keys
+        .iter()
+        .find_map(|key| crate::trace::string(input, key))
+        .or_else(|| input.values().find_map(serde_json::Value::as_str))
+        .unwrap_or_default();
+    shorten(text, SUMMARY_CHARS)
+}
+
 /// `text` on one line and at most `max_chars` characters: runs of whitespace (line breaks
 /// included) become one space, control characters go, and a longer text is cut on a
 /// character boundary and ends with `…`. Stops reading at the first word past the cut.

@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use crate::executor::Executor;
 use crate::parse_report;
-use crate::trace::calls::{Calls, SUMMARY_CHARS, shorten};
+use crate::trace::calls::{Calls, SUMMARY_CHARS, shorten, summarize};
 use crate::trace::{Ending, Object, Shared, session_id, string};
 use crate::usage::{ParseError, Report};
 
@@ -168,13 +168,7 @@ fn summary(tool: &str, input: Option<&Object>) -> String {
             "description",
         ],
     };
-    let text = keys
-        .iter()
-        .find_map(|key| string(input, key))
-        // A tool of unknown shape: its first text argument.
-        .or_else(|| input.values().find_map(Value::as_str))
-        .unwrap_or_default();
-    shorten(text, SUMMARY_CHARS)
+    summarize(input, keys)
 }
 
 /// `TodoWrite`: the step in progress, or how many steps the list has.

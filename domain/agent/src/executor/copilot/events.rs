@@ -35,7 +35,7 @@
 use serde_json::Value;
 
 use crate::parse::count;
-use crate::trace::calls::{SUMMARY_CHARS, shorten};
+use crate::trace::calls::{SUMMARY_CHARS, shorten, summarize};
 use crate::trace::{Ending, Object, Retry, Shared, session_id, string};
 use crate::usage::{ModelUsage, Report};
 
@@ -271,21 +271,19 @@ fn summary(input: Option<&Object>) -> String {
     let Some(input) = input else {
         return String::new();
     };
-    let text = [
-        "command",
-        "path",
-        "file_path",
-        "pattern",
-        "query",
-        "url",
-        "description",
-        "intent",
-    ]
-    .iter()
-    .find_map(|key| string(input, key))
-    .or_else(|| input.values().find_map(Value::as_str))
-    .unwrap_or_default();
-    shorten(text, SUMMARY_CHARS)
+    summarize(
+        input,
+        &[
+            "command",
+            "path",
+            "file_path",
+            "pattern",
+            "query",
+            "url",
+            "description",
+            "intent",
+        ],
+    )
 }
 
 #[cfg(test)]

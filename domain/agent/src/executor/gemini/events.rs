@@ -32,7 +32,7 @@
 use serde_json::Value;
 
 use crate::parse::count;
-use crate::trace::calls::{SUMMARY_CHARS, shorten};
+use crate::trace::calls::{SUMMARY_CHARS, shorten, summarize};
 use crate::trace::{Ending, Object, Shared, session_id, string};
 use crate::usage::{ModelUsage, Report};
 
@@ -256,23 +256,21 @@ fn summary(input: Option<&Object>) -> String {
     let Some(input) = input else {
         return String::new();
     };
-    let text = [
-        "command",
-        "file_path",
-        "absolute_path",
-        "pattern",
-        "query",
-        "url",
-        "dir_path",
-        "path",
-        "prompt",
-        "description",
-    ]
-    .iter()
-    .find_map(|key| string(input, key))
-    .or_else(|| input.values().find_map(Value::as_str))
-    .unwrap_or_default();
-    shorten(text, SUMMARY_CHARS)
+    summarize(
+        input,
+        &[
+            "command",
+            "file_path",
+            "absolute_path",
+            "pattern",
+            "query",
+            "url",
+            "dir_path",
+            "path",
+            "prompt",
+            "description",
+        ],
+    )
 }
 
 #[cfg(test)]

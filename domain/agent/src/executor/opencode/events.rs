@@ -17,7 +17,7 @@
 use serde_json::Value;
 
 use super::report::Tally;
-use crate::trace::calls::{SUMMARY_CHARS, shorten};
+use crate::trace::calls::{SUMMARY_CHARS, shorten, summarize};
 use crate::trace::{Ending, Object, Shared, session_id, string};
 
 /// The events so far, of OpenCode or a fork named `cli`.
@@ -136,13 +136,7 @@ fn summary(tool: &str, input: Option<&Object>) -> String {
             "description",
         ],
     };
-    let text = keys
-        .iter()
-        .find_map(|key| string(input, key))
-        // A tool of unknown shape (an MCP server's): its first text argument.
-        .or_else(|| input.values().find_map(Value::as_str))
-        .unwrap_or_default();
-    shorten(text, SUMMARY_CHARS)
+    summarize(input, keys)
 }
 
 /// The files an `apply_patch` adds, updates or deletes, as its `*** … File:` lines name them.
