@@ -280,9 +280,9 @@ build_agents() {
     fi
     command -v npm > /dev/null || apt_install npm
 
-    local root=$work/agents packages=git,ca-certificates,bash
-    case " ${agents[*]} " in *" aider "*) packages+=,python3,python3-venv ;; esac
-    suite=$AGENTS_SUITE debian_root "$root" "$packages"
+    local root=$work/agents debs=git,ca-certificates,bash
+    case " ${agents[*]} " in *" aider "*) debs+=,python3,python3-venv ;; esac
+    suite=$AGENTS_SUITE debian_root "$root" "$debs"
     install_node "$root"
     install_npm_clis "$root"
     case " ${agents[*]} " in *" aider "*) install_aider "$root" ;; esac
