@@ -2,11 +2,12 @@
 //! ACP shim adds to an agent against the same CLI driven headless — measured in one run.
 //!
 //! For each executor, in the agents image (`deploy/sandbox/build-images.sh --with-agents`)
-//! through the gateway, in front of a fake provider answering at once: a conversation of
-//! `GATEHOUSE_BENCH_TURNS` turns (default 3), each a one-line answer. A turn's record has
-//! the attempt's time and the CLI's own (`duration_ms`, `cli_ms`, the time its process
-//! ran); the overhead is the difference — preparing the workspace, the sandbox's start
-//! and end, the trace, checkpointing the home — reported per executor, p50 over the turns.
+//! through the gateway, in front of a fake provider answering at once:
+//! `GATEHOUSE_BENCH_TURNS` conversations (default 3), each a first turn answered in a line.
+//! A turn's record has the attempt's time and the CLI's own (`duration_ms`, `cli_ms`, the
+//! time its process ran); the overhead is the difference — preparing the workspace, the
+//! sandbox's start and end, the trace, saving the home — reported per executor, p50 over
+//! the turns.
 //! The ACP rows run the same CLIs as the native ones through `gatehouse-acp`, so the ratio
 //! of their CLI times is what ACP (the shim and the agent's ACP mode) costs against the
 //! CLI started bare, headless.
@@ -240,36 +241,26 @@ async fn turns_of(case: &Case, turns: usize) -> (Vec<f64>, Vec<f64>) {
         .assistant(AssistantSettings::new("assistant"))
         .start()
         .await;
-    let thread = gh.slack_mention("Ev0", CHANNEL, ANA, "Say noted.").await;
-    replied(&gh, &thread, 1, case.name).await;
-    for n in 1..turns {
-        gh.slack_mention_in(&format!("Ev{n}"), CHANNEL, Some(&thread), ANA, "Again.")
+    // Each turn is a conversation's first: a thread of its own.
+    for n in 0..turns {
+        let thread = gh
+            .slack_mention(&format!("Ev{n}"), CHANNEL, ANA, "Say noted.")
             .await;
-        replied(&gh, &thread, n + 1, case.name).await;
+        replied(&gh, &thread, case.name).await;
     }
-    let detail = conversation(&gh).await;
+    let attempts = first_attempts(&gh).await;
     gh.stop().await;
-    let attempts: Vec<&Value> = detail["turns"]
-        .as_array()
-        .expect("turns")
-        .iter()
-        .map(|turn| &turn["attempts"][0])
-        .collect();
     let times = |key: &str| {
         attempts
             .iter()
-            .map(|a| {
-                a[key]
-                    .as_f64()
-                    .unwrap_or_else(|| panic!("{key}: {detail:#}"))
-            })
+            .map(|a| a[key].as_f64().unwrap_or_else(|| panic!("{key}: {a:#}")))
             .collect()
     };
     (times("duration_ms"), times("cli_ms"))
 }
 
-/// Waits until the bot has answered `n` times in `thread`.
-async fn replied(gh: &Gatehouse, thread: &str, n: usize, name: &str) {
+/// Waits until the bot has answered in `thread`.
+async fn replied(gh: &Gatehouse, thread: &str, name: &str) {
     for _ in 0..3000 {
         let answers = gh
             .slack
@@ -281,22 +272,32 @@ async fn replied(gh: &Gatehouse, thread: &str, n: usize, name: &str) {
                     && m.text.contains(ANSWER)
             })
             .count();
-        if answers >= n {
+        if answers > 0 {
             return;
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("{name}: no answer {n}: {:#}", conversation(gh).await);
+    panic!(
+        "{name}: no answer in {thread}: {:#}",
+        first_attempts(gh).await.len()
+    );
 }
 
-async fn conversation(gh: &Gatehouse) -> Value {
+/// The first attempt of every conversation's first turn.
+async fn first_attempts(gh: &Gatehouse) -> Vec<Value> {
     let token = gh.stored_token("ana", &Scope::ALL, None).await;
     let list = gh.api_as(&token).get("/conversations").await.is(200);
-    let id = list[0]["id"].as_str().expect("a conversation").to_owned();
-    gh.api_as(&token)
-        .get(&format!("/conversations/{id}"))
-        .await
-        .is(200)
+    let mut attempts = Vec::new();
+    for conversation in list.as_array().into_iter().flatten() {
+        let id = conversation["id"].as_str().expect("an id");
+        let detail = gh
+            .api_as(&token)
+            .get(&format!("/conversations/{id}"))
+            .await
+            .is(200);
+        attempts.push(detail["turns"][0]["attempts"][0].clone());
+    }
+    attempts
 }
 
 fn median(mut values: Vec<f64>) -> f64 {
