@@ -23,7 +23,7 @@ impl Scratch {
         ));
         let _ = fs::remove_dir_all(&dir);
         fs::create_dir_all(dir.join("bin")).expect("scratch dir");
-        for cli in ["claude", "codex", "gemini", "my-agent"] {
+        for cli in ["claude", "codex", "gemini", "pi", "my-agent"] {
             let path = dir.join("bin").join(cli);
             fs::write(&path, FAKE_CLI).expect("fake cli");
             fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
@@ -38,21 +38,23 @@ impl Scratch {
         path.to_str().expect("utf-8 path").to_owned()
     }
 
+    /// Installs `script` as the fake CLI `name`, in place of the one that prints its input.
+    fn install(&self, name: &str, script: &str) {
+        let path = self.0.join("bin").join(name);
+        fs::write(&path, script).expect("fake cli");
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).expect("chmod");
+    }
+
+    /// Runs `command`, which must succeed: its stdout.
     fn run(&self, command: &str) -> String {
-        let path = format!(
-            "{}:{}",
-            self.0.join("bin").display(),
-            std::env::var("PATH").unwrap_or_default()
-        );
-        let output = Command::new("sh")
-            .arg("-c")
-            .arg(command)
-            .env("PATH", path)
-            .current_dir(Path::new(&self.0))
-            .output()
-            .expect("sh runs");
-        assert!(output.status.success(), "{command}: {output:?}");
-        String::from_utf8(output.stdout).expect("utf-8 output")
+        let (code, stdout) = self.run_at_home(command, &[]);
+        assert_eq!(code, Some(0), "{command}: {stdout}");
+        stdout
+    }
+
+    /// The scratch's `home`, `$HOME` of [`Scratch::run_at_home`].
+    fn home(&self) -> PathBuf {
+        self.0.join("home")
     }
 }
 
@@ -69,7 +71,7 @@ impl Scratch {
             .arg("-c")
             .arg(command)
             .env("PATH", path)
-            .env("HOME", self.0.join("home"))
+            .env("HOME", self.home())
             .envs(vars.iter().copied())
             .current_dir(Path::new(&self.0))
             .output()
@@ -348,4 +350,75 @@ fn copilot_reads_the_gateway_at_run_time_and_its_usage_follows_its_output() {
     fs::remove_file(&cli).expect("no copilot");
     let (code, output) = scratch.run_at_home(&first, &vars);
     assert_eq!((code, output.as_str()), (Some(127), ""));
+}
+
+#[test]
+fn pi_gets_a_models_file_naming_the_key_variable_and_the_gateway_address() {
+    let scratch = Scratch::new("pi-models");
+    let prompt = scratch.file("prompt", "Fix $(it).\n");
+    let system = scratch.file("system", "Be brief.\nNo \"quotes\".");
+    let role = Role {
+        model: Some("claude's \"model\"".to_owned()),
+        ..Role::new(Executor::Pi)
+    };
+    let line = invocation(&role, Some(ModelApi::Anthropic), &prompt, Some(&system));
+    let (code, stdout) = scratch.run_at_home(
+        &line,
+        &[
+            ("ANTHROPIC_BASE_URL", "http://127.0.0.1:9/gw x"),
+            ("ANTHROPIC_API_KEY", "secret-token"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{line}: {stdout}");
+    assert_eq!(
+        stdout,
+        "[-p]\n[--mode]\n[json]\n[--provider]\n[gatehouse]\n[--model]\n[claude's \"model\"]\n\
+         [--append-system-prompt]\n[Be brief.\nNo \"quotes\".]\nstdin:Fix $(it).\n"
+    );
+    let models =
+        fs::read_to_string(scratch.home().join(".pi/agent/models.json")).expect("models.json");
+    let models: serde_json::Value = serde_json::from_str(&models).expect("JSON");
+    assert_eq!(
+        models,
+        serde_json::json!({"providers": {"gatehouse": {
+            "api": "anthropic-messages",
+            "apiKey": "ANTHROPIC_API_KEY",
+            "baseUrl": "http://127.0.0.1:9/gw x",
+            "models": [{"id": "claude's \"model\""}],
+        }}})
+    );
+    assert!(!line.contains("secret-token"));
+}
+
+/// Prints `OPENAI_API_BASE`, then the message file it was given (`--message-file F`).
+const FAKE_AIDER: &str = "#!/bin/sh\nprintf 'base:%s\\n' \"$OPENAI_API_BASE\"\n\
+     while [ $# -gt 0 ]; do [ \"$1\" = --message-file ] && cat \"$2\"; \
+     [ \"$1\" = --model ] && printf 'model:%s\\n' \"$2\"; shift; done\n";
+
+#[test]
+fn aider_reads_the_system_text_then_the_prompt_and_the_gateway_address() {
+    let scratch = Scratch::new("aider-message");
+    scratch.install("aider", FAKE_AIDER);
+    // A home whose path the shell would split or expand unquoted.
+    let home = scratch.0.join("home $x");
+    fs::create_dir_all(&home).expect("home");
+    let prompt = scratch.file("prompt", "Fix $(it).\n");
+    let system = scratch.file("system", "Be brief.\n");
+    let role = Role {
+        model: Some("gpt's \"model\"".to_owned()),
+        ..Role::new(Executor::Aider)
+    };
+    let line = invocation(&role, Some(ModelApi::OpenAi), &prompt, Some(&system));
+    let (code, stdout) = scratch.run_at_home(
+        &line,
+        &[
+            ("HOME", home.to_str().expect("utf-8")),
+            ("OPENAI_BASE_URL", "http://127.0.0.1:9/gw x/v1"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{line}: {stdout}");
+    assert_eq!(
+        stdout,
+        "base:http://127.0.0.1:9/gw x/v1\nBe brief.\n\nFix $(it).\nmodel:openai/gpt's \"model\"\n"
+    );
 }
