@@ -16,36 +16,23 @@
 //! relay and shim). Figures are printed and written as JSON to `GATEHOUSE_BENCH_JSON`.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
-use gatehouse_ingest::Scope;
-use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
-use gatehouse_scheduler::AssistantSettings;
+use gatehouse_tests::Gatehouse;
+use gatehouse_tests::agents_image::{
+    CHANNEL, OPENCODE_CONFIG, agents_docker, assistant_in_agents_image, conversations,
+};
 use gatehouse_tests::fake_slack::BOT_USER;
-use gatehouse_tests::gatehouse::chat::{self, ANA};
+use gatehouse_tests::gatehouse::chat::ANA;
 use gatehouse_tests::latencies::write_figures;
-use gatehouse_tests::{Backend, Gatehouse, TestDb, relay_binary};
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
 const KEY: &str = "sk-bench-executors-key";
-const IMAGE: &str = "gatehouse-sandbox:agents";
-const PROJECTS: &str = r#"
-[[projects]]
-name = "api"
-repositories = [{ repo = "acme/api" }]
-channels = ["slack:C0API"]
-converse = ["ana"]
-"#;
-const CHANNEL: &str = "C0API";
 const ANSWER: &str = "Noted.";
-
-/// An OpenCode configuration whose one provider is the gateway.
-const OPENCODE_CONFIG: &str = r#"{"autoupdate":false,"share":"disabled","model":"gatehouse/claude-sonnet-4-5","provider":{"gatehouse":{"npm":"@ai-sdk/anthropic","options":{"baseURL":"{env:ANTHROPIC_BASE_URL}/v1","apiKey":"{env:ANTHROPIC_API_KEY}"},"models":{"claude-sonnet-4-5":{}}}}}"#;
 
 /// One row: its name, the role, the API its provider speaks.
 struct Case {
@@ -153,12 +140,9 @@ async fn bench() {
         .ok()
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
-    let image = match DockerSandbox::connect("bench-executors").await {
-        Ok(docker) => docker.check_image(IMAGE).await.map_err(|e| e.to_string()),
-        Err(e) => Err(e.to_string()),
-    };
+    let image = agents_docker("bench-executors").await.map(drop);
     if let Err(why) = image {
-        println!("skipped: {why} (deploy/sandbox/build-images.sh --with-agents)");
+        println!("skipped: {why}");
         write_figures(&json!({ "bench": "executors", "skipped": why }));
         return;
     }
@@ -202,19 +186,11 @@ async fn bench() {
 async fn turns_of(case: &Case, turns: usize) -> (Vec<f64>, Vec<f64>) {
     let fake = FakeProvider::start(KEY, vec![Turn::text(ANSWER)]).await;
     let data = tempfile::tempdir().unwrap();
-    let docker = DockerSandbox::connect(&data.path().display().to_string())
+    let docker = agents_docker(&data.path().display().to_string())
         .await
-        .expect("Docker");
-    let profile = Profile {
-        kind: SandboxKind::Docker,
-        image: Some(IMAGE.into()),
-        user: Some("1000:1000".into()),
-        memory: Some("2GiB".parse().unwrap()),
-        ..Profile::default()
-    };
+        .expect("the agents image");
     let role = Role {
         provider: Some("model".into()),
-        sandbox: Some("agents".into()),
         ..case.role.clone()
     };
     let provider = Provider {
@@ -223,24 +199,7 @@ async fn turns_of(case: &Case, turns: usize) -> (Vec<f64>, Vec<f64>) {
         base_url: url::Url::parse(fake.url()).unwrap(),
         key: SecretString::from(KEY),
     };
-    let gh = Gatehouse::builder_on(TestDb::new(Backend::Sqlite).await, data)
-        .people(chat::people())
-        .chat()
-        .projects(PROJECTS)
-        .sandbox(Arc::new(Sandboxes::new(
-            ProcessSandbox::default(),
-            Ok(docker),
-        )))
-        .runner(move |options| {
-            options.roles = BTreeMap::from([("assistant".to_owned(), role)]);
-            options.profiles.insert("agents".into(), profile);
-            options.providers = vec![provider];
-            options.relay = Some(relay_binary());
-            options.acp = Some(relay_binary().with_file_name("gatehouse-acp"));
-        })
-        .assistant(AssistantSettings::new("assistant"))
-        .start()
-        .await;
+    let gh = assistant_in_agents_image(data, docker, role, provider).await;
     // Each turn is a conversation's first: a thread of its own.
     for n in 0..turns {
         let thread = gh
@@ -285,19 +244,11 @@ async fn replied(gh: &Gatehouse, thread: &str, name: &str) {
 
 /// The first attempt of every conversation's first turn.
 async fn first_attempts(gh: &Gatehouse) -> Vec<Value> {
-    let token = gh.stored_token("ana", &Scope::ALL, None).await;
-    let list = gh.api_as(&token).get("/conversations").await.is(200);
-    let mut attempts = Vec::new();
-    for conversation in list.as_array().into_iter().flatten() {
-        let id = conversation["id"].as_str().expect("an id");
-        let detail = gh
-            .api_as(&token)
-            .get(&format!("/conversations/{id}"))
-            .await
-            .is(200);
-        attempts.push(detail["turns"][0]["attempts"][0].clone());
-    }
-    attempts
+    conversations(gh)
+        .await
+        .into_iter()
+        .map(|detail| detail["turns"][0]["attempts"][0].clone())
+        .collect()
 }
 
 fn median(mut values: Vec<f64>) -> f64 {

@@ -5,6 +5,7 @@
 //!
 //! `GATEHOUSE_TEST_POSTGRES` and `GATEHOUSE_TEST_NATS` override the default addresses.
 
+pub mod agents_image;
 pub mod captured;
 pub mod fake_discord;
 pub mod fake_slack;

@@ -11,20 +11,19 @@
 //! Without Docker or the image the tests say so and pass, unless `DOCKER_TESTS=required`
 //! (CI, `.ci/run`).
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
-use gatehouse_ingest::Scope;
-use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
-use gatehouse_scheduler::AssistantSettings;
+use gatehouse_sandbox::DockerSandbox;
+use gatehouse_tests::Gatehouse;
+use gatehouse_tests::agents_image::{
+    CHANNEL, OPENCODE_CONFIG, agents_docker, assistant_in_agents_image, conversations,
+};
 use gatehouse_tests::fake_slack::BOT_USER;
-use gatehouse_tests::gatehouse::chat::{self, ANA};
-use gatehouse_tests::{Backend, Gatehouse, TestDb, relay_binary};
+use gatehouse_tests::gatehouse::chat::ANA;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
@@ -32,16 +31,7 @@ use serde_json::{Value, json};
 const REAL_KEY: &str = "sk-test-executors-provider-key-8d21";
 const CONTENT: &str = "hello from the fake provider";
 const ANSWER: &str = "I created hello.txt.";
-const AGENTS_IMAGE: &str = "gatehouse-sandbox:agents";
 
-const PROJECTS: &str = r#"
-[[projects]]
-name = "api"
-repositories = [{ repo = "acme/api" }]
-channels = ["slack:C0API"]
-converse = ["ana"]
-"#;
-const CHANNEL: &str = "C0API";
 const FIRST_PROMPT: &str = "Create hello.txt with a greeting.";
 const SECOND_PROMPT: &str = "Now say that you are done.";
 const SECOND_ANSWER: &str = "All done here.";
@@ -194,9 +184,6 @@ async fn opencode_over_acp_converses_in_the_agents_image() {
     converse(case).await;
 }
 
-/// An OpenCode configuration whose one provider is the gateway, in Anthropic's API.
-const OPENCODE_CONFIG: &str = r#"{"autoupdate":false,"share":"disabled","model":"gatehouse/claude-sonnet-4-5","provider":{"gatehouse":{"npm":"@ai-sdk/anthropic","options":{"baseURL":"{env:ANTHROPIC_BASE_URL}/v1","apiKey":"{env:ANTHROPIC_API_KEY}"},"models":{"claude-sonnet-4-5":{}}}}}"#;
-
 /// Claude Code through Zed's ACP adapter, its permission prompts off by the shim's mode.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claude_agent_acp_converses_in_the_agents_image() {
@@ -300,18 +287,9 @@ async fn converse(case: Case) {
     for (needle, turn) in &case.rules {
         fake.answer_when(needle, turn.clone());
     }
-    let profile = Profile {
-        kind: SandboxKind::Docker,
-        image: Some(AGENTS_IMAGE.into()),
-        // The image's `agent`; a root runner would otherwise pick `nobody`.
-        user: Some("1000:1000".into()),
-        memory: Some("2GiB".parse().unwrap()),
-        ..Profile::default()
-    };
     let role = Role {
         provider: Some("model".into()),
         model: Some(case.model.into()),
-        sandbox: Some("agents".into()),
         command: case.command.iter().map(|s| (*s).to_owned()).collect(),
         args: case.args.iter().map(|s| (*s).to_owned()).collect(),
         env: case
@@ -327,22 +305,7 @@ async fn converse(case: Case) {
         base_url: url::Url::parse(fake.url()).unwrap(),
         key: SecretString::from(REAL_KEY),
     };
-    let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
-    let gh = Gatehouse::builder_on(TestDb::new(Backend::Sqlite).await, data)
-        .people(chat::people())
-        .chat()
-        .projects(PROJECTS)
-        .sandbox(Arc::new(sandboxes))
-        .runner(move |options| {
-            options.roles = BTreeMap::from([("assistant".to_owned(), role)]);
-            options.profiles.insert("agents".into(), profile);
-            options.providers = vec![provider];
-            options.relay = Some(relay_binary());
-            options.acp = Some(relay_binary().with_file_name("gatehouse-acp"));
-        })
-        .assistant(AssistantSettings::new("assistant"))
-        .start()
-        .await;
+    let gh = assistant_in_agents_image(data, docker, role, provider).await;
 
     let thread = gh.slack_mention("Ev1", CHANNEL, ANA, FIRST_PROMPT).await;
     said(&gh, &thread, ANSWER, name).await;
@@ -429,13 +392,7 @@ async fn said(gh: &Gatehouse, thread: &str, text: &str, name: &str) {
 
 /// The one conversation, in detail, as ana sees it through the API.
 async fn conversation(gh: &Gatehouse) -> Value {
-    let token = gh.stored_token("ana", &Scope::ALL, None).await;
-    let list = gh.api_as(&token).get("/conversations").await.is(200);
-    let id = list[0]["id"].as_str().expect("a conversation").to_owned();
-    gh.api_as(&token)
-        .get(&format!("/conversations/{id}"))
-        .await
-        .is(200)
+    conversations(gh).await.remove(0)
 }
 
 /// The workspace of the one conversation under the data directory.
@@ -464,12 +421,9 @@ fn find_workspace(data: &Path) -> Option<PathBuf> {
 /// The Docker sandbox, or `None` (skipped) where Docker or the agents image is missing
 /// and CI does not require them.
 async fn docker(owner: &str) -> Option<DockerSandbox> {
-    let why = match DockerSandbox::connect(owner).await {
-        Ok(docker) => match docker.check_image(AGENTS_IMAGE).await {
-            Ok(()) => return Some(docker),
-            Err(e) => format!("{e} (deploy/sandbox/build-images.sh --with-agents)"),
-        },
-        Err(e) => e.to_string(),
+    let why = match agents_docker(owner).await {
+        Ok(docker) => return Some(docker),
+        Err(why) => why,
     };
     assert!(
         std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),

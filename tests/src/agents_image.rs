@@ -1,0 +1,103 @@
+//! One role as the chat assistant of a project, run in the agents image
+//! (`deploy/sandbox/build-images.sh --with-agents`) with its model reached through the
+//! runner's gateway: what the real-CLI conversation suite (tests/tests/executors.rs) and the
+//! executors benchmark (tests/benches/executors.rs) both start from.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use gatehouse_agent::Role;
+use gatehouse_gateway::Provider;
+use gatehouse_ingest::Scope;
+use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
+use gatehouse_scheduler::AssistantSettings;
+use serde_json::Value;
+
+use crate::gatehouse::chat;
+use crate::{Backend, Gatehouse, TestDb, relay_binary};
+
+/// The image with the real agent CLIs.
+pub const AGENTS_IMAGE: &str = "gatehouse-sandbox:agents";
+
+/// The project's Slack channel, where ana talks to the assistant.
+pub const CHANNEL: &str = "C0API";
+
+/// An OpenCode configuration (`OPENCODE_CONFIG_CONTENT`) whose one provider is the
+/// gateway in Anthropic's API, read from the sandbox's variables (`{env:…}`).
+pub const OPENCODE_CONFIG: &str = r#"{"autoupdate":false,"share":"disabled","model":"gatehouse/claude-sonnet-4-5","provider":{"gatehouse":{"npm":"@ai-sdk/anthropic","options":{"baseURL":"{env:ANTHROPIC_BASE_URL}/v1","apiKey":"{env:ANTHROPIC_API_KEY}"},"models":{"claude-sonnet-4-5":{}}}}}"#;
+
+const PROJECTS: &str = r#"
+[[projects]]
+name = "api"
+repositories = [{ repo = "acme/api" }]
+channels = ["slack:C0API"]
+converse = ["ana"]
+"#;
+
+/// The Docker engine with the agents image, or why not.
+pub async fn agents_docker(owner: &str) -> Result<DockerSandbox, String> {
+    let docker = DockerSandbox::connect(owner)
+        .await
+        .map_err(|e| e.to_string())?;
+    docker
+        .check_image(AGENTS_IMAGE)
+        .await
+        .map_err(|e| format!("{e} (deploy/sandbox/build-images.sh --with-agents)"))?;
+    Ok(docker)
+}
+
+/// Gatehouse on SQLite whose assistant is `role`, in the agents image as its user `agent`,
+/// its model the provider `provider` (which the role must name), with the runner's static
+/// relay and ACP shim.
+pub async fn assistant_in_agents_image(
+    data: tempfile::TempDir,
+    docker: DockerSandbox,
+    role: Role,
+    provider: Provider,
+) -> Gatehouse {
+    let profile = Profile {
+        kind: SandboxKind::Docker,
+        image: Some(AGENTS_IMAGE.into()),
+        // The image's `agent`; a root runner would otherwise pick `nobody`.
+        user: Some("1000:1000".into()),
+        memory: Some("2GiB".parse().expect("a size")),
+        ..Profile::default()
+    };
+    let role = Role {
+        sandbox: Some("agents".into()),
+        ..role
+    };
+    let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
+    Gatehouse::builder_on(TestDb::new(Backend::Sqlite).await, data)
+        .people(chat::people())
+        .chat()
+        .projects(PROJECTS)
+        .sandbox(Arc::new(sandboxes))
+        .runner(move |options| {
+            options.roles = BTreeMap::from([("assistant".to_owned(), role)]);
+            options.profiles.insert("agents".into(), profile);
+            options.providers = vec![provider];
+            options.relay = Some(relay_binary());
+            options.acp = Some(relay_binary().with_file_name("gatehouse-acp"));
+        })
+        .assistant(AssistantSettings::new("assistant"))
+        .start()
+        .await
+}
+
+/// Every conversation, in detail, as ana sees them through the API.
+pub async fn conversations(gh: &Gatehouse) -> Vec<Value> {
+    let token = gh.stored_token("ana", &Scope::ALL, None).await;
+    let list = gh.api_as(&token).get("/conversations").await.is(200);
+    let mut details = Vec::new();
+    for conversation in list.as_array().into_iter().flatten() {
+        let id = conversation["id"].as_str().expect("an id");
+        details.push(
+            gh.api_as(&token)
+                .get(&format!("/conversations/{id}"))
+                .await
+                .is(200),
+        );
+    }
+    details
+}
