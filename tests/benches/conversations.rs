@@ -47,6 +47,7 @@
 //! Figures are printed, and written as JSON to the file `GATEHOUSE_BENCH_JSON` names,
 //! when set.
 
+use gatehouse_agent::Tools;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -568,6 +569,7 @@ fn command_line(role: &Role, prompt: &str) -> String {
     turn_invocation(
         role,
         None,
+        &Tools::none(),
         prompt,
         None,
         Session {

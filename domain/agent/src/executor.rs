@@ -148,6 +148,8 @@ pub(crate) struct Call<'a> {
     /// (`ANTHROPIC_BASE_URL`, `OPENAI_BASE_URL`, `GOOGLE_GEMINI_BASE_URL` and their keys)
     /// the sandbox has; `None` when the CLI reaches its model on its own.
     pub(crate) api: Option<ModelApi>,
+    /// The MCP servers, permission tool and skills to hand the CLI.
+    pub(crate) tools: &'a crate::tools::Tools,
 }
 
 /// What differs from one CLI to the next.

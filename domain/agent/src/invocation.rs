@@ -12,6 +12,7 @@ use thiserror::Error;
 
 use crate::executor::{Call, ModelApi};
 use crate::role::Role;
+use crate::tools::Tools;
 
 /// The longest session id accepted. Claude Code's and Codex's are UUIDs (36 characters).
 pub const MAX_SESSION_ID_LEN: usize = 128;
@@ -79,14 +80,16 @@ pub fn check_session_id(id: &str) -> Result<(), SessionIdError> {
 /// unknown placeholders stay as written. `{transcript_file}` is empty: an SOP node has no
 /// conversation. `api` is the API of the role's provider when its model requests go
 /// through the gateway (the CLI is pointed at it in that API's terms); `None` when the CLI
-/// reaches its model on its own.
+/// reaches its model on its own. `tools`: the MCP servers, permission tool and skills the
+/// CLI is handed ([`Tools::none`] for none).
 pub fn invocation(
     role: &Role,
     api: Option<ModelApi>,
+    tools: &Tools,
     prompt_file: &str,
     system_file: Option<&str>,
 ) -> String {
-    build(role, api, prompt_file, system_file, None, None)
+    build(role, api, tools, prompt_file, system_file, None, None)
 }
 
 /// [`invocation`] for a conversation turn: the same command line, continuing the CLI
@@ -96,6 +99,7 @@ pub fn invocation(
 pub fn turn_invocation(
     role: &Role,
     api: Option<ModelApi>,
+    tools: &Tools,
     prompt_file: &str,
     system_file: Option<&str>,
     session: Session<'_>,
@@ -106,6 +110,7 @@ pub fn turn_invocation(
     Ok(build(
         role,
         api,
+        tools,
         prompt_file,
         system_file,
         session.resume,
@@ -117,6 +122,7 @@ pub fn turn_invocation(
 fn build(
     role: &Role,
     api: Option<ModelApi>,
+    tools: &Tools,
     prompt_file: &str,
     system_file: Option<&str>,
     resume: Option<&str>,
@@ -130,6 +136,7 @@ fn build(
             resume,
             transcript_file,
             api,
+            tools,
         },
     )
 }

@@ -14,6 +14,7 @@
 //!   stdout;
 //! - [`cost`]: that usage priced from `[pricing]`;
 //! - [`Limit`]: a budget in dollars or tokens, as the configuration writes it;
+//! - [`Tools`]: the MCP servers, permission tool and skills an attempt hands its CLI;
 //! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
 
 mod executor;
@@ -25,6 +26,7 @@ mod price;
 mod prompt;
 mod role;
 mod sessions;
+mod tools;
 mod trace;
 mod usage;
 
@@ -38,5 +40,6 @@ pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{DEFAULT_MAX_RETRIES, MAX_RETRIES_LIMIT, Role, RoleError};
 pub use sessions::SessionFiles;
+pub use tools::{McpServer, McpTransport, Tools};
 pub use trace::{Progress, Retry, ToolCall, Trace, TraceParser};
 pub use usage::{ModelUsage, ParseError, Report};

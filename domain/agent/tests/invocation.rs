@@ -1,3 +1,4 @@
+use gatehouse_agent::Tools;
 use gatehouse_agent::{
     Executor, ModelApi, Role, Session, SessionIdError, check_session_id, invocation,
     turn_invocation,
@@ -20,7 +21,7 @@ fn role(executor: Executor) -> Role {
 #[test]
 fn claude_code() {
     let bare = role(Executor::ClaudeCode);
-    assert_snapshot!(invocation(&bare, None, PROMPT, None), @"claude -p --output-format stream-json --verbose --permission-mode bypassPermissions < /in/.agent/prompt.md");
+    assert_snapshot!(invocation(&bare, None, &Tools::none(), PROMPT, None), @"claude -p --output-format stream-json --verbose --permission-mode bypassPermissions < /in/.agent/prompt.md");
 
     let full = Role {
         model: Some("claude-sonnet-4-5".to_owned()),
@@ -32,14 +33,14 @@ fn claude_code() {
         ],
         ..role(Executor::ClaudeCode)
     };
-    assert_snapshot!(invocation(&full, None, PROMPT, Some(SYSTEM)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat /in/.agent/system.md)" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < /in/.agent/prompt.md"#);
-    assert_snapshot!(invocation(&full, None, AWKWARD, Some(AWKWARD)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat "/in/.agent/it's \"the\" prompt "'$HOME.md')" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < "/in/.agent/it's \"the\" prompt "'$HOME.md'"#);
+    assert_snapshot!(invocation(&full, None, &Tools::none(), PROMPT, Some(SYSTEM)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat /in/.agent/system.md)" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < /in/.agent/prompt.md"#);
+    assert_snapshot!(invocation(&full, None, &Tools::none(), AWKWARD, Some(AWKWARD)), @r#"claude -p --output-format stream-json --verbose --model claude-sonnet-4-5 --append-system-prompt "$(cat "/in/.agent/it's \"the\" prompt "'$HOME.md')" --permission-mode bypassPermissions --max-turns 40 --add-dir '/in/docs and notes' < "/in/.agent/it's \"the\" prompt "'$HOME.md'"#);
 }
 
 #[test]
 fn codex() {
     let bare = role(Executor::Codex);
-    assert_snapshot!(invocation(&bare, None, PROMPT, None), @"codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox - < /in/.agent/prompt.md");
+    assert_snapshot!(invocation(&bare, None, &Tools::none(), PROMPT, None), @"codex exec --json --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox - < /in/.agent/prompt.md");
 
     let full = Role {
         model: Some("gpt-5-codex".to_owned()),
@@ -49,8 +50,8 @@ fn codex() {
         ],
         ..role(Executor::Codex)
     };
-    assert_snapshot!(invocation(&full, None, PROMPT, Some(SYSTEM)), @r#"{ cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
-    assert_snapshot!(invocation(&full, None, AWKWARD, Some(AWKWARD)), @r#"{ cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; printf '\n\n'; cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
+    assert_snapshot!(invocation(&full, None, &Tools::none(), PROMPT, Some(SYSTEM)), @r#"{ cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
+    assert_snapshot!(invocation(&full, None, &Tools::none(), AWKWARD, Some(AWKWARD)), @r#"{ cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; printf '\n\n'; cat "/in/.agent/it's \"the\" prompt "'$HOME.md'; } | codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c 'model_reasoning_effort="high"' -"#);
 }
 
 #[test]
@@ -60,13 +61,13 @@ fn codex_through_the_gateway_defines_its_provider_from_the_environment() {
         model: Some("gpt-5-codex".to_owned()),
         ..role(Executor::Codex)
     };
-    assert_snapshot!(invocation(&through, None, PROMPT, None), @r#"codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c model_provider=gatehouse -c model_providers.gatehouse.name=Gatehouse -c "model_providers.gatehouse.base_url=$OPENAI_BASE_URL" -c model_providers.gatehouse.wire_api=responses -c model_providers.gatehouse.env_key=OPENAI_API_KEY -c analytics.enabled=false -c check_for_update_on_startup=false -c model_providers.gatehouse.request_max_retries=3 -c model_providers.gatehouse.stream_max_retries=3 - < /in/.agent/prompt.md"#);
+    assert_snapshot!(invocation(&through, None, &Tools::none(), PROMPT, None), @r#"codex exec --json --model gpt-5-codex --skip-git-repo-check --dangerously-bypass-approvals-and-sandbox -c model_provider=gatehouse -c model_providers.gatehouse.name=Gatehouse -c "model_providers.gatehouse.base_url=$OPENAI_BASE_URL" -c model_providers.gatehouse.wire_api=responses -c model_providers.gatehouse.env_key=OPENAI_API_KEY -c analytics.enabled=false -c check_for_update_on_startup=false -c model_providers.gatehouse.request_max_retries=3 -c model_providers.gatehouse.stream_max_retries=3 - < /in/.agent/prompt.md"#);
     // Retries are the role's: bounded so an unreachable model fails the node soon.
     let patient = Role {
         max_retries: Some(7),
         ..through.clone()
     };
-    let line = invocation(&patient, None, PROMPT, None);
+    let line = invocation(&patient, None, &Tools::none(), PROMPT, None);
     assert!(
         line.contains("request_max_retries=7") && line.contains("stream_max_retries=7"),
         "{line}"
@@ -77,8 +78,14 @@ fn codex_through_the_gateway_defines_its_provider_from_the_environment() {
         ..role(Executor::ClaudeCode)
     };
     assert_eq!(
-        invocation(&claude, None, PROMPT, None),
-        invocation(&role(Executor::ClaudeCode), None, PROMPT, None)
+        invocation(&claude, None, &Tools::none(), PROMPT, None),
+        invocation(
+            &role(Executor::ClaudeCode),
+            None,
+            &Tools::none(),
+            PROMPT,
+            None
+        )
     );
 }
 
@@ -126,8 +133,8 @@ fn command() {
         .into(),
         ..role(Executor::Command)
     };
-    assert_snapshot!(invocation(&role, None, PROMPT, Some(SYSTEM)), @r#"my-agent '--prompt=/in/.agent/prompt.md' --system /in/.agent/system.md --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
-    assert_snapshot!(invocation(&role, None, AWKWARD, None), @r#"my-agent "--prompt=/in/.agent/it's \"the\" prompt "'$HOME.md' --system '' --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
+    assert_snapshot!(invocation(&role, None, &Tools::none(), PROMPT, Some(SYSTEM)), @r#"my-agent '--prompt=/in/.agent/prompt.md' --system /in/.agent/system.md --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
+    assert_snapshot!(invocation(&role, None, &Tools::none(), AWKWARD, None), @r#"my-agent "--prompt=/in/.agent/it's \"the\" prompt "'$HOME.md' --system '' --model 'my model' '{"effort":"high"}' '$(rm -rf /)'"#);
 }
 
 fn turn(role: &Role, system: Option<&str>, resume: Option<&str>) -> String {
@@ -135,7 +142,8 @@ fn turn(role: &Role, system: Option<&str>, resume: Option<&str>) -> String {
         resume,
         transcript_file: Some(TRANSCRIPT),
     };
-    turn_invocation(role, None, PROMPT, system, session).expect("a valid session id")
+    turn_invocation(role, None, &Tools::none(), PROMPT, system, session)
+        .expect("a valid session id")
 }
 
 #[test]
@@ -156,8 +164,15 @@ fn a_turn_without_a_session_is_the_node_invocation() {
     for role in &roles {
         for system in [None, Some(SYSTEM)] {
             assert_eq!(
-                turn_invocation(role, None, PROMPT, system, Session::default()),
-                Ok(invocation(role, None, PROMPT, system)),
+                turn_invocation(
+                    role,
+                    None,
+                    &Tools::none(),
+                    PROMPT,
+                    system,
+                    Session::default()
+                ),
+                Ok(invocation(role, None, &Tools::none(), PROMPT, system)),
                 "{role:?}"
             );
         }
@@ -212,10 +227,10 @@ fn command_turn_gets_the_transcript_file_and_no_session() {
         resume: None,
         transcript_file: Some(AWKWARD),
     };
-    assert_snapshot!(turn_invocation(&role, None, PROMPT, None, awkward).expect("no session"), @r#"my-agent "--transcript=/in/.agent/it's \"the\" prompt "'$HOME.md' /in/.agent/prompt.md"#);
+    assert_snapshot!(turn_invocation(&role, None, &Tools::none(), PROMPT, None, awkward).expect("no session"), @r#"my-agent "--transcript=/in/.agent/it's \"the\" prompt "'$HOME.md' /in/.agent/prompt.md"#);
     // An SOP node has no conversation: the placeholder is empty, as {system_file} without
     // system text is.
-    assert_snapshot!(invocation(&role, None, PROMPT, None), @"my-agent '--transcript=' /in/.agent/prompt.md");
+    assert_snapshot!(invocation(&role, None, &Tools::none(), PROMPT, None), @"my-agent '--transcript=' /in/.agent/prompt.md");
 }
 
 #[test]
@@ -280,7 +295,8 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
     })
     .iter()
     .map(|role| {
-        let error = turn_invocation(role, None, PROMPT, None, bad).expect_err("refused");
+        let error =
+            turn_invocation(role, None, &Tools::none(), PROMPT, None, bad).expect_err("refused");
         error.to_string()
     })
     .collect();
@@ -290,6 +306,7 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
     let error = turn_invocation(
         &role(Executor::ClaudeCode),
         None,
+        &Tools::none(),
         PROMPT,
         None,
         Session {
@@ -305,7 +322,7 @@ fn a_turn_refuses_a_bad_session_id_for_every_executor() {
 fn gemini_writes_its_settings_then_reads_the_system_text_and_prompt_on_stdin() {
     let bare = role(Executor::Gemini);
     // On its own: no authentication method chosen, the role's variables pick one.
-    assert_snapshot!(invocation(&bare, None, PROMPT, None), @r#"mkdir -p "$HOME"/.gemini && printf '%s\n' '{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":4},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}' > "$HOME"/.gemini/settings.json && gemini --output-format stream-json --approval-mode yolo --skip-trust < /in/.agent/prompt.md"#);
+    assert_snapshot!(invocation(&bare, None, &Tools::none(), PROMPT, None), @r#"mkdir -p "$HOME"/.gemini && printf '%s\n' '{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":4},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}' > "$HOME"/.gemini/settings.json && gemini --output-format stream-json --approval-mode yolo --skip-trust < /in/.agent/prompt.md"#);
 
     let full = Role {
         model: Some("gemini-2.5-pro".to_owned()),
@@ -317,14 +334,16 @@ fn gemini_writes_its_settings_then_reads_the_system_text_and_prompt_on_stdin() {
         ..role(Executor::Gemini)
     };
     // Through the gateway: the API key method, with GOOGLE_GEMINI_BASE_URL read by the CLI.
-    assert_snapshot!(invocation(&full, Some(ModelApi::Gemini), PROMPT, Some(SYSTEM)), @r#"mkdir -p "$HOME"/.gemini && printf '%s\n' '{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":2},"privacy":{"usageStatisticsEnabled":false},"security":{"auth":{"selectedType":"gemini-api-key"}},"telemetry":{"enabled":false}}' > "$HOME"/.gemini/settings.json && { cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | gemini --output-format stream-json --approval-mode yolo --skip-trust --model gemini-2.5-pro --include-directories '/in/docs and notes'"#);
+    assert_snapshot!(invocation(&full, Some(ModelApi::Gemini), &Tools::none(), PROMPT, Some(SYSTEM)), @r#"mkdir -p "$HOME"/.gemini && printf '%s\n' '{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":2},"privacy":{"usageStatisticsEnabled":false},"security":{"auth":{"selectedType":"gemini-api-key"}},"telemetry":{"enabled":false}}' > "$HOME"/.gemini/settings.json && { cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | gemini --output-format stream-json --approval-mode yolo --skip-trust --model gemini-2.5-pro --include-directories '/in/docs and notes'"#);
     assert_snapshot!(turn(&full, Some(SYSTEM), Some(SESSION)), @r#"mkdir -p "$HOME"/.gemini && printf '%s\n' '{"general":{"enableAutoUpdate":false,"enableAutoUpdateNotification":false,"maxAttempts":2},"privacy":{"usageStatisticsEnabled":false},"telemetry":{"enabled":false}}' > "$HOME"/.gemini/settings.json && gemini --output-format stream-json --approval-mode yolo --skip-trust --model gemini-2.5-pro --resume 40e7b02d-9a3c-4b5e-8f1a-2c6d7e8f9a0b --include-directories '/in/docs and notes' < /in/.agent/prompt.md"#);
     // At most the 10 attempts the CLI accepts.
     let patient = Role {
         max_retries: Some(20),
         ..full
     };
-    assert!(invocation(&patient, None, PROMPT, None).contains("\"maxAttempts\":10"));
+    assert!(
+        invocation(&patient, None, &Tools::none(), PROMPT, None).contains("\"maxAttempts\":10")
+    );
     assert_eq!(
         patient.cli_environment(),
         [("GEMINI_TELEMETRY_ENABLED".to_owned(), "false".to_owned())]
@@ -335,18 +354,18 @@ fn gemini_writes_its_settings_then_reads_the_system_text_and_prompt_on_stdin() {
 fn copilot_runs_on_the_gateway_in_its_api_s_terms_and_prints_its_usage_file() {
     let bare = role(Executor::Copilot);
     // On its own: no provider variables, the role signs in its own way.
-    assert_snapshot!(invocation(&bare, None, PROMPT, None), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --usage-output-file "$HOME/.gatehouse/copilot-usage.json" < /in/.agent/prompt.md; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
+    assert_snapshot!(invocation(&bare, None, &Tools::none(), PROMPT, None), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --usage-output-file "$HOME/.gatehouse/copilot-usage.json" < /in/.agent/prompt.md; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
 
     let full = Role {
         model: Some("gpt-5".to_owned()),
         args: vec!["--add-dir".to_owned(), "/in/docs and notes".to_owned()],
         ..role(Executor::Copilot)
     };
-    assert_snapshot!(invocation(&full, Some(ModelApi::OpenAi), PROMPT, Some(SYSTEM)), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && { cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | COPILOT_OFFLINE=true COPILOT_PROVIDER_TYPE=openai COPILOT_PROVIDER_WIRE_API=responses COPILOT_PROVIDER_BASE_URL="${OPENAI_BASE_URL}" COPILOT_PROVIDER_API_KEY="${OPENAI_API_KEY}" copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --model gpt-5 --add-dir '/in/docs and notes' --usage-output-file "$HOME/.gatehouse/copilot-usage.json"; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
-    assert_snapshot!(invocation(&full, Some(ModelApi::Anthropic), AWKWARD, None), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && COPILOT_OFFLINE=true COPILOT_PROVIDER_TYPE=anthropic COPILOT_PROVIDER_BASE_URL="${ANTHROPIC_BASE_URL}" COPILOT_PROVIDER_API_KEY="${ANTHROPIC_API_KEY}" copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --model gpt-5 --add-dir '/in/docs and notes' --usage-output-file "$HOME/.gatehouse/copilot-usage.json" < "/in/.agent/it's \"the\" prompt "'$HOME.md'; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
+    assert_snapshot!(invocation(&full, Some(ModelApi::OpenAi), &Tools::none(), PROMPT, Some(SYSTEM)), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && { cat /in/.agent/system.md; printf '\n\n'; cat /in/.agent/prompt.md; } | COPILOT_OFFLINE=true COPILOT_PROVIDER_TYPE=openai COPILOT_PROVIDER_WIRE_API=responses COPILOT_PROVIDER_BASE_URL="${OPENAI_BASE_URL}" COPILOT_PROVIDER_API_KEY="${OPENAI_API_KEY}" copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --model gpt-5 --add-dir '/in/docs and notes' --usage-output-file "$HOME/.gatehouse/copilot-usage.json"; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
+    assert_snapshot!(invocation(&full, Some(ModelApi::Anthropic), &Tools::none(), AWKWARD, None), @r#"mkdir -p "$HOME/.gatehouse" && rm -f "$HOME/.gatehouse/copilot-usage.json" && COPILOT_OFFLINE=true COPILOT_PROVIDER_TYPE=anthropic COPILOT_PROVIDER_BASE_URL="${ANTHROPIC_BASE_URL}" COPILOT_PROVIDER_API_KEY="${ANTHROPIC_API_KEY}" copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --model gpt-5 --add-dir '/in/docs and notes' --usage-output-file "$HOME/.gatehouse/copilot-usage.json" < "/in/.agent/it's \"the\" prompt "'$HOME.md'; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#);
     // A turn: the previous usage file is kept and printed first, for the difference.
     assert_snapshot!(
-        turn_invocation(&full, Some(ModelApi::OpenAi), PROMPT, Some(SYSTEM), Session { resume: Some(SESSION), transcript_file: None })
+        turn_invocation(&full, Some(ModelApi::OpenAi), &Tools::none(), PROMPT, Some(SYSTEM), Session { resume: Some(SESSION), transcript_file: None })
             .expect("a valid id"),
         @r#"mkdir -p "$HOME/.gatehouse" && { cp "$HOME/.gatehouse/copilot-usage.json" "$HOME/.gatehouse/copilot-usage.before.json" 2>/dev/null || rm -f "$HOME/.gatehouse/copilot-usage.before.json"; } && COPILOT_OFFLINE=true COPILOT_PROVIDER_TYPE=openai COPILOT_PROVIDER_WIRE_API=responses COPILOT_PROVIDER_BASE_URL="${OPENAI_BASE_URL}" COPILOT_PROVIDER_API_KEY="${OPENAI_API_KEY}" copilot --output-format json --allow-all --no-ask-user --no-auto-update --disable-client-telemetry --model gpt-5 --resume 40e7b02d-9a3c-4b5e-8f1a-2c6d7e8f9a0b --add-dir '/in/docs and notes' --usage-output-file "$HOME/.gatehouse/copilot-usage.json" < /in/.agent/prompt.md; status=$?; if [ -s "$HOME/.gatehouse/copilot-usage.before.json" ]; then printf '{"type":"gatehouse.copilot_usage_before","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.before.json"; printf '}\n'; fi; if [ -s "$HOME/.gatehouse/copilot-usage.json" ]; then printf '{"type":"gatehouse.copilot_usage","data":'; tr -d '\n\r' < "$HOME/.gatehouse/copilot-usage.json"; printf '}\n'; fi; exit $status"#
     );

@@ -1,5 +1,6 @@
 //! Command lines and role checks of executor `acp`: the shim, its options, the agent's argv.
 
+use gatehouse_agent::Tools;
 use gatehouse_agent::{Executor, Role, RoleError, Session, invocation, turn_invocation};
 use insta::assert_snapshot;
 
@@ -18,14 +19,14 @@ fn agent(argv: &[&str]) -> Role {
 #[test]
 fn the_shim_runs_the_agents_argv_after_its_own_options() {
     let opencode = agent(&["opencode", "acp", "--pure"]);
-    assert_snapshot!(invocation(&opencode, None, PROMPT, None), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file /in/.agent/prompt.md -- opencode acp --pure"#);
+    assert_snapshot!(invocation(&opencode, None, &Tools::none(), PROMPT, None), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file /in/.agent/prompt.md -- opencode acp --pure"#);
 
     let gemini = Role {
         model: Some("gemini-2.5-flash".to_owned()),
         args: vec!["--mode".to_owned(), "yolo".to_owned()],
         ..agent(&["gemini", "--acp", "-m", "{model}", "$(rm -rf /)"])
     };
-    assert_snapshot!(invocation(&gemini, None, AWKWARD, Some(SYSTEM)), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file "/in/.agent/it's \"the\" prompt "'$HOME.md' --system-file /in/.agent/system.md --mode yolo -- gemini --acp -m gemini-2.5-flash '$(rm -rf /)'"#);
+    assert_snapshot!(invocation(&gemini, None, &Tools::none(), AWKWARD, Some(SYSTEM)), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file "/in/.agent/it's \"the\" prompt "'$HOME.md' --system-file /in/.agent/system.md --mode yolo -- gemini --acp -m gemini-2.5-flash '$(rm -rf /)'"#);
 }
 
 #[test]
@@ -35,15 +36,15 @@ fn a_turn_resumes_the_session_with_the_transcript_to_fall_back_on() {
         resume: Some("ses_db1bf70dfffe5q5c2rCyKkGgWn"),
         transcript_file: Some(TRANSCRIPT),
     };
-    assert_snapshot!(turn_invocation(&role, None, PROMPT, Some(SYSTEM), session).unwrap(), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file /in/.agent/prompt.md --system-file /in/.agent/system.md --resume ses_db1bf70dfffe5q5c2rCyKkGgWn --transcript-file /in/.agent/transcript.jsonl -- gemini --acp"#);
+    assert_snapshot!(turn_invocation(&role, None, &Tools::none(), PROMPT, Some(SYSTEM), session).unwrap(), @r#"exec "${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}" --prompt-file /in/.agent/prompt.md --system-file /in/.agent/system.md --resume ses_db1bf70dfffe5q5c2rCyKkGgWn --transcript-file /in/.agent/transcript.jsonl -- gemini --acp"#);
     // The first turn has a transcript too, but nothing to resume.
     let first = Session {
         resume: None,
         transcript_file: Some(TRANSCRIPT),
     };
     assert_eq!(
-        turn_invocation(&role, None, PROMPT, None, first).unwrap(),
-        invocation(&role, None, PROMPT, None)
+        turn_invocation(&role, None, &Tools::none(), PROMPT, None, first).unwrap(),
+        invocation(&role, None, &Tools::none(), PROMPT, None)
     );
     assert!(Executor::Acp.reads_transcript());
     assert_eq!(Executor::Acp.session_files(), None);
@@ -67,7 +68,7 @@ fn the_shim_and_the_agent_get_what_the_shell_expands() {
         model: Some("it's a model".to_owned()),
         ..agent(&["my agent", "--model={model}", "$HOME"])
     };
-    let line = invocation(&role, None, AWKWARD, None);
+    let line = invocation(&role, None, &Tools::none(), AWKWARD, None);
     let out = std::process::Command::new("sh")
         .arg("-c")
         .arg(&line)

@@ -17,6 +17,7 @@
 //! each call's stdout there (the source of tests/fixtures/{gemini,copilot}_*.jsonl).
 #![cfg(unix)]
 
+use gatehouse_agent::Tools;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -111,15 +112,22 @@ impl Setup {
     fn twice(&self, role: &Role, api: ModelApi, name: &str) -> (Trace, Trace) {
         let home = tempfile::tempdir().expect("home");
         let (prompt, system) = (self.file("prompt.md"), self.file("system.md"));
-        let first = invocation(role, Some(api), &prompt, Some(&system));
+        let first = invocation(role, Some(api), &Tools::none(), &prompt, Some(&system));
         let first = self.run(role, api, home.path(), &first, &format!("{name}_first"));
         let id = first.session_id.clone().expect("a session id");
         let session = Session {
             resume: Some(&id),
             transcript_file: None,
         };
-        let turn =
-            turn_invocation(role, Some(api), &prompt, Some(&system), session).expect("a valid id");
+        let turn = turn_invocation(
+            role,
+            Some(api),
+            &Tools::none(),
+            &prompt,
+            Some(&system),
+            session,
+        )
+        .expect("a valid id");
         let second = self.run(role, api, home.path(), &turn, &format!("{name}_resumed"));
         (first, second)
     }

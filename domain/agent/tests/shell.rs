@@ -2,6 +2,7 @@
 //! so the quoting is checked by the shell itself, not by reading it.
 #![cfg(unix)]
 
+use gatehouse_agent::Tools;
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -108,6 +109,7 @@ fn claude_code_gets_the_system_text_as_an_argument_and_the_prompt_on_stdin() {
     let output = scratch.run(&invocation(
         &role(Executor::ClaudeCode),
         None,
+        &Tools::none(),
         &prompt,
         Some(&system),
     ));
@@ -127,6 +129,7 @@ fn codex_reads_the_system_text_then_the_prompt_from_stdin() {
     let output = scratch.run(&invocation(
         &role(Executor::Codex),
         None,
+        &Tools::none(),
         &prompt,
         Some(&system),
     ));
@@ -136,7 +139,13 @@ fn codex_reads_the_system_text_then_the_prompt_from_stdin() {
          [--dangerously-bypass-approvals-and-sandbox]\n[--extra]\n[a 'b' \"c\"]\n[-]\n\
          stdin:Be brief.\n\nFix it.\n"
     );
-    let without_system = scratch.run(&invocation(&role(Executor::Codex), None, &prompt, None));
+    let without_system = scratch.run(&invocation(
+        &role(Executor::Codex),
+        None,
+        &Tools::none(),
+        &prompt,
+        None,
+    ));
     assert!(
         without_system.ends_with("[-]\nstdin:Fix it.\n"),
         "{without_system}"
@@ -161,7 +170,13 @@ fn command_gets_its_placeholders_filled_as_single_arguments() {
         args: Vec::new(),
         ..role(Executor::Command)
     };
-    let output = scratch.run(&invocation(&role, None, &prompt, Some(&system)));
+    let output = scratch.run(&invocation(
+        &role,
+        None,
+        &Tools::none(),
+        &prompt,
+        Some(&system),
+    ));
     assert_eq!(
         output,
         format!("[--prompt={prompt}]\n[{system}]\n[the model]\n[$(echo not run)]\nstdin:")
@@ -180,6 +195,7 @@ fn claude_code_turn_resumes_the_session_with_the_system_text_and_the_prompt_on_s
     let command = turn_invocation(
         &role(Executor::ClaudeCode),
         None,
+        &Tools::none(),
         &prompt,
         Some(&system),
         session,
@@ -208,6 +224,7 @@ fn codex_turn_resumes_after_the_exec_options_with_only_the_prompt_on_stdin() {
     let command = turn_invocation(
         &role(Executor::Codex),
         None,
+        &Tools::none(),
         &prompt,
         Some(&system),
         session,
@@ -244,14 +261,15 @@ fn command_turn_gets_the_transcript_file_as_one_argument() {
         resume: Some(SESSION),
         transcript_file: Some(&transcript),
     };
-    let command = turn_invocation(&role, None, &prompt, None, session).expect("a valid session id");
+    let command = turn_invocation(&role, None, &Tools::none(), &prompt, None, session)
+        .expect("a valid session id");
     assert_eq!(
         scratch.run(&command),
         format!("[--transcript={transcript}]\n[{transcript}]\n[{prompt}]\nstdin:")
     );
     // A node has no conversation: the placeholder is an empty argument, not a missing one.
     assert_eq!(
-        scratch.run(&invocation(&role, None, &prompt, None)),
+        scratch.run(&invocation(&role, None, &Tools::none(), &prompt, None)),
         format!("[--transcript=]\n[]\n[{prompt}]\nstdin:")
     );
 }
@@ -264,6 +282,7 @@ fn gemini_gets_its_settings_file_and_the_system_text_then_the_prompt_on_stdin() 
     let command = invocation(
         &role(Executor::Gemini),
         Some(ModelApi::Gemini),
+        &Tools::none(),
         &prompt,
         Some(&system),
     );
@@ -284,7 +303,7 @@ fn gemini_gets_its_settings_file_and_the_system_text_then_the_prompt_on_stdin() 
     assert_eq!(settings["privacy"]["usageStatisticsEnabled"], false);
     assert_eq!(settings["general"]["maxAttempts"], 4);
     // Rewritten every call: without the gateway no method is chosen.
-    let own = invocation(&role(Executor::Gemini), None, &prompt, None);
+    let own = invocation(&role(Executor::Gemini), None, &Tools::none(), &prompt, None);
     scratch.run_at_home(&own, &[]);
     let settings =
         fs::read_to_string(scratch.0.join("home/.gemini/settings.json")).expect("settings");
@@ -314,7 +333,13 @@ fn copilot_reads_the_gateway_at_run_time_and_its_usage_follows_its_output() {
         ("OPENAI_API_KEY", "it's $(token)"),
     ];
     let role = role(Executor::Copilot);
-    let first = invocation(&role, Some(ModelApi::OpenAi), &prompt, Some(&system));
+    let first = invocation(
+        &role,
+        Some(ModelApi::OpenAi),
+        &Tools::none(),
+        &prompt,
+        Some(&system),
+    );
     let (code, output) = scratch.run_at_home(&first, &vars);
     // Copilot's exit code is the command line's, after the usage line.
     assert_eq!(code, Some(3), "{first}");
@@ -330,6 +355,7 @@ fn copilot_reads_the_gateway_at_run_time_and_its_usage_follows_its_output() {
     let turn = turn_invocation(
         &role,
         Some(ModelApi::OpenAi),
+        &Tools::none(),
         &prompt,
         Some(&system),
         session,
@@ -361,7 +387,13 @@ fn pi_gets_a_models_file_naming_the_key_variable_and_the_gateway_address() {
         model: Some("claude's \"model\"".to_owned()),
         ..Role::new(Executor::Pi)
     };
-    let line = invocation(&role, Some(ModelApi::Anthropic), &prompt, Some(&system));
+    let line = invocation(
+        &role,
+        Some(ModelApi::Anthropic),
+        &Tools::none(),
+        &prompt,
+        Some(&system),
+    );
     let (code, stdout) = scratch.run_at_home(
         &line,
         &[
@@ -408,7 +440,13 @@ fn aider_reads_the_system_text_then_the_prompt_and_the_gateway_address() {
         model: Some("gpt's \"model\"".to_owned()),
         ..Role::new(Executor::Aider)
     };
-    let line = invocation(&role, Some(ModelApi::OpenAi), &prompt, Some(&system));
+    let line = invocation(
+        &role,
+        Some(ModelApi::OpenAi),
+        &Tools::none(),
+        &prompt,
+        Some(&system),
+    );
     let (code, stdout) = scratch.run_at_home(
         &line,
         &[

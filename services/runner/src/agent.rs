@@ -1,6 +1,7 @@
 //! Agent nodes: the role's coding-agent CLI, run in the sandbox like a script, on a prompt
 //! rendered from the node's template; afterwards its report gives the tokens and cost.
 
+use gatehouse_agent::Tools;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -62,6 +63,7 @@ pub(crate) fn prepare(
     Ok(invocation(
         role,
         api,
+        &Tools::none(),
         &seen("prompt.md"),
         system.as_ref().map(|_| seen("system.md")).as_deref(),
     ))

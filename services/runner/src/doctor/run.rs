@@ -5,6 +5,7 @@
 //! the CLI's version, for an ACP agent its name and protocol, the tools it called, the
 //! model's answer, the usage the gateway metered, or the one line saying why it failed.
 
+use gatehouse_agent::Tools;
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
@@ -104,7 +105,7 @@ pub(super) async fn check(
     job.script = format!(
         "{}\n{}",
         version_step(role),
-        invocation(role, api, &prompt_seen, None)
+        invocation(role, api, &Tools::none(), &prompt_seen, None)
     );
 
     let started = Instant::now();

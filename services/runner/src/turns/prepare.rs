@@ -5,6 +5,7 @@
 //! a copy thrown away afterwards. All of it before a process runs; what cannot be
 //! prepared fails the attempt, saying why.
 
+use gatehouse_agent::Tools;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -122,6 +123,7 @@ impl Turns {
         sandbox.script = turn_invocation(
             role,
             reach.as_ref().and_then(Reach::model_api),
+            &Tools::none(),
             &seen("prompt.md"),
             system.as_deref(),
             session,
