@@ -1,13 +1,12 @@
 //! Agent nodes: the role's coding-agent CLI, run in the sandbox like a script, on a prompt
 //! rendered from the node's template; afterwards its report gives the tokens and cost.
 
-use gatehouse_agent::Tools;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use gatehouse_agent::{
-    ModelApi, ModelUsage, PriceTable, PromptContext, Report, Role, cost, invocation, parse_report,
-    render_prompt,
+    ModelApi, ModelUsage, PriceTable, PromptContext, Report, Role, Tools, cost, invocation,
+    parse_report, render_prompt,
 };
 use gatehouse_events::{AgentSpec, NodeDispatch};
 use gatehouse_sandbox::untrusted;
@@ -22,21 +21,16 @@ const INPUT_TEXT_LIMIT: u64 = 64 * 1024;
 /// The end of the CLI's output kept for its report.
 pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
 
-/// Renders the prompt over what the node knows (the run's requirement and project, as its
-/// scope read them) and writes it (and the role's system text) where the sandbox reads
-/// them. Returns the command to run, written for the API `api` when the model requests go
-/// through the gateway. `inputs_seen` is the inputs directory as the sandbox
-/// shows it to the script.
-pub(crate) fn prepare(
+/// What the node knows, as its prompt template and Gatehouse's tools read it: the run's
+/// requirement and project (as its scope read them), its parameters, the upstream
+/// artifacts' texts under `inputs` and a reviewer's comment.
+pub(crate) fn context(
     job: &NodeDispatch,
     agent: &AgentSpec,
-    role: &Role,
-    api: Option<ModelApi>,
     scope: &RunScope,
     inputs: &Path,
-    inputs_seen: &str,
-) -> Result<String, String> {
-    let context = PromptContext {
+) -> PromptContext {
+    PromptContext {
         requirement: scope.prompt_requirement(),
         project: scope.prompt_project(),
         params: agent.work.params.clone(),
@@ -45,9 +39,45 @@ pub(crate) fn prepare(
         run_id: job.run_id.to_string(),
         node: job.node.clone(),
         attempt: job.attempt,
-    };
+    }
+}
+
+/// `get_requirement`'s answer: the requirement and project of `context`, and where in the
+/// run the agent is.
+pub(crate) fn requirement_json(context: &PromptContext) -> serde_json::Value {
+    serde_json::json!({
+        "requirement": context.requirement,
+        "project": context.project,
+        "run_id": context.run_id,
+        "node": context.node,
+        "attempt": context.attempt,
+    })
+}
+
+/// `get_inputs`'s answer: the parameters, upstream texts and rework comment of `context`.
+pub(crate) fn inputs_json(context: &PromptContext) -> serde_json::Value {
+    serde_json::json!({
+        "params": context.params,
+        "inputs": context.inputs,
+        "rework_comment": context.rework_comment,
+    })
+}
+
+/// Renders the prompt over `context` and writes it (and the role's system text) where the
+/// sandbox reads them. Returns the command to run, written for the API `api` when the
+/// model requests go through the gateway, handing the CLI `tools`. `inputs_seen` is the
+/// inputs directory as the sandbox shows it to the script.
+pub(crate) fn prepare(
+    agent: &AgentSpec,
+    context: &PromptContext,
+    role: &Role,
+    api: Option<ModelApi>,
+    tools: &Tools,
+    inputs: &Path,
+    inputs_seen: &str,
+) -> Result<String, String> {
     let prompt =
-        render_prompt(&agent.prompt, &context).map_err(|e| format!("the prompt template: {e}"))?;
+        render_prompt(&agent.prompt, context).map_err(|e| format!("the prompt template: {e}"))?;
     let dir = inputs.join(AGENT_DIR);
     let write = |name: &str, text: &str| {
         std::fs::create_dir_all(&dir)
@@ -63,7 +93,7 @@ pub(crate) fn prepare(
     Ok(invocation(
         role,
         api,
-        &Tools::none(),
+        tools,
         &seen("prompt.md"),
         system.as_ref().map(|_| seen("system.md")).as_deref(),
     ))

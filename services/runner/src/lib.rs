@@ -35,6 +35,7 @@ mod files;
 mod git;
 mod gitdir;
 mod logs;
+mod mcp;
 mod network;
 mod observe;
 mod outcome;
