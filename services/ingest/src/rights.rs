@@ -212,7 +212,7 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
             | "/conversations/{id}/stop",
         )
         | ("DELETE", "/schedules/{name}") => Scope::Run,
-        ("POST", "/runs/{id}/gates/{node}/decision") => Scope::Decide,
+        ("POST", "/runs/{id}/gates/{node}/decision" | "/questions/{id}/answer") => Scope::Decide,
         _ => Scope::Admin,
     }
 }
