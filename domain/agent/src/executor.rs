@@ -149,6 +149,7 @@ pub(crate) struct Call<'a> {
     /// the sandbox has; `None` when the CLI reaches its model on its own.
     pub(crate) api: Option<ModelApi>,
     /// The MCP servers, permission tool and skills to hand the CLI.
+    #[allow(dead_code, reason = "read as the executors learn to hand them over")]
     pub(crate) tools: &'a crate::tools::Tools,
 }
 
