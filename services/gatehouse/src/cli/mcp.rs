@@ -32,7 +32,7 @@ use rmcp::model::{
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::OnceCell;
 
 use crate::cli::client::Client;
@@ -127,7 +127,7 @@ impl ServerHandler for Tools {
                 None,
             ));
         };
-        let arguments = Value::Object(request.arguments.unwrap_or_else(Map::new));
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
         let answer = match spec.call(&self.client, arguments).await {
             Ok(answer) => answer,
             Err(failure) => Answer::failed(&failure),
