@@ -229,6 +229,7 @@ fn routes() -> Vec<Route> {
             Nothing,
         ),
         route(Method::GET, "/tokens", "/tokens", None, Nothing),
+        route(Method::GET, "/whoami", "/whoami", None, Nothing),
         route(
             Method::DELETE,
             "/tokens/{name}",

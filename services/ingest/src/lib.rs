@@ -105,6 +105,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/login-links", post(login_links::create))
         .route("/tokens", post(tokens::create).get(tokens::list))
         .route("/tokens/{name}", delete(tokens::revoke))
+        .route("/whoami", get(tokens::whoami))
         .route("/people", post(people::add).get(people::list))
         .route("/people/{id}", delete(people::remove))
         .route("/reports/usage", get(reports::usage))
