@@ -25,16 +25,15 @@ pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
 /// Renders the prompt over what the node knows (the run's requirement and project, as its
 /// scope read them) and writes it (and the role's system text) where the sandbox reads
 /// them. Returns the command to run, written for the API `api` when the model requests go
-/// through the gateway. `inputs_seen` is the inputs directory as the sandbox
-/// shows it to the script.
+/// through the gateway, handing the CLI `tools` (its MCP servers). `inputs_seen` is the
+/// inputs directory as the sandbox shows it to the script.
 pub(crate) fn prepare(
     job: &NodeDispatch,
     agent: &AgentSpec,
     role: &Role,
-    api: Option<ModelApi>,
+    (api, tools): (Option<ModelApi>, &Tools),
     scope: &RunScope,
-    inputs: &Path,
-    inputs_seen: &str,
+    (inputs, inputs_seen): (&Path, &str),
 ) -> Result<String, String> {
     let context = PromptContext {
         requirement: scope.prompt_requirement(),
@@ -63,7 +62,7 @@ pub(crate) fn prepare(
     Ok(invocation(
         role,
         api,
-        &Tools::none(),
+        tools,
         &seen("prompt.md"),
         system.as_ref().map(|_| seen("system.md")).as_deref(),
     ))

@@ -122,7 +122,18 @@ impl<'a> Attempt<'a> {
             }
             let seen = sandbox.inputs_seen();
             let api = reach.as_ref().and_then(Reach::model_api);
-            match agent::prepare(job, agent, role, api, scope, &sandbox.inputs, &seen) {
+            let tools = match self
+                .nodes
+                .runner
+                .options
+                .mcp
+                .tools(role, &scope.workspace.project)
+            {
+                Ok(tools) => tools,
+                Err(reason) => return Ok(Err(reason)),
+            };
+            let files = (sandbox.inputs.as_path(), seen.as_str());
+            match agent::prepare(job, agent, role, (api, &tools), scope, files) {
                 Ok(script) => sandbox.script = script,
                 Err(reason) => return Ok(Err(reason)),
             }

@@ -5,7 +5,6 @@
 //! a copy thrown away afterwards. All of it before a process runs; what cannot be
 //! prepared fails the attempt, saying why.
 
-use gatehouse_agent::Tools;
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::time::Duration;
@@ -120,10 +119,15 @@ impl Turns {
             resume: turn.resume,
             transcript_file: transcript.as_deref(),
         };
+        let tools = self
+            .runner
+            .options
+            .mcp
+            .tools(role, &job.workspace.project)?;
         sandbox.script = turn_invocation(
             role,
             reach.as_ref().and_then(Reach::model_api),
-            &Tools::none(),
+            &tools,
             &seen("prompt.md"),
             system.as_deref(),
             session,
