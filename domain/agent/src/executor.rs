@@ -14,6 +14,7 @@ mod command;
 mod copilot;
 mod gemini;
 mod kilo;
+mod mcp_servers;
 mod opencode;
 mod pi;
 
@@ -98,6 +99,12 @@ impl Executor {
         self.cli().session_files()
     }
 
+    /// Whether its CLI can be handed MCP servers ([`crate::Tools::mcp`]); pi, aider and a
+    /// program of the role's own cannot, and a role naming `mcp` on them is refused.
+    pub fn takes_mcp(self) -> bool {
+        self.cli().takes_mcp()
+    }
+
     /// Whether a turn gives it the conversation so far as a file (`{transcript_file}`)
     /// rather than resuming a session of its own.
     pub fn reads_transcript(self) -> bool {
@@ -149,7 +156,6 @@ pub(crate) struct Call<'a> {
     /// the sandbox has; `None` when the CLI reaches its model on its own.
     pub(crate) api: Option<ModelApi>,
     /// The MCP servers, permission tool and skills to hand the CLI.
-    #[allow(dead_code, reason = "read as the executors learn to hand them over")]
     pub(crate) tools: &'a crate::tools::Tools,
 }
 
@@ -183,6 +189,11 @@ pub(crate) trait Cli: Sync {
                 executor: role.executor,
             })
         }
+    }
+
+    /// Whether it can be handed MCP servers; its command line hands it `call.tools.mcp`.
+    fn takes_mcp(&self) -> bool {
+        true
     }
 
     /// Where it keeps the sessions it resumes.

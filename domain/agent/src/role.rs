@@ -79,6 +79,11 @@ pub struct Role {
     /// saying so. A dollar budget needs the role's `model` priced in `[pricing]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::limit::Limit>,
+    /// The `[mcp.NAME]` servers this role's CLI gets, beside its project's and Gatehouse's
+    /// own: their tools appear to the agent as `mcp__<NAME>__<tool>` (in Claude Code's
+    /// terms). Executors `pi`, `aider` and `command` cannot be handed MCP servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 /// The retries a role's CLI makes of a failed model request unless `max_retries` says:
@@ -176,6 +181,16 @@ pub enum RoleError {
         /// What the role said.
         given: u32,
     },
+    /// A bad `mcp` list: a malformed, reserved or repeated name.
+    #[error("`mcp`: {0}")]
+    Mcp(#[from] crate::mcp::McpError),
+    /// `mcp` on an executor whose CLI takes no MCP servers.
+    #[error(
+        "`mcp` names servers, but executor \"{executor}\" cannot be handed MCP servers; remove \
+         `mcp`, or use an executor that can (claude-code, codex, gemini, copilot, opencode, \
+         kilo, acp)"
+    )]
+    McpNotSupported { executor: Executor },
     /// A NUL character, which no command-line argument or prompt file can carry.
     #[error("`{field}` contains a NUL character; remove it")]
     Nul {
@@ -206,6 +221,7 @@ impl Role {
             askable: false,
             ask_secrets: false,
             budget: None,
+            mcp: Vec::new(),
         }
     }
 
@@ -262,6 +278,12 @@ impl Role {
         {
             return Err(RoleError::ModelNotAllowed {
                 model: model.clone(),
+            });
+        }
+        crate::mcp::check_mcp_list(&self.mcp)?;
+        if !self.mcp.is_empty() && !self.executor.takes_mcp() {
+            return Err(RoleError::McpNotSupported {
+                executor: self.executor,
             });
         }
         self.executor.cli().check(self)

@@ -52,6 +52,10 @@ pub struct ProjectConfig {
     /// place of `[budget] daily`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daily_budget: Option<gatehouse_agent::Limit>,
+    /// The `[mcp.NAME]` servers every agent working on this project gets, beside its
+    /// role's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 /// One repository of a project.

@@ -56,6 +56,7 @@ mod turns;
 pub use budgets::{Budgets, ProjectBudget};
 pub use deliver::Deliverer;
 pub use doctor::{Check, Checkup, Finding, Outcome};
+pub use mcp::McpServers;
 pub use runner::{HOME_LIMIT, Runner, RunnerOptions};
 
 use std::sync::Arc;

@@ -16,15 +16,17 @@
 mod ask;
 mod attempt;
 mod server;
+mod servers;
 #[cfg(test)]
 mod tests;
 mod tools;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Mutex};
 
 pub(crate) use attempt::{ASK_TIMEOUT, AttemptTools};
 pub(crate) use server::serve;
+pub use servers::McpServers;
 
 /// The path Gatehouse's own server is served at.
 pub(crate) const GATEHOUSE_PATH: &str = "/mcp/gatehouse";
@@ -37,13 +39,28 @@ pub(crate) const TOKEN_VAR: &str = "GATEHOUSE_TOOLS_TOKEN";
 /// The prefix of every tools token, so one found in a log is recognised.
 const TOKEN_PREFIX: &str = "gh-tools-";
 
-/// The attempts the runner serves tools to, by token.
+/// The attempts the runner serves tools to, by token, and the remote `[mcp.NAME]`
+/// servers it forwards them to.
 #[derive(Default, Clone)]
 pub(crate) struct Desk {
     attempts: Arc<Mutex<HashMap<String, Arc<AttemptTools>>>>,
+    remotes: Arc<BTreeMap<String, Arc<gatehouse_gateway::RemoteMcp>>>,
 }
 
 impl Desk {
+    /// A desk forwarding to `remotes` (by name), the secrets in them.
+    pub(crate) fn new(remotes: BTreeMap<String, Arc<gatehouse_gateway::RemoteMcp>>) -> Self {
+        Self {
+            attempts: Arc::default(),
+            remotes: Arc::new(remotes),
+        }
+    }
+
+    /// The remote server `name`'s forwarder.
+    pub(crate) fn remote(&self, name: &str) -> Option<&Arc<gatehouse_gateway::RemoteMcp>> {
+        self.remotes.get(name)
+    }
+
     /// Serves `attempt` under a fresh token until the returned ticket is dropped.
     pub(crate) fn open(&self, attempt: Arc<AttemptTools>) -> Ticket {
         let token = format!(
@@ -96,9 +113,35 @@ impl Drop for Ticket {
     }
 }
 
+/// The MCP servers an attempt's CLI gets: Gatehouse's own first when the sandbox reaches
+/// the runner's tools (`served`), then `configured`, the role's and project's. A CLI that
+/// takes no MCP servers gets none of them.
+pub(crate) fn with_gatehouse(
+    role: &gatehouse_agent::Role,
+    configured: gatehouse_agent::Tools,
+    served: bool,
+) -> gatehouse_agent::Tools {
+    let mut tools = configured;
+    if served && role.executor.takes_mcp() {
+        tools.mcp.insert(0, server_entry());
+    }
+    tools
+}
+
+/// The names of the remote servers among `tools`, which the attempt may reach through the
+/// runner.
+pub(crate) fn remote_names(tools: &gatehouse_agent::Tools) -> Vec<String> {
+    tools
+        .mcp
+        .iter()
+        .filter(|server| matches!(server.transport, gatehouse_agent::McpTransport::Http { .. }))
+        .map(|server| server.name.clone())
+        .collect()
+}
+
 /// Gatehouse's server as a CLI reaches it from the sandbox: streamable HTTP at the tools'
 /// address, with the attempt's token.
-pub(crate) fn server_entry() -> gatehouse_agent::McpServer {
+fn server_entry() -> gatehouse_agent::McpServer {
     gatehouse_agent::McpServer {
         name: SERVER_NAME.to_owned(),
         transport: gatehouse_agent::McpTransport::Http {

@@ -142,12 +142,14 @@ pub(crate) struct Wants<'a> {
 
 impl Network {
     /// Binds the sockets under `dir` and loopback ports and serves the gateway (fronting
-    /// `providers`) and the egress proxy until `shutdown`. `relay`: the static relay
-    /// binary for isolated sandboxes.
+    /// `providers`), the egress proxy and Gatehouse's tools (forwarding to the remote MCP
+    /// servers `remotes`) until `shutdown`. `relay`: the static relay binary for isolated
+    /// sandboxes.
     pub(crate) async fn start(
         dir: &Path,
         providers: Vec<gatehouse_gateway::Provider>,
         relay: Option<PathBuf>,
+        remotes: std::collections::BTreeMap<String, Arc<gatehouse_gateway::RemoteMcp>>,
         shutdown: CancellationToken,
     ) -> Result<Self, String> {
         std::fs::create_dir_all(dir)
@@ -209,7 +211,7 @@ impl Network {
         let proxy = Egress::default();
         serve_egress(&proxy, egress_socket, &egress, &connections, &shutdown);
         serve_egress(&proxy, egress_tcp, &egress, &connections, &shutdown);
-        let desk = Desk::default();
+        let desk = Desk::new(remotes);
         crate::mcp::serve(&desk, tools_socket, &shutdown);
         crate::mcp::serve(&desk, tools_tcp, &shutdown);
         Ok(Self {

@@ -116,6 +116,7 @@ impl Runner {
             &dir,
             self.options.providers.clone(),
             self.options.relay.clone(),
+            self.options.mcp.remotes.clone(),
             shutdown.clone(),
         )
         .await

@@ -101,6 +101,11 @@ impl Cli for Pi {
         }
     }
 
+    /// It has no MCP client.
+    fn takes_mcp(&self) -> bool {
+        false
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

@@ -25,6 +25,9 @@ pub(crate) struct AttemptTools {
     /// The attempt's artifact directory on the runner's disk, which `publish_artifact`
     /// writes into; `None` for a turn, which has no artifacts.
     pub(crate) artifacts: Option<PathBuf>,
+    /// The remote `[mcp.NAME]` servers its role and project attach, which it may reach at
+    /// `/mcp/<NAME>`; no other.
+    pub(crate) remotes: Vec<String>,
     pub(crate) progress: Progress,
     /// How long a question may wait for a person.
     pub(crate) ask_timeout: Duration,

@@ -5,16 +5,17 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Request, State};
+use axum::extract::{Extension, Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use axum::routing::any;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
 
 use super::tools::{GatehouseTools, MAX_ARTIFACT_BYTES};
-use super::{Desk, GATEHOUSE_PATH};
+use super::{AttemptTools, Desk, GATEHOUSE_PATH};
 
 /// Who the events this module writes come from.
 pub(crate) const SOURCE: &str = "runner";
@@ -36,7 +37,52 @@ fn router(desk: Desk, shutdown: CancellationToken) -> Router {
     );
     Router::new()
         .nest_service(GATEHOUSE_PATH, gatehouse)
+        .route("/mcp/{name}", any(remote))
+        .route("/mcp/{name}/{*rest}", any(remote))
+        .with_state(desk.clone())
         .layer(axum::middleware::from_fn_with_state(desk, authorize))
+}
+
+/// A remote `[mcp.NAME]` server's request, forwarded with its secret if the attempt's role
+/// or project attaches it.
+async fn remote(
+    State(desk): State<Desk>,
+    Path(path): Path<Vec<(String, String)>>,
+    Extension(attempt): Extension<Arc<AttemptTools>>,
+    request: Request,
+) -> Response {
+    let name = path
+        .iter()
+        .find(|(key, _)| key == "name")
+        .map(|(_, value)| value.as_str())
+        .unwrap_or_default();
+    let rest = path
+        .iter()
+        .find(|(key, _)| key == "rest")
+        .map(|(_, value)| format!("/{value}"))
+        .unwrap_or_default();
+    match desk.remote(name) {
+        Some(server) if attempt.remotes.iter().any(|r| r == name) => {
+            server.forward(request, &rest).await.into_response()
+        }
+        _ => {
+            let attached = if attempt.remotes.is_empty() {
+                "none".to_owned()
+            } else {
+                attempt.remotes.join(", ")
+            };
+            (
+                StatusCode::NOT_FOUND,
+                axum::Json(serde_json::json!({
+                    "error": format!(
+                        "no MCP server `{}` is attached to this agent's role or project (remote servers attached: {attached})",
+                        name.escape_default()
+                    )
+                })),
+            )
+                .into_response()
+        }
+    }
 }
 
 /// Lets a request through with its attempt, or answers 401.

@@ -74,8 +74,23 @@ impl<'a> Attempt<'a> {
             }
             _ => None,
         };
+        // The role's and project's MCP servers, checked before anything runs.
+        let configured = match &role {
+            Some(role) => match self
+                .nodes
+                .runner
+                .options
+                .mcp
+                .tools(role, &scope.workspace.project)
+            {
+                Ok(tools) => tools,
+                Err(reason) => return Ok(Err(reason)),
+            },
+            None => Tools::none(),
+        };
         let tools = context.as_ref().map(|context| {
             Arc::new(AttemptTools {
+                remotes: mcp::remote_names(&configured),
                 owner: ConnectionOwner::Node {
                     run_id: job.run_id,
                     node: job.node.clone(),
@@ -153,14 +168,11 @@ impl<'a> Attempt<'a> {
             }
             let seen = sandbox.inputs_seen();
             let api = reach.as_ref().and_then(Reach::model_api);
-            let tools = Tools {
-                mcp: reach
-                    .as_ref()
-                    .filter(|r| r.has_tools())
-                    .map(|_| vec![mcp::server_entry()])
-                    .unwrap_or_default(),
-                ..Tools::none()
-            };
+            let tools = mcp::with_gatehouse(
+                role,
+                configured,
+                reach.as_ref().is_some_and(Reach::has_tools),
+            );
             match agent::prepare(agent, context, role, api, &tools, &sandbox.inputs, &seen) {
                 Ok(script) => sandbox.script = script,
                 Err(reason) => return Ok(Err(reason)),

@@ -10,7 +10,7 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_agent::{Role, Session, Tools, turn_invocation};
+use gatehouse_agent::{Role, Session, turn_invocation};
 use gatehouse_events::TurnDispatch;
 use gatehouse_sandbox::{Job, JobLabels, Profile};
 use gatehouse_store::ConnectionOwner;
@@ -65,7 +65,12 @@ impl Turns {
             None => (dirs.workspace(), conversation),
         };
         let attempt_dir = dirs.attempt(turn.seq, turn.attempt);
-        let tools = self.attempt_tools(job, turn);
+        let configured = self
+            .runner
+            .options
+            .mcp
+            .tools(role, &job.workspace.project)?;
+        let tools = self.attempt_tools(job, turn, mcp::remote_names(&configured));
         let reach = self.runner.reach(Wants {
             label: format!(
                 "conversation {} turn {} attempt {}",
@@ -124,14 +129,11 @@ impl Turns {
             resume: turn.resume,
             transcript_file: transcript.as_deref(),
         };
-        let tools = Tools {
-            mcp: reach
-                .as_ref()
-                .filter(|r| r.has_tools())
-                .map(|_| vec![mcp::server_entry()])
-                .unwrap_or_default(),
-            ..Tools::none()
-        };
+        let tools = mcp::with_gatehouse(
+            role,
+            configured,
+            reach.as_ref().is_some_and(Reach::has_tools),
+        );
         sandbox.script = turn_invocation(
             role,
             reach.as_ref().and_then(Reach::model_api),
@@ -154,7 +156,12 @@ impl Turns {
     /// What Gatehouse's tools act on for the turn's attempt. A turn has no artifacts, and
     /// its progress message already shows the agent's latest step (a `post_progress`
     /// call among them), so a note is only logged.
-    fn attempt_tools(&self, job: &TurnDispatch, turn: &Turn<'_>) -> Arc<AttemptTools> {
+    fn attempt_tools(
+        &self,
+        job: &TurnDispatch,
+        turn: &Turn<'_>,
+        remotes: Vec<String>,
+    ) -> Arc<AttemptTools> {
         let conversation = job.conversation_id;
         let project = Some(job.workspace.project.clone()).filter(|p| !p.is_empty());
         Arc::new(AttemptTools {
@@ -171,6 +178,7 @@ impl Turns {
             inputs: serde_json::json!({ "message": turn.text }),
             project,
             artifacts: None,
+            remotes,
             progress: Box::new(move |note| {
                 tracing::info!(%conversation, %note, "an agent's progress note");
             }),
