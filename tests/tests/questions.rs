@@ -13,6 +13,7 @@ use uuid::Uuid;
 on_both_backends!(
     a_question_is_answered_once_by_someone_who_may,
     the_inbox_shows_a_question_and_answers_it,
+    a_question_of_an_ended_run_waits_no_more,
 );
 
 /// `api`: leads approve its gates, and so answer its agents.
@@ -33,8 +34,13 @@ async fn token(gh: &Gatehouse, person: &str) -> String {
 
 /// A question the node `code` of a run of project `api` asks, as the runner stores it.
 async fn asked(gh: &Gatehouse, text: &str) -> Uuid {
+    asked_in(gh, Uuid::now_v7(), text).await
+}
+
+/// The same, asked in run `run`.
+async fn asked_in(gh: &Gatehouse, run: Uuid, text: &str) -> Uuid {
     let owner = ConnectionOwner::Node {
-        run_id: Uuid::now_v7(),
+        run_id: run,
         node: "code".to_owned(),
     };
     let mut tx = gh.db.store.begin().await.expect("tx");
@@ -158,5 +164,38 @@ async fn the_inbox_shows_a_question_and_answers_it(backend: Backend) {
     assert_eq!(stored.channel.as_deref(), Some("api"));
     let page = ana.get("/").await.expect_status(200);
     assert!(!page.html.contains("An agent asks"));
+    gh.stop().await;
+}
+
+async fn a_question_of_an_ended_run_waits_no_more(backend: Backend) {
+    let gh = hub(backend).await;
+    let ana = token(&gh, "ana").await;
+    let run = gh
+        .api_as(&ana)
+        .post("/runs", json!({"sop": "pair"}))
+        .await
+        .is(202)["run_id"]
+        .as_str()
+        .and_then(|id| id.parse::<Uuid>().ok())
+        .expect("a run id");
+    gh.wait_run(run, "waiting").await;
+    let id = asked_in(&gh, run, "Shall I go on?").await;
+    assert_eq!(
+        gh.api_as(&ana).get("/questions").await.is(200)[0]["id"],
+        id.to_string()
+    );
+    gh.api_as(&ana)
+        .post(&format!("/runs/{run}/cancel"), json!({}))
+        .await
+        .is(202);
+    gh.wait_run(run, "cancelled").await;
+    assert_eq!(gh.api_as(&ana).get("/questions").await.is(200), json!([]));
+    gh.api_as(&ana)
+        .post(
+            &format!("/questions/{id}/answer"),
+            json!({"answer": "approve"}),
+        )
+        .await
+        .refused(409, "no longer waits");
     gh.stop().await;
 }

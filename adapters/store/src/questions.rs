@@ -338,13 +338,24 @@ impl Store {
         stored.map(QuestionRow::try_from).transpose()
     }
 
-    /// The questions still waiting for someone, oldest first, at most `limit`.
+    /// The questions still waiting for someone, oldest first, at most `limit`: open, not
+    /// past their time (an attempt that died cannot mark its question expired), and not of
+    /// a run that has ended (nothing waits on it any more).
     pub async fn open_questions(&self, limit: i64) -> Result<Vec<QuestionRow>, StoreError> {
+        let columns = COLUMNS
+            .split(", ")
+            .map(|c| format!("q.{c}"))
+            .collect::<Vec<_>>()
+            .join(", ");
         let sql = format!(
-            "SELECT {COLUMNS} FROM questions WHERE status = 'open' ORDER BY asked_at, id LIMIT $1"
+            "SELECT {columns} FROM questions q LEFT JOIN runs r ON r.id = q.run_id
+             WHERE q.status = 'open' AND (q.expires_at IS NULL OR q.expires_at > $2)
+               AND (r.status IS NULL OR r.status NOT IN ('succeeded', 'failed', 'cancelled'))
+             ORDER BY q.asked_at, q.id LIMIT $1"
         );
+        let now = chrono::Utc::now();
         let stored: Vec<Stored> = with_pool!(self, pool => {
-            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(limit).fetch_all(pool).await?
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(limit).bind(now).fetch_all(pool).await?
         });
         stored.into_iter().map(QuestionRow::try_from).collect()
     }

@@ -46,6 +46,23 @@ pub(crate) async fn checked_answer(
     if !question.status.is_open() {
         return Err(ApiError::Conflict(settled(&question)));
     }
+    if question
+        .expires_at
+        .is_some_and(|at| at <= chrono::Utc::now())
+    {
+        return Err(ApiError::Conflict(
+            "the question's time ran out: nobody waits for the answer any more".into(),
+        ));
+    }
+    if let gatehouse_store::ConnectionOwner::Node { run_id, .. } = &question.owner
+        && let Some(run) = api.store.run(*run_id).await?
+        && run.status.is_terminal()
+    {
+        return Err(ApiError::Conflict(format!(
+            "run {run_id} has ended ({}); its agent no longer waits for an answer",
+            run.status
+        )));
+    }
     let (status, wire) = match answer {
         AnswerKind::Approve => (QuestionStatus::Approved, QuestionAnswer::Approved),
         AnswerKind::Deny => (QuestionStatus::Denied, QuestionAnswer::Denied),
