@@ -54,7 +54,8 @@ pub enum Asker {
 pub struct QuestionCard {
     /// The question's id, which its buttons carry.
     pub question: Uuid,
-    /// Approval or permission.
+    /// Approval or permission. (Not `kind` in JSON: [`crate::Body`] is tagged by `kind`.)
+    #[serde(rename = "question_kind")]
     pub kind: QuestionKind,
     /// The agent's question (untrusted, plain).
     pub text: String,
@@ -221,9 +222,14 @@ mod tests {
     }
 
     #[test]
-    fn round_trips_as_json() {
+    fn round_trips_as_json_as_a_message_body() {
         let c = card(QuestionKind::Permission);
         let json = serde_json::to_string(&c).unwrap();
         assert_eq!(serde_json::from_str::<QuestionCard>(&json).unwrap(), c);
+        // As stored for the notifier: the body's own tag must not clash with the card's.
+        let body = crate::Body::Question(Box::new(c));
+        let json = serde_json::to_string(&body).unwrap();
+        assert_eq!(json.matches("\"kind\"").count(), 1, "{json}");
+        assert_eq!(serde_json::from_str::<crate::Body>(&json).unwrap(), body);
     }
 }
