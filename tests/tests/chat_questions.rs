@@ -1,14 +1,17 @@
 //! Agents' questions in Slack and Discord end to end: a question stored and announced the
 //! way the runner's `request_approval` does it (`question.asked` in the same commit), its
 //! card posted by the notifier to the stateful fakes, and signed clicks and dialogs (the
-//! real payload shapes) answering it through ingest's one checked path.
+//! real payload shapes) answering it through ingest's one checked path. And on GitHub: the
+//! run's status comment lists the question while it waits, and its answer after.
 
 use std::time::Duration;
 
 use gatehouse_events::{Envelope, Event, QuestionAsked, QuestionKind, QuestionOwner};
+use gatehouse_ingest::{Person, Scope, Trigger};
 use gatehouse_store::{ConnectionOwner, NewQuestion, QuestionRow, QuestionStatus, RunRow};
 use gatehouse_tests::fake_slack::{self, SlackMessage};
 use gatehouse_tests::gatehouse::chat::{self, *};
+use gatehouse_tests::gatehouse::github::REPO;
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -16,6 +19,7 @@ use uuid::Uuid;
 on_both_backends!(
     a_question_in_slack_is_answered_once_by_someone_allowed,
     deny_in_slack_and_discord_tells_the_agent_why,
+    the_status_comment_lists_questions_asked_and_answered,
 );
 
 /// The requests' project: only leads (ana, bo) may answer its agents.
@@ -47,16 +51,28 @@ async fn run_in_thread(hub: &Gatehouse) -> (RunRow, String) {
 /// commit, as the runner's MCP server does; `announce` more times repeats the event (a
 /// producer that retried).
 async fn ask(hub: &Gatehouse, run: Uuid, question: &str, announce: usize) -> QuestionRow {
+    ask_at(hub, run, "draft", Some("shop"), question, announce).await
+}
+
+/// [`ask`] by `node` of a run of `project`.
+async fn ask_at(
+    hub: &Gatehouse,
+    run: Uuid,
+    node: &str,
+    project: Option<&str>,
+    question: &str,
+    announce: usize,
+) -> QuestionRow {
     let owner = ConnectionOwner::Node {
         run_id: run,
-        node: "draft".into(),
+        node: node.into(),
     };
     let mut tx = hub.db.store.begin().await.unwrap();
     let row = tx
         .ask_question(&NewQuestion {
             owner: &owner,
             attempt: 1,
-            project: Some("shop"),
+            project,
             kind: gatehouse_store::QuestionKind::Approval,
             question,
             evidence: Some("rows in users: 0\n<!here>"),
@@ -73,7 +89,7 @@ async fn ask(hub: &Gatehouse, run: Uuid, question: &str, announce: usize) -> Que
             question_id: row.id,
             owner: QuestionOwner::Node {
                 run_id: run,
-                node: "draft".into(),
+                node: node.into(),
             },
             attempt: 1,
             kind: QuestionKind::Approval,
@@ -361,5 +377,81 @@ async fn deny_in_slack_and_discord_tells_the_agent_why(backend: Backend) {
         "{refused}"
     );
     assert_eq!(question(&hub, second.id).await, denied);
+    hub.stop().await;
+}
+
+async fn the_status_comment_lists_questions_asked_and_answered(backend: Backend) {
+    const HOLD: &str = "name: hold\nparams: { repo: {}, issue: {} }\nnodes:\n  review: { kind: gate, approvers: [group:leads] }\n";
+    let hub = Gatehouse::builder(backend)
+        .sops(&[("hold", HOLD)])
+        .people(vec![Person {
+            id: "ana".into(),
+            github: Some("Codertocat".into()),
+            slack: None,
+            discord: None,
+            groups: vec!["leads".into()],
+        }])
+        .github(vec![
+            Trigger::new("bug", "hold", &["Codertocat/*".into()], false, false).unwrap(),
+        ])
+        .start()
+        .await;
+    let mut labeled: Value =
+        serde_json::from_str(include_str!("../fixtures/github/issues.labeled.json")).unwrap();
+    labeled["label"]["name"] = json!("bug");
+    hub.deliver_github("issues", "d-label", &labeled).await;
+    let run = hub.runs(1, "waiting", 1).await[0].id;
+    hub.comments(1, 1, |c| c.contains("waiting_approval")).await;
+
+    // The agent's words may try to mention or link: escaped on GitHub.
+    let asked = ask_at(
+        &hub,
+        run,
+        "review",
+        None,
+        "May I ping @octocat about [this](https://x)?",
+        1,
+    )
+    .await;
+    let waiting = hub
+        .comments(1, 1, |c| c.contains("is waiting for a person"))
+        .await;
+    assert!(
+        waiting[0].contains(&format!(
+            "Agent **review** is waiting for a person: “May I ping \\@octocat about \\[this\\]\\(https://x\\)?” — answer on its card in chat or in the console (question `{}`).",
+            asked.id
+        )),
+        "{}",
+        waiting[0]
+    );
+
+    let token = hub
+        .stored_token("ana", &[Scope::Read, Scope::Decide], None)
+        .await;
+    hub.api_as(&token)
+        .post(
+            &format!("/questions/{}/answer", asked.id),
+            json!({ "answer": "approve", "comment": "go ahead" }),
+        )
+        .await
+        .is(202);
+    let answered = hub
+        .comments(1, 1, |c| c.contains("Questions answered:"))
+        .await;
+    assert!(
+        answered[0].contains("- **review** asked “May I ping \\@octocat about \\[this\\]\\(https://x\\)?” — approved by ana"),
+        "{}",
+        answered[0]
+    );
+    assert!(
+        !answered[0].contains("is waiting for a person"),
+        "{}",
+        answered[0]
+    );
+    assert_eq!(
+        hub.github.comments(REPO, 1).len(),
+        1,
+        "one status comment, edited"
+    );
     hub.stop().await;
 }
