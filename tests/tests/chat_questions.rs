@@ -8,7 +8,9 @@ use std::time::Duration;
 
 use gatehouse_events::{Envelope, Event, QuestionAsked, QuestionKind, QuestionOwner};
 use gatehouse_ingest::{Person, Scope, Trigger};
-use gatehouse_store::{ConnectionOwner, NewQuestion, QuestionRow, QuestionStatus, RunRow};
+use gatehouse_store::{
+    ConnectionOwner, NewConversation, NewQuestion, QuestionRow, QuestionStatus, RunRow,
+};
 use gatehouse_tests::fake_slack::{self, SlackMessage};
 use gatehouse_tests::gatehouse::chat::{self, *};
 use gatehouse_tests::gatehouse::github::REPO;
@@ -20,6 +22,7 @@ on_both_backends!(
     a_question_in_slack_is_answered_once_by_someone_allowed,
     deny_in_slack_and_discord_tells_the_agent_why,
     the_status_comment_lists_questions_asked_and_answered,
+    a_conversations_question_goes_to_its_thread,
 );
 
 /// The requests' project: only leads (ana, bo) may answer its agents.
@@ -453,5 +456,106 @@ async fn the_status_comment_lists_questions_asked_and_answered(backend: Backend)
         1,
         "one status comment, edited"
     );
+    hub.stop().await;
+}
+
+async fn a_conversations_question_goes_to_its_thread(backend: Backend) {
+    let hub = hub(backend).await;
+    let (run, root) = run_in_thread(&hub).await;
+    // The thread's conversation, as ingest opens it for the assistant.
+    let conversation = Uuid::now_v7();
+    let mut tx = hub.db.store.begin().await.unwrap();
+    tx.open_conversation(&NewConversation {
+        id: conversation,
+        requirement_id: run.requirement_id.unwrap(),
+        project: "shop",
+        platform: "slack",
+        channel: REQUESTS,
+        thread: &root,
+        started_by: "cy",
+        workspace: "{}",
+        state: "{}",
+    })
+    .await
+    .unwrap();
+    let owner = ConnectionOwner::Turn {
+        conversation_id: conversation,
+        seq: 3,
+    };
+    let asked = tx
+        .ask_question(&NewQuestion {
+            owner: &owner,
+            attempt: 1,
+            project: Some("shop"),
+            kind: gatehouse_store::QuestionKind::Permission,
+            question: "agent wants to run `git push --force origin main`",
+            evidence: None,
+            digest: "push",
+            asked_at: chrono::Utc::now(),
+            expires_at: None,
+        })
+        .await
+        .unwrap()
+        .row()
+        .clone();
+    let event = Event::QuestionAsked(QuestionAsked {
+        question_id: asked.id,
+        owner: QuestionOwner::Turn {
+            conversation_id: conversation,
+            seq: 3,
+        },
+        attempt: 1,
+        kind: QuestionKind::Permission,
+        question: asked.question.clone(),
+        evidence: None,
+    });
+    tx.append_outbox(&Envelope::new("runner", &event, None).unwrap())
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+
+    let tool_cards = |channel: &str| -> Vec<SlackMessage> {
+        hub.slack
+            .messages(channel)
+            .into_iter()
+            .filter(|m| m.text.starts_with("The agent wants to run a tool"))
+            .collect()
+    };
+    let card = hub
+        .until("the card in the conversation's thread", || {
+            tool_cards(REQUESTS)
+                .into_iter()
+                .find(|m| m.thread_ts.as_deref() == Some(root.as_str()))
+        })
+        .await;
+    let shown = card.blocks.to_string();
+    assert!(shown.contains("Allow once"), "{shown}");
+    assert!(
+        shown.contains(&format!(
+            "<https://gatehouse.test/conversations/{conversation}|Conversation {conversation}, turn 3>"
+        )),
+        "{shown}"
+    );
+    hub.until("the card in the approvals channel", || {
+        tool_cards(APPROVALS).pop()
+    })
+    .await;
+
+    hub.slack_click(BO, REQUESTS, &gq(&card.blocks, "approve"))
+        .await;
+    let allowed = answered(&hub, asked.id).await;
+    assert_eq!(
+        (allowed.status, allowed.decided_by.as_deref()),
+        (QuestionStatus::Approved, Some("bo"))
+    );
+    for channel in [REQUESTS, APPROVALS] {
+        hub.until("the card settled", || {
+            tool_cards(channel).into_iter().find(|m| {
+                m.blocks.to_string().contains("Approved by bo")
+                    && !m.blocks.to_string().contains("gq:")
+            })
+        })
+        .await;
+    }
     hub.stop().await;
 }
