@@ -31,25 +31,34 @@ use serde_json::{Value, json};
 const REAL_KEY: &str = "sk-test-agent-tools-provider-key-51c4";
 const QUESTION: &str = "May I drop the legacy_users table?";
 
+/// ana approves from the question's card in the conversation's Slack thread.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
-async fn claude_code_asks_a_person_and_goes_on_when_approved() {
-    asks_a_person("approve", "ship it", "approved by ana: ship it").await;
+async fn claude_code_asks_a_person_and_goes_on_when_approved_in_slack() {
+    asks_a_person(Answer::SlackApprove, "approved by ana").await;
 }
 
+/// ana denies through the API, saying why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claude_code_hears_why_a_person_said_no() {
     asks_a_person(
-        "deny",
-        "not before the v4 migration",
+        Answer::ApiDeny("not before the v4 migration"),
         "denied by ana: not before the v4 migration",
     )
     .await;
 }
 
+/// How ana answers.
+enum Answer {
+    /// The Approve button of the card in the thread.
+    SlackApprove,
+    /// `POST /questions/{id}/answer`, denying with the reason.
+    ApiDeny(&'static str),
+}
+
 /// ana asks the assistant for something risky; its agent asks her through Gatehouse;
-/// she answers `answer` with `comment` through the API; the agent's next model request
-/// carries `told` as the tool's result, and its answer reaches the thread.
-async fn asks_a_person(answer: &str, comment: &str, told: &str) {
+/// she answers as `answer` says; the agent's next model request carries `told` as the
+/// tool's result, and its answer reaches the thread.
+async fn asks_a_person(answer: Answer, told: &str) {
     let data = tempfile::tempdir().unwrap();
     let Some(docker) = docker(&data.path().display().to_string()).await else {
         return;
@@ -75,15 +84,26 @@ async fn asks_a_person(answer: &str, comment: &str, told: &str) {
     assert_eq!(question["question"], QUESTION);
     assert_eq!(question["evidence"], "nothing has read it since v3");
     assert!(question["conversation_id"].is_string(), "{question}");
-    let token = gh.stored_token("ana", &Scope::ALL, None).await;
     let id = question["id"].as_str().expect("an id");
-    gh.api_as(&token)
-        .post(
-            &format!("/questions/{id}/answer"),
-            json!({"answer": answer, "comment": comment}),
-        )
-        .await
-        .is(202);
+    let approved = matches!(answer, Answer::SlackApprove);
+    match answer {
+        Answer::SlackApprove => {
+            let card = card_in(&gh, &thread).await;
+            gh.slack_click(ANA, CHANNEL, &format!("gq:approve:{id}"))
+                .await;
+            assert!(card.contains(QUESTION), "{card}");
+        }
+        Answer::ApiDeny(reason) => {
+            let token = gh.stored_token("ana", &Scope::ALL, None).await;
+            gh.api_as(&token)
+                .post(
+                    &format!("/questions/{id}/answer"),
+                    json!({"answer": "deny", "comment": reason}),
+                )
+                .await
+                .is(202);
+        }
+    }
 
     said(&gh, &thread, "Done, as you answered.").await;
     let answered = fake
@@ -123,7 +143,7 @@ async fn asks_a_person(answer: &str, comment: &str, told: &str) {
     assert_eq!(all.len(), 1);
     assert_eq!(
         all[0].status,
-        if answer == "approve" {
+        if approved {
             QuestionStatus::Approved
         } else {
             QuestionStatus::Denied
@@ -223,6 +243,21 @@ async fn open_question(gh: &Gatehouse) -> Value {
     }
     let detail = conversations(gh).await;
     panic!("the agent never asked: {detail:#?}");
+}
+
+/// The question's card in `thread`, once the notifier posted it: its blocks as text.
+async fn card_in(gh: &Gatehouse, thread: &str) -> String {
+    for _ in 0..600 {
+        if let Some(card) = gh.slack.messages(CHANNEL).into_iter().find(|m| {
+            m.user == BOT_USER
+                && m.thread_ts.as_deref() == Some(thread)
+                && m.text.starts_with("The agent asks")
+        }) {
+            return card.blocks.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no question card in the thread");
 }
 
 /// Waits (up to four minutes) until the bot said `text` in `thread`.
