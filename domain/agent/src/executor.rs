@@ -184,6 +184,25 @@ pub(crate) trait Cli: Sync {
         }
     }
 
+    /// Whether the CLI can enforce a role's `permissions`: every rule, `ask` never
+    /// becoming allow. Most cannot; those that can say so in their file.
+    /// `permissions` is the role's, already checked to parse.
+    fn check_permissions(
+        &self,
+        role: &Role,
+        _permissions: &crate::permission::Permissions,
+    ) -> Result<(), RoleError> {
+        Err(RoleError::PermissionsNotEnforced {
+            executor: role.executor,
+            why: self.permissions_missing(),
+        })
+    }
+
+    /// What the CLI lacks for `permissions`, for the message refusing them.
+    fn permissions_missing(&self) -> &'static str {
+        "Gatehouse has no way to hand it per-tool rules it would enforce"
+    }
+
     /// Where it keeps the sessions it resumes.
     fn session_files(&self) -> Option<SessionFiles> {
         None

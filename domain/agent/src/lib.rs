@@ -14,6 +14,7 @@
 //!   stdout;
 //! - [`cost`]: that usage priced from `[pricing]`;
 //! - [`Limit`]: a budget in dollars or tokens, as the configuration writes it;
+//! - [`Permissions`]: which tool calls a role's agent may make, must ask for, or may not;
 //! - [`Tools`]: the MCP servers, permission tool and skills an attempt hands its CLI;
 //! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
 
@@ -21,6 +22,7 @@ mod executor;
 mod invocation;
 mod limit;
 mod parse;
+pub mod permission;
 mod placeholder;
 mod price;
 mod prompt;
@@ -36,6 +38,7 @@ pub use invocation::{
 };
 pub use limit::{Limit, LimitError, WARN_PERCENT, share, show_tokens, show_usd};
 pub use parse::parse_report;
+pub use permission::{Decision, Permissions, PermissionsError, Rule, RuleError, ToolUse, Verdict};
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{DEFAULT_MAX_RETRIES, MAX_RETRIES_LIMIT, Role, RoleError};

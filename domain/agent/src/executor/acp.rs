@@ -17,6 +17,13 @@
 //! (Gemini) or `--mode bypassPermissions` (Claude) for agents that would otherwise ask
 //! permission (the shim allows every request anyway), `--timeout SECS` for a slow start.
 //!
+//! A role with `permissions` has them written, as JSON, to
+//! `$HOME/.gatehouse/acp-permissions.json` by the command line, and the shim started with
+//! `--permissions` on that file: it answers each `session/request_permission` from the
+//! policy (`ask` through the runner's `/permission` endpoint, a person deciding), instead
+//! of allowing every request. The role's `--mode` should then be one in which the agent
+//! asks (Gemini's `default`, Claude's `default`), not `yolo` or `bypassPermissions`.
+//!
 //! A turn continues the session with `--resume <sessionId>` (`session/load`); the system
 //! text is not sent again, the loaded session holds it. When the agent cannot load a
 //! session (it does not offer `session/load`, or it fails, as in Gemini CLI 0.61), the
@@ -42,6 +49,9 @@ use crate::usage::{ParseError, Report};
 /// The shim's path as the sandbox sees it, from the variable the runner sets; the shell
 /// stops with a message in a sandbox the runner did not give it to.
 const SHIM: &str = "\"${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}\"";
+
+/// Where the command line writes a role's `permissions` for the shim, under `$HOME`.
+const PERMISSIONS_FILE: &str = ".gatehouse/acp-permissions.json";
 
 pub(super) struct Acp;
 
@@ -72,12 +82,22 @@ impl Cli for Acp {
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
         // `exec`: the shim is the job's process, so a signal to the job reaches it (and it
         // cancels the prompt) rather than ending a shell that would leave it running.
-        let mut words = vec![
+        let mut words = Vec::new();
+        if let Some(permissions) = &role.permissions {
+            let policy = serde_json::to_string(permissions).unwrap_or_default();
+            words.push(super::home_file(PERMISSIONS_FILE, &policy, &[]));
+            words.push("&&".to_owned());
+        }
+        words.extend([
             "exec".to_owned(),
             SHIM.to_owned(),
             "--prompt-file".to_owned(),
             quote(call.prompt_file),
-        ];
+        ]);
+        if role.permissions.is_some() {
+            words.push("--permissions".to_owned());
+            words.push(format!("\"$HOME\"/{PERMISSIONS_FILE}"));
+        }
         if let Some(system_file) = call.system_file {
             words.push("--system-file".to_owned());
             words.push(quote(system_file));
@@ -138,6 +158,17 @@ impl Cli for Acp {
                 }
             }
         }
+        Ok(())
+    }
+
+    /// The shim decides every permission request the agent makes from the policy. What
+    /// an agent does without asking (Gemini's read-only tools, any tool in `yolo` mode) is
+    /// the agent's affair: the role's `--mode` must be one that asks.
+    fn check_permissions(
+        &self,
+        _role: &Role,
+        _permissions: &crate::permission::Permissions,
+    ) -> Result<(), RoleError> {
         Ok(())
     }
 
