@@ -2,7 +2,7 @@
 //! tells what to change:
 //!
 //! `gatehouse-acp --prompt-file F [--system-file S] [--resume SESSION]
-//! [--transcript-file T] [--mode MODE] [--timeout SECS] [--cancel-grace SECS] -- AGENT ARGS...`
+//! [--transcript-file T] [--permissions FILE] [--mode MODE] [--timeout SECS] [--cancel-grace SECS] -- AGENT ARGS...`
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,7 +10,7 @@ use std::time::Duration;
 
 /// How to use the shim, printed with `--help` and after a usage error.
 pub const USAGE: &str = "usage: gatehouse-acp --prompt-file FILE [--system-file FILE] \
-[--resume SESSION_ID] [--transcript-file FILE] [--mode MODE_ID] [--timeout SECS] \
+[--resume SESSION_ID] [--transcript-file FILE] [--permissions FILE] [--mode MODE_ID] [--timeout SECS] \
 [--cancel-grace SECS] -- AGENT [ARGS...]";
 
 /// How long `initialize`, `session/new`, `session/load` and `session/set_mode` may take
@@ -35,6 +35,8 @@ pub struct Invocation {
     /// The conversation so far (the runner's `transcript.jsonl`), sent ahead of the prompt
     /// when the session cannot be loaded.
     pub transcript_file: Option<PathBuf>,
+    /// The role's `permissions` as JSON: requests are decided by them instead of allowed.
+    pub permissions: Option<PathBuf>,
     /// A `session/set_mode` mode id (`yolo`, `bypassPermissions`, …).
     pub mode: Option<String>,
     /// The limit for each request before the prompt.
@@ -87,6 +89,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
     let mut system_file = None;
     let mut resume = None;
     let mut transcript_file = None;
+    let mut permissions = None;
     let mut mode = None;
     let mut timeout = None;
     let mut cancel_grace = None;
@@ -105,6 +108,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
             "--system-file" => "--system-file",
             "--resume" => "--resume",
             "--transcript-file" => "--transcript-file",
+            "--permissions" => "--permissions",
             "--mode" => "--mode",
             "--timeout" => "--timeout",
             "--cancel-grace" => "--cancel-grace",
@@ -115,6 +119,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
             "--prompt-file" => prompt_file.replace(PathBuf::from(value)).is_none(),
             "--system-file" => system_file.replace(PathBuf::from(value)).is_none(),
             "--transcript-file" => transcript_file.replace(PathBuf::from(value)).is_none(),
+            "--permissions" => permissions.replace(PathBuf::from(value)).is_none(),
             "--resume" => resume.replace(utf8(option, value)?).is_none(),
             "--mode" => mode.replace(utf8(option, value)?).is_none(),
             "--timeout" => timeout.replace(seconds(option, value)?).is_none(),
@@ -134,6 +139,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
         system_file,
         resume,
         transcript_file,
+        permissions,
         mode,
         timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
         cancel_grace: cancel_grace.unwrap_or(DEFAULT_CANCEL_GRACE),
