@@ -38,11 +38,10 @@ async fn run_role(
     role: &Role,
     tools: &Tools,
     turns: Vec<Turn>,
-    extra_env: &[(&str, String)],
+    work: tempfile::TempDir,
 ) -> (Output, tempfile::TempDir, FakeProvider) {
     assert_eq!(role.check(), Ok(()));
     let home = tempfile::tempdir().expect("home");
-    let work = tempfile::tempdir().expect("work");
     let fake = FakeProvider::start(KEY, turns).await;
     fake.answer_side_requests_with_text();
     let prompt = home.path().join("prompt.md");
@@ -54,10 +53,13 @@ async fn run_role(
     environment.extend(role.cli_environment());
     environment.push(("ANTHROPIC_BASE_URL".to_owned(), fake.url().to_owned()));
     environment.push(("ANTHROPIC_API_KEY".to_owned(), KEY.to_owned()));
-    environment.extend(extra_env.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
     let args = ["-c".to_owned(), line];
     let output = run::run(Path::new("/bin/sh"), &args, &environment, work.path()).await;
     (output, work, fake)
+}
+
+fn workdir() -> tempfile::TempDir {
+    tempfile::tempdir().expect("work")
 }
 
 fn role(permissions: Value, args: Vec<String>) -> Role {
@@ -109,7 +111,8 @@ async fn a_denied_command_does_not_run_and_an_allowed_one_does() {
         bash("touch unmatched.txt"),
         Turn::text(DONE),
     ];
-    let (output, work, fake) = run_role(&clis.claude, &role, &Tools::none(), turns, &[]).await;
+    let (output, work, fake) =
+        run_role(&clis.claude, &role, &Tools::none(), turns, workdir()).await;
     assert!(output.status.success(), "{}", output.describe());
     assert!(
         !work.path().join("denied.txt").exists(),
@@ -162,7 +165,7 @@ async fn the_prompt_tool_decides_what_no_rule_covers() {
         bash("touch asked.txt"),
         Turn::text(DONE),
     ];
-    let (output, work, fake) = run_role(&clis.claude, &role, &tools, turns, &[]).await;
+    let (output, work, fake) = run_role(&clis.claude, &role, &tools, turns, workdir()).await;
     assert!(output.status.success(), "{}", output.describe());
     assert!(
         !work.path().join("denied.txt").exists(),
@@ -188,4 +191,28 @@ async fn the_prompt_tool_decides_what_no_rule_covers() {
     assert_eq!(asked[0]["input"]["command"], "touch asked.txt");
     let errors: Vec<bool> = tool_results(&fake).iter().map(|r| r.1).collect();
     assert_eq!(errors, [true, false]);
+}
+
+/// Claude Code reads files in its working directory without asking, even in
+/// `dontAsk` mode: under `default = "deny"` Gatehouse denies `Read` outright, so a read no
+/// rule allows is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_no_rule_covers_under_default_deny() {
+    let Some(clis) = installed::clis() else {
+        return;
+    };
+    let role = role(json!({"default": "deny"}), Vec::new());
+    let work = workdir();
+    let file = work.path().join("notes.txt");
+    std::fs::write(&file, "secret notes").expect("notes");
+    let turns = vec![
+        Turn::tool("Read", json!({"file_path": file})),
+        Turn::text(DONE),
+    ];
+    let (output, _work, fake) = run_role(&clis.claude, &role, &Tools::none(), turns, work).await;
+    assert!(output.status.success(), "{}", output.describe());
+    let results = tool_results(&fake);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(results[0].1, "the read was allowed: {results:#?}");
+    assert!(!results[0].2.contains("secret notes"), "{results:#?}");
 }

@@ -40,9 +40,9 @@ fn claude_code_gets_its_own_settings_and_the_prompt_tool() {
     assert_snapshot!(invocation(&role, None, &tools, PROMPT, None), @r#"claude -p --output-format stream-json --verbose --permission-mode default --settings '{"permissions":{"allow":["Read","Edit","Bash(cargo test*)","Agent","AskUserQuestion","Bash","BashOutput","CronCreate","CronDelete","CronList","EnterPlanMode","EnterWorktree","ExitPlanMode","ExitWorktree","Glob","Grep","KillShell","LS","ListAgents","Monitor","MultiEdit","NotebookEdit","NotebookRead","ReportFindings","ScheduleWakeup","SendMessage","Skill","SlashCommand","Task","TaskStop","TodoWrite","ToolSearch","WebFetch","WebSearch","Workflow","Write"],"ask":["Bash(git push*)"],"deny":["WebFetch"]}}' --permission-prompt-tool mcp__gatehouse__permission < /in/.agent/prompt.md"#);
     let strict = with(
         Executor::ClaudeCode,
-        json!({"allow": ["Edit(src/*)"], "deny": ["Bash(rm *)"], "default": "deny"}),
+        json!({"allow": ["Read", "Edit(src/*)"], "deny": ["Bash(rm *)"], "default": "deny"}),
     );
-    assert_snapshot!(invocation(&strict, None, &Tools::none(), PROMPT, None), @r#"claude -p --output-format stream-json --verbose --permission-mode default --settings '{"permissions":{"allow":["Edit(//**/src/**)"],"ask":[],"deny":["Bash(rm *)"]}}' --permission-prompts none < /in/.agent/prompt.md"#);
+    assert_snapshot!(invocation(&strict, None, &Tools::none(), PROMPT, None), @r#"claude -p --output-format stream-json --verbose --permission-mode default --settings '{"permissions":{"allow":["Read","Edit(//**/src/**)"],"ask":[],"deny":["Bash(rm *)"]}}' --permission-prompts none < /in/.agent/prompt.md"#);
 }
 
 #[test]

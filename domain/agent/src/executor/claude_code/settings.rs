@@ -15,13 +15,38 @@
 //!
 //! `default = "allow"` adds every built-in tool's bare name to `allow` (deny and ask still
 //! win over it), and each MCP server's when every MCP rule in `ask` and `deny` translated.
-//! `default = "ask"` or `"deny"` adds nothing: Claude Code asks the prompt tool (or, with
-//! none, refuses) for anything not allowed.
+//! `default = "ask"` or `"deny"`: Claude Code asks the prompt tool (or, with none, refuses)
+//! for anything not allowed — except reads, which it makes in its working directory without
+//! asking (tested: tests/tests/agent_permissions.rs). So unless `allow` or `ask` names
+//! `Read` itself, `Read` (which covers every reading tool) joins `deny` or `ask`; and a
+//! patterned read rule in `allow` or `ask` is refused under such a default, since Claude
+//! Code would read the rest of the working directory regardless.
 
 use serde_json::{Value, json};
 
 use crate::executor::Executor;
 use crate::permission::{Decision, List, Pattern, Permissions, Rule, TOOLS};
+
+/// The tools Claude Code's `Read` rules cover, which it runs in its working directory
+/// without asking.
+const READS: [&str; 5] = ["Read", "Glob", "Grep", "LS", "NotebookRead"];
+
+/// Whether `rule` is about reading files, and whether it is `Read` whole.
+fn reading(rule: &Rule) -> Option<bool> {
+    let tool = rule.tool()?;
+    READS
+        .contains(&tool)
+        .then(|| tool == "Read" && rule.pattern().is_none())
+}
+
+/// Under a default other than allow: whether `allow` or `ask` gives `Read` whole.
+fn read_given(permissions: &Permissions) -> bool {
+    permissions
+        .allow
+        .iter()
+        .chain(&permissions.ask)
+        .any(|rule| reading(rule) == Some(true))
+}
 use crate::role::RoleError;
 use crate::tools::Tools;
 
@@ -104,6 +129,32 @@ fn path(glob: &str) -> Result<String, String> {
 
 /// Refuses a role whose `ask` or `deny` rule Claude Code could not enforce.
 pub(super) fn check(permissions: &Permissions) -> Result<(), RoleError> {
+    if permissions.default != Decision::Allow {
+        let partial = permissions
+            .allow
+            .iter()
+            .chain(&permissions.ask)
+            .find(|rule| reading(rule) == Some(false));
+        if let Some(rule) = partial {
+            let list = if permissions.allow.contains(rule) {
+                "allow"
+            } else {
+                "ask"
+            };
+            return Err(RoleError::PermissionRuleNotEnforced {
+                executor: Executor::ClaudeCode,
+                list,
+                rule: rule.as_str().to_owned(),
+                why: format!(
+                    "Claude Code reads any file in its working directory without asking, so \
+                     under `default = \"{}\"` it cannot be held to some reads: give `Read` \
+                     whole, or keep `default = \"allow\"` and deny the paths to keep \
+                     (`deny = [\"Read(secrets/*)\"]`)",
+                    permissions.default.as_str()
+                ),
+            });
+        }
+    }
     let mcp_allowed = permissions.allow.iter().any(Rule::is_mcp);
     for (list, rules) in permissions.lists() {
         if list == List::Allow {
@@ -165,11 +216,18 @@ pub(super) fn settings(permissions: &Permissions, tools: &Tools) -> Value {
             unique.push(rule);
         }
     }
+    let mut ask = said(&permissions.ask);
+    let mut deny = said(&permissions.deny);
+    match permissions.default {
+        Decision::Deny if !read_given(permissions) => deny.push("Read".to_owned()),
+        Decision::Ask if !read_given(permissions) => ask.push("Read".to_owned()),
+        _ => {}
+    }
     json!({
         "permissions": {
             "allow": unique,
-            "ask": said(&permissions.ask),
-            "deny": said(&permissions.deny),
+            "ask": ask,
+            "deny": deny,
         }
     })
 }
@@ -231,14 +289,14 @@ mod tests {
             }],
             ..Tools::none()
         };
-        let settings = settings(&permissions, &tools);
-        let allow = settings["permissions"]["allow"].as_array().expect("allow");
+        let said = settings(&permissions, &tools);
+        let allow = said["permissions"]["allow"].as_array().expect("allow");
         assert_eq!(allow[0], "Bash(cargo test*)");
         assert!(allow.contains(&json!("Edit")));
         // The MCP ask rule could not be said: MCP calls go to the prompt tool.
         assert!(!allow.contains(&json!("mcp__files")));
-        assert_eq!(settings["permissions"]["ask"], json!(["Bash(git push*)"]));
-        assert_eq!(settings["permissions"]["deny"], json!(["WebFetch"]));
+        assert_eq!(said["permissions"]["ask"], json!(["Bash(git push*)"]));
+        assert_eq!(said["permissions"]["deny"], json!(["WebFetch"]));
 
         let reachable: Permissions = serde_json::from_value(json!({
             "allow": ["mcp__files"],
@@ -247,6 +305,25 @@ mod tests {
         .expect("permissions");
         let message = check(&reachable).unwrap_err().to_string();
         assert!(message.contains("mcp__*__write*"), "{message}");
+        let partial: Permissions =
+            serde_json::from_value(json!({"allow": ["Read(src/*)"], "default": "deny"}))
+                .expect("p");
+        let message = check(&partial).unwrap_err().to_string();
+        assert!(message.contains("reads any file"), "{message}");
+        let strict: Permissions =
+            serde_json::from_value(json!({"deny": ["Read(secrets/*)"], "default": "ask"}))
+                .expect("p");
+        assert_eq!(check(&strict), Ok(()));
+        assert_eq!(
+            settings(&strict, &Tools::none())["permissions"]["ask"],
+            json!(["Read"])
+        );
+        let whole: Permissions =
+            serde_json::from_value(json!({"allow": ["Read"], "default": "deny"})).expect("p");
+        assert_eq!(
+            settings(&whole, &Tools::none())["permissions"]["deny"],
+            json!([])
+        );
         let url: Permissions =
             serde_json::from_value(json!({"deny": ["WebFetch(https://x.io/*)"]})).expect("p");
         assert!(check(&url).unwrap_err().to_string().contains("domain:HOST"));
