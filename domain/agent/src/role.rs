@@ -197,6 +197,14 @@ pub enum RoleError {
         /// What to write instead.
         why: String,
     },
+    /// `permissions` on an ACP agent whose `--mode` never asks, so the policy would never
+    /// be consulted.
+    #[error(
+        "`args` sets `--mode {mode}`, in which the agent runs its tools without asking, so \
+         its `permissions` would never be consulted; drop `--mode {mode}` or use a mode that \
+         asks (Gemini's and Claude's `default`)"
+    )]
+    ModeNeverAsks { mode: String },
     /// `max_retries` over [`MAX_RETRIES_LIMIT`].
     #[error(
         "`max_retries` is {given}; at most {MAX_RETRIES_LIMIT} are allowed, since each retry \

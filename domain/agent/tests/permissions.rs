@@ -69,6 +69,16 @@ fn executors_that_cannot_enforce_the_rules_are_refused_saying_which_can() {
 }
 
 #[test]
+fn an_acp_agent_in_a_mode_that_never_asks_is_refused() {
+    let mut role = with(Executor::Acp, brief());
+    role.args = vec!["--mode".to_owned(), "yolo".to_owned()];
+    let message = role.check().unwrap_err().to_string();
+    assert!(message.contains("without asking"), "{message}");
+    role.args = vec!["--mode".to_owned(), "default".to_owned()];
+    assert_eq!(role.check(), Ok(()));
+}
+
+#[test]
 fn a_bad_rule_is_refused_naming_its_place() {
     let role = with(
         Executor::ClaudeCode,

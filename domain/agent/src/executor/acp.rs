@@ -50,6 +50,17 @@ use crate::usage::{ParseError, Report};
 /// stops with a message in a sandbox the runner did not give it to.
 const SHIM: &str = "\"${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}\"";
 
+/// ACP session modes in which the surveyed agents run tools without asking: Gemini CLI's
+/// `yolo` and `autoEdit`, Claude's (claude-agent-acp) `bypassPermissions` and
+/// `acceptEdits`, codex-acp's `full-access`.
+const UNASKING_MODES: [&str; 5] = [
+    "yolo",
+    "autoEdit",
+    "bypassPermissions",
+    "acceptEdits",
+    "full-access",
+];
+
 /// Where the command line writes a role's `permissions` for the shim, under `$HOME`.
 const PERMISSIONS_FILE: &str = ".gatehouse/acp-permissions.json";
 
@@ -164,12 +175,24 @@ impl Cli for Acp {
     /// The shim decides every permission request the agent makes from the policy. What
     /// an agent does without asking (Gemini's read-only tools, any tool in `yolo` mode) is
     /// the agent's affair: the role's `--mode` must be one that asks.
+    /// A `--mode` in which the agent runs tools without asking (`yolo`,
+    /// `bypassPermissions`, …) would leave the policy unconsulted: refused.
     fn check_permissions(
         &self,
-        _role: &Role,
+        role: &Role,
         _permissions: &crate::permission::Permissions,
     ) -> Result<(), RoleError> {
-        Ok(())
+        let mode = role
+            .args
+            .windows(2)
+            .find(|pair| pair[0] == "--mode")
+            .map(|pair| pair[1].as_str());
+        match mode {
+            Some(mode) if UNASKING_MODES.contains(&mode) => Err(RoleError::ModeNeverAsks {
+                mode: mode.to_owned(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// For a session the agent cannot load: the shim starts over with it.
