@@ -58,6 +58,33 @@ async fn run_role(
     (output, work, fake)
 }
 
+/// The decider MCP server answering `answer`, and the role `args` that give it to Claude
+/// Code; its log is `decisions.jsonl` in the returned folder.
+fn decider(answer: &str) -> (tempfile::TempDir, Vec<String>) {
+    let scripts = tempfile::tempdir().expect("scripts");
+    let decider = scripts.path().join("decider.js");
+    std::fs::write(&decider, include_str!("agent_permissions/decider.js")).expect("decider");
+    let log = scripts.path().join("decisions.jsonl");
+    let mcp = json!({"mcpServers": {"decider": {
+        "command": "node", "args": [decider], "env": {"DECIDER_LOG": log, "DECIDER_ANSWER": answer},
+    }}});
+    let args = vec![
+        "--mcp-config".to_owned(),
+        mcp.to_string(),
+        "--strict-mcp-config".to_owned(),
+    ];
+    (scripts, args)
+}
+
+/// What the decider was asked.
+fn decisions(log: &Path) -> Vec<Value> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
+}
+
 fn workdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("work")
 }
@@ -141,20 +168,11 @@ async fn the_prompt_tool_decides_what_no_rule_covers() {
     let Some(clis) = installed::clis() else {
         return;
     };
-    let scripts = tempfile::tempdir().expect("scripts");
-    let decider = scripts.path().join("decider.js");
-    std::fs::write(&decider, include_str!("agent_permissions/decider.js")).expect("decider");
+    let (scripts, args) = decider("allow");
     let log = scripts.path().join("decisions.jsonl");
-    let mcp = json!({"mcpServers": {"decider": {
-        "command": "node", "args": [decider], "env": {"DECIDER_LOG": log, "DECIDER_ANSWER": "allow"},
-    }}});
     let role = role(
         json!({"deny": ["Bash(touch denied*)"], "default": "ask"}),
-        vec![
-            "--mcp-config".to_owned(),
-            mcp.to_string(),
-            "--strict-mcp-config".to_owned(),
-        ],
+        args,
     );
     let tools = Tools {
         permission_tool: Some("mcp__decider__decide".to_owned()),
@@ -215,4 +233,45 @@ async fn a_read_no_rule_covers_under_default_deny() {
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(results[0].1, "the read was allowed: {results:#?}");
     assert!(!results[0].2.contains("secret notes"), "{results:#?}");
+}
+
+/// An ask rule wins over `default = "allow"`'s blanket `Bash`: the call goes to the prompt
+/// tool, which says no, and it does not run; a call no rule covers runs without asking.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_rule_goes_to_the_prompt_tool_over_the_default_allow() {
+    let Some(clis) = installed::clis() else {
+        return;
+    };
+    let (scripts, args) = decider("deny");
+    let role = role(json!({"ask": ["Bash(touch asked*)"]}), args);
+    let tools = Tools {
+        permission_tool: Some("mcp__decider__decide".to_owned()),
+        ..Tools::none()
+    };
+    let turns = vec![
+        bash("touch asked.txt"),
+        bash("touch free.txt"),
+        Turn::text(DONE),
+    ];
+    let (output, work, fake) = run_role(&clis.claude, &role, &tools, turns, workdir()).await;
+    assert!(output.status.success(), "{}", output.describe());
+    assert!(
+        !work.path().join("asked.txt").exists(),
+        "{}",
+        output.describe()
+    );
+    assert!(
+        work.path().join("free.txt").exists(),
+        "{}",
+        output.describe()
+    );
+    let asked = decisions(&scripts.path().join("decisions.jsonl"));
+    assert_eq!(asked.len(), 1, "{asked:#?}");
+    assert_eq!(asked[0]["input"]["command"], "touch asked.txt");
+    let results = tool_results(&fake);
+    assert_eq!(
+        results.iter().map(|r| r.1).collect::<Vec<_>>(),
+        [true, false]
+    );
+    assert!(results[0].2.contains("a person said no"), "{results:#?}");
 }
