@@ -77,7 +77,7 @@ async fn a_denied_request_is_decided_by_the_roles_policy_and_traced(backend: Bac
         seen,
         [
             ("edit", "Write hello.txt", false),
-            ("permission", "deny Edit {} (rule Edit)", true),
+            ("permission", "deny Edit Write hello.txt (rule Edit)", true),
         ],
         "{calls:#?}"
     );

@@ -11,6 +11,9 @@
 //! | `search` | `Grep` | its path, if any |
 //! | `fetch` | `WebFetch`, or `WebSearch` for a query without a URL | `url` / `query` |
 //! | `think`, `switch_mode`, `other`, none | the title when it is an `mcp__…` name, else `Other` | — |
+//!
+//! A call with nothing for a rule to match (an edit naming no path) carries its `title`
+//! alone: a patterned rule cannot vouch for it, and the trace can still say what it was.
 
 use serde_json::{Value, json};
 
@@ -67,7 +70,8 @@ pub fn tool_uses(params: &Value) -> Vec<ToolUse> {
             };
             let paths = paths(call, raw);
             if paths.is_empty() || paths.len() > MAX_PATHS {
-                return one(tool, json!({}));
+                // No path a rule could vouch for; the title says what it was, for the trace.
+                return one(tool, json!({ "title": title }));
             }
             paths
                 .into_iter()
@@ -80,7 +84,7 @@ pub fn tool_uses(params: &Value) -> Vec<ToolUse> {
         "fetch" => match (raw.get("url"), raw.get("query")) {
             (Some(Value::String(url)), _) => one("WebFetch", json!({ "url": url })),
             (_, Some(Value::String(query))) => one("WebSearch", json!({ "query": query })),
-            _ => one("WebFetch", json!({})),
+            _ => one("WebFetch", json!({ "title": title })),
         },
         _ if title.starts_with("mcp__") && !title.contains(char::is_whitespace) => {
             one(title, raw.clone())
