@@ -54,6 +54,10 @@ pub(crate) fn commands(command: &str) -> Commands {
                 quote = Some(c);
                 current.push(c);
             }
+            // `2>&1`, `>&2`, `&>file`: redirections, not control operators.
+            (None, '&') if current.ends_with(['>', '<']) || chars.peek() == Some(&'>') => {
+                current.push(c);
+            }
             (None, ';' | '&' | '|' | '\n') => {
                 parts.push(std::mem::take(&mut current));
             }
@@ -121,6 +125,11 @@ mod tests {
         assert_eq!(commands("A=1 B=x git push").parts, ["git push"]);
         assert_eq!(commands("X=1").parts, ["X=1"]);
         assert_eq!(commands("echo \"a && b\"").parts, ["echo \"a && b\""]);
+        assert_eq!(
+            commands("cargo test 2>&1 | tail -5 &> log").parts,
+            ["cargo test 2>&1", "tail -5 &> log"]
+        );
+        assert_eq!(commands("a & b").parts, ["a", "b"]);
     }
 
     #[test]
