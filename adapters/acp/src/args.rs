@@ -2,8 +2,8 @@
 //! tells what to change:
 //!
 //! `gatehouse-acp --prompt-file F [--system-file S] [--resume SESSION]
-//! [--transcript-file T] [--mcp JSON] [--mode MODE] [--timeout SECS] [--cancel-grace SECS]
-//! -- AGENT ARGS...`
+//! [--transcript-file T] [--mcp JSON] [--permissions FILE] [--mode MODE] [--timeout SECS]
+//! [--cancel-grace SECS] -- AGENT ARGS...`
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -11,7 +11,7 @@ use std::time::Duration;
 
 /// How to use the shim, printed with `--help` and after a usage error.
 pub const USAGE: &str = "usage: gatehouse-acp --prompt-file FILE [--system-file FILE] \
-[--resume SESSION_ID] [--transcript-file FILE] [--mcp JSON] [--mode MODE_ID] [--timeout SECS] \
+[--resume SESSION_ID] [--transcript-file FILE] [--mcp JSON] [--permissions FILE] [--mode MODE_ID] [--timeout SECS] \
 [--cancel-grace SECS] -- AGENT [ARGS...]";
 
 /// How long `initialize`, `session/new`, `session/load` and `session/set_mode` may take
@@ -39,6 +39,8 @@ pub struct Invocation {
     /// The MCP servers `session/new` and `session/load` carry (`mcpServers`), checked
     /// ([`crate::mcp::servers`]); empty without `--mcp`.
     pub mcp: Vec<serde_json::Value>,
+    /// The role's `permissions` as JSON: requests are decided by them instead of allowed.
+    pub permissions: Option<PathBuf>,
     /// A `session/set_mode` mode id (`yolo`, `bypassPermissions`, …).
     pub mode: Option<String>,
     /// The limit for each request before the prompt.
@@ -93,6 +95,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
     let mut system_file = None;
     let mut resume = None;
     let mut transcript_file = None;
+    let mut permissions = None;
     let mut mode = None;
     let mut mcp = None;
     let mut timeout = None;
@@ -112,6 +115,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
             "--system-file" => "--system-file",
             "--resume" => "--resume",
             "--transcript-file" => "--transcript-file",
+            "--permissions" => "--permissions",
             "--mode" => "--mode",
             "--mcp" => "--mcp",
             "--timeout" => "--timeout",
@@ -123,6 +127,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
             "--prompt-file" => prompt_file.replace(PathBuf::from(value)).is_none(),
             "--system-file" => system_file.replace(PathBuf::from(value)).is_none(),
             "--transcript-file" => transcript_file.replace(PathBuf::from(value)).is_none(),
+            "--permissions" => permissions.replace(PathBuf::from(value)).is_none(),
             "--resume" => resume.replace(utf8(option, value)?).is_none(),
             "--mode" => mode.replace(utf8(option, value)?).is_none(),
             "--mcp" => mcp
@@ -146,6 +151,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
         resume,
         transcript_file,
         mcp: mcp.unwrap_or_default(),
+        permissions,
         mode,
         timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
         cancel_grace: cancel_grace.unwrap_or(DEFAULT_CANCEL_GRACE),

@@ -14,6 +14,11 @@ pub enum Failure {
         path: String,
         source: std::io::Error,
     },
+    #[error(
+        "cannot use the permissions in {path}: {message}; the acp executor writes this file \
+         from the role's `permissions`"
+    )]
+    Permissions { path: String, message: String },
     #[error("{0}")]
     Spawn(#[from] crate::agent::SpawnError),
     #[error("agent `{command}` {ended} before answering `{method}`{stderr}{garbage}")]

@@ -2,7 +2,7 @@
 //! sandbox, and prints what the agent did as JSON lines for the runner's trace.
 //!
 //! `gatehouse-acp --prompt-file F [--system-file S] [--resume SESSION]
-//! [--transcript-file T] [--mode MODE] [--timeout SECS] [--cancel-grace SECS] -- AGENT ARGS...`
+//! [--transcript-file T] [--permissions FILE] [--mode MODE] [--timeout SECS] [--cancel-grace SECS] -- AGENT ARGS...`
 //!
 //! ACP is JSON-RPC between an editor and a coding agent over the agent's stdio; Gatehouse
 //! runs each CLI as a command line whose stdout it reads, so this shim is the editor: it
@@ -22,6 +22,7 @@
 
 mod agent;
 mod args;
+mod ask;
 mod failure;
 mod mcp;
 mod output;

@@ -19,8 +19,14 @@
 //!   commands, Gemini's `[MODE_UPDATE]` message chunk), not to the turn's reply.
 //! - `update`: each `session/update` notification's `update`, verbatim.
 //! - `permission`: each `session/request_permission` and how it was answered: the tool
-//!   call it was about (its id, title and kind only), the policy, and the option picked
-//!   (`decision` is the option's kind, or `cancelled` when no option fits the policy).
+//!   call it was about (its id, title and kind only), the policy (`allow`, or `rules` with
+//!   `--permissions`), and the option picked (`decision` is the option's kind, or
+//!   `cancelled` when no option fits the policy).
+//! - `gatehouse.permission`: with `--permissions`, before its `permission` line, what the
+//!   role's rules decided: `{"type":"gatehouse.permission","tool":"Bash","input":"git push
+//!   --force","decision":"deny","rule":"Bash(git push*)"}` — the call read as Claude Code's
+//!   tool, its input on one bounded line, and the rule (`default` when none applied); for a
+//!   call a person decided, `"asked":true` with `by` and `reason` instead of `rule`.
 //! - `notice`: something the run went on after (a session that could not be loaded, a
 //!   mode that could not be set, a request the shim does not serve, non-JSON output).
 //! - `result`: the prompt's `stopReason`, with `usage` and `_meta` (as `meta`) verbatim:
@@ -92,7 +98,8 @@ impl Output {
         self.line(&json!({"type": "error", "message": message}));
     }
 
-    fn line(&self, value: &Value) {
+    /// Any line, as given (the `gatehouse.permission` lines).
+    pub fn line(&self, value: &Value) {
         let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{value}").and_then(|()| stdout.flush());
     }

@@ -106,12 +106,37 @@ impl Connection {
         self.send(&message);
     }
 
+    /// A handle that answers one of the agent's requests later, from another task (a
+    /// permission a person decides); it sends nothing once the connection is closed and
+    /// the writer gone.
+    pub fn responder(&self) -> Responder {
+        Responder {
+            writer: self.writer.clone(),
+        }
+    }
+
     /// Closes the agent's stdin once what was sent is written.
     pub fn close(&mut self) {
         self.writer = None;
     }
 
     fn send(&self, message: &Value) {
+        if let Some(writer) = &self.writer {
+            let _ = writer.send(format!("{message}\n"));
+        }
+    }
+}
+
+/// Answers one request from elsewhere than the run's loop.
+#[derive(Debug)]
+pub struct Responder {
+    writer: Option<mpsc::UnboundedSender<String>>,
+}
+
+impl Responder {
+    /// As [`Connection::respond`].
+    pub fn respond(&self, id: &Value, result: Value) {
+        let message = json!({"jsonrpc": "2.0", "id": id, "result": result});
         if let Some(writer) = &self.writer {
             let _ = writer.send(format!("{message}\n"));
         }

@@ -14,7 +14,9 @@
 //!   exchange kept. Without a transcript file that is a failure, never a silent new
 //!   session. A loaded session gets the prompt alone: it holds the system text already.
 //! - The agent's requests: `session/request_permission` is answered by the
-//!   [`Policy`](crate::permission::Policy); anything else (`fs/*`, `terminal/*`, which were
+//!   [`Policy`](crate::permission::Policy) — at once, or, for a call the role's rules say
+//!   to ask about, from a task that waits on the runner while the run goes on serving the
+//!   agent; anything else (`fs/*`, `terminal/*`, which were
 //!   not advertised) gets "method not found".
 //! - SIGTERM or SIGINT during the prompt sends `session/cancel` and waits `--cancel-grace`
 //!   for the prompt to return; before the prompt, the run stops at once.
@@ -28,9 +30,10 @@ use tokio::time::Instant;
 
 use crate::agent::Agent;
 use crate::args::Invocation;
+use crate::ask::ASK_TIMEOUT;
 use crate::failure::Failure;
 use crate::output::Output;
-use crate::permission::{Policy, tool_call_brief};
+use crate::permission::{Policy, Ruling, decision_line, pick, tool_call_brief};
 use crate::rpc::{Connection, Incoming, METHOD_NOT_FOUND, Reply, RpcError};
 
 /// The only ACP version the shim speaks.
@@ -87,6 +90,13 @@ impl<'a> Run<'a> {
     /// the run before any agent runs.
     pub fn start(invocation: &'a Invocation) -> Result<Self, Failure> {
         let prompt = prompt_text(invocation)?;
+        let policy = match &invocation.permissions {
+            None => Policy::default(),
+            Some(path) => Policy::load(path).map_err(|message| Failure::Permissions {
+                path: path.display().to_string(),
+                message,
+            })?,
+        };
         let (agent, stdin, stdout) = Agent::spawn(invocation)?;
         let (connection, incoming) = Connection::start(stdin, stdout);
         Ok(Self {
@@ -97,7 +107,7 @@ impl<'a> Run<'a> {
             connection,
             incoming,
             output: Output,
-            policy: Policy::default(),
+            policy,
             terminate: signal(SignalKind::terminate()).ok(),
             interrupt: signal(SignalKind::interrupt()).ok(),
             replaying: false,
@@ -426,6 +436,53 @@ impl<'a> Run<'a> {
         }
     }
 
+    /// A permission request: answered now, or once the runner says what a person decided.
+    fn permission(&mut self, id: Value, params: Value) {
+        let policy = self.policy.as_str();
+        match self.policy.rule(&params) {
+            Ruling::Now(decision, line) => {
+                if !line.is_null() {
+                    self.output.line(&line);
+                }
+                self.output.permission(
+                    tool_call_brief(&params),
+                    policy,
+                    &decision.kind,
+                    decision.option_id.as_deref(),
+                );
+                self.connection.respond(&id, Ok(decision.answer()));
+            }
+            Ruling::Ask(call, endpoint) => {
+                let responder = self.connection.responder();
+                tokio::spawn(async move {
+                    let answer = match endpoint {
+                        Ok(endpoint) => endpoint.ask(&call.tool, &call.input, ASK_TIMEOUT).await,
+                        Err(reason) => crate::ask::Answer {
+                            allow: false,
+                            reason,
+                            by: "gatehouse-acp".to_owned(),
+                        },
+                    };
+                    let decision = pick(&params, answer.allow);
+                    let mut line =
+                        decision_line(&call, if answer.allow { "allow" } else { "deny" });
+                    line["by"] = json!(answer.by);
+                    line["reason"] = json!(answer.reason);
+                    line["asked"] = json!(true);
+                    let output = Output;
+                    output.line(&line);
+                    output.permission(
+                        tool_call_brief(&params),
+                        policy,
+                        &decision.kind,
+                        decision.option_id.as_deref(),
+                    );
+                    responder.respond(&id, decision.answer());
+                });
+            }
+        }
+    }
+
     /// Something the agent sent while a request waits for its answer.
     fn serve(&mut self, incoming: Incoming) {
         match incoming {
@@ -442,14 +499,7 @@ impl<'a> Run<'a> {
             }
             Incoming::Request { id, method, params } => {
                 if method == "session/request_permission" {
-                    let decision = self.policy.decide(&params);
-                    self.output.permission(
-                        tool_call_brief(&params),
-                        self.policy.as_str(),
-                        &decision.kind,
-                        decision.option_id.as_deref(),
-                    );
-                    self.connection.respond(&id, Ok(decision.answer()));
+                    self.permission(id, params);
                 } else {
                     self.output.notice(&format!(
                         "agent `{}` asked for `{method}`, which gatehouse-acp does not offer",

@@ -196,6 +196,51 @@ pub(crate) trait Cli: Sync {
         true
     }
 
+    /// Whether the CLI can enforce a role's `permissions`: every rule, `ask` never
+    /// becoming allow. Most cannot; those that can say so in their file.
+    /// `permissions` is the role's, already checked to parse.
+    fn check_permissions(
+        &self,
+        role: &Role,
+        _permissions: &crate::permission::Permissions,
+    ) -> Result<(), RoleError> {
+        Err(RoleError::PermissionsNotEnforced {
+            executor: role.executor,
+            why: self.permissions_missing(),
+        })
+    }
+
+    /// What the CLI lacks for `permissions`, for the message refusing them: that Gatehouse
+    /// cannot hand it rules it would enforce, every `ask` put to a person, with the ACP
+    /// command that runs the same agent under a policy where there is one.
+    fn permissions_missing(&self) -> &'static str {
+        match self.name() {
+            "codex" => {
+                "Gatehouse does not yet translate the rules into Codex's execpolicy, which \
+                 covers shell commands only; over ACP: command = [\"codex-acp\"]"
+            }
+            "gemini" => {
+                "Gatehouse does not yet translate the rules into Gemini CLI's policy engine; \
+                 over ACP: command = [\"gemini\", \"--acp\"]"
+            }
+            "opencode" => {
+                "Gatehouse does not yet translate the rules into OpenCode's `permission` \
+                 settings; over ACP: command = [\"opencode\", \"acp\"]"
+            }
+            "kilo" => {
+                "Gatehouse does not yet translate the rules into Kilo's `permission` \
+                 settings; over ACP: command = [\"kilo\", \"acp\"]"
+            }
+            "copilot" => {
+                "Copilot CLI's --allow-tool/--deny-tool switches cannot put an `ask` to a \
+                 person; over ACP: command = [\"copilot\", \"--acp\"]"
+            }
+            "pi" => "pi has no permission rules; over ACP: command = [\"pi-acp\"]",
+            "command" => "a program of the role's own is not Gatehouse's to restrict",
+            _ => "it has no permission rules Gatehouse can hand it",
+        }
+    }
+
     /// Where it keeps the sessions it resumes.
     fn session_files(&self) -> Option<SessionFiles> {
         None

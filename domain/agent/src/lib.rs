@@ -14,6 +14,7 @@
 //!   stdout;
 //! - [`cost`]: that usage priced from `[pricing]`;
 //! - [`Limit`]: a budget in dollars or tokens, as the configuration writes it;
+//! - [`Permissions`]: which tool calls a role's agent may make, must ask for, or may not;
 //! - [`Tools`]: the MCP servers, permission tool and skills an attempt hands its CLI, and
 //!   [`mcp_servers`]: a role's and project's `[mcp.NAME]` servers as its CLI reaches them;
 //! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
@@ -23,6 +24,7 @@ mod invocation;
 mod limit;
 mod mcp;
 mod parse;
+pub mod permission;
 mod placeholder;
 mod price;
 mod prompt;
@@ -42,6 +44,7 @@ pub use mcp::{
     TOOLS_URL_VAR, check_mcp_list, check_mcp_name, mcp_servers, remote_url, unknown_mcp,
 };
 pub use parse::parse_report;
+pub use permission::{Decision, Permissions, PermissionsError, Rule, RuleError, ToolUse, Verdict};
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{DEFAULT_MAX_RETRIES, MAX_RETRIES_LIMIT, Role, RoleError};

@@ -84,6 +84,11 @@ pub struct Role {
     /// terms). Executors `pi`, `aider` and `command` cannot be handed MCP servers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<String>,
+    /// Which tool calls the agent may make on its own, must have a person allow, or may not
+    /// make (`src/permission.rs`); every call allowed when absent. Only executors that can
+    /// enforce every rule take it ([`RoleError::PermissionsNotEnforced`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<crate::permission::Permissions>,
 }
 
 /// The retries a role's CLI makes of a failed model request unless `max_retries` says:
@@ -172,6 +177,39 @@ pub enum RoleError {
         /// The role's model.
         model: String,
     },
+    /// A `permissions` rule that does not parse, or too many.
+    #[error(transparent)]
+    Permission(#[from] crate::permission::PermissionsError),
+    /// `permissions` on an executor whose CLI cannot enforce them.
+    #[error(
+        "executor \"{executor}\" cannot enforce `permissions` ({why}); use executor \
+         \"claude-code\", or run the agent over ACP (executor \"acp\", whose requests \
+         Gatehouse answers from the policy), or remove `permissions`"
+    )]
+    PermissionsNotEnforced {
+        executor: Executor,
+        /// What the CLI lacks.
+        why: &'static str,
+    },
+    /// A `permissions` rule the executor's CLI cannot say in its own terms.
+    #[error(
+        "executor \"{executor}\" cannot enforce the rule {rule:?} in `permissions.{list}`: {why}"
+    )]
+    PermissionRuleNotEnforced {
+        executor: Executor,
+        list: &'static str,
+        rule: String,
+        /// What to write instead.
+        why: String,
+    },
+    /// `permissions` on an ACP agent whose `--mode` never asks, so the policy would never
+    /// be consulted.
+    #[error(
+        "`args` sets `--mode {mode}`, in which the agent runs its tools without asking, so \
+         its `permissions` would never be consulted; drop `--mode {mode}` or use a mode that \
+         asks (Gemini's and Claude's `default`)"
+    )]
+    ModeNeverAsks { mode: String },
     /// `max_retries` over [`MAX_RETRIES_LIMIT`].
     #[error(
         "`max_retries` is {given}; at most {MAX_RETRIES_LIMIT} are allowed, since each retry \
@@ -222,6 +260,7 @@ impl Role {
             ask_secrets: false,
             budget: None,
             mcp: Vec::new(),
+            permissions: None,
         }
     }
 
@@ -285,6 +324,10 @@ impl Role {
             return Err(RoleError::McpNotSupported {
                 executor: self.executor,
             });
+        }
+        if let Some(permissions) = &self.permissions {
+            permissions.check()?;
+            self.executor.cli().check_permissions(self, permissions)?;
         }
         self.executor.cli().check(self)
     }

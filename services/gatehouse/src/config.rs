@@ -15,6 +15,7 @@ mod chat;
 mod console;
 mod github;
 mod mcp;
+mod locate;
 mod providers;
 mod schedules;
 mod server;
@@ -117,6 +118,15 @@ pub enum ConfigError {
     /// Values that parse but contradict each other.
     #[error("{0}")]
     Inconsistent(String),
+    /// A role's permission rule that does not parse; `load` names its line in the file.
+    #[error("{located}{}: {problem}", place.key())]
+    Rule {
+        place: locate::RulePlace,
+        /// The rule as written and what is wrong with it.
+        problem: String,
+        /// `file:line: `, or empty when the rule is not in the file.
+        located: String,
+    },
 }
 
 /// Environment variables that belong to the command line, not to the file's keys.
@@ -138,6 +148,10 @@ impl Config {
     /// (`GATEHOUSE_DATABASE_URL`).
     pub fn load(file: Option<&Path>) -> Result<Self, ConfigError> {
         let mut figment = Figment::from(Serialized::defaults(Config::default()));
+        let read = file.map(Path::to_path_buf).or_else(|| {
+            let default = PathBuf::from("gatehouse.toml");
+            default.exists().then_some(default)
+        });
         match file {
             Some(path) if !path.exists() => return Err(ConfigError::Missing(path.to_owned())),
             Some(path) => figment = figment.merge(Toml::file_exact(path)),
@@ -157,7 +171,14 @@ impl Config {
                 }
             });
         let config: Config = figment.merge(env).extract().map_err(Box::new)?;
-        config.validate()?;
+        config.validate().map_err(|error| match (error, &read) {
+            (ConfigError::Rule { place, problem, .. }, Some(path)) => ConfigError::Rule {
+                located: locate::prefix(path, &place),
+                place,
+                problem,
+            },
+            (error, _) => error,
+        })?;
         Ok(config)
     }
 
@@ -316,7 +337,25 @@ impl Config {
         }
         for (name, role) in &self.roles {
             let invalid = |e: String| ConfigError::Inconsistent(format!("roles.{name}: {e}"));
-            role.check().map_err(|e| invalid(e.to_string()))?;
+            role.check().map_err(|e| match e {
+                gatehouse_agent::RoleError::Permission(
+                    gatehouse_agent::PermissionsError::Rule {
+                        list,
+                        index,
+                        rule,
+                        problem,
+                    },
+                ) => ConfigError::Rule {
+                    place: locate::RulePlace {
+                        role: name.clone(),
+                        list: list.as_str(),
+                        index,
+                    },
+                    problem: format!("{rule:?}: {problem}"),
+                    located: String::new(),
+                },
+                e => invalid(e.to_string()),
+            })?;
             if let Some(provider) = &role.provider {
                 let Some(config) = self.providers.get(provider) else {
                     let known = if self.providers.is_empty() {

@@ -2,7 +2,8 @@
 //! enough of the protocol, in the shape the surveyed agents use, and misbehaves on demand:
 //!
 //! - `happy`: a tool call that completes, a message, `end_turn` with usage; exits on EOF.
-//! - `permission`: asks permission for its tool call, and says which option it got.
+//! - `permission`: asks permission for its tool call, and says which option it got; the
+//!   call is `$FAKE_TOOL_CALL` (JSON) when set.
 //! - `cancellable`: streams one update, then waits for `session/cancel` → `cancelled`.
 //! - `deaf`: like `cancellable`, but ignores the cancel, SIGTERM and stdin's end.
 //! - `exit`: writes to stderr and exits 3 before answering anything.
@@ -119,10 +120,16 @@ fn main() {
                 match scenario.as_str() {
                     "cancellable" | "deaf" => continue,
                     "permission" => {
+                        let call = std::env::var("FAKE_TOOL_CALL")
+                            .ok()
+                            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+                            .unwrap_or_else(|| {
+                                json!({"toolCallId": "call_1",
+                                "title": "Write hello.txt", "kind": "edit", "content": []})
+                            });
                         send(
                             &json!({"jsonrpc": "2.0", "id": 0, "method": "session/request_permission",
-                            "params": {"sessionId": session, "toolCall": {"toolCallId": "call_1",
-                                "title": "Write hello.txt", "kind": "edit", "content": []},
+                            "params": {"sessionId": session, "toolCall": call,
                             "options": [
                                 {"optionId": "always", "name": "Always", "kind": "allow_always"},
                                 {"optionId": "once", "name": "Allow", "kind": "allow_once"},

@@ -24,6 +24,13 @@
 //! expanded by the shell. The shim refuses a remote server when the agent's `initialize`
 //! answer does not offer `mcpCapabilities.http`.
 //!
+//! A role with `permissions` has them written, as JSON, to
+//! `$HOME/.gatehouse/acp-permissions.json` by the command line, and the shim started with
+//! `--permissions` on that file: it answers each `session/request_permission` from the
+//! policy (`ask` through the runner's `/permission` endpoint, a person deciding), instead
+//! of allowing every request. The role's `--mode` should then be one in which the agent
+//! asks (Gemini's `default`, Claude's `default`), not `yolo` or `bypassPermissions`.
+//!
 //! A turn continues the session with `--resume <sessionId>` (`session/load`); the system
 //! text is not sent again, the loaded session holds it. When the agent cannot load a
 //! session (it does not offer `session/load`, or it fails, as in Gemini CLI 0.61), the
@@ -52,6 +59,20 @@ use crate::usage::{ParseError, Report};
 /// The shim's path as the sandbox sees it, from the variable the runner sets; the shell
 /// stops with a message in a sandbox the runner did not give it to.
 const SHIM: &str = "\"${GATEHOUSE_ACP:?the runner gave this sandbox no gatehouse-acp}\"";
+
+/// ACP session modes in which the surveyed agents run tools without asking: Gemini CLI's
+/// `yolo` and `autoEdit`, Claude's (claude-agent-acp) `bypassPermissions` and
+/// `acceptEdits`, codex-acp's `full-access`.
+const UNASKING_MODES: [&str; 5] = [
+    "yolo",
+    "autoEdit",
+    "bypassPermissions",
+    "acceptEdits",
+    "full-access",
+];
+
+/// Where the command line writes a role's `permissions` for the shim, under `$HOME`.
+const PERMISSIONS_FILE: &str = ".gatehouse/acp-permissions.json";
 
 pub(super) struct Acp;
 
@@ -82,12 +103,22 @@ impl Cli for Acp {
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
         // `exec`: the shim is the job's process, so a signal to the job reaches it (and it
         // cancels the prompt) rather than ending a shell that would leave it running.
-        let mut words = vec![
+        let mut words = Vec::new();
+        if let Some(permissions) = &role.permissions {
+            let policy = serde_json::to_string(permissions).unwrap_or_default();
+            words.push(super::home_file(PERMISSIONS_FILE, &policy, &[]));
+            words.push("&&".to_owned());
+        }
+        words.extend([
             "exec".to_owned(),
             SHIM.to_owned(),
             "--prompt-file".to_owned(),
             quote(call.prompt_file),
-        ];
+        ]);
+        if role.permissions.is_some() {
+            words.push("--permissions".to_owned());
+            words.push(format!("\"$HOME\"/{PERMISSIONS_FILE}"));
+        }
         if let Some(system_file) = call.system_file {
             words.push("--system-file".to_owned());
             words.push(quote(system_file));
@@ -157,6 +188,29 @@ impl Cli for Acp {
             }
         }
         Ok(())
+    }
+
+    /// The shim decides every permission request the agent makes from the policy. What
+    /// an agent does without asking (Gemini's read-only tools, any tool in `yolo` mode) is
+    /// the agent's affair: the role's `--mode` must be one that asks.
+    /// A `--mode` in which the agent runs tools without asking (`yolo`,
+    /// `bypassPermissions`, …) would leave the policy unconsulted: refused.
+    fn check_permissions(
+        &self,
+        role: &Role,
+        _permissions: &crate::permission::Permissions,
+    ) -> Result<(), RoleError> {
+        let mode = role
+            .args
+            .windows(2)
+            .find(|pair| pair[0] == "--mode")
+            .map(|pair| pair[1].as_str());
+        match mode {
+            Some(mode) if UNASKING_MODES.contains(&mode) => Err(RoleError::ModeNeverAsks {
+                mode: mode.to_owned(),
+            }),
+            _ => Ok(()),
+        }
     }
 
     /// For a session the agent cannot load: the shim starts over with it.

@@ -16,18 +16,26 @@
 //! run, none from a settings file in the workspace. `--mcp-config` takes several values, so
 //! an option must follow it. Their tools are `mcp__<server>__<tool>`.
 //!
+//! A role with `permissions` runs with `--permission-mode default` instead, its rules in
+//! Claude Code's terms as `--settings` JSON (`settings.rs`), and either
+//! `--permission-prompt-tool <tool>` (the runner's MCP tool, which decides what the rules
+//! leave open by the same policy and asks a person for `ask`) or, when the attempt has no
+//! such tool, `--permission-prompts none`, so whatever would prompt is refused: `ask` never
+//! becomes allow.
+//!
 //! Its sessions are `~/.claude/projects/<project>/<session>.jsonl`, one directory per
 //! working directory; `--resume` finds a session in any of them and keeps its id.
 
 mod events;
 mod report;
+mod settings;
 
 use serde_json::{Value, json};
 
 use super::mcp_servers::{as_strs, bearer, program, variables};
 use super::{Call, Cli, ModelApi, expand, pairs};
 use crate::invocation::{push_model, quote};
-use crate::role::Role;
+use crate::role::{Role, RoleError};
 use crate::sessions::SessionFiles;
 use crate::trace::Events;
 use crate::usage::{ParseError, Report};
@@ -105,11 +113,35 @@ impl Cli for ClaudeCode {
             ));
             words.push("--strict-mcp-config".to_owned());
         }
-        words.extend(["--permission-mode", "bypassPermissions"].map(String::from));
+        match &role.permissions {
+            None => words.extend(["--permission-mode", "bypassPermissions"].map(String::from)),
+            Some(permissions) => {
+                words.extend(["--permission-mode", "default", "--settings"].map(String::from));
+                words.push(quote(
+                    &settings::settings(permissions, call.tools).to_string(),
+                ));
+                match &call.tools.permission_tool {
+                    Some(tool) => {
+                        words.push("--permission-prompt-tool".to_owned());
+                        words.push(quote(tool));
+                    }
+                    None => words.extend(["--permission-prompts", "none"].map(String::from)),
+                }
+            }
+        }
         words.extend(role.args.iter().map(|arg| quote(arg)));
         words.push("<".to_owned());
         words.push(quote(prompt_file));
         words.join(" ")
+    }
+
+    /// Every rule in its settings, but those its syntax cannot say.
+    fn check_permissions(
+        &self,
+        _role: &Role,
+        permissions: &crate::permission::Permissions,
+    ) -> Result<(), RoleError> {
+        settings::check(permissions)
     }
 
     fn session_files(&self) -> Option<SessionFiles> {

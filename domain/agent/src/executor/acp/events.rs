@@ -10,6 +10,11 @@
 //! `completed` or `failed` (an error). A call first seen completed took no time the output
 //! shows.
 //!
+//! A `gatehouse.permission` line (a role with `permissions`) is what the role's rules or a
+//! person decided about a call: it becomes a trace entry of its own, tool `permission`,
+//! summed up as `deny Bash git push --force (rule Bash(git push*))` or `allow Bash git push
+//! (asked: ana)`, an error unless allowed, so the run page lists every decision.
+//!
 //! The session id is the `session` line's. Usage, the failure and the reply are read as
 //! [`crate::parse_report`] reads them (`report.rs`); an output that ends before a `result`
 //! or `error` line is a failure too (the shim was killed).
@@ -82,6 +87,7 @@ impl crate::trace::Events for Reader {
                 };
                 self.ending = Some(kept);
             }
+            Some("gatehouse.permission") => permission(event, at_ms, shared),
             Some("notice") => {}
             _ => return,
         }
@@ -114,6 +120,22 @@ impl crate::trace::Events for Reader {
             report,
         }
     }
+}
+
+/// A policy's or a person's decision, into the calls.
+fn permission(event: &Object, at_ms: u64, shared: &mut Shared) {
+    let decision = string(event, "decision").unwrap_or("deny");
+    let tool = string(event, "tool").unwrap_or("Other");
+    let input = string(event, "input").unwrap_or_default();
+    let by = match (string(event, "rule"), string(event, "by")) {
+        (Some(rule), _) => format!("rule {rule}"),
+        (None, Some(by)) => format!("asked: {by}"),
+        (None, None) => "asked".to_owned(),
+    };
+    let summary = shorten(&format!("{decision} {tool} {input} ({by})"), SUMMARY_CHARS);
+    shared
+        .calls
+        .record(None, "permission", summary, at_ms, decision != "allow");
 }
 
 /// A `tool_call` or `tool_call_update`, into the calls.
