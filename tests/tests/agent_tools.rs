@@ -13,7 +13,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use gatehouse_agent::{Executor, McpDefinition, Role};
+use gatehouse_agent::{Executor, McpDefinition, Permissions, Role, Rule};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
 use gatehouse_ingest::Scope;
@@ -152,6 +152,84 @@ async fn asks_a_person(answer: Answer, told: &str) {
     gh.stop().await;
 }
 
+/// A role that must ask before `git push`: the real Claude Code's push becomes a question
+/// (a card in the thread), ana denies it, and the command never runs; the decision is in
+/// the trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claude_code_asks_before_a_push_and_a_denied_push_never_runs() {
+    let data = tempfile::tempdir().unwrap();
+    let Some(docker) = docker(&data.path().display().to_string()).await else {
+        return;
+    };
+    let push = "touch pushed.txt && git push --force origin main";
+    let fake = FakeProvider::start(
+        REAL_KEY,
+        vec![
+            Turn::tool("Bash", json!({"command": push, "description": "Push"})),
+            Turn::text("I did not push."),
+        ],
+    )
+    .await;
+    fake.answer_side_requests_with_text();
+    let role = Role {
+        permissions: Some(Permissions {
+            ask: vec![Rule::parse("Bash(git push*)").expect("a rule")],
+            ..Permissions::default()
+        }),
+        ..claude_code_role(Vec::new())
+    };
+    let gh = start(data, docker, &fake, role, BTreeMap::new()).await;
+    let thread = gh
+        .slack_mention("Ev1", CHANNEL, ANA, "Push the fix to main.")
+        .await;
+    let question = open_question(&gh).await;
+    assert_eq!(question["kind"], "permission");
+    assert_eq!(
+        question["question"],
+        format!("The agent wants to run `{push}`")
+    );
+    let card = tool_card_in(&gh, &thread).await;
+    assert!(
+        card.contains("Allow once") && card.contains("git push --force"),
+        "{card}"
+    );
+    let token = gh.stored_token("ana", &Scope::ALL, None).await;
+    let id = question["id"].as_str().expect("an id");
+    gh.api_as(&token)
+        .post(
+            &format!("/questions/{id}/answer"),
+            json!({"answer": "deny", "comment": "never force-push main"}),
+        )
+        .await
+        .is(202);
+    said(&gh, &thread, "I did not push.").await;
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("never force-push main")),
+        "the agent was told why: {:#?}",
+        fake.requests().iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
+    let workspace = gh.data.path().to_owned();
+    assert!(
+        !walk_has(&workspace, "pushed.txt"),
+        "the denied command never ran"
+    );
+    let detail = conversations(&gh).await.remove(0);
+    let tools = detail["turns"][0]["attempts"][0]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["tool"] == "permission"
+            && t["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("deny run"))),
+        "the decision is in the trace: {detail:#}"
+    );
+    gh.stop().await;
+}
+
 /// A role's stdio MCP server, run by Claude Code inside the sandbox (which has no route
 /// out): its tool's answer reaches the model, and the call is in the trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
@@ -212,12 +290,27 @@ async fn claude_code(
     mcp: Vec<String>,
     servers: BTreeMap<String, McpDefinition>,
 ) -> Gatehouse {
-    let role = Role {
+    start(data, docker, fake, claude_code_role(mcp), servers).await
+}
+
+/// The assistant's role: Claude Code on the fake provider, with MCP servers `mcp`.
+fn claude_code_role(mcp: Vec<String>) -> Role {
+    Role {
         provider: Some("model".into()),
         model: Some("claude-sonnet-4-5".into()),
         mcp,
         ..Role::new(Executor::ClaudeCode)
-    };
+    }
+}
+
+/// Gatehouse whose assistant is `role`, on the fake provider, with `[mcp]` `servers`.
+async fn start(
+    data: tempfile::TempDir,
+    docker: DockerSandbox,
+    fake: &FakeProvider,
+    role: Role,
+    servers: BTreeMap<String, McpDefinition>,
+) -> Gatehouse {
     let provider = Provider {
         name: "model".into(),
         kind: ProviderKind::Anthropic,
@@ -258,6 +351,34 @@ async fn card_in(gh: &Gatehouse, thread: &str) -> String {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("no question card in the thread");
+}
+
+/// The permission question's card in `thread`: its blocks as text.
+async fn tool_card_in(gh: &Gatehouse, thread: &str) -> String {
+    for _ in 0..600 {
+        if let Some(card) = gh.slack.messages(CHANNEL).into_iter().find(|m| {
+            m.user == BOT_USER
+                && m.thread_ts.as_deref() == Some(thread)
+                && m.text.starts_with("The agent wants to run a tool")
+        }) {
+            return card.blocks.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no permission card in the thread");
+}
+
+/// Whether a file named `name` is anywhere under `dir`.
+fn walk_has(dir: &std::path::Path, name: &str) -> bool {
+    std::fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .any(|entry| {
+            let path = entry.path();
+            path.file_name().is_some_and(|n| n == name)
+                || (entry.file_type().is_ok_and(|t| t.is_dir()) && walk_has(&path, name))
+        })
 }
 
 /// Waits (up to four minutes) until the bot said `text` in `thread`.

@@ -15,6 +15,7 @@
 
 mod ask;
 mod attempt;
+mod permission;
 mod server;
 mod servers;
 #[cfg(test)]
@@ -32,6 +33,8 @@ pub use servers::McpServers;
 pub(crate) const GATEHOUSE_PATH: &str = "/mcp/gatehouse";
 /// The name CLIs know Gatehouse's server by; its tools are `mcp__gatehouse__<tool>`.
 pub(crate) const SERVER_NAME: &str = "gatehouse";
+/// The tool Claude Code asks about what its rules leave open (`--permission-prompt-tool`).
+pub(crate) const PERMISSION_TOOL: &str = "mcp__gatehouse__permission";
 /// The variable holding the tools' address in the sandbox.
 pub(crate) const URL_VAR: &str = "GATEHOUSE_TOOLS_URL";
 /// The variable holding the attempt's token in the sandbox.
@@ -69,11 +72,12 @@ impl Desk {
             uuid::Uuid::new_v4().simple()
         );
         if let Ok(mut attempts) = self.attempts.lock() {
-            attempts.insert(token.clone(), attempt);
+            attempts.insert(token.clone(), attempt.clone());
         }
         Ticket {
             token,
             desk: self.clone(),
+            attempt,
         }
     }
 
@@ -93,12 +97,18 @@ impl Desk {
 pub(crate) struct Ticket {
     token: String,
     desk: Desk,
+    attempt: Arc<AttemptTools>,
 }
 
 impl Ticket {
     /// The token to hand the sandbox.
     pub(crate) fn token(&self) -> &str {
         &self.token
+    }
+
+    /// The permission decisions made for the attempt so far, taken out for its trace.
+    pub(crate) fn take_decisions(&self) -> Vec<gatehouse_agent::ToolCall> {
+        self.attempt.take_decisions()
     }
 
     /// Stops the token working at once (a question it waits on stays asked); idempotent.
@@ -124,8 +134,22 @@ pub(crate) fn with_gatehouse(
     let mut tools = configured;
     if served && role.executor.takes_mcp() {
         tools.mcp.insert(0, server_entry());
+        tools.permission_tool = Some(PERMISSION_TOOL.to_owned());
     }
     tools
+}
+
+/// Puts the permission decisions Gatehouse made for an attempt into its trace, among the
+/// CLI's own calls in the order they happened.
+pub(crate) fn add_decisions(
+    trace: &mut gatehouse_agent::Trace,
+    decisions: Vec<gatehouse_agent::ToolCall>,
+) {
+    if decisions.is_empty() {
+        return;
+    }
+    trace.tools.extend(decisions);
+    trace.tools.sort_by_key(|call| call.started_ms);
 }
 
 /// The names of the remote servers among `tools`, which the attempt may reach through the

@@ -2,8 +2,10 @@
 //! publish, how it reports progress, and how long a question of its may wait.
 
 use std::path::PathBuf;
+use std::sync::Mutex;
 use std::time::Duration;
 
+use gatehouse_agent::{Permissions, ToolCall};
 use gatehouse_store::{ConnectionOwner, Store};
 use tokio::time::Instant;
 
@@ -35,12 +37,44 @@ pub(crate) struct AttemptTools {
     /// the agent hears the answer (none) while it can still act on it.
     pub(crate) deadline: Option<Instant>,
     pub(crate) store: Store,
+    /// The role's permissions, which decide the permission requests its CLI sends; every
+    /// call allowed when `None`.
+    pub(crate) permissions: Option<Permissions>,
+    /// When the attempt started, for the trace's times.
+    pub(crate) started: Instant,
+    /// The permission decisions made for it, for its trace.
+    pub(crate) decisions: Mutex<Vec<ToolCall>>,
 }
 
 /// How long a question waits for a person unless the attempt's time runs out first.
 pub(crate) const ASK_TIMEOUT: Duration = Duration::from_secs(60 * 60);
 
+/// The most decisions kept for one attempt's trace.
+const DECISIONS_KEPT: usize = 1000;
+
 impl AttemptTools {
+    /// Milliseconds since the attempt started.
+    pub(crate) fn elapsed_ms(&self) -> u64 {
+        u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX)
+    }
+
+    /// Keeps a decision for the attempt's trace.
+    pub(crate) fn record(&self, decision: ToolCall) {
+        if let Ok(mut decisions) = self.decisions.lock()
+            && decisions.len() < DECISIONS_KEPT
+        {
+            decisions.push(decision);
+        }
+    }
+
+    /// The decisions so far, taken out for the trace.
+    pub(crate) fn take_decisions(&self) -> Vec<ToolCall> {
+        self.decisions
+            .lock()
+            .map(|mut d| std::mem::take(&mut *d))
+            .unwrap_or_default()
+    }
+
     /// When a question asked now stops waiting.
     pub(crate) fn question_deadline(&self) -> Instant {
         let asked = Instant::now() + self.ask_timeout;

@@ -9,7 +9,7 @@ use axum::extract::{Extension, Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
-use axum::routing::any;
+use axum::routing::{any, post};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio_util::sync::CancellationToken;
@@ -37,10 +37,53 @@ fn router(desk: Desk, shutdown: CancellationToken) -> Router {
     );
     Router::new()
         .nest_service(GATEHOUSE_PATH, gatehouse)
+        .route("/permission", post(permission))
         .route("/mcp/{name}", any(remote))
         .route("/mcp/{name}/{*rest}", any(remote))
         .with_state(desk.clone())
         .layer(axum::middleware::from_fn_with_state(desk, authorize))
+}
+
+/// A permission request the ACP shim could not decide by itself (an `ask` rule), as
+/// `{"tool", "input"}`; answered `{"decision", "reason", "by"}` once decided.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PermissionAsked {
+    tool: String,
+    #[serde(default)]
+    input: serde_json::Value,
+}
+
+/// `POST /permission`, which long-polls while a person decides.
+async fn permission(
+    Extension(attempt): Extension<Arc<AttemptTools>>,
+    body: Result<axum::Json<PermissionAsked>, axum::extract::rejection::JsonRejection>,
+) -> Response {
+    let asked = match body {
+        Ok(axum::Json(asked)) if !asked.tool.is_empty() && asked.tool.len() <= 256 => asked,
+        Ok(_) => {
+            return refusal(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                "`tool` must name the tool, in at most 256 bytes",
+            );
+        }
+        Err(rejection) => return refusal(rejection.status(), &rejection.body_text()),
+    };
+    let call = gatehouse_agent::ToolUse {
+        tool: asked.tool,
+        input: asked.input,
+    };
+    let decided = super::permission::decide(&attempt, &call).await;
+    axum::Json(serde_json::json!({
+        "decision": if decided.allow { "allow" } else { "deny" },
+        "reason": decided.reason,
+        "by": decided.by,
+    }))
+    .into_response()
+}
+
+fn refusal(status: StatusCode, why: &str) -> Response {
+    (status, axum::Json(serde_json::json!({ "error": why }))).into_response()
 }
 
 /// A remote `[mcp.NAME]` server's request, forwarded with its secret if the attempt's role

@@ -64,8 +64,13 @@ impl Bench {
 
     /// The same, attached to the remote MCP servers `remotes`.
     fn attempt_with(&self, attempt: u32, wait: Duration, remotes: Vec<String>) -> Ticket {
+        self.desk.open(Arc::new(self.tools(attempt, wait, remotes)))
+    }
+
+    /// What such an attempt's tools act on.
+    fn tools(&self, attempt: u32, wait: Duration, remotes: Vec<String>) -> AttemptTools {
         let notes = self.notes.clone();
-        self.desk.open(Arc::new(AttemptTools {
+        AttemptTools {
             owner: ConnectionOwner::Node {
                 run_id: self.run,
                 node: "code".to_owned(),
@@ -80,7 +85,10 @@ impl Bench {
             ask_timeout: wait,
             deadline: None,
             store: self.store.clone(),
-        }))
+            permissions: None,
+            started: tokio::time::Instant::now(),
+            decisions: Default::default(),
+        }
     }
 
     /// One JSON-RPC request; the result (or error) of its answer.
@@ -196,6 +204,7 @@ async fn the_tools_are_listed_and_read_what_the_attempt_knows() {
         [
             "get_inputs",
             "get_requirement",
+            "permission",
             "post_progress",
             "publish_artifact",
             "request_approval"
@@ -549,4 +558,102 @@ async fn a_remote_server_is_reached_with_its_secret_only_by_attempts_it_is_attac
         .await
         .expect("request");
     assert_eq!(unknown.status(), 404);
+}
+
+#[tokio::test]
+async fn permission_requests_are_decided_by_the_roles_rules_and_a_person() {
+    use gatehouse_agent::{Permissions, Rule};
+    let bench = Arc::new(Bench::new().await);
+    let mut tools = AttemptTools {
+        permissions: Some(Permissions {
+            ask: vec![Rule::parse("Bash(git push*)").expect("rule")],
+            deny: vec![Rule::parse("WebFetch").expect("rule")],
+            ..Permissions::default()
+        }),
+        ..bench.tools(1, Duration::from_secs(30), Vec::new())
+    };
+    tools.project = Some("api".to_owned());
+    let ticket = bench.desk.open(Arc::new(tools));
+    let ask = |tool: &str, input: Value| {
+        let request = bench
+            .http
+            .post(bench.url.replace(GATEHOUSE_PATH, "/permission"))
+            .bearer_auth(ticket.token())
+            .json(&json!({"tool": tool, "input": input}));
+        async move {
+            let answer = request.send().await.expect("request");
+            assert_eq!(answer.status(), 200);
+            answer.json::<Value>().await.expect("json")
+        }
+    };
+    let allowed = ask("Bash", json!({"command": "cargo test"})).await;
+    assert_eq!(
+        (allowed["decision"].as_str(), allowed["by"].as_str()),
+        (Some("allow"), Some("policy"))
+    );
+    let denied = ask("WebFetch", json!({"url": "https://example.com"})).await;
+    assert_eq!(denied["decision"], "deny");
+    assert!(
+        denied["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("`WebFetch`"),
+        "{denied}"
+    );
+
+    // Claude Code's prompt tool: the same decision, in its own shape.
+    let (failed, said) = bench
+        .call(
+            ticket.token(),
+            "permission",
+            json!({"tool_name": "WebFetch", "input": {"url": "x"}, "tool_use_id": "t1"}),
+        )
+        .await;
+    assert!(!failed);
+    assert_eq!(
+        serde_json::from_str::<Value>(&said).expect("json")["behavior"],
+        "deny"
+    );
+
+    // `ask` waits for a person.
+    let push = {
+        let request = bench
+            .http
+            .post(bench.url.replace(GATEHOUSE_PATH, "/permission"))
+            .bearer_auth(ticket.token())
+            .json(&json!({"tool": "Bash", "input": {"command": "git push --force origin main"}}));
+        tokio::spawn(async move { request.send().await.expect("request").json::<Value>().await })
+    };
+    let question = bench.open_question().await;
+    assert_eq!(question.kind, gatehouse_store::QuestionKind::Permission);
+    assert_eq!(
+        question.question,
+        "The agent wants to run `git push --force origin main`"
+    );
+    bench
+        .answer(question.id, QuestionStatus::Approved, "once")
+        .await;
+    let pushed = push.await.expect("task").expect("json");
+    assert_eq!(
+        (pushed["decision"].as_str(), pushed["by"].as_str()),
+        (Some("allow"), Some("ada"))
+    );
+
+    // Malformed asks change nothing.
+    let malformed = bench
+        .http
+        .post(bench.url.replace(GATEHOUSE_PATH, "/permission"))
+        .bearer_auth(ticket.token())
+        .json(&json!({"tool": ""}))
+        .send()
+        .await
+        .expect("request");
+    assert_eq!(malformed.status(), 422);
+    let decisions = ticket.take_decisions();
+    assert_eq!(decisions.len(), 4, "{decisions:?}");
+    assert!(decisions.iter().all(|d| d.tool == "permission"));
+    assert!(
+        decisions[1].error && decisions[1].summary.starts_with("deny fetch"),
+        "{decisions:?}"
+    );
 }

@@ -57,6 +57,23 @@ pub(crate) struct ArtifactRequest {
     text: String,
 }
 
+/// Claude Code's question about a tool call (`--permission-prompt-tool`).
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+pub(crate) struct PermissionRequest {
+    /// The tool the agent wants to call (`Bash`, `Edit`, `mcp__github__create_issue`).
+    tool_name: String,
+    /// The call's arguments.
+    #[serde(default)]
+    input: serde_json::Value,
+    /// Claude Code's id of the call.
+    #[serde(default)]
+    #[allow(
+        dead_code,
+        reason = "part of Claude Code's question; the answer does not name it"
+    )]
+    tool_use_id: Option<String>,
+}
+
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 pub(crate) struct ProgressRequest {
     /// How the work is going, in a line or two; it replaces the previous note.
@@ -200,6 +217,32 @@ impl GatehouseTools {
         }
         (attempt.progress)(note.to_owned());
         Ok(text("posted"))
+    }
+
+    #[tool(
+        description = "Gatehouse decides whether a tool call may run, by the role's permissions         (asking a person when they say so). Called by the CLI itself, not by the agent."
+    )]
+    async fn permission(
+        &self,
+        Extension(parts): Extension<http::request::Parts>,
+        Parameters(request): Parameters<PermissionRequest>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let attempt = attempt(&parts)?;
+        let call = gatehouse_agent::ToolUse {
+            tool: request.tool_name,
+            input: request.input,
+        };
+        if call.tool.is_empty() || call.tool.len() > 256 {
+            return Ok(refused(
+                "`tool_name` must name the tool, in at most 256 bytes",
+            ));
+        }
+        let decided = super::permission::decide(&attempt, &call).await;
+        Ok(text(gatehouse_agent::permission::prompt_tool::answer(
+            decided.allow,
+            &call,
+            &decided.reason,
+        )))
     }
 }
 

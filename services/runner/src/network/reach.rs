@@ -88,6 +88,14 @@ impl Reach {
         }
     }
 
+    /// The permission decisions Gatehouse's tools made for the attempt, for its trace.
+    pub(crate) fn take_decisions(&self) -> Vec<gatehouse_agent::ToolCall> {
+        self.tools
+            .as_ref()
+            .map(crate::mcp::Ticket::take_decisions)
+            .unwrap_or_default()
+    }
+
     /// Whether the attempt was given Gatehouse's tools.
     pub(crate) fn has_tools(&self) -> bool {
         self.tools.is_some()

@@ -148,7 +148,7 @@ impl Nodes {
             Ok(prepared) => prepared,
             Err(reason) => return attempt.failed(reason).await,
         };
-        let (exit, seen) = attempt.run(&prepared, started, cancel, begun).await?;
+        let (exit, mut seen) = attempt.run(&prepared, started, cancel, begun).await?;
         // The sandbox is gone: its tokens stop working, and what it reached is recorded.
         let notices = attempt.record_network(&prepared).await?;
         // The CLI's own state holds its tool output unmasked; nothing reads it later.
@@ -174,7 +174,10 @@ impl Nodes {
         if let Err(reason) = self.checkpoint_after(job, &attempt.dirs).await {
             return attempt.failed(reason).await;
         }
-        if let Some(trace) = &seen.trace {
+        if let Some(trace) = &mut seen.trace {
+            if let Some(reach) = &prepared.reach {
+                crate::mcp::add_decisions(trace, reach.take_decisions());
+            }
             attempt.record_tool_calls(trace).await?;
         }
         let exit = match exit {

@@ -106,6 +106,9 @@ impl<'a> Attempt<'a> {
                     .timeout_secs
                     .map(|secs| tokio::time::Instant::now() + Duration::from_secs(secs)),
                 store: self.nodes.runner.store.clone(),
+                permissions: role.as_ref().and_then(|r| r.permissions.clone()),
+                started: tokio::time::Instant::now(),
+                decisions: Default::default(),
             })
         });
         let reach = match self.nodes.runner.reach(Wants {

@@ -223,6 +223,9 @@ impl Turns {
         }
         remove_attempt_dir(&dirs, turn);
         let (mut trace, last) = read?;
+        if let Some(reach) = &prepared.reach {
+            crate::mcp::add_decisions(&mut trace, reach.take_decisions());
+        }
         // What the gateway metered, when the model was reached through it, rather than
         // what the CLI printed.
         if let Some(metered) = prepared.reach.as_ref().and_then(Reach::usage) {

@@ -70,7 +70,12 @@ impl Turns {
             .options
             .mcp
             .tools(role, &job.workspace.project)?;
-        let tools = self.attempt_tools(job, turn, mcp::remote_names(&configured));
+        let tools = self.attempt_tools(
+            job,
+            turn,
+            mcp::remote_names(&configured),
+            role.permissions.clone(),
+        );
         let reach = self.runner.reach(Wants {
             label: format!(
                 "conversation {} turn {} attempt {}",
@@ -161,6 +166,7 @@ impl Turns {
         job: &TurnDispatch,
         turn: &Turn<'_>,
         remotes: Vec<String>,
+        permissions: Option<gatehouse_agent::Permissions>,
     ) -> Arc<AttemptTools> {
         let conversation = job.conversation_id;
         let project = Some(job.workspace.project.clone()).filter(|p| !p.is_empty());
@@ -185,6 +191,9 @@ impl Turns {
             ask_timeout: mcp::ASK_TIMEOUT,
             deadline: Some(tokio::time::Instant::now() + Duration::from_secs(turn.timeout_secs)),
             store: self.runner.store.clone(),
+            permissions: permissions,
+            started: tokio::time::Instant::now(),
+            decisions: Default::default(),
         })
     }
 }
