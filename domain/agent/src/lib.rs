@@ -15,6 +15,7 @@
 //! - [`cost`]: that usage priced from `[pricing]`;
 //! - [`Limit`]: a budget in dollars or tokens, as the configuration writes it;
 //! - [`Tools`]: the MCP servers, permission tool and skills an attempt hands its CLI;
+//! - [`SkillFiles`]: a skill's folder, checked, and the bundle its content hash is of;
 //! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
 
 mod executor;
@@ -26,6 +27,7 @@ mod price;
 mod prompt;
 mod role;
 mod sessions;
+mod skill;
 mod tools;
 mod trace;
 mod usage;
@@ -40,6 +42,11 @@ pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{DEFAULT_MAX_RETRIES, MAX_RETRIES_LIMIT, Role, RoleError};
 pub use sessions::SessionFiles;
+pub use skill::{
+    FrontMatter, MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, REPOSITORY_SKILLS_DIR,
+    SKILL_FILE, SkillConfig, SkillError, SkillFiles, SkillSource, check_path, check_skill_name,
+    front_matter, skills_note,
+};
 pub use tools::{McpServer, McpTransport, Tools};
 pub use trace::{Progress, Retry, ToolCall, Trace, TraceParser};
 pub use usage::{ModelUsage, ParseError, Report};

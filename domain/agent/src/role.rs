@@ -79,6 +79,11 @@ pub struct Role {
     /// saying so. A dollar budget needs the role's `model` priced in `[pricing]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::limit::Limit>,
+    /// The `[skills.NAME]` this role's agent gets, besides its project's and the skills in
+    /// its repositories' `.gatehouse/skills/`; copied into its sandbox where its CLI reads
+    /// skills, and pinned with the run by content hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
 }
 
 /// The retries a role's CLI makes of a failed model request unless `max_retries` says:
@@ -97,6 +102,9 @@ fn is_false(value: &bool) -> bool {
 /// Why a role cannot be used; each message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum RoleError {
+    /// A name in `skills` that no skill can have.
+    #[error("`skills`: {0}")]
+    Skill(crate::skill::SkillError),
     /// Executor `command` without an argv.
     #[error(
         "executor \"command\" needs `command`, the argv to run, e.g. \
@@ -206,6 +214,7 @@ impl Role {
             askable: false,
             ask_secrets: false,
             budget: None,
+            skills: Vec::new(),
         }
     }
 
@@ -255,6 +264,9 @@ impl Role {
         }
         if self.models.iter().any(|m| m.trim().is_empty()) {
             return Err(RoleError::ModelsEmptyEntry);
+        }
+        for skill in &self.skills {
+            crate::skill::check_skill_name(skill).map_err(RoleError::Skill)?;
         }
         if let Some(model) = &self.model
             && !self.models.is_empty()

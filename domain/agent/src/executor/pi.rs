@@ -101,6 +101,10 @@ impl Cli for Pi {
         }
     }
 
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"$HOME/.pi/agent/skills\""]
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }
