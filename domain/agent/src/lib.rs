@@ -45,7 +45,7 @@ pub use sessions::SessionFiles;
 pub use skill::{
     FrontMatter, MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, REPOSITORY_SKILLS_DIR,
     SKILL_FILE, SkillConfig, SkillError, SkillFiles, SkillSource, check_path, check_skill_name,
-    front_matter, skills_note,
+    front_matter, skills_note, PinnedSkill, PINNED_KIND,
 };
 pub use tools::{McpServer, McpTransport, Tools};
 pub use trace::{Progress, Retry, ToolCall, Trace, TraceParser};

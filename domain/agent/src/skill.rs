@@ -536,3 +536,18 @@ pub fn skills_note(dir: &str, skills: &[(String, String)]) -> Option<String> {
     }
     Some(text)
 }
+
+/// What a run freezes for each skill it uses (setting kind [`PINNED_KIND`], the skill's
+/// name): where it came from, its content hash (the SHA-256 of its bundle, which is also
+/// the bundle's name in the blob store) and its description, so every later attempt of the
+/// run — on any runner — copies exactly these files, and the run page can list them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinnedSkill {
+    pub source: SkillSource,
+    /// 64 lower-case hex digits.
+    pub digest: String,
+    pub description: String,
+}
+
+/// The run setting kind a [`PinnedSkill`] is frozen under.
+pub const PINNED_KIND: &str = "skill";

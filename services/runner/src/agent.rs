@@ -26,7 +26,9 @@ pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
 /// scope read them) and writes it (and the role's system text) where the sandbox reads
 /// them. Returns the command to run, written for the API `api` when the model requests go
 /// through the gateway. `inputs_seen` is the inputs directory as the sandbox
-/// shows it to the script.
+/// shows it to the script. `skills`: those written into the inputs directory, handed to the
+/// CLI (or, for one that reads no skills, listed in its system text).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare(
     job: &NodeDispatch,
     agent: &AgentSpec,
@@ -35,6 +37,7 @@ pub(crate) fn prepare(
     scope: &RunScope,
     inputs: &Path,
     inputs_seen: &str,
+    skills: &crate::skills::Attached,
 ) -> Result<String, String> {
     let context = PromptContext {
         requirement: scope.prompt_requirement(),
@@ -55,7 +58,7 @@ pub(crate) fn prepare(
             .map_err(|e| format!("writing the {name}: {e}"))
     };
     write("prompt.md", &prompt)?;
-    let system = role.system_text();
+    let (tools, system) = with_skills(role, inputs_seen, skills);
     if let Some(system) = &system {
         write("system.md", system)?;
     }
@@ -63,10 +66,36 @@ pub(crate) fn prepare(
     Ok(invocation(
         role,
         api,
-        &Tools::none(),
+        &tools,
         &seen("prompt.md"),
         system.as_ref().map(|_| seen("system.md")).as_deref(),
     ))
+}
+
+/// The tools and system text of an attempt with `skills`: the skills folder as the sandbox
+/// sees it, and for a CLI that reads no skills of its own, the system text listing them.
+pub(crate) fn with_skills(
+    role: &Role,
+    inputs_seen: &str,
+    skills: &crate::skills::Attached,
+) -> (Tools, Option<String>) {
+    let system = role.system_text();
+    if skills.listed.is_empty() {
+        return (Tools::none(), system);
+    }
+    let dir = format!("{inputs_seen}/{}", crate::skills::SKILLS_DIR);
+    let note = (!role.executor.reads_skills())
+        .then(|| gatehouse_agent::skills_note(&dir, &skills.listed))
+        .flatten();
+    let system = match (system, note) {
+        (Some(system), Some(note)) => Some(format!("{system}\n\n{note}")),
+        (system, note) => system.or(note),
+    };
+    let tools = Tools {
+        skills_dir: Some(dir),
+        ..Tools::none()
+    };
+    (tools, system)
 }
 
 /// Upstream artifacts (`inputs/<node>/<file>`) as text; binary files are left out and long

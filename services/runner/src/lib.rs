@@ -45,6 +45,7 @@ mod running;
 mod scope;
 mod scratch;
 mod secrets;
+mod skills;
 mod work;
 mod workspaces;
 

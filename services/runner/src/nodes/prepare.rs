@@ -122,7 +122,20 @@ impl<'a> Attempt<'a> {
             }
             let seen = sandbox.inputs_seen();
             let api = reach.as_ref().and_then(Reach::model_api);
-            match agent::prepare(job, agent, role, api, scope, &sandbox.inputs, &seen) {
+            let skills = match self.skills(role, scope, &sandbox.inputs).await? {
+                Ok(skills) => skills,
+                Err(reason) => return Ok(Err(reason)),
+            };
+            match agent::prepare(
+                job,
+                agent,
+                role,
+                api,
+                scope,
+                &sandbox.inputs,
+                &seen,
+                &skills,
+            ) {
                 Ok(script) => sandbox.script = script,
                 Err(reason) => return Ok(Err(reason)),
             }
@@ -305,6 +318,39 @@ impl<'a> Attempt<'a> {
             )
             .await;
         Ok(None)
+    }
+
+    /// The skills the role and the run's project attach and those in its repositories,
+    /// pinned with the run and written into the inputs directory.
+    async fn skills(
+        &self,
+        role: &Role,
+        scope: &RunScope,
+        inputs: &std::path::Path,
+    ) -> Step<crate::skills::Attached> {
+        let runner = &self.nodes.runner;
+        let workspace = &scope.workspace;
+        let mut names = role.skills.clone();
+        if let Some(project) = runner.options.project_skills.get(&workspace.project) {
+            names.extend(project.iter().cloned());
+        }
+        let root = self.dirs.workspace();
+        let several = workspace.repositories.len() > 1;
+        let checkouts = workspace
+            .repositories
+            .iter()
+            .map(|r| crate::skills::Checkout {
+                repo: r.repo.clone(),
+                dir: if several {
+                    root.join(r.dir())
+                } else {
+                    root.clone()
+                },
+            })
+            .collect();
+        runner
+            .attach_skills(self.job.run_id, &names, checkouts, inputs)
+            .await
     }
 
     /// The secrets the node and its role declared, read from the runner's environment.
