@@ -280,6 +280,14 @@ fn tree(run: &RunDetail) -> String {
             .collect();
         out.push_str(&format!("project {project}: {}\n", repos.join(", ")));
     }
+    for skill in &run.skills {
+        out.push_str(&format!(
+            "skill {}: {} ({})\n",
+            skill.name,
+            skill.source,
+            skill.digest.get(..12).unwrap_or(&skill.digest)
+        ));
+    }
     let width = run.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4);
     for (i, n) in run.nodes.iter().enumerate() {
         let branch = if i + 1 == run.nodes.len() {
