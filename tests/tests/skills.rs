@@ -13,7 +13,9 @@ use std::sync::Arc;
 
 use gatehouse_agent::{Executor, Role, SkillFiles};
 use gatehouse_blobs::Digest;
-use gatehouse_events::{Event, RepositoryCheckout, RepositoryMode, RunRequested, RunWorkspace};
+use gatehouse_events::{
+    Event, GateDecisionKind, RepositoryCheckout, RepositoryMode, RunRequested, RunWorkspace,
+};
 use gatehouse_fake_forge::git::seeded_repository;
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
@@ -42,7 +44,159 @@ nodes:
 /// rewrites the repository's copy in the workspace.
 const READ_AND_TAMPER: &str = "cat ~/.claude/skills/house-style/SKILL.md; sed -i s/MARKER-ONE/MARKER-TWO/ .gatehouse/skills/house-style/SKILL.md";
 
-gatehouse_tests::on_both_backends!(a_repository_skill_reaches_claude_code_and_stays_pinned);
+gatehouse_tests::on_both_backends!(
+    a_repository_skill_reaches_claude_code_and_stays_pinned,
+    a_configured_skill_is_pinned_when_its_folder_changes_mid_run,
+    a_skill_that_links_out_fails_the_attempt_before_the_agent_runs,
+);
+
+/// Two agents of one run with a gate between them, each keeping what it was handed: the
+/// skill as the inputs hold it, and its system text.
+const HELD: &str = r#"
+name: held
+nodes:
+  first: { kind: agent, role: styled, prompt: "Style it.", artifacts: [seen.md, system.md] }
+  hold: { kind: gate, needs: [first], approvers: [ana] }
+  second: { kind: agent, role: styled, needs: [hold], prompt: "Style it.", artifacts: [seen.md] }
+"#;
+
+/// A `command` agent (no skills support of its own) keeping its skill and system text.
+fn styled(skills: &[&str]) -> Role {
+    Role {
+        system_prompt: Some("Be brief.".into()),
+        command: vec![
+            "sh".into(),
+            "-c".into(),
+            "cat \"$GATEHOUSE_INPUTS/.agent/skills/rust-style/SKILL.md\" > \"$GATEHOUSE_ARTIFACTS/seen.md\"; cat \"$1\" > \"$GATEHOUSE_ARTIFACTS/system.md\"".into(),
+            "agent".into(),
+            "{system_file}".into(),
+        ],
+        skills: skills.iter().map(|s| (*s).to_owned()).collect(),
+        ..Role::new(Executor::Command)
+    }
+}
+
+fn rust_style(description: &str, body: &str) -> String {
+    format!("---\nname: rust-style\ndescription: {description}\n---\n{body}\n")
+}
+
+async fn a_configured_skill_is_pinned_when_its_folder_changes_mid_run(backend: Backend) {
+    let data = tempfile::tempdir().expect("data");
+    let folder = data.path().join("skills/rust-style");
+    std::fs::create_dir_all(folder.join("scripts")).expect("folder");
+    let first = rust_style("Write Rust the house way.", "Run cargo fmt.");
+    std::fs::write(folder.join("SKILL.md"), &first).expect("SKILL.md");
+    std::fs::write(folder.join("scripts/check.sh"), "cargo clippy\n").expect("script");
+    let source = gatehouse_agent::SkillSource::Path {
+        path: folder.to_string_lossy().into_owned(),
+    };
+    let role = styled(&["rust-style"]);
+    let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .sop("held", HELD)
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
+            options.roles = BTreeMap::from([("styled".to_owned(), role)]);
+            options.skills = BTreeMap::from([("rust-style".to_owned(), source)]);
+        })
+        .start()
+        .await;
+
+    let run = stack.request("held").await;
+    stack.node(run, "hold", "waiting_approval", 1).await;
+    assert_eq!(stack.artifact(run, "first", 1, "seen.md"), first);
+    // A CLI that reads no skills is told of them in its system text.
+    let system = stack.artifact(run, "first", 1, "system.md");
+    assert!(system.starts_with("Be brief.\n\nSkills:"), "{system}");
+    assert!(
+        system.contains("/.agent/skills/rust-style/SKILL.md — Write Rust the house way."),
+        "{system}"
+    );
+
+    // The folder changes while the run waits; its next agent gets what the first had.
+    std::fs::write(
+        folder.join("SKILL.md"),
+        rust_style("Changed.", "Never run cargo fmt."),
+    )
+    .expect("changed");
+    stack
+        .decide(run, "hold", 1, GateDecisionKind::Approve, None)
+        .await;
+    let finished = stack.wait_run(run, "succeeded").await;
+    assert_eq!(
+        stack.artifact(run, "second", 1, "seen.md"),
+        first,
+        "{finished:#}"
+    );
+
+    let mut expected = SkillFiles::new("rust-style").expect("a name");
+    expected
+        .add("SKILL.md", first.into_bytes())
+        .expect("SKILL.md");
+    expected
+        .add("scripts/check.sh", b"cargo clippy\n".to_vec())
+        .expect("script");
+    let frozen = stack
+        .db
+        .store
+        .frozen_settings(run, gatehouse_agent::PINNED_KIND)
+        .await
+        .expect("frozen");
+    let pin: Value = serde_json::from_str(&frozen[0].1).expect("json");
+    assert_eq!(
+        pin["digest"],
+        Digest::of(&expected.encode()).as_str(),
+        "{pin}"
+    );
+    assert_eq!(pin["source"]["kind"], "path", "{pin}");
+    stack.stop().await;
+}
+
+async fn a_skill_that_links_out_fails_the_attempt_before_the_agent_runs(backend: Backend) {
+    let data = tempfile::tempdir().expect("data");
+    let folder = data.path().join("skills/rust-style");
+    std::fs::create_dir_all(folder.join("scripts")).expect("folder");
+    std::fs::write(folder.join("SKILL.md"), rust_style("d", "b")).expect("SKILL.md");
+    std::os::unix::fs::symlink("/etc/passwd", folder.join("scripts/x")).expect("link");
+    let source = gatehouse_agent::SkillSource::Path {
+        path: folder.to_string_lossy().into_owned(),
+    };
+    let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .sop(
+            "held",
+            "name: held\nnodes:\n  first: { kind: agent, role: styled, prompt: \"x\", artifacts: [seen.md] }\n",
+        )
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
+            options.roles = BTreeMap::from([("styled".to_owned(), styled(&["rust-style"]))]);
+            options.skills = BTreeMap::from([("rust-style".to_owned(), source)]);
+        })
+        .start()
+        .await;
+    let run = stack.request("held").await;
+    let finished = stack.wait_run(run, "failed").await;
+    let attempts = stack.db.store.attempts(run).await.expect("attempts");
+    let error = attempts[0].error.clone().unwrap_or_default();
+    assert!(
+        error.contains(
+            "skill rust-style: scripts/x is a symbolic link; skills may hold only files and folders"
+        ),
+        "{error}\n{finished:#}"
+    );
+    // The agent never ran: it kept nothing, and nothing was pinned.
+    let kept = stack
+        .data
+        .path()
+        .join(format!("runs/{run}/artifacts/first/1/seen.md"));
+    assert!(!kept.exists());
+    let frozen = stack
+        .db
+        .store
+        .frozen_settings(run, gatehouse_agent::PINNED_KIND)
+        .await
+        .expect("frozen");
+    assert!(frozen.is_empty(), "{frozen:?}");
+    stack.stop().await;
+}
 
 async fn a_repository_skill_reaches_claude_code_and_stays_pinned(backend: Backend) {
     let data = tempfile::tempdir().expect("data");

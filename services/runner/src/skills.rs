@@ -46,6 +46,34 @@ pub(crate) struct Checkout {
     pub dir: PathBuf,
 }
 
+/// The skills `role` and the project of `workspace` attach, and the run's repositories as
+/// checked out under `root` (one at the root, several each in its folder).
+pub(crate) fn wanted(
+    runner: &Runner,
+    role: &gatehouse_agent::Role,
+    workspace: &gatehouse_events::RunWorkspace,
+    root: &Path,
+) -> (Vec<String>, Vec<Checkout>) {
+    let mut names = role.skills.clone();
+    if let Some(project) = runner.options.project_skills.get(&workspace.project) {
+        names.extend(project.iter().cloned());
+    }
+    let several = workspace.repositories.len() > 1;
+    let checkouts = workspace
+        .repositories
+        .iter()
+        .map(|r| Checkout {
+            repo: r.repo.clone(),
+            dir: if several {
+                root.join(r.dir())
+            } else {
+                root.to_owned()
+            },
+        })
+        .collect();
+    (names, checkouts)
+}
+
 /// `Ok(Err(reason))`: a skill was refused, which fails the attempt before the agent runs.
 type Step<T> = Result<Result<T, String>, HandlerError>;
 

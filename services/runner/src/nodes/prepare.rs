@@ -329,25 +329,8 @@ impl<'a> Attempt<'a> {
         inputs: &std::path::Path,
     ) -> Step<crate::skills::Attached> {
         let runner = &self.nodes.runner;
-        let workspace = &scope.workspace;
-        let mut names = role.skills.clone();
-        if let Some(project) = runner.options.project_skills.get(&workspace.project) {
-            names.extend(project.iter().cloned());
-        }
-        let root = self.dirs.workspace();
-        let several = workspace.repositories.len() > 1;
-        let checkouts = workspace
-            .repositories
-            .iter()
-            .map(|r| crate::skills::Checkout {
-                repo: r.repo.clone(),
-                dir: if several {
-                    root.join(r.dir())
-                } else {
-                    root.clone()
-                },
-            })
-            .collect();
+        let (names, checkouts) =
+            crate::skills::wanted(runner, role, &scope.workspace, &self.dirs.workspace());
         runner
             .attach_skills(self.job.run_id, &names, checkouts, inputs)
             .await
