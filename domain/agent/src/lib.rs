@@ -43,9 +43,9 @@ pub use prompt::{PromptContext, PromptError, RequirementView, check_template, re
 pub use role::{DEFAULT_MAX_RETRIES, MAX_RETRIES_LIMIT, Role, RoleError};
 pub use sessions::SessionFiles;
 pub use skill::{
-    FrontMatter, MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, REPOSITORY_SKILLS_DIR,
-    SKILL_FILE, SkillConfig, SkillError, SkillFiles, SkillSource, check_path, check_skill_name,
-    front_matter, skills_note, PinnedSkill, PINNED_KIND,
+    FrontMatter, MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, PINNED_KIND, PinnedSkill,
+    REPOSITORY_SKILLS_DIR, SKILL_FILE, SkillConfig, SkillError, SkillFiles, SkillSource,
+    check_path, check_skill_name, front_matter, skills_note,
 };
 pub use tools::{McpServer, McpTransport, Tools};
 pub use trace::{Progress, Retry, ToolCall, Trace, TraceParser};

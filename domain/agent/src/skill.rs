@@ -246,7 +246,7 @@ pub fn check_path(name: &str, path: &str) -> Result<(), SkillError> {
         return Err(bad("holds a backslash or NUL"));
     }
     let parts: Vec<&str> = path.split('/').collect();
-    if parts.iter().any(|p| *p == "..") {
+    if parts.contains(&"..") {
         return Err(bad(
             "climbs out with `..`; paths stay inside the skill's folder",
         ));
