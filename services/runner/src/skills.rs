@@ -87,6 +87,10 @@ impl Runner {
         checkouts: Vec<Checkout>,
         inputs: &Path,
     ) -> Step<Attached> {
+        // Nothing attached and no repository to hold any: no store access at all.
+        if names.is_empty() && checkouts.is_empty() {
+            return Ok(Ok(Attached::default()));
+        }
         let configured: BTreeSet<&String> = names.iter().collect();
         let mut skills: Vec<(PinnedSkill, SkillFiles)> = Vec::new();
         for name in &configured {
