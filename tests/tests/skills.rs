@@ -344,6 +344,23 @@ async fn a_repository_skill_reaches_claude_code_and_stays_pinned(backend: Backen
         }]),
         "{detail:#}"
     );
+    // The run page lists it with its source and short hash.
+    let mut browser = stack.signed_in("ana").await;
+    let page = browser
+        .get(&format!("/runs/{run}"))
+        .await
+        .expect_status(200);
+    for shown in [
+        "<dt>Skills</dt>",
+        "<code>house-style</code> from repository acme/api (.gatehouse/skills)",
+        &digest.as_str()[..12],
+    ] {
+        assert!(
+            page.contains(shown),
+            "{shown} is not on the page:\n{}",
+            page.html
+        );
+    }
     stack.stop().await;
 }
 
