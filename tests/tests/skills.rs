@@ -48,6 +48,7 @@ gatehouse_tests::on_both_backends!(
     a_repository_skill_reaches_claude_code_and_stays_pinned,
     a_configured_skill_is_pinned_when_its_folder_changes_mid_run,
     a_skill_that_links_out_fails_the_attempt_before_the_agent_runs,
+    a_pinned_skill_missing_from_the_blob_store_fails_the_attempt_saying_so,
 );
 
 /// Two agents of one run with a gate between them, each keeping what it was handed: the
@@ -148,6 +149,60 @@ async fn a_configured_skill_is_pinned_when_its_folder_changes_mid_run(backend: B
         "{pin}"
     );
     assert_eq!(pin["source"]["kind"], "path", "{pin}");
+    stack.stop().await;
+}
+
+/// A later attempt whose pinned bundle is gone (a runner with blobs of its own) fails
+/// saying where the files should have been, rather than reading the folder again.
+async fn a_pinned_skill_missing_from_the_blob_store_fails_the_attempt_saying_so(backend: Backend) {
+    let data = tempfile::tempdir().expect("data");
+    let folder = data.path().join("skills/rust-style");
+    std::fs::create_dir_all(&folder).expect("folder");
+    std::fs::write(folder.join("SKILL.md"), rust_style("d", "b")).expect("SKILL.md");
+    let source = gatehouse_agent::SkillSource::Path {
+        path: folder.to_string_lossy().into_owned(),
+    };
+    let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .sop("held", HELD)
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
+            options.roles = BTreeMap::from([("styled".to_owned(), styled(&["rust-style"]))]);
+            options.skills = BTreeMap::from([("rust-style".to_owned(), source)]);
+        })
+        .start()
+        .await;
+    let run = stack.request("held").await;
+    stack.node(run, "hold", "waiting_approval", 1).await;
+    let frozen = stack
+        .db
+        .store
+        .frozen_settings(run, gatehouse_agent::PINNED_KIND)
+        .await
+        .expect("frozen");
+    let pin: Value = serde_json::from_str(&frozen[0].1).expect("json");
+    let digest = pin["digest"].as_str().expect("a digest");
+    let blob = stack
+        .data
+        .path()
+        .join(format!("blobs/sha256/{}/{digest}", &digest[..2]));
+    std::fs::remove_file(&blob).expect("the bundle is in the local blob store");
+    stack
+        .decide(run, "hold", 1, GateDecisionKind::Approve, None)
+        .await;
+    let finished = stack.wait_run(run, "failed").await;
+    let attempts = stack.db.store.attempts(run).await.expect("attempts");
+    let second = attempts
+        .iter()
+        .find(|a| a.node == "second")
+        .and_then(|a| a.error.clone())
+        .unwrap_or_default();
+    assert!(
+        second.contains(&format!(
+            "skill `rust-style`: its pinned files ({}) are not in the blob store",
+            &digest[..12]
+        )),
+        "{second}\n{finished:#}"
+    );
     stack.stop().await;
 }
 

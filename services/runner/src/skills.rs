@@ -18,7 +18,7 @@ use bytes::Bytes;
 use gatehouse_agent::{
     MAX_FILES, MAX_TOTAL_BYTES, PINNED_KIND, PinnedSkill, SkillFiles, SkillSource,
 };
-use gatehouse_blobs::Digest;
+use gatehouse_blobs::{BlobError, Digest};
 use gatehouse_bus::HandlerError;
 use uuid::Uuid;
 
@@ -95,8 +95,9 @@ impl Runner {
         let mut skills: Vec<(PinnedSkill, SkillFiles)> = Vec::new();
         for name in &configured {
             let pinned = match self.frozen_skill(run, name).await? {
-                Some(pinned) => pinned,
-                None => {
+                Ok(Some(pinned)) => pinned,
+                Err(reason) => return Ok(Err(reason)),
+                Ok(None) => {
                     let Some(source) = self.options.skills.get(*name) else {
                         return Ok(Err(format!(
                             "skill `{name}` is not configured (add [skills.{name}] with `path` or `git` and `rev`)"
@@ -149,12 +150,15 @@ impl Runner {
         if let Some(body) = self.store.frozen_setting(run, kind, key).await? {
             let names: Vec<String> = serde_json::from_str(&body)?;
             for name in names {
-                let Some(pinned) = self.frozen_skill(run, &name).await? else {
-                    return Ok(Err(format!(
-                        "skill `{name}` was listed for this run but never pinned; start the run again"
-                    )));
-                };
-                skills.push(pinned);
+                match self.frozen_skill(run, &name).await? {
+                    Ok(Some(pinned)) => skills.push(pinned),
+                    Ok(None) => {
+                        return Ok(Err(format!(
+                            "skill `{name}` was listed for this run but never pinned; start the run again"
+                        )));
+                    }
+                    Err(reason) => return Ok(Err(reason)),
+                }
             }
             return Ok(Ok(skills));
         }
@@ -245,7 +249,7 @@ impl Runner {
         if frozen == ours {
             return Ok(Ok((ours, files)));
         }
-        Ok(Ok(self.fetch(name, frozen).await?))
+        self.fetch(name, frozen).await
     }
 
     /// Reads a skill's files from where its source says.
@@ -278,31 +282,39 @@ impl Runner {
     }
 
     /// The run's frozen skill `name`, its files read back from the blob store.
-    async fn frozen_skill(
-        &self,
-        run: Uuid,
-        name: &str,
-    ) -> Result<Option<(PinnedSkill, SkillFiles)>, HandlerError> {
+    async fn frozen_skill(&self, run: Uuid, name: &str) -> Step<Option<(PinnedSkill, SkillFiles)>> {
         let Some(body) = self.store.frozen_setting(run, PINNED_KIND, name).await? else {
-            return Ok(None);
+            return Ok(Ok(None));
         };
         let pinned: PinnedSkill = serde_json::from_str(&body)?;
-        Ok(Some(self.fetch(name, pinned).await?))
+        Ok(self.fetch(name, pinned).await?.map(Some))
     }
 
     /// A pinned skill's files from the blob store, which checks them against the digest.
-    async fn fetch(
-        &self,
-        name: &str,
-        pinned: PinnedSkill,
-    ) -> Result<(PinnedSkill, SkillFiles), HandlerError> {
+    /// `Ok(Err(reason))`: they are not there, or not a skill's bundle, which fails the
+    /// attempt (a store that stays unreachable hands the job back).
+    async fn fetch(&self, name: &str, pinned: PinnedSkill) -> Step<(PinnedSkill, SkillFiles)> {
         let digest: Digest = pinned.digest.parse()?;
-        let bytes = patiently("fetching a skill", || {
+        let got = patiently("fetching a skill", || {
             self.blobs.get_bytes(&digest, MAX_BUNDLE)
         })
-        .await?;
-        let files = SkillFiles::decode(name, &bytes)?;
-        Ok((pinned, files))
+        .await;
+        let bytes = match got {
+            Ok(bytes) => bytes,
+            Err(BlobError::NotFound(_)) => {
+                return Ok(Err(format!(
+                    "skill `{name}`: its pinned files ({}) are not in the blob store; with \
+                     several runners, keep blobs where every runner reaches them \
+                     (storage.blobs = \"nats\")",
+                    &pinned.digest[..12.min(pinned.digest.len())]
+                )));
+            }
+            Err(err) => return Err(err.into()),
+        };
+        Ok(match SkillFiles::decode(name, &bytes) {
+            Ok(files) => Ok((pinned, files)),
+            Err(e) => Err(e.to_string()),
+        })
     }
 }
 
