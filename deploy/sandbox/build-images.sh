@@ -159,7 +159,9 @@ build_git() {
 
 # The agent CLIs the agents image can hold, as `NAME KIND PACKAGE[,PACKAGE] VERSION_VARIABLE
 # PROGRAM` (KIND npm or pypi; the version comes from agent-clis.env). NAME is what
-# `--with-agents NAME...` selects: an executor's name, or an ACP agent's.
+# `--with-agents NAME...` selects: an executor's name, an ACP agent's, or a stdio MCP
+# server's (`mcp-everything`, the reference server the MCP tests call as `[mcp.NAME]
+# command = ["mcp-server-everything"]`).
 AGENT_CLIS='
 claude-code      npm  @anthropic-ai/claude-code              CLAUDE_CODE_VERSION      claude
 codex            npm  @openai/codex                          CODEX_VERSION            codex
@@ -172,6 +174,7 @@ goose            npm  @aaif/goose-binary-linux-x64           GOOSE_VERSION      
 claude-agent-acp npm  @zed-industries/claude-agent-acp       CLAUDE_AGENT_ACP_VERSION claude-agent-acp
 codex-acp        npm  @zed-industries/codex-acp              CODEX_ACP_VERSION        codex-acp
 aider            pypi aider-chat                             AIDER_VERSION            aider
+mcp-everything   npm  @modelcontextprotocol/server-everything MCP_SERVER_EVERYTHING_VERSION mcp-server-everything
 '
 
 # The agents image's Debian: bookworm, whose Python (3.11) aider supports (it refuses

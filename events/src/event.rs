@@ -10,6 +10,7 @@ use crate::conversation::{
     ConversationInput, TurnCancel, TurnDispatch, TurnFinished, TurnProgress,
 };
 use crate::payload::*;
+use crate::question::{QuestionAnswered, QuestionAsked, QuestionOwner};
 use crate::{Correlation, EventError, NodeDispatch};
 
 /// Every event type DESIGN.md names. Its string form is the topic it is published under.
@@ -49,11 +50,15 @@ pub enum EventType {
     TurnFinished,
     /// `turn.cancel`
     TurnCancel,
+    /// `question.asked`
+    QuestionAsked,
+    /// `question.answered`
+    QuestionAnswered,
 }
 
 impl EventType {
     /// All types, for exhaustive checks (stream coverage, docs).
-    pub const ALL: [EventType; 17] = [
+    pub const ALL: [EventType; 19] = [
         Self::RequirementCreated,
         Self::RequirementUpdated,
         Self::RunRequested,
@@ -71,6 +76,8 @@ impl EventType {
         Self::TurnProgress,
         Self::TurnFinished,
         Self::TurnCancel,
+        Self::QuestionAsked,
+        Self::QuestionAnswered,
     ];
 
     /// The wire name, which is also the topic.
@@ -93,6 +100,8 @@ impl EventType {
             Self::TurnProgress => "turn.progress",
             Self::TurnFinished => "turn.finished",
             Self::TurnCancel => "turn.cancel",
+            Self::QuestionAsked => "question.asked",
+            Self::QuestionAnswered => "question.answered",
         }
     }
 }
@@ -156,6 +165,10 @@ pub enum Event {
     TurnFinished(TurnFinished),
     #[serde(rename = "turn.cancel")]
     TurnCancel(TurnCancel),
+    #[serde(rename = "question.asked")]
+    QuestionAsked(QuestionAsked),
+    #[serde(rename = "question.answered")]
+    QuestionAnswered(QuestionAnswered),
 }
 
 impl Event {
@@ -178,6 +191,8 @@ impl Event {
             Self::TurnProgress(_) => EventType::TurnProgress,
             Self::TurnFinished(_) => EventType::TurnFinished,
             Self::TurnCancel(_) => EventType::TurnCancel,
+            Self::QuestionAsked(_) => EventType::QuestionAsked,
+            Self::QuestionAnswered(_) => EventType::QuestionAnswered,
         }
     }
 
@@ -188,6 +203,14 @@ impl Event {
             run_id: Some(run_id),
             node_id: Some(node.to_owned()),
             attempt: Some(attempt),
+        };
+        let question = |owner: &QuestionOwner, attempt: Option<u32>| match owner {
+            QuestionOwner::Node { run_id, node } => Correlation {
+                node_id: Some(node.clone()),
+                attempt,
+                ..Correlation::run(*run_id)
+            },
+            QuestionOwner::Turn { .. } => Correlation::default(),
         };
         match self {
             Self::RequirementCreated(e) => Correlation::requirement(e.requirement_id),
@@ -209,6 +232,8 @@ impl Event {
             Self::NodeFinished(e) => run_node(e.run_id, &e.node, e.attempt),
             Self::CardPosted(e) => run_node(e.run_id, &e.node, e.attempt),
             Self::TurnDispatch(e) => Correlation::requirement(e.requirement_id),
+            Self::QuestionAsked(e) => question(&e.owner, Some(e.attempt)),
+            Self::QuestionAnswered(e) => question(&e.owner, None),
             // A conversation is no run; its id travels in the payload.
             Self::ConversationInput(_)
             | Self::TurnProgress(_)

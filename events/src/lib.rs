@@ -13,6 +13,7 @@ mod envelope;
 mod error;
 mod event;
 mod payload;
+mod question;
 mod stream;
 mod topic;
 mod trace;
@@ -35,6 +36,7 @@ pub use payload::{
     RequirementState, RequirementUpdated, RunCommand, RunCommandKind, RunRequested, RunUpdated,
     ScheduleFire,
 };
+pub use question::{QuestionAnswer, QuestionAnswered, QuestionAsked, QuestionKind, QuestionOwner};
 pub use stream::{StreamKind, StreamSpec};
 pub use topic::{Prefix, topic_matches};
 pub use trace::TraceParent;

@@ -63,6 +63,7 @@ impl StreamSpec {
             "gate.>",
             "card.>",
             "conversation.>",
+            "question.>",
         ]
         .into_iter()
         .map(|family| prefix.subject(family))

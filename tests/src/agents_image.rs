@@ -55,6 +55,18 @@ pub async fn assistant_in_agents_image(
     role: Role,
     provider: Provider,
 ) -> Gatehouse {
+    assistant_in_agents_image_with(data, docker, role, provider, |_| {}).await
+}
+
+/// [`assistant_in_agents_image`], with more of the runner's options set by `configure`
+/// (its `[mcp]` servers, say).
+pub async fn assistant_in_agents_image_with(
+    data: tempfile::TempDir,
+    docker: DockerSandbox,
+    role: Role,
+    provider: Provider,
+    configure: impl FnOnce(&mut gatehouse_runner::RunnerOptions) + 'static,
+) -> Gatehouse {
     let profile = Profile {
         kind: SandboxKind::Docker,
         image: Some(AGENTS_IMAGE.into()),
@@ -79,6 +91,7 @@ pub async fn assistant_in_agents_image(
             options.providers = vec![provider];
             options.relay = Some(relay_binary());
             options.acp = Some(relay_binary().with_file_name("gatehouse-acp"));
+            configure(options);
         })
         .assistant(AssistantSettings::new("assistant"))
         .start()

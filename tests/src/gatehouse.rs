@@ -166,6 +166,7 @@ impl Gatehouse {
                 scopes: &scopes,
                 expires_at,
                 hash: &hash,
+                for_agent: false,
             })
             .await
             .expect("the store")

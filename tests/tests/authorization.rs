@@ -147,6 +147,21 @@ fn routes() -> Vec<Route> {
             Some(r#"{"decision":"approve"}"#),
             Nothing,
         ),
+        route(Method::GET, "/questions", "/questions", None, Nothing),
+        route(
+            Method::GET,
+            "/questions/{id}",
+            "/questions/00000000-0000-7000-8000-000000000001",
+            None,
+            Nothing,
+        ),
+        route(
+            Method::POST,
+            "/questions/{id}/answer",
+            "/questions/00000000-0000-7000-8000-000000000001/answer",
+            Some(r#"{"answer":"approve"}"#),
+            Nothing,
+        ),
         route(Method::GET, "/sops", "/sops", None, Nothing),
         route(
             Method::POST,
@@ -214,6 +229,7 @@ fn routes() -> Vec<Route> {
             Nothing,
         ),
         route(Method::GET, "/tokens", "/tokens", None, Nothing),
+        route(Method::GET, "/whoami", "/whoami", None, Nothing),
         route(
             Method::DELETE,
             "/tokens/{name}",

@@ -362,6 +362,7 @@ async fn tokens_are_found_by_hash_only(backend: Backend) {
         scopes: "read",
         expires_at: None,
         hash,
+        for_agent: false,
     };
     let created = db
         .store

@@ -9,6 +9,8 @@
 //! The CLIs come from `tests/agent-clis/install.sh`; without them the tests say so and
 //! pass, unless `AGENT_CLI_TESTS=required` (CI).
 
+#[path = "sandboxed_agents/asking.rs"]
+mod asking;
 #[path = "sandboxed_agents/crash.rs"]
 mod crash;
 #[path = "sandboxed_agents/docker.rs"]

@@ -2,7 +2,8 @@
 //! tells what to change:
 //!
 //! `gatehouse-acp --prompt-file F [--system-file S] [--resume SESSION]
-//! [--transcript-file T] [--mode MODE] [--timeout SECS] [--cancel-grace SECS] -- AGENT ARGS...`
+//! [--transcript-file T] [--mcp JSON] [--mode MODE] [--timeout SECS] [--cancel-grace SECS]
+//! -- AGENT ARGS...`
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -10,7 +11,7 @@ use std::time::Duration;
 
 /// How to use the shim, printed with `--help` and after a usage error.
 pub const USAGE: &str = "usage: gatehouse-acp --prompt-file FILE [--system-file FILE] \
-[--resume SESSION_ID] [--transcript-file FILE] [--mode MODE_ID] [--timeout SECS] \
+[--resume SESSION_ID] [--transcript-file FILE] [--mcp JSON] [--mode MODE_ID] [--timeout SECS] \
 [--cancel-grace SECS] -- AGENT [ARGS...]";
 
 /// How long `initialize`, `session/new`, `session/load` and `session/set_mode` may take
@@ -35,6 +36,9 @@ pub struct Invocation {
     /// The conversation so far (the runner's `transcript.jsonl`), sent ahead of the prompt
     /// when the session cannot be loaded.
     pub transcript_file: Option<PathBuf>,
+    /// The MCP servers `session/new` and `session/load` carry (`mcpServers`), checked
+    /// ([`crate::mcp::servers`]); empty without `--mcp`.
+    pub mcp: Vec<serde_json::Value>,
     /// A `session/set_mode` mode id (`yolo`, `bypassPermissions`, …).
     pub mode: Option<String>,
     /// The limit for each request before the prompt.
@@ -78,6 +82,8 @@ pub enum ArgsError {
     NoProgram,
     #[error("`{0}` is not valid UTF-8")]
     NotUtf8(&'static str),
+    #[error("`--mcp`: {0}")]
+    Mcp(String),
 }
 
 /// The arguments after the program's name.
@@ -88,6 +94,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
     let mut resume = None;
     let mut transcript_file = None;
     let mut mode = None;
+    let mut mcp = None;
     let mut timeout = None;
     let mut cancel_grace = None;
     let mut rest = Vec::new();
@@ -106,6 +113,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
             "--resume" => "--resume",
             "--transcript-file" => "--transcript-file",
             "--mode" => "--mode",
+            "--mcp" => "--mcp",
             "--timeout" => "--timeout",
             "--cancel-grace" => "--cancel-grace",
             other => return Err(ArgsError::Unknown(other.to_owned())),
@@ -117,6 +125,9 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
             "--transcript-file" => transcript_file.replace(PathBuf::from(value)).is_none(),
             "--resume" => resume.replace(utf8(option, value)?).is_none(),
             "--mode" => mode.replace(utf8(option, value)?).is_none(),
+            "--mcp" => mcp
+                .replace(crate::mcp::servers(&utf8(option, value)?).map_err(ArgsError::Mcp)?)
+                .is_none(),
             "--timeout" => timeout.replace(seconds(option, value)?).is_none(),
             _ => cancel_grace.replace(seconds(option, value)?).is_none(),
         };
@@ -134,6 +145,7 @@ pub fn parse(args: impl IntoIterator<Item = OsString>) -> Result<Invocation, Arg
         system_file,
         resume,
         transcript_file,
+        mcp: mcp.unwrap_or_default(),
         mode,
         timeout: timeout.unwrap_or(DEFAULT_TIMEOUT),
         cancel_grace: cancel_grace.unwrap_or(DEFAULT_CANCEL_GRACE),

@@ -65,6 +65,16 @@ pub enum Failure {
         session: String,
         reason: String,
     },
+    #[error(
+        "agent `{command}` cannot reach MCP server `{server}`: it is a remote ({kind}) server \
+         and the agent does not offer `mcpCapabilities.{kind}`; use a stdio server for this \
+         agent, or an agent that takes remote ones"
+    )]
+    McpTransport {
+        command: String,
+        server: String,
+        kind: String,
+    },
     #[error("agent `{command}` has no mode `{mode}`{modes}")]
     NoSuchMode {
         command: String,

@@ -23,6 +23,7 @@
 mod agent;
 mod args;
 mod failure;
+mod mcp;
 mod output;
 mod permission;
 mod rpc;

@@ -156,6 +156,13 @@ impl<'a> Run<'a> {
             })?
             .to_string_lossy()
             .into_owned();
+        if let Some((server, kind)) = crate::mcp::unsupported(&self.invocation.mcp, &initialized) {
+            return Err(Failure::McpTransport {
+                command: self.command.clone(),
+                server: server.to_owned(),
+                kind: kind.to_owned(),
+            });
+        }
         let (session_id, loaded, new_session) = self.open(&initialized, &cwd).await?;
         self.session_id = Some(session_id.clone());
         self.output
@@ -208,7 +215,7 @@ impl<'a> Run<'a> {
                 let loaded = self
                     .call(
                         "session/load",
-                        json!({"sessionId": id, "cwd": cwd, "mcpServers": []}),
+                        json!({"sessionId": id, "cwd": cwd, "mcpServers": self.invocation.mcp}),
                         true,
                     )
                     .await;
@@ -237,7 +244,11 @@ impl<'a> Run<'a> {
             ));
         }
         let created = self
-            .call("session/new", json!({"cwd": cwd, "mcpServers": []}), true)
+            .call(
+                "session/new",
+                json!({"cwd": cwd, "mcpServers": self.invocation.mcp}),
+                true,
+            )
             .await
             .map_err(|failure| match failure {
                 Failure::Refused { message, code, .. } if code == AUTH_REQUIRED => {

@@ -470,3 +470,37 @@ fn a_prompt_file_that_cannot_be_read_fails_before_the_agent_starts() {
     );
     assert!(dir.agent_log().is_empty(), "the agent ran");
 }
+
+#[test]
+fn mcp_servers_reach_the_session_and_a_remote_one_needs_the_agents_capability() {
+    let dir = Dir::new();
+    let stdio = r#"[{"name":"docs","command":"docs-mcp","args":["--stdio"],"env":[{"name":"A","value":"b"}]}]"#;
+    let ran = dir.run("happy", &["--mcp", stdio]);
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    let new = &dir.agent_log()[1];
+    assert_eq!(new["method"], "session/new");
+    assert_eq!(
+        new["params"]["mcpServers"],
+        serde_json::from_str::<Value>(stdio).unwrap()
+    );
+
+    let http =
+        r#"[{"type":"http","name":"wiki","url":"http://127.0.0.1:1/mcp/wiki","headers":[]}]"#;
+    let ran = dir.run("happy", &["--mcp", http]);
+    assert_eq!(ran.code, Some(1));
+    assert_eq!(
+        ran.last()["message"],
+        format!(
+            "agent `{AGENT} happy` cannot reach MCP server `wiki`: it is a remote (http) server \
+             and the agent does not offer `mcpCapabilities.http`; use a stdio server for this \
+             agent, or an agent that takes remote ones"
+        )
+    );
+    let ran = dir.run("happy", &["--mcp", "{}"]);
+    assert_eq!(ran.code, Some(2), "{:?}", ran.lines);
+    assert!(
+        ran.stderr.contains("`--mcp`: not a JSON array of servers"),
+        "{}",
+        ran.stderr
+    );
+}

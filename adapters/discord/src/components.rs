@@ -9,28 +9,28 @@ use crate::interactions::CONTENT_LIMIT;
 use crate::text::{escape_code_block, escape_markdown, human_size, truncate};
 
 // Discord refuses a whole message when one part is over its limit.
-const TITLE_LIMIT: usize = 256;
-const DESCRIPTION_LIMIT: usize = 4096;
+pub(crate) const TITLE_LIMIT: usize = 256;
+pub(crate) const DESCRIPTION_LIMIT: usize = 4096;
 const FIELD_NAME_LIMIT: usize = 256;
-const FIELD_VALUE_LIMIT: usize = 1024;
+pub(crate) const FIELD_VALUE_LIMIT: usize = 1024;
 /// Title, description and every field name and value of an embed, together.
-const EMBED_TOTAL_LIMIT: usize = 6000;
+pub(crate) const EMBED_TOTAL_LIMIT: usize = 6000;
 const OPTION_LIMIT: usize = 100;
 const SELECT_OPTIONS_LIMIT: usize = 25;
 /// Outputs shown as fields; more are counted in one last field.
 const OUTPUT_FIELDS: usize = 10;
 
-const WAITING: u32 = 0x5865F2;
-const APPROVED: u32 = 0x57F287;
-const REJECTED: u32 = 0xED4245;
-const OTHER_OUTCOME: u32 = 0x95A5A6;
+pub(crate) const WAITING: u32 = 0x5865F2;
+pub(crate) const APPROVED: u32 = 0x57F287;
+pub(crate) const REJECTED: u32 = 0xED4245;
+pub(crate) const OTHER_OUTCOME: u32 = 0x95A5A6;
 const SENT_BACK: u32 = 0xFEE75C;
 
-const BUTTON: u8 = 2;
-const ACTION_ROW: u8 = 1;
+pub(crate) const BUTTON: u8 = 2;
+pub(crate) const ACTION_ROW: u8 = 1;
 const STRING_SELECT: u8 = 3;
-const SUCCESS: u8 = 3;
-const DANGER: u8 = 4;
+pub(crate) const SUCCESS: u8 = 3;
+pub(crate) const DANGER: u8 = 4;
 
 /// The approval card for one gate attempt: while undecided it carries Approve and Reject
 /// buttons and, when the gate allows it, a "Send back to…" menu; once decided it shows the
@@ -224,7 +224,7 @@ pub fn text_message(text: &str) -> Value {
     })
 }
 
-fn field(name: &str, value: &str) -> Value {
+pub(crate) fn field(name: &str, value: &str) -> Value {
     json!({
         "name": truncate(name, FIELD_NAME_LIMIT),
         "value": truncate(value, FIELD_VALUE_LIMIT),
@@ -232,11 +232,11 @@ fn field(name: &str, value: &str) -> Value {
     })
 }
 
-fn field_size(field: &Value) -> usize {
+pub(crate) fn field_size(field: &Value) -> usize {
     count(field["name"].as_str().unwrap_or("")) + count(field["value"].as_str().unwrap_or(""))
 }
 
-fn count(text: &str) -> usize {
+pub(crate) fn count(text: &str) -> usize {
     text.chars().count()
 }
 

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use gatehouse_chat::CardAction;
+use gatehouse_chat::{CardAction, QuestionAction};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -241,13 +241,29 @@ pub fn send_back_modal(action: &CardAction) -> Value {
         None => "Send back".to_owned(),
     };
     // The engine refuses a send-back without a comment: whoever redoes the work needs it.
-    comment_modal(action, &title, "What should change?", true)
+    comment_modal(&action.encode(), &title, "What should change?", true)
 }
 
 /// The dialog the Reject button opens: submitting it is the confirmation, so a slipped
 /// click costs nothing.
 pub fn reject_modal(action: &CardAction) -> Value {
-    comment_modal(action, "Reject this work?", "Why? (optional)", false)
+    comment_modal(
+        &action.encode(),
+        "Reject this work?",
+        "Why? (optional)",
+        false,
+    )
+}
+
+/// The dialog a question card's Deny button opens: the reason the agent is told, which
+/// may be left empty; submitting it is the answer.
+pub fn deny_modal(action: &QuestionAction) -> Value {
+    comment_modal(
+        &action.encode(),
+        "Deny the agent?",
+        "Why? The agent is told (optional)",
+        false,
+    )
 }
 
 /// Discord's limits on messages and modals.
@@ -256,11 +272,11 @@ const MODAL_TITLE_LIMIT: usize = 45;
 const COMMENT_LIMIT: usize = 4000;
 pub(crate) const EPHEMERAL: u64 = 1 << 6;
 
-fn comment_modal(action: &CardAction, title: &str, label: &str, required: bool) -> Value {
+fn comment_modal(custom_id: &str, title: &str, label: &str, required: bool) -> Value {
     json!({
         "type": 9,
         "data": {
-            "custom_id": action.encode(),
+            "custom_id": custom_id,
             "title": truncate(title, MODAL_TITLE_LIMIT),
             "components": [{
                 "type": 1,
@@ -507,6 +523,18 @@ mod tests {
                 .count(),
             45
         );
+
+        let deny = QuestionAction::new(
+            gatehouse_chat::QuestionVerb::Deny,
+            "0192f0c1-7a2b-7c3d-8e4f-0011223344aa".parse().unwrap(),
+        );
+        let modal = deny_modal(&deny);
+        assert_eq!(modal["type"], 9);
+        assert_eq!(modal["data"]["custom_id"], deny.encode());
+        let input = &modal["data"]["components"][0]["components"][0];
+        assert_eq!(input["custom_id"], "comment");
+        assert_eq!(input["required"], false, "an empty reason is allowed");
+        assert!(modal["data"]["title"].as_str().unwrap().chars().count() <= 45);
 
         let reject = reject_modal(&action(Verb::Reject));
         assert_eq!(reject["type"], 9);

@@ -11,6 +11,7 @@ mod components;
 mod error;
 mod gateway;
 mod interactions;
+mod questions;
 mod signature;
 mod text;
 
@@ -20,7 +21,8 @@ pub use error::{DiscordError, PayloadError};
 pub use gatehouse_webhook::SignatureError;
 pub use gateway::{GatewaySink, Mention, mention_from_message, run_gateway};
 pub use interactions::{
-    Component, Interaction, ModalSubmit, deferred_update, ephemeral_reply, parse_interaction, pong,
-    reject_modal, send_back_modal,
+    Component, Interaction, ModalSubmit, deferred_update, deny_modal, ephemeral_reply,
+    parse_interaction, pong, reject_modal, send_back_modal,
 };
+pub use questions::question_message;
 pub use signature::{MAX_SKEW_SECONDS, PublicKey, sign_interaction, verify_interaction};

@@ -18,6 +18,11 @@ pub enum GatewayError {
     },
     #[error("the key of provider `{0}` is empty or not a valid HTTP header value")]
     BadKey(String),
+    #[error("MCP server `{server}`: {reason}")]
+    BadMcpServer {
+        server: String,
+        reason: &'static str,
+    },
     #[error("the gateway's TLS client could not be set up: {0}")]
     Tls(#[from] rustls::Error),
 }

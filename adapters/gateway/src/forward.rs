@@ -41,7 +41,7 @@ const HOP_BY_HOP: [&str; 9] = [
 ];
 
 /// Removes hop-by-hop headers, those the `connection` header names included.
-fn strip_hop_by_hop(headers: &mut HeaderMap) {
+pub(crate) fn strip_hop_by_hop(headers: &mut HeaderMap) {
     let named: Vec<HeaderName> = headers
         .get_all(header::CONNECTION)
         .iter()
@@ -104,7 +104,7 @@ fn model_in_path(rest: &str) -> Option<String> {
 
 /// Whether a path has `.` or `..` segments (percent-encoded too), which could leave the
 /// provider's base path once the provider's server normalises it.
-fn climbs(rest: &str) -> bool {
+pub(crate) fn climbs(rest: &str) -> bool {
     let path = rest.split('?').next().unwrap_or(rest);
     path.split('/').any(|segment| {
         let segment = segment.to_ascii_lowercase().replace("%2e", ".");

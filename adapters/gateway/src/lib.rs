@@ -13,6 +13,9 @@
 //! - it reads the token figures from the provider's answers as they pass ([`Usage`]) and
 //!   hands them to the grant's totals, its budget and its [`UsageSink`].
 //!
+//! It also forwards to remote MCP servers ([`RemoteMcp`]), adding their secret headers the
+//! same way, for the runner's tools endpoint.
+//!
 //! Refusals come in the provider's own error shape, so the CLI shows them as it shows the
 //! provider's errors. The key appears in no log line, error, `Debug` output or response.
 
@@ -24,6 +27,7 @@ mod forward;
 mod gateway;
 mod grant;
 mod grants;
+mod mcp_remote;
 mod meter;
 mod provider;
 mod refusal;
@@ -36,6 +40,7 @@ pub use config::GatewayConfig;
 pub use error::GatewayError;
 pub use gateway::Gateway;
 pub use grant::{Grant, GrantSpec};
+pub use mcp_remote::{McpBody, RemoteMcp, RemoteMcpLimits};
 pub use provider::{Provider, ProviderKind};
 pub use serve::Listener;
 pub use usage::{Metered, Totals, Usage, UsageSink};

@@ -12,9 +12,9 @@ const MAX_OUTPUTS: usize = 5;
 /// Characters of an output's excerpt shown on a card.
 const MAX_EXCERPT: usize = 300;
 /// Slack's limit for a header block's text.
-const MAX_HEADER: usize = 150;
+pub(crate) const MAX_HEADER: usize = 150;
 /// Slack's limit for a section's text.
-const MAX_SECTION: usize = 3000;
+pub(crate) const MAX_SECTION: usize = 3000;
 
 /// A message as the Web API takes it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -215,33 +215,33 @@ fn decision_buttons(card: &Card) -> Value {
     json!({"type": "actions", "block_id": "decide", "elements": buttons})
 }
 
-fn plain(text: &str) -> Value {
+pub(crate) fn plain(text: &str) -> Value {
     json!({"type": "plain_text", "text": text, "emoji": true})
 }
 
-fn section(mrkdwn: &str) -> Value {
+pub(crate) fn section(mrkdwn: &str) -> Value {
     json!({"type": "section", "text": {"type": "mrkdwn", "text": mrkdwn}})
 }
 
-fn context(mrkdwn: &str) -> Value {
+pub(crate) fn context(mrkdwn: &str) -> Value {
     json!({"type": "context", "elements": [{"type": "mrkdwn", "text": mrkdwn}]})
 }
 
 /// Slack's control characters in text from users, SOPs and outputs, so it cannot mention
 /// `@channel`, forge links or break the markup.
-fn escape(text: &str) -> String {
+pub(crate) fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
 }
 
 /// `<url|text>`; a `|` or `>` in the URL would end it early, so those are percent-encoded.
-fn link(url: &str, text: &str) -> String {
+pub(crate) fn link(url: &str, text: &str) -> String {
     let url = escape(url).replace('|', "%7C");
     format!("<{url}|{}>", escape(text))
 }
 
-fn quote(text: &str) -> String {
+pub(crate) fn quote(text: &str) -> String {
     escape(text)
         .lines()
         .map(|line| format!("> {line}"))
@@ -249,7 +249,7 @@ fn quote(text: &str) -> String {
         .join("\n")
 }
 
-fn truncate(text: &str, max_chars: usize) -> String {
+pub(crate) fn truncate(text: &str, max_chars: usize) -> String {
     match text.char_indices().nth(max_chars.saturating_sub(1)) {
         Some((cut, _)) if text.chars().count() > max_chars => format!("{}…", &text[..cut]),
         _ => text.to_owned(),

@@ -176,14 +176,27 @@ impl Store {
         after_seq: i64,
         limit: i64,
     ) -> Result<Vec<LogRow>, StoreError> {
+        self.logs_after(run_id, None, after_seq, limit).await
+    }
+
+    /// [`Store::logs`], of one node's attempts only when `node` is given.
+    pub async fn logs_after(
+        &self,
+        run_id: Uuid,
+        node: Option<&str>,
+        after_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<LogRow>, StoreError> {
         Ok(with_pool!(self, pool => {
             sqlx::query_as(
                 "SELECT seq, node, attempt, stream, line, at FROM node_logs
-                 WHERE run_id = $1 AND seq > $2 ORDER BY seq LIMIT $3",
+                 WHERE run_id = $1 AND seq > $2 AND ($4 IS NULL OR node = $4)
+                 ORDER BY seq LIMIT $3",
             )
             .bind(run_id)
             .bind(after_seq)
             .bind(limit)
+            .bind(node)
             .fetch_all(pool)
             .await?
         }))
@@ -204,6 +217,29 @@ impl Store {
             )
             .bind(run_id)
             .bind(before_seq)
+            .bind(limit)
+            .fetch_all(pool)
+            .await?
+        });
+        rows.reverse();
+        Ok(rows)
+    }
+
+    /// The last `limit` lines of a run's output, of one node's attempts only when `node`
+    /// is given, oldest first: the tail a reader asks for without paging through it all.
+    pub async fn logs_tail(
+        &self,
+        run_id: Uuid,
+        node: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<LogRow>, StoreError> {
+        let mut rows: Vec<LogRow> = with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT seq, node, attempt, stream, line, at FROM node_logs
+                 WHERE run_id = $1 AND ($2 IS NULL OR node = $2) ORDER BY seq DESC LIMIT $3",
+            )
+            .bind(run_id)
+            .bind(node)
             .bind(limit)
             .fetch_all(pool)
             .await?

@@ -103,6 +103,27 @@ impl Tx {
     }
 }
 
+impl Tx {
+    /// The chat messages whose key starts with `prefix` (`question:<id>:`: one question's
+    /// cards, wherever they were posted). `prefix` must hold no `%` or `_`, which `LIKE`
+    /// would read as wildcards; a prefix that does is refused.
+    pub async fn chat_messages_keyed(
+        &mut self,
+        prefix: &str,
+    ) -> Result<Vec<ChatMessageRow>, StoreError> {
+        if prefix.contains(['%', '_', '\\']) {
+            return Err(StoreError::Invalid(format!(
+                "`{prefix}` is not a plain key prefix"
+            )));
+        }
+        let pattern = format!("{prefix}%");
+        let sql = format!("SELECT {COLUMNS} FROM chat_messages WHERE key LIKE $1 ORDER BY key");
+        Ok(with_tx!(self, conn => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql.as_str())).bind(&pattern).fetch_all(conn).await?
+        }))
+    }
+}
+
 impl Store {
     /// Chat messages waiting to be posted or updated, oldest change first.
     pub async fn dirty_chat_messages(&self, limit: i64) -> Result<Vec<ChatMessageRow>, StoreError> {

@@ -34,6 +34,7 @@ mod homes;
 mod inbox;
 mod leases;
 mod people;
+mod questions;
 mod requirements;
 mod runs;
 mod schedules;
@@ -72,6 +73,10 @@ pub use error::StoreError;
 pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};
 pub use homes::HomeRow;
 pub use people::PersonRow;
+pub use questions::{
+    Answer, Answered, Asked, MAX_EVIDENCE_BYTES, MAX_QUESTION_BYTES, NewQuestion, QuestionKind,
+    QuestionRow, QuestionStatus,
+};
 pub use requirements::{PullRequestRow, PullState, RequirementRow};
 pub use runs::{DecisionRow, RunOutline, RunRow};
 pub use schedules::ScheduleRow;

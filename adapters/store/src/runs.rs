@@ -293,13 +293,31 @@ impl Store {
         hidden: &[String],
         limit: i64,
     ) -> Result<Vec<RunRow>, StoreError> {
+        self.runs_where(status, None, None, hidden, limit).await
+    }
+
+    /// [`Store::runs`], also narrowed to one project's and one SOP's runs when those are
+    /// given (an unknown name matches no run).
+    pub async fn runs_where(
+        &self,
+        status: Option<&str>,
+        project: Option<&str>,
+        sop: Option<&str>,
+        hidden: &[String],
+        limit: i64,
+    ) -> Result<Vec<RunRow>, StoreError> {
         let sql = format!(
-            "SELECT {RUN_COLUMNS} FROM runs WHERE ($1 IS NULL OR status = $1){}
+            "SELECT {RUN_COLUMNS} FROM runs WHERE ($1 IS NULL OR status = $1)
+               AND ($3 IS NULL OR project = $3) AND ($4 IS NULL OR sop = $4){}
              ORDER BY created_at DESC, id DESC LIMIT $2",
-            hidden_clause("project", 3, hidden)
+            hidden_clause("project", 5, hidden)
         );
         Ok(with_pool!(self, pool => {
-            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(status).bind(limit);
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(status)
+                .bind(limit)
+                .bind(project)
+                .bind(sop);
             for project in hidden {
                 query = query.bind(project);
             }

@@ -24,6 +24,8 @@ pub struct TokenRow {
     pub expires_at: Option<DateTime<Utc>>,
     /// When it was revoked; a revoked token is refused.
     pub revoked_at: Option<DateTime<Utc>>,
+    /// Made for an agent: the API refuses it gate decisions whatever its scopes.
+    pub for_agent: bool,
 }
 
 /// A token about to be stored.
@@ -41,9 +43,12 @@ pub struct NewToken<'a> {
     pub expires_at: Option<DateTime<Utc>>,
     /// SHA-256 of the secret, hex.
     pub hash: &'a str,
+    /// Made for an agent (never decides gates).
+    pub for_agent: bool,
 }
 
-const COLUMNS: &str = "id, name, person, created_by, scopes, created_at, expires_at, revoked_at";
+const COLUMNS: &str =
+    "id, name, person, created_by, scopes, created_at, expires_at, revoked_at, for_agent";
 
 impl Store {
     /// Stores a token; `None` when its name is taken.
@@ -57,11 +62,12 @@ impl Store {
             created_at: Utc::now(),
             expires_at: new.expires_at,
             revoked_at: None,
+            for_agent: new.for_agent,
         };
         let written = with_writer!(self, pool => {
             sqlx::query(
-                "INSERT INTO api_tokens (id, name, hash, person, created_by, scopes, created_at, expires_at)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT DO NOTHING",
+                "INSERT INTO api_tokens (id, name, hash, person, created_by, scopes, created_at, expires_at, for_agent)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) ON CONFLICT DO NOTHING",
             )
             .bind(row.id)
             .bind(&row.name)
@@ -71,6 +77,7 @@ impl Store {
             .bind(&row.scopes)
             .bind(row.created_at)
             .bind(row.expires_at)
+            .bind(row.for_agent)
             .execute(pool)
             .await?
             .rows_affected()

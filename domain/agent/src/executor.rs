@@ -14,6 +14,7 @@ mod command;
 mod copilot;
 mod gemini;
 mod kilo;
+mod mcp_servers;
 mod opencode;
 mod pi;
 
@@ -96,6 +97,12 @@ impl Executor {
     /// Where the CLI keeps the sessions it resumes; `None` for one without sessions.
     pub fn session_files(self) -> Option<SessionFiles> {
         self.cli().session_files()
+    }
+
+    /// Whether its CLI can be handed MCP servers ([`crate::Tools::mcp`]); pi, aider and a
+    /// program of the role's own cannot, and a role naming `mcp` on them is refused.
+    pub fn takes_mcp(self) -> bool {
+        self.cli().takes_mcp()
     }
 
     /// Whether a turn gives it the conversation so far as a file (`{transcript_file}`)
@@ -193,6 +200,11 @@ pub(crate) trait Cli: Sync {
                 executor: role.executor,
             })
         }
+    }
+
+    /// Whether it can be handed MCP servers; its command line hands it `call.tools.mcp`.
+    fn takes_mcp(&self) -> bool {
+        true
     }
 
     /// Where it keeps the sessions it resumes.

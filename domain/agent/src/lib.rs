@@ -14,13 +14,15 @@
 //!   stdout;
 //! - [`cost`]: that usage priced from `[pricing]`;
 //! - [`Limit`]: a budget in dollars or tokens, as the configuration writes it;
-//! - [`Tools`]: the MCP servers, permission tool and skills an attempt hands its CLI;
+//! - [`Tools`]: the MCP servers, permission tool and skills an attempt hands its CLI, and
+//!   [`mcp_servers`]: a role's and project's `[mcp.NAME]` servers as its CLI reaches them;
 //! - [`SkillFiles`]: a skill's folder, checked, and the bundle its content hash is of;
 //! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
 
 mod executor;
 mod invocation;
 mod limit;
+mod mcp;
 mod parse;
 mod placeholder;
 mod price;
@@ -37,6 +39,10 @@ pub use invocation::{
     MAX_SESSION_ID_LEN, Session, SessionIdError, check_session_id, invocation, turn_invocation,
 };
 pub use limit::{Limit, LimitError, WARN_PERCENT, share, show_tokens, show_usd};
+pub use mcp::{
+    GATEHOUSE_MCP, MAX_MCP_NAME_LEN, MAX_MCP_SERVERS, McpDefinition, McpError, TOOLS_TOKEN_VAR,
+    TOOLS_URL_VAR, check_mcp_list, check_mcp_name, mcp_servers, remote_url, unknown_mcp,
+};
 pub use parse::parse_report;
 pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};

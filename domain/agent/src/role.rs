@@ -84,6 +84,11 @@ pub struct Role {
     /// skills, and pinned with the run by content hash.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<String>,
+    /// The `[mcp.NAME]` servers this role's CLI gets, beside its project's and Gatehouse's
+    /// own: their tools appear to the agent as `mcp__<NAME>__<tool>` (in Claude Code's
+    /// terms). Executors `pi`, `aider` and `command` cannot be handed MCP servers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 /// The retries a role's CLI makes of a failed model request unless `max_retries` says:
@@ -184,6 +189,16 @@ pub enum RoleError {
         /// What the role said.
         given: u32,
     },
+    /// A bad `mcp` list: a malformed, reserved or repeated name.
+    #[error("`mcp`: {0}")]
+    Mcp(#[from] crate::mcp::McpError),
+    /// `mcp` on an executor whose CLI takes no MCP servers.
+    #[error(
+        "`mcp` names servers, but executor \"{executor}\" cannot be handed MCP servers; remove \
+         `mcp`, or use an executor that can (claude-code, codex, gemini, copilot, opencode, \
+         kilo, acp)"
+    )]
+    McpNotSupported { executor: Executor },
     /// A NUL character, which no command-line argument or prompt file can carry.
     #[error("`{field}` contains a NUL character; remove it")]
     Nul {
@@ -215,6 +230,7 @@ impl Role {
             ask_secrets: false,
             budget: None,
             skills: Vec::new(),
+            mcp: Vec::new(),
         }
     }
 
@@ -274,6 +290,12 @@ impl Role {
         {
             return Err(RoleError::ModelNotAllowed {
                 model: model.clone(),
+            });
+        }
+        crate::mcp::check_mcp_list(&self.mcp)?;
+        if !self.mcp.is_empty() && !self.executor.takes_mcp() {
+            return Err(RoleError::McpNotSupported {
+                executor: self.executor,
             });
         }
         self.executor.cli().check(self)

@@ -239,6 +239,8 @@ mod tests {
 pub enum Body {
     /// An approval card (boxed: far larger than the other kinds).
     Card(Box<Card>),
+    /// An agent's question to a person, with Approve / Deny (boxed like a card).
+    Question(Box<crate::QuestionCard>),
     /// A run's progress.
     Progress(Progress),
     /// Plain text: a reply to a command, an answer to a click.

@@ -5,10 +5,16 @@
 //!
 //! A button id names the gate *and its attempt* (`gh:approve:RUN:ATTEMPT:NODE`), so a click
 //! on a card of an earlier attempt is recognised and refused rather than deciding a later one.
+//! A question card's buttons name the agent's question (`gq:approve:QUESTION`): a question
+//! is answered once, whichever attempt asked it.
 #![warn(missing_docs)]
 
 mod action;
 mod card;
+mod question;
+mod question_action;
 
 pub use action::{ActionError, CardAction, Verb};
 pub use card::{Body, Card, DM_PREFIX, Outcome, Output, Progress, RAISE_EFFECT, login_link_text};
+pub use question::{Asker, EVIDENCE_SHOWN, QUESTION_SHOWN, QuestionCard, QuestionKind};
+pub use question_action::{Control, QuestionAction, QuestionVerb};

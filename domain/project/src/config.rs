@@ -56,6 +56,10 @@ pub struct ProjectConfig {
     /// repositories' own `.gatehouse/skills/`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skills: Vec<String>,
+    /// The `[mcp.NAME]` servers every agent working on this project gets, beside its
+    /// role's own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<String>,
 }
 
 /// One repository of a project.

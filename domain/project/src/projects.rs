@@ -204,6 +204,9 @@ fn check_project(project: &ProjectConfig) -> Result<(), ConfigError> {
             "`{name}` is not a project name: use letters, digits, `-` and `_`"
         )));
     }
+    if let Err(e) = gatehouse_agent::check_mcp_list(&project.mcp) {
+        return fail(format!("`mcp`: {e}"));
+    }
     let mut repos = BTreeSet::new();
     let mut dirs = BTreeSet::new();
     for repository in &project.repositories {

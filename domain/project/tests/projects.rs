@@ -318,4 +318,13 @@ fn bad_projects_are_refused_with_the_reason() {
         err("[[projects]]\nname = \"a\"\napprove = [\"group:\"]\n"),
         "projects: project `a`: approve: `group:` names no group; write group:<name>"
     );
+    assert_eq!(
+        err("[[projects]]\nname = \"a\"\nmcp = [\"docs\", \"docs\"]\n"),
+        "projects: project `a`: `mcp`: MCP server `docs` is listed twice; list it once"
+    );
+    assert!(
+        err("[[projects]]\nname = \"a\"\nmcp = [\"gatehouse\"]\n")
+            .contains("is Gatehouse's own server")
+    );
+    assert!(projects("[[projects]]\nname = \"a\"\nmcp = [\"docs\"]\n").is_ok());
 }

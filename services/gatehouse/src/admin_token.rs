@@ -60,6 +60,7 @@ pub async fn ensure_admin_token(store: &Store, path: &Path) -> anyhow::Result<()
             scopes: &Scopes::all().to_stored(),
             expires_at: None,
             hash: &hash,
+            for_agent: false,
         };
         // `None`: another replica registered this token in between, or the name is taken.
         if store.create_token(&new).await?.is_some() {

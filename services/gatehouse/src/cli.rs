@@ -9,6 +9,7 @@ pub mod client;
 pub mod conversations;
 pub mod doctor;
 pub mod identity;
+pub mod mcp;
 mod network;
 pub mod projects;
 pub mod reports;

@@ -14,6 +14,7 @@ mod budget;
 mod chat;
 mod console;
 mod github;
+mod mcp;
 mod providers;
 mod schedules;
 mod server;
@@ -27,6 +28,7 @@ pub use budget::BudgetConfig;
 pub use chat::{DiscordConfig, SlackConfig};
 pub use console::ConsoleConfig;
 pub use github::{GithubConfig, GithubTrigger};
+pub use mcp::McpConfig;
 pub use providers::{ProviderConfig, ProviderKindConfig};
 pub use schedules::ScheduleConfig;
 pub use server::{RunnerConfig, SandboxConfig, ServerConfig};
@@ -78,6 +80,10 @@ pub struct Config {
     /// Model providers agents reach through the runner's gateway, with their keys.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub providers: BTreeMap<String, ProviderConfig>,
+    /// MCP servers roles and projects attach: programs run inside the sandbox, or remote
+    /// servers the runner forwards to with their secrets.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub mcp: BTreeMap<String, McpConfig>,
     /// Agent roles, referenced by `agent` nodes: executor CLI, model, system prompt, rules.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, Role>,
@@ -213,12 +219,18 @@ impl Config {
             .providers
             .iter()
             .map(|(name, p)| (format!("providers.{name}.key"), &p.key));
+        let mcp = self.mcp.iter().flat_map(|(name, m)| {
+            m.secret_headers()
+                .into_iter()
+                .map(move |(_, _, secret, key)| (format!("mcp.{name}.{key}"), secret))
+        });
         server
             .chain(github)
             .chain(slack)
             .chain(discord)
             .chain(console)
             .chain(providers)
+            .chain(mcp)
     }
 
     /// What `config check` and a start say about a configuration they accept: settings
@@ -370,6 +382,8 @@ impl Config {
                 )));
             }
         }
+        // After the roles' own checks, which refuse a malformed or reserved name first.
+        self.check_mcp()?;
         self.check_skills()?;
         self.check_budgets()?;
         let console = &self.console;
@@ -442,6 +456,36 @@ impl Config {
             }
             s.timing().map_err(|e| invalid(e.to_string()))?;
             s.overlap_policy().map_err(invalid)?;
+        }
+        Ok(())
+    }
+}
+
+impl Config {
+    /// `[mcp.NAME]` sections and the names roles and projects attach: each section usable,
+    /// each name attached configured.
+    fn check_mcp(&self) -> Result<(), ConfigError> {
+        for (name, server) in &self.mcp {
+            let invalid = |e: String| ConfigError::Inconsistent(format!("mcp.{name}: {e}"));
+            gatehouse_agent::check_mcp_name(name).map_err(|e| invalid(e.to_string()))?;
+            server.definition().map_err(invalid)?;
+        }
+        let attached = self
+            .roles
+            .iter()
+            .map(|(name, role)| (format!("roles.{name}"), &role.mcp))
+            .chain(
+                self.projects
+                    .iter()
+                    .map(|p| (format!("project `{}`", p.name), &p.mcp)),
+            );
+        for (owner, names) in attached {
+            if let Some(name) = names.iter().find(|n| !self.mcp.contains_key(*n)) {
+                return Err(ConfigError::Inconsistent(format!(
+                    "{owner}: `mcp`: {}",
+                    gatehouse_agent::unknown_mcp(name, &self.mcp)
+                )));
+            }
         }
         Ok(())
     }

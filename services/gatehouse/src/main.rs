@@ -27,7 +27,7 @@ use crate::cli::args::{
     Cli, ConfigCommand, GatehouseCommand, RoleCommand, ScheduleCommand, SopCommand,
 };
 use crate::cli::{
-    conversations, doctor, identity, projects, reports, requirements, runs, schedules, sops,
+    conversations, doctor, identity, mcp, projects, reports, requirements, runs, schedules, sops,
 };
 use crate::config::Config;
 
@@ -157,6 +157,7 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             person,
             client: args,
         } => identity::login(&client(&args, &config)?, person, args.json).await,
+        GatehouseCommand::Mcp { client: args } => mcp::serve(client(&args, &config)?).await,
         GatehouseCommand::Token {
             command,
             client: args,

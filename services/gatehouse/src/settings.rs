@@ -6,6 +6,7 @@
 pub mod chat;
 pub mod gateway;
 pub mod github;
+pub mod mcp;
 pub mod sandbox;
 
 use std::collections::BTreeMap;
@@ -152,6 +153,7 @@ pub async fn runner(
         profiles: config.sandbox.profiles.clone(),
         roles: config.roles.clone(),
         providers: gateway::providers(config)?,
+        mcp: mcp::servers(config)?,
         relay,
         acp,
         prices: config.pricing.clone(),
@@ -209,6 +211,7 @@ pub async fn doctor_runner(config: &Config, data_dir: &Path) -> anyhow::Result<R
         profiles: config.sandbox.profiles.clone(),
         roles: config.roles.clone(),
         providers: gateway::providers(config)?,
+        mcp: mcp::servers(config)?,
         relay,
         acp,
         id,

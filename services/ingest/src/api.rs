@@ -11,6 +11,7 @@ pub(crate) mod names;
 pub(crate) mod openapi;
 pub(crate) mod people;
 pub(crate) mod projects;
+pub(crate) mod questions;
 pub(crate) mod reports;
 pub(crate) mod requirements;
 pub(crate) mod runs;

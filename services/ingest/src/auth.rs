@@ -76,6 +76,7 @@ pub(crate) async fn require_token(
         groups: person.groups.clone(),
         scopes: Scopes::parse_stored(&row.scopes),
         token: row.name,
+        for_agent: row.for_agent,
     };
     let route = request
         .extensions()

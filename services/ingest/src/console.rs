@@ -102,6 +102,7 @@ pub(crate) fn router() -> Router<ApiState> {
         )
         .route("/runs/{id}/gates/{node}/decide", post(actions::decide))
         .route("/runs/{id}/command", post(actions::command))
+        .route("/questions/{id}/answer", post(actions::answer))
         .route("/conversations/{id}", get(conversations::page))
         .route("/requirements", get(requirements::list))
         .route("/requirements/{id}", get(requirements::page))

@@ -36,6 +36,7 @@ mod outbox;
 mod paging;
 mod people_directory;
 mod projects;
+mod question_answer;
 mod rights;
 mod run_loader;
 mod run_request;
@@ -58,8 +59,8 @@ pub use rights::{ADMINS, BOOTSTRAP_ADMIN, Scope, Scopes, required_scope};
 pub use state::ApiState;
 
 use api::{
-    artifacts, conversations, gates, login_links, openapi, people, reports, requirements, runs,
-    schedules, tokens,
+    artifacts, conversations, gates, login_links, openapi, people, questions, reports,
+    requirements, runs, schedules, tokens,
 };
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -88,6 +89,9 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/runs/{id}/retry", post(runs::retry))
         .route("/gates", get(gates::list))
         .route("/runs/{id}/gates/{node}/decision", post(gates::decide))
+        .route("/questions", get(questions::list))
+        .route("/questions/{id}", get(questions::show))
+        .route("/questions/{id}/answer", post(questions::answer))
         .route("/sops", get(runs::sops))
         .route("/schedules", post(schedules::create).get(schedules::list))
         .route(
@@ -101,6 +105,7 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/login-links", post(login_links::create))
         .route("/tokens", post(tokens::create).get(tokens::list))
         .route("/tokens/{name}", delete(tokens::revoke))
+        .route("/whoami", get(tokens::whoami))
         .route("/people", post(people::add).get(people::list))
         .route("/people/{id}", delete(people::remove))
         .route("/reports/usage", get(reports::usage))

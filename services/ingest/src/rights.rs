@@ -133,6 +133,10 @@ pub struct Caller {
     pub scopes: Scopes,
     /// The token's name, for the log.
     pub token: String,
+    /// The token was made for an agent: whatever its scopes, it never decides a gate
+    /// (gates are people's decisions), and tokens or sign-in links it makes are an
+    /// agent's too.
+    pub for_agent: bool,
 }
 
 /// The caller of a route behind the token check, which put it in the request.
@@ -174,8 +178,17 @@ impl Caller {
         )))
     }
 
-    /// Refuses (403) unless the token has `scope`.
+    /// Refuses (403) unless the token has `scope`; `decide` is refused to a token made
+    /// for an agent whatever its scopes, so every path that checks it (the API's route,
+    /// the console's buttons) keeps agents from deciding gates.
     pub fn require(&self, scope: Scope) -> Result<(), ApiError> {
+        if scope == Scope::Decide && self.for_agent {
+            return Err(ApiError::Forbidden(format!(
+                "this token (`{}`) was made for an agent, and only people decide gates; \
+                 {} decides with a token of their own (one made without --for-agent)",
+                self.token, self.person
+            )));
+        }
         if self.scopes.has(scope) {
             return Ok(());
         }
@@ -212,7 +225,7 @@ pub fn required_scope(method: &Method, route: &str) -> Scope {
             | "/conversations/{id}/stop",
         )
         | ("DELETE", "/schedules/{name}") => Scope::Run,
-        ("POST", "/runs/{id}/gates/{node}/decision") => Scope::Decide,
+        ("POST", "/runs/{id}/gates/{node}/decision" | "/questions/{id}/answer") => Scope::Decide,
         _ => Scope::Admin,
     }
 }
@@ -265,9 +278,27 @@ mod tests {
             groups: groups.iter().map(|g| g.to_string()).collect(),
             scopes,
             token: "t".into(),
+            for_agent: false,
         };
         assert!(caller(Scopes::all(), &["admins"]).is_admin());
         assert!(!caller(Scopes::all(), &["leads"]).is_admin());
         assert!(!caller(Scopes::default_for_new(), &["admins"]).is_admin());
+    }
+
+    #[test]
+    fn an_agents_token_never_decides_whatever_its_scopes() {
+        let mut caller = Caller {
+            person: "ana".into(),
+            groups: vec!["leads".into()],
+            scopes: Scopes::all(),
+            token: "ana-agent".into(),
+            for_agent: true,
+        };
+        let refused = caller.require(Scope::Decide).unwrap_err().to_string();
+        assert!(refused.contains("made for an agent"), "{refused}");
+        assert!(caller.require(Scope::Read).is_ok());
+        assert!(caller.require(Scope::Run).is_ok());
+        caller.for_agent = false;
+        assert!(caller.require(Scope::Decide).is_ok());
     }
 }

@@ -9,16 +9,21 @@
 //! In Slack and Discord it posts an approval card for every gate that waits — to the gate's
 //! channels (default: `approvals_channel`) and into the requirement's thread — shows the
 //! outcome on each card once the gate is decided, and keeps a run's progress as one message
-//! in its requirement's thread. Both name the hosts the egress proxy refused the run's
+//! in its requirement's thread. When an agent asks a person something (`question.asked`),
+//! a question card goes to the run's or conversation's thread and where gate cards go, and
+//! shows the answer once given; the status comment lists the questions the run waits on. Both name the hosts the egress proxy refused the run's
 //! sandboxes and the budgets it used 80 % of or reached. Chat messages follow the same pattern as comments: wanted
 //! in the consumer's transaction (`chat_messages`), posted by their own poster.
 
+mod asked;
 mod chat;
 mod notes;
 mod notifier;
 mod poster;
+mod questions;
 mod status;
 
+pub use asked::{ANSWERED_SHOWN, AskedQuestion, questions_markdown};
 pub use chat::{ChatOutputs, DiscordOutput, SlackOutput};
 pub use notes::{BUDGETS_SHOWN, BlockedHost, BudgetSpend, HOSTS_SHOWN, RunNotes, Style};
 pub use notifier::Notifier;

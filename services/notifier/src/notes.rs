@@ -64,6 +64,8 @@ pub struct RunNotes {
     pub blocked: Vec<BlockedHost>,
     /// Every budget the run counted against.
     pub budgets: Vec<BudgetSpend>,
+    /// The questions its agent nodes asked people, in the order asked (status comment only).
+    pub questions: Vec<crate::AskedQuestion>,
 }
 
 /// How lines are written: Markdown (a GitHub comment) puts hosts in code spans and
@@ -93,7 +95,11 @@ impl RunNotes {
             .into_iter()
             .map(|row| BudgetSpend::of(row, run))
             .collect();
-        Self { blocked, budgets }
+        Self {
+            blocked,
+            budgets,
+            questions: Vec::new(),
+        }
     }
 
     /// One line per blocked host (at most [`HOSTS_SHOWN`], then how many more), then one
@@ -132,11 +138,19 @@ impl RunNotes {
     }
 
     /// The notes of `run`: its refused connections and its budgets, read as the run's API
-    /// view reads them (its attempts', its own, its project's on the days it ran).
+    /// view reads them (its attempts', its own, its project's on the days it ran), and the
+    /// questions its agents asked.
     pub async fn read(store: &Store, run: &RunRow) -> Result<Self, StoreError> {
         let connections = store.run_connections(run.id).await?;
         let rows = store.run_spend(run, ATTEMPT_BUDGETS).await?;
-        Ok(Self::new(run.id, &connections, rows))
+        let mut notes = Self::new(run.id, &connections, rows);
+        notes.questions = store
+            .run_questions(run.id)
+            .await?
+            .iter()
+            .filter_map(crate::AskedQuestion::of)
+            .collect();
+        Ok(notes)
     }
 }
 
@@ -221,7 +235,7 @@ fn host_shown(host: &str) -> String {
 }
 
 /// `text` without control characters, at most `max` characters (ending in `…` if cut).
-fn cut(text: &str, max: usize) -> String {
+pub(crate) fn cut(text: &str, max: usize) -> String {
     let clean: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -235,7 +249,7 @@ fn cut(text: &str, max: usize) -> String {
 }
 
 /// Markdown's punctuation backslash-escaped, so a label cannot format, link or open HTML.
-fn markdown_escape(text: &str) -> String {
+pub(crate) fn markdown_escape(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         if matches!(

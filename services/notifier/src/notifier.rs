@@ -102,7 +102,8 @@ impl Notifier {
             .map(|url| format!("{url}/runs/{run}"))
     }
 
-    /// Consumes run snapshots and posts comments until `shutdown`.
+    /// Consumes run snapshots and agents' questions, and posts comments and chat messages,
+    /// until `shutdown`.
     pub async fn run(self, bus: Arc<dyn Bus>, shutdown: CancellationToken) {
         // Every effect of `handle` is in its transaction (the posters act after the
         // commit): snapshots waiting together are applied in one commit.
@@ -112,10 +113,26 @@ impl Notifier {
             linger: LINGER,
             ..ConsumerOptions::new(ConsumerSpec::new("notifier-runs", "run.updated"))
         };
-        let consumer = Consumer::new(bus, self.store.clone(), options);
+        let consumer = Consumer::new(bus.clone(), self.store.clone(), options);
+        // Agents' questions: their cards, and the status comment that lists them.
+        let questions = Consumer::new(
+            bus,
+            self.store.clone(),
+            ConsumerOptions {
+                retry_delay: Duration::from_millis(500),
+                ..ConsumerOptions::new(ConsumerSpec::new(
+                    crate::questions::CONSUMER,
+                    crate::questions::TOPICS,
+                ))
+            },
+        );
         let poster = tokio::spawn(self.clone().post_comments(shutdown.clone()));
         let chat_poster = tokio::spawn(self.clone().post_chat(shutdown.clone()));
-        consumer.run(&self, shutdown).await;
+        let asked = crate::questions::Questions(self.clone());
+        tokio::join!(
+            consumer.run(&self, shutdown.clone()),
+            questions.run(&asked, shutdown)
+        );
         let _ = poster.await;
         let _ = chat_poster.await;
         // Another replica need not wait for the leases to run out.
@@ -195,6 +212,28 @@ impl Handler for Notifier {
 }
 
 impl Notifier {
+    /// Renders the status comment of run `run_id` again, from the stored run (an agent's
+    /// question changed what it says without the run changing).
+    pub(crate) async fn status_of_run(
+        &self,
+        tx: &mut Tx,
+        run_id: Uuid,
+    ) -> Result<(), HandlerError> {
+        let Some(run) = self.store.run(run_id).await? else {
+            return Ok(());
+        };
+        let Some(requirement) = (match run.requirement_id {
+            Some(id) => self.store.requirement(id).await?,
+            None => None,
+        }) else {
+            return Ok(());
+        };
+        let sop = self.definition(&run.sop_version).await?;
+        let state: RunState = serde_json::from_str(&run.state)?;
+        self.github_status(tx, &run, &sop, &state, &requirement)
+            .await
+    }
+
     /// The run's status comment on its GitHub issue.
     async fn github_status(
         &self,

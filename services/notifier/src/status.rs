@@ -6,6 +6,7 @@ use gatehouse_events::NodeStatus;
 use gatehouse_sop::Sop;
 use uuid::Uuid;
 
+use crate::asked::questions_markdown;
 use crate::notes::{RunNotes, Style};
 
 /// Where a status comment links to.
@@ -19,7 +20,8 @@ pub struct Links {
 }
 
 /// The status comment for a run: its nodes with status and attempt, for each waiting gate
-/// who may decide and how, the hosts its sandboxes were refused and the budgets it used
+/// who may decide and how, each question an agent waits on a person for (and the answered
+/// ones briefly), the hosts its sandboxes were refused and the budgets it used
 /// 80 % of or reached (`notes`), and links to the run and its pull request.
 pub fn render_status(
     run_id: Uuid,
@@ -87,6 +89,7 @@ pub fn render_status(
         }
         out.push('\n');
     }
+    out.push_str(&questions_markdown(&notes.questions));
     let lines = notes.lines(Style::Markdown);
     if !lines.is_empty() {
         out.push('\n');
@@ -187,6 +190,7 @@ mod tests {
                 limit_tokens: None,
                 limit_usd_micros: Some(20_000_000),
             }],
+            questions: Vec::new(),
         };
         let links = Links {
             run: Some("https://gatehouse.example/runs/x".into()),

@@ -1,13 +1,12 @@
 //! Agent nodes: the role's coding-agent CLI, run in the sandbox like a script, on a prompt
 //! rendered from the node's template; afterwards its report gives the tokens and cost.
 
-use gatehouse_agent::Tools;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use gatehouse_agent::{
-    ModelApi, ModelUsage, PriceTable, PromptContext, Report, Role, cost, invocation, parse_report,
-    render_prompt,
+    ModelApi, ModelUsage, PriceTable, PromptContext, Report, Role, Tools, cost, invocation,
+    parse_report, render_prompt,
 };
 use gatehouse_events::{AgentSpec, NodeDispatch};
 use gatehouse_sandbox::untrusted;
@@ -22,24 +21,16 @@ const INPUT_TEXT_LIMIT: u64 = 64 * 1024;
 /// The end of the CLI's output kept for its report.
 pub(crate) const REPORT_TAIL: usize = 4 * 1024 * 1024;
 
-/// Renders the prompt over what the node knows (the run's requirement and project, as its
-/// scope read them) and writes it (and the role's system text) where the sandbox reads
-/// them. Returns the command to run, written for the API `api` when the model requests go
-/// through the gateway. `inputs_seen` is the inputs directory as the sandbox
-/// shows it to the script. `skills`: those written into the inputs directory, handed to the
-/// CLI (or, for one that reads no skills, listed in its system text).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn prepare(
+/// What the node knows, as its prompt template and Gatehouse's tools read it: the run's
+/// requirement and project (as its scope read them), its parameters, the upstream
+/// artifacts' texts under `inputs` and a reviewer's comment.
+pub(crate) fn context(
     job: &NodeDispatch,
     agent: &AgentSpec,
-    role: &Role,
-    api: Option<ModelApi>,
     scope: &RunScope,
     inputs: &Path,
-    inputs_seen: &str,
-    skills: &crate::skills::Attached,
-) -> Result<String, String> {
-    let context = PromptContext {
+) -> PromptContext {
+    PromptContext {
         requirement: scope.prompt_requirement(),
         project: scope.prompt_project(),
         params: agent.work.params.clone(),
@@ -48,9 +39,48 @@ pub(crate) fn prepare(
         run_id: job.run_id.to_string(),
         node: job.node.clone(),
         attempt: job.attempt,
-    };
+    }
+}
+
+/// `get_requirement`'s answer: the requirement and project of `context`, and where in the
+/// run the agent is.
+pub(crate) fn requirement_json(context: &PromptContext) -> serde_json::Value {
+    serde_json::json!({
+        "requirement": context.requirement,
+        "project": context.project,
+        "run_id": context.run_id,
+        "node": context.node,
+        "attempt": context.attempt,
+    })
+}
+
+/// `get_inputs`'s answer: the parameters, upstream texts and rework comment of `context`.
+pub(crate) fn inputs_json(context: &PromptContext) -> serde_json::Value {
+    serde_json::json!({
+        "params": context.params,
+        "inputs": context.inputs,
+        "rework_comment": context.rework_comment,
+    })
+}
+
+/// Renders the prompt over `context` and writes it (and the role's system text) where the
+/// sandbox reads them. Returns the command to run, written for the API `api` when the
+/// model requests go through the gateway, handing the CLI `tools` and `skills` (those
+/// written into the inputs directory; for a CLI that reads no skills, listed in its system
+/// text). `inputs_seen` is the inputs directory as the sandbox shows it to the script.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn prepare(
+    agent: &AgentSpec,
+    context: &PromptContext,
+    role: &Role,
+    api: Option<ModelApi>,
+    tools: &Tools,
+    inputs: &Path,
+    inputs_seen: &str,
+    skills: &crate::skills::Attached,
+) -> Result<String, String> {
     let prompt =
-        render_prompt(&agent.prompt, &context).map_err(|e| format!("the prompt template: {e}"))?;
+        render_prompt(&agent.prompt, context).map_err(|e| format!("the prompt template: {e}"))?;
     let dir = inputs.join(AGENT_DIR);
     let write = |name: &str, text: &str| {
         std::fs::create_dir_all(&dir)
@@ -58,7 +88,7 @@ pub(crate) fn prepare(
             .map_err(|e| format!("writing the {name}: {e}"))
     };
     write("prompt.md", &prompt)?;
-    let (tools, system) = with_skills(role, inputs_seen, skills);
+    let (tools, system) = with_skills(role, inputs_seen, tools, skills);
     if let Some(system) = &system {
         write("system.md", system)?;
     }
@@ -72,16 +102,18 @@ pub(crate) fn prepare(
     ))
 }
 
-/// The tools and system text of an attempt with `skills`: the skills folder as the sandbox
-/// sees it, and for a CLI that reads no skills of its own, the system text listing them.
+/// `tools` and the system text of an attempt with `skills`: the skills folder as the
+/// sandbox sees it, and for a CLI that reads no skills of its own, the system text listing
+/// them.
 pub(crate) fn with_skills(
     role: &Role,
     inputs_seen: &str,
+    tools: &Tools,
     skills: &crate::skills::Attached,
 ) -> (Tools, Option<String>) {
     let system = role.system_text();
     if skills.listed.is_empty() {
-        return (Tools::none(), system);
+        return (tools.clone(), system);
     }
     let dir = format!("{inputs_seen}/{}", crate::skills::SKILLS_DIR);
     let note = (!role.executor.reads_skills())
@@ -93,7 +125,7 @@ pub(crate) fn with_skills(
     };
     let tools = Tools {
         skills_dir: Some(dir),
-        ..Tools::none()
+        ..tools.clone()
     };
     (tools, system)
 }

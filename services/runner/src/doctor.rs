@@ -271,6 +271,7 @@ impl Runner {
             profile,
             // A check spends next to nothing and is nobody's run.
             budget: None,
+            tools: None,
         };
         let Some(policy) = Network::wanted(&wants)? else {
             return Ok(None);

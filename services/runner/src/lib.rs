@@ -35,6 +35,7 @@ mod files;
 mod git;
 mod gitdir;
 mod logs;
+mod mcp;
 mod network;
 mod observe;
 mod outcome;
@@ -56,6 +57,7 @@ mod turns;
 pub use budgets::{Budgets, ProjectBudget};
 pub use deliver::Deliverer;
 pub use doctor::{Check, Checkup, Finding, Outcome};
+pub use mcp::McpServers;
 pub use runner::{HOME_LIMIT, Runner, RunnerOptions};
 
 use std::sync::Arc;

@@ -28,10 +28,14 @@ pub(crate) use reach::Reach;
 
 use meter::Meter;
 
+use crate::mcp::{self, AttemptTools, Desk};
+
 /// The gateway's port on an isolated sandbox's loopback.
 const GATEWAY_PORT: u16 = 8718;
 /// The egress proxy's port on an isolated sandbox's loopback.
 const EGRESS_PORT: u16 = 8719;
+/// Gatehouse's tools' port (its MCP server for agents) on an isolated sandbox's loopback.
+const TOOLS_PORT: u16 = 8720;
 /// Connections kept per attempt; past it they are counted, not kept (the store keeps no
 /// more either).
 const CONNECTIONS_KEPT: usize = gatehouse_store::MAX_CONNECTIONS_PER_ATTEMPT;
@@ -41,6 +45,8 @@ const SOCKET_PATH_MAX: usize = 107;
 /// The runner's gateway and egress proxy, serving until the runner shuts down.
 pub(crate) struct Network {
     gateway: Option<Gateway>,
+    /// The attempts served Gatehouse's tools ([`crate::mcp`]).
+    desk: Desk,
     egress: Grants,
     /// Connections by attempt label, until the attempt takes them.
     connections: Arc<Mutex<HashMap<Arc<str>, Connections>>>,
@@ -106,6 +112,7 @@ impl Connections {
 struct Sockets {
     gateway: PathBuf,
     egress: PathBuf,
+    tools: PathBuf,
 }
 
 /// The loopback addresses a sandbox sharing the runner's network uses.
@@ -113,6 +120,7 @@ struct Sockets {
 struct Loopback {
     gateway: SocketAddr,
     egress: SocketAddr,
+    tools: SocketAddr,
 }
 
 /// What an attempt asks to reach.
@@ -128,16 +136,20 @@ pub(crate) struct Wants<'a> {
     /// The attempt's budgets, asked before each model request and charged after it;
     /// `None` when none applies.
     pub(crate) budget: Option<Arc<Ledger>>,
+    /// What Gatehouse's tools act on, for an agent's attempt; `None` for a script.
+    pub(crate) tools: Option<Arc<AttemptTools>>,
 }
 
 impl Network {
     /// Binds the sockets under `dir` and loopback ports and serves the gateway (fronting
-    /// `providers`) and the egress proxy until `shutdown`. `relay`: the static relay
-    /// binary for isolated sandboxes.
+    /// `providers`), the egress proxy and Gatehouse's tools (forwarding to the remote MCP
+    /// servers `remotes`) until `shutdown`. `relay`: the static relay binary for isolated
+    /// sandboxes.
     pub(crate) async fn start(
         dir: &Path,
         providers: Vec<gatehouse_gateway::Provider>,
         relay: Option<PathBuf>,
+        remotes: std::collections::BTreeMap<String, Arc<gatehouse_gateway::RemoteMcp>>,
         shutdown: CancellationToken,
     ) -> Result<Self, String> {
         std::fs::create_dir_all(dir)
@@ -145,6 +157,7 @@ impl Network {
         let sockets = Sockets {
             gateway: dir.join("gateway.sock"),
             egress: dir.join("egress.sock"),
+            tools: dir.join("tools.sock"),
         };
         let unix = |path: &Path| -> Result<tokio::net::UnixListener, String> {
             if path.as_os_str().len() > SOCKET_PATH_MAX {
@@ -170,7 +183,8 @@ impl Network {
         };
         let gateway_socket = unix(&sockets.gateway)?;
         let egress_socket = unix(&sockets.egress)?;
-        let (gateway_tcp, egress_tcp) = (tcp().await?, tcp().await?);
+        let tools_socket = unix(&sockets.tools)?;
+        let (gateway_tcp, egress_tcp, tools_tcp) = (tcp().await?, tcp().await?, tcp().await?);
         let address = |l: &tokio::net::TcpListener| {
             l.local_addr()
                 .map_err(|e| format!("reading a loopback port: {e}"))
@@ -178,6 +192,7 @@ impl Network {
         let loopback = Loopback {
             gateway: address(&gateway_tcp)?,
             egress: address(&egress_tcp)?,
+            tools: address(&tools_tcp)?,
         };
 
         let gateway = if providers.is_empty() {
@@ -196,8 +211,12 @@ impl Network {
         let proxy = Egress::default();
         serve_egress(&proxy, egress_socket, &egress, &connections, &shutdown);
         serve_egress(&proxy, egress_tcp, &egress, &connections, &shutdown);
+        let desk = Desk::new(remotes);
+        crate::mcp::serve(&desk, tools_socket, &shutdown);
+        crate::mcp::serve(&desk, tools_tcp, &shutdown);
         Ok(Self {
             gateway,
+            desk,
             egress,
             connections,
             sockets,
@@ -253,14 +272,21 @@ fn serve_egress<L: gatehouse_egress::Listener>(
 
 impl Network {
     /// What an attempt may reach through the proxy, or `None` when it wants nothing
-    /// outside (no provider, no egress entry): it then runs as before, with no route out
-    /// at all.
+    /// outside (no provider, no egress entry, no tools): it then runs as before, with no
+    /// route out at all.
     pub(crate) fn wanted(wants: &Wants<'_>) -> Result<Option<Policy>, String> {
         let policy = wants
             .profile
             .egress_policy(wants.role_egress)
             .map_err(|e| e.to_string())?;
-        Ok((wants.provider.is_some() || !policy.patterns().is_empty()).then_some(policy))
+        let wanted =
+            wants.provider.is_some() || !policy.patterns().is_empty() || wants.tools.is_some();
+        Ok(wanted.then_some(policy))
+    }
+
+    /// Whether an isolated sandbox can reach the runner at all (the relay is built).
+    pub(crate) fn has_relay(&self) -> bool {
+        self.relay.is_some()
     }
 
     /// The access an attempt that [wants](Self::wanted) something gets, reaching the hosts
@@ -284,15 +310,17 @@ impl Network {
             }
             (_, false) => None,
         };
-        let (gateway_at, egress_at) = if isolated {
+        let (gateway_at, egress_at, tools_at) = if isolated {
             (
                 format!("127.0.0.1:{GATEWAY_PORT}"),
                 format!("127.0.0.1:{EGRESS_PORT}"),
+                format!("127.0.0.1:{TOOLS_PORT}"),
             )
         } else {
             (
                 self.loopback.gateway.to_string(),
                 self.loopback.egress.to_string(),
+                self.loopback.tools.to_string(),
             )
         };
         let label: Arc<str> = Arc::from(wants.label.as_str());
@@ -325,6 +353,12 @@ impl Network {
         };
         let egress = self.egress.grant(label.clone(), policy);
         env.extend(egress.environment(&egress_at));
+        let tools = wants.tools.map(|attempt| {
+            let ticket = self.desk.open(attempt);
+            env.push((mcp::URL_VAR.to_owned(), format!("http://{tools_at}")));
+            env.push((mcp::TOKEN_VAR.to_owned(), ticket.token().to_owned()));
+            ticket
+        });
         // The gateway is reached directly, never through the proxy (which refuses
         // loopback).
         for name in ["NO_PROXY", "no_proxy"] {
@@ -345,12 +379,19 @@ impl Network {
                 port: EGRESS_PORT,
                 socket: self.sockets.egress.clone(),
             });
+            if tools.is_some() {
+                forwards.push(Forward {
+                    port: TOOLS_PORT,
+                    socket: self.sockets.tools.clone(),
+                });
+            }
             Relay { binary, forwards }
         });
         Ok(Reach {
             budget: gateway.as_ref().and(wants.budget.clone()),
             gateway,
             egress,
+            tools,
             meter,
             label,
             connections: self.connections.clone(),

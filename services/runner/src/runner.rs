@@ -116,6 +116,7 @@ impl Runner {
             &dir,
             self.options.providers.clone(),
             self.options.relay.clone(),
+            self.options.mcp.remotes.clone(),
             shutdown.clone(),
         )
         .await
@@ -141,11 +142,21 @@ impl Runner {
 
     /// The access an attempt of `profile` gets to its model and the hosts it may reach;
     /// `None` when it wants neither.
-    pub(crate) fn reach(&self, wants: Wants<'_>) -> Result<Option<Reach>, String> {
+    pub(crate) fn reach(&self, mut wants: Wants<'_>) -> Result<Option<Reach>, String> {
+        let isolated = self.sandbox.isolates_network(wants.profile);
+        // Gatehouse's tools are offered where the sandbox can reach them: an isolated one
+        // only through the relay. Without it the agent works with its CLI's own tools.
+        let reachable = self
+            .network
+            .as_ref()
+            .is_ok_and(|network| !isolated || network.has_relay());
+        if wants.tools.is_some() && !reachable {
+            tracing::debug!(label = %wants.label, "Gatehouse's tools are out of the sandbox's reach");
+            wants.tools = None;
+        }
         let Some(policy) = Network::wanted(&wants)? else {
             return Ok(None);
         };
-        let isolated = self.sandbox.isolates_network(wants.profile);
         match &self.network {
             Ok(network) => network.open(wants, policy, isolated).map(Some),
             Err(why) => Err(format!(

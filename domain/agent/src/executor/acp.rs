@@ -9,13 +9,20 @@
 //! runner put in the sandbox (`$GATEHOUSE_ACP`, a read-only bind mount in Docker):
 //!
 //! `exec "$GATEHOUSE_ACP" --prompt-file P [--system-file S] [--resume ID]
-//! [--transcript-file T] [role args…] -- <agent argv>`
+//! [--transcript-file T] [--mcp JSON] [role args…] -- <agent argv>`
 //!
 //! The shim plays the editor — no `fs`, no `terminal` capability, so the agent reads, writes
 //! and runs commands itself inside the sandbox — and prints one JSON object per line, read
 //! by `acp/events.rs`. The role's `args` are the shim's options, before `--`: `--mode yolo`
 //! (Gemini) or `--mode bypassPermissions` (Claude) for agents that would otherwise ask
 //! permission (the shim allows every request anyway), `--timeout SECS` for a slow start.
+//!
+//! MCP servers go to the shim as `--mcp '<json>'`, the array `session/new` and
+//! `session/load` carry as `mcpServers` in ACP's own shape (a stdio server's `command`,
+//! `args` and `env` as `{name, value}` pairs; a remote one `type` `http` with its `url`
+//! and an `Authorization: Bearer` header), the runner's address and the attempt's token
+//! expanded by the shell. The shim refuses a remote server when the agent's `initialize`
+//! answer does not offer `mcpCapabilities.http`.
 //!
 //! A turn continues the session with `--resume <sessionId>` (`session/load`); the system
 //! text is not sent again, the loaded session holds it. When the agent cannot load a
@@ -32,7 +39,10 @@
 mod events;
 mod report;
 
-use super::{Call, Cli, ModelApi};
+use serde_json::{Value, json};
+
+use super::mcp_servers::{as_strs, bearer, program, variables};
+use super::{Call, Cli, ModelApi, expand};
 use crate::invocation::quote;
 use crate::placeholder::{self, Piece};
 use crate::role::{Role, RoleError};
@@ -89,6 +99,14 @@ impl Cli for Acp {
                 words.push("--transcript-file".to_owned());
                 words.push(quote(transcript));
             }
+        }
+        if !call.tools.mcp.is_empty() {
+            let servers = &call.tools.mcp;
+            words.push("--mcp".to_owned());
+            words.push(expand(
+                &mcp_servers(servers).to_string(),
+                &as_strs(&variables(servers)),
+            ));
         }
         words.extend(role.args.iter().map(|arg| quote(arg)));
         words.push("--".to_owned());
@@ -165,4 +183,27 @@ impl Cli for Acp {
         report::report(text, model)
             .ok_or_else(|| crate::parse::no_result(super::Executor::Acp, text))
     }
+}
+
+/// ACP's `mcpServers`: `[{name, command, args, env: [{name, value}]}, {type: "http", name,
+/// url, headers: [{name, value}]}]`.
+fn mcp_servers(servers: &[crate::McpServer]) -> Value {
+    let entries = servers.iter().map(|server| match &server.transport {
+        crate::McpTransport::Stdio { command, env } => {
+            let (program, args) = program(command);
+            let env: Vec<Value> = env
+                .iter()
+                .map(|(name, value)| json!({"name": name, "value": value}))
+                .collect();
+            json!({"name": server.name, "command": program, "args": args, "env": env})
+        }
+        crate::McpTransport::Http { url, token_env } => {
+            let headers: Vec<Value> = token_env
+                .iter()
+                .map(|token_env| json!({"name": "Authorization", "value": bearer(token_env)}))
+                .collect();
+            json!({"type": "http", "name": server.name, "url": url, "headers": headers})
+        }
+    });
+    Value::Array(entries.collect())
 }

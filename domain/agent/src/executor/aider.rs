@@ -144,6 +144,11 @@ impl Cli for Aider {
         steps.join(" && ")
     }
 
+    /// It has no MCP client.
+    fn takes_mcp(&self) -> bool {
+        false
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

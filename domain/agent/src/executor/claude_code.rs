@@ -10,13 +10,22 @@
 //! tool instructions. A turn continues the session with `--resume <session_id>`; the system
 //! text is given again, since Claude Code builds its system prompt per invocation.
 //!
+//! MCP servers go in `--mcp-config '<json>'` (its `.mcp.json` shape: `type` `stdio` with
+//! `command`, `args`, `env`, or `http` with `url` and an `Authorization: Bearer` header
+//! whose token the shell expands) followed by `--strict-mcp-config`, so only these servers
+//! run, none from a settings file in the workspace. `--mcp-config` takes several values, so
+//! an option must follow it. Their tools are `mcp__<server>__<tool>`.
+//!
 //! Its sessions are `~/.claude/projects/<project>/<session>.jsonl`, one directory per
 //! working directory; `--resume` finds a session in any of them and keeps its id.
 
 mod events;
 mod report;
 
-use super::{Call, Cli, ModelApi, pairs};
+use serde_json::{Value, json};
+
+use super::mcp_servers::{as_strs, bearer, program, variables};
+use super::{Call, Cli, ModelApi, expand, pairs};
 use crate::invocation::{push_model, quote};
 use crate::role::Role;
 use crate::sessions::SessionFiles;
@@ -87,6 +96,15 @@ impl Cli for ClaudeCode {
             words.push("--append-system-prompt".to_owned());
             words.push(format!("\"$(cat {})\"", quote(system_file)));
         }
+        if !call.tools.mcp.is_empty() {
+            let servers = &call.tools.mcp;
+            words.push("--mcp-config".to_owned());
+            words.push(expand(
+                &mcp_config(servers).to_string(),
+                &as_strs(&variables(servers)),
+            ));
+            words.push("--strict-mcp-config".to_owned());
+        }
         words.extend(["--permission-mode", "bypassPermissions"].map(String::from));
         words.extend(role.args.iter().map(|arg| quote(arg)));
         words.push("<".to_owned());
@@ -116,4 +134,28 @@ impl Cli for ClaudeCode {
         report::report(text, model)
             .ok_or_else(|| crate::parse::no_result(super::Executor::ClaudeCode, text))
     }
+}
+
+/// `--mcp-config`'s JSON: `{"mcpServers": {NAME: {...}}}`.
+fn mcp_config(servers: &[crate::McpServer]) -> Value {
+    let entries = servers.iter().map(|server| {
+        let entry = match &server.transport {
+            crate::McpTransport::Stdio { command, env } => {
+                let (program, args) = program(command);
+                json!({"type": "stdio", "command": program, "args": args, "env": env})
+            }
+            crate::McpTransport::Http { url, token_env } => {
+                let mut entry = json!({"type": "http", "url": url});
+                if let (Some(token_env), Some(object)) = (token_env, entry.as_object_mut()) {
+                    object.insert(
+                        "headers".to_owned(),
+                        json!({"Authorization": bearer(token_env)}),
+                    );
+                }
+                entry
+            }
+        };
+        (server.name.clone(), entry)
+    });
+    json!({"mcpServers": entries.collect::<serde_json::Map<String, Value>>()})
 }

@@ -9,13 +9,20 @@
 //! `exec` options come before `resume`, where every release accepts them, and the system
 //! text is not sent again (the resumed session holds the first turn's prompt).
 //!
+//! MCP servers go in one `-c mcp_servers.<NAME>={…}` each, a TOML inline table: `command`,
+//! `args`, `env` for a stdio server; `url` (the runner's address expanded by the shell) and
+//! `bearer_token_env_var` (the variable holding the attempt's token, which Codex reads and
+//! sends as `Authorization: Bearer`) for a remote one. Its trace shows their calls as
+//! `mcp_tool_call` items.
+//!
 //! Its sessions are `~/.codex/sessions/<year>/<month>/<day>/rollout-<time>-<thread>.jsonl`;
 //! `exec resume` finds one by the thread's id, and keeps it.
 
 mod events;
 mod report;
 
-use super::{Call, Cli, ModelApi};
+use super::mcp_servers::{as_strs, variables};
+use super::{Call, Cli, ModelApi, expand};
 use crate::invocation::{push_model, quote};
 use crate::role::Role;
 use crate::sessions::SessionFiles;
@@ -77,6 +84,14 @@ impl Cli for Codex {
                 "-c model_providers.gatehouse.stream_max_retries={retries}"
             ));
         }
+        let vars = variables(&call.tools.mcp);
+        for server in &call.tools.mcp {
+            words.push("-c".to_owned());
+            words.push(expand(
+                &format!("mcp_servers.{}={}", server.name, mcp_table(server)),
+                &as_strs(&vars),
+            ));
+        }
         words.extend(role.args.iter().map(|arg| quote(arg)));
         if let Some(id) = resume {
             words.push("resume".to_owned());
@@ -132,3 +147,32 @@ const GATEWAY_PROVIDER: [&str; 7] = [
     "analytics.enabled=false",
     "check_for_update_on_startup=false",
 ];
+
+/// One server's settings as a TOML inline table. TOML's basic strings take JSON's escapes,
+/// so strings are written as JSON writes them.
+fn mcp_table(server: &crate::McpServer) -> String {
+    let string = |text: &str| serde_json::Value::from(text).to_string();
+    let mut fields = Vec::new();
+    match &server.transport {
+        crate::McpTransport::Stdio { command, env } => {
+            let (program, args) = super::mcp_servers::program(command);
+            fields.push(format!("command={}", string(program)));
+            let args: Vec<String> = args.iter().map(|arg| string(arg)).collect();
+            fields.push(format!("args=[{}]", args.join(",")));
+            if !env.is_empty() {
+                let env: Vec<String> = env
+                    .iter()
+                    .map(|(name, value)| format!("{}={}", string(name), string(value)))
+                    .collect();
+                fields.push(format!("env={{{}}}", env.join(",")));
+            }
+        }
+        crate::McpTransport::Http { url, token_env } => {
+            fields.push(format!("url={}", string(url)));
+            if let Some(token_env) = token_env {
+                fields.push(format!("bearer_token_env_var={}", string(token_env)));
+            }
+        }
+    }
+    format!("{{{}}}", fields.join(","))
+}

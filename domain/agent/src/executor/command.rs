@@ -83,6 +83,11 @@ impl Cli for Command {
         true
     }
 
+    /// A program of the role's own, whose way of taking MCP servers Gatehouse cannot know.
+    fn takes_mcp(&self) -> bool {
+        false
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

@@ -20,6 +20,11 @@
 //! the role signs in its own way (a GitHub token among its secrets, or its own
 //! `COPILOT_PROVIDER_*` variables).
 //!
+//! MCP servers go in `--additional-mcp-config '<json>'` (its `mcp-config.json` shape:
+//! `type` `local` with `command`, `args`, `env`, or `http` with `url` and an
+//! `Authorization: Bearer` header the shell expands; `tools: ["*"]` each), which
+//! `--allow-all` lets it call without asking.
+//!
 //! Its JSON output has no token counts. `--usage-output-file` writes them when Copilot
 //! exits, pretty-printed, *for the whole session so far*. The command line has it written
 //! to `~/.gatehouse/copilot-usage.json` and, once Copilot is done, prints it on one line as
@@ -37,6 +42,9 @@
 mod events;
 mod report;
 
+use serde_json::{Value, json};
+
+use super::mcp_servers::{as_strs, bearer, program, variables};
 use super::{Call, Cli, ModelApi, expand, pairs};
 use crate::invocation::{push_model, quote};
 use crate::role::Role;
@@ -99,6 +107,14 @@ impl Cli for Copilot {
         if let Some(id) = resume {
             words.push("--resume".to_owned());
             words.push(quote(id));
+        }
+        if !call.tools.mcp.is_empty() {
+            let servers = &call.tools.mcp;
+            words.push("--additional-mcp-config".to_owned());
+            words.push(expand(
+                &mcp_config(servers).to_string(),
+                &as_strs(&variables(servers)),
+            ));
         }
         words.extend(role.args.iter().map(|arg| quote(arg)));
         words.push("--usage-output-file".to_owned());
@@ -186,4 +202,28 @@ fn print_usage(kind: &str, file: &str) -> String {
         "if [ -s {file} ]; then printf '{{\"type\":\"{kind}\",\"data\":'; tr -d '\\n\\r' < {file}; \
          printf '}}\\n'; fi"
     )
+}
+
+/// `--additional-mcp-config`'s JSON: `{"mcpServers": {NAME: {...}}}`.
+fn mcp_config(servers: &[crate::McpServer]) -> Value {
+    let entries = servers.iter().map(|server| {
+        let entry = match &server.transport {
+            crate::McpTransport::Stdio { command, env } => {
+                let (program, args) = program(command);
+                json!({"type": "local", "command": program, "args": args, "env": env, "tools": ["*"]})
+            }
+            crate::McpTransport::Http { url, token_env } => {
+                let mut entry = json!({"type": "http", "url": url, "tools": ["*"]});
+                if let (Some(token_env), Some(object)) = (token_env, entry.as_object_mut()) {
+                    object.insert(
+                        "headers".to_owned(),
+                        json!({"Authorization": bearer(token_env)}),
+                    );
+                }
+                entry
+            }
+        };
+        (server.name.clone(), entry)
+    });
+    json!({"mcpServers": entries.collect::<serde_json::Map<String, Value>>()})
 }

@@ -26,6 +26,11 @@
 //! `x-goog-api-key`). Without the gateway no method is selected, so the CLI picks one from
 //! the role's variables (`GEMINI_API_KEY`, `GOOGLE_GENAI_USE_VERTEXAI`, …).
 //!
+//! MCP servers go in the same settings file's `mcpServers`: `command`, `args`, `env` for a
+//! stdio server, `httpUrl` and an `Authorization: Bearer` header for a remote one, the
+//! runner's address and the attempt's token expanded by the shell as it writes the file.
+//! `--approval-mode yolo` approves their tools as it does the built-in ones.
+//!
 //! Its sessions are `~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`, where
 //! `<project>` is named after the working directory and `<id8>` is the first 8 characters
 //! of the session id; `GEMINI_CLI_HOME` moves `~/.gemini`.
@@ -35,6 +40,7 @@ mod report;
 
 use serde_json::json;
 
+use super::mcp_servers::{as_strs, bearer, program, variables};
 use super::{Call, Cli, ModelApi, home_file, pairs};
 use crate::invocation::quote;
 use crate::role::Role;
@@ -100,7 +106,12 @@ impl Cli for Gemini {
         }
         words.extend(role.args.iter().map(|arg| quote(arg)));
         let gemini = words.join(" ");
-        let settings = home_file(SETTINGS, &settings(role, api.is_some()), &[]);
+        let servers = &call.tools.mcp;
+        let settings = home_file(
+            SETTINGS,
+            &settings(role, api.is_some(), servers),
+            &as_strs(&variables(servers)),
+        );
         match system_file.filter(|_| resume.is_none()) {
             // A blank line keeps the system text's last line apart from the prompt's first.
             Some(system_file) => format!(
@@ -133,9 +144,9 @@ impl Cli for Gemini {
     }
 }
 
-/// `~/.gemini/settings.json`: nothing sent but model requests, bounded retries, and the
-/// API-key method when the requests go through the gateway.
-fn settings(role: &Role, through_gateway: bool) -> String {
+/// `~/.gemini/settings.json`: nothing sent but model requests, bounded retries, the
+/// API-key method when the requests go through the gateway, and the MCP servers.
+fn settings(role: &Role, through_gateway: bool, servers: &[crate::McpServer]) -> String {
     let attempts = role.retries().saturating_add(1).min(MAX_ATTEMPTS);
     let auth = through_gateway.then(|| json!({"auth": {"selectedType": "gemini-api-key"}}));
     let mut settings = json!({
@@ -150,5 +161,28 @@ fn settings(role: &Role, through_gateway: bool) -> String {
     if let (Some(auth), Some(object)) = (auth, settings.as_object_mut()) {
         object.insert("security".to_owned(), auth);
     }
+    if let (false, Some(object)) = (servers.is_empty(), settings.as_object_mut()) {
+        object.insert("mcpServers".to_owned(), mcp_servers(servers));
+    }
     settings.to_string()
+}
+
+/// `mcpServers`: NAME → `{command, args, env}` or `{httpUrl, headers}`.
+fn mcp_servers(servers: &[crate::McpServer]) -> serde_json::Value {
+    let entries = servers.iter().map(|server| {
+        let entry = match &server.transport {
+            crate::McpTransport::Stdio { command, env } => {
+                let (program, args) = program(command);
+                json!({"command": program, "args": args, "env": env})
+            }
+            crate::McpTransport::Http { url, token_env } => match token_env {
+                Some(token_env) => {
+                    json!({"httpUrl": url, "headers": {"Authorization": bearer(token_env)}})
+                }
+                None => json!({"httpUrl": url}),
+            },
+        };
+        (server.name.clone(), entry)
+    });
+    serde_json::Value::Object(entries.collect())
 }

@@ -19,6 +19,11 @@
 //! `gatehouse/<model>`; without the gateway it is the role's `model` as OpenCode names it
 //! (`anthropic/claude-sonnet-4-5`).
 //!
+//! MCP servers go in the same configuration's `mcp`: `{"type": "local", "command": [...],
+//! "environment": {...}}` for a stdio server, `{"type": "remote", "url": ..., "headers":
+//! {"Authorization": "Bearer {env:GATEHOUSE_TOOLS_TOKEN}"}}` for a remote one, the runner's
+//! address and the token again OpenCode's `{env:NAME}`. Their tools are `<server>_<tool>`.
+//!
 //! OpenCode retries a failed model request that may pass (HTTP 408, 409, 429, 5xx, no
 //! connection) on its own, with a back-off from 2 s doubling, and prints nothing while it
 //! waits: against a gateway answering 500 it made 6 requests over 78 s before its `error`
@@ -117,7 +122,7 @@ pub(super) fn command_line(flavour: &Flavour, role: &Role, call: &Call<'_>) -> S
         api,
         ..
     } = *call;
-    let config = config(role.model.as_deref(), api).to_string();
+    let config = config(role.model.as_deref(), api, &call.tools.mcp).to_string();
     let mut words = vec![
         format!("{}={}", flavour.config_variable, quote(&config)),
         flavour.program.to_owned(),
@@ -158,10 +163,10 @@ pub(super) fn command_line(flavour: &Flavour, role: &Role, call: &Call<'_>) -> S
     }
 }
 
-/// The configuration: what every call turns off, and the gateway's provider when `api`
-/// says the model requests go through it. The address and the key are `{env:NAME}`, which
-/// OpenCode substitutes when it reads the configuration.
-fn config(model: Option<&str>, api: Option<ModelApi>) -> Value {
+/// The configuration: what every call turns off, the gateway's provider when `api` says
+/// the model requests go through it, and the MCP servers. The addresses and the keys are
+/// `{env:NAME}`, which OpenCode substitutes when it reads the configuration.
+fn config(model: Option<&str>, api: Option<ModelApi>, servers: &[crate::McpServer]) -> Value {
     let mut config = json!({
         "autoupdate": false,
         "share": "disabled",
@@ -198,5 +203,32 @@ fn config(model: Option<&str>, api: Option<ModelApi>) -> Value {
             }),
         );
     }
+    if let (false, Some(object)) = (servers.is_empty(), config.as_object_mut()) {
+        object.insert("mcp".to_owned(), mcp(servers));
+    }
     config
+}
+
+/// `mcp`: NAME → a `local` or `remote` server.
+fn mcp(servers: &[crate::McpServer]) -> Value {
+    use super::mcp_servers::opencode_env;
+    let entries = servers.iter().map(|server| {
+        let entry = match &server.transport {
+            crate::McpTransport::Stdio { command, env } => {
+                json!({"type": "local", "command": command, "environment": env})
+            }
+            crate::McpTransport::Http { url, token_env } => {
+                let mut entry = json!({"type": "remote", "url": opencode_env(url)});
+                if let (Some(token_env), Some(object)) = (token_env, entry.as_object_mut()) {
+                    object.insert(
+                        "headers".to_owned(),
+                        json!({"Authorization": format!("Bearer {{env:{token_env}}}")}),
+                    );
+                }
+                entry
+            }
+        };
+        (server.name.clone(), entry)
+    });
+    Value::Object(entries.collect())
 }

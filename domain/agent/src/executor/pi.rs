@@ -105,6 +105,11 @@ impl Cli for Pi {
         &["\"$HOME/.pi/agent/skills\""]
     }
 
+    /// It has no MCP client.
+    fn takes_mcp(&self) -> bool {
+        false
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

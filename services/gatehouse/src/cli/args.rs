@@ -184,6 +184,15 @@ pub enum GatehouseCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Serve Gatehouse's API as MCP tools on standard input and output, for your own
+    /// assistant (Claude Code, Codex, ...): list and show runs, requirements and gates,
+    /// read logs and artifacts, start and steer runs, and decide gates, with this token's
+    /// scopes (deciding only with a token of your own, never one made --for-agent).
+    Mcp {
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Manage API tokens: each acts for one person, with scopes.
     Token {
         /// What to do.
@@ -454,6 +463,10 @@ pub enum TokenCommand {
         /// It stops working after this long (`30d`, `12h`; default: never).
         #[arg(long, value_name = "DURATION")]
         expires: Option<String>,
+        /// For an agent to use (an assistant, a bot): it acts for the person but the API
+        /// refuses it every gate decision, whatever its scopes.
+        #[arg(long)]
+        for_agent: bool,
     },
     /// Tokens in use: your own, or everyone's for an administrator.
     List {

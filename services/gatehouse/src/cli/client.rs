@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
@@ -91,13 +91,67 @@ impl Client {
         let status = response.status();
         let body = response.bytes().await?;
         if !status.is_success() {
-            bail!(
-                "{} ({status})",
-                error_message(&String::from_utf8_lossy(&body))
-            );
+            return Err(ApiFailure {
+                status: status.as_u16(),
+                message: error_message(&String::from_utf8_lossy(&body)),
+            }
+            .into());
         }
         Ok(body.to_vec())
     }
+
+    /// GET raw bytes, reading at most `limit` of them: the bytes, and whether there were
+    /// more. The body past the bound is never read into memory.
+    pub async fn get_bytes_bounded(
+        &self,
+        path: &str,
+        limit: usize,
+    ) -> anyhow::Result<(Vec<u8>, bool)> {
+        let mut response = self
+            .http
+            .get(format!("{}{path}", self.base))
+            .bearer_auth(&self.token)
+            .send()
+            .await
+            .with_context(|| format!("cannot reach the Gatehouse server at {}", self.base))?;
+        let status = response.status();
+        if !status.is_success() {
+            let body = response.bytes().await?;
+            return Err(ApiFailure {
+                status: status.as_u16(),
+                message: error_message(&String::from_utf8_lossy(&body)),
+            }
+            .into());
+        }
+        let mut bytes = Vec::new();
+        while let Some(chunk) = response.chunk().await? {
+            let room = limit - bytes.len();
+            if chunk.len() > room {
+                bytes.extend_from_slice(&chunk[..room]);
+                return Ok((bytes, true));
+            }
+            bytes.extend_from_slice(&chunk);
+        }
+        Ok((bytes, false))
+    }
+}
+
+/// The server refused a request: its status and its message, so a caller (the MCP
+/// server) can say which it was; shown as the message with the status.
+#[derive(Debug, thiserror::Error)]
+#[error("{message} ({})", status_text(*status))]
+pub struct ApiFailure {
+    /// The HTTP status.
+    pub status: u16,
+    /// The API's `{"error": ...}` message, or the body as it came.
+    pub message: String,
+}
+
+/// `403 Forbidden`, as reqwest writes a status.
+fn status_text(status: u16) -> String {
+    reqwest::StatusCode::from_u16(status)
+        .map(|s| s.to_string())
+        .unwrap_or_else(|_| status.to_string())
 }
 
 /// The API's `{"error": ...}` message, or the body as it came.

@@ -33,6 +33,7 @@ pub async fn token(client: &Client, command: TokenCommand, as_json: bool) -> any
             name,
             scopes,
             expires,
+            for_agent,
         } => {
             let scopes = match scopes.as_slice() {
                 [] => None,
@@ -54,6 +55,7 @@ pub async fn token(client: &Client, command: TokenCommand, as_json: bool) -> any
                 name,
                 scopes,
                 expires_in: expires,
+                for_agent,
             };
             let created: TokenCreated = client.post("/tokens", &body).await?;
             print(as_json, &created, || {
@@ -61,8 +63,13 @@ pub async fn token(client: &Client, command: TokenCommand, as_json: bool) -> any
                     .expires_at
                     .map(|t| format!(", until {}", t.format("%Y-%m-%d %H:%M UTC")))
                     .unwrap_or_default();
+                let agent = if created.for_agent {
+                    "; made for an agent, it never decides a gate"
+                } else {
+                    ""
+                };
                 format!(
-                    "{}\n(shown once; token `{}` acts for {} with {}{expiry})",
+                    "{}\n(shown once; token `{}` acts for {} with {}{expiry}{agent})",
                     created.token,
                     created.name,
                     created.person,

@@ -3,7 +3,7 @@
 pub(crate) mod views;
 
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use std::sync::Arc;
 
@@ -19,16 +19,31 @@ use crate::rights::Caller;
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects};
 
+/// Query of `GET /gates`.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+pub struct ListQuery {
+    /// Only the gates the caller may decide now (as the console's buttons are judged):
+    /// none for a token without `decide` or made for an agent.
+    #[serde(default)]
+    pub for_me: bool,
+}
+
 /// Gates waiting for a decision, in all unfinished runs the caller may read.
-#[utoipa::path(get, path = "/gates", responses((status = 200, body = [GateView])))]
+#[utoipa::path(get, path = "/gates", params(ListQuery), responses((status = 200, body = [GateView])))]
 pub async fn list(
     State(api): State<ApiState>,
     caller: Caller,
+    Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<GateView>>, ApiError> {
     Ok(Json(
         waiting(&api, caller.reader())
             .await?
             .into_iter()
+            .filter(|w| {
+                !q.for_me
+                    || !open_decisions(&api, &caller, &w.row, &w.sop, &w.run, &w.view.node)
+                        .is_empty()
+            })
             .map(|w| w.view)
             .collect(),
     ))

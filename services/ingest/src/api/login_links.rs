@@ -24,6 +24,14 @@ pub async fn create(
     caller: Caller,
     Json(body): Json<CreateLoginLink>,
 ) -> Result<(StatusCode, Json<LoginLinkCreated>), ApiError> {
+    // A console session is a person's: it decides gates, which an agent's token may not.
+    if caller.for_agent {
+        return Err(ApiError::Forbidden(format!(
+            "this token (`{}`) was made for an agent, and the console is for people; \
+             sign in with a token of your own (one made without --for-agent)",
+            caller.token
+        )));
+    }
     let person = crate::api::people::for_whom(
         &api,
         &caller,

@@ -33,6 +33,10 @@ use gatehouse_project::{Request, Right};
 pub struct ListQuery {
     /// Only runs with this status.
     pub status: Option<String>,
+    /// Only runs of this project.
+    pub project: Option<String>,
+    /// Only runs of this SOP.
+    pub sop: Option<String>,
     /// At most this many (default 50, at most 500).
     pub limit: Option<i64>,
 }
@@ -44,6 +48,10 @@ pub struct LogQuery {
     pub after: Option<i64>,
     /// At most this many (default 500, at most 5000).
     pub limit: Option<i64>,
+    /// Only this node's lines.
+    pub node: Option<String>,
+    /// The last this many lines instead (at most 5000); not with `after`.
+    pub tail: Option<i64>,
 }
 
 /// Starts a run of an SOP.
@@ -135,7 +143,16 @@ pub async fn list(
 ) -> Result<Json<Vec<RunSummary>>, ApiError> {
     let limit = paging::LIST.limit(q.limit);
     let hidden = projects::hidden(&api, caller.reader());
-    let rows = api.store.runs(q.status.as_deref(), &hidden, limit).await?;
+    let rows = api
+        .store
+        .runs_where(
+            q.status.as_deref(),
+            q.project.as_deref(),
+            q.sop.as_deref(),
+            &hidden,
+            limit,
+        )
+        .await?;
     Ok(Json(rows.into_iter().map(summary).collect()))
 }
 
@@ -151,7 +168,7 @@ pub async fn show(
 }
 
 /// A run's output, oldest first; follow it with `after`.
-#[utoipa::path(get, path = "/runs/{id}/logs", params(LogQuery), responses((status = 200, body = [LogView]), (status = 404, body = ErrorBody)))]
+#[utoipa::path(get, path = "/runs/{id}/logs", params(LogQuery), responses((status = 200, body = [LogView]), (status = 404, body = ErrorBody), (status = 422, body = ErrorBody)))]
 pub async fn logs(
     State(api): State<ApiState>,
     caller: Caller,
@@ -159,10 +176,29 @@ pub async fn logs(
     Query(q): Query<LogQuery>,
 ) -> Result<Json<Vec<LogView>>, ApiError> {
     readable_row(&api, id, caller.reader()).await?;
-    let rows = api
-        .store
-        .logs(id, q.after.unwrap_or(0), paging::LOG_LINES.limit(q.limit))
-        .await?;
+    let node = q.node.as_deref();
+    let rows = match (q.tail, q.after) {
+        (Some(_), Some(_)) => {
+            return Err(ApiError::Unprocessable(
+                "`tail` reads the last lines and `after` follows from a line; give one".into(),
+            ));
+        }
+        (Some(tail), None) => {
+            api.store
+                .logs_tail(id, node, paging::LOG_LINES.limit(Some(tail)))
+                .await?
+        }
+        (None, after) => {
+            api.store
+                .logs_after(
+                    id,
+                    node,
+                    after.unwrap_or(0),
+                    paging::LOG_LINES.limit(q.limit),
+                )
+                .await?
+        }
+    };
     Ok(Json(
         rows.into_iter()
             .map(|l| LogView {

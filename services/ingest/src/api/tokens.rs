@@ -13,7 +13,7 @@ use serde::Deserialize;
 use crate::api::names::check_name;
 use crate::error::ErrorBody;
 use crate::rights::{ADMINS, Caller, Scope, Scopes};
-use crate::views::{CreateToken, TokenCreated, TokenView};
+use crate::views::{CreateToken, TokenCreated, TokenView, WhoAmI};
 use crate::{ApiError, ApiState, hash_token, new_token};
 
 /// Query of `GET /tokens`.
@@ -77,6 +77,8 @@ pub async fn create(
             Some(Utc::now() + after)
         }
     };
+    // An agent's token makes only agents' tokens: it cannot mint itself a way to decide.
+    let for_agent = body.for_agent || caller.for_agent;
     let secret = new_token();
     let hash = hash_token(&secret);
     let stored_scopes = scopes.to_stored();
@@ -87,6 +89,7 @@ pub async fn create(
         scopes: &stored_scopes,
         expires_at,
         hash: &hash,
+        for_agent,
     };
     let row = match body.name.as_deref().map(str::trim) {
         Some(name) => {
@@ -140,7 +143,7 @@ pub async fn create(
             })?
         }
     };
-    tracing::info!(token = %row.name, person = %row.person, by = %caller.person, scopes = %row.scopes, "token created");
+    tracing::info!(token = %row.name, person = %row.person, by = %caller.person, scopes = %row.scopes, for_agent = row.for_agent, "token created");
     Ok((
         StatusCode::CREATED,
         Json(TokenCreated {
@@ -149,6 +152,7 @@ pub async fn create(
             scopes: scopes.to_vec(),
             expires_at: row.expires_at,
             token: secret,
+            for_agent: row.for_agent,
         }),
     ))
 }
@@ -211,5 +215,19 @@ fn view(row: TokenRow) -> TokenView {
         created_by: row.created_by,
         created_at: row.created_at,
         expires_at: row.expires_at,
+        for_agent: row.for_agent,
     }
+}
+
+/// Who the calling token acts for, its scopes, and whether it was made for an agent.
+#[utoipa::path(get, path = "/whoami", responses((status = 200, body = WhoAmI), (status = 401, body = ErrorBody)))]
+pub async fn whoami(caller: Caller) -> Json<WhoAmI> {
+    Json(WhoAmI {
+        admin: caller.is_admin(),
+        person: caller.person,
+        groups: caller.groups,
+        token: caller.token,
+        scopes: caller.scopes.to_vec(),
+        for_agent: caller.for_agent,
+    })
 }

@@ -8,6 +8,7 @@ pub use super::gates::views::*;
 pub use super::login_links::views::*;
 pub use super::people::views::*;
 pub use super::projects::views::*;
+pub use super::questions::views::*;
 pub use super::reports::views::*;
 pub use super::requirements::views::*;
 pub use super::runs::budgets::BudgetView;

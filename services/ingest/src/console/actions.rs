@@ -1,4 +1,5 @@
-//! What the console's forms do: decide a gate, pause, resume, cancel or retry a run.
+//! What the console's forms do: decide a gate, answer an agent's question, pause,
+//! resume, cancel or retry a run.
 //!
 //! Each form is the API's request in another encoding: the handler checks the scope the
 //! API route needs (from the one table, [`required_scope`]) and calls the API's handler
@@ -15,9 +16,11 @@ use uuid::Uuid;
 
 use super::page::{PageError, csrf_field, local_path, redirect};
 use super::session::{Posted, Viewer, WithCsrf};
-use crate::api::{gates, runs};
+use crate::api::{gates, questions, runs};
 use crate::rights::{Caller, required_scope};
-use crate::views::{Decide, DecisionKind, GateView, Retry};
+use crate::views::{
+    AnswerKind, AnswerQuestion, Decide, DecisionKind, GateView, QuestionView, Retry,
+};
 use crate::{ApiError, ApiState};
 
 /// A gate decision as the forms send it.
@@ -63,6 +66,43 @@ pub(crate) async fn decide(
         DecisionKind::Approve => "approved",
         DecisionKind::SendBack => "sent_back",
         DecisionKind::Reject => "rejected",
+    };
+    Ok(back(form.next.as_deref(), done))
+}
+
+/// An answer to an agent's question as the forms send it.
+#[derive(Debug, Deserialize)]
+pub(crate) struct AnswerForm {
+    csrf: String,
+    answer: AnswerKind,
+    #[serde(default)]
+    comment: Option<String>,
+    #[serde(default)]
+    next: Option<String>,
+}
+
+impl WithCsrf for AnswerForm {
+    fn csrf(&self) -> &str {
+        &self.csrf
+    }
+}
+
+/// `POST /questions/{id}/answer`
+pub(crate) async fn answer(
+    State(api): State<ApiState>,
+    Path(id): Path<Uuid>,
+    posted: Posted<AnswerForm>,
+) -> Result<Response, PageError> {
+    let caller = allowed(&posted.viewer, "/questions/{id}/answer")?;
+    let form = posted.form;
+    let body = AnswerQuestion {
+        answer: form.answer,
+        comment: form.comment.filter(|c| !c.trim().is_empty()),
+    };
+    let _answered = questions::answer(State(api), caller, Path(id), Json(body)).await?;
+    let done = match form.answer {
+        AnswerKind::Approve => "answered_yes",
+        AnswerKind::Deny => "answered_no",
     };
     Ok(back(form.next.as_deref(), done))
 }
@@ -158,6 +198,8 @@ pub(crate) fn notice(done: Option<&str>) -> Option<&'static str> {
         "resumed" => "Resumed.",
         "cancelled" => "Cancelled.",
         "retried" => "The node runs again, with everything after it.",
+        "answered_yes" => "Approved. The agent goes on with your answer.",
+        "answered_no" => "Denied. The agent is told your reason.",
         _ => return None,
     })
 }
@@ -201,6 +243,27 @@ pub(crate) fn decision_form(
                 @if open.contains(&DecisionKind::Reject) {
                     button.reject type="submit" name="decision" value="reject" { "Reject" }
                 }
+            }
+        }
+    }
+}
+
+/// The form answering an agent's open question; `next` is where to return.
+pub(crate) fn answer_form(viewer: &Viewer, question: &QuestionView, next: &str) -> Markup {
+    let comment_id = format!("answer-{}", question.id);
+    let (yes, no) = match question.kind.as_str() {
+        "permission" => ("Allow once", "Deny"),
+        _ => ("Approve", "Deny"),
+    };
+    html! {
+        form.decision method="post" action=(format!("/questions/{}/answer", question.id)) {
+            (csrf_field(viewer))
+            input type="hidden" name="next" value=(next);
+            label for=(comment_id) { "Comment for the agent" }
+            textarea id=(comment_id) name="comment" rows="2" maxlength="4000" {}
+            div.buttons {
+                button.approve type="submit" name="answer" value="approve" { (yes) }
+                button.reject type="submit" name="answer" value="deny" { (no) }
             }
         }
     }

@@ -1,20 +1,23 @@
-//! The inbox, the console's home: the gates waiting for me (decided right here), then my
-//! runs and my conversations — each in a project I may read.
+//! The inbox, the console's home: the gates and agents' questions waiting for me (decided
+//! and answered right here), then my runs and my conversations — each in a project I may
+//! read.
 
 use axum::extract::{Query, State};
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::actions::{decision_form, notice};
+use super::actions::{answer_form, decision_form, notice};
 use super::page::{PageError, frame, status, time};
 use super::session::Viewer;
 use crate::api::gates::{self, Waiting};
-use crate::api::{conversations, runs};
-use crate::views::DecisionKind;
+use crate::api::{conversations, questions, runs};
+use crate::views::{DecisionKind, QuestionView};
 use crate::{ApiState, projects};
 
 /// How many of my runs and conversations the inbox lists.
 const MINE: i64 = 20;
+/// How many open questions the inbox reads.
+const QUESTIONS: i64 = 200;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct InboxQuery {
@@ -37,6 +40,26 @@ pub(crate) async fn page(
             (w, open)
         })
         .partition(|(_, open)| !open.is_empty());
+    // Questions agents are waiting on: answered here by whoever may decide their project's
+    // gates; the others are counted.
+    let may_answer = viewer.caller.require(crate::rights::Scope::Decide).is_ok();
+    let (asked, asked_others): (Vec<QuestionView>, Vec<QuestionView>) = api
+        .store
+        .open_questions(QUESTIONS)
+        .await?
+        .iter()
+        .filter(|q| projects::may_read(&api, q.project.as_deref(), reader))
+        .map(questions::view)
+        .partition(|q| {
+            may_answer
+                && projects::may_decide(
+                    &api,
+                    q.project.as_deref(),
+                    viewer.person(),
+                    &viewer.caller.groups,
+                )
+                .is_ok()
+        });
     let hidden = projects::hidden(&api, reader);
     let my_runs = api
         .store
@@ -57,14 +80,20 @@ pub(crate) async fn page(
         h1 { "Inbox" }
         section aria-labelledby="waiting" {
             h2 id="waiting" { "Waiting for you " span.count { "(" (mine.len()) ")" } }
-            @if mine.is_empty() {
-                p.empty { "No gate is waiting for your decision." }
+            @if mine.is_empty() && asked.is_empty() {
+                p.empty { "No gate or agent is waiting for your decision." }
+            }
+            @for q in &asked {
+                (question_card(&viewer, q))
             }
             @for (w, open) in &mine {
                 (gate_card(&viewer, w, open))
             }
             @if !others.is_empty() {
                 p.aside { (others.len()) " more " (if others.len() == 1 { "gate waits" } else { "gates wait" }) " for other people." }
+            }
+            @if !asked_others.is_empty() {
+                p.aside { (asked_others.len()) " more " (if asked_others.len() == 1 { "agent waits" } else { "agents wait" }) " for other people's answer." }
             }
         }
         section aria-labelledby="my-runs" {
@@ -137,6 +166,42 @@ fn gate_card(viewer: &Viewer, w: &Waiting, open: &[DecisionKind]) -> Markup {
                 @if let Some(project) = &w.row.project { " · project " (project) }
             }
             (decision_form(viewer, gate, open, "/"))
+        }
+    }
+}
+
+/// One question an agent waits on: what it asks, what it showed, where it runs, and the
+/// answer form. The text is the agent's, shown escaped as plain text.
+fn question_card(viewer: &Viewer, q: &QuestionView) -> Markup {
+    let (where_url, where_label) = match (q.run_id, &q.node, q.conversation_id) {
+        (Some(run), Some(node), _) => (
+            format!("/runs/{run}#node-{node}"),
+            format!("node {node} of run {}", short(&run.to_string())),
+        ),
+        (_, _, Some(conversation)) => (
+            format!("/conversations/{conversation}"),
+            format!("conversation {}", short(&conversation.to_string())),
+        ),
+        _ => ("/".to_owned(), "an agent".to_owned()),
+    };
+    let heading = match q.kind.as_str() {
+        "permission" => "An agent wants to use a tool",
+        _ => "An agent asks",
+    };
+    html! {
+        article.gate.question aria-label=(format!("Question {}", q.id)) {
+            h3 { (heading) " · " a href=(where_url) { (where_label) } }
+            blockquote.asked { (q.question) }
+            @if let Some(evidence) = &q.evidence {
+                details { summary { "Evidence" } pre { (evidence) } }
+            }
+            p.meta {
+                "attempt " (q.attempt)
+                " · asked " (time(&q.asked_at))
+                @if let Some(expires) = &q.expires_at { " · expires " (time(expires)) }
+                @if let Some(project) = &q.project { " · project " (project) }
+            }
+            (answer_form(viewer, q, "/"))
         }
     }
 }

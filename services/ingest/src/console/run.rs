@@ -49,6 +49,21 @@ pub(crate) async fn page(
     let svg = runs::graph_svg(&sop, &run);
     let live = !row.status.is_terminal();
     let waiting = waiting_gates(&api, &viewer, &row, &sop, &run);
+    let asked: Vec<_> = api
+        .store
+        .run_questions(id)
+        .await?
+        .iter()
+        .map(crate::api::questions::view)
+        .collect();
+    let may_answer = viewer.caller.require(crate::rights::Scope::Decide).is_ok()
+        && crate::projects::may_decide(
+            &api,
+            row.project.as_deref(),
+            viewer.person(),
+            &viewer.caller.groups,
+        )
+        .is_ok();
     let title = format!("{} · run {}", sop.title, short(&id.to_string()));
     let body = html! {
         @if let Some(notice) = notice(q.done.as_deref()) {
@@ -74,6 +89,7 @@ pub(crate) async fn page(
                     }
                 }
             }
+            (sections::questions(&viewer, &asked, may_answer, &format!("/runs/{id}")))
             (sections::nodes(&detail))
             (sections::network(&detail))
             (super::budgets::section(&detail.budgets, &format!("/api/v1/runs/{id}")))

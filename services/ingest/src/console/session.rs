@@ -166,6 +166,8 @@ pub(crate) async fn viewer(
             groups: person.groups.clone(),
             scopes,
             token: format!("console session ({})", row.via),
+            // A person signed in; sign-in links are never made with an agent's token.
+            for_agent: false,
         },
         csrf: csrf_of(&secret),
     }))

@@ -1,5 +1,5 @@
 //! Slack and Discord: mentions become commands or requirements, card clicks become gate
-//! decisions. Requests are verified and stored before they are answered (Slack and Discord
+//! decisions or answers to agents' questions. Requests are verified and stored before they are answered (Slack and Discord
 //! both want an answer within 3 seconds); the work happens in
 //! [`process_deliveries`](crate::process_deliveries), like GitHub's.
 
@@ -8,6 +8,7 @@ mod conversation;
 mod discord;
 mod login;
 mod mention;
+mod question_click;
 mod requirement;
 mod settings;
 mod slack;

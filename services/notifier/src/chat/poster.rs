@@ -153,6 +153,7 @@ impl Notifier {
         let client = &slack.client;
         let message = match body {
             Body::Card(card) => gatehouse_slack::card_message(card),
+            Body::Question(card) => gatehouse_slack::question_message(card),
             Body::Progress(progress) => gatehouse_slack::progress_message(progress),
             Body::Text { text } => gatehouse_slack::text_message(text),
             Body::LoginLink {
@@ -237,6 +238,7 @@ impl Notifier {
         }
         let message = match body {
             Body::Card(card) => gatehouse_discord::card_message(card),
+            Body::Question(card) => gatehouse_discord::question_message(card),
             Body::Progress(progress) => gatehouse_discord::progress_message(progress),
             Body::Text { text } => gatehouse_discord::text_message(text),
             Body::LoginLink {

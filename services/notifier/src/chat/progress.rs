@@ -104,6 +104,7 @@ mod tests {
                 port: 443,
             }],
             budgets: Vec::new(),
+            questions: Vec::new(),
         };
         let p = progress(&run, &sop, &state, None, &notes);
         assert_eq!(

@@ -51,6 +51,7 @@ pub(super) async fn check(
         role_egress: &role.egress,
         profile,
         budget: None,
+        tools: None,
     }) {
         Ok(reach) => reach,
         Err(why) => return Outcome::Failed(why),

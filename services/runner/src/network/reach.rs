@@ -17,6 +17,8 @@ use super::meter::Meter;
 pub(crate) struct Reach {
     pub(super) gateway: Option<gatehouse_gateway::Grant>,
     pub(super) egress: gatehouse_egress::Grant,
+    /// The attempt's token for Gatehouse's tools, for an agent; dropped with the attempt.
+    pub(super) tools: Option<crate::mcp::Ticket>,
     pub(super) meter: Arc<Meter>,
     /// The attempt's budgets, when its model requests go through the gateway.
     pub(super) budget: Option<Arc<Ledger>>,
@@ -53,6 +55,12 @@ impl Reach {
                 gateway.token().expose_secret().to_owned(),
             ));
         }
+        if let Some(tools) = &self.tools {
+            tokens.push((
+                "Gatehouse's tools token".to_owned(),
+                tools.token().to_owned(),
+            ));
+        }
         tokens
     }
 
@@ -80,7 +88,12 @@ impl Reach {
         }
     }
 
-    /// Ends the attempt's access: both tokens stop working, and its connections so far
+    /// Whether the attempt was given Gatehouse's tools.
+    pub(crate) fn has_tools(&self) -> bool {
+        self.tools.is_some()
+    }
+
+    /// Ends the attempt's access: its tokens stop working, and its connections so far
     /// are handed over.
     pub(crate) fn finish(&self) -> Connections {
         self.revoke();
@@ -93,6 +106,9 @@ impl Reach {
 
     fn revoke(&self) {
         self.egress.revoke();
+        if let Some(tools) = &self.tools {
+            tools.revoke();
+        }
         if let Some(gateway) = &self.gateway {
             gateway.revoke();
         }

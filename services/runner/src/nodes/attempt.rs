@@ -144,7 +144,7 @@ impl Nodes {
                 return Ok(delivered);
             }
         };
-        let mut prepared = match attempt.prepare(program, &scope).await? {
+        let mut prepared = match attempt.prepare(program, &scope, started).await? {
             Ok(prepared) => prepared,
             Err(reason) => return attempt.failed(reason).await,
         };

@@ -8,12 +8,14 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use gatehouse_agent::Role;
+use std::sync::Arc;
+
+use gatehouse_agent::{Role, Tools};
 use gatehouse_blobs::{BlobError, Digest};
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{NodeDispatch, SandboxWork};
+use gatehouse_events::{Envelope, NodeDispatch, SandboxWork};
 use gatehouse_sandbox::{Job, JobLabels, Profile};
-use gatehouse_store::ArtifactRow;
+use gatehouse_store::{ArtifactRow, ConnectionOwner};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use uuid::Uuid;
@@ -25,6 +27,7 @@ use super::attempt::{Attempt, Prepared, Program, StartRecorded, Step};
 use crate::agent;
 use crate::artifacts;
 use crate::durably::durably;
+use crate::mcp::{self, AttemptTools};
 use crate::network::{Reach, Wants};
 use crate::patience::patiently;
 use crate::scope::RunScope;
@@ -37,6 +40,7 @@ impl<'a> Attempt<'a> {
         &self,
         program: Program<'a>,
         scope: &RunScope,
+        started: &Envelope,
     ) -> Step<Prepared<'a>> {
         let job = self.job;
         let work = program.work();
@@ -63,6 +67,47 @@ impl<'a> Attempt<'a> {
             Err(reason) => return Ok(Err(reason)),
         };
         let budget = self.budget(program, role.as_ref()).await?;
+        // What an agent knows: its prompt reads it, and so do Gatehouse's tools.
+        let context = match program {
+            Program::Agent(agent) if role.is_some() => {
+                Some(agent::context(job, agent, scope, &inputs))
+            }
+            _ => None,
+        };
+        // The role's and project's MCP servers, checked before anything runs.
+        let configured = match &role {
+            Some(role) => match self
+                .nodes
+                .runner
+                .options
+                .mcp
+                .tools(role, &scope.workspace.project)
+            {
+                Ok(tools) => tools,
+                Err(reason) => return Ok(Err(reason)),
+            },
+            None => Tools::none(),
+        };
+        let tools = context.as_ref().map(|context| {
+            Arc::new(AttemptTools {
+                remotes: mcp::remote_names(&configured),
+                owner: ConnectionOwner::Node {
+                    run_id: job.run_id,
+                    node: job.node.clone(),
+                },
+                attempt: job.attempt,
+                project: Some(scope.workspace.project.clone()).filter(|p| !p.is_empty()),
+                requirement: agent::requirement_json(context),
+                inputs: agent::inputs_json(context),
+                artifacts: Some(artifacts.clone()),
+                progress: self.nodes.progress_reporter(job, started),
+                ask_timeout: mcp::ASK_TIMEOUT,
+                deadline: job
+                    .timeout_secs
+                    .map(|secs| tokio::time::Instant::now() + Duration::from_secs(secs)),
+                store: self.nodes.runner.store.clone(),
+            })
+        });
         let reach = match self.nodes.runner.reach(Wants {
             label: format!(
                 "run {} node {} attempt {}",
@@ -74,6 +119,7 @@ impl<'a> Attempt<'a> {
             role_egress: role.as_ref().map_or(&[], |r| r.egress.as_slice()),
             profile: &profile,
             budget,
+            tools,
         }) {
             Ok(reach) => reach,
             Err(reason) => return Ok(Err(reason)),
@@ -115,7 +161,7 @@ impl<'a> Attempt<'a> {
                 .is_some()
                 .then(|| self.dirs.home(&job.node, job.attempt)),
         };
-        if let (Program::Agent(agent), Some(role)) = (program, &role) {
+        if let (Program::Agent(agent), Some(role), Some(context)) = (program, &role, &context) {
             let shim = self.nodes.runner.options.acp.as_deref();
             if let Err(reason) = crate::acp::equip(&mut sandbox, role, shim) {
                 return Ok(Err(reason));
@@ -126,12 +172,17 @@ impl<'a> Attempt<'a> {
                 Ok(skills) => skills,
                 Err(reason) => return Ok(Err(reason)),
             };
+            let tools = mcp::with_gatehouse(
+                role,
+                configured,
+                reach.as_ref().is_some_and(Reach::has_tools),
+            );
             match agent::prepare(
-                job,
                 agent,
+                context,
                 role,
                 api,
-                scope,
+                &tools,
                 &sandbox.inputs,
                 &seen,
                 &skills,

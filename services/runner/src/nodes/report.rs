@@ -147,7 +147,7 @@ impl Nodes {
         &self,
         job: &NodeDispatch,
         started: &Envelope,
-    ) -> Box<dyn Fn(String) + Send> {
+    ) -> Box<dyn Fn(String) + Send + Sync> {
         let store = self.runner.store.clone();
         let (run_id, node, attempt) = (job.run_id, job.node.clone(), job.attempt);
         let trace = started.trace.clone();

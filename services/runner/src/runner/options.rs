@@ -30,6 +30,9 @@ pub struct RunnerOptions {
     /// The model providers roles name (`provider`), keys included: the runner's gateway
     /// forwards to them; a sandbox never sees a key.
     pub providers: Vec<gatehouse_gateway::Provider>,
+    /// The `[mcp.NAME]` servers roles and projects attach, and the remote ones'
+    /// forwarders (with their secrets) for the tools endpoint.
+    pub mcp: crate::mcp::McpServers,
     /// The static `gatehouse-relay` binary an isolated sandbox (Docker, a process in
     /// namespaces of its own) runs to reach the gateway and egress proxy; without it such
     /// sandboxes reach nothing, and attempts that need to fail saying so.
@@ -82,6 +85,7 @@ impl RunnerOptions {
             profiles: BTreeMap::from([("default".to_owned(), Profile::default())]),
             roles: BTreeMap::new(),
             providers: Vec::new(),
+            mcp: crate::mcp::McpServers::default(),
             relay: None,
             acp: None,
             prices: PriceTable::new(),

@@ -7,11 +7,13 @@
 
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use gatehouse_agent::{Role, Session, turn_invocation};
 use gatehouse_events::TurnDispatch;
 use gatehouse_sandbox::{Job, JobLabels, Profile};
+use gatehouse_store::ConnectionOwner;
 
 use super::Turns;
 use super::dirs::ConversationDirs;
@@ -19,6 +21,7 @@ use super::transcript;
 use super::turn::Turn;
 use super::workspace::read_only_copy;
 use crate::agent::AGENT_DIR;
+use crate::mcp::{self, AttemptTools};
 use crate::network::{Reach, Wants};
 use crate::scope::project_environment;
 use crate::scratch::Scratch;
@@ -62,6 +65,12 @@ impl Turns {
             None => (dirs.workspace(), conversation),
         };
         let attempt_dir = dirs.attempt(turn.seq, turn.attempt);
+        let configured = self
+            .runner
+            .options
+            .mcp
+            .tools(role, &job.workspace.project)?;
+        let tools = self.attempt_tools(job, turn, mcp::remote_names(&configured));
         let reach = self.runner.reach(Wants {
             label: format!(
                 "conversation {} turn {} attempt {}",
@@ -74,6 +83,7 @@ impl Turns {
             role_egress: &role.egress,
             profile,
             budget: self.turn_budget(job, turn, role),
+            tools: Some(tools),
         })?;
         let mut secrets = read_secrets(role.secrets_for(turn.ask), turn.role);
         let mut env: BTreeMap<String, String> = role.cli_environment().into_iter().collect();
@@ -121,8 +131,13 @@ impl Turns {
             .attach_skills(job.conversation_id, &names, checkouts, &sandbox.inputs)
             .await
             .map_err(|e| format!("the skills: {e}"))??;
+        let tools = mcp::with_gatehouse(
+            role,
+            configured,
+            reach.as_ref().is_some_and(Reach::has_tools),
+        );
         let (tools, system_text) =
-            crate::agent::with_skills(role, &sandbox.inputs_seen(), &attached);
+            crate::agent::with_skills(role, &sandbox.inputs_seen(), &tools, &attached);
         if system_text != role.system_text()
             && let Some(text) = &system_text
         {
@@ -151,6 +166,43 @@ impl Turns {
             secrets: Secrets::new(secrets),
             copy,
             reach,
+        })
+    }
+}
+
+impl Turns {
+    /// What Gatehouse's tools act on for the turn's attempt. A turn has no artifacts, and
+    /// its progress message already shows the agent's latest step (a `post_progress`
+    /// call among them), so a note is only logged.
+    fn attempt_tools(
+        &self,
+        job: &TurnDispatch,
+        turn: &Turn<'_>,
+        remotes: Vec<String>,
+    ) -> Arc<AttemptTools> {
+        let conversation = job.conversation_id;
+        let project = Some(job.workspace.project.clone()).filter(|p| !p.is_empty());
+        Arc::new(AttemptTools {
+            owner: ConnectionOwner::Turn {
+                conversation_id: conversation,
+                seq: i64::try_from(turn.seq).unwrap_or(i64::MAX),
+            },
+            attempt: turn.attempt,
+            requirement: serde_json::json!({
+                "requirement_id": job.requirement_id,
+                "conversation_id": conversation,
+                "project": project,
+            }),
+            inputs: serde_json::json!({ "message": turn.text }),
+            project,
+            artifacts: None,
+            remotes,
+            progress: Box::new(move |note| {
+                tracing::info!(%conversation, %note, "an agent's progress note");
+            }),
+            ask_timeout: mcp::ASK_TIMEOUT,
+            deadline: Some(tokio::time::Instant::now() + Duration::from_secs(turn.timeout_secs)),
+            store: self.runner.store.clone(),
         })
     }
 }

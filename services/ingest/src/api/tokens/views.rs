@@ -24,6 +24,11 @@ pub struct CreateToken {
     /// It stops working this long after creation (`30d`, `12h`); never when omitted.
     #[serde(default)]
     pub expires_in: Option<String>,
+    /// For an agent to use (an assistant, a bot): it acts for the person but never
+    /// decides a gate, whatever its scopes. A token made with an agent's token is always
+    /// an agent's.
+    #[serde(default)]
+    pub for_agent: bool,
 }
 
 /// A new token, shown once.
@@ -39,6 +44,9 @@ pub struct TokenCreated {
     pub expires_at: Option<DateTime<Utc>>,
     /// The token; only its hash is stored.
     pub token: String,
+    /// Made for an agent: it never decides a gate.
+    #[serde(default)]
+    pub for_agent: bool,
 }
 
 /// A token, without its secret.
@@ -56,4 +64,25 @@ pub struct TokenView {
     pub created_at: DateTime<Utc>,
     /// When it stops working.
     pub expires_at: Option<DateTime<Utc>>,
+    /// Made for an agent: it never decides a gate.
+    #[serde(default)]
+    pub for_agent: bool,
+}
+
+/// `GET /whoami`: who a token acts for and what it may do, so a client (such as
+/// `gatehouse mcp`) offers only what the token can use.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct WhoAmI {
+    /// The person it acts for.
+    pub person: String,
+    /// Their groups.
+    pub groups: Vec<String>,
+    /// The token's name.
+    pub token: String,
+    /// What it may do.
+    pub scopes: Vec<Scope>,
+    /// Made for an agent: it never decides a gate.
+    pub for_agent: bool,
+    /// Whether it administers Gatehouse (an `admin` token of someone in `admins`).
+    pub admin: bool,
 }

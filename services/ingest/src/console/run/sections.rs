@@ -5,6 +5,7 @@
 use maud::{Markup, html};
 
 use super::super::page::{dollars, duration, status, time};
+use crate::console::session::Viewer;
 use crate::views::{AttemptView, ConnectionView, NodeView, RunDetail};
 
 pub(super) fn nodes(detail: &RunDetail) -> Markup {
@@ -141,6 +142,46 @@ pub(super) fn audit(detail: &RunDetail) -> Markup {
                                 td { (d.channel) }
                                 td { (d.outcome) }
                             }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What the run's agents asked people, answered or not, with the answer form on an open
+/// one for whoever may answer. The questions are the agents' text, shown as text.
+pub(super) fn questions(
+    viewer: &Viewer,
+    asked: &[crate::views::QuestionView],
+    may_answer: bool,
+    next: &str,
+) -> Markup {
+    html! {
+        @if !asked.is_empty() {
+            section id="questions" aria-labelledby="questions-h" {
+                h2 id="questions-h" { "Agents' questions" }
+                @for q in asked {
+                    article.gate.question aria-label=(format!("Question {}", q.id)) {
+                        h3 {
+                            @if q.kind == "permission" { "Tool use" } @else { "Approval" }
+                            @if let Some(node) = &q.node { " · node " (node) }
+                            " · attempt " (q.attempt) " · " (status(&q.status))
+                        }
+                        blockquote.asked { (q.question) }
+                        @if let Some(evidence) = &q.evidence {
+                            details { summary { "Evidence" } pre { (evidence) } }
+                        }
+                        p.meta {
+                            "asked " (time(&q.asked_at))
+                            @if let Some(by) = &q.decided_by { " · answered by " (by) }
+                            @if let Some(channel) = &q.channel { " in " (channel) }
+                            @if let Some(at) = &q.decided_at { " · " (time(at)) }
+                        }
+                        @if let Some(comment) = &q.comment { p.comment { (comment) } }
+                        @if q.status == "open" && may_answer {
+                            (crate::console::actions::answer_form(viewer, q, next))
                         }
                     }
                 }

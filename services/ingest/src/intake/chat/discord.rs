@@ -1,23 +1,25 @@
 //! Discord: `POST /webhooks/discord/interactions` (Ed25519 over timestamp + body with the
 //! application's `public_key`; PING → PONG) and the gateway's mentions and interactions
 //! through [`DiscordSink`]. An interaction is answered within Discord's 3 seconds: a
-//! dialog when the click needs one, else a deferred update once the decision is stored.
+//! dialog when the click needs one (send back, reject, deny an agent), else a deferred
+//! update once the decision or answer is stored.
 
 use async_trait::async_trait;
 use axum::Json;
 use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::HeaderMap;
-use gatehouse_chat::{CardAction, Verb};
+use gatehouse_chat::{Control, QuestionVerb, Verb};
 use gatehouse_discord::{
-    GatewaySink, Interaction, Mention, deferred_update, ephemeral_reply, parse_interaction, pong,
-    reject_modal, send_back_modal, verify_interaction,
+    GatewaySink, Interaction, Mention, deferred_update, deny_modal, ephemeral_reply,
+    parse_interaction, pong, reject_modal, send_back_modal, verify_interaction,
 };
 use gatehouse_store::{DeliveryRow, Tx};
 use serde_json::Value;
 
 use super::Platform;
 use super::click::{self, Click};
+use super::question_click::{self, QuestionClick};
 use super::{ChatMention, mention};
 use crate::intake::deliveries::{self, Outcome, utf8};
 use crate::{ApiError, ApiState};
@@ -59,9 +61,26 @@ pub(crate) async fn answer(api: &ApiState, body: &[u8]) -> Result<Value, ApiErro
     match interaction {
         Interaction::Ping => Ok(pong()),
         Interaction::Component(c) => {
-            let Ok(action) = c.custom_id.parse::<CardAction>() else {
-                tracing::warn!(custom_id = %c.custom_id, user = %c.user, "unknown Discord component");
-                return Ok(unknown());
+            let action = match c.custom_id.parse::<Control>() {
+                Ok(Control::Gate(action)) => action,
+                Ok(Control::Question(action)) if action.verb == QuestionVerb::Deny => {
+                    // Said now rather than after a reason was typed for nothing.
+                    if let Some(why) = question_click::closed(api, &action).await {
+                        return Ok(ephemeral_reply(&format!(
+                            "Cannot deny the agent's question: {why}."
+                        )));
+                    }
+                    return Ok(deny_modal(&action));
+                }
+                Ok(Control::Question(_)) => {
+                    let id = format!("interaction:{}", c.id);
+                    deliveries::store(api, "discord", &id, "interaction", utf8(body)?).await?;
+                    return Ok(deferred_update());
+                }
+                Err(_) => {
+                    tracing::warn!(custom_id = %c.custom_id, user = %c.user, "unknown Discord component");
+                    return Ok(unknown());
+                }
             };
             match (action.verb, c.values.first()) {
                 (Verb::Approve, _) => {
@@ -77,7 +96,7 @@ pub(crate) async fn answer(api: &ApiState, body: &[u8]) -> Result<Value, ApiErro
             }
         }
         Interaction::ModalSubmit(m) => {
-            if m.custom_id.parse::<CardAction>().is_err() {
+            if m.custom_id.parse::<Control>().is_err() {
                 return Ok(unknown());
             }
             let id = format!("interaction:{}", m.id);
@@ -114,30 +133,44 @@ pub(crate) async fn process(
             mention::answer(api, tx, &delivery.delivery_id, &mention).await
         }
         "interaction" => {
-            let click = match parse_interaction(delivery.body.as_bytes()) {
-                Ok(Interaction::Component(c)) => c.custom_id.parse().ok().map(|action| Click {
-                    platform: Platform::Discord,
-                    channel: c.channel_id.unwrap_or_default(),
-                    recipient: c.token,
-                    user: c.user,
-                    action,
-                    comment: None,
-                }),
+            // (control id, channel, token, user, comment) of a click or a submitted dialog.
+            let clicked = match parse_interaction(delivery.body.as_bytes()) {
+                Ok(Interaction::Component(c)) => {
+                    Some((c.custom_id, c.channel_id, c.token, c.user, None))
+                }
                 Ok(Interaction::ModalSubmit(mut m)) => {
-                    m.custom_id.parse().ok().map(|action| Click {
-                        platform: Platform::Discord,
-                        channel: m.channel_id.unwrap_or_default(),
-                        recipient: m.token,
-                        user: m.user,
-                        action,
-                        comment: m.fields.remove("comment"),
-                    })
+                    let comment = m.fields.remove("comment");
+                    Some((m.custom_id, m.channel_id, m.token, m.user, comment))
                 }
                 _ => None,
             };
-            match click {
-                Some(click) => click::handle(api, tx, &delivery.delivery_id, &click).await,
-                None => Ok(Outcome::ignored("not a Gatehouse control")),
+            let Some((id, channel, token, user, comment)) = clicked else {
+                return Ok(Outcome::ignored("not a Gatehouse control"));
+            };
+            match id.parse::<Control>() {
+                Ok(Control::Gate(action)) => {
+                    let click = Click {
+                        platform: Platform::Discord,
+                        channel: channel.unwrap_or_default(),
+                        recipient: token,
+                        user,
+                        action,
+                        comment,
+                    };
+                    click::handle(api, tx, &delivery.delivery_id, &click).await
+                }
+                Ok(Control::Question(action)) => {
+                    let click = QuestionClick {
+                        platform: Platform::Discord,
+                        channel: channel.unwrap_or_default(),
+                        recipient: token,
+                        user,
+                        action,
+                        comment,
+                    };
+                    question_click::handle(api, tx, &delivery.delivery_id, &click).await
+                }
+                Err(_) => Ok(Outcome::ignored("not a Gatehouse control")),
             }
         }
         other => Ok(Outcome::ignored(format!("unknown Discord event `{other}`"))),

@@ -8,9 +8,9 @@ use axum::body::Bytes;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
-use gatehouse_chat::{CardAction, Verb};
+use gatehouse_chat::{CardAction, Control, QuestionAction, QuestionVerb, Verb};
 use gatehouse_slack::{
-    BlockAction, CallbackEvent, EventsRequest, Interaction, SlackClient, parse_events,
+    BlockAction, CallbackEvent, EventsRequest, Interaction, SlackClient, deny_modal, parse_events,
     parse_interaction, send_back_modal, verify_request,
 };
 use gatehouse_store::{DeliveryRow, Tx};
@@ -19,6 +19,7 @@ use tracing::Instrument;
 
 use super::Platform;
 use super::click::{self, Click};
+use super::question_click::{self, QuestionClick};
 use super::{ChatMention, mention};
 use crate::intake::deliveries::{self, Outcome, utf8};
 use crate::{ApiError, ApiState};
@@ -53,10 +54,10 @@ pub(crate) async fn events(
     }
 }
 
-/// Interactivity: button clicks and dialog submissions. Decisions are stored and made
-/// afterwards; opening the send-back dialog must happen within the click's 3-second
-/// trigger, so it is started right away; an unknown button is answered with an ephemeral
-/// error and changes nothing.
+/// Interactivity: button clicks and dialog submissions. Decisions and answers are stored
+/// and made afterwards; opening the send-back or Deny dialog must happen within the
+/// click's 3-second trigger, so it is started right away; an unknown button is answered
+/// with an ephemeral error and changes nothing.
 pub(crate) async fn interactions(
     State(api): State<ApiState>,
     headers: HeaderMap,
@@ -65,8 +66,17 @@ pub(crate) async fn interactions(
     verified(&api, &headers, &body)?;
     match parse_interaction(&body).map_err(malformed)? {
         Interaction::BlockAction(click) => {
-            let action = match click.action_id.parse::<CardAction>() {
-                Ok(action) => action,
+            let action = match click.action_id.parse::<Control>() {
+                Ok(Control::Question(action)) if action.verb == QuestionVerb::Deny => {
+                    tokio::spawn(open_deny(api.clone(), click, action).in_current_span());
+                    return Ok(StatusCode::OK.into_response());
+                }
+                Ok(Control::Question(_)) => {
+                    let id = format!("interaction:{}", click.trigger_id);
+                    deliveries::store(&api, "slack", &id, "block_actions", utf8(&body)?).await?;
+                    return Ok(StatusCode::OK.into_response());
+                }
+                Ok(Control::Gate(action)) => action,
                 Err(e) => {
                     tracing::warn!(action = %click.action_id, user = %click.user, "unknown Slack action");
                     let text = format!(
@@ -86,7 +96,7 @@ pub(crate) async fn interactions(
             Ok(StatusCode::OK.into_response())
         }
         Interaction::ViewSubmission(view) => {
-            if view.callback_id.parse::<CardAction>().is_err() {
+            if view.callback_id.parse::<Control>().is_err() {
                 return Err(ApiError::BadRequest(format!(
                     "`{}` is not a Gatehouse dialog",
                     view.callback_id
@@ -134,8 +144,19 @@ pub(crate) async fn process(
             Err(e) => Ok(Outcome::ignored(format!("payload not understood: {e}"))),
         },
         "block_actions" | "view_submission" => match parse_interaction(body) {
-            Ok(Interaction::BlockAction(a)) => match a.action_id.parse::<CardAction>() {
-                Ok(action) => {
+            Ok(Interaction::BlockAction(a)) => match a.action_id.parse::<Control>() {
+                Ok(Control::Question(action)) => {
+                    let click = QuestionClick {
+                        platform: Platform::Slack,
+                        channel: a.channel.unwrap_or_default(),
+                        recipient: a.user.clone(),
+                        user: a.user,
+                        action,
+                        comment: None,
+                    };
+                    question_click::handle(api, tx, &delivery.delivery_id, &click).await
+                }
+                Ok(Control::Gate(action)) => {
                     let click = Click {
                         platform: Platform::Slack,
                         channel: a.channel.unwrap_or_default(),
@@ -149,8 +170,22 @@ pub(crate) async fn process(
                 Err(e) => Ok(Outcome::ignored(e.to_string())),
             },
             Ok(Interaction::ViewSubmission(mut v)) => {
-                let Ok(mut action) = v.callback_id.parse::<CardAction>() else {
-                    return Ok(Outcome::ignored("not a Gatehouse dialog"));
+                let mut action = match v.callback_id.parse::<Control>() {
+                    Ok(Control::Gate(action)) => action,
+                    Ok(Control::Question(action)) => {
+                        let click = QuestionClick {
+                            platform: Platform::Slack,
+                            // The dialog carries the card's channel, for an answer.
+                            channel: v.private_metadata,
+                            recipient: v.user.clone(),
+                            user: v.user,
+                            action,
+                            comment: v.values.remove("comment"),
+                        };
+                        return question_click::handle(api, tx, &delivery.delivery_id, &click)
+                            .await;
+                    }
+                    Err(_) => return Ok(Outcome::ignored("not a Gatehouse dialog")),
                 };
                 if let Some(target) = v.values.remove("target") {
                     action = action.with_target(&target);
@@ -240,6 +275,30 @@ async fn open_send_back(api: ApiState, click: BlockAction, action: CardAction) {
     };
     if let Err(why) = result {
         let text = format!("Cannot send `{}` back: {why}.", action.gate());
+        spawn_ephemeral(&api, &click, text);
+    }
+}
+
+/// Opens the Deny dialog for a question card, or says why the question cannot be answered
+/// (already answered, unknown) without making the clicker type a reason first.
+async fn open_deny(api: ApiState, click: BlockAction, action: QuestionAction) {
+    let Some(client) = client(&api) else {
+        return;
+    };
+    let result = match question_click::closed(&api, &action).await {
+        None => {
+            let mut view = deny_modal(&action);
+            // The submission carries no channel; the dialog keeps the card's, for answers.
+            view["private_metadata"] = json!(click.channel.clone().unwrap_or_default());
+            client
+                .open_view(&click.trigger_id, &view)
+                .await
+                .map_err(|e| e.to_string())
+        }
+        Some(why) => Err(why),
+    };
+    if let Err(why) = result {
+        let text = format!("Cannot deny the agent's question: {why}.");
         spawn_ephemeral(&api, &click, text);
     }
 }

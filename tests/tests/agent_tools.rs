@@ -1,0 +1,297 @@
+//! An agent's tools beyond its CLI's own, with the real Claude Code in the agents image
+//! (`deploy/sandbox/build-images.sh --with-agents`), in a Docker sandbox with no route out,
+//! its model reached only through the runner's gateway in front of a fake provider that
+//! scripts the tool calls:
+//!
+//! - Gatehouse's own MCP server: the agent calls `request_approval`, waits, and goes on
+//!   with the person's answer and comment (approved, or denied with the reason);
+//! - a role's stdio MCP server from the image (`mcp-server-everything`), its tool's
+//!   answer reaching the model.
+//!
+//! Without Docker or the image the tests say so and pass, unless `DOCKER_TESTS=required`.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use gatehouse_agent::{Executor, McpDefinition, Role};
+use gatehouse_fake_providers::{FakeProvider, Turn};
+use gatehouse_gateway::{Provider, ProviderKind};
+use gatehouse_ingest::Scope;
+use gatehouse_sandbox::DockerSandbox;
+use gatehouse_store::QuestionStatus;
+use gatehouse_tests::Gatehouse;
+use gatehouse_tests::agents_image::{
+    CHANNEL, agents_docker, assistant_in_agents_image_with, conversations,
+};
+use gatehouse_tests::fake_slack::BOT_USER;
+use gatehouse_tests::gatehouse::chat::ANA;
+use secrecy::SecretString;
+use serde_json::{Value, json};
+
+const REAL_KEY: &str = "sk-test-agent-tools-provider-key-51c4";
+const QUESTION: &str = "May I drop the legacy_users table?";
+
+/// ana approves from the question's card in the conversation's Slack thread.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claude_code_asks_a_person_and_goes_on_when_approved_in_slack() {
+    asks_a_person(Answer::SlackApprove, "approved by ana").await;
+}
+
+/// ana denies through the API, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claude_code_hears_why_a_person_said_no() {
+    asks_a_person(
+        Answer::ApiDeny("not before the v4 migration"),
+        "denied by ana: not before the v4 migration",
+    )
+    .await;
+}
+
+/// How ana answers.
+enum Answer {
+    /// The Approve button of the card in the thread.
+    SlackApprove,
+    /// `POST /questions/{id}/answer`, denying with the reason.
+    ApiDeny(&'static str),
+}
+
+/// ana asks the assistant for something risky; its agent asks her through Gatehouse;
+/// she answers as `answer` says; the agent's next model request carries `told` as the
+/// tool's result, and its answer reaches the thread.
+async fn asks_a_person(answer: Answer, told: &str) {
+    let data = tempfile::tempdir().unwrap();
+    let Some(docker) = docker(&data.path().display().to_string()).await else {
+        return;
+    };
+    let fake = FakeProvider::start(
+        REAL_KEY,
+        vec![
+            Turn::tool(
+                "mcp__gatehouse__request_approval",
+                json!({"question": QUESTION, "evidence": "nothing has read it since v3"}),
+            ),
+            Turn::text("Done, as you answered."),
+        ],
+    )
+    .await;
+    fake.answer_side_requests_with_text();
+    let gh = claude_code(data, docker, &fake, Vec::new(), BTreeMap::new()).await;
+    let thread = gh
+        .slack_mention("Ev1", CHANNEL, ANA, "Drop the legacy_users table.")
+        .await;
+
+    let question = open_question(&gh).await;
+    assert_eq!(question["question"], QUESTION);
+    assert_eq!(question["evidence"], "nothing has read it since v3");
+    assert!(question["conversation_id"].is_string(), "{question}");
+    let id = question["id"].as_str().expect("an id");
+    let approved = matches!(answer, Answer::SlackApprove);
+    match answer {
+        Answer::SlackApprove => {
+            let card = card_in(&gh, &thread).await;
+            gh.slack_click(ANA, CHANNEL, &format!("gq:approve:{id}"))
+                .await;
+            assert!(card.contains(QUESTION), "{card}");
+        }
+        Answer::ApiDeny(reason) => {
+            let token = gh.stored_token("ana", &Scope::ALL, None).await;
+            gh.api_as(&token)
+                .post(
+                    &format!("/questions/{id}/answer"),
+                    json!({"answer": "deny", "comment": reason}),
+                )
+                .await
+                .is(202);
+        }
+    }
+
+    said(&gh, &thread, "Done, as you answered.").await;
+    let answered = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.body.to_string().contains(told))
+        .map(|r| r.body);
+    assert!(
+        answered.is_some(),
+        "the agent was told {told:?}: {:#?}",
+        fake.requests().iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
+    let detail = conversations(&gh).await.remove(0);
+    let tools = detail["turns"][0]["attempts"][0]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tools
+            .iter()
+            .any(|t| t["tool"] == "mcp__gatehouse__request_approval"),
+        "the trace holds the question: {detail:#}"
+    );
+    let stored = gh.db.store.open_questions(10).await.expect("questions");
+    assert!(stored.is_empty(), "nothing is left waiting: {stored:?}");
+    let all = gh
+        .db
+        .store
+        .conversation_questions(
+            detail["id"]
+                .as_str()
+                .and_then(|id| id.parse().ok())
+                .expect("the conversation's id"),
+        )
+        .await
+        .expect("questions");
+    assert_eq!(all.len(), 1);
+    assert_eq!(
+        all[0].status,
+        if approved {
+            QuestionStatus::Approved
+        } else {
+            QuestionStatus::Denied
+        }
+    );
+    gh.stop().await;
+}
+
+/// A role's stdio MCP server, run by Claude Code inside the sandbox (which has no route
+/// out): its tool's answer reaches the model, and the call is in the trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn claude_code_uses_a_roles_stdio_mcp_server_in_the_sandbox() {
+    let data = tempfile::tempdir().unwrap();
+    let Some(docker) = docker(&data.path().display().to_string()).await else {
+        return;
+    };
+    let fake = FakeProvider::start(
+        REAL_KEY,
+        vec![
+            Turn::tool(
+                "mcp__everything__echo",
+                json!({"message": "hello from the sandbox"}),
+            ),
+            Turn::text("The server echoed."),
+        ],
+    )
+    .await;
+    fake.answer_side_requests_with_text();
+    let servers = BTreeMap::from([(
+        "everything".to_owned(),
+        McpDefinition::Stdio {
+            command: vec!["mcp-server-everything".to_owned()],
+            env: BTreeMap::new(),
+        },
+    )]);
+    let gh = claude_code(data, docker, &fake, vec!["everything".to_owned()], servers).await;
+    let thread = gh
+        .slack_mention("Ev1", CHANNEL, ANA, "Echo something.")
+        .await;
+    said(&gh, &thread, "The server echoed.").await;
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("Echo: hello from the sandbox")),
+        "the server's answer reached the model: {:#?}",
+        fake.requests().iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
+    let detail = conversations(&gh).await.remove(0);
+    let tools = detail["turns"][0]["attempts"][0]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["tool"] == "mcp__everything__echo"),
+        "the trace holds the MCP call: {detail:#}"
+    );
+    gh.stop().await;
+}
+
+/// Gatehouse whose assistant is Claude Code on the fake provider, with the role's MCP
+/// servers `mcp` out of `servers`.
+async fn claude_code(
+    data: tempfile::TempDir,
+    docker: DockerSandbox,
+    fake: &FakeProvider,
+    mcp: Vec<String>,
+    servers: BTreeMap<String, McpDefinition>,
+) -> Gatehouse {
+    let role = Role {
+        provider: Some("model".into()),
+        model: Some("claude-sonnet-4-5".into()),
+        mcp,
+        ..Role::new(Executor::ClaudeCode)
+    };
+    let provider = Provider {
+        name: "model".into(),
+        kind: ProviderKind::Anthropic,
+        base_url: url::Url::parse(fake.url()).unwrap(),
+        key: SecretString::from(REAL_KEY),
+    };
+    assistant_in_agents_image_with(data, docker, role, provider, move |options| {
+        options.mcp.servers = servers;
+    })
+    .await
+}
+
+/// The one open question, once the agent asked it (up to three minutes: the CLI starts
+/// in a fresh container).
+async fn open_question(gh: &Gatehouse) -> Value {
+    let token = gh.stored_token("ana", &Scope::ALL, None).await;
+    for _ in 0..1800 {
+        let open = gh.api_as(&token).get("/questions").await.is(200);
+        if let Some(question) = open.as_array().and_then(|a| a.first()) {
+            return question.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let detail = conversations(gh).await;
+    panic!("the agent never asked: {detail:#?}");
+}
+
+/// The question's card in `thread`, once the notifier posted it: its blocks as text.
+async fn card_in(gh: &Gatehouse, thread: &str) -> String {
+    for _ in 0..600 {
+        if let Some(card) = gh.slack.messages(CHANNEL).into_iter().find(|m| {
+            m.user == BOT_USER
+                && m.thread_ts.as_deref() == Some(thread)
+                && m.text.starts_with("The agent asks")
+        }) {
+            return card.blocks.to_string();
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("no question card in the thread");
+}
+
+/// Waits (up to four minutes) until the bot said `text` in `thread`.
+async fn said(gh: &Gatehouse, thread: &str, text: &str) {
+    let messages = || -> Vec<String> {
+        gh.slack
+            .messages(CHANNEL)
+            .into_iter()
+            .filter(|m| m.user == BOT_USER && m.thread_ts.as_deref() == Some(thread))
+            .map(|m| m.text)
+            .collect()
+    };
+    for _ in 0..2400 {
+        if messages().iter().any(|m| m.contains(text)) {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let detail = conversations(gh).await;
+    panic!(
+        "the bot never said {text:?}: {:#?}\n{detail:#?}",
+        messages()
+    );
+}
+
+async fn docker(owner: &str) -> Option<DockerSandbox> {
+    let why = match agents_docker(owner).await {
+        Ok(docker) => return Some(docker),
+        Err(why) => why,
+    };
+    assert!(
+        std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),
+        "DOCKER_TESTS=required but the agents image cannot run: {why}"
+    );
+    eprintln!("skipped: {why}");
+    None
+}
