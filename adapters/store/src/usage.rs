@@ -80,6 +80,24 @@ impl Store {
         }))
     }
 
+    /// Every setting of `kind` the run froze, as `(name, body)` by name: the run page's
+    /// list of its pinned skills.
+    pub async fn frozen_settings(
+        &self,
+        run_id: Uuid,
+        kind: &str,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT name, body FROM run_settings WHERE run_id = $1 AND kind = $2 ORDER BY name",
+            )
+            .bind(run_id)
+            .bind(kind)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+
     /// Records an agent attempt's usage of one model. A repeat of the same row is ignored:
     /// an attempt runs once.
     pub async fn record_usage(&self, row: &UsageRow) -> Result<(), StoreError> {

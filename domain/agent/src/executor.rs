@@ -110,6 +110,17 @@ impl Executor {
     pub fn reads_transcript(self) -> bool {
         self.cli().reads_transcript()
     }
+
+    /// Whether the CLI reads the skills copied where it looks for them by itself; when not,
+    /// the runner lists them (name, where, when to read) in the system text instead.
+    pub fn reads_skills(self) -> bool {
+        self.cli().reads_skills()
+    }
+
+    /// Where the CLI reads a user's skills, as shell words (`"$HOME/.agents/skills"`).
+    pub fn skills_homes(self) -> &'static [&'static str] {
+        self.cli().skills_homes()
+    }
 }
 
 impl fmt::Display for Executor {
@@ -249,6 +260,20 @@ pub(crate) trait Cli: Sync {
     /// Whether a turn hands it the conversation as a file instead of a session.
     fn reads_transcript(&self) -> bool {
         false
+    }
+
+    /// The folders, as double-quoted shell words (they may name `$HOME` and the CLI's own
+    /// variables), where the pinned version of the CLI reads a user's skills
+    /// (`<folder>/<name>/SKILL.md`): an attempt's skills are copied into each before the
+    /// call. Empty for a CLI that reads none.
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Whether the CLI finds the skills copied into [`Cli::skills_homes`] on its own;
+    /// otherwise the runner lists them in the system text ([`crate::skills_note`]).
+    fn reads_skills(&self) -> bool {
+        !self.skills_homes().is_empty()
     }
 
     /// A reader of its output as it arrives, for the attempt's trace.

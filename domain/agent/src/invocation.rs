@@ -128,7 +128,8 @@ fn build(
     resume: Option<&str>,
     transcript_file: Option<&str>,
 ) -> String {
-    role.executor.cli().command_line(
+    let cli = role.executor.cli();
+    let line = cli.command_line(
         role,
         &Call {
             prompt_file,
@@ -138,7 +139,24 @@ fn build(
             api,
             tools,
         },
-    )
+    );
+    match tools.skills_dir.as_deref() {
+        Some(dir) if !cli.skills_homes().is_empty() => {
+            format!("{} && {line}", copy_skills(dir, cli.skills_homes()))
+        }
+        _ => line,
+    }
+}
+
+/// A shell step copying the skills folder `dir` (one folder per skill) into each of the
+/// CLI's skill folders `homes` (double-quoted shell words), creating them.
+fn copy_skills(dir: &str, homes: &[&str]) -> String {
+    let from = quote(&format!("{}/.", dir.trim_end_matches('/')));
+    homes
+        .iter()
+        .map(|home| format!("mkdir -p {home} && cp -R {from} {home}/"))
+        .collect::<Vec<_>>()
+        .join(" && ")
 }
 
 pub(crate) fn push_model(words: &mut Vec<String>, role: &Role) {

@@ -17,6 +17,7 @@
 //! - [`Permissions`]: which tool calls a role's agent may make, must ask for, or may not;
 //! - [`Tools`]: the MCP servers, permission tool and skills an attempt hands its CLI, and
 //!   [`mcp_servers`]: a role's and project's `[mcp.NAME]` servers as its CLI reaches them;
+//! - [`SkillFiles`]: a skill's folder, checked, and the bundle its content hash is of;
 //! - [`TraceParser`]: the tools an attempt called, read from the CLI's output as it runs.
 
 mod executor;
@@ -30,6 +31,7 @@ mod price;
 mod prompt;
 mod role;
 mod sessions;
+mod skill;
 mod tools;
 mod trace;
 mod usage;
@@ -49,6 +51,11 @@ pub use price::{Price, PriceTable, cost};
 pub use prompt::{PromptContext, PromptError, RequirementView, check_template, render_prompt};
 pub use role::{DEFAULT_MAX_RETRIES, MAX_RETRIES_LIMIT, Role, RoleError};
 pub use sessions::SessionFiles;
+pub use skill::{
+    FrontMatter, MAX_DEPTH, MAX_FILE_BYTES, MAX_FILES, MAX_TOTAL_BYTES, PINNED_KIND, PinnedSkill,
+    REPOSITORY_SKILLS_DIR, SKILL_FILE, SkillConfig, SkillError, SkillFiles, SkillSource,
+    check_path, check_skill_name, front_matter, skills_note,
+};
 pub use tools::{McpServer, McpTransport, Tools};
 pub use trace::{Progress, Retry, ToolCall, Trace, TraceParser};
 pub use usage::{ModelUsage, ParseError, Report};

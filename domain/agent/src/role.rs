@@ -79,6 +79,11 @@ pub struct Role {
     /// saying so. A dollar budget needs the role's `model` priced in `[pricing]`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget: Option<crate::limit::Limit>,
+    /// The `[skills.NAME]` this role's agent gets, besides its project's and the skills in
+    /// its repositories' `.gatehouse/skills/`; copied into its sandbox where its CLI reads
+    /// skills, and pinned with the run by content hash.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
     /// The `[mcp.NAME]` servers this role's CLI gets, beside its project's and Gatehouse's
     /// own: their tools appear to the agent as `mcp__<NAME>__<tool>` (in Claude Code's
     /// terms). Executors `pi`, `aider` and `command` cannot be handed MCP servers.
@@ -107,6 +112,9 @@ fn is_false(value: &bool) -> bool {
 /// Why a role cannot be used; each message says what to change.
 #[derive(Debug, Clone, PartialEq, Eq, Error)]
 pub enum RoleError {
+    /// A name in `skills` that no skill can have.
+    #[error("`skills`: {0}")]
+    Skill(crate::skill::SkillError),
     /// Executor `command` without an argv.
     #[error(
         "executor \"command\" needs `command`, the argv to run, e.g. \
@@ -259,6 +267,7 @@ impl Role {
             askable: false,
             ask_secrets: false,
             budget: None,
+            skills: Vec::new(),
             mcp: Vec::new(),
             permissions: None,
         }
@@ -310,6 +319,9 @@ impl Role {
         }
         if self.models.iter().any(|m| m.trim().is_empty()) {
             return Err(RoleError::ModelsEmptyEntry);
+        }
+        for skill in &self.skills {
+            crate::skill::check_skill_name(skill).map_err(RoleError::Skill)?;
         }
         if let Some(model) = &self.model
             && !self.models.is_empty()

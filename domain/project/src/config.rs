@@ -52,6 +52,10 @@ pub struct ProjectConfig {
     /// place of `[budget] daily`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub daily_budget: Option<gatehouse_agent::Limit>,
+    /// The `[skills.NAME]` every agent of the project gets, besides its role's and its
+    /// repositories' own `.gatehouse/skills/`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skills: Vec<String>,
     /// The `[mcp.NAME]` servers every agent working on this project gets, beside its
     /// role's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -19,6 +19,7 @@ mod mcp;
 mod providers;
 mod schedules;
 mod server;
+mod skills;
 mod storage;
 #[cfg(test)]
 mod tests;
@@ -32,6 +33,7 @@ pub use mcp::McpConfig;
 pub use providers::{ProviderConfig, ProviderKindConfig};
 pub use schedules::ScheduleConfig;
 pub use server::{RunnerConfig, SandboxConfig, ServerConfig};
+pub use skills::SkillsConfig;
 pub use storage::{BlobBackend, StorageConfig};
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -86,6 +88,9 @@ pub struct Config {
     /// Agent roles, referenced by `agent` nodes: executor CLI, model, system prompt, rules.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub roles: BTreeMap<String, Role>,
+    /// Skills (folders with a `SKILL.md`) that roles and projects attach by name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub skills: SkillsConfig,
     /// Conversations in chat threads: the role that runs each turn, and their limits.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub assistant: Option<AssistantConfig>,
@@ -170,7 +175,17 @@ impl Config {
                     key.replace("__", ".").into()
                 }
             });
-        let config: Config = figment.merge(env).extract().map_err(Box::new)?;
+        let mut config: Config = figment.merge(env).extract().map_err(Box::new)?;
+        let base = match file {
+            Some(path) => path.parent().map(Path::to_owned).unwrap_or_default(),
+            None => PathBuf::new(),
+        };
+        let base = if base.as_os_str().is_empty() {
+            std::env::current_dir().unwrap_or_default()
+        } else {
+            base
+        };
+        config.resolve_skill_paths(&base);
         config.validate().map_err(|error| match (error, &read) {
             (ConfigError::Rule { place, problem, .. }, Some(path)) => ConfigError::Rule {
                 located: locate::prefix(path, &place),
@@ -408,6 +423,7 @@ impl Config {
         }
         // After the roles' own checks, which refuse a malformed or reserved name first.
         self.check_mcp()?;
+        self.check_skills()?;
         self.check_budgets()?;
         let console = &self.console;
         match (

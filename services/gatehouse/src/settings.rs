@@ -163,6 +163,8 @@ pub async fn runner(
         id: config.runner.id.clone(),
         check_at_start: true,
         home_limit: config.storage.conversation_home_limit.as_u64(),
+        skills: config.skill_sources(),
+        project_skills: config.project_skills(),
     };
     Ok(Runner::new(store.clone(), Arc::new(sandbox), options)
         .with_artifact_limit(config.runner.artifact_limit.as_u64())

@@ -65,8 +65,10 @@ pub(crate) fn inputs_json(context: &PromptContext) -> serde_json::Value {
 
 /// Renders the prompt over `context` and writes it (and the role's system text) where the
 /// sandbox reads them. Returns the command to run, written for the API `api` when the
-/// model requests go through the gateway, handing the CLI `tools`. `inputs_seen` is the
-/// inputs directory as the sandbox shows it to the script.
+/// model requests go through the gateway, handing the CLI `tools` and `skills` (those
+/// written into the inputs directory; for a CLI that reads no skills, listed in its system
+/// text). `inputs_seen` is the inputs directory as the sandbox shows it to the script.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn prepare(
     agent: &AgentSpec,
     context: &PromptContext,
@@ -75,6 +77,7 @@ pub(crate) fn prepare(
     tools: &Tools,
     inputs: &Path,
     inputs_seen: &str,
+    skills: &crate::skills::Attached,
 ) -> Result<String, String> {
     let prompt =
         render_prompt(&agent.prompt, context).map_err(|e| format!("the prompt template: {e}"))?;
@@ -85,7 +88,7 @@ pub(crate) fn prepare(
             .map_err(|e| format!("writing the {name}: {e}"))
     };
     write("prompt.md", &prompt)?;
-    let system = role.system_text();
+    let (tools, system) = with_skills(role, inputs_seen, tools, skills);
     if let Some(system) = &system {
         write("system.md", system)?;
     }
@@ -93,10 +96,38 @@ pub(crate) fn prepare(
     Ok(invocation(
         role,
         api,
-        tools,
+        &tools,
         &seen("prompt.md"),
         system.as_ref().map(|_| seen("system.md")).as_deref(),
     ))
+}
+
+/// `tools` and the system text of an attempt with `skills`: the skills folder as the
+/// sandbox sees it, and for a CLI that reads no skills of its own, the system text listing
+/// them.
+pub(crate) fn with_skills(
+    role: &Role,
+    inputs_seen: &str,
+    tools: &Tools,
+    skills: &crate::skills::Attached,
+) -> (Tools, Option<String>) {
+    let system = role.system_text();
+    if skills.listed.is_empty() {
+        return (tools.clone(), system);
+    }
+    let dir = format!("{inputs_seen}/{}", crate::skills::SKILLS_DIR);
+    let note = (!role.executor.reads_skills())
+        .then(|| gatehouse_agent::skills_note(&dir, &skills.listed))
+        .flatten();
+    let system = match (system, note) {
+        (Some(system), Some(note)) => Some(format!("{system}\n\n{note}")),
+        (system, note) => system.or(note),
+    };
+    let tools = Tools {
+        skills_dir: Some(dir),
+        ..tools.clone()
+    };
+    (tools, system)
 }
 
 /// Upstream artifacts (`inputs/<node>/<file>`) as text; binary files are left out and long

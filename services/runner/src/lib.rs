@@ -46,6 +46,7 @@ mod running;
 mod scope;
 mod scratch;
 mod secrets;
+mod skills;
 mod work;
 mod workspaces;
 

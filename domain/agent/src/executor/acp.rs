@@ -218,6 +218,17 @@ impl Cli for Acp {
         true
     }
 
+    /// Where most ACP agents look (goose, Codex's, Gemini CLI's, OpenCode's; Claude
+    /// Code's): the agent behind the shim is the role's own, so the skills are also listed
+    /// in the system text.
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"$HOME/.agents/skills\"", "\"$HOME/.claude/skills\""]
+    }
+
+    fn reads_skills(&self) -> bool {
+        false
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

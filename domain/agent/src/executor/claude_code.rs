@@ -154,6 +154,10 @@ impl Cli for ClaudeCode {
         ))
     }
 
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"${CLAUDE_CONFIG_DIR:-$HOME/.claude}/skills\""]
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

@@ -120,6 +120,10 @@ impl Cli for Codex {
         ))
     }
 
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"$HOME/.agents/skills\""]
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

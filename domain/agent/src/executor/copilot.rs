@@ -154,6 +154,10 @@ impl Cli for Copilot {
         )
     }
 
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"${COPILOT_HOME:-$HOME/.copilot}/skills\""]
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

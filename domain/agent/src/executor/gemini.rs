@@ -130,6 +130,10 @@ impl Cli for Gemini {
         )
     }
 
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"${GEMINI_CLI_HOME:-$HOME}/.gemini/skills\""]
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::<events::Reader>::default()
     }

@@ -77,6 +77,10 @@ impl Cli for Kilo {
         opencode::command_line(&KILO, role, call)
     }
 
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"$HOME/.agents/skills\""]
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::new(opencode::events::Reader::new(KILO.program))
     }

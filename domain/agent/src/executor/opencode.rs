@@ -88,6 +88,10 @@ impl Cli for OpenCode {
         command_line(&OPENCODE, role, call)
     }
 
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"$HOME/.agents/skills\""]
+    }
+
     fn events(&self) -> Box<dyn Events> {
         Box::new(events::Reader::new(OPENCODE.program))
     }

@@ -101,6 +101,10 @@ impl Cli for Pi {
         }
     }
 
+    fn skills_homes(&self) -> &'static [&'static str] {
+        &["\"$HOME/.pi/agent/skills\""]
+    }
+
     /// It has no MCP client.
     fn takes_mcp(&self) -> bool {
         false

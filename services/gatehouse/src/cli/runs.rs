@@ -280,6 +280,14 @@ fn tree(run: &RunDetail) -> String {
             .collect();
         out.push_str(&format!("project {project}: {}\n", repos.join(", ")));
     }
+    for skill in &run.skills {
+        out.push_str(&format!(
+            "skill {}: {} ({})\n",
+            skill.name,
+            skill.source,
+            skill.digest.get(..12).unwrap_or(&skill.digest)
+        ));
+    }
     let width = run.nodes.iter().map(|n| n.node.len()).max().unwrap_or(4);
     for (i, n) in run.nodes.iter().enumerate() {
         let branch = if i + 1 == run.nodes.len() {
@@ -456,5 +464,37 @@ async fn watch(client: &Client, id: &str) -> anyhow::Result<()> {
             ),
             _ => tokio::time::sleep(Duration::from_millis(500)).await,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn run_show_lists_the_pinned_skills_with_their_source_and_short_hash() {
+        let now = chrono::Utc::now();
+        let run: RunDetail = serde_json::from_value(json!({
+            "id": uuid::Uuid::nil(), "sop": "fix", "sop_version": "sha256:1", "status": "running",
+            "requested_by": null, "project": null, "parent_run": null,
+            "created_at": now, "updated_at": now, "params": {}, "failure": null,
+            "nodes": [], "artifacts": [], "decisions": [], "schedule": null,
+            "requirement_id": null, "repositories": [], "attempts": [],
+            "usage": { "run": { "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+                "cache_write_tokens": 0, "cost_usd": 0.0, "unpriced_models": [] },
+                "requirement": null, "attempts": [] },
+            "skills": [{ "name": "house-style",
+                "source": "repository acme/api (.gatehouse/skills)",
+                "digest": "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+                "description": "House style." }],
+        }))
+        .expect("a run");
+        let shown = tree(&run);
+        assert!(
+            shown.contains(
+                "skill house-style: repository acme/api (.gatehouse/skills) (0123456789ab)"
+            ),
+            "{shown}"
+        );
     }
 }

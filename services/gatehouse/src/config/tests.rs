@@ -473,3 +473,56 @@ fn a_dollar_budget_needs_its_models_price() {
         c.warnings()
     );
 }
+
+#[test]
+fn skills_are_a_folder_or_a_pinned_commit_and_attached_by_known_names() {
+    let commit = "0123456789abcdef0123456789abcdef01234567";
+    let good = format!(
+        "[skills.rust-style]\npath = \"skills/rust-style\"\n\
+         [skills.house]\ngit = \"https://example.com/skills.git\"\nrev = \"{commit}\"\nsubdir = \"house\"\n\
+         [roles.coder]\nexecutor = \"claude-code\"\nskills = [\"rust-style\"]\n\
+         [[projects]]\nname = \"web\"\nskills = [\"house\"]\n"
+    );
+    let c = load_with(&good, &[]).unwrap();
+    let sources = c.skill_sources();
+    let gatehouse_agent::SkillSource::Path { path } = &sources["rust-style"] else {
+        panic!("a path: {sources:?}");
+    };
+    // Relative to the configuration file's folder (the jail's working directory here).
+    assert!(Path::new(path).is_absolute(), "{path}");
+    assert!(path.ends_with("skills/rust-style"), "{path}");
+    assert_eq!(c.roles["coder"].skills, ["rust-style"]);
+    assert_eq!(c.project_skills()["web"], ["house"]);
+
+    let refused = [
+        (
+            "[roles.coder]\nexecutor = \"codex\"\nskills = [\"ghost\"]\n".to_owned(),
+            "roles.coder: skill `ghost` is not configured (add [skills.ghost]",
+        ),
+        (
+            "[[projects]]\nname = \"web\"\nskills = [\"ghost\"]\n".to_owned(),
+            "project `web`: skill `ghost` is not configured",
+        ),
+        (
+            "[skills.s]\ngit = \"https://example.com/s.git\"\nrev = \"main\"\n".to_owned(),
+            "skills.s: skill s: rev \"main\" is not a commit",
+        ),
+        (
+            "[skills.s]\ngit = \"https://example.com/s.git\"\n".to_owned(),
+            "needs `rev`",
+        ),
+        (
+            format!("[skills.s]\npath = \"/srv/s\"\ngit = \"https://x/y\"\nrev = \"{commit}\"\n"),
+            "not both",
+        ),
+        ("[skills.Bad]\npath = \"/srv/s\"\n".to_owned(), "lowercase"),
+        (
+            "[skills.s]\npath = \"/srv/s\"\nbranch = \"main\"\n".to_owned(),
+            "branch",
+        ),
+    ];
+    for (toml, says) in refused {
+        let err = load_with(&toml, &[]).expect_err(&toml);
+        assert!(err.contains(says), "{toml}\n{err}");
+    }
+}

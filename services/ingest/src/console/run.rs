@@ -153,6 +153,13 @@ fn head(detail: &RunDetail, title: &str) -> Markup {
                     dt { "Repositories" }
                     dd { @for r in &detail.repositories { code { (r.repo) } " (" (r.mode) ") " } }
                 }
+                @if !detail.skills.is_empty() {
+                    dt { "Skills" }
+                    dd.skills { @for s in &detail.skills {
+                        span title=(s.description) { code { (s.name) } " from " (s.source) " " code.version title=(s.digest) { (s.digest.get(..12).unwrap_or(&s.digest)) } }
+                        " "
+                    } }
+                }
                 @if !detail.params.is_empty() {
                     dt { "Parameters" }
                     dd { @for (k, v) in &detail.params { code { (k) "=" (v) } " " } }

@@ -171,12 +171,25 @@ impl<'a> Attempt<'a> {
             }
             let seen = sandbox.inputs_seen();
             let api = reach.as_ref().and_then(Reach::model_api);
+            let skills = match self.skills(role, scope, &sandbox.inputs).await? {
+                Ok(skills) => skills,
+                Err(reason) => return Ok(Err(reason)),
+            };
             let tools = mcp::with_gatehouse(
                 role,
                 configured,
                 reach.as_ref().is_some_and(Reach::has_tools),
             );
-            match agent::prepare(agent, context, role, api, &tools, &sandbox.inputs, &seen) {
+            match agent::prepare(
+                agent,
+                context,
+                role,
+                api,
+                &tools,
+                &sandbox.inputs,
+                &seen,
+                &skills,
+            ) {
                 Ok(script) => sandbox.script = script,
                 Err(reason) => return Ok(Err(reason)),
             }
@@ -359,6 +372,22 @@ impl<'a> Attempt<'a> {
             )
             .await;
         Ok(None)
+    }
+
+    /// The skills the role and the run's project attach and those in its repositories,
+    /// pinned with the run and written into the inputs directory.
+    async fn skills(
+        &self,
+        role: &Role,
+        scope: &RunScope,
+        inputs: &std::path::Path,
+    ) -> Step<crate::skills::Attached> {
+        let runner = &self.nodes.runner;
+        let (names, checkouts) =
+            crate::skills::wanted(runner, role, &scope.workspace, &self.dirs.workspace());
+        runner
+            .attach_skills(self.job.run_id, &names, checkouts, inputs)
+            .await
     }
 
     /// The secrets the node and its role declared, read from the runner's environment.

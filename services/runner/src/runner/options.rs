@@ -61,6 +61,11 @@ pub struct RunnerOptions {
     /// (`storage.conversation_home_limit`): a home past it is not saved, and a turn on
     /// another runner then starts a new session.
     pub home_limit: u64,
+    /// `[skills.NAME]`: where each skill roles and projects attach is read from at a
+    /// run's first use (then it is pinned with the run).
+    pub skills: BTreeMap<String, gatehouse_agent::SkillSource>,
+    /// The skills each project attaches to every agent of its runs, by project name.
+    pub project_skills: BTreeMap<String, Vec<String>>,
 }
 
 /// [`RunnerOptions::home_limit`] unless set: 16 MiB.
@@ -90,6 +95,8 @@ impl RunnerOptions {
             id: "runner".to_owned(),
             check_at_start: false,
             home_limit: HOME_LIMIT,
+            skills: BTreeMap::new(),
+            project_skills: BTreeMap::new(),
         }
     }
 }

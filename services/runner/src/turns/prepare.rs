@@ -125,8 +125,31 @@ impl Turns {
             }),
         };
         crate::acp::equip(&mut sandbox, role, self.runner.options.acp.as_deref())?;
-        let files = write_inputs(&sandbox.inputs, turn, role, dirs)
+        let mut files = write_inputs(&sandbox.inputs, turn, role, dirs)
             .map_err(|e| format!("writing the turn's files: {e}"))?;
+        // Skills are pinned per conversation as a run's are per run (under its id): every
+        // turn, on any runner, gets the files its first turn had.
+        let (names, checkouts) =
+            crate::skills::wanted(&self.runner, role, &job.workspace, &sandbox.workspace);
+        let attached = self
+            .runner
+            .attach_skills(job.conversation_id, &names, checkouts, &sandbox.inputs)
+            .await
+            .map_err(|e| format!("the skills: {e}"))??;
+        let tools = mcp::with_gatehouse(
+            role,
+            configured,
+            reach.as_ref().is_some_and(Reach::has_tools),
+        );
+        let (tools, system_text) =
+            crate::agent::with_skills(role, &sandbox.inputs_seen(), &tools, &attached);
+        if system_text != role.system_text()
+            && let Some(text) = &system_text
+        {
+            std::fs::write(sandbox.inputs.join(AGENT_DIR).join("system.md"), text)
+                .map_err(|e| format!("writing the turn's files: {e}"))?;
+            files.system = true;
+        }
         let seen = |name: &str| format!("{}/{AGENT_DIR}/{name}", sandbox.inputs_seen());
         let system = files.system.then(|| seen("system.md"));
         let transcript = files.transcript.then(|| seen("transcript.jsonl"));
@@ -134,11 +157,6 @@ impl Turns {
             resume: turn.resume,
             transcript_file: transcript.as_deref(),
         };
-        let tools = mcp::with_gatehouse(
-            role,
-            configured,
-            reach.as_ref().is_some_and(Reach::has_tools),
-        );
         sandbox.script = turn_invocation(
             role,
             reach.as_ref().and_then(Reach::model_api),

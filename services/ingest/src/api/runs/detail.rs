@@ -148,9 +148,25 @@ pub(crate) async fn loaded(
         })
         .collect();
     let budgets = super::budgets::of_run(&api.store, &row).await?;
+    let skills = api
+        .store
+        .frozen_settings(id, gatehouse_agent::PINNED_KIND)
+        .await?
+        .into_iter()
+        .filter_map(|(name, body)| {
+            let pinned: gatehouse_agent::PinnedSkill = serde_json::from_str(&body).ok()?;
+            Some(RunSkillView {
+                name,
+                source: pinned.source.describe(),
+                digest: pinned.digest,
+                description: pinned.description,
+            })
+        })
+        .collect();
     let detail = RunDetail {
         usage,
         budgets,
+        skills,
         schedule,
         requirement_id: row.requirement_id,
         repositories,

@@ -188,6 +188,23 @@ pub struct RunDetail {
     /// The budgets its model requests counted against, spent beside each limit.
     #[serde(default)]
     pub budgets: Vec<crate::views::BudgetView>,
+    /// The skills its agents got, as pinned at their first use in the run.
+    #[serde(default)]
+    pub skills: Vec<RunSkillView>,
+}
+
+/// A skill a run pinned: every attempt of the run gets exactly these files.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct RunSkillView {
+    /// Its name, the folder its CLI finds it in.
+    pub name: String,
+    /// Where it was read from: "directory /srv/skills/x", "git https://... @ 0123abcd",
+    /// "repository owner/name (.gatehouse/skills)".
+    pub source: String,
+    /// The SHA-256 of its files (path and bytes, sorted by path): its content hash.
+    pub digest: String,
+    /// Its front matter's description.
+    pub description: String,
 }
 
 /// A repository a run checks out.
