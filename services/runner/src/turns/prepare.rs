@@ -209,7 +209,7 @@ impl Turns {
             ask_timeout: mcp::ASK_TIMEOUT,
             deadline: Some(tokio::time::Instant::now() + Duration::from_secs(turn.timeout_secs)),
             store: self.runner.store.clone(),
-            permissions: permissions,
+            permissions,
             started: tokio::time::Instant::now(),
             decisions: Default::default(),
         })
