@@ -75,7 +75,7 @@ pub use homes::HomeRow;
 pub use people::PersonRow;
 pub use questions::{
     Answer, Answered, Asked, MAX_EVIDENCE_BYTES, MAX_QUESTION_BYTES, NewQuestion, QuestionKind,
-    QuestionRow, QuestionStatus,
+    QuestionRow, QuestionStatus, event_owner,
 };
 pub use requirements::{PullRequestRow, PullState, RequirementRow};
 pub use runs::{DecisionRow, RunOutline, RunRow};

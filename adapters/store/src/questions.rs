@@ -200,6 +200,31 @@ impl TryFrom<Stored> for QuestionRow {
 const COLUMNS: &str = "id, run_id, node, conversation_id, seq, attempt, project, kind, question, \
      evidence, digest, status, decided_by, channel, comment, asked_at, expires_at, decided_at";
 
+impl QuestionRow {
+    /// Whose question it is, as events name it.
+    pub fn event_owner(&self) -> gatehouse_events::QuestionOwner {
+        event_owner(&self.owner)
+    }
+}
+
+/// An attempt's owner as question events name it.
+pub fn event_owner(owner: &ConnectionOwner) -> gatehouse_events::QuestionOwner {
+    use gatehouse_events::QuestionOwner;
+    match owner {
+        ConnectionOwner::Node { run_id, node } => QuestionOwner::Node {
+            run_id: *run_id,
+            node: node.clone(),
+        },
+        ConnectionOwner::Turn {
+            conversation_id,
+            seq,
+        } => QuestionOwner::Turn {
+            conversation_id: *conversation_id,
+            seq: *seq,
+        },
+    }
+}
+
 /// The text questions are unique in, per owner.
 fn owner_key(owner: &ConnectionOwner) -> String {
     match owner {

@@ -82,7 +82,7 @@ pub(crate) async fn checked_answer(
     match recorded {
         Some(Answered::Closed(row)) => Ok(QuestionAnswered {
             question_id: id,
-            owner: owner(&row),
+            owner: row.event_owner(),
             answer: wire,
             comment,
             actor: Some(actor),
@@ -112,24 +112,5 @@ pub(crate) fn settled(question: &QuestionRow) -> String {
         QuestionStatus::Expired => format!("the question expired unanswered{when}"),
         QuestionStatus::Withdrawn => format!("the question was withdrawn{when}"),
         QuestionStatus::Open => "the question is open".to_owned(),
-    }
-}
-
-/// The question's owner as events name it.
-pub(crate) fn owner(question: &QuestionRow) -> gatehouse_events::QuestionOwner {
-    use gatehouse_events::QuestionOwner;
-    use gatehouse_store::ConnectionOwner;
-    match &question.owner {
-        ConnectionOwner::Node { run_id, node } => QuestionOwner::Node {
-            run_id: *run_id,
-            node: node.clone(),
-        },
-        ConnectionOwner::Turn {
-            conversation_id,
-            seq,
-        } => QuestionOwner::Turn {
-            conversation_id: *conversation_id,
-            seq: *seq,
-        },
     }
 }

@@ -8,11 +8,11 @@ use std::time::Duration;
 
 use gatehouse_blobs::Digest;
 use gatehouse_events::{
-    Envelope, Event, QuestionAnswer, QuestionAnswered, QuestionAsked, QuestionKind, QuestionOwner,
+    Envelope, Event, QuestionAnswer, QuestionAnswered, QuestionAsked, QuestionKind,
 };
 use gatehouse_store::{
-    Answer, Answered, Asked, ConnectionOwner, MAX_EVIDENCE_BYTES, MAX_QUESTION_BYTES, NewQuestion,
-    QuestionRow, QuestionStatus, StoreError,
+    Answer, Answered, Asked, MAX_EVIDENCE_BYTES, MAX_QUESTION_BYTES, NewQuestion, QuestionRow,
+    QuestionStatus, StoreError,
 };
 use tokio::time::Instant;
 
@@ -157,7 +157,7 @@ async fn record(
     if let Asked::New(row) = &asked {
         let event = Event::QuestionAsked(QuestionAsked {
             question_id: row.id,
-            owner: owner(&tools.owner),
+            owner: gatehouse_store::event_owner(&tools.owner),
             attempt: tools.attempt,
             kind,
             question: question.to_owned(),
@@ -217,7 +217,7 @@ async fn expire(tools: &AttemptTools, row: &QuestionRow) -> Result<Reply, AskErr
         Some(Answered::Closed(now)) => {
             let event = Event::QuestionAnswered(QuestionAnswered {
                 question_id: now.id,
-                owner: owner(&now.owner),
+                owner: now.event_owner(),
                 answer: QuestionAnswer::Expired,
                 comment: Some(comment.to_owned()),
                 actor: None,
@@ -242,23 +242,6 @@ fn digest(kind: QuestionKind, question: &str, evidence: Option<&str>) -> Digest 
     };
     let text = serde_json::json!([kind, question, evidence]).to_string();
     Digest::of(text.as_bytes())
-}
-
-/// The owner as events name it.
-pub(crate) fn owner(owner: &ConnectionOwner) -> QuestionOwner {
-    match owner {
-        ConnectionOwner::Node { run_id, node } => QuestionOwner::Node {
-            run_id: *run_id,
-            node: node.clone(),
-        },
-        ConnectionOwner::Turn {
-            conversation_id,
-            seq,
-        } => QuestionOwner::Turn {
-            conversation_id: *conversation_id,
-            seq: *seq,
-        },
-    }
 }
 
 /// The first line of `text`, cut to a progress line's length.
