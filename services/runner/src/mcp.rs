@@ -125,14 +125,17 @@ impl Drop for Ticket {
 
 /// The MCP servers an attempt's CLI gets: Gatehouse's own first when the sandbox reaches
 /// the runner's tools (`served`), then `configured`, the role's and project's. A CLI that
-/// takes no MCP servers gets none of them.
+/// takes no MCP servers gets none of them. An ACP agent is not given Gatehouse's own
+/// server unasked: some (goose) run with exactly the servers `session/new` names,
+/// dropping their built-in tools; its permission requests reach the runner through the
+/// shim all the same.
 pub(crate) fn with_gatehouse(
     role: &gatehouse_agent::Role,
     configured: gatehouse_agent::Tools,
     served: bool,
 ) -> gatehouse_agent::Tools {
     let mut tools = configured;
-    if served && role.executor.takes_mcp() {
+    if served && role.executor.takes_mcp() && role.executor != gatehouse_agent::Executor::Acp {
         tools.mcp.insert(0, server_entry());
         tools.permission_tool = Some(PERMISSION_TOOL.to_owned());
     }
