@@ -222,7 +222,36 @@ fn samples() -> Vec<Event> {
             seq: 2,
             attempt: 1,
         }),
+        Event::QuestionAsked(QuestionAsked {
+            question_id: question_id(),
+            owner: QuestionOwner::Node {
+                run_id: run_id(),
+                node: "implement".into(),
+            },
+            attempt: 2,
+            kind: QuestionKind::Approval,
+            question: "May I drop the legacy_users table?".into(),
+            evidence: Some("nothing has read it since v3".into()),
+        }),
+        Event::QuestionAnswered(QuestionAnswered {
+            question_id: question_id(),
+            owner: QuestionOwner::Turn {
+                conversation_id: conversation_id(),
+                seq: 2,
+            },
+            answer: QuestionAnswer::Denied,
+            comment: Some("not before the v4 migration".into()),
+            actor: Some(Actor {
+                channel: Channel::Slack,
+                handle: "U0ANA".into(),
+                person: Some("ana".into()),
+            }),
+        }),
     ]
+}
+
+fn question_id() -> Uuid {
+    "01937c3e-8c1a-7000-8000-0000000000dd".parse().unwrap()
 }
 
 fn conversation_id() -> Uuid {
