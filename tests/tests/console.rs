@@ -365,7 +365,7 @@ async fn those_who_may_not_decide_see_no_buttons_and_are_refused(backend: Backen
     let mut cy = gh.signed_in("cy").await;
     let inbox = cy.get("/").await.expect_status(200);
     assert!(
-        inbox.contains("No gate is waiting for your decision"),
+        inbox.contains("No gate or agent is waiting for your decision"),
         "{}",
         inbox.html
     );
