@@ -308,7 +308,8 @@ fn a_persons_assistant_reads_starts_steers_and_decides_with_their_token() {
     assert_eq!(ok(&answers[12]).0, format!("pause requested for run {run}"));
     up.wait(&run, "paused");
 
-    // Ana's assistant resumes it and approves her gate through the API's decision route.
+    // Ana's assistant resumes it and, once the run waits again, approves her gate through
+    // the API's decision route.
     let answers = session(
         &python,
         &up,
@@ -316,6 +317,17 @@ fn a_persons_assistant_reads_starts_steers_and_decides_with_their_token() {
         json!([
             list(),
             call("send_command", json!({ "run": run, "command": "resume" })),
+        ]),
+    );
+    assert_eq!(names(&answers[0]), ALL_TOOLS);
+    ok(&answers[1]);
+    up.wait(&run, "waiting");
+    let answers = session(
+        &python,
+        &up,
+        &ana,
+        json!([
+            list(),
             call("list_gates", json!({})),
             call(
                 "decide_gate",
@@ -323,16 +335,14 @@ fn a_persons_assistant_reads_starts_steers_and_decides_with_their_token() {
             ),
         ]),
     );
-    assert_eq!(names(&answers[0]), ALL_TOOLS);
-    ok(&answers[1]);
-    let (_, gates) = ok(&answers[2]);
+    let (_, gates) = ok(&answers[1]);
     assert_eq!(
         gates[0]["id"],
         format!("{run}/check"),
         "ana's gate: {gates}"
     );
     assert_eq!(
-        ok(&answers[3]).0,
+        ok(&answers[2]).0,
         format!("approved: gate `check` of run {run}")
     );
     let shown = up.wait(&run, "succeeded");
