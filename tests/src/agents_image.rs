@@ -114,3 +114,44 @@ pub async fn conversations(gh: &Gatehouse) -> Vec<Value> {
     }
     details
 }
+
+/// The Docker engine with the agents image, or `None` after saying why the test is
+/// skipped; with `DOCKER_TESTS=required` (CI) a missing engine or image fails instead.
+pub async fn agents_docker_or_skip(owner: &str) -> Option<DockerSandbox> {
+    let why = match agents_docker(owner).await {
+        Ok(docker) => return Some(docker),
+        Err(why) => why,
+    };
+    assert!(
+        std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),
+        "DOCKER_TESTS=required but the agents image cannot run: {why}"
+    );
+    eprintln!("skipped: {why}");
+    None
+}
+
+/// Waits (up to four minutes: some CLIs start slowly) until the bot said `text` in
+/// `thread` of the project's channel; `name` says whose test it is when it never does.
+pub async fn said_in_thread(gh: &Gatehouse, thread: &str, text: &str, name: &str) {
+    let messages = || -> Vec<String> {
+        gh.slack
+            .messages(CHANNEL)
+            .into_iter()
+            .filter(|m| {
+                m.user == crate::fake_slack::BOT_USER && m.thread_ts.as_deref() == Some(thread)
+            })
+            .map(|m| m.text)
+            .collect()
+    };
+    for _ in 0..2400 {
+        if messages().iter().any(|m| m.contains(text)) {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let detail = conversations(gh).await;
+    panic!(
+        "{name}: the bot never said {text:?}: {:#?}\n{detail:#?}",
+        messages()
+    );
+}

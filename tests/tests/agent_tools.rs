@@ -21,7 +21,7 @@ use gatehouse_sandbox::DockerSandbox;
 use gatehouse_store::QuestionStatus;
 use gatehouse_tests::Gatehouse;
 use gatehouse_tests::agents_image::{
-    CHANNEL, agents_docker, assistant_in_agents_image_with, conversations,
+    CHANNEL, agents_docker_or_skip, assistant_in_agents_image_with, conversations, said_in_thread,
 };
 use gatehouse_tests::fake_slack::BOT_USER;
 use gatehouse_tests::gatehouse::chat::ANA;
@@ -60,7 +60,7 @@ enum Answer {
 /// tool's result, and its answer reaches the thread.
 async fn asks_a_person(answer: Answer, told: &str) {
     let data = tempfile::tempdir().unwrap();
-    let Some(docker) = docker(&data.path().display().to_string()).await else {
+    let Some(docker) = agents_docker_or_skip(&data.path().display().to_string()).await else {
         return;
     };
     let fake = FakeProvider::start(
@@ -88,7 +88,7 @@ async fn asks_a_person(answer: Answer, told: &str) {
     let approved = matches!(answer, Answer::SlackApprove);
     match answer {
         Answer::SlackApprove => {
-            let card = card_in(&gh, &thread).await;
+            let card = card_in(&gh, &thread, "The agent asks").await;
             gh.slack_click(ANA, CHANNEL, &format!("gq:approve:{id}"))
                 .await;
             assert!(card.contains(QUESTION), "{card}");
@@ -105,7 +105,7 @@ async fn asks_a_person(answer: Answer, told: &str) {
         }
     }
 
-    said(&gh, &thread, "Done, as you answered.").await;
+    said_in_thread(&gh, &thread, "Done, as you answered.", "claude-code").await;
     let answered = fake
         .requests()
         .into_iter()
@@ -158,7 +158,7 @@ async fn asks_a_person(answer: Answer, told: &str) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claude_code_asks_before_a_push_and_a_denied_push_never_runs() {
     let data = tempfile::tempdir().unwrap();
-    let Some(docker) = docker(&data.path().display().to_string()).await else {
+    let Some(docker) = agents_docker_or_skip(&data.path().display().to_string()).await else {
         return;
     };
     let push = "touch pushed.txt && git push --force origin main";
@@ -188,7 +188,7 @@ async fn claude_code_asks_before_a_push_and_a_denied_push_never_runs() {
         question["question"],
         format!("The agent wants to run `{push}`")
     );
-    let card = tool_card_in(&gh, &thread).await;
+    let card = card_in(&gh, &thread, "The agent wants to run a tool").await;
     assert!(
         card.contains("Allow once") && card.contains("git push --force"),
         "{card}"
@@ -202,7 +202,7 @@ async fn claude_code_asks_before_a_push_and_a_denied_push_never_runs() {
         )
         .await
         .is(202);
-    said(&gh, &thread, "I did not push.").await;
+    said_in_thread(&gh, &thread, "I did not push.", "claude-code").await;
     assert!(
         fake.requests()
             .iter()
@@ -235,7 +235,7 @@ async fn claude_code_asks_before_a_push_and_a_denied_push_never_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claude_code_uses_a_roles_stdio_mcp_server_in_the_sandbox() {
     let data = tempfile::tempdir().unwrap();
-    let Some(docker) = docker(&data.path().display().to_string()).await else {
+    let Some(docker) = agents_docker_or_skip(&data.path().display().to_string()).await else {
         return;
     };
     let fake = FakeProvider::start(
@@ -261,7 +261,7 @@ async fn claude_code_uses_a_roles_stdio_mcp_server_in_the_sandbox() {
     let thread = gh
         .slack_mention("Ev1", CHANNEL, ANA, "Echo something.")
         .await;
-    said(&gh, &thread, "The server echoed.").await;
+    said_in_thread(&gh, &thread, "The server echoed.", "claude-code").await;
     assert!(
         fake.requests()
             .iter()
@@ -338,34 +338,21 @@ async fn open_question(gh: &Gatehouse) -> Value {
     panic!("the agent never asked: {detail:#?}");
 }
 
-/// The question's card in `thread`, once the notifier posted it: its blocks as text.
-async fn card_in(gh: &Gatehouse, thread: &str) -> String {
+/// The card in `thread` whose text starts with `title` (a question's "The agent asks", a
+/// permission's "The agent wants to run a tool"), once the notifier posted it: its blocks
+/// as text.
+async fn card_in(gh: &Gatehouse, thread: &str, title: &str) -> String {
     for _ in 0..600 {
         if let Some(card) = gh.slack.messages(CHANNEL).into_iter().find(|m| {
             m.user == BOT_USER
                 && m.thread_ts.as_deref() == Some(thread)
-                && m.text.starts_with("The agent asks")
+                && m.text.starts_with(title)
         }) {
             return card.blocks.to_string();
         }
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    panic!("no question card in the thread");
-}
-
-/// The permission question's card in `thread`: its blocks as text.
-async fn tool_card_in(gh: &Gatehouse, thread: &str) -> String {
-    for _ in 0..600 {
-        if let Some(card) = gh.slack.messages(CHANNEL).into_iter().find(|m| {
-            m.user == BOT_USER
-                && m.thread_ts.as_deref() == Some(thread)
-                && m.text.starts_with("The agent wants to run a tool")
-        }) {
-            return card.blocks.to_string();
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    panic!("no permission card in the thread");
+    panic!("no card {title:?} in the thread");
 }
 
 /// Whether a file named `name` is anywhere under `dir`.
@@ -379,40 +366,4 @@ fn walk_has(dir: &std::path::Path, name: &str) -> bool {
             path.file_name().is_some_and(|n| n == name)
                 || (entry.file_type().is_ok_and(|t| t.is_dir()) && walk_has(&path, name))
         })
-}
-
-/// Waits (up to four minutes) until the bot said `text` in `thread`.
-async fn said(gh: &Gatehouse, thread: &str, text: &str) {
-    let messages = || -> Vec<String> {
-        gh.slack
-            .messages(CHANNEL)
-            .into_iter()
-            .filter(|m| m.user == BOT_USER && m.thread_ts.as_deref() == Some(thread))
-            .map(|m| m.text)
-            .collect()
-    };
-    for _ in 0..2400 {
-        if messages().iter().any(|m| m.contains(text)) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let detail = conversations(gh).await;
-    panic!(
-        "the bot never said {text:?}: {:#?}\n{detail:#?}",
-        messages()
-    );
-}
-
-async fn docker(owner: &str) -> Option<DockerSandbox> {
-    let why = match agents_docker(owner).await {
-        Ok(docker) => return Some(docker),
-        Err(why) => why,
-    };
-    assert!(
-        std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),
-        "DOCKER_TESTS=required but the agents image cannot run: {why}"
-    );
-    eprintln!("skipped: {why}");
-    None
 }

@@ -12,17 +12,15 @@
 //! (CI, `.ci/run`).
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
-use gatehouse_sandbox::DockerSandbox;
 use gatehouse_tests::Gatehouse;
 use gatehouse_tests::agents_image::{
-    CHANNEL, OPENCODE_CONFIG, agents_docker, assistant_in_agents_image, conversations,
+    CHANNEL, OPENCODE_CONFIG, agents_docker_or_skip, assistant_in_agents_image, conversations,
+    said_in_thread,
 };
-use gatehouse_tests::fake_slack::BOT_USER;
 use gatehouse_tests::gatehouse::chat::ANA;
 use secrecy::SecretString;
 use serde_json::{Value, json};
@@ -270,7 +268,7 @@ async fn aider_converses_in_the_agents_image() {
 /// Two turns of `case`'s CLI in a conversation, checked as the module says.
 async fn converse(case: Case) {
     let data = tempfile::tempdir().unwrap();
-    let Some(docker) = docker(&data.path().display().to_string()).await else {
+    let Some(docker) = agents_docker_or_skip(&data.path().display().to_string()).await else {
         return;
     };
     let name = case.executor.as_str();
@@ -308,7 +306,7 @@ async fn converse(case: Case) {
     let gh = assistant_in_agents_image(data, docker, role, provider).await;
 
     let thread = gh.slack_mention("Ev1", CHANNEL, ANA, FIRST_PROMPT).await;
-    said(&gh, &thread, ANSWER, name).await;
+    said_in_thread(&gh, &thread, ANSWER, name).await;
     let detail = conversation(&gh).await;
     let workspace = find_workspace(gh.data.path()).expect("the conversation's workspace");
     assert_eq!(
@@ -334,7 +332,7 @@ async fn converse(case: Case) {
 
     gh.slack_mention_in("Ev2", CHANNEL, Some(&thread), ANA, SECOND_PROMPT)
         .await;
-    said(&gh, &thread, SECOND_ANSWER, name).await;
+    said_in_thread(&gh, &thread, SECOND_ANSWER, name).await;
     let detail = conversation(&gh).await;
     let second = &detail["turns"][1]["attempts"][0];
     assert!(
@@ -366,30 +364,6 @@ async fn converse(case: Case) {
     gh.stop().await;
 }
 
-/// Waits (up to four minutes: some CLIs start slowly) until the bot said `text` in
-/// `thread`.
-async fn said(gh: &Gatehouse, thread: &str, text: &str, name: &str) {
-    let messages = || -> Vec<String> {
-        gh.slack
-            .messages(CHANNEL)
-            .into_iter()
-            .filter(|m| m.user == BOT_USER && m.thread_ts.as_deref() == Some(thread))
-            .map(|m| m.text)
-            .collect()
-    };
-    for _ in 0..2400 {
-        if messages().iter().any(|m| m.contains(text)) {
-            return;
-        }
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let detail = conversation(gh).await;
-    panic!(
-        "{name}: the bot never said {text:?}: {:#?}\n{detail:#}",
-        messages()
-    );
-}
-
 /// The one conversation, in detail, as ana sees it through the API.
 async fn conversation(gh: &Gatehouse) -> Value {
     conversations(gh).await.remove(0)
@@ -415,20 +389,5 @@ fn find_workspace(data: &Path) -> Option<PathBuf> {
             stack.push(path);
         }
     }
-    None
-}
-
-/// The Docker sandbox, or `None` (skipped) where Docker or the agents image is missing
-/// and CI does not require them.
-async fn docker(owner: &str) -> Option<DockerSandbox> {
-    let why = match agents_docker(owner).await {
-        Ok(docker) => return Some(docker),
-        Err(why) => why,
-    };
-    assert!(
-        std::env::var("DOCKER_TESTS").as_deref() != Ok("required"),
-        "DOCKER_TESTS=required but the agents image cannot run: {why}"
-    );
-    eprintln!("skipped: {why}");
     None
 }
