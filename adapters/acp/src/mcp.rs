@@ -45,20 +45,6 @@ pub fn servers(json: &str) -> Result<Vec<Value>, String> {
     Ok(servers)
 }
 
-/// The name Gatehouse's own MCP server goes by.
-const GATEHOUSE: &str = "gatehouse";
-
-/// Removes Gatehouse's own server from `servers` when the agent cannot reach a remote
-/// server: it is offered, never required. Whether it was removed.
-pub fn drop_gatehouse_unless_reachable(servers: &mut Vec<Value>, initialized: &Value) -> bool {
-    let before = servers.len();
-    servers.retain(|server| {
-        let ours = server.get("name").and_then(Value::as_str) == Some(GATEHOUSE);
-        !ours || unsupported(std::slice::from_ref(server), initialized).is_none()
-    });
-    servers.len() != before
-}
-
 /// The first remote server the agent cannot reach: one of type `http` (or `sse`) when
 /// its `initialize` answer does not offer `mcpCapabilities.http` (`.sse`).
 pub fn unsupported<'a>(servers: &'a [Value], initialized: &Value) -> Option<(&'a str, &'a str)> {
@@ -95,16 +81,6 @@ mod tests {
         let http = json!({"agentCapabilities": {"mcpCapabilities": {"http": true}}});
         assert_eq!(unsupported(&list, &http), None);
         assert_eq!(unsupported(&list[..1], &plain), None);
-        let mut ours = vec![
-            json!({"type":"http","name":"gatehouse","url":"http://127.0.0.1:1/mcp/gatehouse","headers":[]}),
-            list[0].clone(),
-        ];
-        assert!(drop_gatehouse_unless_reachable(&mut ours, &plain));
-        assert_eq!(ours, list[..1]);
-        let mut kept =
-            vec![json!({"type":"http","name":"gatehouse","url":"http://x","headers":[]})];
-        assert!(!drop_gatehouse_unless_reachable(&mut kept, &http));
-        assert_eq!(kept.len(), 1);
 
         assert!(servers("{}").unwrap_err().contains("array"));
         assert!(

@@ -83,9 +83,6 @@ pub struct Run<'a> {
     /// The signal that asked the run to stop, once one did.
     signalled: Option<i32>,
     session_id: Option<String>,
-    /// The MCP servers `session/new` and `session/load` carry: the invocation's, less
-    /// Gatehouse's own when the agent cannot reach it.
-    mcp: Vec<Value>,
 }
 
 impl<'a> Run<'a> {
@@ -119,7 +116,6 @@ impl<'a> Run<'a> {
             first_garbage: None,
             signalled: None,
             session_id: None,
-            mcp: invocation.mcp.clone(),
         })
     }
 
@@ -170,15 +166,7 @@ impl<'a> Run<'a> {
             })?
             .to_string_lossy()
             .into_owned();
-        // Gatehouse's own server is offered where the agent can reach it; the role's and
-        // project's servers are required.
-        let dropped = crate::mcp::drop_gatehouse_unless_reachable(&mut self.mcp, &initialized);
-        if dropped {
-            eprintln!(
-                "gatehouse-acp: the agent takes no remote MCP servers (mcpCapabilities.http), so it runs without Gatehouse's own tools"
-            );
-        }
-        if let Some((server, kind)) = crate::mcp::unsupported(&self.mcp, &initialized) {
+        if let Some((server, kind)) = crate::mcp::unsupported(&self.invocation.mcp, &initialized) {
             return Err(Failure::McpTransport {
                 command: self.command.clone(),
                 server: server.to_owned(),
@@ -237,7 +225,7 @@ impl<'a> Run<'a> {
                 let loaded = self
                     .call(
                         "session/load",
-                        json!({"sessionId": id, "cwd": cwd, "mcpServers": self.mcp}),
+                        json!({"sessionId": id, "cwd": cwd, "mcpServers": self.invocation.mcp}),
                         true,
                     )
                     .await;
@@ -268,7 +256,7 @@ impl<'a> Run<'a> {
         let created = self
             .call(
                 "session/new",
-                json!({"cwd": cwd, "mcpServers": self.mcp}),
+                json!({"cwd": cwd, "mcpServers": self.invocation.mcp}),
                 true,
             )
             .await
