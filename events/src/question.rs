@@ -18,14 +18,30 @@ pub enum QuestionOwner {
     Turn { conversation_id: Uuid, seq: i64 },
 }
 
-/// What made the agent ask.
+/// What made the agent ask. The store keeps it in a text column, under the same names as
+/// on the wire.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[cfg_attr(
+    feature = "sqlx",
+    derive(sqlx::Type),
+    sqlx(type_name = "text", rename_all = "snake_case")
+)]
 pub enum QuestionKind {
     /// The agent called `request_approval`.
     Approval,
     /// A tool call its role's permissions say to ask about ("allow once / deny").
     Permission,
+}
+
+impl QuestionKind {
+    /// The wire name, as the store's column and the API's views hold it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Approval => "approval",
+            Self::Permission => "permission",
+        }
+    }
 }
 
 /// `question.asked`: an agent waits for a person's answer.

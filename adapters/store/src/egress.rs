@@ -16,7 +16,7 @@ use uuid::Uuid;
 
 use crate::error::StoreError;
 use crate::store::{Store, with_pool};
-use crate::text::text_enum;
+use crate::text::{fit_bytes, text_enum};
 use crate::tx::with_tx;
 
 /// Most connections kept per attempt: an agent looping on a refused host must not fill the
@@ -185,10 +185,10 @@ impl Store {
                         .push_bind(conversation_id)
                         .push_bind(seq)
                         .push_bind(row.attempt)
-                        .push_bind(cut(&row.host, MAX_HOST_BYTES))
+                        .push_bind(fit_bytes(&row.host, MAX_HOST_BYTES))
                         .push_bind(i32::from(row.port))
                         .push_bind(row.verdict)
-                        .push_bind(row.reason.as_deref().map(|r| cut(r, MAX_REASON_BYTES)))
+                        .push_bind(row.reason.as_deref().map(|r| fit_bytes(r, MAX_REASON_BYTES)))
                         .push_bind(signed(row.bytes_up))
                         .push_bind(signed(row.bytes_down))
                         .push_bind(row.started_at)
@@ -286,31 +286,18 @@ fn signed(n: u64) -> i64 {
     i64::try_from(n).unwrap_or(i64::MAX)
 }
 
-/// `text` if it fits in `max` bytes, else its longest prefix ending on a character
-/// boundary that fits with `…` after it.
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn long_text_is_cut_on_a_character_boundary() {
-        assert_eq!(cut("short", 10), "short");
-        let cut_host = cut(&"é".repeat(400), MAX_HOST_BYTES);
+        assert_eq!(fit_bytes("short", 10), "short");
+        let cut_host = fit_bytes(&"é".repeat(400), MAX_HOST_BYTES);
         assert!(cut_host.len() <= MAX_HOST_BYTES, "{}", cut_host.len());
         assert!(cut_host.ends_with('…'));
         assert!(cut_host.starts_with("éé"));
-        assert_eq!(cut("abcdef", 5), "ab…");
+        assert_eq!(fit_bytes("abcdef", 5), "ab…");
     }
 
     #[test]

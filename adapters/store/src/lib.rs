@@ -83,6 +83,7 @@ pub use schedules::ScheduleRow;
 pub use sessions::{LoginLinkRow, OneTime, SessionRow};
 pub use spend::{MAX_SPEND_TEXT, SpendAdmission, SpendLimit, SpendRow, SpendScope};
 pub use store::Store;
+pub use text::fit_bytes;
 pub use timers::{TimerKind, TimerRow};
 pub use tokens::{NewToken, TokenRow};
 pub use tool_calls::ToolCallRow;

@@ -8,6 +8,7 @@
 //! question, its card and its answer, so a person is never asked twice.
 
 use chrono::{DateTime, Utc};
+pub use gatehouse_events::QuestionKind;
 use uuid::Uuid;
 
 use crate::egress::ConnectionOwner;
@@ -20,16 +21,6 @@ use crate::tx::{Tx, with_tx};
 pub const MAX_QUESTION_BYTES: usize = 4000;
 /// Longest evidence kept, in bytes.
 pub const MAX_EVIDENCE_BYTES: usize = 16_000;
-
-text_enum! {
-    /// What made the agent ask.
-    pub enum QuestionKind {
-        /// The agent called `request_approval`.
-        Approval = "approval",
-        /// A tool call the role's permissions say to ask about.
-        Permission = "permission",
-    }
-}
 
 text_enum! {
     /// Where a question stands.

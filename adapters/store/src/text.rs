@@ -41,3 +41,16 @@ macro_rules! text_enum {
     };
 }
 pub(crate) use text_enum;
+
+/// `text` if it fits in `max` bytes, else its longest prefix ending on a character
+/// boundary that fits with `…` after it: how untrusted text is bounded for a column.
+pub fn fit_bytes(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max.saturating_sub('…'.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
+}

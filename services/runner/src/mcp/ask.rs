@@ -136,17 +136,13 @@ async fn record(
     let expires_at = chrono::Duration::from_std(deadline.saturating_duration_since(Instant::now()))
         .ok()
         .map(|left| now + left);
-    let store_kind = match kind {
-        QuestionKind::Approval => gatehouse_store::QuestionKind::Approval,
-        QuestionKind::Permission => gatehouse_store::QuestionKind::Permission,
-    };
     let mut tx = tools.store.begin().await?;
     let asked = tx
         .ask_question(&NewQuestion {
             owner: &tools.owner,
             attempt: i32::try_from(tools.attempt).unwrap_or(i32::MAX),
             project: tools.project.as_deref(),
-            kind: store_kind,
+            kind,
             question,
             evidence,
             digest: digest.as_str(),
@@ -236,10 +232,7 @@ async fn expire(tools: &AttemptTools, row: &QuestionRow) -> Result<Reply, AskErr
 /// The question's identity within its owner: the same kind, text and evidence is the same
 /// question.
 fn digest(kind: QuestionKind, question: &str, evidence: Option<&str>) -> Digest {
-    let kind = match kind {
-        QuestionKind::Approval => "approval",
-        QuestionKind::Permission => "permission",
-    };
+    // The kind serializes as its wire name (`approval`), as it did when this was a match.
     let text = serde_json::json!([kind, question, evidence]).to_string();
     Digest::of(text.as_bytes())
 }

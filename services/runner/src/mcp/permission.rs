@@ -8,7 +8,7 @@
 
 use gatehouse_agent::{Decision, ToolCall, ToolUse};
 use gatehouse_events::QuestionKind;
-use gatehouse_store::MAX_EVIDENCE_BYTES;
+use gatehouse_store::{MAX_EVIDENCE_BYTES, fit_bytes};
 
 use super::AttemptTools;
 use super::ask::ask;
@@ -101,7 +101,7 @@ fn question(call: &ToolUse) -> String {
 /// The call's input as people read it, bounded.
 fn evidence(call: &ToolUse) -> String {
     let text = serde_json::to_string_pretty(&call.input).unwrap_or_default();
-    cut(&text, MAX_EVIDENCE_BYTES - 64)
+    fit_bytes(&text, MAX_EVIDENCE_BYTES - 64)
 }
 
 /// The trace's line for a decision.
@@ -109,23 +109,11 @@ fn summary(call: &ToolUse, decided: &Decided) -> String {
     let verb = if decided.allow { "allow" } else { "deny" };
     let what = question(call);
     let what = what.strip_prefix("The agent wants to ").unwrap_or(&what);
-    cut(&format!("{verb} {what} — {}", decided.reason), 240)
+    fit_bytes(&format!("{verb} {what} — {}", decided.reason), 240)
 }
 
 fn one_line(text: &str) -> String {
-    cut(&text.replace(['\n', '\r'], " "), 300)
-}
-
-/// `text` cut to at most `max` bytes on a character boundary, with `…` when cut.
-fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max.saturating_sub('…'.len_utf8());
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
+    fit_bytes(&text.replace(['\n', '\r'], " "), 300)
 }
 
 #[cfg(test)]
