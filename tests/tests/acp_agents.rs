@@ -101,7 +101,7 @@ async fn an_acp_role_without_the_shim_fails_saying_how_to_build_it(backend: Back
     let attempts = stack.db.store.attempts(run).await.unwrap();
     let error = attempts[0].error.clone().unwrap_or_default();
     assert!(
-        error.starts_with("executor \"acp\" needs the gatehouse-acp binary on the runner"),
+        error.starts_with("executor \"acp\", and `permissions` on a CLI that asks through a hook, need the gatehouse-acp binary on the runner"),
         "{error}"
     );
     stack.stop().await;

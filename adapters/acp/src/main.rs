@@ -3,6 +3,7 @@
 //!
 //! `gatehouse-acp --prompt-file F [--system-file S] [--resume SESSION]
 //! [--transcript-file T] [--permissions FILE] [--mode MODE] [--timeout SECS] [--cancel-grace SECS] -- AGENT ARGS...`
+//! — or `gatehouse-acp hook NAME`, a CLI's pre-tool hook ([`hook`]).
 //!
 //! ACP is JSON-RPC between an editor and a coding agent over the agent's stdio; Gatehouse
 //! runs each CLI as a command line whose stdout it reads, so this shim is the editor: it
@@ -24,6 +25,7 @@ mod agent;
 mod args;
 mod ask;
 mod failure;
+mod hook;
 mod mcp;
 mod output;
 mod permission;
@@ -44,6 +46,11 @@ fn main() {
 }
 
 fn run() -> i32 {
+    let mut words = std::env::args_os().skip(1);
+    if words.next().is_some_and(|word| word == "hook") {
+        let name = words.next().map(|name| name.to_string_lossy().into_owned());
+        return hook::run(name.as_deref().unwrap_or_default());
+    }
     let invocation = match args::parse(std::env::args_os().skip(1)) {
         Ok(invocation) => invocation,
         Err(ArgsError::Help) => {

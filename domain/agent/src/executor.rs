@@ -105,6 +105,13 @@ impl Executor {
         self.cli().takes_mcp()
     }
 
+    /// Whether an attempt of `role` needs the `gatehouse-acp` shim in its sandbox: an ACP
+    /// agent speaks through it, and a CLI's permission hook is answered by it.
+    pub fn needs_shim(role: &Role) -> bool {
+        role.executor == Self::Acp
+            || (role.permissions.is_some() && role.executor.cli().permission_hook().is_some())
+    }
+
     /// Whether a turn gives it the conversation so far as a file (`{transcript_file}`)
     /// rather than resuming a session of its own.
     pub fn reads_transcript(self) -> bool {
@@ -207,14 +214,25 @@ pub(crate) trait Cli: Sync {
         true
     }
 
+    /// The pre-tool hook through which the CLI asks Gatehouse about every tool call when
+    /// the role has `permissions` ([`crate::permission::hook`]); its command line then
+    /// configures the hook, and the runner mounts the shim that answers it.
+    fn permission_hook(&self) -> Option<crate::permission::hook::Hook> {
+        None
+    }
+
     /// Whether the CLI can enforce a role's `permissions`: every rule, `ask` never
-    /// becoming allow. Most cannot; those that can say so in their file.
+    /// becoming allow. A CLI with a [`Cli::permission_hook`] can, since the runner decides
+    /// each call by the whole policy; others say so in their file, or are refused.
     /// `permissions` is the role's, already checked to parse.
     fn check_permissions(
         &self,
         role: &Role,
         _permissions: &crate::permission::Permissions,
     ) -> Result<(), RoleError> {
+        if self.permission_hook().is_some() {
+            return Ok(());
+        }
         Err(RoleError::PermissionsNotEnforced {
             executor: role.executor,
             why: self.permissions_missing(),

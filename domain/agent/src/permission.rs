@@ -15,6 +15,7 @@
 
 pub mod acp;
 mod glob;
+pub mod hook;
 pub mod prompt_tool;
 mod rule;
 mod shell;

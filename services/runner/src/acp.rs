@@ -1,8 +1,10 @@
-//! The `gatehouse-acp` shim in the sandbox of an `acp` role's attempt.
+//! The `gatehouse-acp` shim in the sandbox of an `acp` role's attempt, or of a role with
+//! `permissions` whose CLI asks about each tool call through a hook.
 //!
 //! An `acp` role's command line runs `"$GATEHOUSE_ACP" … -- <agent argv>`: the shim speaks
 //! the Agent Client Protocol to the agent inside the sandbox and prints the lines the trace
-//! reads. The runner's image need not have it: the runner hands its own static build
+//! reads. A hooked CLI runs `"$GATEHOUSE_ACP" hook NAME` before each tool call
+//! (`gatehouse_agent::permission::hook`). The runner's image need not have it: the runner hands its own static build
 //! (`[runner] acp`, else `gatehouse-acp` beside the relay binary) to every such job — a
 //! read-only bind mount at [`IN_CONTAINER`] for a container (as the relay binary is), its
 //! host path for a process, which sees the host's files — and sets `GATEHOUSE_ACP` to the
@@ -20,10 +22,10 @@ pub(crate) const IN_CONTAINER: &str = "/opt/gatehouse/bin/gatehouse-acp";
 /// The variable the command line reads the shim's path from.
 pub(crate) const VARIABLE: &str = "GATEHOUSE_ACP";
 
-/// Gives `job` the shim when `role` runs an ACP agent; `binary` is the runner's (`None` when
+/// Gives `job` the shim when `role` needs it ([`Executor::needs_shim`]); `binary` is the runner's (`None` when
 /// it has none). `Err`: why the attempt cannot run, saying what to configure.
 pub(crate) fn equip(job: &mut Job, role: &Role, binary: Option<&Path>) -> Result<(), String> {
-    if role.executor != Executor::Acp {
+    if !Executor::needs_shim(role) {
         return Ok(());
     }
     let Some(binary) = binary else {
@@ -43,8 +45,10 @@ pub(crate) fn equip(job: &mut Job, role: &Role, binary: Option<&Path>) -> Result
     Ok(())
 }
 
-/// Why an `acp` role cannot run on a runner without the shim.
-pub(crate) const MISSING: &str = "executor \"acp\" needs the gatehouse-acp binary on the runner: \
+/// Why an `acp` role, or a hooked role with `permissions`, cannot run on a runner without
+/// the shim.
+pub(crate) const MISSING: &str = "executor \"acp\", and `permissions` on a CLI that asks through a hook, \
+     need the gatehouse-acp binary on the runner: \
      build it with deploy/sandbox/build-relay.sh (it prints the directory holding it and \
      gatehouse-relay) and set [runner] acp to its path, or put it beside the relay binary";
 

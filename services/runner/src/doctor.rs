@@ -224,7 +224,7 @@ impl Runner {
             Check::Cli,
             cli::check(self, name, role, profile, stop).await,
         )];
-        if role.executor == gatehouse_agent::Executor::Acp && self.options.acp.is_none() {
+        if gatehouse_agent::Executor::needs_shim(role) && self.options.acp.is_none() {
             findings.push(finding(
                 Check::Cli,
                 Outcome::Failed(crate::acp::MISSING.to_owned()),
