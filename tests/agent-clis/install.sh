@@ -1,10 +1,14 @@
 #!/usr/bin/env bash
 # Installs the real agent CLIs the tests drive (tests/tests/agent_clis.rs) at the exact
 # versions pinned in deploy/sandbox/agent-clis.env, with npm, into one directory:
-#   DIR/node_modules/.bin/claude   @anthropic-ai/claude-code
-#   DIR/node_modules/.bin/codex    @openai/codex
+#   DIR/node_modules/.bin/claude     @anthropic-ai/claude-code
+#   DIR/node_modules/.bin/codex      @openai/codex
+#   DIR/node_modules/.bin/gemini     @google/gemini-cli
+#   DIR/node_modules/.bin/copilot    @github/copilot
+#   DIR/node_modules/.bin/opencode   opencode-ai
+#   DIR/node_modules/.bin/kilo       @kilocode/cli
 # Usage: install.sh [DIR]   (default: target/agent-clis at the repository's root)
-# Skips npm when both are already installed at the pinned versions; prints the binaries'
+# Skips npm when all are already installed at the pinned versions; prints the binaries'
 # directory (DIR/node_modules/.bin) last. The tests find DIR through AGENT_CLIS_DIR.
 set -euo pipefail
 
@@ -22,20 +26,35 @@ installed_version() {
     node -p "require(process.argv[1]).version" "$manifest" 2> /dev/null || true
 }
 
-if [ "$(installed_version @anthropic-ai/claude-code)" = "$CLAUDE_CODE_VERSION" ] &&
-    [ "$(installed_version @openai/codex)" = "$CODEX_VERSION" ]; then
-    echo "agent CLIs already installed: claude-code $CLAUDE_CODE_VERSION, codex $CODEX_VERSION" >&2
+# The pinned packages, and the binary each must leave in DIR/node_modules/.bin.
+packages=(
+    "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION"
+    "@openai/codex@$CODEX_VERSION"
+    "@google/gemini-cli@$GEMINI_CLI_VERSION"
+    "@github/copilot@$COPILOT_VERSION"
+    "opencode-ai@$OPENCODE_VERSION"
+    "@kilocode/cli@$KILO_VERSION"
+    "@kilocode/cli-linux-x64@$KILO_VERSION"
+)
+binaries=(claude codex gemini copilot opencode kilo)
+
+missing=()
+for package in "${packages[@]}"; do
+    name=${package%@*}
+    [ "$(installed_version "$name")" = "${package##*@}" ] || missing+=("$package")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+    echo "agent CLIs already installed: ${packages[*]}" >&2
 else
-    echo "installing @anthropic-ai/claude-code@$CLAUDE_CODE_VERSION @openai/codex@$CODEX_VERSION into $dir" >&2
+    echo "installing ${missing[*]} into $dir" >&2
     mkdir -p "$dir"
     # A package.json of its own keeps npm from walking up into another project.
     [ -f "$dir/package.json" ] || echo '{"name":"gatehouse-agent-clis","private":true}' > "$dir/package.json"
-    npm install --prefix "$dir" --no-audit --no-fund --save-exact --loglevel=error \
-        "@anthropic-ai/claude-code@$CLAUDE_CODE_VERSION" "@openai/codex@$CODEX_VERSION" >&2
+    npm install --prefix "$dir" --no-audit --no-fund --save-exact --loglevel=error "${packages[@]}" >&2
 fi
 
 bin="$dir/node_modules/.bin"
-for cli in claude codex; do
+for cli in "${binaries[@]}"; do
     [ -x "$bin/$cli" ] || { echo "$bin/$cli is missing after the install" >&2; exit 1; }
 done
 echo "$bin"
