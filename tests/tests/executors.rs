@@ -8,9 +8,15 @@
 //! the tool call is in the turn's trace, the gateway metered the turn's usage, and turn two
 //! continued turn one's session: its request to the model carries turn one's prompt.
 //!
+//! The role has a skill too: each CLI must show its model the skill's description, read
+//! from where Gatehouse copied it (`Cli::skills_homes`) or from the system text listing it
+//! for a CLI that reads no skills — the check that those folders are where each pinned
+//! CLI really looks.
+//!
 //! Without Docker or the image the tests say so and pass, unless `DOCKER_TESTS=required`
 //! (CI, `.ci/run`).
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use gatehouse_agent::{Executor, Role};
@@ -18,7 +24,7 @@ use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
 use gatehouse_tests::Gatehouse;
 use gatehouse_tests::agents_image::{
-    CHANNEL, OPENCODE_CONFIG, agents_docker_or_skip, assistant_in_agents_image, conversations,
+    CHANNEL, OPENCODE_CONFIG, agents_docker_or_skip, assistant_in_agents_image_with, conversations,
     said_in_thread,
 };
 use gatehouse_tests::gatehouse::chat::ANA;
@@ -33,6 +39,10 @@ const ANSWER: &str = "I created hello.txt.";
 const FIRST_PROMPT: &str = "Create hello.txt with a greeting.";
 const SECOND_PROMPT: &str = "Now say that you are done.";
 const SECOND_ANSWER: &str = "All done here.";
+
+/// The role's skill; its description is what a CLI lists to its model.
+const SKILL: &str = "house-style";
+const SKILL_DESCRIPTION: &str = "Follow the house style HOUSE-STYLE-SKILL-7f3 when writing files.";
 
 /// One executor's part.
 struct Case {
@@ -295,7 +305,18 @@ async fn converse(case: Case) {
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
+        skills: vec![SKILL.to_owned()],
         ..Role::new(case.executor)
+    };
+    let skill = data.path().join("skills").join(SKILL);
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        format!("---\nname: {SKILL}\ndescription: {SKILL_DESCRIPTION}\n---\n\nWrite a greeting.\n"),
+    )
+    .unwrap();
+    let source = gatehouse_agent::SkillSource::Path {
+        path: skill.display().to_string(),
     };
     let provider = Provider {
         name: "model".into(),
@@ -303,7 +324,10 @@ async fn converse(case: Case) {
         base_url: url::Url::parse(fake.url()).unwrap(),
         key: SecretString::from(REAL_KEY),
     };
-    let gh = assistant_in_agents_image(data, docker, role, provider).await;
+    let gh = assistant_in_agents_image_with(data, docker, role, provider, move |options| {
+        options.skills = BTreeMap::from([(SKILL.to_owned(), source)]);
+    })
+    .await;
 
     let thread = gh.slack_mention("Ev1", CHANNEL, ANA, FIRST_PROMPT).await;
     said_in_thread(&gh, &thread, ANSWER, name).await;
@@ -329,6 +353,12 @@ async fn converse(case: Case) {
         "{name}: the gateway metered turn one: {detail:#}"
     );
     let session = detail["session_id"].as_str().map(str::to_owned);
+    assert!(
+        fake.requests()
+            .iter()
+            .any(|r| r.body.to_string().contains("HOUSE-STYLE-SKILL-7f3")),
+        "{name}: no request to the model lists the role's skill {SKILL:?}"
+    );
 
     gh.slack_mention_in("Ev2", CHANNEL, Some(&thread), ANA, SECOND_PROMPT)
         .await;
