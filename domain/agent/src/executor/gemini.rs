@@ -257,3 +257,79 @@ fn mcp_servers(servers: &[crate::McpServer]) -> serde_json::Value {
     });
     serde_json::Value::Object(entries.collect())
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{HOOK_FAILED, settings};
+    use crate::permission::Permissions;
+    use crate::role::Role;
+    use crate::{Executor, Tools, invocation};
+
+    fn with_permissions() -> Role {
+        let permissions: Permissions =
+            serde_json::from_value(json!({"ask": ["Bash(git push*)"]})).expect("permissions");
+        Role {
+            permissions: Some(permissions),
+            ..Role::new(Executor::Gemini)
+        }
+    }
+
+    #[test]
+    fn a_role_with_permissions_gets_the_hook_and_nothing_that_could_skip_it() {
+        let role = with_permissions();
+        assert_eq!(role.check(), Ok(()));
+        assert!(Executor::needs_shim(&role));
+        let written: Value = serde_json::from_str(&settings(&role, true, &[])).expect("json");
+        assert_eq!(written["hooksConfig"], json!({"enabled": true}));
+        let hook = &written["hooks"]["BeforeTool"][0]["hooks"][0];
+        assert!(written["hooks"]["BeforeTool"][0].get("matcher").is_none());
+        assert_eq!(hook["type"], "command");
+        assert_eq!(hook["timeout"], json!(i32::MAX));
+        assert_eq!(
+            hook["env"]["GATEHOUSE_TOOLS_TOKEN"],
+            "${GATEHOUSE_TOOLS_TOKEN:-}"
+        );
+        let command = hook["command"].as_str().expect("a command");
+        assert!(
+            command.starts_with("( \"${GATEHOUSE_ACP:?") && command.contains(" hook gemini )"),
+            "{command}"
+        );
+        // The fallback sits in single quotes.
+        assert!(!HOOK_FAILED.contains('\''));
+        let line = |role: &Role| invocation(role, None, &Tools::none(), "/in/prompt.md", None);
+        let hooked = line(&role);
+        assert!(hooked.contains("--extensions none"), "{hooked}");
+        assert!(hooked.contains("\"hooksConfig\" in s"), "{hooked}");
+        let plain = line(&Role::new(Executor::Gemini));
+        assert!(
+            !plain.contains("hooks") && !plain.contains("--extensions"),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn the_hook_command_denies_when_the_shim_is_missing_or_silent() {
+        let role = with_permissions();
+        let written: Value = serde_json::from_str(&settings(&role, false, &[])).expect("json");
+        let command = written["hooks"]["BeforeTool"][0]["hooks"][0]["command"]
+            .as_str()
+            .expect("a command")
+            .to_owned();
+        let run = |acp: &str| {
+            let mut bash = std::process::Command::new("bash");
+            bash.arg("-c").arg(&command).env_remove("GATEHOUSE_ACP");
+            if !acp.is_empty() {
+                bash.env("GATEHOUSE_ACP", acp);
+            }
+            bash.output().expect("bash")
+        };
+        for acp in ["", "/bin/false", "/nonexistent/gatehouse-acp"] {
+            let output = run(acp);
+            assert_eq!(output.status.code(), Some(2), "{acp}");
+            let answer: Value = serde_json::from_slice(&output.stdout).expect("a decision");
+            assert_eq!(answer["decision"], "deny", "{acp}");
+        }
+    }
+}
