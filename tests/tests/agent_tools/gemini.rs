@@ -2,8 +2,6 @@
 //! role that must ask before `git push` puts the push to a person, the denied push never
 //! runs, the model reads why, and the decision is in the trace.
 
-use std::collections::BTreeMap;
-
 use gatehouse_agent::{Executor, Permissions, Role, Rule};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
