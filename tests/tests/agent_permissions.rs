@@ -12,6 +12,8 @@
 //!
 //! Skipped, saying so, without the CLIs (unless `AGENT_CLI_TESTS=required`).
 
+#[path = "agent_permissions/gemini.rs"]
+mod gemini;
 #[path = "agent_clis/installed.rs"]
 mod installed;
 #[path = "agent_clis/run.rs"]

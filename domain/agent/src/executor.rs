@@ -248,10 +248,6 @@ pub(crate) trait Cli: Sync {
                 "Gatehouse does not yet translate the rules into Codex's execpolicy, which \
                  covers shell commands only; over ACP: command = [\"codex-acp\"]"
             }
-            "gemini" => {
-                "Gatehouse does not yet translate the rules into Gemini CLI's policy engine; \
-                 over ACP: command = [\"gemini\", \"--acp\"]"
-            }
             "opencode" => {
                 "Gatehouse does not yet translate the rules into OpenCode's `permission` \
                  settings; over ACP: command = [\"opencode\", \"acp\"]"

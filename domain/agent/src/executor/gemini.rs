@@ -31,6 +31,20 @@
 //! runner's address and the attempt's token expanded by the shell as it writes the file.
 //! `--approval-mode yolo` approves their tools as it does the built-in ones.
 //!
+//! A role with `permissions` gets Gatehouse's `BeforeTool` hook in the same file
+//! ([`crate::permission::hook`]): `gatehouse-acp hook gemini` runs before every tool call
+//! (the CLI's own, a sub-agent's, MCP tools) and its answer decides, so `--approval-mode
+//! yolo` stays — the CLI asks nobody and runs what the hook allows. The CLI lets a call run
+//! when a hook times out, fails without output or prints no decision, so the command is
+//! wrapped to deny whenever the shim does not answer, and its time-out is the longest the
+//! CLI's timer takes (24 days; the attempt ends first). The shim's variables are handed to
+//! the hook through its `env` (the CLI fills `${…}` in settings from its own environment),
+//! since the CLI drops variables named like secrets from a hook's environment under
+//! GitHub Actions. Two things could switch the hook off, so they are shut: extensions
+//! (`--extensions none`) and the working folder's `.gemini/settings.json`, which the CLI
+//! merges over the user's file when the folder is trusted — a run refuses to start when that
+//! file has `hooks` or `hooksConfig`, or does not read as plain JSON.
+//!
 //! Its sessions are `~/.gemini/tmp/<project>/chats/session-<time>-<id8>.jsonl`, where
 //! `<project>` is named after the working directory and `<id8>` is the first 8 characters
 //! of the session id; `GEMINI_CLI_HOME` moves `~/.gemini`.
@@ -43,6 +57,7 @@ use serde_json::json;
 use super::mcp_servers::{as_strs, bearer, program, variables};
 use super::{Call, Cli, ModelApi, home_file, pairs};
 use crate::invocation::quote;
+use crate::permission::hook::Hook;
 use crate::role::Role;
 use crate::sessions::SessionFiles;
 use crate::trace::Events;
@@ -53,6 +68,19 @@ const MAX_ATTEMPTS: u32 = 10;
 
 /// Where the settings file goes, under `$HOME`.
 const SETTINGS: &str = ".gemini/settings.json";
+
+/// The permission hook's time-out in milliseconds: the most Node's timers take (a larger
+/// value fires at once). A person's answer takes at most the attempt's time.
+const HOOK_TIMEOUT_MS: u32 = i32::MAX as u32;
+
+/// What the hook prints when the shim gave no answer: the CLI would run the call.
+const HOOK_FAILED: &str = r#"{"decision":"deny","reason":"the Gatehouse permission hook gave no answer, so the call is denied"}"#;
+
+/// Before a run with `permissions`: refuses a working folder whose `.gemini/settings.json`
+/// could turn hooks off or add a hook that rewrites an allowed call (`hooks`,
+/// `hooksConfig`), or that `JSON.parse` does not read as the CLI would. `node` runs the
+/// CLI, so it is there.
+const WORKSPACE_CHECK: &str = "node -e 'const fs=require(\"fs\");let t;try{t=fs.readFileSync(\".gemini/settings.json\",\"utf8\")}catch(e){process.exit(e.code===\"ENOENT\"?0:1)}const s=JSON.parse(t);process.exit(s!==null&&typeof s===\"object\"&&(\"hooks\" in s||\"hooksConfig\" in s)?1:0)' 2>/dev/null || { echo 'Gatehouse: this folder'\\''s .gemini/settings.json sets hooks or hooksConfig (or is not plain JSON); with the role'\\''s permissions Gemini CLI does not run with it, since it could switch the permission hook off' >&2; exit 3; }";
 
 pub(super) struct Gemini;
 
@@ -78,6 +106,10 @@ impl Cli for Gemini {
         pairs(&[("GEMINI_TELEMETRY_ENABLED", "false")])
     }
 
+    fn permission_hook(&self) -> Option<Hook> {
+        Some(Hook::Gemini)
+    }
+
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
         let Call {
             prompt_file,
@@ -96,6 +128,11 @@ impl Cli for Gemini {
         ]
         .map(String::from)
         .into();
+        if role.permissions.is_some() {
+            // An extension's hooks could rewrite a call after Gatehouse's allowed it.
+            words.push("--extensions".to_owned());
+            words.push("none".to_owned());
+        }
         if let Some(model) = &role.model {
             words.push("--model".to_owned());
             words.push(quote(model));
@@ -107,11 +144,14 @@ impl Cli for Gemini {
         words.extend(role.args.iter().map(|arg| quote(arg)));
         let gemini = words.join(" ");
         let servers = &call.tools.mcp;
-        let settings = home_file(
+        let mut settings = home_file(
             SETTINGS,
             &settings(role, api.is_some(), servers),
             &as_strs(&variables(servers)),
         );
+        if role.permissions.is_some() {
+            settings = format!("{settings} && {{ {WORKSPACE_CHECK}; }}");
+        }
         match system_file.filter(|_| resume.is_none()) {
             // A blank line keeps the system text's last line apart from the prompt's first.
             Some(system_file) => format!(
@@ -164,7 +204,38 @@ fn settings(role: &Role, through_gateway: bool, servers: &[crate::McpServer]) ->
     if let (false, Some(object)) = (servers.is_empty(), settings.as_object_mut()) {
         object.insert("mcpServers".to_owned(), mcp_servers(servers));
     }
+    if let (true, Some(object)) = (role.permissions.is_some(), settings.as_object_mut()) {
+        object.insert("hooksConfig".to_owned(), json!({"enabled": true}));
+        object.insert(
+            "hooks".to_owned(),
+            json!({"BeforeTool": [permission_hook()]}),
+        );
+    }
     settings.to_string()
+}
+
+/// The `BeforeTool` entry that asks Gatehouse about every call: no matcher (every tool),
+/// the shim's command wrapped so that no answer is a deny, and the shim's variables.
+fn permission_hook() -> serde_json::Value {
+    let command = format!(
+        "( {} ) || {{ printf '%s\\n' '{HOOK_FAILED}'; exit 2; }}",
+        Hook::Gemini.command()
+    );
+    let env: serde_json::Map<String, serde_json::Value> = [
+        "GATEHOUSE_ACP",
+        "GATEHOUSE_TOOLS_URL",
+        "GATEHOUSE_TOOLS_TOKEN",
+    ]
+    .into_iter()
+    .map(|name| (name.to_owned(), json!(format!("${{{name}:-}}"))))
+    .collect();
+    json!({"hooks": [{
+        "name": "gatehouse-permissions",
+        "type": "command",
+        "command": command,
+        "timeout": HOOK_TIMEOUT_MS,
+        "env": env,
+    }]})
 }
 
 /// `mcpServers`: NAME → `{command, args, env}` or `{httpUrl, headers}`.
@@ -185,4 +256,80 @@ fn mcp_servers(servers: &[crate::McpServer]) -> serde_json::Value {
         (server.name.clone(), entry)
     });
     serde_json::Value::Object(entries.collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::{Value, json};
+
+    use super::{HOOK_FAILED, settings};
+    use crate::permission::Permissions;
+    use crate::role::Role;
+    use crate::{Executor, Tools, invocation};
+
+    fn with_permissions() -> Role {
+        let permissions: Permissions =
+            serde_json::from_value(json!({"ask": ["Bash(git push*)"]})).expect("permissions");
+        Role {
+            permissions: Some(permissions),
+            ..Role::new(Executor::Gemini)
+        }
+    }
+
+    #[test]
+    fn a_role_with_permissions_gets_the_hook_and_nothing_that_could_skip_it() {
+        let role = with_permissions();
+        assert_eq!(role.check(), Ok(()));
+        assert!(Executor::needs_shim(&role));
+        let written: Value = serde_json::from_str(&settings(&role, true, &[])).expect("json");
+        assert_eq!(written["hooksConfig"], json!({"enabled": true}));
+        let hook = &written["hooks"]["BeforeTool"][0]["hooks"][0];
+        assert!(written["hooks"]["BeforeTool"][0].get("matcher").is_none());
+        assert_eq!(hook["type"], "command");
+        assert_eq!(hook["timeout"], json!(i32::MAX));
+        assert_eq!(
+            hook["env"]["GATEHOUSE_TOOLS_TOKEN"],
+            "${GATEHOUSE_TOOLS_TOKEN:-}"
+        );
+        let command = hook["command"].as_str().expect("a command");
+        assert!(
+            command.starts_with("( \"${GATEHOUSE_ACP:?") && command.contains(" hook gemini )"),
+            "{command}"
+        );
+        // The fallback sits in single quotes.
+        assert!(!HOOK_FAILED.contains('\''));
+        let line = |role: &Role| invocation(role, None, &Tools::none(), "/in/prompt.md", None);
+        let hooked = line(&role);
+        assert!(hooked.contains("--extensions none"), "{hooked}");
+        assert!(hooked.contains("\"hooksConfig\" in s"), "{hooked}");
+        let plain = line(&Role::new(Executor::Gemini));
+        assert!(
+            !plain.contains("hooks") && !plain.contains("--extensions"),
+            "{plain}"
+        );
+    }
+
+    #[test]
+    fn the_hook_command_denies_when_the_shim_is_missing_or_silent() {
+        let role = with_permissions();
+        let written: Value = serde_json::from_str(&settings(&role, false, &[])).expect("json");
+        let command = written["hooks"]["BeforeTool"][0]["hooks"][0]["command"]
+            .as_str()
+            .expect("a command")
+            .to_owned();
+        let run = |acp: &str| {
+            let mut bash = std::process::Command::new("bash");
+            bash.arg("-c").arg(&command).env_remove("GATEHOUSE_ACP");
+            if !acp.is_empty() {
+                bash.env("GATEHOUSE_ACP", acp);
+            }
+            bash.output().expect("bash")
+        };
+        for acp in ["", "/bin/false", "/nonexistent/gatehouse-acp"] {
+            let output = run(acp);
+            assert_eq!(output.status.code(), Some(2), "{acp}");
+            let answer: Value = serde_json::from_slice(&output.stdout).expect("a decision");
+            assert_eq!(answer["decision"], "deny", "{acp}");
+        }
+    }
 }
