@@ -265,8 +265,9 @@ impl Tool {
 impl Pattern {
     fn matches(&self, tool: &str, subject: &str, side: Side) -> bool {
         match (self, tool) {
-            (Self::Domain(host), _) => host_of(subject).is_some_and(|h| {
-                Glob::new(&host.to_ascii_lowercase()).matches(&h.to_ascii_lowercase())
+            // A URL whose host cannot be read is caught by deny and ask, allowed by none.
+            (Self::Domain(host), _) => host_of(subject).map_or(side == Side::Restrict, |h| {
+                Glob::new(&host.to_ascii_lowercase()).matches(&h)
             }),
             (_, "Bash") => {
                 let cut = shell::commands(subject);
@@ -316,15 +317,21 @@ fn subject<'a>(tool: &str, input: &'a Value) -> Option<&'a str> {
     keys.iter().find_map(|key| input.get(key)?.as_str())
 }
 
-/// The host of a URL, without user, port or path.
-fn host_of(url: &str) -> Option<&str> {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host = authority.rsplit('@').next()?;
-    let host = if host.starts_with('[') {
-        host.split_inclusive(']').next()?
-    } else {
-        host.split(':').next()?
+/// The host a fetch of `url` reaches, read as WHATWG URL parsers (browsers, Node's
+/// `fetch`) read it, so `https://evil.io\@good.io/`, `http://evil%2Eio` and a trailing dot
+/// name the host the request goes to; lowercase, without user, port or path. A URL
+/// without a scheme is read as `https://`. `None` when it names no host.
+fn host_of(url: &str) -> Option<String> {
+    let parsed = match url::Url::parse(url) {
+        Err(url::ParseError::RelativeUrlWithoutBase) => {
+            url::Url::parse(&format!("https://{url}")).ok()?
+        }
+        parsed => parsed.ok()?,
+    };
+    let host = match parsed.host()? {
+        url::Host::Domain(domain) => domain.trim_end_matches('.').to_ascii_lowercase(),
+        url::Host::Ipv4(ip) => ip.to_string(),
+        url::Host::Ipv6(ip) => format!("[{ip}]"),
     };
     (!host.is_empty()).then_some(host)
 }
@@ -604,7 +611,19 @@ mod tests {
         let server = rule("mcp__github");
         assert!(server.applies(&call("mcp__github__create_issue", json!({})), Side::Permit));
         assert!(!server.applies(&call("mcp__githubx__a", json!({})), Side::Permit));
-        assert_eq!(host_of("http://u:p@h.io:80/x"), Some("h.io"));
+        assert_eq!(host_of("http://u:p@h.io:80/x").as_deref(), Some("h.io"));
+        // Read as the request would go, not as the text looks.
+        assert_eq!(host_of("https://evil.io\\@good.io/").as_deref(), Some("evil.io"));
+        assert_eq!(host_of("http://evil%2Eio/").as_deref(), Some("evil.io"));
+        assert_eq!(host_of("https://Good.IO./x").as_deref(), Some("good.io"));
+        assert_eq!(host_of("good.io/path").as_deref(), Some("good.io"));
+        assert_eq!(host_of("http://[::1]:8080/").as_deref(), Some("[::1]"));
+        let good = rule("WebFetch(domain:good.io)");
+        let sneaky = call("WebFetch", json!({"url": "https://evil.io\\@good.io/"}));
+        assert!(!good.applies(&sneaky, Side::Permit));
+        let unreadable = call("WebFetch", json!({"url": "http://"}));
+        assert!(good.applies(&unreadable, Side::Restrict));
+        assert!(!good.applies(&unreadable, Side::Permit));
         assert_eq!(normalize("/a/./b/../../../c"), "/c");
     }
 
