@@ -12,6 +12,8 @@
 
 #[path = "agent_tools/gemini.rs"]
 mod gemini;
+#[path = "agent_tools/mcp_failures.rs"]
+mod mcp_failures;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

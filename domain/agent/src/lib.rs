@@ -24,6 +24,7 @@ mod executor;
 mod invocation;
 mod limit;
 mod mcp;
+mod mcp_preflight;
 mod parse;
 pub mod permission;
 mod placeholder;
@@ -45,6 +46,7 @@ pub use mcp::{
     GATEHOUSE_MCP, MAX_MCP_NAME_LEN, MAX_MCP_SERVERS, McpDefinition, McpError, TOOLS_TOKEN_VAR,
     TOOLS_URL_VAR, check_mcp_list, check_mcp_name, mcp_servers, remote_url, unknown_mcp,
 };
+pub use mcp_preflight::{MCP_PROGRAM_MISSING, SandboxPlace, mcp_preflight, missing_mcp_program};
 pub use parse::parse_report;
 pub use permission::{Decision, Permissions, PermissionsError, Rule, RuleError, ToolUse, Verdict};
 pub use price::{Price, PriceTable, cost};

@@ -194,3 +194,18 @@ fn sub_agent_and_server_tool_calls_are_traced_too() {
         Some("Claude Code stopped before printing its result")
     );
 }
+
+#[test]
+fn mcp_servers_that_did_not_connect_are_traced_once_as_failed_calls() {
+    let init = r#"{"type":"system","subtype":"init","session_id":"s","mcp_servers":[{"name":"gatehouse","status":"connected","source":"dynamic"},{"name":"dead","status":"failed","source":"dynamic"},{"name":"slow","status":"pending"},{"name":"wiki","status":"needs-auth"},{"name":"evil\n`x`    name","status":"failed"},{"status":"failed"},"junk"]}"#;
+    let mut parser = TraceParser::new(Executor::ClaudeCode, None);
+    parser.feed(init, 10);
+    // A second init (a resumed session) adds nothing.
+    parser.feed(init, 20);
+    let trace = parser.finish(100);
+    insta::assert_snapshot!(table(&trace), @r"
+    10     0 error mcp_server MCP server dead failed to start
+    10     0 error mcp_server MCP server wiki: needs-auth
+    10     0 error mcp_server MCP server evil `x` name failed to start
+    ");
+}

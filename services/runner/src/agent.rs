@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 use std::path::Path;
 
 use gatehouse_agent::{
-    ModelApi, ModelUsage, PriceTable, PromptContext, Report, Role, Tools, cost, invocation,
-    parse_report, render_prompt,
+    MCP_PROGRAM_MISSING, ModelApi, ModelUsage, PriceTable, PromptContext, Report, Role,
+    SandboxPlace, Tools, cost, invocation, mcp_preflight, parse_report, render_prompt,
 };
 use gatehouse_events::{AgentSpec, NodeDispatch};
-use gatehouse_sandbox::untrusted;
+use gatehouse_sandbox::{ExitStatus, Profile, SandboxKind, untrusted};
 use gatehouse_store::UsageRow;
 
 use crate::scope::RunScope;
@@ -100,6 +100,38 @@ pub(crate) fn prepare(
         &seen("prompt.md"),
         system.as_ref().map(|_| seen("system.md")).as_deref(),
     ))
+}
+
+/// `script` behind the check that each stdio MCP server of `tools` has its program in the
+/// sandbox of `profile`: an attempt whose server is missing fails before its CLI starts,
+/// saying which ([`gatehouse_agent::mcp_preflight`]).
+pub(crate) fn with_mcp_preflight(script: String, tools: &Tools, profile: &Profile) -> String {
+    let checks = mcp_preflight(&tools.mcp, sandbox_place(profile));
+    if checks.is_empty() {
+        script
+    } else {
+        format!("{checks}{script}")
+    }
+}
+
+/// The line the MCP check printed when it stopped an attempt (exited with
+/// [`gatehouse_agent::MCP_PROGRAM_MISSING`], `stderr` its last line), to be the
+/// attempt's reason as it is; `None` for any other end.
+pub(crate) fn mcp_program_missing<'a>(
+    status: &ExitStatus,
+    stderr: Option<&'a str>,
+) -> Option<&'a str> {
+    let line = stderr?.trim();
+    (*status == ExitStatus::Exited(MCP_PROGRAM_MISSING) && line.starts_with("MCP server `"))
+        .then_some(line)
+}
+
+/// Where a job in `profile` runs, for a message saying what it lacks.
+pub(crate) fn sandbox_place(profile: &Profile) -> SandboxPlace<'_> {
+    match profile.kind {
+        SandboxKind::Docker => SandboxPlace::Image(profile.image.as_deref().unwrap_or("not set")),
+        SandboxKind::Process => SandboxPlace::Host,
+    }
 }
 
 /// `tools` and the system text of an attempt with `skills`: the skills folder as the
@@ -229,4 +261,37 @@ pub(crate) fn usage_rows(
             cost_usd: cost(u, prices),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_mcp_checks_own_line_and_status_are_its_reason() {
+        let said = "MCP server `docs` runs `docs-mcp`, which this sandbox (image i) does not have";
+        let missing = ExitStatus::Exited(MCP_PROGRAM_MISSING);
+        assert_eq!(mcp_program_missing(&missing, Some(said)), Some(said));
+        assert_eq!(mcp_program_missing(&missing, Some("config error")), None);
+        assert_eq!(mcp_program_missing(&missing, None), None);
+        assert_eq!(
+            mcp_program_missing(&ExitStatus::Exited(1), Some(said)),
+            None
+        );
+        let docker = Profile {
+            kind: SandboxKind::Docker,
+            image: Some("gatehouse-sandbox:agents".into()),
+            ..Profile::default()
+        };
+        assert_eq!(
+            sandbox_place(&docker),
+            SandboxPlace::Image("gatehouse-sandbox:agents")
+        );
+        assert_eq!(sandbox_place(&Profile::default()), SandboxPlace::Host);
+        // No stdio server: the script is the CLI's line, unchanged.
+        assert_eq!(
+            with_mcp_preflight("claude -p".into(), &Tools::none(), &docker),
+            "claude -p"
+        );
+    }
 }

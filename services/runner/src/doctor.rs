@@ -2,6 +2,8 @@
 //! role, on the runner's real sandboxes and network,
 //!
 //! - its CLI is in its sandbox (`command -v` run as a job in the role's profile, [`cli`]);
+//! - so are its stdio MCP servers' programs, checked as an attempt's script checks them
+//!   before its CLI starts ([`mcp`]);
 //! - it reaches its provider through the gateway: a real request (the model list) sent to
 //!   the runner's gateway with a token of the check's own, which the gateway swaps for the
 //!   provider's real key as it does for a node; the key is never printed ([`http`]);
@@ -13,6 +15,8 @@
 
 mod cli;
 mod http;
+mod job;
+mod mcp;
 mod run;
 
 use std::fmt;
@@ -37,6 +41,8 @@ const DEFAULT_PROFILE: &str = "default";
 pub enum Check {
     /// The role's CLI is in its sandbox.
     Cli,
+    /// The role's stdio MCP servers' programs are in its sandbox.
+    Mcp,
     /// The role reaches its provider through the gateway.
     Provider,
     /// A host outside the role's allow-list is refused.
@@ -50,6 +56,7 @@ impl Check {
     pub fn as_str(self) -> &'static str {
         match self {
             Self::Cli => "cli",
+            Self::Mcp => "mcp",
             Self::Provider => "provider",
             Self::Egress => "egress",
             Self::Run => "run",
@@ -224,6 +231,9 @@ impl Runner {
             Check::Cli,
             cli::check(self, name, role, profile, stop).await,
         )];
+        if let Some(outcome) = mcp::check(self, name, role, profile, stop).await {
+            findings.push(finding(Check::Mcp, outcome));
+        }
         if gatehouse_agent::Executor::needs_shim(role) && self.options.acp.is_none() {
             findings.push(finding(
                 Check::Cli,

@@ -376,3 +376,88 @@ async fn a_role_check_runs_the_real_cli_once() {
         "no role is named `nobody`; the configured roles are: coder, refused"
     );
 }
+
+/// A role's stdio MCP servers are looked for in its image as an attempt's script looks
+/// for them: one the image has passes, every one it lacks fails naming the server, the
+/// program and the image; a role without stdio servers gets no such finding.
+#[tokio::test]
+async fn a_roles_stdio_mcp_servers_are_looked_for_in_its_image() {
+    let data = tempfile::tempdir().unwrap();
+    let Some(docker) = docker(&data.path().display().to_string()).await else {
+        return;
+    };
+    let fake = FakeProvider::start(REAL_KEY, vec![Turn::text("unused")]).await;
+    let locked = Profile {
+        kind: SandboxKind::Docker,
+        image: Some(AGENTS_IMAGE.into()),
+        user: Some("1000:1000".into()),
+        ..Profile::default()
+    };
+    let stdio = |command: &[&str]| gatehouse_agent::McpDefinition::Stdio {
+        command: command.iter().map(|w| (*w).to_owned()).collect(),
+        env: BTreeMap::new(),
+    };
+    let role = |mcp: &[&str]| Role {
+        provider: Some("model".into()),
+        sandbox: Some("locked".into()),
+        mcp: mcp.iter().map(|n| (*n).to_owned()).collect(),
+        ..Role::new(Executor::ClaudeCode)
+    };
+    let mut options = RunnerOptions {
+        roles: BTreeMap::from([
+            ("equipped".to_owned(), role(&["everything"])),
+            (
+                "unequipped".to_owned(),
+                role(&["everything", "docs", "search"]),
+            ),
+            ("plain".to_owned(), role(&[])),
+        ]),
+        profiles: BTreeMap::from([("locked".to_owned(), locked)]),
+        providers: vec![provider(
+            "model",
+            ProviderKind::Anthropic,
+            fake.url(),
+            REAL_KEY,
+        )],
+        relay: Some(relay_binary()),
+        id: "doctor".into(),
+        ..RunnerOptions::new(data.path().to_owned())
+    };
+    options.mcp.servers = BTreeMap::from([
+        ("everything".to_owned(), stdio(&["mcp-server-everything"])),
+        ("docs".to_owned(), stdio(&["docs-mcp", "--stdio"])),
+        ("search".to_owned(), stdio(&["/opt/search/bin/search-mcp"])),
+    ]);
+    let db = TestDb::new(Backend::Sqlite).await;
+    let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
+    let runner = Runner::new(db.store.clone(), Arc::new(sandboxes), options);
+    let checkup = runner.doctor(CancellationToken::new()).await;
+    for finding in &checkup.findings {
+        eprintln!("{finding}");
+    }
+    let equipped = line(&checkup, "equipped", Check::Mcp);
+    assert_eq!(
+        equipped,
+        "ok   role equipped, profile locked, mcp: its stdio MCP servers' programs are in the \
+         sandbox: everything (`mcp-server-everything`)"
+    );
+    let unequipped = line(&checkup, "unequipped", Check::Mcp);
+    assert_eq!(
+        unequipped,
+        format!(
+            "FAIL role unequipped, profile locked, mcp: MCP server `docs` runs `docs-mcp`, which \
+             this sandbox (image {AGENTS_IMAGE}) does not have; install it in the image or \
+             remove `docs` from the role's or project's mcp; MCP server `search` runs \
+             `/opt/search/bin/search-mcp`, which this sandbox (image {AGENTS_IMAGE}) does not \
+             have; install it in the image or remove `search` from the role's or project's mcp"
+        )
+    );
+    assert!(checkup.failed());
+    assert!(
+        !checkup
+            .findings
+            .iter()
+            .any(|f| f.role == "plain" && f.check == Check::Mcp),
+        "{checkup:#?}"
+    );
+}

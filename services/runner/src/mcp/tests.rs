@@ -12,6 +12,7 @@ use uuid::Uuid;
 
 use super::{AttemptTools, Desk, GATEHOUSE_PATH, Ticket};
 
+mod official_client;
 mod permissions;
 mod questions;
 mod remote;

@@ -448,6 +448,14 @@ impl Attempt<'_> {
                 }
             }
             Err(reason) if exit.succeeded() => problems.push(reason),
+            Err(_)
+                if let Some(line) = agent::mcp_program_missing(
+                    &exit.status,
+                    seen.stderr.last().map(String::as_str),
+                ) =>
+            {
+                problems.push(format!("the agent's CLI did not start: {line}"));
+            }
             Err(_) => problems.push(match seen.last_words() {
                 Some(words) => format!("the agent printed no result; {words}"),
                 None => "the agent printed no result and nothing on stderr".to_owned(),

@@ -190,7 +190,9 @@ impl<'a> Attempt<'a> {
                 &seen,
                 &skills,
             ) {
-                Ok(script) => sandbox.script = script,
+                Ok(script) => {
+                    sandbox.script = agent::with_mcp_preflight(script, &tools, &sandbox.profile);
+                }
                 Err(reason) => return Ok(Err(reason)),
             }
         }

@@ -157,7 +157,7 @@ impl Turns {
             resume: turn.resume,
             transcript_file: transcript.as_deref(),
         };
-        sandbox.script = turn_invocation(
+        let script = turn_invocation(
             role,
             reach.as_ref().and_then(Reach::model_api),
             &tools,
@@ -166,6 +166,7 @@ impl Turns {
             session,
         )
         .map_err(|e| format!("the session to resume cannot be used: {e}"))?;
+        sandbox.script = crate::agent::with_mcp_preflight(script, &tools, &sandbox.profile);
         Ok(Prepared {
             sandbox,
             secrets: Secrets::new(secrets),

@@ -104,6 +104,12 @@ pub(crate) fn judge_turn(
     match exit.status {
         ExitStatus::Exited(0) => ended_well(trace),
         ExitStatus::Exited(NOT_FOUND) => Verdict::failed(missing(cli)),
+        ExitStatus::Exited(_)
+            if let Some(line) =
+                crate::agent::mcp_program_missing(&exit.status, last.stderr.as_deref()) =>
+        {
+            Verdict::failed(format!("the CLI did not start: {}", quote(line)))
+        }
         ExitStatus::Exited(code) => {
             let said = last
                 .stderr
@@ -262,6 +268,29 @@ mod tests {
             "the sandbox has no `claude` command (role `assistant`, executor claude-code)"
         );
         assert_eq!(v.ending, Ending::Failed);
+    }
+
+    #[test]
+    fn a_missing_mcp_server_is_the_reason_as_the_check_said_it() {
+        let said = "MCP server `docs` runs `docs-mcp`, which this sandbox (image i) does not \
+                    have; install it in the image or remove `docs` from the role's or project's mcp";
+        let last = LastLines {
+            stdout: None,
+            stderr: Some(said.to_owned()),
+        };
+        let code = gatehouse_agent::MCP_PROGRAM_MISSING;
+        let v = verdict(ExitStatus::Exited(code), &Trace::default(), &last);
+        assert_eq!(reason(&v), format!("the CLI did not start: {said}"));
+        // The same status with other words is any CLI's failure.
+        let other = LastLines {
+            stdout: None,
+            stderr: Some("config error".to_owned()),
+        };
+        let v = verdict(ExitStatus::Exited(code), &Trace::default(), &other);
+        assert_eq!(
+            reason(&v),
+            format!("the CLI exited with code {code}: config error")
+        );
     }
 
     #[test]

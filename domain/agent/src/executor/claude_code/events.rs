@@ -61,6 +61,9 @@ impl crate::trace::Events for Reader {
                 if let Some(retry) = crate::trace::retry::claude(event, at_ms) {
                     shared.retried(retry);
                 }
+                if string(event, "subtype") == Some("init") {
+                    mcp_servers(event, at_ms, &mut shared.calls);
+                }
             }
             Some("stream_event") => {}
             _ => return,
@@ -98,6 +101,40 @@ impl crate::trace::Events for Reader {
 
 fn result(line: &str, model: Option<&str>) -> Result<Report, ParseError> {
     parse_report(Executor::ClaudeCode, model, line.as_bytes())
+}
+
+/// The tool name under which an MCP server that did not connect is traced.
+pub(crate) const MCP_SERVER_TOOL: &str = "mcp_server";
+
+/// The MCP servers `system/init` lists as not connected (`"status": "failed"`, or
+/// `needs-auth`, …; `pending` ones are still starting), each traced once as a failed call
+/// of [`MCP_SERVER_TOOL`] saying so, so the run page and `run show` show it among the
+/// calls. The names and statuses are the CLI's output: cut to one short line.
+fn mcp_servers(event: &Object, at_ms: u64, calls: &mut Calls) {
+    let Some(servers) = event.get("mcp_servers").and_then(Value::as_array) else {
+        return;
+    };
+    for server in servers.iter().filter_map(Value::as_object) {
+        let (Some(name), Some(status)) = (string(server, "name"), string(server, "status")) else {
+            continue;
+        };
+        if matches!(status, "connected" | "pending") {
+            continue;
+        }
+        let name = shorten(name, 64);
+        let summary = match status {
+            "failed" => format!("MCP server {name} failed to start"),
+            other => format!("MCP server {name}: {}", shorten(other, 32)),
+        };
+        let id = format!("gatehouse-mcp-server:{name}");
+        calls.record(
+            Some(&id),
+            MCP_SERVER_TOOL,
+            shorten(&summary, SUMMARY_CHARS),
+            at_ms,
+            true,
+        );
+    }
 }
 
 /// Starts and finishes the calls a message's content blocks hold.
