@@ -17,6 +17,9 @@ mod installed;
 #[path = "agent_clis/run.rs"]
 mod run;
 
+#[path = "agent_permissions/codex.rs"]
+mod codex;
+
 use std::path::Path;
 
 use gatehouse_agent::{Executor, Permissions, Role, Tools, invocation};

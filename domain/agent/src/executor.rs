@@ -244,10 +244,6 @@ pub(crate) trait Cli: Sync {
     /// command that runs the same agent under a policy where there is one.
     fn permissions_missing(&self) -> &'static str {
         match self.name() {
-            "codex" => {
-                "Gatehouse does not yet translate the rules into Codex's execpolicy, which \
-                 covers shell commands only; over ACP: command = [\"codex-acp\"]"
-            }
             "gemini" => {
                 "Gatehouse does not yet translate the rules into Gemini CLI's policy engine; \
                  over ACP: command = [\"gemini\", \"--acp\"]"

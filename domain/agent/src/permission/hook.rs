@@ -14,6 +14,8 @@
 //! that does not come — is a deny: `ask` never becomes allow. Each CLI's mapping is its own
 //! file under `hook/`, with the real events it was written from in its tests.
 
+mod codex;
+
 use serde_json::Value;
 
 use super::ToolUse;
@@ -24,11 +26,14 @@ pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
 
 /// A CLI whose pre-tool hook Gatehouse answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {}
+pub enum Hook {
+    /// Codex's `PreToolUse` hook (`hook/codex.rs`).
+    Codex,
+}
 
 impl Hook {
     /// Every CLI with a hook, for [`Hook::from_name`].
-    pub const ALL: &'static [Self] = &[];
+    pub const ALL: &'static [Self] = &[Self::Codex];
 }
 
 /// What the hook command prints and how it exits, as the CLI reads them.
@@ -50,7 +55,9 @@ impl Hook {
 
     /// As `gatehouse-acp hook` is given it.
     pub fn name(self) -> &'static str {
-        match self {}
+        match self {
+            Self::Codex => "codex",
+        }
     }
 
     /// The `sh` command the CLI's hook configuration runs: the runner's shim, which fails
@@ -66,14 +73,16 @@ impl Hook {
     /// with `command`, `Edit` with `file_path`, `mcp__SERVER__TOOL`); `Err` says why the
     /// event does not read, and the call is denied.
     pub fn tool_use(self, event: &Value) -> Result<ToolUse, String> {
-        let _ = event;
-        match self {}
+        match self {
+            Self::Codex => codex::tool_use(event),
+        }
     }
 
     /// The answer to the CLI: the call runs when `allow`, else it is refused and the agent
     /// reads `reason`.
     pub fn answer(self, allow: bool, reason: &str) -> HookAnswer {
-        let _ = (allow, reason);
-        match self {}
+        match self {
+            Self::Codex => codex::answer(allow, reason),
+        }
     }
 }
