@@ -19,6 +19,10 @@ mod run;
 
 #[path = "agent_permissions/codex.rs"]
 mod codex;
+#[path = "agent_permissions/copilot.rs"]
+mod copilot;
+#[path = "agent_permissions/hooked.rs"]
+mod hooked;
 
 use std::path::Path;
 

@@ -256,10 +256,6 @@ pub(crate) trait Cli: Sync {
                 "Gatehouse does not yet translate the rules into Kilo's `permission` \
                  settings; over ACP: command = [\"kilo\", \"acp\"]"
             }
-            "copilot" => {
-                "Copilot CLI's --allow-tool/--deny-tool switches cannot put an `ask` to a \
-                 person; over ACP: command = [\"copilot\", \"--acp\"]"
-            }
             "pi" => "pi has no permission rules; over ACP: command = [\"pi-acp\"]",
             "command" => "a program of the role's own is not Gatehouse's to restrict",
             _ => "it has no permission rules Gatehouse can hand it",

@@ -50,7 +50,6 @@ fn executors_that_cannot_enforce_the_rules_are_refused_saying_which_can() {
     assert_eq!(with(Executor::Acp, brief()).check(), Ok(()));
     for executor in [
         Executor::Gemini,
-        Executor::Copilot,
         Executor::Pi,
         Executor::Aider,
         Executor::Command,

@@ -1,101 +1,27 @@
 //! A role's `permissions` with the real Codex CLI (the pinned version) through its
 //! `PreToolUse` hook: the command line [`gatehouse_agent::invocation`] writes, under
 //! `sh -c`, against the fake Responses API scripting `exec_command` calls that create files,
-//! with `GATEHOUSE_ACP` the shim built from this workspace and `GATEHOUSE_TOOLS_URL` a tiny
-//! HTTP server standing in for the runner's `/permission`: it records each question and
-//! denies commands naming `denied`, allowing the rest.
+//! with `GATEHOUSE_ACP` the shim built from this workspace and `GATEHOUSE_TOOLS_URL` the
+//! stand-in runner of `hooked.rs`.
 //!
 //! - A denied command never runs and the model reads the runner's reason; an allowed one
 //!   runs; the shim asked with Claude Code's name and input (`Bash`, `command`).
 //! - Without a tools URL, or without the shim, every call is denied and none runs.
 
-use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::path::Path;
 
-use axum::Json;
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
-use axum::routing::post;
 use gatehouse_agent::{Executor, ModelApi, Permissions, Role, Tools, invocation};
 use gatehouse_fake_providers::{FakeProvider, Turn};
-use serde_json::{Value, json};
+use serde_json::json;
 
+use crate::hooked::{REASON, TOKEN, runner, shim};
 use crate::installed;
 use crate::run::{self, Output, base_environment};
 
 const KEY: &str = "sk-test-codex-hook-5e1a";
 /// A model Codex knows, whose shell tool is `exec_command` (`{"cmd": …}`).
 const MODEL: &str = "gpt-5.5";
-const TOKEN: &str = "tools-token-codex-hook-93b2";
 const DONE: &str = "Done with the commands.";
-/// What the stand-in runner tells the model when it denies.
-const REASON: &str = "the test's runner denied commands naming denied";
-
-/// The shim, built by Cargo into this test's target directory.
-fn shim() -> PathBuf {
-    static BUILT: OnceLock<PathBuf> = OnceLock::new();
-    BUILT
-        .get_or_init(|| {
-            let status = std::process::Command::new(env!("CARGO"))
-                .args([
-                    "build",
-                    "--locked",
-                    "-p",
-                    "gatehouse-acp",
-                    "--bin",
-                    "gatehouse-acp",
-                ])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("cargo runs");
-            assert!(status.success(), "building gatehouse-acp failed");
-            let exe = std::env::current_exe().expect("the test's path");
-            exe.parent()
-                .and_then(|deps| deps.parent())
-                .expect("target/debug")
-                .join("gatehouse-acp")
-        })
-        .clone()
-}
-
-type Asked = Arc<Mutex<Vec<Value>>>;
-
-/// The runner's `/permission`, standing in: checks the token, records `{"tool","input"}`,
-/// denies a command naming `denied`.
-async fn permission(
-    State(asked): State<Asked>,
-    headers: HeaderMap,
-    Json(question): Json<Value>,
-) -> (StatusCode, Json<Value>) {
-    let bearer = format!("Bearer {TOKEN}");
-    if headers.get("authorization").and_then(|v| v.to_str().ok()) != Some(bearer.as_str()) {
-        return (StatusCode::UNAUTHORIZED, Json(json!({"error": "token"})));
-    }
-    let denied = question["input"]["command"]
-        .as_str()
-        .is_some_and(|command| command.contains("denied"));
-    asked.lock().expect("asked").push(question);
-    let answer = if denied {
-        json!({"decision": "deny", "reason": REASON, "by": "test"})
-    } else {
-        json!({"decision": "allow", "reason": "", "by": "test"})
-    };
-    (StatusCode::OK, Json(answer))
-}
-
-/// Serves the stand-in on a free loopback port; its URL and what it was asked.
-async fn runner() -> (String, Asked) {
-    let asked = Asked::default();
-    let app = axum::Router::new()
-        .route("/permission", post(permission))
-        .with_state(asked.clone());
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-        .await
-        .expect("bind");
-    let url = format!("http://{}", listener.local_addr().expect("address"));
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    (url, asked)
-}
 
 fn exec(command: &str) -> Turn {
     Turn::tool(

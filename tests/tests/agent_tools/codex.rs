@@ -1,8 +1,6 @@
 //! Codex (`executor = "codex"`) under a role's `permissions`, in the agents image: its
 //! `PreToolUse` hook runs the shim the runner mounts, which puts an `ask` to a person.
 
-use std::collections::BTreeMap;
-
 use gatehouse_agent::{Executor, Permissions, Role, Rule};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};

@@ -15,6 +15,7 @@
 //! file under `hook/`, with the real events it was written from in its tests.
 
 mod codex;
+mod copilot;
 
 use serde_json::Value;
 
@@ -29,11 +30,13 @@ pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
 pub enum Hook {
     /// Codex's `PreToolUse` hook (`hook/codex.rs`).
     Codex,
+    /// Copilot CLI's `preToolUse` hook (`hook/copilot.rs`).
+    Copilot,
 }
 
 impl Hook {
     /// Every CLI with a hook, for [`Hook::from_name`].
-    pub const ALL: &'static [Self] = &[Self::Codex];
+    pub const ALL: &'static [Self] = &[Self::Codex, Self::Copilot];
 }
 
 /// What the hook command prints and how it exits, as the CLI reads them.
@@ -57,6 +60,7 @@ impl Hook {
     pub fn name(self) -> &'static str {
         match self {
             Self::Codex => "codex",
+            Self::Copilot => "copilot",
         }
     }
 
@@ -75,6 +79,7 @@ impl Hook {
     pub fn tool_use(self, event: &Value) -> Result<ToolUse, String> {
         match self {
             Self::Codex => codex::tool_use(event),
+            Self::Copilot => copilot::tool_use(event),
         }
     }
 
@@ -83,6 +88,7 @@ impl Hook {
     pub fn answer(self, allow: bool, reason: &str) -> HookAnswer {
         match self {
             Self::Codex => codex::answer(allow, reason),
+            Self::Copilot => copilot::answer(allow, reason),
         }
     }
 }
