@@ -102,7 +102,7 @@ fn reply(output: &Output) -> String {
         .iter()
         .filter(|event| event["item"]["type"] == "agent_message")
         .filter_map(|event| event["item"]["text"].as_str())
-        .last()
+        .next_back()
         .unwrap_or_default()
         .to_owned()
 }

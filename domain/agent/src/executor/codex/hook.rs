@@ -16,9 +16,12 @@
 //! - `-c web_search="disabled"` unless the policy allows `WebSearch` outright: the search
 //!   runs at the model provider, where no hook sees it.
 //!
-//! Rules that name a tool Codex never calls by that name (it has no `Glob`, `Grep`, `LS`
-//! or `WebFetch`: its shell does those) cannot hold in `deny` or `ask`, nor can a
-//! `WebSearch` rule with a pattern or one in `ask`: such roles are refused, saying why.
+//! Codex writes MCP names with `_` for `-` (server `my-files` gives `mcp__my_files__…`):
+//! a role using a server with a `-` in its name, or an MCP rule with a character other
+//! than letters, digits, `_` and `*`, is refused. Rules that name a tool Codex never calls
+//! by that name (it has no `Glob`, `Grep`, `LS` or `WebFetch`: its shell does those) cannot
+//! hold in `deny` or `ask`, nor can a `WebSearch` rule with a pattern or one in `ask`: such
+//! roles are refused, saying why.
 
 use serde_json::json;
 
@@ -87,6 +90,13 @@ fn searches(permissions: &Permissions) -> bool {
 
 /// Refuses a rule Codex's hook cannot hold, and `args` that would turn the hook off.
 pub(super) fn check(role: &Role, permissions: &Permissions) -> Result<(), RoleError> {
+    if role.mcp.iter().any(|server| server.contains('-')) {
+        return Err(RoleError::PermissionsNotEnforced {
+            executor: Executor::Codex,
+            why: "a server in its `mcp` has a `-` in its name, which Codex writes as `_` in \
+                  its tools' names, so rules naming the server would not hold: rename it",
+        });
+    }
     if role.args.iter().any(|arg| turns_off(arg)) {
         return Err(RoleError::PermissionsNotEnforced {
             executor: Executor::Codex,
@@ -128,10 +138,14 @@ fn refused(list: List, rule: &Rule, why: &str) -> RoleError {
 
 /// Why a deny or ask rule cannot hold on Codex, if it cannot.
 fn unenforced(rule: &Rule, list: List) -> Option<&'static str> {
-    if rule.is_mcp() {
-        return None;
-    }
     let tool = rule.tool()?;
+    if rule.is_mcp() {
+        let plain = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '*';
+        return (!tool.chars().all(plain)).then_some(
+            "Codex writes MCP server and tool names with `_` for every other character \
+             (`my-server` is `mcp__my_server__…`): write the rule as Codex names the tool",
+        );
+    }
     if searching(rule) {
         return (list == List::Ask || rule.pattern().is_some()).then_some(WEB_SEARCH);
     }
@@ -211,6 +225,7 @@ mod tests {
             (json!({"ask": ["Grep"]}), "Grep"),
             (json!({"ask": ["WebSearch"]}), "WebSearch"),
             (json!({"allow": ["WebSearch(rust*)"]}), "WebSearch(rust*)"),
+            (json!({"deny": ["mcp__my-files"]}), "mcp__my-files"),
         ] {
             let permissions = policy(value);
             match check(&role(&permissions, &[]), &permissions) {
@@ -222,6 +237,14 @@ mod tests {
         }
         assert!(matches!(
             check(&role(&ok, &["--disable", "hooks"]), &ok),
+            Err(RoleError::PermissionsNotEnforced { .. })
+        ));
+        let dashed = Role {
+            mcp: vec!["my-files".to_owned()],
+            ..role(&ok, &[])
+        };
+        assert!(matches!(
+            check(&dashed, &ok),
             Err(RoleError::PermissionsNotEnforced { .. })
         ));
     }
