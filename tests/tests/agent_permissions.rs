@@ -19,6 +19,13 @@ mod installed;
 #[path = "agent_clis/run.rs"]
 mod run;
 
+#[path = "agent_permissions/codex.rs"]
+mod codex;
+#[path = "agent_permissions/copilot.rs"]
+mod copilot;
+#[path = "agent_permissions/hooked.rs"]
+mod hooked;
+
 use std::path::Path;
 
 use gatehouse_agent::{Executor, Permissions, Role, Tools, invocation};

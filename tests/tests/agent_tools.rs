@@ -33,6 +33,11 @@ use gatehouse_tests::gatehouse::chat::ANA;
 use secrecy::SecretString;
 use serde_json::{Value, json};
 
+#[path = "agent_tools/codex.rs"]
+mod codex;
+#[path = "agent_tools/copilot.rs"]
+mod copilot;
+
 const REAL_KEY: &str = "sk-test-agent-tools-provider-key-51c4";
 const QUESTION: &str = "May I drop the legacy_users table?";
 

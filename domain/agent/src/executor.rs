@@ -244,10 +244,6 @@ pub(crate) trait Cli: Sync {
     /// command that runs the same agent under a policy where there is one.
     fn permissions_missing(&self) -> &'static str {
         match self.name() {
-            "codex" => {
-                "Gatehouse does not yet translate the rules into Codex's execpolicy, which \
-                 covers shell commands only; over ACP: command = [\"codex-acp\"]"
-            }
             "opencode" => {
                 "Gatehouse does not yet translate the rules into OpenCode's `permission` \
                  settings; over ACP: command = [\"opencode\", \"acp\"]"
@@ -255,10 +251,6 @@ pub(crate) trait Cli: Sync {
             "kilo" => {
                 "Gatehouse does not yet translate the rules into Kilo's `permission` \
                  settings; over ACP: command = [\"kilo\", \"acp\"]"
-            }
-            "copilot" => {
-                "Copilot CLI's --allow-tool/--deny-tool switches cannot put an `ask` to a \
-                 person; over ACP: command = [\"copilot\", \"--acp\"]"
             }
             "pi" => "pi has no permission rules; over ACP: command = [\"pi-acp\"]",
             "command" => "a program of the role's own is not Gatehouse's to restrict",

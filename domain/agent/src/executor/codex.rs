@@ -15,10 +15,14 @@
 //! sends as `Authorization: Bearer`) for a remote one. Its trace shows their calls as
 //! `mcp_tool_call` items.
 //!
+//! A role's `permissions` go through Codex's `PreToolUse` hook, which asks Gatehouse about
+//! every call (`codex/hook.rs`).
+//!
 //! Its sessions are `~/.codex/sessions/<year>/<month>/<day>/rollout-<time>-<thread>.jsonl`;
 //! `exec resume` finds one by the thread's id, and keeps it.
 
 mod events;
+mod hook;
 mod report;
 
 use super::mcp_servers::{as_strs, variables};
@@ -93,6 +97,9 @@ impl Cli for Codex {
             ));
         }
         words.extend(role.args.iter().map(|arg| quote(arg)));
+        if let Some(permissions) = &role.permissions {
+            words.extend(hook::flags(permissions));
+        }
         if let Some(id) = resume {
             words.push("resume".to_owned());
             words.push(quote(id));
@@ -108,6 +115,19 @@ impl Cli for Codex {
             ),
             None => format!("{codex} < {}", quote(prompt_file)),
         }
+    }
+
+    /// Its `PreToolUse` hook, before every tool it runs (`codex/hook.rs`).
+    fn permission_hook(&self) -> Option<crate::permission::hook::Hook> {
+        Some(crate::permission::hook::Hook::Codex)
+    }
+
+    fn check_permissions(
+        &self,
+        role: &Role,
+        permissions: &crate::permission::Permissions,
+    ) -> Result<(), crate::role::RoleError> {
+        hook::check(role, permissions)
     }
 
     fn session_files(&self) -> Option<SessionFiles> {

@@ -34,12 +34,17 @@
 //! the turn's usage is the difference (see `copilot/events.rs`). Newlines are taken out of
 //! the file to put it on one line, which leaves JSON intact: strings hold no raw newline.
 //!
+//! A role's `permissions` go through Copilot's `preToolUse` hook, which asks Gatehouse
+//! about every call (`copilot/hook.rs`): `--allow-all` still lets the calls the hook allows
+//! run without a prompt.
+//!
 //! Its sessions are `~/.copilot/session-state/<sessionId>/` (with `events.jsonl`) and
 //! `~/.copilot/session-store.db`; each has a lock file
 //! `session-state/.session-operation-locks/<sessionId>.lock`, the one file named by the id.
 //! `COPILOT_HOME` moves `~/.copilot`.
 
 mod events;
+mod hook;
 mod report;
 
 use serde_json::{Value, json};
@@ -140,11 +145,29 @@ impl Cli for Copilot {
         } else {
             (format!("rm -f {USAGE_FILE}"), String::new())
         };
+        // With `permissions`, the settings that hook every call come first (`copilot/hook.rs`).
+        let hooked = match role.permissions {
+            Some(_) => format!("{} && ", hook::settings()),
+            None => String::new(),
+        };
         format!(
-            "mkdir -p \"$HOME/.gatehouse\" && {prepare} && {run}; status=$?; {print_before}{}; \
-             exit $status",
+            "{hooked}mkdir -p \"$HOME/.gatehouse\" && {prepare} && {run}; status=$?; \
+             {print_before}{}; exit $status",
             print_usage("gatehouse.copilot_usage", USAGE_FILE)
         )
+    }
+
+    /// Its `preToolUse` hook, before every tool call (`copilot/hook.rs`).
+    fn permission_hook(&self) -> Option<crate::permission::hook::Hook> {
+        Some(crate::permission::hook::Hook::Copilot)
+    }
+
+    fn check_permissions(
+        &self,
+        role: &Role,
+        permissions: &crate::permission::Permissions,
+    ) -> Result<(), crate::role::RoleError> {
+        hook::check(role, permissions)
     }
 
     fn session_files(&self) -> Option<SessionFiles> {

@@ -15,6 +15,8 @@
 //! file under `hook/`, with the real events it was written from in its tests.
 
 mod gemini;
+mod codex;
+mod copilot;
 
 use serde_json::Value;
 
@@ -29,11 +31,15 @@ pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
 pub enum Hook {
     /// Gemini CLI's `BeforeTool` hook ([`gemini`]).
     Gemini,
+    /// Codex's `PreToolUse` hook (`hook/codex.rs`).
+    Codex,
+    /// Copilot CLI's `preToolUse` hook (`hook/copilot.rs`).
+    Copilot,
 }
 
 impl Hook {
     /// Every CLI with a hook, for [`Hook::from_name`].
-    pub const ALL: &'static [Self] = &[Self::Gemini];
+    pub const ALL: &'static [Self] = &[Self::Gemini, Self::Codex, Self::Copilot];
 }
 
 /// What the hook command prints and how it exits, as the CLI reads them.
@@ -57,6 +63,8 @@ impl Hook {
     pub fn name(self) -> &'static str {
         match self {
             Self::Gemini => gemini::NAME,
+            Self::Codex => "codex",
+            Self::Copilot => "copilot",
         }
     }
 
@@ -75,6 +83,8 @@ impl Hook {
     pub fn tool_use(self, event: &Value) -> Result<ToolUse, String> {
         match self {
             Self::Gemini => gemini::tool_use(event),
+            Self::Codex => codex::tool_use(event),
+            Self::Copilot => copilot::tool_use(event),
         }
     }
 
@@ -83,6 +93,8 @@ impl Hook {
     pub fn answer(self, allow: bool, reason: &str) -> HookAnswer {
         match self {
             Self::Gemini => gemini::answer(allow, reason),
+            Self::Codex => codex::answer(allow, reason),
+            Self::Copilot => copilot::answer(allow, reason),
         }
     }
 }

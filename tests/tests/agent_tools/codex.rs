@@ -1,0 +1,98 @@
+//! Codex (`executor = "codex"`) under a role's `permissions`, in the agents image: its
+//! `PreToolUse` hook runs the shim the runner mounts, which puts an `ask` to a person.
+
+use gatehouse_agent::{Executor, Permissions, Role, Rule};
+use gatehouse_fake_providers::{FakeProvider, Turn};
+use gatehouse_gateway::{Provider, ProviderKind};
+use gatehouse_ingest::Scope;
+use gatehouse_tests::agents_image::{
+    CHANNEL, agents_docker_or_skip, assistant_in_agents_image_with, conversations, said_in_thread,
+};
+use gatehouse_tests::gatehouse::chat::ANA;
+use secrecy::SecretString;
+use serde_json::json;
+
+use super::{REAL_KEY, card_in, open_question, walk_has};
+
+/// A role that must ask before `git push`: Codex's push (an `exec_command` call) becomes a
+/// question, ana denies it, and the command never runs; the model reads why, and the
+/// decision is in the trace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn codex_asks_before_a_push_and_a_denied_push_never_runs() {
+    let data = tempfile::tempdir().unwrap();
+    let Some(docker) = agents_docker_or_skip(&data.path().display().to_string()).await else {
+        return;
+    };
+    let push = "touch pushed.txt && git push --force origin main";
+    let fake = FakeProvider::start(
+        REAL_KEY,
+        vec![
+            Turn::tool("exec_command", json!({"cmd": push})),
+            Turn::text("I did not push."),
+        ],
+    )
+    .await;
+    fake.answer_side_requests_with_text();
+    let role = Role {
+        provider: Some("model".into()),
+        model: Some("gpt-5.5".into()),
+        permissions: Some(Permissions {
+            ask: vec![Rule::parse("Bash(git push*)").expect("a rule")],
+            ..Permissions::default()
+        }),
+        ..Role::new(Executor::Codex)
+    };
+    let provider = Provider {
+        name: "model".into(),
+        kind: ProviderKind::OpenAi,
+        base_url: url::Url::parse(fake.url()).unwrap(),
+        key: SecretString::from(REAL_KEY),
+    };
+    let gh = assistant_in_agents_image_with(data, docker, role, provider, |_| {}).await;
+    let thread = gh
+        .slack_mention("Ev1", CHANNEL, ANA, "Push the fix to main.")
+        .await;
+    let question = open_question(&gh).await;
+    assert_eq!(question["kind"], "permission");
+    assert_eq!(
+        question["question"],
+        format!("The agent wants to run `{push}`")
+    );
+    let card = card_in(&gh, &thread, "The agent wants to run a tool").await;
+    assert!(card.contains("git push --force"), "{card}");
+    let token = gh.stored_token("ana", &Scope::ALL, None).await;
+    let id = question["id"].as_str().expect("an id");
+    gh.api_as(&token)
+        .post(
+            &format!("/questions/{id}/answer"),
+            json!({"answer": "deny", "comment": "never force-push main"}),
+        )
+        .await
+        .is(202);
+    said_in_thread(&gh, &thread, "I did not push.", "codex").await;
+    assert!(
+        fake.requests().iter().any(|r| {
+            let body = r.body.to_string();
+            body.contains("blocked by PreToolUse hook") && body.contains("never force-push main")
+        }),
+        "the agent was told why: {:#?}",
+        fake.requests().iter().map(|r| &r.body).collect::<Vec<_>>()
+    );
+    assert!(
+        !walk_has(gh.data.path(), "pushed.txt"),
+        "the denied command never ran"
+    );
+    let detail = conversations(&gh).await.remove(0);
+    let tools = detail["turns"][0]["attempts"][0]["tools"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        tools.iter().any(|t| t["tool"] == "permission"
+            && t["summary"]
+                .as_str()
+                .is_some_and(|s| s.starts_with("deny run"))),
+        "the decision is in the trace: {detail:#}"
+    );
+    gh.stop().await;
+}
