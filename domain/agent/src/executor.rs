@@ -252,14 +252,6 @@ pub(crate) trait Cli: Sync {
                 "Gatehouse does not yet translate the rules into Gemini CLI's policy engine; \
                  over ACP: command = [\"gemini\", \"--acp\"]"
             }
-            "opencode" => {
-                "Gatehouse does not yet translate the rules into OpenCode's `permission` \
-                 settings; over ACP: command = [\"opencode\", \"acp\"]"
-            }
-            "kilo" => {
-                "Gatehouse does not yet translate the rules into Kilo's `permission` \
-                 settings; over ACP: command = [\"kilo\", \"acp\"]"
-            }
             "copilot" => {
                 "Copilot CLI's --allow-tool/--deny-tool switches cannot put an `ask` to a \
                  person; over ACP: command = [\"copilot\", \"--acp\"]"

@@ -18,17 +18,25 @@ use serde_json::Value;
 
 use super::ToolUse;
 
+mod kilo;
+mod opencode;
+
 /// The most of a hook event read from stdin; a tool call's arguments are far smaller (a
 /// larger one is denied, saying so).
 pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
 
 /// A CLI whose pre-tool hook Gatehouse answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Hook {}
+pub enum Hook {
+    /// OpenCode, through the plugin its command line writes (`hook/opencode.rs`).
+    OpenCode,
+    /// Kilo, OpenCode's fork, with tools of its own (`hook/kilo.rs`).
+    Kilo,
+}
 
 impl Hook {
     /// Every CLI with a hook, for [`Hook::from_name`].
-    pub const ALL: &'static [Self] = &[];
+    pub const ALL: &'static [Self] = &[Self::OpenCode, Self::Kilo];
 }
 
 /// What the hook command prints and how it exits, as the CLI reads them.
@@ -50,7 +58,10 @@ impl Hook {
 
     /// As `gatehouse-acp hook` is given it.
     pub fn name(self) -> &'static str {
-        match self {}
+        match self {
+            Self::OpenCode => "opencode",
+            Self::Kilo => "kilo",
+        }
     }
 
     /// The `sh` command the CLI's hook configuration runs: the runner's shim, which fails
@@ -66,14 +77,17 @@ impl Hook {
     /// with `command`, `Edit` with `file_path`, `mcp__SERVER__TOOL`); `Err` says why the
     /// event does not read, and the call is denied.
     pub fn tool_use(self, event: &Value) -> Result<ToolUse, String> {
-        let _ = event;
-        match self {}
+        match self {
+            Self::OpenCode => opencode::tool_use(event),
+            Self::Kilo => kilo::tool_use(event),
+        }
     }
 
     /// The answer to the CLI: the call runs when `allow`, else it is refused and the agent
     /// reads `reason`.
     pub fn answer(self, allow: bool, reason: &str) -> HookAnswer {
-        let _ = (allow, reason);
-        match self {}
+        match self {
+            Self::OpenCode | Self::Kilo => opencode::answer(allow, reason),
+        }
     }
 }
