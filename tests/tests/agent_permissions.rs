@@ -17,6 +17,11 @@ mod installed;
 #[path = "agent_clis/run.rs"]
 mod run;
 
+#[path = "agent_permissions/kilo.rs"]
+mod kilo;
+#[path = "agent_permissions/opencode.rs"]
+mod opencode;
+
 use std::path::Path;
 
 use gatehouse_agent::{Executor, Permissions, Role, Tools, invocation};
