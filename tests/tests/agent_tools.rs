@@ -10,6 +10,9 @@
 //!
 //! Without Docker or the image the tests say so and pass, unless `DOCKER_TESTS=required`.
 
+#[path = "agent_tools/opencode.rs"]
+mod opencode;
+
 use std::collections::BTreeMap;
 use std::time::Duration;
 
