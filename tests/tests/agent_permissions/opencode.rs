@@ -82,10 +82,13 @@ pub(super) fn shim() -> PathBuf {
         .clone()
 }
 
+/// One request to the stand-in: its `Authorization` header and its body.
+type Asked = (Option<String>, Value);
+
 /// The runner's `/permission`, standing in: what it was asked (with the bearer token).
 #[derive(Clone, Default)]
 pub(super) struct Decider {
-    pub(super) asked: Arc<Mutex<Vec<(Option<String>, Value)>>>,
+    asked: Arc<Mutex<Vec<Asked>>>,
 }
 
 impl Decider {
