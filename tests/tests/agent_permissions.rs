@@ -10,21 +10,28 @@
 //!   (`agent_permissions/decider.js`): a call no rule covers is put to it, with the tool's
 //!   name and input, and its answer holds; a denied call never reaches it.
 //!
+//! The CLIs that ask Gatehouse through a pre-tool hook or plugin (Gemini CLI, Codex,
+//! Copilot CLI, OpenCode, Kilo) have a module each: the real CLI's hook answered by the real
+//! shim (`gatehouse-acp hook`) asking a stand-in for the runner's `/permission`.
+//!
 //! Skipped, saying so, without the CLIs (unless `AGENT_CLI_TESTS=required`).
-
-#[path = "agent_permissions/gemini.rs"]
-mod gemini;
-#[path = "agent_clis/installed.rs"]
-mod installed;
-#[path = "agent_clis/run.rs"]
-mod run;
 
 #[path = "agent_permissions/codex.rs"]
 mod codex;
 #[path = "agent_permissions/copilot.rs"]
 mod copilot;
+#[path = "agent_permissions/gemini.rs"]
+mod gemini;
 #[path = "agent_permissions/hooked.rs"]
 mod hooked;
+#[path = "agent_clis/installed.rs"]
+mod installed;
+#[path = "agent_permissions/kilo.rs"]
+mod kilo;
+#[path = "agent_permissions/opencode.rs"]
+mod opencode;
+#[path = "agent_clis/run.rs"]
+mod run;
 
 use std::path::Path;
 

@@ -10,10 +10,16 @@
 //!
 //! Without Docker or the image the tests say so and pass, unless `DOCKER_TESTS=required`.
 
+#[path = "agent_tools/codex.rs"]
+mod codex;
+#[path = "agent_tools/copilot.rs"]
+mod copilot;
 #[path = "agent_tools/gemini.rs"]
 mod gemini;
 #[path = "agent_tools/mcp_failures.rs"]
 mod mcp_failures;
+#[path = "agent_tools/opencode.rs"]
+mod opencode;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -32,11 +38,6 @@ use gatehouse_tests::fake_slack::BOT_USER;
 use gatehouse_tests::gatehouse::chat::ANA;
 use secrecy::SecretString;
 use serde_json::{Value, json};
-
-#[path = "agent_tools/codex.rs"]
-mod codex;
-#[path = "agent_tools/copilot.rs"]
-mod copilot;
 
 const REAL_KEY: &str = "sk-test-agent-tools-provider-key-51c4";
 const QUESTION: &str = "May I drop the legacy_users table?";

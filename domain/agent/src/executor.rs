@@ -244,14 +244,6 @@ pub(crate) trait Cli: Sync {
     /// command that runs the same agent under a policy where there is one.
     fn permissions_missing(&self) -> &'static str {
         match self.name() {
-            "opencode" => {
-                "Gatehouse does not yet translate the rules into OpenCode's `permission` \
-                 settings; over ACP: command = [\"opencode\", \"acp\"]"
-            }
-            "kilo" => {
-                "Gatehouse does not yet translate the rules into Kilo's `permission` \
-                 settings; over ACP: command = [\"kilo\", \"acp\"]"
-            }
             "pi" => "pi has no permission rules; over ACP: command = [\"pi-acp\"]",
             "command" => "a program of the role's own is not Gatehouse's to restrict",
             _ => "it has no permission rules Gatehouse can hand it",

@@ -190,9 +190,10 @@ pub enum RoleError {
     Permission(#[from] crate::permission::PermissionsError),
     /// `permissions` on an executor whose CLI cannot enforce them.
     #[error(
-        "executor \"{executor}\" cannot enforce `permissions` ({why}); use executor \
-         \"claude-code\", or run the agent over ACP (executor \"acp\", whose requests \
-         Gatehouse answers from the policy), or remove `permissions`"
+        "executor \"{executor}\" cannot enforce `permissions` ({why}); use an executor \
+         that can (claude-code, codex, gemini, copilot, opencode, kilo), or run the agent \
+         over ACP (executor \"acp\", whose requests Gatehouse answers from the policy), or \
+         remove `permissions`"
     )]
     PermissionsNotEnforced {
         executor: Executor,

@@ -48,11 +48,7 @@ fn claude_code_gets_its_own_settings_and_the_prompt_tool() {
 #[test]
 fn executors_that_cannot_enforce_the_rules_are_refused_saying_which_can() {
     assert_eq!(with(Executor::Acp, brief()).check(), Ok(()));
-    for executor in [
-        Executor::Pi,
-        Executor::Aider,
-        Executor::Command,
-    ] {
+    for executor in [Executor::Pi, Executor::Aider, Executor::Command] {
         let error = with(executor, brief()).check().unwrap_err();
         assert!(
             matches!(error, RoleError::PermissionsNotEnforced { .. }),

@@ -13,12 +13,17 @@
 //! `error` event and exited 1). A run takes 16–18 s against a local provider, most of it
 //! before the first request.
 //!
+//! A role's `permissions` are enforced as OpenCode's are (`opencode/permissions.rs`): the
+//! same plugin, in `~/.config/kilo/plugins/`, asking `gatehouse-acp hook kilo`, which knows
+//! Kilo's own tools (`background_process` runs commands).
+//!
 //! Its state is `~/.local/share/kilo/` (sessions in the SQLite database `kilo.db`) and
 //! `~/.config/kilo/`; sessions are rows, not files, so the runner cannot tell whether a
 //! home holds one.
 
 use super::opencode::{self, Flavour};
 use super::{Call, Cli, ModelApi};
+use crate::permission::hook::Hook;
 use crate::role::Role;
 use crate::trace::Events;
 use crate::usage::{ParseError, Report};
@@ -29,6 +34,10 @@ pub(super) struct Kilo;
 const KILO: Flavour = Flavour {
     program: "kilo",
     config_variable: "KILO_CONFIG_CONTENT",
+    project_config_off: "KILO_DISABLE_PROJECT_CONFIG",
+    config_dir: ".config/kilo",
+    plugin_package: "@kilocode/plugin",
+    hook: Hook::Kilo,
 };
 
 impl Cli for Kilo {
@@ -75,6 +84,11 @@ impl Cli for Kilo {
 
     fn command_line(&self, role: &Role, call: &Call<'_>) -> String {
         opencode::command_line(&KILO, role, call)
+    }
+
+    /// OpenCode's plugin, in `~/.config/kilo/plugins/`, answered with Kilo's tool names.
+    fn permission_hook(&self) -> Option<Hook> {
+        Some(KILO.hook)
     }
 
     fn skills_homes(&self) -> &'static [&'static str] {

@@ -30,6 +30,10 @@
 //! event. A refusal (401) ends the call at once with an `error` event. Its retries cannot
 //! be bounded from outside (Kilo's can: `KILO_SESSION_RETRY_LIMIT`).
 //!
+//! A role with `permissions` is enforced by a plugin ([`permissions`]): the command line
+//! writes it into `~/.config/opencode/plugins/` and drops `--pure` (which loads no plugin
+//! at all), and the plugin hands every tool call to `gatehouse-acp hook opencode`.
+//!
 //! Its state is `~/.local/share/opencode/` (the sessions in the SQLite database
 //! `opencode.db`, logs in `log/`), `~/.config/opencode/` (where it installs
 //! `@opencode-ai/plugin` from npm in the background at every start, even with `--pure`; a
@@ -37,12 +41,14 @@
 //! not files, so the runner cannot tell whether a home holds one.
 
 pub(super) mod events;
+mod permissions;
 pub(super) mod report;
 
 use serde_json::{Map, Value, json};
 
 use super::{Call, Cli, ModelApi, pairs};
 use crate::invocation::quote;
+use crate::permission::hook::Hook;
 use crate::role::Role;
 use crate::trace::Events;
 use crate::usage::{ParseError, Report};
@@ -53,6 +59,10 @@ pub(super) struct OpenCode;
 pub(super) const OPENCODE: Flavour = Flavour {
     program: "opencode",
     config_variable: "OPENCODE_CONFIG_CONTENT",
+    project_config_off: "OPENCODE_DISABLE_PROJECT_CONFIG",
+    config_dir: ".config/opencode",
+    plugin_package: "@opencode-ai/plugin",
+    hook: Hook::OpenCode,
 };
 
 impl Cli for OpenCode {
@@ -88,6 +98,10 @@ impl Cli for OpenCode {
         command_line(&OPENCODE, role, call)
     }
 
+    fn permission_hook(&self) -> Option<Hook> {
+        Some(OPENCODE.hook)
+    }
+
     fn skills_homes(&self) -> &'static [&'static str] {
         &["\"$HOME/.agents/skills\""]
     }
@@ -108,6 +122,14 @@ pub(super) struct Flavour {
     pub(super) program: &'static str,
     /// The variable holding the configuration as JSON.
     pub(super) config_variable: &'static str,
+    /// The variable that keeps it from reading the workspace's configuration (and plugins).
+    pub(super) project_config_off: &'static str,
+    /// Its configuration folder under `$HOME`, where it loads plugins from.
+    pub(super) config_dir: &'static str,
+    /// The package it installs into that folder before loading a plugin.
+    pub(super) plugin_package: &'static str,
+    /// The pre-tool hook its plugin runs.
+    pub(super) hook: Hook,
 }
 
 /// The provider Gatehouse defines for the gateway, as models name it (`gatehouse/<model>`).
@@ -122,23 +144,26 @@ pub(super) fn command_line(flavour: &Flavour, role: &Role, call: &Call<'_>) -> S
         api,
         ..
     } = *call;
-    let config = config(role.model.as_deref(), api, &call.tools.mcp).to_string();
-    let mut words = vec![
-        format!("{}={}", flavour.config_variable, quote(&config)),
-        flavour.program.to_owned(),
-    ];
-    words.extend(
-        [
-            "run",
-            "--format",
-            "json",
-            "--pure",
-            "--auto",
-            "--title",
-            "Gatehouse",
-        ]
-        .map(String::from),
-    );
+    let guarded = role.permissions.is_some();
+    let mut config = config(role.model.as_deref(), api, &call.tools.mcp);
+    if let (true, Some(object)) = (guarded, config.as_object_mut()) {
+        object.insert("permission".to_owned(), permissions::deny_all());
+    }
+    let mut words = Vec::new();
+    if guarded {
+        words.push(format!("{}=true", flavour.project_config_off));
+    }
+    words.push(format!(
+        "{}={}",
+        flavour.config_variable,
+        quote(&config.to_string())
+    ));
+    words.push(flavour.program.to_owned());
+    words.extend(["run", "--format", "json"].map(String::from));
+    if !guarded {
+        words.push("--pure".to_owned());
+    }
+    words.extend(["--auto", "--title", "Gatehouse"].map(String::from));
     if let Some(model) = &role.model {
         words.push("--model".to_owned());
         words.push(quote(&match api {
@@ -152,14 +177,18 @@ pub(super) fn command_line(flavour: &Flavour, role: &Role, call: &Call<'_>) -> S
     }
     words.extend(role.args.iter().map(|arg| quote(arg)));
     let cli = words.join(" ");
+    let setup = match guarded {
+        true => format!("{} && ", permissions::setup(flavour, &call.tools.mcp)),
+        false => String::new(),
+    };
     match system_file.filter(|_| resume.is_none()) {
         // A blank line keeps the system text's last line apart from the prompt's first.
         Some(system_file) => format!(
-            "{{ cat {}; printf '\\n\\n'; cat {}; }} | {cli}",
+            "{setup}{{ cat {}; printf '\\n\\n'; cat {}; }} | {cli}",
             quote(system_file),
             quote(prompt_file)
         ),
-        None => format!("{cli} < {}", quote(prompt_file)),
+        None => format!("{setup}{cli} < {}", quote(prompt_file)),
     }
 }
 

@@ -14,13 +14,16 @@
 //! that does not come — is a deny: `ask` never becomes allow. Each CLI's mapping is its own
 //! file under `hook/`, with the real events it was written from in its tests.
 
-mod gemini;
 mod codex;
 mod copilot;
+mod gemini;
 
 use serde_json::Value;
 
 use super::ToolUse;
+
+mod kilo;
+mod opencode;
 
 /// The most of a hook event read from stdin; a tool call's arguments are far smaller (a
 /// larger one is denied, saying so).
@@ -35,11 +38,21 @@ pub enum Hook {
     Codex,
     /// Copilot CLI's `preToolUse` hook (`hook/copilot.rs`).
     Copilot,
+    /// OpenCode, through the plugin its command line writes (`hook/opencode.rs`).
+    OpenCode,
+    /// Kilo, OpenCode's fork, with tools of its own (`hook/kilo.rs`).
+    Kilo,
 }
 
 impl Hook {
     /// Every CLI with a hook, for [`Hook::from_name`].
-    pub const ALL: &'static [Self] = &[Self::Gemini, Self::Codex, Self::Copilot];
+    pub const ALL: &'static [Self] = &[
+        Self::Gemini,
+        Self::Codex,
+        Self::Copilot,
+        Self::OpenCode,
+        Self::Kilo,
+    ];
 }
 
 /// What the hook command prints and how it exits, as the CLI reads them.
@@ -65,6 +78,8 @@ impl Hook {
             Self::Gemini => gemini::NAME,
             Self::Codex => "codex",
             Self::Copilot => "copilot",
+            Self::OpenCode => "opencode",
+            Self::Kilo => "kilo",
         }
     }
 
@@ -85,6 +100,8 @@ impl Hook {
             Self::Gemini => gemini::tool_use(event),
             Self::Codex => codex::tool_use(event),
             Self::Copilot => copilot::tool_use(event),
+            Self::OpenCode => opencode::tool_use(event),
+            Self::Kilo => kilo::tool_use(event),
         }
     }
 
@@ -95,6 +112,7 @@ impl Hook {
             Self::Gemini => gemini::answer(allow, reason),
             Self::Codex => codex::answer(allow, reason),
             Self::Copilot => copilot::answer(allow, reason),
+            Self::OpenCode | Self::Kilo => opencode::answer(allow, reason),
         }
     }
 }

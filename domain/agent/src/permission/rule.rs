@@ -613,7 +613,10 @@ mod tests {
         assert!(!server.applies(&call("mcp__githubx__a", json!({})), Side::Permit));
         assert_eq!(host_of("http://u:p@h.io:80/x").as_deref(), Some("h.io"));
         // Read as the request would go, not as the text looks.
-        assert_eq!(host_of("https://evil.io\\@good.io/").as_deref(), Some("evil.io"));
+        assert_eq!(
+            host_of("https://evil.io\\@good.io/").as_deref(),
+            Some("evil.io")
+        );
         assert_eq!(host_of("http://evil%2Eio/").as_deref(), Some("evil.io"));
         assert_eq!(host_of("https://Good.IO./x").as_deref(), Some("good.io"));
         assert_eq!(host_of("good.io/path").as_deref(), Some("good.io"));

@@ -1,0 +1,109 @@
+//! A role's `permissions` with the real Kilo (`@kilocode/cli`, pinned in
+//! `deploy/sandbox/agent-clis.env`) on the host, as [`super::opencode`] runs OpenCode: the
+//! same plugin in `~/.config/kilo/plugins/`, asking `gatehouse-acp hook kilo`.
+
+use std::path::PathBuf;
+
+use gatehouse_agent::Executor;
+use gatehouse_fake_providers::Turn;
+use serde_json::json;
+
+use super::opencode::{Decider, NO, Shim, bash, installed, results, role, run_role, shim};
+
+fn kilo() -> Option<PathBuf> {
+    installed("kilo", "@kilocode/cli", "KILO_VERSION")
+}
+
+/// A denied command never runs and the model reads why; an allowed one and a background
+/// process Kilo starts (its own tool, read as `Bash`) are asked about and run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kilo_asks_gatehouse_before_every_tool_call() {
+    let Some(cli) = kilo() else {
+        return;
+    };
+    let decider = Decider::default();
+    let url = decider.start().await;
+    let acp = shim();
+    let turns = vec![
+        bash("touch denied.txt"),
+        bash("touch allowed.txt"),
+        Turn::tool(
+            "background_process",
+            json!({"action": "start", "command": "touch denied-in-background.txt", "description": "bg"}),
+        ),
+        Turn::text(super::DONE),
+    ];
+    let shim = Shim {
+        acp: Some(&acp),
+        tools_url: Some(&url),
+        extra: &[],
+    };
+    let (output, work, fake) = run_role(&cli, &role(Executor::Kilo), shim, turns).await;
+    assert!(output.status.success(), "{}", output.describe());
+    assert!(
+        !work.path().join("denied.txt").exists(),
+        "{}",
+        output.describe()
+    );
+    assert!(
+        work.path().join("allowed.txt").exists(),
+        "{}",
+        output.describe()
+    );
+    assert!(
+        !work.path().join("denied-in-background.txt").exists(),
+        "{}",
+        output.describe()
+    );
+    let asked = decider.asked();
+    let calls: Vec<(&str, &str)> = asked
+        .iter()
+        .map(|body| {
+            (
+                body["tool"].as_str().unwrap_or_default(),
+                body["input"]["command"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("Bash", "touch denied.txt"),
+            ("Bash", "touch allowed.txt"),
+            ("Bash", "touch denied-in-background.txt"),
+        ]
+    );
+    let results = results(&fake);
+    assert_eq!(results.len(), 3, "{results:#?}");
+    assert!(results[0].0 && results[0].1.contains(NO), "{results:#?}");
+    assert!(!results[1].0, "{results:#?}");
+    assert!(results[2].0 && results[2].1.contains(NO), "{results:#?}");
+}
+
+/// No runner to ask: every call is denied, saying why.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn without_a_tools_url_kilo_runs_nothing() {
+    let Some(cli) = kilo() else {
+        return;
+    };
+    let acp = shim();
+    let turns = vec![bash("touch nothing.txt"), Turn::text(super::DONE)];
+    let shim = Shim {
+        acp: Some(&acp),
+        tools_url: None,
+        extra: &[],
+    };
+    let (output, work, fake) = run_role(&cli, &role(Executor::Kilo), shim, turns).await;
+    assert!(output.status.success(), "{}", output.describe());
+    assert!(
+        !work.path().join("nothing.txt").exists(),
+        "{}",
+        output.describe()
+    );
+    let results = results(&fake);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].0 && results[0].1.contains("GATEHOUSE_TOOLS_URL"),
+        "{results:#?}"
+    );
+}
