@@ -8,6 +8,11 @@
 //! the tool call is in the turn's trace, the gateway metered the turn's usage, and turn two
 //! continued turn one's session: its request to the model carries turn one's prompt.
 //!
+//! Turn one also calls a tool of the role's stdio MCP server (`mcp-server-everything` in
+//! the image, its `echo`), by whatever name the CLI offers it to the model: the echo must
+//! reach the model and the call the trace — for every CLI that takes MCP servers (not pi
+//! or aider, and not goose, which runs with only the servers a session names).
+//!
 //! The role has a skill too: each CLI must show its model the skill's description, read
 //! from where Gatehouse copied it (`Cli::skills_homes`) or from the system text listing it
 //! for a CLI that reads no skills — the check that those folders are where each pinned
@@ -19,7 +24,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use gatehouse_agent::{Executor, Role};
+use gatehouse_agent::{Executor, McpDefinition, Role};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
 use gatehouse_tests::Gatehouse;
@@ -39,6 +44,9 @@ const ANSWER: &str = "I created hello.txt.";
 const FIRST_PROMPT: &str = "Create hello.txt with a greeting.";
 const SECOND_PROMPT: &str = "Now say that you are done.";
 const SECOND_ANSWER: &str = "All done here.";
+
+/// What turn one asks the role's MCP server to echo.
+const ECHOED: &str = "MCP-ECHO-7c1";
 
 /// The role's skill; its description is what a CLI lists to its model.
 const SKILL: &str = "house-style";
@@ -62,6 +70,11 @@ struct Case {
     /// Answers by the prompt they answer ([`FakeProvider::answer_when`]), before the
     /// script's.
     rules: Vec<(&'static str, Turn)>,
+    /// Whether turn one calls the role's MCP server's `echo`.
+    mcp: bool,
+    /// The `echo` tool's name, for a CLI that does not list MCP tools in its requests
+    /// (Claude Code defers them to a tool search); else the one offered.
+    echo: Option<&'static str>,
 }
 
 impl Case {
@@ -76,6 +89,8 @@ impl Case {
             write: Turn::text("unset"),
             traced_as: "",
             rules: Vec::new(),
+            mcp: executor.takes_mcp(),
+            echo: None,
         }
     }
 
@@ -93,7 +108,7 @@ fn shell_write() -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claude_code_converses_in_the_agents_image() {
-    let case = Case::new(
+    let mut case = Case::new(
         Executor::ClaudeCode,
         ProviderKind::Anthropic,
         "claude-sonnet-4-5",
@@ -103,16 +118,20 @@ async fn claude_code_converses_in_the_agents_image() {
         json!({"command": shell_write(), "description": "Write hello.txt"}),
         "Bash",
     );
+    case.echo = Some("mcp__everything__echo");
     converse(case).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn codex_converses_in_the_agents_image() {
-    let case = Case::new(Executor::Codex, ProviderKind::OpenAi, "gpt-5-codex").writes_with(
+    let mut case = Case::new(Executor::Codex, ProviderKind::OpenAi, "gpt-5-codex").writes_with(
         "exec_command",
         json!({"cmd": shell_write()}),
         "command_execution",
     );
+    // Codex offers MCP tools only through its `tool_search`, whose answer the fake cannot
+    // script; its MCP calls' trace is read from real output in the agent crate's tests.
+    case.mcp = false;
     converse(case).await;
 }
 
@@ -232,6 +251,7 @@ async fn goose_over_acp_converses_in_the_agents_image() {
         ("GOOSE_DISABLE_KEYRING", "1"),
         ("GOOSE_TELEMETRY_OFF", "1"),
     ];
+    case.mcp = false;
     converse(case).await;
 }
 
@@ -254,6 +274,9 @@ async fn codex_acp_converses_in_the_agents_image() {
          -c sandbox_mode=danger-full-access -c approval_policy=never \
          -c analytics.enabled=false -c check_for_update_on_startup=false",
     ];
+    // Codex offers MCP tools only through its `tool_search`, whose answer the fake cannot
+    // script; its MCP calls' trace is read from real output in the agent crate's tests.
+    case.mcp = false;
     converse(case).await;
 }
 
@@ -282,15 +305,16 @@ async fn converse(case: Case) {
         return;
     };
     let name = case.executor.as_str();
-    let fake = FakeProvider::start(
-        REAL_KEY,
-        vec![
-            case.write.clone(),
-            Turn::text(ANSWER),
-            Turn::text(SECOND_ANSWER),
-        ],
-    )
-    .await;
+    let mut script = vec![case.write.clone()];
+    if case.mcp {
+        let input = json!({"message": ECHOED});
+        script.push(match case.echo {
+            Some(name) => Turn::tool(name, input),
+            None => Turn::offered_tool("echo", input),
+        });
+    }
+    script.extend([Turn::text(ANSWER), Turn::text(SECOND_ANSWER)]);
+    let fake = FakeProvider::start(REAL_KEY, script).await;
     fake.answer_side_requests_with_text();
     for (needle, turn) in &case.rules {
         fake.answer_when(needle, turn.clone());
@@ -306,6 +330,11 @@ async fn converse(case: Case) {
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
             .collect(),
         skills: vec![SKILL.to_owned()],
+        mcp: if case.mcp {
+            vec!["everything".to_owned()]
+        } else {
+            Vec::new()
+        },
         ..Role::new(case.executor)
     };
     let skill = data.path().join("skills").join(SKILL);
@@ -326,6 +355,13 @@ async fn converse(case: Case) {
     };
     let gh = assistant_in_agents_image_with(data, docker, role, provider, move |options| {
         options.skills = BTreeMap::from([(SKILL.to_owned(), source)]);
+        options.mcp.servers = BTreeMap::from([(
+            "everything".to_owned(),
+            McpDefinition::Stdio {
+                command: vec!["mcp-server-everything".to_owned()],
+                env: BTreeMap::new(),
+            },
+        )]);
     })
     .await;
 
@@ -352,6 +388,18 @@ async fn converse(case: Case) {
         first["usage"]["input_tokens"].as_u64().unwrap_or(0) > 0,
         "{name}: the gateway metered turn one: {detail:#}"
     );
+    if case.mcp {
+        assert!(
+            fake.requests()
+                .iter()
+                .any(|r| r.body.to_string().contains(&format!("Echo: {ECHOED}"))),
+            "{name}: the MCP server's echo reached the model: {detail:#}"
+        );
+        assert!(
+            tools.iter().any(|t| t.to_string().contains("echo")),
+            "{name}: the trace holds the MCP call: {detail:#}"
+        );
+    }
     let session = detail["session_id"].as_str().map(str::to_owned);
     assert!(
         fake.requests()

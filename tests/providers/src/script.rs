@@ -41,6 +41,9 @@ pub enum Reply {
     Tool { name: String, input: Value },
 }
 
+/// How [`Turn::offered_tool`] marks a name to be chosen from the request's tools.
+pub(crate) const OFFERED: &str = "\u{0}offered:";
+
 /// One answer of the script.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Turn {
@@ -59,6 +62,14 @@ impl Turn {
                 ..Tokens::default()
             },
         }
+    }
+
+    /// A call of whichever tool the request offers whose name ends with `suffix` (an MCP
+    /// tool each CLI names its own way: `mcp__everything__echo`, `everything_echo`,
+    /// `everything-echo`), with a small default usage. When the request offers none, the
+    /// call names `suffix` itself, which the CLI will refuse.
+    pub fn offered_tool(suffix: impl Into<String>, input: Value) -> Self {
+        Self::tool(format!("{OFFERED}{}", suffix.into()), input)
     }
 
     /// A tool call, with a small default usage.

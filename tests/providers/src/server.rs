@@ -80,6 +80,40 @@ fn offers_tools(request: &Value) -> bool {
         .is_some_and(|tools| !tools.is_empty())
 }
 
+/// Every tool name the request offers, whatever its API's shape (`tools[].name`,
+/// `tools[].function.name`, Gemini's `tools[].functionDeclarations[].name`, namespaces).
+fn offered_tool_names(request: &Value) -> Vec<String> {
+    fn walk(value: &Value, names: &mut Vec<String>) {
+        match value {
+            Value::Object(object) => {
+                if let Some(Value::String(name)) = object.get("name") {
+                    names.push(name.clone());
+                }
+                object.values().for_each(|inner| walk(inner, names));
+            }
+            Value::Array(items) => items.iter().for_each(|inner| walk(inner, names)),
+            _ => {}
+        }
+    }
+    let mut names = Vec::new();
+    walk(&request["tools"], &mut names);
+    names
+}
+
+/// A [`Turn::offered_tool`] call named as the request offers its tool.
+fn choose_offered(turn: &mut Turn, request: &Value) {
+    let Reply::Tool { name, .. } = &mut turn.reply else {
+        return;
+    };
+    let Some(suffix) = name.strip_prefix(crate::script::OFFERED).map(str::to_owned) else {
+        return;
+    };
+    *name = offered_tool_names(request)
+        .into_iter()
+        .find(|offered| offered.ends_with(&suffix))
+        .unwrap_or(suffix);
+}
+
 /// The request's last message as JSON text (Messages and Chat `messages`, Responses
 /// `input`, Gemini `contents`), for [`FakeProvider::answer_when`].
 fn last_message(request: &Value) -> String {
@@ -348,6 +382,7 @@ async fn answer(
         if state.side_requests && matches!(turn.reply, Reply::Tool { .. }) && !offers_tools(&json) {
             turn.reply = Reply::Text(SIDE_ANSWER.to_owned());
         }
+        choose_offered(&mut turn, &json);
         state.next_id += 1;
         let id = state.next_id;
         if api == Api::Responses {
