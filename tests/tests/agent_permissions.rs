@@ -162,6 +162,18 @@ fn decisions(log: &Path) -> Vec<Value> {
         .collect()
 }
 
+/// Asserts that the run in `work` made every file of `made` and none of `never`.
+fn files(work: &tempfile::TempDir, output: &Output, made: &[&str], never: &[&str]) {
+    for name in made {
+        let path = work.path().join(name);
+        assert!(path.exists(), "{name} was not made: {}", output.describe());
+    }
+    for name in never {
+        let path = work.path().join(name);
+        assert!(!path.exists(), "{name} was made: {}", output.describe());
+    }
+}
+
 fn workdir() -> tempfile::TempDir {
     tempfile::tempdir().expect("work")
 }
@@ -217,20 +229,11 @@ async fn a_denied_command_does_not_run_and_an_allowed_one_does() {
     ];
     let (output, work, fake) = run_role(&clis.claude, &role, Tools::none(), turns, workdir()).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        !work.path().join("unmatched.txt").exists(),
-        "{}",
-        output.describe()
+    files(
+        &work,
+        &output,
+        &["allowed.txt"],
+        &["denied.txt", "unmatched.txt"],
     );
     let results = tool_results(&fake);
     let errors: Vec<bool> = results.iter().map(|(_, error, _)| *error).collect();
@@ -261,16 +264,7 @@ async fn the_prompt_tool_decides_what_no_rule_covers() {
     ];
     let (output, work, fake) = run_role(&clis.claude, &role, tools, turns, workdir()).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("asked.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &["asked.txt"], &["denied.txt"]);
     let asked = decisions(&log);
     assert_eq!(
         asked.len(),
@@ -327,16 +321,7 @@ async fn an_ask_rule_goes_to_the_prompt_tool_over_the_default_allow() {
     ];
     let (output, work, fake) = run_role(&clis.claude, &role, tools, turns, workdir()).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("asked.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("free.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &["free.txt"], &["asked.txt"]);
     let asked = decisions(&scripts.path().join("decisions.jsonl"));
     assert_eq!(asked.len(), 1, "{asked:#?}");
     assert_eq!(asked[0]["input"]["command"], "touch asked.txt");

@@ -16,7 +16,7 @@ use serde_json::json;
 
 use crate::hooked::{Hook, REASON, Runner, call_outputs};
 use crate::run::Output;
-use crate::{DONE, Run, installed, workdir};
+use crate::{DONE, Run, files, installed, workdir};
 
 const MODEL: &str = "gpt-5";
 
@@ -64,16 +64,7 @@ async fn copilot_runs_what_the_runner_allows_and_never_what_it_denies() {
     ];
     let (output, work, fake) = run_copilot(&clis.copilot, turns, Hook::asking(&url)).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &["allowed.txt"], &["denied.txt"]);
     assert_eq!(
         runner.asked(),
         [

@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::hooked::{Hook, REASON, Runner, TOKEN};
 use crate::run::Output;
-use crate::{DONE, Run, installed, workdir};
+use crate::{DONE, Run, files, installed, workdir};
 
 const MODEL: &str = "gemini-2.5-pro";
 
@@ -86,16 +86,7 @@ async fn gemini_runs_what_the_hook_allows_and_never_what_it_denies() {
     ];
     let (output, work, fake) = run_gemini(&clis.gemini, turns, Hook::asking(&url)).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &["allowed.txt"], &["denied.txt"]);
     let asked = runner.asked();
     assert_eq!(asked.len(), 2, "{asked:#?}");
     assert_eq!(runner.tokens()[0], Some(format!("Bearer {TOKEN}")));
@@ -119,11 +110,7 @@ async fn without_a_tools_url_every_call_is_denied() {
     let turns = vec![shell("touch allowed.txt"), Turn::text(DONE)];
     let (output, work, fake) = run_gemini(&clis.gemini, turns, Hook::NO_URL).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &[], &["allowed.txt"]);
     let responses = responses(&fake);
     assert_eq!(responses.len(), 1, "{responses:#?}");
     assert!(
@@ -142,11 +129,7 @@ async fn without_the_shim_every_call_is_denied() {
     let turns = vec![shell("touch allowed.txt"), Turn::text(DONE)];
     let (output, work, fake) = run_gemini(&clis.gemini, turns, Hook::default()).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &[], &["allowed.txt"]);
     let responses = responses(&fake);
     assert!(
         responses.len() == 1 && responses[0].contains("gave no answer"),

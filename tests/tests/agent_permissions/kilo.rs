@@ -8,7 +8,7 @@ use serde_json::json;
 
 use super::opencode::{bash, results, run_role};
 use crate::hooked::{Hook, REASON, Runner};
-use crate::{DONE, installed};
+use crate::{DONE, files, installed};
 
 /// A denied command never runs and the model reads why; an allowed one and a background
 /// process Kilo starts (its own tool, read as `Bash`) are asked about and run.
@@ -31,20 +31,11 @@ async fn kilo_asks_gatehouse_before_every_tool_call() {
     let hook = Hook::asking(&url);
     let (output, work, fake) = run_role(&clis.kilo, Executor::Kilo, hook, &[], turns).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        !work.path().join("denied-in-background.txt").exists(),
-        "{}",
-        output.describe()
+    files(
+        &work,
+        &output,
+        &["allowed.txt"],
+        &["denied.txt", "denied-in-background.txt"],
     );
     let asked = runner.asked();
     let calls: Vec<(&str, &str)> = asked
@@ -87,11 +78,7 @@ async fn without_a_tools_url_kilo_runs_nothing() {
     let hook = Hook::NO_URL;
     let (output, work, fake) = run_role(&clis.kilo, Executor::Kilo, hook, &[], turns).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("nothing.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &[], &["nothing.txt"]);
     let results = results(&fake);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(

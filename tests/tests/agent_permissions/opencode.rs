@@ -15,7 +15,7 @@ use serde_json::json;
 
 use crate::hooked::{Hook, REASON, Runner, TOKEN};
 use crate::run::Output;
-use crate::{DONE, Run, installed, workdir};
+use crate::{DONE, Run, files, installed, workdir};
 
 /// A role of `executor` with a policy (the stand-in decides; the policy makes the
 /// command line install the plugin) and the gateway's model.
@@ -85,16 +85,7 @@ async fn opencode_asks_gatehouse_before_every_tool_call() {
     let hook = Hook::asking(&url);
     let (output, work, fake) = run_role(&clis.opencode, Executor::Opencode, hook, &[], turns).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &["allowed.txt"], &["denied.txt"]);
     assert_eq!(
         std::fs::read_to_string(work.path().join("written.txt"))
             .ok()
@@ -138,11 +129,7 @@ async fn without_a_tools_url_opencode_runs_nothing() {
     let hook = Hook::NO_URL;
     let (output, work, fake) = run_role(&clis.opencode, Executor::Opencode, hook, &[], turns).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("nothing.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &[], &["nothing.txt"]);
     let results = results(&fake);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(
@@ -161,11 +148,7 @@ async fn without_the_shim_opencode_runs_nothing() {
     let hook = Hook::default();
     let (output, work, fake) = run_role(&clis.opencode, Executor::Opencode, hook, &[], turns).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("nothing.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &[], &["nothing.txt"]);
     let results = results(&fake);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(
@@ -190,11 +173,7 @@ async fn without_its_plugin_opencode_has_no_tools() {
     let hook = Hook::asking(&url);
     let (output, work, fake) =
         run_role(&clis.opencode, Executor::Opencode, hook, &extra, turns).await;
-    assert!(
-        !work.path().join("nothing.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &[], &["nothing.txt"]);
     assert!(runner.asked().is_empty());
     let requests = fake.requests();
     assert!(!requests.is_empty(), "{}", output.describe());
