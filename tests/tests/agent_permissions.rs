@@ -35,7 +35,7 @@ mod run;
 
 use std::path::Path;
 
-use gatehouse_agent::{Executor, Permissions, Role, Tools, invocation};
+use gatehouse_agent::{Executor, ModelApi, Permissions, Role, Tools, invocation};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use serde_json::{Value, json};
 
@@ -48,30 +48,91 @@ fn bash(command: &str) -> Turn {
     Turn::tool("Bash", json!({"command": command, "description": "run it"}))
 }
 
-/// Runs the role's command line on `turns` in a fresh home and working directory.
+/// One run of a role's command line, as Gatehouse runs it: under `sh -c`, with the role's
+/// environment and the fake provider's, in a fresh home.
+struct Run<'a> {
+    /// The CLI, put first on the `PATH`.
+    cli: &'a Path,
+    role: &'a Role,
+    /// The API the CLI is pointed at, as [`invocation`] takes it; `None` for Claude Code
+    /// reaching its model on its own (Anthropic's variables).
+    api: Option<ModelApi>,
+    tools: Tools,
+    /// Variables added last (the shim's, see [`hooked::Hook`]).
+    env: Vec<(String, String)>,
+}
+
+impl<'a> Run<'a> {
+    /// `cli` running `role` on `api`, without tools or more variables.
+    fn new(cli: &'a Path, role: &'a Role, api: Option<ModelApi>) -> Self {
+        Self {
+            cli,
+            role,
+            api,
+            tools: Tools::none(),
+            env: Vec::new(),
+        }
+    }
+
+    /// Runs the command line on `turns` in `work`: its output, `work`, and the fake.
+    async fn run(
+        self,
+        turns: Vec<Turn>,
+        work: tempfile::TempDir,
+    ) -> (Output, tempfile::TempDir, FakeProvider) {
+        assert_eq!(self.role.check(), Ok(()));
+        let home = tempfile::tempdir().expect("home");
+        let fake = FakeProvider::start(KEY, turns).await;
+        fake.answer_side_requests_with_text();
+        let prompt = home.path().join("prompt.md");
+        std::fs::write(&prompt, "Run the commands.").expect("prompt");
+        let line = invocation(
+            self.role,
+            self.api,
+            &self.tools,
+            &prompt.display().to_string(),
+            None,
+        );
+        let mut environment = base_environment(home.path());
+        let bin = self.cli.parent().expect("bin").display().to_string();
+        environment[0].1 = format!("{bin}:{}", environment[0].1);
+        environment.extend(self.role.cli_environment());
+        let (url, key) = match self.api {
+            None | Some(ModelApi::Anthropic) => (
+                ("ANTHROPIC_BASE_URL", fake.url().to_owned()),
+                "ANTHROPIC_API_KEY",
+            ),
+            Some(ModelApi::OpenAi) => (
+                ("OPENAI_BASE_URL", format!("{}/v1", fake.url())),
+                "OPENAI_API_KEY",
+            ),
+            Some(ModelApi::Gemini) => (
+                ("GOOGLE_GEMINI_BASE_URL", fake.url().to_owned()),
+                "GEMINI_API_KEY",
+            ),
+        };
+        environment.push((url.0.to_owned(), url.1));
+        environment.push((key.to_owned(), KEY.to_owned()));
+        environment.extend(self.env);
+        let args = ["-c".to_owned(), line];
+        let output = run::run(Path::new("/bin/sh"), &args, &environment, work.path()).await;
+        (output, work, fake)
+    }
+}
+
+/// Claude Code running `role` with `tools` on `turns` in `work`.
 async fn run_role(
     claude: &Path,
     role: &Role,
-    tools: &Tools,
+    tools: Tools,
     turns: Vec<Turn>,
     work: tempfile::TempDir,
 ) -> (Output, tempfile::TempDir, FakeProvider) {
-    assert_eq!(role.check(), Ok(()));
-    let home = tempfile::tempdir().expect("home");
-    let fake = FakeProvider::start(KEY, turns).await;
-    fake.answer_side_requests_with_text();
-    let prompt = home.path().join("prompt.md");
-    std::fs::write(&prompt, "Run the commands.").expect("prompt");
-    let line = invocation(role, None, tools, &prompt.display().to_string(), None);
-    let mut environment = base_environment(home.path());
-    let bin = claude.parent().expect("bin").display().to_string();
-    environment[0].1 = format!("{bin}:{}", environment[0].1);
-    environment.extend(role.cli_environment());
-    environment.push(("ANTHROPIC_BASE_URL".to_owned(), fake.url().to_owned()));
-    environment.push(("ANTHROPIC_API_KEY".to_owned(), KEY.to_owned()));
-    let args = ["-c".to_owned(), line];
-    let output = run::run(Path::new("/bin/sh"), &args, &environment, work.path()).await;
-    (output, work, fake)
+    let run = Run {
+        tools,
+        ..Run::new(claude, role, None)
+    };
+    run.run(turns, work).await
 }
 
 /// The decider MCP server answering `answer`, and the role `args` that give it to Claude
@@ -99,6 +160,18 @@ fn decisions(log: &Path) -> Vec<Value> {
         .lines()
         .filter_map(|line| serde_json::from_str(line).ok())
         .collect()
+}
+
+/// Asserts that the run in `work` made every file of `made` and none of `never`.
+fn files(work: &tempfile::TempDir, output: &Output, made: &[&str], never: &[&str]) {
+    for name in made {
+        let path = work.path().join(name);
+        assert!(path.exists(), "{name} was not made: {}", output.describe());
+    }
+    for name in never {
+        let path = work.path().join(name);
+        assert!(!path.exists(), "{name} was made: {}", output.describe());
+    }
 }
 
 fn workdir() -> tempfile::TempDir {
@@ -154,23 +227,13 @@ async fn a_denied_command_does_not_run_and_an_allowed_one_does() {
         bash("touch unmatched.txt"),
         Turn::text(DONE),
     ];
-    let (output, work, fake) =
-        run_role(&clis.claude, &role, &Tools::none(), turns, workdir()).await;
+    let (output, work, fake) = run_role(&clis.claude, &role, Tools::none(), turns, workdir()).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        !work.path().join("unmatched.txt").exists(),
-        "{}",
-        output.describe()
+    files(
+        &work,
+        &output,
+        &["allowed.txt"],
+        &["denied.txt", "unmatched.txt"],
     );
     let results = tool_results(&fake);
     let errors: Vec<bool> = results.iter().map(|(_, error, _)| *error).collect();
@@ -199,23 +262,10 @@ async fn the_prompt_tool_decides_what_no_rule_covers() {
         bash("touch asked.txt"),
         Turn::text(DONE),
     ];
-    let (output, work, fake) = run_role(&clis.claude, &role, &tools, turns, workdir()).await;
+    let (output, work, fake) = run_role(&clis.claude, &role, tools, turns, workdir()).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("asked.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    let asked: Vec<Value> = std::fs::read_to_string(&log)
-        .unwrap_or_default()
-        .lines()
-        .filter_map(|line| serde_json::from_str(line).ok())
-        .collect();
+    files(&work, &output, &["asked.txt"], &["denied.txt"]);
+    let asked = decisions(&log);
     assert_eq!(
         asked.len(),
         1,
@@ -243,7 +293,7 @@ async fn a_read_no_rule_covers_under_default_deny() {
         Turn::tool("Read", json!({"file_path": file})),
         Turn::text(DONE),
     ];
-    let (output, _work, fake) = run_role(&clis.claude, &role, &Tools::none(), turns, work).await;
+    let (output, _work, fake) = run_role(&clis.claude, &role, Tools::none(), turns, work).await;
     assert!(output.status.success(), "{}", output.describe());
     let results = tool_results(&fake);
     assert_eq!(results.len(), 1, "{results:#?}");
@@ -269,18 +319,9 @@ async fn an_ask_rule_goes_to_the_prompt_tool_over_the_default_allow() {
         bash("touch free.txt"),
         Turn::text(DONE),
     ];
-    let (output, work, fake) = run_role(&clis.claude, &role, &tools, turns, workdir()).await;
+    let (output, work, fake) = run_role(&clis.claude, &role, tools, turns, workdir()).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("asked.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("free.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &["free.txt"], &["asked.txt"]);
     let asked = decisions(&scripts.path().join("decisions.jsonl"));
     assert_eq!(asked.len(), 1, "{asked:#?}");
     assert_eq!(asked[0]["input"]["command"], "touch asked.txt");

@@ -10,16 +10,10 @@
 //!
 //! Without Docker or the image the tests say so and pass, unless `DOCKER_TESTS=required`.
 
-#[path = "agent_tools/codex.rs"]
-mod codex;
-#[path = "agent_tools/copilot.rs"]
-mod copilot;
-#[path = "agent_tools/gemini.rs"]
-mod gemini;
+#[path = "agent_tools/hooked.rs"]
+mod hooked;
 #[path = "agent_tools/mcp_failures.rs"]
 mod mcp_failures;
-#[path = "agent_tools/opencode.rs"]
-mod opencode;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -168,28 +162,53 @@ async fn asks_a_person(answer: Answer, told: &str) {
 /// the trace.
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn claude_code_asks_before_a_push_and_a_denied_push_never_runs() {
+    asks_before_a_push(Push {
+        executor: Executor::ClaudeCode,
+        model: "claude-sonnet-4-5",
+        kind: ProviderKind::Anthropic,
+        call: Turn::tool("Bash", json!({"command": PUSH, "description": "Push"})),
+        blocked: None,
+    })
+    .await;
+}
+
+/// The command the model asks to run: it would leave `pushed.txt` behind had it run.
+const PUSH: &str = "touch pushed.txt && git push --force origin main";
+
+/// One CLI's push, for [`asks_before_a_push`].
+struct Push {
+    executor: Executor,
+    /// The role's model, one the CLI knows.
+    model: &'static str,
+    /// The API the CLI speaks to the fake provider.
+    kind: ProviderKind,
+    /// The model's tool call running [`PUSH`], in the CLI's own terms.
+    call: Turn,
+    /// The CLI's own words around the reason when its hook denies, which the model must
+    /// read too; `None` when only the reason is checked.
+    blocked: Option<&'static str>,
+}
+
+/// A role that must ask before `git push`: the CLI's push (`case.call`) becomes a
+/// permission question (a card in the thread), ana denies it through the API, and the
+/// command never runs; the model reads why, and the decision is in the trace.
+async fn asks_before_a_push(case: Push) {
     let data = tempfile::tempdir().unwrap();
     let Some(docker) = agents_docker_or_skip(&data.path().display().to_string()).await else {
         return;
     };
-    let push = "touch pushed.txt && git push --force origin main";
-    let fake = FakeProvider::start(
-        REAL_KEY,
-        vec![
-            Turn::tool("Bash", json!({"command": push, "description": "Push"})),
-            Turn::text("I did not push."),
-        ],
-    )
-    .await;
+    let fake = FakeProvider::start(REAL_KEY, vec![case.call, Turn::text("I did not push.")]).await;
     fake.answer_side_requests_with_text();
     let role = Role {
+        provider: Some("model".into()),
+        model: Some(case.model.into()),
         permissions: Some(Permissions {
             ask: vec![Rule::parse("Bash(git push*)").expect("a rule")],
             ..Permissions::default()
         }),
-        ..claude_code_role(Vec::new())
+        ..Role::new(case.executor)
     };
-    let gh = start(data, docker, &fake, role, BTreeMap::new()).await;
+    let gh = start(data, docker, &fake, role, case.kind, BTreeMap::new()).await;
     let thread = gh
         .slack_mention("Ev1", CHANNEL, ANA, "Push the fix to main.")
         .await;
@@ -197,7 +216,7 @@ async fn claude_code_asks_before_a_push_and_a_denied_push_never_runs() {
     assert_eq!(question["kind"], "permission");
     assert_eq!(
         question["question"],
-        format!("The agent wants to run `{push}`")
+        format!("The agent wants to run `{PUSH}`")
     );
     let card = card_in(&gh, &thread, "The agent wants to run a tool").await;
     assert!(
@@ -213,17 +232,18 @@ async fn claude_code_asks_before_a_push_and_a_denied_push_never_runs() {
         )
         .await
         .is(202);
-    said_in_thread(&gh, &thread, "I did not push.", "claude-code").await;
+    said_in_thread(&gh, &thread, "I did not push.", case.executor.as_str()).await;
     assert!(
-        fake.requests()
-            .iter()
-            .any(|r| r.body.to_string().contains("never force-push main")),
+        fake.requests().iter().any(|r| {
+            let body = r.body.to_string();
+            body.contains("never force-push main")
+                && case.blocked.is_none_or(|words| body.contains(words))
+        }),
         "the agent was told why: {:#?}",
         fake.requests().iter().map(|r| &r.body).collect::<Vec<_>>()
     );
-    let workspace = gh.data.path().to_owned();
     assert!(
-        !walk_has(&workspace, "pushed.txt"),
+        !walk_has(gh.data.path(), "pushed.txt"),
         "the denied command never ran"
     );
     let detail = conversations(&gh).await.remove(0);
@@ -301,7 +321,8 @@ async fn claude_code(
     mcp: Vec<String>,
     servers: BTreeMap<String, McpDefinition>,
 ) -> Gatehouse {
-    start(data, docker, fake, claude_code_role(mcp), servers).await
+    let role = claude_code_role(mcp);
+    start(data, docker, fake, role, ProviderKind::Anthropic, servers).await
 }
 
 /// The assistant's role: Claude Code on the fake provider, with MCP servers `mcp`.
@@ -314,17 +335,19 @@ fn claude_code_role(mcp: Vec<String>) -> Role {
     }
 }
 
-/// Gatehouse whose assistant is `role`, on the fake provider, with `[mcp]` `servers`.
+/// Gatehouse whose assistant is `role`, on the fake provider speaking `kind`, with
+/// `[mcp]` `servers`.
 async fn start(
     data: tempfile::TempDir,
     docker: DockerSandbox,
     fake: &FakeProvider,
     role: Role,
+    kind: ProviderKind,
     servers: BTreeMap<String, McpDefinition>,
 ) -> Gatehouse {
     let provider = Provider {
         name: "model".into(),
-        kind: ProviderKind::Anthropic,
+        kind,
         base_url: url::Url::parse(fake.url()).unwrap(),
         key: SecretString::from(REAL_KEY),
     };

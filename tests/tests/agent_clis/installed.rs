@@ -3,12 +3,27 @@
 
 use std::path::{Path, PathBuf};
 
-/// The installed CLIs (a suite may drive only one of them).
+/// The installed CLIs (a suite may drive only some of them).
 #[allow(dead_code)]
 pub struct Clis {
     pub claude: PathBuf,
     pub codex: PathBuf,
+    pub gemini: PathBuf,
+    pub copilot: PathBuf,
+    pub opencode: PathBuf,
+    pub kilo: PathBuf,
 }
+
+/// Each CLI's npm package and the variable pinning its version (Kilo's native part,
+/// `@kilocode/cli-linux-x64`, comes with `@kilocode/cli`).
+const PINNED: [(&str, &str); 6] = [
+    ("@anthropic-ai/claude-code", "CLAUDE_CODE_VERSION"),
+    ("@openai/codex", "CODEX_VERSION"),
+    ("@google/gemini-cli", "GEMINI_CLI_VERSION"),
+    ("@github/copilot", "COPILOT_VERSION"),
+    ("opencode-ai", "OPENCODE_VERSION"),
+    ("@kilocode/cli", "KILO_VERSION"),
+];
 
 /// The repository's root (the tests crate sits one level below it).
 fn root() -> PathBuf {
@@ -18,7 +33,7 @@ fn root() -> PathBuf {
         .to_path_buf()
 }
 
-/// The version pinned for `name` (`CLAUDE_CODE_VERSION`, `CODEX_VERSION`).
+/// The version pinned for `name` (`CLAUDE_CODE_VERSION`, `CODEX_VERSION`, …).
 fn pinned(name: &str) -> String {
     let pins = root().join("deploy/sandbox/agent-clis.env");
     let text = std::fs::read_to_string(&pins).expect("deploy/sandbox/agent-clis.env");
@@ -44,10 +59,7 @@ pub fn clis() -> Option<Clis> {
     let dir = std::env::var_os("AGENT_CLIS_DIR")
         .map_or_else(|| root().join("target/agent-clis"), PathBuf::from);
     let mut wrong = Vec::new();
-    for (package, pin) in [
-        ("@anthropic-ai/claude-code", "CLAUDE_CODE_VERSION"),
-        ("@openai/codex", "CODEX_VERSION"),
-    ] {
+    for (package, pin) in PINNED {
         let want = pinned(pin);
         match installed_version(&dir, package) {
             Some(have) if have == want => {}
@@ -72,5 +84,9 @@ pub fn clis() -> Option<Clis> {
     Some(Clis {
         claude: bin.join("claude"),
         codex: bin.join("codex"),
+        gemini: bin.join("gemini"),
+        copilot: bin.join("copilot"),
+        opencode: bin.join("opencode"),
+        kilo: bin.join("kilo"),
     })
 }

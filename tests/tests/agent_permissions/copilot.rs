@@ -8,48 +8,17 @@
 //!   runs; the shim asked with Claude Code's name and input (`Bash`, `command`).
 //! - Without a tools URL, or without the shim, every call is denied and none runs.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use gatehouse_agent::{Executor, ModelApi, Permissions, Role, Tools, invocation};
+use gatehouse_agent::{Executor, ModelApi, Permissions, Role};
 use gatehouse_fake_providers::{FakeProvider, Turn};
-use serde_json::{Value, json};
+use serde_json::json;
 
-use crate::hooked::{REASON, TOKEN, runner, shim};
-use crate::installed;
-use crate::run::{self, Output, base_environment};
+use crate::hooked::{Hook, REASON, Runner, call_outputs};
+use crate::run::Output;
+use crate::{DONE, Run, files, installed, workdir};
 
-const KEY: &str = "sk-test-copilot-hook-2b7d";
 const MODEL: &str = "gpt-5";
-const DONE: &str = "Done with the commands.";
-
-/// The pinned Copilot CLI beside the other CLIs (`installed::clis` checks those), or
-/// `None` to skip, as they do.
-fn copilot() -> Option<PathBuf> {
-    let clis = installed::clis()?;
-    let bin = clis.codex.parent()?.to_path_buf();
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent()?;
-    let pins = std::fs::read_to_string(root.join("deploy/sandbox/agent-clis.env")).ok()?;
-    let want = pins
-        .lines()
-        .find_map(|line| line.strip_prefix("COPILOT_VERSION="))?
-        .trim()
-        .to_owned();
-    let manifest = bin.join("../@github/copilot/package.json");
-    let have = std::fs::read_to_string(manifest)
-        .ok()
-        .and_then(|text| serde_json::from_str::<Value>(&text).ok())
-        .and_then(|json| json["version"].as_str().map(str::to_owned));
-    if have.as_deref() != Some(want.as_str()) {
-        let why = format!("@github/copilot is {have:?}, not {want}");
-        assert!(
-            std::env::var("AGENT_CLI_TESTS").as_deref() != Ok("required"),
-            "AGENT_CLI_TESTS=required but {why}"
-        );
-        eprintln!("skipped: {why}");
-        return None;
-    }
-    Some(bin.join("copilot"))
-}
 
 fn bash(command: &str) -> Turn {
     Turn::tool("bash", json!({"command": command, "description": "run it"}))
@@ -66,86 +35,38 @@ fn role() -> Role {
     }
 }
 
-/// Runs the role's command line on `turns` in a fresh home and working directory, with
-/// `hook` (name, value) variables added for the shim.
+/// Runs the role's command line with `copilot` on `turns`, the shim's variables as `hook`
+/// says.
 async fn run_copilot(
     copilot: &Path,
     turns: Vec<Turn>,
-    hook: &[(&str, String)],
+    hook: Hook<'_>,
 ) -> (Output, tempfile::TempDir, FakeProvider) {
     let role = role();
-    assert_eq!(role.check(), Ok(()));
-    let home = tempfile::tempdir().expect("home");
-    let work = tempfile::tempdir().expect("work");
-    let fake = FakeProvider::start(KEY, turns).await;
-    fake.answer_side_requests_with_text();
-    let prompt = home.path().join("prompt.md");
-    std::fs::write(&prompt, "Run the commands.").expect("prompt");
-    let line = invocation(
-        &role,
-        Some(ModelApi::OpenAi),
-        &Tools::none(),
-        &prompt.display().to_string(),
-        None,
-    );
-    let mut environment = base_environment(home.path());
-    let bin = copilot.parent().expect("bin").display().to_string();
-    environment[0].1 = format!("{bin}:{}", environment[0].1);
-    environment.extend(role.cli_environment());
-    environment.push(("OPENAI_BASE_URL".to_owned(), format!("{}/v1", fake.url())));
-    environment.push(("OPENAI_API_KEY".to_owned(), KEY.to_owned()));
-    environment.extend(hook.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
-    let args = ["-c".to_owned(), line];
-    let output = run::run(Path::new("/bin/sh"), &args, &environment, work.path()).await;
-    (output, work, fake)
-}
-
-/// The outputs Copilot sent back to the model, in order.
-fn call_outputs(fake: &FakeProvider) -> Vec<String> {
-    let requests = fake.requests();
-    let Some(last) = requests.last() else {
-        return Vec::new();
+    let run = Run {
+        env: hook.variables(),
+        ..Run::new(copilot, &role, Some(ModelApi::OpenAi))
     };
-    last.body["input"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|item| item["type"] == "function_call_output")
-        .map(|item| item["output"].to_string())
-        .collect()
+    run.run(turns, workdir()).await
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn copilot_runs_what_the_runner_allows_and_never_what_it_denies() {
-    let Some(copilot) = copilot() else {
+    let Some(clis) = installed::clis() else {
         return;
     };
-    let (url, asked) = runner().await;
-    let hook = [
-        ("GATEHOUSE_ACP", shim().display().to_string()),
-        ("GATEHOUSE_TOOLS_URL", url),
-        ("GATEHOUSE_TOOLS_TOKEN", TOKEN.to_owned()),
-    ];
+    let runner = Runner::default();
+    let url = runner.start().await;
     let turns = vec![
         bash("touch denied.txt"),
         bash("touch allowed.txt"),
         Turn::text(DONE),
     ];
-    let (output, work, fake) = run_copilot(&copilot, turns, &hook).await;
+    let (output, work, fake) = run_copilot(&clis.copilot, turns, Hook::asking(&url)).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    let asked = asked.lock().expect("asked").clone();
+    files(&work, &output, &["allowed.txt"], &["denied.txt"]);
     assert_eq!(
-        asked,
+        runner.asked(),
         [
             json!({"tool": "Bash", "input": {"command": "touch denied.txt"}}),
             json!({"tool": "Bash", "input": {"command": "touch allowed.txt"}}),
@@ -164,24 +85,21 @@ async fn copilot_runs_what_the_runner_allows_and_never_what_it_denies() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_runner_or_a_shim_copilot_runs_nothing() {
-    let Some(copilot) = copilot() else {
+    let Some(clis) = installed::clis() else {
         return;
     };
     for (hook, why) in [
+        (Hook::NO_URL, "GATEHOUSE_TOOLS_URL"),
         (
-            vec![("GATEHOUSE_ACP", shim().display().to_string())],
-            "GATEHOUSE_TOOLS_URL",
-        ),
-        (
-            vec![
-                ("GATEHOUSE_TOOLS_URL", "http://127.0.0.1:9".to_owned()),
-                ("GATEHOUSE_TOOLS_TOKEN", TOKEN.to_owned()),
-            ],
+            Hook {
+                acp: false,
+                url: Some("http://127.0.0.1:9"),
+            },
             "Denied by preToolUse hook",
         ),
     ] {
         let turns = vec![bash("touch free.txt"), Turn::text(DONE)];
-        let (output, work, fake) = run_copilot(&copilot, turns, &hook).await;
+        let (output, work, fake) = run_copilot(&clis.copilot, turns, hook).await;
         assert!(output.status.success(), "{}", output.describe());
         assert!(
             !work.path().join("free.txt").exists(),

@@ -2,28 +2,23 @@
 //! `deploy/sandbox/agent-clis.env`) on the host, as [`super::opencode`] runs OpenCode: the
 //! same plugin in `~/.config/kilo/plugins/`, asking `gatehouse-acp hook kilo`.
 
-use std::path::PathBuf;
-
 use gatehouse_agent::Executor;
 use gatehouse_fake_providers::Turn;
 use serde_json::json;
 
-use super::opencode::{Decider, NO, Shim, bash, installed, results, role, run_role, shim};
-
-fn kilo() -> Option<PathBuf> {
-    installed("kilo", "@kilocode/cli", "KILO_VERSION")
-}
+use super::opencode::{bash, results, run_role};
+use crate::hooked::{Hook, REASON, Runner};
+use crate::{DONE, files, installed};
 
 /// A denied command never runs and the model reads why; an allowed one and a background
 /// process Kilo starts (its own tool, read as `Bash`) are asked about and run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kilo_asks_gatehouse_before_every_tool_call() {
-    let Some(cli) = kilo() else {
+    let Some(clis) = installed::clis() else {
         return;
     };
-    let decider = Decider::default();
-    let url = decider.start().await;
-    let acp = shim();
+    let runner = Runner::default();
+    let url = runner.start().await;
     let turns = vec![
         bash("touch denied.txt"),
         bash("touch allowed.txt"),
@@ -31,31 +26,18 @@ async fn kilo_asks_gatehouse_before_every_tool_call() {
             "background_process",
             json!({"action": "start", "command": "touch denied-in-background.txt", "description": "bg"}),
         ),
-        Turn::text(super::DONE),
+        Turn::text(DONE),
     ];
-    let shim = Shim {
-        acp: Some(&acp),
-        tools_url: Some(&url),
-        extra: &[],
-    };
-    let (output, work, fake) = run_role(&cli, &role(Executor::Kilo), shim, turns).await;
+    let hook = Hook::asking(&url);
+    let (output, work, fake) = run_role(&clis.kilo, Executor::Kilo, hook, &[], turns).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("denied.txt").exists(),
-        "{}",
-        output.describe()
+    files(
+        &work,
+        &output,
+        &["allowed.txt"],
+        &["denied.txt", "denied-in-background.txt"],
     );
-    assert!(
-        work.path().join("allowed.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    assert!(
-        !work.path().join("denied-in-background.txt").exists(),
-        "{}",
-        output.describe()
-    );
-    let asked = decider.asked();
+    let asked = runner.asked();
     let calls: Vec<(&str, &str)> = asked
         .iter()
         .map(|body| {
@@ -75,31 +57,28 @@ async fn kilo_asks_gatehouse_before_every_tool_call() {
     );
     let results = results(&fake);
     assert_eq!(results.len(), 3, "{results:#?}");
-    assert!(results[0].0 && results[0].1.contains(NO), "{results:#?}");
+    assert!(
+        results[0].0 && results[0].1.contains(REASON),
+        "{results:#?}"
+    );
     assert!(!results[1].0, "{results:#?}");
-    assert!(results[2].0 && results[2].1.contains(NO), "{results:#?}");
+    assert!(
+        results[2].0 && results[2].1.contains(REASON),
+        "{results:#?}"
+    );
 }
 
 /// No runner to ask: every call is denied, saying why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_tools_url_kilo_runs_nothing() {
-    let Some(cli) = kilo() else {
+    let Some(clis) = installed::clis() else {
         return;
     };
-    let acp = shim();
-    let turns = vec![bash("touch nothing.txt"), Turn::text(super::DONE)];
-    let shim = Shim {
-        acp: Some(&acp),
-        tools_url: None,
-        extra: &[],
-    };
-    let (output, work, fake) = run_role(&cli, &role(Executor::Kilo), shim, turns).await;
+    let turns = vec![bash("touch nothing.txt"), Turn::text(DONE)];
+    let hook = Hook::NO_URL;
+    let (output, work, fake) = run_role(&clis.kilo, Executor::Kilo, hook, &[], turns).await;
     assert!(output.status.success(), "{}", output.describe());
-    assert!(
-        !work.path().join("nothing.txt").exists(),
-        "{}",
-        output.describe()
-    );
+    files(&work, &output, &[], &["nothing.txt"]);
     let results = results(&fake);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(

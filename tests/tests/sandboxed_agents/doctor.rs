@@ -10,7 +10,7 @@ use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
 use gatehouse_runner::{Check, Checkup, Finding, Outcome, Runner, RunnerOptions};
-use gatehouse_sandbox::{ProcessSandbox, Profile, SandboxKind, Sandboxes};
+use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
 use gatehouse_tests::{Backend, TestDb, relay_binary};
 use secrecy::SecretString;
 use tokio_util::sync::CancellationToken;
@@ -43,6 +43,50 @@ fn line(checkup: &Checkup, role: &str, check: Check) -> String {
         .map(|f| f.to_string())
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// A Docker profile on the agents image, run as an unprivileged user.
+fn agents_profile() -> Profile {
+    Profile {
+        kind: SandboxKind::Docker,
+        image: Some(AGENTS_IMAGE.into()),
+        user: Some("1000:1000".into()),
+        ..Profile::default()
+    }
+}
+
+/// The runner's options for `roles` in `profiles`, on the fake provider `model`.
+fn docker_options(
+    data: &tempfile::TempDir,
+    fake: &FakeProvider,
+    roles: BTreeMap<String, Role>,
+    profiles: BTreeMap<String, Profile>,
+) -> RunnerOptions {
+    RunnerOptions {
+        roles,
+        profiles,
+        providers: vec![provider(
+            "model",
+            ProviderKind::Anthropic,
+            fake.url(),
+            REAL_KEY,
+        )],
+        relay: Some(relay_binary()),
+        id: "doctor".into(),
+        ..RunnerOptions::new(data.path().to_owned())
+    }
+}
+
+/// The doctor's checkup under `options`, Docker profiles in `docker`; each finding printed.
+async fn docker_checkup(docker: DockerSandbox, options: RunnerOptions) -> Checkup {
+    let db = TestDb::new(Backend::Sqlite).await;
+    let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
+    let runner = Runner::new(db.store.clone(), Arc::new(sandboxes), options);
+    let checkup = runner.doctor(CancellationToken::new()).await;
+    for finding in &checkup.findings {
+        eprintln!("{finding}");
+    }
+    checkup
 }
 
 #[tokio::test]
@@ -213,53 +257,32 @@ async fn a_docker_profile_is_checked_in_its_image() {
         return;
     };
     let fake = FakeProvider::start(REAL_KEY, vec![Turn::text("unused")]).await;
-    let locked = Profile {
-        kind: SandboxKind::Docker,
-        image: Some(AGENTS_IMAGE.into()),
-        user: Some("1000:1000".into()),
-        ..Profile::default()
-    };
+    let locked = agents_profile();
     let bare = Profile {
         image: Some("gatehouse-sandbox:busybox".into()),
         ..locked.clone()
     };
-    let options = RunnerOptions {
-        roles: BTreeMap::from([
-            (
-                "coder".to_owned(),
-                Role {
-                    provider: Some("model".into()),
-                    sandbox: Some("locked".into()),
-                    ..Role::new(Executor::ClaudeCode)
-                },
-            ),
-            (
-                "bare".to_owned(),
-                Role {
-                    provider: Some("model".into()),
-                    sandbox: Some("bare".into()),
-                    ..Role::new(Executor::Codex)
-                },
-            ),
-        ]),
-        profiles: BTreeMap::from([("locked".to_owned(), locked), ("bare".to_owned(), bare)]),
-        providers: vec![provider(
-            "model",
-            ProviderKind::Anthropic,
-            fake.url(),
-            REAL_KEY,
-        )],
-        relay: Some(relay_binary()),
-        id: "doctor".into(),
-        ..RunnerOptions::new(data.path().to_owned())
-    };
-    let db = TestDb::new(Backend::Sqlite).await;
-    let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
-    let runner = Runner::new(db.store.clone(), Arc::new(sandboxes), options);
-    let checkup = runner.doctor(CancellationToken::new()).await;
-    for finding in &checkup.findings {
-        eprintln!("{finding}");
-    }
+    let roles = BTreeMap::from([
+        (
+            "coder".to_owned(),
+            Role {
+                provider: Some("model".into()),
+                sandbox: Some("locked".into()),
+                ..Role::new(Executor::ClaudeCode)
+            },
+        ),
+        (
+            "bare".to_owned(),
+            Role {
+                provider: Some("model".into()),
+                sandbox: Some("bare".into()),
+                ..Role::new(Executor::Codex)
+            },
+        ),
+    ]);
+    let profiles = BTreeMap::from([("locked".to_owned(), locked), ("bare".to_owned(), bare)]);
+    let options = docker_options(&data, &fake, roles, profiles);
+    let checkup = docker_checkup(docker, options).await;
     let cli = line(&checkup, "coder", Check::Cli);
     assert!(
         cli.starts_with("ok   role coder, profile locked, cli: `claude` is in the sandbox (image gatehouse-sandbox:agents)"),
@@ -387,12 +410,7 @@ async fn a_roles_stdio_mcp_servers_are_looked_for_in_its_image() {
         return;
     };
     let fake = FakeProvider::start(REAL_KEY, vec![Turn::text("unused")]).await;
-    let locked = Profile {
-        kind: SandboxKind::Docker,
-        image: Some(AGENTS_IMAGE.into()),
-        user: Some("1000:1000".into()),
-        ..Profile::default()
-    };
+    let locked = agents_profile();
     let stdio = |command: &[&str]| gatehouse_agent::McpDefinition::Stdio {
         command: command.iter().map(|w| (*w).to_owned()).collect(),
         env: BTreeMap::new(),
@@ -403,38 +421,22 @@ async fn a_roles_stdio_mcp_servers_are_looked_for_in_its_image() {
         mcp: mcp.iter().map(|n| (*n).to_owned()).collect(),
         ..Role::new(Executor::ClaudeCode)
     };
-    let mut options = RunnerOptions {
-        roles: BTreeMap::from([
-            ("equipped".to_owned(), role(&["everything"])),
-            (
-                "unequipped".to_owned(),
-                role(&["everything", "docs", "search"]),
-            ),
-            ("plain".to_owned(), role(&[])),
-        ]),
-        profiles: BTreeMap::from([("locked".to_owned(), locked)]),
-        providers: vec![provider(
-            "model",
-            ProviderKind::Anthropic,
-            fake.url(),
-            REAL_KEY,
-        )],
-        relay: Some(relay_binary()),
-        id: "doctor".into(),
-        ..RunnerOptions::new(data.path().to_owned())
-    };
+    let roles = BTreeMap::from([
+        ("equipped".to_owned(), role(&["everything"])),
+        (
+            "unequipped".to_owned(),
+            role(&["everything", "docs", "search"]),
+        ),
+        ("plain".to_owned(), role(&[])),
+    ]);
+    let profiles = BTreeMap::from([("locked".to_owned(), locked)]);
+    let mut options = docker_options(&data, &fake, roles, profiles);
     options.mcp.servers = BTreeMap::from([
         ("everything".to_owned(), stdio(&["mcp-server-everything"])),
         ("docs".to_owned(), stdio(&["docs-mcp", "--stdio"])),
         ("search".to_owned(), stdio(&["/opt/search/bin/search-mcp"])),
     ]);
-    let db = TestDb::new(Backend::Sqlite).await;
-    let sandboxes = Sandboxes::new(ProcessSandbox::default(), Ok(docker));
-    let runner = Runner::new(db.store.clone(), Arc::new(sandboxes), options);
-    let checkup = runner.doctor(CancellationToken::new()).await;
-    for finding in &checkup.findings {
-        eprintln!("{finding}");
-    }
+    let checkup = docker_checkup(docker, options).await;
     let equipped = line(&checkup, "equipped", Check::Mcp);
     assert_eq!(
         equipped,

@@ -18,12 +18,12 @@ mod codex;
 mod copilot;
 mod gemini;
 
-use serde_json::Value;
-
-use super::ToolUse;
-
 mod kilo;
 mod opencode;
+
+use serde_json::{Value, json};
+
+use super::ToolUse;
 
 /// The most of a hook event read from stdin; a tool call's arguments are far smaller (a
 /// larger one is denied, saying so).
@@ -115,4 +115,74 @@ impl Hook {
             Self::OpenCode | Self::Kilo => opencode::answer(allow, reason),
         }
     }
+}
+
+/// The reason a deny gives when it has none (some CLIs run a call denied with an empty
+/// one).
+const NO_REASON: &str = "Gatehouse denied the call";
+
+impl HookAnswer {
+    /// Exit 0 with nothing printed: the call runs (Codex, Copilot CLI).
+    fn silent_allow() -> Self {
+        Self {
+            stdout: String::new(),
+            stderr: String::new(),
+            exit: 0,
+        }
+    }
+
+    /// The decision as `{"decision": "allow"}` under exit 0, or `{"decision": "deny",
+    /// "reason"}` with `reason` on stderr too under `deny_exit` (Gemini CLI, OpenCode's
+    /// plugin).
+    fn decision(allow: bool, reason: &str, deny_exit: i32) -> Self {
+        if allow {
+            return Self {
+                stdout: json!({"decision": "allow"}).to_string(),
+                stderr: String::new(),
+                exit: 0,
+            };
+        }
+        Self {
+            stdout: json!({"decision": "deny", "reason": reason}).to_string(),
+            stderr: reason.to_owned(),
+            exit: deny_exit,
+        }
+    }
+}
+
+/// `reason` trimmed, or [`NO_REASON`] when that leaves nothing.
+fn reason_given(reason: &str) -> &str {
+    match reason.trim() {
+        "" => NO_REASON,
+        reason => reason,
+    }
+}
+
+/// The event's tool name (`name`, its field), which must be a non-empty string.
+fn tool_name(name: Option<&Value>) -> Result<&str, &'static str> {
+    name.and_then(Value::as_str)
+        .filter(|name| !name.is_empty())
+        .ok_or("the event names no tool")
+}
+
+/// A call of MCP server `server`'s `tool`, named as Claude Code names it
+/// (`mcp__SERVER__TOOL`).
+fn mcp_call(server: &str, tool: &str, input: Value) -> ToolUse {
+    ToolUse {
+        tool: format!("mcp__{server}__{tool}"),
+        input,
+    }
+}
+
+/// `path` as an absolute path, against `cwd` when it is relative; `None` when it cannot be
+/// (no absolute `cwd`, or an empty path): a rule naming an absolute folder must not miss it.
+fn absolute(path: &str, cwd: Option<&str>) -> Option<String> {
+    if path.is_empty() || path.chars().any(char::is_control) {
+        return None;
+    }
+    if path.starts_with('/') {
+        return Some(path.to_owned());
+    }
+    let cwd = cwd.filter(|cwd| cwd.starts_with('/'))?;
+    Some(format!("{}/{path}", cwd.trim_end_matches('/')))
 }

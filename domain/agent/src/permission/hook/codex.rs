@@ -28,11 +28,8 @@
 
 use serde_json::{Map, Value, json};
 
+use super::{HookAnswer, absolute, reason_given, tool_name};
 use crate::permission::ToolUse;
-
-/// The reason given when there is none to give: Codex would run a call denied with an
-/// empty one.
-const NO_REASON: &str = "Gatehouse denied the call";
 
 /// The most of a patch shown with the call: the question to the runner is at most 64 KiB.
 const MAX_PATCH_SHOWN: usize = 8 * 1024;
@@ -41,11 +38,7 @@ const MAX_PATCH_SHOWN: usize = 8 * 1024;
 const MAX_PATHS: usize = 64;
 
 pub(super) fn tool_use(event: &Value) -> Result<ToolUse, String> {
-    let name = event
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty())
-        .ok_or("the event names no tool")?;
+    let name = tool_name(event.get("tool_name"))?;
     let input = event.get("tool_input").cloned().unwrap_or(Value::Null);
     let cwd = event.get("cwd").and_then(Value::as_str);
     let call = |tool: &str, input: Value| ToolUse {
@@ -82,18 +75,13 @@ pub(super) fn tool_use(event: &Value) -> Result<ToolUse, String> {
     })
 }
 
-pub(super) fn answer(allow: bool, reason: &str) -> super::HookAnswer {
+pub(super) fn answer(allow: bool, reason: &str) -> HookAnswer {
     if allow {
-        return super::HookAnswer {
-            stdout: String::new(),
-            stderr: String::new(),
-            exit: 0,
-        };
+        return HookAnswer::silent_allow();
     }
-    let reason = reason.trim();
-    super::HookAnswer {
+    HookAnswer {
         stdout: String::new(),
-        stderr: if reason.is_empty() { NO_REASON } else { reason }.to_owned(),
+        stderr: reason_given(reason).to_owned(),
         exit: 2,
     }
 }
@@ -169,19 +157,6 @@ fn shown(text: &str) -> String {
         end -= 1;
     }
     format!("{}\n[… {} more bytes]", &text[..end], text.len() - end)
-}
-
-/// `path` as an absolute path, against `cwd` when it is relative; `None` when it cannot be
-/// (no absolute `cwd`, or an empty path): a rule naming an absolute folder must not miss it.
-fn absolute(path: &str, cwd: Option<&str>) -> Option<String> {
-    if path.is_empty() || path.chars().any(char::is_control) {
-        return None;
-    }
-    if path.starts_with('/') {
-        return Some(path.to_owned());
-    }
-    let cwd = cwd.filter(|cwd| cwd.starts_with('/'))?;
-    Some(format!("{}/{path}", cwd.trim_end_matches('/')))
 }
 
 #[cfg(test)]
@@ -339,6 +314,6 @@ mod tests {
         assert_eq!(deny.exit, 2);
         assert_eq!(deny.stderr, "a person said no");
         // Exit 2 with an empty stderr would let the call run.
-        assert_eq!(answer(false, "  ").stderr, super::NO_REASON);
+        assert_eq!(answer(false, "  ").stderr, super::super::NO_REASON);
     }
 }

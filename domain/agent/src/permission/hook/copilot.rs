@@ -32,17 +32,11 @@
 
 use serde_json::{Map, Value, json};
 
+use super::{HookAnswer, absolute, mcp_call, reason_given, tool_name};
 use crate::permission::ToolUse;
 
-/// The reason given when there is none to give.
-const NO_REASON: &str = "Gatehouse denied the call";
-
 pub(super) fn tool_use(event: &Value) -> Result<ToolUse, String> {
-    let name = event
-        .get("toolName")
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty())
-        .ok_or("the event names no tool")?;
+    let name = tool_name(event.get("toolName"))?;
     let args = match event.get("toolArgs") {
         Some(Value::String(text)) => serde_json::from_str(text)
             .map_err(|e| format!("the tool's arguments do not read as JSON: {e}"))?,
@@ -100,40 +94,23 @@ pub(super) fn tool_use(event: &Value) -> Result<ToolUse, String> {
         "list_agents" => call("ListAgents", args),
         mcp if mcp.contains('-') => {
             let (server, tool) = mcp.split_once('-').unwrap_or((mcp, ""));
-            call(&format!("mcp__{server}__{tool}"), args)
+            mcp_call(server, tool, args)
         }
         other => call(other, args),
     })
 }
 
-pub(super) fn answer(allow: bool, reason: &str) -> super::HookAnswer {
+pub(super) fn answer(allow: bool, reason: &str) -> HookAnswer {
     if allow {
-        return super::HookAnswer {
-            stdout: String::new(),
-            stderr: String::new(),
-            exit: 0,
-        };
+        return HookAnswer::silent_allow();
     }
-    let reason = reason.trim();
-    let reason = if reason.is_empty() { NO_REASON } else { reason };
-    super::HookAnswer {
+    let reason = reason_given(reason);
+    HookAnswer {
         stdout: json!({"permissionDecision": "deny", "permissionDecisionReason": reason})
             .to_string(),
         stderr: reason.to_owned(),
         exit: 2,
     }
-}
-
-/// `path` as an absolute path, against `cwd` when relative; `None` when it cannot be.
-fn absolute(path: &str, cwd: Option<&str>) -> Option<String> {
-    if path.is_empty() || path.chars().any(char::is_control) {
-        return None;
-    }
-    if path.starts_with('/') {
-        return Some(path.to_owned());
-    }
-    let cwd = cwd.filter(|cwd| cwd.starts_with('/'))?;
-    Some(format!("{}/{path}", cwd.trim_end_matches('/')))
 }
 
 #[cfg(test)]
@@ -244,6 +221,6 @@ mod tests {
             said,
             json!({"permissionDecision": "deny", "permissionDecisionReason": "a person said no"})
         );
-        assert!(answer(false, "").stdout.contains(super::NO_REASON));
+        assert!(answer(false, "").stdout.contains(super::super::NO_REASON));
     }
 }

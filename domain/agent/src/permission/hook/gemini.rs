@@ -46,7 +46,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::HookAnswer;
+use super::{HookAnswer, mcp_call, tool_name};
 use crate::permission::ToolUse;
 
 /// As `gatehouse-acp hook` is given it.
@@ -61,11 +61,7 @@ pub(super) fn tool_use(event: &Value) -> Result<ToolUse, String> {
         Some("BeforeTool") => {}
         other => return Err(format!("the hook event is {other:?}, not BeforeTool")),
     }
-    let name = event
-        .get("tool_name")
-        .and_then(Value::as_str)
-        .filter(|name| !name.is_empty())
-        .ok_or("the event names no tool")?;
+    let name = tool_name(event.get("tool_name"))?;
     let input = match event.get("tool_input") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(input)) => input.clone(),
@@ -150,10 +146,7 @@ fn mcp(name: &str, context: &Value, input: Map<String, Value>) -> Result<ToolUse
             .ok_or_else(|| format!("the MCP call {name} does not say its {key}"))
     };
     let (server, tool) = (part("server_name")?, part("tool_name")?);
-    Ok(ToolUse {
-        tool: format!("mcp__{server}__{tool}"),
-        input: Value::Object(input),
-    })
+    Ok(mcp_call(server, tool, Value::Object(input)))
 }
 
 /// `base` with `key` = `path`, when there is one.
@@ -217,18 +210,7 @@ fn canonical_url(word: &str) -> Option<String> {
 
 /// Exit 0 and the decision as JSON: the one shape the CLI reads as both allow and deny.
 pub(super) fn answer(allow: bool, reason: &str) -> HookAnswer {
-    if allow {
-        return HookAnswer {
-            stdout: json!({"decision": "allow"}).to_string(),
-            stderr: String::new(),
-            exit: 0,
-        };
-    }
-    HookAnswer {
-        stdout: json!({"decision": "deny", "reason": reason}).to_string(),
-        stderr: reason.to_owned(),
-        exit: 0,
-    }
+    HookAnswer::decision(allow, reason, 0)
 }
 
 #[cfg(test)]

@@ -29,7 +29,7 @@
 
 use serde_json::{Map, Value, json};
 
-use super::HookAnswer;
+use super::{HookAnswer, mcp_call, reason_given, tool_name};
 use crate::permission::ToolUse;
 
 /// The status of a deny (the plugin reads only 0 with an allow as allow).
@@ -49,11 +49,7 @@ pub(super) fn call(
     event: &Value,
     own: fn(&str, &Map<String, Value>) -> Option<ToolUse>,
 ) -> Result<ToolUse, String> {
-    let tool = event
-        .get("tool")
-        .and_then(Value::as_str)
-        .filter(|tool| !tool.is_empty())
-        .ok_or("the event names no tool")?;
+    let tool = tool_name(event.get("tool"))?;
     let empty = Map::new();
     let args = match event.get("args") {
         None | Some(Value::Null) => &empty,
@@ -87,10 +83,7 @@ fn mcp(tool: &str, args: &Map<String, Value>, servers: &[&str]) -> Option<ToolUs
             (!rest.is_empty()).then_some((server, rest))
         })
         .max_by_key(|(server, _)| server.len())
-        .map(|(server, rest)| ToolUse {
-            tool: format!("mcp__{server}__{rest}"),
-            input: Value::Object(args.clone()),
-        })
+        .map(|(server, rest)| mcp_call(server, rest, Value::Object(args.clone())))
 }
 
 /// As OpenCode makes a server's name part of a tool id.
@@ -248,22 +241,7 @@ fn patch_files(patch: &str) -> Vec<String> {
 
 /// What the plugin reads: an allow, or a deny with the reason the model is told.
 pub(super) fn answer(allow: bool, reason: &str) -> HookAnswer {
-    if allow {
-        return HookAnswer {
-            stdout: json!({"decision": "allow"}).to_string(),
-            stderr: String::new(),
-            exit: 0,
-        };
-    }
-    let reason = match reason.trim() {
-        "" => "Gatehouse denied the call",
-        reason => reason,
-    };
-    HookAnswer {
-        stdout: json!({"decision": "deny", "reason": reason}).to_string(),
-        stderr: reason.to_owned(),
-        exit: DENY_STATUS,
-    }
+    HookAnswer::decision(allow, reason_given(reason), DENY_STATUS)
 }
 
 #[cfg(test)]
