@@ -117,11 +117,10 @@ mod loading {
         let key = "[roles.dev]\nexecutor = \"claude-code\"\npermissions = { alow = [\"Read\"] }\n";
         let message = load(key).unwrap_err();
         assert!(message.contains("alow"), "{message}");
-        let executor =
-            "[roles.dev]\nexecutor = \"gemini\"\npermissions = { deny = [\"WebFetch\"] }\n";
+        let executor = "[roles.dev]\nexecutor = \"pi\"\npermissions = { deny = [\"WebFetch\"] }\n";
         let message = load(executor).unwrap_err();
         assert!(
-            message.starts_with("roles.dev: executor \"gemini\" cannot enforce"),
+            message.starts_with("roles.dev: executor \"pi\" cannot enforce"),
             "{message}"
         );
     }
