@@ -20,8 +20,9 @@ pub const ASK_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 /// The most of an answer read.
 const MAX_ANSWER_BYTES: usize = 64 * 1024;
 
-/// The most of a request body sent; a bigger call is denied rather than asked about.
-pub const MAX_QUESTION_BYTES: usize = 64 * 1024;
+/// The most of a request body sent, as much as the runner takes; a bigger call is denied
+/// rather than asked about.
+pub const MAX_QUESTION_BYTES: usize = gatehouse_agent::permission::MAX_PERMISSION_REQUEST_BYTES;
 
 /// The runner's tools endpoint, as the sandbox's variables give it.
 #[derive(Debug, Clone, PartialEq, Eq)]

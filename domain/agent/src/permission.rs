@@ -27,6 +27,12 @@ use thiserror::Error;
 pub use rule::{MAX_RULE_BYTES, Rule, RuleError, TOOLS};
 pub(crate) use rule::{Pattern, Side};
 
+/// The most a `POST /permission` body (`{"tool", "input"}`) may hold. A hooked CLI asks
+/// about every call, a whole file's content included, so this fits the largest hook event
+/// ([`hook::MAX_EVENT_BYTES`]) with its text escaped again; smaller bounds would deny the
+/// agent every large `Write`.
+pub const MAX_PERMISSION_REQUEST_BYTES: usize = 2 * hook::MAX_EVENT_BYTES + 64 * 1024;
+
 /// The most rules one list may hold: the policy travels in the `sh -c` command line, one
 /// argument of at most 128 KiB, with [`MAX_RULE_BYTES`] per rule.
 pub const MAX_RULES: usize = 64;

@@ -5,13 +5,14 @@
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{Extension, Path, Request, State};
+use axum::extract::{DefaultBodyLimit, Extension, Path, Request, State};
 use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use gatehouse_agent::permission::MAX_PERMISSION_REQUEST_BYTES;
 use tokio_util::sync::CancellationToken;
 
 use super::tools::{GatehouseTools, MAX_ARTIFACT_BYTES};
@@ -37,7 +38,10 @@ fn router(desk: Desk, shutdown: CancellationToken) -> Router {
     );
     Router::new()
         .nest_service(GATEHOUSE_PATH, gatehouse)
-        .route("/permission", post(permission))
+        .route(
+            "/permission",
+            post(permission).layer(DefaultBodyLimit::max(MAX_PERMISSION_REQUEST_BYTES)),
+        )
         .route("/mcp/{name}", any(remote))
         .route("/mcp/{name}/{*rest}", any(remote))
         .with_state(desk.clone())
