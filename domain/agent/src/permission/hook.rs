@@ -17,7 +17,6 @@
 mod codex;
 mod copilot;
 mod gemini;
-
 mod kilo;
 mod opencode;
 
@@ -32,7 +31,7 @@ pub const MAX_EVENT_BYTES: usize = 1024 * 1024;
 /// A CLI whose pre-tool hook Gatehouse answers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Hook {
-    /// Gemini CLI's `BeforeTool` hook ([`gemini`]).
+    /// Gemini CLI's `BeforeTool` hook (`hook/gemini.rs`).
     Gemini,
     /// Codex's `PreToolUse` hook (`hook/codex.rs`).
     Codex,
