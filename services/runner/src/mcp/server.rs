@@ -10,9 +10,9 @@ use axum::http::StatusCode;
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::{any, post};
+use gatehouse_agent::permission::MAX_PERMISSION_REQUEST_BYTES;
 use rmcp::transport::streamable_http_server::session::never::NeverSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use gatehouse_agent::permission::MAX_PERMISSION_REQUEST_BYTES;
 use tokio_util::sync::CancellationToken;
 
 use super::tools::{GatehouseTools, MAX_ARTIFACT_BYTES};

@@ -39,10 +39,6 @@ async fn permission_requests_are_decided_by_the_roles_rules_and_a_person() {
         (allowed["decision"].as_str(), allowed["by"].as_str()),
         (Some("allow"), Some("policy"))
     );
-    // A hooked CLI asks about every call: a large file's write is decided, not refused.
-    let large = "x".repeat(1024 * 1024);
-    let written = ask("Write", json!({"file_path": "/w/big.txt", "content": large})).await;
-    assert_eq!(written["decision"], "allow", "{}", written["reason"]);
     let denied = ask("WebFetch", json!({"url": "https://example.com"})).await;
     assert_eq!(denied["decision"], "deny");
     assert!(
@@ -108,4 +104,13 @@ async fn permission_requests_are_decided_by_the_roles_rules_and_a_person() {
         decisions[1].error && decisions[1].summary.starts_with("deny fetch"),
         "{decisions:?}"
     );
+
+    // A hooked CLI asks about every call: a large file's write is decided, not refused.
+    let large = "x".repeat(1024 * 1024);
+    let written = ask(
+        "Write",
+        json!({"file_path": "/w/big.txt", "content": large}),
+    )
+    .await;
+    assert_eq!(written["decision"], "allow", "{}", written["reason"]);
 }
