@@ -8,15 +8,13 @@
 //!   runs; the shim asked with Claude Code's name and input (`Bash`, `command`).
 //! - Without a tools URL, or without the shim, every call is denied and none runs.
 
-use std::path::Path;
-
-use gatehouse_agent::{Executor, ModelApi, Permissions, Role};
-use gatehouse_fake_providers::{FakeProvider, Turn};
+use gatehouse_agent::Executor;
+use gatehouse_fake_providers::Turn;
 use serde_json::json;
 
-use crate::hooked::{Hook, REASON, Runner, call_outputs};
+use crate::hooked::{Hook, ShellCli};
 use crate::run::Output;
-use crate::{DONE, Run, files, installed, workdir};
+use crate::{DONE, installed};
 
 /// A model Codex knows, whose shell tool is `exec_command` (`{"cmd": …}`).
 const MODEL: &str = "gpt-5.5";
@@ -28,31 +26,13 @@ fn exec(command: &str) -> Turn {
     )
 }
 
-fn role() -> Role {
-    let permissions: Permissions =
-        serde_json::from_value(json!({"ask": ["Bash(git push*)"]})).expect("permissions");
-    Role {
-        model: Some(MODEL.to_owned()),
-        provider: Some("model".to_owned()),
-        permissions: Some(permissions),
-        ..Role::new(Executor::Codex)
-    }
-}
-
-/// Runs the role's command line with `codex` on `turns`, the shim's variables as `hook`
-/// says.
-async fn run_codex(
-    codex: &Path,
-    turns: Vec<Turn>,
-    hook: Hook<'_>,
-) -> (Output, tempfile::TempDir, FakeProvider) {
-    let role = role();
-    let run = Run {
-        env: hook.variables(),
-        ..Run::new(codex, &role, Some(ModelApi::OpenAi))
-    };
-    run.run(turns, workdir()).await
-}
+const CODEX: ShellCli = ShellCli {
+    executor: Executor::Codex,
+    model: MODEL,
+    shell: exec,
+    blocked: "blocked by PreToolUse hook",
+    blocked_word: "blocked",
+};
 
 /// The agent's final message, from `codex exec --json`.
 fn reply(output: &Output) -> String {
@@ -71,32 +51,7 @@ async fn codex_runs_what_the_runner_allows_and_never_what_it_denies() {
     let Some(clis) = installed::clis() else {
         return;
     };
-    let runner = Runner::default();
-    let url = runner.start().await;
-    let turns = vec![
-        exec("touch denied.txt"),
-        exec("touch allowed.txt"),
-        Turn::text(DONE),
-    ];
-    let (output, work, fake) = run_codex(&clis.codex, turns, Hook::asking(&url)).await;
-    assert!(output.status.success(), "{}", output.describe());
-    files(&work, &output, &["allowed.txt"], &["denied.txt"]);
-    assert_eq!(
-        runner.asked(),
-        [
-            json!({"tool": "Bash", "input": {"command": "touch denied.txt"}}),
-            json!({"tool": "Bash", "input": {"command": "touch allowed.txt"}}),
-        ],
-        "{}",
-        output.describe()
-    );
-    let outputs = call_outputs(&fake);
-    assert_eq!(outputs.len(), 2, "{outputs:#?}");
-    assert!(
-        outputs[0].contains("blocked by PreToolUse hook") && outputs[0].contains(REASON),
-        "the model is told why: {outputs:#?}"
-    );
-    assert!(!outputs[1].contains("blocked"), "{outputs:#?}");
+    let output = CODEX.runs_what_the_runner_allows(&clis.codex).await;
     assert_eq!(reply(&output), DONE, "{}", output.describe());
 }
 
@@ -105,34 +60,20 @@ async fn without_a_runner_or_a_shim_every_call_is_denied() {
     let Some(clis) = installed::clis() else {
         return;
     };
-    for (hook, why) in [
-        (Hook::NO_URL, "GATEHOUSE_TOOLS_URL"),
-        (
-            Hook {
-                acp: false,
-                url: Some("http://127.0.0.1:9"),
-            },
-            "no gatehouse-acp",
-        ),
-        (
-            // Nothing listens on the discard port.
-            Hook::asking("http://127.0.0.1:9"),
-            "unreachable",
-        ),
-    ] {
-        let turns = vec![exec("touch free.txt"), Turn::text(DONE)];
-        let (output, work, fake) = run_codex(&clis.codex, turns, hook).await;
-        assert!(output.status.success(), "{}", output.describe());
-        assert!(
-            !work.path().join("free.txt").exists(),
-            "{why}: {}",
-            output.describe()
-        );
-        let outputs = call_outputs(&fake);
-        assert_eq!(outputs.len(), 1, "{outputs:#?}");
-        assert!(
-            outputs[0].contains("blocked by PreToolUse hook") && outputs[0].contains(why),
-            "{why}: {outputs:#?}"
-        );
-    }
+    let no_shim = Hook {
+        acp: false,
+        url: Some("http://127.0.0.1:9"),
+    };
+    // Nothing listens on the discard port.
+    let unreachable = Hook::asking("http://127.0.0.1:9");
+    CODEX
+        .runs_nothing_without(
+            &clis.codex,
+            &[
+                (Hook::NO_URL, "GATEHOUSE_TOOLS_URL"),
+                (no_shim, "no gatehouse-acp"),
+                (unreachable, "unreachable"),
+            ],
+        )
+        .await;
 }

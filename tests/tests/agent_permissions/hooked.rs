@@ -3,15 +3,19 @@
 //! `/permission` that records each question and denies commands naming `denied`,
 //! allowing the rest.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use axum::Json;
 use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::routing::post;
-use gatehouse_fake_providers::FakeProvider;
+use gatehouse_agent::{Executor, ModelApi, Permissions, Role};
+use gatehouse_fake_providers::{FakeProvider, Turn};
 use serde_json::{Value, json};
+
+use crate::run::Output;
+use crate::{DONE, Run, files, workdir};
 
 /// The attempt's token the stand-in requires.
 pub const TOKEN: &str = "tools-token-hooked-93b2";
@@ -160,4 +164,97 @@ pub fn call_outputs(fake: &FakeProvider) -> Vec<String> {
         .filter(|item| item["type"] == "function_call_output")
         .map(|item| item["output"].to_string())
         .collect()
+}
+
+/// A CLI on the Responses API (Codex, Copilot CLI) whose hook these tests drive, its model
+/// scripted to run shell commands, under a role asking about `git push`.
+pub struct ShellCli {
+    pub executor: Executor,
+    pub model: &'static str,
+    /// The model's call of the CLI's shell tool running a command.
+    pub shell: fn(&str) -> Turn,
+    /// What the CLI tells the model about a call its hook refused
+    /// (`blocked by PreToolUse hook`).
+    pub blocked: &'static str,
+    /// The word of [`ShellCli::blocked`] an allowed call's output never holds.
+    pub blocked_word: &'static str,
+}
+
+impl ShellCli {
+    /// Runs the role's command line with `program` on `turns`, the shim's variables as
+    /// `hook` says.
+    pub async fn run(
+        &self,
+        program: &Path,
+        turns: Vec<Turn>,
+        hook: Hook<'_>,
+    ) -> (Output, tempfile::TempDir, FakeProvider) {
+        let permissions: Permissions =
+            serde_json::from_value(json!({"ask": ["Bash(git push*)"]})).expect("permissions");
+        let role = Role {
+            model: Some(self.model.to_owned()),
+            provider: Some("model".to_owned()),
+            permissions: Some(permissions),
+            ..Role::new(self.executor)
+        };
+        let run = Run {
+            env: hook.variables(),
+            ..Run::new(program, &role, Some(ModelApi::OpenAi))
+        };
+        run.run(turns, workdir()).await
+    }
+
+    /// The stand-in runner denies one command and allows the next: the denied one never
+    /// runs and the model reads why, the allowed one runs, and the shim asked about each
+    /// as Claude Code's `Bash`. The CLI's output, for checks of its own.
+    pub async fn runs_what_the_runner_allows(&self, program: &Path) -> Output {
+        let runner = Runner::default();
+        let url = runner.start().await;
+        let turns = vec![
+            (self.shell)("touch denied.txt"),
+            (self.shell)("touch allowed.txt"),
+            Turn::text(DONE),
+        ];
+        let (output, work, fake) = self.run(program, turns, Hook::asking(&url)).await;
+        assert!(output.status.success(), "{}", output.describe());
+        files(&work, &output, &["allowed.txt"], &["denied.txt"]);
+        assert_eq!(
+            runner.asked(),
+            [
+                json!({"tool": "Bash", "input": {"command": "touch denied.txt"}}),
+                json!({"tool": "Bash", "input": {"command": "touch allowed.txt"}}),
+            ],
+            "{}",
+            output.describe()
+        );
+        let outputs = call_outputs(&fake);
+        assert_eq!(outputs.len(), 2, "{outputs:#?}");
+        assert!(
+            outputs[0].contains(self.blocked) && outputs[0].contains(REASON),
+            "the model is told why: {outputs:#?}"
+        );
+        assert!(!outputs[1].contains(self.blocked_word), "{outputs:#?}");
+        output
+    }
+
+    /// With each `(hook, why)` — no tools URL, no shim, no runner — the call is refused
+    /// and does not run, the model reading `why`.
+    pub async fn runs_nothing_without(&self, program: &Path, cases: &[(Hook<'_>, &str)]) {
+        for &(hook, why) in cases {
+            let turns = vec![(self.shell)("touch free.txt"), Turn::text(DONE)];
+            let (output, work, fake) = self.run(program, turns, hook).await;
+            assert!(output.status.success(), "{}", output.describe());
+            assert!(
+                !work.path().join("free.txt").exists(),
+                "{why}: {}",
+                output.describe()
+            );
+            let outputs = call_outputs(&fake);
+            assert_eq!(outputs.len(), 1, "{outputs:#?}");
+            assert!(
+                outputs[0].contains(self.blocked) && outputs[0].contains(why),
+                "{why}: {outputs:#?}"
+            );
+        }
+    }
 }
