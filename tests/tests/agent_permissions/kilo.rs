@@ -6,7 +6,7 @@ use gatehouse_agent::Executor;
 use gatehouse_fake_providers::Turn;
 use serde_json::json;
 
-use super::opencode::{bash, results, run_role};
+use super::opencode::{bash, results, run_role, runs_nothing};
 use crate::hooked::{Hook, REASON, Runner};
 use crate::{DONE, files, installed};
 
@@ -74,15 +74,11 @@ async fn without_a_tools_url_kilo_runs_nothing() {
     let Some(clis) = installed::clis() else {
         return;
     };
-    let turns = vec![bash("touch nothing.txt"), Turn::text(DONE)];
-    let hook = Hook::NO_URL;
-    let (output, work, fake) = run_role(&clis.kilo, Executor::Kilo, hook, &[], turns).await;
-    assert!(output.status.success(), "{}", output.describe());
-    files(&work, &output, &[], &["nothing.txt"]);
-    let results = results(&fake);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(
-        results[0].0 && results[0].1.contains("GATEHOUSE_TOOLS_URL"),
-        "{results:#?}"
-    );
+    runs_nothing(
+        &clis.kilo,
+        Executor::Kilo,
+        Hook::NO_URL,
+        "GATEHOUSE_TOOLS_URL",
+    )
+    .await;
 }

@@ -119,23 +119,34 @@ async fn opencode_asks_gatehouse_before_every_tool_call() {
     assert!(!results[1].0 && !results[2].0, "{results:#?}");
 }
 
+/// `program` (`executor`) with the shim's variables as `hook` says runs no command: its
+/// one call is refused and the model reads `why`.
+pub(crate) async fn runs_nothing(program: &Path, executor: Executor, hook: Hook<'_>, why: &str) {
+    let turns = vec![bash("touch nothing.txt"), Turn::text(DONE)];
+    let (output, work, fake) = run_role(program, executor, hook, &[], turns).await;
+    assert!(output.status.success(), "{}", output.describe());
+    files(&work, &output, &[], &["nothing.txt"]);
+    let results = results(&fake);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].0 && results[0].1.contains(why),
+        "{why}: {results:#?}"
+    );
+}
+
 /// No runner to ask (no `GATEHOUSE_TOOLS_URL`): the shim denies every call, saying why.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_a_tools_url_opencode_runs_nothing() {
     let Some(clis) = installed::clis() else {
         return;
     };
-    let turns = vec![bash("touch nothing.txt"), Turn::text(DONE)];
-    let hook = Hook::NO_URL;
-    let (output, work, fake) = run_role(&clis.opencode, Executor::Opencode, hook, &[], turns).await;
-    assert!(output.status.success(), "{}", output.describe());
-    files(&work, &output, &[], &["nothing.txt"]);
-    let results = results(&fake);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(
-        results[0].0 && results[0].1.contains("GATEHOUSE_TOOLS_URL"),
-        "{results:#?}"
-    );
+    runs_nothing(
+        &clis.opencode,
+        Executor::Opencode,
+        Hook::NO_URL,
+        "GATEHOUSE_TOOLS_URL",
+    )
+    .await;
 }
 
 /// No shim at all (no `GATEHOUSE_ACP`): the hook command fails and the plugin denies.
@@ -144,17 +155,13 @@ async fn without_the_shim_opencode_runs_nothing() {
     let Some(clis) = installed::clis() else {
         return;
     };
-    let turns = vec![bash("touch nothing.txt"), Turn::text(DONE)];
-    let hook = Hook::default();
-    let (output, work, fake) = run_role(&clis.opencode, Executor::Opencode, hook, &[], turns).await;
-    assert!(output.status.success(), "{}", output.describe());
-    files(&work, &output, &[], &["nothing.txt"]);
-    let results = results(&fake);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(
-        results[0].0 && results[0].1.contains("no gatehouse-acp"),
-        "{results:#?}"
-    );
+    runs_nothing(
+        &clis.opencode,
+        Executor::Opencode,
+        Hook::default(),
+        "no gatehouse-acp",
+    )
+    .await;
 }
 
 /// A plugin OpenCode does not find (its configuration folder is elsewhere) leaves it no
