@@ -91,16 +91,7 @@ async fn a_configured_skill_is_pinned_when_its_folder_changes_mid_run(backend: B
     let source = gatehouse_agent::SkillSource::Path {
         path: folder.to_string_lossy().into_owned(),
     };
-    let role = styled(&["rust-style"]);
-    let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
-        .sop("held", HELD)
-        .sandbox(Arc::new(ProcessSandbox::default()))
-        .runner(move |options| {
-            options.roles = BTreeMap::from([("styled".to_owned(), role)]);
-            options.skills = BTreeMap::from([("rust-style".to_owned(), source)]);
-        })
-        .start()
-        .await;
+    let stack = styled_gatehouse(backend, data, HELD, source).await;
 
     let run = stack.request("held").await;
     stack.node(run, "hold", "waiting_approval", 1).await;
@@ -136,13 +127,7 @@ async fn a_configured_skill_is_pinned_when_its_folder_changes_mid_run(backend: B
     expected
         .add("scripts/check.sh", b"cargo clippy\n".to_vec())
         .expect("script");
-    let frozen = stack
-        .db
-        .store
-        .frozen_settings(run, gatehouse_agent::PINNED_KIND)
-        .await
-        .expect("frozen");
-    let pin: Value = serde_json::from_str(&frozen[0].1).expect("json");
+    let pin = frozen_pin(&stack, run).await;
     assert_eq!(
         pin["digest"],
         Digest::of(&expected.encode()).as_str(),
@@ -162,24 +147,10 @@ async fn a_pinned_skill_missing_from_the_blob_store_fails_the_attempt_saying_so(
     let source = gatehouse_agent::SkillSource::Path {
         path: folder.to_string_lossy().into_owned(),
     };
-    let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
-        .sop("held", HELD)
-        .sandbox(Arc::new(ProcessSandbox::default()))
-        .runner(move |options| {
-            options.roles = BTreeMap::from([("styled".to_owned(), styled(&["rust-style"]))]);
-            options.skills = BTreeMap::from([("rust-style".to_owned(), source)]);
-        })
-        .start()
-        .await;
+    let stack = styled_gatehouse(backend, data, HELD, source).await;
     let run = stack.request("held").await;
     stack.node(run, "hold", "waiting_approval", 1).await;
-    let frozen = stack
-        .db
-        .store
-        .frozen_settings(run, gatehouse_agent::PINNED_KIND)
-        .await
-        .expect("frozen");
-    let pin: Value = serde_json::from_str(&frozen[0].1).expect("json");
+    let pin = frozen_pin(&stack, run).await;
     let digest = pin["digest"].as_str().expect("a digest");
     let blob = stack
         .data
@@ -215,18 +186,8 @@ async fn a_skill_that_links_out_fails_the_attempt_before_the_agent_runs(backend:
     let source = gatehouse_agent::SkillSource::Path {
         path: folder.to_string_lossy().into_owned(),
     };
-    let stack = Gatehouse::builder_on(TestDb::new(backend).await, data)
-        .sop(
-            "held",
-            "name: held\nnodes:\n  first: { kind: agent, role: styled, prompt: \"x\", artifacts: [seen.md] }\n",
-        )
-        .sandbox(Arc::new(ProcessSandbox::default()))
-        .runner(move |options| {
-            options.roles = BTreeMap::from([("styled".to_owned(), styled(&["rust-style"]))]);
-            options.skills = BTreeMap::from([("rust-style".to_owned(), source)]);
-        })
-        .start()
-        .await;
+    let sop = "name: held\nnodes:\n  first: { kind: agent, role: styled, prompt: \"x\", artifacts: [seen.md] }\n";
+    let stack = styled_gatehouse(backend, data, sop, source).await;
     let run = stack.request("held").await;
     let finished = stack.wait_run(run, "failed").await;
     let attempts = stack.db.store.attempts(run).await.expect("attempts");
@@ -443,6 +404,36 @@ fn tool_results(body: &Value) -> Vec<String> {
 
 /// Docker with the agents image, or `None` (skipped) where it is missing and CI does not
 /// require it.
+/// Gatehouse on `backend` running `sop` as `held` in the process sandbox, its role
+/// `styled` given the configured skill `rust-style` from `source`.
+async fn styled_gatehouse(
+    backend: Backend,
+    data: tempfile::TempDir,
+    sop: &str,
+    source: gatehouse_agent::SkillSource,
+) -> Gatehouse {
+    Gatehouse::builder_on(TestDb::new(backend).await, data)
+        .sop("held", sop)
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
+            options.roles = BTreeMap::from([("styled".to_owned(), styled(&["rust-style"]))]);
+            options.skills = BTreeMap::from([("rust-style".to_owned(), source)]);
+        })
+        .start()
+        .await
+}
+
+/// The first skill pin frozen with `run`.
+async fn frozen_pin(stack: &Gatehouse, run: Uuid) -> Value {
+    let frozen = stack
+        .db
+        .store
+        .frozen_settings(run, gatehouse_agent::PINNED_KIND)
+        .await
+        .expect("frozen");
+    serde_json::from_str(&frozen[0].1).expect("json")
+}
+
 async fn docker(owner: &str) -> Option<DockerSandbox> {
     match agents_docker(owner).await {
         Ok(docker) => Some(docker),
