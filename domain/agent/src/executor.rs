@@ -112,6 +112,31 @@ impl Executor {
             || (role.permissions.is_some() && role.executor.cli().permission_hook().is_some())
     }
 
+    /// Refuses an attempt of `role` whose MCP servers (the role's and its project's, as
+    /// `names`) include one its CLI's permission hook could not hold rules on — a name
+    /// the CLI rewrites or cannot split from its tools'. Only a role with `permissions` is
+    /// concerned; checked when the configuration loads (the role's own servers) and again
+    /// when an attempt gets its project's.
+    pub fn check_mcp_names<'a>(
+        role: &Role,
+        names: impl IntoIterator<Item = &'a str>,
+    ) -> Result<(), RoleError> {
+        if role.permissions.is_none() {
+            return Ok(());
+        }
+        let cli = role.executor.cli();
+        match names
+            .into_iter()
+            .find_map(|name| cli.unhookable_mcp_name(name))
+        {
+            Some(why) => Err(RoleError::PermissionsNotEnforced {
+                executor: role.executor,
+                why,
+            }),
+            None => Ok(()),
+        }
+    }
+
     /// Whether a turn gives it the conversation so far as a file (`{transcript_file}`)
     /// rather than resuming a session of its own.
     pub fn reads_transcript(self) -> bool {
@@ -218,6 +243,12 @@ pub(crate) trait Cli: Sync {
     /// the role has `permissions` ([`crate::permission::hook`]); its command line then
     /// configures the hook, and the runner mounts the shim that answers it.
     fn permission_hook(&self) -> Option<crate::permission::hook::Hook> {
+        None
+    }
+
+    /// Why the CLI's permission hook could not hold rules on an MCP server named `name`,
+    /// if it could not ([`Executor::check_mcp_names`]).
+    fn unhookable_mcp_name(&self, _name: &str) -> Option<&'static str> {
         None
     }
 

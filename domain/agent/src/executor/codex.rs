@@ -130,6 +130,10 @@ impl Cli for Codex {
         hook::check(role, permissions)
     }
 
+    fn unhookable_mcp_name(&self, name: &str) -> Option<&'static str> {
+        hook::unhookable_mcp_name(name)
+    }
+
     fn session_files(&self) -> Option<SessionFiles> {
         Some(SessionFiles::new(
             "CODEX_HOME",

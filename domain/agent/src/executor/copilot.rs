@@ -170,6 +170,10 @@ impl Cli for Copilot {
         hook::check(role, permissions)
     }
 
+    fn unhookable_mcp_name(&self, name: &str) -> Option<&'static str> {
+        hook::unhookable_mcp_name(name)
+    }
+
     fn session_files(&self) -> Option<SessionFiles> {
         Some(
             SessionFiles::new("COPILOT_HOME", ".copilot/session-state", 1, "", false)

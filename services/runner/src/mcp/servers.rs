@@ -52,6 +52,9 @@ impl McpServers {
         let mcp = self
             .for_attempt(role, project)
             .map_err(|e| format!("the role's MCP servers: {e}"))?;
+        // The project's servers join here, so the hook's naming limits are checked again.
+        gatehouse_agent::Executor::check_mcp_names(role, mcp.iter().map(|s| s.name.as_str()))
+            .map_err(|e| format!("the role's MCP servers: {e}"))?;
         Ok(gatehouse_agent::Tools {
             mcp,
             ..gatehouse_agent::Tools::none()
@@ -103,6 +106,24 @@ mod tests {
             mcp: vec!["gone".to_owned()],
             ..role.clone()
         };
+        // A project's server whose name Codex's hook would rewrite fails a Codex attempt
+        // under permissions, as the role's own would at load.
+        let hooked = McpServers {
+            projects: BTreeMap::from([("api".to_owned(), vec!["my-wiki".to_owned()])]),
+            servers: BTreeMap::from([("my-wiki".to_owned(), McpDefinition::Remote)]),
+            remotes: BTreeMap::new(),
+        };
+        let codex = Role {
+            permissions: Some(gatehouse_agent::Permissions::default()),
+            ..Role::new(Executor::Codex)
+        };
+        let refused = hooked.tools(&codex, "api").unwrap_err();
+        assert!(refused.contains("has a `-` in its name"), "{refused}");
+        let unhooked = Role {
+            permissions: None,
+            ..codex
+        };
+        assert!(hooked.tools(&unhooked, "api").is_ok());
         let error = servers.tools(&gone, "").unwrap_err();
         assert_eq!(
             error,

@@ -88,15 +88,18 @@ fn searches(permissions: &Permissions) -> bool {
     permissions.decide(&search).decision == Decision::Allow
 }
 
+/// Why rules cannot hold on an MCP server named `name`, if they cannot.
+pub(super) fn unhookable_mcp_name(name: &str) -> Option<&'static str> {
+    name.contains('-').then_some(
+        "an MCP server it gets (its `mcp` or its project's) has a `-` in its name, which Codex \
+         writes as `_` in its tools' names, so rules naming the server would not hold: \
+         rename it",
+    )
+}
+
 /// Refuses a rule Codex's hook cannot hold, and `args` that would turn the hook off.
 pub(super) fn check(role: &Role, permissions: &Permissions) -> Result<(), RoleError> {
-    if role.mcp.iter().any(|server| server.contains('-')) {
-        return Err(RoleError::PermissionsNotEnforced {
-            executor: Executor::Codex,
-            why: "a server in its `mcp` has a `-` in its name, which Codex writes as `_` in \
-                  its tools' names, so rules naming the server would not hold: rename it",
-        });
-    }
+    Executor::check_mcp_names(role, role.mcp.iter().map(String::as_str))?;
     if role.args.iter().any(|arg| turns_off(arg)) {
         return Err(RoleError::PermissionsNotEnforced {
             executor: Executor::Codex,

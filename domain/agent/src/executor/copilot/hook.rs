@@ -58,6 +58,14 @@ pub(super) fn settings() -> String {
     )
 }
 
+/// Why rules cannot hold on an MCP server named `name`, if they cannot.
+pub(super) fn unhookable_mcp_name(name: &str) -> Option<&'static str> {
+    name.contains('-').then_some(
+        "an MCP server it gets (its `mcp` or its project's) has a `-` in its name, and Copilot \
+         names MCP tools SERVER-TOOL, so the server cannot be told from its tool: rename it",
+    )
+}
+
 /// Refuses what Copilot's hook cannot hold.
 pub(super) fn check(role: &Role, permissions: &Permissions) -> Result<(), RoleError> {
     let trusting = role
@@ -73,13 +81,7 @@ pub(super) fn check(role: &Role, permissions: &Permissions) -> Result<(), RoleEr
                   settings can switch off the hook Gatehouse asks through: drop them",
         });
     }
-    if role.mcp.iter().any(|server| server.contains('-')) {
-        return Err(RoleError::PermissionsNotEnforced {
-            executor: Executor::Copilot,
-            why: "a server in its `mcp` has a `-` in its name, and Copilot names MCP tools \
-                  SERVER-TOOL, so the server cannot be told from its tool: rename it",
-        });
-    }
+    Executor::check_mcp_names(role, role.mcp.iter().map(String::as_str))?;
     for (list, rules) in permissions.lists() {
         if list == List::Allow {
             continue;
