@@ -54,6 +54,10 @@ pub enum Said {
     /// `take over RUN`: the run (of the conversation's requirement, paused by ingest in the
     /// same transaction) gives its workspace to the conversation.
     TakeOver { run: Uuid },
+    /// A pull request the conversation delivered asks for more work: a turn whose text is
+    /// the feedback, after which the work is pushed to the same branch and the pull
+    /// request answered.
+    Feedback { feedback: crate::Feedback },
 }
 
 /// `turn.dispatch`: a job for a runner on a conversation's workspace. It carries what the
@@ -100,6 +104,10 @@ pub enum TurnTask {
         /// Wall-clock limit in seconds.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         timeout_secs: Option<u64>,
+        /// A turn of feedback from a pull request: once the CLI has replied, the workspace
+        /// is delivered (as `deliver` does) and the pull request answered.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        feedback: Option<crate::Feedback>,
     },
     /// A `deliver` turn's attempt: every writable repository of the workspace committed and
     /// pushed to its work branch, and its pull request opened (as a draft when asked) or
@@ -195,6 +203,7 @@ mod tests {
                 resume_session: Some("s-1".into()),
                 ask: false,
                 timeout_secs: None,
+                feedback: None,
             },
         };
         let wire = serde_json::to_value(&job).unwrap();

@@ -104,6 +104,10 @@ pub struct DeliverSpec {
     /// The target (base) branch; the repository's default when not given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch: Option<String>,
+    /// The feedback this delivery answers (the run was sent back by it): once pushed, the
+    /// pull request is told what changed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<crate::Feedback>,
 }
 
 /// How a `deliver` node hands over the work.
@@ -226,6 +230,7 @@ mod tests {
             NodeSpec::Deliver(DeliverSpec {
                 mode: DeliverMode::Direct,
                 branch: Some("main".into()),
+                answer: None,
             })
         );
         // Today's jobs read back as they were written.
@@ -249,6 +254,7 @@ mod tests {
             NodeSpec::Deliver(DeliverSpec {
                 mode: DeliverMode::Pr,
                 branch: None,
+                answer: None,
             }),
         ];
         for spec in specs {

@@ -12,6 +12,7 @@ mod dispatch;
 mod envelope;
 mod error;
 mod event;
+mod feedback;
 mod payload;
 mod question;
 mod stream;
@@ -30,6 +31,7 @@ pub use dispatch::{
 pub use envelope::{Correlation, Envelope, SCHEMA_VERSION};
 pub use error::EventError;
 pub use event::{Event, EventType};
+pub use feedback::{Feedback, FeedbackKind, PullRef};
 pub use payload::{
     CardPosted, GateClosed, GateDecision, GateDecisionKind, GateOpened, NodeFinished, NodeOutcome,
     NodeProgress, NodeSnapshot, ParentNode, RequirementCreated, RequirementSource,

@@ -193,6 +193,9 @@ pub enum RunCommandKind {
         /// The node to start from.
         node: String,
     },
+    /// A pull request the run delivered asks for more work: send the run back by its
+    /// deliver node's rule, or queue it while the run is still working.
+    Feedback { feedback: crate::Feedback },
 }
 
 /// `run.command`: pause, resume, cancel or retry a run.

@@ -197,6 +197,7 @@ fn samples() -> Vec<Event> {
                 resume_session: Some("9a3c1f0e-session".into()),
                 ask: false,
                 timeout_secs: Some(1800),
+                feedback: None,
             },
         }),
         Event::TurnProgress(TurnProgress {

@@ -279,6 +279,7 @@ async fn a_turn_past_its_projects_day_fails_with_the_budgets_message(backend: Ba
                 resume_session: None,
                 ask: false,
                 timeout_secs: None,
+                feedback: None,
             },
         }))
         .await;

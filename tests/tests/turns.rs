@@ -388,6 +388,7 @@ fn turn(seq: u64, attempt: u32, role: &str, text: &str, resume: Option<&str>) ->
         resume_session: resume.map(Into::into),
         ask: false,
         timeout_secs: None,
+        feedback: None,
     }
 }
 
@@ -820,6 +821,7 @@ async fn an_ask_of_a_read_only_role_changes_nothing(backend: Backend) {
             resume_session: None,
             ask: true,
             timeout_secs: None,
+            feedback: None,
         },
     )
     .await;
@@ -866,6 +868,7 @@ async fn an_ask_cannot_write_through_a_link_back_into_the_workspace(backend: Bac
             resume_session: None,
             ask: true,
             timeout_secs: None,
+            feedback: None,
         },
     )
     .await;

@@ -34,6 +34,7 @@ mod homes;
 mod inbox;
 mod leases;
 mod people;
+mod pull_feedback;
 mod questions;
 mod requirements;
 mod runs;
@@ -73,6 +74,7 @@ pub use error::StoreError;
 pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};
 pub use homes::HomeRow;
 pub use people::PersonRow;
+pub use pull_feedback::{NewPullEvent, PullEventRow};
 pub use questions::{
     Answer, Answered, Asked, MAX_EVIDENCE_BYTES, MAX_QUESTION_BYTES, NewQuestion, QuestionKind,
     QuestionRow, QuestionStatus, event_owner,

@@ -50,7 +50,16 @@ pub struct PullRequestRow {
     pub branch: String,
     pub state: PullState,
     pub created_at: DateTime<Utc>,
+    pub requirement_id: Uuid,
+    /// The head commit a delivery last pushed to it ('' before one was recorded).
+    pub head_sha: String,
+    /// The checks on that head as last heard: '', `pending`, `success` or `failure`.
+    pub checks: String,
 }
+
+/// The columns of [`PullRequestRow`].
+pub(crate) const PULL_COLUMNS: &str =
+    "repo, number, run_id, branch, state, created_at, requirement_id, head_sha, checks";
 
 text_enum! {
     /// Where a pull request Gatehouse opened stands.
@@ -91,10 +100,10 @@ impl Store {
         requirement: Uuid,
     ) -> Result<Vec<PullRequestRow>, StoreError> {
         Ok(with_pool!(self, pool => {
-            sqlx::query_as(
-                "SELECT repo, number, run_id, branch, state, created_at FROM pull_requests
-                 WHERE requirement_id = $1 ORDER BY created_at, repo, number",
-            )
+            sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "SELECT {PULL_COLUMNS} FROM pull_requests
+                 WHERE requirement_id = $1 ORDER BY created_at, repo, number"
+            )))
             .bind(requirement)
             .fetch_all(pool)
             .await?

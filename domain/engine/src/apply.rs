@@ -108,6 +108,10 @@ impl Step<'_> {
                 Ok(())
             }
             Input::RetryFrom { node } => self.retry_from(&node),
+            // Contract placeholder: the engine's feedback rules come with the SOP's.
+            Input::Feedback { feedback } => Err(Rejection::NoFeedbackRule {
+                rule: feedback.kind.rule().to_owned(),
+            }),
         }
     }
 

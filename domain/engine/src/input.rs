@@ -94,6 +94,12 @@ pub enum Input {
     Cancel,
     /// Run a node again, with everything after it and everything that did not complete.
     RetryFrom { node: String },
+    /// A pull request the run delivered asks for more work (a review, failing checks, a
+    /// conflict): the run goes back by its deliver node's rule for the kind, or the
+    /// feedback waits while the run is still working.
+    Feedback {
+        feedback: gatehouse_events::Feedback,
+    },
 }
 
 /// Why an input was refused. Nothing changes when an input is refused.
@@ -176,4 +182,10 @@ pub enum Rejection {
     /// Retry from a node while part of what it would reset is in flight.
     #[error("node `{0}` is still in flight; wait for it or cancel the run first")]
     InFlight(String),
+    /// The run's deliver node has no rule for this kind of feedback.
+    #[error("the run's deliver node has no `{rule}`, so this feedback starts nothing")]
+    NoFeedbackRule {
+        /// `on_review`, `on_checks_failed` or `on_conflict`.
+        rule: String,
+    },
 }

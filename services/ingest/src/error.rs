@@ -137,7 +137,8 @@ impl From<Rejection> for ApiError {
             Rejection::UnknownNode(_) => Self::NotFound,
             Rejection::NotAGate(_)
             | Rejection::NotASendBackTarget { .. }
-            | Rejection::CommentRequired => Self::Unprocessable,
+            | Rejection::CommentRequired
+            | Rejection::NoFeedbackRule { .. } => Self::Unprocessable,
             Rejection::RequesterMayNotApprove(_)
             | Rejection::AuthorMayNotApprove(_)
             | Rejection::OwnerMayNotApprove(_)

@@ -67,6 +67,7 @@ impl Scheduler {
                     RunCommandKind::Resume => Input::Resume,
                     RunCommandKind::Cancel => Input::Cancel,
                     RunCommandKind::Retry { node } => Input::RetryFrom { node },
+                    RunCommandKind::Feedback { feedback } => Input::Feedback { feedback },
                 },
             ),
             Event::GateDecision(d) => {

@@ -68,6 +68,12 @@ impl Scheduler {
                 seq,
                 run: run.to_string(),
             },
+            // Contract placeholder until the conversation takes feedback turns.
+            Said::Feedback { feedback } => Input::Message {
+                seq,
+                text: feedback.text,
+                person,
+            },
         };
         self.converse(tx, said.conversation_id, input, trace).await
     }

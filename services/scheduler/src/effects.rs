@@ -167,6 +167,7 @@ impl Context<'_> {
             NodeKind::Deliver { mode, branch } => NodeSpec::Deliver(DeliverSpec {
                 mode: *mode,
                 branch: branch.clone(),
+                answer: None,
             }),
             NodeKind::Gate(_) | NodeKind::Sop { .. } => {
                 return Err(SchedulerError::Corrupt {

@@ -110,6 +110,7 @@ impl Scene {
         let spec = DeliverSpec {
             mode,
             branch: (mode == DeliverMode::Direct).then(|| "main".to_owned()),
+            answer: None,
         };
         let (workspace, scratch) = (self.workspace(), self.scratch());
         let delivery = Delivery {

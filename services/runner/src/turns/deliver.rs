@@ -199,6 +199,7 @@ impl Turns {
         let spec = DeliverSpec {
             mode: DeliverMode::Pr,
             branch: None,
+            answer: None,
         };
         let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
         let request = Delivery {

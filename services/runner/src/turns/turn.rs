@@ -31,6 +31,7 @@ impl<'a> Turn<'a> {
                 resume_session,
                 ask,
                 timeout_secs,
+                ..
             } => Some(Self {
                 seq: *seq,
                 attempt: *attempt,

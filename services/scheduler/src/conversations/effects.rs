@@ -63,6 +63,7 @@ impl<'a> Step<'a> {
                             resume_session: resume_session.clone(),
                             ask: false,
                             timeout_secs,
+                            feedback: None,
                         },
                         Work::Ask { role } => TurnTask::Turn {
                             seq,
@@ -72,6 +73,7 @@ impl<'a> Step<'a> {
                             resume_session: None,
                             ask: true,
                             timeout_secs,
+                            feedback: None,
                         },
                         Work::Deliver { draft } => TurnTask::Deliver {
                             seq,

@@ -161,6 +161,9 @@ pub(crate) async fn send_run_command(
         RunCommandKind::Resume => Input::Resume,
         RunCommandKind::Cancel => Input::Cancel,
         RunCommandKind::Retry { node } => Input::RetryFrom { node: node.clone() },
+        RunCommandKind::Feedback { feedback } => Input::Feedback {
+            feedback: feedback.clone(),
+        },
     };
     apply(&sop, &mut state, input)?;
     let command = RunCommand {

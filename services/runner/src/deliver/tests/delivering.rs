@@ -232,6 +232,7 @@ async fn a_push_to_the_base_while_merging_is_refused_by_the_lease() {
     let spec = DeliverSpec {
         mode: DeliverMode::Direct,
         branch: Some("main".into()),
+        answer: None,
     };
     let (workspace, scratch) = (scene.workspace(), scene.scratch());
     let delivery = Delivery {

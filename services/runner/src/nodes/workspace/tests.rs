@@ -170,6 +170,7 @@ impl Stage {
         let spec = DeliverSpec {
             mode: DeliverMode::Direct,
             branch: Some("main".into()),
+            answer: None,
         };
         let job = self.job("deliver", attempt, NodeSpec::Deliver(spec.clone()));
         let ended = self
