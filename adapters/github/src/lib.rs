@@ -20,8 +20,11 @@ pub use comments::{IssueComment, comment_marker, is_gatehouse_comment};
 pub use error::GithubError;
 pub use oauth::OAuthApp;
 pub use payload::{
-    Branch, Comment, CommentChanges, Issue, IssueCommentEvent, IssuesEvent, Label, Previous,
-    PullRequest, PullRequestEvent, Repository, User, Webhook,
+    App, Branch, CheckOutput, CheckPull, CheckRun, CheckRunEvent, CheckSuite, CheckSuiteEvent,
+    CheckSuiteId, Comment, CommentChanges, DiffComment, Issue, IssueCommentEvent, IssuesEvent,
+    Label, Previous, PullRequest, PullRequestEvent, PullRequestReviewCommentEvent,
+    PullRequestReviewEvent, PullRequestReviewThreadEvent, PushEvent, Repository, Review,
+    ReviewThread, Tip, User, Webhook, WorkflowRun, WorkflowRunEvent, failing_conclusion,
 };
 pub use pulls::{NewPull, WorkPull};
 pub use search::FoundIssue;

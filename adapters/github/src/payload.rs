@@ -1,19 +1,53 @@
 //! The webhook payloads Gatehouse reads, with only the fields it uses. Unknown fields are
 //! ignored; a missing required field fails that delivery's parse, which the caller records.
 
+mod checks;
+mod issues;
+mod pulls;
+mod push;
+mod review;
+#[cfg(test)]
+mod tests;
+
 use serde::Deserialize;
+
+pub use checks::{
+    App, CheckOutput, CheckPull, CheckRun, CheckRunEvent, CheckSuite, CheckSuiteEvent,
+    CheckSuiteId, Tip, WorkflowRun, WorkflowRunEvent, failing_conclusion,
+};
+pub use issues::{Comment, CommentChanges, Issue, IssueCommentEvent, IssuesEvent, Previous};
+pub use pulls::{Branch, PullRequest, PullRequestEvent};
+pub use push::PushEvent;
+pub use review::{
+    DiffComment, PullRequestReviewCommentEvent, PullRequestReviewEvent,
+    PullRequestReviewThreadEvent, Review, ReviewThread,
+};
 
 /// A parsed delivery, by its `X-GitHub-Event` header.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Webhook {
     /// GitHub checking the hook works.
     Ping,
-    /// An issue opened, edited, closed, reopened, labeled, unlabeled...
+    /// An issue opened, edited, closed, reopened, labeled, unlabeled, assigned...
     Issues(IssuesEvent),
     /// A comment on an issue or pull request.
     IssueComment(IssueCommentEvent),
-    /// A pull request opened, closed (merged or not), labeled...
+    /// A pull request opened, closed (merged or not), reopened, synchronized...
     PullRequest(PullRequestEvent),
+    /// A review submitted, edited or dismissed.
+    PullRequestReview(PullRequestReviewEvent),
+    /// A comment on a line of a pull request's diff, created, edited or deleted.
+    PullRequestReviewComment(PullRequestReviewCommentEvent),
+    /// A review thread resolved or unresolved.
+    PullRequestReviewThread(PullRequestReviewThreadEvent),
+    /// A check suite requested or completed on a commit.
+    CheckSuite(CheckSuiteEvent),
+    /// One check run created or completed on a commit.
+    CheckRun(CheckRunEvent),
+    /// A GitHub Actions workflow run requested, in progress or completed.
+    WorkflowRun(WorkflowRunEvent),
+    /// Commits pushed to a branch or tag (or one deleted).
+    Push(PushEvent),
     /// An event Gatehouse does not act on (its name).
     Other(String),
 }
@@ -26,161 +60,79 @@ impl Webhook {
             "issues" => Self::Issues(serde_json::from_slice(body)?),
             "issue_comment" => Self::IssueComment(serde_json::from_slice(body)?),
             "pull_request" => Self::PullRequest(serde_json::from_slice(body)?),
+            "pull_request_review" => Self::PullRequestReview(serde_json::from_slice(body)?),
+            "pull_request_review_comment" => {
+                Self::PullRequestReviewComment(serde_json::from_slice(body)?)
+            }
+            "pull_request_review_thread" => {
+                Self::PullRequestReviewThread(serde_json::from_slice(body)?)
+            }
+            "check_suite" => Self::CheckSuite(serde_json::from_slice(body)?),
+            "check_run" => Self::CheckRun(serde_json::from_slice(body)?),
+            "workflow_run" => Self::WorkflowRun(serde_json::from_slice(body)?),
+            "push" => Self::Push(serde_json::from_slice(body)?),
             other => Self::Other(other.to_owned()),
         })
     }
 
     /// The repository (`owner/name`) an event happened in, for the events that have one.
     pub fn repository(&self) -> Option<&str> {
-        self.subject().map(|(repo, _)| repo)
+        let repository = match self {
+            Self::Issues(e) => &e.repository,
+            Self::IssueComment(e) => &e.repository,
+            Self::PullRequest(e) => &e.repository,
+            Self::PullRequestReview(e) => &e.repository,
+            Self::PullRequestReviewComment(e) => &e.repository,
+            Self::PullRequestReviewThread(e) => &e.repository,
+            Self::CheckSuite(e) => &e.repository,
+            Self::CheckRun(e) => &e.repository,
+            Self::WorkflowRun(e) => &e.repository,
+            Self::Push(e) => &e.repository,
+            Self::Ping | Self::Other(_) => return None,
+        };
+        Some(&repository.full_name)
     }
 
     /// The issue or pull request an event is about (its repository and number; the two
-    /// share the numbers), for the events that have one.
+    /// share the numbers), for the events that have one. A check or workflow run names the
+    /// first of the pull requests its commit heads ([`Self::pull_numbers`] gives them
+    /// all); a push names none.
     pub fn subject(&self) -> Option<(&str, u64)> {
-        match self {
-            Self::Issues(e) => Some((&e.repository.full_name, e.issue.number)),
-            Self::IssueComment(e) => Some((&e.repository.full_name, e.issue.number)),
-            Self::PullRequest(e) => Some((&e.repository.full_name, e.pull_request.number)),
-            Self::Ping | Self::Other(_) => None,
-        }
+        let number = match self {
+            Self::Issues(e) => e.issue.number,
+            Self::IssueComment(e) => e.issue.number,
+            Self::PullRequest(e) => e.pull_request.number,
+            Self::PullRequestReview(e) => e.pull_request.number,
+            Self::PullRequestReviewComment(e) => e.pull_request.number,
+            Self::PullRequestReviewThread(e) => e.pull_request.number,
+            Self::CheckSuite(_) | Self::CheckRun(_) | Self::WorkflowRun(_) => {
+                *self.pull_numbers().first()?
+            }
+            Self::Push(_) | Self::Ping | Self::Other(_) => return None,
+        };
+        Some((self.repository()?, number))
     }
-}
 
-/// `issues`
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct IssuesEvent {
-    /// opened, edited, closed, reopened, labeled, unlabeled, ...
-    pub action: String,
-    /// The issue after the change.
-    pub issue: Issue,
-    /// The label added or removed (labeled, unlabeled).
-    pub label: Option<Label>,
-    pub repository: Repository,
-    /// Who did it.
-    pub sender: User,
-}
-
-/// `issue_comment`
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct IssueCommentEvent {
-    /// created, edited, deleted.
-    pub action: String,
-    /// The issue (or pull request) commented on.
-    pub issue: Issue,
-    pub comment: Comment,
-    /// For `edited`: what the body was before.
-    pub changes: Option<CommentChanges>,
-    pub repository: Repository,
-    /// Who did it.
-    pub sender: User,
-}
-
-/// `pull_request`
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct PullRequestEvent {
-    /// opened, edited, closed, reopened, labeled, synchronize, ...
-    pub action: String,
-    /// The pull request after the change.
-    pub pull_request: PullRequest,
-    /// The label added or removed (labeled, unlabeled).
-    pub label: Option<Label>,
-    pub repository: Repository,
-    /// Who did it.
-    pub sender: User,
-}
-
-/// An issue; pull requests are issues too (then `pull_request` is present).
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Issue {
-    /// Number within the repository.
-    pub number: u64,
-    pub title: String,
-    pub body: Option<String>,
-    /// open or closed.
-    pub state: String,
-    pub html_url: String,
-    /// Labels now on it.
-    #[serde(default)]
-    pub labels: Vec<Label>,
-    /// Author.
-    pub user: User,
-    /// Last change (RFC 3339): distinguishes one label event from a later one.
-    pub updated_at: String,
-    /// Present when the issue is a pull request.
-    pub pull_request: Option<serde_json::Value>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct PullRequest {
-    /// Number within the repository.
-    pub number: u64,
-    pub title: String,
-    pub body: Option<String>,
-    /// open or closed.
-    pub state: String,
-    /// Whether it was merged (on `closed`).
-    #[serde(default)]
-    pub merged: bool,
-    pub html_url: String,
-    /// Labels now on it.
-    #[serde(default)]
-    pub labels: Vec<Label>,
-    /// Author.
-    pub user: User,
-    /// Last change (RFC 3339).
-    pub updated_at: String,
-    /// The branch it merges from.
-    pub head: Branch,
-    /// The branch it merges into.
-    pub base: Branch,
-}
-
-impl PullRequest {
-    /// Whether the head is in another repository (a fork): such a pull request must not
-    /// start runs holding write credentials unless configured.
-    pub fn from_fork(&self) -> bool {
-        match (&self.head.repo, &self.base.repo) {
-            (Some(head), Some(base)) => head.full_name != base.full_name,
-            // A deleted fork leaves no head repository.
-            _ => true,
-        }
+    /// Every pull request the event is about: the one a pull request, review or comment on
+    /// a pull request names, all those a check or workflow run's commit heads (several
+    /// pull requests can share a head), none for issues and pushes.
+    pub fn pull_numbers(&self) -> Vec<u64> {
+        let pulls = match self {
+            Self::CheckSuite(e) => &e.check_suite.pull_requests,
+            Self::CheckRun(e) => &e.check_run.pull_requests,
+            Self::WorkflowRun(e) => &e.workflow_run.pull_requests,
+            Self::IssueComment(e) if e.issue.pull_request.is_some() => {
+                return vec![e.issue.number];
+            }
+            Self::PullRequest(e) => return vec![e.pull_request.number],
+            Self::PullRequestReview(e) => return vec![e.pull_request.number],
+            Self::PullRequestReviewComment(e) => return vec![e.pull_request.number],
+            Self::PullRequestReviewThread(e) => return vec![e.pull_request.number],
+            Self::IssueComment(_) | Self::Issues(_) | Self::Push(_) => return Vec::new(),
+            Self::Ping | Self::Other(_) => return Vec::new(),
+        };
+        pulls.iter().map(|p| p.number).collect()
     }
-}
-
-/// One end of a pull request.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Branch {
-    #[serde(rename = "ref")]
-    pub name: String,
-    /// Its repository (absent when a fork was deleted).
-    pub repo: Option<Repository>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Comment {
-    /// Id (for edits and replies).
-    pub id: u64,
-    /// Markdown text.
-    pub body: String,
-    /// Author.
-    pub user: User,
-    pub html_url: String,
-    /// Last change (creation or edit): with `id`, names this version of the comment.
-    #[serde(default)]
-    pub updated_at: String,
-}
-
-/// `changes` of an edited comment.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct CommentChanges {
-    /// The previous body, when it changed.
-    pub body: Option<Previous>,
-}
-
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Previous {
-    pub from: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -199,75 +151,4 @@ pub struct Repository {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct User {
     pub login: String,
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fixture(name: &str) -> Vec<u8> {
-        let path = format!(
-            "{}/../../tests/fixtures/github/{name}.json",
-            env!("CARGO_MANIFEST_DIR")
-        );
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-    }
-
-    #[test]
-    fn the_real_payloads_parse() {
-        let Webhook::Issues(labeled) =
-            Webhook::parse("issues", &fixture("issues.labeled")).unwrap()
-        else {
-            panic!("issues");
-        };
-        assert_eq!(labeled.action, "labeled");
-        assert_eq!(labeled.label.unwrap().name, "bug");
-        assert_eq!(labeled.repository.full_name, "Codertocat/Hello-World");
-        assert_eq!(labeled.issue.number, 1);
-        assert!(labeled.issue.pull_request.is_none());
-
-        let Webhook::IssueComment(comment) =
-            Webhook::parse("issue_comment", &fixture("issue_comment.created")).unwrap()
-        else {
-            panic!("issue_comment");
-        };
-        assert_eq!(comment.action, "created");
-        assert!(comment.comment.body.starts_with("You are totally right"));
-
-        let Webhook::PullRequest(pr) =
-            Webhook::parse("pull_request", &fixture("pull_request.closed.unmerged")).unwrap()
-        else {
-            panic!("pull_request");
-        };
-        assert_eq!(pr.action, "closed");
-        assert!(!pr.pull_request.merged);
-        assert!(!pr.pull_request.from_fork());
-
-        for name in ["issues.opened", "issues.edited", "issues.unlabeled"] {
-            assert!(matches!(
-                Webhook::parse("issues", &fixture(name)),
-                Ok(Webhook::Issues(_))
-            ));
-        }
-        for name in ["pull_request.opened", "pull_request.synchronize"] {
-            assert!(matches!(
-                Webhook::parse("pull_request", &fixture(name)),
-                Ok(Webhook::PullRequest(_))
-            ));
-        }
-        assert_eq!(
-            Webhook::parse("ping", &fixture("ping")).unwrap(),
-            Webhook::Ping
-        );
-        assert_eq!(
-            Webhook::parse("push", &fixture("push")).unwrap(),
-            Webhook::Other("push".into())
-        );
-    }
-
-    #[test]
-    fn a_payload_missing_fields_is_an_error_not_a_panic() {
-        assert!(Webhook::parse("issues", br#"{"action":"opened"}"#).is_err());
-        assert!(Webhook::parse("issue_comment", b"not json").is_err());
-    }
 }

@@ -38,6 +38,8 @@ pub(crate) async fn process(
         Ok(Webhook::Issues(e)) => issues(api, tx, &e).await?,
         Ok(Webhook::PullRequest(e)) => pull_request(api, tx, &e).await?,
         Ok(Webhook::IssueComment(e)) => comment(api, tx, &delivery.delivery_id, &e).await?,
+        // Reviews, checks and pushes are parsed now; acting on them is ingest's next step.
+        Ok(_) => Outcome::ignored(format!("`{}` events are not acted on", delivery.event)),
     })
 }
 
