@@ -1,8 +1,9 @@
 //! The transition function: an input handled, then the next queued turn started when the
 //! workspace is free, or the idle timer armed when nothing is left to run. What people say
-//! is in [`chat`]; runs taking and giving back the workspace in [`workspace`].
+//! is in [`chat`]; a pull request's feedback in [`feedback`]; runs taking and giving back the workspace in [`workspace`].
 
 mod chat;
+mod feedback;
 mod workspace;
 
 use crate::text;
@@ -70,6 +71,16 @@ impl Step<'_> {
                 if let Some(seq) = self.number(seq) {
                     let text = if draft { "deliver draft" } else { "deliver" };
                     self.request(seq, text.to_owned(), person, Work::Deliver { draft });
+                }
+                Ok(())
+            }
+            Input::Feedback {
+                seq,
+                feedback,
+                person,
+            } => {
+                if let Some(seq) = self.number(seq) {
+                    self.feedback(seq, feedback, person);
                 }
                 Ok(())
             }
@@ -274,6 +285,7 @@ impl Step<'_> {
         turn.attempts += 1;
         turn.started = false;
         let (attempt, text, work) = (turn.attempts, turn.text.clone(), turn.work.clone());
+        let feedback = turn.feedback.clone();
         let resume_session = session_id.filter(|_| work.is_assistant());
         self.state.workspace = Workspace::Turn { seq };
         let adopt_run = self.state.adopt.take();
@@ -284,6 +296,7 @@ impl Step<'_> {
             resume_session,
             work,
             adopt_run,
+            feedback,
         });
     }
 }

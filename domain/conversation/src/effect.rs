@@ -2,6 +2,8 @@
 
 use std::time::Duration;
 
+use gatehouse_events::Feedback;
+
 use crate::Work;
 
 /// What the conversation asks the world to do. The services store these with the new state
@@ -20,6 +22,9 @@ pub enum Effect {
         work: Work,
         /// A run whose workspace to take first (it gave the workspace back).
         adopt_run: Option<String>,
+        /// The pull request feedback the turn answers: once the CLI replied, the work is
+        /// pushed to the pull request and answered there.
+        feedback: Option<Feedback>,
     },
     /// Stop a running attempt; the runner still reports
     /// [`crate::Input::TurnFinished`] once it has ended.

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use gatehouse_events::Feedback;
 use thiserror::Error;
 
 /// `[assistant]` in the configuration, as far as the conversation's rules read it.
@@ -60,6 +61,16 @@ pub enum Input {
     Deliver {
         seq: Option<u64>,
         draft: bool,
+        person: String,
+    },
+    /// A pull request the conversation delivered asks for more work: a turn of the
+    /// assistant, in the queue like a message (never refused for a full queue: it comes
+    /// from GitHub, once per piece of feedback, not from someone typing), after which the
+    /// runner pushes the work to the pull request and answers there. The thread is told
+    /// either way.
+    Feedback {
+        seq: Option<u64>,
+        feedback: Feedback,
         person: String,
     },
     /// `steer <text>`: stop the running turn and run this next.

@@ -16,6 +16,11 @@
 //! - a turn resumes the CLI session the latest turn reported; `ask ROLE <text>` is a turn
 //!   of that role, and `deliver [draft]` one that opens the pull requests, each queued like
 //!   a message, neither resuming nor changing that session;
+//! - feedback on a pull request the conversation delivered (a review, failing checks, a
+//!   conflict) is a turn of the assistant queued like a message, whatever the queue's
+//!   length; the thread is told it is being worked on or what it waits behind, and the
+//!   turn carries the feedback so the runner pushes the work and answers on the pull
+//!   request;
 //! - a turn found running after a restart is told to the thread and run once more; a
 //!   second interruption fails it;
 //! - the workspace is held by the running turn or by an SOP run: while a run holds it,
@@ -27,6 +32,7 @@
 
 mod apply;
 mod effect;
+mod feedback;
 mod input;
 mod state;
 mod text;

@@ -1,6 +1,7 @@
 //! A conversation's state; stored as JSON beside the conversation, with the effects of the
 //! input that produced it.
 
+use gatehouse_events::Feedback;
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
@@ -45,6 +46,9 @@ pub struct Turn {
     /// What the turn does: the assistant's work, another role's answer, or a delivery.
     #[serde(default, skip_serializing_if = "Work::is_assistant")]
     pub work: Work,
+    /// The pull request feedback it answers (its text is the feedback's prompt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<Feedback>,
     /// `stop` or a steer asked for it to end: it ends as stopped unless it replies first.
     pub stopping: bool,
     /// Why it failed.

@@ -23,6 +23,24 @@ pub(crate) fn queued(ahead: usize, state: &Conversation) -> String {
     }
 }
 
+/// A pull request's feedback is being worked on: `Review of acme/api#7 by @alice: working
+/// on it`.
+pub(crate) fn feedback_working(label: &str) -> String {
+    format!("{label}: working on it.")
+}
+
+/// A pull request's feedback waits: behind turn `behind`, or for the run holding the
+/// workspace.
+pub(crate) fn feedback_queued(label: &str, behind: Option<u64>, state: &Conversation) -> String {
+    match (behind, &state.workspace) {
+        (Some(turn), _) => format!("{label}: queued behind turn {turn}."),
+        (None, Workspace::Run { run }) => {
+            format!("{label}: queued; it starts when run {run} gives the workspace back.")
+        }
+        (None, _) => format!("{label}: queued."),
+    }
+}
+
 pub(crate) fn took_over(run: &str) -> String {
     format!("Took over run {run}'s workspace; it stays paused. The next message here works on it.")
 }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use gatehouse_conversation::{
     Conversation, Effect, Input, Outcome, Settings, TurnStatus, Workspace, apply,
 };
+use gatehouse_events::{Feedback, FeedbackKind, PullRef};
 use proptest::prelude::*;
 
 /// The rules as seen from outside: what must have happened, from inputs and effects alone.
@@ -52,7 +53,12 @@ impl Model {
         }
         let new_turn = after.turns.len() > before.turns.len();
         match input {
-            Input::Message { .. } | Input::Ask { .. } | Input::Deliver { .. } if new_turn => {
+            Input::Message { .. }
+            | Input::Ask { .. }
+            | Input::Deliver { .. }
+            | Input::Feedback { .. }
+                if new_turn =>
+            {
                 self.expected.push_back(after.last_seq);
             }
             Input::Steer { .. } if new_turn => self.expected.push_front(after.last_seq),
@@ -125,12 +131,20 @@ fn check(state: &Conversation, settings: &Settings) {
     if !state.workspace.is_held() {
         assert!(state.queue.is_empty(), "turns wait on a free workspace");
     }
-    // A steer takes the place of the turn it stops, so may exceed the limit by one.
-    assert!(
-        state.queue.len() <= settings.max_queue + 1,
-        "{:?}",
-        state.queue
-    );
+    // A steer takes the place of the turn it stops, so may exceed the limit by one;
+    // feedback from a pull request is never refused for a full queue.
+    let typed = state
+        .queue
+        .iter()
+        .filter(|seq| state.turn(**seq).is_some_and(|t| t.feedback.is_none()))
+        .count();
+    assert!(typed <= settings.max_queue + 1, "{:?}", state.queue);
+    for turn in &state.turns {
+        if let Some(feedback) = &turn.feedback {
+            assert!(turn.text.contains(&feedback.text), "{turn:?}");
+            assert!(turn.work.is_assistant(), "{turn:?}");
+        }
+    }
     assert!(state.turns.windows(2).all(|w| w[0].seq < w[1].seq));
     assert!(state.turns.iter().all(|t| t.attempts <= 2));
     let stored = serde_json::to_string(state).expect("serializes");
@@ -164,6 +178,24 @@ fn input(state: &Conversation, kind: u8, arg: u8) -> Input {
             seq: None,
             draft: n % 2 == 0,
             person: "ana".into(),
+        },
+        0 if n % 5 == 2 => Input::Feedback {
+            seq: if n % 2 == 0 {
+                None
+            } else {
+                Some(n % (state.last_seq + 2))
+            },
+            feedback: Feedback {
+                kind: FeedbackKind::Review,
+                key: format!("review:{n}"),
+                text: "rename it".into(),
+                pull: PullRef {
+                    repo: "acme/api".into(),
+                    number: 7,
+                },
+                from: "alice".into(),
+            },
+            person: "alice".into(),
         },
         0 | 1 => message(if n % 7 == 0 { " " } else { "work" }, None),
         2 => message("again", Some(n % (state.last_seq + 2))),

@@ -5,6 +5,7 @@ use std::time::Duration;
 use gatehouse_conversation::{
     Conversation, Effect, Input, Outcome, Rejection, Settings, TurnStatus, Work, Workspace, apply,
 };
+use gatehouse_events::{Feedback, FeedbackKind, PullRef};
 
 const SETTINGS: Settings = Settings {
     max_queue: 2,
@@ -94,6 +95,7 @@ fn start(seq: u64, attempt: u32, text: &str, resume: Option<&str>) -> Effect {
         resume_session: resume.map(str::to_owned),
         work: Work::Assistant,
         adopt_run: None,
+        feedback: None,
     }
 }
 
@@ -159,6 +161,7 @@ fn ask_queues_like_a_message_and_leaves_the_assistants_session_alone() {
             role: "reviewer".into()
         },
         adopt_run: None,
+        feedback: None,
     }));
     // A message during the ask waits for it.
     let queued = t.say("now add a test");
@@ -201,6 +204,7 @@ fn deliver_is_a_turn_of_its_own_in_the_queue() {
         resume_session: None,
         work: Work::Deliver { draft: true },
         adopt_run: None,
+        feedback: None,
     }));
     t.reply(2, 1, "Opened acme/api#4 (draft).", None);
     assert_eq!(t.state.session_id.as_deref(), Some("s-1"));
@@ -720,4 +724,181 @@ fn the_state_is_stored_as_plain_json() {
         serde_json::json!({"state": "turn", "seq": 1})
     );
     assert_eq!(json["turns"][0]["status"], "running");
+}
+
+fn review(key: &str, from: &str) -> Feedback {
+    Feedback {
+        kind: FeedbackKind::Review,
+        key: key.to_owned(),
+        text: "src/lib.rs:3: rename `x` to `count`".to_owned(),
+        pull: PullRef {
+            repo: "acme/api".to_owned(),
+            number: 7,
+        },
+        from: from.to_owned(),
+    }
+}
+
+fn feedback(seq: Option<u64>, feedback: Feedback) -> Input {
+    Input::Feedback {
+        seq,
+        feedback,
+        person: "alice".to_owned(),
+    }
+}
+
+#[test]
+fn feedback_on_an_idle_conversation_is_a_turn_that_carries_it() {
+    let mut t = Thread::new();
+    t.say("add a health check");
+    t.reply(1, 1, "added", Some("s-1"));
+    let said = review("review:100", "alice");
+    let effects = t.apply(feedback(Some(2), said.clone()));
+    let [
+        Effect::Acknowledge { seq: 2, text: ack },
+        Effect::StartTurn {
+            seq: 2,
+            attempt: 1,
+            text,
+            resume_session,
+            work: Work::Assistant,
+            adopt_run: None,
+            feedback: Some(carried),
+        },
+    ] = &effects[..]
+    else {
+        panic!("{effects:?}");
+    };
+    assert_eq!(ack, "Review of acme/api#7 by @alice: working on it.");
+    assert!(
+        text.starts_with(
+            "@alice reviewed pull request acme/api#7 and asks for changes:\n\n\
+             src/lib.rs:3: rename `x` to `count`\n\n"
+        ),
+        "{text}"
+    );
+    // It continues the assistant's session: the agent knows the work it reviews.
+    assert_eq!(resume_session.as_deref(), Some("s-1"));
+    assert_eq!(carried, &said);
+    let turn = t.state.turn(2).expect("the feedback's turn");
+    assert_eq!(turn.feedback.as_ref(), Some(&said));
+    assert_eq!(turn.person, "alice");
+}
+
+#[test]
+fn feedback_during_a_turn_waits_behind_it_and_the_queue() {
+    let mut t = Thread::new();
+    t.say("fix the bug");
+    assert_eq!(
+        t.apply(feedback(None, review("review:1", "alice"))),
+        [Effect::Acknowledge {
+            seq: 2,
+            text: "Review of acme/api#7 by @alice: queued behind turn 1.".to_owned()
+        }]
+    );
+    t.say("and a test");
+    let checks = Feedback {
+        kind: FeedbackKind::ChecksFailed,
+        key: "checks:abc".to_owned(),
+        text: "job `test` failed:\nassertion failed".to_owned(),
+        from: String::new(),
+        ..review("", "")
+    };
+    assert_eq!(
+        t.apply(feedback(None, checks.clone())),
+        [Effect::Acknowledge {
+            seq: 4,
+            text: "Failing checks on acme/api#7: queued behind turn 3.".to_owned()
+        }],
+        "never refused for a full queue (max_queue is 2 here)"
+    );
+    assert_eq!(t.state.queue, [2, 3, 4]);
+    // They run in the order they came, each carrying its own feedback.
+    let next = t.reply(1, 1, "fixed", Some("s-1"));
+    let started = next.iter().find_map(|e| match e {
+        Effect::StartTurn { seq, feedback, .. } => Some((*seq, feedback.clone())),
+        _ => None,
+    });
+    assert_eq!(started, Some((2, Some(review("review:1", "alice")))));
+    t.reply(2, 1, "renamed", Some("s-1"));
+    let next = t.reply(3, 1, "tested", Some("s-1"));
+    let Some(Effect::StartTurn {
+        seq: 4,
+        text,
+        feedback: Some(carried),
+        ..
+    }) = next.last()
+    else {
+        panic!("{next:?}");
+    };
+    assert_eq!(carried, &checks);
+    assert!(
+        text.contains("Never skip, delete or weaken tests"),
+        "{text}"
+    );
+}
+
+#[test]
+fn feedback_while_a_run_holds_the_workspace_waits_for_it() {
+    let mut t = Thread::new();
+    t.apply(Input::RunTookWorkspace {
+        run: "r-1".to_owned(),
+    });
+    assert_eq!(
+        t.apply(feedback(None, review("review:1", ""))),
+        [Effect::Acknowledge {
+            seq: 1,
+            text: "Review of acme/api#7: queued; it starts when run r-1 gives the workspace back."
+                .to_owned()
+        }]
+    );
+    let released = t.apply(Input::RunReleasedWorkspace {
+        run: "r-1".to_owned(),
+    });
+    assert!(
+        matches!(
+            &released[..],
+            [Effect::StartTurn {
+                seq: 1,
+                feedback: Some(_),
+                adopt_run: Some(_),
+                ..
+            }]
+        ),
+        "{released:?}"
+    );
+}
+
+#[test]
+fn redelivered_feedback_changes_nothing_and_an_interrupted_one_runs_again_with_it() {
+    let mut t = Thread::new();
+    let said = review("review:1", "alice");
+    t.apply(feedback(Some(1), said.clone()));
+    let revision = t.state.revision;
+    assert_eq!(t.apply(feedback(Some(1), said.clone())), []);
+    assert_eq!(t.state.revision, revision);
+    t.restart();
+    assert_eq!(
+        t.state.turn(1).and_then(|t| t.feedback.clone()),
+        Some(said.clone())
+    );
+    let again = t.apply(Input::Interrupted { seq: 1, attempt: 1 });
+    assert!(
+        matches!(again.last(), Some(Effect::StartTurn { seq: 1, attempt: 2, feedback: Some(f), .. }) if *f == said),
+        "{again:?}"
+    );
+}
+
+#[test]
+fn a_turn_stored_before_feedback_existed_reads_back_without_it() {
+    let mut t = Thread::new();
+    t.say("a");
+    let mut json = serde_json::to_value(&t.state).expect("serializes");
+    assert!(json["turns"][0].get("feedback").is_none(), "{json}");
+    json["turns"][0]
+        .as_object_mut()
+        .expect("a turn")
+        .remove("feedback");
+    let read: Conversation = serde_json::from_value(json).expect("deserializes");
+    assert_eq!(read, t.state);
 }

@@ -21,6 +21,7 @@
 //! reach another place turned off ([`crate::git`]): nothing the workspace holds can redirect
 //! the push or run with the token in reach.
 
+pub(crate) mod answer;
 pub(crate) mod approval;
 mod branch;
 pub(crate) mod checkouts;
@@ -163,6 +164,8 @@ pub(crate) enum DeliveredTo {
         draft: bool,
         /// Opened by this delivery (else it was open already, and was updated).
         opened: bool,
+        /// The commit pushed to the work branch: the pull request's head.
+        head: String,
     },
     /// Pushed to its work branch, which is its base too (no pull request to open).
     Pushed { branch: String },
@@ -205,8 +208,20 @@ impl Deliverer {
         delivery: &Delivery<'_>,
         log: &mut Vec<String>,
     ) -> Result<Deliveries, String> {
+        self.deliver_watching(delivery, None, log).await
+    }
+
+    /// [`Deliverer::deliver_changes`]; with `change`, for a delivery answering feedback
+    /// ([`answer`]): the answered pull request's repository is not pushed when its commit
+    /// is the head `change` says was pushed before, and `change` learns what was pushed.
+    async fn deliver_watching(
+        &self,
+        delivery: &Delivery<'_>,
+        change: Option<&mut answer::Change>,
+        log: &mut Vec<String>,
+    ) -> Result<Deliveries, String> {
         let mut repos = Vec::new();
-        let done = self.deliver_into(delivery, &mut repos, log).await;
+        let done = self.deliver_into(delivery, &mut repos, change, log).await;
         for repo in &mut repos {
             log.append(&mut repo.session.lines);
         }
@@ -217,6 +232,7 @@ impl Deliverer {
         &'a self,
         delivery: &'a Delivery<'a>,
         repos: &mut Vec<Repo<'a>>,
+        mut change: Option<&mut answer::Change>,
         log: &mut Vec<String>,
     ) -> Result<Deliveries, String> {
         for checkout in delivery.checkouts {
@@ -246,6 +262,22 @@ impl Deliverer {
                 unchanged.push((repo.checkout.repo.clone(), repo.base().to_owned()));
             }
         }
+        let answered = delivery.spec.answer.as_ref().map(|f| f.pull.repo.as_str());
+        let answered = answered.and_then(|name| repos.iter().position(|r| r.checkout.repo == name));
+        if let (Some(i), Some(change)) = (answered, change.as_deref_mut()) {
+            let repo = &mut repos[i];
+            if change.before.is_none() {
+                change.before = repo.remote_head().await;
+            }
+            change.after = repo.commit.clone();
+            if repo.changed && change.before.is_some() && change.before == change.after {
+                // Pushed before as it is: the feedback's turn changed nothing.
+                repo.changed = false;
+                let head = change.before.as_deref().unwrap_or_default();
+                let against = format!("{} (its head, pushed before)", trees::short(head));
+                unchanged.push((repo.checkout.repo.clone(), against));
+            }
+        }
         if unchanged.len() == repos.len() {
             let listed: Vec<String> = unchanged
                 .iter()
@@ -270,8 +302,14 @@ impl Deliverer {
         let delivered = match delivery.spec.mode {
             DeliverMode::Direct => direct::merge_all(&mut chosen, several).await,
             DeliverMode::Pr => pulls::push_and_open(self, delivery, &mut chosen).await,
-        };
-        delivered.map(Deliveries::Done)
+        }?;
+        if let (Some(i), Some(change)) = (answered, change)
+            && repos[i].changed
+        {
+            change.pushed = true;
+            repos[i].list_commits(change).await;
+        }
+        Ok(Deliveries::Done(delivered))
     }
 
     fn url(&self, repo: &str) -> String {

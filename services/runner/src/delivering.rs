@@ -1,11 +1,15 @@
 //! What delivering needs from the runner, whichever kind of work delivers (a `deliver`
 //! node, a conversation's `deliver`): why nothing can be delivered without GitHub, and the
 //! values of every secret the configuration names for the work, whose addition a delivery
-//! refuses to push.
+//! refuses to push; and the head each delivery pushed to a pull request, recorded so a
+//! check result for an older head is told apart and the next answer lists what it adds.
 
 use gatehouse_bus::HandlerError;
+use gatehouse_events::PullRef;
 use uuid::Uuid;
 
+use crate::deliver::{Delivered, DeliveredTo};
+use crate::durably::durably;
 use crate::runner::Runner;
 use crate::secrets::Secrets;
 
@@ -14,6 +18,41 @@ pub(crate) const NOT_CONFIGURED: &str =
     "deliver needs [github] with a token (and git_url) in the configuration";
 
 impl Runner {
+    /// Records, for each pull request in `delivered`, the head commit the delivery pushed
+    /// to it ([`gatehouse_store::Store::record_pull_head`]). A delivery answering feedback
+    /// calls it after the answer is posted, so an attempt retried before that still finds
+    /// the head from before and lists the same commits.
+    pub(crate) async fn pushed_head(&self, delivered: &[Delivered]) -> Result<(), HandlerError> {
+        for done in delivered {
+            let DeliveredTo::Pull { number, head, .. } = &done.to else {
+                continue;
+            };
+            if head.is_empty() {
+                continue;
+            }
+            let repo = &done.repo;
+            durably("recording a pull request's head", || {
+                self.store.record_pull_head(repo, *number, head)
+            })
+            .await?;
+        }
+        Ok(())
+    }
+
+    /// The head last recorded as pushed to `pull` of `requirement`; `None` when none was.
+    pub(crate) async fn recorded_head(
+        &self,
+        requirement: Uuid,
+        pull: &PullRef,
+    ) -> Result<Option<String>, HandlerError> {
+        let rows = self.store.pull_requests_of_requirement(requirement).await?;
+        Ok(rows
+            .into_iter()
+            .find(|r| r.repo == pull.repo && u64::try_from(r.number).ok() == Some(pull.number))
+            .map(|r| r.head_sha)
+            .filter(|head| !head.is_empty()))
+    }
+
     /// The values of the secrets configured for the work being delivered, whose addition
     /// a delivery refuses: every configured role's, every node's of `run`'s SOP as it was
     /// frozen, and `declared` (the `deliver` node's own). One that is not set in the

@@ -50,32 +50,8 @@ impl Scheduler {
         said: ConversationInput,
         trace: Option<&TraceParent>,
     ) -> Result<(), SchedulerError> {
-        let seq = Some(said.seq);
-        let person = said.person;
-        let input = match said.said {
-            Said::Message { text } => Input::Message { seq, text, person },
-            Said::Steer { text } => Input::Steer { seq, text, person },
-            Said::Stop => Input::Stop { seq },
-            Said::Status => Input::Status { seq },
-            Said::Ask { role, text } => Input::Ask {
-                seq,
-                role,
-                text,
-                person,
-            },
-            Said::Deliver { draft } => Input::Deliver { seq, draft, person },
-            Said::TakeOver { run } => Input::TakeOver {
-                seq,
-                run: run.to_string(),
-            },
-            // Contract placeholder until the conversation takes feedback turns.
-            Said::Feedback { feedback } => Input::Message {
-                seq,
-                text: feedback.text,
-                person,
-            },
-        };
-        self.converse(tx, said.conversation_id, input, trace).await
+        let id = said.conversation_id;
+        self.converse(tx, id, chat_input(said), trace).await
     }
 
     pub(crate) async fn turn_progress(
@@ -179,6 +155,34 @@ impl Scheduler {
     }
 }
 
+/// What was said in a thread, as the conversation's input.
+fn chat_input(said: ConversationInput) -> Input {
+    let seq = Some(said.seq);
+    let person = said.person;
+    match said.said {
+        Said::Message { text } => Input::Message { seq, text, person },
+        Said::Steer { text } => Input::Steer { seq, text, person },
+        Said::Stop => Input::Stop { seq },
+        Said::Status => Input::Status { seq },
+        Said::Ask { role, text } => Input::Ask {
+            seq,
+            role,
+            text,
+            person,
+        },
+        Said::Deliver { draft } => Input::Deliver { seq, draft, person },
+        Said::TakeOver { run } => Input::TakeOver {
+            seq,
+            run: run.to_string(),
+        },
+        Said::Feedback { feedback } => Input::Feedback {
+            seq,
+            feedback,
+            person,
+        },
+    }
+}
+
 fn activity(workspace: &Workspace) -> Activity {
     match workspace {
         Workspace::None => Activity::New,
@@ -186,5 +190,42 @@ fn activity(workspace: &Workspace) -> Activity {
         Workspace::Run { .. } => Activity::Waiting,
         Workspace::Kept => Activity::Idle,
         Workspace::Released => Activity::Released,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use gatehouse_events::{Feedback, FeedbackKind, PullRef};
+
+    use super::*;
+
+    #[test]
+    fn feedback_said_in_a_thread_is_the_conversations_feedback_input() {
+        let feedback = Feedback {
+            kind: FeedbackKind::ChecksFailed,
+            key: "checks:abc".into(),
+            text: "job `test` failed".into(),
+            pull: PullRef {
+                repo: "acme/api".into(),
+                number: 7,
+            },
+            from: String::new(),
+        };
+        let said = ConversationInput {
+            conversation_id: Uuid::nil(),
+            seq: 5,
+            person: "alice".into(),
+            said: Said::Feedback {
+                feedback: feedback.clone(),
+            },
+        };
+        assert_eq!(
+            chat_input(said),
+            Input::Feedback {
+                seq: Some(5),
+                feedback,
+                person: "alice".into(),
+            }
+        );
     }
 }

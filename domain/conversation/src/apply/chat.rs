@@ -84,7 +84,7 @@ impl Step<'_> {
 
     /// Adds a turn to the queue: last, or first for a steer.
     fn enqueue(&mut self, seq: u64, text: String, person: String, steer: bool, work: Work) {
-        self.state.turns.push(Turn {
+        self.enqueue_turn(Turn {
             seq,
             text,
             person,
@@ -93,9 +93,16 @@ impl Step<'_> {
             started: false,
             steer,
             work,
+            feedback: None,
             stopping: false,
             failure: None,
         });
+    }
+
+    /// Adds `turn`, queued, to the queue: last, or first for a steer.
+    pub(super) fn enqueue_turn(&mut self, turn: Turn) {
+        let (seq, steer) = (turn.seq, turn.steer);
+        self.state.turns.push(turn);
         if steer {
             self.state.queue.insert(0, seq);
         } else {

@@ -133,7 +133,9 @@ impl<'a> Repo<'a> {
         let commit = match head {
             Some(head) if head_tree.as_deref() == Some(tree.as_str()) => head,
             parent => {
-                let (subject, body) = messages::commit_message(&self.delivery.subject, &repo);
+                let answer = self.delivery.spec.answer.as_ref();
+                let (subject, body) =
+                    messages::commit_message(&self.delivery.subject, &repo, answer);
                 let (name, email) = self.author();
                 let mut args = vec!["-c", &name, "-c", &email, "commit-tree", &tree];
                 if let Some(parent) = &parent {
@@ -172,6 +174,40 @@ impl<'a> Repo<'a> {
             .await
             .ok()
             .map(|s| s.trim().to_owned())
+    }
+
+    /// The head of the work branch on the remote as this clone last saw it (fetched or
+    /// pushed); `None` when it never did. Read after [`Repo::verify`] reset the
+    /// configuration, and before [`Repo::push_branch`] moves it.
+    pub(super) async fn remote_head(&mut self) -> Option<String> {
+        let name = format!("refs/remotes/origin/{}^{{commit}}", self.branch());
+        self.local(&["rev-parse", "--verify", "--quiet", &name])
+            .await
+            .ok()
+            .map(|s| s.trim().to_owned())
+            .filter(|s| !s.is_empty())
+    }
+
+    /// `<short sha> <subject>` of the commits in `after` and not in `before`, newest
+    /// first, at most `max`; with the number left out. `None` when `before` is not in
+    /// the clone (pushed from elsewhere).
+    pub(super) async fn commits_between(
+        &mut self,
+        before: &str,
+        after: &str,
+        max: usize,
+    ) -> Option<(Vec<String>, usize)> {
+        let range = format!("{before}..{after}");
+        let count = self.local(&["rev-list", "--count", &range]).await.ok()?;
+        let count: usize = count.trim().parse().ok()?;
+        let limit = format!("--max-count={max}");
+        let listed = self
+            .local(&["log", "--no-decorate", "--format=%h %s", &limit, &range])
+            .await
+            .ok()?;
+        let lines: Vec<String> = listed.lines().map(str::to_owned).collect();
+        let more = count.saturating_sub(lines.len());
+        Some((lines, more))
     }
 
     /// Pushes the work branch: replacing the remote's for the branches Gatehouse names

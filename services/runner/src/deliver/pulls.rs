@@ -55,6 +55,7 @@ pub(super) async fn push_and_open(
                 url: pull.url,
                 draft: pull.draft,
                 opened: pull.opened,
+                head: repo.commit.clone().unwrap_or_default(),
             }
         };
         delivered.push((

@@ -138,6 +138,52 @@ impl Scene {
         (delivered, log)
     }
 
+    /// Delivers the prepared workspace answering `feedback` by [`Deliverer::answer`], as
+    /// the work named `by` that replied `reply`; `recorded`: the head recorded as pushed.
+    pub(crate) async fn answer(
+        &self,
+        feedback: &gatehouse_events::Feedback,
+        by: &str,
+        reply: &str,
+        recorded: Option<&str>,
+    ) -> (Result<answer::Answered, String>, Vec<String>) {
+        let checkouts = self.checkouts().expect("prepared");
+        let spec = DeliverSpec {
+            mode: DeliverMode::Pr,
+            branch: None,
+            answer: Some(feedback.clone()),
+        };
+        let (workspace, scratch) = (self.workspace(), self.scratch());
+        let delivery = Delivery {
+            workspace: &workspace,
+            scratch: &scratch,
+            checkouts: &checkouts,
+            subject: Subject {
+                by: self.by,
+                title: "Fix it",
+                issue: Some(("acme/api", 1)),
+            },
+            approval: None,
+            spec: &spec,
+            draft: false,
+            secrets: &self.secrets,
+        };
+        let answer = answer::Answer {
+            by: by.to_owned(),
+            reply,
+            recorded_head: recorded,
+        };
+        let mut log = Vec::new();
+        let answered = tokio::time::timeout(
+            std::time::Duration::from_secs(30),
+            self.deliverer.answer(&delivery, &answer, &mut log),
+        )
+        .await
+        .expect("delivery hung");
+        assert!(!log.join("\n").contains(TOKEN), "{log:?}");
+        (answered, log)
+    }
+
     /// The approval of the workspace's trees as they are now, by gate `review`.
     pub(crate) async fn approve(&self) -> Approval {
         let checkouts = self.checkouts().unwrap();

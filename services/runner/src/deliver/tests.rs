@@ -1,6 +1,8 @@
 //! Workspaces prepared and delivered end to end on local bare repositories: see
-//! [`preparing`] and [`delivering`]; what a delivery refuses to push, [`guarded`].
+//! [`preparing`] and [`delivering`]; what a delivery refuses to push, [`guarded`]; a
+//! delivery answering feedback on its pull request, [`answering`].
 
+mod answering;
 mod delivering;
 mod guarded;
 mod preparing;

@@ -5,6 +5,12 @@
 //! kept safe from what earlier nodes left in them, is [`crate::deliver`]'s. The secrets a
 //! delivery refuses to push are every one the configuration names for the work
 //! ([`Runner::delivery_secrets`](crate::runner::Runner::delivery_secrets)).
+//!
+//! A node whose run was sent back by feedback on a pull request (`answer` in its spec)
+//! delivers to the same branch and pull request and answers there
+//! ([`Deliverer::answer`](crate::deliver::Deliverer::answer)); when nothing changed it
+//! says so on the pull request, pushes nothing, and succeeds. The head each pull request
+//! was pushed to is recorded ([`Runner::pushed_head`](crate::runner::Runner::pushed_head)).
 
 use gatehouse_bus::HandlerError;
 use gatehouse_events::{DeliverSpec, NodeDispatch};
@@ -12,9 +18,10 @@ use gatehouse_store::DirectMergeRow;
 
 use super::Nodes;
 use super::report::Ended;
+use crate::deliver::answer::{Answer, Answered};
 use crate::deliver::approval;
 use crate::deliver::checkouts;
-use crate::deliver::{DeliveredTo, Delivery};
+use crate::deliver::{Delivered, DeliveredTo, Deliveries, Delivery};
 use crate::delivering::NOT_CONFIGURED;
 use crate::durably::durably;
 use crate::files::RunDirs;
@@ -66,14 +73,48 @@ impl Nodes {
                 .delivery_secrets(Some(job.run_id), &job.secrets)
                 .await?,
         };
+        let requirement = scope.requirement.as_ref().map(|r| r.id);
         let mut log = Vec::new();
-        let delivered = delivery.deliver(&request, &mut log).await;
+        let delivered: Result<Vec<Delivered>, String> = match &spec.answer {
+            None => delivery.deliver(&request, &mut log).await,
+            Some(feedback) => {
+                let recorded = match requirement {
+                    Some(requirement) => {
+                        self.runner
+                            .recorded_head(requirement, &feedback.pull)
+                            .await?
+                    }
+                    None => None,
+                };
+                let answer = Answer {
+                    by: format!("run:{}:node:{}", job.run_id, job.node),
+                    reply: "",
+                    recorded_head: recorded.as_deref(),
+                };
+                match delivery.answer(&request, &answer, &mut log).await {
+                    Ok(Answered {
+                        deliveries: Deliveries::Done(done),
+                        ..
+                    }) => Ok(done),
+                    Ok(Answered {
+                        deliveries: Deliveries::Unchanged(reason),
+                        ..
+                    }) => {
+                        log.push(format!(
+                            "[gatehouse] {reason}; nothing pushed, said so on {}",
+                            feedback.pull
+                        ));
+                        Ok(Vec::new())
+                    }
+                    Err(reason) => Err(reason),
+                }
+            }
+        };
         self.store_log(job, &log).await;
         let delivered = match delivered {
             Ok(delivered) => delivered,
             Err(reason) => return Ok(self.failed(job, reason, started)),
         };
-        let requirement = scope.requirement.as_ref().map(|r| r.id);
         let mut notes = Vec::new();
         for done in &delivered {
             let repo = &done.repo;
@@ -106,6 +147,7 @@ impl Nodes {
                 }
             });
         }
+        self.runner.pushed_head(&delivered).await?;
         self.store_log(job, &notes).await;
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Ok(Ended::new(

@@ -3,7 +3,9 @@
 //! readied ([`super::home`]: the session to resume is looked for, and a new one started
 //! when it is not there), prepared ([`super::prepare`]), [run](Turns::run_cli) in the
 //! sandbox with its output read as it comes, the workspace checkpointed and the home
-//! saved, judged ([`super::verdict`]) and reported. A step that fails the attempt says
+//! saved, judged ([`super::verdict`]) and reported. A turn answering pull request
+//! feedback that replied has its workspace delivered and the pull request answered
+//! ([`super::deliver`]) before it is reported. A step that fails the attempt says
 //! why, and nothing after it runs.
 
 use std::path::PathBuf;
@@ -19,6 +21,8 @@ use tokio_util::sync::CancellationToken;
 
 use super::Turns;
 use super::cancel::look_for_cancel;
+use super::deliver::Purpose;
+use super::delivered;
 use super::dirs::ConversationDirs;
 use super::output::{self, Watch};
 use super::prepare::Prepared;
@@ -88,7 +92,20 @@ impl Turns {
         }
         let begun = Instant::now();
         report.started().await?;
-        let ran = self.run_turn(job, &turn, &report, cancel, begun).await?;
+        let mut ran = self.run_turn(job, &turn, &report, cancel, begun).await?;
+        if let (Some(feedback), TurnOutcome::Replied { reply }) =
+            (turn.feedback, &ran.verdict.outcome)
+            && !self.runner.halted.is_cancelled()
+        {
+            report.progress(delivered::DELIVERING).await;
+            let purpose = Purpose::Answer {
+                seq: turn.seq,
+                feedback,
+                reply,
+            };
+            let delivered = self.deliver_workspace(job, &purpose, cancel, begun).await?;
+            ran.verdict = delivered.verdict;
+        }
         if ran.verdict.ending == Ending::Stopped && self.runner.halted.is_cancelled() {
             // Reported by the job's next delivery, which finds it begun.
             return Err(

@@ -17,11 +17,16 @@
 //! the next one). A pull request is recorded before the attempt is reported, as the node
 //! records it, so an attempt lost after GitHub opened it is finished by the next one, which
 //! finds it open rather than opening another.
+//!
+//! A turn answering feedback on a pull request ([`Purpose::Answer`]) is delivered the
+//! same way once its CLI replied, answered on the pull request by
+//! [`Deliverer::answer`](crate::deliver::Deliverer::answer); its reply names the pull
+//! request it updated, or says nothing changed.
 
 use std::time::Instant;
 
 use gatehouse_bus::HandlerError;
-use gatehouse_events::{DeliverMode, DeliverSpec, Envelope, TurnDispatch, TurnOutcome};
+use gatehouse_events::{DeliverMode, DeliverSpec, Envelope, Feedback, TurnDispatch, TurnOutcome};
 use gatehouse_store::{NewTurnAttempt, TurnKey, TurnStatus};
 use tokio_util::sync::CancellationToken;
 
@@ -31,6 +36,7 @@ use super::dirs::ConversationDirs;
 use super::progress::Ending;
 use super::report::{Finish, Reporter};
 use super::verdict::Verdict;
+use crate::deliver::answer::{Answer, Answered};
 use crate::deliver::checkouts;
 use crate::deliver::{By, Delivered, DeliveredTo, Deliveries, Delivery, Subject};
 use crate::delivering::NOT_CONFIGURED;
@@ -48,10 +54,22 @@ pub(crate) struct Delivering {
     pub draft: bool,
 }
 
+/// What a delivery of the conversation's workspace is for.
+pub(super) enum Purpose<'a> {
+    /// `deliver [draft]` said in the thread.
+    Deliver { draft: bool },
+    /// A turn answering feedback on a pull request, once its CLI replied `reply`.
+    Answer {
+        seq: u64,
+        feedback: &'a Feedback,
+        reply: &'a str,
+    },
+}
+
 /// How the delivery went: what to report, and what the progress message says.
-struct Outcome {
-    verdict: Verdict,
-    message: String,
+pub(super) struct Outcome {
+    pub verdict: Verdict,
+    pub message: String,
 }
 
 impl Outcome {
@@ -118,9 +136,10 @@ impl Turns {
         }
         let begun = Instant::now();
         report.started_saying(delivered::DELIVERING).await?;
-        let outcome = self
-            .deliver_workspace(job, delivering, cancel, begun)
-            .await?;
+        let purpose = Purpose::Deliver {
+            draft: delivering.draft,
+        };
+        let outcome = self.deliver_workspace(job, &purpose, cancel, begun).await?;
         if outcome.verdict.ending == Ending::Stopped && self.runner.halted.is_cancelled() {
             // Reported by the job's next delivery, which finds it begun.
             return Err(
@@ -139,11 +158,12 @@ impl Turns {
     }
 
     /// Delivers the workspace (readied first: restored from its checkpoint when it was
-    /// released) and records its pull requests; checkpoints it after, as git changed it.
-    async fn deliver_workspace(
+    /// released) and records its pull requests and their heads; checkpoints it after, as
+    /// git changed it. Answering feedback, the pull request is answered too.
+    pub(super) async fn deliver_workspace(
         &self,
         job: &TurnDispatch,
-        delivering: &Delivering,
+        purpose: &Purpose<'_>,
         cancel: &CancellationToken,
         begun: Instant,
     ) -> Result<Outcome, HandlerError> {
@@ -196,10 +216,14 @@ impl Turns {
         if cancel.is_cancelled() {
             return Ok(Outcome::stopped(elapsed_ms(begun)));
         }
+        let (draft, answer) = match purpose {
+            Purpose::Deliver { draft } => (*draft, None),
+            Purpose::Answer { feedback, .. } => (false, Some((*feedback).clone())),
+        };
         let spec = DeliverSpec {
             mode: DeliverMode::Pr,
             branch: None,
-            answer: None,
+            answer,
         };
         let (workspace, scratch) = (dirs.workspace(), dirs.scratch());
         let request = Delivery {
@@ -209,10 +233,35 @@ impl Turns {
             subject,
             approval: None,
             spec: &spec,
-            draft: delivering.draft,
+            draft,
             secrets: &self.runner.delivery_secrets(None, &[]).await?,
         };
         let mut log = Vec::new();
+        if let Purpose::Answer {
+            seq,
+            feedback,
+            reply,
+        } = purpose
+        {
+            let recorded = self
+                .runner
+                .recorded_head(job.requirement_id, &feedback.pull)
+                .await?;
+            let answer = Answer {
+                by: format!("conversation:{}:turn:{seq}", job.conversation_id),
+                reply,
+                recorded_head: recorded.as_deref(),
+            };
+            let answered = deliverer.answer(&request, &answer, &mut log).await;
+            for line in &log {
+                tracing::debug!(%line, "delivering the conversation's workspace");
+            }
+            if !self.runner.halted.is_cancelled() {
+                self.checkpoint_conversation(job.conversation_id, &dirs)
+                    .await;
+            }
+            return self.answered(job, feedback, reply, answered, begun).await;
+        }
         let delivered = deliverer.deliver_changes(&request, &mut log).await;
         for line in &log {
             tracing::debug!(%line, "delivering the conversation's workspace");
@@ -232,12 +281,54 @@ impl Turns {
             }
             Ok(Deliveries::Done(done)) => {
                 self.record_pulls(job, &done).await?;
+                self.runner.pushed_head(&done).await?;
                 Outcome::replied(
                     delivered::reply(&done, &known),
                     delivered::ended(&Ended::Delivered(&done), elapsed_ms(begun)),
                 )
             }
         })
+    }
+
+    /// A feedback turn's outcome once its delivery answered (or failed to): the CLI's
+    /// reply followed by what became of the pull request. Its pull requests and their
+    /// heads are recorded after the answer was posted.
+    async fn answered(
+        &self,
+        job: &TurnDispatch,
+        feedback: &Feedback,
+        reply: &str,
+        answered: Result<Answered, String>,
+        begun: Instant,
+    ) -> Result<Outcome, HandlerError> {
+        let took = elapsed_ms(begun);
+        let Answered { deliveries, change } = match answered {
+            Ok(answered) => answered,
+            Err(reason) => {
+                let reason = format!(
+                    "the agent replied, but its work did not reach {}: {reason}",
+                    feedback.pull
+                );
+                return Ok(Outcome::failed(reason, took));
+            }
+        };
+        let done = match &deliveries {
+            Deliveries::Done(done) => done.as_slice(),
+            Deliveries::Unchanged(_) => &[],
+        };
+        self.record_pulls(job, done).await?;
+        self.runner.pushed_head(done).await?;
+        let said = delivered::answered(&feedback.pull, done, &change);
+        let reply = if reply.trim().is_empty() {
+            said
+        } else {
+            format!("{}\n\n{said}", reply.trim_end())
+        };
+        let ended = match &deliveries {
+            Deliveries::Done(done) => delivered::ended(&Ended::Delivered(done), took),
+            Deliveries::Unchanged(_) => delivered::ended(&Ended::Unchanged, took),
+        };
+        Ok(Outcome::replied(reply, ended))
     }
 
     /// The pull requests recorded for the requirement so far: what this delivery finds

@@ -7,6 +7,9 @@
 //! "updated" when it was Gatehouse's already: an earlier `deliver`, or a run on the same
 //! requirement, delivered into it.
 
+use gatehouse_events::PullRef;
+
+use crate::deliver::answer::Change;
 use crate::deliver::{Delivered, DeliveredTo};
 
 use super::progress::{self, Ending};
@@ -62,6 +65,44 @@ fn line(delivered: &Delivered, known: &[(String, u64)]) -> String {
     }
 }
 
+/// What a feedback turn's reply ends with: the pull request it answered, updated
+/// (`Updated acme/api#7 (pushed 1a2b3c4) and answered there: <url>`) or not (`Nothing
+/// changed, so nothing was pushed to acme/api#7; said so there.`), then any other
+/// repository delivered with it.
+pub(super) fn answered(pull: &PullRef, delivered: &[Delivered], change: &Change) -> String {
+    let mut lines = Vec::new();
+    let answered = delivered.iter().find_map(|d| match &d.to {
+        DeliveredTo::Pull {
+            number, url, head, ..
+        } if d.repo == pull.repo && change.pushed => Some((number, url, head)),
+        _ => None,
+    });
+    lines.push(match answered {
+        Some((number, url, head)) => {
+            let short: String = head.chars().take(7).collect();
+            let mut text = format!(
+                "Updated {}#{number} (pushed {short}) and answered there",
+                pull.repo
+            );
+            if *number != pull.number {
+                text.push_str(&format!(
+                    " (the work is on #{number}, not on #{})",
+                    pull.number
+                ));
+            }
+            if !url.is_empty() {
+                text.push_str(&format!(": {url}"));
+            }
+            text
+        }
+        None => format!("Nothing changed, so nothing was pushed to {pull}; said so there."),
+    });
+    for other in delivered.iter().filter(|d| d.repo != pull.repo) {
+        lines.push(line(other, &[]));
+    }
+    lines.join("\n")
+}
+
 /// The progress message once the delivery ended.
 pub(super) enum Ended<'a> {
     Delivered(&'a [Delivered]),
@@ -105,6 +146,7 @@ mod tests {
                 url: format!("https://github.com/{repo}/pull/{number}"),
                 draft,
                 opened,
+                head: "0123456789abcdef0123456789abcdef01234567".into(),
             },
         }
     }
@@ -181,5 +223,34 @@ mod tests {
         assert_eq!(ended(&Ended::Unchanged, 900), "Nothing to deliver");
         assert_eq!(ended(&Ended::Failed, 3_000), "Delivery failed after 3s");
         assert_eq!(ended(&Ended::Stopped, 0), "Stopped after 0s");
+    }
+
+    #[test]
+    fn a_feedback_turn_names_the_pull_request_it_updated_or_says_nothing_changed() {
+        let pull = PullRef {
+            repo: "acme/api".into(),
+            number: 12,
+        };
+        let pushed = Change {
+            pushed: true,
+            ..Change::default()
+        };
+        let done = [pull_request("acme/api", 12), pull_request("acme/web", 3)];
+        assert_eq!(
+            answered(&pull, &done, &pushed),
+            "Updated acme/api#12 (pushed 0123456) and answered there: https://github.com/acme/api/pull/12\nOpened acme/web#3: https://github.com/acme/web/pull/3"
+        );
+        assert_eq!(
+            answered(&pull, &done[1..], &Change::default()),
+            "Nothing changed, so nothing was pushed to acme/api#12; said so there.\nOpened acme/web#3: https://github.com/acme/web/pull/3"
+        );
+        assert_eq!(
+            answered(&pull, &[], &Change::default()),
+            "Nothing changed, so nothing was pushed to acme/api#12; said so there."
+        );
+    }
+
+    fn pull_request(repo: &str, number: u64) -> Delivered {
+        pull(repo, number, false, false)
     }
 }

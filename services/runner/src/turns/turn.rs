@@ -1,7 +1,7 @@
 //! The turn a job asks for: who answers, what was said, the session to continue, and how
 //! long it may take.
 
-use gatehouse_events::TurnTask;
+use gatehouse_events::{Feedback, TurnTask};
 
 /// A turn's wall-clock limit when the dispatch sets none.
 const DEFAULT_TIMEOUT_SECS: u64 = 30 * 60;
@@ -17,6 +17,9 @@ pub(super) struct Turn<'a> {
     pub resume: Option<&'a str>,
     pub ask: bool,
     pub timeout_secs: u64,
+    /// The pull request feedback it answers: once the CLI replied, the workspace is
+    /// delivered and the pull request answered.
+    pub feedback: Option<&'a Feedback>,
 }
 
 impl<'a> Turn<'a> {
@@ -31,7 +34,7 @@ impl<'a> Turn<'a> {
                 resume_session,
                 ask,
                 timeout_secs,
-                ..
+                feedback,
             } => Some(Self {
                 seq: *seq,
                 attempt: *attempt,
@@ -41,6 +44,8 @@ impl<'a> Turn<'a> {
                 resume: resume_session.as_deref().filter(|_| !ask),
                 ask: *ask,
                 timeout_secs: timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
+                // Another role's answer delivers nothing.
+                feedback: feedback.as_ref().filter(|_| !ask),
             }),
             TurnTask::Deliver { .. } | TurnTask::Release { .. } => None,
         }

@@ -44,44 +44,10 @@ impl<'a> Step<'a> {
     ) -> Result<(), SchedulerError> {
         for effect in effects {
             match effect {
-                Effect::StartTurn {
-                    seq,
-                    attempt,
-                    text,
-                    resume_session,
-                    work,
-                    adopt_run,
-                } => {
-                    let (seq, attempt) = (*seq, *attempt);
-                    let timeout_secs = Some(self.assistant.turn_timeout.as_secs().max(1));
-                    let task = match work {
-                        Work::Assistant => TurnTask::Turn {
-                            seq,
-                            attempt,
-                            role: self.assistant.role.clone(),
-                            text: text.clone(),
-                            resume_session: resume_session.clone(),
-                            ask: false,
-                            timeout_secs,
-                            feedback: None,
-                        },
-                        Work::Ask { role } => TurnTask::Turn {
-                            seq,
-                            attempt,
-                            role: role.clone(),
-                            text: text.clone(),
-                            resume_session: None,
-                            ask: true,
-                            timeout_secs,
-                            feedback: None,
-                        },
-                        Work::Deliver { draft } => TurnTask::Deliver {
-                            seq,
-                            attempt,
-                            draft: *draft,
-                        },
-                    };
-                    self.dispatch(tx, task, adopt_run.as_deref()).await?;
+                Effect::StartTurn { adopt_run, .. } => {
+                    if let Some(task) = start_task(self.assistant, effect) {
+                        self.dispatch(tx, task, adopt_run.as_deref()).await?;
+                    }
                 }
                 Effect::CancelTurn { seq, attempt } => {
                     let cancel = TurnCancel {
@@ -170,5 +136,105 @@ impl<'a> Step<'a> {
         })
         .await?;
         Ok(())
+    }
+}
+
+/// The job a [`Effect::StartTurn`] asks runners for: the assistant's turn (carrying the
+/// pull request feedback it answers, if any), another role's answer, or a delivery.
+/// `None` for any other effect.
+fn start_task(assistant: &AssistantSettings, effect: &Effect) -> Option<TurnTask> {
+    let Effect::StartTurn {
+        seq,
+        attempt,
+        text,
+        resume_session,
+        work,
+        feedback,
+        ..
+    } = effect
+    else {
+        return None;
+    };
+    let (seq, attempt) = (*seq, *attempt);
+    let timeout_secs = Some(assistant.turn_timeout.as_secs().max(1));
+    Some(match work {
+        Work::Assistant => TurnTask::Turn {
+            seq,
+            attempt,
+            role: assistant.role.clone(),
+            text: text.clone(),
+            resume_session: resume_session.clone(),
+            ask: false,
+            timeout_secs,
+            feedback: feedback.clone(),
+        },
+        Work::Ask { role } => TurnTask::Turn {
+            seq,
+            attempt,
+            role: role.clone(),
+            text: text.clone(),
+            resume_session: None,
+            ask: true,
+            timeout_secs,
+            feedback: None,
+        },
+        Work::Deliver { draft } => TurnTask::Deliver {
+            seq,
+            attempt,
+            draft: *draft,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use gatehouse_events::{Feedback, FeedbackKind, PullRef};
+
+    use super::*;
+
+    #[test]
+    fn a_feedback_turn_is_the_assistants_turn_carrying_the_feedback() {
+        let assistant = AssistantSettings::new("assistant");
+        let feedback = Feedback {
+            kind: FeedbackKind::Review,
+            key: "review:9".into(),
+            text: "rename it".into(),
+            pull: PullRef {
+                repo: "acme/api".into(),
+                number: 7,
+            },
+            from: "alice".into(),
+        };
+        let effect = Effect::StartTurn {
+            seq: 4,
+            attempt: 1,
+            text: "@alice reviewed …".into(),
+            resume_session: Some("s-1".into()),
+            work: Work::Assistant,
+            adopt_run: None,
+            feedback: Some(feedback.clone()),
+        };
+        assert_eq!(
+            start_task(&assistant, &effect),
+            Some(TurnTask::Turn {
+                seq: 4,
+                attempt: 1,
+                role: "assistant".into(),
+                text: "@alice reviewed …".into(),
+                resume_session: Some("s-1".into()),
+                ask: false,
+                timeout_secs: Some(30 * 60),
+                feedback: Some(feedback),
+            })
+        );
+        let mut message = effect;
+        if let Effect::StartTurn { feedback, .. } = &mut message {
+            *feedback = None;
+        }
+        assert!(matches!(
+            start_task(&assistant, &message),
+            Some(TurnTask::Turn { feedback: None, .. })
+        ));
+        assert_eq!(start_task(&assistant, &Effect::Checkpoint { seq: 4 }), None);
     }
 }

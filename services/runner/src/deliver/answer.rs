@@ -1,0 +1,256 @@
+//! A delivery that answers feedback on a pull request (a conversation's feedback turn, or
+//! a `deliver` node of a run sent back by it): the workspace delivered as any delivery is,
+//! to the same work branch and the same pull request, except that the answered pull
+//! request's repository is not pushed when its commit is the head pushed before; then a
+//! comment on the pull request saying what changed (`@alice pushed 1a2b3c4:` with the
+//! commits since the head before, and the agent's reply) or that nothing did.
+//!
+//! The comment is posted once: its marker is keyed by the feedback and by what answers it
+//! (the turn, or the run's node), so an attempt retried after the runner died finds the
+//! comment rather than posting another. Both kinds of work call [`Deliverer::answer`].
+
+use gatehouse_events::Feedback;
+use gatehouse_github::comment_marker;
+
+use super::branch::Repo;
+use super::trees::short;
+use super::{Deliverer, Deliveries, Delivery};
+
+/// Commits a comment lists; more are counted.
+const MAX_COMMITS: usize = 20;
+
+/// Characters of the agent's reply a comment quotes.
+const MAX_REPLY_CHARS: usize = 4000;
+
+/// What answers the feedback, and what it said.
+pub(crate) struct Answer<'a> {
+    /// Names the work answering (`conversation:<id>:turn:<seq>`, `run:<id>:node:<name>`):
+    /// with the feedback's key, the comment's marker.
+    pub by: String,
+    /// The agent's reply, quoted (bounded) in the comment.
+    pub reply: &'a str,
+    /// The head Gatehouse recorded pushing to the pull request before; `None` when none
+    /// was recorded (then the clone's view of the remote branch is used).
+    pub recorded_head: Option<&'a str>,
+}
+
+/// What the answered pull request's repository came to.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Change {
+    /// Its work branch's head before the delivery, when known.
+    pub before: Option<String>,
+    /// The commit delivered; the same as `before` when nothing changed.
+    pub after: Option<String>,
+    /// Whether `after` was pushed.
+    pub pushed: bool,
+    /// `<short sha> <subject>` of the commits pushed, newest first (bounded).
+    pub commits: Vec<String>,
+    /// Commits pushed beyond those listed.
+    pub more: usize,
+}
+
+/// A delivery that answered feedback: what was delivered, and the answered pull
+/// request's change.
+#[derive(Debug)]
+pub(crate) struct Answered {
+    pub deliveries: Deliveries,
+    pub change: Change,
+}
+
+impl Deliverer {
+    /// Delivers `delivery` (whose spec names the feedback it answers) and answers on the
+    /// feedback's pull request. `Err`: why the delivery or the answer failed (what was
+    /// pushed before the answer failed stays pushed, and is said).
+    pub(crate) async fn answer(
+        &self,
+        delivery: &Delivery<'_>,
+        answer: &Answer<'_>,
+        log: &mut Vec<String>,
+    ) -> Result<Answered, String> {
+        let Some(feedback) = delivery.spec.answer.as_ref() else {
+            return Err("the delivery names no feedback to answer".to_owned());
+        };
+        let mut change = Change {
+            before: answer
+                .recorded_head
+                .filter(|h| !h.is_empty())
+                .map(str::to_owned),
+            ..Change::default()
+        };
+        let deliveries = self
+            .deliver_watching(delivery, Some(&mut change), log)
+            .await?;
+        let body = delivery
+            .secrets
+            .mask(&comment(feedback, &change, answer.reply));
+        let marker = comment_marker(&format!("answer:{}:{}", feedback.key, answer.by));
+        let pull = &feedback.pull;
+        self.github
+            .create_comment_once(&pull.repo, pull.number, &marker, &body)
+            .await
+            .map_err(|e| {
+                let pushed = if change.pushed {
+                    " (the work is pushed)"
+                } else {
+                    ""
+                };
+                format!("answering on {pull}: {e}{pushed}")
+            })?;
+        Ok(Answered { deliveries, change })
+    }
+}
+
+impl Repo<'_> {
+    /// Fills `change` with the commits pushed since its head before (only the head's own
+    /// when that is unknown, or not in the clone).
+    pub(super) async fn list_commits(&mut self, change: &mut Change) {
+        let Some(after) = change.after.clone() else {
+            return;
+        };
+        let between = match change.before.clone() {
+            Some(before) => self.commits_between(&before, &after, MAX_COMMITS).await,
+            None => None,
+        };
+        let (commits, more) = match between {
+            Some(found) => found,
+            None => {
+                let one = self
+                    .local(&["log", "--no-decorate", "--format=%h %s", "-1", &after])
+                    .await
+                    .unwrap_or_default();
+                (one.lines().map(str::to_owned).collect(), 0)
+            }
+        };
+        change.commits = commits;
+        change.more = more;
+    }
+}
+
+/// The comment answering `feedback`: who it answers, what was pushed (or that nothing
+/// was), and the agent's reply, quoted and bounded.
+pub(crate) fn comment(feedback: &Feedback, change: &Change, reply: &str) -> String {
+    let to = if feedback.from.is_empty() {
+        String::new()
+    } else {
+        format!("@{} ", feedback.from)
+    };
+    let mut text = match (&change.after, change.pushed) {
+        (Some(after), true) => {
+            let mut text = format!("{to}pushed {}:", short_sha(after));
+            for commit in &change.commits {
+                text.push_str(&format!("\n- {commit}"));
+            }
+            if change.more > 0 {
+                text.push_str(&format!("\n- … and {} more", change.more));
+            }
+            text
+        }
+        _ => format!("{to}nothing changed: no new commit was pushed to this pull request."),
+    };
+    let reply = reply.trim();
+    if !reply.is_empty() {
+        text.push_str("\n\n");
+        text.push_str(&quote(&bounded(reply, MAX_REPLY_CHARS)));
+    }
+    text
+}
+
+/// A commit's id as people quote it.
+fn short_sha(id: &str) -> &str {
+    id.get(..7).unwrap_or_else(|| short(id))
+}
+
+/// `text`, cut to `max` characters with a mark saying so.
+fn bounded(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((end, _)) => format!("{}…", &text[..end]),
+        None => text.to_owned(),
+    }
+}
+
+/// `text` as a Markdown quote.
+fn quote(text: &str) -> String {
+    text.lines()
+        .map(|line| {
+            if line.is_empty() {
+                ">".to_owned()
+            } else {
+                format!("> {line}")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use gatehouse_events::{FeedbackKind, PullRef};
+
+    use super::*;
+
+    fn review() -> Feedback {
+        Feedback {
+            kind: FeedbackKind::Review,
+            key: "review:1".into(),
+            text: "rename it".into(),
+            pull: PullRef {
+                repo: "acme/api".into(),
+                number: 7,
+            },
+            from: "alice".into(),
+        }
+    }
+
+    #[test]
+    fn a_pushed_answer_names_the_head_the_commits_and_the_reply() {
+        let change = Change {
+            before: Some("a".repeat(40)),
+            after: Some("1a2b3c4d5e6f".to_owned() + &"0".repeat(28)),
+            pushed: true,
+            commits: vec![
+                "1a2b3c4 Address review by @alice on #7".into(),
+                "9f8e7d6 Rename x to count".into(),
+            ],
+            more: 3,
+        };
+        assert_eq!(
+            comment(&review(), &change, "Renamed it.\n\nAlso fixed a typo.\n"),
+            "@alice pushed 1a2b3c4:\n- 1a2b3c4 Address review by @alice on #7\n- 9f8e7d6 Rename x to count\n- … and 3 more\n\n> Renamed it.\n>\n> Also fixed a typo."
+        );
+    }
+
+    #[test]
+    fn an_answer_that_pushed_nothing_says_so() {
+        let head = "b".repeat(40);
+        let change = Change {
+            before: Some(head.clone()),
+            after: Some(head),
+            ..Change::default()
+        };
+        let mut checks = review();
+        checks.kind = FeedbackKind::ChecksFailed;
+        checks.from = String::new();
+        assert_eq!(
+            comment(&checks, &change, "The failure is flaky upstream."),
+            "nothing changed: no new commit was pushed to this pull request.\n\n> The failure is flaky upstream."
+        );
+        assert_eq!(
+            comment(&review(), &Change::default(), " "),
+            "@alice nothing changed: no new commit was pushed to this pull request."
+        );
+    }
+
+    #[test]
+    fn a_long_reply_is_cut() {
+        let change = Change {
+            after: Some("c".repeat(40)),
+            pushed: true,
+            ..Change::default()
+        };
+        let long = "é".repeat(MAX_REPLY_CHARS + 10);
+        let text = comment(&review(), &change, &long);
+        let quoted = text.split("\n\n> ").nth(1).expect("the reply");
+        assert_eq!(quoted.chars().count(), MAX_REPLY_CHARS + 1);
+        assert!(quoted.ends_with('…'));
+    }
+}
