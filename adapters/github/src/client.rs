@@ -2,8 +2,8 @@
 //! Server, or a test's fake), as a token or as a GitHub App. Routes are given relative to
 //! `api_url`: octocrab joins them to it (Enterprise Server's `/api/v3` included) and only
 //! then adds credentials, which it never sends to another host. The calls themselves are in
-//! [`crate::comments`], [`crate::pulls`] and [`crate::search`]; retries in
-//! [`crate::transport`].
+//! [`crate::comments`], [`crate::pulls`], [`crate::reviews`], [`crate::checks`] and
+//! [`crate::search`]; retries in [`crate::transport`].
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};

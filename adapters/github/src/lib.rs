@@ -1,20 +1,23 @@
 //! GitHub, as Gatehouse sees it: the webhook signature check (done on the raw body, before
 //! anything is parsed), the few payload fields Gatehouse acts on, and the REST calls it
-//! makes (comments, search), and signing people in with GitHub (`OAuthApp`).
+//! makes (comments, pull requests, reviews, checks, search), and signing people in with GitHub (`OAuthApp`).
 //!
 //! The payload types are deliberately small and tolerant: GitHub adds fields all the time,
 //! and a delivery that lacks a field Gatehouse needs is recorded and ignored, never a panic.
 
+mod checks;
 mod client;
 mod comments;
 mod error;
 mod oauth;
 mod payload;
 mod pulls;
+mod reviews;
 mod search;
 mod signature;
 mod transport;
 
+pub use checks::{CheckLimits, FailedCheck};
 pub use client::GithubClient;
 pub use comments::{IssueComment, comment_marker, is_gatehouse_comment};
 pub use error::GithubError;
@@ -26,7 +29,8 @@ pub use payload::{
     PullRequestReviewEvent, PullRequestReviewThreadEvent, PushEvent, Repository, Review,
     ReviewThread, Tip, User, Webhook, WorkflowRun, WorkflowRunEvent, failing_conclusion,
 };
-pub use pulls::{NewPull, WorkPull};
+pub use pulls::{NewPull, PullInfo, WorkPull};
+pub use reviews::ReviewComment;
 pub use search::FoundIssue;
 pub use signature::{SignatureError, verify_signature};
 pub use transport::rate_limit_wait;

@@ -5,7 +5,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::transport::{call, parse, send, urlencode};
-use crate::{GithubClient, GithubError};
+use crate::{GithubClient, GithubError, Tip};
 
 /// The pull request a work branch should have.
 #[derive(Debug, Clone, Copy)]
@@ -30,6 +30,27 @@ pub struct WorkPull {
     pub draft: bool,
     /// `true` when this call opened it; `false` when it was open already and was updated.
     pub opened: bool,
+}
+
+/// A pull request's state now: where its ends are, and whether it merges.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct PullInfo {
+    pub number: u64,
+    /// open or closed.
+    pub state: String,
+    #[serde(default)]
+    pub merged: bool,
+    /// The branch it merges from, and its commit.
+    pub head: Tip,
+    /// The branch it merges into, and its commit.
+    pub base: Tip,
+    /// Whether it merges cleanly; `None` while GitHub is still working it out (ask again
+    /// in a few seconds).
+    pub mergeable: Option<bool>,
+    /// clean, dirty (conflicts), blocked, behind, unstable, unknown, ...
+    pub mergeable_state: Option<String>,
+    /// The merge commit once merged (before that, GitHub's test merge, if any).
+    pub merge_commit_sha: Option<String>,
 }
 
 /// A pull request as GitHub's answers describe it.
@@ -64,6 +85,13 @@ impl GithubClient {
         let octo = self.client_for(repo).await?;
         let found: Repo = call(&octo, http::Method::GET, &url, None).await?;
         Ok(found.default_branch)
+    }
+
+    /// Pull request `number` as it is now.
+    pub async fn pull(&self, repo: &str, number: u64) -> Result<PullInfo, GithubError> {
+        let url = format!("/repos/{repo}/pulls/{number}");
+        let octo = self.client_for(repo).await?;
+        call(&octo, http::Method::GET, &url, None).await
     }
 
     /// Opens a pull request from `head` into `base`, or updates the open one from `head`

@@ -7,6 +7,7 @@
 use std::time::Duration;
 
 use http::{HeaderMap, StatusCode};
+use http_body_util::BodyExt;
 use octocrab::Octocrab;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -26,15 +27,25 @@ pub(crate) async fn call<T: DeserializeOwned>(
     url: &str,
     body: Option<Value>,
 ) -> Result<T, GithubError> {
+    let text = retried(|| send(octo, method.clone(), url, body.clone())).await?;
+    parse(&text)
+}
+
+/// `once` until it succeeds or fails for good: up to [`ATTEMPTS`] times while it is
+/// `Unavailable`, backing off between attempts.
+pub(crate) async fn retried<T, F, Fut>(mut once: F) -> Result<T, GithubError>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, GithubError>>,
+{
     let mut last = String::new();
     for attempt in 0..ATTEMPTS {
-        match send(octo, method.clone(), url, body.clone()).await {
-            Ok(text) => return parse(&text),
+        match once().await {
             Err(GithubError::Unavailable(why)) => {
                 last = why;
                 tokio::time::sleep(backoff(attempt)).await;
             }
-            Err(other) => return Err(other),
+            done => return done,
         }
     }
     Err(GithubError::Unavailable(last))
@@ -63,25 +74,72 @@ pub(crate) async fn send(
     if status.is_success() {
         return Ok(text);
     }
+    Err(refused(status, wait, text, url).await)
+}
+
+/// A GET of a body too large to hold whole (a job's log): only its last `max` bytes are
+/// kept as it streams in. Redirects are followed (octocrab's client does, and drops the
+/// credentials when the redirect leads to another origin, as GitHub's log downloads do).
+pub(crate) async fn get_tail(
+    octo: &Octocrab,
+    url: &str,
+    max: usize,
+) -> Result<Vec<u8>, GithubError> {
+    let response = octo
+        ._get(url)
+        .await
+        .map_err(|e| GithubError::Unavailable(e.to_string()))?;
+    let status = response.status();
+    if !status.is_success() {
+        let wait = rate_limit_wait(status, response.headers(), now_epoch());
+        let text = octo
+            .body_to_string(response)
+            .await
+            .map_err(|e| GithubError::Unavailable(e.to_string()))?;
+        return Err(refused(status, wait, text, url).await);
+    }
+    let mut body = response.into_body();
+    let mut kept: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| GithubError::Unavailable(e.to_string()))?;
+        if let Ok(data) = frame.into_data() {
+            kept.extend_from_slice(&data);
+            // Trim now and then rather than per frame: at most twice `max` is held.
+            if kept.len() > max.saturating_mul(2).max(64 * 1024) {
+                kept.drain(..kept.len() - max);
+            }
+        }
+    }
+    if kept.len() > max {
+        kept.drain(..kept.len() - max);
+    }
+    Ok(kept)
+}
+
+/// The error an unsuccessful answer makes. A rate limit is waited out here (then
+/// `Unavailable`, so the caller tries again); 5xx is `Unavailable`; the rest is final.
+async fn refused(
+    status: StatusCode,
+    wait: Option<Duration>,
+    text: String,
+    url: &str,
+) -> GithubError {
     if let Some(wait) = wait {
         if wait > MAX_WAIT {
-            return Err(GithubError::Unavailable(format!(
-                "rate limited for {}s",
-                wait.as_secs()
-            )));
+            return GithubError::Unavailable(format!("rate limited for {}s", wait.as_secs()));
         }
         tracing::warn!(%status, wait_s = wait.as_secs(), %url, "GitHub rate limit; waiting");
         tokio::time::sleep(wait).await;
-        return Err(GithubError::Unavailable(format!("rate limited ({status})")));
+        return GithubError::Unavailable(format!("rate limited ({status})"));
     }
     let message = serde_json::from_str::<Value>(&text)
         .ok()
         .and_then(|v| v["message"].as_str().map(str::to_owned))
         .unwrap_or(text);
     if status.is_server_error() {
-        return Err(GithubError::Unavailable(format!("{status}: {message}")));
+        return GithubError::Unavailable(format!("{status}: {message}"));
     }
-    Err(GithubError::Api { status, message })
+    GithubError::Api { status, message }
 }
 
 /// How long a rate-limited response asks to wait: `Retry-After` (secondary limits), or

@@ -1,9 +1,17 @@
 //! A stateful fake of the GitHub REST endpoints Gatehouse calls, on loopback: issue
 //! comments (list, create, edit) and issue search, with real response shapes, a record of
-//! every call, and failures on demand (a 502 after storing a comment, rate limits); and
-//! signing people in with an OAuth App (`oauth.rs`).
+//! every call, and failures on demand (a 502 after storing a comment, rate limits); pull
+//! requests (`pulls.rs`), check runs and job logs (`checks.rs`), review comments and
+//! replies (`reviews.rs`); and signing people in with an OAuth App (`oauth.rs`).
 
+mod checks;
 pub mod oauth;
+mod pulls;
+mod reviews;
+
+pub use checks::CheckRun;
+pub use pulls::Pull;
+pub use reviews::{NewReviewComment, Reply};
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -36,25 +44,10 @@ struct Inner {
     tokens_minted: usize,
     /// The `q` of every search, as asked.
     searches: Vec<String>,
-}
-
-/// A pull request the fake holds.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pull {
-    /// `owner/name`.
-    pub repo: String,
-    /// Number.
-    pub number: u64,
-    /// Head branch.
-    pub head: String,
-    /// Base branch.
-    pub base: String,
-    /// Title.
-    pub title: String,
-    /// Body.
-    pub body: String,
-    /// Opened as a draft.
-    pub draft: bool,
+    checks: checks::Checks,
+    reviews: reviews::Reviews,
+    /// Where pull requests' branches are read from (see [`FakeGithub::follow_git`]).
+    git_root: Option<std::path::PathBuf>,
 }
 
 /// A running fake GitHub.
@@ -91,9 +84,33 @@ impl FakeGithub {
             .route("/repos/{owner}/{repo}", get(repository))
             .route(
                 "/repos/{owner}/{repo}/pulls",
-                get(list_pulls).post(create_pull),
+                get(pulls::list_pulls).post(pulls::create_pull),
             )
-            .route("/repos/{owner}/{repo}/pulls/{number}", patch(update_pull))
+            .route(
+                "/repos/{owner}/{repo}/pulls/{number}",
+                get(pulls::get_pull).patch(pulls::update_pull),
+            )
+            .route(
+                "/repos/{owner}/{repo}/pulls/{number}/comments",
+                get(reviews::list_pull_comments),
+            )
+            .route(
+                "/repos/{owner}/{repo}/pulls/{number}/reviews/{review}/comments",
+                get(reviews::list_review_comments),
+            )
+            .route(
+                "/repos/{owner}/{repo}/pulls/{number}/comments/{id}/replies",
+                axum::routing::post(reviews::reply),
+            )
+            .route(
+                "/repos/{owner}/{repo}/commits/{sha}/check-runs",
+                get(checks::list_check_runs),
+            )
+            .route(
+                "/repos/{owner}/{repo}/actions/jobs/{id}/logs",
+                get(checks::job_logs),
+            )
+            .route("/_downloads/jobs/{id}/logs", get(checks::download_log))
             .with_state(inner.clone());
         let oauth = oauth::Shared::default();
         let url = crate::serve_fake(app.merge(oauth::routes(oauth.clone()))).await;
@@ -150,11 +167,6 @@ impl FakeGithub {
     /// The next `n` requests answer 403 with `Retry-After: 1` (a secondary rate limit).
     pub fn rate_limit(&self, n: usize) {
         self.lock().rate_limits = n;
-    }
-
-    /// The pull requests opened so far.
-    pub fn pulls(&self) -> Vec<Pull> {
-        self.lock().pulls.clone()
     }
 
     /// Makes a repository answer 404 from now on.
@@ -377,127 +389,6 @@ async fn repository(
         "private": false, "default_branch": "main"
     }))
     .into_response()
-}
-
-fn pull_json(pull: &Pull) -> Value {
-    json!({
-        "number": pull.number, "state": "open", "title": pull.title, "body": pull.body,
-        "draft": pull.draft,
-        "html_url": format!("https://github.com/{}/pull/{}", pull.repo, pull.number),
-        "head": {"ref": pull.head}, "base": {"ref": pull.base}
-    })
-}
-
-async fn list_pulls(
-    State(inner): State<Shared>,
-    headers: HeaderMap,
-    Path((owner, repo)): Path<(String, String)>,
-    Query(query): Query<BTreeMap<String, String>>,
-) -> Response {
-    if let Some(refused) = enter(&inner, &headers, format!("GET /repos/{owner}/{repo}/pulls")) {
-        return refused;
-    }
-    let full = format!("{owner}/{repo}");
-    let head = query.get("head").cloned().unwrap_or_default();
-    let state = inner.lock().unwrap_or_else(|p| p.into_inner());
-    let found: Vec<Value> = state
-        .pulls
-        .iter()
-        .filter(|p| p.repo == full && (head.is_empty() || head == format!("{owner}:{}", p.head)))
-        .map(pull_json)
-        .collect();
-    Json(Value::Array(found)).into_response()
-}
-
-async fn create_pull(
-    State(inner): State<Shared>,
-    headers: HeaderMap,
-    Path((owner, repo)): Path<(String, String)>,
-    Json(body): Json<Value>,
-) -> Response {
-    if let Some(refused) = enter(
-        &inner,
-        &headers,
-        format!("POST /repos/{owner}/{repo}/pulls"),
-    ) {
-        return refused;
-    }
-    let Some((answer, fail, hold)) = open_pull(&inner, &owner, &repo, &body) else {
-        let head = body["head"].as_str().unwrap_or_default();
-        return (
-            StatusCode::UNPROCESSABLE_ENTITY,
-            Json(json!({"message": "Validation Failed", "errors": [{"message": format!("A pull request already exists for {owner}:{head}.")}]})),
-        )
-            .into_response();
-    };
-    while hold && holding(&inner) {
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-    }
-    if fail {
-        return (
-            StatusCode::BAD_GATEWAY,
-            Json(json!({"message": "Server Error"})),
-        )
-            .into_response();
-    }
-    (StatusCode::CREATED, Json(answer)).into_response()
-}
-
-/// Opens the pull request `body` asks for: its JSON, whether to answer 502 anyway and
-/// whether to hang first; `None` when one is open from that branch already.
-fn open_pull(inner: &Shared, owner: &str, repo: &str, body: &Value) -> Option<(Value, bool, bool)> {
-    let full = format!("{owner}/{repo}");
-    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
-    let head = body["head"].as_str().unwrap_or_default().to_owned();
-    if state.pulls.iter().any(|p| p.repo == full && p.head == head) {
-        return None;
-    }
-    state.next_id += 1;
-    let pull = Pull {
-        repo: full,
-        number: 100 + state.next_id,
-        head,
-        base: body["base"].as_str().unwrap_or_default().to_owned(),
-        title: body["title"].as_str().unwrap_or_default().to_owned(),
-        body: body["body"].as_str().unwrap_or_default().to_owned(),
-        draft: body["draft"].as_bool().unwrap_or(false),
-    };
-    let answer = pull_json(&pull);
-    state.pulls.push(pull);
-    let fail = state.fail_pull_creates > 0;
-    state.fail_pull_creates = state.fail_pull_creates.saturating_sub(1);
-    Some((answer, fail, state.hold_pull_creates))
-}
-
-fn holding(inner: &Shared) -> bool {
-    inner
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .hold_pull_creates
-}
-
-async fn update_pull(
-    State(inner): State<Shared>,
-    headers: HeaderMap,
-    Path((owner, repo, number)): Path<(String, String, u64)>,
-    Json(body): Json<Value>,
-) -> Response {
-    let path = format!("/repos/{owner}/{repo}/pulls/{number}");
-    if let Some(refused) = enter(&inner, &headers, format!("PATCH {path}")) {
-        return refused;
-    }
-    let mut state = inner.lock().unwrap_or_else(|p| p.into_inner());
-    let Some(pull) = state.pulls.iter_mut().find(|p| p.number == number) else {
-        return (StatusCode::NOT_FOUND, Json(json!({"message": "Not Found"}))).into_response();
-    };
-    if let Some(title) = body["title"].as_str() {
-        pull.title = title.to_owned();
-    }
-    if let Some(text) = body["body"].as_str() {
-        pull.body = text.to_owned();
-    }
-    let answer = pull_json(pull);
-    Json(answer).into_response()
 }
 
 /// The app's installation on a repository's owner (one installation, id 42, for all).
