@@ -164,7 +164,7 @@ impl Context<'_> {
                 prompt: prompt.clone(),
                 work: work(),
             }),
-            NodeKind::Deliver { mode, branch } => NodeSpec::Deliver(DeliverSpec {
+            NodeKind::Deliver { mode, branch, .. } => NodeSpec::Deliver(DeliverSpec {
                 mode: *mode,
                 branch: branch.clone(),
                 answer: None,
