@@ -1,7 +1,8 @@
 //! The transition function: an input handled, ready nodes started, the run's status
-//! derived. Deciding gates is in [`gate`]; stopping, resetting and redoing work in
-//! [`reset`].
+//! derived, waiting feedback taken up. Deciding gates is in [`gate`]; stopping, resetting
+//! and redoing work in [`reset`]; feedback on the run's pull request in [`feedback`].
 
+mod feedback;
 mod gate;
 mod reset;
 
@@ -28,6 +29,11 @@ pub fn apply(sop: &Sop, state: &mut RunState, input: Input) -> Result<Vec<Effect
     step.handle(input)?;
     step.advance();
     step.refresh_status();
+    // Feedback that waited for the run is taken up once it succeeds, one at a time.
+    while step.take_up_waiting() {
+        step.advance();
+        step.refresh_status();
+    }
     if step.state != *state {
         step.state.revision = state.revision + 1;
         *state = step.state;
@@ -108,10 +114,7 @@ impl Step<'_> {
                 Ok(())
             }
             Input::RetryFrom { node } => self.retry_from(&node),
-            // Contract placeholder: the engine's feedback rules come with the SOP's.
-            Input::Feedback { feedback } => Err(Rejection::NoFeedbackRule {
-                rule: feedback.kind.rule().to_owned(),
-            }),
+            Input::Feedback { feedback } => self.feedback(feedback),
         }
     }
 
@@ -245,6 +248,8 @@ impl Step<'_> {
                 node.status = NodeStatus::Succeeded;
                 node.last_error = None;
                 node.rework_comment = None;
+                // The deliver node has answered the feedback on the pull request.
+                node.answering = None;
                 return Ok(());
             }
             Outcome::Failed(reason) => reason,

@@ -188,4 +188,18 @@ pub enum Rejection {
         /// `on_review`, `on_checks_failed` or `on_conflict`.
         rule: String,
     },
+    /// A review past its rule's `max` (counting reviews still waiting): nobody is asked,
+    /// the reviewer is told.
+    #[error(
+        "this run has taken {max} reviews of its pull request, the limit its `{rule}` sets; a person has to take it from here"
+    )]
+    FeedbackLimit {
+        /// `on_review`.
+        rule: String,
+        /// The rule's `max`.
+        max: u32,
+    },
+    /// Feedback whose key the run has taken already (waiting or taken up): a redelivery.
+    #[error("feedback `{key}` has been taken already")]
+    FeedbackHeard { key: String },
 }

@@ -22,7 +22,15 @@
 //!   target's `rework_count` and hands it the comment; work already running downstream of
 //!   the target is stopped, since it started from output that is being redone;
 //! - pause stops new dispatches, resume restarts them, cancel stops everything, retry
-//!   restarts a node, everything after it and everything that did not complete.
+//!   restarts a node, everything after it and everything that did not complete;
+//! - feedback on the run's pull request (a review, failing checks, a conflict) is taken up
+//!   by the rule for its kind on the last `mode: pr` deliver node once the run has
+//!   succeeded: the work is sent back to the rule's target as a gate's send-back is, with
+//!   the feedback as the comment, and the deliver node answers it when it next succeeds.
+//!   Past the rule's `max` a review is refused; failing checks and conflicts open a gate at
+//!   the deliver node (approve takes the pull request as it is, send back redoes the work,
+//!   reject fails the run). Feedback that comes while the run works waits, and is taken up
+//!   in order, one piece at a time, when it succeeds; a key heard before is refused.
 //!
 //! Inputs that arrive late or twice (a result for an earlier attempt, a second "finished")
 //! are ignored, so redelivered events are harmless.

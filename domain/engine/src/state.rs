@@ -1,6 +1,8 @@
 //! A run's state as the engine sees it; stored as JSON beside the run.
 
-use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
+use std::collections::{BTreeMap, BTreeSet};
+
+use gatehouse_events::{Feedback, GateStatus, NodeStatus, RunStatus};
 use gatehouse_sop::Sop;
 use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
@@ -29,6 +31,15 @@ pub struct RunState {
     pub failure: Option<String>,
     /// Raised on every change, so observers can order snapshots.
     pub revision: u64,
+    /// Feedback on the run's pull request that came while the run was still working,
+    /// oldest first: each is taken up when the run next succeeds, one piece of work at a
+    /// time.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub feedback_waiting: Vec<Feedback>,
+    /// The key of every piece of feedback taken, waiting or taken up: the same key again
+    /// (a redelivered event) changes nothing.
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub feedback_heard: BTreeSet<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,6 +68,15 @@ pub struct NodeState {
     /// The budget an agent node's last attempt reached, while it asks for it to be raised.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub over_budget: Option<String>,
+    /// For the deliver node of the run's pull request: the feedback that sent the work
+    /// back, which its next delivery answers on the pull request (or that its gate asks a
+    /// person about). Cleared when it next succeeds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answering: Option<Feedback>,
+    /// For that deliver node: the send-backs each of its rules (`on_review`,
+    /// `on_checks_failed`, `on_conflict`) used over the run's life, against its `max`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub feedback_sends: BTreeMap<String, u32>,
 }
 
 /// A gate's decisions.
@@ -115,6 +135,8 @@ impl RunState {
                         last_error: None,
                         gate,
                         over_budget: None,
+                        answering: None,
+                        feedback_sends: BTreeMap::new(),
                     },
                 )
             })
@@ -129,6 +151,8 @@ impl RunState {
             cancelled: false,
             failure: None,
             revision: 0,
+            feedback_waiting: Vec::new(),
+            feedback_heard: BTreeSet::new(),
         }
     }
 

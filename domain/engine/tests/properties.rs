@@ -1,5 +1,7 @@
 //! Random SOP graphs driven by random inputs: the engine never reaches an invalid state,
 //! refuses without side effects, and every run ends once people and runners keep deciding.
+//! Feedback on the pull request comes at any time: never two pieces of work at once, each
+//! rule within its `max`.
 //!
 //! `PROPTEST_CASES=20000` for a longer search; `SEED=<n> TRACE=1` replays one case with
 //! its SOP and inputs printed.
@@ -7,7 +9,7 @@
 use std::collections::BTreeSet;
 
 use gatehouse_engine::{Decision, Effect, Input, Outcome, RunState, apply};
-use gatehouse_events::{GateStatus, NodeStatus, RunStatus};
+use gatehouse_events::{Feedback, FeedbackKind, GateStatus, NodeStatus, PullRef, RunStatus};
 use gatehouse_sop::{Sop, parse};
 use proptest::prelude::*;
 
@@ -36,6 +38,7 @@ impl Rng {
 fn random_sop(rng: &mut Rng) -> Sop {
     let n = 1 + rng.below(7);
     let mut needs: Vec<Vec<usize>> = Vec::new();
+    let mut upstreams: Vec<Vec<usize>> = Vec::new();
     let mut yaml = String::from("name: random\nnodes:\n");
     for i in 0..n {
         let mine: Vec<usize> = (0..i).filter(|_| rng.chance(40)).collect();
@@ -92,6 +95,32 @@ fn random_sop(rng: &mut Rng) -> Sop {
             }
         }
         needs.push(mine);
+        upstreams.push(upstream);
+    }
+    if rng.chance(60) {
+        // A pull request after the last node, with rules back to what comes before it.
+        let last = n - 1;
+        let mut before = upstreams[last].clone();
+        before.push(last);
+        yaml.push_str(&format!("  d:\n    kind: deliver\n    needs: [n{last}]\n"));
+        for (rule, least) in [
+            ("on_review", 1),
+            ("on_checks_failed", 0),
+            ("on_conflict", 0),
+        ] {
+            if rng.chance(60) {
+                let target = before[rng.below(before.len())];
+                let approvers = if rule != "on_review" && rng.chance(50) {
+                    ", approvers: [ana]"
+                } else {
+                    ""
+                };
+                yaml.push_str(&format!(
+                    "    {rule}: {{ send_back: n{target}, max: {}{approvers} }}\n",
+                    least + rng.below(3)
+                ));
+            }
+        }
     }
     parse("random.yaml", &yaml).unwrap_or_else(|e| panic!("generated an invalid SOP:\n{yaml}\n{e}"))
 }
@@ -193,6 +222,23 @@ fn any_input(sop: &Sop, state: &RunState, rng: &mut Rng) -> Input {
             person: "cy".into(),
             groups: vec![],
         },
+        6 | 7 => Input::Feedback {
+            feedback: Feedback {
+                kind: [
+                    FeedbackKind::Review,
+                    FeedbackKind::ChecksFailed,
+                    FeedbackKind::Conflict,
+                ][rng.below(3)],
+                // Few keys, so redeliveries happen.
+                key: format!("k{}", rng.below(8)),
+                text: "fix it".into(),
+                pull: PullRef {
+                    repo: "acme/api".into(),
+                    number: 1,
+                },
+                from: "alice".into(),
+            },
+        },
         _ => {
             let mut inputs = progress_inputs(sop, state, rng);
             if inputs.is_empty() {
@@ -250,6 +296,39 @@ fn step(sop: &Sop, state: &mut RunState, input: Input) {
                 "`{id}` is {:?} in a {:?} run",
                 node.status,
                 state.status
+            );
+        }
+    }
+    assert!(
+        state.feedback_waiting.is_empty() || state.status != RunStatus::Succeeded,
+        "feedback waits on a run that has succeeded"
+    );
+    for waiting in &state.feedback_waiting {
+        assert!(state.feedback_heard.contains(&waiting.key));
+    }
+    let pull_request = sop.pull_request_node().map(|(n, _)| n.id.clone());
+    for (id, node) in &state.nodes {
+        if Some(id) != pull_request.as_ref() {
+            assert!(node.answering.is_none() && node.feedback_sends.is_empty());
+            continue;
+        }
+        for (kind, rule) in sop
+            .pull_request_node()
+            .into_iter()
+            .flat_map(|(_, r)| r.rules())
+        {
+            let used = node.feedback_sends.get(kind.rule()).copied().unwrap_or(0);
+            assert!(
+                used <= rule.max,
+                "`{}` used {used} of {}",
+                kind.rule(),
+                rule.max
+            );
+        }
+        if node.status == NodeStatus::WaitingApproval {
+            assert!(
+                node.answering.is_some(),
+                "the deliver node asks about nothing"
             );
         }
     }

@@ -6,7 +6,8 @@
 //! graph tool to get it. It is pure: a [`Graph`] in, a [`Layout`] or an SVG string out.
 //!
 //! - [`Graph::of_sop`] takes the nodes and edges from a validated SOP: `needs` edges, and
-//!   send-back edges from a gate's `send_back` list and a node's `on_failure.send_back`.
+//!   send-back edges from a gate's `send_back` list, a node's `on_failure.send_back` and a
+//!   deliver node's rules for feedback on its pull request.
 //!   [`Graph::set_state`] adds a run's state per node.
 //! - [`layout`] places it, Sugiyama-style, left to right in the order work flows: layers
 //!   by longest path over `needs` (send-back edges point backwards, so they do not count),

@@ -63,8 +63,9 @@ pub struct Edge {
 pub enum EdgeKind {
     /// `to` waits for `from`: the layout's layers follow these.
     Needs,
-    /// Work may go back from `from` to the earlier `to` (a gate's `send_back`, or a
-    /// node's `on_failure.send_back`); drawn dashed, against the flow.
+    /// Work may go back from `from` to the earlier `to` (a gate's `send_back`, a node's
+    /// `on_failure.send_back`, or a deliver node's `on_review`, `on_checks_failed` and
+    /// `on_conflict`); drawn dashed, against the flow.
     SendBack,
 }
 
@@ -95,9 +96,16 @@ impl Graph {
                 NodeKind::Gate(gate) => gate.send_back.as_slice(),
                 _ => &[],
             };
+            let feedback_back: Vec<&String> = match &node.kind {
+                NodeKind::Deliver { feedback, .. } => {
+                    feedback.rules().map(|(_, rule)| &rule.send_back).collect()
+                }
+                _ => Vec::new(),
+            };
             let back = gate_back
                 .iter()
                 .chain(node.on_failure.iter().map(|f| &f.send_back))
+                .chain(feedback_back)
                 .map(|to| (&node.id, to, EdgeKind::SendBack));
             for (from, to, kind) in needs.chain(back) {
                 let edge = Edge::new(from, to, kind);
@@ -212,7 +220,13 @@ nodes:
     needs: [test]
     approvers: [group:leads]
     send_back: [code, build]
-  deliver: { kind: deliver, mode: pr, needs: [accept] }
+  deliver:
+    kind: deliver
+    mode: pr
+    needs: [accept]
+    on_review: { send_back: code }
+    on_checks_failed: { send_back: code, max: 2 }
+    on_conflict: { send_back: build }
 ";
 
     #[test]
@@ -249,6 +263,8 @@ nodes:
                 "accept -SendBack-> code",
                 "accept -SendBack-> build",
                 "accept -Needs-> deliver",
+                "deliver -SendBack-> code",
+                "deliver -SendBack-> build",
             ]
         );
     }

@@ -7,8 +7,9 @@ pub use gatehouse_events::DeliverMode;
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::Param;
+use crate::feedback::FeedbackRules;
 use crate::people;
+use crate::{FeedbackRule, Param};
 
 /// A validated SOP definition at one version.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -103,6 +104,28 @@ impl Sop {
         params
     }
 
+    /// The deliver node feedback on a run's pull request answers to, with its rules: the
+    /// last `mode: pr` deliver node in file order (validation refuses rules on another).
+    pub fn pull_request_node(&self) -> Option<(&Node, &FeedbackRules)> {
+        self.nodes.iter().rev().find_map(|n| match &n.kind {
+            NodeKind::Deliver {
+                mode: DeliverMode::Pr,
+                feedback,
+                ..
+            } => Some((n, feedback)),
+            _ => None,
+        })
+    }
+
+    /// The rule of the run's pull request node for `kind`, with that node.
+    pub fn feedback_rule(
+        &self,
+        kind: gatehouse_events::FeedbackKind,
+    ) -> Option<(&Node, &FeedbackRule)> {
+        let (node, rules) = self.pull_request_node()?;
+        rules.rule(kind).map(|rule| (node, rule))
+    }
+
     /// The first 12 hex digits of the version, for people.
     pub fn short_version(&self) -> &str {
         let hex = self.version.trim_start_matches("sha256:");
@@ -182,12 +205,14 @@ pub struct Node {
 }
 
 impl Node {
-    /// The gate people decide at this node: a gate node's own, or an agent node's ask to
-    /// raise a budget. Everything that shows or decides gates reads it here, so the two
+    /// The gate people decide at this node: a gate node's own, an agent node's ask to
+    /// raise a budget, or a deliver node's once checks or conflicts on its pull request
+    /// came back past `max`. Everything that shows or decides gates reads it here, so they
     /// are decided alike.
     pub fn gate(&self) -> Option<&Gate> {
         match &self.kind {
             NodeKind::Gate(gate) => Some(gate),
+            NodeKind::Deliver { feedback, .. } => feedback.gate.as_ref(),
             _ => self.on_budget.as_ref(),
         }
     }
@@ -230,6 +255,10 @@ pub enum NodeKind {
         mode: DeliverMode,
         /// The target (base) branch; the repository default when not given.
         branch: Option<String>,
+        /// With `mode: pr`: what a review, failing checks or a conflict on the pull
+        /// request sends back (`on_review`, `on_checks_failed`, `on_conflict`).
+        #[serde(skip_serializing_if = "FeedbackRules::is_empty")]
+        feedback: FeedbackRules,
     },
 }
 

@@ -1,5 +1,6 @@
 //! From YAML text to a validated [`Sop`], collecting every problem with its position.
 
+mod feedback;
 mod kind;
 mod node;
 mod params;
@@ -10,7 +11,7 @@ mod yaml;
 use std::collections::HashMap;
 
 use indexmap::IndexMap;
-use marked_yaml::LoaderOptions;
+use marked_yaml::{LoaderOptions, Span};
 use sha2::{Digest, Sha256};
 
 use self::kind::BackEdge;
@@ -18,7 +19,7 @@ use self::report::Report;
 use self::values::{people, valid_id, valid_param};
 use self::yaml::describe;
 use crate::SopError;
-use crate::definition::Sop;
+use crate::definition::{DeliverMode, NodeKind, Sop};
 use crate::graph::Graph;
 use crate::raw::RawSop;
 
@@ -109,11 +110,32 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
     let mut positions = Vec::with_capacity(raw.nodes.len());
     let mut back_edges: Vec<BackEdge> = Vec::new();
 
+    // Deliver nodes that open a pull request, with where their first feedback rule is.
+    let mut pull_requests: Vec<(String, Option<(&'static str, Span)>)> = Vec::new();
     for (index, (id, n)) in raw.nodes.into_iter().enumerate() {
         positions.push(*id.span());
+        let rule = feedback::first_rule(&n);
         let (needs, node) = node::node(report, &ids, index, id, n, &mut back_edges, &on_budget);
         needs_idx.push(needs);
+        if let Some(node) = &node
+            && let NodeKind::Deliver {
+                mode: DeliverMode::Pr,
+                ..
+            } = node.kind
+        {
+            pull_requests.push((node.id.clone(), rule));
+        }
         nodes.extend(node);
+    }
+    if let Some(((last, _), earlier)) = pull_requests.split_last() {
+        for (id, rule) in earlier {
+            if let Some((key, span)) = rule {
+                report.span(
+                    span,
+                    format!("`{key}` of `{id}` is never used: feedback on the pull request goes to `{last}`, the last deliver node with `mode: pr`"),
+                );
+            }
+        }
     }
 
     let graph = Graph::new(&needs_idx);

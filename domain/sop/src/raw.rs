@@ -59,6 +59,17 @@ pub(crate) struct RawOnFailure {
     pub max: Option<Spanned<u32>>,
 }
 
+/// A deliver node's `on_review`, `on_checks_failed` or `on_conflict`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct RawFeedbackRule {
+    pub send_back: Spanned<String>,
+    #[serde(default)]
+    pub max: Option<Spanned<u32>>,
+    #[serde(default)]
+    pub approvers: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
 /// Every key any node kind accepts; which apply to which kind is checked afterwards, so
 /// the message can say "`run` does not apply to gate nodes" instead of "unknown field".
 #[derive(Deserialize)]
@@ -124,6 +135,12 @@ pub(crate) struct RawNode {
     pub mode: Option<Spanned<String>>,
     #[serde(default)]
     pub branch: Option<Spanned<String>>,
+    #[serde(default)]
+    pub on_review: Option<RawFeedbackRule>,
+    #[serde(default)]
+    pub on_checks_failed: Option<RawFeedbackRule>,
+    #[serde(default)]
+    pub on_conflict: Option<RawFeedbackRule>,
 }
 
 /// `on_budget`: a word (`fail`, `ask`) or `{ ask: [people], expires_in, allow_requester,

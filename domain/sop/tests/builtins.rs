@@ -82,3 +82,25 @@ fn a_repo_parameter_is_a_github_owner_and_name() {
         }
     }
 }
+
+#[test]
+fn delivering_built_ins_take_reviews_and_failing_checks_back_to_the_developer() {
+    let catalog = builtins();
+    for name in ["bug-fix", "backend-delivery"] {
+        let sop = catalog.get(name).unwrap();
+        let review = sop.feedback_rule(gatehouse_events::FeedbackKind::Review);
+        let checks = sop.feedback_rule(gatehouse_events::FeedbackKind::ChecksFailed);
+        let conflict = sop.feedback_rule(gatehouse_events::FeedbackKind::Conflict);
+        assert_eq!(
+            review.map(|(n, r)| (n.id.as_str(), r.send_back.as_str(), r.max)),
+            Some(("deliver", "implement", 3)),
+            "{name}"
+        );
+        assert_eq!(
+            checks.map(|(_, r)| (r.send_back.as_str(), r.max, r.approvers.clone())),
+            Some(("implement", 2, vec!["group:leads".to_owned()])),
+            "{name}"
+        );
+        assert!(conflict.is_none(), "{name}: no node rebases");
+    }
+}

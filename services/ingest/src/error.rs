@@ -150,7 +150,9 @@ impl From<Rejection> for ApiError {
             | Rejection::Ended(_)
             | Rejection::PauseState(_)
             | Rejection::NotCreated
-            | Rejection::InFlight(_) => Self::Conflict,
+            | Rejection::InFlight(_)
+            | Rejection::FeedbackLimit { .. }
+            | Rejection::FeedbackHeard { .. } => Self::Conflict,
         };
         outcome(rejection.to_string())
     }

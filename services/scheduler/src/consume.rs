@@ -45,6 +45,8 @@ impl Scheduler {
             Err(e) => return Err(e.into()),
         };
         let trace = envelope.trace.as_ref();
+        // What a refused feedback is logged with: ingest answers the pull request.
+        let mut feedback = None;
         let (run_id, input) = match event {
             Event::RunRequested(request) => {
                 return Ok(self.create(tx, &request, trace, measured).await?);
@@ -67,7 +69,10 @@ impl Scheduler {
                     RunCommandKind::Resume => Input::Resume,
                     RunCommandKind::Cancel => Input::Cancel,
                     RunCommandKind::Retry { node } => Input::RetryFrom { node },
-                    RunCommandKind::Feedback { feedback } => Input::Feedback { feedback },
+                    RunCommandKind::Feedback { feedback: f } => {
+                        feedback = Some((f.key.clone(), f.kind, f.pull.to_string()));
+                        Input::Feedback { feedback: f }
+                    }
                 },
             ),
             Event::GateDecision(d) => {
@@ -155,7 +160,12 @@ impl Scheduler {
             }
         };
         if let Err(rejection) = self.advance(tx, run_id, input, trace, measured).await? {
-            tracing::info!(run = %run_id, %rejection, "refused");
+            match feedback {
+                Some((key, kind, pull)) => {
+                    tracing::info!(run = %run_id, %key, %kind, %pull, %rejection, "feedback refused")
+                }
+                None => tracing::info!(run = %run_id, %rejection, "refused"),
+            }
         }
         Ok(())
     }

@@ -9,7 +9,7 @@ use gatehouse_events::{
     NodeDispatch, NodeFinished, NodeOutcome, NodeSnapshot, NodeSpec, ParentNode, RunRequested,
     RunUpdated, SandboxWork, ScriptSpec, TraceParent,
 };
-use gatehouse_sop::{Node, NodeKind, Sop};
+use gatehouse_sop::{Gate, Node, NodeKind, Sop};
 use gatehouse_store::{BudgetRaise, RunRow, TimerKind, TimerRow, Tx};
 use uuid::Uuid;
 
@@ -164,10 +164,11 @@ impl Context<'_> {
                 prompt: prompt.clone(),
                 work: work(),
             }),
-            NodeKind::Deliver { mode, branch } => NodeSpec::Deliver(DeliverSpec {
+            NodeKind::Deliver { mode, branch, .. } => NodeSpec::Deliver(DeliverSpec {
                 mode: *mode,
                 branch: branch.clone(),
-                answer: None,
+                // Sent back by feedback on its pull request: the push answers it there.
+                answer: self.state.nodes[node].answering.clone(),
             }),
             NodeKind::Gate(_) | NodeKind::Sop { .. } => {
                 return Err(SchedulerError::Corrupt {
@@ -261,11 +262,21 @@ impl Context<'_> {
             .unwrap_or_default()
     }
 
+    /// The gate `node` opens, as this opening is decided: a deliver node's is held to the
+    /// rule of the feedback it asks about, as the engine holds its decisions.
+    fn opening(&self, node: &str) -> Option<Gate> {
+        let def = self.sop.node(node)?;
+        let gate = def.gate()?;
+        match (&def.kind, &self.state.nodes.get(node)?.answering) {
+            (NodeKind::Deliver { feedback, .. }, Some(answering)) => feedback
+                .gate_for(answering.kind)
+                .or_else(|| Some(gate.clone())),
+            _ => Some(gate.clone()),
+        }
+    }
+
     async fn open_gate(&self, tx: &mut Tx, node: &str, attempt: u32) -> Result<(), SchedulerError> {
-        let Some(def) = self.sop.node(node) else {
-            return Ok(());
-        };
-        let Some(gate) = def.gate() else {
+        let Some(gate) = self.opening(node) else {
             return Ok(());
         };
         // An agent node's gate asks to lift the refusal its attempt met.
@@ -282,9 +293,9 @@ impl Context<'_> {
             run_id: self.run.id,
             node: node.to_owned(),
             attempt,
-            approvers: gate.approvers.clone(),
+            approvers: gate.approvers,
             min_approvals: gate.min_approvals,
-            send_back_targets: gate.send_back.clone(),
+            send_back_targets: gate.send_back,
             artifacts: Vec::new(),
             expires_at,
             raise,
@@ -314,6 +325,9 @@ impl Context<'_> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
 
 /// A configured person as an actor.
 fn person(id: &str) -> Actor {

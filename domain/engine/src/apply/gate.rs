@@ -2,25 +2,31 @@
 //! send-back targets and limits) and carried out; an expiry; a gate closing.
 
 use gatehouse_events::{GateStatus, NodeStatus};
-use gatehouse_sop::OnExpire;
+use gatehouse_sop::{Gate, NodeKind, OnExpire};
 
 use super::Step;
+use super::feedback::rework_comment;
 use crate::{Decision, Effect, Rejection};
 
 impl Step<'_> {
-    pub(super) fn open_gate(
-        &self,
-        id: &str,
-        attempt: u32,
-    ) -> Result<&gatehouse_sop::Gate, Rejection> {
-        let gate = self
+    /// The gate at `id` as this opening is decided, if it is open at `attempt`. A deliver
+    /// node's gate is held to the rule of the feedback that opened it.
+    pub(super) fn open_gate(&self, id: &str, attempt: u32) -> Result<Gate, Rejection> {
+        let def = self
             .sop
             .node(id)
-            .ok_or_else(|| Rejection::UnknownNode(id.to_owned()))?
+            .ok_or_else(|| Rejection::UnknownNode(id.to_owned()))?;
+        let gate = def
             .gate()
             .ok_or_else(|| Rejection::NotAGate(id.to_owned()))?;
         self.refuse_if_ended()?;
         let node = self.node(id);
+        let gate = match (&def.kind, &node.answering) {
+            (NodeKind::Deliver { feedback, .. }, Some(answering)) => feedback
+                .gate_for(answering.kind)
+                .unwrap_or_else(|| gate.clone()),
+            _ => gate.clone(),
+        };
         if node.status != NodeStatus::WaitingApproval {
             return Err(Rejection::NotWaiting {
                 node: id.to_owned(),
@@ -45,7 +51,7 @@ impl Step<'_> {
         comment: Option<String>,
         person: String,
     ) -> Result<(), Rejection> {
-        let gate = self.open_gate(id, attempt)?.clone();
+        let gate = self.open_gate(id, attempt)?;
         match decision {
             Decision::Approve => {
                 if !gate.allow_requester && self.state.requested_by.as_deref() == Some(&person) {
@@ -97,6 +103,14 @@ impl Step<'_> {
                 if let Some(g) = self.state.nodes[id].gate.as_mut() {
                     g.sent_back += 1;
                 }
+                // At a deliver node's gate, what came back is still what is to be fixed.
+                let comment = match &self.node(id).answering {
+                    Some(feedback) => format!(
+                        "{}\n\n{person} sent it back: {comment}",
+                        rework_comment(feedback)
+                    ),
+                    None => comment,
+                };
                 self.send_back(&to, id, comment);
             }
             Decision::Reject => {
@@ -140,7 +154,8 @@ impl Step<'_> {
     }
 
     /// An approved gate: a gate node succeeds; an agent node that asked for its budget
-    /// gets it raised once and becomes ready for its next attempt.
+    /// gets it raised once and becomes ready for its next attempt; a deliver node that
+    /// asked about its pull request succeeds again, the pull request taken as it is.
     fn approved(&mut self, id: &str, attempt: u32) {
         let node = &mut self.state.nodes[id];
         match node.over_budget.take() {
@@ -152,7 +167,10 @@ impl Step<'_> {
                     budget,
                 });
             }
-            None => node.status = NodeStatus::Succeeded,
+            None => {
+                node.status = NodeStatus::Succeeded;
+                node.answering = None;
+            }
         }
     }
 

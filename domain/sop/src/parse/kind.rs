@@ -2,6 +2,7 @@
 
 use marked_yaml::{Span, Spanned};
 
+use super::feedback;
 use super::report::Report;
 use super::values::{duration, people};
 use crate::check_artifact_name;
@@ -29,6 +30,7 @@ pub(super) fn check_keys(report: &mut Report<'_>, n: &RawNode) {
                 report.span(span, format!("`{key}` does not apply to {kind_name} nodes"));
             }
         }
+        feedback::check_kind(report, n, kind_name);
         let deliver_keys = [("mode", n.mode.as_ref()), ("branch", n.branch.as_ref())];
         if kind_name != "deliver" {
             for (key, value) in deliver_keys {
@@ -169,6 +171,7 @@ pub(super) fn kind(
             Some(NodeKind::Deliver {
                 mode,
                 branch: n.branch.as_ref().map(|b| b.to_string()),
+                feedback: feedback::rules(report, index, n, mode, back_edges),
             })
         }
         _ => None,
