@@ -551,7 +551,9 @@ impl GatehouseBuilder {
         let project_repos: Vec<&str> = projects.repositories().into_iter().collect();
         let delivers = self.triggers.is_some() || !projects.is_empty();
         if let Some(triggers) = self.triggers {
-            api = api.with_github(github::settings(triggers, &project_repos));
+            api = api
+                .with_github(github::settings(triggers, &project_repos))
+                .with_github_client(client.clone());
         }
         if delivers {
             options.delivery = Some(github::deliverer(data.path(), &client, &project_repos));

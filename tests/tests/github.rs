@@ -237,7 +237,10 @@ async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
     hub.deliver_github("ping", "d-ping", &fixture("ping")).await;
     assert_eq!(hub.note("d-ping").await, "ping");
     hub.deliver_github("push", "d-push", &fixture("push")).await;
-    assert_eq!(hub.note("d-push").await, "`push` events are not acted on");
+    assert_eq!(
+        hub.note("d-push").await,
+        "push to refs/tags/simple-tag: only a branch moving is acted on"
+    );
     hub.stop().await;
 }
 
@@ -930,6 +933,17 @@ async fn direct_delivery_merges_into_the_branch(backend: Backend) {
         hub.github.pulls().is_empty(),
         "no pull request in direct mode"
     );
+    let requirement = hub.requirement(1).await;
+    assert_eq!(requirement.state, "delivered", "what was merged is in");
+    let merges = hub
+        .db
+        .store
+        .direct_merges_of_requirement(requirement.id)
+        .await
+        .unwrap();
+    let main = git(&bare, &["rev-parse", "main"]);
+    assert_eq!(merges.len(), 1);
+    assert_eq!(merges[0].commit_sha, main.trim(), "with the merge commit");
     hub.stop().await;
 }
 

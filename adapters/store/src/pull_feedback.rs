@@ -131,6 +131,18 @@ impl Tx {
 }
 
 impl Store {
+    /// The open pull requests Gatehouse opened on `repo`: those a push to their base may
+    /// put in conflict.
+    pub async fn open_pull_requests(&self, repo: &str) -> Result<Vec<PullRequestRow>, StoreError> {
+        let sql = format!(
+            "SELECT {PULL_COLUMNS} FROM pull_requests WHERE repo = $1 AND state = 'open'
+             ORDER BY number LIMIT 100"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql)).bind(repo).fetch_all(pool).await?
+        }))
+    }
+
     /// Records the head commit a delivery pushed to a pull request it opened or updated;
     /// its checks are not known yet.
     pub async fn record_pull_head(

@@ -95,6 +95,8 @@ impl Store {
         }))
     }
 
+    /// Records work a delivery merged into a branch itself, and marks its requirement
+    /// delivered: what was merged is in, as when its pull requests are merged.
     pub async fn record_direct_merge(&self, merge: &DirectMergeRow) -> Result<(), StoreError> {
         with_writer!(self, pool => {
             sqlx::query(
@@ -111,6 +113,16 @@ impl Store {
             .bind(&merge.commit_sha)
             .bind(&merge.approved_by)
             .bind(merge.created_at)
+            .execute(pool)
+            .await?;
+        });
+        with_writer!(self, pool => {
+            sqlx::query(
+                "UPDATE requirements SET state = 'delivered', updated_at = $1
+                 WHERE id = $2 AND state = 'open'",
+            )
+            .bind(Utc::now())
+            .bind(merge.requirement_id)
             .execute(pool)
             .await?;
         });

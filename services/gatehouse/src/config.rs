@@ -313,7 +313,7 @@ impl Config {
         if let Some(github) = &self.github {
             for t in &github.triggers {
                 t.to_trigger().map_err(|e| {
-                    ConfigError::Inconsistent(format!("github.triggers (label `{}`): {e}", t.label))
+                    ConfigError::Inconsistent(format!("github.triggers ({}): {e}", t.describe()))
                 })?;
             }
             gatehouse_ingest::Repositories::new(&github.repositories)

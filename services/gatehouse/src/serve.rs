@@ -235,6 +235,9 @@ fn ingest(
     if let Some(github) = &config.github {
         api = api.with_github(crate::settings::github::ingest(github, &config.projects)?);
     }
+    if let Some(client) = github_client {
+        api = api.with_github_client(client.clone());
+    }
     let mut fleet = fleet
         .ingest(api)
         .webhook_limits(gatehouse_ingest::WebhookLimits {

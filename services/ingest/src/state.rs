@@ -25,6 +25,9 @@ pub struct ApiState {
     pub(crate) people: Arc<People>,
     /// Absent: `/webhooks/github` answers 404 and no repository is acted on.
     pub(crate) github: Option<Arc<GithubSettings>>,
+    /// GitHub's API, for what feedback on Gatehouse's pull requests needs (a review's
+    /// comments, failing checks' logs); without it that feedback comes without them.
+    pub(crate) github_client: Option<gatehouse_github::GithubClient>,
     pub(crate) chat: Arc<ChatSettings>,
     /// The blob store the runners put artifacts in, to serve them from.
     pub(crate) blobs: Option<Blobs>,
@@ -54,6 +57,7 @@ impl ApiState {
             projects: Arc::default(),
             people: Arc::default(),
             github: None,
+            github_client: None,
             chat: Arc::default(),
             blobs: None,
             data_dir: None,
@@ -79,6 +83,13 @@ impl ApiState {
     /// Accepts GitHub webhooks at `/webhooks/github` with these settings.
     pub fn with_github(mut self, github: GithubSettings) -> Self {
         self.github = Some(Arc::new(github));
+        self
+    }
+
+    /// Reads GitHub's API with `client` when feedback on a pull request needs more than
+    /// its webhook says.
+    pub fn with_github_client(mut self, client: gatehouse_github::GithubClient) -> Self {
+        self.github_client = Some(client);
         self
     }
 

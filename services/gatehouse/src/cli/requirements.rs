@@ -80,9 +80,27 @@ fn describe(d: &RequirementDetail) -> String {
     if !d.pull_requests.is_empty() {
         out.push_str("pull requests:\n");
         for pr in &d.pull_requests {
+            let head = match (pr.head.get(..7), pr.checks.as_str()) {
+                (Some(head), "") => format!("  head {head}"),
+                (Some(head), checks) => format!("  head {head}, checks {checks}"),
+                (None, _) => String::new(),
+            };
             out.push_str(&format!(
-                "  {}#{}  {:<7}  from {}  (run {})\n",
+                "  {}#{}  {:<7}  from {}{head}  (run {})\n",
                 pr.repo, pr.number, pr.state, pr.branch, pr.run_id
+            ));
+        }
+    }
+    if !d.pull_request_events.is_empty() {
+        out.push_str("after the pull request:\n");
+        for e in &d.pull_request_events {
+            out.push_str(&format!(
+                "  {}  {}#{}  {}  → {}\n",
+                e.at.format("%Y-%m-%d %H:%M"),
+                e.repo,
+                e.number,
+                e.summary,
+                e.outcome
             ));
         }
     }

@@ -118,8 +118,16 @@ fn default_github_api() -> String {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct GithubTrigger {
+    /// The label that starts it; empty for an `assigned` trigger.
+    #[serde(default)]
     pub label: String,
-    /// The SOP it starts.
+    /// Assigning an issue to the bot's GitHub user (`bot_login`) starts it, instead of a
+    /// label; unassigning it cancels the runs when `cancel_on_unlabel` is set.
+    #[serde(default)]
+    pub assigned: bool,
+    /// The SOP it starts. An `assigned` trigger without one starts the `default_sop` of
+    /// the issue's project.
+    #[serde(default)]
     pub sop: String,
     /// Repository globs (`acme/*`, `acme/api`), each with a fixed owner; required, so a
     /// label starts runs only where someone chose and reconciliation searches only there.
@@ -132,7 +140,8 @@ pub struct GithubTrigger {
     /// Only these people and `group:` entries may start it by labelling.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub starters: Option<Vec<String>>,
-    /// Removing the label cancels the runs it started.
+    /// Removing the label (or, for an `assigned` trigger, the assignment) cancels the
+    /// runs it started.
     #[serde(default)]
     pub cancel_on_unlabel: bool,
     /// Pull requests from forks may start this SOP (its runs hold this deployment's

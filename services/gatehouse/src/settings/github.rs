@@ -29,7 +29,7 @@ pub fn ingest(
         .map(|t| {
             t.to_trigger()
                 .map_err(anyhow::Error::msg)
-                .with_context(|| format!("github.triggers (label `{}`)", t.label))
+                .with_context(|| format!("github.triggers ({})", t.describe()))
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
     Ok(GithubSettings {
@@ -79,11 +79,32 @@ pub fn deliverer(github: &GithubConfig, client: &GithubClient) -> Arc<Deliverer>
 }
 
 impl GithubTrigger {
+    /// The trigger in an error message: `label `ship``, or `assigned`.
+    pub fn describe(&self) -> String {
+        if self.assigned {
+            "assigned".into()
+        } else {
+            format!("label `{}`", self.label)
+        }
+    }
+
     /// The trigger as ingest acts on it; the error says what to fix. Loading the
     /// configuration checks it, starting ingest builds it: one conversion for both.
     pub fn to_trigger(&self) -> Result<Trigger, String> {
         for entry in self.starters.iter().flatten() {
             gatehouse_sop::check_person_or_group(entry).map_err(|e| format!("starters: {e}"))?;
+        }
+        match (self.assigned, self.label.is_empty(), self.sop.is_empty()) {
+            (true, false, _) => {
+                return Err("give either `label` or `assigned = true`, not both".into());
+            }
+            (false, true, _) => {
+                return Err("no `label`: name the label that starts the SOP, or write `assigned = true` to start it when an issue is assigned to the bot".into());
+            }
+            (false, false, true) => {
+                return Err("no `sop`: name the SOP the label starts".into());
+            }
+            _ => {}
         }
         let trigger = Trigger::new(
             &self.label,
@@ -92,7 +113,8 @@ impl GithubTrigger {
             self.cancel_on_unlabel,
             self.allow_forks,
         )
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| e.to_string())?
+        .on_assignment(self.assigned);
         Ok(trigger
             .requiring_person(self.require_person)
             .with_starters(self.starters.clone()))

@@ -22,8 +22,8 @@ use crate::error::ErrorBody;
 use crate::projects::require;
 use crate::rights::Caller;
 use crate::views::{
-    ConnectionView, ConversationDetail, ConversationSummary, PullRequestView, StopAccepted,
-    ToolCallView, TurnAttemptView, TurnView, UsageTotal,
+    ConnectionView, ConversationDetail, ConversationSummary, StopAccepted, ToolCallView,
+    TurnAttemptView, TurnView, UsageTotal,
 };
 use crate::{ApiError, ApiState, paging, projects};
 
@@ -117,14 +117,7 @@ pub async fn show(
         turns,
         pull_requests: pull_requests
             .into_iter()
-            .map(|p| PullRequestView {
-                repo: p.repo,
-                number: p.number,
-                branch: p.branch,
-                run_id: p.run_id,
-                state: p.state.to_string(),
-                opened_at: p.created_at,
-            })
+            .map(crate::api::requirements::pull_request)
             .collect(),
         usage: UsageTotal::of_turns(&usage),
     }))

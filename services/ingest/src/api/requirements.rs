@@ -6,14 +6,15 @@ pub(crate) mod views;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use gatehouse_store::RequirementRow;
+use gatehouse_store::{PullRequestRow, RequirementRow};
 use serde::Deserialize;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
 use crate::rights::Caller;
 use crate::views::{
-    DirectMergeView, PullRequestView, RequirementDetail, RequirementSummary, UsageTotal,
+    DirectMergeView, PullEventView, PullRequestView, RequirementDetail, RequirementSummary,
+    UsageTotal,
 };
 use crate::{ApiError, ApiState, paging, projects};
 
@@ -62,6 +63,7 @@ pub async fn show(
     conversations.retain(|c| projects::may_read(&api, Some(&c.project), reader));
     let pull_requests = api.store.pull_requests_of_requirement(id).await?;
     let direct_merges = api.store.direct_merges_of_requirement(id).await?;
+    let pull_events = api.store.pull_events_of_requirement(id, 200).await?;
     // Runs' agent nodes and conversations' turns alike.
     let mut used = api.store.usage_of_requirement(id).await?;
     used.retain(|u| runs.iter().any(|r| r.id == u.run_id));
@@ -103,15 +105,18 @@ pub async fn show(
             .iter()
             .map(crate::api::conversations::listed)
             .collect::<Result<_, _>>()?,
-        pull_requests: pull_requests
+        pull_requests: pull_requests.into_iter().map(pull_request).collect(),
+        pull_request_events: pull_events
             .into_iter()
-            .map(|p| PullRequestView {
-                repo: p.repo,
-                number: p.number,
-                branch: p.branch,
-                run_id: p.run_id,
-                state: p.state.to_string(),
-                opened_at: p.created_at,
+            .map(|e| PullEventView {
+                repo: e.repo,
+                number: e.number,
+                event: e.event,
+                actor: e.actor,
+                summary: e.summary,
+                outcome: e.outcome,
+                delivery: e.delivery_id,
+                at: e.created_at,
             })
             .collect(),
         direct_merges: direct_merges
@@ -127,6 +132,20 @@ pub async fn show(
             .collect(),
         usage,
     }))
+}
+
+/// A pull request a delivery opened, as the requirement and conversation views show it.
+pub(crate) fn pull_request(p: PullRequestRow) -> PullRequestView {
+    PullRequestView {
+        repo: p.repo,
+        number: p.number,
+        branch: p.branch,
+        run_id: p.run_id,
+        state: p.state.to_string(),
+        opened_at: p.created_at,
+        head: p.head_sha,
+        checks: p.checks,
+    }
 }
 
 fn summary(row: RequirementRow) -> RequirementSummary {

@@ -94,11 +94,25 @@ pub(crate) async fn page(
             ul {
                 @for p in &detail.pull_requests {
                     li { code { (p.repo) "#" (p.number) } " from " code { (p.branch) } " " (status(&p.state))
+                        @if let Some(head) = p.head.get(..7) { " · head " code { (head) } }
+                        @if !p.checks.is_empty() { " · checks " (status(&p.checks)) }
                         " · by run " a href=(format!("/runs/{}", p.run_id)) { (short(&p.run_id.to_string())) } }
                 }
                 @for m in &detail.direct_merges {
                     li { "merged into " code { (m.repo) ":" (m.branch) } " as " code { (m.commit.get(..12).unwrap_or(&m.commit)) }
                         @if let Some(by) = &m.approved_by { " · approved by " (by) } }
+                }
+            }
+        }
+        @if !detail.pull_request_events.is_empty() {
+            section aria-labelledby="after-h" {
+                h2 id="after-h" { "After the pull request" }
+                table {
+                    thead { tr { th { "When" } th { "Pull request" } th { "What happened" } th { "What Gatehouse did" } } }
+                    tbody { @for e in &detail.pull_request_events { tr {
+                        td { (time(&e.at)) } td { code { (e.repo) "#" (e.number) } }
+                        td { (e.summary) } td { (e.outcome) }
+                    } } }
                 }
             }
         }

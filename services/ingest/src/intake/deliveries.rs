@@ -14,6 +14,7 @@ use gatehouse_store::{DeliveryRow, DeliveryStatus, Tx};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
+use crate::intake::github::{Lookup, lookup, needs_lookup};
 use crate::{ApiError, ApiState};
 
 /// How long the processor sleeps when nothing wakes it (another replica's deliveries).
@@ -52,6 +53,11 @@ impl Outcome {
             status: DeliveryStatus::Processed,
             note: notes.join("; "),
         }
+    }
+
+    /// What it came to, in words.
+    pub(crate) fn note(&self) -> &str {
+        &self.note
     }
 
     /// Nothing to do, and why.
@@ -118,7 +124,9 @@ fn independent(deliveries: Vec<DeliveryRow>) -> Vec<Vec<DeliveryRow>> {
     for delivery in deliveries {
         let subject = Webhook::parse(&delivery.event, delivery.body.as_bytes())
             .ok()
-            .and_then(|w| w.subject().map(|(repo, number)| (repo.to_owned(), number)));
+            .and_then(|w| w.subject().map(|(repo, number)| (repo.to_owned(), number)))
+            // One that reads GitHub's API first is processed alone.
+            .filter(|_| !needs_lookup(&delivery));
         let Some(subject) = subject else {
             if !group.is_empty() {
                 groups.push(std::mem::take(&mut group));
@@ -237,7 +245,8 @@ async fn process_on_arrival(
         tx.rollback().await?;
         return Ok(Arrival::Duplicate);
     };
-    if tx.other_delivery_pending(source, id).await? {
+    // One that reads GitHub's API waits for the processor: GitHub is answered first.
+    if tx.other_delivery_pending(source, id).await? || needs_lookup(&delivery) {
         tx.commit().await?;
         return Ok(Arrival::Waits);
     }
@@ -260,7 +269,7 @@ async fn apply_traced(
     delivery: &DeliveryRow,
 ) -> Result<Option<(tracing::Span, Outcome)>, ApiError> {
     let (span, trace) = delivery_span(delivery);
-    let applied = crate::trace::within(trace, apply(api, tx, delivery))
+    let applied = crate::trace::within(trace, apply(api, tx, delivery, &Lookup::default()))
         .instrument(span.clone())
         .await?;
     Ok(applied.map(|outcome| (span, outcome)))
@@ -271,9 +280,10 @@ async fn apply_traced(
 async fn process(api: &ApiState, delivery: DeliveryRow) -> Result<(), ApiError> {
     let (span, trace) = delivery_span(&delivery);
     let work = async {
+        let found = lookup(api, &delivery).await?;
         let mut tx = api.store.begin().await?;
         // Another replica may have processed it meanwhile: then roll all of this back.
-        match apply(api, &mut tx, &delivery).await? {
+        match apply(api, &mut tx, &delivery, &found).await? {
             Some(outcome) => {
                 tx.commit().await?;
                 outcome.log(&delivery);
@@ -294,15 +304,17 @@ fn delivery_span(delivery: &DeliveryRow) -> (tracing::Span, TraceParent) {
     (span, trace)
 }
 
-/// Processes `delivery` within `tx` and marks it done there; `None` when another replica
-/// had processed it already, and `tx` must be rolled back.
+/// Processes `delivery` within `tx`, with what was looked up for it beforehand, and marks
+/// it done there; `None` when another replica had processed it already, and `tx` must be
+/// rolled back.
 async fn apply(
     api: &ApiState,
     tx: &mut Tx,
     delivery: &DeliveryRow,
+    found: &Lookup,
 ) -> Result<Option<Outcome>, ApiError> {
     let outcome = match delivery.source.as_str() {
-        "github" => crate::intake::github::process(api, tx, delivery).await?,
+        "github" => crate::intake::github::process(api, tx, delivery, found).await?,
         "slack" => crate::intake::chat::process_slack(api, tx, delivery).await?,
         "discord" => crate::intake::chat::process_discord(api, tx, delivery).await?,
         other => Outcome::ignored(format!("unknown source `{other}`")),

@@ -3,12 +3,16 @@
 //! [`process_deliveries`](crate::process_deliveries).
 
 mod delivery;
+mod feedback;
+mod lookup;
+mod pulls;
 pub(crate) mod reconcile;
 mod settings;
 mod triggers;
 mod webhook;
 
 pub(crate) use delivery::process;
+pub(crate) use lookup::{Lookup, lookup, needs_lookup};
 pub use reconcile::{ReconcileError, reconcile_github, reconcile_once};
 pub use settings::{GithubSettings, RepoPatternError, Repositories, Trigger};
 pub(crate) use webhook::receive;

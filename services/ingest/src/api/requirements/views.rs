@@ -43,6 +43,10 @@ pub struct RequirementDetail {
     pub pull_requests: Vec<PullRequestView>,
     /// Work its deliveries merged straight into a branch (`mode: direct`).
     pub direct_merges: Vec<DirectMergeView>,
+    /// What happened on its pull requests after they were opened (reviews, comments,
+    /// checks, pushes) and what Gatehouse did about each, oldest first (the latest 200).
+    #[serde(default)]
+    pub pull_request_events: Vec<PullEventView>,
     /// The chat conversations that worked on it.
     pub conversations: Vec<crate::views::ConversationSummary>,
     /// Tokens and cost over all its runs and conversations.
@@ -62,6 +66,31 @@ pub struct PullRequestView {
     /// open, merged or closed (unmerged).
     pub state: String,
     pub opened_at: DateTime<Utc>,
+    /// The head commit Gatehouse last pushed to it; empty before one was recorded.
+    #[serde(default)]
+    pub head: String,
+    /// The checks on that head as last heard: empty, `pending`, `success` or `failure`.
+    #[serde(default)]
+    pub checks: String,
+}
+
+/// An event on one of a requirement's pull requests, and what became of it.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PullEventView {
+    /// `owner/name`.
+    pub repo: String,
+    pub number: i64,
+    /// `event.action`, e.g. `pull_request_review.submitted`.
+    pub event: String,
+    /// The GitHub login that caused it; empty for CI.
+    pub actor: String,
+    /// What happened.
+    pub summary: String,
+    /// What Gatehouse did: the work it started, or why it started none.
+    pub outcome: String,
+    /// The webhook delivery it came in.
+    pub delivery: String,
+    pub at: DateTime<Utc>,
 }
 
 /// Work a delivery merged into a branch itself.

@@ -5,7 +5,9 @@ use gatehouse_events::RequirementState;
 use gatehouse_github::{IssueCommentEvent, IssuesEvent, PullRequestEvent, Webhook};
 use gatehouse_store::{DeliveryRow, PullState, Tx};
 
-use super::triggers::{LabelEvent, labeled, unlabeled};
+use super::lookup::Lookup;
+use super::pulls;
+use super::triggers::{ASSIGNED, LabelEvent, assigned, labeled, unassigned, unlabeled};
 use crate::intake::commands::{self, Done, Scope};
 use crate::intake::deliveries::Outcome;
 use crate::issue_requirement::{self, Subject, github_actor};
@@ -16,6 +18,7 @@ pub(crate) async fn process(
     api: &ApiState,
     tx: &mut Tx,
     delivery: &DeliveryRow,
+    found: &Lookup,
 ) -> Result<Outcome, ApiError> {
     let parsed = Webhook::parse(&delivery.event, delivery.body.as_bytes());
     // Only repositories the configuration names are acted on: an App installed more
@@ -28,6 +31,11 @@ pub(crate) async fn process(
             "repository `{repo}` is not configured: name it in a trigger's `repos` or in [github] repositories"
         )));
     }
+    if let Ok(webhook) = &parsed
+        && let Some(outcome) = pulls::heard(api, tx, &delivery.delivery_id, webhook, found).await?
+    {
+        return Ok(outcome);
+    }
     Ok(match parsed {
         Err(e) => {
             tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
@@ -36,9 +44,9 @@ pub(crate) async fn process(
         Ok(Webhook::Ping) => Outcome::ignored("ping"),
         Ok(Webhook::Other(event)) => Outcome::ignored(format!("`{event}` events are not acted on")),
         Ok(Webhook::Issues(e)) => issues(api, tx, &e).await?,
-        Ok(Webhook::PullRequest(e)) => pull_request(api, tx, &e).await?,
+        Ok(Webhook::PullRequest(e)) => pull_request(api, tx, delivery, &e).await?,
         Ok(Webhook::IssueComment(e)) => comment(api, tx, &delivery.delivery_id, &e).await?,
-        // Reviews, checks and pushes are parsed now; acting on them is ingest's next step.
+        // Reviews, checks and pushes were handled above, by `pulls::heard`.
         Ok(_) => Outcome::ignored(format!("`{}` events are not acted on", delivery.event)),
     })
 }
@@ -55,11 +63,32 @@ async fn issues(api: &ApiState, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome,
         url: &issue.html_url,
         updated_at: &issue.updated_at,
         from_fork: false,
+        assignment: false,
         sender: github_actor(api, &e.sender.login).await?,
     };
     let notes = match e.action.as_str() {
         "labeled" => labeled(api, tx, &requirement, &label).await?,
         "unlabeled" => unlabeled(api, tx, &requirement, &label).await?,
+        "assigned" | "unassigned" => {
+            let assignee = e.assignee.as_ref().map_or("", |a| a.login.as_str());
+            let bot = api.github.as_ref().map_or("", |g| g.bot_login.as_str());
+            if !assignee.eq_ignore_ascii_case(bot) {
+                return Ok(Outcome::ignored(format!(
+                    "issue {} to @{assignee}, not to the bot (@{bot})",
+                    e.action
+                )));
+            }
+            let label = LabelEvent {
+                label: ASSIGNED,
+                assignment: true,
+                ..label
+            };
+            if e.action == "assigned" {
+                assigned(api, tx, &requirement, &label).await?
+            } else {
+                unassigned(api, tx, &requirement, &label).await?
+            }
+        }
         action => vec![format!("issue {action}")],
     };
     Ok(Outcome::processed(notes))
@@ -68,6 +97,7 @@ async fn issues(api: &ApiState, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome,
 async fn pull_request(
     api: &ApiState,
     tx: &mut Tx,
+    delivery: &DeliveryRow,
     e: &PullRequestEvent,
 ) -> Result<Outcome, ApiError> {
     let pr = &e.pull_request;
@@ -95,6 +125,7 @@ async fn pull_request(
         url: &pr.html_url,
         updated_at: &pr.updated_at,
         from_fork: pr.from_fork(),
+        assignment: false,
         sender: github_actor(api, &e.sender.login).await?,
     };
     let notes = match e.action.as_str() {
@@ -107,6 +138,7 @@ async fn pull_request(
         "reopened" => vec![pull_changed(api, tx, subject.repo, pr, PullState::Open).await?],
         action => vec![format!("pull request {action}")],
     };
+    pulls::record_pull_request(tx, &delivery.delivery_id, e, &notes.join("; ")).await?;
     Ok(Outcome::processed(notes))
 }
 
@@ -188,6 +220,20 @@ async fn comment(
     };
     if found.is_empty() {
         return Ok(Outcome::ignored("no command in the comment"));
+    }
+    // Prose for the bot on one of its pull requests (`@bot please rename this`) is review
+    // feedback, not a command it does not know.
+    let prose = found.iter().all(|c| {
+        matches!(
+            c.result,
+            Err(gatehouse_commands::ParseError::UnknownCommand(_))
+        )
+    });
+    if prose
+        && e.action == "created"
+        && let Some(outcome) = pulls::mention(api, tx, delivery, e).await?
+    {
+        return Ok(outcome);
     }
     // The same version of the comment under another delivery id runs nothing again.
     if !tx

@@ -67,7 +67,9 @@ pub async fn reconcile_once(
         return Ok(0);
     };
     let mut started = 0;
-    for trigger in &github.triggers {
+    // Assignments are not searched for: an issue assigned while Gatehouse was away is
+    // started by assigning it again.
+    for trigger in github.triggers.iter().filter(|t| !t.assigned) {
         // One search per owner or repository the trigger names; what a glob's owner
         // search finds beyond the glob is left alone.
         for scope in trigger.repositories().search_qualifiers() {
@@ -138,6 +140,7 @@ async fn reconcile_traced(
         // One reconciliation start per issue, label and SOP, across replicas.
         updated_at: "reconciled",
         from_fork: false,
+        assignment: false,
         sender: github_actor(api, &issue.user.login).await?,
     };
     let note = start_trigger(api, &mut tx, &requirement, trigger, &event).await?;

@@ -44,6 +44,9 @@ pub struct Trigger {
     pub require_person: bool,
     /// Who may start it by labelling (people and `group:` entries); anyone when unset.
     pub starters: Option<Vec<String>>,
+    /// Started by assigning an issue to the bot, not by `label`; with no `sop`, the
+    /// project's `default_sop`.
+    pub assigned: bool,
     repos: Repositories,
 }
 
@@ -68,8 +71,15 @@ impl Trigger {
             allow_forks,
             require_person: false,
             starters: None,
+            assigned: false,
             repos: Repositories::new(repos)?,
         })
+    }
+
+    /// Started by assigning an issue to the bot instead of by its label.
+    pub fn on_assignment(mut self, assigned: bool) -> Self {
+        self.assigned = assigned;
+        self
     }
 
     /// Only people known to Gatehouse may start it by labelling.
@@ -86,7 +96,12 @@ impl Trigger {
 
     /// Whether the trigger covers `label` on `repo` (`owner/name`).
     pub fn matches(&self, label: &str, repo: &str) -> bool {
-        self.label == label && self.repos.allows(repo)
+        !self.assigned && self.label == label && self.repos.allows(repo)
+    }
+
+    /// Whether the trigger starts on an assignment to the bot in `repo`.
+    pub fn matches_assignment(&self, repo: &str) -> bool {
+        self.assigned && self.repos.allows(repo)
     }
 
     pub fn repositories(&self) -> &Repositories {

@@ -26,6 +26,9 @@ pub(crate) struct LabelEvent<'a> {
     pub updated_at: &'a str,
     /// A pull request whose head is in a fork.
     pub from_fork: bool,
+    /// An issue assigned to (or unassigned from) the bot, not a label: the `assigned`
+    /// triggers apply, and `label` is [`ASSIGNED`].
+    pub assignment: bool,
     /// Who labelled it.
     pub sender: Actor,
 }
@@ -45,16 +48,72 @@ pub(crate) async fn labeled(
     Ok(notes)
 }
 
-/// The configured triggers of a label event's label and repository.
+/// The configured triggers of a label event's label and repository, or of an assignment
+/// to the bot there.
 fn triggers_for(api: &ApiState, event: &LabelEvent<'_>) -> Vec<Trigger> {
     api.github.as_ref().map_or_else(Vec::new, |github| {
         github
             .triggers
             .iter()
-            .filter(|t| t.matches(event.label, event.repo))
+            .filter(|t| match event.assignment {
+                true => t.matches_assignment(event.repo),
+                false => t.matches(event.label, event.repo),
+            })
             .cloned()
             .collect()
     })
+}
+
+/// What an assignment to the bot is called in the key that starts its run once and in
+/// notes, where a label's name goes.
+pub(crate) const ASSIGNED: &str = "assigned to the bot";
+
+/// Starts the SOPs of the `assigned` triggers of the issue's repository: each its own
+/// SOP, or the `default_sop` of the issue's project.
+pub(crate) async fn assigned(
+    api: &ApiState,
+    tx: &mut Tx,
+    requirement: &RequirementRow,
+    event: &LabelEvent<'_>,
+) -> Result<Vec<String>, ApiError> {
+    let mut notes = Vec::new();
+    for trigger in triggers_for(api, event) {
+        let Some(trigger) = with_project_sop(api, trigger, event.repo) else {
+            notes.push(format!(
+                "assigned: the trigger names no `sop` and {}'s project has no `default_sop`",
+                event.repo
+            ));
+            continue;
+        };
+        notes.push(start_trigger(api, tx, requirement, &trigger, event).await?);
+    }
+    if notes.is_empty() {
+        notes.push("assigned to the bot, but no `assigned` trigger covers this repository".into());
+    }
+    Ok(notes)
+}
+
+/// Cancels what an assignment started, where its trigger says so (as a label's removal).
+pub(crate) async fn unassigned(
+    api: &ApiState,
+    tx: &mut Tx,
+    requirement: &RequirementRow,
+    event: &LabelEvent<'_>,
+) -> Result<Vec<String>, ApiError> {
+    let triggers = triggers_for(api, event)
+        .into_iter()
+        .filter_map(|t| with_project_sop(api, t, event.repo))
+        .collect();
+    cancel_started(api, tx, requirement, event, triggers).await
+}
+
+/// The trigger with its SOP: its own, or the `default_sop` of `repo`'s project.
+fn with_project_sop(api: &ApiState, mut trigger: Trigger, repo: &str) -> Option<Trigger> {
+    if trigger.sop.is_empty() {
+        let project = projects::project_of_repo(api, repo)?;
+        trigger.sop = api.projects.get(&project)?.config().default_sop.clone()?;
+    }
+    Some(trigger)
 }
 
 /// Starts one trigger's SOP for a label event, unless this occurrence (`updated_at`)
@@ -167,11 +226,25 @@ pub(crate) async fn unlabeled(
     requirement: &RequirementRow,
     event: &LabelEvent<'_>,
 ) -> Result<Vec<String>, ApiError> {
+    let triggers = triggers_for(api, event);
+    cancel_started(api, tx, requirement, event, triggers).await
+}
+
+/// Cancels the requirement's unfinished runs of each trigger's SOP, for the triggers that
+/// say `cancel_on_unlabel`.
+async fn cancel_started(
+    api: &ApiState,
+    tx: &mut Tx,
+    requirement: &RequirementRow,
+    event: &LabelEvent<'_>,
+    triggers: Vec<Trigger>,
+) -> Result<Vec<String>, ApiError> {
     let mut notes = Vec::new();
-    for trigger in triggers_for(api, event) {
+    for trigger in triggers {
         if !trigger.cancel_on_unlabel {
             notes.push(format!(
-                "label removed; runs of `{}` go on (cancel_on_unlabel = false)",
+                "{} removed; runs of `{}` go on (cancel_on_unlabel = false)",
+                what(event),
                 trigger.sop
             ));
             continue;
@@ -187,10 +260,23 @@ pub(crate) async fn unlabeled(
                 actor: event.sender.clone(),
             };
             outbox::append(tx, Event::RunCommand(command)).await?;
-            notes.push(format!("label removed: cancelling run {}", run.id));
+            notes.push(format!(
+                "{} removed: cancelling run {}",
+                what(event),
+                run.id
+            ));
         }
     }
     Ok(notes)
+}
+
+/// What was removed, in a note: the label, or the assignment.
+fn what(event: &LabelEvent<'_>) -> &'static str {
+    if event.assignment {
+        "assignment"
+    } else {
+        "label"
+    }
 }
 
 /// The parameters a triggered SOP gets from its issue: those it declares among `repo`,
