@@ -116,6 +116,11 @@ async fn changes_requested_send_the_run_back_to_the_same_pull_request(backend: B
         head.as_str(),
         "{shown:#}"
     );
+    assert_eq!(shown["pull_requests"][0]["checks"], "pending", "{shown:#}");
+    // The run's page says what it delivered, as it stands.
+    let run = hub.run_shown().await;
+    assert_eq!(run["pull_requests"][0]["number"], hub.pull, "{run:#}");
+    assert_eq!(run["pull_requests"][0]["head"], head.as_str(), "{run:#}");
     hub.gh.stop().await;
 }
 

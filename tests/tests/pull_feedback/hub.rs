@@ -206,16 +206,21 @@ impl Hub {
 
     /// The requirement as `GET /requirements/{id}` shows it to ana.
     pub async fn requirement_shown(&self) -> Value {
+        let id = self.gh.requirement(1).await.id;
+        self.get(&format!("/requirements/{id}")).await
+    }
+
+    /// The run as `GET /runs/{id}` shows it to ana.
+    pub async fn run_shown(&self) -> Value {
+        self.get(&format!("/runs/{}", self.run)).await
+    }
+
+    async fn get(&self, path: &str) -> Value {
         let ana = self
             .gh
             .stored_token("ana", &gatehouse_ingest::Scope::ALL, None)
             .await;
-        let id = self.gh.requirement(1).await.id;
-        self.gh
-            .api_as(&ana)
-            .get(&format!("/requirements/{id}"))
-            .await
-            .is(200)
+        self.gh.api_as(&ana).get(path).await.is(200)
     }
 
     fn on_pull(&self, pull: &mut Value) {

@@ -6,7 +6,7 @@ pub(crate) mod views;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use gatehouse_store::{PullRequestRow, RequirementRow};
+use gatehouse_store::{DirectMergeRow, PullRequestRow, RequirementRow};
 use serde::Deserialize;
 use uuid::Uuid;
 
@@ -119,17 +119,7 @@ pub async fn show(
                 at: e.created_at,
             })
             .collect(),
-        direct_merges: direct_merges
-            .into_iter()
-            .map(|m| DirectMergeView {
-                repo: m.repo,
-                branch: m.branch,
-                commit: m.commit_sha,
-                run_id: m.run_id,
-                approved_by: m.approved_by,
-                merged_at: m.created_at,
-            })
-            .collect(),
+        direct_merges: direct_merges.into_iter().map(direct_merge).collect(),
         usage,
     }))
 }
@@ -145,6 +135,18 @@ pub(crate) fn pull_request(p: PullRequestRow) -> PullRequestView {
         opened_at: p.created_at,
         head: p.head_sha,
         checks: p.checks,
+    }
+}
+
+/// Work a delivery merged into a branch itself, as the requirement and run views show it.
+pub(crate) fn direct_merge(m: DirectMergeRow) -> DirectMergeView {
+    DirectMergeView {
+        repo: m.repo,
+        branch: m.branch,
+        commit: m.commit_sha,
+        run_id: m.run_id,
+        approved_by: m.approved_by,
+        merged_at: m.created_at,
     }
 }
 

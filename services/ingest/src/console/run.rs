@@ -172,6 +172,18 @@ fn head(detail: &RunDetail, title: &str) -> Markup {
             @if let Some(failure) = &detail.failure {
                 p.error role="alert" { "Failed: " (failure) }
             }
+            @if !detail.pull_requests.is_empty() || !detail.direct_merges.is_empty() {
+                ul.delivered aria-label="Delivered" {
+                    @for p in &detail.pull_requests {
+                        li { "Pull request " code { (p.repo) "#" (p.number) } " " (status(&p.state))
+                            @if let Some(head) = p.head.get(..7) { " · head " code { (head) } }
+                            @if !p.checks.is_empty() { " · checks " (status(&p.checks)) } }
+                    }
+                    @for m in &detail.direct_merges {
+                        li { "Merged into " code { (m.repo) ":" (m.branch) } " as " code { (m.commit.get(..12).unwrap_or(&m.commit)) } }
+                    }
+                }
+            }
         }
     }
 }

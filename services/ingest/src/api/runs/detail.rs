@@ -84,6 +84,7 @@ pub(crate) async fn loaded(
     let mut connections = by_node_attempt(api.store.run_connections(id).await?);
     let artifacts = api.store.artifacts(id).await?;
     let usage = usage(api, id, row.requirement_id, reader).await?;
+    let (pull_requests, direct_merges) = delivered(api, id, row.requirement_id).await?;
     let nodes = run
         .nodes
         .iter()
@@ -164,6 +165,8 @@ pub(crate) async fn loaded(
         })
         .collect();
     let detail = RunDetail {
+        pull_requests,
+        direct_merges,
         usage,
         budgets,
         skills,
@@ -267,4 +270,32 @@ async fn usage(
             })
             .collect(),
     })
+}
+
+/// What the run delivered: the pull requests it delivered into last and its direct merges.
+async fn delivered(
+    api: &ApiState,
+    run: Uuid,
+    requirement: Option<Uuid>,
+) -> Result<(Vec<PullRequestView>, Vec<DirectMergeView>), ApiError> {
+    let Some(requirement) = requirement else {
+        return Ok((Vec::new(), Vec::new()));
+    };
+    let pulls = api
+        .store
+        .pull_requests_of_requirement(requirement)
+        .await?
+        .into_iter()
+        .filter(|p| p.run_id == run)
+        .map(crate::api::requirements::pull_request)
+        .collect();
+    let merges = api
+        .store
+        .direct_merges_of_requirement(requirement)
+        .await?
+        .into_iter()
+        .filter(|m| m.run_id == run)
+        .map(crate::api::requirements::direct_merge)
+        .collect();
+    Ok((pulls, merges))
 }

@@ -191,6 +191,12 @@ pub struct RunDetail {
     /// The skills its agents got, as pinned at their first use in the run.
     #[serde(default)]
     pub skills: Vec<RunSkillView>,
+    /// The pull requests it delivered into last (their state, head and checks), and the
+    /// work it merged directly.
+    #[serde(default)]
+    pub pull_requests: Vec<crate::views::PullRequestView>,
+    #[serde(default)]
+    pub direct_merges: Vec<crate::views::DirectMergeView>,
 }
 
 /// A skill a run pinned: every attempt of the run gets exactly these files.

@@ -54,8 +54,12 @@ pub(crate) async fn heard(
             record_only(tx, delivery, &event).await?
         }
         Webhook::Push(e) => base_moved(api, tx, delivery, e, lookup).await?,
-        Webhook::CheckSuite(e) => check_suite(api, tx, delivery, e, lookup).await?,
-        Webhook::WorkflowRun(e) => workflow_run(api, tx, delivery, e, lookup).await?,
+        Webhook::CheckSuite(e) => {
+            checks(api, tx, delivery, &CheckResult::of_suite(e), lookup).await?
+        }
+        Webhook::WorkflowRun(e) => {
+            checks(api, tx, delivery, &CheckResult::of_workflow_run(e), lookup).await?
+        }
         Webhook::CheckRun(e) => {
             let mut notes = Vec::new();
             for number in webhook.pull_numbers() {
@@ -318,85 +322,49 @@ pub(crate) async fn mention(
     ))
 }
 
-async fn check_suite(
-    api: &ApiState,
-    tx: &mut Tx,
-    delivery: &str,
-    e: &CheckSuiteEvent,
-    lookup: &Lookup,
-) -> Result<Outcome, ApiError> {
-    let suite = &e.check_suite;
-    let conclusion = suite
-        .conclusion
-        .as_deref()
-        .or(suite.status.as_deref())
-        .unwrap_or("unknown");
-    let numbers: Vec<u64> = suite.pull_requests.iter().map(|p| p.number).collect();
-    let what = format!(
-        "check suite of {} on {}",
-        suite
-            .app
-            .as_ref()
-            .and_then(|a| a.slug.as_deref())
-            .unwrap_or("an app"),
-        short(&suite.head_sha)
-    );
-    checks(
-        api,
-        tx,
-        delivery,
-        &CheckResult {
+impl<'a> CheckResult<'a> {
+    fn of_suite(e: &'a CheckSuiteEvent) -> Self {
+        let suite = &e.check_suite;
+        let app = suite.app.as_ref().and_then(|a| a.slug.as_deref());
+        Self {
             repo: &e.repository.full_name,
-            numbers: &numbers,
+            numbers: suite.pull_requests.iter().map(|p| p.number).collect(),
             name: format!("check_suite.{}", e.action),
             completed: e.action == "completed",
             head_sha: &suite.head_sha,
-            conclusion,
-            what,
-        },
-        lookup,
-    )
-    .await
-}
+            conclusion: conclusion(suite.conclusion.as_deref(), suite.status.as_deref()),
+            what: format!(
+                "check suite of {} on {}",
+                app.unwrap_or("an app"),
+                short(&suite.head_sha)
+            ),
+        }
+    }
 
-async fn workflow_run(
-    api: &ApiState,
-    tx: &mut Tx,
-    delivery: &str,
-    e: &WorkflowRunEvent,
-    lookup: &Lookup,
-) -> Result<Outcome, ApiError> {
-    let run = &e.workflow_run;
-    let conclusion = run
-        .conclusion
-        .as_deref()
-        .or(run.status.as_deref())
-        .unwrap_or("unknown");
-    let numbers: Vec<u64> = run.pull_requests.iter().map(|p| p.number).collect();
-    let name = run.name.as_deref().unwrap_or("workflow");
-    let what = format!("workflow `{name}` on {}", short(&run.head_sha));
-    checks(
-        api,
-        tx,
-        delivery,
-        &CheckResult {
+    fn of_workflow_run(e: &'a WorkflowRunEvent) -> Self {
+        let run = &e.workflow_run;
+        let name = run.name.as_deref().unwrap_or("workflow");
+        Self {
             repo: &e.repository.full_name,
-            numbers: &numbers,
+            numbers: run.pull_requests.iter().map(|p| p.number).collect(),
             name: format!("workflow_run.{}", e.action),
             completed: e.action == "completed",
             head_sha: &run.head_sha,
-            conclusion,
-            what,
-        },
-        lookup,
-    )
-    .await
+            conclusion: conclusion(run.conclusion.as_deref(), run.status.as_deref()),
+            what: format!("workflow `{name}` on {}", short(&run.head_sha)),
+        }
+    }
+}
+
+/// The conclusion of a check, or its status before it has one.
+fn conclusion<'a>(conclusion: Option<&'a str>, status: Option<&'a str>) -> &'a str {
+    conclusion.or(status).unwrap_or("unknown")
 }
 
 /// A check suite's or workflow run's result, as far as feedback reads it.
 struct CheckResult<'a> {
     repo: &'a str,
-    numbers: &'a [u64],
+    numbers: Vec<u64>,
     name: String,
     completed: bool,
     head_sha: &'a str,
@@ -418,7 +386,7 @@ async fn checks(
     lookup: &Lookup,
 ) -> Result<Outcome, ApiError> {
     let mut notes = Vec::new();
-    for &number in result.numbers {
+    for &number in &result.numbers {
         let event = Event {
             repo: result.repo,
             number,
