@@ -203,6 +203,18 @@ async fn failing_checks_send_the_work_back_with_the_log_then_ask_a_person(backen
     // The gate opens as the deliver node's next attempt: a decision on an earlier opening
     // is stale.
     hub.gh.node(hub.run, "deliver", "waiting_approval", 3).await;
+    // The gate says what came back and what deciding does, in the API and on GitHub.
+    let gates = hub.get("/gates").await;
+    let feedback = gates[0]["feedback"].as_str().unwrap_or_default().to_owned();
+    assert!(
+        feedback.starts_with(&format!("Failing checks on {REPO}#{} came back", hub.pull)),
+        "{gates:#}"
+    );
+    hub.gh
+        .comments(1, 1, |c| {
+            c.contains("Approve keeps the pull request as it is")
+        })
+        .await;
     hub.gh
         .decide(hub.run, "deliver", 3, GateDecisionKind::Approve, None)
         .await;

@@ -86,7 +86,7 @@ fn card_description(card: &Card) -> String {
         escape_markdown(&card.sop),
         card.attempt
     ));
-    if let Some(question) = card.raise_question() {
+    if let Some(question) = card.question() {
         lines.push(escape_markdown(&question));
     }
     lines.push(format!(
@@ -266,6 +266,7 @@ mod tests {
             send_back: vec!["build".into(), "plan".into()],
             outcome: None,
             raise: None,
+            feedback: None,
         }
     }
 

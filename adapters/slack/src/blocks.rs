@@ -35,7 +35,7 @@ pub fn card_message(card: &Card) -> Message {
         "text": plain(&truncate(&title, MAX_HEADER)),
     })];
     blocks.push(json!({"type": "context", "elements": card_context(card)}));
-    if let Some(question) = card.raise_question() {
+    if let Some(question) = card.question() {
         blocks.push(section(&escape(&question)));
     }
     for output in card.outputs.iter().take(MAX_OUTPUTS) {
@@ -304,6 +304,7 @@ mod tests {
             send_back: vec!["build".into(), "plan".into()],
             outcome: None,
             raise: None,
+            feedback: None,
         }
     }
 

@@ -38,15 +38,38 @@ pub struct Card {
     /// project api reached: $20.00 today"). The card asks for a raise, not a review.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raise: Option<String>,
+    /// For a deliver node's gate: what keeps coming back on its pull request (failing
+    /// checks, a conflict) after the work was sent back for it. The card asks whether to
+    /// keep the pull request as it is, rework it once more, or give up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
 }
 
 /// What deciding an ask to raise a budget does, as cards, the console and the status
 /// comment say it.
 pub const RAISE_EFFECT: &str = "Approve raises this budget once, by its own amount, for this run, and runs the node again; reject fails the run.";
 
+/// What deciding a deliver node's gate does, as cards, the console and the status comment
+/// say it.
+pub const FEEDBACK_EFFECT: &str = "Approve keeps the pull request as it is and ends the run; send back reworks it once more; reject fails the run.";
+
 impl Card {
     /// The card's title line.
     pub fn title(&self) -> String {
+        if self.feedback.is_some() {
+            return match &self.requirement {
+                Some(requirement) => {
+                    format!(
+                        "Pull request needs a decision: {} — {requirement}",
+                        self.node
+                    )
+                }
+                None => format!(
+                    "Pull request needs a decision: {} ({})",
+                    self.node, self.sop
+                ),
+            };
+        }
         if self.raise.is_some() {
             return match &self.requirement {
                 Some(requirement) => format!("Budget reached: {} — {requirement}", self.node),
@@ -59,8 +82,12 @@ impl Card {
         }
     }
 
-    /// For an ask to raise a budget: the refusal and what deciding does, as one paragraph.
-    pub fn raise_question(&self) -> Option<String> {
+    /// For an ask to raise a budget, the refusal, and for a deliver node's gate, what came
+    /// back on its pull request, with what deciding does, as one paragraph.
+    pub fn question(&self) -> Option<String> {
+        if let Some(feedback) = &self.feedback {
+            return Some(format!("{feedback}\n{FEEDBACK_EFFECT}"));
+        }
         self.raise
             .as_ref()
             .map(|refusal| format!("The agent stopped: {refusal}. {RAISE_EFFECT}"))
@@ -172,6 +199,7 @@ mod tests {
             send_back: vec![],
             outcome: None,
             raise: None,
+            feedback: None,
         }
     }
 
@@ -194,11 +222,11 @@ mod tests {
     #[test]
     fn an_ask_to_raise_a_budget_says_what_stopped_and_what_deciding_does() {
         let mut c = card();
-        assert_eq!(c.raise_question(), None);
+        assert_eq!(c.question(), None);
         c.raise = Some("budget of project api reached: $20.00 today".into());
         assert_eq!(c.title(), "Budget reached: review (bug-fix)");
         assert_eq!(
-            c.raise_question().unwrap(),
+            c.question().unwrap(),
             format!(
                 "The agent stopped: budget of project api reached: $20.00 today. {RAISE_EFFECT}"
             )

@@ -15,6 +15,9 @@ mod question;
 mod question_action;
 
 pub use action::{ActionError, CardAction, Verb};
-pub use card::{Body, Card, DM_PREFIX, Outcome, Output, Progress, RAISE_EFFECT, login_link_text};
+pub use card::{
+    Body, Card, DM_PREFIX, FEEDBACK_EFFECT, Outcome, Output, Progress, RAISE_EFFECT,
+    login_link_text,
+};
 pub use question::{Asker, EVIDENCE_SHOWN, QUESTION_SHOWN, QuestionCard, QuestionKind};
 pub use question_action::{Control, QuestionAction, QuestionVerb};

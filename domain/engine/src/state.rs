@@ -170,6 +170,40 @@ impl NodeState {
         self.last_error.as_deref()
     }
 
+    /// What a deliver node's gate asks a person about, while failing checks or a conflict
+    /// keep coming back on its pull request past its rule's `max`: what came back, how
+    /// often the work was sent back for it, and its first line. What the gate's cards, the
+    /// console and the status comment show.
+    pub fn feedback_ask(&self) -> Option<String> {
+        if self.status != NodeStatus::WaitingApproval {
+            return None;
+        }
+        let feedback = self.answering.as_ref()?;
+        let sends = self
+            .feedback_sends
+            .get(feedback.kind.rule())
+            .copied()
+            .unwrap_or(0);
+        let first = feedback
+            .text
+            .lines()
+            .map(str::trim)
+            .find(|l| !l.is_empty())
+            .unwrap_or_default();
+        let first: String = first.chars().take(200).collect();
+        let times = if sends == 1 { "once" } else { "times" };
+        let sends = if sends == 1 {
+            String::new()
+        } else {
+            format!("{sends} ")
+        };
+        Some(format!(
+            "{} on {} came back after the work was sent back {sends}{times} for it: {first}",
+            capitalised(&feedback.kind.to_string()),
+            feedback.pull
+        ))
+    }
+
     /// Dispatched, running or waiting for people: something is in flight for it.
     pub fn is_active(&self) -> bool {
         matches!(
@@ -177,4 +211,12 @@ impl NodeState {
             NodeStatus::Dispatched | NodeStatus::Running | NodeStatus::WaitingApproval
         )
     }
+}
+
+fn capitalised(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }

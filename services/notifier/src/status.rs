@@ -1,6 +1,6 @@
 //! A run's status comment, as Markdown: pure, so its wording is tested without GitHub.
 
-use gatehouse_chat::RAISE_EFFECT;
+use gatehouse_chat::{FEEDBACK_EFFECT, RAISE_EFFECT};
 use gatehouse_engine::RunState;
 use gatehouse_events::NodeStatus;
 use gatehouse_sop::Sop;
@@ -68,6 +68,9 @@ pub fn render_status(
             out.push_str(&format!(
                 "\nNode **{node}** stopped: {refusal}. {RAISE_EFFECT}"
             ));
+        }
+        if let Some(feedback) = n.feedback_ask() {
+            out.push_str(&format!("\n{feedback}. {FEEDBACK_EFFECT}"));
         }
         out.push_str(&format!(
             "\nGate **{node}** (attempt {}) waits for {who}: comment `/gatehouse approve`, `/gatehouse reject`",

@@ -215,7 +215,8 @@ impl Hub {
         self.get(&format!("/runs/{}", self.run)).await
     }
 
-    async fn get(&self, path: &str) -> Value {
+    /// GET `path` as ana.
+    pub async fn get(&self, path: &str) -> Value {
         let ana = self
             .gh
             .stored_token("ana", &gatehouse_ingest::Scope::ALL, None)

@@ -112,6 +112,7 @@ pub(crate) fn view(row: &RunRow, node: &str, n: &NodeState, gate: &Gate) -> Gate
             .unwrap_or_default(),
         send_back: gate.send_back.clone(),
         raise: n.budget_ask().map(str::to_owned),
+        feedback: n.feedback_ask(),
     }
 }
 

@@ -219,6 +219,9 @@ pub(crate) fn decision_form(
         @if let Some(refusal) = &gate.raise {
             p.raise { "The agent stopped: " (refusal) ". " (gatehouse_chat::RAISE_EFFECT) }
         }
+        @if let Some(feedback) = &gate.feedback {
+            p.raise { (feedback) ". " (gatehouse_chat::FEEDBACK_EFFECT) }
+        }
         form.decision method="post" action=(action) {
             (csrf_field(viewer))
             input type="hidden" name="attempt" value=(gate.attempt);

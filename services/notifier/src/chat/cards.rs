@@ -91,6 +91,7 @@ impl Notifier {
                         .budget_ask()
                         .filter(|_| n.attempt == attempt)
                         .map(str::to_owned),
+                    feedback: n.feedback_ask().filter(|_| n.attempt == attempt),
                 };
                 let body = serde_json::to_string(&Body::Card(Box::new(card)))?;
                 for place in self.chat.card_places(&gate.channels, thread.as_ref()) {

@@ -116,6 +116,7 @@ mod tests {
             send_back: vec!["draft".into()],
             outcome: None,
             raise: None,
+            feedback: None,
         };
         (card, run, state)
     }

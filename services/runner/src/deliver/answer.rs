@@ -47,6 +47,79 @@ pub(crate) struct Change {
     pub commits: Vec<String>,
     /// Commits pushed beyond those listed.
     pub more: usize,
+    /// When the change only took lines out of tests (and touched nothing else): the test
+    /// files and how many lines left them. Flagged on the answer, for failing checks most
+    /// of all: making checks pass by weakening them is not a fix.
+    pub tests_only_shrunk: Option<TestsShrunk>,
+}
+
+/// A change that only removed lines from tests.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TestsShrunk {
+    /// The test files it changed.
+    pub files: Vec<String>,
+    /// Lines removed from them, less lines added.
+    pub removed: u64,
+}
+
+impl TestsShrunk {
+    /// Whether `git diff --numstat` output describes a change that only took lines out of
+    /// test files: every changed file is a test (by its path), and they lost more lines
+    /// than they gained. A binary file (`-` counts) is never a test here.
+    pub(crate) fn of_numstat(numstat: &str) -> Option<Self> {
+        let mut files = Vec::new();
+        let (mut added, mut removed) = (0u64, 0u64);
+        for line in numstat.lines().filter(|l| !l.trim().is_empty()) {
+            let mut fields = line.splitn(3, '\t');
+            let (Some(a), Some(r), Some(path)) = (fields.next(), fields.next(), fields.next())
+            else {
+                return None;
+            };
+            let (Ok(a), Ok(r)) = (a.parse::<u64>(), r.parse::<u64>()) else {
+                return None;
+            };
+            if !is_test_path(path) {
+                return None;
+            }
+            added += a;
+            removed += r;
+            files.push(path.to_owned());
+        }
+        (removed > added).then(|| Self {
+            files,
+            removed: removed - added,
+        })
+    }
+}
+
+/// Whether `path` names a test by the conventions of common ecosystems: a `test`,
+/// `tests`, `spec`, `__tests__` or `testdata` folder, or a file named `test_*`, `*_test.*`,
+/// `*_tests.*`, `*.test.*`, `*.spec.*` or `*Test.*` / `*Tests.*`.
+fn is_test_path(path: &str) -> bool {
+    // A rename shows as `old => new` or `dir/{old => new}`: judge both sides.
+    if path.contains(" => ") {
+        let plain = path.replace(['{', '}'], "");
+        return plain.split(" => ").all(is_test_path);
+    }
+    let mut parts = path.split('/');
+    let file = parts.next_back().unwrap_or_default();
+    let folder = |p: &str| {
+        matches!(
+            p,
+            "test" | "tests" | "spec" | "specs" | "__tests__" | "testdata"
+        )
+    };
+    if path.split('/').rev().skip(1).any(folder) {
+        return true;
+    }
+    let stem = file.split('.').next().unwrap_or_default();
+    stem.starts_with("test_")
+        || stem.ends_with("_test")
+        || stem.ends_with("_tests")
+        || stem.ends_with("Test")
+        || stem.ends_with("Tests")
+        || file.contains(".test.")
+        || file.contains(".spec.")
 }
 
 /// A delivery that answered feedback: what was delivered, and the answered pull
@@ -123,6 +196,13 @@ impl Repo<'_> {
         };
         change.commits = commits;
         change.more = more;
+        if let Some(before) = change.before.clone() {
+            let numstat = self
+                .local(&["diff", "--numstat", "-M", &before, &after])
+                .await
+                .unwrap_or_default();
+            change.tests_only_shrunk = TestsShrunk::of_numstat(&numstat);
+        }
     }
 }
 
@@ -147,6 +227,13 @@ pub(crate) fn comment(feedback: &Feedback, change: &Change, reply: &str) -> Stri
         }
         _ => format!("{to}nothing changed: no new commit was pushed to this pull request."),
     };
+    if let Some(shrunk) = change.tests_only_shrunk.as_ref().filter(|_| change.pushed) {
+        text.push_str(&format!(
+            "\n\n**Look closely:** this change only takes lines out of tests ({} fewer, in {}). Checks that pass because tests were removed or weakened are not a fix.",
+            shrunk.removed,
+            shrunk.files.join(", ")
+        ));
+    }
     let reply = reply.trim();
     if !reply.is_empty() {
         text.push_str("\n\n");
@@ -237,6 +324,61 @@ mod tests {
         assert_eq!(
             comment(&review(), &Change::default(), " "),
             "@alice nothing changed: no new commit was pushed to this pull request."
+        );
+    }
+
+    #[test]
+    fn a_change_that_only_shrinks_tests_is_flagged() {
+        let shrunk = TestsShrunk::of_numstat("0\t12\ttests/api.rs\n1\t3\tsrc/lib_test.go\n");
+        assert_eq!(
+            shrunk,
+            Some(TestsShrunk {
+                files: vec!["tests/api.rs".into(), "src/lib_test.go".into()],
+                removed: 14
+            })
+        );
+        for numstat in [
+            // A fix beside the tests.
+            "0\t12\ttests/api.rs\n4\t1\tsrc/lib.rs\n",
+            // Tests grew.
+            "10\t2\tweb/app.test.ts\n",
+            // A binary file.
+            "-\t-\ttests/fixture.bin\n",
+            // Nothing changed.
+            "",
+        ] {
+            assert_eq!(TestsShrunk::of_numstat(numstat), None, "{numstat:?}");
+        }
+        for path in [
+            "spec/models/user_spec.rb",
+            "pkg/handler_test.go",
+            "test_views.py",
+            "src/__tests__/app.js",
+            "app/src/test/java/AppTest.java",
+            "web/button.spec.tsx",
+            "{tests => old_tests}/api.rs",
+        ] {
+            assert!(is_test_path(path), "{path}");
+        }
+        for path in [
+            "src/lib.rs",
+            "contest/main.go",
+            "docs/testing.md",
+            "{tests => src}/api.rs",
+        ] {
+            assert!(!is_test_path(path), "{path}");
+        }
+        let change = Change {
+            before: Some("a".repeat(40)),
+            after: Some("d".repeat(40)),
+            pushed: true,
+            tests_only_shrunk: TestsShrunk::of_numstat("0\t5\ttests/api.rs\n"),
+            ..Change::default()
+        };
+        let text = comment(&review(), &change, "");
+        assert!(
+            text.ends_with("this change only takes lines out of tests (5 fewer, in tests/api.rs). Checks that pass because tests were removed or weakened are not a fix."),
+            "{text}"
         );
     }
 

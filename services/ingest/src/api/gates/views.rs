@@ -29,6 +29,10 @@ pub struct GateView {
     /// Approving raises that budget for the run by its own amount and runs the node again.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub raise: Option<String>,
+    /// For a deliver node's gate: what keeps coming back on its pull request (failing
+    /// checks, a conflict) after the work was sent back for it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub feedback: Option<String>,
 }
 
 /// What to do at a gate.
