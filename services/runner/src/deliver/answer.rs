@@ -92,14 +92,30 @@ impl TestsShrunk {
     }
 }
 
+/// Both sides of a rename as `git diff --numstat -M` writes it.
+fn renamed(path: &str) -> Option<(String, String)> {
+    match (path.find('{'), path.find('}')) {
+        (Some(open), Some(close)) if open < close => {
+            let (prefix, suffix) = (&path[..open], &path[close + 1..]);
+            let (old, new) = path[open + 1..close].split_once(" => ")?;
+            Some((
+                format!("{prefix}{old}{suffix}"),
+                format!("{prefix}{new}{suffix}"),
+            ))
+        }
+        _ => path
+            .split_once(" => ")
+            .map(|(old, new)| (old.to_owned(), new.to_owned())),
+    }
+}
+
 /// Whether `path` names a test by the conventions of common ecosystems: a `test`,
 /// `tests`, `spec`, `__tests__` or `testdata` folder, or a file named `test_*`, `*_test.*`,
 /// `*_tests.*`, `*.test.*`, `*.spec.*` or `*Test.*` / `*Tests.*`.
 fn is_test_path(path: &str) -> bool {
-    // A rename shows as `old => new` or `dir/{old => new}`: judge both sides.
-    if path.contains(" => ") {
-        let plain = path.replace(['{', '}'], "");
-        return plain.split(" => ").all(is_test_path);
+    // A rename shows as `old => new` or `dir/{old => new}/file`: judge both sides.
+    if let Some((old, new)) = renamed(path) {
+        return is_test_path(&old) && is_test_path(&new);
     }
     let mut parts = path.split('/');
     let file = parts.next_back().unwrap_or_default();
@@ -299,6 +315,7 @@ mod tests {
                 "9f8e7d6 Rename x to count".into(),
             ],
             more: 3,
+            tests_only_shrunk: None,
         };
         assert_eq!(
             comment(&review(), &change, "Renamed it.\n\nAlso fixed a typo.\n"),
@@ -356,7 +373,7 @@ mod tests {
             "src/__tests__/app.js",
             "app/src/test/java/AppTest.java",
             "web/button.spec.tsx",
-            "{tests => old_tests}/api.rs",
+            "{test => tests}/api.rs",
         ] {
             assert!(is_test_path(path), "{path}");
         }
