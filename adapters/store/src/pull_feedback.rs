@@ -131,6 +131,24 @@ impl Tx {
 }
 
 impl Store {
+    /// The pull request `repo#number`, if Gatehouse opened it; read outside any
+    /// transaction, as one that only looks.
+    pub async fn pull_request(
+        &self,
+        repo: &str,
+        number_: u64,
+    ) -> Result<Option<PullRequestRow>, StoreError> {
+        let sql =
+            format!("SELECT {PULL_COLUMNS} FROM pull_requests WHERE repo = $1 AND number = $2");
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(repo)
+                .bind(number(number_))
+                .fetch_optional(pool)
+                .await?
+        }))
+    }
+
     /// The open pull requests Gatehouse opened on `repo`: those a push to their base may
     /// put in conflict.
     pub async fn open_pull_requests(&self, repo: &str) -> Result<Vec<PullRequestRow>, StoreError> {

@@ -5,7 +5,7 @@
 //! answered at once.
 
 use gatehouse_github::{FailedCheck, GithubClient, ReviewComment, Webhook};
-use gatehouse_store::DeliveryRow;
+use gatehouse_store::{DeliveryRow, PullRequestRow};
 
 use crate::{ApiError, ApiState};
 
@@ -94,10 +94,20 @@ fn failing(conclusion: Option<&str>) -> bool {
     )
 }
 
+/// The events that may need the API, by name: the others are never parsed to find out.
+const MAY_NEED: [&str; 5] = [
+    "pull_request_review",
+    "pull_request_review_comment",
+    "check_suite",
+    "workflow_run",
+    "push",
+];
+
 /// Whether a delivery may need the API: then it is processed by the processor, after
 /// [`lookup`], not as it arrives.
 pub(crate) fn needs_lookup(delivery: &DeliveryRow) -> bool {
     delivery.source == "github"
+        && MAY_NEED.contains(&delivery.event.as_str())
         && Webhook::parse(&delivery.event, delivery.body.as_bytes())
             .ok()
             .is_some_and(|w| need(&w).is_some())
@@ -115,35 +125,25 @@ pub(crate) async fn lookup(api: &ApiState, delivery: &DeliveryRow) -> Result<Loo
     let Some(need) = need(&webhook) else {
         return Ok(Lookup::default());
     };
-    let (repo, number) = match &need {
-        Need::Review { repo, number, .. } | Need::Checks { repo, number, .. } => (*repo, *number),
+    let asked = match &need {
         Need::Mergeable { repo, branch } => {
-            let open: Vec<u64> = api
-                .store
-                .open_pull_requests(repo)
-                .await?
-                .into_iter()
-                .filter_map(|p| u64::try_from(p.number).ok())
-                .collect();
-            return mergeable(client, repo, branch, &open).await.map_err(|e| {
-                ApiError::Internal(format!(
-                    "GitHub did not say whether {repo}'s pull requests into {branch} still merge: {e}"
-                ))
-            });
+            format!("whether {repo}'s pull requests into {branch} still merge")
+        }
+        Need::Review { repo, number, .. } | Need::Checks { repo, number, .. } => {
+            // Only Gatehouse's own pull requests are worth the API's time.
+            if api.store.pull_request(repo, *number).await?.is_none() {
+                return Ok(Lookup::default());
+            }
+            format!("what {repo}#{number}'s event needs")
         }
     };
-    // Only Gatehouse's own pull requests are worth the API's time.
-    let mut tx = api.store.begin().await?;
-    let ours = tx.pull_request(repo, number).await?.is_some();
-    tx.rollback().await?;
-    if !ours {
-        return Ok(Lookup::default());
-    }
-    fetch(client, &need).await.map_err(|e| {
-        ApiError::Internal(format!(
-            "GitHub did not answer what {repo}#{number}'s event needs: {e}"
-        ))
-    })
+    let open = match &need {
+        Need::Mergeable { repo, .. } => api.store.open_pull_requests(repo).await?,
+        _ => Vec::new(),
+    };
+    fetch(client, &need, &open)
+        .await
+        .map_err(|e| ApiError::Internal(format!("GitHub did not say {asked}: {e}")))
 }
 
 /// How long GitHub is given to work out whether a pull request merges after its base
@@ -185,6 +185,7 @@ async fn mergeable(
 async fn fetch(
     client: &GithubClient,
     need: &Need<'_>,
+    open: &[PullRequestRow],
 ) -> Result<Lookup, gatehouse_github::GithubError> {
     Ok(match need {
         Need::Review {
@@ -200,7 +201,8 @@ async fn fetch(
         } => {
             let limits = gatehouse_github::CheckLimits::default();
             let failed = client.failed_checks(repo, head, limits).await?;
-            let on_base = if base.is_empty() {
+            // The base is asked only about checks that fail here.
+            let on_base = if base.is_empty() || failed.is_empty() {
                 Vec::new()
             } else {
                 client.failed_checks(repo, base, limits).await?
@@ -216,6 +218,12 @@ async fn fetch(
                 ..Lookup::default()
             }
         }
-        Need::Mergeable { .. } => Lookup::default(),
+        Need::Mergeable { repo, branch } => {
+            let open: Vec<u64> = open
+                .iter()
+                .filter_map(|p| u64::try_from(p.number).ok())
+                .collect();
+            mergeable(client, repo, branch, &open).await?
+        }
     })
 }

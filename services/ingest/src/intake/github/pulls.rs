@@ -54,7 +54,7 @@ pub(crate) async fn heard(
                 actor: &e.sender.login,
                 summary: format!("review thread {} by @{}", e.action, e.sender.login),
             };
-            record_only(tx, delivery, &event).await?
+            with_feedback(api, tx, delivery, &event, None).await?
         }
         Webhook::Push(e) => conflicts::base_moved(api, tx, delivery, e, lookup).await?,
         Webhook::CheckSuite(e) => {
@@ -82,7 +82,12 @@ pub(crate) async fn heard(
                             .unwrap_or(&e.check_run.status)
                     ),
                 };
-                notes.push(record_only(tx, delivery, &event).await?.note().to_owned());
+                notes.push(
+                    with_feedback(api, tx, delivery, &event, None)
+                        .await?
+                        .note()
+                        .to_owned(),
+                );
             }
             processed_or_ignored(notes, "the check run is on no pull request")
         }
@@ -127,18 +132,6 @@ fn processed_or_ignored(notes: Vec<String>, none: &str) -> Outcome {
     } else {
         Outcome::processed(notes)
     }
-}
-
-/// Records an event that asks for no work.
-async fn record_only(tx: &mut Tx, delivery: &str, event: &Event<'_>) -> Result<Outcome, ApiError> {
-    let Some(pull) = tx.pull_request(event.repo, event.number).await? else {
-        return Ok(not_ours(event));
-    };
-    record(tx, delivery, &pull, event, "recorded").await?;
-    Ok(Outcome::processed(vec![format!(
-        "{}: {}",
-        event.name, event.summary
-    )]))
 }
 
 fn not_ours(event: &Event<'_>) -> Outcome {
