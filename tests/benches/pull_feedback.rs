@@ -21,9 +21,10 @@ use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use gatehouse_ingest::{Person, Trigger};
+use gatehouse_tests::gatehouse::github::fixture;
 use gatehouse_tests::latencies::{Latencies, write_figures};
 use gatehouse_tests::{Backend, Gatehouse};
-use serde_json::{Value, json};
+use serde_json::json;
 use uuid::Uuid;
 
 const SOP: &str = r#"name: loop
@@ -41,11 +42,6 @@ name = "hello"
 repositories = [{ repo = "Codertocat/Hello-World" }]
 run = ["ana"]
 "#;
-
-fn fixture(name: &str) -> Value {
-    let path = format!("{}/fixtures/github/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).expect("JSON")
-}
 
 /// Waits until `node` of `run` has begun attempt `attempt`; when it began.
 async fn began(gh: &Gatehouse, run: Uuid, node: &str, attempt: i32) -> DateTime<Utc> {

@@ -8,7 +8,9 @@ use gatehouse_fake_forge::git::{commit_all, git};
 use gatehouse_fake_forge::github::FakeGithub;
 use gatehouse_github::GithubClient;
 use gatehouse_ingest::{Person, Trigger};
-use gatehouse_tests::gatehouse::github::{REPO, TOKEN, sign};
+// Real payloads, their issues opened by `reporter`: the fixtures' author, Codertocat, is
+// ana here, a lead who decides gates.
+use gatehouse_tests::gatehouse::github::{REPO, TOKEN, reported_fixture as fixture, sign};
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use serde_json::{Value, json};
 
@@ -50,19 +52,6 @@ async fn hub(backend: Backend, triggers: Vec<Trigger>, process: bool) -> Gatehou
         true => builder.start().await,
         false => builder.deliveries_later().start().await,
     }
-}
-
-/// A real payload. Its issue was opened by `reporter`, someone Gatehouse does not know:
-/// the fixtures' author, Codertocat, is ana here, a lead who decides gates, and the
-/// requirement's author may not approve the work on it.
-fn fixture(name: &str) -> Value {
-    let path = format!("{}/fixtures/github/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    let mut payload: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    if payload["issue"]["user"].is_object() {
-        payload["issue"]["user"]["login"] = json!("reporter");
-    }
-    payload
 }
 
 /// The real `issues.labeled` payload, labelled `label` by the triager.

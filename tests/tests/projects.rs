@@ -8,7 +8,7 @@ use gatehouse_fake_forge::github::Pull;
 use gatehouse_ingest::{Person, Scope, Trigger};
 use gatehouse_tests::gatehouse::GatehouseBuilder;
 use gatehouse_tests::gatehouse::chat::{self, CY};
-use gatehouse_tests::gatehouse::github::REPO;
+use gatehouse_tests::gatehouse::github::{REPO, fixture};
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use serde_json::{Value, json};
 use uuid::Uuid;
@@ -179,12 +179,6 @@ async fn recorded_pulls(hub: &Gatehouse, run: Uuid) -> Vec<(String, u64)> {
         .collect();
     pulls.sort();
     pulls
-}
-
-/// A real GitHub payload of `tests/fixtures/github/`.
-fn fixture(name: &str) -> Value {
-    let path = format!("{}/fixtures/github/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// The real `pull_request.closed` payload for pull request `number` of `repo`.

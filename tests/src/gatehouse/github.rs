@@ -58,6 +58,24 @@ pub(super) fn deliverer(data: &Path, client: &GithubClient, repos: &[&str]) -> A
     })
 }
 
+/// A real GitHub payload of `tests/fixtures/github/`, as saved.
+pub fn fixture(name: &str) -> Value {
+    let path = format!("{}/fixtures/github/{name}.json", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    serde_json::from_str(&text).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// [`fixture`] with its issue opened by `reporter`, someone Gatehouse does not know: the
+/// fixtures' author, Codertocat, is a configured person in the suites, and a requirement's
+/// author may not approve the work on it.
+pub fn reported_fixture(name: &str) -> Value {
+    let mut payload = fixture(name);
+    if payload["issue"]["user"].is_object() {
+        payload["issue"]["user"]["login"] = serde_json::json!("reporter");
+    }
+    payload
+}
+
 /// The `X-Hub-Signature-256` GitHub sends for `body`.
 pub fn sign(body: &[u8]) -> String {
     let mut mac = Hmac::<Sha256>::new_from_slice(SECRET.as_bytes()).unwrap();

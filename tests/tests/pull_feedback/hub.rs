@@ -55,16 +55,7 @@ pub fn people() -> Vec<Person> {
     ]
 }
 
-/// A real payload; the issue's author is someone Gatehouse does not know.
-pub fn fixture(name: &str) -> Value {
-    let path = format!("{}/fixtures/github/{name}.json", env!("CARGO_MANIFEST_DIR"));
-    let mut payload: Value =
-        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
-    if payload["issue"]["user"].is_object() {
-        payload["issue"]["user"]["login"] = json!("reporter");
-    }
-    payload
-}
+pub use gatehouse_tests::gatehouse::github::reported_fixture as fixture;
 
 /// The real `issues.labeled` payload, labelled `label` by the lead (who, having asked
 /// for the work, may not approve it).
