@@ -31,7 +31,12 @@ on_both_backends!(
     a_crash_between_the_review_and_the_push_pushes_and_answers_once,
     assigning_an_issue_to_the_bot_starts_its_sop_and_unassigning_cancels,
     a_review_on_a_conversations_pull_request_becomes_a_turn,
+    assigning_an_issue_can_open_a_conversation_on_it,
 );
+
+async fn assigning_an_issue_can_open_a_conversation_on_it(backend: Backend) {
+    assignments::a_conversation_on_the_issue(backend).await;
+}
 
 async fn a_review_on_a_conversations_pull_request_becomes_a_turn(backend: Backend) {
     conversations::a_review_becomes_a_turn_pushed_to_the_same_pull_request(backend).await;

@@ -5,6 +5,7 @@
 //! The payload types are deliberately small and tolerant: GitHub adds fields all the time,
 //! and a delivery that lacks a field Gatehouse needs is recorded and ignored, never a panic.
 
+mod chat;
 mod checks;
 mod client;
 mod comments;
@@ -17,6 +18,7 @@ mod search;
 mod signature;
 mod transport;
 
+pub use chat::{chat_comment, quiet_mentions};
 pub use checks::{CheckLimits, FailedCheck};
 pub use client::GithubClient;
 pub use comments::{IssueComment, comment_marker, is_gatehouse_comment};

@@ -295,8 +295,9 @@ impl Tx {
         Ok(())
     }
 
-    /// Records that a trigger occurrence started `run_id`; `false` when the same
-    /// occurrence started a run before (a second hook delivering the same event).
+    /// Records that a trigger occurrence started `run_id` (or told the conversation of
+    /// that id); `false` when the same occurrence did so before (a second hook
+    /// delivering the same event).
     pub async fn record_trigger_start(
         &mut self,
         key: &str,

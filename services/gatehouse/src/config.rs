@@ -315,6 +315,12 @@ impl Config {
                 t.to_trigger().map_err(|e| {
                     ConfigError::Inconsistent(format!("github.triggers ({}): {e}", t.describe()))
                 })?;
+                if t.conversation && self.assistant.is_none() {
+                    return Err(ConfigError::Inconsistent(format!(
+                        "github.triggers ({}): `conversation = true` needs [assistant], whose role works in conversations",
+                        t.describe()
+                    )));
+                }
             }
             gatehouse_ingest::Repositories::new(&github.repositories)
                 .map_err(|e| ConfigError::Inconsistent(format!("github.repositories: {e}")))?;

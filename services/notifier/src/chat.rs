@@ -4,6 +4,7 @@
 //! question an agent asks a person, showing the answer once given.
 
 mod cards;
+mod github;
 mod outcome;
 mod poster;
 mod progress;

@@ -35,7 +35,8 @@ impl Handler for Questions {
         let Some(question) = n.store.question(id).await? else {
             return Ok(());
         };
-        if n.chat.any() {
+        // Cards go to chat, and to an issue's conversation on GitHub.
+        if n.chat.any() || n.github.is_some() {
             n.question_cards(tx, &question, asked).await?;
         }
         if n.github.is_some()

@@ -125,10 +125,15 @@ pub struct GithubTrigger {
     /// label; unassigning it cancels the runs when `cancel_on_unlabel` is set.
     #[serde(default)]
     pub assigned: bool,
-    /// The SOP it starts. An `assigned` trigger without one starts the `default_sop` of
-    /// the issue's project.
+    /// The SOP it starts. An `assigned` trigger without one (and without `conversation`)
+    /// starts the `default_sop` of the issue's project.
     #[serde(default)]
     pub sop: String,
+    /// Opens a conversation on the issue instead of starting an SOP: the assistant takes
+    /// the issue as its first message and answers in comments; comments that mention the
+    /// bot continue it, as messages in a chat thread do. Needs `[assistant]`.
+    #[serde(default)]
+    pub conversation: bool,
     /// Repository globs (`acme/*`, `acme/api`), each with a fixed owner; required, so a
     /// label starts runs only where someone chose and reconciliation searches only there.
     #[serde(default)]
@@ -141,7 +146,7 @@ pub struct GithubTrigger {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub starters: Option<Vec<String>>,
     /// Removing the label (or, for an `assigned` trigger, the assignment) cancels the
-    /// runs it started.
+    /// runs it started, or stops its conversation's turn.
     #[serde(default)]
     pub cancel_on_unlabel: bool,
     /// Pull requests from forks may start this SOP (its runs hold this deployment's

@@ -526,3 +526,26 @@ fn skills_are_a_folder_or_a_pinned_commit_and_attached_by_known_names() {
         assert!(err.contains(says), "{toml}\n{err}");
     }
 }
+
+#[test]
+fn a_trigger_opens_a_conversation_or_starts_an_sop_never_both() {
+    let trigger = |fields: &str, rest: &str| {
+        load_with(
+            &format!(
+                "[github]\n[[github.triggers]]\nassigned = true\nrepos = [\"acme/*\"]\n{fields}\n{rest}"
+            ),
+            &[],
+        )
+    };
+    let assistant = "[assistant]\nrole = \"helper\"\n[roles.helper]\nexecutor = \"command\"\ncommand = [\"true\"]\n";
+    assert_eq!(
+        trigger("sop = \"bug-fix\"\nconversation = true", assistant).unwrap_err(),
+        "github.triggers (assigned): give either `sop` or `conversation = true`, not both: the trigger starts an SOP run or opens a conversation"
+    );
+    assert_eq!(
+        trigger("conversation = true", "").unwrap_err(),
+        "github.triggers (assigned): `conversation = true` needs [assistant], whose role works in conversations"
+    );
+    let ok = trigger("conversation = true", assistant).unwrap();
+    assert!(ok.github.unwrap().triggers[0].conversation);
+}

@@ -101,8 +101,11 @@ impl GithubTrigger {
             (false, true, _) => {
                 return Err("no `label`: name the label that starts the SOP, or write `assigned = true` to start it when an issue is assigned to the bot".into());
             }
-            (false, false, true) => {
-                return Err("no `sop`: name the SOP the label starts".into());
+            (_, _, false) if self.conversation => {
+                return Err("give either `sop` or `conversation = true`, not both: the trigger starts an SOP run or opens a conversation".into());
+            }
+            (false, false, true) if !self.conversation => {
+                return Err("no `sop`: name the SOP the label starts, or write `conversation = true` to open a conversation on the issue".into());
             }
             _ => {}
         }
@@ -114,7 +117,8 @@ impl GithubTrigger {
             self.allow_forks,
         )
         .map_err(|e| e.to_string())?
-        .on_assignment(self.assigned);
+        .on_assignment(self.assigned)
+        .opening_conversation(self.conversation);
         Ok(trigger
             .requiring_person(self.require_person)
             .with_starters(self.starters.clone()))

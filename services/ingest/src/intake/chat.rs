@@ -14,8 +14,10 @@ mod settings;
 mod slack;
 
 pub use conversation::Assistant;
+pub(crate) use conversation::{Heard, hear};
 pub use discord::DiscordSink;
 pub(crate) use discord::{interactions as discord_interactions, process as process_discord};
+pub(crate) use mention::for_the_assistant;
 pub use settings::{ChatSettings, DiscordSettings, SlackSettings};
 pub(crate) use slack::{
     events as slack_events, interactions as slack_interactions, process as process_slack,
@@ -23,11 +25,14 @@ pub(crate) use slack::{
 
 use gatehouse_events::Channel;
 
-/// Which chat a message or click came from.
+/// Which chat a message or click came from. A conversation on a GitHub issue is a
+/// thread too: its channel is the repository, its thread the issue's number, and the
+/// notifier posts its messages as comments.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Platform {
     Slack,
     Discord,
+    Github,
 }
 
 impl Platform {
@@ -36,6 +41,7 @@ impl Platform {
         match self {
             Platform::Slack => "slack",
             Platform::Discord => "discord",
+            Platform::Github => "github",
         }
     }
 
@@ -44,6 +50,7 @@ impl Platform {
         match self {
             Platform::Slack => Channel::Slack,
             Platform::Discord => Channel::Discord,
+            Platform::Github => Channel::Github,
         }
     }
 }

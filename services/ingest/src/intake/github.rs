@@ -2,6 +2,7 @@
 //! requirements, label-triggered runs and comment commands by
 //! [`process_deliveries`](crate::process_deliveries).
 
+mod conversation;
 mod delivery;
 mod feedback;
 mod lookup;

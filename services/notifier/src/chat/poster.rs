@@ -1,7 +1,8 @@
-//! Makes Slack and Discord show what each chat message should: creates it once, then
-//! edits it in place; ephemeral answers are sent once. A message whose create may have
-//! succeeded before a crash is found again instead of posted twice: on Slack by the
-//! metadata key every message carries, on Discord by the nonce Discord itself enforces.
+//! Makes Slack and Discord (and GitHub issues, for their conversations) show what each
+//! chat message should: creates it once, then edits it in place; ephemeral answers are
+//! sent once. A message whose create may have succeeded before a crash is found again
+//! instead of posted twice: on Slack by the metadata key every message carries, on
+//! Discord by the nonce Discord itself enforces, on GitHub by the comment's marker.
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -27,7 +28,8 @@ const FIND_SLACK: chrono::Duration = chrono::Duration::seconds(60);
 impl Notifier {
     /// Posts dirty chat messages until `shutdown`.
     pub(crate) async fn post_chat(self, shutdown: CancellationToken) {
-        if !self.chat.any() {
+        // Conversations on GitHub issues post their messages here too.
+        if !self.chat.any() && self.github.is_none() {
             return;
         }
         // Messages other services of this process want posted wake the poster at once;
@@ -136,6 +138,7 @@ impl Notifier {
         let id = match m.platform.as_str() {
             "slack" => self.post_slack(m, &body).await?,
             "discord" => self.post_discord(m, &body).await?,
+            "github" => self.post_github(m, &body).await?,
             other => return Err(Failure::Refused(format!("unknown platform `{other}`"))),
         };
         self.store

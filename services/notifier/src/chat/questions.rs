@@ -42,10 +42,10 @@ impl Notifier {
         }
         for row in tx.chat_messages_keyed(&prefix).await? {
             let place = Place {
-                platform: if row.platform == "discord" {
-                    "discord"
-                } else {
-                    "slack"
+                platform: match row.platform.as_str() {
+                    "discord" => "discord",
+                    "github" => "github",
+                    _ => "slack",
                 },
                 channel: row.channel.clone(),
                 thread: row.thread.clone(),
@@ -101,7 +101,13 @@ impl Notifier {
                     }),
                     _ => None,
                 };
-                let thread = source.and_then(|s| self.chat.thread_of(&s));
+                let thread = match source {
+                    Some(source) => self.chat.thread_of(&source),
+                    None if conversation.platform == "github" && self.github.is_some() => {
+                        Some(Place::issue(&conversation.channel, &conversation.thread))
+                    }
+                    None => None,
+                };
                 let asker = Asker::Conversation {
                     conversation: conversation.id,
                     turn: *seq,

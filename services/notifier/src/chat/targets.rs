@@ -34,7 +34,7 @@ pub struct DiscordOutput {
 /// A place a message goes: platform, channel and thread.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct Place {
-    /// `slack` or `discord`.
+    /// `slack`, `discord`, or `github` for an issue's conversation.
     pub platform: &'static str,
     /// Channel id.
     pub channel: String,
@@ -82,8 +82,9 @@ impl ChatOutputs {
             };
             places.push(Place::new(platform, channel.to_owned(), None));
         }
-        places.extend(thread.cloned());
         places.retain(|p| self.configured(p.platform));
+        // The thread was found where it is posted to (`thread_of`, an issue's conversation).
+        places.extend(thread.cloned());
         places.sort();
         places.dedup();
         places
@@ -114,6 +115,11 @@ impl ChatOutputs {
 }
 
 impl Place {
+    /// The comments of GitHub issue `number` of `repo`, where its conversation is.
+    pub(crate) fn issue(repo: &str, number: &str) -> Self {
+        Self::new("github", repo.to_owned(), Some(number.to_owned()))
+    }
+
     fn new(platform: &'static str, channel: String, thread: Option<String>) -> Self {
         Self {
             platform,

@@ -10,7 +10,7 @@
 //! comment rather than posting another. Both kinds of work call [`Deliverer::answer`].
 
 use gatehouse_events::Feedback;
-use gatehouse_github::comment_marker;
+use gatehouse_github::{comment_marker, quiet_mentions};
 
 use super::branch::Repo;
 use super::trees::short;
@@ -223,7 +223,8 @@ impl Repo<'_> {
 }
 
 /// The comment answering `feedback`: who it answers, what was pushed (or that nothing
-/// was), and the agent's reply, quoted and bounded.
+/// was), and the agent's reply, quoted and bounded. What the agent wrote (commit subjects,
+/// reply) has its `@mentions` quietened: it pages nobody from the bot's account.
 pub(crate) fn comment(feedback: &Feedback, change: &Change, reply: &str) -> String {
     let to = if feedback.from.is_empty() {
         String::new()
@@ -234,7 +235,7 @@ pub(crate) fn comment(feedback: &Feedback, change: &Change, reply: &str) -> Stri
         (Some(after), true) => {
             let mut text = format!("{to}pushed {}:", short_sha(after));
             for commit in &change.commits {
-                text.push_str(&format!("\n- {commit}"));
+                text.push_str(&format!("\n- {}", quiet_mentions(commit)));
             }
             if change.more > 0 {
                 text.push_str(&format!("\n- … and {} more", change.more));
@@ -253,7 +254,7 @@ pub(crate) fn comment(feedback: &Feedback, change: &Change, reply: &str) -> Stri
     let reply = reply.trim();
     if !reply.is_empty() {
         text.push_str("\n\n");
-        text.push_str(&quote(&bounded(reply, MAX_REPLY_CHARS)));
+        text.push_str(&quote(&quiet_mentions(&bounded(reply, MAX_REPLY_CHARS))));
     }
     text
 }
@@ -319,7 +320,7 @@ mod tests {
         };
         assert_eq!(
             comment(&review(), &change, "Renamed it.\n\nAlso fixed a typo.\n"),
-            "@alice pushed 1a2b3c4:\n- 1a2b3c4 Address review by @alice on #7\n- 9f8e7d6 Rename x to count\n- … and 3 more\n\n> Renamed it.\n>\n> Also fixed a typo."
+            "@alice pushed 1a2b3c4:\n- 1a2b3c4 Address review by @\u{200B}alice on #7\n- 9f8e7d6 Rename x to count\n- … and 3 more\n\n> Renamed it.\n>\n> Also fixed a typo."
         );
     }
 

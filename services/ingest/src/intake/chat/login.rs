@@ -18,11 +18,13 @@ use super::{ChatMention, Platform};
 use crate::rights::{Scope, Scopes};
 use crate::{ApiError, ApiState};
 
-/// The channel of a direct message to `user` on `platform`, as the notifier reads it.
-pub(crate) fn direct_channel(platform: Platform, user: &str) -> String {
+/// The channel of a direct message to `user` on `platform`, as the notifier reads it;
+/// none on GitHub, which has no private messages.
+pub(crate) fn direct_channel(platform: Platform, user: &str) -> Option<String> {
     match platform {
-        Platform::Slack => user.to_owned(),
-        Platform::Discord => format!("{DM_PREFIX}{user}"),
+        Platform::Slack => Some(user.to_owned()),
+        Platform::Discord => Some(format!("{DM_PREFIX}{user}")),
+        Platform::Github => None,
     }
 }
 
@@ -46,6 +48,12 @@ pub(crate) async fn send_link(
             ),
         ));
     };
+    let Some(channel) = direct_channel(m.platform, &m.user) else {
+        return Ok((
+            "login: refused, no direct messages here".into(),
+            "`login`: I can only send a sign-in link by direct message in Slack or Discord; sign in from a terminal with `gatehouse login`.".into(),
+        ));
+    };
     // Without the console's address a link would lead nowhere.
     if api.console.public_url.is_none() {
         return Ok((
@@ -61,7 +69,6 @@ pub(crate) async fn send_link(
         ttl_secs: api.console.login_link_ttl.as_secs(),
     })?;
     let key = format!("login:{}:{delivery}", m.platform.name());
-    let channel = direct_channel(m.platform, &m.user);
     tx.want_chat_message(&WantChat {
         key: &key,
         platform: m.platform.name(),
@@ -84,7 +91,11 @@ mod tests {
 
     #[test]
     fn direct_messages_go_to_the_author() {
-        assert_eq!(direct_channel(Platform::Slack, "U0ANA"), "U0ANA");
-        assert_eq!(direct_channel(Platform::Discord, "4242"), "dm:4242");
+        assert_eq!(direct_channel(Platform::Slack, "U0ANA").unwrap(), "U0ANA");
+        assert_eq!(
+            direct_channel(Platform::Discord, "4242").unwrap(),
+            "dm:4242"
+        );
+        assert_eq!(direct_channel(Platform::Github, "ana-gh"), None);
     }
 }

@@ -102,7 +102,7 @@ async fn reply_once(
 /// `channel_sops` channel of no project, which starts its SOP as before), `steer`, `stop`,
 /// `ask`, `deliver` and `take over`, and `status` in a thread that has a conversation
 /// (elsewhere it is about runs, as before).
-fn for_the_assistant(
+pub(crate) fn for_the_assistant(
     api: &ApiState,
     m: &ChatMention,
     mention: &Mention,
@@ -250,6 +250,7 @@ pub(crate) async fn chat_actor(
     let person = match platform {
         Platform::Slack => people.by_slack(user),
         Platform::Discord => people.by_discord(user),
+        Platform::Github => people.by_github(user),
     };
     Ok(Actor {
         channel: platform.channel(),

@@ -30,6 +30,14 @@ pub(crate) async fn thread_requirement(
             channel: m.channel.clone(),
             message_id: m.root.clone(),
         },
+        super::Platform::Github => RequirementSource::Github {
+            repo: m.channel.clone(),
+            number: m
+                .root
+                .parse()
+                .map_err(|_| ApiError::Internal(format!("`{}` is no issue number", m.root)))?,
+            pull_request: false,
+        },
     };
     let new = NewRequirement {
         key: thread_key(m),
@@ -53,9 +61,13 @@ pub(crate) async fn find_thread_requirement(
     Ok(tx.requirement_by_key(&thread_key(m)).await?)
 }
 
-/// `slack:C0123:1700000000.000100`: one requirement per thread.
+/// `slack:C0123:1700000000.000100`: one requirement per thread; an issue's is the
+/// issue's own (`github:acme/api#7`).
 fn thread_key(m: &ChatMention) -> String {
-    format!("{}:{}:{}", m.platform.name(), m.channel, m.root)
+    match m.platform {
+        super::Platform::Github => format!("github:{}#{}", m.channel, m.root),
+        _ => format!("{}:{}:{}", m.platform.name(), m.channel, m.root),
+    }
 }
 
 /// The first line of a request, shortened to a title.

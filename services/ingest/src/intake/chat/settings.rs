@@ -20,6 +20,8 @@ impl ChatSettings {
         let sops = match platform {
             super::Platform::Slack => &self.slack.as_ref()?.channel_sops,
             super::Platform::Discord => &self.discord.as_ref()?.channel_sops,
+            // An issue's conversation was opened by its trigger; no channel starts SOPs.
+            super::Platform::Github => return None,
         };
         sops.get(channel)
             .or_else(|| sops.get("*"))

@@ -5,6 +5,7 @@ use gatehouse_events::RequirementState;
 use gatehouse_github::{IssueCommentEvent, IssuesEvent, PullRequestEvent, Webhook};
 use gatehouse_store::{DeliveryRow, PullState, Tx};
 
+use super::conversation;
 use super::lookup::Lookup;
 use super::pulls;
 use super::triggers::{ASSIGNED, LabelEvent, assigned, labeled, unassigned, unlabeled};
@@ -220,6 +221,10 @@ async fn comment(
     };
     if found.is_empty() {
         return Ok(Outcome::ignored("no command in the comment"));
+    }
+    // On an issue with a conversation, what is for the assistant is said to it.
+    if let Some(outcome) = conversation::comment(api, tx, delivery, e).await? {
+        return Ok(outcome);
     }
     // Prose for the bot on one of its pull requests (`@bot please rename this`) is review
     // feedback, not a command it does not know.

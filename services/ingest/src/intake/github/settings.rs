@@ -47,6 +47,9 @@ pub struct Trigger {
     /// Started by assigning an issue to the bot, not by `label`; with no `sop`, the
     /// project's `default_sop`.
     pub assigned: bool,
+    /// Opens a conversation on the issue (its thread is the issue's comments) instead of
+    /// starting `sop`.
+    pub conversation: bool,
     repos: Repositories,
 }
 
@@ -72,6 +75,7 @@ impl Trigger {
             require_person: false,
             starters: None,
             assigned: false,
+            conversation: false,
             repos: Repositories::new(repos)?,
         })
     }
@@ -79,6 +83,12 @@ impl Trigger {
     /// Started by assigning an issue to the bot instead of by its label.
     pub fn on_assignment(mut self, assigned: bool) -> Self {
         self.assigned = assigned;
+        self
+    }
+
+    /// Opens a conversation on the issue instead of starting an SOP.
+    pub fn opening_conversation(mut self, conversation: bool) -> Self {
+        self.conversation = conversation;
         self
     }
 

@@ -7,6 +7,7 @@ use gatehouse_sop::Sop;
 use gatehouse_store::{RequirementRow, Tx};
 use uuid::Uuid;
 
+use super::conversation;
 use crate::rights::may_start;
 use crate::{ApiError, ApiState, Trigger, outbox, projects, run_request};
 use gatehouse_project::Request;
@@ -43,9 +44,23 @@ pub(crate) async fn labeled(
 ) -> Result<Vec<String>, ApiError> {
     let mut notes = Vec::new();
     for trigger in triggers_for(api, event) {
-        notes.push(start_trigger(api, tx, requirement, &trigger, event).await?);
+        notes.push(start(api, tx, requirement, &trigger, event).await?);
     }
     Ok(notes)
+}
+
+/// Starts what one trigger starts: its conversation on the issue, or its SOP.
+async fn start(
+    api: &ApiState,
+    tx: &mut Tx,
+    requirement: &RequirementRow,
+    trigger: &Trigger,
+    event: &LabelEvent<'_>,
+) -> Result<String, ApiError> {
+    match trigger.conversation {
+        true => conversation::open(api, tx, requirement, trigger, event).await,
+        false => start_trigger(api, tx, requirement, trigger, event).await,
+    }
 }
 
 /// The configured triggers of a label event's label and repository, or of an assignment
@@ -68,8 +83,8 @@ fn triggers_for(api: &ApiState, event: &LabelEvent<'_>) -> Vec<Trigger> {
 /// notes, where a label's name goes.
 pub(crate) const ASSIGNED: &str = "assigned to the bot";
 
-/// Starts the SOPs of the `assigned` triggers of the issue's repository: each its own
-/// SOP, or the `default_sop` of the issue's project.
+/// Starts what the `assigned` triggers of the issue's repository start: a conversation on
+/// the issue, or each its own SOP, or the `default_sop` of the issue's project.
 pub(crate) async fn assigned(
     api: &ApiState,
     tx: &mut Tx,
@@ -85,7 +100,7 @@ pub(crate) async fn assigned(
             ));
             continue;
         };
-        notes.push(start_trigger(api, tx, requirement, &trigger, event).await?);
+        notes.push(start(api, tx, requirement, &trigger, event).await?);
     }
     if notes.is_empty() {
         notes.push("assigned to the bot, but no `assigned` trigger covers this repository".into());
@@ -107,9 +122,10 @@ pub(crate) async fn unassigned(
     cancel_started(api, tx, requirement, event, triggers).await
 }
 
-/// The trigger with its SOP: its own, or the `default_sop` of `repo`'s project.
+/// The trigger with its SOP: its own, or the `default_sop` of `repo`'s project. A
+/// conversation's trigger needs none.
 fn with_project_sop(api: &ApiState, mut trigger: Trigger, repo: &str) -> Option<Trigger> {
-    if trigger.sop.is_empty() {
+    if trigger.sop.is_empty() && !trigger.conversation {
         let project = projects::project_of_repo(api, repo)?;
         trigger.sop = api.projects.get(&project)?.config().default_sop.clone()?;
     }
@@ -206,17 +222,23 @@ fn labeller_refused(
             )
         });
     };
-    if let Some(starters) = &trigger.starters
-        && !gatehouse_sop::names_person(starters, person, groups)
-    {
-        return Some(format!(
-            "{person} may not start it by labelling; the trigger's starters are {}",
-            starters.join(", ")
-        ));
+    if let Some(why) = not_a_starter(trigger, person, groups) {
+        return Some(why);
     }
     may_start(sop, person, groups)
         .err()
         .map(|refused| refused.to_string())
+}
+
+/// Why the trigger's `starters` refuse `person`, if they do.
+pub(super) fn not_a_starter(trigger: &Trigger, person: &str, groups: &[String]) -> Option<String> {
+    let starters = trigger.starters.as_ref()?;
+    (!gatehouse_sop::names_person(starters, person, groups)).then(|| {
+        format!(
+            "{person} may not start it by labelling; the trigger's starters are {}",
+            starters.join(", ")
+        )
+    })
 }
 
 /// Cancels the runs a removed label started, where its trigger says so.
@@ -241,6 +263,10 @@ async fn cancel_started(
 ) -> Result<Vec<String>, ApiError> {
     let mut notes = Vec::new();
     for trigger in triggers {
+        if let Some(note) = conversation::stop(api, tx, &trigger, event, what(event)).await? {
+            notes.push(note);
+            continue;
+        }
         if !trigger.cancel_on_unlabel {
             notes.push(format!(
                 "{} removed; runs of `{}` go on (cancel_on_unlabel = false)",

@@ -95,7 +95,7 @@ async fn feedback_is_pushed_to_the_same_branch_and_answered_once_even_when_retri
     let short = &after[..7];
     assert!(
         comment.starts_with(&format!(
-            "@alice pushed {short}:\n- {short} Address review by @alice on #{number}\n\n> Said what was fixed.\n\n<!-- gatehouse:answer:review:100:{by} -->"
+            "@alice pushed {short}:\n- {short} Address review by @\u{200B}alice on #{number}\n\n> Said what was fixed.\n\n<!-- gatehouse:answer:review:100:{by} -->"
         )),
         "{comment}"
     );
