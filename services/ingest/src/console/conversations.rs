@@ -36,7 +36,13 @@ pub(crate) async fn page(
         dl.facts {
             dt { "Requirement" } dd { a href=(format!("/requirements/{}", c.requirement_id)) { (short(&c.requirement_id.to_string())) } }
             dt { "Project" } dd { (c.project) }
-            dt { "Where" } dd { (c.platform) " " code { (c.channel) } " thread " code { (c.thread) } }
+            dt { "Where" } dd {
+                @if c.platform == "github" {
+                    "GitHub issue " code { (c.channel) "#" (c.thread) }
+                } @else {
+                    (c.platform) " " code { (c.channel) } " thread " code { (c.thread) }
+                }
+            }
             dt { "Started by" } dd { (c.started_by) " at " (time(&c.created_at)) }
             dt { "Turns" } dd { (c.turn_count) @if c.queued > 0 { ", " (c.queued) " waiting" } }
             @if !detail.repositories.is_empty() {

@@ -14,10 +14,11 @@ pub struct ConversationSummary {
     pub id: Uuid,
     pub project: String,
     pub requirement_id: Uuid,
-    /// `slack` or `discord`.
+    /// `slack`, `discord`, or `github` for a conversation on an issue.
     pub platform: String,
+    /// The chat channel's id; on GitHub the repository (`owner/name`).
     pub channel: String,
-    /// Slack's thread ts, or the Discord message it replies to.
+    /// Slack's thread ts, the Discord message it replies to, or the issue's number.
     pub thread: String,
     /// Who opened it.
     pub started_by: String,
