@@ -159,7 +159,7 @@ fn a_review_sends_the_work_back_and_the_delivery_answers_it() {
     assert_eq!(implement.rework_count, 1);
     assert_eq!(
         implement.rework_comment.as_deref(),
-        Some("Review of acme/api#7 by @alice:\nplease rename `x`")
+        Some("Review of acme/api#7 by @alice:\n\nplease rename `x`\n\nMake the changes asked for.")
     );
     let deliver = &run.state.nodes["deliver"];
     assert_eq!(deliver.answering, Some(review("review:1")));
@@ -181,7 +181,7 @@ fn failing_checks_tell_the_agent_to_keep_the_tests() {
     assert_eq!(
         run.state.nodes["implement"].rework_comment.as_deref(),
         Some(
-            "Failing checks on acme/api#7:\nFix the cause of the failure. Never skip, delete or weaken tests to make the checks pass.\njob `test` failed:\nassertion failed"
+            "Failing checks on acme/api#7:\n\njob `test` failed:\nassertion failed\n\nFix the cause of the failure. Never skip, delete or weaken tests to make the checks pass."
         )
     );
     let mut run = Run::succeeded(SHIP);
@@ -196,7 +196,9 @@ fn failing_checks_tell_the_agent_to_keep_the_tests() {
     );
     assert_eq!(
         run.state.nodes["rebase"].rework_comment.as_deref(),
-        Some("Conflict of acme/api#7 with its base branch:\nmain moved")
+        Some(
+            "Conflict on acme/api#7:\n\nmain moved\n\nBring the base branch's changes into the work, resolve each conflict keeping what both sides meant, and make sure the tests still pass."
+        )
     );
     // Everything from the rule's target to the deliver node is redone.
     assert_eq!(run.status("implement"), NodeStatus::Pending);
@@ -388,13 +390,13 @@ fn the_gate_sends_back_to_its_rules_target_with_the_feedback() {
     let effects = run.ok(back);
     assert!(effects.contains(&dispatch("implement", 3)), "{effects:?}");
     let comment = run.state.nodes["implement"].rework_comment.clone().unwrap();
-    assert!(
-        comment.starts_with("Failing checks on acme/api#7:"),
-        "{comment}"
-    );
-    assert!(
-        comment.ends_with("assertion failed\n\nlead sent it back: the flaky test is real"),
-        "{comment}"
+    // What came back, worded as the rule's send-back words it, then the person's word.
+    assert_eq!(
+        comment,
+        format!(
+            "{}\n\nlead sent it back: the flaky test is real",
+            checks("checks:2").prompt()
+        )
     );
     // The delivery still answers the checks; a person's send-back is not the rule's.
     assert_eq!(

@@ -5,7 +5,6 @@ use gatehouse_events::{GateStatus, NodeStatus};
 use gatehouse_sop::{Gate, NodeKind, OnExpire};
 
 use super::Step;
-use super::feedback::rework_comment;
 use crate::{Decision, Effect, Rejection};
 
 impl Step<'_> {
@@ -105,10 +104,9 @@ impl Step<'_> {
                 }
                 // At a deliver node's gate, what came back is still what is to be fixed.
                 let comment = match &self.node(id).answering {
-                    Some(feedback) => format!(
-                        "{}\n\n{person} sent it back: {comment}",
-                        rework_comment(feedback)
-                    ),
+                    Some(feedback) => {
+                        format!("{}\n\n{person} sent it back: {comment}", feedback.prompt())
+                    }
                     None => comment,
                 };
                 self.send_back(&to, id, comment);
