@@ -2,7 +2,9 @@
 //! succeeded, waiting while it works, bounded, then a person; redeliveries and ended runs
 //! refused without a change.
 
-use gatehouse_engine::{Decision, Effect, Input, Outcome, Rejection, RunState, apply};
+use gatehouse_engine::{
+    Decision, Effect, Input, Outcome, Rejection, RunState, apply, gate_in_force,
+};
 use gatehouse_events::{Feedback, FeedbackKind, GateStatus, NodeStatus, PullRef, RunStatus};
 use gatehouse_sop::{Sop, parse};
 
@@ -352,6 +354,48 @@ fn past_max_failing_checks_ask_the_rules_approvers_to_take_the_pull_request() {
             ..
         }
     ));
+}
+
+#[test]
+fn the_gate_in_force_is_the_rule_of_the_feedback_the_deliver_node_answers() {
+    let in_force = |run: &Run| {
+        let def = run.sop.node("deliver").unwrap();
+        gate_in_force(def, &run.state.nodes["deliver"]).map(|g| g.into_owned())
+    };
+    let mut run = Run::succeeded(SHIP);
+    assert_eq!(in_force(&run), None, "answering nothing");
+    run.ok(input(review("review:1")));
+    assert_eq!(in_force(&run), None, "a review opens no gate");
+    // Yet its rules may open one: a decision now is early, not misdirected.
+    let early = run.decide(Decision::Approve, None, "lead");
+    assert!(matches!(
+        run.refused(early),
+        Rejection::NotWaiting {
+            status: NodeStatus::Pending,
+            ..
+        }
+    ));
+
+    let checks = in_force(&at_the_gate()).expect("the checks rule's gate");
+    assert_eq!(
+        (checks.approvers, checks.send_back),
+        (vec!["lead".to_owned()], vec!["implement".to_owned()])
+    );
+
+    let mut run = Run::succeeded(SHIP);
+    let conflict = |key| feedback(FeedbackKind::Conflict, key, "", "main moved");
+    run.ok(input(conflict("conflict:1")));
+    run.work_through();
+    run.ok(input(conflict("conflict:2")));
+    assert_eq!(run.status("deliver"), NodeStatus::WaitingApproval);
+    let gate = in_force(&run).expect("the conflict rule's gate");
+    // Not the checks rule's approver: the conflict rule names nobody, so anyone decides.
+    assert!(gate.approvers.is_empty(), "{gate:?}");
+    assert_eq!(gate.send_back, ["rebase"]);
+    let by_ana = run.decide(Decision::Approve, None, "ana");
+    run.ok(by_ana);
+    assert_eq!(run.state.status, RunStatus::Succeeded);
+    assert_eq!(in_force(&run), None, "approved: answering nothing again");
 }
 
 #[test]
