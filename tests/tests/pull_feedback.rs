@@ -68,8 +68,12 @@ async fn changes_requested_send_the_run_back_to_the_same_pull_request(backend: B
     hub.gh.node(hub.run, "deliver", "succeeded", 2).await;
 
     let work = hub.work();
+    // One header, naming the review, the pull request and the reviewer; then the details.
     assert!(
-        work.contains("@Codertocat reviewed the pull request"),
+        work.contains(&format!(
+            "Review of {REPO}#{} by @Codertocat:\n\n",
+            hub.pull
+        )),
         "{work}"
     );
     assert!(work.contains("> please rename foo"), "{work}");
@@ -172,6 +176,10 @@ async fn failing_checks_send_the_work_back_with_the_log_then_ask_a_person(backen
     assert!(note.contains("on_checks_failed"), "{note}");
     hub.gh.node(hub.run, "deliver", "succeeded", 2).await;
     let work = hub.work();
+    assert!(
+        work.contains(&format!("Failing checks on {REPO}#{}:\n\n", hub.pull)),
+        "{work}"
+    );
     assert!(work.contains("### test (failure)"), "{work}");
     assert!(
         work.contains("assertion failed: 2 + 2 == 5"),
@@ -304,7 +312,16 @@ async fn a_push_that_conflicts_with_the_pull_request_sends_the_work_back(backend
     let note = hub.gh.note("push-2").await;
     assert!(note.contains("on_conflict"), "{note}");
     hub.gh.node(hub.run, "deliver", "succeeded", 2).await;
-    assert!(hub.work().contains("no longer merges into `main`"));
+    let work = hub.work();
+    assert!(
+        work.contains(&format!("Conflict on {REPO}#{}:\n\n", hub.pull)),
+        "{work}"
+    );
+    assert!(work.contains("`main` moved to 2222222"), "{work}");
+    assert!(
+        work.contains("`git fetch origin main && git rebase origin/main`"),
+        "{work}"
+    );
     // A push to another branch is not about the pull request.
     hub.gh
         .deliver_github(

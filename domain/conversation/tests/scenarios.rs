@@ -772,8 +772,8 @@ fn feedback_on_an_idle_conversation_is_a_turn_that_carries_it() {
     assert_eq!(ack, "Review of acme/api#7 by @alice: working on it.");
     assert!(
         text.starts_with(
-            "@alice reviewed pull request acme/api#7 and asks for changes:\n\n\
-             src/lib.rs:3: rename `x` to `count`\n\n"
+            "Review of acme/api#7 by @alice:\n\n\
+             src/lib.rs:3: rename `x` to `count`\n\nMake the changes asked for."
         ),
         "{text}"
     );

@@ -37,10 +37,12 @@
 
 mod apply;
 mod effect;
+mod gate;
 mod input;
 mod state;
 
 pub use apply::apply;
 pub use effect::Effect;
+pub use gate::gate_in_force;
 pub use input::{Decision, Input, Outcome, Rejection};
 pub use state::{GateState, NodeState, RunState};

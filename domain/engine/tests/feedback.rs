@@ -2,7 +2,9 @@
 //! succeeded, waiting while it works, bounded, then a person; redeliveries and ended runs
 //! refused without a change.
 
-use gatehouse_engine::{Decision, Effect, Input, Outcome, Rejection, RunState, apply};
+use gatehouse_engine::{
+    Decision, Effect, Input, Outcome, Rejection, RunState, apply, gate_in_force,
+};
 use gatehouse_events::{Feedback, FeedbackKind, GateStatus, NodeStatus, PullRef, RunStatus};
 use gatehouse_sop::{Sop, parse};
 
@@ -159,7 +161,7 @@ fn a_review_sends_the_work_back_and_the_delivery_answers_it() {
     assert_eq!(implement.rework_count, 1);
     assert_eq!(
         implement.rework_comment.as_deref(),
-        Some("Review of acme/api#7 by @alice:\nplease rename `x`")
+        Some("Review of acme/api#7 by @alice:\n\nplease rename `x`\n\nMake the changes asked for.")
     );
     let deliver = &run.state.nodes["deliver"];
     assert_eq!(deliver.answering, Some(review("review:1")));
@@ -181,7 +183,7 @@ fn failing_checks_tell_the_agent_to_keep_the_tests() {
     assert_eq!(
         run.state.nodes["implement"].rework_comment.as_deref(),
         Some(
-            "Failing checks on acme/api#7:\nFix the cause of the failure. Never skip, delete or weaken tests to make the checks pass.\njob `test` failed:\nassertion failed"
+            "Failing checks on acme/api#7:\n\njob `test` failed:\nassertion failed\n\nFix the cause of the failure. Never skip, delete or weaken tests to make the checks pass."
         )
     );
     let mut run = Run::succeeded(SHIP);
@@ -196,7 +198,9 @@ fn failing_checks_tell_the_agent_to_keep_the_tests() {
     );
     assert_eq!(
         run.state.nodes["rebase"].rework_comment.as_deref(),
-        Some("Conflict of acme/api#7 with its base branch:\nmain moved")
+        Some(
+            "Conflict on acme/api#7:\n\nmain moved\n\nBring the base branch's changes into the work, resolve each conflict keeping what both sides meant, and make sure the tests still pass."
+        )
     );
     // Everything from the rule's target to the deliver node is redone.
     assert_eq!(run.status("implement"), NodeStatus::Pending);
@@ -353,6 +357,48 @@ fn past_max_failing_checks_ask_the_rules_approvers_to_take_the_pull_request() {
 }
 
 #[test]
+fn the_gate_in_force_is_the_rule_of_the_feedback_the_deliver_node_answers() {
+    let in_force = |run: &Run| {
+        let def = run.sop.node("deliver").unwrap();
+        gate_in_force(def, &run.state.nodes["deliver"]).map(|g| g.into_owned())
+    };
+    let mut run = Run::succeeded(SHIP);
+    assert_eq!(in_force(&run), None, "answering nothing");
+    run.ok(input(review("review:1")));
+    assert_eq!(in_force(&run), None, "a review opens no gate");
+    // Yet its rules may open one: a decision now is early, not misdirected.
+    let early = run.decide(Decision::Approve, None, "lead");
+    assert!(matches!(
+        run.refused(early),
+        Rejection::NotWaiting {
+            status: NodeStatus::Pending,
+            ..
+        }
+    ));
+
+    let checks = in_force(&at_the_gate()).expect("the checks rule's gate");
+    assert_eq!(
+        (checks.approvers, checks.send_back),
+        (vec!["lead".to_owned()], vec!["implement".to_owned()])
+    );
+
+    let mut run = Run::succeeded(SHIP);
+    let conflict = |key| feedback(FeedbackKind::Conflict, key, "", "main moved");
+    run.ok(input(conflict("conflict:1")));
+    run.work_through();
+    run.ok(input(conflict("conflict:2")));
+    assert_eq!(run.status("deliver"), NodeStatus::WaitingApproval);
+    let gate = in_force(&run).expect("the conflict rule's gate");
+    // Not the checks rule's approver: the conflict rule names nobody, so anyone decides.
+    assert!(gate.approvers.is_empty(), "{gate:?}");
+    assert_eq!(gate.send_back, ["rebase"]);
+    let by_ana = run.decide(Decision::Approve, None, "ana");
+    run.ok(by_ana);
+    assert_eq!(run.state.status, RunStatus::Succeeded);
+    assert_eq!(in_force(&run), None, "approved: answering nothing again");
+}
+
+#[test]
 fn the_gate_sends_back_to_its_rules_target_with_the_feedback() {
     let mut run = at_the_gate();
     let elsewhere = run.decide(
@@ -388,13 +434,13 @@ fn the_gate_sends_back_to_its_rules_target_with_the_feedback() {
     let effects = run.ok(back);
     assert!(effects.contains(&dispatch("implement", 3)), "{effects:?}");
     let comment = run.state.nodes["implement"].rework_comment.clone().unwrap();
-    assert!(
-        comment.starts_with("Failing checks on acme/api#7:"),
-        "{comment}"
-    );
-    assert!(
-        comment.ends_with("assertion failed\n\nlead sent it back: the flaky test is real"),
-        "{comment}"
+    // What came back, worded as the rule's send-back words it, then the person's word.
+    assert_eq!(
+        comment,
+        format!(
+            "{}\n\nlead sent it back: the flaky test is real",
+            checks("checks:2").prompt()
+        )
     );
     // The delivery still answers the checks; a person's send-back is not the rule's.
     assert_eq!(

@@ -8,7 +8,7 @@
 
 use std::collections::BTreeSet;
 
-use gatehouse_engine::{Decision, Effect, Input, Outcome, RunState, apply};
+use gatehouse_engine::{Decision, Effect, Input, Outcome, RunState, apply, gate_in_force};
 use gatehouse_events::{Feedback, FeedbackKind, GateStatus, NodeStatus, PullRef, RunStatus};
 use gatehouse_sop::{Sop, parse};
 use proptest::prelude::*;
@@ -162,10 +162,7 @@ fn progress_inputs(sop: &Sop, state: &RunState, rng: &mut Rng) -> Vec<Input> {
                 attempt,
             }),
             NodeStatus::WaitingApproval => {
-                let gate = sop
-                    .node(id)
-                    .unwrap()
-                    .gate()
+                let gate = gate_in_force(sop.node(id).unwrap(), node)
                     .expect("a node that waits has a gate");
                 let person = ["ana", "bob", "cy"][rng.below(3)].to_owned();
                 let decision = match rng.below(6) {

@@ -205,15 +205,24 @@ pub struct Node {
 }
 
 impl Node {
-    /// The gate people decide at this node: a gate node's own, an agent node's ask to
-    /// raise a budget, or a deliver node's once checks or conflicts on its pull request
-    /// came back past `max`. Everything that shows or decides gates reads it here, so they
-    /// are decided alike.
+    /// The gate this node's definition alone fixes: a gate node's own, or an agent
+    /// node's ask to raise a budget (`on_budget: ask`). A deliver node's gate depends on
+    /// what its pull request sent back, so it is not here: what shows or decides gates
+    /// reads the gate in force from the engine (`gatehouse_engine::gate_in_force`).
     pub fn gate(&self) -> Option<&Gate> {
         match &self.kind {
             NodeKind::Gate(gate) => Some(gate),
-            NodeKind::Deliver { feedback, .. } => feedback.gate.as_ref(),
+            NodeKind::Deliver { .. } => None,
             _ => self.on_budget.as_ref(),
+        }
+    }
+
+    /// Whether people may ever decide at this node: it has a [gate](Node::gate), or it is
+    /// a deliver node whose failing checks or conflicts open one past their rule's `max`.
+    pub fn has_gate(&self) -> bool {
+        match &self.kind {
+            NodeKind::Deliver { feedback, .. } => feedback.opens_gate(),
+            _ => self.gate().is_some(),
         }
     }
 

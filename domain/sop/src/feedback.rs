@@ -1,6 +1,6 @@
 //! What a `deliver` node's pull request sends back after it opened: its rules for a
-//! review, failing checks and a conflict, and the gate that opens when checks or
-//! conflicts keep coming back.
+//! review, failing checks and a conflict, and the gate each of the last two opens when
+//! they keep coming back.
 
 use gatehouse_events::FeedbackKind;
 use serde::Serialize;
@@ -17,13 +17,6 @@ pub struct FeedbackRules {
     pub on_checks_failed: Option<FeedbackRule>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub on_conflict: Option<FeedbackRule>,
-    /// The gate at the deliver node once checks or conflicts come back past their rule's
-    /// `max`, as everything that shows gates sees it: everyone either rule names may
-    /// decide it (anyone who may decide gates when one names nobody) and it lists both
-    /// rules' targets. The engine holds each opening to the rule that opened it
-    /// ([`FeedbackRules::gate_for`]). `None` when neither rule is given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub gate: Option<Gate>,
 }
 
 /// Where one kind of feedback sends the work, and how often before a person decides.
@@ -45,30 +38,6 @@ pub struct FeedbackRule {
 const GATE_MAX_REWORK: u32 = 3;
 
 impl FeedbackRules {
-    /// Rules from the three keys, with the gate they imply.
-    pub fn new(
-        on_review: Option<FeedbackRule>,
-        on_checks_failed: Option<FeedbackRule>,
-        on_conflict: Option<FeedbackRule>,
-    ) -> Self {
-        let gating: Vec<&FeedbackRule> = on_checks_failed.iter().chain(&on_conflict).collect();
-        let gate = (!gating.is_empty()).then(|| {
-            let anyone = gating.iter().any(|r| r.approvers.is_empty());
-            let approvers = if anyone {
-                Vec::new()
-            } else {
-                distinct(gating.iter().flat_map(|r| r.approvers.iter()))
-            };
-            gate(approvers, distinct(gating.iter().map(|r| &r.send_back)))
-        });
-        Self {
-            on_review,
-            on_checks_failed,
-            on_conflict,
-            gate,
-        }
-    }
-
     /// The rule for `kind`, if the node has one.
     pub fn rule(&self, kind: FeedbackKind) -> Option<&FeedbackRule> {
         match kind {
@@ -78,15 +47,32 @@ impl FeedbackRules {
         }
     }
 
-    /// The gate as it is decided once `kind` opened it: by the people its rule names,
-    /// sending back only to its rule's target. `None` for a review, or a kind without a
-    /// rule: neither opens a gate.
+    /// The gate `kind` opens past its rule's `max`: decided by the people its rule names
+    /// (anyone who may decide gates when it names nobody), sending back only to its
+    /// rule's target; one approval takes the pull request as it is, and it never expires.
+    /// `None` for a review, or a kind without a rule: neither opens a gate. Which kind an
+    /// opening is about is the run's to say (the engine's `gate_in_force`).
     pub fn gate_for(&self, kind: FeedbackKind) -> Option<Gate> {
         let rule = match kind {
             FeedbackKind::Review => return None,
             _ => self.rule(kind)?,
         };
-        Some(gate(rule.approvers.clone(), vec![rule.send_back.clone()]))
+        Some(Gate {
+            approvers: rule.approvers.clone(),
+            min_approvals: 1,
+            send_back: vec![rule.send_back.clone()],
+            allow_requester: false,
+            expires_in: None,
+            on_expire: OnExpire::Reject,
+            max_rework: GATE_MAX_REWORK,
+            channels: Vec::new(),
+        })
+    }
+
+    /// Whether failing checks or a conflict may open a gate at the node (past their
+    /// rule's `max`): a review never does.
+    pub fn opens_gate(&self) -> bool {
+        self.on_checks_failed.is_some() || self.on_conflict.is_some()
     }
 
     /// Whether the node names no rule at all.
@@ -104,28 +90,4 @@ impl FeedbackRules {
         .into_iter()
         .filter_map(|kind| self.rule(kind).map(|rule| (kind, rule)))
     }
-}
-
-/// The gate past `max`: one approval takes the pull request as it is; it never expires.
-fn gate(approvers: Vec<String>, send_back: Vec<String>) -> Gate {
-    Gate {
-        approvers,
-        min_approvals: 1,
-        send_back,
-        allow_requester: false,
-        expires_in: None,
-        on_expire: OnExpire::Reject,
-        max_rework: GATE_MAX_REWORK,
-        channels: Vec::new(),
-    }
-}
-
-fn distinct<'a>(names: impl Iterator<Item = &'a String>) -> Vec<String> {
-    let mut out: Vec<String> = Vec::new();
-    for name in names {
-        if !out.contains(name) {
-            out.push(name.clone());
-        }
-    }
-    out
 }

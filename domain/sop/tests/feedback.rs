@@ -1,5 +1,5 @@
 //! A deliver node's rules for feedback on its pull request: what they read as, the gate
-//! they imply, and where a wrong one is reported.
+//! each implies, and where a wrong one is reported.
 
 use gatehouse_events::FeedbackKind;
 use gatehouse_sop::{FeedbackRule, NodeKind, parse};
@@ -31,7 +31,7 @@ fn rule(send_back: &str, max: u32, approvers: &[&str]) -> FeedbackRule {
 }
 
 #[test]
-fn rules_read_with_their_defaults_and_imply_one_gate() {
+fn rules_read_with_their_defaults_and_each_gating_rule_implies_its_gate() {
     let sop = parse("sops/ship.yaml", SHIP).unwrap();
     let (node, rules) = sop.pull_request_node().expect("a pull request node");
     assert_eq!(node.id, "deliver");
@@ -41,16 +41,15 @@ fn rules_read_with_their_defaults_and_imply_one_gate() {
         Some(rule("implement", 4, &["lead", "group:ops"]))
     );
     assert_eq!(rules.on_conflict, Some(rule("rebase", 1, &["ana", "lead"])));
-    // What cards and the inbox see: everyone either rule names, both targets.
-    let gate = node.gate().expect("the deliver node's gate");
-    assert_eq!(gate.approvers, ["lead", "group:ops", "ana"]);
-    assert_eq!(gate.send_back, ["implement", "rebase"]);
-    assert_eq!((gate.min_approvals, gate.expires_in), (1, None));
-    // What the engine holds an opening to: the rule that opened it.
+    // The definition alone fixes no gate: each opening is held to the rule that opened it.
+    assert_eq!(node.gate(), None);
+    assert!(node.has_gate());
     let checks = rules.gate_for(FeedbackKind::ChecksFailed).unwrap();
     assert_eq!(checks.approvers, ["lead", "group:ops"]);
     assert_eq!(checks.send_back, ["implement"]);
+    assert_eq!((checks.min_approvals, checks.expires_in), (1, None));
     let conflict = rules.gate_for(FeedbackKind::Conflict).unwrap();
+    assert_eq!(conflict.approvers, ["ana", "lead"]);
     assert_eq!(conflict.send_back, ["rebase"]);
     assert_eq!(rules.gate_for(FeedbackKind::Review), None);
     assert_eq!(
@@ -67,9 +66,15 @@ fn a_gating_rule_without_approvers_lets_anyone_decide() {
         "name: x\nnodes:\n  a: { kind: script, run: ls }\n  d:\n    kind: deliver\n    needs: [a]\n    on_checks_failed: { send_back: a, approvers: [lead] }\n    on_conflict: { send_back: a, max: 0 }\n",
     )
     .unwrap();
-    let gate = sop.node("d").unwrap().gate().unwrap();
-    assert!(gate.approvers.is_empty(), "{gate:?}");
-    assert_eq!(gate.send_back, ["a"]);
+    let NodeKind::Deliver { feedback, .. } = &sop.node("d").unwrap().kind else {
+        panic!("d delivers")
+    };
+    let conflict = feedback.gate_for(FeedbackKind::Conflict).unwrap();
+    assert!(conflict.approvers.is_empty(), "{conflict:?}");
+    assert_eq!(conflict.send_back, ["a"]);
+    // The other rule's approvers stay its own.
+    let checks = feedback.gate_for(FeedbackKind::ChecksFailed).unwrap();
+    assert_eq!(checks.approvers, ["lead"]);
     assert_eq!(sop.feedback_rule(FeedbackKind::Conflict).unwrap().1.max, 0);
 }
 
@@ -80,7 +85,7 @@ fn a_review_rule_alone_opens_no_gate_and_no_rules_mean_none() {
         "name: x\nnodes:\n  a: { kind: script, run: ls }\n  d: { kind: deliver, needs: [a], on_review: { send_back: a, max: 1 } }\n",
     )
     .unwrap();
-    assert_eq!(sop.node("d").unwrap().gate(), None);
+    assert!(!sop.node("d").unwrap().has_gate());
     assert!(sop.feedback_rule(FeedbackKind::ChecksFailed).is_none());
     let plain = parse("sops/x.yaml", "name: x\nnodes:\n  d: { kind: deliver }\n").unwrap();
     let NodeKind::Deliver { feedback, .. } = &plain.node("d").unwrap().kind else {

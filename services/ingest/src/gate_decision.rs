@@ -2,7 +2,7 @@
 //! against the run and the gate's policy, then claimed compare-and-set in the caller's
 //! transaction, so of two decisions racing for one gate attempt the second is refused.
 
-use gatehouse_engine::{Decision, Input, apply};
+use gatehouse_engine::{Decision, Input, apply, gate_in_force};
 use gatehouse_events::{Actor, GateDecision, GateDecisionKind};
 use gatehouse_store::{Claim, OutcomeRow, Tx, Vote};
 use uuid::Uuid;
@@ -53,6 +53,13 @@ pub(crate) async fn checked_decision(
             )
         }
     };
+    // Read before the decision is applied: an approval that settles a deliver node's gate
+    // ends the feedback it was in force for.
+    let min_approvals = sop
+        .node(&node)
+        .zip(run.nodes.get(&node))
+        .and_then(|(def, n)| gate_in_force(def, n))
+        .map_or(1, |gate| gate.min_approvals);
     let input = Input::Decide {
         node: node.clone(),
         attempt,
@@ -62,10 +69,6 @@ pub(crate) async fn checked_decision(
         groups: groups.clone(),
     };
     apply(&sop, &mut run, input)?;
-    let min_approvals = sop
-        .node(&node)
-        .and_then(|d| d.gate())
-        .map_or(1, |gate| gate.min_approvals);
     let vote = Vote {
         run_id: id,
         node: &node,

@@ -1,7 +1,7 @@
 //! A run's status comment, as Markdown: pure, so its wording is tested without GitHub.
 
 use gatehouse_chat::{FEEDBACK_EFFECT, RAISE_EFFECT};
-use gatehouse_engine::RunState;
+use gatehouse_engine::{RunState, gate_in_force};
 use gatehouse_events::NodeStatus;
 use gatehouse_sop::Sop;
 use uuid::Uuid;
@@ -56,7 +56,7 @@ pub fn render_status(
         if n.status != NodeStatus::WaitingApproval {
             continue;
         }
-        let Some(gate) = sop.node(node).and_then(|d| d.gate()) else {
+        let Some(gate) = sop.node(node).and_then(|def| gate_in_force(def, n)) else {
             continue;
         };
         let who = if gate.approvers.is_empty() {

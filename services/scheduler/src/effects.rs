@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::Utc;
-use gatehouse_engine::{Effect, RunState};
+use gatehouse_engine::{Effect, RunState, gate_in_force};
 use gatehouse_events::{
     Actor, AgentSpec, Artifact, Channel, DeliverSpec, Envelope, Event, GateClosed, GateOpened,
     NodeDispatch, NodeFinished, NodeOutcome, NodeSnapshot, NodeSpec, ParentNode, RunRequested,
@@ -262,17 +262,11 @@ impl Context<'_> {
             .unwrap_or_default()
     }
 
-    /// The gate `node` opens, as this opening is decided: a deliver node's is held to the
-    /// rule of the feedback it asks about, as the engine holds its decisions.
+    /// The gate `node` opens, as this opening is decided ([`gate_in_force`]): what the
+    /// engine holds its decisions to and cards show.
     fn opening(&self, node: &str) -> Option<Gate> {
-        let def = self.sop.node(node)?;
-        let gate = def.gate()?;
-        match (&def.kind, &self.state.nodes.get(node)?.answering) {
-            (NodeKind::Deliver { feedback, .. }, Some(answering)) => feedback
-                .gate_for(answering.kind)
-                .or_else(|| Some(gate.clone())),
-            _ => Some(gate.clone()),
-        }
+        let gate = gate_in_force(self.sop.node(node)?, self.state.nodes.get(node)?)?;
+        Some(gate.into_owned())
     }
 
     async fn open_gate(&self, tx: &mut Tx, node: &str, attempt: u32) -> Result<(), SchedulerError> {

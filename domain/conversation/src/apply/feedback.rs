@@ -10,7 +10,7 @@ impl Step<'_> {
     /// Queues the feedback's turn (started by `advance` when nothing holds the workspace)
     /// and tells the thread: working on it, or what it waits behind.
     pub(super) fn feedback(&mut self, seq: u64, feedback: Feedback, person: String) {
-        let label = feedback::label(&feedback);
+        let label = feedback.label();
         let acknowledgement = if self.state.workspace.is_held() {
             let behind = self
                 .state

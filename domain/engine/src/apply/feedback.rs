@@ -58,9 +58,9 @@ impl Step<'_> {
     }
 
     /// Feedback on a succeeded run: within its rule's `max`, the work goes back to the
-    /// rule's target with the feedback as the rework comment and the deliver node answers
-    /// it; past `max`, a review is refused, failing checks and conflicts open the deliver
-    /// node's gate.
+    /// rule's target with the feedback's [prompt](Feedback::prompt) as the rework comment
+    /// and the deliver node answers it; past `max`, a review is refused, failing checks and
+    /// conflicts open the deliver node's gate.
     fn take_up(&mut self, feedback: Feedback) -> Result<(), Rejection> {
         let rule_name = feedback.kind.rule();
         let Some((node, rule)) = self.sop.feedback_rule(feedback.kind) else {
@@ -81,7 +81,7 @@ impl Step<'_> {
             return Ok(());
         }
         self.state.feedback_heard.insert(feedback.key.clone());
-        let comment = rework_comment(&feedback);
+        let comment = feedback.prompt();
         let deliver = &mut self.state.nodes[id.as_str()];
         *deliver
             .feedback_sends
@@ -113,25 +113,4 @@ impl Step<'_> {
     fn sends(&self, id: &str, rule: &str) -> u32 {
         self.node(id).feedback_sends.get(rule).copied().unwrap_or(0)
     }
-}
-
-/// What whoever redoes the work is told: what came back, from where and whom, then its
-/// text (people's or CI's words, untrusted).
-pub(super) fn rework_comment(feedback: &Feedback) -> String {
-    let pull = &feedback.pull;
-    let by = if feedback.from.is_empty() {
-        String::new()
-    } else {
-        format!(" by @{}", feedback.from)
-    };
-    let header = match feedback.kind {
-        FeedbackKind::Review => format!("Review of {pull}{by}:"),
-        FeedbackKind::ChecksFailed => format!(
-            "Failing checks on {pull}{by}:\nFix the cause of the failure. Never skip, delete or weaken tests to make the checks pass."
-        ),
-        FeedbackKind::Conflict => {
-            format!("Conflict of {pull} with its base branch{by}:")
-        }
-    };
-    format!("{header}\n{}", feedback.text)
 }

@@ -1,32 +1,27 @@
 //! Gates: a decision checked against the gate (open, current attempt, who may decide,
 //! send-back targets and limits) and carried out; an expiry; a gate closing.
 
+use std::borrow::Cow;
+
 use gatehouse_events::{GateStatus, NodeStatus};
-use gatehouse_sop::{Gate, NodeKind, OnExpire};
+use gatehouse_sop::{Gate, OnExpire};
 
 use super::Step;
-use super::feedback::rework_comment;
-use crate::{Decision, Effect, Rejection};
+use crate::{Decision, Effect, Rejection, gate_in_force};
 
 impl Step<'_> {
-    /// The gate at `id` as this opening is decided, if it is open at `attempt`. A deliver
-    /// node's gate is held to the rule of the feedback that opened it.
+    /// The gate at `id` as this opening is decided ([`gate_in_force`]), if it is open at
+    /// `attempt`.
     pub(super) fn open_gate(&self, id: &str, attempt: u32) -> Result<Gate, Rejection> {
         let def = self
             .sop
             .node(id)
             .ok_or_else(|| Rejection::UnknownNode(id.to_owned()))?;
-        let gate = def
-            .gate()
-            .ok_or_else(|| Rejection::NotAGate(id.to_owned()))?;
+        if !def.has_gate() {
+            return Err(Rejection::NotAGate(id.to_owned()));
+        }
         self.refuse_if_ended()?;
         let node = self.node(id);
-        let gate = match (&def.kind, &node.answering) {
-            (NodeKind::Deliver { feedback, .. }, Some(answering)) => feedback
-                .gate_for(answering.kind)
-                .unwrap_or_else(|| gate.clone()),
-            _ => gate.clone(),
-        };
         if node.status != NodeStatus::WaitingApproval {
             return Err(Rejection::NotWaiting {
                 node: id.to_owned(),
@@ -40,7 +35,11 @@ impl Step<'_> {
                 current: node.attempt,
             });
         }
-        Ok(gate)
+        // A deliver node waits for people only while it asks about what it answers, so a
+        // node that waits has a gate in force.
+        gate_in_force(def, node)
+            .map(Cow::into_owned)
+            .ok_or_else(|| Rejection::NotAGate(id.to_owned()))
     }
 
     pub(super) fn decide(
@@ -105,10 +104,9 @@ impl Step<'_> {
                 }
                 // At a deliver node's gate, what came back is still what is to be fixed.
                 let comment = match &self.node(id).answering {
-                    Some(feedback) => format!(
-                        "{}\n\n{person} sent it back: {comment}",
-                        rework_comment(feedback)
-                    ),
+                    Some(feedback) => {
+                        format!("{}\n\n{person} sent it back: {comment}", feedback.prompt())
+                    }
                     None => comment,
                 };
                 self.send_back(&to, id, comment);

@@ -79,12 +79,11 @@ pub(super) fn rules(
         read.push(Some(rule(report, key, default_max, raw)));
     }
     let mut read = read.into_iter();
-    let (review, checks, conflict) = (
-        read.next().flatten(),
-        read.next().flatten(),
-        read.next().flatten(),
-    );
-    FeedbackRules::new(review, checks, conflict)
+    FeedbackRules {
+        on_review: read.next().flatten(),
+        on_checks_failed: read.next().flatten(),
+        on_conflict: read.next().flatten(),
+    }
 }
 
 fn rule(

@@ -5,9 +5,10 @@ pub(crate) mod views;
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
+use std::borrow::Cow;
 use std::sync::Arc;
 
-use gatehouse_engine::{Decision, Input, NodeState, RunState, apply};
+use gatehouse_engine::{Decision, Input, NodeState, RunState, apply, gate_in_force};
 use gatehouse_events::{Event, NodeStatus, RunStatus};
 use gatehouse_sop::{Gate, Sop};
 use gatehouse_store::RunRow;
@@ -71,7 +72,7 @@ pub(crate) async fn waiting(
             }
             let (row, sop, run) = api.runs.decode(row).await?;
             for (node, n, gate) in waiting_in(&sop, &run) {
-                let view = view(&row, node, n, gate);
+                let view = view(&row, node, n, &gate);
                 gates.push(Waiting {
                     row: row.clone(),
                     sop: sop.clone(),
@@ -84,14 +85,17 @@ pub(crate) async fn waiting(
     Ok(gates)
 }
 
-/// The gates of one run waiting for people: each gate's id, state and definition.
+/// The gates of one run waiting for people: each gate's id, state and the gate in force.
 pub(crate) fn waiting_in<'a>(
     sop: &'a Sop,
     run: &'a RunState,
-) -> impl Iterator<Item = (&'a str, &'a NodeState, &'a Gate)> {
+) -> impl Iterator<Item = (&'a str, &'a NodeState, Cow<'a, Gate>)> {
     run.nodes.iter().filter_map(|(node, n)| {
-        let gate = sop.node(node).and_then(|d| d.gate())?;
-        (n.status == NodeStatus::WaitingApproval).then_some((node.as_str(), n, gate))
+        if n.status != NodeStatus::WaitingApproval {
+            return None;
+        }
+        let gate = gate_in_force(sop.node(node)?, n)?;
+        Some((node.as_str(), n, gate))
     })
 }
 
@@ -134,10 +138,12 @@ pub(crate) fn open_decisions(
     {
         return Vec::new();
     }
-    let attempt = run.nodes.get(node).map(|n| n.attempt).unwrap_or_default();
+    let Some(state) = run.nodes.get(node) else {
+        return Vec::new();
+    };
     let send_back_to = sop
         .node(node)
-        .and_then(|d| d.gate())
+        .and_then(|def| gate_in_force(def, state))
         .and_then(|gate| gate.send_back.first().cloned());
     let mut tries = vec![
         (DecisionKind::Approve, Decision::Approve),
@@ -151,7 +157,7 @@ pub(crate) fn open_decisions(
         .filter(|(_, decision)| {
             let input = Input::Decide {
                 node: node.to_owned(),
-                attempt,
+                attempt: state.attempt,
                 decision: decision.clone(),
                 comment: Some("(checking)".into()),
                 person: caller.person.clone(),

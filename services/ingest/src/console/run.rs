@@ -129,7 +129,7 @@ fn waiting_gates(
     gates::waiting_in(sop, run)
         .filter_map(|(node, n, gate)| {
             let open = gates::open_decisions(api, &viewer.caller, row, sop, run, node);
-            (!open.is_empty()).then(|| (gates::view(row, node, n, gate), open))
+            (!open.is_empty()).then(|| (gates::view(row, node, n, &gate), open))
         })
         .collect()
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 
 use gatehouse_blobs::Digest;
 use gatehouse_chat::{Body, Card, Output};
-use gatehouse_engine::RunState;
+use gatehouse_engine::{RunState, gate_in_force};
 use gatehouse_events::{NodeStatus, RequirementSource, RunUpdated};
 use gatehouse_sop::Sop;
 use gatehouse_store::{ArtifactRow, RequirementRow, RunRow, Tx, WantChat};
@@ -48,7 +48,12 @@ impl Notifier {
         // Keys of the run's chat messages, read once a missed attempt needs them.
         let mut existing: Option<HashSet<String>> = None;
         for def in &sop.nodes {
-            let (Some(gate), Some(n)) = (def.gate(), state.nodes.get(&def.id)) else {
+            // The gate in force now, which a missed attempt is carded with too: a deliver
+            // node approved since answers nothing, has no gate in force, and so no card.
+            let Some(n) = state.nodes.get(&def.id) else {
+                continue;
+            };
+            let Some(gate) = gate_in_force(def, n) else {
                 continue;
             };
             let waiting = (n.status == NodeStatus::WaitingApproval).then_some(n.attempt);

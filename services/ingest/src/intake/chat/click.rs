@@ -4,6 +4,7 @@
 //! the decision is applied.
 
 use gatehouse_chat::{CardAction, Verb};
+use gatehouse_engine::gate_in_force;
 use gatehouse_events::{Actor, Event};
 use gatehouse_store::Tx;
 
@@ -128,7 +129,10 @@ pub(crate) async fn send_back_targets(
             node.status.as_str()
         )));
     }
-    match sop.node(&action.node).and_then(|d| d.gate()) {
+    let gate = sop
+        .node(&action.node)
+        .and_then(|def| gate_in_force(def, node));
+    match gate {
         Some(gate) if !gate.send_back.is_empty() => Ok(gate.send_back.clone()),
         _ => Err(ApiError::Unprocessable(format!(
             "gate `{}` cannot send work back",

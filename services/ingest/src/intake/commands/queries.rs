@@ -1,5 +1,6 @@
 //! Answers to the commands that ask (`status`, `runs`, `schedules`, `sops`).
 
+use gatehouse_engine::gate_in_force;
 use gatehouse_events::NodeStatus;
 use gatehouse_store::RunRow;
 use uuid::Uuid;
@@ -71,7 +72,7 @@ pub(super) async fn run_line(api: &ApiState, row: RunRow) -> Result<String, ApiE
         if n.status != NodeStatus::WaitingApproval {
             continue;
         }
-        let approvers = match sop.node(node).and_then(|d| d.gate()) {
+        let approvers = match sop.node(node).and_then(|def| gate_in_force(def, n)) {
             Some(gate) if !gate.approvers.is_empty() => gate.approvers.join(", "),
             _ => "anyone configured".into(),
         };

@@ -138,9 +138,10 @@ pub(super) async fn checks(
     ))
 }
 
-/// The work failing checks ask for: each failing check with the tail of its log, or
-/// `None` when every one of them fails on the base branch too (the pull request did not
-/// break them; reworking it would not mend them).
+/// The work failing checks ask for, its details under the feedback's own header: the
+/// head they failed on and each failing check with the tail of its log. `None` when every
+/// one of them fails on the base branch too (the pull request did not break them;
+/// reworking it would not mend them).
 fn checks_feedback(event: &Event<'_>, head_sha: &str, lookup: &Lookup) -> Option<Feedback> {
     let ours: Vec<_> = lookup
         .failed
@@ -150,10 +151,7 @@ fn checks_feedback(event: &Event<'_>, head_sha: &str, lookup: &Lookup) -> Option
     if ours.is_empty() && !lookup.failed.is_empty() {
         return None;
     }
-    let mut text = format!(
-        "Checks failed on {} (the pull request's head):\n",
-        short(head_sha)
-    );
+    let mut text = format!("The pull request's head is {}.\n", short(head_sha));
     if ours.is_empty() {
         text.push_str(&format!("\n{}\n", event.summary));
     }

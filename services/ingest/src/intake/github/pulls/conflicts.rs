@@ -35,8 +35,9 @@ pub(super) async fn base_moved(
                 short(&e.after)
             ),
         };
+        // What to do about a conflict is the feedback's to say; these are its details.
         let text = format!(
-            "The pull request no longer merges into `{branch}`: `{branch}` moved to {} and conflicts with this work.\n\nRebase the work onto the new `{branch}` (`git fetch origin {branch} && git rebase origin/{branch}`), resolve each conflict keeping what both sides meant, and make sure the tests still pass.\n",
+            "`{branch}` moved to {} and the pull request no longer merges into it.\n\nTo rebase the work onto it: `git fetch origin {branch} && git rebase origin/{branch}`\n",
             short(&e.after)
         );
         let feedback = Feedback {

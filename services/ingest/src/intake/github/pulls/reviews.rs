@@ -34,7 +34,7 @@ pub(super) async fn review(
     let feedback = asks.then(|| Feedback {
         kind: FeedbackKind::Review,
         key: format!("review:{}", review.id),
-        text: review_text(&review.user.login, &review.html_url, body, lookup),
+        text: review_text(&review.html_url, body, lookup),
         pull: pull_ref(&event),
         from: review.user.login.clone(),
     });
@@ -67,7 +67,7 @@ pub(super) async fn review_comment(
     );
     let asks = e.action == "created" && mentions(api, &comment.body);
     let feedback = asks.then(|| {
-        let mut text = review_text(&comment.user.login, &comment.html_url, "", lookup);
+        let mut text = review_text(&comment.html_url, "", lookup);
         if lookup.review_comments.is_empty() {
             text.push_str(&comment_line(&comment.path, comment.line, &comment.body));
         }
@@ -103,12 +103,8 @@ pub(crate) async fn mention(
         actor: &comment.user.login,
         summary: format!("comment by @{} mentioning the bot", comment.user.login),
     };
-    let text = format!(
-        "@{} commented on the pull request ({}):\n\n{}\n",
-        comment.user.login,
-        comment.html_url,
-        quote(&comment.body)
-    );
+    // Who wrote it is the feedback's `from`, named in its label.
+    let text = format!("{}\n\n{}\n", comment.html_url, quote(&comment.body));
     let feedback = Feedback {
         kind: FeedbackKind::Review,
         key: format!("comment:{}:{}", comment.id, comment.updated_at),
@@ -136,10 +132,10 @@ fn mentions(api: &ApiState, text: &str) -> bool {
     })
 }
 
-/// A review's text for the agent: who asked, the review's body and each of its comments
-/// with file and line.
-fn review_text(reviewer: &str, url: &str, body: &str, lookup: &Lookup) -> String {
-    let mut text = format!("@{reviewer} reviewed the pull request ({url}).\n");
+/// A review's details for the agent (who asked is the feedback's label): where it is, its
+/// body and each of its comments with file and line.
+fn review_text(url: &str, body: &str, lookup: &Lookup) -> String {
+    let mut text = format!("{url}\n");
     if !body.trim().is_empty() {
         text.push_str(&format!("\n{}\n", quote(body)));
     }
