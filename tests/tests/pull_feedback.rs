@@ -177,7 +177,11 @@ async fn failing_checks_send_the_work_back_with_the_log_then_ask_a_person(backen
     hub.gh.node(hub.run, "deliver", "succeeded", 2).await;
     let work = hub.work();
     assert!(
-        work.contains(&format!("Failing checks on {REPO}#{}:\n\n", hub.pull)),
+        work.contains(&format!(
+            "Failing checks on {REPO}#{}:\n\ntest (failure) failed on {}, the pull request's head.\n",
+            hub.pull,
+            &first[..7]
+        )),
         "{work}"
     );
     assert!(work.contains("### test (failure)"), "{work}");
@@ -222,6 +226,13 @@ async fn failing_checks_send_the_work_back_with_the_log_then_ask_a_person(backen
     assert!(
         feedback.starts_with(&format!("Failing checks on {REPO}#{} came back", hub.pull)),
         "{gates:#}"
+    );
+    assert!(
+        feedback.ends_with(&format!(
+            "for it: test (failure) failed on {}, the pull request's head.",
+            &second[..7]
+        )),
+        "the gate names what failed: {feedback}"
     );
     hub.gh
         .comments(1, 1, |c| {

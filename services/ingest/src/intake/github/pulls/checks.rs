@@ -151,10 +151,24 @@ fn checks_feedback(event: &Event<'_>, head_sha: &str, lookup: &Lookup) -> Option
     if ours.is_empty() && !lookup.failed.is_empty() {
         return None;
     }
-    let mut text = format!("The pull request's head is {}.\n", short(head_sha));
-    if ours.is_empty() {
-        text.push_str(&format!("\n{}\n", event.summary));
-    }
+    // The first line names what failed: cards and the status comment quote it.
+    let failing: Vec<String> = ours
+        .iter()
+        .map(|c| format!("{} ({})", c.name, c.conclusion))
+        .collect();
+    let mut text = if failing.is_empty() {
+        format!(
+            "The checks failed on {}, the pull request's head; GitHub named no failing job.\n\n{}\n",
+            short(head_sha),
+            event.summary
+        )
+    } else {
+        format!(
+            "{} failed on {}, the pull request's head.\n",
+            failing.join(", "),
+            short(head_sha)
+        )
+    };
     for check in ours {
         text.push_str(&format!("\n### {} ({})\n", check.name, check.conclusion));
         if let Some(url) = &check.html_url {
