@@ -90,6 +90,10 @@ pub struct Feedback {
     /// The GitHub login the answer is addressed to (the reviewer; empty for checks).
     #[serde(default)]
     pub from: String,
+    /// The review comment whose thread the answer goes in (a line comment that asked);
+    /// `None`: the answer is a comment on the pull request.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<u64>,
 }
 
 impl Feedback {
@@ -138,6 +142,7 @@ mod tests {
                 number: 7,
             },
             from: from.into(),
+            thread: None,
         }
     }
 

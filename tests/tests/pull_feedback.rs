@@ -32,7 +32,53 @@ on_both_backends!(
     assigning_an_issue_to_the_bot_starts_its_sop_and_unassigning_cancels,
     a_review_on_a_conversations_pull_request_becomes_a_turn,
     assigning_an_issue_can_open_a_conversation_on_it,
+    a_line_comment_for_the_bot_is_answered_in_its_thread,
 );
+
+async fn a_line_comment_for_the_bot_is_answered_in_its_thread(backend: Backend) {
+    let hub = Hub::delivered(backend).await;
+    let body = "@gatehouse name this constant";
+    let comment = NewReviewComment {
+        review_id: 7300,
+        author: "Codertocat",
+        path: "src/lib.rs",
+        line: Some(5),
+        body,
+    };
+    let id = hub.gh.github.add_review_comment(REPO, hub.pull, comment);
+    let payload = hub.review_comment(id, 7300, "Codertocat", body);
+    hub.gh
+        .deliver_github("pull_request_review_comment", "rc-1", &payload)
+        .await;
+    let note = hub.gh.note("rc-1").await;
+    assert!(note.contains("by its `on_review`"), "{note}");
+    hub.gh.node(hub.run, "deliver", "succeeded", 2).await;
+    assert!(hub.work().contains("> @gatehouse name this constant"));
+    // The answer is a reply in the comment's thread, not a comment on the pull request.
+    let mut replies = Vec::new();
+    for _ in 0..500 {
+        replies = hub.gh.github.review_replies(REPO, hub.pull);
+        if !replies.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    let [reply] = replies.as_slice() else {
+        panic!("one reply in the thread: {replies:?}");
+    };
+    assert_eq!(reply.to, id);
+    assert!(
+        reply.body.starts_with("@Codertocat pushed"),
+        "{}",
+        reply.body
+    );
+    let comments = hub.gh.github.comments(REPO, hub.pull);
+    assert!(
+        comments.iter().all(|c| !c.contains("pushed")),
+        "{comments:#?}"
+    );
+    hub.gh.stop().await;
+}
 
 async fn assigning_an_issue_can_open_a_conversation_on_it(backend: Backend) {
     assignments::a_conversation_on_the_issue(backend).await;

@@ -32,6 +32,7 @@ mod tests {
                 number: 7,
             },
             from: "alice".into(),
+            thread: None,
         };
         assert_eq!(
             prompt(&feedback),

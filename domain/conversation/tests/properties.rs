@@ -194,6 +194,7 @@ fn input(state: &Conversation, kind: u8, arg: u8) -> Input {
                     number: 7,
                 },
                 from: "alice".into(),
+                thread: None,
             },
             person: "alice".into(),
         },

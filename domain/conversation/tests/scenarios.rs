@@ -736,6 +736,7 @@ fn review(key: &str, from: &str) -> Feedback {
             number: 7,
         },
         from: from.to_owned(),
+        thread: None,
     }
 }
 

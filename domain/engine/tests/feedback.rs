@@ -110,6 +110,7 @@ fn feedback(kind: FeedbackKind, key: &str, from: &str, text: &str) -> Feedback {
             number: 7,
         },
         from: from.into(),
+        thread: None,
     }
 }
 

@@ -234,6 +234,7 @@ fn any_input(sop: &Sop, state: &RunState, rng: &mut Rng) -> Input {
                     number: 1,
                 },
                 from: "alice".into(),
+                thread: None,
             },
         },
         _ => {

@@ -210,6 +210,7 @@ mod tests {
                 number: 7,
             },
             from: String::new(),
+            thread: None,
         };
         let said = ConversationInput {
             conversation_id: Uuid::nil(),

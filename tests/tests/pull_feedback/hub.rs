@@ -166,6 +166,19 @@ impl Hub {
         payload
     }
 
+    /// The real `pull_request_review_comment.created` payload: line comment `id` (of
+    /// review `review`) by `login` on the pull request.
+    pub fn review_comment(&self, id: u64, review: u64, login: &str, body: &str) -> Value {
+        let mut payload = fixture("pull_request_review_comment.created");
+        payload["comment"]["id"] = json!(id);
+        payload["comment"]["pull_request_review_id"] = json!(review);
+        payload["comment"]["body"] = json!(body);
+        payload["comment"]["user"]["login"] = json!(login);
+        payload["sender"]["login"] = json!(login);
+        self.on_pull(&mut payload["pull_request"]);
+        payload
+    }
+
     /// The real `check_suite.completed` payload for `head`, concluding `conclusion`.
     pub fn check_suite(&self, head: &str, conclusion: &str) -> Value {
         let mut payload = fixture("check_suite.completed");

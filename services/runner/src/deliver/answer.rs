@@ -10,7 +10,7 @@
 //! comment rather than posting another. Both kinds of work call [`Deliverer::answer`].
 
 use gatehouse_events::Feedback;
-use gatehouse_github::{comment_marker, quiet_mentions};
+use gatehouse_github::{GithubError, comment_marker, quiet_mentions};
 
 use super::branch::Repo;
 use super::trees::short;
@@ -174,17 +174,39 @@ impl Deliverer {
             .mask(&comment(feedback, &change, answer.reply));
         let marker = comment_marker(&format!("answer:{}:{}", feedback.key, answer.by));
         let pull = &feedback.pull;
-        self.github
-            .create_comment_once(&pull.repo, pull.number, &marker, &body)
-            .await
-            .map_err(|e| {
-                let pushed = if change.pushed {
-                    " (the work is pushed)"
-                } else {
-                    ""
-                };
-                format!("answering on {pull}: {e}{pushed}")
-            })?;
+        let answered = match feedback.thread {
+            Some(comment) => {
+                let reply = self
+                    .github
+                    .reply_to_review_comment_once(&pull.repo, pull.number, comment, &marker, &body)
+                    .await;
+                match reply {
+                    // The comment is gone (deleted, or its thread resolved away): answer
+                    // on the pull request instead.
+                    Err(GithubError::Api { status, .. })
+                        if status == http::StatusCode::NOT_FOUND =>
+                    {
+                        self.github
+                            .create_comment_once(&pull.repo, pull.number, &marker, &body)
+                            .await
+                    }
+                    other => other,
+                }
+            }
+            None => {
+                self.github
+                    .create_comment_once(&pull.repo, pull.number, &marker, &body)
+                    .await
+            }
+        };
+        answered.map_err(|e| {
+            let pushed = if change.pushed {
+                " (the work is pushed)"
+            } else {
+                ""
+            };
+            format!("answering on {pull}: {e}{pushed}")
+        })?;
         Ok(Answered { deliveries, change })
     }
 }
@@ -302,6 +324,7 @@ mod tests {
                 number: 7,
             },
             from: "alice".into(),
+            thread: None,
         }
     }
 

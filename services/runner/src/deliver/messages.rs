@@ -130,6 +130,7 @@ mod tests {
                 number: 7,
             },
             from: "alice".into(),
+            thread: None,
         };
         let (title, body) = commit_message(&subject, "acme/api", Some(&feedback));
         assert_eq!(title, "Address review by @alice on #7");

@@ -204,6 +204,7 @@ mod tests {
                 number: 7,
             },
             from: "alice".into(),
+            thread: None,
         };
         let effect = Effect::StartTurn {
             seq: 4,

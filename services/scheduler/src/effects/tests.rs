@@ -58,6 +58,7 @@ fn checks(key: &str) -> Feedback {
             number: 7,
         },
         from: String::new(),
+        thread: None,
     }
 }
 

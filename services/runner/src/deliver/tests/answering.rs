@@ -18,6 +18,7 @@ fn review(key: &str, number: u64) -> Feedback {
             number,
         },
         from: "alice".to_owned(),
+        thread: None,
     }
 }
 

@@ -192,5 +192,6 @@ fn checks_feedback(event: &Event<'_>, head_sha: &str, lookup: &Lookup) -> Option
         text: fit_bytes(&text, MAX_FEEDBACK_BYTES),
         pull: pull_ref(event),
         from: String::new(),
+        thread: None,
     })
 }

@@ -46,6 +46,7 @@ pub(super) async fn base_moved(
             text,
             pull: pull_ref(&event),
             from: String::new(),
+            thread: None,
         };
         notes.push(
             with_feedback(api, tx, delivery, &event, Some(feedback))

@@ -37,6 +37,7 @@ pub(super) async fn review(
         text: review_text(&review.html_url, body, lookup),
         pull: pull_ref(&event),
         from: review.user.login.clone(),
+        thread: None,
     });
     with_feedback(api, tx, delivery, &event, feedback).await
 }
@@ -77,6 +78,9 @@ pub(super) async fn review_comment(
             text: fit_bytes(&text, MAX_FEEDBACK_BYTES),
             pull: pull_ref(&event),
             from: comment.user.login.clone(),
+            // Answered in the comment's thread (its first comment: GitHub takes no
+            // replies to replies).
+            thread: Some(comment.in_reply_to_id.unwrap_or(comment.id)),
         }
     });
     with_feedback(api, tx, delivery, &event, feedback).await
@@ -111,6 +115,7 @@ pub(crate) async fn mention(
         text: fit_bytes(&text, MAX_FEEDBACK_BYTES),
         pull: pull_ref(&event),
         from: comment.user.login.clone(),
+        thread: None,
     };
     Ok(Some(
         with_feedback(api, tx, delivery, &event, Some(feedback)).await?,
