@@ -107,7 +107,7 @@ pub enum TurnTask {
         /// A turn of feedback from a pull request: once the CLI has replied, the workspace
         /// is delivered (as `deliver` does) and the pull request answered.
         #[serde(default, skip_serializing_if = "Option::is_none")]
-        feedback: Option<crate::Feedback>,
+        feedback: Option<Box<crate::Feedback>>,
     },
     /// A `deliver` turn's attempt: every writable repository of the workspace committed and
     /// pushed to its work branch, and its pull request opened (as a draft when asked) or

@@ -45,7 +45,7 @@ impl<'a> Turn<'a> {
                 ask: *ask,
                 timeout_secs: timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS),
                 // Another role's answer delivers nothing.
-                feedback: feedback.as_ref().filter(|_| !ask),
+                feedback: feedback.as_deref().filter(|_| !ask),
             }),
             TurnTask::Deliver { .. } | TurnTask::Release { .. } => None,
         }

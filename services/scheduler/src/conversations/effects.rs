@@ -166,7 +166,7 @@ fn start_task(assistant: &AssistantSettings, effect: &Effect) -> Option<TurnTask
             resume_session: resume_session.clone(),
             ask: false,
             timeout_secs,
-            feedback: feedback.clone(),
+            feedback: feedback.clone().map(Box::new),
         },
         Work::Ask { role } => TurnTask::Turn {
             seq,
@@ -225,7 +225,7 @@ mod tests {
                 resume_session: Some("s-1".into()),
                 ask: false,
                 timeout_secs: Some(30 * 60),
-                feedback: Some(feedback),
+                feedback: Some(Box::new(feedback)),
             })
         );
         let mut message = effect;
