@@ -1,19 +1,13 @@
 //! Assigning an issue to the bot starts an SOP, or opens a conversation on the issue;
 //! unassigning it cancels the run, or stops the conversation's turn.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
-
-use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_forge::git::git;
 use gatehouse_ingest::Trigger;
-use gatehouse_sandbox::ProcessSandbox;
-use gatehouse_scheduler::AssistantSettings;
 use gatehouse_tests::gatehouse::github::REPO;
 use gatehouse_tests::{Backend, Gatehouse};
 use serde_json::json;
 
-use super::hub::{PROJECT, fixture, people};
+use super::hub::{PROJECT, fixture, people, with_script_assistant};
 
 /// Runs until a person decides; its project names it as the default SOP.
 const HOLD: &str = "name: hold\nnodes:\n  wait: { kind: gate, approvers: [ana] }\n";
@@ -115,27 +109,11 @@ pub(crate) async fn a_conversation_on_the_issue(backend: Backend) {
         .on_assignment(true)
         .opening_conversation(true);
     let project = format!("{PROJECT}converse = [\"ana\"]\n");
-    let data = tempfile::tempdir().unwrap();
-    let script = data.path().join("note");
-    std::fs::write(&script, NOTE).unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let assistant = Role {
-        command: vec![script.display().to_string(), "{prompt_file}".into()],
-        env: BTreeMap::from([
-            ("PATH".to_owned(), "/usr/bin:/bin".to_owned()),
-            ("HOLD".to_owned(), hold.display().to_string()),
-        ]),
-        ..Role::new(Executor::Command)
-    };
-    let gh = Gatehouse::builder_on(gatehouse_tests::TestDb::new(backend).await, data)
+    let gh = with_script_assistant(backend, NOTE, &[("HOLD", hold.display().to_string())])
+        .await
         .people(people())
         .projects(&project)
         .github(vec![trigger])
-        .sandbox(Arc::new(ProcessSandbox::default()))
-        .runner(move |options| {
-            options.roles = BTreeMap::from([("assistant".to_owned(), assistant)]);
-        })
-        .assistant(AssistantSettings::new("assistant"))
         .start()
         .await;
     gh.github.follow_git(&gh.data.path().join("git"));

@@ -1,21 +1,16 @@
 //! Feedback on a pull request a conversation delivered: a turn of the conversation, pushed
 //! to the same branch and answered on the pull request, the thread told.
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
 use std::time::Duration;
 
-use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_forge::git::git;
 use gatehouse_ingest::Person;
-use gatehouse_sandbox::ProcessSandbox;
-use gatehouse_scheduler::AssistantSettings;
 use gatehouse_tests::fake_slack::BOT_USER;
 use gatehouse_tests::gatehouse::chat::ANA;
 use gatehouse_tests::{Backend, Gatehouse};
 use serde_json::json;
 
-use super::hub::fixture;
+use super::hub::{fixture, with_script_assistant};
 
 const CHANNEL: &str = "C0API";
 const REPO: &str = "acme/api";
@@ -34,17 +29,6 @@ const NOTE: &str =
     "#!/bin/sh\ncat \"$1\" >> notes.txt\necho \"noted, $(wc -l < notes.txt) lines\"\n";
 
 async fn start(backend: Backend) -> Gatehouse {
-    let data = tempfile::tempdir().unwrap();
-    let bin = data.path().join("bin");
-    std::fs::create_dir_all(&bin).unwrap();
-    let script = bin.join("note");
-    std::fs::write(&script, NOTE).unwrap();
-    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let assistant = Role {
-        command: vec![script.display().to_string(), "{prompt_file}".into()],
-        env: BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]),
-        ..Role::new(Executor::Command)
-    };
     let ana = Person {
         id: "ana".into(),
         github: Some("Codertocat".into()),
@@ -52,16 +36,12 @@ async fn start(backend: Backend) -> Gatehouse {
         discord: None,
         groups: Vec::new(),
     };
-    let gh = Gatehouse::builder_on(gatehouse_tests::TestDb::new(backend).await, data)
+    let gh = with_script_assistant(backend, NOTE, &[])
+        .await
         .people(vec![ana])
         .chat()
         .github(Vec::new())
         .projects(PROJECTS)
-        .sandbox(Arc::new(ProcessSandbox::default()))
-        .runner(move |options| {
-            options.roles = BTreeMap::from([("assistant".to_owned(), assistant)]);
-        })
-        .assistant(AssistantSettings::new("assistant"))
         .start()
         .await;
     gh.github.follow_git(&gh.data.path().join("git"));

@@ -1,7 +1,13 @@
 //! The harness of the after-the-pull-request tests: Gatehouse with the `loop` SOP, run once
 //! on issue #1 to its pull request, and verbs that shape GitHub's real payloads about it.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use gatehouse_agent::{Executor, Role};
+use gatehouse_sandbox::ProcessSandbox;
+use gatehouse_scheduler::AssistantSettings;
 
 use gatehouse_fake_forge::git::git;
 use gatehouse_ingest::{Person, Trigger};
@@ -56,6 +62,33 @@ pub fn people() -> Vec<Person> {
 }
 
 pub use gatehouse_tests::gatehouse::github::reported_fixture as fixture;
+
+/// Gatehouse on a fresh database and data directory, with an assistant whose CLI is the
+/// shell script `script` (given its prompt file; `env` beside `PATH`), run in the process
+/// sandbox.
+pub async fn with_script_assistant(
+    backend: Backend,
+    script: &str,
+    env: &[(&str, String)],
+) -> GatehouseBuilder {
+    let data = tempfile::tempdir().unwrap();
+    let file = data.path().join("assistant.sh");
+    std::fs::write(&file, script).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let mut vars = BTreeMap::from([("PATH".to_owned(), "/usr/bin:/bin".to_owned())]);
+    vars.extend(env.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+    let assistant = Role {
+        command: vec![file.display().to_string(), "{prompt_file}".into()],
+        env: vars,
+        ..Role::new(Executor::Command)
+    };
+    Gatehouse::builder_on(gatehouse_tests::TestDb::new(backend).await, data)
+        .sandbox(Arc::new(ProcessSandbox::default()))
+        .runner(move |options| {
+            options.roles = BTreeMap::from([("assistant".to_owned(), assistant)]);
+        })
+        .assistant(AssistantSettings::new("assistant"))
+}
 
 /// The real `issues.labeled` payload, labelled `label` by the lead (who, having asked
 /// for the work, may not approve it).

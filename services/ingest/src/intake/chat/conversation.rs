@@ -288,12 +288,25 @@ async fn open(
     let requirement = thread_requirement(tx, m, actor, text, Some(project.name())).await?;
     tx.claim_requirement_project(requirement.id, project.name())
         .await?;
+    let row = open_in(tx, project, requirement.id, m, person).await?;
+    Ok(Ok(row))
+}
+
+/// The conversation of the mention's thread, opened on `project`'s workspace for
+/// `requirement` (the one already there when another delivery opened it first).
+pub(crate) async fn open_in(
+    tx: &mut Tx,
+    project: &gatehouse_project::Project,
+    requirement: Uuid,
+    m: &ChatMention,
+    person: &str,
+) -> Result<ConversationRow, ApiError> {
     let workspace = serde_json::to_string(&project.workspace(None))?;
     let state = serde_json::to_string(&Conversation::new())?;
     let (row, _) = tx
         .open_conversation(&NewConversation {
             id: Uuid::now_v7(),
-            requirement_id: requirement.id,
+            requirement_id: requirement,
             project: project.name(),
             platform: m.platform.name(),
             channel: &m.channel,
@@ -303,7 +316,7 @@ async fn open(
             state: &state,
         })
         .await?;
-    Ok(Ok(row))
+    Ok(row)
 }
 
 /// The project whose channels include the mention's (`slack:C0API`).

@@ -8,22 +8,17 @@
 //! says `cancel_on_unlabel`.
 
 use gatehouse_commands::parse_mention;
-use gatehouse_conversation::Conversation;
 use gatehouse_events::{Actor, ConversationInput, Event, Said};
 use gatehouse_github::IssueCommentEvent;
 use gatehouse_project::Right;
-use gatehouse_store::{ConversationRow, NewConversation, RequirementRow, Tx};
-use uuid::Uuid;
+use gatehouse_store::{ConversationRow, RequirementRow, Tx};
 
 use super::triggers::{LabelEvent, not_a_starter};
-use crate::intake::chat::{ChatMention, Heard, Platform, for_the_assistant, hear};
+use crate::intake::chat::{ChatMention, Heard, Platform, for_the_assistant, hear, open_in};
 use crate::intake::deliveries::Outcome;
 use crate::issue_requirement::github_actor;
 use crate::projects::{project_of_repo, require};
 use crate::{ApiError, ApiState, Trigger, outbox};
-
-/// The platform name an issue's conversation is stored under.
-const GITHUB: &str = "github";
 
 /// Opens the issue's conversation for a trigger with `conversation = true`, and says the
 /// issue to it, once per occurrence of the event (`updated_at`). A conversation the issue
@@ -62,31 +57,16 @@ pub(crate) async fn open(
     if let Err(refusal) = require(project, Right::Converse, Some(person), &groups) {
         return refused(refusal.to_string());
     }
-    let thread = event.number.to_string();
-    let conversation = match tx
-        .conversation_by_thread(GITHUB, event.repo, &thread)
-        .await?
-    {
-        Some(row) => row,
-        None => {
-            let workspace = serde_json::to_string(&project.workspace(None))?;
-            let state = serde_json::to_string(&Conversation::new())?;
-            let (row, _) = tx
-                .open_conversation(&NewConversation {
-                    id: Uuid::now_v7(),
-                    requirement_id: requirement.id,
-                    project: project.name(),
-                    platform: GITHUB,
-                    channel: event.repo,
-                    thread: &thread,
-                    started_by: person,
-                    workspace: &workspace,
-                    state: &state,
-                })
-                .await?;
-            row
-        }
+    let m = ChatMention {
+        platform: Platform::Github,
+        channel: event.repo.to_owned(),
+        root: event.number.to_string(),
+        reply_to: event.number.to_string(),
+        user: event.sender.handle.clone(),
+        text: String::new(),
+        direct: false,
     };
+    let conversation = open_in(tx, project, requirement.id, &m, person).await?;
     let key = format!(
         "github:{}#{}:{}:conversation:{}",
         event.repo, event.number, event.label, event.updated_at
@@ -121,7 +101,7 @@ pub(crate) async fn stop(
     }
     let thread = event.number.to_string();
     let Some(conversation) = tx
-        .conversation_by_thread(GITHUB, event.repo, &thread)
+        .conversation_by_thread(Platform::Github.name(), event.repo, &thread)
         .await?
     else {
         return Ok(Some(format!(
@@ -163,7 +143,10 @@ pub(crate) async fn comment(
     }
     let repo = e.repository.full_name.as_str();
     let thread = e.issue.number.to_string();
-    let Some(conversation) = tx.conversation_by_thread(GITHUB, repo, &thread).await? else {
+    let Some(conversation) = tx
+        .conversation_by_thread(Platform::Github.name(), repo, &thread)
+        .await?
+    else {
         return Ok(None);
     };
     let Some(after) = after_mention(&e.comment.body, &github.bot_login) else {
