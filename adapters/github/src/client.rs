@@ -21,6 +21,8 @@ use crate::transport::call;
 #[derive(Clone)]
 pub struct GithubClient {
     auth: Auth,
+    /// Where requests go, for messages about it.
+    api_url: String,
 }
 
 #[derive(Clone)]
@@ -45,7 +47,13 @@ impl GithubClient {
             .map_err(|e| GithubError::Setup(e.to_string()))?;
         Ok(Self {
             auth: Auth::Token { octo, token },
+            api_url: api,
         })
+    }
+
+    /// Where the client sends its requests (`https://api.github.com`).
+    pub fn api_url(&self) -> &str {
+        &self.api_url
     }
 
     /// A client acting as GitHub App `app_id` with its private key (PEM).
@@ -66,6 +74,7 @@ impl GithubClient {
                 app,
                 installations: Arc::default(),
             },
+            api_url: api,
         })
     }
 

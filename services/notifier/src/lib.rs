@@ -19,6 +19,7 @@ mod asked;
 mod chat;
 mod notes;
 mod notifier;
+mod outage;
 mod poster;
 mod questions;
 mod status;

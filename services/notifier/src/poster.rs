@@ -1,7 +1,7 @@
 //! Makes GitHub show what each comment should say: creates it once (found again by its
 //! marker after a failure or a crash), then edits it in place.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gatehouse_github::{GithubClient, GithubError};
 use gatehouse_store::CommentRow;
@@ -9,6 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Notifier;
 use crate::notifier::COMMENTS_LEASE;
+use crate::outage::Outage;
 
 /// How long the poster sleeps when nothing wakes it, and after a failure.
 const POLL: Duration = Duration::from_secs(2);
@@ -19,8 +20,11 @@ impl Notifier {
         let Some(github) = self.github.clone() else {
             return;
         };
+        let mut outage = Outage::new(format!("GitHub API at {}", github.api_url()));
         loop {
             let mut failed = false;
+            // How long to wait when GitHub does not answer: growing while it stays down.
+            let mut wait = POLL;
             if !self.may_post(COMMENTS_LEASE).await {
                 // Another replica posts; this one stands by in case it stops.
                 tokio::select! {
@@ -39,7 +43,11 @@ impl Notifier {
                             failed = true;
                             break;
                         }
-                        match self.post(&github, &comment).await {
+                        let posted = self.post(&github, &comment).await;
+                        if !matches!(posted, Err(Failure::Unreachable(_))) {
+                            Outage::log(&outage.answered(Instant::now()));
+                        }
+                        match posted {
                             Ok(()) => {}
                             // GitHub refused it for good (gone, forbidden, invalid): retrying
                             // cannot help; a later change of the text tries again.
@@ -57,6 +65,13 @@ impl Notifier {
                                 tracing::warn!(key = %comment.key, repo = %comment.repo, number = comment.number, error = %e, "posting a GitHub comment failed; retrying later");
                                 failed = true;
                             }
+                            // GitHub is down: the other comments would fail too.
+                            Err(Failure::Unreachable(e)) => {
+                                let (say, retry) = outage.failed(Instant::now(), &e);
+                                Outage::log(&say);
+                                (failed, wait) = (true, retry);
+                                break;
+                            }
                         }
                     }
                 }
@@ -72,6 +87,14 @@ impl Notifier {
                     .await
                     .is_ok_and(|d| !d.is_empty())
             {
+                continue;
+            }
+            if failed {
+                // A wake-up does not bring GitHub back: wait the retry out.
+                tokio::select! {
+                    () = shutdown.cancelled() => return,
+                    () = tokio::time::sleep(wait) => {}
+                }
                 continue;
             }
             tokio::select! {
@@ -96,10 +119,7 @@ impl Notifier {
                     .await
             }
         };
-        let id = posted.map_err(|e| match e {
-            GithubError::Api { .. } | GithubError::Setup(_) => Failure::Refused(e.to_string()),
-            GithubError::Unavailable(_) => Failure::Later(e.to_string()),
-        })?;
+        let id = posted.map_err(Failure::of_github)?;
         self.store
             .comment_posted(&comment.key, id, &comment.body_hash)
             .await
@@ -109,8 +129,20 @@ impl Notifier {
 
 /// How posting a comment or chat message failed.
 pub(crate) enum Failure {
-    /// GitHub said no for good.
+    /// The platform said no for good.
     Refused(String),
-    /// Try again later (GitHub or the database unavailable).
+    /// Try again later (the database unavailable).
     Later(String),
+    /// The platform did not answer (after the client's own retries): it is down, and the
+    /// poster waits for it ([`Outage`]).
+    Unreachable(String),
+}
+
+impl Failure {
+    pub(crate) fn of_github(e: GithubError) -> Self {
+        match e {
+            GithubError::Api { .. } | GithubError::Setup(_) => Failure::Refused(e.to_string()),
+            GithubError::Unavailable(why) => Failure::Unreachable(why),
+        }
+    }
 }

@@ -4,7 +4,6 @@
 //! as GitHub status comments are.
 
 use gatehouse_chat::Body;
-use gatehouse_github::GithubError;
 use gatehouse_store::ChatMessageRow;
 
 use crate::Notifier;
@@ -52,9 +51,6 @@ impl Notifier {
                     .await
             }
         };
-        posted.map(|id| id.to_string()).map_err(|e| match e {
-            GithubError::Api { .. } | GithubError::Setup(_) => Failure::Refused(e.to_string()),
-            GithubError::Unavailable(_) => Failure::Later(e.to_string()),
-        })
+        posted.map(|id| id.to_string()).map_err(Failure::of_github)
     }
 }

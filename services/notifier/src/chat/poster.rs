@@ -5,7 +5,7 @@
 //! Discord by the nonce Discord itself enforces, on GitHub by the comment's marker.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use chrono::{DateTime, Utc};
 use futures::future::join_all;
@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Notifier;
 use crate::notifier::CHAT_LEASE;
+use crate::outage::Outage;
 use crate::poster::Failure;
 
 /// How long the poster sleeps when nothing wakes it (messages another process wanted), and
@@ -35,6 +36,8 @@ impl Notifier {
         // Messages other services of this process want posted wake the poster at once;
         // those written by other processes wait for the poll.
         let mut wanted = self.store.watch_chat();
+        // Each platform's outage, by its name, and when it may be tried again.
+        let mut outages: BTreeMap<String, (Outage, Instant)> = BTreeMap::new();
         loop {
             if !self.may_post(CHAT_LEASE).await {
                 // Another replica posts; this one stands by in case it stops.
@@ -49,18 +52,44 @@ impl Notifier {
                     // Channels are paced separately (Slack: one message a second each):
                     // each channel's messages go in order, the channels side by side, so a
                     // wait in one does not hold up a card in another.
+                    // A platform that is down is left alone until its retry is due.
+                    let now = Instant::now();
                     let mut by_channel: BTreeMap<(String, String), Vec<ChatMessageRow>> =
                         BTreeMap::new();
                     for message in dirty {
-                        by_channel
-                            .entry((message.platform.clone(), message.channel.clone()))
-                            .or_default()
-                            .push(message);
+                        let resting = outages
+                            .get(&message.platform)
+                            .is_some_and(|(_, due)| *due > now);
+                        if !resting {
+                            by_channel
+                                .entry((message.platform.clone(), message.channel.clone()))
+                                .or_default()
+                                .push(message);
+                        }
                     }
-                    let channels = by_channel
-                        .into_values()
-                        .map(|messages| self.post_in_order(messages, &shutdown));
-                    let failed = join_all(channels).await.into_iter().any(|f| f);
+                    let channels = by_channel.into_iter().map(|((platform, _), messages)| {
+                        let posted = self.post_in_order(messages, &shutdown);
+                        async move { (platform, posted.await) }
+                    });
+                    let mut failed = false;
+                    for (platform, posted) in join_all(channels).await {
+                        failed |= posted.failed;
+                        let outage = &mut outages
+                            .entry(platform.clone())
+                            .or_insert_with(|| (Outage::new(platform_name(&platform)), now))
+                            .0;
+                        let now = Instant::now();
+                        if posted.reached {
+                            Outage::log(&outage.answered(now));
+                        }
+                        if let Some(why) = posted.unreachable {
+                            let (say, wait) = outage.failed(now, &why);
+                            Outage::log(&say);
+                            if let Some(entry) = outages.get_mut(&platform) {
+                                entry.1 = now + wait;
+                            }
+                        }
+                    }
                     if shutdown.is_cancelled() {
                         return;
                     }
@@ -80,35 +109,47 @@ impl Notifier {
             {
                 continue;
             }
+            // A platform that is down wakes the poster when its retry is due.
+            let next_retry = outages
+                .values()
+                .map(|(_, due)| *due)
+                .filter(|due| *due > Instant::now())
+                .min()
+                .map_or(POLL, |due| due - Instant::now())
+                .min(POLL);
             tokio::select! {
                 () = shutdown.cancelled() => return,
                 () = self.chat_wake.notified() => {}
                 _ = wanted.changed() => {}
-                () = tokio::time::sleep(POLL) => {}
+                () = tokio::time::sleep(next_retry) => {}
             }
         }
     }
 
-    /// Posts one channel's messages in order; whether any must be tried again later.
+    /// Posts one channel's messages in order, stopping at the first its platform does not
+    /// answer.
     async fn post_in_order(
         &self,
         messages: Vec<ChatMessageRow>,
         shutdown: &CancellationToken,
-    ) -> bool {
-        let mut failed = false;
+    ) -> Posted {
+        let mut posted = Posted::default();
         for message in messages {
             if shutdown.is_cancelled() {
                 break;
             }
             if !self.may_post(CHAT_LEASE).await {
-                return true;
+                posted.failed = true;
+                return posted;
             }
             let result = self.post_chat_message(&message).await;
             let outcome = match &result {
                 Ok(()) => "posted",
                 Err(Failure::Refused(_)) => "refused",
                 Err(Failure::Later(_)) => "retry",
+                Err(Failure::Unreachable(_)) => "unreachable",
             };
+            posted.reached |= !matches!(result, Err(Failure::Unreachable(_)));
             metrics::counter!("gatehouse_chat_messages_total", "platform" => message.platform.clone(), "outcome" => outcome)
                 .increment(1);
             match result {
@@ -125,11 +166,17 @@ impl Notifier {
                 }
                 Err(Failure::Later(e)) => {
                     tracing::warn!(key = %message.key, platform = %message.platform, channel = %message.channel, error = %e, "posting a chat message failed; retrying later");
-                    failed = true;
+                    posted.failed = true;
+                }
+                // The platform is down: the poster says so once, and waits for it.
+                Err(Failure::Unreachable(why)) => {
+                    posted.failed = true;
+                    posted.unreachable = Some(why);
+                    break;
                 }
             }
         }
-        failed
+        posted
     }
 
     async fn post_chat_message(&self, m: &ChatMessageRow) -> Result<(), Failure> {
@@ -351,6 +398,27 @@ impl Notifier {
     }
 }
 
+/// What posting one channel's messages came to.
+#[derive(Default)]
+struct Posted {
+    /// Something must be tried again later.
+    failed: bool,
+    /// The platform answered at least once.
+    reached: bool,
+    /// The platform did not answer, and why.
+    unreachable: Option<String>,
+}
+
+/// The platform as log lines name it.
+fn platform_name(platform: &str) -> String {
+    match platform {
+        "slack" => "Slack API".to_owned(),
+        "discord" => "Discord API".to_owned(),
+        "github" => "GitHub API".to_owned(),
+        other => other.to_owned(),
+    }
+}
+
 /// A Slack timestamp (`seconds.micros`) for `at`.
 fn slack_ts(at: DateTime<Utc>) -> String {
     format!("{}.{:06}", at.timestamp(), at.timestamp_subsec_micros())
@@ -358,14 +426,14 @@ fn slack_ts(at: DateTime<Utc>) -> String {
 
 fn slack_failure(e: SlackError) -> Failure {
     match e {
-        SlackError::Unavailable(_) => Failure::Later(e.to_string()),
+        SlackError::Unavailable(why) => Failure::Unreachable(why),
         _ => Failure::Refused(e.to_string()),
     }
 }
 
 fn discord_failure(e: DiscordError) -> Failure {
     match e {
-        DiscordError::Unavailable(_) => Failure::Later(e.to_string()),
+        DiscordError::Unavailable(why) => Failure::Unreachable(why),
         _ => Failure::Refused(e.to_string()),
     }
 }
