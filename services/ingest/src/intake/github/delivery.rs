@@ -40,7 +40,12 @@ pub(crate) async fn process(
     Ok(match parsed {
         Err(e) => {
             tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
-            Outcome::ignored(format!("payload not understood, so nothing was done: {e}"))
+            // Where in the body the parser stopped says nothing to the person reading.
+            let why = e.to_string();
+            let why = why.split(" at line ").next().unwrap_or_default();
+            Outcome::ignored(format!(
+                "payload not understood, so nothing was done: {why}"
+            ))
         }
         Ok(Webhook::Ping) => {
             Outcome::ignored("ping: GitHub checking that the webhook reaches Gatehouse")
