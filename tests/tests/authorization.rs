@@ -291,6 +291,15 @@ fn routes() -> Vec<Route> {
             None,
             Nothing,
         ),
+        route(Method::GET, "/deliveries", "/deliveries", None, Nothing),
+        // No such delivery: past authorization, the handler's 404.
+        route(
+            Method::GET,
+            "/deliveries/{id}",
+            "/deliveries/github:d-{COMBO}",
+            None,
+            Nothing,
+        ),
         route(Method::GET, "/openapi.json", "/openapi.json", None, Public),
     ]
 }

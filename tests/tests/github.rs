@@ -224,7 +224,7 @@ async fn bad_deliveries_are_refused_and_nothing_is_stored(backend: Backend) {
             .starts_with("payload not understood")
     );
     hub.deliver_github("ping", "d-ping", &fixture("ping")).await;
-    assert_eq!(hub.note("d-ping").await, "ping");
+    assert!(hub.note("d-ping").await.starts_with("ping: "));
     hub.deliver_github("push", "d-push", &fixture("push")).await;
     assert_eq!(
         hub.note("d-push").await,
@@ -261,7 +261,10 @@ async fn a_label_starts_its_sop_once_however_often_it_is_delivered(backend: Back
     // A label no trigger names starts nothing.
     hub.deliver_github("issues", "d-3", &labeled("wontfix"))
         .await;
-    assert_eq!(hub.note("d-3").await, "");
+    assert_eq!(
+        hub.note("d-3").await,
+        format!("label `wontfix` starts nothing: no trigger names it for {REPO}")
+    );
     hub.runs(1, "waiting", 1).await;
     hub.stop().await;
 }
@@ -345,7 +348,11 @@ async fn deliveries_waiting_together_each_see_those_before_them(backend: Backend
             .contains("label removed: cancelling run"),
         "the run d-3 asked for is seen"
     );
-    assert_eq!(hub.note("d-5").await, "");
+    assert!(
+        hub.note("d-5")
+            .await
+            .starts_with("label `wontfix` starts nothing")
+    );
     // Both runs are `hold`; the trigger cancels every unfinished run of its SOP, even one
     // the scheduler has not created yet.
     hub.runs(1, "cancelled", 2).await;

@@ -35,14 +35,88 @@ pub struct DeliveryRow {
     pub note: Option<String>,
     /// When it arrived.
     pub received_at: DateTime<Utc>,
+    /// When processing finished it.
+    pub processed_at: Option<DateTime<Utc>>,
+    /// The project it concerns, as known when it arrived; `None` when it concerns none
+    /// (then only administrators may see it).
+    pub project: Option<String>,
+    /// Why processing it last failed, while it is pending to be tried again.
+    pub error: Option<String>,
 }
 
-const COLUMNS: &str = "source, delivery_id, event, body, status, note, received_at";
+const COLUMNS: &str =
+    "source, delivery_id, event, body, status, note, received_at, processed_at, project, error";
 
 /// A delivery stored as pending, unless its id was stored before.
-const INSERT_PENDING: &str =
-    "INSERT INTO webhook_deliveries (source, delivery_id, event, body, status, received_at)
-     VALUES ($1, $2, $3, $4, 'pending', $5) ON CONFLICT (source, delivery_id) DO NOTHING";
+const INSERT_PENDING: &str = "INSERT INTO webhook_deliveries
+       (source, delivery_id, event, body, status, received_at, project)
+     VALUES ($1, $2, $3, $4, 'pending', $5, $6) ON CONFLICT (source, delivery_id) DO NOTHING";
+
+/// What a delivery came to, as people filter by it: `failed` is one pending again after
+/// processing it failed, `pending` one not tried yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeliveryOutcome {
+    Processed,
+    Ignored,
+    Pending,
+    Failed,
+}
+
+impl DeliveryOutcome {
+    /// Every outcome, in the order people read them.
+    pub const ALL: [DeliveryOutcome; 4] = [
+        DeliveryOutcome::Processed,
+        DeliveryOutcome::Ignored,
+        DeliveryOutcome::Pending,
+        DeliveryOutcome::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeliveryOutcome::Processed => "processed",
+            DeliveryOutcome::Ignored => "ignored",
+            DeliveryOutcome::Pending => "pending",
+            DeliveryOutcome::Failed => "failed",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|o| o.as_str() == name)
+    }
+
+    /// The outcome of a stored row.
+    pub fn of(row: &DeliveryRow) -> Self {
+        match row.status {
+            DeliveryStatus::Processed => DeliveryOutcome::Processed,
+            DeliveryStatus::Ignored => DeliveryOutcome::Ignored,
+            DeliveryStatus::Pending if row.error.is_some() => DeliveryOutcome::Failed,
+            DeliveryStatus::Pending => DeliveryOutcome::Pending,
+        }
+    }
+
+    /// The condition on a row, in SQL.
+    fn clause(self) -> &'static str {
+        match self {
+            DeliveryOutcome::Processed => "status = 'processed'",
+            DeliveryOutcome::Ignored => "status = 'ignored'",
+            DeliveryOutcome::Pending => "status = 'pending' AND error IS NULL",
+            DeliveryOutcome::Failed => "status = 'pending' AND error IS NOT NULL",
+        }
+    }
+}
+
+/// Which deliveries a list shows, newest first.
+#[derive(Debug, Clone, Default)]
+pub struct DeliveryFilter<'a> {
+    /// Only this source's (`github`, `slack`, `discord`).
+    pub source: Option<&'a str>,
+    pub outcome: Option<DeliveryOutcome>,
+    /// Only those received before this time (the next page).
+    pub before: Option<DateTime<Utc>>,
+    /// Only those of these projects; `None` for every delivery, those of no project too.
+    pub projects: Option<&'a [String]>,
+    pub limit: i64,
+}
 
 impl Store {
     /// Stores a delivery as pending; `false` when this delivery id was stored before (a
@@ -53,6 +127,7 @@ impl Store {
         delivery_id: &str,
         event: &str,
         body: &str,
+        project: Option<&str>,
     ) -> Result<bool, StoreError> {
         let inserted = with_writer!(self, pool => {
             sqlx::query(INSERT_PENDING)
@@ -61,6 +136,7 @@ impl Store {
                 .bind(event)
                 .bind(body)
                 .bind(Utc::now())
+                .bind(project)
                 .execute(pool)
                 .await?
                 .rows_affected()
@@ -95,6 +171,80 @@ impl Store {
                 .await?
         }))
     }
+
+    /// The deliveries with this id, whatever their source (ids are the senders', so two
+    /// sources may share one).
+    pub async fn deliveries_with_id(
+        &self,
+        delivery_id: &str,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
+        let sql = format!(
+            "SELECT {COLUMNS} FROM webhook_deliveries WHERE delivery_id = $1 ORDER BY source"
+        );
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(delivery_id)
+                .fetch_all(pool)
+                .await?
+        }))
+    }
+
+    /// The deliveries `filter` picks, newest first.
+    pub async fn deliveries(
+        &self,
+        filter: &DeliveryFilter<'_>,
+    ) -> Result<Vec<DeliveryRow>, StoreError> {
+        let outcome = filter
+            .outcome
+            .map(|o| format!(" AND {}", o.clause()))
+            .unwrap_or_default();
+        let projects = match filter.projects {
+            None => String::new(),
+            Some([]) => " AND 1 = 0".to_owned(),
+            Some(names) => {
+                let marks: Vec<String> = (0..names.len()).map(|i| format!("${}", i + 4)).collect();
+                format!(" AND project IN ({})", marks.join(", "))
+            }
+        };
+        let sql = format!(
+            "SELECT {COLUMNS} FROM webhook_deliveries
+             WHERE ($1 IS NULL OR source = $1) AND ($2 IS NULL OR received_at < $2){outcome}{projects}
+             ORDER BY received_at DESC, delivery_id DESC LIMIT $3"
+        );
+        Ok(with_pool!(self, pool => {
+            let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql))
+                .bind(filter.source)
+                .bind(filter.before)
+                .bind(filter.limit);
+            for name in filter.projects.unwrap_or_default() {
+                query = query.bind(name);
+            }
+            query.fetch_all(pool).await?
+        }))
+    }
+
+    /// Records why processing a pending delivery failed; it stays pending, to be tried
+    /// again, and shows as failed until then.
+    pub async fn delivery_failed(
+        &self,
+        source: &str,
+        delivery_id: &str,
+        error: &str,
+    ) -> Result<(), StoreError> {
+        with_writer!(self, pool => {
+            sqlx::query(
+                "UPDATE webhook_deliveries SET error = $1
+                 WHERE source = $2 AND delivery_id = $3 AND status = 'pending'",
+            )
+            .bind(error)
+            .bind(source)
+            .bind(delivery_id)
+            .execute(pool)
+            .await?
+            .rows_affected()
+        });
+        Ok(())
+    }
 }
 
 impl Tx {
@@ -106,6 +256,7 @@ impl Tx {
         delivery_id: &str,
         event: &str,
         body: &str,
+        project: Option<&str>,
     ) -> Result<Option<DeliveryRow>, StoreError> {
         let received_at = Utc::now();
         let inserted = with_tx!(self, conn => {
@@ -115,6 +266,7 @@ impl Tx {
                 .bind(event)
                 .bind(body)
                 .bind(received_at)
+                .bind(project)
                 .execute(conn)
                 .await?
                 .rows_affected()
@@ -127,6 +279,9 @@ impl Tx {
             status: DeliveryStatus::Pending,
             note: None,
             received_at,
+            processed_at: None,
+            project: project.map(str::to_owned),
+            error: None,
         }))
     }
 
@@ -161,7 +316,8 @@ impl Tx {
     ) -> Result<bool, StoreError> {
         let updated = with_tx!(self, conn => {
             sqlx::query(
-                "UPDATE webhook_deliveries SET status = $1, note = $2, processed_at = $3
+                "UPDATE webhook_deliveries SET status = $1, note = $2, processed_at = $3,
+                   error = NULL
                  WHERE source = $4 AND delivery_id = $5 AND status = 'pending'",
             )
             .bind(status)

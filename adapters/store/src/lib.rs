@@ -65,7 +65,7 @@ pub use comments::CommentRow;
 pub use conversations::{Activity, ConversationRow, ConversationUpdate, NewConversation};
 pub use dead_letter::{DeadLetter, NewDeadLetter};
 pub use definitions::SopVersionRow;
-pub use deliveries::{DeliveryRow, DeliveryStatus};
+pub use deliveries::{DeliveryFilter, DeliveryOutcome, DeliveryRow, DeliveryStatus};
 pub use egress::{
     ConnectionOwner, ConnectionRow, ConnectionVerdict, MAX_CONNECTIONS_PER_ATTEMPT, MAX_HOST_BYTES,
     MAX_REASON_BYTES,

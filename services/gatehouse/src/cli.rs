@@ -7,6 +7,7 @@ pub mod args;
 mod budgets;
 pub mod client;
 pub mod conversations;
+pub mod deliveries;
 pub mod doctor;
 pub mod identity;
 pub mod mcp;

@@ -27,7 +27,8 @@ use crate::cli::args::{
     Cli, ConfigCommand, GatehouseCommand, RoleCommand, ScheduleCommand, SopCommand,
 };
 use crate::cli::{
-    conversations, doctor, identity, mcp, projects, reports, requirements, runs, schedules, sops,
+    conversations, deliveries, doctor, identity, mcp, projects, reports, requirements, runs,
+    schedules, sops,
 };
 use crate::config::Config;
 
@@ -178,6 +179,10 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             command,
             client: args,
         } => requirements::requirement(&client(&args, &config)?, command, args.json).await,
+        GatehouseCommand::Delivery {
+            command,
+            client: args,
+        } => deliveries::delivery(&client(&args, &config)?, command, args.json).await,
         GatehouseCommand::Conversation {
             command,
             client: args,

@@ -5,6 +5,7 @@
 pub(crate) mod artifacts;
 pub(crate) mod connections;
 pub(crate) mod conversations;
+pub(crate) mod deliveries;
 pub(crate) mod gates;
 pub(crate) mod login_links;
 pub(crate) mod names;

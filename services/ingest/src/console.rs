@@ -11,13 +11,14 @@
 //! Where things are: `session` (cookie, CSRF, the `Viewer`), `signin` (links, signing
 //! out), `github` (signing in with GitHub), `page` (the frame and shared pieces), one file
 //! per page (`inbox`, `run`, `requirements`, `conversations`, `sops`, `schedules`,
-//! `reports`), `actions` (what forms post), `logs` (paged and live output), `artifacts`
+//! `reports`, `deliveries`), `actions` (what forms post), `logs` (paged and live output), `artifacts`
 //! (shown safely).
 
 mod actions;
 mod artifacts;
 mod budgets;
 mod conversations;
+mod deliveries;
 mod github;
 mod inbox;
 mod logs;
@@ -112,6 +113,8 @@ pub(crate) fn router() -> Router<ApiState> {
         .route("/schedules", get(schedules::list))
         .route("/schedules/{name}", get(schedules::page))
         .route("/schedules/{name}/command", post(schedules::command))
+        .route("/deliveries", get(deliveries::list))
+        .route("/deliveries/{id}", get(deliveries::page))
         .route("/reports", get(reports::page))
         .route("/reports.csv", get(reports::csv))
         .route("/static/{file}", get(statics::file))

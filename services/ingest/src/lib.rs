@@ -115,6 +115,8 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/conversations", get(conversations::list))
         .route("/conversations/{id}", get(conversations::show))
         .route("/conversations/{id}/stop", post(conversations::stop))
+        .route("/deliveries", get(api::deliveries::list))
+        .route("/deliveries/{id}", get(api::deliveries::show))
         .route_layer(axum::middleware::from_fn_with_state(
             state.clone(),
             auth::require_token,

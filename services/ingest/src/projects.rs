@@ -185,6 +185,42 @@ pub(crate) fn may_read(api: &ApiState, project: Option<&str>, reader: Reader<'_>
     }
 }
 
+/// Whether `reader` may see a webhook or chat delivery concerning `project`: an
+/// administrator (`admin`) sees every one; anyone else only those concerning a configured
+/// project they may read ([`may_read`]). A delivery concerning no project (an unknown
+/// repository, a direct message) holds what nobody was asked to share, so it is for
+/// administrators alone.
+pub(crate) fn may_see_delivery(
+    api: &ApiState,
+    project: Option<&str>,
+    reader: Reader<'_>,
+    admin: bool,
+) -> bool {
+    if admin {
+        return true;
+    }
+    project
+        .and_then(|name| api.projects.get(name))
+        .is_some_and(|project| may_read(api, Some(project.name()), reader))
+}
+
+/// The projects whose deliveries `reader` may see ([`may_see_delivery`]); `None` for
+/// every delivery, those concerning no project too.
+pub(crate) fn delivery_projects(
+    api: &ApiState,
+    reader: Reader<'_>,
+    admin: bool,
+) -> Option<Vec<String>> {
+    (!admin).then(|| {
+        api.projects
+            .iter()
+            .map(Project::name)
+            .filter(|name| may_see_delivery(api, Some(name), reader, admin))
+            .map(str::to_owned)
+            .collect()
+    })
+}
+
 /// The configured projects `reader` may not read: what lists leave out, in their queries
 /// (so a page of them is never short).
 pub(crate) fn hidden(api: &ApiState, reader: Reader<'_>) -> Vec<String> {

@@ -118,7 +118,7 @@ impl Gatehouse {
         let stored = self
             .db
             .store
-            .record_delivery("github", delivery, event, &body);
+            .record_delivery("github", delivery, event, &body, None);
         assert!(
             stored.await.unwrap(),
             "delivery {delivery} was stored before"

@@ -147,6 +147,16 @@ pub enum GatehouseCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
+    /// Every webhook and chat event received, with what became of it: why nothing
+    /// happened, or what it started.
+    Delivery {
+        /// What to do.
+        #[command(subcommand)]
+        command: DeliveryCommand,
+        /// Server and credentials.
+        #[command(flatten)]
+        client: ClientArgs,
+    },
     /// Conversations with the assistant in chat threads: their turns, replies and tools.
     Conversation {
         /// What to do.
@@ -282,6 +292,29 @@ pub enum ReportCommand {
 pub enum ProjectCommand {
     /// List the projects with their repositories.
     List,
+}
+
+/// `gatehouse delivery ...`
+#[derive(Debug, Subcommand)]
+pub enum DeliveryCommand {
+    /// List deliveries, newest first, with what became of each.
+    List {
+        /// Only this source's: github, slack or discord.
+        #[arg(long)]
+        source: Option<String>,
+        /// Only those that came to this: processed, ignored, pending or failed.
+        #[arg(long)]
+        outcome: Option<String>,
+        /// At most this many (default 50, at most 500).
+        #[arg(long)]
+        limit: Option<i64>,
+    },
+    /// Show a delivery: what became of it, what it started, and (for administrators)
+    /// its payload.
+    Show {
+        /// `SOURCE:DELIVERY_ID` as listed, or the sender's delivery id alone.
+        id: String,
+    },
 }
 
 /// `gatehouse requirement ...`

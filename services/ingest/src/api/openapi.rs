@@ -5,15 +5,15 @@ use utoipa::openapi::security::{HttpAuthScheme, HttpBuilder, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
 use super::{
-    artifacts, conversations, gates, login_links, people, projects, questions, reports,
+    artifacts, conversations, deliveries, gates, login_links, people, projects, questions, reports,
     requirements, runs, schedules, tokens,
 };
 
 #[derive(OpenApi)]
 #[openapi(
-    info(title = "Gatehouse API", description = "Runs, gates, agents' questions, projects, requirements, conversations, reports, schedules, people, tokens and console sign-in links. Every call needs `Authorization: Bearer <token>`."),
+    info(title = "Gatehouse API", description = "Runs, gates, agents' questions, projects, requirements, conversations, deliveries (what became of each webhook and chat event), reports, schedules, people, tokens and console sign-in links. Every call needs `Authorization: Bearer <token>`."),
     servers((url = "/api/v1")),
-    paths(runs::start, runs::list, runs::show, runs::logs, runs::graph, artifacts::download, runs::cancel, runs::pause, runs::resume, runs::retry, runs::sops, gates::list, gates::decide, questions::list, questions::show, questions::answer, schedules::create, schedules::list, schedules::show, schedules::pause, schedules::resume, schedules::trigger, schedules::backfill, schedules::delete, login_links::create, tokens::create, tokens::list, tokens::revoke, tokens::whoami, people::list, people::add, people::remove, projects::list, requirements::list, requirements::show, conversations::list, conversations::show, conversations::stop, reports::usage),
+    paths(runs::start, runs::list, runs::show, runs::logs, runs::graph, artifacts::download, runs::cancel, runs::pause, runs::resume, runs::retry, runs::sops, gates::list, gates::decide, questions::list, questions::show, questions::answer, schedules::create, schedules::list, schedules::show, schedules::pause, schedules::resume, schedules::trigger, schedules::backfill, schedules::delete, login_links::create, tokens::create, tokens::list, tokens::revoke, tokens::whoami, people::list, people::add, people::remove, projects::list, requirements::list, requirements::show, conversations::list, conversations::show, conversations::stop, deliveries::list, deliveries::show, reports::usage),
     modifiers(&Bearer, &Refusals),
     security(("bearer" = []))
 )]

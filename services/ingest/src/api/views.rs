@@ -4,6 +4,7 @@
 
 pub use super::connections::ConnectionView;
 pub use super::conversations::views::*;
+pub use super::deliveries::views::*;
 pub use super::gates::views::*;
 pub use super::login_links::views::*;
 pub use super::people::views::*;

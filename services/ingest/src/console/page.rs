@@ -128,6 +128,9 @@ pub(crate) fn frame_with(
                             a href="/sops" { "SOPs" }
                             a href="/schedules" { "Schedules" }
                             a href="/reports" { "Reports" }
+                            @if viewer.sees_deliveries {
+                                a href="/deliveries" { "Deliveries" }
+                            }
                         }
                         form.signout method="post" action="/signout" {
                             (csrf_field(viewer))

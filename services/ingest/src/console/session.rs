@@ -35,6 +35,8 @@ pub(crate) struct Viewer {
     pub(crate) caller: Caller,
     /// What this session's forms must send back.
     pub(crate) csrf: String,
+    /// Whether the deliveries page has anything this person may see, for the navigation.
+    pub(crate) sees_deliveries: bool,
 }
 
 impl Viewer {
@@ -159,6 +161,10 @@ pub(crate) async fn viewer(
         return Ok(None);
     };
     let scopes = Scopes::parse_stored(&row.scopes);
+    let admin = person.groups.iter().any(|g| g == crate::rights::ADMINS);
+    let reader = crate::projects::Reader::new(&person.id, &person.groups);
+    let sees_deliveries = crate::projects::delivery_projects(api, reader, admin)
+        .is_none_or(|projects| !projects.is_empty());
     Ok(Some(Viewer {
         session: row.id,
         caller: Caller {
@@ -170,6 +176,7 @@ pub(crate) async fn viewer(
             for_agent: false,
         },
         csrf: csrf_of(&secret),
+        sees_deliveries,
     }))
 }
 

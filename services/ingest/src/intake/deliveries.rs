@@ -100,6 +100,14 @@ pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
                     Ok(()) => done += 1,
                     Err(e) => {
                         tracing::warn!(%source, delivery = %id, error = %e, "processing a delivery failed; it stays pending");
+                        // Shown as failed, with why, until it is tried again.
+                        if let Err(noted) = api
+                            .store
+                            .delivery_failed(&source, &id, &e.to_string())
+                            .await
+                        {
+                            tracing::warn!(%source, delivery = %id, error = %noted, "could not record why a delivery failed");
+                        }
                         first_error.get_or_insert(e);
                     }
                 }
@@ -205,7 +213,12 @@ pub(crate) async fn store(
     let stored = match arrival {
         Arrival::Duplicate => false,
         Arrival::Processed | Arrival::Waits => true,
-        Arrival::StoreAlone => api.store.record_delivery(source, id, event, body).await?,
+        Arrival::StoreAlone => {
+            let project = concerns(api, source, body);
+            api.store
+                .record_delivery(source, id, event, body, project.as_deref())
+                .await?
+        }
     };
     if matches!(arrival, Arrival::Waits | Arrival::StoreAlone) {
         api.deliveries.notify_one();
@@ -241,7 +254,11 @@ async fn process_on_arrival(
         return Ok(Arrival::StoreAlone);
     };
     let mut tx = api.store.begin().await?;
-    let Some(delivery) = tx.record_delivery(source, id, event, body).await? else {
+    let project = concerns(api, source, body);
+    let Some(delivery) = tx
+        .record_delivery(source, id, event, body, project.as_deref())
+        .await?
+    else {
         tx.rollback().await?;
         return Ok(Arrival::Duplicate);
     };
@@ -259,6 +276,37 @@ async fn process_on_arrival(
     tx.commit().await?;
     span.in_scope(|| outcome.log(&delivery));
     Ok(Arrival::Processed)
+}
+
+/// The project a delivery concerns, as far as its body tells: the one project listing a
+/// GitHub delivery's repository, or listing the Slack or Discord channel it came from.
+/// People who may read that project may see the delivery; one concerning none is for
+/// administrators.
+fn concerns(api: &ApiState, source: &str, body: &str) -> Option<String> {
+    let json: serde_json::Value = serde_json::from_str(body).ok()?;
+    let text = |pointer: &str| json.pointer(pointer).and_then(|v| v.as_str());
+    match source {
+        "github" => crate::projects::project_of_repo(api, text("/repository/full_name")?),
+        "slack" => {
+            let channel = text("/event/channel")?;
+            Some(
+                api.projects
+                    .of_channel(&format!("slack:{channel}"))?
+                    .name()
+                    .to_owned(),
+            )
+        }
+        "discord" => {
+            let channel = text("/channel_id")?;
+            Some(
+                api.projects
+                    .of_channel(&format!("discord:{channel}"))?
+                    .name()
+                    .to_owned(),
+            )
+        }
+        _ => None,
+    }
 }
 
 /// [`apply`] in the delivery's trace and `delivery` span, with the span to log the outcome

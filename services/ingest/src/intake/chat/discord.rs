@@ -119,7 +119,11 @@ pub(crate) async fn process(
         "mention" => {
             let m: Mention = match serde_json::from_str(&delivery.body) {
                 Ok(m) => m,
-                Err(e) => return Ok(Outcome::ignored(format!("unreadable mention: {e}"))),
+                Err(e) => {
+                    return Ok(Outcome::ignored(format!(
+                        "mention not understood, so nothing was done: {e}"
+                    )));
+                }
             };
             let mention = ChatMention {
                 platform: Platform::Discord,
@@ -145,7 +149,9 @@ pub(crate) async fn process(
                 _ => None,
             };
             let Some((id, channel, token, user, comment)) = clicked else {
-                return Ok(Outcome::ignored("not a Gatehouse control"));
+                return Ok(Outcome::ignored(
+                    "a button Gatehouse did not make, so nothing was done",
+                ));
             };
             match id.parse::<Control>() {
                 Ok(Control::Gate(action)) => {
@@ -170,7 +176,9 @@ pub(crate) async fn process(
                     };
                     question_click::handle(api, tx, &delivery.delivery_id, &click).await
                 }
-                Err(_) => Ok(Outcome::ignored("not a Gatehouse control")),
+                Err(_) => Ok(Outcome::ignored(
+                    "a button Gatehouse did not make, so nothing was done",
+                )),
             }
         }
         other => Ok(Outcome::ignored(format!("unknown Discord event `{other}`"))),

@@ -140,8 +140,12 @@ pub(crate) async fn process(
                     "`{kind}` events are not acted on"
                 ))),
             },
-            Ok(_) => Ok(Outcome::ignored("not an event callback")),
-            Err(e) => Ok(Outcome::ignored(format!("payload not understood: {e}"))),
+            Ok(_) => Ok(Outcome::ignored(
+                "not an event callback: of Slack's events, only callbacks are acted on",
+            )),
+            Err(e) => Ok(Outcome::ignored(format!(
+                "payload not understood, so nothing was done: {e}"
+            ))),
         },
         "block_actions" | "view_submission" => match parse_interaction(body) {
             Ok(Interaction::BlockAction(a)) => match a.action_id.parse::<Control>() {
@@ -185,7 +189,11 @@ pub(crate) async fn process(
                         return question_click::handle(api, tx, &delivery.delivery_id, &click)
                             .await;
                     }
-                    Err(_) => return Ok(Outcome::ignored("not a Gatehouse dialog")),
+                    Err(_) => {
+                        return Ok(Outcome::ignored(
+                            "a dialog Gatehouse did not open, so nothing was done",
+                        ));
+                    }
                 };
                 if let Some(target) = v.values.remove("target") {
                     action = action.with_target(&target);
@@ -201,8 +209,12 @@ pub(crate) async fn process(
                 };
                 click::handle(api, tx, &delivery.delivery_id, &click).await
             }
-            Ok(_) => Ok(Outcome::ignored("interaction not acted on")),
-            Err(e) => Ok(Outcome::ignored(format!("payload not understood: {e}"))),
+            Ok(_) => Ok(Outcome::ignored(
+                "only button clicks and dialog submissions are acted on",
+            )),
+            Err(e) => Ok(Outcome::ignored(format!(
+                "payload not understood, so nothing was done: {e}"
+            ))),
         },
         other => Ok(Outcome::ignored(format!("unknown Slack event `{other}`"))),
     }

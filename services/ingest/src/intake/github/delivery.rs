@@ -40,9 +40,16 @@ pub(crate) async fn process(
     Ok(match parsed {
         Err(e) => {
             tracing::warn!(delivery = %delivery.delivery_id, event = %delivery.event, error = %e, "GitHub delivery lacks what Gatehouse reads; ignored");
-            Outcome::ignored(format!("payload not understood: {e}"))
+            // Where in the body the parser stopped says nothing to the person reading.
+            let why = e.to_string();
+            let why = why.split(" at line ").next().unwrap_or_default();
+            Outcome::ignored(format!(
+                "payload not understood, so nothing was done: {why}"
+            ))
         }
-        Ok(Webhook::Ping) => Outcome::ignored("ping"),
+        Ok(Webhook::Ping) => {
+            Outcome::ignored("ping: GitHub checking that the webhook reaches Gatehouse")
+        }
         Ok(Webhook::Other(event)) => Outcome::ignored(format!("`{event}` events are not acted on")),
         Ok(Webhook::Issues(e)) => issues(api, tx, &e).await?,
         Ok(Webhook::PullRequest(e)) => pull_request(api, tx, delivery, &e).await?,
@@ -67,6 +74,7 @@ async fn issues(api: &ApiState, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome,
         assignment: false,
         sender: github_actor(api, &e.sender.login).await?,
     };
+    let named = (label.label, label.repo);
     let notes = match e.action.as_str() {
         "labeled" => labeled(api, tx, &requirement, &label).await?,
         "unlabeled" => unlabeled(api, tx, &requirement, &label).await?,
@@ -90,9 +98,9 @@ async fn issues(api: &ApiState, tx: &mut Tx, e: &IssuesEvent) -> Result<Outcome,
                 unassigned(api, tx, &requirement, &label).await?
             }
         }
-        action => vec![format!("issue {action}")],
+        action => vec![format!("issue {action}: its requirement is up to date")],
     };
-    Ok(Outcome::processed(notes))
+    Ok(labels_outcome(&e.action, named, notes))
 }
 
 async fn pull_request(
@@ -129,6 +137,7 @@ async fn pull_request(
         assignment: false,
         sender: github_actor(api, &e.sender.login).await?,
     };
+    let named = (label.label, label.repo);
     let notes = match e.action.as_str() {
         "labeled" => labeled(api, tx, &requirement, &label).await?,
         "unlabeled" => unlabeled(api, tx, &requirement, &label).await?,
@@ -137,10 +146,33 @@ async fn pull_request(
         }
         "closed" => vec![pull_changed(api, tx, subject.repo, pr, PullState::Closed).await?],
         "reopened" => vec![pull_changed(api, tx, subject.repo, pr, PullState::Open).await?],
-        action => vec![format!("pull request {action}")],
+        action => vec![format!(
+            "pull request {action}: its requirement is up to date"
+        )],
     };
-    pulls::record_pull_request(tx, &delivery.delivery_id, e, &notes.join("; ")).await?;
-    Ok(Outcome::processed(notes))
+    let outcome = labels_outcome(&e.action, named, notes);
+    pulls::record_pull_request(tx, &delivery.delivery_id, e, outcome.note()).await?;
+    Ok(outcome)
+}
+
+/// What an issue or pull request event came to: ignored, and why, when a label was added
+/// or removed that no trigger names for the repository.
+fn labels_outcome(action: &str, (label, repo): (&str, &str), notes: Vec<String>) -> Outcome {
+    if !notes.is_empty() {
+        return Outcome::processed(notes);
+    }
+    match action {
+        "labeled" => Outcome::ignored(format!(
+            "label `{label}` starts nothing: no trigger names it for {repo}"
+        )),
+        "unlabeled" => Outcome::ignored(format!(
+            "label `{label}` removed: no trigger names it for {repo}, so there is nothing to stop"
+        )),
+        "unassigned" => Outcome::ignored(format!(
+            "unassigned from the bot: no `assigned` trigger covers {repo}, so there is nothing to stop"
+        )),
+        _ => Outcome::processed(notes),
+    }
 }
 
 /// A pull request Gatehouse opened was closed or reopened. A requirement is delivered when
@@ -198,7 +230,9 @@ async fn comment(
     let subject = issue_subject(&e.repository.full_name, issue);
     let requirement = issue_requirement::sync(api, tx, &subject).await?;
     let Some(github) = api.github.clone() else {
-        return Ok(Outcome::ignored("GitHub is not configured"));
+        return Ok(Outcome::ignored(
+            "GitHub is not configured ([github]), so comments run no commands",
+        ));
     };
     if github.is_own_comment(&e.comment.user.login, &e.comment.body) {
         return Ok(Outcome::ignored(format!(
@@ -217,7 +251,11 @@ async fn comment(
                 .map_or("", |b| b.from.as_str());
             gatehouse_commands::new_commands(before, &e.comment.body, &github.bot_login)
         }
-        action => return Ok(Outcome::ignored(format!("comment {action}"))),
+        action => {
+            return Ok(Outcome::ignored(format!(
+                "comment {action}: only new and edited comments hold commands"
+            )));
+        }
     };
     if found.is_empty() {
         return Ok(Outcome::ignored("no command in the comment"));
