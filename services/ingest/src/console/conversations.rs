@@ -5,12 +5,13 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use maud::{Markup, html};
-use uuid::Uuid;
 
 use super::inbox::short;
 use super::network;
 use super::page::{PageError, dollars, duration, frame, status, time, usage};
 use super::session::Viewer;
+use crate::ids;
+use gatehouse_store::IdKind;
 use crate::ApiState;
 use crate::api::conversations;
 use crate::views::{ConnectionView, TurnView};
@@ -19,9 +20,10 @@ use crate::views::{ConnectionView, TurnView};
 pub(crate) async fn page(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<Markup, PageError> {
-    let Json(detail) = conversations::show(State(api), viewer.caller.clone(), Path(id)).await?;
+    let id = ids::resolve(&api, IdKind::Conversation, &id, viewer.caller.reader()).await?;
+    let Json(detail) = conversations::show(State(api), viewer.caller.clone(), Path(id.to_string())).await?;
     let c = &detail.conversation;
     let connections: Vec<(String, &[ConnectionView])> = detail
         .turns
