@@ -16,7 +16,7 @@ on_both_backends!(
     a_prefix_never_matches_what_the_caller_may_not_read,
 );
 
-const HOLD: &str = "name: hold\nnodes:\n  review: { kind: gate, approvers: [ana] }\n";
+const HOLD: &str = "name: hold\nnodes:\n  review: { kind: gate, approvers: [bo] }\n";
 
 const PROJECTS: &str = r#"
 [[projects]]
@@ -124,12 +124,14 @@ async fn prefixes_and_ambiguity(backend: Backend) {
         .await
         .is(409);
     gh.node(first, "review", "waiting_approval", 1).await;
-    api.post(
-        &format!("/runs/{}/gates/review/decision", unique(first)),
-        json!({ "decision": "approve" }),
-    )
-    .await
-    .is(202);
+    let bo = gh.stored_token("bo", &Scope::ALL[..3], None).await;
+    gh.api_as(&bo)
+        .post(
+            &format!("/runs/{}/gates/review/decision", unique(first)),
+            json!({ "decision": "approve" }),
+        )
+        .await
+        .is(202);
     gh.wait_run(first, "succeeded").await;
     api.post(&format!("/runs/{}/cancel", unique(second)), json!({}))
         .await
@@ -159,10 +161,7 @@ async fn a_prefix_never_matches_what_the_caller_may_not_read(backend: Backend) {
     let both = &digits(own)[..common];
 
     // ana reads both: the shared prefix is ambiguous for her.
-    gh.api_as(&ana)
-        .get(&format!("/runs/{both}"))
-        .await
-        .is(409);
+    gh.api_as(&ana).get(&format!("/runs/{both}")).await.is(409);
     // bo reads only his own: the same prefix is his run, and the candidates never
     // name the other.
     let shown = gh.api_as(&bo).get(&format!("/runs/{both}")).await.is(200);

@@ -172,7 +172,13 @@ mod tests {
 
     #[test]
     fn reads_prefixes_with_or_without_dashes_in_any_case() {
-        for text in ["0190", "0190f3a2", "0190F3A2-7B", "0190f3a27b", " 0190f3a2-7b1c "] {
+        for text in [
+            "0190",
+            "0190f3a2",
+            "0190F3A2-7B",
+            "0190f3a27b",
+            " 0190f3a2-7b1c ",
+        ] {
             let r = IdRef::parse(text).expect(text);
             assert!(r.matches(id(ID)), "{text}");
             assert!(r.exact().is_none(), "{text}");
@@ -197,9 +203,22 @@ mod tests {
     #[test]
     fn refuses_short_non_hex_and_overlong_words_saying_why() {
         assert_eq!(IdRef::parse("019"), Err(IdRefError::TooShort("019".into())));
-        assert_eq!(IdRef::parse("01-9"), Err(IdRefError::TooShort("01-9".into())));
-        assert_eq!(IdRef::parse("----"), Err(IdRefError::TooShort("----".into())));
-        for word in ["run-12", "0190 f3", "{0190f3a2}", "", "0190/review", "+0190"] {
+        assert_eq!(
+            IdRef::parse("01-9"),
+            Err(IdRefError::TooShort("01-9".into()))
+        );
+        assert_eq!(
+            IdRef::parse("----"),
+            Err(IdRefError::TooShort("----".into()))
+        );
+        for word in [
+            "run-12",
+            "0190 f3",
+            "{0190f3a2}",
+            "",
+            "0190/review",
+            "+0190",
+        ] {
             assert!(
                 matches!(IdRef::parse(word), Err(IdRefError::NotHex(_))),
                 "{word}"

@@ -69,7 +69,11 @@ fn one_of(kind: IdKind, reference: &IdRef, found: Vec<IdCandidate>) -> Result<Uu
                 .collect();
             let message = format!(
                 "`{reference}` matches {} {noun}s; give more of the id: {}{}",
-                if more { "more than 10".to_owned() } else { many.len().to_string() },
+                if more {
+                    "more than 10".to_owned()
+                } else {
+                    many.len().to_string()
+                },
                 listed.join(", "),
                 if more { ", …" } else { "" }
             );
@@ -120,18 +124,26 @@ mod tests {
 
     #[test]
     fn several_are_a_conflict_listing_at_most_ten() {
-        let err = one_of(IdKind::Run, &prefix(), (1..=3).map(candidate).collect())
-            .expect_err("three");
+        let err =
+            one_of(IdKind::Run, &prefix(), (1..=3).map(candidate).collect()).expect_err("three");
         assert_eq!(err.status(), axum::http::StatusCode::CONFLICT);
-        let ApiError::Ambiguous { message, candidates } = err else {
+        let ApiError::Ambiguous {
+            message,
+            candidates,
+        } = err
+        else {
             panic!("not ambiguous");
         };
         assert_eq!(candidates.len(), 3);
         assert!(message.starts_with("`0000` matches 3 runs"), "{message}");
         assert!(message.contains("(fix · running 2)"), "{message}");
-        let err = one_of(IdKind::Run, &prefix(), (1..=11).map(candidate).collect())
-            .expect_err("eleven");
-        let ApiError::Ambiguous { message, candidates } = err else {
+        let err =
+            one_of(IdKind::Run, &prefix(), (1..=11).map(candidate).collect()).expect_err("eleven");
+        let ApiError::Ambiguous {
+            message,
+            candidates,
+        } = err
+        else {
             panic!("not ambiguous");
         };
         assert_eq!(candidates.len(), 10);

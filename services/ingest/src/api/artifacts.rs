@@ -16,10 +16,10 @@ use uuid::Uuid;
 
 use crate::error::ErrorBody;
 use crate::ids;
-use gatehouse_store::IdKind;
 use crate::projects::Reader;
 use crate::rights::Caller;
 use crate::{ApiError, ApiState};
+use gatehouse_store::IdKind;
 
 /// Artifacts above this are not served through the API.
 const MAX_SERVED: u64 = 64 * 1024 * 1024;

@@ -20,7 +20,6 @@ use uuid::Uuid;
 use crate::api::connections::by_turn_attempt;
 use crate::error::ErrorBody;
 use crate::ids;
-use gatehouse_store::IdKind;
 use crate::projects::require;
 use crate::rights::Caller;
 use crate::views::{
@@ -28,6 +27,7 @@ use crate::views::{
     TurnAttemptView, TurnView, UsageTotal,
 };
 use crate::{ApiError, ApiState, paging, projects};
+use gatehouse_store::IdKind;
 
 /// Query of `GET /conversations`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

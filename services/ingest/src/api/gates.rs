@@ -14,12 +14,12 @@ use gatehouse_sop::{Gate, Sop};
 use gatehouse_store::RunRow;
 
 use crate::error::ErrorBody;
-use crate::ids;
-use gatehouse_store::IdKind;
 use crate::gate_decision::checked_decision;
+use crate::ids;
 use crate::rights::Caller;
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects};
+use gatehouse_store::IdKind;
 
 /// Query of `GET /gates`.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]

@@ -10,11 +10,11 @@ use gatehouse_store::{ConnectionOwner, QuestionRow};
 
 use crate::error::ErrorBody;
 use crate::ids;
-use gatehouse_store::IdKind;
 use crate::question_answer::checked_answer;
 use crate::rights::Caller;
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects};
+use gatehouse_store::IdKind;
 
 /// The most open questions listed at once.
 const LISTED: i64 = 500;

@@ -11,13 +11,13 @@ use serde::Deserialize;
 
 use crate::error::ErrorBody;
 use crate::ids;
-use gatehouse_store::IdKind;
 use crate::rights::Caller;
 use crate::views::{
     DirectMergeView, PullEventView, PullRequestView, RequirementDetail, RequirementSummary,
     UsageTotal,
 };
 use crate::{ApiError, ApiState, paging, projects};
+use gatehouse_store::IdKind;
 
 /// Query of `GET /requirements`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

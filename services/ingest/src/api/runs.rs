@@ -21,7 +21,6 @@ pub(crate) use detail::{Loaded, detail, load_readable, loaded, readable_row, sum
 
 use crate::error::ErrorBody;
 use crate::ids;
-use gatehouse_store::IdKind;
 use crate::issue_requirement::issue_requirement;
 use crate::new_requirement::{self, NewRequirement};
 use crate::rights::{Caller, may_start};
@@ -29,6 +28,7 @@ use crate::views::*;
 use crate::{ApiError, ApiState, outbox, paging, projects, run_request};
 use gatehouse_commands::IssueRef;
 use gatehouse_project::{Request, Right};
+use gatehouse_store::IdKind;
 
 /// Query of `GET /runs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

@@ -11,10 +11,10 @@ use super::inbox::short;
 use super::markdown::to_safe_html;
 use super::page::{PageError, frame};
 use super::session::Viewer;
-use crate::ids;
-use gatehouse_store::IdKind;
 use crate::ApiState;
 use crate::api::artifacts::{read, respond};
+use crate::ids;
+use gatehouse_store::IdKind;
 
 /// Larger artifacts are offered as downloads, not shown in the page.
 const SHOWN_AT_MOST: usize = 2 * 1024 * 1024;

@@ -10,11 +10,11 @@ use super::inbox::short;
 use super::network;
 use super::page::{PageError, dollars, duration, frame, status, time, usage};
 use super::session::Viewer;
-use crate::ids;
-use gatehouse_store::IdKind;
 use crate::ApiState;
 use crate::api::conversations;
+use crate::ids;
 use crate::views::{ConnectionView, TurnView};
+use gatehouse_store::IdKind;
 
 /// `GET /conversations/{id}`
 pub(crate) async fn page(
@@ -23,7 +23,8 @@ pub(crate) async fn page(
     Path(id): Path<String>,
 ) -> Result<Markup, PageError> {
     let id = ids::resolve(&api, IdKind::Conversation, &id, viewer.caller.reader()).await?;
-    let Json(detail) = conversations::show(State(api), viewer.caller.clone(), Path(id.to_string())).await?;
+    let Json(detail) =
+        conversations::show(State(api), viewer.caller.clone(), Path(id.to_string())).await?;
     let c = &detail.conversation;
     let connections: Vec<(String, &[ConnectionView])> = detail
         .turns

@@ -23,10 +23,10 @@ use uuid::Uuid;
 use super::inbox::short;
 use super::page::{PageError, frame};
 use super::session::Viewer;
-use crate::ids;
-use gatehouse_store::IdKind;
 use crate::api::runs;
+use crate::ids;
 use crate::{ApiError, ApiState};
+use gatehouse_store::IdKind;
 
 /// Lines the run page shows (the end of the output).
 pub(crate) const LOG_TAIL: i64 = 200;

@@ -10,11 +10,11 @@ use serde::Deserialize;
 use super::inbox::short;
 use super::page::{PageError, frame, status, time, usage};
 use super::session::Viewer;
-use crate::ids;
-use gatehouse_store::IdKind;
 use crate::ApiState;
 use crate::api::requirements::{self, RequirementQuery};
+use crate::ids;
 use crate::views::RequirementSummary;
+use gatehouse_store::IdKind;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListQuery {
@@ -73,7 +73,8 @@ pub(crate) async fn page(
     Path(id): Path<String>,
 ) -> Result<Markup, PageError> {
     let id = ids::resolve(&api, IdKind::Requirement, &id, viewer.caller.reader()).await?;
-    let Json(detail) = requirements::show(State(api), viewer.caller.clone(), Path(id.to_string())).await?;
+    let Json(detail) =
+        requirements::show(State(api), viewer.caller.clone(), Path(id.to_string())).await?;
     let r = &detail.requirement;
     let body = html! {
         h1 { (r.title) " " (status(&r.state)) }

@@ -20,12 +20,12 @@ use super::inbox::short;
 use super::logs::{LOG_TAIL, log_lines};
 use super::page::{PageError, csrf_field, dollars, frame_with, status, time};
 use super::session::Viewer;
-use crate::ids;
-use gatehouse_store::IdKind;
 use crate::ApiState;
 use crate::api::{gates, runs};
+use crate::ids;
 use crate::rights::Scope;
 use crate::views::{DecisionKind, GateView, RunDetail};
+use gatehouse_store::IdKind;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct RunQuery {

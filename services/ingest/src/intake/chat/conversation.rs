@@ -8,18 +8,18 @@
 
 use std::collections::BTreeSet;
 
+use gatehouse_commands::IdRef;
 use gatehouse_conversation::Conversation;
 use gatehouse_events::{Actor, ConversationInput, Event, RunCommandKind, RunStatus, Said};
 use gatehouse_project::Right;
-use gatehouse_store::{ConversationRow, NewConversation, Tx};
-use gatehouse_commands::IdRef;
 use gatehouse_store::IdKind;
+use gatehouse_store::{ConversationRow, NewConversation, Tx};
 use uuid::Uuid;
 
 use super::ChatMention;
 use super::requirement::thread_requirement;
-use crate::intake::commands::send_run_command;
 use crate::ids::resolve_ref;
+use crate::intake::commands::send_run_command;
 use crate::projects::{Reader, require};
 use crate::{ApiError, ApiState};
 
