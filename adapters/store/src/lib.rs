@@ -31,6 +31,7 @@ mod error;
 mod fires;
 mod hidden;
 mod homes;
+mod id_prefixes;
 mod inbox;
 mod leases;
 mod people;
@@ -73,6 +74,7 @@ pub use egress::{
 pub use error::StoreError;
 pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};
 pub use homes::HomeRow;
+pub use id_prefixes::{IdCandidate, IdKind};
 pub use people::PersonRow;
 pub use pull_feedback::{NewPullEvent, PullEventRow};
 pub use questions::{

@@ -7,13 +7,12 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::sync::LazyLock;
 
-use uuid::Uuid;
-
 use crate::error::Problem;
 use crate::grammar::{
     GateRef, IssueRef, decision, gate, id, issue_ref, next_word, no_more, optional_run, params,
     run_id, text,
 };
+use crate::id_ref::IdRef;
 use crate::render::{quote_value, write_decision};
 
 /// A command a person gave the bot, checked for shape only.
@@ -35,8 +34,8 @@ pub enum Command {
     },
     /// `status [RUN]`: show a run.
     Status {
-        /// The run; `None` means the one the conversation is about.
-        run: Option<Uuid>,
+        /// The run (its id or a prefix); `None` means the one the conversation is about.
+        run: Option<IdRef>,
     },
     /// `runs`: list the active runs.
     Runs,
@@ -65,8 +64,8 @@ pub enum Command {
     },
     /// `cancel [RUN]`: stop a run.
     Cancel {
-        /// The run; `None` means the one the conversation is about.
-        run: Option<Uuid>,
+        /// The run (its id or a prefix); `None` means the one the conversation is about.
+        run: Option<IdRef>,
     },
     /// `retry NODE`: run a failed node of the conversation's run again.
     Retry {
@@ -97,8 +96,8 @@ pub enum Command {
     /// `take over RUN`: pause a run of the conversation's requirement and give its workspace
     /// to the conversation.
     TakeOver {
-        /// The run.
-        run: Uuid,
+        /// The run: its id or a prefix.
+        run: IdRef,
     },
     /// `schedules`: list the schedules.
     Schedules,
@@ -355,7 +354,7 @@ pub fn help() -> &'static str {
             .max()
             .unwrap_or(0);
         let mut text = String::from(
-            "Commands (RUN is a run id, GATE is RUN/NODE, COMMENT is the rest of the line):\n",
+            "Commands (RUN is a run id or its first 4+ hex digits, GATE is RUN/NODE, COMMENT is the rest of the line):\n",
         );
         for verb in Verb::ALL {
             text.push_str(&format!("  {:width$}  {}\n", verb.usage(), verb.summary()));

@@ -16,8 +16,8 @@ pub enum Problem {
         /// The word as written.
         word: String,
     },
-    /// A word where a run id (a UUID) belongs.
-    #[error("`{0}` is not a run id (a UUID)")]
+    /// A word where a run id (a UUID, or its first 4 or more hex digits) belongs.
+    #[error("`{0}` is not a run id (a UUID, or its first 4 or more hex digits)")]
     NotARun(String),
     /// The word after `on` is not `OWNER/REPO#N`.
     #[error("`{0}` is not OWNER/REPO#N")]

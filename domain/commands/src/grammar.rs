@@ -9,9 +9,8 @@
 use std::collections::BTreeMap;
 use std::str::FromStr;
 
-use uuid::Uuid;
-
 use crate::error::Problem;
+use crate::id_ref::IdRef;
 
 /// A GitHub issue a run targets, written `OWNER/REPO#N`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -27,8 +26,8 @@ pub struct IssueRef {
 /// A gate of a run, written `RUN/NODE`: gates are nodes, and node ids repeat across runs.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct GateRef {
-    /// The run the gate belongs to.
-    pub run: Uuid,
+    /// The run the gate belongs to: its id or a prefix of it.
+    pub run: IdRef,
     /// The gate node.
     pub node: String,
 }
@@ -93,7 +92,7 @@ fn words(text: &str) -> Result<Vec<String>, Problem> {
     Ok(words)
 }
 
-pub(crate) fn optional_run(rest: &str) -> Result<Option<Uuid>, Problem> {
+pub(crate) fn optional_run(rest: &str) -> Result<Option<IdRef>, Problem> {
     let Some((word, rest)) = next_word(rest) else {
         return Ok(None);
     };
@@ -127,10 +126,10 @@ pub(crate) fn gate(word: &str) -> Option<GateRef> {
     })
 }
 
-/// Only the hyphenated form (the one length-36 form `uuid` reads), as ids are shown and
-/// copied: a 32-digit hex word in a comment is more likely a commit hash than a run.
-pub(crate) fn run_id(word: &str) -> Option<Uuid> {
-    (word.len() == 36).then(|| Uuid::try_parse(word).ok())?
+/// A run's id or a prefix of it ([`IdRef`]); which run it names is for the caller to
+/// resolve. A commit hash (40 digits) is longer than any id.
+pub(crate) fn run_id(word: &str) -> Option<IdRef> {
+    IdRef::parse(word).ok()
 }
 
 pub(crate) fn issue_ref(word: &str) -> Result<IssueRef, Problem> {

@@ -12,7 +12,7 @@
 //! ```
 //!
 //! - Command words are read in any case; `send_back` is `send-back`.
-//! - RUN is a hyphenated UUID; GATE is `RUN/NODE`; SOP and NODE ids are ASCII letters, digits,
+//! - RUN is a run id, or its first 4 or more hex digits ([`IdRef`]); GATE is `RUN/NODE`; SOP and NODE ids are ASCII letters, digits,
 //!   `-`, `_` and `.`.
 //! - A word is a GATE only when it has exactly that shape; otherwise it starts the COMMENT,
 //!   which is the rest of the text, verbatim and trimmed, or the content of one quoted word.
@@ -29,6 +29,7 @@ mod command;
 mod comment;
 mod error;
 mod grammar;
+mod id_ref;
 mod markdown;
 mod mention;
 mod parse;
@@ -38,5 +39,6 @@ pub use command::{Command, Verb, help};
 pub use comment::{Found, new_commands, parse_comment};
 pub use error::Problem;
 pub use grammar::{GateRef, IssueRef, is_repo_name};
+pub use id_ref::{IdRef, IdRefError, short_ids};
 pub use mention::{Mention, parse_mention};
 pub use parse::ParseError;

@@ -61,14 +61,14 @@ mod tests {
 
     use crate::command::Command;
 
-    use uuid::Uuid;
+    use crate::id_ref::IdRef;
 
     use super::*;
 
     const RUN: &str = "0190f3a2-7b1c-7d2e-8f00-0123456789ab";
 
-    fn run_id() -> Uuid {
-        Uuid::parse_str(RUN).expect("a valid uuid")
+    fn run_id() -> IdRef {
+        IdRef::parse(RUN).expect("a valid uuid")
     }
 
     fn gate() -> GateRef {

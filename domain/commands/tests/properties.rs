@@ -2,7 +2,7 @@
 //! back as the same command, alone, in a comment and in a chat message.
 
 use gatehouse_commands::{
-    Command, GateRef, IssueRef, Mention, new_commands, parse_comment, parse_mention,
+    Command, GateRef, IdRef, IssueRef, Mention, new_commands, parse_comment, parse_mention,
 };
 use proptest::prelude::*;
 use uuid::Uuid;
@@ -20,15 +20,20 @@ fn text() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A whole run id, or a prefix of one as people type them.
+fn run_ref() -> impl Strategy<Value = IdRef> {
+    prop_oneof![
+        any::<u128>().prop_map(|run| IdRef::from(Uuid::from_u128(run))),
+        "[0-9a-fA-F]{4,31}".prop_map(|digits| IdRef::parse(&digits).expect("hex digits")),
+    ]
+}
+
 fn gate() -> impl Strategy<Value = GateRef> {
-    (any::<u128>(), id()).prop_map(|(run, node)| GateRef {
-        run: Uuid::from_u128(run),
-        node,
-    })
+    (run_ref(), id()).prop_map(|(run, node)| GateRef { run, node })
 }
 
 fn command() -> impl Strategy<Value = Command> {
-    let run = proptest::option::of(any::<u128>().prop_map(Uuid::from_u128));
+    let run = || proptest::option::of(run_ref());
     // `.` and `..` are path segments, never owner or repository names.
     let name = || id().prop_filter("not a dot segment", |s| s != "." && s != "..");
     let issue = (name(), name(), 1..=u64::MAX).prop_map(|(owner, repo, number)| IssueRef {
@@ -46,7 +51,7 @@ fn command() -> impl Strategy<Value = Command> {
             params,
         )
             .prop_map(|(sop, issue, params)| Command::Run { sop, issue, params }),
-        run.clone().prop_map(|run| Command::Status { run }),
+        run().prop_map(|run| Command::Status { run }),
         Just(Command::Runs),
         decision().prop_map(|(gate, comment)| Command::Approve { gate, comment }),
         decision().prop_map(|(gate, comment)| Command::Reject { gate, comment }),
@@ -55,7 +60,7 @@ fn command() -> impl Strategy<Value = Command> {
             gate,
             comment
         }),
-        run.prop_map(|run| Command::Cancel { run }),
+        run().prop_map(|run| Command::Cancel { run }),
         id().prop_map(|node| Command::Retry { node }),
         Just(Command::Schedules),
         Just(Command::Sops),

@@ -27,6 +27,14 @@ pub enum ApiError {
     /// 409: the request does not apply to the current state (it may later).
     #[error("{0}")]
     Conflict(String),
+    /// 409: an id prefix that names more than one thing; the body lists them.
+    #[error("{message}")]
+    Ambiguous {
+        /// What was asked and how to choose.
+        message: String,
+        /// What the prefix names, as far as the caller may read.
+        candidates: Vec<Candidate>,
+    },
     /// 410: it existed, and is used up or expired (a one-time sign-in link).
     #[error("{0}")]
     Gone(String),
@@ -47,6 +55,18 @@ pub enum ApiError {
 pub struct ErrorBody {
     /// What went wrong.
     pub error: String,
+    /// For an id prefix that names several things (409): each of them, to choose from.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub candidates: Vec<Candidate>,
+}
+
+/// One of the things an ambiguous id prefix names.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub struct Candidate {
+    /// Its whole id.
+    pub id: uuid::Uuid,
+    /// What it is: a run's SOP and status, a requirement's title.
+    pub what: String,
 }
 
 impl ApiError {
@@ -57,7 +77,7 @@ impl ApiError {
             Self::Unauthorized(_) => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Conflict(_) | Self::Ambiguous { .. } => StatusCode::CONFLICT,
             Self::Gone(_) => StatusCode::GONE,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -70,7 +90,11 @@ impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
         let status = self.status();
         let error = self.to_string();
-        (status, Json(ErrorBody { error })).into_response()
+        let candidates = match self {
+            Self::Ambiguous { candidates, .. } => candidates,
+            _ => Vec::new(),
+        };
+        (status, Json(ErrorBody { error, candidates })).into_response()
     }
 }
 
@@ -101,7 +125,11 @@ pub(crate) async fn as_json(response: Response) -> Response {
     } else {
         text
     };
-    let mut rewritten = (parts.status, Json(ErrorBody { error })).into_response();
+    let body = ErrorBody {
+        error,
+        candidates: Vec::new(),
+    };
+    let mut rewritten = (parts.status, Json(body)).into_response();
     for (name, value) in &parts.headers {
         if name != axum::http::header::CONTENT_TYPE && name != axum::http::header::CONTENT_LENGTH {
             rewritten.headers_mut().insert(name, value.clone());

@@ -29,6 +29,7 @@ mod auth;
 mod console;
 mod error;
 mod gate_decision;
+mod ids;
 mod intake;
 mod issue_requirement;
 mod new_requirement;

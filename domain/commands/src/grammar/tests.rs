@@ -21,8 +21,8 @@ fn error(line: &str) -> String {
     }
 }
 
-fn run_id() -> Uuid {
-    Uuid::parse_str(RUN).expect("a valid uuid")
+fn run_id() -> IdRef {
+    IdRef::parse(RUN).expect("a valid uuid")
 }
 
 fn gate(node: &str) -> Option<GateRef> {
@@ -186,7 +186,8 @@ fn a_word_that_is_not_exactly_a_gate_starts_the_comment() {
         format!("{RUN}/"),
         format!("{RUN}/a/b"),
         format!("{RUN}/no$pe"),
-        format!("{}/n", RUN.replace('-', "")),
+        format!("{}0/n", RUN.replace('-', "")),
+        "019/review".to_owned(),
         format!("{{{RUN}}}/n"),
         "abc/review".to_owned(),
         RUN.to_owned(),
@@ -367,7 +368,7 @@ fn every_error_message() {
         (
             "status nope",
             format!(
-                "status: `nope` is not a run id (a UUID){}",
+                "status: `nope` is not a run id (a UUID, or its first 4 or more hex digits){}",
                 usage(Verb::Status)
             ),
         ),
@@ -378,7 +379,7 @@ fn every_error_message() {
         (
             "cancel 42",
             format!(
-                "cancel: `42` is not a run id (a UUID){}",
+                "cancel: `42` is not a run id (a UUID, or its first 4 or more hex digits){}",
                 usage(Verb::Cancel)
             ),
         ),
@@ -503,7 +504,7 @@ fn conversation_commands_keep_their_text_verbatim() {
         ),
         (
             "take over 12",
-            "take over: `12` is not a run id (a UUID) (usage: `take over RUN`)",
+            "take over: `12` is not a run id (a UUID, or its first 4 or more hex digits) (usage: `take over RUN`)",
         ),
         (
             "deliver now",
@@ -512,4 +513,51 @@ fn conversation_commands_keep_their_text_verbatim() {
     ] {
         assert_eq!(error(line), message, "{line}");
     }
+}
+
+#[test]
+fn runs_and_gates_take_prefixes_of_ids() {
+    let prefix = || IdRef::parse("0190f3a2-7b1c").expect("a prefix");
+    assert_eq!(
+        ok("status 0190F3A2-7B1C"),
+        Command::Status {
+            run: Some(prefix())
+        }
+    );
+    assert_eq!(
+        ok("cancel 0190f3a27b1c"),
+        Command::Cancel {
+            run: Some(prefix())
+        }
+    );
+    assert_eq!(
+        ok("take over 0190f3a2-7b1c"),
+        Command::TakeOver { run: prefix() }
+    );
+    assert_eq!(
+        ok("approve 0190f3a2-7b1c/review ok"),
+        Command::Approve {
+            gate: Some(GateRef {
+                run: prefix(),
+                node: "review".into()
+            }),
+            comment: text("ok"),
+        }
+    );
+    assert_eq!(
+        ok(&format!("status {}", RUN.replace('-', ""))),
+        Command::Status {
+            run: Some(run_id())
+        }
+    );
+    // The canonical text reads back as the same prefix.
+    let cancel = ok("cancel 0190F3A2-7b1c");
+    assert_eq!(ok(&cancel.to_string()), cancel);
+    assert_eq!(
+        error("cancel 019"),
+        format!(
+            "cancel: `019` is not a run id (a UUID, or its first 4 or more hex digits) (usage: `{}`)",
+            Verb::Cancel.usage()
+        )
+    );
 }

@@ -15,9 +15,11 @@ use gatehouse_store::ArtifactRow;
 use uuid::Uuid;
 
 use crate::error::ErrorBody;
+use crate::ids;
 use crate::projects::Reader;
 use crate::rights::Caller;
 use crate::{ApiError, ApiState};
+use gatehouse_store::IdKind;
 
 /// Artifacts above this are not served through the API.
 const MAX_SERVED: u64 = 64 * 1024 * 1024;
@@ -33,8 +35,9 @@ const MAX_SERVED: u64 = 64 * 1024 * 1024;
 pub async fn download(
     State(api): State<ApiState>,
     caller: Caller,
-    Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
+    Path((id, node, attempt, name)): Path<(String, String, u32, String)>,
 ) -> Result<Response, ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     let (row, bytes) = read(&api, caller.reader(), id, &node, attempt, &name).await?;
     Ok(respond(&row.name, bytes))
 }

@@ -19,6 +19,7 @@ use uuid::Uuid;
 
 use crate::api::connections::by_turn_attempt;
 use crate::error::ErrorBody;
+use crate::ids;
 use crate::projects::require;
 use crate::rights::Caller;
 use crate::views::{
@@ -26,6 +27,7 @@ use crate::views::{
     TurnAttemptView, TurnView, UsageTotal,
 };
 use crate::{ApiError, ApiState, paging, projects};
+use gatehouse_store::IdKind;
 
 /// Query of `GET /conversations`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -64,8 +66,9 @@ pub(crate) fn listed(row: &ConversationRow) -> Result<ConversationSummary, ApiEr
 pub async fn show(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<Json<ConversationDetail>, ApiError> {
+    let id = ids::resolve(&api, IdKind::Conversation, &id, caller.reader()).await?;
     let row = found(&api, id).await?;
     projects::readable(&api, Some(&row.project), caller.reader(), || not_found(id))?;
     let state = state(&row)?;
@@ -130,8 +133,9 @@ pub async fn show(
 pub async fn stop(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<StopAccepted>), ApiError> {
+    let id = ids::resolve(&api, IdKind::Conversation, &id, caller.reader()).await?;
     let row = found(&api, id).await?;
     let project = api.projects.get(&row.project).ok_or_else(|| {
         ApiError::Conflict(format!(

@@ -12,13 +12,14 @@ use gatehouse_engine::{Decision, Input, NodeState, RunState, apply, gate_in_forc
 use gatehouse_events::{Event, NodeStatus, RunStatus};
 use gatehouse_sop::{Gate, Sop};
 use gatehouse_store::RunRow;
-use uuid::Uuid;
 
 use crate::error::ErrorBody;
 use crate::gate_decision::checked_decision;
+use crate::ids;
 use crate::rights::Caller;
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects};
+use gatehouse_store::IdKind;
 
 /// Query of `GET /gates`.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
@@ -178,9 +179,10 @@ pub(crate) fn open_decisions(
 pub async fn decide(
     State(api): State<ApiState>,
     caller: Caller,
-    Path((id, node)): Path<(Uuid, String)>,
+    Path((id, node)): Path<(String, String)>,
     Json(body): Json<Decide>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     let mut tx = api.store.begin().await?;
     let decision =
         checked_decision(&api, &mut tx, id, node, body, caller.actor(), caller.groups).await?;

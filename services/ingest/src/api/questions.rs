@@ -7,13 +7,14 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use gatehouse_events::Event;
 use gatehouse_store::{ConnectionOwner, QuestionRow};
-use uuid::Uuid;
 
 use crate::error::ErrorBody;
+use crate::ids;
 use crate::question_answer::checked_answer;
 use crate::rights::Caller;
 use crate::views::*;
 use crate::{ApiError, ApiState, outbox, projects};
+use gatehouse_store::IdKind;
 
 /// The most open questions listed at once.
 const LISTED: i64 = 500;
@@ -42,8 +43,9 @@ pub async fn list(
 pub async fn show(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<Json<QuestionView>, ApiError> {
+    let id = ids::resolve(&api, IdKind::Question, &id, caller.reader()).await?;
     let question = api
         .store
         .question(id)
@@ -62,9 +64,10 @@ pub async fn show(
 pub async fn answer(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
     Json(body): Json<AnswerQuestion>,
 ) -> Result<(StatusCode, Json<Answered>), ApiError> {
+    let id = ids::resolve(&api, IdKind::Question, &id, caller.reader()).await?;
     let mut tx = api.store.begin().await?;
     let answered = checked_answer(
         &api,

@@ -8,15 +8,16 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use gatehouse_store::{DirectMergeRow, PullRequestRow, RequirementRow};
 use serde::Deserialize;
-use uuid::Uuid;
 
 use crate::error::ErrorBody;
+use crate::ids;
 use crate::rights::Caller;
 use crate::views::{
     DirectMergeView, PullEventView, PullRequestView, RequirementDetail, RequirementSummary,
     UsageTotal,
 };
 use crate::{ApiError, ApiState, paging, projects};
+use gatehouse_store::IdKind;
 
 /// Query of `GET /requirements`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -50,8 +51,9 @@ pub async fn list(
 pub async fn show(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<Json<RequirementDetail>, ApiError> {
+    let id = ids::resolve(&api, IdKind::Requirement, &id, caller.reader()).await?;
     let reader = caller.reader();
     let missing = || ApiError::NotFound(format!("no requirement {id}"));
     let row = api.store.requirement(id).await?.ok_or_else(missing)?;

@@ -20,6 +20,7 @@ use uuid::Uuid;
 pub(crate) use detail::{Loaded, detail, load_readable, loaded, readable_row, summary};
 
 use crate::error::ErrorBody;
+use crate::ids;
 use crate::issue_requirement::issue_requirement;
 use crate::new_requirement::{self, NewRequirement};
 use crate::rights::{Caller, may_start};
@@ -27,6 +28,7 @@ use crate::views::*;
 use crate::{ApiError, ApiState, outbox, paging, projects, run_request};
 use gatehouse_commands::IssueRef;
 use gatehouse_project::{Request, Right};
+use gatehouse_store::IdKind;
 
 /// Query of `GET /runs`.
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -162,8 +164,9 @@ pub async fn list(
 pub async fn show(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<Json<RunDetail>, ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     Ok(Json(detail(&api, id, caller.reader()).await?))
 }
 
@@ -172,9 +175,10 @@ pub async fn show(
 pub async fn logs(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
     Query(q): Query<LogQuery>,
 ) -> Result<Json<Vec<LogView>>, ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     readable_row(&api, id, caller.reader()).await?;
     let node = q.node.as_deref();
     let rows = match (q.tail, q.after) {
@@ -219,8 +223,9 @@ pub async fn logs(
 pub async fn graph(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<axum::response::Response, ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     let (_, sop, run) = load_readable(&api, id, caller.reader()).await?;
     Ok(svg_response(graph_svg(&sop, &run)))
 }
@@ -288,8 +293,9 @@ async fn command(
 pub async fn cancel(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     command(&api, id, &caller, Input::Cancel, RunCommandKind::Cancel).await
 }
 
@@ -298,8 +304,9 @@ pub async fn cancel(
 pub async fn pause(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     command(&api, id, &caller, Input::Pause, RunCommandKind::Pause).await
 }
 
@@ -308,8 +315,9 @@ pub async fn pause(
 pub async fn resume(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     command(&api, id, &caller, Input::Resume, RunCommandKind::Resume).await
 }
 
@@ -318,9 +326,10 @@ pub async fn resume(
 pub async fn retry(
     State(api): State<ApiState>,
     caller: Caller,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
     Json(body): Json<Retry>,
 ) -> Result<(StatusCode, Json<Accepted>), ApiError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     let input = Input::RetryFrom {
         node: body.node.clone(),
     };

@@ -46,7 +46,7 @@ impl WithCsrf for DecideForm {
 /// `POST /runs/{id}/gates/{node}/decide`
 pub(crate) async fn decide(
     State(api): State<ApiState>,
-    Path((id, node)): Path<(Uuid, String)>,
+    Path((id, node)): Path<(String, String)>,
     posted: Posted<DecideForm>,
 ) -> Result<Response, PageError> {
     let caller = allowed(&posted.viewer, "/runs/{id}/gates/{node}/decision")?;
@@ -90,7 +90,7 @@ impl WithCsrf for AnswerForm {
 /// `POST /questions/{id}/answer`
 pub(crate) async fn answer(
     State(api): State<ApiState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
     posted: Posted<AnswerForm>,
 ) -> Result<Response, PageError> {
     let caller = allowed(&posted.viewer, "/questions/{id}/answer")?;
@@ -136,7 +136,7 @@ pub(crate) enum Command {
 /// `POST /runs/{id}/command`
 pub(crate) async fn command(
     State(api): State<ApiState>,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
     posted: Posted<CommandForm>,
 ) -> Result<Response, PageError> {
     let form = posted.form;

@@ -6,7 +6,6 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderValue, header};
 use axum::response::{IntoResponse, Response};
 use maud::{PreEscaped, html};
-use uuid::Uuid;
 
 use super::inbox::short;
 use super::markdown::to_safe_html;
@@ -14,6 +13,8 @@ use super::page::{PageError, frame};
 use super::session::Viewer;
 use crate::ApiState;
 use crate::api::artifacts::{read, respond};
+use crate::ids;
+use gatehouse_store::IdKind;
 
 /// Larger artifacts are offered as downloads, not shown in the page.
 const SHOWN_AT_MOST: usize = 2 * 1024 * 1024;
@@ -22,8 +23,9 @@ const SHOWN_AT_MOST: usize = 2 * 1024 * 1024;
 pub(crate) async fn show(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
+    Path((id, node, attempt, name)): Path<(String, String, u32, String)>,
 ) -> Result<Response, PageError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, viewer.caller.reader()).await?;
     let (row, bytes) = read(&api, viewer.caller.reader(), id, &node, attempt, &name).await?;
     let download = format!("/runs/{id}/download/{node}/{attempt}/{name}");
     let markdown = name.ends_with(".md") || name.ends_with(".markdown");
@@ -51,8 +53,9 @@ pub(crate) async fn show(
 pub(crate) async fn download(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path((id, node, attempt, name)): Path<(Uuid, String, u32, String)>,
+    Path((id, node, attempt, name)): Path<(String, String, u32, String)>,
 ) -> Result<Response, PageError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, viewer.caller.reader()).await?;
     let (row, bytes) = read(&api, viewer.caller.reader(), id, &node, attempt, &name).await?;
     let file_name: String = row
         .name

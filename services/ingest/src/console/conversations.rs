@@ -5,7 +5,6 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use maud::{Markup, html};
-use uuid::Uuid;
 
 use super::inbox::short;
 use super::network;
@@ -13,15 +12,19 @@ use super::page::{PageError, dollars, duration, frame, status, time, usage};
 use super::session::Viewer;
 use crate::ApiState;
 use crate::api::conversations;
+use crate::ids;
 use crate::views::{ConnectionView, TurnView};
+use gatehouse_store::IdKind;
 
 /// `GET /conversations/{id}`
 pub(crate) async fn page(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<Markup, PageError> {
-    let Json(detail) = conversations::show(State(api), viewer.caller.clone(), Path(id)).await?;
+    let id = ids::resolve(&api, IdKind::Conversation, &id, viewer.caller.reader()).await?;
+    let Json(detail) =
+        conversations::show(State(api), viewer.caller.clone(), Path(id.to_string())).await?;
     let c = &detail.conversation;
     let connections: Vec<(String, &[ConnectionView])> = detail
         .turns

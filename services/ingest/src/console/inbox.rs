@@ -206,7 +206,10 @@ fn question_card(viewer: &Viewer, q: &QuestionView) -> Markup {
     }
 }
 
-/// The first block of a UUID, as people quote it.
+/// The start of a UUID people can type back: its first 12 digits, the millisecond it was
+/// made (UUIDv7), as the first 8 are shared by every id of the same minute. Lists of
+/// many show [`gatehouse_commands::short_ids`] instead, unique among their rows; a prefix
+/// that still names several is answered with the candidates.
 pub(crate) fn short(id: &str) -> &str {
-    id.get(..8).unwrap_or(id)
+    id.get(..13).unwrap_or(id)
 }

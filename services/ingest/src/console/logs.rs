@@ -24,7 +24,9 @@ use super::inbox::short;
 use super::page::{PageError, frame};
 use super::session::Viewer;
 use crate::api::runs;
+use crate::ids;
 use crate::{ApiError, ApiState};
+use gatehouse_store::IdKind;
 
 /// Lines the run page shows (the end of the output).
 pub(crate) const LOG_TAIL: i64 = 200;
@@ -65,9 +67,10 @@ pub(crate) struct PageQuery {
 pub(crate) async fn page(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
     Query(q): Query<PageQuery>,
 ) -> Result<Markup, PageError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, viewer.caller.reader()).await?;
     runs::readable_row(&api, id, viewer.caller.reader()).await?;
     let lines = match (q.after, q.before) {
         (Some(after), _) => api.store.logs(id, after.max(0), PAGE).await?,
@@ -128,10 +131,11 @@ struct Follow {
 pub(crate) async fn events(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
     headers: HeaderMap,
     Query(q): Query<EventsQuery>,
 ) -> Result<Sse<impl Stream<Item = Result<Event, Infallible>>>, PageError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, viewer.caller.reader()).await?;
     let row = runs::readable_row(&api, id, viewer.caller.reader()).await?;
     let resumed = headers
         .get("last-event-id")

@@ -6,14 +6,15 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use maud::{Markup, html};
 use serde::Deserialize;
-use uuid::Uuid;
 
 use super::inbox::short;
 use super::page::{PageError, frame, status, time, usage};
 use super::session::Viewer;
 use crate::ApiState;
 use crate::api::requirements::{self, RequirementQuery};
+use crate::ids;
 use crate::views::RequirementSummary;
+use gatehouse_store::IdKind;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ListQuery {
@@ -69,9 +70,11 @@ pub(crate) async fn list(
 pub(crate) async fn page(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<Markup, PageError> {
-    let Json(detail) = requirements::show(State(api), viewer.caller.clone(), Path(id)).await?;
+    let id = ids::resolve(&api, IdKind::Requirement, &id, viewer.caller.reader()).await?;
+    let Json(detail) =
+        requirements::show(State(api), viewer.caller.clone(), Path(id.to_string())).await?;
     let r = &detail.requirement;
     let body = html! {
         h1 { (r.title) " " (status(&r.state)) }

@@ -12,7 +12,6 @@ use gatehouse_events::RunStatus;
 use gatehouse_store::RunRow;
 use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
-use uuid::Uuid;
 
 mod sections;
 
@@ -23,8 +22,10 @@ use super::page::{PageError, csrf_field, dollars, frame_with, status, time};
 use super::session::Viewer;
 use crate::ApiState;
 use crate::api::{gates, runs};
+use crate::ids;
 use crate::rights::Scope;
 use crate::views::{DecisionKind, GateView, RunDetail};
+use gatehouse_store::IdKind;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct RunQuery {
@@ -35,9 +36,10 @@ pub(crate) struct RunQuery {
 pub(crate) async fn page(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
     Query(q): Query<RunQuery>,
 ) -> Result<Response, PageError> {
+    let id = ids::resolve(&api, IdKind::Run, &id, viewer.caller.reader()).await?;
     let runs::Loaded {
         detail,
         row,
@@ -113,9 +115,10 @@ pub(crate) async fn page(
 pub(crate) async fn graph(
     State(api): State<ApiState>,
     viewer: Viewer,
-    Path(id): Path<Uuid>,
+    Path(id): Path<String>,
 ) -> Result<Response, PageError> {
-    Ok(runs::graph(State(api), viewer.caller, Path(id)).await?)
+    let id = ids::resolve(&api, IdKind::Run, &id, viewer.caller.reader()).await?;
+    Ok(runs::graph(State(api), viewer.caller, Path(id.to_string())).await?)
 }
 
 /// The gates of this run waiting for a decision the viewer may make, with those decisions.

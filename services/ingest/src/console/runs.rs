@@ -4,7 +4,6 @@ use axum::extract::{Query, State};
 use maud::{Markup, html};
 use serde::Deserialize;
 
-use super::inbox::short;
 use super::page::{PageError, frame, status, time};
 use super::session::Viewer;
 use crate::api::runs;
@@ -27,6 +26,9 @@ pub(crate) async fn list(
         .store
         .runs(status_filter.as_deref(), &hidden, 200)
         .await?;
+    // Runs of the same minute share their first 8 digits: each shows as many as tell it
+    // apart from the others listed.
+    let shown = gatehouse_commands::short_ids(&rows.iter().map(|r| r.id).collect::<Vec<_>>());
     let body = html! {
         h1 { "Runs" }
         form.filter method="get" action="/runs" {
@@ -43,9 +45,9 @@ pub(crate) async fn list(
             table {
                 thead { tr { th { "Run" } th { "SOP" } th { "Status" } th { "Requested by" } th { "Project" } th { "Started" } } }
                 tbody {
-                    @for run in rows.into_iter().map(runs::summary) {
+                    @for (run, shown) in rows.into_iter().map(runs::summary).zip(shown) {
                         tr {
-                            td { a href=(format!("/runs/{}", run.id)) { (short(&run.id.to_string())) } }
+                            td { a href=(format!("/runs/{}", run.id)) { (shown) } }
                             td { (run.sop) }
                             td { (status(&run.status)) }
                             td { (run.requested_by.unwrap_or_default()) }

@@ -14,7 +14,7 @@ mod settings;
 mod slack;
 
 pub use conversation::Assistant;
-pub(crate) use conversation::{Heard, hear, open_in};
+pub(crate) use conversation::{Heard, Saying, hear, open_in};
 pub use discord::DiscordSink;
 pub(crate) use discord::{interactions as discord_interactions, process as process_discord};
 pub(crate) use mention::for_the_assistant;

@@ -8,16 +8,19 @@
 
 use std::collections::BTreeSet;
 
+use gatehouse_commands::IdRef;
 use gatehouse_conversation::Conversation;
 use gatehouse_events::{Actor, ConversationInput, Event, RunCommandKind, RunStatus, Said};
 use gatehouse_project::Right;
+use gatehouse_store::IdKind;
 use gatehouse_store::{ConversationRow, NewConversation, Tx};
 use uuid::Uuid;
 
 use super::ChatMention;
 use super::requirement::thread_requirement;
+use crate::ids::resolve_ref;
 use crate::intake::commands::send_run_command;
-use crate::projects::require;
+use crate::projects::{Reader, require};
 use crate::{ApiError, ApiState};
 
 /// `[assistant]`, as far as ingest reads it: that conversations are on, and which roles
@@ -49,6 +52,16 @@ impl Heard {
     }
 }
 
+/// What a mention says to the assistant, as read: `take over` names its run by an id or a
+/// prefix, which [`hear`] resolves among the runs its author may read.
+#[derive(Debug, Clone)]
+pub(crate) enum Saying {
+    /// Anything but `take over`.
+    Said(Said),
+    /// `take over RUN`.
+    TakeOver(IdRef),
+}
+
 /// Hands `said` to the thread's conversation (`conversation`, as [`of_thread`] found it),
 /// opening it on a first message.
 pub(crate) async fn hear(
@@ -56,7 +69,7 @@ pub(crate) async fn hear(
     tx: &mut Tx,
     m: &ChatMention,
     actor: &Actor,
-    said: Said,
+    said: Saying,
     conversation: Option<ConversationRow>,
 ) -> Result<Heard, ApiError> {
     let Some(assistant) = &api.assistant else {
@@ -74,12 +87,29 @@ pub(crate) async fn hear(
             ),
         ));
     };
-    if let Said::Ask { role, .. } = &said
+    if let Saying::Said(Said::Ask { role, .. }) = &said
         && let Some(refused) = unaskable(assistant, role)
     {
         return Ok(refused);
     }
     let groups = api.people.current(&api.store).await?.groups(person);
+    let said = match said {
+        Saying::Said(said) => said,
+        Saying::TakeOver(run) => {
+            match resolve_ref(api, IdKind::Run, &run, Reader::new(person, &groups)).await {
+                Ok(run) => Said::TakeOver { run },
+                Err(failed @ (ApiError::Unavailable | ApiError::Internal(_))) => {
+                    return Err(failed);
+                }
+                Err(refused) => {
+                    return Ok(Heard::refused(
+                        "take over: refused, no such run",
+                        format!("Sorry, I can't take over `{run}`: {refused}."),
+                    ));
+                }
+            }
+        }
+    };
     let conversation = match conversation {
         Some(row) => row,
         None if matches!(said, Said::Message { .. }) => {

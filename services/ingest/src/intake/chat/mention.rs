@@ -11,7 +11,7 @@ use gatehouse_commands::{Command, Mention, parse_mention};
 use gatehouse_events::{Actor, Said};
 use gatehouse_store::{ConversationRow, Tx};
 
-use super::conversation::{Heard, channel_project, hear, of_thread};
+use super::conversation::{Heard, Saying, channel_project, hear, of_thread};
 use super::requirement::{find_thread_requirement, thread_requirement};
 use super::{ChatMention, Platform, login};
 use crate::intake::commands::{self, Scope};
@@ -107,9 +107,9 @@ pub(crate) fn for_the_assistant(
     m: &ChatMention,
     mention: &Mention,
     conversation: Option<&ConversationRow>,
-) -> Option<Said> {
+) -> Option<Saying> {
     api.assistant.as_ref()?;
-    match mention {
+    let said = match mention {
         // A channel of no project that starts an SOP on requests (`channel_sops`) keeps
         // doing so, unless the thread is a conversation already.
         Mention::FreeText(_)
@@ -123,7 +123,6 @@ pub(crate) fn for_the_assistant(
         Mention::Command(Command::Steer { text }) => Some(Said::Steer { text: text.clone() }),
         Mention::Command(Command::Stop) => Some(Said::Stop),
         Mention::Command(Command::Deliver { draft }) => Some(Said::Deliver { draft: *draft }),
-        Mention::Command(Command::TakeOver { run }) => Some(Said::TakeOver { run: *run }),
         Mention::Command(Command::Ask { role, text }) => Some(Said::Ask {
             role: role.clone(),
             text: text.clone(),
@@ -131,8 +130,12 @@ pub(crate) fn for_the_assistant(
         Mention::Command(Command::Status { run: None }) if conversation.is_some() => {
             Some(Said::Status)
         }
+        Mention::Command(Command::TakeOver { run }) => {
+            return Some(Saying::TakeOver(run.clone()));
+        }
         _ => None,
-    }
+    };
+    said.map(Saying::Said)
 }
 
 async fn chat_command(

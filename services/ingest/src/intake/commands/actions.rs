@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use gatehouse_commands::GateRef;
+use gatehouse_commands::{GateRef, IdRef};
 use gatehouse_conversation::{Conversation, Workspace};
 use gatehouse_engine::{Input, apply};
 use gatehouse_events::{Actor, Event, RunCommand, RunCommandKind, RunRequested};
@@ -14,6 +14,7 @@ use uuid::Uuid;
 use super::Scope;
 use super::targets::{in_scope, latest_run, waiting_gate};
 use crate::gate_decision::checked_decision;
+use crate::projects::Reader;
 use crate::rights::may_start;
 use crate::views::Decide;
 use crate::{ApiError, ApiState, outbox, projects, run_request};
@@ -106,8 +107,8 @@ pub(super) async fn decide_gate(
 ) -> Result<String, ApiError> {
     let (run_id, node) = match gate {
         Some(gate) => {
-            in_scope(api, scope, gate.run).await?;
-            (gate.run, gate.node)
+            let reader = Reader::new(actor.person.as_deref().unwrap_or_default(), groups);
+            (in_scope(api, scope, reader, &gate.run).await?.id, gate.node)
         }
         None => waiting_gate(api, scope).await?,
     };
@@ -132,11 +133,14 @@ pub(super) async fn run_command(
     scope: &Scope<'_>,
     actor: &Actor,
     groups: &[String],
-    run: Option<Uuid>,
+    run: Option<IdRef>,
     kind: RunCommandKind,
 ) -> Result<String, ApiError> {
     let run_id = match run {
-        Some(run) => in_scope(api, scope, run).await?.id,
+        Some(run) => {
+            let reader = Reader::new(actor.person.as_deref().unwrap_or_default(), groups);
+            in_scope(api, scope, reader, &run).await?.id
+        }
         None => latest_run(api, scope).await?,
     };
     send_run_command(api, tx, run_id, actor, groups, kind).await

@@ -1,9 +1,9 @@
 //! Answers to the commands that ask (`status`, `runs`, `schedules`, `sops`).
 
+use gatehouse_commands::IdRef;
 use gatehouse_engine::gate_in_force;
 use gatehouse_events::NodeStatus;
 use gatehouse_store::RunRow;
-use uuid::Uuid;
 
 use super::Scope;
 use super::targets::in_scope;
@@ -17,16 +17,11 @@ pub(super) async fn status(
     api: &ApiState,
     scope: &Scope<'_>,
     reader: Reader<'_>,
-    run: Option<Uuid>,
+    run: Option<IdRef>,
 ) -> Result<String, ApiError> {
     let runs = match (run, scope.requirement) {
-        (Some(run), _) => {
-            let row = in_scope(api, scope, run).await?;
-            projects::readable(api, row.project.as_deref(), reader, || {
-                ApiError::NotFound(format!("no run {run}"))
-            })?;
-            vec![row]
-        }
+        // Resolving reads only runs `reader` may read.
+        (Some(run), _) => vec![in_scope(api, scope, reader, &run).await?],
         (None, Some(requirement)) => {
             let mut runs = api.store.runs_of_requirement(requirement.id).await?;
             runs.retain(|r| projects::may_read(api, r.project.as_deref(), reader));

@@ -1,20 +1,25 @@
 //! What a command acts on: the run or gate it names, checked against where it was
 //! written, or the one its place implies.
 
+use gatehouse_commands::IdRef;
 use gatehouse_events::NodeStatus;
-use gatehouse_store::RunRow;
+use gatehouse_store::{IdKind, RunRow};
 use uuid::Uuid;
 
 use super::Scope;
+use crate::ids::resolve_ref;
+use crate::projects::Reader;
 use crate::{ApiError, ApiState};
 
-/// A named run, refused when the scope does not reach it: a comment acts on its own
-/// issue's runs only.
+/// A named run (its id or a prefix, among the runs `reader` may read), refused when the
+/// scope does not reach it: a comment acts on its own issue's runs only.
 pub(super) async fn in_scope(
     api: &ApiState,
     scope: &Scope<'_>,
-    run: Uuid,
+    reader: Reader<'_>,
+    run: &IdRef,
 ) -> Result<RunRow, ApiError> {
+    let run = resolve_ref(api, IdKind::Run, run, reader).await?;
     let row = api
         .store
         .run(run)

@@ -14,7 +14,7 @@ use gatehouse_project::Right;
 use gatehouse_store::{ConversationRow, RequirementRow, Tx};
 
 use super::triggers::{LabelEvent, not_a_starter};
-use crate::intake::chat::{ChatMention, Heard, Platform, for_the_assistant, hear, open_in};
+use crate::intake::chat::{ChatMention, Heard, Platform, Saying, for_the_assistant, hear, open_in};
 use crate::intake::deliveries::Outcome;
 use crate::issue_requirement::github_actor;
 use crate::projects::{project_of_repo, require};
@@ -173,9 +173,9 @@ pub(crate) async fn comment(
     }
     // Prose is the whole comment: people write to the bot in sentences.
     let said = match said {
-        Said::Message { .. } => Said::Message {
+        Saying::Said(Said::Message { .. }) => Saying::Said(Said::Message {
             text: e.comment.body.trim().to_owned(),
-        },
+        }),
         other => other,
     };
     if !tx
