@@ -9,6 +9,7 @@ mod logging;
 mod metrics;
 mod secret;
 mod serve;
+mod server_url;
 mod settings;
 mod startup;
 mod telemetry;
@@ -102,17 +103,7 @@ fn report(err: &anyhow::Error) -> String {
 }
 
 async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
-    let client = |args: &cli::args::ClientArgs, config: &Config| {
-        let server = args
-            .server
-            .clone()
-            .unwrap_or_else(|| format!("http://{}", config.server.listen));
-        let data_dir = args
-            .data_dir
-            .clone()
-            .unwrap_or_else(|| config.server.data_dir.clone());
-        cli::client::Client::new(&server, args.token.clone(), &data_dir)
-    };
+    let client = cli::client::Client::for_args;
     match cli.command {
         GatehouseCommand::Up { data_dir, listen } => {
             if let Some(dir) = data_dir {
