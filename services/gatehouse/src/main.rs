@@ -263,11 +263,11 @@ async fn migrate(
     Ok(())
 }
 
+/// `config check`: the configuration as read (URLs without their passwords), its
+/// warnings, and what a start would refuse, from the one check `up` and `serve` make.
 fn check_config(config: &Config) -> anyhow::Result<()> {
-    let problems: Vec<String> = config
-        .secrets()
-        .filter_map(|(key, secret)| secret.resolve().err().map(|e| format!("{key}: {e}")))
-        .collect();
+    let catalog = settings::catalog(config)?;
+    let problems = settings::check::refusals(config, &catalog);
     // The URLs may carry passwords; what is printed must not.
     let mut shown = config.clone();
     shown.server.database_url = gatehouse_bus::redact_url(&shown.server.database_url);
@@ -283,6 +283,9 @@ fn check_config(config: &Config) -> anyhow::Result<()> {
         eprintln!("configuration is valid; every secret is readable");
         Ok(())
     } else {
-        anyhow::bail!("secrets that cannot be read:\n  {}", problems.join("\n  "))
+        anyhow::bail!(
+            "gatehouse up and serve would refuse this configuration:\n  {}",
+            problems.join("\n  ")
+        )
     }
 }

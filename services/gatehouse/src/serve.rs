@@ -80,6 +80,14 @@ pub async fn serve(config: &Config, service: Service) -> anyhow::Result<()> {
 /// shuts everything down: no new work is taken, work in flight is finished or handed back.
 async fn run(config: &Config, services: &[Service], insist: bool) -> anyhow::Result<()> {
     let server = &config.server;
+    let catalog = crate::settings::catalog(config)?;
+    let problems = crate::settings::check::refusals(config, &catalog);
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "the configuration cannot be used (gatehouse config check says the same):\n  {}",
+            problems.join("\n  ")
+        );
+    }
     let signalled = startup::signals()?;
     let metrics = crate::metrics::install()?;
     startup::create_data_dir(&server.data_dir)?;
@@ -112,7 +120,7 @@ async fn run(config: &Config, services: &[Service], insist: bool) -> anyhow::Res
         while tasks.join_next().await.is_some() {}
         return Ok(());
     }
-    let (fleet, started) = fleet(config, services, &store, &bus, &blobs).await?;
+    let (fleet, started) = fleet(config, catalog, services, &store, &bus, &blobs).await?;
     let fleet = fleet.spawn(shutdown.clone());
     if let Some(api) = fleet.routes() {
         let _ = routes.set(api);
@@ -143,6 +151,7 @@ struct Started {
 /// The services of this process, from the configuration.
 async fn fleet(
     config: &Config,
+    catalog: std::sync::Arc<gatehouse_sop::Catalog>,
     services: &[Service],
     store: &Store,
     bus: &Arc<dyn Bus>,
@@ -150,7 +159,6 @@ async fn fleet(
 ) -> anyhow::Result<(FleetBuilder, Started)> {
     let server = &config.server;
     let has = |s: Service| services.contains(&s);
-    let catalog = crate::settings::catalog(config)?;
     // Scripts run in their workspace, so the paths they are given must not be relative.
     let data_dir = std::path::absolute(&server.data_dir)?;
     let github_client = match &config.github {
@@ -172,7 +180,7 @@ async fn fleet(
         fleet = fleet.assistant(assistant, roles);
     }
     if has(Service::Scheduler) {
-        startup::sync_schedules(store, config, &catalog).await?;
+        startup::sync_schedules(store, config).await?;
         fleet = fleet
             .scheduler()
             .interrupt_retries(config.runner.interrupt_retries);
@@ -187,7 +195,7 @@ async fn fleet(
         let file = server.data_dir.join("admin.token");
         crate::admin_token::ensure_admin_token(store, &file).await?;
         token_file = Some(file);
-        let chat = crate::settings::chat::settings(config, &catalog, slack_client.as_ref())?;
+        let chat = crate::settings::chat::settings(config, slack_client.as_ref())?;
         let api = ApiState::new(store.clone(), catalog.clone())
             .with_data_dir(&data_dir)
             .with_blobs(blobs.clone());

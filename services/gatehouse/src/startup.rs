@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use gatehouse_bus::{Bus, InProcessBus, JetStreamBus};
-use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -61,6 +60,7 @@ pub async fn connect(
             jetstream.context(),
             server.nats_prefix.blob_bucket(),
         )?),
+        // Refused before the start by `settings::check::refusals`.
         (BlobBackend::Nats, None) => anyhow::bail!(
             "storage.blobs = \"nats\" needs NATS: set server.nats_url (or --nats, GATEHOUSE_NATS_URL)"
         ),
@@ -206,20 +206,12 @@ pub fn create_data_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// Makes the stored schedules from the configuration match `[[schedules]]`: new ones start
 /// owing fires from now, changed ones keep their history and pause, removed ones stop.
-pub async fn sync_schedules(
-    store: &Store,
-    config: &Config,
-    catalog: &Catalog,
-) -> anyhow::Result<()> {
+pub async fn sync_schedules(store: &Store, config: &Config) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     for s in &config.schedules {
         let timing = s.timing()?;
         if timing.next_fire(jiff::Timestamp::now()).is_none() {
             tracing::warn!(schedule = %s.name, "the schedule has ended: it will not fire again");
-        }
-        let sop = s.target();
-        if catalog.get(&sop).is_none() {
-            tracing::warn!(schedule = %s.name, %sop, "the schedule's SOP does not exist; its fires will not start runs");
         }
         store
             .upsert_schedule(&crate::settings::schedule_row(s, now)?)
