@@ -14,6 +14,7 @@ mod budget;
 mod chat;
 mod console;
 mod github;
+mod load_errors;
 mod locate;
 mod mcp;
 mod providers;
@@ -117,9 +118,10 @@ pub enum ConfigError {
     /// `--config` named a file that does not exist.
     #[error("config file {0} does not exist")]
     Missing(PathBuf),
-    /// A key has the wrong type, is unknown, or a file does not parse.
+    /// A key has the wrong type, is unknown, or a file does not parse: in Gatehouse's
+    /// words, with the key's line in the file.
     #[error("{0}")]
-    Invalid(#[from] Box<figment::Error>),
+    Invalid(String),
     /// Values that parse but contradict each other.
     #[error("{0}")]
     Inconsistent(String),
@@ -175,7 +177,10 @@ impl Config {
                     key.replace("__", ".").into()
                 }
             });
-        let mut config: Config = figment.merge(env).extract().map_err(Box::new)?;
+        let mut config: Config = figment
+            .merge(env)
+            .extract()
+            .map_err(|e| ConfigError::Invalid(load_errors::describe(e, read.as_deref())))?;
         let base = match file {
             Some(path) => path.parent().map(Path::to_owned).unwrap_or_default(),
             None => PathBuf::new(),

@@ -9,6 +9,7 @@ mod logging;
 mod metrics;
 mod secret;
 mod serve;
+mod server_url;
 mod settings;
 mod startup;
 mod telemetry;
@@ -103,17 +104,7 @@ fn report(err: &anyhow::Error) -> String {
 }
 
 async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
-    let client = |args: &cli::args::ClientArgs, config: &Config| {
-        let server = args
-            .server
-            .clone()
-            .unwrap_or_else(|| format!("http://{}", config.server.listen));
-        let data_dir = args
-            .data_dir
-            .clone()
-            .unwrap_or_else(|| config.server.data_dir.clone());
-        cli::client::Client::new(&server, args.token.clone(), &data_dir)
-    };
+    let client = cli::client::Client::for_args;
     match cli.command {
         GatehouseCommand::Up { data_dir, listen } => {
             if let Some(dir) = data_dir {
@@ -277,11 +268,11 @@ async fn migrate(
     Ok(())
 }
 
+/// `config check`: the configuration as read (URLs without their passwords), its
+/// warnings, and what a start would refuse, from the one check `up` and `serve` make.
 fn check_config(config: &Config) -> anyhow::Result<()> {
-    let problems: Vec<String> = config
-        .secrets()
-        .filter_map(|(key, secret)| secret.resolve().err().map(|e| format!("{key}: {e}")))
-        .collect();
+    let catalog = settings::catalog(config)?;
+    let problems = settings::check::refusals(config, &catalog);
     // The URLs may carry passwords; what is printed must not.
     let mut shown = config.clone();
     shown.server.database_url = gatehouse_bus::redact_url(&shown.server.database_url);
@@ -297,6 +288,9 @@ fn check_config(config: &Config) -> anyhow::Result<()> {
         eprintln!("configuration is valid; every secret is readable");
         Ok(())
     } else {
-        anyhow::bail!("secrets that cannot be read:\n  {}", problems.join("\n  "))
+        anyhow::bail!(
+            "gatehouse up and serve would refuse this configuration:\n  {}",
+            problems.join("\n  ")
+        )
     }
 }

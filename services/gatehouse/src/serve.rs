@@ -80,9 +80,23 @@ pub async fn serve(config: &Config, service: Service) -> anyhow::Result<()> {
 /// shuts everything down: no new work is taken, work in flight is finished or handed back.
 async fn run(config: &Config, services: &[Service], insist: bool) -> anyhow::Result<()> {
     let server = &config.server;
+    let catalog = crate::settings::catalog(config)?;
+    let problems = crate::settings::check::refusals(config, &catalog);
+    if !problems.is_empty() {
+        anyhow::bail!(
+            "the configuration cannot be used (gatehouse config check says the same):\n  {}",
+            problems.join("\n  ")
+        );
+    }
     let signalled = startup::signals()?;
     let metrics = crate::metrics::install()?;
     startup::create_data_dir(&server.data_dir)?;
+    // The process serving the API says where it listens; a stale address goes first, so
+    // a start that fails leaves none behind.
+    let serves_api = services.contains(&Service::Ingest);
+    if serves_api {
+        crate::server_url::forget(&server.data_dir)?;
+    }
     let (store, bus, blobs) = startup::connect(server, &config.storage, insist).await?;
     let shutdown = CancellationToken::new();
     let mut tasks = JoinSet::new();
@@ -93,20 +107,27 @@ async fn run(config: &Config, services: &[Service], insist: bool) -> anyhow::Res
         bus: bus.clone(),
         blobs: blobs.clone(),
     };
-    startup::listen(server, metrics, &backends, &routes, &mut tasks, &shutdown).await?;
+    let bound = startup::listen(server, metrics, &backends, &routes, &mut tasks, &shutdown).await?;
+    let url = crate::server_url::url_of(bound);
+    // Removed again however this function ends, once the listener is gone.
+    let _recorded = if serves_api {
+        Some(crate::server_url::Recorded::write(&server.data_dir, &url)?)
+    } else {
+        None
+    };
     if !startup::wait_until_ready(&backends, &signalled).await {
         shutdown.cancel();
         while tasks.join_next().await.is_some() {}
         return Ok(());
     }
-    let (fleet, started) = fleet(config, services, &store, &bus, &blobs).await?;
+    let (fleet, started) = fleet(config, catalog, services, &store, &bus, &blobs).await?;
     let fleet = fleet.spawn(shutdown.clone());
     if let Some(api) = fleet.routes() {
         let _ = routes.set(api);
     }
     // Services without routes of their own are ready now.
     let _ = routes.set(axum::Router::new());
-    announce(config, services, &store, &started);
+    announce(&url, services, &store, &started);
 
     signalled.cancelled().await;
     tracing::info!("shutting down");
@@ -123,11 +144,14 @@ struct Started {
     sops: usize,
     /// With ingest, the file holding the admin token.
     token_file: Option<PathBuf>,
+    /// Whether the bus is NATS JetStream (else in-process).
+    nats: bool,
 }
 
 /// The services of this process, from the configuration.
 async fn fleet(
     config: &Config,
+    catalog: std::sync::Arc<gatehouse_sop::Catalog>,
     services: &[Service],
     store: &Store,
     bus: &Arc<dyn Bus>,
@@ -135,7 +159,6 @@ async fn fleet(
 ) -> anyhow::Result<(FleetBuilder, Started)> {
     let server = &config.server;
     let has = |s: Service| services.contains(&s);
-    let catalog = crate::settings::catalog(config)?;
     // Scripts run in their workspace, so the paths they are given must not be relative.
     let data_dir = std::path::absolute(&server.data_dir)?;
     let github_client = match &config.github {
@@ -157,7 +180,7 @@ async fn fleet(
         fleet = fleet.assistant(assistant, roles);
     }
     if has(Service::Scheduler) {
-        startup::sync_schedules(store, config, &catalog).await?;
+        startup::sync_schedules(store, config).await?;
         fleet = fleet
             .scheduler()
             .interrupt_retries(config.runner.interrupt_retries);
@@ -172,7 +195,7 @@ async fn fleet(
         let file = server.data_dir.join("admin.token");
         crate::admin_token::ensure_admin_token(store, &file).await?;
         token_file = Some(file);
-        let chat = crate::settings::chat::settings(config, &catalog, slack_client.as_ref())?;
+        let chat = crate::settings::chat::settings(config, slack_client.as_ref())?;
         let api = ApiState::new(store.clone(), catalog.clone())
             .with_data_dir(&data_dir)
             .with_blobs(blobs.clone());
@@ -189,32 +212,34 @@ async fn fleet(
         fleet = fleet.notifier(notifier);
     }
     let sops = catalog.iter().count();
-    Ok((fleet, Started { sops, token_file }))
+    let nats = !server.nats_url.is_empty();
+    Ok((
+        fleet,
+        Started {
+            sops,
+            token_file,
+            nats,
+        },
+    ))
 }
 
 /// Says what is running, in the log and (for whoever started it) on stderr.
-fn announce(config: &Config, services: &[Service], store: &Store, started: &Started) {
-    let server = &config.server;
+fn announce(url: &str, services: &[Service], store: &Store, started: &Started) {
     let names: Vec<&str> = services.iter().map(|s| s.name()).collect();
     tracing::info!(
         services = %names.join(","),
-        listen = %server.listen,
+        listen = %url,
         database = %store.target(),
-        bus = if server.nats_url.is_empty() { "in-process" } else { "NATS JetStream" },
+        bus = if started.nats { "NATS JetStream" } else { "in-process" },
         sops = started.sops,
         "Gatehouse is up"
     );
     match &started.token_file {
         Some(token) if services.len() == Service::ALL.len() => eprintln!(
-            "Gatehouse is up on http://{} (admin token in {})",
-            server.listen,
+            "Gatehouse is up on {url} (admin token in {})",
             token.display()
         ),
-        _ => eprintln!(
-            "Gatehouse {} is up on http://{}",
-            names.join(", "),
-            server.listen
-        ),
+        _ => eprintln!("Gatehouse {} is up on {url}", names.join(", ")),
     }
 }
 

@@ -4,6 +4,7 @@
 //! `config check` read the configuration the same way.
 
 pub mod chat;
+pub mod check;
 pub mod gateway;
 pub mod github;
 pub mod mcp;

@@ -11,7 +11,6 @@ use std::time::Duration;
 
 use anyhow::Context;
 use gatehouse_bus::{Bus, InProcessBus, JetStreamBus};
-use gatehouse_sop::Catalog;
 use gatehouse_store::Store;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -61,6 +60,7 @@ pub async fn connect(
             jetstream.context(),
             server.nats_prefix.blob_bucket(),
         )?),
+        // Refused before the start by `settings::check::refusals`.
         (BlobBackend::Nats, None) => anyhow::bail!(
             "storage.blobs = \"nats\" needs NATS: set server.nats_url (or --nats, GATEHOUSE_NATS_URL)"
         ),
@@ -74,6 +74,7 @@ pub async fn connect(
 
 /// Opens `listen` (and `metrics_listen` when set) and serves the probes and metrics at
 /// once; the service's own routes (ingest's API) are served once they are set in `routes`.
+/// The address it listens on, as bound (`:0` gives a real port).
 pub async fn listen(
     server: &ServerConfig,
     metrics: metrics_exporter_prometheus::PrometheusHandle,
@@ -81,9 +82,14 @@ pub async fn listen(
     routes: &Arc<OnceLock<axum::Router>>,
     tasks: &mut JoinSet<()>,
     shutdown: &CancellationToken,
-) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(&server.listen)
-        .await
+) -> anyhow::Result<std::net::SocketAddr> {
+    let listener = bind(
+        &server.listen,
+        "pass --listen HOST:PORT (or set server.listen) for another",
+    )
+    .await?;
+    let bound = listener
+        .local_addr()
         .with_context(|| format!("listening on {}", server.listen))?;
     let limits = crate::settings::limits(server);
     let metrics_token = server
@@ -96,14 +102,11 @@ pub async fn listen(
     let app = if server.metrics_listen.is_empty() {
         health.merge(metrics)
     } else {
-        let metrics_listener = tokio::net::TcpListener::bind(&server.metrics_listen)
-            .await
-            .with_context(|| {
-                format!(
-                    "listening on {} (server.metrics_listen)",
-                    server.metrics_listen
-                )
-            })?;
+        let metrics_listener = bind(
+            &server.metrics_listen,
+            "set server.metrics_listen to another address",
+        )
+        .await?;
         tasks.spawn(gatehouse_fleet::serve(
             metrics_listener,
             metrics,
@@ -120,7 +123,20 @@ pub async fn listen(
         "main",
         shutdown.clone(),
     ));
-    Ok(())
+    Ok(bound)
+}
+
+/// A listener on `addr`; an address another process holds is refused saying so and what
+/// to do (`instead`).
+async fn bind(addr: &str, instead: &str) -> anyhow::Result<tokio::net::TcpListener> {
+    match tokio::net::TcpListener::bind(addr).await {
+        Ok(listener) => Ok(listener),
+        Err(e) if e.kind() == std::io::ErrorKind::AddrInUse => anyhow::bail!(
+            "cannot listen on {addr}: the address is already in use (by another Gatehouse, or \
+             another program); {instead}"
+        ),
+        Err(e) => Err(e).with_context(|| format!("listening on {addr}")),
+    }
 }
 
 /// How long the start-up wait gives each backend to answer before it asks again.
@@ -190,20 +206,12 @@ pub fn create_data_dir(dir: &Path) -> anyhow::Result<()> {
 
 /// Makes the stored schedules from the configuration match `[[schedules]]`: new ones start
 /// owing fires from now, changed ones keep their history and pause, removed ones stop.
-pub async fn sync_schedules(
-    store: &Store,
-    config: &Config,
-    catalog: &Catalog,
-) -> anyhow::Result<()> {
+pub async fn sync_schedules(store: &Store, config: &Config) -> anyhow::Result<()> {
     let now = chrono::Utc::now();
     for s in &config.schedules {
         let timing = s.timing()?;
         if timing.next_fire(jiff::Timestamp::now()).is_none() {
             tracing::warn!(schedule = %s.name, "the schedule has ended: it will not fire again");
-        }
-        let sop = s.target();
-        if catalog.get(&sop).is_none() {
-            tracing::warn!(schedule = %s.name, %sop, "the schedule's SOP does not exist; its fires will not start runs");
         }
         store
             .upsert_schedule(&crate::settings::schedule_row(s, now)?)

@@ -256,7 +256,8 @@ pub enum GatehouseCommand {
 /// Where the client verbs send their requests.
 #[derive(Debug, clap::Args)]
 pub struct ClientArgs {
-    /// Server URL (default: http://<server.listen>).
+    /// Server URL (default: the address `gatehouse up` recorded in the data directory's
+    /// server.url, else http://<server.listen>).
     #[arg(long, global = true, env = "GATEHOUSE_SERVER", value_name = "URL")]
     pub server: Option<String>,
     /// API token (default: the admin token in the data directory).

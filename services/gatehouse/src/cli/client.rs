@@ -1,45 +1,76 @@
 //! The CLI's HTTP client for the API.
 
-use std::path::Path;
-
 use anyhow::Context;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
+
+use crate::cli::args::ClientArgs;
+use crate::config::Config;
 
 /// Talks to one Gatehouse server as one token.
 pub struct Client {
     base: String,
     token: String,
+    /// Where the server's address came from, for errors.
+    server_from: String,
+    /// Where the token came from, for errors.
+    token_from: String,
     http: reqwest::Client,
 }
 
 impl Client {
-    /// A client for `server` (e.g. `http://127.0.0.1:8080`). The token is the given one,
-    /// else `<data_dir>/admin.token`.
-    pub fn new(server: &str, token: Option<String>, data_dir: &Path) -> anyhow::Result<Self> {
-        let token = match token {
-            Some(token) => token,
+    /// The client the verbs' arguments ask for. The server is `--server` (or
+    /// `GATEHOUSE_SERVER`), else the address `gatehouse up` recorded in the data directory,
+    /// else `http://<server.listen>`; the token is `--token` (or `GATEHOUSE_TOKEN`), else
+    /// the data directory's `admin.token`. The data directory is `--data-dir`, else
+    /// `server.data_dir`.
+    pub fn for_args(args: &ClientArgs, config: &Config) -> anyhow::Result<Self> {
+        let data_dir = args.data_dir.as_deref().unwrap_or(&config.server.data_dir);
+        let (server, server_from) = match &args.server {
+            Some(server) => (
+                server.clone(),
+                given("--server", "GATEHOUSE_SERVER", server),
+            ),
+            None => match crate::server_url::read(data_dir)? {
+                Some(url) => (
+                    url,
+                    format!(
+                        "{}, where gatehouse up records it",
+                        crate::server_url::path(data_dir).display()
+                    ),
+                ),
+                None => (
+                    format!("http://{}", config.server.listen),
+                    "server.listen in the configuration".to_owned(),
+                ),
+            },
+        };
+        let (token, token_from) = match &args.token {
+            Some(token) => (token.clone(), given("--token", "GATEHOUSE_TOKEN", token)),
             None => {
                 let file = data_dir.join("admin.token");
-                std::fs::read_to_string(&file)
-                    .with_context(|| format!("no --token or GATEHOUSE_TOKEN given and {} cannot be read (is `gatehouse up` running with this data directory?)", file.display()))?
+                let token = std::fs::read_to_string(&file)
+                    .with_context(|| format!("no --token or GATEHOUSE_TOKEN given and {} cannot be read (is gatehouse up running with this data directory? else pass --data-dir DIR)", file.display()))?
                     .trim()
-                    .to_owned()
+                    .to_owned();
+                (token, file.display().to_string())
             }
         };
         Ok(Self {
             base: format!("{}/api/v1", server.trim_end_matches('/')),
             token,
+            server_from,
+            token_from,
             http: reqwest::Client::new(),
         })
     }
 
-    /// GET a JSON resource.
     /// The server's address, without `/api/v1`: where its console is.
     pub fn server(&self) -> &str {
         self.base.trim_end_matches("/api/v1")
     }
 
+    /// GET a JSON resource.
     pub async fn get<T: DeserializeOwned>(&self, path: &str) -> anyhow::Result<T> {
         self.send(self.http.get(format!("{}{path}", self.base)))
             .await
@@ -87,15 +118,11 @@ impl Client {
             .bearer_auth(&self.token)
             .send()
             .await
-            .with_context(|| format!("cannot reach the Gatehouse server at {}", self.base))?;
+            .with_context(|| self.unreachable())?;
         let status = response.status();
         let body = response.bytes().await?;
         if !status.is_success() {
-            return Err(ApiFailure {
-                status: status.as_u16(),
-                message: error_message(&String::from_utf8_lossy(&body)),
-            }
-            .into());
+            return Err(self.refused(status, &body).into());
         }
         Ok(body.to_vec())
     }
@@ -113,15 +140,11 @@ impl Client {
             .bearer_auth(&self.token)
             .send()
             .await
-            .with_context(|| format!("cannot reach the Gatehouse server at {}", self.base))?;
+            .with_context(|| self.unreachable())?;
         let status = response.status();
         if !status.is_success() {
             let body = response.bytes().await?;
-            return Err(ApiFailure {
-                status: status.as_u16(),
-                message: error_message(&String::from_utf8_lossy(&body)),
-            }
-            .into());
+            return Err(self.refused(status, &body).into());
         }
         let mut bytes = Vec::new();
         while let Some(chunk) = response.chunk().await? {
@@ -136,15 +159,59 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Why the server could not be reached, with where its address came from.
+    fn unreachable(&self) -> String {
+        format!(
+            "cannot reach the Gatehouse server at {} (from {})",
+            self.server(),
+            self.server_from
+        )
+    }
+
+    /// The server's refusal; a 401 says which server was asked with which token, since
+    /// the commonest cause is a token of one server shown to another.
+    fn refused(&self, status: reqwest::StatusCode, body: &[u8]) -> ApiFailure {
+        let hint = if status == reqwest::StatusCode::UNAUTHORIZED {
+            format!(
+                ": asked {} (from {}) with the token from {}; pass --server URL for the server \
+                 that issued the token, or --data-dir DIR of the gatehouse up whose token \
+                 this is, or --token with a token this server issued",
+                self.server(),
+                self.server_from,
+                self.token_from
+            )
+        } else {
+            String::new()
+        };
+        ApiFailure {
+            status: status.as_u16(),
+            message: error_message(&String::from_utf8_lossy(body)),
+            hint,
+        }
+    }
+}
+
+/// `--flag` or `VARIABLE`, whichever gave `value` (clap reads both into one field).
+fn given(flag: &str, variable: &str, value: &str) -> String {
+    if std::env::var(variable).is_ok_and(|v| v == value) {
+        variable.to_owned()
+    } else {
+        flag.to_owned()
+    }
+}
+
 /// The server refused a request: its status and its message, so a caller (the MCP
-/// server) can say which it was; shown as the message with the status.
+/// server) can say which it was; shown as the message with the status, and what to do.
 #[derive(Debug, thiserror::Error)]
-#[error("{message} ({})", status_text(*status))]
+#[error("{message} ({}){hint}", status_text(*status))]
 pub struct ApiFailure {
     /// The HTTP status.
     pub status: u16,
     /// The API's `{"error": ...}` message, or the body as it came.
     pub message: String,
+    /// What the CLI adds: for a 401, which server was asked with which token.
+    pub hint: String,
 }
 
 /// `403 Forbidden`, as reqwest writes a status.

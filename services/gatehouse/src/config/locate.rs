@@ -1,6 +1,6 @@
-//! The line of the configuration file a role's bad permission rule is on, so `config check`
-//! says `gatehouse.toml:12: roles.dev.permissions.ask[1] …` rather than leaving the user to
-//! search. figment keeps no positions, so the file is read again with toml_edit, whose
+//! The line of the configuration file a key is on, so `config check` says
+//! `gatehouse.toml:12: roles.dev.permissions.ask[1] …` of a bad permission rule, and
+//! `gatehouse.toml line 3` of a misspelt key, rather than leaving the user to search. figment keeps no positions, so the file is read again with toml_edit, whose
 //! spans do; a rule set by a `GATEHOUSE_ROLES__…` variable, or a file that cannot be read
 //! again, is reported without a line.
 
@@ -38,6 +38,31 @@ pub fn line_of(source: &str, place: &RulePlace) -> Option<usize> {
     Some(source.get(..start)?.matches('\n').count() + 1)
 }
 
+/// The 1-based line of the key at `path` (`["schedules", "0", "sop"]`) in `source`: the
+/// line of its value, else of the deepest table above it the file names (a key that
+/// figment reports inside a table only implied by dotted keys has no span of its own).
+pub fn line_of_path(source: &str, path: &[String]) -> Option<usize> {
+    let document = toml_edit::ImDocument::parse(source).ok()?;
+    let mut item = document.as_item();
+    let mut start = None;
+    for segment in path {
+        let next = match (segment.parse::<usize>(), item) {
+            (
+                Ok(index),
+                toml_edit::Item::ArrayOfTables(_)
+                | toml_edit::Item::Value(toml_edit::Value::Array(_)),
+            ) => item.get(index),
+            _ => item.get(segment.as_str()),
+        };
+        let Some(next) = next else {
+            break;
+        };
+        item = next;
+        start = item.span().map(|span| span.start).or(start);
+    }
+    Some(source.get(..start?)?.matches('\n').count() + 1)
+}
+
 /// `file:line: ` for the rule at `place` in `file`, or nothing when it cannot be found.
 pub fn prefix(file: &Path, place: &RulePlace) -> String {
     std::fs::read_to_string(file)
@@ -49,7 +74,7 @@ pub fn prefix(file: &Path, place: &RulePlace) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::{RulePlace, line_of};
+    use super::{RulePlace, line_of, line_of_path};
 
     fn place(role: &str, list: &'static str, index: usize) -> RulePlace {
         RulePlace {
@@ -68,6 +93,25 @@ mod tests {
         assert_eq!(line_of(source, &place("ops", "deny", 2)), None);
         assert_eq!(line_of(source, &place("nobody", "deny", 0)), None);
         assert_eq!(line_of("not = [toml", &place("dev", "ask", 0)), None);
+    }
+
+    #[test]
+    fn keys_are_found_in_tables_arrays_and_inline_tables() {
+        let path = |p: &str| p.split('.').map(str::to_owned).collect::<Vec<_>>();
+        let source = "[server]\nlisten = \"x\"\nlisen = \"y\"\n\n[[schedules]]\nname = \"a\"\n\n[[schedules]]\nname = \"b\"\nbogus = 1\n\n[roles.dev]\npermissions = { alow = [] }\nsop_dirs = [\"a\",\n  2]\n";
+        assert_eq!(line_of_path(source, &path("server.lisen")), Some(3));
+        assert_eq!(line_of_path(source, &path("schedules.1.bogus")), Some(10));
+        assert_eq!(
+            line_of_path(source, &path("roles.dev.permissions.alow")),
+            Some(13)
+        );
+        assert_eq!(
+            line_of_path(source, &path("roles.dev.sop_dirs.1")),
+            Some(15)
+        );
+        // Not in the file (set from the environment): the nearest table that is.
+        assert_eq!(line_of_path(source, &path("server.nowhere")), Some(1));
+        assert_eq!(line_of_path(source, &path("telemetry.x")), None);
     }
 }
 

@@ -361,7 +361,10 @@ headers = {{ X-Team = \"core\", X-Key = {{ env = \"WIKI_KEY\", prefix = \"Key \"
             assert_eq!(load(toml).map(|_| ()), Err(expected.to_owned()), "{toml}");
         }
         let unknown = load("[mcp.docs]\ncommand = [\"x\"]\nargs = [\"y\"]\n").unwrap_err();
-        assert!(unknown.contains("unknown field: found `args`"), "{unknown}");
+        assert!(
+            unknown.starts_with("unknown key `mcp.docs.args` in gatehouse.toml line 3"),
+            "{unknown}"
+        );
         let half =
             load("[mcp.docs]\nurl = \"https://a/mcp\"\nheaders = { K = { prefix = \"B \" } }\n")
                 .unwrap_err();

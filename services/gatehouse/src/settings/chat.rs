@@ -5,7 +5,6 @@ use anyhow::Context;
 use gatehouse_fleet::DiscordGateway;
 use gatehouse_ingest::{ChatSettings, DiscordSettings, SlackSettings};
 use gatehouse_notifier::{ChatOutputs, DiscordOutput, SlackOutput};
-use gatehouse_sop::Catalog;
 use secrecy::ExposeSecret;
 
 use crate::config::Config;
@@ -25,16 +24,15 @@ pub fn slack_client(config: &Config) -> anyhow::Result<Option<gatehouse_slack::S
     ))
 }
 
-/// What ingest needs: signing secrets, the public key, channel SOPs. A platform without
-/// its secret is left out with a warning (every request would be refused anyway).
+/// What ingest needs: signing secrets, the public key, channel SOPs (each one checked to
+/// exist by [`super::check::refusals`]). A platform without its secret is left out with a
+/// warning (every request would be refused anyway).
 pub fn settings(
     config: &Config,
-    catalog: &Catalog,
     slack_client: Option<&gatehouse_slack::SlackClient>,
 ) -> anyhow::Result<ChatSettings> {
     let mut chat = ChatSettings::default();
     if let Some(slack) = &config.slack {
-        check_sops("slack", &slack.channel_sops, catalog);
         match &slack.signing_secret {
             Some(secret) => {
                 let secret = secret.resolve().context("slack.signing_secret")?;
@@ -51,7 +49,6 @@ pub fn settings(
         }
     }
     if let Some(discord) = &config.discord {
-        check_sops("discord", &discord.channel_sops, catalog);
         match &discord.public_key {
             Some(key) => {
                 chat.discord = Some(DiscordSettings {
@@ -114,16 +111,4 @@ pub fn discord_gateway(config: &Config) -> anyhow::Result<Option<DiscordGateway>
         token: token.resolve().context("discord.bot_token")?,
         api_url: discord.api_url.clone(),
     }))
-}
-
-fn check_sops(
-    platform: &str,
-    sops: &std::collections::BTreeMap<String, String>,
-    catalog: &Catalog,
-) {
-    for (channel, sop) in sops {
-        if catalog.get(sop).is_none() {
-            tracing::warn!(%platform, %channel, %sop, "channel_sops names a SOP that is not loaded; requests there will be answered with the error");
-        }
-    }
 }
