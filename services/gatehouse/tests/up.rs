@@ -321,7 +321,7 @@ fn bad_input_is_refused_with_a_clear_message_and_changes_nothing() {
     );
     assert_eq!(
         up.fails(&["run", "show", "01a22bee-97f4-75bf-a6d4-722d91cb6931"]),
-        "error: no run 01a22bee-97f4-75bf-a6d4-722d91cb6931 (404 Not Found)"
+        "error: no run matches `01a22bee-97f4-75bf-a6d4-722d91cb6931` (404 Not Found)"
     );
     assert!(
         up.fails(&["run", "start", "broken"])
