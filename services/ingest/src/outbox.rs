@@ -23,3 +23,22 @@ pub(crate) async fn append(tx: &mut Tx, event: Event) -> Result<Uuid, ApiError> 
     tx.append_outbox(&envelope).await?;
     Ok(envelope.id)
 }
+
+/// Hands what `person` said to conversation `conversation` (`conversation.input`),
+/// numbered in the order ingest heard its thread; returns the number.
+pub(crate) async fn say_to_conversation(
+    tx: &mut Tx,
+    conversation: Uuid,
+    person: &str,
+    said: gatehouse_events::Said,
+) -> Result<u64, ApiError> {
+    let seq = tx.number_conversation_input(conversation).await?;
+    let input = gatehouse_events::ConversationInput {
+        conversation_id: conversation,
+        seq,
+        person: person.to_owned(),
+        said,
+    };
+    append(tx, Event::ConversationInput(input)).await?;
+    Ok(seq)
+}

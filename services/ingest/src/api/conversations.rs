@@ -11,7 +11,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
 use gatehouse_conversation::{Conversation, TurnStatus, Work};
-use gatehouse_events::{ConversationInput, Event, RunWorkspace, Said};
+use gatehouse_events::{RunWorkspace, Said};
 use gatehouse_project::Right;
 use gatehouse_store::{ConversationRow, TurnAttemptRow, TurnToolCallRow, TurnUsageRow};
 use serde::Deserialize;
@@ -150,14 +150,7 @@ pub async fn stop(
         &caller.groups,
     )?;
     let mut tx = api.store.begin().await?;
-    let seq = tx.number_conversation_input(id).await?;
-    let input = ConversationInput {
-        conversation_id: id,
-        seq,
-        person: caller.person.clone(),
-        said: Said::Stop,
-    };
-    crate::outbox::append(&mut tx, Event::ConversationInput(input)).await?;
+    let seq = crate::outbox::say_to_conversation(&mut tx, id, &caller.person, Said::Stop).await?;
     tx.commit().await?;
     Ok((
         StatusCode::ACCEPTED,

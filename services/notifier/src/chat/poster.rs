@@ -74,10 +74,9 @@ impl Notifier {
                     let mut failed = false;
                     for (platform, posted) in join_all(channels).await {
                         failed |= posted.failed;
-                        let outage = &mut outages
+                        let (outage, due) = outages
                             .entry(platform.clone())
-                            .or_insert_with(|| (Outage::new(platform_name(&platform)), now))
-                            .0;
+                            .or_insert_with(|| (Outage::new(platform_name(&platform)), now));
                         let now = Instant::now();
                         if posted.reached {
                             Outage::log(&outage.answered(now));
@@ -85,9 +84,7 @@ impl Notifier {
                         if let Some(why) = posted.unreachable {
                             let (say, wait) = outage.failed(now, &why);
                             Outage::log(&say);
-                            if let Some(entry) = outages.get_mut(&platform) {
-                                entry.1 = now + wait;
-                            }
+                            *due = now + wait;
                         }
                     }
                     if shutdown.is_cancelled() {

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use gatehouse_commands::IdRef;
 use gatehouse_conversation::Conversation;
-use gatehouse_events::{Actor, ConversationInput, Event, RunCommandKind, RunStatus, Said};
+use gatehouse_events::{Actor, RunCommandKind, RunStatus, Said};
 use gatehouse_project::Right;
 use gatehouse_store::IdKind;
 use gatehouse_store::{ConversationRow, NewConversation, Tx};
@@ -158,14 +158,7 @@ pub(crate) async fn hear(
     {
         return Ok(Heard::refused("take over: refused", reply));
     }
-    let seq = tx.number_conversation_input(conversation.id).await?;
-    let input = ConversationInput {
-        conversation_id: conversation.id,
-        seq,
-        person: person.to_owned(),
-        said,
-    };
-    crate::outbox::append(tx, Event::ConversationInput(input)).await?;
+    let seq = crate::outbox::say_to_conversation(tx, conversation.id, person, said).await?;
     Ok(Heard::Passed {
         seq,
         conversation: conversation.id,

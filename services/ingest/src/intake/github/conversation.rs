@@ -8,10 +8,10 @@
 //! says `cancel_on_unlabel`.
 
 use gatehouse_commands::parse_mention;
-use gatehouse_events::{Actor, ConversationInput, Event, Said};
+use gatehouse_events::{Actor, Said};
 use gatehouse_github::IssueCommentEvent;
 use gatehouse_project::Right;
-use gatehouse_store::{ConversationRow, RequirementRow, Tx};
+use gatehouse_store::{RequirementRow, Tx};
 
 use super::triggers::{LabelEvent, not_a_starter};
 use crate::intake::chat::{ChatMention, Heard, Platform, Saying, for_the_assistant, hear, open_in};
@@ -80,7 +80,8 @@ pub(crate) async fn open(
     tx.claim_requirement_project(requirement.id, project.name())
         .await?;
     let text = issue_message(event, &requirement.body);
-    let seq = say(tx, &conversation, person, Said::Message { text }).await?;
+    let seq =
+        outbox::say_to_conversation(tx, conversation.id, person, Said::Message { text }).await?;
     Ok(format!(
         "opened conversation {} on the issue: message {seq}",
         conversation.id
@@ -119,7 +120,7 @@ pub(crate) async fn stop(
         .person
         .clone()
         .unwrap_or_else(|| format!("@{}", event.sender.handle));
-    let seq = say(tx, &conversation, &by, Said::Stop).await?;
+    let seq = outbox::say_to_conversation(tx, conversation.id, &by, Said::Stop).await?;
     Ok(Some(format!(
         "{what} removed: stopping conversation {}'s turn (message {seq})",
         conversation.id
@@ -201,24 +202,6 @@ pub(crate) async fn comment(
         }
     };
     Ok(Some(Outcome::processed(vec![note])))
-}
-
-/// Numbers `said` in the conversation and hands it on, as ingest does for chat.
-async fn say(
-    tx: &mut Tx,
-    conversation: &ConversationRow,
-    person: &str,
-    said: Said,
-) -> Result<u64, ApiError> {
-    let seq = tx.number_conversation_input(conversation.id).await?;
-    let input = ConversationInput {
-        conversation_id: conversation.id,
-        seq,
-        person: person.to_owned(),
-        said,
-    };
-    outbox::append(tx, Event::ConversationInput(input)).await?;
-    Ok(seq)
 }
 
 /// The conversation's first message: the issue, as its author wrote it, with where it is.

@@ -5,8 +5,7 @@
 
 use gatehouse_engine::{Input, Rejection, apply};
 use gatehouse_events::{
-    Actor, ConversationInput, Event, Feedback, RequirementState, RunCommand, RunCommandKind,
-    RunStatus, Said,
+    Actor, Event, Feedback, RequirementState, RunCommand, RunCommandKind, RunStatus, Said,
 };
 use gatehouse_project::Right;
 use gatehouse_store::{PullRequestRow, RequirementRow, Tx};
@@ -158,16 +157,10 @@ async fn to_conversation(tx: &mut Tx, heard: &Heard<'_>, person: &str) -> Result
     {
         return Ok(heard_before(&heard.feedback));
     }
-    let seq = tx.number_conversation_input(conversation).await?;
-    let input = ConversationInput {
-        conversation_id: conversation,
-        seq,
-        person: person.to_owned(),
-        said: Said::Feedback {
-            feedback: heard.feedback.clone(),
-        },
+    let said = Said::Feedback {
+        feedback: heard.feedback.clone(),
     };
-    outbox::append(tx, Event::ConversationInput(input)).await?;
+    let seq = outbox::say_to_conversation(tx, conversation, person, said).await?;
     Ok(format!(
         "a turn of conversation {conversation} (message {seq})"
     ))
