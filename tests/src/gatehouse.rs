@@ -36,7 +36,7 @@ use gatehouse_project::{ProjectConfig, Projects};
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::{ProcessSandbox, Sandbox};
 use gatehouse_scheduler::AssistantSettings;
-use gatehouse_sop::Catalog;
+use gatehouse_sop::{Catalog, Library};
 use gatehouse_store::RunRow;
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -492,9 +492,14 @@ impl GatehouseBuilder {
         for (name, text) in &self.sops {
             std::fs::write(sop_dir.join(format!("{name}.yaml")), text).unwrap();
         }
-        let (catalog, errors) = Catalog::load(&[&sop_dir]);
+        // As `up` loads them: again when the files change ([`Gatehouse::write_sop`]).
+        let read = vec![sop_dir.clone()];
+        let catalog = Arc::new(Library::loading(
+            read.clone(),
+            Box::new(move || Catalog::load(&read)),
+        ));
+        let errors = catalog.invalid();
         assert!(errors.is_empty(), "{errors:?}");
-        let catalog = Arc::new(catalog);
         let bus = self
             .bus
             .unwrap_or_else(|| Arc::new(InProcessBus::in_place(db.store.clone())));

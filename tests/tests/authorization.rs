@@ -163,6 +163,14 @@ fn routes() -> Vec<Route> {
             Nothing,
         ),
         route(Method::GET, "/sops", "/sops", None, Nothing),
+        route(Method::GET, "/sops/invalid", "/sops/invalid", None, Nothing),
+        route(
+            Method::POST,
+            "/sops/reload",
+            "/sops/reload",
+            None,
+            Administrator,
+        ),
         route(
             Method::POST,
             "/schedules",

@@ -17,7 +17,7 @@ use gatehouse_events::{Envelope, Event, GateDecision, GateDecisionKind};
 use gatehouse_fleet::Fleet;
 use gatehouse_runner::{Runner, RunnerOptions};
 use gatehouse_sandbox::ProcessSandbox;
-use gatehouse_sop::Catalog;
+use gatehouse_sop::{Catalog, Library};
 use gatehouse_tests::{BusKind, TestBus, actor, on_every_bus, request_runs};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -109,7 +109,7 @@ impl Cluster {
         let (catalog, errors) = Catalog::load(&[&sops]);
         assert!(errors.is_empty(), "{errors:?}");
         let services = Fleet::builder(bus.db.store.clone(), bus.bus.clone())
-            .catalog(Arc::new(catalog))
+            .catalog(Arc::new(Library::fixed(catalog)))
             .relay(RelayOptions {
                 poll: Duration::from_millis(50),
                 ..RelayOptions::default()

@@ -9,7 +9,7 @@ use std::time::Duration;
 use chrono::Utc;
 use gatehouse_events::{Actor, Channel, Envelope, Event, GateDecision, GateDecisionKind};
 use gatehouse_scheduler::Scheduler;
-use gatehouse_sop::Catalog;
+use gatehouse_sop::{Catalog, Library};
 use gatehouse_store::ScheduleRow;
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends};
 use jiff::Timestamp;
@@ -19,7 +19,7 @@ const HOLD: &str = "name: hold\nnodes:\n  ask: { kind: gate, approvers: [ana] }\
 
 struct Setup {
     gh: Gatehouse,
-    catalog: Arc<Catalog>,
+    catalog: Arc<Library>,
 }
 
 /// The harness's fields (`db`) on the suite's own.
@@ -43,7 +43,7 @@ impl Setup {
         assert!(errors.is_empty());
         Self {
             gh,
-            catalog: Arc::new(catalog),
+            catalog: Arc::new(Library::fixed(catalog)),
         }
     }
 

@@ -2,6 +2,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
+use std::sync::Arc;
 
 use crate::{Diagnostic, NodeKind, Sop, SopError, parse};
 
@@ -21,7 +22,7 @@ const BUILTIN: [(&str, &str); 3] = [
 /// Every valid SOP by name. A user file with a built-in's name replaces the built-in.
 #[derive(Debug, Clone, Default)]
 pub struct Catalog {
-    sops: BTreeMap<String, Sop>,
+    sops: BTreeMap<String, Arc<Sop>>,
 }
 
 impl Catalog {
@@ -34,7 +35,7 @@ impl Catalog {
         for (name, text) in BUILTIN {
             match parse(&format!("builtin:{name}"), text) {
                 Ok(sop) => {
-                    catalog.sops.insert(sop.name.clone(), sop);
+                    catalog.sops.insert(sop.name.clone(), Arc::new(sop));
                 }
                 Err(e) => errors.push(e),
             }
@@ -77,7 +78,7 @@ impl Catalog {
                             ));
                             continue;
                         }
-                        catalog.sops.insert(sop.name.clone(), sop);
+                        catalog.sops.insert(sop.name.clone(), Arc::new(sop));
                     }
                     Err(e) => errors.push(e),
                 }
@@ -87,13 +88,18 @@ impl Catalog {
     }
 
     pub fn get(&self, name: &str) -> Option<&Sop> {
-        self.sops.get(name)
+        self.sops.get(name).map(|sop| &**sop)
+    }
+
+    /// The SOP named `name`, to keep beyond this catalog (which a reload may replace).
+    pub fn shared(&self, name: &str) -> Option<Arc<Sop>> {
+        self.sops.get(name).cloned()
     }
 
     /// Adds an SOP that comes from somewhere other than a file (a schedule's agent task),
     /// replacing one of the same name.
     pub fn insert(&mut self, sop: Sop) {
-        self.sops.insert(sop.name.clone(), sop);
+        self.sops.insert(sop.name.clone(), Arc::new(sop));
     }
 
     /// Marks the SOPs whose agent nodes name a role outside `roles` as unable to start, so
@@ -101,19 +107,22 @@ impl Catalog {
     pub fn require_roles<'a>(&mut self, roles: impl IntoIterator<Item = &'a str>) {
         let roles: BTreeSet<&str> = roles.into_iter().collect();
         for sop in self.sops.values_mut() {
-            sop.unavailable = sop.nodes.iter().find_map(|node| match &node.kind {
+            let unavailable = sop.nodes.iter().find_map(|node| match &node.kind {
                 NodeKind::Agent { role, .. } if !roles.contains(role.as_str()) => Some(format!(
                     "`{}` cannot start: node `{}` uses the agent role `{role}`, which is not configured (add [roles.{role}] to the configuration)",
                     sop.name, node.id
                 )),
                 _ => None,
             });
+            if unavailable != sop.unavailable {
+                Arc::make_mut(sop).unavailable = unavailable;
+            }
         }
     }
 
     /// All SOPs, by name.
     pub fn iter(&self) -> impl Iterator<Item = &Sop> {
-        self.sops.values()
+        self.sops.values().map(|sop| &**sop)
     }
 }
 

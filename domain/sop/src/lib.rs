@@ -14,6 +14,7 @@ mod definition;
 mod diagnostic;
 mod feedback;
 mod graph;
+mod library;
 mod param;
 mod parse;
 mod people;
@@ -27,6 +28,7 @@ pub use definition::{
 };
 pub use diagnostic::{Diagnostic, SopError};
 pub use feedback::{FeedbackRule, FeedbackRules};
+pub use library::{FilesStamp, Library, Loader, Reloaded};
 pub use param::{Param, ParamType, Pattern};
 pub use parse::parse;
 pub use people::{check_person_or_group, names_person};

@@ -11,6 +11,7 @@
 
 mod gateway;
 mod listener;
+mod sop_watch;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -25,7 +26,7 @@ use gatehouse_notifier::Notifier;
 use gatehouse_project::Projects;
 use gatehouse_runner::Runner;
 use gatehouse_scheduler::{AssistantSettings, Scheduler};
-use gatehouse_sop::Catalog;
+use gatehouse_sop::{Catalog, Library};
 use gatehouse_store::Store;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -50,7 +51,9 @@ pub struct Fleet {
 pub struct FleetBuilder {
     store: Store,
     bus: Arc<dyn Bus>,
-    catalog: Arc<Catalog>,
+    catalog: Arc<Library>,
+    /// How often the SOP files are looked at for changes; `None`: never.
+    sop_reload: Option<Duration>,
     projects: Arc<Projects>,
     relay: RelayOptions,
     scheduler: bool,
@@ -82,7 +85,8 @@ impl Fleet {
         FleetBuilder {
             store,
             bus,
-            catalog: Arc::new(Catalog::default()),
+            catalog: Arc::new(Library::fixed(Catalog::default())),
+            sop_reload: None,
             projects: Arc::default(),
             relay: RelayOptions {
                 poll: Duration::from_millis(200),
@@ -130,8 +134,14 @@ impl Fleet {
 
 impl FleetBuilder {
     /// The SOPs the scheduler runs and ingest starts.
-    pub fn catalog(mut self, catalog: Arc<Catalog>) -> Self {
+    pub fn catalog(mut self, catalog: Arc<Library>) -> Self {
         self.catalog = catalog;
+        self
+    }
+
+    /// Looks at the SOP files every `every` and offers what changed from then on.
+    pub fn reload_sops(mut self, every: Duration) -> Self {
+        self.sop_reload = Some(every);
         self
     }
 
@@ -226,6 +236,13 @@ impl FleetBuilder {
                 scheduler = scheduler.with_assistant(settings.clone());
             }
             tasks.spawn(scheduler.run(bus.clone(), shutdown.clone()));
+        }
+        if let Some(every) = self.sop_reload {
+            tasks.spawn(sop_watch::watch_sops(
+                self.catalog.clone(),
+                every,
+                shutdown.clone(),
+            ));
         }
         if let Some(runner) = self.runner {
             tasks.spawn(runner.run(bus.clone(), shutdown.clone()));

@@ -197,11 +197,13 @@ async fn run(cli: Cli, mut config: Config) -> anyhow::Result<()> {
             client: args,
         } => schedules::schedule(&client(&args, &config)?, command, args.json).await,
         GatehouseCommand::Sop {
-            command: SopCommand::Validate { files, json },
-        } => sops::validate(&files, json),
+            command: SopCommand::Validate { files },
+            client: args,
+        } => sops::validate(&files, args.json),
         GatehouseCommand::Sop {
-            command: SopCommand::List { json },
-        } => sops::list(&config, json),
+            command,
+            client: args,
+        } => sops::sop(&client(&args, &config)?, command, args.json).await,
         GatehouseCommand::Config {
             command: ConfigCommand::Check,
         } => check_config(&config),
@@ -271,7 +273,7 @@ async fn migrate(
 /// `config check`: the configuration as read (URLs without their passwords), its
 /// warnings, and what a start would refuse, from the one check `up` and `serve` make.
 fn check_config(config: &Config) -> anyhow::Result<()> {
-    let catalog = settings::catalog(config)?;
+    let catalog = settings::catalog(config)?.current();
     let problems = settings::check::refusals(config, &catalog);
     // The URLs may carry passwords; what is printed must not.
     let mut shown = config.clone();

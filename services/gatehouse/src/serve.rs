@@ -81,7 +81,7 @@ pub async fn serve(config: &Config, service: Service) -> anyhow::Result<()> {
 async fn run(config: &Config, services: &[Service], insist: bool) -> anyhow::Result<()> {
     let server = &config.server;
     let catalog = crate::settings::catalog(config)?;
-    let problems = crate::settings::check::refusals(config, &catalog);
+    let problems = crate::settings::check::refusals(config, &catalog.current());
     if !problems.is_empty() {
         anyhow::bail!(
             "the configuration cannot be used (gatehouse config check says the same):\n  {}",
@@ -151,7 +151,7 @@ struct Started {
 /// The services of this process, from the configuration.
 async fn fleet(
     config: &Config,
-    catalog: std::sync::Arc<gatehouse_sop::Catalog>,
+    catalog: std::sync::Arc<gatehouse_sop::Library>,
     services: &[Service],
     store: &Store,
     bus: &Arc<dyn Bus>,
@@ -172,10 +172,13 @@ async fn fleet(
     } else {
         None
     };
-    let projects = crate::settings::projects(config, &catalog)?;
+    let projects = crate::settings::projects(config, &catalog.current())?;
     let mut fleet = Fleet::builder(store.clone(), bus.clone())
         .catalog(catalog.clone())
         .projects(projects);
+    if !server.sop_reload.is_zero() {
+        fleet = fleet.reload_sops(server.sop_reload);
+    }
     if let Some((assistant, roles)) = crate::settings::assistant(config) {
         fleet = fleet.assistant(assistant, roles);
     }
@@ -211,7 +214,7 @@ async fn fleet(
         }
         fleet = fleet.notifier(notifier);
     }
-    let sops = catalog.iter().count();
+    let sops = catalog.current().iter().count();
     let nats = !server.nats_url.is_empty();
     Ok((
         fleet,

@@ -19,24 +19,37 @@ use gatehouse_github::GithubClient;
 use gatehouse_ingest::People;
 use gatehouse_project::Projects;
 use gatehouse_runner::{Runner, RunnerOptions};
-use gatehouse_sop::Catalog;
+use gatehouse_sop::{Catalog, Library};
 use gatehouse_store::{ScheduleRow, Store};
 
 use crate::config::{Config, ScheduleConfig};
 
 /// The SOPs of `server.sop_dirs` (invalid files are skipped with a warning) and the agent
-/// tasks of `[[schedules]]`, checked against `[roles]`.
-pub fn catalog(config: &Config) -> anyhow::Result<Arc<Catalog>> {
-    let (mut catalog, invalid) = Catalog::load(&config.server.sop_dirs);
+/// tasks of `[[schedules]]`, checked against `[roles]`; loaded the same way again whenever
+/// the files change.
+pub fn catalog(config: &Config) -> anyhow::Result<Arc<Library>> {
+    let mut tasks = Vec::new();
     for task in config.schedules.iter().filter_map(|s| s.agent_task()) {
-        // Checked when the configuration was loaded.
-        catalog.insert(task.context("an agent task of [[schedules]]")?);
+        tasks.push(task.context("an agent task of [[schedules]]")?);
     }
-    catalog.require_roles(config.roles.keys().map(String::as_str));
-    for error in &invalid {
+    let dirs = config.server.sop_dirs.clone();
+    let roles: Vec<String> = config.roles.keys().cloned().collect();
+    let read = dirs.clone();
+    let library = Library::loading(
+        dirs,
+        Box::new(move || {
+            let (mut catalog, invalid) = Catalog::load(&read);
+            for task in &tasks {
+                catalog.insert(task.clone());
+            }
+            catalog.require_roles(roles.iter().map(String::as_str));
+            (catalog, invalid)
+        }),
+    );
+    for error in library.invalid().iter() {
         tracing::warn!("skipped an invalid SOP file:\n{error}");
     }
-    Ok(Arc::new(catalog))
+    Ok(Arc::new(library))
 }
 
 /// How the console signs people in: `[console]`, with `server.public_url` for links and

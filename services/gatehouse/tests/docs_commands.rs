@@ -1206,8 +1206,8 @@ fn the_readers_understand_the_docs_notation() {
     );
     assert_eq!(words("cargo run --release -- up"), [vec!["up"]]);
     assert_eq!(
-        words("docker run --rm gatehouse:latest sop list"),
-        [vec!["sop", "list"]]
+        words("docker run --rm gatehouse:latest config check"),
+        [vec!["config", "check"]]
     );
     assert_eq!(
         words("docker run -v gatehouse-data:/var/lib/gatehouse gatehouse:latest"),

@@ -17,5 +17,6 @@ pub(crate) mod reports;
 pub(crate) mod requirements;
 pub(crate) mod runs;
 pub(crate) mod schedules;
+pub(crate) mod sops;
 pub(crate) mod tokens;
 pub mod views;

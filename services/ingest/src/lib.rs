@@ -61,7 +61,7 @@ pub use state::ApiState;
 
 use api::{
     artifacts, conversations, gates, login_links, openapi, people, questions, reports,
-    requirements, runs, schedules, tokens,
+    requirements, runs, schedules, sops, tokens,
 };
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
@@ -93,7 +93,9 @@ pub fn router_with(state: ApiState, limits: WebhookLimits) -> Router {
         .route("/questions", get(questions::list))
         .route("/questions/{id}", get(questions::show))
         .route("/questions/{id}/answer", post(questions::answer))
-        .route("/sops", get(runs::sops))
+        .route("/sops", get(sops::list))
+        .route("/sops/invalid", get(sops::invalid))
+        .route("/sops/reload", post(sops::reload))
         .route("/schedules", post(schedules::create).get(schedules::list))
         .route(
             "/schedules/{name}",

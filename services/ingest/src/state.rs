@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use gatehouse_project::Projects;
-use gatehouse_sop::Catalog;
+use gatehouse_sop::Library;
 use gatehouse_store::Store;
 
 use crate::run_loader::RunLoader;
@@ -17,8 +17,8 @@ use crate::{Assistant, ChatSettings, ConsoleSettings, GithubSettings, People};
 #[derive(Clone)]
 pub struct ApiState {
     pub(crate) store: Store,
-    /// The SOPs requests may start.
-    pub(crate) catalog: Arc<Catalog>,
+    /// The SOPs requests may start, as their files say now.
+    pub(crate) catalog: Arc<Library>,
     /// The configured projects: where runs may reach.
     pub(crate) projects: Arc<Projects>,
     /// The configured people; [`People::current`] adds the stored ones.
@@ -48,8 +48,8 @@ pub struct ApiState {
 }
 
 impl ApiState {
-    /// An API over `store`, offering the SOPs in `catalog`.
-    pub fn new(store: Store, catalog: Arc<Catalog>) -> Self {
+    /// An API over `store`, offering the SOPs of `catalog`.
+    pub fn new(store: Store, catalog: Arc<Library>) -> Self {
         Self {
             runs: RunLoader::new(store.clone()),
             store,

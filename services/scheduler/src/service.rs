@@ -10,7 +10,7 @@ use gatehouse_bus::{Bus, Consumer, ConsumerOptions, ConsumerSpec};
 use gatehouse_engine::{Input, Rejection, RunState, apply};
 use gatehouse_events::{Artifact, RunRequested, RunStatus, TraceParent};
 use gatehouse_project::Projects;
-use gatehouse_sop::{Catalog, NodeKind, Sop};
+use gatehouse_sop::{Library, NodeKind, Sop};
 use gatehouse_store::{ArtifactRow, RunRow, Store, Tx};
 use tokio_util::sync::CancellationToken;
 use uuid::Uuid;
@@ -22,7 +22,7 @@ use crate::{AssistantSettings, SchedulerError};
 #[derive(Clone)]
 pub struct Scheduler {
     pub(crate) store: Store,
-    pub(crate) catalog: Arc<Catalog>,
+    pub(crate) catalog: Arc<Library>,
     /// The projects schedules name.
     pub(crate) projects: Arc<Projects>,
     /// Run durations and gate waits.
@@ -50,8 +50,9 @@ const CONSUMERS: [(&str, &str); 8] = [
 ];
 
 impl Scheduler {
-    /// A scheduler over `store`, starting runs of the SOPs in `catalog`.
-    pub fn new(store: Store, catalog: Arc<Catalog>) -> Self {
+    /// A scheduler over `store`, starting runs of the SOPs of `catalog` as they are when
+    /// each run is requested.
+    pub fn new(store: Store, catalog: Arc<Library>) -> Self {
         Self {
             store,
             catalog,
@@ -131,7 +132,7 @@ impl Scheduler {
         }
         let params = sop.params_with_defaults(&request.params);
         let person = request.requester();
-        let mut state = RunState::new(sop, Some(person.clone()));
+        let mut state = RunState::new(&sop, Some(person.clone()));
         // The requirement's author is held to the requester rule too.
         if let Some(id) = request.requirement_id {
             state.requirement_author = self.store.requirement(id).await?.map(|r| r.requested_by);
@@ -171,7 +172,7 @@ impl Scheduler {
         let Some(row) = tx.create_run(&row).await? else {
             return Ok(());
         };
-        self.store.keep_sop_definition(Arc::new(sop.clone()));
+        self.store.keep_sop_definition(sop);
         // Started in a conversation's thread: the run holds its workspace until it ends.
         if let Some(conversation) = row.conversation {
             let took = gatehouse_conversation::Input::RunTookWorkspace {

@@ -221,11 +221,14 @@ pub enum GatehouseCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Check and list SOP definitions.
+    /// Check SOP files; list and reload the SOPs the server runs.
     Sop {
         /// What to do.
         #[command(subcommand)]
         command: SopCommand,
+        /// Server and credentials (for `list` and `reload`).
+        #[command(flatten)]
+        client: ClientArgs,
     },
     /// Check that every agent role can work, on this host's sandboxes and the runner's
     /// gateway and egress proxy: its CLI is in its sandbox, it reaches its provider
@@ -394,10 +397,26 @@ pub enum RunCommand {
         #[arg(long, value_name = "FILE")]
         svg: Option<PathBuf>,
     },
-    /// Follow a run's progress and output until it ends; exit code 1 unless it succeeded.
+    /// Follow a run's progress and output until it ends, saying where it waits for
+    /// people; exit code 1 unless it succeeded.
     Watch {
         /// Run id.
         id: String,
+    },
+    /// Print a run's output: every line, or the last `--tail` lines; `--follow` keeps
+    /// printing new lines until the run ends.
+    Logs {
+        /// Run id.
+        id: String,
+        /// Only this node's lines.
+        #[arg(long)]
+        node: Option<String>,
+        /// Only the last N lines (at most 5000).
+        #[arg(long, value_name = "N")]
+        tail: Option<u32>,
+        /// Keep printing new lines until the run ends.
+        #[arg(short, long)]
+        follow: bool,
     },
     /// Cancel a run.
     Cancel {
@@ -650,16 +669,13 @@ pub enum SopCommand {
         /// The files.
         #[arg(required = true, value_name = "FILE")]
         files: Vec<PathBuf>,
-        /// Print a JSON array instead of text.
-        #[arg(long)]
-        json: bool,
     },
-    /// List the SOPs this configuration can run: the built-ins and those in server.sop_dirs.
-    List {
-        /// Print a JSON array instead of a table.
-        #[arg(long)]
-        json: bool,
-    },
+    /// List the SOPs the server runs now (the built-ins and its server.sop_dirs), and the
+    /// files it left out with their problems.
+    List,
+    /// Make the server read its SOP files again now (it also does every
+    /// server.sop_reload); exit code 1 when a file is invalid.
+    Reload,
 }
 
 /// `gatehouse role ...`

@@ -1,7 +1,6 @@
 //! The client verbs `run ...` and `gate ...`.
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use anyhow::{Context, bail};
 use gatehouse_ingest::views::*;
@@ -75,7 +74,22 @@ pub async fn run(client: &Client, command: RunCommand, as_json: bool) -> anyhow:
             let run: RunDetail = client.get(&format!("/runs/{segment}")).await?;
             print(as_json, &run, || tree(&run))
         }
-        RunCommand::Watch { id } => watch(client, &id).await,
+        RunCommand::Watch { id } => crate::cli::watch::watch(client, &id).await,
+        RunCommand::Logs {
+            id,
+            node,
+            tail,
+            follow,
+        } => {
+            let request = crate::cli::logs::LogsRequest {
+                id: &id,
+                node: node.as_deref(),
+                tail,
+                follow,
+                as_json,
+            };
+            crate::cli::logs::logs(client, request).await
+        }
         RunCommand::Artifact {
             run,
             node,
@@ -430,41 +444,6 @@ async fn artifact(
         }
     }
     Ok(())
-}
-
-/// Prints node changes and output until the run ends; fails unless it succeeded.
-async fn watch(client: &Client, id: &str) -> anyhow::Result<()> {
-    let mut seen: BTreeMap<String, (String, u32)> = BTreeMap::new();
-    let mut after = 0;
-    loop {
-        let run: RunDetail = client.get(&format!("/runs/{id}")).await?;
-        for n in &run.nodes {
-            let now = (n.status.clone(), n.attempt);
-            if seen.get(&n.node) != Some(&now) {
-                println!("{} #{}: {}", n.node, n.attempt, n.status);
-                seen.insert(n.node.clone(), now);
-            }
-        }
-        let lines: Vec<LogView> = client
-            .get(&format!("/runs/{id}/logs?after={after}"))
-            .await?;
-        for l in &lines {
-            println!("  {} #{} | {}", l.node, l.attempt, l.line);
-            after = l.seq;
-        }
-        match run.run.status.as_str() {
-            "succeeded" => {
-                println!("run {id} succeeded");
-                return Ok(());
-            }
-            "failed" | "cancelled" => bail!(
-                "run {id} {}{}",
-                run.run.status,
-                run.failure.map(|f| format!(": {f}")).unwrap_or_default()
-            ),
-            _ => tokio::time::sleep(Duration::from_millis(500)).await,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,15 @@
-//! `gatehouse sop validate` and `gatehouse sop list`.
+//! `gatehouse sop validate` (files on disk, no server) and `gatehouse sop list` and `sop
+//! reload` (what the server runs).
 
 use std::path::{Path, PathBuf};
 
 use anyhow::bail;
-use gatehouse_sop::{Catalog, Sop, SopError, parse};
+use gatehouse_ingest::views::{InvalidSopView, ReloadView, SopView};
+use gatehouse_sop::{Sop, SopError, parse};
 use serde_json::json;
 
-use crate::config::Config;
+use crate::cli::args::SopCommand;
+use crate::cli::client::Client;
 
 /// Validates each file, printing its problems; fails when any file is invalid.
 pub fn validate(files: &[PathBuf], as_json: bool) -> anyhow::Result<()> {
@@ -64,42 +67,95 @@ fn read_and_parse(path: &Path, file: &str) -> Result<Sop, SopError> {
     }
 }
 
-/// Lists the runnable SOPs; invalid files in the SOP directories are reported on stderr.
-pub fn list(config: &Config, as_json: bool) -> anyhow::Result<()> {
-    let (catalog, errors) = Catalog::load(&config.server.sop_dirs);
-    for e in &errors {
-        eprintln!("skipped an invalid SOP file:\n{e}");
+/// `gatehouse sop list|reload`: what the server runs, asked of the server.
+pub async fn sop(client: &Client, command: SopCommand, as_json: bool) -> anyhow::Result<()> {
+    match command {
+        SopCommand::Validate { files } => validate(&files, as_json),
+        SopCommand::List => {
+            let sops: Vec<SopView> = client.get("/sops").await?;
+            let invalid: Vec<InvalidSopView> = client.get("/sops/invalid").await?;
+            if as_json {
+                let both = json!({ "sops": sops, "invalid": invalid });
+                println!("{}", serde_json::to_string_pretty(&both)?);
+                return Ok(());
+            }
+            print!("{}", table(&sops));
+            print!("{}", left_out(&invalid));
+            Ok(())
+        }
+        SopCommand::Reload => {
+            let reloaded: ReloadView = client.post("/sops/reload", &json!({})).await?;
+            if as_json {
+                println!("{}", serde_json::to_string_pretty(&reloaded)?);
+            } else {
+                println!("{}", reload_summary(&reloaded));
+                print!("{}", left_out(&reloaded.invalid));
+            }
+            if !reloaded.invalid.is_empty() {
+                bail!(
+                    "{} SOP file{} invalid and start{} nothing until fixed",
+                    reloaded.invalid.len(),
+                    if reloaded.invalid.len() == 1 {
+                        " is"
+                    } else {
+                        "s are"
+                    },
+                    if reloaded.invalid.len() == 1 { "s" } else { "" },
+                );
+            }
+            Ok(())
+        }
     }
-    if as_json {
-        let out: Vec<_> = catalog
-            .iter()
-            .map(|s| {
-                json!({ "name": s.name, "title": s.title, "version": s.version,
-                "nodes": s.nodes.len(), "source": s.source })
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(());
-    }
-    let width = catalog
-        .iter()
-        .map(|s| s.name.len())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    println!(
-        "{:<width$}  {:<12}  {:>5}  {:<28}  TITLE",
+}
+
+/// The SOPs as a table: name, short version, nodes, source, title.
+fn table(sops: &[SopView]) -> String {
+    let width = sops.iter().map(|s| s.name.len()).max().unwrap_or(4).max(4);
+    let mut out = format!(
+        "{:<width$}  {:<12}  {:>5}  {:<28}  TITLE\n",
         "NAME", "VERSION", "NODES", "SOURCE"
     );
-    for s in catalog.iter() {
-        println!(
-            "{:<width$}  {:<12}  {:>5}  {:<28}  {}",
-            s.name,
-            s.short_version(),
-            s.nodes.len(),
-            s.source,
-            s.title
-        );
+    for s in sops {
+        let short: String = s.version.chars().take(12).collect();
+        out.push_str(&format!(
+            "{:<width$}  {short:<12}  {:>5}  {:<28}  {}\n",
+            s.name, s.nodes, s.source, s.title
+        ));
+        if let Some(why) = &s.unavailable {
+            out.push_str(&format!("{:<width$}  cannot start: {why}\n", ""));
+        }
     }
-    Ok(())
+    out
+}
+
+/// The files left out, each with its problems; nothing when there are none.
+fn left_out(invalid: &[InvalidSopView]) -> String {
+    if invalid.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\nleft out (invalid; they start nothing until fixed):\n");
+    for file in invalid {
+        for problem in &file.problems {
+            out.push_str(&format!("  {problem}\n"));
+        }
+    }
+    out
+}
+
+/// One line: how many SOPs, and which were added, changed or removed.
+fn reload_summary(reloaded: &ReloadView) -> String {
+    let mut parts = vec![format!("{} SOPs", reloaded.sops)];
+    for (what, names) in [
+        ("added", &reloaded.added),
+        ("changed", &reloaded.changed),
+        ("removed", &reloaded.removed),
+    ] {
+        if !names.is_empty() {
+            parts.push(format!("{what} {}", names.join(", ")));
+        }
+    }
+    if parts.len() == 1 {
+        parts.push("nothing changed".into());
+    }
+    format!("reloaded: {}", parts.join("; "))
 }

@@ -29,6 +29,10 @@ pub struct ServerConfig {
     pub nats_prefix: Prefix,
     /// Directories of SOP YAML files, loaded beside the built-ins.
     pub sop_dirs: Vec<PathBuf>,
+    /// How often `sop_dirs` are looked at for added, removed or edited files, which new
+    /// runs then start on; `0s`: only at start and on `gatehouse sop reload`.
+    #[serde(with = "humantime_serde")]
+    pub sop_reload: Duration,
     /// Where people reach this Gatehouse (`https://gatehouse.example.com`), for links in
     /// comments; empty: no links.
     pub public_url: String,
@@ -74,6 +78,7 @@ impl Default for ServerConfig {
             nats_url: String::new(),
             nats_prefix: Prefix::default(),
             sop_dirs: vec!["sops".into()],
+            sop_reload: Duration::from_secs(2),
             public_url: String::new(),
             header_timeout: limits.header_timeout,
             body_timeout: limits.body_timeout,

@@ -28,19 +28,28 @@ pub struct ListQuery {
     /// none for a token without `decide` or made for an agent.
     #[serde(default)]
     pub for_me: bool,
+    /// Only the gates of this run (an id or a unique prefix of one), as `gatehouse run
+    /// watch` asks when the run waits.
+    pub run: Option<String>,
 }
 
 /// Gates waiting for a decision, in all unfinished runs the caller may read.
-#[utoipa::path(get, path = "/gates", params(ListQuery), responses((status = 200, body = [GateView])))]
+#[utoipa::path(get, path = "/gates", params(ListQuery), responses((status = 200, body = [GateView]), (status = 400, body = ErrorBody),
+    (status = 404, body = ErrorBody), (status = 409, body = ErrorBody)))]
 pub async fn list(
     State(api): State<ApiState>,
     caller: Caller,
     Query(q): Query<ListQuery>,
 ) -> Result<Json<Vec<GateView>>, ApiError> {
+    let run = match &q.run {
+        Some(run) => Some(ids::resolve(&api, IdKind::Run, run, caller.reader()).await?),
+        None => None,
+    };
     Ok(Json(
         waiting(&api, caller.reader())
             .await?
             .into_iter()
+            .filter(|w| run.is_none_or(|run| w.row.id == run))
             .filter(|w| {
                 !q.for_me
                     || !open_decisions(&api, &caller, &w.row, &w.sop, &w.run, &w.view.node)

@@ -6,14 +6,14 @@ use utoipa::{Modify, OpenApi};
 
 use super::{
     artifacts, conversations, deliveries, gates, login_links, people, projects, questions, reports,
-    requirements, runs, schedules, tokens,
+    requirements, runs, schedules, sops, tokens,
 };
 
 #[derive(OpenApi)]
 #[openapi(
     info(title = "Gatehouse API", description = "Runs, gates, agents' questions, projects, requirements, conversations, deliveries (what became of each webhook and chat event), reports, schedules, people, tokens and console sign-in links. Every call needs `Authorization: Bearer <token>`."),
     servers((url = "/api/v1")),
-    paths(runs::start, runs::list, runs::show, runs::logs, runs::graph, artifacts::download, runs::cancel, runs::pause, runs::resume, runs::retry, runs::sops, gates::list, gates::decide, questions::list, questions::show, questions::answer, schedules::create, schedules::list, schedules::show, schedules::pause, schedules::resume, schedules::trigger, schedules::backfill, schedules::delete, login_links::create, tokens::create, tokens::list, tokens::revoke, tokens::whoami, people::list, people::add, people::remove, projects::list, requirements::list, requirements::show, conversations::list, conversations::show, conversations::stop, deliveries::list, deliveries::show, reports::usage),
+    paths(runs::start, runs::list, runs::show, runs::logs, runs::graph, artifacts::download, runs::cancel, runs::pause, runs::resume, runs::retry, sops::list, sops::invalid, sops::reload, gates::list, gates::decide, questions::list, questions::show, questions::answer, schedules::create, schedules::list, schedules::show, schedules::pause, schedules::resume, schedules::trigger, schedules::backfill, schedules::delete, login_links::create, tokens::create, tokens::list, tokens::revoke, tokens::whoami, people::list, people::add, people::remove, projects::list, requirements::list, requirements::show, conversations::list, conversations::show, conversations::stop, deliveries::list, deliveries::show, reports::usage),
     modifiers(&Bearer, &Refusals),
     security(("bearer" = []))
 )]

@@ -5,8 +5,6 @@ mod detail;
 pub(crate) mod usage;
 pub(crate) mod views;
 
-use std::collections::BTreeMap;
-
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
@@ -73,7 +71,7 @@ pub async fn start(
     })?;
     sop.check_start(&body.params)
         .map_err(ApiError::Unprocessable)?;
-    may_start(sop, &caller.person, &caller.groups)?;
+    may_start(&sop, &caller.person, &caller.groups)?;
     let issue: Option<IssueRef> = body
         .issue
         .as_deref()
@@ -131,7 +129,7 @@ pub async fn start(
         workspace,
     };
     // Shown as `requested` at once: `run show` finds it before the scheduler creates it.
-    let event_id = run_request::request(&mut tx, sop, request).await?;
+    let event_id = run_request::request(&mut tx, &sop, request).await?;
     tx.commit().await?;
     Ok((StatusCode::ACCEPTED, Json(Accepted { run_id, event_id })))
 }
@@ -341,24 +339,4 @@ pub async fn retry(
         RunCommandKind::Retry { node: body.node },
     )
     .await
-}
-
-/// The SOPs this deployment offers.
-#[utoipa::path(get, path = "/sops", responses((status = 200, body = [SopView])))]
-pub async fn sops(State(api): State<ApiState>) -> Json<Vec<SopView>> {
-    Json(
-        api.catalog
-            .iter()
-            .map(|s| SopView {
-                name: s.name.clone(),
-                title: s.title.clone(),
-                version: s.version.clone(),
-                source: s.source.clone(),
-                unavailable: s
-                    .check_start(&s.params_with_defaults(&BTreeMap::new()))
-                    .err()
-                    .filter(|m| m.contains("cannot run yet")),
-            })
-            .collect(),
-    )
 }

@@ -178,7 +178,7 @@ pub async fn trigger(
     may_operate(&api, &caller, &row)?;
     // Whoever fires it answers for the run, so they must be allowed to start its SOP.
     if let Some(sop) = api.catalog.get(&row.sop) {
-        may_start(sop, &caller.person, &caller.groups)?;
+        may_start(&sop, &caller.person, &caller.groups)?;
     }
     if row.paused {
         return Err(ApiError::Conflict(format!(
@@ -235,7 +235,7 @@ pub async fn backfill(
     let row = find(&api, &name).await?;
     may_operate(&api, &caller, &row)?;
     if let Some(sop) = api.catalog.get(&row.sop) {
-        may_start(sop, &caller.person, &caller.groups)?;
+        may_start(&sop, &caller.person, &caller.groups)?;
     }
     let from = parse_time(&body.from).map_err(|e| ApiError::Unprocessable(format!("from: {e}")))?;
     let to = parse_time(&body.to).map_err(|e| ApiError::Unprocessable(format!("to: {e}")))?;

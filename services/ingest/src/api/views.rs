@@ -16,6 +16,7 @@ pub use super::runs::budgets::BudgetView;
 pub use super::runs::usage::*;
 pub use super::runs::views::*;
 pub use super::schedules::views::*;
+pub use super::sops::views::*;
 pub use super::tokens::views::*;
 
 pub use crate::rights::Scope;

@@ -11,14 +11,24 @@ use std::sync::Arc;
 
 use super::page::{PageError, frame, time};
 use super::session::Viewer;
-use crate::api::runs;
+use crate::api::{runs, sops as api_sops};
 use crate::{ApiError, ApiState};
 
 /// `GET /sops`
 pub(crate) async fn list(State(api): State<ApiState>, viewer: Viewer) -> Result<Markup, PageError> {
-    let Json(sops) = runs::sops(State(api)).await;
+    let invalid = api.catalog.invalid();
+    let Json(sops) = api_sops::list(State(api)).await;
     let body = html! {
         h1 { "SOPs" }
+        @if !invalid.is_empty() {
+            section.invalid-sops aria-label="Invalid SOP files" {
+                h2 { "Left out: invalid files" }
+                p { "These files start nothing until they are fixed; the SOPs below are what runs." }
+                @for error in invalid.iter() {
+                    pre.error { (error) }
+                }
+            }
+        }
         table {
             thead { tr { th { "Name" } th { "Title" } th { "Version" } th { "From" } th { "Can start" } } }
             tbody {
@@ -120,7 +130,7 @@ async fn definition(
 ) -> Result<Arc<Sop>, ApiError> {
     let sop = match version {
         Some(version) => api.store.sop_definition(version).await?,
-        None => api.catalog.get(name).map(|s| Arc::new(s.clone())),
+        None => api.catalog.get(name),
     };
     sop.filter(|s| s.name == name).ok_or_else(|| match version {
         Some(v) => ApiError::NotFound(format!("SOP `{name}` has no stored version `{v}`")),

@@ -258,18 +258,3 @@ pub struct Retry {
     /// The node to run again.
     pub node: String,
 }
-
-/// An SOP that can be started.
-#[derive(Debug, Serialize, Deserialize, ToSchema)]
-pub struct SopView {
-    /// Name.
-    pub name: String,
-    /// Title.
-    pub title: String,
-    /// Version.
-    pub version: String,
-    /// Where it came from.
-    pub source: String,
-    /// Why it cannot start now, if it cannot.
-    pub unavailable: Option<String>,
-}

@@ -74,7 +74,7 @@ pub(super) async fn checked(
     sop.check_start(&body.params)
         .map_err(|m| ApiError::Unprocessable(format!("params: {m}")))?;
     // Its runs answer to its creator, who must be allowed to start them.
-    may_start(sop, &caller.person, &caller.groups)?;
+    may_start(&sop, &caller.person, &caller.groups)?;
     if let Some(project) = &body.project {
         let request = Request {
             project: Some(project),

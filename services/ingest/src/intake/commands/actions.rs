@@ -36,7 +36,7 @@ pub(super) async fn start_run(
     sop.check_start(&params).map_err(ApiError::Unprocessable)?;
     // `carry_out` answered anyone without a person already.
     if let Some(person) = &actor.person {
-        may_start(sop, person, groups)?;
+        may_start(&sop, person, groups)?;
     }
     // The code it works on: the conversation's project (a direct message's too), the
     // issue's repository (and project), or the channel's project.
@@ -70,7 +70,7 @@ pub(super) async fn start_run(
         parent: None,
         workspace,
     };
-    run_request::request(tx, sop, request).await?;
+    run_request::request(tx, &sop, request).await?;
     if let Some(conversation) = scope.conversation {
         tx.record_conversation_run(run_id, conversation.id).await?;
         return Ok(format!(

@@ -109,7 +109,7 @@ pub(super) fn sop_list(
 ) -> String {
     let project = scope.project.and_then(|name| api.projects.get(name));
     let mut out = String::new();
-    for sop in api.catalog.iter() {
+    for sop in api.catalog.current().iter() {
         if sop.unavailable.is_some()
             || !sop.may_start(person, groups)
             || project.is_some_and(|p| !p.allows_sop(&sop.name))

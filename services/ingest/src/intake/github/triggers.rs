@@ -151,6 +151,7 @@ pub(crate) async fn start_trigger(
         tracing::error!(label = %event.label, sop = %trigger.sop, "a GitHub trigger names an SOP that does not exist");
         return Ok(format!("trigger names no SOP `{}`", trigger.sop));
     };
+    let sop = &*sop;
     // The labeller's groups as they are now (none for someone Gatehouse does not know),
     // read once for every check below.
     let groups = match &event.sender.person {
