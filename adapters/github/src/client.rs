@@ -112,7 +112,7 @@ impl GithubClient {
                 .await?
                 .installation_token_with_buffer(chrono::Duration::minutes(5))
                 .await
-                .map_err(|e| GithubError::Unavailable(e.to_string())),
+                .map_err(|e| GithubError::Unavailable(crate::transport::causes(&e))),
         }
     }
 

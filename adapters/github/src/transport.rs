@@ -64,13 +64,13 @@ pub(crate) async fn send(
         http::Method::PATCH => octo._patch(url, body.as_ref()).await,
         _ => octo._get(url).await,
     }
-    .map_err(|e| GithubError::Unavailable(e.to_string()))?;
+    .map_err(|e| GithubError::Unavailable(causes(&e)))?;
     let status = response.status();
     let wait = rate_limit_wait(status, response.headers(), now_epoch());
     let text = octo
         .body_to_string(response)
         .await
-        .map_err(|e| GithubError::Unavailable(e.to_string()))?;
+        .map_err(|e| GithubError::Unavailable(causes(&e)))?;
     if status.is_success() {
         return Ok(text);
     }
@@ -88,20 +88,20 @@ pub(crate) async fn get_tail(
     let response = octo
         ._get(url)
         .await
-        .map_err(|e| GithubError::Unavailable(e.to_string()))?;
+        .map_err(|e| GithubError::Unavailable(causes(&e)))?;
     let status = response.status();
     if !status.is_success() {
         let wait = rate_limit_wait(status, response.headers(), now_epoch());
         let text = octo
             .body_to_string(response)
             .await
-            .map_err(|e| GithubError::Unavailable(e.to_string()))?;
+            .map_err(|e| GithubError::Unavailable(causes(&e)))?;
         return Err(refused(status, wait, text, url).await);
     }
     let mut body = response.into_body();
     let mut kept: Vec<u8> = Vec::new();
     while let Some(frame) = body.frame().await {
-        let frame = frame.map_err(|e| GithubError::Unavailable(e.to_string()))?;
+        let frame = frame.map_err(|e| GithubError::Unavailable(causes(&e)))?;
         if let Ok(data) = frame.into_data() {
             kept.extend_from_slice(&data);
             // Trim now and then rather than per frame: at most twice `max` is held.
@@ -193,9 +193,37 @@ pub(crate) fn urlencode(text: &str) -> String {
     url::form_urlencoded::byte_serialize(text.as_bytes()).collect()
 }
 
+/// An error and its causes on one line, each said once: `client error (Connect): tcp
+/// connect error: Connection refused (os error 111)`, not just the outermost words.
+pub(crate) fn causes(error: &dyn std::error::Error) -> String {
+    let mut said: Vec<String> = vec![error.to_string()];
+    let mut next = error.source();
+    while let Some(cause) = next {
+        let text = cause.to_string();
+        if !said.iter().any(|s| s.contains(&text)) {
+            said.push(text);
+        }
+        next = cause.source();
+    }
+    said.join(": ")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_unavailable_github_is_named_by_its_deepest_cause() {
+        let refused =
+            std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "Connection refused");
+        #[derive(Debug, thiserror::Error)]
+        #[error("client error (Connect)")]
+        struct Outer(#[source] std::io::Error);
+        assert_eq!(
+            causes(&Outer(refused)),
+            "client error (Connect): Connection refused"
+        );
+    }
 
     fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
         let mut map = HeaderMap::new();

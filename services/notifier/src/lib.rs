@@ -19,7 +19,6 @@ mod asked;
 mod chat;
 mod notes;
 mod notifier;
-mod outage;
 mod poster;
 mod questions;
 mod status;

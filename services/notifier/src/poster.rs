@@ -9,7 +9,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Notifier;
 use crate::notifier::COMMENTS_LEASE;
-use crate::outage::Outage;
+use gatehouse_outage::Outage;
 
 /// How long the poster sleeps when nothing wakes it, and after a failure.
 const POLL: Duration = Duration::from_secs(2);

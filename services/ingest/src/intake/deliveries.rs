@@ -6,15 +6,16 @@
 //! earlier one, failed, or were left by a crash or another replica.
 
 use std::collections::HashSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gatehouse_events::TraceParent;
 use gatehouse_github::Webhook;
+use gatehouse_outage::Outage;
 use gatehouse_store::{DeliveryRow, DeliveryStatus, Tx};
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
-use crate::intake::github::{Lookup, lookup, needs_lookup};
+use crate::intake::github::{Lookup, LookupError, lookup, needs_lookup};
 use crate::{ApiError, ApiState};
 
 /// How long the processor sleeps when nothing wakes it (another replica's deliveries).
@@ -23,8 +24,9 @@ const POLL: Duration = Duration::from_secs(1);
 /// Processes stored deliveries until `shutdown`: those received by this process as they
 /// come, and any left pending by a crash or another replica.
 pub async fn process_deliveries(api: ApiState, shutdown: CancellationToken) {
+    let mut github = GithubWait::new(&api);
     loop {
-        if let Err(err) = process_pending(&api).await {
+        if let Err(err) = process_pending(&api, &mut github).await {
             tracing::warn!(error = %err, "processing webhook deliveries failed; retrying");
         }
         tokio::select! {
@@ -33,6 +35,54 @@ pub async fn process_deliveries(api: ApiState, shutdown: CancellationToken) {
             () = tokio::time::sleep(POLL) => {}
         }
     }
+}
+
+/// GitHub's API as the processor last found it. While it does not answer, the deliveries
+/// that need it stay pending (their note says why) and are tried again only when the next
+/// try is due, growing while the outage lasts; the outage is logged as [`Outage`] words it
+/// — once, then at growing intervals — not once a second per delivery.
+pub(crate) struct GithubWait {
+    outage: Outage,
+    next_try: Option<Instant>,
+}
+
+impl GithubWait {
+    pub(crate) fn new(api: &ApiState) -> Self {
+        let at = api
+            .github_client
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |c| c.api_url().to_owned());
+        Self {
+            outage: Outage::new(format!("GitHub API at {at}")),
+            next_try: None,
+        }
+    }
+
+    /// Whether a delivery that needs the API may be tried now.
+    fn may_try(&self, now: Instant) -> bool {
+        self.next_try.is_none_or(|at| now >= at)
+    }
+
+    /// The API did not answer; how long until the next try.
+    fn failed(&mut self, why: &str) -> Duration {
+        let now = Instant::now();
+        let (say, wait) = self.outage.failed(now, why);
+        Outage::log(&say);
+        self.next_try = Some(now + wait);
+        wait
+    }
+
+    fn answered(&mut self) {
+        Outage::log(&self.outage.answered(Instant::now()));
+        self.next_try = None;
+    }
+}
+
+/// What processing one delivery came to, when it did not fail.
+enum Processed {
+    Done,
+    /// It needs GitHub's API, which does not answer: it stays pending.
+    WaitsForGithub,
 }
 
 /// A request body as text, which is how deliveries are stored: 400 when it is not UTF-8.
@@ -75,29 +125,38 @@ impl Outcome {
 /// in a transaction of its own. One that fails is logged and left pending while the others
 /// go on (it must not hold up every later delivery); the pass then ends with its error, so
 /// the caller waits before trying again.
-pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
+pub(crate) async fn process_pending(
+    api: &ApiState,
+    github: &mut GithubWait,
+) -> Result<usize, ApiError> {
     let mut done = 0;
     loop {
         let pending = api.store.pending_deliveries(100).await?;
         if pending.is_empty() {
             return Ok(done);
         }
-        let (github, others): (Vec<_>, Vec<_>) =
+        let (from_github, others): (Vec<_>, Vec<_>) =
             pending.into_iter().partition(|d| d.source == "github");
-        let groups = independent(github)
+        let groups = independent(from_github)
             .into_iter()
             .chain(others.into_iter().map(|d| vec![d]));
         let mut first_error = None;
+        let mut waiting = false;
         for group in groups {
             if group.len() > 1 && process_together(api, &group).await? {
                 done += group.len();
                 continue;
             }
             for delivery in group {
+                if needs_lookup(&delivery) && !github.may_try(Instant::now()) {
+                    waiting = true;
+                    continue;
+                }
                 let id = delivery.delivery_id.clone();
                 let source = delivery.source.clone();
-                match process(api, delivery).await {
-                    Ok(()) => done += 1,
+                match process(api, delivery, github).await {
+                    Ok(Processed::Done) => done += 1,
+                    Ok(Processed::WaitsForGithub) => waiting = true,
                     Err(e) => {
                         tracing::warn!(%source, delivery = %id, error = %e, "processing a delivery failed; it stays pending");
                         // Shown as failed, with why, until it is tried again.
@@ -115,6 +174,10 @@ pub(crate) async fn process_pending(api: &ApiState) -> Result<usize, ApiError> {
         }
         if let Some(e) = first_error {
             return Err(e);
+        }
+        // Those waiting for GitHub are still pending: the next pass takes them.
+        if waiting {
+            return Ok(done);
         }
     }
 }
@@ -324,11 +387,35 @@ async fn apply_traced(
 }
 
 /// Processes one delivery in its own transaction, in its trace (the one its request was
-/// logged with) and a `delivery` span.
-async fn process(api: &ApiState, delivery: DeliveryRow) -> Result<(), ApiError> {
+/// logged with) and a `delivery` span. One whose API lookup finds GitHub not answering
+/// stays pending with a note saying so, and `github` learns of the outage.
+async fn process(
+    api: &ApiState,
+    delivery: DeliveryRow,
+    github: &mut GithubWait,
+) -> Result<Processed, ApiError> {
     let (span, trace) = delivery_span(&delivery);
     let work = async {
-        let found = lookup(api, &delivery).await?;
+        let found = match lookup(api, &delivery).await {
+            Ok(found) => {
+                if found.asked_github {
+                    github.answered();
+                }
+                found
+            }
+            Err(e @ LookupError::Unreachable { .. }) => {
+                let wait = github.failed(&e.to_string());
+                let note = format!(
+                    "waiting for GitHub: {e}; tried again in {} s",
+                    wait.as_secs()
+                );
+                api.store
+                    .delivery_failed(&delivery.source, &delivery.delivery_id, &note)
+                    .await?;
+                return Ok(Processed::WaitsForGithub);
+            }
+            Err(e) => return Err(e.into()),
+        };
         let mut tx = api.store.begin().await?;
         // Another replica may have processed it meanwhile: then roll all of this back.
         match apply(api, &mut tx, &delivery, &found).await? {
@@ -338,7 +425,7 @@ async fn process(api: &ApiState, delivery: DeliveryRow) -> Result<(), ApiError> 
             }
             None => tx.rollback().await?,
         }
-        Ok(())
+        Ok(Processed::Done)
     };
     crate::trace::within(trace, work).instrument(span).await
 }

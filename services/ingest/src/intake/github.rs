@@ -13,7 +13,7 @@ mod triggers;
 mod webhook;
 
 pub(crate) use delivery::process;
-pub(crate) use lookup::{Lookup, lookup, needs_lookup};
+pub(crate) use lookup::{Lookup, LookupError, lookup, needs_lookup};
 pub use reconcile::{ReconcileError, reconcile_github, reconcile_once};
 pub use settings::{GithubSettings, RepoPatternError, Repositories, Trigger};
 pub(crate) use webhook::receive;

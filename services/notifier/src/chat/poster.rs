@@ -17,8 +17,8 @@ use tokio_util::sync::CancellationToken;
 
 use crate::Notifier;
 use crate::notifier::CHAT_LEASE;
-use crate::outage::Outage;
 use crate::poster::Failure;
+use gatehouse_outage::Outage;
 
 /// How long the poster sleeps when nothing wakes it (messages another process wanted), and
 /// after a failure.

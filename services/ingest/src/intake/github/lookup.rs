@@ -4,10 +4,40 @@
 //! requests; a delivery that needs it is not processed as it arrives, so GitHub is
 //! answered at once.
 
-use gatehouse_github::{FailedCheck, GithubClient, ReviewComment, Webhook};
+use gatehouse_github::{FailedCheck, GithubClient, GithubError, ReviewComment, Webhook};
 use gatehouse_store::{DeliveryRow, PullRequestRow};
 
 use crate::{ApiError, ApiState};
+
+/// Why [`lookup`] found nothing to go on.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum LookupError {
+    /// The store could not be read.
+    #[error(transparent)]
+    Store(#[from] ApiError),
+    /// GitHub did not answer (down, unreachable, failing past every retry): the delivery
+    /// waits for it, and the processor says so once rather than on every try.
+    #[error("GitHub did not say {asked}: {why}")]
+    Unreachable { asked: String, why: String },
+    /// GitHub answered, with an error.
+    #[error("GitHub did not say {asked}: {error}")]
+    Answered { asked: String, error: GithubError },
+}
+
+impl From<gatehouse_store::StoreError> for LookupError {
+    fn from(e: gatehouse_store::StoreError) -> Self {
+        Self::Store(e.into())
+    }
+}
+
+impl From<LookupError> for ApiError {
+    fn from(e: LookupError) -> Self {
+        match e {
+            LookupError::Store(e) => e,
+            other => ApiError::Internal(other.to_string()),
+        }
+    }
+}
 
 /// What [`lookup`] found; empty for a delivery that needs nothing.
 #[derive(Debug, Default)]
@@ -22,6 +52,8 @@ pub(crate) struct Lookup {
     /// merge cleanly, and those that still do (or whose state GitHub has not worked out).
     pub conflicting: Vec<u64>,
     pub merging: Vec<u64>,
+    /// Whether GitHub's API was asked (and answered).
+    pub asked_github: bool,
 }
 
 /// What the API is asked, by the webhook alone (no store, no network).
@@ -115,7 +147,7 @@ pub(crate) fn needs_lookup(delivery: &DeliveryRow) -> bool {
 
 /// Fetches what `delivery` needs. An API failure is an error: the delivery stays pending
 /// and is tried again, rather than becoming work without its comments or logs.
-pub(crate) async fn lookup(api: &ApiState, delivery: &DeliveryRow) -> Result<Lookup, ApiError> {
+pub(crate) async fn lookup(api: &ApiState, delivery: &DeliveryRow) -> Result<Lookup, LookupError> {
     let (Some(client), Ok(webhook)) = (
         api.github_client.as_ref(),
         Webhook::parse(&delivery.event, delivery.body.as_bytes()),
@@ -141,9 +173,14 @@ pub(crate) async fn lookup(api: &ApiState, delivery: &DeliveryRow) -> Result<Loo
         Need::Mergeable { repo, .. } => api.store.open_pull_requests(repo).await?,
         _ => Vec::new(),
     };
-    fetch(client, &need, &open)
+    let mut found = fetch(client, &need, &open)
         .await
-        .map_err(|e| ApiError::Internal(format!("GitHub did not say {asked}: {e}")))
+        .map_err(|error| match error {
+            GithubError::Unavailable(why) => LookupError::Unreachable { asked, why },
+            error => LookupError::Answered { asked, error },
+        })?;
+    found.asked_github = true;
+    Ok(found)
 }
 
 /// How long GitHub is given to work out whether a pull request merges after its base

@@ -3,10 +3,11 @@
 //! those with no run of the trigger's SOP get one — exactly once, however many replicas
 //! reconcile at the same time.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use gatehouse_events::{RequirementState, TraceParent};
-use gatehouse_github::{FoundIssue, GithubClient};
+use gatehouse_github::{FoundIssue, GithubClient, GithubError};
+use gatehouse_outage::Outage;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
 
@@ -21,14 +22,23 @@ pub async fn reconcile_github(
     interval: Duration,
     shutdown: CancellationToken,
 ) {
+    let mut outage = Outage::new(format!("GitHub API at {}", client.api_url()));
     loop {
         match reconcile_once(&api, &client).await {
-            Ok(0) => {}
             Ok(started) => {
-                tracing::info!(
-                    started,
-                    "reconciliation started runs for labels added while Gatehouse was away"
-                );
+                Outage::log(&outage.answered(Instant::now()));
+                if started > 0 {
+                    tracing::info!(
+                        started,
+                        "reconciliation started runs for labels added while Gatehouse was away"
+                    );
+                }
+            }
+            // GitHub down: said once, then at growing intervals, in the words the
+            // notifier and the delivery processor use; tried again at the interval.
+            Err(ReconcileError::Github(GithubError::Unavailable(why))) => {
+                let (say, _) = outage.failed(Instant::now(), &why);
+                Outage::log(&say);
             }
             Err(e) => {
                 tracing::warn!(error = %e, "reconciling GitHub labels failed; trying again later")

@@ -1,8 +1,9 @@
 //! An outside service (GitHub, Slack, Discord) that stopped answering: one warning when
 //! it goes down, then one at growing intervals while it stays down, and one line when it
 //! answers again — not a client error every few seconds. The wait before the next try
-//! grows the same way, so a long outage costs few requests. Pure: the posters feed it
-//! what happened and log what it says.
+//! grows the same way, so a long outage costs few requests. Pure: the loops that call the
+//! service (the notifier's posters, ingest's delivery processor and reconciliation) feed
+//! it what happened and log what it says.
 
 use std::time::{Duration, Instant};
 
@@ -15,9 +16,9 @@ const FIRST_REMINDER: Duration = Duration::from_secs(30);
 /// The longest time between two warnings about the same outage.
 const MAX_REMINDER: Duration = Duration::from_secs(600);
 
-/// One service's state, as its poster sees it.
+/// One service's state, as the loop that calls it sees it.
 #[derive(Debug)]
-pub(crate) struct Outage {
+pub struct Outage {
     /// What the service is called in log lines: `GitHub API at https://api.github.com`.
     service: String,
     down: Option<Down>,
@@ -34,7 +35,7 @@ struct Down {
 
 /// What to log about a try, if anything.
 #[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Say {
+pub enum Say {
     Nothing,
     /// A warning: the service is (still) down.
     Warn(String),
@@ -43,7 +44,7 @@ pub(crate) enum Say {
 }
 
 impl Outage {
-    pub(crate) fn new(service: impl Into<String>) -> Self {
+    pub fn new(service: impl Into<String>) -> Self {
         Self {
             service: service.into(),
             down: None,
@@ -52,7 +53,7 @@ impl Outage {
 
     /// A try failed because the service did not answer (`why`); returns what to log and
     /// how long to wait before the next try.
-    pub(crate) fn failed(&mut self, now: Instant, why: &str) -> (Say, Duration) {
+    pub fn failed(&mut self, now: Instant, why: &str) -> (Say, Duration) {
         let Some(down) = &mut self.down else {
             self.down = Some(Down {
                 since: now,
@@ -86,7 +87,7 @@ impl Outage {
     }
 
     /// A try got an answer: the outage, if there was one, is over.
-    pub(crate) fn answered(&mut self, now: Instant) -> Say {
+    pub fn answered(&mut self, now: Instant) -> Say {
         match self.down.take() {
             None => Say::Nothing,
             Some(down) => Say::Recovered(format!(
@@ -99,7 +100,7 @@ impl Outage {
     }
 
     /// Logs what [`Self::failed`] or [`Self::answered`] said.
-    pub(crate) fn log(say: &Say) {
+    pub fn log(say: &Say) {
         match say {
             Say::Nothing => {}
             Say::Warn(line) => tracing::warn!(outage = true, "{line}"),
