@@ -1172,22 +1172,26 @@ async fn an_sop_page_starts_a_run_with_typed_parameters(backend: Backend) {
 async fn the_runs_list_and_run_page_say_who_what_and_how_long(backend: Backend) {
     let gh = start(backend).await;
     let admin = gh.stored_token(BOOTSTRAP_ADMIN, &Scope::ALL, None).await;
-    // A run on the project (its own requirement) that prints nothing, and one waiting.
-    let started = gh
-        .api_as(&admin)
-        .post(
-            "/runs",
-            json!({ "sop": "typed", "project": "web", "params": { "tier": "small" } }),
-        )
-        .await
-        .is(202);
+    // A run on the project (its own requirement), one of no project that prints nothing
+    // (no checkout either), and one waiting.
+    let start = |project: Option<&str>| {
+        let mut body = json!({ "sop": "typed", "params": { "tier": "small" } });
+        if let Some(p) = project {
+            body["project"] = json!(p);
+        }
+        body
+    };
+    let started = gh.api_as(&admin).post("/runs", start(Some("web"))).await.is(202);
+    let onweb: Uuid = started["run_id"].as_str().unwrap().parse().unwrap();
+    let started = gh.api_as(&admin).post("/runs", start(None)).await.is(202);
     let quiet: Uuid = started["run_id"].as_str().unwrap().parse().unwrap();
+    gh.wait_run(onweb, "succeeded").await;
     gh.wait_run(quiet, "succeeded").await;
     let review = waiting_review(&gh).await;
     let requirement = gh
         .db
         .store
-        .run(quiet)
+        .run(onweb)
         .await
         .unwrap()
         .unwrap()
@@ -1197,6 +1201,7 @@ async fn the_runs_list_and_run_page_say_who_what_and_how_long(backend: Backend) 
     let list = ana.get("/runs").await.expect_status(200);
     for expected in [
         // Titles, escaped, linking to the runs.
+        format!(r#"<a class="title" href="/runs/{onweb}">Typed parameters</a>"#),
         format!(r#"<a class="title" href="/runs/{quiet}">Typed parameters</a>"#),
         format!(
             r#"<a class="title" href="/runs/{review}">Review &lt;b&gt;this&lt;/b&gt; &amp; ship</a>"#
@@ -1223,7 +1228,12 @@ async fn the_runs_list_and_run_page_say_who_what_and_how_long(backend: Backend) 
     ana.submit(
         "/",
         &format!("/runs/{review}/gates/check/decide"),
-        &[("decision", "send_back"), ("to", "draft"), ("attempt", "1")],
+        &[
+            ("decision", "send_back"),
+            ("to", "draft"),
+            ("attempt", "1"),
+            ("comment", "say why"),
+        ],
     )
     .await
     .expect_status(303);
