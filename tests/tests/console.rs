@@ -1181,7 +1181,11 @@ async fn the_runs_list_and_run_page_say_who_what_and_how_long(backend: Backend) 
         }
         body
     };
-    let started = gh.api_as(&admin).post("/runs", start(Some("web"))).await.is(202);
+    let started = gh
+        .api_as(&admin)
+        .post("/runs", start(Some("web")))
+        .await
+        .is(202);
     let onweb: Uuid = started["run_id"].as_str().unwrap().parse().unwrap();
     let started = gh.api_as(&admin).post("/runs", start(None)).await.is(202);
     let quiet: Uuid = started["run_id"].as_str().unwrap().parse().unwrap();

@@ -65,46 +65,8 @@ pub(crate) async fn page(
                 )
                 .is_ok()
         });
-    // How long each gate waited, and its evidence: two reads for the whole page.
-    let ids: Vec<Uuid> = mine
-        .iter()
-        .map(|(w, _)| w.row.id)
-        .collect::<BTreeSet<_>>()
-        .into_iter()
-        .collect();
-    let finishes = api.store.node_finishes(&ids).await?;
-    let artifacts = api.store.artifacts_of_runs(&ids).await?;
-    let mut finished: HashMap<Uuid, Vec<(&str, DateTime<Utc>)>> = HashMap::new();
-    for f in &finishes {
-        finished
-            .entry(f.run_id)
-            .or_default()
-            .push((f.node.as_str(), f.finished_at));
-    }
-    let mut kept: HashMap<Uuid, Vec<&gatehouse_store::ArtifactRow>> = HashMap::new();
-    for a in &artifacts {
-        kept.entry(a.run_id).or_default().push(a);
-    }
     let now = Utc::now();
-    let mut cards = Vec::with_capacity(mine.len());
-    for (i, (w, open)) in mine.iter().enumerate() {
-        let opened = gates::opened_at(
-            &w.sop,
-            &w.view.node,
-            w.row.created_at,
-            finished.get(&w.row.id).into_iter().flatten().copied(),
-            now,
-        );
-        let entries = w
-            .sop
-            .node(&w.view.node)
-            .and_then(|n| n.gate())
-            .map(|g| g.evidence.clone())
-            .unwrap_or_default();
-        let files = kept.get(&w.row.id).map(Vec::as_slice).unwrap_or_default();
-        let shown = evidence::gather(&api, &entries, files, i < CARDS_SHOWING_TEXT).await;
-        cards.push((w, open, opened, shown));
-    }
+    let cards = gate_cards(&api, &mine, now).await?;
     let hidden = projects::hidden(&api, reader);
     let my_runs = api
         .store
@@ -186,6 +148,62 @@ pub(crate) async fn page(
         }
     };
     Ok(frame("Inbox", Some(&viewer), body))
+}
+
+/// A gate card's facts beyond the gate: when it opened, and its evidence.
+type Card<'a> = (
+    &'a Waiting,
+    &'a [DecisionKind],
+    DateTime<Utc>,
+    Vec<Evidence>,
+);
+
+/// How long each gate waited, and its evidence: two reads for the whole page, and the
+/// text of small files for the first cards only.
+async fn gate_cards<'a>(
+    api: &ApiState,
+    mine: &'a [(Waiting, Vec<DecisionKind>)],
+    now: DateTime<Utc>,
+) -> Result<Vec<Card<'a>>, PageError> {
+    let ids: Vec<Uuid> = mine
+        .iter()
+        .map(|(w, _)| w.row.id)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let finishes = api.store.node_finishes(&ids).await?;
+    let artifacts = api.store.artifacts_of_runs(&ids).await?;
+    let mut finished: HashMap<Uuid, Vec<(&str, DateTime<Utc>)>> = HashMap::new();
+    for f in &finishes {
+        finished
+            .entry(f.run_id)
+            .or_default()
+            .push((f.node.as_str(), f.finished_at));
+    }
+    let mut kept: HashMap<Uuid, Vec<&gatehouse_store::ArtifactRow>> = HashMap::new();
+    for a in &artifacts {
+        kept.entry(a.run_id).or_default().push(a);
+    }
+    let mut cards = Vec::with_capacity(mine.len());
+    for (i, (w, open)) in mine.iter().enumerate() {
+        let opened = gates::opened_at(
+            &w.sop,
+            &w.view.node,
+            w.row.created_at,
+            finished.get(&w.row.id).into_iter().flatten().copied(),
+            now,
+        );
+        let entries = w
+            .sop
+            .node(&w.view.node)
+            .and_then(|n| n.gate())
+            .map(|g| g.evidence.clone())
+            .unwrap_or_default();
+        let files = kept.get(&w.row.id).map(Vec::as_slice).unwrap_or_default();
+        let shown = evidence::gather(api, &entries, files, i < CARDS_SHOWING_TEXT).await;
+        cards.push((w, open.as_slice(), opened, shown));
+    }
+    Ok(cards)
 }
 
 /// One gate waiting for me: what it is, how long it has waited, its evidence, and the
