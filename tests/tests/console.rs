@@ -1216,6 +1216,7 @@ async fn the_runs_list_and_run_page_say_who_what_and_how_long(backend: Backend) 
         // Who started each, and how long it took or has been going.
         format!("<td>{BOOTSTRAP_ADMIN}</td>"),
         "<td>bob</td>".to_owned(),
+        r#"<span class="empty">no project</span>"#.to_owned(),
         " so far</td>".to_owned(),
     ] {
         assert!(list.contains(&expected), "no {expected}:\n{}", list.html);

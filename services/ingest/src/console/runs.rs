@@ -64,6 +64,7 @@ pub(crate) async fn list(
                             @let title = api.catalog.get(&row.sop).map_or_else(|| row.sop.clone(), |s| s.title.clone());
                             @let (took, going) = took(&row.created_at, &row.updated_at, row.status.is_terminal(), &now);
                             @let requirement = row.requirement_id;
+                            @let schedule = row.schedule.clone();
                             @let run = runs::summary(row);
                             tr {
                                 td {
@@ -79,8 +80,19 @@ pub(crate) async fn list(
                                         }
                                     } @else { span.empty { "none" } }
                                 }
-                                td { (run.requested_by.unwrap_or_else(|| "-".into())) }
-                                td { (run.project.unwrap_or_else(|| "-".into())) }
+                                td {
+                                    @match (&run.requested_by, &schedule) {
+                                        (Some(by), _) => (by),
+                                        (None, Some(s)) => { "schedule " a href=(format!("/schedules/{s}")) { (s) } },
+                                        (None, None) => span.empty { "no one" },
+                                    }
+                                }
+                                td {
+                                    @match &run.project {
+                                        Some(p) => (p),
+                                        None => span.empty { "no project" },
+                                    }
+                                }
                                 td { (time(&run.created_at)) }
                                 td.duration { (took) @if going { " so far" } }
                             }
