@@ -230,15 +230,24 @@ impl Bench<'_> {
         let store = &self.gh.db.store;
         let mut reads = Reads::new();
         self.viewer_reads(&mut reads).await;
+        let mut waiting = Vec::new();
         for (name, status) in [
             ("waiting runs", RunStatus::Waiting),
             ("running runs", RunStatus::Running),
             ("paused runs", RunStatus::Paused),
         ] {
-            timed(&mut reads, name, store.all_runs_with_status(status))
+            let rows = timed(&mut reads, name, store.all_runs_with_status(status))
                 .await
                 .expect("store");
+            waiting.extend(rows.iter().map(|r| r.id));
         }
+        // How long each gate waited, and its evidence: once for the whole page.
+        timed(&mut reads, "finishes", store.node_finishes(&waiting))
+            .await
+            .expect("store");
+        timed(&mut reads, "evidence", store.artifacts_of_runs(&waiting))
+            .await
+            .expect("store");
         timed(
             &mut reads,
             "my runs",

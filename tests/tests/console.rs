@@ -25,6 +25,8 @@ on_both_backends!(
     requirements_and_graphs_are_served,
     sops_schedules_and_reports_have_pages,
     github_signs_in_the_person_whose_login_it_is,
+    an_sop_page_starts_a_run_with_typed_parameters,
+    the_runs_list_and_run_page_say_who_what_and_how_long,
 );
 
 /// A reviewable run: a draft that writes Markdown (and its rework comment), a gate leads
@@ -42,6 +44,25 @@ nodes:
   after: { kind: script, needs: [check], run: 'echo shipped' }
 "#;
 
+/// Typed parameters for the start form; its one step prints nothing.
+const TYPED: &str = r#"name: typed
+title: Typed parameters
+params:
+  count: { type: int, default: "3", description: How many. }
+  dry: { type: bool, default: "false" }
+  tier: { type: enum, values: [small, large], required: true }
+  tag: { pattern: 'v[0-9]+' }
+nodes:
+  quiet: { kind: script, run: 'true' }
+"#;
+
+/// A project anyone may run and read, for runs with a requirement.
+const PROJECTS: &str = r#"
+[[projects]]
+name = "web"
+repositories = [{ repo = "acme/web" }]
+"#;
+
 /// Writes many lines of output.
 const CHATTY: &str = r#"name: chatty
 nodes:
@@ -50,7 +71,8 @@ nodes:
 
 async fn start(backend: Backend) -> Gatehouse {
     Gatehouse::builder(backend)
-        .sops(&[("review", REVIEW), ("chatty", CHATTY)])
+        .sops(&[("review", REVIEW), ("chatty", CHATTY), ("typed", TYPED)])
+        .projects(PROJECTS)
         .people(vec![
             person("ana", &["leads"]),
             person("bo", &["leads"]),
@@ -285,6 +307,21 @@ async fn the_inbox_decides_through_the_checked_path(backend: Backend) {
     let mut ana = gh.signed_in("ana").await;
     let inbox = ana.get("/").await.expect_status(200);
     assert!(inbox.contains("Waiting for you"), "{}", inbox.html);
+    // How long the gate has waited, with the moment itself, and its evidence: the draft's
+    // notes (what the gate needs keeps), linked and rendered in the card, sanitised.
+    assert!(
+        inbox.contains("<span class=\"waited\">waiting <time datetime=\"")
+            && inbox.contains("less than a minute</time>"),
+        "{}",
+        inbox.html
+    );
+    assert!(
+        inbox.contains(&format!("href=\"/runs/{run}/artifacts/draft/1/notes.md\""))
+            && inbox.contains("<h1>Notes</h1>"),
+        "{}",
+        inbox.html
+    );
+    assert!(!inbox.contains("<script>alert"), "{}", inbox.html);
     assert!(
         inbox.contains(&format!("/runs/{run}/gates/check/decide")),
         "{}",
@@ -838,13 +875,43 @@ async fn sops_schedules_and_reports_have_pages(backend: Backend) {
         .await
         .expect_status(403);
 
-    // Reports: four charts, the totals, the CSV; a grouping that does not exist is 422.
+    // Reports: six charts (cost by model and gates' waiting beside the four by person),
+    // one caption each, the totals, the CSV; a grouping that does not exist is 422.
     let report = ana
         .get("/reports?by=person&since=7d")
         .await
         .expect_status(200);
-    assert_eq!(report.html.matches("<svg").count(), 4, "{}", report.html);
+    assert_eq!(report.html.matches("<svg").count(), 6, "{}", report.html);
+    assert_eq!(report.html.matches("<figcaption>").count(), 6);
+    for caption in [
+        "Runs started by person per day",
+        "Cost by model per day",
+        "Mean time gates waited for a decision by person per day",
+    ] {
+        // Once as the caption, once as the picture's title; never drawn in it again.
+        assert_eq!(
+            report.html.matches(caption).count(),
+            2,
+            "{caption}: {}",
+            report.html
+        );
+    }
     assert!(report.contains("<td>bob</td>"), "{}", report.html);
+    let by_project = ana
+        .get("/reports?by=project&since=7d")
+        .await
+        .expect_status(200);
+    assert!(
+        by_project.contains("<td>no project</td>") && !by_project.contains("<td>-</td>"),
+        "{}",
+        by_project.html
+    );
+    // The run has not finished: no day has a mean duration, and no line drops to zero.
+    let csv = ana
+        .get("/reports.csv?by=person&since=7d")
+        .await
+        .expect_status(200);
+    assert!(csv.html.contains(",bob,1,,0,"), "{}", csv.html);
     let csv = ana
         .get("/reports.csv?by=person&since=7d")
         .await
@@ -996,5 +1063,206 @@ async fn a_runs_budgets_are_on_its_page_beside_their_limits(backend: Backend) {
         );
     }
     assert!(!page.contains("<b>coder"), "{}", page.html);
+    gh.stop().await;
+}
+
+async fn an_sop_page_starts_a_run_with_typed_parameters(backend: Backend) {
+    let gh = start(backend).await;
+    let mut ana = gh.signed_in("ana").await;
+    let page = ana.get("/sops/typed").await.expect_status(200);
+    // One input per parameter, by its type, defaults filled in.
+    for expected in [
+        r#"<input id="param-count" name="param.count" type="number" step="1" inputmode="numeric" value="3">"#,
+        r#"<select id="param-dry" name="param.dry">"#,
+        r#"<option value="false" selected>false</option>"#,
+        r#"<select id="param-tier" name="param.tier" required>"#,
+        r#"<option value="large">large</option>"#,
+        r#"<input id="param-tag" name="param.tag" type="text">"#,
+        r#"<option value="web">web</option>"#,
+        "How many.",
+    ] {
+        assert!(page.contains(expected), "no {expected}:\n{}", page.html);
+    }
+    let form = [
+        ("param.count", "x"),
+        ("param.dry", "true"),
+        ("param.tier", "large"),
+        ("param.tag", ""),
+        ("project", "web"),
+    ];
+    // A value its type refuses: the API's own check, shown in the form with what was typed.
+    let refused = ana
+        .submit("/sops/typed", "/sops/typed/start", &form)
+        .await
+        .expect_status(422);
+    assert!(
+        refused.contains("parameter `count` must be an integer, got `x`")
+            && refused.contains(r#"id="start-error""#)
+            && refused.contains(r#"value="x""#)
+            && refused.contains(r#"<option value="true" selected>true</option>"#),
+        "{}",
+        refused.html
+    );
+    assert!(
+        gh.db
+            .store
+            .runs(None, &[], 10)
+            .await
+            .unwrap()
+            .iter()
+            .all(|r| r.sop != "typed")
+    );
+    // A project that does not exist is the API's refusal too.
+    let mut bad = form;
+    bad[0] = ("param.count", "4");
+    bad[4] = ("project", "nope");
+    let refused = ana
+        .submit("/sops/typed", "/sops/typed/start", &bad)
+        .await
+        .expect_status(422);
+    assert!(refused.contains("nope"), "{}", refused.html);
+    // Fixed, it starts the run on the project, with the typed values and the defaults.
+    let mut good = form;
+    good[0] = ("param.count", "4");
+    let started = ana
+        .submit("/sops/typed", "/sops/typed/start", &good)
+        .await
+        .expect_status(303);
+    let to = started.location().to_owned();
+    assert!(
+        to.starts_with("/runs/") && to.ends_with("?done=started"),
+        "{to}"
+    );
+    let run: Uuid = to["/runs/".len()..to.len() - "?done=started".len()]
+        .parse()
+        .unwrap();
+    gh.wait_run(run, "succeeded").await;
+    let row = gh.db.store.run(run).await.unwrap().unwrap();
+    assert_eq!(row.project.as_deref(), Some("web"));
+    assert_eq!(row.requested_by.as_deref(), Some("ana"));
+    let params: serde_json::Value = serde_json::from_str(&row.params).unwrap();
+    assert_eq!(params["count"], "4");
+    assert_eq!(params["tier"], "large");
+    assert_eq!(params["dry"], "true");
+    assert!(
+        params.get("tag").is_none(),
+        "an empty field is not a value: {params}"
+    );
+    // Without this session's token, or without the `run` scope, nothing starts.
+    ana.post("/sops/typed/start", &good)
+        .await
+        .expect_status(403);
+    let read = gh.stored_token("ana", &[Scope::Read], None).await;
+    let mut reader = gh.browser();
+    reader
+        .sign_in(&gh.login_link(&read, "ana").await)
+        .await
+        .expect_status(303);
+    let page = reader.get("/sops/typed").await.expect_status(200);
+    assert!(!page.contains("Start a run"), "{}", page.html);
+    reader
+        .submit("/sops", "/sops/typed/start", &good)
+        .await
+        .expect_status(403);
+    let typed = gh.db.store.runs(None, &[], 10).await.unwrap();
+    assert_eq!(typed.iter().filter(|r| r.sop == "typed").count(), 1);
+    gh.stop().await;
+}
+
+async fn the_runs_list_and_run_page_say_who_what_and_how_long(backend: Backend) {
+    let gh = start(backend).await;
+    let admin = gh.stored_token(BOOTSTRAP_ADMIN, &Scope::ALL, None).await;
+    // A run on the project (its own requirement), one of no project that prints nothing
+    // (no checkout either), and one waiting.
+    let start = |project: Option<&str>| {
+        let mut body = json!({ "sop": "typed", "params": { "tier": "small" } });
+        if let Some(p) = project {
+            body["project"] = json!(p);
+        }
+        body
+    };
+    let started = gh
+        .api_as(&admin)
+        .post("/runs", start(Some("web")))
+        .await
+        .is(202);
+    let onweb: Uuid = started["run_id"].as_str().unwrap().parse().unwrap();
+    let started = gh.api_as(&admin).post("/runs", start(None)).await.is(202);
+    let quiet: Uuid = started["run_id"].as_str().unwrap().parse().unwrap();
+    gh.wait_run(onweb, "succeeded").await;
+    gh.wait_run(quiet, "succeeded").await;
+    let review = waiting_review(&gh).await;
+    let requirement = gh
+        .db
+        .store
+        .run(onweb)
+        .await
+        .unwrap()
+        .unwrap()
+        .requirement_id
+        .expect("a run on a project works on a requirement");
+    let mut ana = gh.signed_in("ana").await;
+    let list = ana.get("/runs").await.expect_status(200);
+    for expected in [
+        // Titles, escaped, linking to the runs.
+        format!(r#"<a class="title" href="/runs/{onweb}">Typed parameters</a>"#),
+        format!(r#"<a class="title" href="/runs/{quiet}">Typed parameters</a>"#),
+        format!(
+            r#"<a class="title" href="/runs/{review}">Review &lt;b&gt;this&lt;/b&gt; &amp; ship</a>"#
+        ),
+        // The requirement, by its title; none for the review run.
+        format!(r#"<a href="/requirements/{requirement}">typed on web</a>"#),
+        r#"<span class="empty">none</span>"#.to_owned(),
+        // Who started each, and how long it took or has been going.
+        format!("<td>{BOOTSTRAP_ADMIN}</td>"),
+        "<td>bob</td>".to_owned(),
+        r#"<span class="empty">no project</span>"#.to_owned(),
+        " so far</td>".to_owned(),
+    ] {
+        assert!(list.contains(&expected), "no {expected}:\n{}", list.html);
+    }
+    // The run page: its whole duration, and "no output" instead of an empty box.
+    let page = ana.get(&format!("/runs/{quiet}")).await.expect_status(200);
+    assert!(page.contains("<dt>Duration</dt>"), "{}", page.html);
+    assert!(
+        page.contains(r#"<p class="empty no-output">No output.</p>"#),
+        "{}",
+        page.html
+    );
+    // A gate's box in the graph lists its decisions, and its section who decided what.
+    ana.submit(
+        "/",
+        &format!("/runs/{review}/gates/check/decide"),
+        &[
+            ("decision", "send_back"),
+            ("to", "draft"),
+            ("attempt", "1"),
+            ("comment", "say why"),
+        ],
+    )
+    .await
+    .expect_status(303);
+    gh.node(review, "check", "waiting_approval", 2).await;
+    let page = ana.get(&format!("/runs/{review}")).await.expect_status(200);
+    assert!(
+        page.contains(r#"class="gh-node-decision""#) && page.contains(">sent back by ana</text>"),
+        "{}",
+        page.html
+    );
+    assert!(
+        page.contains(r#"aria-label="Decisions at check""#),
+        "{}",
+        page.html
+    );
+    assert!(!page.contains("no-output"), "the draft printed");
+    let svg = gh
+        .api_as(&admin)
+        .get(&format!("/runs/{review}/graph.svg"))
+        .await;
+    assert!(
+        svg.text.contains(">sent back by ana</text>"),
+        "{}",
+        svg.text
+    );
     gh.stop().await;
 }

@@ -19,6 +19,12 @@
 //!
 //! A screenshot of the finished run page goes to `target/ci-artifacts/console-run.png`
 //! (`console-run-postgres.png` for the Postgres run) under the workspace root.
+//!
+//! A second test visits each main page (inbox, runs, run, requirement, reports, SOP,
+//! schedules, deliveries) at a wide screen's 1400 px and a phone's 390 px, checks that the
+//! page itself never scrolls sideways (wide tables and graphs scroll in their own box)
+//! and that no script error or policy violation happens, and keeps a screenshot of each
+//! as `target/ci-artifacts/console-<page>-<width>.png` (`-postgres` added on Postgres).
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -26,12 +32,16 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use fantoccini::{Client, ClientBuilder, Locator};
+use gatehouse_events::GateDecisionKind;
 use gatehouse_ingest::{BOOTSTRAP_ADMIN, Scope};
 use gatehouse_tests::{Backend, Gatehouse, on_both_backends, person};
 use hyper_util::client::legacy::connect::HttpConnector;
 use serde_json::{Value, json};
 
-on_both_backends!(a_lead_sends_back_and_approves_in_a_browser);
+on_both_backends!(
+    a_lead_sends_back_and_approves_in_a_browser,
+    every_page_fits_a_wide_screen_and_a_phone
+);
 
 const CHROMIUM: &str = "/usr/bin/chromium";
 const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
@@ -277,6 +287,178 @@ async fn a_lead_sends_back_and_approves_in_a_browser(backend: Backend) {
     browser.close().await;
     drop(driver);
     gh.stop().await;
+}
+
+/// A project anyone may run on, so a run can have a requirement.
+const PROJECTS: &str = r#"
+[[projects]]
+name = "web"
+repositories = [{ repo = "acme/web" }]
+"#;
+
+/// The widths every page is checked at: a wide screen and a phone.
+const WIDTHS: [u32; 2] = [1400, 390];
+
+async fn every_page_fits_a_wide_screen_and_a_phone(backend: Backend) {
+    let Some(driver) = ChromeDriver::start() else {
+        return;
+    };
+    let go = tempfile::tempdir().unwrap();
+    // Nothing waits here: the draft goes straight on to the gate.
+    std::fs::write(go.path().join("draft"), "").unwrap();
+    std::fs::write(go.path().join("after"), "").unwrap();
+    let review = REVIEW.replace("{GO}", &go.path().display().to_string());
+    let gh = Gatehouse::builder(backend)
+        .sops(&[("review", &review)])
+        .projects(PROJECTS)
+        .people(vec![person("ana", &["leads"]), person("bob", &[])])
+        .start()
+        .await;
+    let admin = gh.stored_token(BOOTSTRAP_ADMIN, &Scope::ALL, None).await;
+    // A run on the project (with its requirement) waiting at its gate, a finished one of
+    // no project, and a schedule.
+    let started = gh
+        .api_as(&admin)
+        .post("/runs", json!({ "sop": "review", "project": "web" }))
+        .await
+        .is(202);
+    let run: uuid::Uuid = started["run_id"].as_str().unwrap().parse().unwrap();
+    gh.node(run, "check", "waiting_approval", 1).await;
+    let other = gh.request("review").await;
+    gh.node(other, "check", "waiting_approval", 1).await;
+    gh.decide(other, "check", 1, GateDecisionKind::Approve, None)
+        .await;
+    gh.wait_run(other, "succeeded").await;
+    gh.api_as(&admin)
+        .post(
+            "/schedules",
+            json!({ "name": "nightly-review-of-everything", "cron": "0 3 * * *", "sop": "review" }),
+        )
+        .await
+        .is(201);
+    let requirement = gh
+        .db
+        .store
+        .run(run)
+        .await
+        .unwrap()
+        .unwrap()
+        .requirement_id
+        .expect("a run on a project has a requirement");
+    let pages = [
+        ("inbox", "/".to_owned()),
+        ("runs", "/runs".to_owned()),
+        ("run", format!("/runs/{run}")),
+        ("requirement", format!("/requirements/{requirement}")),
+        ("reports", "/reports?by=sop&since=7d".to_owned()),
+        ("sop", "/sops/review".to_owned()),
+        ("schedules", "/schedules".to_owned()),
+        ("deliveries", "/deliveries".to_owned()),
+    ];
+    let link = gh.login_link(&admin, "ana").await;
+    let browser = driver.browser().await;
+    let b = &browser.client;
+    b.goto(&format!("{}{link}", gh.url)).await.unwrap();
+    b.find(Locator::Css("form[action='/login'] button[type=submit]"))
+        .await
+        .unwrap()
+        .click()
+        .await
+        .unwrap();
+    eventually(
+        b,
+        "the inbox after signing in",
+        "return location.pathname === '/'",
+    )
+    .await;
+    let suffix = match backend {
+        Backend::Sqlite => "",
+        Backend::Postgres => "-postgres",
+    };
+    for width in WIDTHS {
+        viewport(b, width, 900).await;
+        for (name, path) in &pages {
+            b.goto(&format!("{}{path}", gh.url)).await.unwrap();
+            stay(b, 3).await;
+            let facts = b
+                .execute(
+                    "return {
+                       path: location.pathname,
+                       h1: document.querySelector('main h1')?.textContent ?? null,
+                       alert: document.querySelector('main p.error[role=alert]')?.textContent ?? null,
+                       inner: window.innerWidth,
+                       scroll: document.documentElement.scrollWidth,
+                       wide: [...document.querySelectorAll('main *')]
+                         .filter(e => e.getBoundingClientRect().right > window.innerWidth + 1
+                           && !e.closest('table, .graph, .scroll, pre, svg'))
+                         .slice(0, 5)
+                         .map(e => e.tagName + '.' + e.className + ' ' + Math.round(e.getBoundingClientRect().right)),
+                     };",
+                    vec![],
+                )
+                .await
+                .unwrap();
+            let context = format!("{name} at {width} px: {facts}");
+            assert_eq!(facts["inner"], json!(width), "{context}");
+            assert!(
+                facts["h1"].as_str().is_some_and(|h| !h.is_empty()) && facts["alert"].is_null(),
+                "not the page itself: {context}"
+            );
+            assert!(
+                facts["scroll"].as_u64() <= facts["inner"].as_u64(),
+                "the page scrolls sideways: {context}"
+            );
+            stayed(b, 3).await;
+            let png = b.screenshot().await.unwrap();
+            let path = artifacts_dir().join(format!("console-{name}-{width}{suffix}.png"));
+            std::fs::write(&path, png).unwrap();
+        }
+    }
+    println!("screenshots of every page in {}", artifacts_dir().display());
+    browser.close().await;
+    drop(driver);
+    gh.stop().await;
+}
+
+/// Makes the page `width` × `height` CSS pixels, as a phone's screen is for a phone's
+/// width (Chromium's own window keeps a minimum width; the emulated screen does not).
+async fn viewport(b: &Client, width: u32, height: u32) {
+    b.issue_cmd(Cdp {
+        cmd: "Emulation.setDeviceMetricsOverride",
+        params: json!({
+            "width": width,
+            "height": height,
+            "deviceScaleFactor": 1,
+            "mobile": width < 600,
+        }),
+    })
+    .await
+    .unwrap();
+}
+
+/// A Chrome DevTools Protocol command through ChromeDriver's `goog/cdp/execute`.
+#[derive(Debug)]
+struct Cdp {
+    cmd: &'static str,
+    params: Value,
+}
+
+impl fantoccini::wd::WebDriverCompatibleCommand for Cdp {
+    fn endpoint(
+        &self,
+        base_url: &url::Url,
+        session_id: Option<&str>,
+    ) -> Result<url::Url, url::ParseError> {
+        base_url.join(&format!(
+            "session/{}/goog/cdp/execute",
+            session_id.unwrap_or_default()
+        ))
+    }
+
+    fn method_and_body(&self, _: &url::Url) -> (axum::http::Method, Option<String>) {
+        let body = json!({ "cmd": self.cmd, "params": self.params });
+        (axum::http::Method::POST, Some(body.to_string()))
+    }
 }
 
 /// The page's landmarks and the graph as an image with a name.

@@ -29,6 +29,7 @@ mod deliveries;
 mod egress;
 mod error;
 mod fires;
+mod gate_waits;
 mod hidden;
 mod homes;
 mod id_prefixes;
@@ -73,6 +74,7 @@ pub use egress::{
 };
 pub use error::StoreError;
 pub use fires::{FireCounts, FireKind, FireOutcome, FireRow};
+pub use gate_waits::{NodeFinish, SettledGate};
 pub use homes::HomeRow;
 pub use id_prefixes::{IdCandidate, IdKind};
 pub use people::PersonRow;

@@ -110,6 +110,31 @@ impl Store {
         }))
     }
 
+    /// The titles of the requirements `ids`, for lists that link to them; unknown ids
+    /// are left out.
+    pub async fn requirement_titles(
+        &self,
+        ids: &[Uuid],
+    ) -> Result<Vec<(Uuid, String)>, StoreError> {
+        let mut out = Vec::new();
+        for chunk in ids.chunks(500) {
+            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
+            let sql = format!(
+                "SELECT id, title FROM requirements WHERE id IN ({})",
+                marks.join(", ")
+            );
+            let rows: Vec<(Uuid, String)> = with_pool!(self, pool => {
+                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+                for id in chunk {
+                    query = query.bind(*id);
+                }
+                query.fetch_all(pool).await?
+            });
+            out.extend(rows);
+        }
+        Ok(out)
+    }
+
     pub async fn requirement(&self, id: Uuid) -> Result<Option<RequirementRow>, StoreError> {
         let sql = format!("SELECT {COLUMNS} FROM requirements WHERE id = $1");
         Ok(with_pool!(self, pool => {

@@ -43,7 +43,9 @@ pub(crate) fn group(series: &[Series], max_series: usize) -> (Vec<Series>, bool)
     folded.sort_unstable();
     for i in folded {
         for (sum, value) in values.iter_mut().zip(&series[i].values) {
-            *sum += value;
+            if !value.is_nan() {
+                *sum += value;
+            }
         }
     }
     let name = if kept.iter().any(|s| s.name == OTHER) {

@@ -22,5 +22,5 @@ mod validate;
 pub use error::ChartError;
 pub use group::{MAX_SERIES, OTHER, top_series};
 pub use model::{Series, Style, TimeChart, Unit};
-pub use render::svg;
+pub use render::{svg, svg_uncaptioned};
 pub use validate::{MAX_SIDE, MAX_VALUE, MIN_HEIGHT, MIN_WIDTH};

@@ -14,6 +14,8 @@ pub struct TimeChart {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Series {
     pub name: String,
+    /// One per bucket; NaN where the series has no value (a mean over nothing): lines
+    /// break there and bars draw nothing, rather than showing a zero.
     pub values: Vec<f64>,
 }
 
@@ -25,8 +27,9 @@ impl Series {
         }
     }
 
+    /// The sum of its values, leaving out buckets without one.
     pub fn total(&self) -> f64 {
-        self.values.iter().sum()
+        self.values.iter().filter(|v| !v.is_nan()).sum()
     }
 }
 

@@ -38,6 +38,16 @@ fn draw_err(error: impl std::fmt::Display) -> ChartError {
 /// More than [`MAX_SERIES`] series are folded with [`crate::top_series`]; a chart with no buckets,
 /// no series or only zeros is drawn as an empty frame saying "No data".
 pub fn svg(chart: &TimeChart, width: u32, height: u32) -> Result<String, ChartError> {
+    draw(chart, width, height, true)
+}
+
+/// [`svg`] without the title drawn above the plot, for a page that writes it beside the
+/// picture as its caption (it stays the picture's `<title>`), so it is not said twice.
+pub fn svg_uncaptioned(chart: &TimeChart, width: u32, height: u32) -> Result<String, ChartError> {
+    draw(chart, width, height, false)
+}
+
+fn draw(chart: &TimeChart, width: u32, height: u32, captioned: bool) -> Result<String, ChartError> {
     validate(chart, width, height)?;
     let (shown, folded) = group(&chart.series, MAX_SERIES);
     let empty = chart.buckets.is_empty() || shown.iter().all(|s| s.total() == 0.0);
@@ -48,7 +58,11 @@ pub fn svg(chart: &TimeChart, width: u32, height: u32) -> Result<String, ChartEr
     {
         let root = SVGBackend::with_string(&mut out, (width, height)).into_drawing_area();
         root.fill(&WHITE).map_err(draw_err)?;
-        let caption = fit(&title, chars_in(width - 2 * MARGIN_PX, TITLE_PX));
+        let caption = if captioned {
+            fit(&title, chars_in(width - 2 * MARGIN_PX, TITLE_PX))
+        } else {
+            String::new()
+        };
         if empty {
             draw_empty(&root, &caption)?;
         } else {
@@ -102,7 +116,11 @@ fn draw_plot(
     let buckets = chart.buckets.len();
     let max = match chart.style {
         Style::StackedBars => (0..buckets)
-            .map(|i| shown.iter().map(|s| s.values[i]).sum::<f64>())
+            .map(|i| {
+                (shown.iter().map(|s| s.values[i]))
+                    .filter(|v| !v.is_nan())
+                    .sum::<f64>()
+            })
             .fold(0.0, f64::max),
         Style::Lines => shown
             .iter()
@@ -195,14 +213,22 @@ fn draw_plot(
         Style::Lines => {
             let point_px = if buckets <= 60 { 3 } else { 0 };
             for (series, colour) in shown.iter().zip(colours) {
-                let points = series
-                    .values
-                    .iter()
-                    .enumerate()
-                    .map(|(i, v)| (i as f64, *v));
-                let line =
-                    LineSeries::new(points, colour.filled().stroke_width(2)).point_size(point_px);
-                plot.draw_series(line).map_err(draw_err)?;
+                // A line through the buckets with a value; a bucket without one breaks it.
+                let points: Vec<(f64, f64)> = (series.values.iter().enumerate())
+                    .map(|(i, v)| (i as f64, *v))
+                    .collect();
+                for segment in points.split(|(_, v)| v.is_nan()).filter(|s| !s.is_empty()) {
+                    // A lone value is a dot, however many buckets there are.
+                    let size = if segment.len() == 1 {
+                        point_px.max(3)
+                    } else {
+                        point_px
+                    };
+                    let line =
+                        LineSeries::new(segment.iter().copied(), colour.filled().stroke_width(2))
+                            .point_size(size);
+                    plot.draw_series(line).map_err(draw_err)?;
+                }
             }
         }
     }

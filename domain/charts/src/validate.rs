@@ -29,6 +29,10 @@ pub(crate) fn validate(chart: &TimeChart, width: u32, height: u32) -> Result<(),
         }
         for (&value, &bucket) in series.values.iter().zip(&chart.buckets) {
             let series = || series.name.clone();
+            // No value for this bucket: a gap, not a zero.
+            if value.is_nan() {
+                continue;
+            }
             if !value.is_finite() {
                 return Err(ChartError::NotFinite {
                     series: series(),

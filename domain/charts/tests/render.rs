@@ -1,7 +1,7 @@
 //! Whole documents: snapshots, escaping of hostile names, the empty chart.
 
 use chrono::{Days, NaiveDate};
-use gatehouse_charts::{Series, Style, TimeChart, Unit, svg};
+use gatehouse_charts::{Series, Style, TimeChart, Unit, svg, svg_uncaptioned};
 
 fn weeks(count: u64) -> Vec<NaiveDate> {
     let start = NaiveDate::from_ymd_opt(2025, 3, 3).expect("valid date");
@@ -193,6 +193,46 @@ fn many_series_are_folded_into_other() {
     "#);
     // The folded series is grey.
     assert!(out.contains("fill=\"#A0A0A0\""));
+}
+
+#[test]
+fn a_bucket_without_a_value_breaks_the_line_instead_of_dropping_to_zero() {
+    let series = vec![Series::new(
+        "mean",
+        vec![60.0, f64::NAN, f64::NAN, 90.0, 120.0],
+    )];
+    let out = svg(&chart(Style::Lines, Unit::Seconds, series, 5), 480, 240).expect("renders");
+    let lines: Vec<&str> = (out.lines())
+        .filter(|l| l.contains("<polyline") && l.contains(r#"stroke-width="2""#))
+        .collect();
+    // One dot for the lone first value, one line through the last two; no point at zero.
+    assert_eq!(lines.len(), 2, "{out}");
+    assert_eq!(lines[0].matches(',').count(), 1, "{}", lines[0]);
+    assert_eq!(lines[1].matches(',').count(), 2, "{}", lines[1]);
+    assert_eq!(out.matches("<circle").count(), 3, "{out}");
+    assert!(
+        out.contains("Totals: mean ") && !out.contains("NaN"),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_uncaptioned_chart_keeps_its_title_only_as_the_title() {
+    let input = chart(
+        Style::StackedBars,
+        Unit::Usd,
+        vec![Series::new("a", vec![1.0, 2.0])],
+        2,
+    );
+    let captioned = svg(&input, 480, 240).expect("renders");
+    let bare = svg_uncaptioned(&input, 480, 240).expect("renders");
+    assert_eq!(
+        captioned.matches("Cost by project").count(),
+        2,
+        "{captioned}"
+    );
+    assert_eq!(bare.matches("Cost by project").count(), 1, "{bare}");
+    assert!(bare.contains("<title>Cost by project</title>"));
 }
 
 #[test]

@@ -17,6 +17,7 @@ pub(crate) fn summary(node: &Node) -> String {
             parts.push(format!("rework {}", state.rework));
         }
     }
+    parts.extend(node.decisions.iter().cloned());
     let name = if node.title == node.id {
         node.id.clone()
     } else {

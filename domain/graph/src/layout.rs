@@ -1,14 +1,14 @@
-//! Where everything goes, in pixels: layers left to right, nodes as fixed-size boxes,
+//! Where everything goes, in pixels: layers left to right, nodes as boxes of one size,
 //! edges as paths through the gaps between layers.
 
 use std::collections::BTreeMap;
 
 use crate::layers::{Chain, Skeleton, skeleton};
+use crate::lines::node_height;
 use crate::model::{EdgeKind, Graph};
 use crate::place::place;
 
 pub(crate) const NODE_W: i32 = 180;
-pub(crate) const NODE_H: i32 = 72;
 /// Between layers: room for the edges' curves.
 pub(crate) const GAP_X: i32 = 48;
 /// Between two nodes of a layer.
@@ -84,10 +84,11 @@ impl Rect {
 /// Lays `graph` out. Pure and deterministic: the same graph gives the same layout.
 pub fn layout(graph: &Graph) -> Layout {
     let s = skeleton(graph);
-    let y = place(&s);
+    let node_h = node_height(graph, NODE_W);
+    let y = place(&s, node_h);
     let half = |item: usize| {
         f64::from(if s.items[item].node.is_some() {
-            NODE_H
+            node_h
         } else {
             DUMMY_H
         }) / 2.0
@@ -103,13 +104,13 @@ pub fn layout(graph: &Graph) -> Layout {
             layer: s.layer_of[n],
             rect: Rect {
                 x: column(s.layer_of[n]),
-                y: centre[n] - NODE_H / 2,
+                y: centre[n] - node_h / 2,
                 width: NODE_W,
-                height: NODE_H,
+                height: node_h,
             },
         })
         .collect();
-    let ports = ports(&s, &centre);
+    let ports = ports(&s, &centre, node_h);
     let edges: Vec<EdgePath> = (s.chains.iter().zip(ports))
         .map(|(chain, ends)| route(&s, chain, ends, &centre))
         .collect();
@@ -151,7 +152,7 @@ struct End {
 
 /// Per chain, the y where it meets its lower-layer end and its other end. The ends on one
 /// side of a node spread out, in the order of where they come from, so they do not cross.
-fn ports(s: &Skeleton, centre: &[i32]) -> Vec<(i32, i32)> {
+fn ports(s: &Skeleton, centre: &[i32], node_h: i32) -> Vec<(i32, i32)> {
     // (node, its right side?) -> the ends there
     let mut sides: BTreeMap<(usize, bool), Vec<End>> = BTreeMap::new();
     for (c, chain) in s.chains.iter().enumerate() {
@@ -179,7 +180,7 @@ fn ports(s: &Skeleton, centre: &[i32]) -> Vec<(i32, i32)> {
         list.sort();
         let n = i32::try_from(list.len()).unwrap_or(i32::MAX);
         let spacing = if n > 1 {
-            PORT_GAP.min((NODE_H - 2 * PORT_INSET) / (n - 1))
+            PORT_GAP.min((node_h - 2 * PORT_INSET) / (n - 1))
         } else {
             0
         };

@@ -11,7 +11,8 @@
 //!   [`Graph::set_state`] adds a run's state per node.
 //! - [`layout`] places it, Sugiyama-style, left to right in the order work flows: layers
 //!   by longest path over `needs` (send-back edges point backwards, so they do not count),
-//!   a few barycenter sweeps to cross fewer edges, fixed-size boxes. Edges spanning
+//!   a few barycenter sweeps to cross fewer edges, boxes of one size per graph (tall
+//!   enough for the longest title, wrapped over up to three lines, and a gate's decisions). Edges spanning
 //!   several layers get a slot in each layer they pass, so no edge runs through a box.
 //!   The same graph always gives the same layout.
 //! - [`svg`] draws it: a standalone document, also fit to be put inline in an HTML page.
@@ -29,6 +30,7 @@
 mod describe;
 mod layers;
 mod layout;
+mod lines;
 mod model;
 mod order;
 mod place;

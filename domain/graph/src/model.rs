@@ -27,6 +27,9 @@ pub struct Node {
     /// Where clicking the node goes; `None` draws it without a link. [`Node::new`] sets
     /// `#node-<id>`, so that the console can anchor to the node's section.
     pub href: Option<String>,
+    /// A gate's decisions in a run, one line each as the box shows them (`approved by
+    /// ana`), oldest first; empty for other nodes and for an SOP's graph.
+    pub decisions: Vec<String>,
 }
 
 /// The kinds of SOP node, as labels: the graph does not need their settings.
@@ -122,6 +125,11 @@ impl Graph {
         self.node_mut(id).map(|n| n.state = Some(state)).is_some()
     }
 
+    /// Sets the decisions shown in node `id`'s box; false when there is no such node.
+    pub fn set_decisions(&mut self, id: &str, decisions: Vec<String>) -> bool {
+        self.node_mut(id).map(|n| n.decisions = decisions).is_some()
+    }
+
     /// Sets where node `id` links to (`None`: no link); false when there is no such node.
     pub fn set_href(&mut self, id: &str, href: Option<String>) -> bool {
         self.node_mut(id).map(|n| n.href = href).is_some()
@@ -146,6 +154,7 @@ impl Node {
             id,
             kind,
             state: None,
+            decisions: Vec::new(),
         }
     }
 }

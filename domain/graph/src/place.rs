@@ -7,7 +7,7 @@
 //! send-back edge moves out of the nodes' way rather than the nodes out of its way.
 
 use crate::layers::Skeleton;
-use crate::layout::{DUMMY_H, EDGE_GAP, NODE_GAP, NODE_H};
+use crate::layout::{DUMMY_H, EDGE_GAP, NODE_GAP};
 use crate::model::EdgeKind;
 
 const PASSES: usize = 6;
@@ -17,10 +17,11 @@ const NO_OPINION: f64 = 0.05;
 const SEND_BACK: f64 = 0.02;
 
 /// Per item, the y of its centre (any origin: the caller shifts them).
-pub(crate) fn place(s: &Skeleton) -> Vec<f64> {
+/// `node_h` is the height of every node's box.
+pub(crate) fn place(s: &Skeleton, node_h: i32) -> Vec<f64> {
     let mut y = vec![0.0; s.items.len()];
     for l in 0..s.layers.len() {
-        let offsets = offsets(s, l);
+        let offsets = offsets(s, l, node_h);
         let middle = offsets.last().copied().unwrap_or(0.0) / 2.0;
         for (&item, o) in s.layers[l].iter().zip(offsets) {
             y[item] = o - middle;
@@ -28,25 +29,25 @@ pub(crate) fn place(s: &Skeleton) -> Vec<f64> {
     }
     for _ in 0..PASSES {
         for l in 0..s.layers.len() {
-            align(s, &mut y, l, &s.left);
+            align(s, &mut y, l, &s.left, node_h);
         }
         for l in (0..s.layers.len()).rev() {
-            align(s, &mut y, l, &s.right);
+            align(s, &mut y, l, &s.right, node_h);
         }
     }
     y
 }
 
-fn height(s: &Skeleton, item: usize) -> f64 {
+fn height(s: &Skeleton, item: usize, node_h: i32) -> f64 {
     if s.items[item].node.is_some() {
-        f64::from(NODE_H)
+        f64::from(node_h)
     } else {
         f64::from(DUMMY_H)
     }
 }
 
 /// Per item of layer `l`, the least distance from the first item's centre to its centre.
-fn offsets(s: &Skeleton, l: usize) -> Vec<f64> {
+fn offsets(s: &Skeleton, l: usize, node_h: i32) -> Vec<f64> {
     let layer = &s.layers[l];
     let mut out = Vec::with_capacity(layer.len());
     let mut at = 0.0;
@@ -55,7 +56,7 @@ fn offsets(s: &Skeleton, l: usize) -> Vec<f64> {
             let prev = layer[i - 1];
             let both_nodes = s.items[prev].node.is_some() && s.items[item].node.is_some();
             let gap = if both_nodes { NODE_GAP } else { EDGE_GAP };
-            at += (height(s, prev) + height(s, item)) / 2.0 + f64::from(gap);
+            at += (height(s, prev, node_h) + height(s, item, node_h)) / 2.0 + f64::from(gap);
         }
         out.push(at);
     }
@@ -63,9 +64,9 @@ fn offsets(s: &Skeleton, l: usize) -> Vec<f64> {
 }
 
 /// Moves layer `l`'s items towards the mean of their neighbours on one side.
-fn align(s: &Skeleton, y: &mut [f64], l: usize, side: &[Vec<(usize, EdgeKind)>]) {
+fn align(s: &Skeleton, y: &mut [f64], l: usize, side: &[Vec<(usize, EdgeKind)>], node_h: i32) {
     let layer = &s.layers[l];
-    let offsets = offsets(s, l);
+    let offsets = offsets(s, l, node_h);
     let mut wanted = Vec::with_capacity(layer.len());
     for (&item, o) in layer.iter().zip(&offsets) {
         let is_node = s.items[item].node.is_some();

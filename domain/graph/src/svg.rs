@@ -4,18 +4,13 @@
 use std::collections::BTreeSet;
 use std::fmt::{self, Display, Formatter};
 
-use crate::describe::{description, edge_title, meta, state_lines, summary};
+use crate::describe::{description, edge_title, summary};
 use crate::layout::{Layout, MARGIN, Point, Rect, layout};
+use crate::lines::{LINE_HEIGHT, LINE_PX, PADDING, box_lines};
 use crate::model::{EdgeKind, Graph, Node};
 use crate::style::{self, BACKGROUND, CSS, FONT, MUTED, NEEDS, SEND_BACK, TEXT};
-use crate::text::{em, escape, fit, id_prefix, safe_href};
+use crate::text::{em, escape, id_prefix, safe_href};
 
-/// Between a box's border and its text.
-const PADDING: i32 = 10;
-/// A title's size in pixels, widened a little for its bold face when fitting it.
-const TITLE_PX: f64 = 13.0 * 1.08;
-const LINE_PX: f64 = 11.0;
-const LINE_HEIGHT: i32 = 15;
 const LEGEND_ROW: i32 = 22;
 
 /// How to draw. The defaults suit one picture per page or a file of its own.
@@ -175,31 +170,24 @@ fn write_node(f: &mut Formatter<'_>, node: &Node, rect: Rect) -> fmt::Result {
         r#"<rect class="gh-box" x="{}" y="{}" width="{}" height="{}" rx="6" fill="{fill}" stroke="{stroke}" stroke-width="1.5"{dashes}/>"#,
         rect.x, rect.y, rect.width, rect.height
     )?;
-    let (status_line, counts) = state_lines(node);
-    let room = f64::from(rect.width - 2 * PADDING);
-    let lines: Vec<(&str, String, &str, &str)> = [
-        Some(("title", fit(&node.title, room, TITLE_PX), "13", "600")),
-        Some(("meta", fit(&meta(node), room, LINE_PX), "11", "400")),
-        status_line.map(|s| ("status", s, "11", "600")),
-        counts.map(|c| ("counts", fit(&c, room, LINE_PX), "11", "400")),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let lines = box_lines(node, rect.width);
     let n = i32::try_from(lines.len()).unwrap_or(0);
     let first = rect.y + rect.height / 2 - (n - 1) * LINE_HEIGHT / 2 + 4;
-    for ((class, text, size, weight), k) in lines.iter().zip(0..) {
-        let colour = if matches!(*class, "meta" | "counts") {
+    for (line, k) in lines.iter().zip(0..) {
+        let colour = if matches!(line.class, "meta" | "counts" | "decision") {
             MUTED
         } else {
             TEXT
         };
         write!(
             f,
-            r#"<text class="gh-node-{class}" x="{}" y="{}" font-size="{size}" font-weight="{weight}" fill="{colour}">{}</text>"#,
+            r#"<text class="gh-node-{}" x="{}" y="{}" font-size="{}" font-weight="{}" fill="{colour}">{}</text>"#,
+            line.class,
             rect.x + PADDING,
             first + k * LINE_HEIGHT,
-            escape(text)
+            line.size,
+            line.weight,
+            escape(&line.text)
         )?;
     }
     write!(f, "</g>")?;

@@ -43,6 +43,59 @@ pub(crate) fn fit(text: &str, room: f64, px: f64) -> String {
     out
 }
 
+/// `text` over at most `max_lines` lines of `room` pixels at `px` pixels a letter: broken
+/// between words, a word too long for a line broken where it must, and the last line cut
+/// short with an ellipsis when the rest does not fit. Always at least one line.
+pub(crate) fn wrap(text: &str, room: f64, px: f64, max_lines: usize) -> Vec<String> {
+    let width = |t: &str| t.chars().map(em).sum::<f64>() * px;
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split_whitespace() {
+        let joined = if line.is_empty() {
+            word.to_owned()
+        } else {
+            format!("{line} {word}")
+        };
+        if width(&joined) <= room {
+            line = joined;
+            continue;
+        }
+        if !line.is_empty() {
+            lines.push(std::mem::take(&mut line));
+        }
+        // A word wider than a line on its own is broken by letters.
+        let mut rest = word;
+        while width(rest) > room {
+            let mut used = 0.0;
+            let cut = rest
+                .char_indices()
+                .find(|(_, c)| {
+                    used += em(*c) * px;
+                    used > room
+                })
+                .map_or(rest.len(), |(i, _)| {
+                    i.max(rest.chars().next().map_or(1, char::len_utf8))
+                });
+            lines.push(rest[..cut].to_owned());
+            rest = &rest[cut..];
+        }
+        line = rest.to_owned();
+    }
+    if !line.is_empty() || lines.is_empty() {
+        lines.push(line);
+    }
+    let max_lines = max_lines.max(1);
+    if lines.len() > max_lines {
+        let rest = lines.split_off(max_lines - 1).join(" ");
+        let mut last = fit(&rest, room, px);
+        if !last.ends_with('…') {
+            last.push('…');
+        }
+        lines.push(last);
+    }
+    lines
+}
+
 /// A character's estimated width, in ems.
 pub(crate) fn em(c: char) -> f64 {
     match c {
@@ -109,6 +162,32 @@ mod tests {
         assert_eq!(fit("Build the thing", 50.0, 10.0), "Build th…");
         assert_eq!(fit("界界界界界", 30.0, 10.0), "界界…");
         assert_eq!(fit("", 0.0, 10.0), "");
+    }
+
+    #[test]
+    fn wraps_between_words_and_cuts_only_the_last_line() {
+        assert_eq!(wrap("short", 100.0, 10.0, 3), ["short"]);
+        assert_eq!(wrap("", 100.0, 10.0, 3), [""]);
+        assert_eq!(
+            wrap("Build the thing now", 60.0, 10.0, 3),
+            ["Build the", "thing now"]
+        );
+        // A word wider than a line is broken by letters.
+        assert_eq!(
+            wrap("abcdefghijklmnop", 60.0, 10.0, 3),
+            ["abcdefghijk", "lmnop"]
+        );
+        // Past the last line, the rest is cut with an ellipsis.
+        let lines = wrap("one two three four five six seven eight", 60.0, 10.0, 2);
+        assert_eq!(lines.len(), 2);
+        assert_eq!(lines[0], "one two");
+        assert!(lines[1].ends_with('…'), "{lines:?}");
+        for line in &lines {
+            assert!(
+                line.chars().map(em).sum::<f64>() * 10.0 <= 60.0,
+                "{lines:?}"
+            );
+        }
     }
 
     #[test]

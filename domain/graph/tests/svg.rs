@@ -142,23 +142,93 @@ fn counts_show_only_when_above_zero() {
     assert!(!doc.contains("rework 0") && !doc.contains("· rework"));
 }
 
+/// The text of every `<text class="gh-node-{class}">` in `doc`, in order.
+fn texts(doc: &str, class: &str) -> Vec<String> {
+    doc.split(&format!(r#"class="gh-node-{class}""#))
+        .skip(1)
+        .filter_map(|s| s.split('>').nth(1))
+        .filter_map(|s| s.split('<').next())
+        .map(str::to_owned)
+        .collect()
+}
+
 #[test]
-fn long_titles_are_cut_with_the_full_text_in_the_tooltip() {
+fn long_titles_wrap_over_lines_with_the_full_text_in_the_tooltip() {
     let long = "Run the whole integration suite against every supported database";
     let mut g = Graph::new("t");
     g.nodes.push(Node::new("it", long, Kind::Script));
-    let doc = svg(&g);
-    assert!(doc.contains(&format!("<title>{long} (it): script</title>")));
-    let shown = doc
-        .split(r#"class="gh-node-title""#)
-        .nth(1)
-        .and_then(|s| s.split('>').nth(1))
-        .and_then(|s| s.split('<').next())
-        .unwrap_or_default();
-    assert!(
-        shown.ends_with('…') && long.starts_with(shown.trim_end_matches('…')),
-        "{shown}"
+    g.nodes.push(Node::new("short", "Ship", Kind::Script));
+    g.set_state(
+        "it",
+        NodeState {
+            status: NodeStatus::Running,
+            attempt: 2,
+            rework: 0,
+        },
     );
+    let doc = svg(&g);
+    assert!(doc.contains(&format!(
+        "<title>{long} (it): script, running, attempt 2</title>"
+    )));
+    let shown = texts(&doc, "title");
+    // Three lines for the long title (the last cut), one for the short.
+    assert_eq!(shown.len(), 4, "{shown:?}");
+    assert!(shown[0].starts_with("Run the whole"), "{shown:?}");
+    assert!(
+        !shown[0].ends_with('…') && !shown[1].ends_with('…'),
+        "{shown:?}"
+    );
+    assert!(shown[2].ends_with('…'), "{shown:?}");
+    let joined = shown[..3].join(" ");
+    assert!(long.starts_with(joined.trim_end_matches('…')), "{joined}");
+    // Both boxes are as tall as the long title and the state need: six lines.
+    let heights: Vec<&str> = doc
+        .split(r#"class="gh-box""#)
+        .skip(1)
+        .filter_map(|s| s.split(r#"height=""#).nth(1))
+        .filter_map(|s| s.split('"').next())
+        .collect();
+    assert_eq!(heights.len(), 2);
+    assert_eq!(heights[0], heights[1]);
+    assert!(heights[0].parse::<i32>().unwrap() > 72, "{heights:?}");
+}
+
+#[test]
+fn a_title_of_twenty_odd_letters_is_not_cut() {
+    let title = "Review the release notes draft";
+    let mut g = Graph::new("t");
+    g.nodes.push(Node::new("review", title, Kind::Gate));
+    let doc = svg(&g);
+    assert_eq!(texts(&doc, "title").join(" "), title);
+    assert!(!doc.contains('…'), "{doc}");
+}
+
+#[test]
+fn a_gate_shows_its_decisions_in_its_box() {
+    let mut g = two_nodes();
+    g.set_state("confirm", NodeState::new(NodeStatus::Succeeded));
+    assert!(g.set_decisions(
+        "confirm",
+        vec!["sent back by ana".into(), "approved by <bo>".into()]
+    ));
+    assert!(!g.set_decisions("nowhere", Vec::new()));
+    let doc = svg(&g);
+    well_formed(&doc).expect("well-formed XML");
+    assert_eq!(
+        texts(&doc, "decision"),
+        ["sent back by ana", "approved by &lt;bo&gt;"]
+    );
+    assert!(doc.contains(
+        "A lead confirms (confirm): gate, succeeded, sent back by ana, approved by &lt;bo&gt;"
+    ));
+    // Many decisions: the last line counts the rest.
+    g.set_decisions(
+        "confirm",
+        (0..5).map(|i| format!("sent back by p{i}")).collect(),
+    );
+    let shown = texts(&svg(&g), "decision");
+    assert_eq!(shown.len(), 3, "{shown:?}");
+    assert_eq!(shown[2], "and 3 more decisions");
 }
 
 #[test]

@@ -302,6 +302,10 @@ pub struct Gate {
     pub max_rework: u32,
     /// Chat channels for the approval card, beside the default one.
     pub channels: Vec<String>,
+    /// The artifacts people see where they decide, as `NODE/FILE` of upstream nodes: the
+    /// gate's `evidence`, or else every artifact of the nodes it needs.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<String>,
 }
 
 impl Gate {

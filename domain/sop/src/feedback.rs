@@ -66,6 +66,7 @@ impl FeedbackRules {
             on_expire: OnExpire::Reject,
             max_rework: GATE_MAX_REWORK,
             channels: Vec::new(),
+            evidence: Vec::new(),
         })
     }
 

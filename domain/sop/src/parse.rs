@@ -1,5 +1,6 @@
 //! From YAML text to a validated [`Sop`], collecting every problem with its position.
 
+mod evidence;
 mod feedback;
 mod kind;
 mod node;
@@ -109,12 +110,16 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
     let mut nodes = Vec::with_capacity(raw.nodes.len());
     let mut positions = Vec::with_capacity(raw.nodes.len());
     let mut back_edges: Vec<BackEdge> = Vec::new();
+    let mut evidence_given = Vec::new();
 
     // Deliver nodes that open a pull request, with where their first feedback rule is.
     let mut pull_requests: Vec<(String, Option<(&'static str, Span)>)> = Vec::new();
     for (index, (id, n)) in raw.nodes.into_iter().enumerate() {
         positions.push(*id.span());
         let rule = feedback::first_rule(&n);
+        if let Some(given) = &n.evidence {
+            evidence_given.push((id.to_string(), given.clone()));
+        }
         let (needs, node) = node::node(report, &ids, index, id, n, &mut back_edges, &on_budget);
         needs_idx.push(needs);
         if let Some(node) = &node
@@ -181,6 +186,7 @@ fn convert(raw: RawSop, text: &str, report: &mut Report<'_>) -> Option<Sop> {
             Some(_) => {}
         }
     }
+    evidence::resolve(report, &mut nodes, &ids, &graph, &evidence_given);
 
     let hash = Sha256::digest(text.replace("\r\n", "\n").as_bytes());
     let version = format!(

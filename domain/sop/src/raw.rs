@@ -118,6 +118,8 @@ pub(crate) struct RawNode {
     pub max_rework: Option<Spanned<u32>>,
     #[serde(default)]
     pub channels: Option<Spanned<Vec<String>>>,
+    #[serde(default)]
+    pub evidence: Option<Spanned<Vec<Spanned<String>>>>,
     // sop
     #[serde(default)]
     pub sop: Option<Spanned<String>>,

@@ -19,6 +19,7 @@ mod artifacts;
 mod budgets;
 mod conversations;
 mod deliveries;
+mod evidence;
 mod github;
 mod inbox;
 mod logs;
@@ -110,6 +111,7 @@ pub(crate) fn router() -> Router<ApiState> {
         .route("/sops", get(sops::list))
         .route("/sops/{name}", get(sops::page))
         .route("/sops/{name}/graph.svg", get(sops::graph))
+        .route("/sops/{name}/start", post(sops::start))
         .route("/schedules", get(schedules::list))
         .route("/schedules/{name}", get(schedules::page))
         .route("/schedules/{name}/command", post(schedules::command))

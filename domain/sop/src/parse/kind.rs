@@ -118,6 +118,13 @@ pub(super) fn kind(
                 on_expire,
                 max_rework: n.max_rework.as_ref().map_or(3, |m| **m),
                 channels: n.channels.as_ref().map(|c| c.to_vec()).unwrap_or_default(),
+                // Checked, or filled with the needed nodes' artifacts, once every node is
+                // known (`parse::evidence`).
+                evidence: n
+                    .evidence
+                    .as_ref()
+                    .map(|e| e.iter().map(|s| s.to_string()).collect())
+                    .unwrap_or_default(),
             }))
         }
         "sop" => {
@@ -203,7 +210,7 @@ fn required_value(
 }
 
 /// The kind-specific keys, for "does not apply" messages.
-fn kind_keys(n: &RawNode) -> [(&'static str, Option<&Span>); 15] {
+fn kind_keys(n: &RawNode) -> [(&'static str, Option<&Span>); 16] {
     [
         ("on_interrupt", n.on_interrupt.as_ref().map(Spanned::span)),
         ("run", n.run.as_ref().map(Spanned::span)),
@@ -218,6 +225,7 @@ fn kind_keys(n: &RawNode) -> [(&'static str, Option<&Span>); 15] {
         ("on_expire", n.on_expire.as_ref().map(Spanned::span)),
         ("max_rework", n.max_rework.as_ref().map(Spanned::span)),
         ("channels", n.channels.as_ref().map(Spanned::span)),
+        ("evidence", n.evidence.as_ref().map(Spanned::span)),
         ("sop", n.sop.as_ref().map(Spanned::span)),
         ("params", n.params.as_ref().map(Spanned::span)),
         ("import", n.import.as_ref().map(Spanned::span)),
@@ -238,6 +246,7 @@ fn allowed_keys(kind: &str) -> &'static [&'static str] {
             "on_expire",
             "max_rework",
             "channels",
+            "evidence",
         ],
         "sop" => &["sop", "params", "import"],
         "agent" => &["role", "prompt", "on_interrupt"],

@@ -146,6 +146,7 @@ pub(super) fn on_budget(report: &mut Report<'_>, raw: &RawOnBudget, at: &Span) -
         on_expire: OnExpire::Reject,
         max_rework: 0,
         channels,
+        evidence: Vec::new(),
     };
     match raw {
         RawOnBudget::Word(word) => match word.as_str() {

@@ -66,11 +66,17 @@ pub(crate) async fn read(
         .into_iter()
         .find(|a| a.node == node && i64::from(a.attempt) == i64::from(attempt) && a.name == name)
         .ok_or_else(not_found)?;
-    let bytes = match from_blobs(api, &row).await? {
-        Some(bytes) => bytes,
-        None => from_data_dir(api, &row).await?,
-    };
+    let bytes = bytes_of(api, &row).await?;
     Ok((row, bytes))
+}
+
+/// The bytes of an artifact whose row was read from a run the caller may read: from the
+/// blob store, or the data directory, checked against the recorded digest.
+pub(crate) async fn bytes_of(api: &ApiState, row: &ArtifactRow) -> Result<Vec<u8>, ApiError> {
+    match from_blobs(api, row).await? {
+        Some(bytes) => Ok(bytes),
+        None => from_data_dir(api, row).await,
+    }
 }
 
 /// The artifact's bytes from the blob store, checked against its digest there; none when

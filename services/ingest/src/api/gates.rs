@@ -1,6 +1,9 @@
 //! `/gates` and gate decisions.
 
+mod opened;
 pub(crate) mod views;
+
+pub(crate) use opened::opened_at;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};

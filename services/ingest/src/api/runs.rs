@@ -225,7 +225,11 @@ pub async fn graph(
 ) -> Result<axum::response::Response, ApiError> {
     let id = ids::resolve(&api, IdKind::Run, &id, caller.reader()).await?;
     let (_, sop, run) = load_readable(&api, id, caller.reader()).await?;
-    Ok(svg_response(graph_svg(&sop, &run)))
+    let decisions = api.store.decisions(id).await?;
+    let lines = decisions.iter().filter_map(|d| {
+        decision_line(&d.decision, &d.person, &d.outcome).map(|l| (d.node.as_str(), l))
+    });
+    Ok(svg_response(graph_svg(&sop, &run, lines)))
 }
 
 /// An SVG document as a response.
@@ -239,9 +243,36 @@ pub(crate) fn svg_response(svg: String) -> axum::response::Response {
     response
 }
 
-/// `sop`'s graph with each node's state in `run`, as SVG.
-pub(crate) fn graph_svg(sop: &gatehouse_sop::Sop, run: &gatehouse_engine::RunState) -> String {
+/// A decision as a gate's box in the graph lists it (`approved by ana`); none for one that
+/// was refused (`outcome` other than `applied`), which decided nothing.
+pub(crate) fn decision_line(decision: &str, person: &str, outcome: &str) -> Option<String> {
+    if outcome != "applied" {
+        return None;
+    }
+    let verb = match decision {
+        "approve" => "approved",
+        "send_back" => "sent back",
+        "reject" => "rejected",
+        other => other,
+    };
+    Some(format!("{verb} by {person}"))
+}
+
+/// `sop`'s graph with each node's state in `run`, and the gates' decisions (node, line),
+/// oldest first, as SVG.
+pub(crate) fn graph_svg<'a>(
+    sop: &gatehouse_sop::Sop,
+    run: &gatehouse_engine::RunState,
+    decisions: impl IntoIterator<Item = (&'a str, String)>,
+) -> String {
     let mut graph = gatehouse_graph::Graph::of_sop(sop);
+    let mut by_node: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for (node, line) in decisions {
+        by_node.entry(node).or_default().push(line);
+    }
+    for (node, lines) in by_node {
+        graph.set_decisions(node, lines);
+    }
     for (node, n) in &run.nodes {
         graph.set_state(
             node,

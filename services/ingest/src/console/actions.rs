@@ -198,6 +198,7 @@ pub(crate) fn notice(done: Option<&str>) -> Option<&'static str> {
         "resumed" => "Resumed.",
         "cancelled" => "Cancelled.",
         "retried" => "The node runs again, with everything after it.",
+        "started" => "Started. The run shows here as the scheduler takes it up.",
         "answered_yes" => "Approved. The agent goes on with your answer.",
         "answered_no" => "Denied. The agent is told your reason.",
         _ => return None,

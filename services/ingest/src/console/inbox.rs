@@ -2,12 +2,17 @@
 //! and answered right here), then my runs and my conversations — each in a project I may
 //! read.
 
+use std::collections::{BTreeSet, HashMap};
+
 use axum::extract::{Query, State};
+use chrono::{DateTime, Utc};
 use maud::{Markup, html};
 use serde::Deserialize;
+use uuid::Uuid;
 
 use super::actions::{answer_form, decision_form, notice};
-use super::page::{PageError, frame, status, time};
+use super::evidence::{self, CARDS_SHOWING_TEXT, Evidence};
+use super::page::{PageError, frame, since, status, time};
 use super::session::Viewer;
 use crate::api::gates::{self, Waiting};
 use crate::api::{conversations, questions, runs};
@@ -60,6 +65,8 @@ pub(crate) async fn page(
                 )
                 .is_ok()
         });
+    let now = Utc::now();
+    let cards = gate_cards(&api, &mine, now).await?;
     let hidden = projects::hidden(&api, reader);
     let my_runs = api
         .store
@@ -86,8 +93,8 @@ pub(crate) async fn page(
             @for q in &asked {
                 (question_card(&viewer, q))
             }
-            @for (w, open) in &mine {
-                (gate_card(&viewer, w, open))
+            @for (w, open, opened, shown) in &cards {
+                (gate_card(&viewer, w, open, opened, &now, shown))
             }
             @if !others.is_empty() {
                 p.aside { (others.len()) " more " (if others.len() == 1 { "gate waits" } else { "gates wait" }) " for other people." }
@@ -143,8 +150,72 @@ pub(crate) async fn page(
     Ok(frame("Inbox", Some(&viewer), body))
 }
 
-/// One gate waiting for me: what it is, where the evidence is, and the decision.
-fn gate_card(viewer: &Viewer, w: &Waiting, open: &[DecisionKind]) -> Markup {
+/// A gate card's facts beyond the gate: when it opened, and its evidence.
+type Card<'a> = (
+    &'a Waiting,
+    &'a [DecisionKind],
+    DateTime<Utc>,
+    Vec<Evidence>,
+);
+
+/// How long each gate waited, and its evidence: two reads for the whole page, and the
+/// text of small files for the first cards only.
+async fn gate_cards<'a>(
+    api: &ApiState,
+    mine: &'a [(Waiting, Vec<DecisionKind>)],
+    now: DateTime<Utc>,
+) -> Result<Vec<Card<'a>>, PageError> {
+    let ids: Vec<Uuid> = mine
+        .iter()
+        .map(|(w, _)| w.row.id)
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    let finishes = api.store.node_finishes(&ids).await?;
+    let artifacts = api.store.artifacts_of_runs(&ids).await?;
+    let mut finished: HashMap<Uuid, Vec<(&str, DateTime<Utc>)>> = HashMap::new();
+    for f in &finishes {
+        finished
+            .entry(f.run_id)
+            .or_default()
+            .push((f.node.as_str(), f.finished_at));
+    }
+    let mut kept: HashMap<Uuid, Vec<&gatehouse_store::ArtifactRow>> = HashMap::new();
+    for a in &artifacts {
+        kept.entry(a.run_id).or_default().push(a);
+    }
+    let mut cards = Vec::with_capacity(mine.len());
+    for (i, (w, open)) in mine.iter().enumerate() {
+        let opened = gates::opened_at(
+            &w.sop,
+            &w.view.node,
+            w.row.created_at,
+            finished.get(&w.row.id).into_iter().flatten().copied(),
+            now,
+        );
+        let entries = w
+            .sop
+            .node(&w.view.node)
+            .and_then(|n| n.gate())
+            .map(|g| g.evidence.clone())
+            .unwrap_or_default();
+        let files = kept.get(&w.row.id).map(Vec::as_slice).unwrap_or_default();
+        let shown = evidence::gather(api, &entries, files, i < CARDS_SHOWING_TEXT).await;
+        cards.push((w, open.as_slice(), opened, shown));
+    }
+    Ok(cards)
+}
+
+/// One gate waiting for me: what it is, how long it has waited, its evidence, and the
+/// decision.
+fn gate_card(
+    viewer: &Viewer,
+    w: &Waiting,
+    open: &[DecisionKind],
+    opened: &DateTime<Utc>,
+    now: &DateTime<Utc>,
+    shown: &[Evidence],
+) -> Markup {
     let gate = &w.view;
     let run_url = format!("/runs/{}", gate.run_id);
     let title = w
@@ -159,12 +230,14 @@ fn gate_card(viewer: &Viewer, w: &Waiting, open: &[DecisionKind]) -> Markup {
                 " · " (w.sop.title)
             }
             p.meta {
-                "Run " a href=(run_url) { (short(&gate.run_id.to_string())) }
+                span.waited { "waiting " (since(opened, now)) }
+                " · run " a href=(run_url) { (short(&gate.run_id.to_string())) }
                 " · attempt " (gate.attempt)
                 " · " (gate.approvals.len()) " of " (gate.min_approvals) " approvals"
                 @if let Some(by) = &w.row.requested_by { " · requested by " (by) }
                 @if let Some(project) = &w.row.project { " · project " (project) }
             }
+            (evidence::render(gate.run_id, shown))
             (decision_form(viewer, gate, open, "/"))
         }
     }

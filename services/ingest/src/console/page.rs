@@ -174,6 +174,33 @@ pub(crate) fn duration(ms: i64) -> String {
     }
 }
 
+/// How long something has lasted, to the minute: `less than a minute`, `5 min`,
+/// `2 h 5 min`, `3 d 4 h`.
+pub(crate) fn span(ms: i64) -> String {
+    let minutes = ms.max(0) / 60_000;
+    match minutes {
+        0 => "less than a minute".into(),
+        1..60 => format!("{minutes} min"),
+        60..1440 => match minutes % 60 {
+            0 => format!("{} h", minutes / 60),
+            m => format!("{} h {m} min", minutes / 60),
+        },
+        _ => match (minutes / 60) % 24 {
+            0 => format!("{} d", minutes / 1440),
+            h => format!("{} d {h} h", minutes / 1440),
+        },
+    }
+}
+
+/// How long since `at`, as of `now`, with the moment itself in a tooltip and as
+/// machine-readable time: `<time datetime=... title=...>2 h 5 min</time>`.
+pub(crate) fn since(at: &DateTime<Utc>, now: &DateTime<Utc>) -> Markup {
+    let ms = (*now - *at).num_milliseconds();
+    html! {
+        time datetime=(at.to_rfc3339()) title=(at.format("%Y-%m-%d %H:%M:%S UTC")) { (span(ms)) }
+    }
+}
+
 /// US dollars to the cent, or below a cent as `<$0.01`.
 pub(crate) fn dollars(cost: f64) -> String {
     if cost > 0.0 && cost < 0.005 {
@@ -236,6 +263,16 @@ mod tests {
         assert_eq!(duration(12_400), "12.4 s");
         assert_eq!(duration(185_000), "3 min 05 s");
         assert_eq!(duration(7_800_000), "2 h 10 min");
+    }
+
+    #[test]
+    fn spans_read_to_the_minute() {
+        assert_eq!(span(20_000), "less than a minute");
+        assert_eq!(span(-5), "less than a minute");
+        assert_eq!(span(5 * 60_000 + 59_000), "5 min");
+        assert_eq!(span(125 * 60_000), "2 h 5 min");
+        assert_eq!(span(120 * 60_000), "2 h");
+        assert_eq!(span((3 * 24 + 4) * 3_600_000), "3 d 4 h");
     }
 
     #[test]

@@ -1,6 +1,9 @@
 //! Reports: runs, durations, tokens and cost over a window, by project, person, SOP
-//! version or model, as charts drawn on the server, a table of totals (what
-//! `GET /api/v1/reports/usage` answers) and the figures per day or week as CSV.
+//! version or model, as charts drawn on the server, with cost by model and how long gates
+//! waited for people beside them; a table of totals (what `GET /api/v1/reports/usage`
+//! answers) and the figures per day or week as CSV.
+
+use std::collections::{BTreeSet, HashMap};
 
 use axum::extract::{Query, State};
 use axum::http::{HeaderValue, header};
@@ -14,6 +17,11 @@ use super::page::{PageError, dollars, duration, encode, frame};
 use super::session::Viewer;
 use crate::api::reports::{self, By, OverTime};
 use crate::{ApiError, ApiState};
+
+/// Each chart's size in pixels; two side by side fill a wide page, and each shrinks to
+/// a phone's width (the stylesheet scales it).
+const CHART_WIDTH: u32 = 640;
+const CHART_HEIGHT: u32 = 300;
 
 #[derive(Debug, Deserialize)]
 pub(crate) struct ReportQuery {
@@ -40,14 +48,44 @@ fn asked(q: &ReportQuery) -> Result<Asked, ApiError> {
     })
 }
 
-async fn figures(
-    api: &ApiState,
-    viewer: &Viewer,
-    asked: &Asked,
-) -> Result<(OverTime, Vec<crate::views::UsageGroup>), ApiError> {
+/// What the page draws and lists.
+struct Figures {
+    over: OverTime,
+    /// Cost per model over the same buckets, whatever the grouping.
+    by_model: OverTime,
+    /// Mean seconds gates waited, per group, over the same buckets.
+    gate_waits: Vec<Series>,
+    totals: Vec<crate::views::UsageGroup>,
+}
+
+async fn figures(api: &ApiState, viewer: &Viewer, asked: &Asked) -> Result<Figures, ApiError> {
     let (runs, usage) = reports::readable_window(api, viewer.caller.reader(), asked.since).await?;
-    let over = reports::over_time(asked.by, &runs, &usage, asked.since, Utc::now());
-    Ok((over, reports::usage_groups(asked.by, &runs, &usage)))
+    let now = Utc::now();
+    let over = reports::over_time(asked.by, &runs, &usage, asked.since, now);
+    let by_model = reports::over_time(By::Model, &runs, &usage, asked.since, now);
+    let (gates, finishes) = api.store.settled_gates_since(asked.since).await?;
+    // The definitions of the versions whose gates count, each read once.
+    let readable: HashMap<_, _> = runs.iter().map(|r| (r.id, r)).collect();
+    let versions: BTreeSet<&str> = gates
+        .iter()
+        .filter_map(|g| readable.get(&g.run_id).map(|r| r.sop_version.as_str()))
+        .collect();
+    let mut sops = HashMap::new();
+    for version in versions {
+        if let Some(sop) = api.store.sop_definition(version).await? {
+            sops.insert(version.to_owned(), sop);
+        }
+    }
+    let gate_waits = reports::gate_waits(asked.by, &runs, &gates, &finishes, &sops, &over.buckets)
+        .into_iter()
+        .map(|(key, means)| Series::new(key, means))
+        .collect();
+    Ok(Figures {
+        totals: reports::usage_groups(asked.by, &runs, &usage),
+        over,
+        by_model,
+        gate_waits,
+    })
 }
 
 /// `GET /reports`
@@ -57,45 +95,74 @@ pub(crate) async fn page(
     Query(q): Query<ReportQuery>,
 ) -> Result<Markup, PageError> {
     let asked = asked(&q)?;
-    let (over, totals) = figures(&api, &viewer, &asked).await?;
+    let Figures {
+        over,
+        by_model,
+        gate_waits,
+        totals,
+    } = figures(&api, &viewer, &asked).await?;
+    let by = &asked.by_name;
+    let per = over.bucket;
     let charts = [
         (
-            "Runs started",
+            format!("Runs started by {by} per {per}"),
             Unit::Runs,
             Style::StackedBars,
             pick(&over, |f| &f.runs),
         ),
         (
-            "Mean duration of finished runs",
+            format!("Mean duration of finished runs by {by} per {per}"),
             Unit::Seconds,
             Style::Lines,
             pick(&over, |f| &f.mean_seconds),
         ),
         (
-            "Cost",
+            format!("Cost by {by} per {per}"),
             Unit::Usd,
             Style::StackedBars,
             pick(&over, |f| &f.cost_usd),
         ),
         (
-            "Tokens",
+            format!("Tokens by {by} per {per}"),
             Unit::Tokens,
             Style::StackedBars,
             pick(&over, |f| &f.tokens),
+        ),
+        (
+            format!("Cost by model per {per}"),
+            Unit::Usd,
+            Style::StackedBars,
+            pick(&by_model, |f| &f.cost_usd),
+        ),
+        (
+            format!(
+                "Mean time gates waited for a decision by {} per {per}",
+                if asked.by == By::Model {
+                    "sop"
+                } else {
+                    by.as_str()
+                }
+            ),
+            Unit::Seconds,
+            Style::Lines,
+            gate_waits,
         ),
     ];
     let mut drawn = Vec::new();
     for (title, unit, style, series) in charts {
         let chart = TimeChart {
-            title: format!("{title} by {} per {}", asked.by_name, over.bucket),
+            title: title.clone(),
             unit,
             buckets: over.buckets.clone(),
             series: top_series(&series, MAX_SERIES),
             style,
         };
-        let svg = gatehouse_charts::svg(&chart, 720, 320).map_err(|e| {
-            ApiError::Internal(format!("the chart `{title}` could not be drawn: {e}"))
-        })?;
+        // The caption below the picture says what it is; the picture keeps it as its
+        // title for screen readers, and does not draw it again.
+        let svg =
+            gatehouse_charts::svg_uncaptioned(&chart, CHART_WIDTH, CHART_HEIGHT).map_err(|e| {
+                ApiError::Internal(format!("the chart `{title}` could not be drawn: {e}"))
+            })?;
         drawn.push((title, svg));
     }
     let csv_link = format!(
@@ -123,7 +190,7 @@ pub(crate) async fn page(
         }
         div.charts {
             @for (title, svg) in &drawn {
-                figure { (PreEscaped(svg)) figcaption.aside { (title) } }
+                figure { figcaption { (title) } (PreEscaped(svg)) }
             }
         }
         section aria-labelledby="totals-h" {
@@ -157,7 +224,8 @@ pub(crate) async fn csv(
     Query(q): Query<ReportQuery>,
 ) -> Result<Response, PageError> {
     let asked = asked(&q)?;
-    let (over, _) = figures(&api, &viewer, &asked).await?;
+    let (runs, usage) = reports::readable_window(&api, viewer.caller.reader(), asked.since).await?;
+    let over = reports::over_time(asked.by, &runs, &usage, asked.since, Utc::now());
     let mut response = reports::csv(&over, &asked.by_name).into_response();
     let headers = response.headers_mut();
     headers.insert(

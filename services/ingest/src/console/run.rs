@@ -48,7 +48,13 @@ pub(crate) async fn page(
     } = runs::loaded(&api, id, viewer.caller.reader()).await?;
     let tail = api.store.logs_before(id, None, LOG_TAIL).await?;
     let after = tail.last().map(|l| l.seq).unwrap_or(0);
-    let svg = runs::graph_svg(&sop, &run);
+    let svg = runs::graph_svg(
+        &sop,
+        &run,
+        detail.decisions.iter().filter_map(|d| {
+            runs::decision_line(&d.decision, &d.person, &d.outcome).map(|l| (d.node.as_str(), l))
+        }),
+    );
     let live = !row.status.is_terminal();
     let waiting = waiting_gates(&api, &viewer, &row, &sop, &run);
     let asked: Vec<_> = api
@@ -72,7 +78,7 @@ pub(crate) async fn page(
             p.notice role="status" { (notice) }
         }
         div id="run" data-live=[live.then(|| format!("/runs/{id}/events?after={after}"))] {
-            (head(&detail, &sop.title))
+            (head(&detail, &sop.title, row.status.is_terminal()))
             (commands(&viewer, &detail, row.status))
             section id="graph" aria-labelledby="graph-h" {
                 h2 id="graph-h" { "Graph" }
@@ -103,6 +109,10 @@ pub(crate) async fn page(
                     ". " a href=(format!("/runs/{id}/logs")) { "All output, page by page" }
                 }
                 pre id="log" aria-live="off" tabindex="0" { (log_lines(&tail)) }
+                // Hidden by the stylesheet once live output fills the log.
+                @if tail.is_empty() {
+                    p.empty.no-output { @if live { "No output yet." } @else { "No output." } }
+                }
             }
             (sections::audit(&detail))
         }
@@ -137,8 +147,14 @@ fn waiting_gates(
         .collect()
 }
 
-fn head(detail: &RunDetail, title: &str) -> Markup {
+fn head(detail: &RunDetail, title: &str, finished: bool) -> Markup {
     let run = &detail.run;
+    let (took, going) = super::runs::took(
+        &run.created_at,
+        &run.updated_at,
+        finished,
+        &chrono::Utc::now(),
+    );
     html! {
         header id="run-head" {
             h1 { (title) " " (status(&run.status)) }
@@ -152,6 +168,7 @@ fn head(detail: &RunDetail, title: &str) -> Markup {
                 @if let Some(s) = &detail.schedule { dt { "Schedule" } dd { (s.name) " at " (time(&s.scheduled_time)) } }
                 dt { "Started" } dd { (time(&run.created_at)) }
                 dt { "Last change" } dd { (time(&run.updated_at)) }
+                dt { "Duration" } dd.duration { (took) @if going { " so far" } }
                 @if !detail.repositories.is_empty() {
                     dt { "Repositories" }
                     dd { @for r in &detail.repositories { code { (r.repo) } " (" (r.mode) ") " } }

@@ -1,5 +1,6 @@
 //! SOPs: each definition drawn as the run pages draw it, the versions runs were started
 //! with, and its YAML source. An older version is shown as runs froze it (`?version=`).
+//! The loaded version's page has the form that starts a run (`start_form`).
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -8,6 +9,10 @@ use gatehouse_sop::Sop;
 use maud::{Markup, PreEscaped, html};
 use serde::Deserialize;
 use std::sync::Arc;
+
+mod start;
+
+pub(crate) use start::start;
 
 use super::page::{PageError, frame, time};
 use super::session::Viewer;
@@ -60,9 +65,32 @@ pub(crate) async fn page(
     Path(name): Path<String>,
     Query(q): Query<VersionQuery>,
 ) -> Result<Markup, PageError> {
-    let sop = definition(&api, &name, q.version.as_deref()).await?;
-    let versions = api.store.sop_versions_of(&name).await?;
-    let current = api.catalog.get(&name).map(|s| s.version.clone());
+    render(
+        &api,
+        &viewer,
+        &name,
+        q.version.as_deref(),
+        &start::Filled::default(),
+    )
+    .await
+}
+
+/// The SOP's page; `filled` is what the start form shows (what was posted, and why it was
+/// refused, when the page answers a refused start).
+async fn render(
+    api: &ApiState,
+    viewer: &Viewer,
+    name: &str,
+    version: Option<&str>,
+    filled: &start::Filled,
+) -> Result<Markup, PageError> {
+    let q = VersionQuery {
+        version: version.map(str::to_owned),
+    };
+    let sop = definition(api, name, q.version.as_deref()).await?;
+    let versions = api.store.sop_versions_of(name).await?;
+    let current = api.catalog.get(name).map(|s| s.version.clone());
+    let loaded = current.as_deref() == Some(sop.version.as_str());
     let graph = gatehouse_graph::svg(&gatehouse_graph::Graph::of_sop(&sop));
     let body = html! {
         h1 { (sop.title) }
@@ -77,6 +105,7 @@ pub(crate) async fn page(
                 dd { @for (p, param) in &sop.params { code { (p) } @if param.required { " (required)" } " " } }
             }
         }
+        @if loaded { (start::form(api, viewer, &sop, filled)) }
         section aria-labelledby="graph-h" {
             h2 id="graph-h" { "Graph" }
             div.graph { (PreEscaped(graph)) }
@@ -106,7 +135,7 @@ pub(crate) async fn page(
             pre.yaml tabindex="0" { (sop.text) }
         }
     };
-    Ok(frame(&sop.title, Some(&viewer), body))
+    Ok(frame(&sop.title, Some(viewer), body))
 }
 
 /// `GET /sops/{name}/graph.svg`

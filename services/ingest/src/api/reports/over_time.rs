@@ -19,7 +19,8 @@ const DAILY_UP_TO: i64 = 62;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Figures {
     pub(crate) runs: Vec<f64>,
-    /// Mean wall-clock seconds of the runs that finished (0 where none did).
+    /// Mean wall-clock seconds of the runs that finished; NaN where none did, a bucket
+    /// without a mean (a gap in its line, an empty CSV field), not a zero.
     pub(crate) mean_seconds: Vec<f64>,
     pub(crate) tokens: Vec<f64>,
     pub(crate) cost_usd: Vec<f64>,
@@ -65,7 +66,7 @@ pub(crate) fn over_time(
     };
     let empty = || Figures {
         runs: vec![0.0; buckets.len()],
-        mean_seconds: vec![0.0; buckets.len()],
+        mean_seconds: vec![f64::NAN; buckets.len()],
         tokens: vec![0.0; buckets.len()],
         cost_usd: vec![0.0; buckets.len()],
     };
@@ -143,11 +144,15 @@ pub(crate) fn csv(over: &OverTime, by: &str) -> String {
             if f.runs[i] == 0.0 && f.tokens[i] == 0.0 {
                 continue;
             }
+            let mean = if f.mean_seconds[i].is_nan() {
+                String::new()
+            } else {
+                format!("{:.3}", f.mean_seconds[i])
+            };
             out.push_str(&format!(
-                "{day},{},{},{:.3},{},{:.4}\n",
+                "{day},{},{},{mean},{},{:.4}\n",
                 csv_field(key),
                 f.runs[i],
-                f.mean_seconds[i],
                 f.tokens[i],
                 f.cost_usd[i]
             ));
@@ -222,20 +227,24 @@ mod tests {
         assert_eq!(over.buckets.len(), 4);
         let ana = &over.groups["ana"];
         assert_eq!(ana.runs, [0.0, 2.0, 0.0, 0.0]);
-        assert_eq!(ana.mean_seconds, [0.0, 90.0, 0.0, 0.0]);
+        // Days without a finished run have no mean: gaps, not zeros.
+        let means: Vec<Option<f64>> = (ana.mean_seconds.iter())
+            .map(|m| (!m.is_nan()).then_some(*m))
+            .collect();
+        assert_eq!(means, [None, Some(90.0), None, None]);
         assert_eq!(ana.tokens, [0.0, 1100.0, 0.0, 0.0]);
         assert_eq!(ana.cost_usd, [0.0, 0.25, 0.0, 0.0]);
         let bo = &over.groups["bo"];
         assert_eq!(bo.runs, [0.0, 0.0, 0.0, 1.0]);
-        assert_eq!(
-            bo.mean_seconds, [0.0; 4],
+        assert!(
+            bo.mean_seconds.iter().all(|m| m.is_nan()),
             "a running run has no duration yet"
         );
         assert_eq!(
             csv(&over, "person"),
             "day,person,runs,mean_duration_s,tokens,cost_usd\n\
              2026-12-01,ana,2,90.000,1100,0.2500\n\
-             2026-12-03,bo,1,0.000,0,0.0000\n"
+             2026-12-03,bo,1,,0,0.0000\n"
         );
     }
 

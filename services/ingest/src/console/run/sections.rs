@@ -36,6 +36,7 @@ fn node_section(detail: &RunDetail, node: &NodeView) -> Markup {
                 @if let Some(ms) = node.duration_ms { " · last took " (duration(ms)) }
             }
             @if let Some(error) = &node.last_error { p.error { (error) } }
+            (gate_decisions(detail, &node.node))
             @if !attempts.is_empty() {
                 table.attempts {
                     caption { "Attempts of " (node.node) }
@@ -72,6 +73,26 @@ fn node_section(detail: &RunDetail, node: &NodeView) -> Markup {
                 }
             }
             (artifacts(detail, &node.node))
+        }
+    }
+}
+
+/// The decisions taken at a gate node: who decided what, on which attempt.
+fn gate_decisions(detail: &RunDetail, node: &str) -> Markup {
+    let taken: Vec<_> = detail.decisions.iter().filter(|d| d.node == node).collect();
+    html! {
+        @if !taken.is_empty() {
+            ul.decisions aria-label=(format!("Decisions at {node}")) {
+                @for d in taken {
+                    li {
+                        strong { (d.person) } " " (d.decision.replace('_', " "))
+                        @if let Some(t) = &d.target { " to " (t) }
+                        " · attempt " (d.attempt) " · " (time(&d.decided_at))
+                        @if d.outcome != "applied" { " · " span.error { (d.outcome) } }
+                        @if let Some(c) = &d.comment { ": " q { (c) } }
+                    }
+                }
+            }
         }
     }
 }
