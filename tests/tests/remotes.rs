@@ -20,6 +20,8 @@ use serde_json::json;
 use uuid::Uuid;
 
 const FIX: &str = "name: fix\nnodes:\n  work: { kind: script, run: 'echo fixed >> FIX.md' }\n  deliver: { kind: deliver, needs: [work] }\n";
+/// `fix`, in a workspace of two repositories.
+const FIX_BOTH: &str = "name: fix-both\nnodes:\n  work: { kind: script, run: 'echo fixed >> lab/FIX.md; echo fixed >> tea/FIX.md' }\n  deliver: { kind: deliver, needs: [work] }\n";
 
 on_both_backends!(
     a_run_on_its_own_remote_delivers_without_github,
@@ -43,7 +45,7 @@ fn without_github(forges: Vec<(&str, ForgeAccess)>) -> Arc<Deliverer> {
 
 async fn hub(backend: Backend, projects: &str, deliverer: Arc<Deliverer>) -> Gatehouse {
     Gatehouse::builder(backend)
-        .sop("fix", FIX)
+        .sops(&[("fix", FIX), ("fix-both", FIX_BOTH)])
         .people(vec![person("ana", &[])])
         .projects(projects)
         .runner(move |options| options.delivery = Some(deliverer))
@@ -51,21 +53,22 @@ async fn hub(backend: Backend, projects: &str, deliverer: Arc<Deliverer>) -> Gat
         .await
 }
 
-/// Starts `fix` on `project` through the API as ana and waits for it to end.
-async fn run_fix(hub: &Gatehouse, project: &str) -> (Uuid, String) {
+/// Starts `sop` on `project` through the API as ana and waits for it to end.
+async fn run_fix(hub: &Gatehouse, sop: &str, project: &str) -> (Uuid, String, serde_json::Value) {
     let token = hub.stored_token("ana", &Scope::ALL, None).await;
     let accepted = hub
         .api_as(&token)
-        .post("/runs", json!({ "sop": "fix", "project": project }))
+        .post("/runs", json!({ "sop": sop, "project": project }))
         .await
         .is(202);
     let run: Uuid = accepted["run_id"].as_str().unwrap().parse().unwrap();
-    hub.wait(run, "the run to end", |r, _| {
-        ["succeeded", "failed", "cancelled"].contains(&r.status.as_str())
-    })
-    .await;
+    let state = hub
+        .wait(run, "the run to end", |r, _| {
+            ["succeeded", "failed", "cancelled"].contains(&r.status.as_str())
+        })
+        .await;
     let row = hub.db.store.run(run).await.unwrap().unwrap();
-    (run, row.status)
+    (run, row.status.to_string(), state)
 }
 
 fn file_url(bare: &Path) -> String {
@@ -81,14 +84,13 @@ async fn a_run_on_its_own_remote_delivers_without_github(backend: Backend) {
         file_url(&bare)
     );
     let hub = hub(backend, &projects, without_github(Vec::new())).await;
-    let (run, status) = run_fix(&hub, "local").await;
-    let failure = hub.db.store.run(run).await.unwrap().unwrap().failure;
-    assert_eq!(status, "succeeded", "{failure:?}");
+    let (run, status, state) = run_fix(&hub, "fix", "local").await;
+    assert_eq!(status, "succeeded", "{state:#}");
 
     let branches = git(&bare, &["branch", "--format=%(refname:short)"]);
     let branch = branches
         .lines()
-        .find(|b| b.starts_with("gatehouse/run-"))
+        .find(|b| b.starts_with("gatehouse/"))
         .unwrap_or_else(|| panic!("the work branch is pushed: {branches}"))
         .to_owned();
     let sha = git(&bare, &["rev-parse", &branch]).trim().to_owned();
@@ -168,9 +170,8 @@ async fn runs_on_a_gitlab_and_a_gitea_repository_open_one_request_each(backend: 
     let hub = hub(backend, projects, deliverer).await;
     let mut runs = Vec::new();
     for _ in 0..2 {
-        let (run, status) = run_fix(&hub, "forged").await;
-        let failure = hub.db.store.run(run).await.unwrap().unwrap().failure;
-        assert_eq!(status, "succeeded", "{failure:?}");
+        let (run, status, state) = run_fix(&hub, "fix-both", "forged").await;
+        assert_eq!(status, "succeeded", "{state:#}");
         runs.push(run);
     }
     let requests = gitlab.merge_requests();
@@ -187,8 +188,10 @@ async fn runs_on_a_gitlab_and_a_gitea_repository_open_one_request_each(backend: 
     assert_eq!(pulls.len(), 1, "one pull request: {pulls:?}");
     assert_eq!(pulls[0].source, "fix-it");
 
-    for run in runs {
-        let recorded = hub.db.store.pushed_branches_of_run(run).await.unwrap();
+    let mut heads = Vec::new();
+    for run in &runs {
+        let recorded = hub.db.store.pushed_branches_of_run(*run).await.unwrap();
+        heads.push(recorded[0].commit_sha.clone());
         let requests: Vec<(String, Option<String>, Option<i64>)> = recorded
             .into_iter()
             .map(|r| (r.repo, r.forge, r.request_number))
@@ -201,12 +204,12 @@ async fn runs_on_a_gitlab_and_a_gitea_repository_open_one_request_each(backend: 
             ]
         );
     }
-    let pushed = git(
-        &remotes.path().join("team/lab.git"),
-        &["show", "fix-it:FIX.md"],
-    );
+    let lab = remotes.path().join("team/lab.git");
+    assert_ne!(heads[0], heads[1], "each run pushed its own commit");
     assert_eq!(
-        pushed, "fixed\nfixed\n",
-        "the second run's work is on the branch"
+        git(&lab, &["rev-parse", "fix-it"]).trim(),
+        heads[1],
+        "the branch is the second run's, its merge request the first's"
     );
+    assert_eq!(git(&lab, &["show", "fix-it:FIX.md"]), "fixed\n");
 }

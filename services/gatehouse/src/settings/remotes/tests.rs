@@ -54,8 +54,9 @@ fn a_repository_with_its_own_url_needs_no_github() {
     );
 }
 
-#[test]
-fn a_repository_on_github_without_github_is_refused_before_any_run() {
+// Building GitHub's client needs a runtime.
+#[tokio::test]
+async fn a_repository_on_github_without_github_is_refused_before_any_run() {
     refused(
         &project("repo = \"acme/api\""),
         "project `app`: acme/api is on GitHub (it names no `url` or `forge`), but there is no [github]",
