@@ -317,6 +317,31 @@ impl Config {
             }
         }
         warnings.extend(self.budget_warnings());
+        warnings.extend(self.plain_http_warnings());
+        warnings
+    }
+
+    /// A token sent over plain `http://`, which anyone on the way can read: a repository's
+    /// own, or a forge's.
+    fn plain_http_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (name, forge) in &self.forges {
+            if forge.api_url.starts_with("http://") {
+                warnings.push(format!(
+                    "forges.{name}: api_url is plain http://, so its token crosses the network unencrypted; use https://"
+                ));
+            }
+        }
+        for project in &self.projects {
+            for r in project.repositories.iter().filter(|r| r.token.is_some()) {
+                if r.url.as_deref().is_some_and(|u| u.starts_with("http://")) {
+                    warnings.push(format!(
+                        "projects.{}.repositories.{}: its url is plain http://, so its token crosses the network unencrypted; use https://",
+                        project.name, r.repo
+                    ));
+                }
+            }
+        }
         warnings
     }
 

@@ -161,3 +161,24 @@ fn an_unreadable_credential_is_named() {
         "projects.app.repositories.team/app.token: environment variable REMOTES_TEST_SURELY_UNSET is not set",
     );
 }
+
+#[test]
+fn a_token_over_plain_http_is_warned_of() {
+    let config: Config = toml::from_str(
+        "[forges.lab]\nkind = \"gitlab\"\napi_url = \"http://gitlab.lan/api/v4\"\ntoken = \"t\"\n[[projects]]\nname = \"app\"\n[[projects.repositories]]\nrepo = \"team/app\"\nurl = \"http://git.lan/team/app.git\"\ntoken = \"t\"\n",
+    )
+    .unwrap();
+    let warnings = config.warnings();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("forges.lab: api_url is plain http://")),
+        "{warnings:?}"
+    );
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.starts_with("projects.app.repositories.team/app: its url is plain http://")),
+        "{warnings:?}"
+    );
+}
