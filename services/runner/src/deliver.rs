@@ -351,8 +351,8 @@ impl Deliverer {
         })
     }
 
-    /// The default branch of `repo`: GitHub's, as its API says; any other remote's, as
-    /// its `HEAD` names it.
+    /// The default branch of `repo`: GitHub's or a forge's, as its API says; any other
+    /// remote's, as its `HEAD` names it.
     pub(crate) async fn default_branch(
         &self,
         repo: &str,
@@ -365,7 +365,12 @@ impl Deliverer {
                 .default_branch(repo)
                 .await
                 .map_err(|e| format!("finding the default branch of {repo}: {e}")),
-            _ => self.remote_default(repo, &remote.url, dir, session).await,
+            Host::Forge { access, path, .. } => access
+                .api
+                .default_branch(path)
+                .await
+                .map_err(|e| format!("finding the default branch of {repo}: {e}")),
+            Host::Plain => self.remote_default(repo, &remote.url, dir, session).await,
         }
     }
 

@@ -161,6 +161,13 @@ async fn a_gitlab_merge_request_is_opened_once_and_updated_when_delivered_again(
 
     let requests = gitlab.merge_requests();
     assert_eq!(requests.len(), 1, "{requests:?}");
+    let api = Forge::new(
+        ForgeKind::Gitlab,
+        &gitlab.api_url(),
+        SecretString::from("glpat-secret"),
+    )
+    .unwrap();
+    assert_eq!(api.default_branch("team/app").await.unwrap(), "main");
     assert_eq!(
         (requests[0].source.as_str(), requests[0].target.as_str()),
         (BRANCH, "main")
@@ -195,6 +202,13 @@ async fn a_gitea_pull_request_is_opened_once_and_updated_when_delivered_again() 
     let (again, opened, _) = deliver_fix(&scene, "fixed again\n").await;
     assert_eq!((again, opened), (1, false), "found open, not opened");
     assert_eq!(gitea.pulls().len(), 1);
+    let api = Forge::new(
+        ForgeKind::Gitea,
+        &gitea.api_url(),
+        SecretString::from("gitea-secret"),
+    )
+    .unwrap();
+    assert_eq!(api.default_branch("team/app").await.unwrap(), "main");
     assert!(gitea.tokens().iter().all(|t| t == "token gitea-secret"));
 }
 
