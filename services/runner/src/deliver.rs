@@ -352,7 +352,7 @@ impl Deliverer {
     }
 
     /// The default branch of `repo`: GitHub's or a forge's, as its API says; any other
-    /// remote's, as its `HEAD` names it.
+    /// remote's, as its `HEAD` names it, asked from `dir` (the runner's scratch directory).
     pub(crate) async fn default_branch(
         &self,
         repo: &str,
@@ -375,7 +375,9 @@ impl Deliverer {
     }
 
     /// The branch the remote's `HEAD` names (`git ls-remote --symref`): the default branch
-    /// of a repository that is not on GitHub.
+    /// of a repository that is not on GitHub. Asked from `dir`, a directory of the runner's
+    /// own: never from the workspace's clone, whose configuration (an `insteadOf`, say)
+    /// could send the question and its credential elsewhere.
     pub(crate) async fn remote_default(
         &self,
         repo: &str,
@@ -383,6 +385,8 @@ impl Deliverer {
         dir: &Path,
         session: &mut Session,
     ) -> Result<String, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("finding the default branch of {repo}: {e}"))?;
         let listed = self
             .run(
                 url,

@@ -50,7 +50,7 @@ impl<'a> Repo<'a> {
             Some(base) => base.clone(),
             None => {
                 deliverer
-                    .default_branch(repo, &remote, &dir, &mut session)
+                    .default_branch(repo, &remote, delivery.scratch, &mut session)
                     .await?
             }
         };
@@ -88,7 +88,12 @@ impl<'a> Repo<'a> {
         } else {
             let default = self
                 .deliverer
-                .default_branch(&repo, &self.remote, &self.dir, &mut self.session)
+                .default_branch(
+                    &repo,
+                    &self.remote,
+                    self.delivery.scratch,
+                    &mut self.session,
+                )
                 .await?;
             (branch == default).then_some("its default branch")
         };

@@ -312,3 +312,32 @@ fn holding(root: &std::path::Path, needle: &str, found: &mut Vec<std::path::Path
         }
     }
 }
+
+#[tokio::test]
+async fn a_conversation_never_pushes_to_the_default_branch_its_remote_names() {
+    let mut scene = without_github().await;
+    scene.by = super::super::By::Conversation(uuid::Uuid::nil());
+    scene.remote("team/app", 1);
+    let bare = scene.bare("team/app");
+    git(&bare, &["branch", "trunk", "main"]);
+    git(&bare, &["symbolic-ref", "HEAD", "refs/heads/trunk"]);
+    let repository = RepositoryCheckout {
+        branch: Some("main".into()),
+        ..own(&scene, "team/app")
+    };
+    let repository = RepositoryCheckout {
+        mode: RepositoryMode::Existing,
+        branch_name: Some("trunk".into()),
+        ..repository
+    };
+    scene.prepare(&[repository]).await.unwrap();
+    std::fs::write(scene.workspace().join("FIX.md"), "fixed\n").unwrap();
+    let before = git(&bare, &["for-each-ref"]);
+    let (delivered, log) = scene.deliver(DeliverMode::Pr, None).await;
+    let refused = delivered.unwrap_err();
+    assert!(
+        refused.starts_with("refused: the work branch of team/app is `trunk`, its default branch"),
+        "{refused} {log:?}"
+    );
+    assert_eq!(git(&bare, &["for-each-ref"]), before, "nothing pushed");
+}
