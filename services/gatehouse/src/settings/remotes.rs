@@ -23,10 +23,19 @@ pub fn refusals(config: &Config) -> Vec<String> {
     for project in &config.projects {
         for repository in &project.repositories {
             let at = format!("project `{}`: {}", project.name, repository.repo);
-            if repository.on_github() && config.github.is_none() {
-                problems.push(format!(
-                    "{at} is on GitHub (it names no `url` or `forge`), but there is no [github]: give it its own `url = \"…\"` (file://, https:// or ssh://, any git remote), or configure [github]"
-                ));
+            if repository.on_github() {
+                let lacking = match &config.github {
+                    None => Some("there is no [github]"),
+                    Some(g) if g.token.is_none() && g.app_id.is_none() => {
+                        Some("[github] has no `token` or app to clone it with")
+                    }
+                    Some(_) => None,
+                };
+                if let Some(lacking) = lacking {
+                    problems.push(format!(
+                        "{at} is on GitHub (it names no `url` or `forge`), but {lacking}: give it its own `url = \"…\"` (file://, https:// or ssh://, any git remote), or configure [github] with a `token` or an app"
+                    ));
+                }
             }
             if let Some(name) = &repository.forge {
                 match config.forges.get(name) {

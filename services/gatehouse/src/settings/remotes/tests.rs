@@ -66,6 +66,13 @@ async fn a_repository_on_github_without_github_is_refused_before_any_run() {
         project("repo = \"acme/api\"")
     );
     assert_eq!(check(&with_github), Vec::<String>::new());
+    refused(
+        &format!(
+            "[github]\nwebhook_secrets = [\"s\"]\n{}",
+            project("repo = \"acme/api\"")
+        ),
+        "but [github] has no `token` or app to clone it with",
+    );
 }
 
 #[test]
