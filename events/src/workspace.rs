@@ -35,6 +35,16 @@ pub struct RepositoryCheckout {
     /// The work branch for `new` (created) and `existing` (checked out and pushed to).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch_name: Option<String>,
+    /// Its own git remote, when it is not on GitHub (nor given by its forge): frozen, so
+    /// the run pushes where it cloned from. Its credential is the runner's to find.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The `[forges.NAME]` its merge requests open on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forge: Option<String>,
+    /// Its project path on that forge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
 }
 
 impl RepositoryCheckout {

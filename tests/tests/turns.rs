@@ -311,6 +311,9 @@ impl Conversation {
                             branch: None,
                             mode: RepositoryMode::Auto,
                             branch_name: None,
+                            url: None,
+                            forge: None,
+                            path: None,
                         })
                         .collect(),
                     settings: BTreeMap::from([("language".into(), "rust".into())]),
@@ -1061,7 +1064,9 @@ async fn a_delivery_that_cannot_be_made_fails_saying_why(backend: Backend) {
         (row.status, row.failure.as_deref()),
         (
             TurnStatus::Failed,
-            Some("deliver needs [github] with a token (and git_url) in the configuration")
+            Some(
+                "deliver needs a way to the repositories: [github] with a token or an app, or repositories that name their own `url` (or `forge`)"
+            )
         )
     );
     assert!(
@@ -1071,7 +1076,7 @@ async fn a_delivery_that_cannot_be_made_fails_saying_why(backend: Backend) {
     );
     let reported = finished(&stack.db.store, 1).await;
     assert!(
-        matches!(&reported[0].outcome, TurnOutcome::Failed { reason } if reason.starts_with("deliver needs [github]")),
+        matches!(&reported[0].outcome, TurnOutcome::Failed { reason } if reason.starts_with("deliver needs a way to the repositories")),
         "{reported:?}"
     );
     stack.stop().await;

@@ -93,7 +93,7 @@ pub use text::fit_bytes;
 pub use timers::{TimerKind, TimerRow};
 pub use tokens::{NewToken, TokenRow};
 pub use tool_calls::ToolCallRow;
-pub use trees::{DirectMergeRow, TreeRow};
+pub use trees::{DirectMergeRow, PushedBranchRow, TreeRow};
 pub use turns::{
     ModelUsageTotal, NewTurnAttempt, TurnAttemptRow, TurnEnd, TurnKey, TurnStatus, TurnToolCallRow,
     TurnUsageRow,

@@ -36,7 +36,91 @@ pub struct DirectMergeRow {
     pub created_at: DateTime<Utc>,
 }
 
+/// A work branch a `deliver` node pushed to a repository that is not on GitHub: to a git
+/// remote alone, or to a forge with the merge request (pull request) opened from it.
+#[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
+pub struct PushedBranchRow {
+    pub run_id: Uuid,
+    pub repo: String,
+    pub requirement_id: Option<Uuid>,
+    pub branch: String,
+    /// The commit pushed.
+    pub commit_sha: String,
+    /// The remote pushed to, as shown (no user name).
+    pub remote: String,
+    /// The `[forges.NAME]` the merge request is on; `None` for a git remote alone.
+    pub forge: Option<String>,
+    /// The merge request's number there (`!N` on GitLab, `#N` on Gitea).
+    pub request_number: Option<i64>,
+    /// Its page.
+    pub request_url: Option<String>,
+    pub created_at: DateTime<Utc>,
+}
+
 impl Store {
+    /// Records a work branch a delivery pushed (and the merge request opened from it, if
+    /// any), replacing what an earlier attempt of the run recorded for the repository.
+    pub async fn record_pushed_branch(&self, pushed: &PushedBranchRow) -> Result<(), StoreError> {
+        with_writer!(self, pool => {
+            sqlx::query(
+                "INSERT INTO pushed_branches (run_id, repo, requirement_id, branch, commit_sha,
+                   remote, forge, request_number, request_url, created_at)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)
+                 ON CONFLICT (run_id, repo) DO UPDATE SET branch = excluded.branch,
+                   commit_sha = excluded.commit_sha, remote = excluded.remote,
+                   forge = excluded.forge, request_number = excluded.request_number,
+                   request_url = excluded.request_url, created_at = excluded.created_at",
+            )
+            .bind(pushed.run_id)
+            .bind(&pushed.repo)
+            .bind(pushed.requirement_id)
+            .bind(&pushed.branch)
+            .bind(&pushed.commit_sha)
+            .bind(&pushed.remote)
+            .bind(&pushed.forge)
+            .bind(pushed.request_number)
+            .bind(&pushed.request_url)
+            .bind(pushed.created_at)
+            .execute(pool)
+            .await?;
+        });
+        Ok(())
+    }
+
+    /// The branches `run` pushed, by repository.
+    pub async fn pushed_branches_of_run(
+        &self,
+        run: Uuid,
+    ) -> Result<Vec<PushedBranchRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT run_id, repo, requirement_id, branch, commit_sha, remote, forge,
+                   request_number, request_url, created_at
+                 FROM pushed_branches WHERE run_id = $1 ORDER BY repo",
+            )
+            .bind(run)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+
+    /// The branches the runs of `requirement` pushed, oldest first.
+    pub async fn pushed_branches_of_requirement(
+        &self,
+        requirement: Uuid,
+    ) -> Result<Vec<PushedBranchRow>, StoreError> {
+        Ok(with_pool!(self, pool => {
+            sqlx::query_as(
+                "SELECT run_id, repo, requirement_id, branch, commit_sha, remote, forge,
+                   request_number, request_url, created_at
+                 FROM pushed_branches WHERE requirement_id = $1 ORDER BY created_at, repo",
+            )
+            .bind(requirement)
+            .fetch_all(pool)
+            .await?
+        }))
+    }
+
     /// Records the trees `node`'s attempt left in the run's workspace, replacing earlier
     /// ones of the same repositories.
     pub async fn record_workspace_trees(

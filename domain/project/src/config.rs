@@ -1,8 +1,10 @@
 //! `[[projects]]` as the configuration file spells it.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use gatehouse_events::RepositoryMode;
+use gatehouse_secret::Secret;
 use serde::{Deserialize, Serialize};
 
 /// One `[[projects]]` entry.
@@ -62,11 +64,13 @@ pub struct ProjectConfig {
     pub mcp: Vec<String>,
 }
 
-/// One repository of a project.
+/// One repository of a project: on GitHub (`[github]`) unless it names its own `url` or
+/// a `forge`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RepositoryConfig {
-    /// `owner/name`.
+    /// `owner/name`: on GitHub, the repository itself; with a `url` or a `forge`, its name
+    /// in Gatehouse (commands, records, the workspace folder of its last part).
     pub repo: String,
     /// The branch work starts from and pull requests target; the repository's default
     /// branch when not given.
@@ -77,6 +81,41 @@ pub struct RepositoryConfig {
     /// The work branch, for `new` and `existing`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub branch_name: Option<String>,
+    /// Its own git remote, instead of GitHub: `file:///srv/git/app.git`,
+    /// `https://git.example.com/team/app.git`, `ssh://git@host/team/app.git` or
+    /// `git@host:team/app.git`. With a `forge`, where git reaches it on that forge (derived
+    /// from the forge's `git_url` and `path` when not given).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The token git authenticates with over https (sent as an HTTP header to this url
+    /// only); a forge's repository takes the forge's token when it has none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub token: Option<Secret>,
+    /// The private key git authenticates with over ssh (OpenSSH format).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deploy_key: Option<Secret>,
+    /// The ssh host keys to trust (a `known_hosts` file); without it the host's key is
+    /// accepted the first time and held to afterwards.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub known_hosts: Option<PathBuf>,
+    /// The `[forges.NAME]` where its merge requests (pull requests) open.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub forge: Option<String>,
+    /// Its project path on the forge (`group/subgroup/app`); `repo` when not given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+impl RepositoryConfig {
+    /// Whether it is on GitHub: it names no url and no forge of its own.
+    pub fn on_github(&self) -> bool {
+        self.url.is_none() && self.forge.is_none()
+    }
+
+    /// Its path on its forge.
+    pub fn forge_path(&self) -> &str {
+        self.path.as_deref().unwrap_or(&self.repo)
+    }
 }
 
 fn auto() -> RepositoryMode {

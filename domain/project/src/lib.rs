@@ -12,6 +12,7 @@
 mod config;
 mod error;
 mod projects;
+pub mod remote;
 mod resolve;
 
 pub use config::{ProjectConfig, RepositoryConfig, Right};

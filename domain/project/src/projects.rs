@@ -8,6 +8,7 @@ use gatehouse_sop::{check_person_or_group, names_person};
 
 use crate::config::{ProjectConfig, RepositoryConfig, Right};
 use crate::error::ConfigError;
+use crate::remote::{Transport, transport};
 
 /// The configured projects, checked: unique names, well-formed repositories and branches,
 /// each channel in one project at most.
@@ -169,6 +170,9 @@ impl Project {
                 branch: r.branch.clone(),
                 mode: r.mode,
                 branch_name: r.branch_name.clone(),
+                url: r.url.clone(),
+                forge: r.forge.clone(),
+                path: r.forge.as_ref().map(|_| r.forge_path().to_owned()),
             })
             .collect();
         RunWorkspace {
@@ -225,6 +229,8 @@ fn check_project(project: &ProjectConfig) -> Result<(), ConfigError> {
                 "two repositories are named `{dir}`; a workspace holds each under its name"
             ));
         }
+        check_remote(repository)
+            .map_err(|what| ConfigError(format!("project `{name}`: {repo}: {what}")))?;
         for branch in repository.branch.iter().chain(&repository.branch_name) {
             if !is_branch_name(branch) {
                 return fail(format!("{repo}: `{branch}` is not a branch name"));
@@ -299,6 +305,91 @@ fn check_project(project: &ProjectConfig) -> Result<(), ConfigError> {
             "default_sop `{sop}` is not among its sops ({})",
             project.sops.join(", ")
         ));
+    }
+    Ok(())
+}
+
+/// `Err` saying what is wrong with a repository's own remote: a url that is no remote
+/// Gatehouse clones from, a credential its transport does not take (a token is sent over
+/// https, a deploy key over ssh; a file:// remote takes none), a path without a forge.
+fn check_remote(repository: &RepositoryConfig) -> Result<(), String> {
+    let transport = match &repository.url {
+        Some(url) => Some(transport(url).map_err(|e| format!("url: {e}"))?),
+        None => None,
+    };
+    let on = |t: Option<Transport>| match t {
+        Some(Transport::File) => "a file:// url",
+        Some(Transport::Ssh) => "an ssh url",
+        Some(Transport::Http) => "an https url",
+        None if repository.forge.is_some() => "a forge's derived https url",
+        None => "GitHub (no url)",
+    };
+    if repository.token.is_some() && repository.deploy_key.is_some() {
+        return Err("give `token` (https) or `deploy_key` (ssh), not both".into());
+    }
+    if repository.token.is_some() {
+        let fits = match transport {
+            Some(t) => t == Transport::Http,
+            None => repository.forge.is_some(),
+        };
+        if !fits {
+            return Err(format!(
+                "`token` is sent over https, but the repository is on {}; {}",
+                on(transport),
+                if transport == Some(Transport::Ssh) {
+                    "give it a `deploy_key` instead"
+                } else if transport.is_none() {
+                    "GitHub's token is [github]'s `token`"
+                } else {
+                    "a file:// remote takes no credential"
+                }
+            ));
+        }
+    }
+    if repository.deploy_key.is_some() && transport != Some(Transport::Ssh) {
+        return Err(format!(
+            "`deploy_key` is for ssh, but the repository is on {}; {}",
+            on(transport),
+            if transport == Some(Transport::Http) {
+                "give it a `token` instead"
+            } else {
+                "give it an ssh `url` (ssh://host/path or user@host:path)"
+            }
+        ));
+    }
+    if repository.known_hosts.is_some() && transport != Some(Transport::Ssh) {
+        return Err(format!(
+            "`known_hosts` is for ssh, but the repository is on {}",
+            on(transport)
+        ));
+    }
+    if let Some(forge) = &repository.forge
+        && (forge.is_empty()
+            || !forge
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_'))
+    {
+        return Err(format!(
+            "`{forge}` is not a forge's name (the NAME of a [forges.NAME] section)"
+        ));
+    }
+    if let Some(path) = &repository.path {
+        if repository.forge.is_none() {
+            return Err("`path` is the repository's path on its `forge`; name the forge".into());
+        }
+        let plain = |part: &str| {
+            !part.is_empty()
+                && part != "."
+                && part != ".."
+                && part
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        };
+        if !path.split('/').all(plain) || !path.contains('/') {
+            return Err(format!(
+                "`{path}` is not a path on a forge (owner/name, or group/subgroup/name)"
+            ));
+        }
     }
     Ok(())
 }

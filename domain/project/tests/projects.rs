@@ -328,3 +328,114 @@ fn bad_projects_are_refused_with_the_reason() {
     );
     assert!(projects("[[projects]]\nname = \"a\"\nmcp = [\"docs\"]\n").is_ok());
 }
+
+#[test]
+fn a_repository_off_github_is_frozen_with_where_it_is() {
+    let projects = projects(
+        r#"
+[[projects]]
+name = "own"
+repositories = [{ repo = "team/app", url = "file:///srv/git/app.git" },
+                { repo = "team/web", forge = "lab", path = "platform/web" },
+                { repo = "team/docs", forge = "lab" },
+                { repo = "acme/api" }]
+"#,
+    )
+    .unwrap();
+    let workspace = projects
+        .resolve(request(Some("own"), &[]))
+        .unwrap()
+        .unwrap();
+    let frozen: Vec<_> = workspace
+        .repositories
+        .iter()
+        .map(|r| {
+            (
+                r.repo.as_str(),
+                r.url.as_deref(),
+                r.forge.as_deref(),
+                r.path.as_deref(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        frozen,
+        [
+            ("team/app", Some("file:///srv/git/app.git"), None, None),
+            ("team/web", None, Some("lab"), Some("platform/web")),
+            ("team/docs", None, Some("lab"), Some("team/docs")),
+            ("acme/api", None, None, None),
+        ]
+    );
+    let own = projects.get("own").unwrap();
+    let on_github: Vec<bool> = own
+        .config()
+        .repositories
+        .iter()
+        .map(|r| r.on_github())
+        .collect();
+    assert_eq!(on_github, [false, false, false, true]);
+}
+
+#[test]
+fn a_remote_and_its_credential_are_checked() {
+    let one = |repository: &str| {
+        projects(&format!(
+            "[[projects]]\nname = \"own\"\nrepositories = [{{ {repository} }}]\n"
+        ))
+        .err()
+        .unwrap_or_default()
+    };
+    assert_eq!(
+        one(r#"repo = "team/app", url = "https://git.example.com/team/app.git", token = "t""#),
+        ""
+    );
+    assert_eq!(
+        one(
+            r#"repo = "team/app", url = "ssh://git@host/team/app.git", deploy_key = "k", known_hosts = "/etc/kh""#
+        ),
+        ""
+    );
+    for (repository, says) in [
+        (
+            r#"repo = "team/app", url = "file:///srv/app.git", token = "t""#,
+            "project `own`: team/app: `token` is sent over https, but the repository is on a file:// url; a file:// remote takes no credential",
+        ),
+        (
+            r#"repo = "team/app", url = "git@host:app.git", token = "t""#,
+            "on an ssh url; give it a `deploy_key` instead",
+        ),
+        (
+            r#"repo = "team/app", url = "https://h/app.git", deploy_key = "k""#,
+            "`deploy_key` is for ssh, but the repository is on an https url; give it a `token` instead",
+        ),
+        (
+            r#"repo = "team/app", url = "https://h/app.git", token = "t", deploy_key = "k""#,
+            "not both",
+        ),
+        (
+            r#"repo = "team/app", url = "https://h/app.git", known_hosts = "/kh""#,
+            "`known_hosts` is for ssh",
+        ),
+        (
+            r#"repo = "team/app", url = "ext::sh -c id""#,
+            "team/app: url:",
+        ),
+        (
+            r#"repo = "team/app", forge = "a lab""#,
+            "is not a forge's name",
+        ),
+        (
+            r#"repo = "team/app", forge = "lab", path = "../x""#,
+            "is not a path on a forge",
+        ),
+        (r#"repo = "team/app", path = "x/y""#, "name the forge"),
+        (
+            r#"repo = "app", url = "file:///srv/app.git""#,
+            "is not owner/name",
+        ),
+    ] {
+        let refused = one(repository);
+        assert!(refused.contains(says), "{repository}: {refused}");
+    }
+}

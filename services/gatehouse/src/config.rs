@@ -13,6 +13,7 @@ mod assistant;
 mod budget;
 mod chat;
 mod console;
+mod forges;
 mod github;
 mod load_errors;
 mod locate;
@@ -29,6 +30,7 @@ pub use assistant::AssistantConfig;
 pub use budget::BudgetConfig;
 pub use chat::{DiscordConfig, SlackConfig};
 pub use console::ConsoleConfig;
+pub use forges::ForgeConfig;
 pub use github::{GithubConfig, GithubTrigger};
 pub use mcp::McpConfig;
 pub use providers::{ProviderConfig, ProviderKindConfig};
@@ -58,6 +60,10 @@ pub struct Config {
     /// GitHub App or token, webhook secrets, label triggers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub github: Option<GithubConfig>,
+    /// GitLab and Gitea (Forgejo) servers, by name: where the merge requests of the
+    /// repositories that name them open.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub forges: BTreeMap<String, ForgeConfig>,
     /// Slack bot.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slack: Option<SlackConfig>,
@@ -245,6 +251,24 @@ impl Config {
             .providers
             .iter()
             .map(|(name, p)| (format!("providers.{name}.key"), &p.key));
+        let forges = self
+            .forges
+            .iter()
+            .map(|(name, f)| (format!("forges.{name}.token"), &f.token));
+        let repositories = self.projects.iter().flat_map(|p| {
+            p.repositories.iter().flat_map(move |r| {
+                [("token", &r.token), ("deploy_key", &r.deploy_key)]
+                    .into_iter()
+                    .filter_map(move |(key, s)| {
+                        s.as_ref().map(|s| {
+                            (
+                                format!("projects.{}.repositories.{}.{key}", p.name, r.repo),
+                                s,
+                            )
+                        })
+                    })
+            })
+        });
         let mcp = self.mcp.iter().flat_map(|(name, m)| {
             m.secret_headers()
                 .into_iter()
@@ -256,6 +280,8 @@ impl Config {
             .chain(discord)
             .chain(console)
             .chain(providers)
+            .chain(forges)
+            .chain(repositories)
             .chain(mcp)
     }
 
@@ -291,11 +317,36 @@ impl Config {
             }
         }
         warnings.extend(self.budget_warnings());
+        warnings.extend(self.plain_http_warnings());
+        warnings
+    }
+
+    /// A token sent over plain `http://`, which anyone on the way can read: a repository's
+    /// own, or a forge's.
+    fn plain_http_warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        for (name, forge) in &self.forges {
+            if forge.api_url.starts_with("http://") {
+                warnings.push(format!(
+                    "forges.{name}: api_url is plain http://, so its token crosses the network unencrypted; use https://"
+                ));
+            }
+        }
+        for project in &self.projects {
+            for r in project.repositories.iter().filter(|r| r.token.is_some()) {
+                if r.url.as_deref().is_some_and(|u| u.starts_with("http://")) {
+                    warnings.push(format!(
+                        "projects.{}.repositories.{}: its url is plain http://, so its token crosses the network unencrypted; use https://",
+                        project.name, r.repo
+                    ));
+                }
+            }
+        }
         warnings
     }
 
     /// Checks what serde cannot: uniqueness of names and of chat identities.
-    fn validate(&self) -> Result<(), ConfigError> {
+    pub(crate) fn validate(&self) -> Result<(), ConfigError> {
         self.server.check()?;
         if self.storage.checkpoint_pack_limit.as_u64() == 0 {
             return Err(ConfigError::Inconsistent(

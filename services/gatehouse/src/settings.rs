@@ -8,6 +8,7 @@ pub mod check;
 pub mod gateway;
 pub mod github;
 pub mod mcp;
+pub mod remotes;
 pub mod sandbox;
 
 use std::collections::BTreeMap;
@@ -140,7 +141,8 @@ pub fn people(config: &Config) -> People {
 }
 
 /// A runner on this process's sandboxes (what a crash left behind is cleaned up first),
-/// delivering to GitHub when a client is configured. `data_dir` is absolute: scripts run in
+/// delivering to GitHub when a client is configured, and to the projects' own remotes and
+/// forges. `data_dir` is absolute: scripts run in
 /// their workspace, so the paths they are given must not be relative.
 pub async fn runner(
     config: &Config,
@@ -152,11 +154,7 @@ pub async fn runner(
         tracing::warn!("{warning}");
     }
     let sandbox = sandbox::sandboxes(config, data_dir).await?;
-    let delivery = config
-        .github
-        .as_ref()
-        .zip(github)
-        .map(|(settings, client)| github::deliverer(settings, client));
+    let delivery = remotes::deliverer(config, github)?;
     let relay = gateway::relay(config)?;
     let acp = gateway::acp(config, relay.as_deref())?;
     let options = RunnerOptions {

@@ -28,6 +28,8 @@ fn command(dir: &Path, args: &[&str]) -> Command {
         "SLACK_BOT_TOKEN",
         "SLACK_SIGNING_SECRET",
         "DISCORD_BOT_TOKEN",
+        "TOOLS_DEPLOY_KEY",
+        "GITLAB_TOKEN",
     ] {
         command.env(secret, "a-secret-for-the-test");
     }

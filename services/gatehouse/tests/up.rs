@@ -834,6 +834,54 @@ fn a_project_run_from_the_cli_delivers_each_repository() {
     );
 }
 
+/// Repositories off GitHub from the configuration file, with no `[github]` at all: one on
+/// GitLab and one on Gitea (`[forges.NAME]`, their git in local bare repositories), each
+/// delivered as a merge request (pull request) there, recorded, and shown by `run show` and
+/// `requirement show`.
+#[test]
+fn a_project_on_gitlab_and_gitea_delivers_without_github() {
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let gitlab = runtime.block_on(gatehouse_fake_forge::gitlab::FakeGitlab::start("glpat-x"));
+    let gitea = runtime.block_on(gatehouse_fake_forge::gitea::FakeGitea::start("tea-x"));
+    let git = tempfile::tempdir().unwrap();
+    for repo in ["acme/api", "acme/web"] {
+        gatehouse_fake_forge::git::bare_repository(&git.path().join(format!("{repo}.git")));
+    }
+    let up = start_with(&format!(
+        "[forges.lab]\nkind = \"gitlab\"\napi_url = \"{}\"\ntoken = \"glpat-x\"\ngit_url = \"file://{git}\"\n[forges.tea]\nkind = \"gitea\"\napi_url = \"{}\"\ntoken = \"tea-x\"\ngit_url = \"file://{git}\"\n[[projects]]\nname = \"shop\"\nrepositories = [{{ repo = \"acme/api\", forge = \"lab\" }}, {{ repo = \"acme/web\", forge = \"tea\" }}]\n",
+        gitlab.api_url(),
+        gitea.api_url(),
+        git = git.path().display()
+    ));
+    let run = up.json(&["run", "start", "both", "--project", "shop"])["run_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    up.wait(&run, "succeeded");
+    let requests = gitlab.merge_requests();
+    assert_eq!(requests.len(), 1, "{requests:?}");
+    assert_eq!(requests[0].project, "acme/api");
+    let pulls = gitea.pulls();
+    assert_eq!(pulls.len(), 1, "{pulls:?}");
+    assert_eq!(pulls[0].project, "acme/web");
+    let text = String::from_utf8_lossy(&up.cli(&["run", "show", &run]).stdout).into_owned();
+    assert!(
+        text.contains(&format!(
+            "on the forge `lab` ({}/acme/api/-/merge_requests/1)",
+            gitlab.url
+        )),
+        "{text}"
+    );
+    let requirements = up.json(&["requirement", "list"]);
+    let id = requirements[0]["id"].as_str().unwrap();
+    let text = String::from_utf8_lossy(&up.cli(&["requirement", "show", id]).stdout).into_owned();
+    assert!(
+        text.contains(&format!("acme/web: pushed branch {}", pulls[0].source))
+            && text.contains("#1 on the forge `tea`"),
+        "{text}"
+    );
+}
+
 /// The chat configuration end to end: a card for a gate in both chats' approvals channels,
 /// decided from a Discord button, the Slack card then showing who decided; a Slack request
 /// in a channel with a configured SOP starts it.

@@ -65,9 +65,11 @@ async fn main() {
     let setup = setup.elapsed();
     let git_url = format!("file://{}", root.path().join("git").display());
     let deliverer = Deliverer {
-        github: GithubClient::new("http://127.0.0.1:9", "unused".to_owned().into())
-            .expect("a client"),
+        github: Some(
+            GithubClient::new("http://127.0.0.1:9", "unused".to_owned().into()).expect("a client"),
+        ),
         git_url: git_url.clone(),
+        remotes: gatehouse_runner::Remotes::default(),
         author_name: "Gatehouse".into(),
         author_email: "gatehouse@localhost".into(),
     };
@@ -78,6 +80,9 @@ async fn main() {
             branch: None,
             mode: RepositoryMode::Auto,
             branch_name: None,
+            url: None,
+            forge: None,
+            path: None,
         })
         .collect();
 

@@ -34,23 +34,32 @@ pub(crate) mod trees;
 
 use std::path::Path;
 
-use gatehouse_events::{DeliverMode, DeliverSpec};
+use gatehouse_events::{DeliverMode, DeliverSpec, RepositoryCheckout};
 use gatehouse_github::GithubClient;
-use secrecy::SecretString;
+use gatehouse_project::is_branch_name;
+use gatehouse_project::remote::{Transport, transport};
+use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
 
-use crate::git::{Git, Network};
+use crate::git::{Auth, Git, Network};
+use crate::remotes::{Credential, ForgeAccess, Remotes};
+use crate::scratch::Scratch;
 use crate::secrets::Secrets;
 use approval::Approval;
 use branch::Repo;
 use checkouts::Checkout;
 
-/// What delivering needs: where repositories are, and who Gatehouse is on GitHub.
+/// What delivering needs: where repositories are, who Gatehouse is on GitHub, and what it
+/// authenticates with elsewhere.
 pub struct Deliverer {
-    /// GitHub's API (pull requests, default branches).
-    pub github: GithubClient,
-    /// Where repositories are cloned from: `{git_url}/{owner}/{name}.git`.
+    /// GitHub's API (pull requests, default branches), for the repositories on GitHub;
+    /// `None` when the configuration has no `[github]` (every repository names its own
+    /// remote or forge).
+    pub github: Option<GithubClient>,
+    /// Where GitHub's repositories are cloned from: `{git_url}/{owner}/{name}.git`.
     pub git_url: String,
+    /// The credentials of repositories with their own remote, and the forges.
+    pub remotes: Remotes,
     /// Commit author name.
     pub author_name: String,
     /// Commit author email.
@@ -60,18 +69,64 @@ pub struct Deliverer {
 impl std::fmt::Debug for Deliverer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Deliverer")
+            .field("github", &self.github.is_some())
             .field("git_url", &self.git_url)
+            .field("remotes", &self.remotes)
             .field("author_name", &self.author_name)
             .finish_non_exhaustive()
     }
 }
 
-/// One repository's git session: the token git authenticates with (the configured one,
-/// or a fresh installation token for a GitHub App), and the lines it logged.
+/// One repository's git session: what git authenticates with (the configured token, a
+/// fresh installation token for a GitHub App, a deploy key written for the session), and
+/// the lines it logged.
 pub(crate) struct Session {
-    token: SecretString,
+    auth: Auth,
+    /// The directory holding the session's deploy key, removed with it when the session
+    /// ends.
+    _keys: Option<Scratch>,
     /// Commands and their output, for the node's log.
     pub lines: Vec<String>,
+}
+
+/// Where one repository is, as the run froze it: its own url, its forge and path there;
+/// none of them for a repository on GitHub.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Origin {
+    pub url: Option<String>,
+    pub forge: Option<String>,
+    pub path: Option<String>,
+}
+
+impl Origin {
+    pub(crate) fn of(checkout: &RepositoryCheckout) -> Self {
+        Self {
+            url: checkout.url.clone(),
+            forge: checkout.forge.clone(),
+            path: checkout.path.clone(),
+        }
+    }
+}
+
+/// A repository's remote as this runner reaches it.
+pub(crate) struct Remote<'a> {
+    /// What git clones from and pushes to.
+    pub url: String,
+    pub host: Host<'a>,
+}
+
+/// Who hosts a repository: where its pull or merge requests open, if anywhere.
+pub(crate) enum Host<'a> {
+    /// GitHub, through `[github]`.
+    Github(&'a GithubClient),
+    /// A `[forges.NAME]`, with the repository's path there.
+    Forge {
+        name: &'a str,
+        access: &'a ForgeAccess,
+        path: &'a str,
+    },
+    /// A git remote alone: a delivery pushes its branch and says where.
+    Plain,
 }
 
 /// Who delivers, as commits and pull requests say.
@@ -169,22 +224,191 @@ pub(crate) enum DeliveredTo {
     },
     /// Pushed to its work branch, which is its base too (no pull request to open).
     Pushed { branch: String },
+    /// The work branch pushed to a remote with no forge to open a pull request on:
+    /// someone merges it there.
+    PushedBranch {
+        branch: String,
+        /// The commit pushed.
+        commit: String,
+        /// The remote, as shown (no user name).
+        url: String,
+    },
+    /// A merge request (GitLab) or pull request (Gitea) on a forge, by number, from the
+    /// work branch.
+    Request {
+        /// The `[forges.NAME]`.
+        forge: String,
+        number: u64,
+        branch: String,
+        /// Its page on the forge.
+        url: String,
+        /// Opened by this delivery (else it was open already, and was updated).
+        opened: bool,
+        /// The commit pushed to the work branch.
+        head: String,
+        /// The remote the branch was pushed to, as shown (no user name).
+        remote: String,
+    },
     /// Merged into `branch` by the merge commit `commit`.
     Merged { branch: String, commit: String },
 }
 
 impl Deliverer {
-    /// A session for `repo`: gets the token git will use.
-    pub(crate) async fn session(&self, repo: &str) -> Result<Session, String> {
-        let token = self
-            .github
-            .git_token(repo)
-            .await
-            .map_err(|e| format!("getting a token for {repo}: {e}"))?;
+    /// Where `repo` is, as `origin` froze it: its own url, its forge's, or GitHub's.
+    /// `Err`: this runner cannot reach it (no `[github]`, no such forge).
+    pub(crate) fn remote<'a>(
+        &'a self,
+        repo: &'a str,
+        origin: &'a Origin,
+    ) -> Result<Remote<'a>, String> {
+        if let Some(name) = &origin.forge {
+            let access = self.remotes.forges.get(name).ok_or_else(|| {
+                format!("{repo} is on the forge `{name}`, but this runner's configuration has no [forges.{name}]")
+            })?;
+            let path = origin.path.as_deref().unwrap_or(repo);
+            let url = match &origin.url {
+                Some(url) => url.clone(),
+                None => format!("{}/{path}.git", access.git_url.trim_end_matches('/')),
+            };
+            return Ok(Remote {
+                url,
+                host: Host::Forge { name, access, path },
+            });
+        }
+        if let Some(url) = &origin.url {
+            return Ok(Remote {
+                url: url.clone(),
+                host: Host::Plain,
+            });
+        }
+        let github = self.github.as_ref().ok_or_else(|| {
+            format!("{repo} is on GitHub, but this runner has no [github] with a token or an app (give the repository its own `url` to work without GitHub)")
+        })?;
+        Ok(Remote {
+            url: format!("{}/{repo}.git", self.git_url.trim_end_matches('/')),
+            host: Host::Github(github),
+        })
+    }
+
+    /// A session for `repo` at `remote`: finds what git authenticates with. A deploy key
+    /// is written to a directory of its own under `scratch` (the run's, outside the
+    /// workspace), readable by the runner alone, and removed when the session ends.
+    pub(crate) async fn session(
+        &self,
+        repo: &str,
+        remote: &Remote<'_>,
+        scratch: &Path,
+    ) -> Result<Session, String> {
+        let own = self.remotes.credentials.get(&remote.url);
+        let (auth, keys) = match (&remote.host, own) {
+            (Host::Github(github), _) => {
+                let token = github
+                    .git_token(repo)
+                    .await
+                    .map_err(|e| format!("getting a token for {repo}: {e}"))?;
+                (
+                    Auth::Basic {
+                        user: "x-access-token",
+                        token,
+                    },
+                    None,
+                )
+            }
+            // A repository on this machine takes no credential.
+            _ if transport(&remote.url) == Ok(Transport::File) => (Auth::None, None),
+            (_, Some(Credential::DeployKey { key, known_hosts })) => {
+                let (auth, keys) = ssh_auth(key, known_hosts.as_deref(), scratch)
+                    .map_err(|e| format!("writing the deploy key of {repo} for git: {e}"))?;
+                (auth, Some(keys))
+            }
+            (Host::Forge { access, .. }, Some(Credential::Token(token))) => (
+                Auth::Basic {
+                    user: access.api.git_user(),
+                    token: token.clone(),
+                },
+                None,
+            ),
+            (Host::Forge { access, .. }, None) => (
+                Auth::Basic {
+                    user: access.api.git_user(),
+                    token: access.token.clone(),
+                },
+                None,
+            ),
+            (Host::Plain, Some(Credential::Token(token))) => (
+                Auth::Basic {
+                    user: "x-access-token",
+                    token: token.clone(),
+                },
+                None,
+            ),
+            (Host::Plain, None) => (Auth::None, None),
+        };
         Ok(Session {
-            token,
+            auth,
+            _keys: keys,
             lines: Vec::new(),
         })
+    }
+
+    /// The default branch of `repo`: GitHub's or a forge's, as its API says; any other
+    /// remote's, as its `HEAD` names it, asked from `dir` (the runner's scratch directory).
+    pub(crate) async fn default_branch(
+        &self,
+        repo: &str,
+        remote: &Remote<'_>,
+        dir: &Path,
+        session: &mut Session,
+    ) -> Result<String, String> {
+        match remote.host {
+            Host::Github(github) => github
+                .default_branch(repo)
+                .await
+                .map_err(|e| format!("finding the default branch of {repo}: {e}")),
+            Host::Forge { access, path, .. } => access
+                .api
+                .default_branch(path)
+                .await
+                .map_err(|e| format!("finding the default branch of {repo}: {e}")),
+            Host::Plain => self.remote_default(repo, &remote.url, dir, session).await,
+        }
+    }
+
+    /// The branch the remote's `HEAD` names (`git ls-remote --symref`): the default branch
+    /// of a repository that is not on GitHub. Asked from `dir`, a directory of the runner's
+    /// own: never from the workspace's clone, whose configuration (an `insteadOf`, say)
+    /// could send the question and its credential elsewhere.
+    pub(crate) async fn remote_default(
+        &self,
+        repo: &str,
+        url: &str,
+        dir: &Path,
+        session: &mut Session,
+    ) -> Result<String, String> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("finding the default branch of {repo}: {e}"))?;
+        let listed = self
+            .run(
+                url,
+                dir,
+                None,
+                Network::Remote,
+                &["ls-remote", "--symref", "--", url, "HEAD"],
+                session,
+            )
+            .await
+            .map_err(|reason| format!("finding the default branch of {repo}: {reason}"))?;
+        listed
+            .lines()
+            .find_map(|line| {
+                let (target, name) = line.strip_prefix("ref: ")?.split_once('\t')?;
+                (name.trim() == "HEAD").then_some(target.strip_prefix("refs/heads/")?)
+            })
+            .filter(|branch| is_branch_name(branch))
+            .map(str::to_owned)
+            .ok_or_else(|| {
+                format!("finding the default branch of {repo}: its remote names no branch as HEAD (an empty repository?); give the repository a `branch`")
+            })
     }
 
     /// Delivers every writable repository that changed. `Err`: why not (the node's
@@ -246,7 +470,7 @@ impl Deliverer {
             return Err("nothing to deliver: the workspace has no writable repository".into());
         }
         if delivery.pull_only() {
-            for repo in repos.iter() {
+            for repo in repos.iter_mut() {
                 repo.refuse_base_branch().await?;
             }
         }
@@ -312,10 +536,6 @@ impl Deliverer {
         Ok(Deliveries::Done(delivered))
     }
 
-    fn url(&self, repo: &str) -> String {
-        format!("{}/{repo}.git", self.git_url.trim_end_matches('/'))
-    }
-
     /// Replaces whatever earlier nodes did to the clone's git configuration and hooks.
     /// `.git` was checked to hold no links ([`crate::gitdir`]); the config is still
     /// replaced by a new file rather than written through whatever is there.
@@ -379,7 +599,7 @@ impl Deliverer {
     ) -> Result<crate::git::Ran, String> {
         let git = Git {
             remote: url,
-            token: &log.token,
+            auth: &log.auth,
         };
         let command = git.command(dir, repo, network, args);
         let ran = crate::git::run(command, args.first().unwrap_or(&"")).await?;
@@ -392,6 +612,42 @@ impl Deliverer {
         );
         Ok(ran)
     }
+}
+
+/// The deploy key written to a file of its own (0600, in a directory only the runner may
+/// enter) under `scratch`, and the host keys ssh is held to: the configured file, strictly,
+/// else the run's own, where a host's key is accepted the first time and held to for the
+/// rest of the run.
+fn ssh_auth(
+    key: &SecretString,
+    known_hosts: Option<&Path>,
+    scratch: &Path,
+) -> std::io::Result<(Auth, Scratch)> {
+    use std::io::Write;
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let keys = Scratch::new(scratch, "ssh")?;
+    std::fs::set_permissions(keys.path(), std::fs::Permissions::from_mode(0o700))?;
+    let key_file = keys.path().join("deploy_key");
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&key_file)?;
+    file.write_all(key.expose_secret().trim_end().as_bytes())?;
+    // OpenSSH reads no key without its final newline.
+    file.write_all(b"\n")?;
+    let (known_hosts, strict) = match known_hosts {
+        Some(path) => (path.to_owned(), true),
+        None => (scratch.join("known_hosts"), false),
+    };
+    Ok((
+        Auth::Ssh {
+            key_file,
+            known_hosts,
+            strict,
+        },
+        keys,
+    ))
 }
 
 #[cfg(test)]

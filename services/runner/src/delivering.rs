@@ -1,11 +1,12 @@
 //! What delivering needs from the runner, whichever kind of work delivers (a `deliver`
-//! node, a conversation's `deliver`): why nothing can be delivered without GitHub, and the
+//! node, a conversation's `deliver`): why nothing can be delivered without a remote, and the
 //! values of every secret the configuration names for the work, whose addition a delivery
 //! refuses to push; and the head each delivery pushed to a pull request, recorded so a
 //! check result for an older head is told apart and the next answer lists what it adds.
 
 use gatehouse_bus::HandlerError;
 use gatehouse_events::PullRef;
+use gatehouse_store::PushedBranchRow;
 use uuid::Uuid;
 
 use crate::deliver::{Delivered, DeliveredTo};
@@ -13,9 +14,49 @@ use crate::durably::durably;
 use crate::runner::Runner;
 use crate::secrets::Secrets;
 
-/// Why nothing can be delivered by a runner without GitHub.
-pub(crate) const NOT_CONFIGURED: &str =
-    "deliver needs [github] with a token (and git_url) in the configuration";
+/// Why nothing can be delivered by a runner with no way to any remote.
+pub(crate) const NOT_CONFIGURED: &str = "deliver needs a way to the repositories: [github] with a token or an app, or repositories that name their own `url` (or `forge`)";
+
+/// What a runner that cannot clone lacks.
+pub(crate) const CANNOT_CLONE: &str = "configure [github] with a token or an app, or give the project's repositories their own `url` (any git remote)";
+
+/// The record of a branch pushed to a repository that is not on GitHub, by `by` (a run,
+/// or a conversation) for `requirement`; `None` for any other delivery.
+pub(crate) fn pushed_row(
+    by: Uuid,
+    requirement: Option<Uuid>,
+    done: &Delivered,
+) -> Option<PushedBranchRow> {
+    let (branch, commit, remote, request) = match &done.to {
+        DeliveredTo::PushedBranch {
+            branch,
+            commit,
+            url,
+        } => (branch, commit, url, None),
+        DeliveredTo::Request {
+            forge,
+            number,
+            branch,
+            url,
+            head,
+            remote,
+            ..
+        } => (branch, head, remote, Some((forge, number, url))),
+        _ => return None,
+    };
+    Some(PushedBranchRow {
+        run_id: by,
+        repo: done.repo.clone(),
+        requirement_id: requirement,
+        branch: branch.clone(),
+        commit_sha: commit.clone(),
+        remote: remote.clone(),
+        forge: request.map(|(forge, _, _)| forge.clone()),
+        request_number: request.and_then(|(_, number, _)| i64::try_from(*number).ok()),
+        request_url: request.map(|(_, _, url)| url.clone()),
+        created_at: std::time::SystemTime::now().into(),
+    })
+}
 
 impl Runner {
     /// Records, for each pull request in `delivered`, the head commit the delivery pushed

@@ -23,7 +23,7 @@
 //!   is not in the process list. Redirects are not followed: after an initial redirect git
 //!   would send its next requests, header included, to the host it was redirected to.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use base64::Engine;
 use secrecy::{ExposeSecret, SecretString};
@@ -56,12 +56,52 @@ const OVERRIDES: &[&str] = &[
 /// changes what git does.
 const KEPT: &[&str] = &["GIT_SSL_CAINFO", "GIT_SSL_CAPATH"];
 
-/// Git for one remote, authenticated with `token`.
+/// Git for one remote, authenticated as `auth` says.
 pub(crate) struct Git<'a> {
     /// The remote's URL, as cloned from and pushed to.
     pub remote: &'a str,
-    /// The token, sent to `remote` only.
-    pub token: &'a SecretString,
+    /// How it authenticates to `remote`, and to it only.
+    pub auth: &'a Auth,
+}
+
+/// How git authenticates to a remote, given only to the commands that talk to it.
+pub(crate) enum Auth {
+    /// Nothing to give (a file:// remote, a public one, a command that stays local).
+    None,
+    /// A token, as HTTP Basic credentials (`user:token`) in a header scoped to the remote's
+    /// URL: GitHub's user is `x-access-token`, GitLab's `oauth2`; Gitea reads the password.
+    Basic {
+        user: &'static str,
+        token: SecretString,
+    },
+    /// An ssh key, in a file of the run's scratch directory (outside the workspace, mode
+    /// 0600), named by the ssh command git runs; the key itself is in no argument,
+    /// variable, URL or log.
+    Ssh {
+        key_file: PathBuf,
+        /// The host keys ssh trusts: the configured file (checked strictly), or one of the
+        /// session's own where a host's key is accepted the first time.
+        known_hosts: PathBuf,
+        strict: bool,
+    },
+}
+
+impl Auth {
+    /// The ssh command git runs for [`Auth::Ssh`]: the key alone (no agent, no other
+    /// identities, no user configuration), never a prompt.
+    fn ssh_command(key_file: &Path, known_hosts: &Path, strict: bool) -> String {
+        let checking = if strict { "yes" } else { "accept-new" };
+        format!(
+            "ssh -F /dev/null -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking={checking} -o UserKnownHostsFile={} -i {}",
+            quoted(known_hosts),
+            quoted(key_file)
+        )
+    }
+}
+
+/// `path` in single quotes for the shell git runs the ssh command with.
+fn quoted(path: &Path) -> String {
+    format!("'{}'", path.to_string_lossy().replace('\'', "'\\''"))
 }
 
 /// Whether a command talks to the remote (and so gets the token).
@@ -110,15 +150,30 @@ impl Git<'_> {
                 .env("GIT_WORK_TREE", repo);
         }
         if network == Network::Remote {
-            let credentials = base64::engine::general_purpose::STANDARD
-                .encode(format!("x-access-token:{}", self.token.expose_secret()));
-            command
-                .env("GIT_CONFIG_COUNT", "1")
-                .env("GIT_CONFIG_KEY_0", header_key(self.remote))
-                .env(
-                    "GIT_CONFIG_VALUE_0",
-                    format!("Authorization: Basic {credentials}"),
-                );
+            match self.auth {
+                Auth::None => {}
+                Auth::Basic { user, token } => {
+                    let credentials = base64::engine::general_purpose::STANDARD
+                        .encode(format!("{user}:{}", token.expose_secret()));
+                    command
+                        .env("GIT_CONFIG_COUNT", "1")
+                        .env("GIT_CONFIG_KEY_0", header_key(self.remote))
+                        .env(
+                            "GIT_CONFIG_VALUE_0",
+                            format!("Authorization: Basic {credentials}"),
+                        );
+                }
+                Auth::Ssh {
+                    key_file,
+                    known_hosts,
+                    strict,
+                } => {
+                    command.env(
+                        "GIT_SSH_COMMAND",
+                        Auth::ssh_command(key_file, known_hosts, *strict),
+                    );
+                }
+            }
         }
         command
     }

@@ -41,6 +41,7 @@ mod observe;
 mod outcome;
 mod patience;
 mod queue;
+mod remotes;
 mod runner;
 mod running;
 mod scope;
@@ -58,6 +59,7 @@ pub use budgets::{Budgets, ProjectBudget};
 pub use deliver::Deliverer;
 pub use doctor::{Check, Checkup, Finding, Outcome};
 pub use mcp::McpServers;
+pub use remotes::{Credential, ForgeAccess, Remotes};
 pub use runner::{HOME_LIMIT, Runner, RunnerOptions};
 
 use std::sync::Arc;

@@ -198,6 +198,9 @@ impl RunScope {
                         branch: None,
                         mode: RepositoryMode::Auto,
                         branch_name: None,
+                        url: None,
+                        forge: None,
+                        path: None,
                     });
                 }
                 workspace

@@ -6,12 +6,19 @@
 //!
 //! - [`github`]: a stateful fake of the GitHub REST endpoints Gatehouse calls.
 //! - [`git`]: git run without the machine's configuration, and seeded bare repositories.
+//! - [`gitlab`], [`gitea`]: stateful fakes of the GitLab and Gitea (Forgejo) REST
+//!   endpoints Gatehouse calls for merge requests and pull requests.
 //! - [`Forge`]: the scene of both, bare repositories under one temporary directory beside a
 //!   fake GitHub, with verbs to add remotes and push to them as someone else.
 
 pub mod git;
+pub mod gitea;
 pub mod github;
+pub mod gitlab;
+mod requests;
 mod scene;
+
+pub use requests::Request;
 
 pub use scene::Forge;
 

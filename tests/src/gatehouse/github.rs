@@ -51,8 +51,9 @@ pub(super) fn deliverer(data: &Path, client: &GithubClient, repos: &[&str]) -> A
         }
     }
     Arc::new(Deliverer {
-        github: client.clone(),
+        github: Some(client.clone()),
         git_url: format!("file://{}", git.display()),
+        remotes: gatehouse_runner::Remotes::default(),
         author_name: "Gatehouse".into(),
         author_email: "gatehouse@localhost".into(),
     })

@@ -120,6 +120,17 @@ fn describe(d: &RequirementDetail) -> String {
             ));
         }
     }
+    if !d.pushed_branches.is_empty() {
+        out.push_str("pushed:\n");
+        for b in &d.pushed_branches {
+            out.push_str(&format!(
+                "  {}: {}  (run {})\n",
+                b.repo,
+                b.describe(),
+                b.run_id
+            ));
+        }
+    }
     out.push_str(&format!("usage: {}\n", total(&d.usage)));
     out.trim_end().to_owned()
 }

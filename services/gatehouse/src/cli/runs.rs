@@ -361,6 +361,12 @@ fn tree(run: &RunDetail) -> String {
             out.push_str(&format!("  requirement total: {}\n", total(requirement)));
         }
     }
+    if !run.pushed_branches.is_empty() {
+        out.push_str("delivered:\n");
+        for b in &run.pushed_branches {
+            out.push_str(&format!("  {}: {}\n", b.repo, b.describe()));
+        }
+    }
     if let Some(failure) = &run.failure {
         out.push_str(&format!("failure: {failure}\n"));
     }

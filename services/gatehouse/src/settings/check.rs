@@ -27,6 +27,7 @@ pub fn refusals(config: &Config, catalog: &Catalog) -> Vec<String> {
         );
     }
     problems.extend(unknown_sops(config, catalog));
+    problems.extend(super::remotes::refusals(config));
     // What the services are built from; an unreadable secret is reported above already.
     let mut built = |result: anyhow::Result<()>| {
         if let Err(error) = result
@@ -45,6 +46,7 @@ pub fn refusals(config: &Config, catalog: &Catalog) -> Vec<String> {
     built(super::chat::outputs(config, None).map(drop));
     built(super::chat::discord_gateway(config).map(drop));
     built(super::console(config).map(drop));
+    built(super::remotes::remotes(config).map(drop));
     built(super::gateway::providers(config).map(drop));
     built(super::mcp::servers(config).map(drop));
     problems

@@ -1,11 +1,8 @@
 //! `[github]` turned into what ingest, the runner and the notifier use.
 
-use std::sync::Arc;
-
 use anyhow::Context;
 use gatehouse_github::GithubClient;
 use gatehouse_ingest::{GithubSettings, Repositories, Trigger};
-use gatehouse_runner::Deliverer;
 
 use crate::config::{GithubConfig, GithubTrigger};
 
@@ -42,11 +39,12 @@ pub fn ingest(
     })
 }
 
-/// `[github] repositories` and every repository a project lists.
+/// `[github] repositories` and every repository on GitHub a project lists.
 fn reached(github: &GithubConfig, projects: &[gatehouse_project::ProjectConfig]) -> Vec<String> {
     let listed = projects
         .iter()
-        .flat_map(|p| p.repositories.iter().map(|r| r.repo.clone()));
+        .flat_map(|p| p.repositories.iter().filter(|r| r.on_github()))
+        .map(|r| r.repo.clone());
     github.repositories.iter().cloned().chain(listed).collect()
 }
 
@@ -66,16 +64,6 @@ pub fn client(github: &GithubConfig) -> anyhow::Result<Option<GithubClient>> {
         }
         _ => Ok(None),
     }
-}
-
-/// What the runner needs to clone issues' repositories and carry out `deliver` nodes.
-pub fn deliverer(github: &GithubConfig, client: &GithubClient) -> Arc<Deliverer> {
-    Arc::new(Deliverer {
-        github: client.clone(),
-        git_url: github.git_base(),
-        author_name: github.commit_author.clone(),
-        author_email: github.commit_email.clone(),
-    })
 }
 
 impl GithubTrigger {

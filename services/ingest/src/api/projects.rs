@@ -37,6 +37,8 @@ fn view(project: &Project) -> ProjectView {
                 branch: r.branch.clone(),
                 mode: r.mode.as_str().to_owned(),
                 branch_name: r.branch_name.clone(),
+                url: r.url.as_deref().map(gatehouse_project::remote::shown),
+                forge: r.forge.clone(),
             })
             .collect(),
         channels: config.channels.clone(),

@@ -6,15 +6,15 @@ pub(crate) mod views;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
-use gatehouse_store::{DirectMergeRow, PullRequestRow, RequirementRow};
+use gatehouse_store::{DirectMergeRow, PullRequestRow, PushedBranchRow, RequirementRow};
 use serde::Deserialize;
 
 use crate::error::ErrorBody;
 use crate::ids;
 use crate::rights::Caller;
 use crate::views::{
-    DirectMergeView, PullEventView, PullRequestView, RequirementDetail, RequirementSummary,
-    UsageTotal,
+    DirectMergeView, PullEventView, PullRequestView, PushedBranchView, RequirementDetail,
+    RequirementSummary, UsageTotal,
 };
 use crate::{ApiError, ApiState, paging, projects};
 use gatehouse_store::IdKind;
@@ -65,6 +65,7 @@ pub async fn show(
     conversations.retain(|c| projects::may_read(&api, Some(&c.project), reader));
     let pull_requests = api.store.pull_requests_of_requirement(id).await?;
     let direct_merges = api.store.direct_merges_of_requirement(id).await?;
+    let pushed_branches = api.store.pushed_branches_of_requirement(id).await?;
     let pull_events = api.store.pull_events_of_requirement(id, 200).await?;
     // Runs' agent nodes and conversations' turns alike.
     let mut used = api.store.usage_of_requirement(id).await?;
@@ -122,6 +123,7 @@ pub async fn show(
             })
             .collect(),
         direct_merges: direct_merges.into_iter().map(direct_merge).collect(),
+        pushed_branches: pushed_branches.into_iter().map(pushed_branch).collect(),
         usage,
     }))
 }
@@ -141,6 +143,20 @@ pub(crate) fn pull_request(p: PullRequestRow) -> PullRequestView {
 }
 
 /// Work a delivery merged into a branch itself, as the requirement and run views show it.
+pub(crate) fn pushed_branch(p: PushedBranchRow) -> PushedBranchView {
+    PushedBranchView {
+        repo: p.repo,
+        branch: p.branch,
+        commit: p.commit_sha,
+        remote: p.remote,
+        forge: p.forge,
+        request: p.request_number,
+        request_url: p.request_url,
+        run_id: p.run_id,
+        pushed_at: p.created_at,
+    }
+}
+
 pub(crate) fn direct_merge(m: DirectMergeRow) -> DirectMergeView {
     DirectMergeView {
         repo: m.repo,

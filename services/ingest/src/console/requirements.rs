@@ -93,7 +93,7 @@ pub(crate) async fn page(
         }
         section aria-labelledby="prs-h" {
             h2 id="prs-h" { "Pull requests" }
-            @if detail.pull_requests.is_empty() && detail.direct_merges.is_empty() { p.empty { "None yet." } }
+            @if detail.pull_requests.is_empty() && detail.direct_merges.is_empty() && detail.pushed_branches.is_empty() { p.empty { "None yet." } }
             ul {
                 @for p in &detail.pull_requests {
                     li { code { (p.repo) "#" (p.number) } " from " code { (p.branch) } " " (status(&p.state))
@@ -104,6 +104,10 @@ pub(crate) async fn page(
                 @for m in &detail.direct_merges {
                     li { "merged into " code { (m.repo) ":" (m.branch) } " as " code { (m.commit.get(..12).unwrap_or(&m.commit)) }
                         @if let Some(by) = &m.approved_by { " · approved by " (by) } }
+                }
+                @for b in &detail.pushed_branches {
+                    li { code { (b.repo) } ": " (b.describe())
+                        " · by run " a href=(format!("/runs/{}", b.run_id)) { (short(&b.run_id.to_string())) } }
                 }
             }
         }

@@ -192,7 +192,7 @@ fn head(detail: &RunDetail, title: &str, finished: bool) -> Markup {
             @if let Some(failure) = &detail.failure {
                 p.error role="alert" { "Failed: " (failure) }
             }
-            @if !detail.pull_requests.is_empty() || !detail.direct_merges.is_empty() {
+            @if !detail.pull_requests.is_empty() || !detail.direct_merges.is_empty() || !detail.pushed_branches.is_empty() {
                 ul.delivered aria-label="Delivered" {
                     @for p in &detail.pull_requests {
                         li { "Pull request " code { (p.repo) "#" (p.number) } " " (status(&p.state))
@@ -201,6 +201,9 @@ fn head(detail: &RunDetail, title: &str, finished: bool) -> Markup {
                     }
                     @for m in &detail.direct_merges {
                         li { "Merged into " code { (m.repo) ":" (m.branch) } " as " code { (m.commit.get(..12).unwrap_or(&m.commit)) } }
+                    }
+                    @for b in &detail.pushed_branches {
+                        li { code { (b.repo) } ": " (b.describe()) }
                     }
                 }
             }

@@ -159,6 +159,12 @@ impl Deliverer {
         let Some(feedback) = delivery.spec.answer.as_ref() else {
             return Err("the delivery names no feedback to answer".to_owned());
         };
+        let Some(github) = &self.github else {
+            return Err(format!(
+                "answering on {} needs [github]; this runner has none",
+                feedback.pull
+            ));
+        };
         let mut change = Change {
             before: answer
                 .recorded_head
@@ -176,8 +182,7 @@ impl Deliverer {
         let pull = &feedback.pull;
         let answered = match feedback.thread {
             Some(comment) => {
-                let reply = self
-                    .github
+                let reply = github
                     .reply_to_review_comment_once(&pull.repo, pull.number, comment, &marker, &body)
                     .await;
                 match reply {
@@ -186,7 +191,7 @@ impl Deliverer {
                     Err(GithubError::Api { status, .. })
                         if status == http::StatusCode::NOT_FOUND =>
                     {
-                        self.github
+                        github
                             .create_comment_once(&pull.repo, pull.number, &marker, &body)
                             .await
                     }
@@ -194,7 +199,7 @@ impl Deliverer {
                 }
             }
             None => {
-                self.github
+                github
                     .create_comment_once(&pull.repo, pull.number, &marker, &body)
                     .await
             }

@@ -11,7 +11,7 @@ use gatehouse_events::RepositoryMode;
 
 use super::checkouts::Checkout;
 use super::trees::{self, Objects};
-use super::{Deliverer, Delivery, Session, leaks, messages};
+use super::{Deliverer, Delivery, Remote, Session, leaks, messages};
 use crate::git::Network;
 
 /// A writable repository of the workspace being delivered.
@@ -20,6 +20,8 @@ pub(super) struct Repo<'a> {
     delivery: &'a Delivery<'a>,
     pub checkout: &'a Checkout,
     url: String,
+    /// Where it is pushed, and who hosts it.
+    pub remote: Remote<'a>,
     pub dir: PathBuf,
     pub session: Session,
     /// The branch it is delivered into.
@@ -41,21 +43,25 @@ impl<'a> Repo<'a> {
         checkout: &'a Checkout,
     ) -> Result<Self, String> {
         let repo = &checkout.repo;
+        let remote = deliverer.remote(repo, &checkout.origin)?;
+        let dir = checkout.path(delivery.workspace);
+        let mut session = deliverer.session(repo, &remote, delivery.scratch).await?;
         let base = match delivery.spec.branch.as_ref().or(checkout.base.as_ref()) {
             Some(base) => base.clone(),
-            None => deliverer
-                .github
-                .default_branch(repo)
-                .await
-                .map_err(|e| format!("finding the default branch of {repo}: {e}"))?,
+            None => {
+                deliverer
+                    .default_branch(repo, &remote, delivery.scratch, &mut session)
+                    .await?
+            }
         };
         Ok(Self {
             deliverer,
             delivery,
             checkout,
-            url: deliverer.url(repo),
-            dir: checkout.path(delivery.workspace),
-            session: deliverer.session(repo).await?,
+            url: remote.url.clone(),
+            remote,
+            dir,
+            session,
             base,
             tree: None,
             commit: None,
@@ -75,17 +81,20 @@ impl<'a> Repo<'a> {
     /// `Err` when the work branch is the base branch or the repository's default branch:
     /// pushing it would put the work there with no pull request. Asked before anything is
     /// committed or pushed.
-    pub(super) async fn refuse_base_branch(&self) -> Result<(), String> {
-        let (repo, branch) = (&self.checkout.repo, self.branch());
+    pub(super) async fn refuse_base_branch(&mut self) -> Result<(), String> {
+        let (repo, branch) = (self.checkout.repo.clone(), self.branch().to_owned());
         let protected = if branch == self.base {
             Some("its base branch")
         } else {
             let default = self
                 .deliverer
-                .github
-                .default_branch(repo)
-                .await
-                .map_err(|e| format!("finding the default branch of {repo}: {e}"))?;
+                .default_branch(
+                    &repo,
+                    &self.remote,
+                    self.delivery.scratch,
+                    &mut self.session,
+                )
+                .await?;
             (branch == default).then_some("its default branch")
         };
         match protected {

@@ -20,6 +20,8 @@ use gatehouse_events::{RepositoryCheckout, RepositoryMode};
 use gatehouse_project::is_branch_name;
 use serde::{Deserialize, Serialize};
 
+use super::Origin;
+
 /// One repository as it was checked out.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Checkout {
@@ -35,6 +37,9 @@ pub(crate) struct Checkout {
     pub branch: Option<String>,
     /// The commit the work branch started at, when known.
     pub start: Option<String>,
+    /// Where the repository is: never read from the record, always the run's plan.
+    #[serde(skip)]
+    pub origin: Origin,
 }
 
 impl Checkout {
@@ -74,6 +79,7 @@ impl Planned {
             base: self.checkout.branch.clone(),
             branch: self.branch.clone(),
             start: None,
+            origin: Origin::of(&self.checkout),
         }
     }
 }
@@ -138,13 +144,16 @@ pub(crate) fn load(path: &Path, planned: &[Planned]) -> Result<Option<Vec<Checko
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(format!("reading the workspace's checkouts: {e}")),
     };
-    let recorded = serde_json::from_str::<Record>(&text)
+    let mut recorded = serde_json::from_str::<Record>(&text)
         .map_err(|e| format!("reading the workspace's checkouts: {e}"))?
         .repositories;
     vouch(&recorded, planned).map_err(|reason| {
         tracing::warn!(record = %path.display(), %reason, "the workspace's record of its checkouts is not trusted");
         format!("the workspace's record of its checkouts is not what was planned for it, so nothing is made of it: {reason}")
     })?;
+    for (record, plan) in recorded.iter_mut().zip(planned) {
+        record.origin = Origin::of(&plan.checkout);
+    }
     Ok(Some(recorded))
 }
 
@@ -316,6 +325,9 @@ mod tests {
             branch: None,
             mode,
             branch_name: branch_name.map(Into::into),
+            url: None,
+            forge: None,
+            path: None,
         }
     }
 

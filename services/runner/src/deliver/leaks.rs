@@ -7,10 +7,9 @@
 use std::path::Path;
 use std::process::Stdio;
 
-use secrecy::SecretString;
 use tokio::io::AsyncWriteExt;
 
-use crate::git::{Git, Network};
+use crate::git::{Auth, Git, Network};
 use crate::secrets::Secrets;
 
 /// The tree of no files: what a repository with no commit yet started from.
@@ -144,10 +143,9 @@ fn blobs(mut out: &[u8]) -> Option<Vec<&[u8]>> {
 /// `git <args>` in the repository at `dir`, `input` on its stdin: its stdout, which is
 /// never logged.
 async fn quiet(dir: &Path, args: &[&str], input: Option<Vec<u8>>) -> Result<Vec<u8>, String> {
-    let token = SecretString::from(String::new());
     let git = Git {
         remote: "file:///dev/null",
-        token: &token,
+        auth: &Auth::None,
     };
     let mut command = git.command(dir, Some(dir), Network::Local, args);
     command

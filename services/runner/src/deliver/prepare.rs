@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use gatehouse_events::RepositoryMode;
 
 use super::checkouts::{self, Checkout, Planned};
-use super::{Deliverer, Session};
+use super::{Deliverer, Origin, Remote, Session};
 use crate::git::Network;
 use crate::scratch::Scratch;
 
@@ -57,7 +57,7 @@ impl Deliverer {
             }
             refuse_files(&target, &planned.dir, &planned.checkout.repo)?;
             let into = staging.path().join(index.to_string());
-            checkouts.push(self.check_out(planned, &into, log).await?);
+            checkouts.push(self.check_out(planned, &into, layout.scratch, log).await?);
             staged.push((into, target));
         }
         let mut moved: Vec<PathBuf> = Vec::new();
@@ -79,11 +79,14 @@ impl Deliverer {
         &self,
         planned: &Planned,
         into: &Path,
+        scratch: &Path,
         log: &mut Vec<String>,
     ) -> Result<Checkout, String> {
         let repo = &planned.checkout.repo;
-        let mut session = self.session(repo).await?;
-        let done = self.clone_into(planned, into, &mut session).await;
+        let origin = Origin::of(&planned.checkout);
+        let remote = self.remote(repo, &origin)?;
+        let mut session = self.session(repo, &remote, scratch).await?;
+        let done = self.clone_into(planned, &remote, into, &mut session).await;
         log.append(&mut session.lines);
         done
     }
@@ -91,12 +94,13 @@ impl Deliverer {
     async fn clone_into(
         &self,
         planned: &Planned,
+        remote: &Remote<'_>,
         into: &Path,
         session: &mut Session,
     ) -> Result<Checkout, String> {
         let checkout = &planned.checkout;
         let repo = &checkout.repo;
-        let url = self.url(repo);
+        let url = remote.url.clone();
         let parent = into.parent().unwrap_or(into);
         let dest = into.to_string_lossy().into_owned();
         self.run(
@@ -156,6 +160,7 @@ impl Deliverer {
             base: Some(base),
             branch: planned.branch.clone(),
             start: Some(start.trim().to_owned()),
+            origin: Origin::of(checkout),
         })
     }
 

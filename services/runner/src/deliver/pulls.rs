@@ -1,13 +1,17 @@
 //! Pull requests, one per delivered repository. Every work branch is pushed first, then every pull request opened
-//! (or updated: one per work branch); when a delivery opens several, each body is then
+//! (or updated: one per work branch) — on GitHub, or as a merge request (GitLab) or pull
+//! request (Gitea) on the repository's forge; a repository on a git remote alone has its
+//! branch pushed and recorded, for someone to merge there; when a delivery opens several, each body is then
 //! updated to link the others, so a reviewer of one finds the rest; what they say is
 //! [`super::messages`].
 
+use gatehouse_forges::NewRequest;
 use gatehouse_github::NewPull;
+use gatehouse_project::remote::shown;
 
 use super::branch::Repo;
 use super::messages::body;
-use super::{Delivered, DeliveredTo, Deliverer, Delivery};
+use super::{Delivered, DeliveredTo, Deliverer, Delivery, Host};
 
 /// Pushes each repository's work branch, then opens or updates its pull request (none
 /// when the work branch is the base itself), and links them to each other.
@@ -27,36 +31,76 @@ pub(super) async fn push_and_open(
     let mut delivered = Vec::new();
     for repo in repos.iter() {
         let (name, branch, base) = (&repo.checkout.repo, repo.branch(), repo.base());
-        let to = if branch == base {
-            DeliveredTo::Pushed {
+        let head = repo.commit.clone().unwrap_or_default();
+        let text = || body(subject, name, &[]);
+        let to = match &repo.remote.host {
+            _ if branch == base => DeliveredTo::Pushed {
                 branch: branch.to_owned(),
+            },
+            Host::Github(github) => {
+                let text = text();
+                let wanted = NewPull {
+                    head: branch,
+                    base,
+                    title: subject.title,
+                    body: &text,
+                    draft: delivery.draft,
+                };
+                let pull = github
+                    .open_or_update_pull_request(name, &wanted)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "opening the pull request on {name}: {e} (the work branches are pushed)"
+                        )
+                    })?;
+                DeliveredTo::Pull {
+                    number: pull.number,
+                    branch: branch.to_owned(),
+                    url: pull.url,
+                    draft: pull.draft,
+                    opened: pull.opened,
+                    head,
+                }
             }
-        } else {
-            let text = body(subject, name, &[]);
-            let wanted = NewPull {
-                head: branch,
-                base,
-                title: subject.title,
-                body: &text,
-                draft: delivery.draft,
-            };
-            let pull = deliverer
-                .github
-                .open_or_update_pull_request(name, &wanted)
-                .await
-                .map_err(|e| {
-                    format!(
-                        "opening the pull request on {name}: {e} (the work branches are pushed)"
-                    )
-                })?;
-            DeliveredTo::Pull {
-                number: pull.number,
+            Host::Forge {
+                name: forge,
+                access,
+                path,
+            } => {
+                let text = text();
+                let wanted = NewRequest {
+                    head: branch,
+                    base,
+                    title: subject.title,
+                    body: &text,
+                    draft: delivery.draft,
+                };
+                let request = access
+                    .api
+                    .open_or_update(path, &wanted)
+                    .await
+                    .map_err(|e| {
+                        format!(
+                            "opening the {} on {name}: {e} (the work branches are pushed)",
+                            access.api.request_noun()
+                        )
+                    })?;
+                DeliveredTo::Request {
+                    forge: (*forge).to_owned(),
+                    number: request.number,
+                    branch: branch.to_owned(),
+                    url: request.url,
+                    opened: request.opened,
+                    head,
+                    remote: shown(&repo.remote.url),
+                }
+            }
+            Host::Plain => DeliveredTo::PushedBranch {
                 branch: branch.to_owned(),
-                url: pull.url,
-                draft: pull.draft,
-                opened: pull.opened,
-                head: repo.commit.clone().unwrap_or_default(),
-            }
+                commit: head,
+                url: shown(&repo.remote.url),
+            },
         };
         delivered.push((
             Delivered {
@@ -82,8 +126,10 @@ pub(super) async fn push_and_open(
             let own = format!("{}#{number}", d.repo);
             let others: Vec<String> = pulls.iter().filter(|p| **p != own).cloned().collect();
             let text = body(subject, &d.repo, &others);
-            deliverer
-                .github
+            let Some(github) = &deliverer.github else {
+                continue;
+            };
+            github
                 .open_or_update_pull(&d.repo, branch, base, subject.title, &text)
                 .await
                 .map_err(|e| format!("linking the pull request {own} to the others: {e}"))?;

@@ -46,8 +46,9 @@ impl Scene {
     pub(crate) async fn new() -> Self {
         let forge = Forge::start().await;
         let deliverer = Deliverer {
-            github: GithubClient::new(&forge.github.url, TOKEN.into()).unwrap(),
+            github: Some(GithubClient::new(&forge.github.url, TOKEN.into()).unwrap()),
             git_url: forge.git_url(),
+            remotes: crate::remotes::Remotes::default(),
             author_name: "Gatehouse".into(),
             author_email: "gatehouse@localhost".into(),
         };
@@ -213,6 +214,9 @@ pub(crate) fn checkout(
         branch: None,
         mode,
         branch_name: branch_name.map(Into::into),
+        url: None,
+        forge: None,
+        path: None,
     }
 }
 

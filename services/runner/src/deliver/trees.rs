@@ -20,9 +20,7 @@
 
 use std::path::Path;
 
-use secrecy::SecretString;
-
-use crate::git::{Git, Network, checked};
+use crate::git::{Auth, Git, Network, checked};
 use crate::scratch::Scratch;
 
 /// What a tree that could not be computed is recorded as: it never equals a tree.
@@ -105,10 +103,9 @@ impl<'a> ScratchGit<'a> {
 
     /// `git <args>`: its stdout, or why it failed.
     async fn run(&self, args: &[&str]) -> Result<String, String> {
-        let token = SecretString::from(String::new());
         let git = Git {
             remote: "file:///dev/null",
-            token: &token,
+            auth: &Auth::None,
         };
         let (dir, objects) = (self.own.path(), self.repo.join(".git/objects"));
         let mut command = git.command(self.repo, None, Network::Local, args);

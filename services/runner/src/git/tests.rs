@@ -55,10 +55,13 @@ fn authorized(heads: &[String]) -> bool {
 async fn the_token_goes_to_the_remote_only() {
     let (url, seen) = server(|_| NOT_FOUND.to_owned());
     let remote = format!("{url}/acme/api.git");
-    let token = SecretString::from("ghs_scoped");
+    let auth = Auth::Basic {
+        user: "x-access-token",
+        token: SecretString::from("ghs_scoped"),
+    };
     let git = Git {
         remote: &remote,
-        token: &token,
+        auth: &auth,
     };
     ls_remote(&git, Network::Remote, &remote).await;
     assert!(
@@ -98,10 +101,13 @@ async fn a_redirect_is_not_followed() {
         )
     });
     let remote = format!("{url}/acme/api.git");
-    let token = SecretString::from("ghs_scoped");
+    let auth = Auth::Basic {
+        user: "x-access-token",
+        token: SecretString::from("ghs_scoped"),
+    };
     let git = Git {
         remote: &remote,
-        token: &token,
+        auth: &auth,
     };
     ls_remote(&git, Network::Remote, &remote).await;
     assert!(!seen.lock().unwrap().is_empty());
@@ -114,10 +120,13 @@ async fn a_redirect_is_not_followed() {
 #[tokio::test]
 async fn only_the_remotes_protocol_is_allowed() {
     let dir = tempfile::tempdir().unwrap();
-    let token = SecretString::from("ghs_scoped");
+    let auth = Auth::Basic {
+        user: "x-access-token",
+        token: SecretString::from("ghs_scoped"),
+    };
     let git = Git {
         remote: "https://github.com/acme/api.git",
-        token: &token,
+        auth: &auth,
     };
     let marker = dir.path().join("ran");
     let ext = format!("ext::sh -c touch% {}", marker.display());
@@ -130,4 +139,85 @@ async fn only_the_remotes_protocol_is_allowed() {
     assert!(!marker.exists(), "an ext:: URL ran a command");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("not allowed"), "{stderr}");
+}
+
+#[test]
+fn an_ssh_key_reaches_git_only_as_a_file_the_ssh_command_names() {
+    let scratch = tempfile::tempdir().unwrap();
+    let key_file = scratch.path().join("key");
+    let auth = Auth::Ssh {
+        key_file: key_file.clone(),
+        known_hosts: scratch.path().join("known_hosts"),
+        strict: false,
+    };
+    let git = Git {
+        remote: "git@git.example.com:team/app.git",
+        auth: &auth,
+    };
+    let workspace = tempfile::tempdir().unwrap();
+    let envs = |network| -> Vec<(String, String)> {
+        let command = git.command(
+            workspace.path(),
+            Some(workspace.path()),
+            network,
+            &["fetch"],
+        );
+        command
+            .as_std()
+            .get_envs()
+            .filter_map(|(k, v)| Some((k.to_str()?.to_owned(), v?.to_str()?.to_owned())))
+            .collect()
+    };
+    let remote = envs(Network::Remote);
+    let ssh = remote
+        .iter()
+        .find(|(k, _)| k == "GIT_SSH_COMMAND")
+        .map(|(_, v)| v.clone())
+        .expect("the ssh command is set");
+    assert!(
+        ssh.contains(&format!("-i '{}'", key_file.display())),
+        "{ssh}"
+    );
+    for option in [
+        "IdentitiesOnly=yes",
+        "StrictHostKeyChecking=accept-new",
+        "-F /dev/null",
+        "BatchMode=yes",
+    ] {
+        assert!(ssh.contains(option), "{ssh}");
+    }
+    assert!(
+        !ssh.contains(&workspace.path().display().to_string()),
+        "nothing of it is in the workspace: {ssh}"
+    );
+    assert!(
+        !remote.iter().any(|(k, _)| k.starts_with("GIT_CONFIG_KEY")),
+        "no header for ssh"
+    );
+    // A command that stays in the repository has no way to the key.
+    assert!(
+        !envs(Network::Local)
+            .iter()
+            .any(|(k, _)| k == "GIT_SSH_COMMAND")
+    );
+
+    let strict = Auth::Ssh {
+        key_file: PathBuf::from("/run/key's"),
+        known_hosts: PathBuf::from("/etc/gatehouse/known_hosts"),
+        strict: true,
+    };
+    let Auth::Ssh {
+        key_file,
+        known_hosts,
+        strict,
+    } = &strict
+    else {
+        unreachable!()
+    };
+    let command = Auth::ssh_command(key_file, known_hosts, *strict);
+    assert!(command.contains("StrictHostKeyChecking=yes"), "{command}");
+    assert!(
+        command.contains("-i '/run/key'\\''s'"),
+        "quoted for the shell: {command}"
+    );
 }

@@ -21,8 +21,9 @@ use super::report::Ended;
 use crate::deliver::answer::{Answer, Answered};
 use crate::deliver::approval;
 use crate::deliver::checkouts;
+use crate::deliver::trees::short;
 use crate::deliver::{Delivered, DeliveredTo, Deliveries, Delivery};
-use crate::delivering::NOT_CONFIGURED;
+use crate::delivering::{NOT_CONFIGURED, pushed_row};
 use crate::durably::durably;
 use crate::files::RunDirs;
 use crate::outcome::Verdict;
@@ -144,6 +145,18 @@ impl Nodes {
                     };
                     durably("recording a direct merge", || self.runner.store.record_direct_merge(&row)).await?;
                     format!("delivered: merged into {branch} on {repo}")
+                }
+                DeliveredTo::PushedBranch { branch, commit, url } => {
+                    if let Some(row) = pushed_row(job.run_id, requirement, done) {
+                        durably("recording a pushed branch", || self.runner.store.record_pushed_branch(&row)).await?;
+                    }
+                    format!("delivered: pushed branch {branch} at {} to {url}", short(commit))
+                }
+                DeliveredTo::Request { forge, number, branch, url, head, .. } => {
+                    if let Some(row) = pushed_row(job.run_id, requirement, done) {
+                        durably("recording a merge request", || self.runner.store.record_pushed_branch(&row)).await?;
+                    }
+                    format!("delivered: {repo}#{number} on the forge `{forge}` from {branch} at {} ({url})", short(head))
                 }
             });
         }

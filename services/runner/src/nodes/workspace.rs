@@ -22,7 +22,11 @@ impl Nodes {
     pub(super) async fn scope(&self, run: Uuid) -> Step<RunScope> {
         RunScope::read(
             &self.runner.store,
-            self.runner.options.delivery.is_some(),
+            self.runner
+                .options
+                .delivery
+                .as_ref()
+                .is_some_and(|d| d.github.is_some()),
             run,
         )
         .await
@@ -44,8 +48,9 @@ impl Nodes {
         let Some(delivery) = &self.runner.options.delivery else {
             let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
             return Err(format!(
-                "the run works on {}, but this runner cannot clone repositories: configure [github] with a token or an app (and git_url)",
-                repos.join(", ")
+                "the run works on {}, but this runner cannot clone repositories: {}",
+                repos.join(", "),
+                crate::delivering::CANNOT_CLONE
             ));
         };
         let planned = scope.plan()?;

@@ -8,9 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use gatehouse_agent::{MAX_FILE_BYTES, SkillError, SkillFiles};
-use secrecy::SecretString;
 
-use crate::git::{Git, Network, checked, run};
+use crate::git::{Auth, Git, Network, checked, run};
 
 /// Reads skill `name` from `url` at commit `rev` (40 hex digits, checked by the
 /// configuration), in `subdir` when given; `cache` is the runner's folder of fetched skill
@@ -25,10 +24,9 @@ pub(crate) async fn read(
     let fail = |e: String| format!("skill {name}: {e}");
     let repo = fetched(url, rev, cache).await.map_err(fail)?;
     // No credentials: a skill's repository is read as the public reads it.
-    let token = SecretString::from(String::new());
     let git = Git {
         remote: url,
-        token: &token,
+        auth: &Auth::None,
     };
     let tree = match subdir {
         Some(dir) => format!("{rev}:{dir}"),
@@ -93,10 +91,9 @@ pub(crate) async fn read(
 /// else fetched (the commit alone when the server serves one by its id, else everything).
 async fn fetched(url: &str, rev: &str, cache: &Path) -> Result<PathBuf, String> {
     let repo = cache.join(format!("{rev}.git"));
-    let token = SecretString::from(String::new());
     let git = Git {
         remote: url,
-        token: &token,
+        auth: &Auth::None,
     };
     let commit = format!("{rev}^{{commit}}");
     if repo.exists()

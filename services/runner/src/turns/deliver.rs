@@ -353,6 +353,15 @@ impl Turns {
         delivered: &[Delivered],
     ) -> Result<(), HandlerError> {
         for done in delivered {
+            if let Some(row) =
+                crate::delivering::pushed_row(job.conversation_id, Some(job.requirement_id), done)
+            {
+                durably("recording a pushed branch", || {
+                    self.runner.store.record_pushed_branch(&row)
+                })
+                .await?;
+                continue;
+            }
             let DeliveredTo::Pull { number, branch, .. } = &done.to else {
                 continue;
             };

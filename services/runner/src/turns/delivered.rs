@@ -62,6 +62,29 @@ fn line(delivered: &Delivered, known: &[(String, u64)]) -> String {
             let short: String = commit.chars().take(12).collect();
             format!("Merged into {branch} on {repo} ({short})")
         }
+        DeliveredTo::PushedBranch {
+            branch,
+            commit,
+            url,
+        } => {
+            let short: String = commit.chars().take(12).collect();
+            format!(
+                "Pushed branch {branch} at {short} to {url} ({repo}: no forge to open a pull request on; merge it there)"
+            )
+        }
+        DeliveredTo::Request {
+            number,
+            url,
+            opened,
+            ..
+        } => {
+            let verb = if *opened { "Opened" } else { "Updated" };
+            let mut text = format!("{verb} {repo}#{number}");
+            if !url.is_empty() {
+                text.push_str(&format!(": {url}"));
+            }
+            text
+        }
     }
 }
 
@@ -119,7 +142,7 @@ pub(super) fn ended(ended: &Ended<'_>, elapsed_ms: u64) -> String {
         Ended::Delivered(delivered) => {
             let pulls = delivered
                 .iter()
-                .filter(|d| matches!(d.to, DeliveredTo::Pull { .. }))
+                .filter(|d| matches!(d.to, DeliveredTo::Pull { .. } | DeliveredTo::Request { .. }))
                 .count();
             match pulls {
                 0 => format!("Delivered in {took}"),
@@ -202,6 +225,30 @@ mod tests {
         assert_eq!(
             reply(&[pushed, merged], &[]),
             "Pushed main on acme/api (the work branch is its base: no pull request)\nMerged into main on acme/web (0123456789ab)"
+        );
+        let branch = Delivered {
+            repo: "team/app".into(),
+            to: DeliveredTo::PushedBranch {
+                branch: "gatehouse/r-1-fix".into(),
+                commit: "0123456789abcdef0123".into(),
+                url: "file:///srv/git/app.git".into(),
+            },
+        };
+        let request = Delivered {
+            repo: "team/web".into(),
+            to: DeliveredTo::Request {
+                forge: "gitlab".into(),
+                number: 4,
+                branch: "gatehouse/r-1-fix".into(),
+                url: "https://gitlab.example.com/team/web/-/merge_requests/4".into(),
+                opened: true,
+                head: String::new(),
+                remote: "https://gitlab.example.com/team/web.git".into(),
+            },
+        };
+        assert_eq!(
+            reply(&[branch, request], &[]),
+            "Pushed branch gatehouse/r-1-fix at 0123456789ab to file:///srv/git/app.git (team/app: no forge to open a pull request on; merge it there)\nOpened team/web#4: https://gitlab.example.com/team/web/-/merge_requests/4"
         );
     }
 

@@ -101,8 +101,9 @@ impl Turns {
         let Some(delivery) = &self.runner.options.delivery else {
             let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
             return Ok(Err(format!(
-                "the conversation works on {}, but this runner cannot clone repositories: configure [github] with a token or an app (and git_url)",
-                repos.join(", ")
+                "the conversation works on {}, but this runner cannot clone repositories: {}",
+                repos.join(", "),
+                crate::delivering::CANNOT_CLONE
             )));
         };
         let planned = match self.conversation_plan(job).await? {

@@ -41,4 +41,10 @@ pub struct ProjectRepositoryView {
     pub mode: String,
     /// The work branch of `new` and `existing`.
     pub branch_name: Option<String>,
+    /// Its own git remote (no user name), when it is not on GitHub.
+    #[serde(default)]
+    pub url: Option<String>,
+    /// The `[forges.NAME]` its merge requests open on.
+    #[serde(default)]
+    pub forge: Option<String>,
 }

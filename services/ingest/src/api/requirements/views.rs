@@ -43,6 +43,10 @@ pub struct RequirementDetail {
     pub pull_requests: Vec<PullRequestView>,
     /// Work its deliveries merged straight into a branch (`mode: direct`).
     pub direct_merges: Vec<DirectMergeView>,
+    /// Work branches its deliveries pushed to repositories that are not on GitHub: to a
+    /// git remote alone, or to a forge with the merge request opened from them.
+    #[serde(default)]
+    pub pushed_branches: Vec<PushedBranchView>,
     /// What happened on its pull requests after they were opened (reviews, comments,
     /// checks, pushes) and what Gatehouse did about each, oldest first (the latest 200).
     #[serde(default)]
@@ -106,4 +110,47 @@ pub struct DirectMergeView {
     /// The gate whose approval accepted the work; none when no gate came before.
     pub approved_by: Option<String>,
     pub merged_at: DateTime<Utc>,
+}
+
+/// A work branch a delivery pushed to a repository that is not on GitHub.
+#[derive(Debug, Serialize, Deserialize, ToSchema)]
+pub struct PushedBranchView {
+    /// The repository's name in its project.
+    pub repo: String,
+    pub branch: String,
+    /// The commit pushed.
+    pub commit: String,
+    /// The remote pushed to (no user name).
+    pub remote: String,
+    /// The `[forges.NAME]` the merge request (pull request) is on; none for a git remote
+    /// alone, where someone merges the branch.
+    #[serde(default)]
+    pub forge: Option<String>,
+    /// Its number there (`!N` on GitLab, `#N` on Gitea).
+    #[serde(default)]
+    pub request: Option<i64>,
+    /// Its page.
+    #[serde(default)]
+    pub request_url: Option<String>,
+    /// The run (or conversation) that pushed it.
+    pub run_id: Uuid,
+    pub pushed_at: DateTime<Utc>,
+}
+
+impl PushedBranchView {
+    /// `pushed branch X at SHA to URL`, and the merge request opened from it.
+    pub fn describe(&self) -> String {
+        let short = self.commit.get(..12).unwrap_or(&self.commit);
+        let mut text = format!(
+            "pushed branch {} at {short} to {}",
+            self.branch, self.remote
+        );
+        if let (Some(forge), Some(number)) = (&self.forge, self.request) {
+            text.push_str(&format!(" · #{number} on the forge `{forge}`"));
+            if let Some(url) = &self.request_url {
+                text.push_str(&format!(" ({url})"));
+            }
+        }
+        text
+    }
 }

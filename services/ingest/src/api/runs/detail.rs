@@ -85,6 +85,13 @@ pub(crate) async fn loaded(
     let artifacts = api.store.artifacts(id).await?;
     let usage = usage(api, id, row.requirement_id, reader).await?;
     let (pull_requests, direct_merges) = delivered(api, id, row.requirement_id).await?;
+    let pushed_branches = api
+        .store
+        .pushed_branches_of_run(id)
+        .await?
+        .into_iter()
+        .map(crate::api::requirements::pushed_branch)
+        .collect();
     let nodes = run
         .nodes
         .iter()
@@ -167,6 +174,7 @@ pub(crate) async fn loaded(
     let detail = RunDetail {
         pull_requests,
         direct_merges,
+        pushed_branches,
         usage,
         budgets,
         skills,

@@ -197,6 +197,10 @@ pub struct RunDetail {
     pub pull_requests: Vec<crate::views::PullRequestView>,
     #[serde(default)]
     pub direct_merges: Vec<crate::views::DirectMergeView>,
+    /// The work branches it pushed to repositories that are not on GitHub, and the merge
+    /// requests opened from them.
+    #[serde(default)]
+    pub pushed_branches: Vec<crate::views::PushedBranchView>,
 }
 
 /// A skill a run pinned: every attempt of the run gets exactly these files.

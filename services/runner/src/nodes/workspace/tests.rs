@@ -96,6 +96,7 @@ impl Stage {
             options.delivery = Some(Arc::new(Deliverer {
                 github: scene.deliverer.github.clone(),
                 git_url: scene.deliverer.git_url.clone(),
+                remotes: crate::remotes::Remotes::default(),
                 author_name: "Gatehouse".into(),
                 author_email: "gatehouse@localhost".into(),
             }));
