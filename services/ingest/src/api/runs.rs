@@ -5,6 +5,8 @@ mod detail;
 pub(crate) mod usage;
 pub(crate) mod views;
 
+use std::collections::BTreeMap;
+
 use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::StatusCode;
