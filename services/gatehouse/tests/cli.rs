@@ -191,31 +191,6 @@ fn sop_validate_prints_located_problems_and_fails() {
 }
 
 #[test]
-fn sop_list_shows_built_ins_and_the_users_sops() {
-    let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("sops")).unwrap();
-    std::fs::write(
-        dir.path().join("sops/mine.yaml"),
-        "name: mine\ntitle: Mine\nnodes:\n  a: { kind: script, run: ls }\n",
-    )
-    .unwrap();
-    let out = gatehouse(dir.path(), &["sop", "list", "--json"]);
-    assert!(out.status.success(), "{}", text(&out.stderr));
-    let list: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let names: Vec<_> = list
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|s| s["name"].as_str().unwrap())
-        .collect();
-    assert_eq!(
-        names,
-        ["backend-delivery", "bug-fix", "mine", "platform-check"]
-    );
-    assert_eq!(list[2]["source"], "sops/mine.yaml");
-}
-
-#[test]
 fn schedule_preview_prints_rfc3339_with_offsets_across_dst() {
     let dir = tempfile::tempdir().unwrap();
     let out = gatehouse(

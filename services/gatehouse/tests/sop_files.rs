@@ -51,6 +51,19 @@ fn eventually(what: &str, mut check: impl FnMut() -> bool) {
 fn an_edited_file_is_picked_up_and_a_broken_one_is_listed_with_its_error() {
     let up = start("1s");
     assert_eq!(hello_nodes(&up), 1);
+    let listed = up.json(&["sop", "list"]);
+    let names: Vec<&str> = listed["sops"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        ["backend-delivery", "bug-fix", "hello", "platform-check"]
+    );
+    assert_eq!(listed["sops"][2]["source"], "sops/hello.yaml");
+    assert_eq!(listed["invalid"], serde_json::json!([]));
     let table = stdout(&up, &["sop", "list"]);
     assert!(
         table.contains("hello") && table.contains("sops/hello.yaml"),
