@@ -7,10 +7,7 @@ use uuid::Uuid;
 
 use crate::attempts::ArtifactRow;
 use crate::error::StoreError;
-use crate::store::{Store, with_pool};
-
-/// At most this many runs' ids in one statement.
-const IDS_PER_QUERY: usize = 500;
+use crate::store::{Store, rows_for_ids, with_pool};
 
 /// One attempt of a node that finished.
 #[derive(Debug, Clone, PartialEq, Eq, sqlx::FromRow)]
@@ -29,55 +26,21 @@ pub struct SettledGate {
     pub decided_at: DateTime<Utc>,
 }
 
-/// `$first, $first+1, ...`: one placeholder per id.
-fn marks(first: usize, n: usize) -> String {
-    (first..first + n)
-        .map(|i| format!("${i}"))
-        .collect::<Vec<_>>()
-        .join(", ")
-}
-
 impl Store {
     /// Every finished attempt of the runs `runs`, as (run, node, when).
     pub async fn node_finishes(&self, runs: &[Uuid]) -> Result<Vec<NodeFinish>, StoreError> {
-        let mut out = Vec::new();
-        for chunk in runs.chunks(IDS_PER_QUERY) {
-            let sql = format!(
-                "SELECT run_id, node, finished_at FROM node_attempts
-                 WHERE finished_at IS NOT NULL AND run_id IN ({})",
-                marks(1, chunk.len())
-            );
-            let rows: Vec<NodeFinish> = with_pool!(self, pool => {
-                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
-                for id in chunk {
-                    query = query.bind(*id);
-                }
-                query.fetch_all(pool).await?
-            });
-            out.extend(rows);
-        }
-        Ok(out)
+        Ok(rows_for_ids!(self, runs, NodeFinish, |marks| format!(
+            "SELECT run_id, node, finished_at FROM node_attempts
+             WHERE finished_at IS NOT NULL AND run_id IN ({marks})"
+        )))
     }
 
     /// The artifacts of the runs `runs`, by run, node, attempt and name.
     pub async fn artifacts_of_runs(&self, runs: &[Uuid]) -> Result<Vec<ArtifactRow>, StoreError> {
-        let mut out = Vec::new();
-        for chunk in runs.chunks(IDS_PER_QUERY) {
-            let sql = format!(
-                "SELECT run_id, node, attempt, name, sha256, size, location FROM artifacts
-                 WHERE run_id IN ({}) ORDER BY run_id, node, attempt, name",
-                marks(1, chunk.len())
-            );
-            let rows: Vec<ArtifactRow> = with_pool!(self, pool => {
-                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
-                for id in chunk {
-                    query = query.bind(*id);
-                }
-                query.fetch_all(pool).await?
-            });
-            out.extend(rows);
-        }
-        Ok(out)
+        Ok(rows_for_ids!(self, runs, ArtifactRow, |marks| format!(
+            "SELECT run_id, node, attempt, name, sha256, size, location FROM artifacts
+             WHERE run_id IN ({marks}) ORDER BY run_id, node, attempt, name"
+        )))
     }
 
     /// The gate attempts settled in runs created since `since`, with every finished
@@ -108,14 +71,5 @@ impl Store {
             .await?
         });
         Ok((gates, finishes))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn one_mark_per_id() {
-        assert_eq!(super::marks(1, 3), "$1, $2, $3");
-        assert_eq!(super::marks(4, 1), "$4");
     }
 }

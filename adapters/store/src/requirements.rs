@@ -6,7 +6,7 @@ use uuid::Uuid;
 
 use crate::error::StoreError;
 use crate::hidden::hidden_clause;
-use crate::store::{Store, with_pool, with_writer};
+use crate::store::{Store, rows_for_ids, with_pool, with_writer};
 use crate::text::text_enum;
 use crate::tx::{Tx, with_tx};
 
@@ -116,23 +116,9 @@ impl Store {
         &self,
         ids: &[Uuid],
     ) -> Result<Vec<(Uuid, String)>, StoreError> {
-        let mut out = Vec::new();
-        for chunk in ids.chunks(500) {
-            let marks: Vec<String> = (1..=chunk.len()).map(|i| format!("${i}")).collect();
-            let sql = format!(
-                "SELECT id, title FROM requirements WHERE id IN ({})",
-                marks.join(", ")
-            );
-            let rows: Vec<(Uuid, String)> = with_pool!(self, pool => {
-                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
-                for id in chunk {
-                    query = query.bind(*id);
-                }
-                query.fetch_all(pool).await?
-            });
-            out.extend(rows);
-        }
-        Ok(out)
+        Ok(rows_for_ids!(self, ids, (Uuid, String), |marks| format!(
+            "SELECT id, title FROM requirements WHERE id IN ({marks})"
+        )))
     }
 
     pub async fn requirement(&self, id: Uuid) -> Result<Option<RequirementRow>, StoreError> {

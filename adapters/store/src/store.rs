@@ -43,6 +43,39 @@ macro_rules! with_writer {
 }
 pub(crate) use with_writer;
 
+/// At most this many ids in one statement's `IN (...)`.
+pub(crate) const IDS_PER_QUERY: usize = 500;
+
+/// `$first, $first+1, ...`: one placeholder per id.
+pub(crate) fn marks(first: usize, n: usize) -> String {
+    (first..first + n)
+        .map(|i| format!("${i}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// Rows of `$row` for every id of `$ids`, read in chunks of [`IDS_PER_QUERY`] ids so no
+/// statement outgrows either database's limit on parameters: `$sql` is called with the
+/// placeholder list (`$1, $2, …`) and returns the statement text.
+macro_rules! rows_for_ids {
+    ($store:expr, $ids:expr, $row:ty, $sql:expr) => {{
+        let mut out: Vec<$row> = Vec::new();
+        for chunk in $ids.chunks($crate::store::IDS_PER_QUERY) {
+            let sql: String = $sql($crate::store::marks(1, chunk.len()));
+            let rows: Vec<$row> = $crate::store::with_pool!($store, pool => {
+                let mut query = sqlx::query_as(sqlx::AssertSqlSafe(sql));
+                for id in chunk {
+                    query = query.bind(*id);
+                }
+                query.fetch_all(pool).await?
+            });
+            out.extend(rows);
+        }
+        out
+    }};
+}
+pub(crate) use rows_for_ids;
+
 /// The two kinds of pool behind a [`Store`].
 #[derive(Clone)]
 pub(crate) enum Pool {
@@ -394,4 +427,13 @@ fn is_transient(err: &sqlx::Error) -> bool {
         err,
         sqlx::Error::Io(_) | sqlx::Error::PoolTimedOut | sqlx::Error::Tls(_)
     ) || matches!(err, sqlx::Error::Database(db) if db.code().as_deref() == Some("57P03"))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn one_mark_per_id() {
+        assert_eq!(super::marks(1, 3), "$1, $2, $3");
+        assert_eq!(super::marks(4, 1), "$4");
+    }
 }
