@@ -8,7 +8,6 @@ use std::time::{Duration, Instant};
 
 use gatehouse_tests::proxy::Proxy;
 use harness::Up;
-use hmac::{Hmac, KeyInit, Mac};
 
 const TICK: &str = "name: tick\nnodes:\n  tock: { kind: script, run: 'echo tock' }\n";
 
@@ -45,9 +44,7 @@ fn a_minute_without_github_is_a_few_log_lines_and_the_comment_posts_after() {
         "/../../tests/fixtures/github/issues.labeled.json"
     ))
     .unwrap();
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
-    mac.update(&body);
-    let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let signature = harness::http::github_signature(b"s3cret", &body);
     let status = runtime.block_on(async {
         reqwest::Client::new()
             .post(format!("{}/webhooks/github", up.url()))

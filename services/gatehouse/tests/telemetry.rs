@@ -157,15 +157,12 @@ fn spans_reach_the_collector_in_the_callers_trace() {
     assert!(succeeded, "run {run_id} did not succeed: {}", up.log());
 
     // A webhook learns its trace from the delivery id after its span was entered.
-    use hmac::{KeyInit, Mac};
     let body = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/fixtures/github/issues.labeled.json"
     ))
     .unwrap();
-    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
-    mac.update(&body);
-    let signature = format!("sha256={}", ::hex::encode(mac.finalize().into_bytes()));
+    let signature = harness::http::github_signature(b"s3cret", &body);
     let accepted = runtime.block_on(async {
         http.post(format!("{server}/webhooks/github"))
             .header("X-GitHub-Event", "issues")

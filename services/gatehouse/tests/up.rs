@@ -704,7 +704,6 @@ fn schedules_are_operated_from_the_cli() {
 
 #[test]
 fn github_webhooks_start_runs_and_post_their_status() {
-    use hmac::{Hmac, KeyInit, Mac};
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let github = runtime.block_on(gatehouse_fake_forge::github::FakeGithub::start());
     let git = tempfile::tempdir().unwrap();
@@ -719,9 +718,7 @@ fn github_webhooks_start_runs_and_post_their_status() {
         "/../../tests/fixtures/github/issues.labeled.json"
     ))
     .unwrap();
-    let mut mac = Hmac::<sha2::Sha256>::new_from_slice(b"s3cret").unwrap();
-    mac.update(&body);
-    let signature = format!("sha256={}", hex::encode(mac.finalize().into_bytes()));
+    let signature = harness::http::github_signature(b"s3cret", &body);
     let post = |signature: &str| {
         runtime.block_on(async {
             reqwest::Client::new()

@@ -60,3 +60,11 @@ pub fn wait_ready(port: u16, what: &str, why_not: impl Fn() -> String) {
         why_not()
     );
 }
+
+/// `X-Hub-Signature-256` for `body` signed with `secret`, as GitHub sends it.
+pub fn github_signature(secret: &[u8], body: &[u8]) -> String {
+    use hmac::{KeyInit, Mac};
+    let mut mac = hmac::Hmac::<sha2::Sha256>::new_from_slice(secret).unwrap();
+    mac.update(body);
+    format!("sha256={}", hex::encode(mac.finalize().into_bytes()))
+}
