@@ -42,4 +42,4 @@ pub use question::{QuestionAnswer, QuestionAnswered, QuestionAsked, QuestionKind
 pub use stream::{StreamKind, StreamSpec};
 pub use topic::{Prefix, topic_matches};
 pub use trace::TraceParent;
-pub use workspace::{RepositoryCheckout, RepositoryMode, RunWorkspace};
+pub use workspace::{History, RepositoryCheckout, RepositoryMode, RunWorkspace};

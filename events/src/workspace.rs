@@ -45,6 +45,36 @@ pub struct RepositoryCheckout {
     /// Its project path on that forge.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// How much of its history the workspace gets.
+    #[serde(default, skip_serializing_if = "History::is_full")]
+    pub history: History,
+}
+
+/// How much of a repository's history a run's workspace holds: all of it (what `git log`,
+/// `git blame` and merges with the base need), or only the commits it starts from, for
+/// projects whose SOPs never look back and want the fastest first start.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum History {
+    #[default]
+    Full,
+    /// The tip of each branch it needs, as `git clone --depth 1` gives.
+    Shallow,
+}
+
+impl History {
+    /// Whether it is [`History::Full`], the default left out of the frozen workspace.
+    pub fn is_full(&self) -> bool {
+        *self == Self::Full
+    }
+
+    /// `full` or `shallow`, as configured.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Full => "full",
+            Self::Shallow => "shallow",
+        }
+    }
 }
 
 impl RepositoryCheckout {

@@ -188,6 +188,7 @@ fn samples() -> Vec<Event> {
                     url: None,
                     forge: None,
                     path: None,
+                    history: Default::default(),
                 }],
                 settings: BTreeMap::new(),
             },

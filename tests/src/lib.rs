@@ -13,6 +13,7 @@ pub mod gatehouse;
 pub mod latencies;
 pub mod private_nats;
 pub mod proxy;
+pub mod repos;
 
 pub use gatehouse::{Gatehouse, GatehouseBuilder, actor, person};
 

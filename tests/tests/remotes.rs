@@ -40,6 +40,9 @@ fn without_github(forges: Vec<(&str, ForgeAccess)>) -> Arc<Deliverer> {
         remotes,
         author_name: "Gatehouse".into(),
         author_email: "gatehouse@localhost".into(),
+        // These runs clone whole, as with `storage.mirror_limit = 0`; the other suites
+        // prepare workspaces from mirrors.
+        mirrors: None,
     })
 }
 

@@ -294,6 +294,7 @@ async fn a_repository_skill_reaches_claude_code_and_stays_pinned(backend: Backen
                     url: None,
                     forge: None,
                     path: None,
+                    history: Default::default(),
                 }],
                 settings: BTreeMap::new(),
             }),

@@ -314,6 +314,7 @@ impl Conversation {
                             url: None,
                             forge: None,
                             path: None,
+                            history: Default::default(),
                         })
                         .collect(),
                     settings: BTreeMap::from([("language".into(), "rust".into())]),

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use gatehouse_events::RepositoryMode;
+use gatehouse_events::{History, RepositoryMode};
 use gatehouse_secret::Secret;
 use serde::{Deserialize, Serialize};
 
@@ -62,6 +62,10 @@ pub struct ProjectConfig {
     /// role's own.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<String>,
+    /// How much history its workspaces get: `full` (the default) or `shallow` (the tip of
+    /// each branch a run needs, for the fastest first start when no SOP looks back).
+    #[serde(default, skip_serializing_if = "History::is_full")]
+    pub history: History,
 }
 
 /// One repository of a project: on GitHub (`[github]`) unless it names its own `url` or

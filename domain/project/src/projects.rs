@@ -173,6 +173,7 @@ impl Project {
                 url: r.url.clone(),
                 forge: r.forge.clone(),
                 path: r.forge.as_ref().map(|_| r.forge_path().to_owned()),
+                history: self.config.history,
             })
             .collect();
         RunWorkspace {

@@ -72,6 +72,7 @@ async fn main() {
         remotes: gatehouse_runner::Remotes::default(),
         author_name: "Gatehouse".into(),
         author_email: "gatehouse@localhost".into(),
+        mirrors: None,
     };
     let repositories: Vec<RepositoryCheckout> = REPOS
         .iter()
@@ -83,6 +84,7 @@ async fn main() {
             url: None,
             forge: None,
             path: None,
+            history: Default::default(),
         })
         .collect();
 

@@ -28,6 +28,7 @@ pub(crate) mod checkouts;
 mod direct;
 mod leaks;
 mod messages;
+pub(crate) mod mirrors;
 pub(crate) mod prepare;
 mod pulls;
 pub(crate) mod trees;
@@ -48,6 +49,7 @@ use crate::secrets::Secrets;
 use approval::Approval;
 use branch::Repo;
 use checkouts::Checkout;
+pub use mirrors::{MIRROR_LIMIT, Mirrors};
 
 /// What delivering needs: where repositories are, who Gatehouse is on GitHub, and what it
 /// authenticates with elsewhere.
@@ -64,6 +66,9 @@ pub struct Deliverer {
     pub author_name: String,
     /// Commit author email.
     pub author_email: String,
+    /// The runner's mirrors workspaces are made from; `None` clones every repository
+    /// whole for each run (`storage.mirror_limit = 0`).
+    pub mirrors: Option<Mirrors>,
 }
 
 impl std::fmt::Debug for Deliverer {
@@ -73,6 +78,7 @@ impl std::fmt::Debug for Deliverer {
             .field("git_url", &self.git_url)
             .field("remotes", &self.remotes)
             .field("author_name", &self.author_name)
+            .field("mirrors", &self.mirrors)
             .finish_non_exhaustive()
     }
 }
@@ -290,6 +296,14 @@ impl Deliverer {
         })
     }
 
+    /// The object store `checkout`'s repository may name as its alternates: its mirror's
+    /// on this runner; `None` when mirrors are off (then no alternates are accepted).
+    pub(crate) fn shared_objects(&self, checkout: &Checkout) -> Option<std::path::PathBuf> {
+        let mirrors = self.mirrors.as_ref()?;
+        let remote = self.remote(&checkout.repo, &checkout.origin).ok()?;
+        Some(mirrors.shared(&remote.url, checkout.history))
+    }
+
     /// A session for `repo` at `remote`: finds what git authenticates with. A deploy key
     /// is written to a directory of its own under `scratch` (the run's, outside the
     /// workspace), readable by the runner alone, and removed when the session ends.
@@ -462,7 +476,10 @@ impl Deliverer {
         for checkout in delivery.checkouts {
             if checkout.writable() {
                 repos.push(Repo::open(self, delivery, checkout).await?);
-            } else if let Some(note) = branch::read_only_note(delivery, checkout).await {
+            } else if let Some(note) =
+                branch::read_only_note(delivery, checkout, self.shared_objects(checkout).as_deref())
+                    .await
+            {
                 log.push(note);
             }
         }

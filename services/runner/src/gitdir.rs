@@ -15,8 +15,9 @@
 //!   refs, objects or its configuration from wherever a link points), a FIFO (git would
 //!   block reading it), a socket or a device;
 //! - no `commondir` (git would take its configuration, hooks and refs from another
-//!   directory), no `objects/info/alternates` or `http-alternates` (objects from another
-//!   repository on the host, pushed as if they were the work).
+//!   directory), no `objects/info/http-alternates`, and `objects/info/alternates` only
+//!   when it names exactly the repository's own mirror on this runner (objects from
+//!   another repository on the host would be pushed as if they were the work).
 //!
 //! The walk reads each entry's own type and never follows a link.
 
@@ -24,15 +25,15 @@ use std::path::Path;
 
 /// Files in `.git` that point git at another place. (Submodules' repositories under
 /// `.git/modules` may have them too; delivery never goes into submodules.)
-const REDIRECTIONS: &[&str] = &[
-    "commondir",
-    "objects/info/alternates",
-    "objects/info/http-alternates",
-];
+const REDIRECTIONS: &[&str] = &["commondir", "objects/info/http-alternates"];
 
-/// `Ok` when `workspace/.git` is a repository of its own that points nowhere else; else why
-/// not, naming the entry.
-pub(crate) fn check(workspace: &Path) -> Result<(), String> {
+/// Where a repository names other object stores.
+const ALTERNATES: &str = "objects/info/alternates";
+
+/// `Ok` when `workspace/.git` is a repository of its own that points nowhere else but,
+/// when `shared` is given, at that object store (its mirror's); else why not, naming the
+/// entry.
+pub(crate) fn check(workspace: &Path, shared: Option<&Path>) -> Result<(), String> {
     let git = workspace.join(".git");
     let meta = match std::fs::symlink_metadata(&git) {
         Ok(meta) => meta,
@@ -71,6 +72,19 @@ pub(crate) fn check(workspace: &Path) -> Result<(), String> {
             if kind.is_dir() {
                 stack.push(path);
             }
+        }
+    }
+    let alternates = workspace.join(".git").join(ALTERNATES);
+    match std::fs::read_to_string(&alternates) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+        Ok(text)
+            if shared
+                .is_some_and(|shared| text.trim_end_matches('\n') == shared.to_string_lossy()) => {}
+        _ => {
+            return Err(format!(
+                "the workspace's {} points git at another repository; delivery refuses it",
+                shown(workspace, &alternates)
+            ));
         }
     }
     for redirection in REDIRECTIONS {

@@ -56,7 +56,7 @@ mod nodes;
 mod turns;
 
 pub use budgets::{Budgets, ProjectBudget};
-pub use deliver::Deliverer;
+pub use deliver::{Deliverer, MIRROR_LIMIT, Mirrors};
 pub use doctor::{Check, Checkup, Finding, Outcome};
 pub use mcp::McpServers;
 pub use remotes::{Credential, ForgeAccess, Remotes};

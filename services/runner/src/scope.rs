@@ -201,6 +201,7 @@ impl RunScope {
                         url: None,
                         forge: None,
                         path: None,
+                        history: Default::default(),
                     });
                 }
                 workspace

@@ -56,6 +56,10 @@ pub(super) fn deliverer(data: &Path, client: &GithubClient, repos: &[&str]) -> A
         remotes: gatehouse_runner::Remotes::default(),
         author_name: "Gatehouse".into(),
         author_email: "gatehouse@localhost".into(),
+        mirrors: Some(gatehouse_runner::Mirrors::new(
+            data.join("mirrors"),
+            gatehouse_runner::MIRROR_LIMIT,
+        )),
     })
 }
 

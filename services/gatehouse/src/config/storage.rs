@@ -19,6 +19,11 @@ pub struct StorageConfig {
     /// The most a conversation's home (its CLI's sessions) packs to: a home past it is not
     /// saved, and a turn on another runner starts a new session. 0 saves none.
     pub conversation_home_limit: bytesize::ByteSize,
+    /// What a runner's mirrors of repositories (`<data_dir>/mirrors`, one per remote,
+    /// fetched before each run and shared by its workspaces) may hold together: past it,
+    /// the least recently used ones no attempt holds are removed. 0 turns mirrors off:
+    /// every run clones its repositories whole.
+    pub mirror_limit: bytesize::ByteSize,
 }
 
 impl Default for StorageConfig {
@@ -27,6 +32,7 @@ impl Default for StorageConfig {
             blobs: None,
             checkpoint_pack_limit: bytesize::ByteSize::gib(4),
             conversation_home_limit: bytesize::ByteSize::b(gatehouse_runner::HOME_LIMIT),
+            mirror_limit: bytesize::ByteSize::b(gatehouse_runner::MIRROR_LIMIT),
         }
     }
 }

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::Context;
 use gatehouse_forges::{Forge, ForgeKind};
 use gatehouse_github::GithubClient;
-use gatehouse_runner::{Credential, Deliverer, ForgeAccess, Remotes};
+use gatehouse_runner::{Credential, Deliverer, ForgeAccess, Mirrors, Remotes};
 
 use crate::config::Config;
 use crate::secret::Secret;
@@ -160,6 +160,10 @@ pub fn deliverer(
         remotes,
         author_name,
         author_email,
+        mirrors: match config.storage.mirror_limit.as_u64() {
+            0 => None,
+            limit => Some(Mirrors::new(config.server.data_dir.join("mirrors"), limit)),
+        },
     })))
 }
 

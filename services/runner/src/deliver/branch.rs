@@ -5,7 +5,7 @@
 //! work branch) and, for a pull request, [pushed](Repo::push_branch). A read-only
 //! repository is only looked at, to say in the log when its changes stay behind.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gatehouse_events::RepositoryMode;
 
@@ -110,13 +110,20 @@ impl<'a> Repo<'a> {
     pub(super) async fn verify(&mut self) -> Result<(), String> {
         let repo = self.checkout.repo.clone();
         let repo = repo.as_str();
-        crate::gitdir::check(&self.dir).map_err(|reason| format!("{repo}: {reason}"))?;
+        let shared = self.deliverer.shared_objects(&self.checkout);
+        crate::gitdir::check(&self.dir, shared.as_deref())
+            .map_err(|reason| format!("{repo}: {reason}"))?;
         self.deliverer
             .sanitize(&self.dir, &self.url)
             .map_err(|reason| format!("{repo}: {reason}"))?;
-        let tree = trees::tree(&self.dir, self.delivery.scratch, Objects::Repository)
-            .await
-            .map_err(|reason| format!("{repo}: its tree cannot be computed: {reason}"))?;
+        let tree = trees::tree(
+            &self.dir,
+            self.delivery.scratch,
+            Objects::Repository,
+            shared.as_deref(),
+        )
+        .await
+        .map_err(|reason| format!("{repo}: its tree cannot be computed: {reason}"))?;
         if let Some(approval) = self.delivery.approval {
             approval.check(repo, &tree)?;
         }
@@ -286,12 +293,20 @@ impl<'a> Repo<'a> {
 
 /// A note for the log when a read-only repository was changed in the workspace: its
 /// changes are not delivered. `None` when it is as it was cloned (or cannot be told).
-pub(super) async fn read_only_note(delivery: &Delivery<'_>, checkout: &Checkout) -> Option<String> {
+pub(super) async fn read_only_note(
+    delivery: &Delivery<'_>,
+    checkout: &Checkout,
+    shared: Option<&Path>,
+) -> Option<String> {
     let dir = checkout.path(delivery.workspace);
     let start = checkout.start.as_deref()?;
     let scratch = delivery.scratch;
-    let now = trees::tree(&dir, scratch, Objects::Scratch).await.ok()?;
-    let then = trees::tree_of_commit(&dir, scratch, start).await.ok()?;
+    let now = trees::tree(&dir, scratch, Objects::Scratch, shared)
+        .await
+        .ok()?;
+    let then = trees::tree_of_commit(&dir, scratch, start, shared)
+        .await
+        .ok()?;
     (now != then).then(|| {
         format!(
             "[gatehouse] {} is read-only: its changes in the workspace are not delivered",

@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 
-use gatehouse_events::{RepositoryCheckout, RepositoryMode};
+use gatehouse_events::{History, RepositoryCheckout, RepositoryMode};
 use gatehouse_project::is_branch_name;
 use serde::{Deserialize, Serialize};
 
@@ -40,6 +40,9 @@ pub(crate) struct Checkout {
     /// Where the repository is: never read from the record, always the run's plan.
     #[serde(skip)]
     pub origin: Origin,
+    /// How much history it has (which mirror it shares objects with): the run's plan too.
+    #[serde(skip)]
+    pub history: History,
 }
 
 impl Checkout {
@@ -80,6 +83,7 @@ impl Planned {
             branch: self.branch.clone(),
             start: None,
             origin: Origin::of(&self.checkout),
+            history: self.checkout.history,
         }
     }
 }
@@ -153,6 +157,7 @@ pub(crate) fn load(path: &Path, planned: &[Planned]) -> Result<Option<Vec<Checko
     })?;
     for (record, plan) in recorded.iter_mut().zip(planned) {
         record.origin = Origin::of(&plan.checkout);
+        record.history = plan.checkout.history;
     }
     Ok(Some(recorded))
 }
@@ -328,6 +333,7 @@ mod tests {
             url: None,
             forge: None,
             path: None,
+            history: Default::default(),
         }
     }
 

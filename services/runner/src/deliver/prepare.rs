@@ -1,21 +1,23 @@
 //! Checking a run's repositories out into its workspace before its first node: each one
-//! cloned from Gatehouse's remote and put on its work branch (per mode: `auto` and `new`
-//! create it from the base, `existing` checks out the remote's, `read-only` stays on the
-//! base).
+//! made from this runner's [mirror](super::mirrors) of it (or, with mirrors off, cloned
+//! from Gatehouse's remote) and put on its work branch (per mode: `auto` and `new` create
+//! it from the base, `existing` checks out the remote's, `read-only` stays on the base).
 //!
-//! All or nothing: every repository is cloned into a scratch directory beside the
-//! workspace first and moved into place only once all of them are, so a clone that fails
-//! (a repository that does not exist, a token that may not read it, a branch missing)
-//! leaves the workspace as it was. Once every repository is in place the
+//! All or nothing: every repository is checked out into a scratch directory beside the
+//! workspace first and moved into place only once all of them are, so one that fails (a
+//! repository that does not exist, a token that may not read it, a branch missing) leaves
+//! the workspace as it was. Once every repository is in place the
 //! [record](super::checkouts) is written; with it there, preparing again (a later node, a
-//! restart) clones nothing. A repository already cloned without a record (a workspace
-//! prepared by an earlier version) is kept as it is.
+//! restart, another runner after a checkpoint) checks out nothing, and only points the
+//! workspace's repositories at this runner's mirrors again. A repository already cloned
+//! without a record (a workspace prepared by an earlier version) is kept as it is.
 
 use std::path::{Path, PathBuf};
 
 use gatehouse_events::RepositoryMode;
 
 use super::checkouts::{self, Checkout, Planned};
+use super::mirrors::{Lease, Mirror, Mirrors, plain};
 use super::{Deliverer, Origin, Remote, Session};
 use crate::git::Network;
 use crate::scratch::Scratch;
@@ -28,6 +30,28 @@ pub(crate) struct Layout<'a> {
     pub scratch: &'a Path,
 }
 
+/// A prepared workspace: how its repositories were checked out, and the mirrors they
+/// share objects with, held while the caller works in it.
+pub(crate) struct Prepared {
+    pub checkouts: Vec<Checkout>,
+    pub leases: Vec<Lease>,
+}
+
+/// Why a checkout failed: the configuration (a branch missing), or git itself — which,
+/// from a mirror that was there before, may be the mirror's fault.
+enum Failed {
+    Branch(String),
+    Git(String),
+}
+
+impl Failed {
+    fn reason(self) -> String {
+        match self {
+            Self::Branch(reason) | Self::Git(reason) => reason,
+        }
+    }
+}
+
 impl Deliverer {
     /// Checks out every planned repository (unless the workspace was prepared already) and
     /// records how. The git sessions' lines go to `log`. `Err`: why one could not be,
@@ -37,13 +61,18 @@ impl Deliverer {
         planned: &[Planned],
         layout: &Layout<'_>,
         log: &mut Vec<String>,
-    ) -> Result<Vec<Checkout>, String> {
+    ) -> Result<Prepared, String> {
         if let Some(done) = checkouts::load(layout.record, planned)? {
-            return Ok(done);
+            let leases = self.reattach(&done, layout, log).await?;
+            return Ok(Prepared {
+                checkouts: done,
+                leases,
+            });
         }
         let staging = Scratch::new(layout.scratch, "prepare")
             .map_err(|e| format!("preparing the workspace: {e}"))?;
         let mut checkouts = Vec::new();
+        let mut leases = Vec::new();
         let mut staged: Vec<(PathBuf, PathBuf)> = Vec::new();
         for (index, planned) in planned.iter().enumerate() {
             let target = if planned.dir.is_empty() {
@@ -57,7 +86,9 @@ impl Deliverer {
             }
             refuse_files(&target, &planned.dir, &planned.checkout.repo)?;
             let into = staging.path().join(index.to_string());
-            checkouts.push(self.check_out(planned, &into, layout.scratch, log).await?);
+            let (checkout, lease) = self.check_out(planned, &into, layout.scratch, log).await?;
+            checkouts.push(checkout);
+            leases.extend(lease);
             staged.push((into, target));
         }
         let mut moved: Vec<PathBuf> = Vec::new();
@@ -71,24 +102,197 @@ impl Deliverer {
             moved.push(to.clone());
         }
         checkouts::save(layout.record, &checkouts)?;
-        Ok(checkouts)
+        Ok(Prepared { checkouts, leases })
     }
 
-    /// Clones one repository into `into` and puts it on its work branch.
+    /// Checks one repository out into `into`, on its work branch: from its mirror, held by
+    /// the lease returned, or cloned when mirrors are off.
     async fn check_out(
         &self,
         planned: &Planned,
         into: &Path,
         scratch: &Path,
         log: &mut Vec<String>,
-    ) -> Result<Checkout, String> {
+    ) -> Result<(Checkout, Option<Lease>), String> {
         let repo = &planned.checkout.repo;
         let origin = Origin::of(&planned.checkout);
         let remote = self.remote(repo, &origin)?;
         let mut session = self.session(repo, &remote, scratch).await?;
-        let done = self.clone_into(planned, &remote, into, &mut session).await;
+        let done = match &self.mirrors {
+            Some(mirrors) => {
+                self.from_mirror(mirrors, planned, &remote, into, &mut session)
+                    .await
+            }
+            None => self
+                .clone_into(planned, &remote, into, &mut session)
+                .await
+                .map(|checkout| (checkout, None)),
+        };
         log.append(&mut session.lines);
         done
+    }
+
+    /// Brings the repository's mirror up to date and makes `into` from it; when git fails
+    /// on a mirror that was there before, the mirror is discarded, fetched again, and the
+    /// checkout tried once more.
+    async fn from_mirror(
+        &self,
+        mirrors: &Mirrors,
+        planned: &Planned,
+        remote: &Remote<'_>,
+        into: &Path,
+        session: &mut Session,
+    ) -> Result<(Checkout, Option<Lease>), String> {
+        let repo = &planned.checkout.repo;
+        let history = planned.checkout.history;
+        let wanted = wanted(planned);
+        let mirror = self
+            .mirror(mirrors, repo, remote, history, &wanted, session)
+            .await?;
+        let reason = match self.from(&mirror, planned, remote, into, session).await {
+            Ok(checkout) => return Ok((checkout, Some(mirror.lease))),
+            Err(Failed::Git(reason)) if mirror.warm => reason,
+            Err(failed) => return Err(failed.reason()),
+        };
+        tracing::warn!(%repo, %reason, "a checkout from the mirror failed; fetching it again");
+        drop(mirror);
+        let _ = std::fs::remove_dir_all(into);
+        let mirror = self
+            .rebuild(mirrors, repo, remote, history, &wanted, session)
+            .await?;
+        let checkout = self
+            .from(&mirror, planned, remote, into, session)
+            .await
+            .map_err(Failed::reason)?;
+        Ok((checkout, Some(mirror.lease)))
+    }
+
+    /// Makes `into` a repository sharing `mirror`'s objects, with the mirror's branches as
+    /// `origin`'s and its tags, and puts it on its work branch.
+    async fn from(
+        &self,
+        mirror: &Mirror,
+        planned: &Planned,
+        remote: &Remote<'_>,
+        into: &Path,
+        session: &mut Session,
+    ) -> Result<Checkout, Failed> {
+        let repo = &planned.checkout.repo;
+        let url = remote.url.as_str();
+        let failed = |e: std::io::Error| Failed::Git(format!("preparing {repo}: {e}"));
+        std::fs::create_dir_all(into).map_err(failed)?;
+        let dest = into.to_string_lossy().into_owned();
+        let parent = into.parent().unwrap_or(into);
+        self.run(
+            url,
+            parent,
+            None,
+            Network::Local,
+            &["init", "--quiet", "--", &dest],
+            session,
+        )
+        .await
+        .map_err(Failed::Git)?;
+        let git = into.join(".git");
+        share_objects(&git, &mirror.objects()).map_err(failed)?;
+        if let Ok(shallow) = std::fs::read(mirror.dir.join("shallow")) {
+            std::fs::write(git.join("shallow"), shallow).map_err(failed)?;
+        }
+        let listed = self
+            .run(
+                url,
+                &mirror.dir,
+                None,
+                Network::Local,
+                &[
+                    "for-each-ref",
+                    "--format=%(objectname) %(refname)",
+                    "refs/heads",
+                    "refs/tags",
+                ],
+                session,
+            )
+            .await
+            .map_err(Failed::Git)?;
+        std::fs::write(git.join("packed-refs"), packed_refs(&listed)).map_err(failed)?;
+        if let Some(default) = &mirror.default {
+            let head = git.join("refs/remotes/origin");
+            std::fs::create_dir_all(&head).map_err(failed)?;
+            std::fs::write(
+                head.join("HEAD"),
+                format!("ref: refs/remotes/origin/{default}\n"),
+            )
+            .map_err(failed)?;
+        }
+        self.local(url, into, &["remote", "add", "origin", url], session)
+            .await
+            .map_err(Failed::Git)?;
+        let base = match (&planned.checkout.branch, &mirror.default) {
+            (Some(base), _) | (None, Some(base)) => base.clone(),
+            (None, None) => {
+                return Err(Failed::Branch(format!(
+                    "finding the default branch of {repo}: its remote names no branch as HEAD (an empty repository?); give the repository a `branch`"
+                )));
+            }
+        };
+        self.on_branch(planned, url, into, base, session).await
+    }
+
+    /// Points the repositories of a workspace prepared before (by an earlier node, or on
+    /// another runner and restored from its checkpoint) at this runner's mirrors, fetching
+    /// a mirror that is missing or lacks the commit the repository started from. A
+    /// repository cloned whole (no alternates) is left as it is.
+    async fn reattach(
+        &self,
+        done: &[Checkout],
+        layout: &Layout<'_>,
+        log: &mut Vec<String>,
+    ) -> Result<Vec<Lease>, String> {
+        let Some(mirrors) = &self.mirrors else {
+            return Ok(Vec::new());
+        };
+        let mut leases = Vec::new();
+        for checkout in done {
+            let git = checkout.path(layout.workspace).join(".git");
+            if std::fs::symlink_metadata(git.join("objects/info/alternates")).is_err() {
+                continue;
+            }
+            let repo = &checkout.repo;
+            let remote = self.remote(repo, &checkout.origin)?;
+            let mut session = self.session(repo, &remote, layout.scratch).await?;
+            let shared = mirrors.shared(&remote.url, checkout.history);
+            let kept = match &checkout.start {
+                Some(start) => mirrors.hold(&remote.url, checkout.history, start).await,
+                None => None,
+            };
+            let lease = match kept {
+                Some(lease) => lease,
+                None => {
+                    let wanted: Vec<&str> = checkout
+                        .base
+                        .iter()
+                        .chain(&checkout.branch)
+                        .map(String::as_str)
+                        .collect();
+                    let mirror = self
+                        .mirror(
+                            mirrors,
+                            repo,
+                            &remote,
+                            checkout.history,
+                            &wanted,
+                            &mut session,
+                        )
+                        .await;
+                    log.append(&mut session.lines);
+                    mirror?.lease
+                }
+            };
+            share_objects(&git, &shared)
+                .map_err(|e| format!("pointing {repo} at this runner's mirror: {e}"))?;
+            leases.push(lease);
+        }
+        Ok(leases)
     }
 
     async fn clone_into(
@@ -98,8 +302,7 @@ impl Deliverer {
         into: &Path,
         session: &mut Session,
     ) -> Result<Checkout, String> {
-        let checkout = &planned.checkout;
-        let repo = &checkout.repo;
+        let repo = &planned.checkout.repo;
         let url = remote.url.clone();
         let parent = into.parent().unwrap_or(into);
         let dest = into.to_string_lossy().into_owned();
@@ -113,7 +316,7 @@ impl Deliverer {
         )
         .await
         .map_err(|reason| format!("cloning {repo}: {}", plain(&reason)))?;
-        let base = match &checkout.branch {
+        let base = match &planned.checkout.branch {
             Some(base) => base.clone(),
             None => self
                 .local(
@@ -126,16 +329,35 @@ impl Deliverer {
                 .map(|b| b.trim().to_owned())
                 .map_err(|reason| format!("finding the default branch of {repo}: {reason}"))?,
         };
-        if !self.has_branch(&url, into, &base, session).await {
-            return Err(format!(
+        self.on_branch(planned, &url, into, base, session)
+            .await
+            .map_err(Failed::reason)
+    }
+
+    /// Puts the repository at `into`, with `origin`'s branches, on its work branch from
+    /// `base`; what it records.
+    async fn on_branch(
+        &self,
+        planned: &Planned,
+        url: &str,
+        into: &Path,
+        base: String,
+        session: &mut Session,
+    ) -> Result<Checkout, Failed> {
+        let checkout = &planned.checkout;
+        let repo = &checkout.repo;
+        if !self.has_branch(url, into, &base, session).await {
+            return Err(Failed::Branch(format!(
                 "`{base}` does not exist in {repo} (its base branch)"
-            ));
+            )));
         }
         let (branch, from) = match checkout.mode {
             RepositoryMode::Existing => {
                 let name = planned.branch.clone().unwrap_or_default();
-                if !self.has_branch(&url, into, &name, session).await {
-                    return Err(format!("`{name}` does not exist in {repo} (mode existing)"));
+                if !self.has_branch(url, into, &name, session).await {
+                    return Err(Failed::Branch(format!(
+                        "`{name}` does not exist in {repo} (mode existing)"
+                    )));
                 }
                 (name.clone(), name)
             }
@@ -146,13 +368,15 @@ impl Deliverer {
         };
         let from = format!("refs/remotes/origin/{from}");
         let args = ["checkout", "--quiet", "--no-track", "-B", &branch, &from];
-        self.local(&url, into, &args, session)
+        self.local(url, into, &args, session)
             .await
-            .map_err(|reason| format!("checking out `{branch}` of {repo}: {reason}"))?;
+            .map_err(|reason| {
+                Failed::Git(format!("checking out `{branch}` of {repo}: {reason}"))
+            })?;
         let start = self
-            .local(&url, into, &["rev-parse", "--verify", "HEAD"], session)
+            .local(url, into, &["rev-parse", "--verify", "HEAD"], session)
             .await
-            .map_err(|reason| format!("reading {repo}'s HEAD: {reason}"))?;
+            .map_err(|reason| Failed::Git(format!("reading {repo}'s HEAD: {reason}")))?;
         Ok(Checkout {
             repo: repo.clone(),
             dir: planned.dir.clone(),
@@ -161,6 +385,7 @@ impl Deliverer {
             branch: planned.branch.clone(),
             start: Some(start.trim().to_owned()),
             origin: Origin::of(checkout),
+            history: checkout.history,
         })
     }
 
@@ -184,10 +409,50 @@ impl Deliverer {
     }
 }
 
-/// Git's reason without the command it came from (`git clone failed: fatal: x` → `x`).
-fn plain(reason: &str) -> &str {
-    let reason = reason.strip_prefix("git clone failed: ").unwrap_or(reason);
-    reason.strip_prefix("fatal: ").unwrap_or(reason)
+/// The branches a repository's checkout needs besides the remote's default: its base,
+/// when configured, and for mode `existing` its work branch.
+fn wanted(planned: &Planned) -> Vec<&str> {
+    let checkout = &planned.checkout;
+    let mut wanted: Vec<&str> = checkout.branch.iter().map(String::as_str).collect();
+    if checkout.mode == RepositoryMode::Existing {
+        wanted.extend(planned.branch.as_deref());
+    }
+    wanted
+}
+
+/// Names `objects` as the only alternates of the repository at `git`.
+fn share_objects(git: &Path, objects: &Path) -> std::io::Result<()> {
+    let info = git.join("objects/info");
+    std::fs::create_dir_all(&info)?;
+    let path = info.join("alternates");
+    let partial = info.join("alternates.partial");
+    std::fs::write(&partial, format!("{}\n", objects.display()))?;
+    std::fs::rename(partial, path)
+}
+
+/// A `packed-refs` file of the mirror's refs as a clone would have them: its branches as
+/// `origin`'s, its tags as they are.
+fn packed_refs(listed: &str) -> String {
+    let mut refs: Vec<(String, &str)> = listed
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .filter_map(|(id, name)| {
+            let renamed = if let Some(branch) = name.strip_prefix("refs/heads/") {
+                format!("refs/remotes/origin/{branch}")
+            } else if name.starts_with("refs/tags/") {
+                name.to_owned()
+            } else {
+                return None;
+            };
+            Some((renamed, id))
+        })
+        .collect();
+    refs.sort();
+    let mut text = String::from("# pack-refs with: sorted\n");
+    for (name, id) in refs {
+        text.push_str(&format!("{id} {name}\n"));
+    }
+    text
 }
 
 /// `Err` when `target` holds files but is no clone: nothing is cloned over them.

@@ -51,6 +51,10 @@ impl Scene {
             remotes: crate::remotes::Remotes::default(),
             author_name: "Gatehouse".into(),
             author_email: "gatehouse@localhost".into(),
+            mirrors: Some(super::Mirrors::new(
+                forge.path("mirrors"),
+                super::MIRROR_LIMIT,
+            )),
         };
         Self {
             forge,
@@ -89,7 +93,7 @@ impl Scene {
         let mut log = Vec::new();
         let prepared = self.deliverer.prepare(&planned, &layout, &mut log).await;
         assert!(!log.join("\n").contains(TOKEN));
-        prepared
+        prepared.map(|prepared| prepared.checkouts)
     }
 
     /// The record of the prepared workspace, held to its plan.
@@ -191,9 +195,15 @@ impl Scene {
         let mut trees = BTreeMap::new();
         for checkout in &checkouts {
             let dir = checkout.path(&self.workspace());
-            let tree = trees::tree(&dir, &self.scratch(), trees::Objects::Scratch)
-                .await
-                .unwrap();
+            let shared = self.deliverer.shared_objects(checkout);
+            let tree = trees::tree(
+                &dir,
+                &self.scratch(),
+                trees::Objects::Scratch,
+                shared.as_deref(),
+            )
+            .await
+            .unwrap();
             trees.insert(checkout.repo.clone(), tree);
         }
         Approval {
@@ -217,6 +227,7 @@ pub(crate) fn checkout(
         url: None,
         forge: None,
         path: None,
+        history: Default::default(),
     }
 }
 

@@ -6,6 +6,7 @@
 mod answering;
 mod delivering;
 mod guarded;
+mod mirroring;
 mod preparing;
 mod remotes;
 

@@ -36,10 +36,16 @@ pub(crate) enum Objects {
 }
 
 /// The tree of the repository checked out at `repo`, computed in a scratch git directory
-/// under `scratch`; `Err`: why it cannot be (a tampered `.git`, a missing object, a file
-/// git refuses), which makes the tree [unverifiable](UNVERIFIABLE).
-pub(crate) async fn tree(repo: &Path, scratch: &Path, objects: Objects) -> Result<String, String> {
-    crate::gitdir::check(repo)?;
+/// under `scratch`; `shared`: the mirror's object store its alternates may name. `Err`:
+/// why it cannot be (a tampered `.git`, a missing object, a file git refuses), which makes
+/// the tree [unverifiable](UNVERIFIABLE).
+pub(crate) async fn tree(
+    repo: &Path,
+    scratch: &Path,
+    objects: Objects,
+    shared: Option<&Path>,
+) -> Result<String, String> {
+    crate::gitdir::check(repo, shared)?;
     let head = head_commit(&repo.join(".git"))?;
     let git = ScratchGit::new(repo, scratch, objects)?;
     if let Some(head) = &head {
@@ -58,8 +64,9 @@ pub(crate) async fn tree_of_commit(
     repo: &Path,
     scratch: &Path,
     commit: &str,
+    shared: Option<&Path>,
 ) -> Result<String, String> {
-    crate::gitdir::check(repo)?;
+    crate::gitdir::check(repo, shared)?;
     let git = ScratchGit::new(repo, scratch, Objects::Scratch)?;
     object_id(
         &git.run(&["rev-parse", "--verify", &format!("{commit}^{{tree}}")])

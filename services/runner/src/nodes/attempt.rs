@@ -25,6 +25,7 @@ use super::Nodes;
 use super::report::Ended;
 use crate::agent;
 use crate::artifacts;
+use crate::deliver::mirrors::Lease;
 use crate::durably::durably;
 use crate::files::RunDirs;
 use crate::logs::{LogTarget, Seen, Tracing, store_output};
@@ -87,6 +88,9 @@ pub(super) struct Attempt<'a> {
     started: Instant,
     /// The run had no checkpoint when the attempt began ([`super::follow::Hold`]).
     pub(super) fresh: bool,
+    /// The mirrors the workspace's repositories share objects with, held until the attempt
+    /// ends (a container mounts their object stores read-only).
+    pub(super) mirrors: Vec<Lease>,
 }
 
 /// What the node left: the artifacts stored, and the problems that fail an attempt even
@@ -113,6 +117,7 @@ impl Nodes {
             dirs: RunDirs::new(&self.runner.options.data_dir, job.run_id),
             started: Instant::now(),
             fresh: false,
+            mirrors: Vec::new(),
         };
         // The run's scope is read while this runner's copy of the workspace is made the
         // run's latest: neither waits for the other.
@@ -127,8 +132,9 @@ impl Nodes {
             Err(reason) => return attempt.failed(reason).await,
         };
         attempt.fresh = hold.fresh;
-        if let Err(reason) = self.prepare_workspace(job, &scope, &attempt.dirs).await {
-            return attempt.failed(reason).await;
+        match self.prepare_workspace(job, &scope, &attempt.dirs).await {
+            Ok(leases) => attempt.mirrors = leases,
+            Err(reason) => return attempt.failed(reason).await,
         }
         let program = match &job.spec {
             NodeSpec::Script(script) => Program::Script(script),

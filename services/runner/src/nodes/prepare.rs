@@ -59,6 +59,8 @@ impl<'a> Attempt<'a> {
             Ok(settings) => settings,
             Err(reason) => return Ok(Err(reason)),
         };
+        let mut profile = profile;
+        crate::deliver::mirrors::mount_shared(&mut profile, &self.mirrors);
         if let Err(reason) = copied? {
             return Ok(Err(reason));
         }

@@ -10,7 +10,8 @@ use uuid::Uuid;
 use super::Nodes;
 use super::attempt::Step;
 use crate::deliver::checkouts;
-use crate::deliver::prepare::Layout;
+use crate::deliver::mirrors::Lease;
+use crate::deliver::prepare::{Layout, Prepared};
 use crate::deliver::trees::{self, Objects, UNVERIFIABLE, short};
 use crate::durably::durably;
 use crate::files::RunDirs;
@@ -32,20 +33,24 @@ impl Nodes {
         .await
     }
 
-    /// Checks the run's repositories out into its workspace, unless they are already;
-    /// the git sessions' lines go to the attempt's log. `Err`: why not, which fails the
+    /// Checks the run's repositories out into its workspace, unless they are already (then
+    /// only points them at this runner's mirrors again); the git sessions' lines go to the
+    /// attempt's log. The mirrors, held for the attempt. `Err`: why not, which fails the
     /// attempt.
     pub(super) async fn prepare_workspace(
         &self,
         job: &NodeDispatch,
         scope: &RunScope,
         dirs: &RunDirs,
-    ) -> Result<(), String> {
+    ) -> Result<Vec<Lease>, String> {
         let repositories = &scope.workspace.repositories;
-        if repositories.is_empty() || dirs.checkouts().exists() {
-            return Ok(());
+        if repositories.is_empty() {
+            return Ok(Vec::new());
         }
         let Some(delivery) = &self.runner.options.delivery else {
+            if dirs.checkouts().exists() {
+                return Ok(Vec::new());
+            }
             let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
             return Err(format!(
                 "the run works on {}, but this runner cannot clone repositories: {}",
@@ -60,10 +65,14 @@ impl Nodes {
             record: &record,
             scratch: &scratch,
         };
+        let fresh = !record.exists();
         let mut log = Vec::new();
         let prepared = delivery.prepare(&planned, &layout, &mut log).await;
         self.store_log(job, &log).await;
-        let checkouts = prepared?;
+        let Prepared { checkouts, leases } = prepared?;
+        if !fresh {
+            return Ok(leases);
+        }
         let lines: Vec<String> = checkouts
             .iter()
             .map(|c| {
@@ -84,7 +93,7 @@ impl Nodes {
             })
             .collect();
         self.store_log(job, &lines).await;
-        Ok(())
+        Ok(leases)
     }
 
     /// Records the tree of every repository of the workspace as the attempt left it; one
@@ -113,8 +122,14 @@ impl Nodes {
         let mut trees = Vec::new();
         let mut lines = Vec::new();
         for checkout in &checkouts {
-            let tree = match trees::tree(&checkout.path(&workspace), &scratch, Objects::Scratch)
-                .await
+            let shared = self
+                .runner
+                .options
+                .delivery
+                .as_ref()
+                .and_then(|d| d.shared_objects(checkout));
+            let path = checkout.path(&workspace);
+            let tree = match trees::tree(&path, &scratch, Objects::Scratch, shared.as_deref()).await
             {
                 Ok(tree) => {
                     lines.push(format!(

@@ -169,9 +169,13 @@ impl Turns {
             )));
         };
         let dirs = ConversationDirs::new(&self.runner.options.data_dir, job.conversation_id);
-        if let Err(reason) = self.ready_workspace(job, &dirs).await? {
-            return Ok(Ran::failed(reason));
-        }
+        let mirrors = match self.ready_workspace(job, &dirs).await? {
+            Ok(mirrors) => mirrors,
+            Err(reason) => return Ok(Ran::failed(reason)),
+        };
+        let mut profile = profile.clone();
+        crate::deliver::mirrors::mount_shared(&mut profile, &mirrors);
+        let profile = &profile;
         let read_only = turn.ask && role.read_only;
         // A read-only `ask` works in a home of its own, thrown away with the attempt.
         let home = if read_only {

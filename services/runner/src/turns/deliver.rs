@@ -180,9 +180,10 @@ impl Turns {
             ));
         }
         let dirs = ConversationDirs::new(&self.runner.options.data_dir, job.conversation_id);
-        if let Err(reason) = self.ready_workspace(job, &dirs).await? {
-            return Ok(failed(reason));
-        }
+        let _mirrors = match self.ready_workspace(job, &dirs).await? {
+            Ok(mirrors) => mirrors,
+            Err(reason) => return Ok(failed(reason)),
+        };
         let planned = match self.conversation_plan(job).await? {
             Ok(planned) => planned,
             Err(reason) => return Ok(failed(reason)),

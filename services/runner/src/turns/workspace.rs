@@ -16,6 +16,7 @@ use super::confined;
 use super::dirs::ConversationDirs;
 use crate::checkpoint::{self, Local};
 use crate::deliver::checkouts::{self, Planned, requirement_branch};
+use crate::deliver::mirrors::Lease;
 use crate::deliver::prepare::Layout;
 use crate::durably::durably;
 use crate::patience::patiently;
@@ -24,13 +25,13 @@ use crate::scratch::Scratch;
 use crate::workspaces::conversation_workspace;
 
 impl Turns {
-    /// Readies the workspace for a turn. `Ok(Err(reason))`: it cannot be, which fails the
-    /// attempt.
+    /// Readies the workspace for a turn; the mirrors its repositories share objects with,
+    /// held while the turn works. `Ok(Err(reason))`: it cannot be, which fails the attempt.
     pub(super) async fn ready_workspace(
         &self,
         job: &TurnDispatch,
         dirs: &ConversationDirs,
-    ) -> Result<Result<(), String>, HandlerError> {
+    ) -> Result<Result<Vec<Lease>, String>, HandlerError> {
         // A run gave the workspace back: its files are where the turn starts.
         if let Some(run) = job.adopt_run
             && let Err(reason) = self.adopt_run(run, job.conversation_id, dirs).await
@@ -64,13 +65,13 @@ impl Turns {
             }
             _ => {}
         }
-        if let Err(reason) = self.check_out(job, dirs).await? {
-            return Ok(Err(reason));
-        }
-        Ok(
-            std::fs::create_dir_all(&workspace)
-                .map_err(|e| format!("preparing the workspace: {e}")),
-        )
+        let leases = match self.check_out(job, dirs).await? {
+            Ok(leases) => leases,
+            Err(reason) => return Ok(Err(reason)),
+        };
+        Ok(std::fs::create_dir_all(&workspace)
+            .map(|()| leases)
+            .map_err(|e| format!("preparing the workspace: {e}")))
     }
 
     /// Where the conversation's repositories go in its workspace and on which branches:
@@ -88,17 +89,21 @@ impl Turns {
     }
 
     /// Checks the project's repositories out into the workspace, as a run's first node
-    /// does, unless they are already (or there are none).
+    /// does, unless they are already (then only points them at this runner's mirrors
+    /// again) or there are none.
     async fn check_out(
         &self,
         job: &TurnDispatch,
         dirs: &ConversationDirs,
-    ) -> Result<Result<(), String>, HandlerError> {
+    ) -> Result<Result<Vec<Lease>, String>, HandlerError> {
         let repositories = &job.workspace.repositories;
-        if repositories.is_empty() || dirs.checkouts().exists() {
-            return Ok(Ok(()));
+        if repositories.is_empty() {
+            return Ok(Ok(Vec::new()));
         }
         let Some(delivery) = &self.runner.options.delivery else {
+            if dirs.checkouts().exists() {
+                return Ok(Ok(Vec::new()));
+            }
             let repos: Vec<&str> = repositories.iter().map(|r| r.repo.as_str()).collect();
             return Ok(Err(format!(
                 "the conversation works on {}, but this runner cannot clone repositories: {}",
@@ -122,10 +127,11 @@ impl Turns {
             tracing::debug!(%line, "checking out the conversation's repositories");
         }
         Ok(prepared.map(|done| {
-            tracing::info!(
-                repositories = done.len(),
-                "checked out the conversation's repositories"
+            tracing::debug!(
+                repositories = done.checkouts.len(),
+                "the conversation's repositories are ready"
             );
+            done.leases
         }))
     }
 }

@@ -124,7 +124,14 @@ async fn trees_take_untracked_files_and_leave_ignored_ones_and_the_workspace_alo
     scene.remote("acme/api", 5);
     scene.prepare(&[auto("acme/api")]).await.unwrap();
     let (ws, scratch) = (scene.workspace(), scene.scratch());
-    let tree = || async { trees::tree(&ws, &scratch, Objects::Scratch).await.unwrap() };
+    let checkouts = scene.checkouts().unwrap();
+    let shared = scene.deliverer.shared_objects(&checkouts[0]);
+    let shared = shared.as_deref();
+    let tree = || async {
+        trees::tree(&ws, &scratch, Objects::Scratch, shared)
+            .await
+            .unwrap()
+    };
     let head = git(&ws, &["rev-parse", "HEAD^{tree}"]).trim().to_owned();
     assert_eq!(tree().await, head, "a fresh clone's tree is its HEAD's");
 
@@ -149,7 +156,7 @@ async fn trees_take_untracked_files_and_leave_ignored_ones_and_the_workspace_alo
 
     // A tampered `.git` makes the tree unverifiable, saying why.
     std::fs::write(ws.join(".git/commondir"), "/elsewhere").unwrap();
-    let reason = trees::tree(&ws, &scratch, Objects::Scratch)
+    let reason = trees::tree(&ws, &scratch, Objects::Scratch, shared)
         .await
         .unwrap_err();
     assert!(

@@ -99,6 +99,7 @@ impl Stage {
                 remotes: crate::remotes::Remotes::default(),
                 author_name: "Gatehouse".into(),
                 author_email: "gatehouse@localhost".into(),
+                mirrors: scene.deliverer.mirrors.clone(),
             }));
         }
         let sandbox = Arc::new(gatehouse_sandbox::ProcessSandbox::default());
@@ -257,12 +258,10 @@ async fn a_runs_frozen_workspace_is_checked_out_with_its_settings_and_its_trees_
     assert_eq!((again[0].node.as_str(), again[0].attempt), ("fix", 2));
     assert_eq!(again[1].tree, trees[1].tree);
 
-    // A tampered `.git` is recorded as a tree no approval can match.
-    std::fs::write(
-        ws.join("shared/.git/objects/info/alternates"),
-        "/elsewhere\n",
-    )
-    .unwrap();
+    // A tampered `.git` is recorded as a tree no approval can match. (Alternates naming
+    // another store are rewritten to the mirror's before each node: that is covered by
+    // the deliverer's tests of hostile workspaces.)
+    std::fs::write(ws.join("shared/.git/commondir"), "/elsewhere\n").unwrap();
     stage.attempt("fix", 3).await.unwrap();
     let tampered = stage.store.workspace_trees(stage.run).await.unwrap();
     assert!(

@@ -1,0 +1,163 @@
+//! Workspaces made from the runner's mirrors: no objects copied, nothing fetched when the
+//! remote has nothing new, new commits fetched when it has, a broken or half-made mirror
+//! discarded and fetched again, and shallow history.
+
+use gatehouse_events::{DeliverMode, History};
+
+use super::super::scene::{Scene, auto, git};
+
+const REPO: &str = "acme/api";
+
+/// The mirrors the scene's deliverer keeps.
+fn mirrors(scene: &Scene) -> std::path::PathBuf {
+    scene.path("mirrors")
+}
+
+/// The one mirror there is, as a bare repository.
+fn the_mirror(scene: &Scene) -> std::path::PathBuf {
+    let mut found: Vec<_> = std::fs::read_dir(mirrors(scene))
+        .unwrap()
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.extension().is_some_and(|e| e == "git"))
+        .collect();
+    assert_eq!(found.len(), 1, "{found:?}");
+    found.remove(0)
+}
+
+/// Forgets the workspace (as a new run would start without one).
+fn new_run(scene: &Scene) {
+    std::fs::remove_dir_all(scene.workspace()).unwrap();
+    std::fs::remove_file(scene.record()).unwrap();
+}
+
+fn packs(dir: &std::path::Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir.join("objects/pack"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+#[tokio::test]
+async fn a_workspace_shares_its_mirrors_objects_and_a_second_run_fetches_only_what_is_new() {
+    let scene = Scene::new().await;
+    scene.remote(REPO, 20);
+    let first = scene.prepare(&[auto(REPO)]).await.unwrap();
+    let ws = scene.workspace();
+    let mirror = the_mirror(&scene);
+    assert_eq!(
+        std::fs::read_to_string(ws.join(".git/objects/info/alternates")).unwrap(),
+        format!("{}\n", mirror.join("objects").display())
+    );
+    assert!(packs(&ws.join(".git")).is_empty(), "no object is copied");
+    assert!(ws.join("src/0/file0.txt").is_file());
+    assert_eq!(
+        git(&ws, &["rev-parse", "origin/main"]).trim(),
+        first[0].start.as_deref().unwrap()
+    );
+    let packed = packs(&mirror);
+
+    // Nothing new on the remote: the mirror is used as it is.
+    new_run(&scene);
+    let again = scene.prepare(&[auto(REPO)]).await.unwrap();
+    assert_eq!(again[0].start, first[0].start);
+    assert_eq!(packs(&mirror), packed, "nothing was fetched");
+
+    // A commit pushed since: fetched, and the work starts from it.
+    let other = scene.someone_else(REPO);
+    std::fs::write(other.join("NEW.md"), "new\n").unwrap();
+    git(&other, &["add", "NEW.md"]);
+    git(
+        &other,
+        &[
+            "-c",
+            "user.name=o",
+            "-c",
+            "user.email=o@o",
+            "commit",
+            "-q",
+            "-m",
+            "new",
+        ],
+    );
+    git(&other, &["push", "-q", "origin", "main"]);
+    let pushed = git(&other, &["rev-parse", "HEAD"]).trim().to_owned();
+    new_run(&scene);
+    let third = scene.prepare(&[auto(REPO)]).await.unwrap();
+    assert_eq!(third[0].start.as_deref(), Some(pushed.as_str()));
+    assert!(scene.workspace().join("NEW.md").is_file());
+
+    // Delivery pushes from a workspace whose objects are the mirror's.
+    std::fs::write(scene.workspace().join("FIX.md"), "fixed\n").unwrap();
+    let (delivered, log) = scene.deliver(DeliverMode::Pr, None).await;
+    delivered.unwrap_or_else(|e| panic!("{e}: {log:?}"));
+}
+
+#[tokio::test]
+async fn a_broken_or_half_made_mirror_is_discarded_and_fetched_again() {
+    let scene = Scene::new().await;
+    scene.remote(REPO, 20);
+    let first = scene.prepare(&[auto(REPO)]).await.unwrap();
+    let mirror = the_mirror(&scene);
+
+    // Its packs cut short, as a disk error would leave them.
+    for pack in packs(&mirror).iter().filter(|p| p.ends_with(".pack")) {
+        let path = mirror.join("objects/pack").join(pack);
+        let len = std::fs::metadata(&path).unwrap().len();
+        let file = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+        file.set_len(len / 2).unwrap();
+    }
+    new_run(&scene);
+    let again = scene.prepare(&[auto(REPO)]).await.unwrap();
+    assert_eq!(again[0].start, first[0].start);
+    assert!(scene.workspace().join("src/0/file0.txt").is_file());
+    git(&mirror, &["fsck", "--no-dangling"]);
+
+    // A mirror whose first fetch never finished (no marker) is not trusted either.
+    std::fs::remove_file(mirror.join("gatehouse-mirror.json")).unwrap();
+    std::fs::write(mirror.join("HEAD"), "garbage").unwrap();
+    new_run(&scene);
+    let third = scene.prepare(&[auto(REPO)]).await.unwrap();
+    assert_eq!(third[0].start, first[0].start);
+    git(&mirror, &["fsck", "--no-dangling"]);
+}
+
+#[tokio::test]
+async fn a_shallow_project_gets_only_the_tip_and_delivers() {
+    let scene = Scene::new().await;
+    scene.remote(REPO, 5);
+    let other = scene.someone_else(REPO);
+    for n in 0..3 {
+        std::fs::write(other.join("LOG.md"), format!("{n}\n")).unwrap();
+        git(&other, &["add", "LOG.md"]);
+        git(
+            &other,
+            &[
+                "-c",
+                "user.name=o",
+                "-c",
+                "user.email=o@o",
+                "commit",
+                "-q",
+                "-m",
+                "more",
+            ],
+        );
+    }
+    git(&other, &["push", "-q", "origin", "main"]);
+    let mut repository = auto(REPO);
+    repository.history = History::Shallow;
+    scene.prepare(&[repository]).await.unwrap();
+    let ws = scene.workspace();
+    assert_eq!(git(&ws, &["rev-list", "--count", "HEAD"]).trim(), "1");
+    assert!(ws.join(".git/shallow").is_file());
+    std::fs::write(ws.join("FIX.md"), "fixed\n").unwrap();
+    let (delivered, log) = scene.deliver(DeliverMode::Pr, None).await;
+    delivered.unwrap_or_else(|e| panic!("{e}: {log:?}"));
+}
