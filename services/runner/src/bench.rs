@@ -24,10 +24,12 @@ pub async fn prepare_workspace(
         run_dir.join("checkouts.json"),
         run_dir.join("scratch"),
     );
+    let local = run_dir.join("checkpoint.json");
     let layout = Layout {
         workspace: &workspace,
         record: &record,
         scratch: &scratch,
+        local: &local,
     };
     let mut log = Vec::new();
     deliverer

@@ -18,6 +18,7 @@
 //! restored.
 
 pub(crate) mod archive;
+mod blobs;
 #[cfg(test)]
 mod home_tests;
 mod manifest;
@@ -36,6 +37,7 @@ use gatehouse_blobs::{BlobError, Blobs, Digest};
 use serde::{Deserialize, Serialize};
 
 pub(crate) use archive::{restore as restore_archive, take as take_archive};
+pub(crate) use blobs::{fill_blobs, parse_listing, pending_repos, seed};
 use manifest::{Kind, Manifest, Pack};
 use walk::SeenFiles;
 
@@ -100,6 +102,21 @@ pub(crate) struct Local {
     pub digest: Digest,
     manifest: Manifest,
     seen: SeenFiles,
+    /// Files of the checkpoint recorded as git blobs and not written yet (see
+    /// [`fill_blobs`]): the workspace is not whole until they are.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pending: Vec<Pending>,
+}
+
+/// A file of a restored checkpoint still to be written from its repository's mirror.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub(crate) struct Pending {
+    pub path: String,
+    /// The repository's directory in the workspace.
+    pub repo: String,
+    pub id: String,
+    pub size: u64,
+    pub mode: u32,
 }
 
 impl Local {
@@ -243,6 +260,11 @@ impl Checkpoints {
         };
         let (before, walked, checkouts) = blocking(move || {
             let before = Local::read(&walk_place.local);
+            if let Some(pending) = before.as_ref().map(|l| l.pending.len()).filter(|n| *n > 0) {
+                return Err(io::Error::other(format!(
+                    "{pending} files of its last checkpoint are not written yet (their repository's mirror was not ready)"
+                )));
+            }
             let none = SeenFiles::default();
             let seen = before.as_ref().map_or(&none, |l| &l.seen);
             let walked = walk::walk(&walk_place.workspace, seen, rules)?;
@@ -259,7 +281,7 @@ impl Checkpoints {
         .await?;
         let mut manifest = Manifest::new(walked.entries, Vec::new(), checkouts);
         let live = manifest.contents();
-        let bytes: u64 = live.values().sum();
+        let bytes: u64 = live.values().sum::<u64>() + manifest.blob_sizes();
         if let Some(home) = self.home {
             // Each path counted, as a restore counts them.
             let files: u64 = manifest.file_sizes();
@@ -357,6 +379,7 @@ impl Checkpoints {
                 digest: digest.clone(),
                 manifest,
                 seen: walked.seen,
+                pending: Vec::new(),
             };
             let path = place.local.clone();
             blocking(move || local.write(&path)).await?;
@@ -439,6 +462,16 @@ impl Checkpoints {
 /// CLI's state needs none, and one could lead the runner or the next sandbox out of the
 /// home), no checkouts record, and packs within the limit.
 fn check_home(manifest: &Manifest, home: HomeBounds) -> Result<(), String> {
+    if let Some(entry) = manifest
+        .entries
+        .iter()
+        .find(|e| matches!(e.kind, Kind::Blob { .. }))
+    {
+        return Err(format!(
+            "`{}` is a repository's file, which a conversation's home does not hold",
+            entry.path
+        ));
+    }
     if let Some(entry) = manifest
         .entries
         .iter()

@@ -1,6 +1,9 @@
 //! What a checkpoint records: every entry of the workspace (directories, files by content
 //! digest, symbolic links by target) with its mode and owner, the packs holding the files'
-//! contents, and the record of the checkouts kept beside the workspace.
+//! contents, and the record of the checkouts kept beside the workspace. A file still as
+//! its repository's checkout wrote it is recorded by its git blob id instead of packed: a
+//! runner restores it from its own mirror of that repository, so a checkpoint of a large
+//! repository costs what changed in it, not the repository.
 //!
 //! A manifest is read back on another runner, so it is checked before anything is made of
 //! it: every path is relative and plain (no `..`, no empty or `.` parts), entries come
@@ -16,8 +19,8 @@ use std::collections::{BTreeMap, BTreeSet};
 use gatehouse_blobs::Digest;
 use serde::{Deserialize, Serialize};
 
-/// The format this runner writes and reads.
-const VERSION: u32 = 1;
+/// The format this runner writes; it reads this one and the one before (no blob entries).
+const VERSION: u32 = 2;
 
 /// A checkpoint of a workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +63,13 @@ pub(crate) enum Kind {
     Link {
         target: String,
     },
+    /// A file holding blob `id` of the repository checked out at `repo` (relative to the
+    /// workspace, empty for its root), restored from this runner's mirror of it.
+    Blob {
+        repo: String,
+        id: String,
+        size: u64,
+    },
 }
 
 /// A pack and its size, for deciding when to repack.
@@ -84,7 +94,7 @@ impl Manifest {
     pub(crate) fn parse(bytes: &[u8]) -> Result<Self, String> {
         let manifest: Self = serde_json::from_slice(bytes)
             .map_err(|e| format!("the manifest does not read: {e}"))?;
-        if manifest.version != VERSION {
+        if !(1..=VERSION).contains(&manifest.version) {
             return Err(format!(
                 "the manifest is of format {}, this runner reads {VERSION}",
                 manifest.version
@@ -105,6 +115,9 @@ impl Manifest {
             if !seen.insert(entry.path.as_str()) {
                 return Err(format!("`{}` is recorded twice", entry.path));
             }
+            if let Kind::Blob { repo, id, .. } = &entry.kind {
+                check_blob(&entry.path, repo, id)?;
+            }
             if entry.kind == Kind::Dir {
                 dirs.insert(entry.path.as_str());
             }
@@ -123,10 +136,29 @@ impl Manifest {
         self.entries
             .iter()
             .filter_map(|e| match &e.kind {
-                Kind::File { size, .. } => Some(*size),
+                Kind::File { size, .. } | Kind::Blob { size, .. } => Some(*size),
                 _ => None,
             })
             .fold(0, u64::saturating_add)
+    }
+
+    /// What the files recorded by their git blob id hold together.
+    pub(crate) fn blob_sizes(&self) -> u64 {
+        self.entries
+            .iter()
+            .filter_map(|e| match &e.kind {
+                Kind::Blob { size, .. } => Some(*size),
+                _ => None,
+            })
+            .fold(0, u64::saturating_add)
+    }
+
+    /// Whether any file is recorded by its git blob id.
+    #[cfg(test)]
+    pub(crate) fn has_blobs(&self) -> bool {
+        self.entries
+            .iter()
+            .any(|e| matches!(e.kind, Kind::Blob { .. }))
     }
 
     /// Each file's content digest and size.
@@ -154,6 +186,28 @@ pub(crate) mod as_text {
         let text = String::deserialize(d)?;
         text.parse().map_err(serde::de::Error::custom)
     }
+}
+
+/// A blob entry names a git object id (40 or 64 lower-case hex digits) of a repository
+/// at a plain path (or the root) that holds the entry.
+fn check_blob(path: &str, repo: &str, id: &str) -> Result<(), String> {
+    let hex = (id.len() == 40 || id.len() == 64)
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b));
+    if !hex {
+        return Err(format!("`{path}` names `{id}`, which is no git object id"));
+    }
+    if !repo.is_empty() {
+        check_path(repo)?;
+        let inside = path
+            .strip_prefix(repo)
+            .is_some_and(|rest| rest.starts_with('/'));
+        if !inside {
+            return Err(format!("`{path}` is not in the repository at `{repo}`"));
+        }
+    }
+    Ok(())
 }
 
 /// A plain relative path: no leading `/`, no empty, `.` or `..` part, no NUL.
@@ -238,6 +292,37 @@ mod tests {
         assert!(parsed(child_first).is_err());
         let twice = vec![entry("a", file()), entry("a", file())];
         assert!(parsed(twice).is_err());
+    }
+
+    #[test]
+    fn blobs_name_object_ids_of_a_repository_holding_them() {
+        let blob = |repo: &str, id: &str| Kind::Blob {
+            repo: repo.into(),
+            id: id.into(),
+            size: 1,
+        };
+        let id = "a".repeat(40);
+        let ok = vec![
+            entry("api", Kind::Dir),
+            entry("api/a.rs", blob("api", &id)),
+            entry("b.rs", blob("", &id)),
+        ];
+        let manifest = parsed(ok).unwrap();
+        assert!(manifest.has_blobs());
+        assert_eq!(manifest.file_sizes(), 2);
+        assert!(
+            manifest.contents().is_empty(),
+            "nothing of a blob is packed"
+        );
+        for (path, repo, id) in [
+            ("a.rs", "", "../../etc/passwd"),
+            ("a.rs", "", "A".repeat(40).as_str()),
+            ("a.rs", "web", id.as_str()),
+            ("a.rs", "..", id.as_str()),
+        ] {
+            let entries = vec![entry(path, blob(repo, id))];
+            assert!(parsed(entries).is_err(), "{path} {repo} {id}");
+        }
     }
 
     #[test]

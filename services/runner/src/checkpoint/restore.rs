@@ -3,6 +3,11 @@
 //! directory, then moved into the workspace in place of what was there. The workspace
 //! directory itself stays, as it may be a mount point.
 //!
+//! Files recorded as git blobs are not written here: they are left [pending](super::Pending)
+//! in the runner's record of the workspace, for the workspace's preparation to write from
+//! this runner's mirror of their repository ([`super::fill_blobs`]) once it has made sure
+//! the mirror holds them.
+//!
 //! A manifest is not trusted with more than the files' contents and their permission
 //! bits: setuid, setgid and sticky bits are masked off, and the owners it records are
 //! never given. Everything restored belongs to the runner's user, as what it writes does;
@@ -16,8 +21,8 @@ use std::path::{Path, PathBuf};
 use gatehouse_blobs::Digest;
 
 use super::manifest::{Kind, Manifest};
-use super::walk::{Seen, SeenFiles};
-use super::{Local, Place, pack};
+use super::walk::{Content, Seen, SeenFiles};
+use super::{Local, Pending, Place, pack};
 
 /// Restores `manifest` (checkpoint `digest`) from `packs` into `place`, working in
 /// `staging`. Contents missing from the packs or not matching their digests are
@@ -63,7 +68,7 @@ pub(super) fn restore(
     }
     let tree = staging.join("tree");
     std::fs::create_dir(&tree)?;
-    let seen = build(manifest, &objects, &tree)?;
+    let (seen, pending) = build(manifest, &objects, &tree)?;
     replace_contents(&place.workspace, &tree)?;
     match (&manifest.checkouts, &place.checkouts) {
         (Some(record), Some(path)) => std::fs::write(path, record)?,
@@ -80,13 +85,14 @@ pub(super) fn restore(
         .into_iter()
         .map(|(path, digest)| {
             let meta = std::fs::symlink_metadata(place.workspace.join(&path))?;
-            Ok((path, Seen::of(&meta, digest)))
+            Ok((path, Seen::of(&meta, Content::Packed { digest })))
         })
         .collect::<io::Result<SeenFiles>>()?;
     let local = Local {
         digest: digest.clone(),
         manifest: manifest.clone(),
         seen,
+        pending,
     };
     local.write(&place.local)
 }
@@ -113,8 +119,12 @@ fn files_size(manifest: &Manifest, objects: &Path) -> io::Result<u64> {
 }
 
 /// Builds the manifest's entries under `tree` from the contents in `objects`; each file's
-/// path and digest.
-fn build(manifest: &Manifest, objects: &Path, tree: &Path) -> io::Result<BTreeMap<String, Digest>> {
+/// path and digest, and the blobs left to write.
+fn build(
+    manifest: &Manifest,
+    objects: &Path,
+    tree: &Path,
+) -> io::Result<(BTreeMap<String, Digest>, Vec<Pending>)> {
     let mut uses: BTreeMap<&Digest, usize> = BTreeMap::new();
     for entry in &manifest.entries {
         if let Kind::File { digest, .. } = &entry.kind {
@@ -122,6 +132,7 @@ fn build(manifest: &Manifest, objects: &Path, tree: &Path) -> io::Result<BTreeMa
         }
     }
     let mut files = BTreeMap::new();
+    let mut pending = Vec::new();
     let mut dirs = Vec::new();
     for entry in &manifest.entries {
         let path = tree.join(&entry.path);
@@ -146,13 +157,20 @@ fn build(manifest: &Manifest, objects: &Path, tree: &Path) -> io::Result<BTreeMa
                 files.insert(entry.path.clone(), digest.clone());
             }
             Kind::Link { target } => std::os::unix::fs::symlink(target, &path)?,
+            Kind::Blob { repo, id, size } => pending.push(Pending {
+                path: entry.path.clone(),
+                repo: repo.clone(),
+                id: id.clone(),
+                size: *size,
+                mode: entry.mode & 0o777,
+            }),
         }
     }
     // Directory modes last: a read-only directory would refuse its own entries.
     for (path, mode) in dirs.into_iter().rev() {
         std::fs::set_permissions(&path, permissions(mode))?;
     }
-    Ok(files)
+    Ok((files, pending))
 }
 
 /// A recorded mode as restored: read, write and execute bits only.

@@ -1,7 +1,10 @@
 //! Reading a workspace into manifest entries, on the blocking pool. A file is hashed only
 //! when its size, modification time, change time or inode differ from what this runner
 //! saw at the last checkpoint or restore (as git's index does), so checkpointing a large
-//! unchanged repository costs a walk of `stat` calls, not a read of every byte.
+//! unchanged repository costs a walk of `stat` calls, not a read of every byte. A file the
+//! runner knows as a git blob of a repository in the workspace (checked out by the runner
+//! itself, see [`super::seed`]) stays one while it holds that blob: when its `stat`
+//! changed, its git id is computed with its digest, in the same read.
 
 use std::collections::BTreeMap;
 use std::fs::Metadata;
@@ -21,24 +24,53 @@ pub(crate) struct Seen {
     mtime_ns: i64,
     ctime_ns: i64,
     ino: u64,
-    #[serde(with = "super::manifest::as_text")]
-    digest: Digest,
+    content: Content,
+}
+
+/// What a file holds: contents packed by digest, or a git blob of a repository.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "source", rename_all = "snake_case")]
+pub(crate) enum Content {
+    Packed {
+        #[serde(with = "super::manifest::as_text")]
+        digest: Digest,
+    },
+    Blob {
+        /// The repository's directory in the workspace.
+        repo: String,
+        id: String,
+    },
 }
 
 impl Seen {
-    pub(crate) fn of(meta: &Metadata, digest: Digest) -> Self {
+    pub(crate) fn of(meta: &Metadata, content: Content) -> Self {
         Self {
             size: meta.len(),
             mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
             ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
             ino: meta.ino(),
-            digest,
+            content,
         }
     }
 
     fn matches(&self, meta: &Metadata) -> bool {
-        let now = Self::of(meta, self.digest.clone());
+        let now = Self::of(meta, self.content.clone());
         now == *self
+    }
+
+    /// The manifest's kind for a file with these contents.
+    fn kind(&self) -> Kind {
+        match &self.content {
+            Content::Packed { digest } => Kind::File {
+                digest: digest.clone(),
+                size: self.size,
+            },
+            Content::Blob { repo, id } => Kind::Blob {
+                repo: repo.clone(),
+                id: id.clone(),
+                size: self.size,
+            },
+        }
     }
 }
 
@@ -134,16 +166,29 @@ fn walk_dir(
         } else if kind.is_file() {
             let seen = match before.get(&relative) {
                 Some(seen) if seen.matches(&meta) => seen.clone(),
+                Some(Seen {
+                    content: Content::Blob { repo, id },
+                    ..
+                }) => {
+                    let (digest, git_id) = hash_file_and_blob(&path)?;
+                    let content = if git_id == *id {
+                        Content::Blob {
+                            repo: repo.clone(),
+                            id: git_id,
+                        }
+                    } else {
+                        Content::Packed { digest }
+                    };
+                    Seen::of(&std::fs::symlink_metadata(&path)?, content)
+                }
                 _ => {
                     let digest = hash_file(&path)?;
                     // Stat again: the size read may differ from a file still being written.
-                    Seen::of(&std::fs::symlink_metadata(&path)?, digest)
+                    let content = Content::Packed { digest };
+                    Seen::of(&std::fs::symlink_metadata(&path)?, content)
                 }
             };
-            out.entries.push(entry(Kind::File {
-                digest: seen.digest.clone(),
-                size: seen.size,
-            }));
+            out.entries.push(entry(seen.kind()));
             out.seen.insert(relative, seen);
         }
     }
@@ -153,6 +198,40 @@ fn walk_dir(
 /// The SHA-256 of a file's contents, read without following a link.
 pub(crate) fn hash_file(path: &Path) -> io::Result<Digest> {
     Ok(gatehouse_blobs::hash_reader(open_no_follow(path)?)?.digest)
+}
+
+/// The SHA-256 of a file's contents and its git blob id (SHA-1 of `blob <size>\0` and the
+/// contents), in one read.
+pub(crate) fn hash_file_and_blob(path: &Path) -> io::Result<(Digest, String)> {
+    use sha1::Digest as _;
+    use std::io::Read;
+    let mut file = open_no_follow(path)?;
+    let size = file.metadata()?.len();
+    let mut digest = gatehouse_blobs::Hasher::new();
+    let mut git = sha1::Sha1::new();
+    git.update(format!("blob {size}\0").as_bytes());
+    let mut buffer = vec![0u8; 64 * 1024];
+    let mut read = 0u64;
+    loop {
+        let n = file.read(&mut buffer)?;
+        if n == 0 {
+            break;
+        }
+        digest.update(&buffer[..n]);
+        git.update(&buffer[..n]);
+        read += n as u64;
+    }
+    // A file that grew or shrank while read has no such blob id: another stat will differ.
+    let id = if read == size {
+        hex(&git.finalize())
+    } else {
+        String::new()
+    };
+    Ok((digest.finish().digest, id))
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Opens a regular file for reading, refusing a link in its place.

@@ -110,7 +110,7 @@ impl<'a> Repo<'a> {
     pub(super) async fn verify(&mut self) -> Result<(), String> {
         let repo = self.checkout.repo.clone();
         let repo = repo.as_str();
-        let shared = self.deliverer.shared_objects(&self.checkout);
+        let shared = self.deliverer.shared_objects(self.checkout);
         crate::gitdir::check(&self.dir, shared.as_deref())
             .map_err(|reason| format!("{repo}: {reason}"))?;
         self.deliverer

@@ -28,6 +28,10 @@ pub(crate) struct Layout<'a> {
     pub workspace: &'a Path,
     pub record: &'a Path,
     pub scratch: &'a Path,
+    /// The runner's record of the workspace's files ([`crate::checkpoint::Local`]): a fresh
+    /// checkout seeds it with the repositories' blobs, and files a restore left pending
+    /// are written from the mirrors.
+    pub local: &'a Path,
 }
 
 /// A prepared workspace: how its repositories were checked out, and the mirrors they
@@ -102,7 +106,40 @@ impl Deliverer {
             moved.push(to.clone());
         }
         checkouts::save(layout.record, &checkouts)?;
+        if self.mirrors.is_some() {
+            self.seed(&checkouts, layout, log).await;
+        }
         Ok(Prepared { checkouts, leases })
+    }
+
+    /// Records the files of the fresh checkouts as their repositories' blobs, so the
+    /// workspace's checkpoints pack only what nodes change (see [`crate::checkpoint`]).
+    /// A listing that fails only costs that: the files are hashed as any other.
+    async fn seed(&self, checkouts: &[Checkout], layout: &Layout<'_>, log: &mut Vec<String>) {
+        let mut repos = Vec::new();
+        for checkout in checkouts {
+            let Some(start) = &checkout.start else {
+                continue;
+            };
+            let dir = checkout.path(layout.workspace);
+            let mut session = Session {
+                auth: crate::git::Auth::None,
+                _keys: None,
+                lines: Vec::new(),
+            };
+            let args = ["ls-tree", "-r", "-l", "-z", "--full-tree", start.as_str()];
+            match self.local("", &dir, &args, &mut session).await {
+                Ok(out) => {
+                    repos.push((checkout.dir.clone(), crate::checkpoint::parse_listing(&out)))
+                }
+                Err(reason) => log.push(format!("[gatehouse] listing {}: {reason}", checkout.repo)),
+            }
+        }
+        let local = layout.local.to_owned();
+        let workspace = layout.workspace.to_owned();
+        if let Err(e) = crate::checkpoint::seed(local, workspace, repos).await {
+            tracing::warn!(error = %e, "recording the checked-out files as blobs failed");
+        }
     }
 
     /// Checks one repository out into `into`, on its work branch: from its mirror, held by
@@ -120,7 +157,7 @@ impl Deliverer {
         let mut session = self.session(repo, &remote, scratch).await?;
         let done = match &self.mirrors {
             Some(mirrors) => {
-                self.from_mirror(mirrors, planned, &remote, into, &mut session)
+                self.check_out_from_mirror(mirrors, planned, &remote, into, &mut session)
                     .await
             }
             None => self
@@ -135,7 +172,7 @@ impl Deliverer {
     /// Brings the repository's mirror up to date and makes `into` from it; when git fails
     /// on a mirror that was there before, the mirror is discarded, fetched again, and the
     /// checkout tried once more.
-    async fn from_mirror(
+    async fn check_out_from_mirror(
         &self,
         mirrors: &Mirrors,
         planned: &Planned,
@@ -149,7 +186,10 @@ impl Deliverer {
         let mirror = self
             .mirror(mirrors, repo, remote, history, &wanted, session)
             .await?;
-        let reason = match self.from(&mirror, planned, remote, into, session).await {
+        let reason = match self
+            .share_mirror(&mirror, planned, remote, into, session)
+            .await
+        {
             Ok(checkout) => return Ok((checkout, Some(mirror.lease))),
             Err(Failed::Git(reason)) if mirror.warm => reason,
             Err(failed) => return Err(failed.reason()),
@@ -161,7 +201,7 @@ impl Deliverer {
             .rebuild(mirrors, repo, remote, history, &wanted, session)
             .await?;
         let checkout = self
-            .from(&mirror, planned, remote, into, session)
+            .share_mirror(&mirror, planned, remote, into, session)
             .await
             .map_err(Failed::reason)?;
         Ok((checkout, Some(mirror.lease)))
@@ -169,7 +209,7 @@ impl Deliverer {
 
     /// Makes `into` a repository sharing `mirror`'s objects, with the mirror's branches as
     /// `origin`'s and its tags, and puts it on its work branch.
-    async fn from(
+    async fn share_mirror(
         &self,
         mirror: &Mirror,
         planned: &Planned,
@@ -248,13 +288,22 @@ impl Deliverer {
         layout: &Layout<'_>,
         log: &mut Vec<String>,
     ) -> Result<Vec<Lease>, String> {
+        let pending = crate::checkpoint::pending_repos(layout.local);
         let Some(mirrors) = &self.mirrors else {
-            return Ok(Vec::new());
+            if pending.is_empty() {
+                return Ok(Vec::new());
+            }
+            return Err(
+                "the workspace's checkpoint holds files of its repositories' history, which this runner cannot write without mirrors (storage.mirror_limit is 0)"
+                    .to_owned(),
+            );
         };
         let mut leases = Vec::new();
+        let mut sources = std::collections::BTreeMap::new();
         for checkout in done {
             let git = checkout.path(layout.workspace).join(".git");
-            if std::fs::symlink_metadata(git.join("objects/info/alternates")).is_err() {
+            let shares = std::fs::symlink_metadata(git.join("objects/info/alternates")).is_ok();
+            if !shares && !pending.contains(&checkout.dir) {
                 continue;
             }
             let repo = &checkout.repo;
@@ -288,9 +337,22 @@ impl Deliverer {
                     mirror?.lease
                 }
             };
-            share_objects(&git, &shared)
-                .map_err(|e| format!("pointing {repo} at this runner's mirror: {e}"))?;
+            if shares {
+                share_objects(&git, &shared)
+                    .map_err(|e| format!("pointing {repo} at this runner's mirror: {e}"))?;
+            }
+            sources.insert(
+                checkout.dir.clone(),
+                shared.parent().unwrap_or(&shared).to_owned(),
+            );
             leases.push(lease);
+        }
+        if !pending.is_empty() {
+            let written =
+                crate::checkpoint::fill_blobs(layout.local, layout.workspace, &sources).await?;
+            log.push(format!(
+                "[gatehouse] {written} files of the checkpoint written from the repositories' mirrors"
+            ));
         }
         Ok(leases)
     }

@@ -77,6 +77,11 @@ impl Scene {
         self.path("runs/r/scratch")
     }
 
+    /// The runner's record of the workspace's files.
+    pub(crate) fn local(&self) -> PathBuf {
+        self.path("runs/r/checkpoint.json")
+    }
+
     /// Prepares the workspace with `repositories` (auto branch [`BRANCH`]).
     pub(crate) async fn prepare(
         &self,
@@ -85,10 +90,12 @@ impl Scene {
         let planned = checkouts::plan(repositories, BRANCH)?;
         *self.planned.lock().unwrap() = planned.clone();
         let (workspace, record, scratch) = (self.workspace(), self.record(), self.scratch());
+        let local = self.local();
         let layout = Layout {
             workspace: &workspace,
             record: &record,
             scratch: &scratch,
+            local: &local,
         };
         let mut log = Vec::new();
         let prepared = self.deliverer.prepare(&planned, &layout, &mut log).await;

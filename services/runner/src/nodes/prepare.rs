@@ -53,7 +53,7 @@ impl<'a> Attempt<'a> {
         let (settings, copied, checkpoint) = tokio::join!(
             self.settings(program),
             self.copy_inputs(work, &inputs),
-            self.checkpoint(work)
+            self.checkpoint(work, scope)
         );
         let (role, profile) = match settings? {
             Ok(settings) => settings,
@@ -329,7 +329,11 @@ impl<'a> Attempt<'a> {
     /// did. Only a rework needs the node's starting checkpoint before it runs: otherwise it
     /// is recorded while the node runs (the first start's is kept), off the way to the
     /// process, and the attempt awaits it before it reports.
-    async fn checkpoint(&self, work: &SandboxWork) -> Result<StartRecorded, String> {
+    async fn checkpoint(
+        &self,
+        work: &SandboxWork,
+        scope: &RunScope,
+    ) -> Result<StartRecorded, String> {
         let (nodes, runner, job) = (self.nodes, &self.nodes.runner, self.job);
         let before = format!("node {}'s start (attempt {})", job.node, job.attempt);
         let now = nodes
@@ -361,6 +365,8 @@ impl<'a> Attempt<'a> {
             .restore_checkpoint(&start, &self.dirs)
             .await
             .map_err(|e| format!("restoring the node's starting checkpoint: {e}"))?;
+        // Its repositories' files, from the mirrors the attempt holds already.
+        nodes.prepare_workspace(job, scope, &self.dirs).await?;
         let after = format!("node {}'s restart after a send-back", job.node);
         nodes
             .record_latest(job, start, after)

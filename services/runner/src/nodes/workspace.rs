@@ -60,10 +60,12 @@ impl Nodes {
         };
         let planned = scope.plan()?;
         let (workspace, record, scratch) = (dirs.workspace(), dirs.checkouts(), dirs.scratch());
+        let local = dirs.local();
         let layout = Layout {
             workspace: &workspace,
             record: &record,
             scratch: &scratch,
+            local: &local,
         };
         let fresh = !record.exists();
         let mut log = Vec::new();

@@ -116,10 +116,12 @@ impl Turns {
             Err(reason) => return Ok(Err(reason)),
         };
         let (workspace, record, scratch) = (dirs.workspace(), dirs.checkouts(), dirs.scratch());
+        let local = dirs.local();
         let layout = Layout {
             workspace: &workspace,
             record: &record,
             scratch: &scratch,
+            local: &local,
         };
         let mut log = Vec::new();
         let prepared = delivery.prepare(&planned, &layout, &mut log).await;

@@ -161,3 +161,122 @@ async fn a_shallow_project_gets_only_the_tip_and_delivers() {
     let (delivered, log) = scene.deliver(DeliverMode::Pr, None).await;
     delivered.unwrap_or_else(|e| panic!("{e}: {log:?}"));
 }
+
+/// A runner's places for a run: its workspace and what it keeps beside it.
+fn place(root: &std::path::Path) -> crate::checkpoint::Place {
+    crate::checkpoint::Place {
+        workspace: root.join("workspace"),
+        checkouts: Some(root.join("checkouts.json")),
+        local: root.join("checkpoint.json"),
+        scratch: root.join("scratch"),
+    }
+}
+
+/// Every file under `dir` but `.git`, with its contents.
+fn files(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut found = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_owned()];
+    while let Some(at) = pending.pop() {
+        for entry in std::fs::read_dir(&at).unwrap().flatten() {
+            let path = entry.path();
+            if entry.file_name() == ".git" {
+                continue;
+            }
+            if entry.file_type().unwrap().is_dir() {
+                pending.push(path);
+            } else {
+                let relative = path.strip_prefix(dir).unwrap().display().to_string();
+                found.insert(relative, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    found
+}
+
+#[tokio::test]
+async fn a_checkpoint_packs_what_changed_and_another_runner_writes_the_rest_from_its_mirror() {
+    use crate::checkpoint::{Checkpoints, PACK_LIMIT};
+    use crate::deliver::checkouts;
+    use crate::deliver::prepare::Layout;
+    use crate::deliver::{Deliverer, MIRROR_LIMIT, Mirrors};
+
+    let scene = Scene::new().await;
+    scene.remote(REPO, 20);
+    // A megabyte of the repository's files, so they outweigh `.git`'s own.
+    let other = scene.someone_else(REPO);
+    for n in 0..50 {
+        let text = format!("line {n}\n").repeat(2_000);
+        std::fs::write(other.join(format!("src/big{n}.txt")), text).unwrap();
+    }
+    git(&other, &["add", "--all"]);
+    git(
+        &other,
+        &[
+            "-c",
+            "user.name=o",
+            "-c",
+            "user.email=o@o",
+            "commit",
+            "-q",
+            "-m",
+            "big",
+        ],
+    );
+    git(&other, &["push", "-q", "origin", "main"]);
+    scene.prepare(&[auto(REPO)]).await.unwrap();
+    let ws = scene.workspace();
+    std::fs::write(ws.join("src/0/file0.txt"), "changed\n").unwrap();
+    std::fs::write(ws.join("NEW.md"), "new\n").unwrap();
+    let store = std::sync::Arc::new(gatehouse_blobs::LocalBlobs::new(scene.path("blobs")));
+    let checkpoints = Checkpoints::new(store, PACK_LIMIT);
+    let a = crate::checkpoint::Place {
+        workspace: ws.clone(),
+        checkouts: Some(scene.record()),
+        local: scene.local(),
+        scratch: scene.scratch(),
+    };
+    let taken = checkpoints.take(&a).await.unwrap();
+    let tracked: u64 = files(&ws).values().map(|f| f.len() as u64).sum();
+    assert!(
+        taken.uploaded < tracked / 4,
+        "the repository's unchanged files are not packed: {taken:?}, {tracked} bytes of files"
+    );
+
+    // Another runner, with a disk and mirrors of its own.
+    let b = place(&scene.path("b"));
+    checkpoints.restore(&taken.manifest, &b).await.unwrap();
+    assert!(
+        !b.workspace.join("src/1/file1.txt").exists(),
+        "left for the mirror"
+    );
+    let other = Deliverer {
+        github: scene.deliverer.github.clone(),
+        git_url: scene.deliverer.git_url.clone(),
+        remotes: crate::remotes::Remotes::default(),
+        author_name: "Gatehouse".into(),
+        author_email: "gatehouse@localhost".into(),
+        mirrors: Some(Mirrors::new(scene.path("b/mirrors"), MIRROR_LIMIT)),
+    };
+    let planned = checkouts::plan(&[auto(REPO)], super::super::scene::BRANCH).unwrap();
+    let record = b.checkouts.clone().unwrap();
+    let layout = Layout {
+        workspace: &b.workspace,
+        record: &record,
+        scratch: &b.scratch,
+        local: &b.local,
+    };
+    let mut log = Vec::new();
+    other.prepare(&planned, &layout, &mut log).await.unwrap();
+    assert_eq!(files(&b.workspace), files(&ws), "{log:?}");
+    assert!(
+        std::fs::read_to_string(b.workspace.join(".git/objects/info/alternates"))
+            .unwrap()
+            .starts_with(&scene.path("b/mirrors").display().to_string())
+    );
+    // As restored and written it is the checkpoint but for its alternates, which name
+    // this runner's mirror: taking it again packs only them.
+    let again = checkpoints.take(&b).await.unwrap();
+    assert!(again.uploaded <= 2048, "one small file: {again:?}");
+    let status = git(&b.workspace, &["status", "--porcelain"]);
+    assert_eq!(status, " M src/0/file0.txt\n?? NEW.md\n");
+}
