@@ -31,6 +31,7 @@ mod messages;
 pub(crate) mod mirrors;
 pub(crate) mod prepare;
 mod pulls;
+mod spares;
 pub(crate) mod trees;
 
 use std::path::Path;

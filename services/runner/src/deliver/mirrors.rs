@@ -53,6 +53,8 @@ struct Inner {
     root: PathBuf,
     limit: u64,
     held: Mutex<HashMap<String, Held>>,
+    /// Mirrors whose spare checkout is being made ([`super::spares`]).
+    refilling: Mutex<std::collections::HashSet<String>>,
 }
 
 /// One mirror's lock (fetches and rebuilds one at a time) and the attempts holding it.
@@ -152,13 +154,36 @@ impl Mirrors {
     /// made absolute: workspaces name their mirror's objects by that path.
     pub fn new(root: PathBuf, limit: u64) -> Self {
         let root = std::path::absolute(&root).unwrap_or(root);
+        // Spares a killed runner was making are of no use.
+        if let Ok(entries) = std::fs::read_dir(&root) {
+            for entry in entries.flatten() {
+                if super::spares::is_half_made(&entry.file_name().to_string_lossy()) {
+                    let _ = std::fs::remove_dir_all(entry.path());
+                }
+            }
+        }
         Self {
             inner: Arc::new(Inner {
                 root,
                 limit,
                 held: Mutex::new(HashMap::new()),
+                refilling: Mutex::new(std::collections::HashSet::new()),
             }),
         }
+    }
+
+    /// Marks the spare of `key` as being made; `false` when it is already.
+    pub(crate) fn start_refilling(&self, key: &str) -> bool {
+        lock(&self.inner.refilling).insert(key.to_owned())
+    }
+
+    pub(crate) fn done_refilling(&self, key: &str) {
+        lock(&self.inner.refilling).remove(key);
+    }
+
+    /// Holds the mirror of `url` while its spare is made.
+    pub(crate) fn hold_for_spare(&self, url: &str, history: History) -> Lease {
+        self.lease(&Self::name(url, history)).0
     }
 
     /// The directory name of the mirror of `url`: a digest of the url (no credential is
@@ -226,7 +251,8 @@ impl Mirrors {
             let Some(name) = file_name.strip_suffix(".git") else {
                 continue;
             };
-            let size = size_of(&entry.path());
+            let size = size_of(&entry.path())
+                .saturating_add(size_of(&entry.path().with_extension("spare")));
             total = total.saturating_add(size);
             let used = read_marker(&entry.path()).map_or(0, |m| m.used);
             mirrors.push((used, size, name.to_owned()));
@@ -245,6 +271,7 @@ impl Mirrors {
             if held.get(&name).is_some_and(|h| h.leases > 0) {
                 continue;
             }
+            super::spares::remove_spare_of(&self.dir(&name));
             match discard(&self.dir(&name)) {
                 Ok(()) => {
                     tracing::info!(mirror = %name, bytes = size, "removed a mirror (least recently used)");

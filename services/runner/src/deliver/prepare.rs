@@ -18,6 +18,7 @@ use gatehouse_events::RepositoryMode;
 
 use super::checkouts::{self, Checkout, Planned};
 use super::mirrors::{Lease, Mirror, Mirrors, plain};
+use super::spares::{init_shared, refresh_refs, share_objects};
 use super::{Deliverer, Origin, Remote, Session};
 use crate::git::Network;
 use crate::scratch::Scratch;
@@ -190,7 +191,13 @@ impl Deliverer {
             .share_mirror(&mirror, planned, remote, into, session)
             .await
         {
-            Ok(checkout) => return Ok((checkout, Some(mirror.lease))),
+            Ok(checkout) => {
+                // The next run of the repository starts from a spare checkout.
+                if let Some(base) = &checkout.base {
+                    mirrors.refill(&remote.url, history, mirror.default.clone(), base.clone());
+                }
+                return Ok((checkout, Some(mirror.lease)));
+            }
             Err(Failed::Git(reason)) if mirror.warm => reason,
             Err(failed) => return Err(failed.reason()),
         };
@@ -219,54 +226,21 @@ impl Deliverer {
     ) -> Result<Checkout, Failed> {
         let repo = &planned.checkout.repo;
         let url = remote.url.as_str();
-        let failed = |e: std::io::Error| Failed::Git(format!("preparing {repo}: {e}"));
-        std::fs::create_dir_all(into).map_err(failed)?;
-        let dest = into.to_string_lossy().into_owned();
-        let parent = into.parent().unwrap_or(into);
-        self.run(
-            url,
-            parent,
-            None,
-            Network::Local,
-            &["init", "--quiet", "--", &dest],
-            session,
-        )
-        .await
-        .map_err(Failed::Git)?;
-        let git = into.join(".git");
-        share_objects(&git, &mirror.objects()).map_err(failed)?;
-        if let Ok(shallow) = std::fs::read(mirror.dir.join("shallow")) {
-            std::fs::write(git.join("shallow"), shallow).map_err(failed)?;
+        let mirrors = self.mirrors.as_ref();
+        let history = planned.checkout.history;
+        let spare = mirrors.is_some_and(|m| m.claim_spare(url, history, into));
+        if spare {
+            session.lines.push(format!(
+                "[gatehouse] {repo} from the runner's spare checkout of its mirror"
+            ));
+        } else {
+            init_shared(&mirror.objects(), url, into)
+                .await
+                .map_err(|reason| Failed::Git(format!("preparing {repo}: {reason}")))?;
         }
-        let listed = self
-            .run(
-                url,
-                &mirror.dir,
-                None,
-                Network::Local,
-                &[
-                    "for-each-ref",
-                    "--format=%(objectname) %(refname)",
-                    "refs/heads",
-                    "refs/tags",
-                ],
-                session,
-            )
+        refresh_refs(&mirror.dir, mirror.default.as_deref(), into)
             .await
-            .map_err(Failed::Git)?;
-        std::fs::write(git.join("packed-refs"), packed_refs(&listed)).map_err(failed)?;
-        if let Some(default) = &mirror.default {
-            let head = git.join("refs/remotes/origin");
-            std::fs::create_dir_all(&head).map_err(failed)?;
-            std::fs::write(
-                head.join("HEAD"),
-                format!("ref: refs/remotes/origin/{default}\n"),
-            )
-            .map_err(failed)?;
-        }
-        self.local(url, into, &["remote", "add", "origin", url], session)
-            .await
-            .map_err(Failed::Git)?;
+            .map_err(|reason| Failed::Git(format!("preparing {repo}: {reason}")))?;
         let base = match (&planned.checkout.branch, &mirror.default) {
             (Some(base), _) | (None, Some(base)) => base.clone(),
             (None, None) => {
@@ -480,41 +454,6 @@ fn wanted(planned: &Planned) -> Vec<&str> {
         wanted.extend(planned.branch.as_deref());
     }
     wanted
-}
-
-/// Names `objects` as the only alternates of the repository at `git`.
-fn share_objects(git: &Path, objects: &Path) -> std::io::Result<()> {
-    let info = git.join("objects/info");
-    std::fs::create_dir_all(&info)?;
-    let path = info.join("alternates");
-    let partial = info.join("alternates.partial");
-    std::fs::write(&partial, format!("{}\n", objects.display()))?;
-    std::fs::rename(partial, path)
-}
-
-/// A `packed-refs` file of the mirror's refs as a clone would have them: its branches as
-/// `origin`'s, its tags as they are.
-fn packed_refs(listed: &str) -> String {
-    let mut refs: Vec<(String, &str)> = listed
-        .lines()
-        .filter_map(|line| line.split_once(' '))
-        .filter_map(|(id, name)| {
-            let renamed = if let Some(branch) = name.strip_prefix("refs/heads/") {
-                format!("refs/remotes/origin/{branch}")
-            } else if name.starts_with("refs/tags/") {
-                name.to_owned()
-            } else {
-                return None;
-            };
-            Some((renamed, id))
-        })
-        .collect();
-    refs.sort();
-    let mut text = String::from("# pack-refs with: sorted\n");
-    for (name, id) in refs {
-        text.push_str(&format!("{id} {name}\n"));
-    }
-    text
 }
 
 /// `Err` when `target` holds files but is no clone: nothing is cloned over them.

@@ -25,6 +25,18 @@ fn the_mirror(scene: &Scene) -> std::path::PathBuf {
     found.remove(0)
 }
 
+/// Waits until the spare checkout beside `mirror` is ready; its directory.
+async fn spare_ready(mirror: &std::path::Path) -> std::path::PathBuf {
+    let spare = mirror.with_extension("spare");
+    for _ in 0..600 {
+        if spare.join("ready").is_file() {
+            return spare;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    panic!("no spare checkout beside {}", mirror.display());
+}
+
 /// Forgets the workspace (as a new run would start without one).
 fn new_run(scene: &Scene) {
     std::fs::remove_dir_all(scene.workspace()).unwrap();
@@ -63,11 +75,22 @@ async fn a_workspace_shares_its_mirrors_objects_and_a_second_run_fetches_only_wh
     );
     let packed = packs(&mirror);
 
-    // Nothing new on the remote: the mirror is used as it is.
+    // Nothing new on the remote: the mirror is used as it is, and the next workspace is
+    // the spare checkout made meanwhile (its files are not written again).
+    let readme = spare_ready(&mirror).await.join("repo/README.md");
+    let inode = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&readme).unwrap());
     new_run(&scene);
     let again = scene.prepare(&[auto(REPO)]).await.unwrap();
     assert_eq!(again[0].start, first[0].start);
     assert_eq!(packs(&mirror), packed, "nothing was fetched");
+    let moved = std::fs::metadata(scene.workspace().join("README.md")).unwrap();
+    assert_eq!(std::os::unix::fs::MetadataExt::ino(&moved), inode);
+    assert_eq!(
+        super::branch_of(&scene.workspace()),
+        super::super::scene::BRANCH
+    );
+    assert_eq!(git(&scene.workspace(), &["status", "--porcelain"]), "");
+    spare_ready(&mirror).await;
 
     // A commit pushed since: fetched, and the work starts from it.
     let other = scene.someone_else(REPO);
