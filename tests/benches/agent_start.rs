@@ -16,7 +16,9 @@
 //! `cargo bench -p gatehouse-tests --bench agent_start` (Docker, the agents image, Claude Code
 //! in it, the static relay). `GATEHOUSE_BENCH_STARTS` (default 5) sets the samples per
 //! repository, `GATEHOUSE_BENCH_WARM` (default 2) the warm runs in each,
-//! `GATEHOUSE_BENCH_REPOS` (default `small,large,binaries`) which repositories. Figures are
+//! `GATEHOUSE_BENCH_REPOS` (default `small,large,binaries`) which repositories,
+//! `GATEHOUSE_BENCH_HISTORY` (default `shallow`, as the floor's clone) the project's history.
+//! A warm run is labelled once the runner's spare checkout is ready. Figures are
 //! printed and written as JSON to `GATEHOUSE_BENCH_JSON` when set.
 
 use std::collections::BTreeMap;
@@ -257,6 +259,10 @@ async fn gatehouse_starts(
             figure.warm.took(took);
         }
         finished(&gh, &repo, number).await;
+        if std::env::var_os("GATEHOUSE_BENCH_LOGS").is_some() {
+            print_log(&gh, &repo, number).await;
+        }
+        spare_ready(&gh.data.path().join("mirrors")).await;
     }
     gh.stop().await;
 }
@@ -271,8 +277,9 @@ async fn stack(fake: &FakeProvider, repo: &str, data: tempfile::TempDir) -> Gate
         discord: None,
         groups: Vec::new(),
     };
+    let history = std::env::var("GATEHOUSE_BENCH_HISTORY").unwrap_or_else(|_| "shallow".into());
     let projects = format!(
-        "[[projects]]\nname = \"bench\"\nrepositories = [{{ repo = \"{repo}\" }}]\nrun = [\"ana\"]\n"
+        "[[projects]]\nname = \"bench\"\nrepositories = [{{ repo = \"{repo}\" }}]\nrun = [\"ana\"]\nhistory = \"{history}\"\n"
     );
     let trigger =
         Trigger::new("start", "start", &[repo.to_owned()], false, false).expect("trigger");
@@ -343,6 +350,41 @@ async fn finished(gh: &Gatehouse, repo: &str, number: u64) {
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
     panic!("the run of {key} did not end within five minutes");
+}
+
+/// The run's own lines (`[gatehouse] …`: checkout, checkpoint), with how long they took.
+async fn print_log(gh: &Gatehouse, repo: &str, number: u64) {
+    let key = format!("github:{repo}#{number}");
+    let Some(requirement) = gh.db.store.requirement_by_key(&key).await.expect("store") else {
+        return;
+    };
+    let runs = gh
+        .db
+        .store
+        .runs_of_requirement(requirement.id)
+        .await
+        .expect("store");
+    let Some(run) = runs.first() else {
+        return;
+    };
+    let lines = gh.db.store.logs(run.id, 0, 10_000).await.expect("store");
+    for line in lines.iter().filter(|l| l.line.starts_with("[gatehouse]")) {
+        println!("    {}", line.line);
+    }
+}
+
+/// Waits (up to two minutes) until the runner's spare checkout of the repository is ready,
+/// as it is when runs of a project are not seconds apart.
+async fn spare_ready(mirrors: &Path) {
+    for _ in 0..1200 {
+        let ready = std::fs::read_dir(mirrors)
+            .is_ok_and(|entries| entries.flatten().any(|e| e.path().join("ready").is_file()));
+        if ready {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    println!("  (no spare checkout after two minutes)");
 }
 
 /// What the bare repository's packs hold.

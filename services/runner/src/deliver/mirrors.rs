@@ -79,6 +79,34 @@ pub struct Lease {
     inner: Arc<Inner>,
     name: String,
     objects: PathBuf,
+    /// The spare checkout to make when the lease ends: after the attempt, not beside it,
+    /// so making it takes nothing from the start it follows.
+    refill: Option<Refill>,
+}
+
+/// A spare checkout to make ([`super::spares`]).
+pub(crate) struct Refill {
+    pub url: String,
+    pub history: History,
+    pub default: Option<String>,
+    pub branch: String,
+    /// The workspace the lease's attempt worked in: the spare is given to whoever owns it
+    /// by then (a Docker sandbox's user), so the next start hands over no file.
+    pub workspace: PathBuf,
+}
+
+impl Lease {
+    /// Makes the mirror's next spare checkout (of `refill`) once this lease ends.
+    pub(crate) fn refill_when_done(&mut self, refill: Refill) {
+        self.refill = Some(refill);
+    }
+
+    /// Where the checkout the lease was taken for ended up (moved into the workspace).
+    pub(crate) fn moved_to(&mut self, workspace: &Path) {
+        if let Some(refill) = &mut self.refill {
+            refill.workspace = workspace.to_owned();
+        }
+    }
 }
 
 /// Mounts the object stores of `leases` read-only at their own paths in a Docker
@@ -102,9 +130,19 @@ pub(crate) fn mount_shared(profile: &mut gatehouse_sandbox::Profile, leases: &[L
 
 impl Drop for Lease {
     fn drop(&mut self) {
-        let mut held = lock(&self.inner.held);
-        if let Some(entry) = held.get_mut(&self.name) {
-            entry.leases = entry.leases.saturating_sub(1);
+        {
+            let mut held = lock(&self.inner.held);
+            if let Some(entry) = held.get_mut(&self.name) {
+                entry.leases = entry.leases.saturating_sub(1);
+            }
+        }
+        if let Some(refill) = self.refill.take()
+            && tokio::runtime::Handle::try_current().is_ok()
+        {
+            let mirrors = Mirrors {
+                inner: self.inner.clone(),
+            };
+            mirrors.refill(refill);
         }
     }
 }
@@ -212,6 +250,7 @@ impl Mirrors {
             inner: self.inner.clone(),
             name: name.to_owned(),
             objects: self.dir(name).join("objects"),
+            refill: None,
         };
         (lease, entry.lock.clone())
     }

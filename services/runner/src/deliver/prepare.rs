@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use gatehouse_events::RepositoryMode;
 
 use super::checkouts::{self, Checkout, Planned};
-use super::mirrors::{Lease, Mirror, Mirrors, plain};
+use super::mirrors::{Lease, Mirror, Mirrors, Refill, plain};
 use super::spares::{init_shared, refresh_refs, share_objects};
 use super::{Deliverer, Origin, Remote, Session};
 use crate::git::Network;
@@ -91,7 +91,10 @@ impl Deliverer {
             }
             refuse_files(&target, &planned.dir, &planned.checkout.repo)?;
             let into = staging.path().join(index.to_string());
-            let (checkout, lease) = self.check_out(planned, &into, layout.scratch, log).await?;
+            let (checkout, mut lease) = self.check_out(planned, &into, layout.scratch, log).await?;
+            if let Some(lease) = &mut lease {
+                lease.moved_to(&target);
+            }
             checkouts.push(checkout);
             leases.extend(lease);
             staged.push((into, target));
@@ -192,11 +195,19 @@ impl Deliverer {
             .await
         {
             Ok(checkout) => {
-                // The next run of the repository starts from a spare checkout.
+                // The next run of the repository starts from a spare checkout, made once
+                // this attempt is done with the repository.
+                let mut lease = mirror.lease;
                 if let Some(base) = &checkout.base {
-                    mirrors.refill(&remote.url, history, mirror.default.clone(), base.clone());
+                    lease.refill_when_done(Refill {
+                        url: remote.url.clone(),
+                        history,
+                        default: mirror.default.clone(),
+                        branch: base.clone(),
+                        workspace: into.to_owned(),
+                    });
                 }
-                return Ok((checkout, Some(mirror.lease)));
+                return Ok((checkout, Some(lease)));
             }
             Err(Failed::Git(reason)) if mirror.warm => reason,
             Err(failed) => return Err(failed.reason()),

@@ -16,7 +16,7 @@ use std::time::SystemTime;
 
 use gatehouse_events::History;
 
-use super::mirrors::Mirrors;
+use super::mirrors::{Mirrors, Refill};
 use crate::git::{Auth, Git, Network, checked};
 
 /// The file a spare gets once it is whole: the commit it is at.
@@ -140,26 +140,32 @@ impl Mirrors {
         taken
     }
 
-    /// Makes a new spare checkout of the mirror of `url` at `branch`'s tip, in the
-    /// background, unless one is ready or being made. Errors are logged: a run without a
-    /// spare checks its repository out itself.
-    pub(crate) fn refill(
-        &self,
-        url: &str,
-        history: History,
-        default: Option<String>,
-        branch: String,
-    ) {
-        let name = self.shared(url, history);
+    /// Makes a new spare checkout (`refill`) in the background, unless one is ready or
+    /// being made. Errors are logged: a run without a spare checks its repository out
+    /// itself.
+    pub(crate) fn refill(&self, refill: Refill) {
+        let Refill {
+            url,
+            history,
+            default,
+            branch,
+            workspace,
+        } = refill;
+        let name = self.shared(&url, history);
         let key = name.display().to_string();
-        let spare = self.spare(url, history);
+        let spare = self.spare(&url, history);
         if spare.join(READY).is_file() || !self.start_refilling(&key) {
             return;
         }
-        let (mirrors, url) = (self.clone(), url.to_owned());
+        let mirrors = self.clone();
         tokio::spawn(async move {
             let lease = mirrors.hold_for_spare(&url, history);
-            let made = make_spare(&name, &spare, &url, default.as_deref(), &branch).await;
+            // Whoever the workspace went to by now (a Docker sandbox's user).
+            let owner = std::fs::metadata(&workspace).ok().map(|m| {
+                use std::os::unix::fs::MetadataExt;
+                (m.uid(), m.gid())
+            });
+            let made = make_spare(&name, &spare, &url, default.as_deref(), &branch, owner).await;
             if let Err(reason) = made {
                 tracing::warn!(%url, %reason, "making a spare checkout failed");
             }
@@ -177,6 +183,7 @@ async fn make_spare(
     url: &str,
     default: Option<&str>,
     branch: &str,
+    owner: Option<(u32, u32)>,
 ) -> Result<(), String> {
     let mirror = objects.parent().unwrap_or(objects);
     let nanos = SystemTime::now()
@@ -195,6 +202,13 @@ async fn make_spare(
         )
         .await?;
         let head = git(&repo, Some(&repo), &["rev-parse", "--verify", "HEAD"]).await?;
+        if let Some((uid, gid)) = owner.filter(|_| rustix::process::geteuid().is_root()) {
+            let tree = repo.clone();
+            tokio::task::spawn_blocking(move || give(&tree, uid, gid))
+                .await
+                .map_err(|e| e.to_string())?
+                .map_err(|e| format!("handing the spare over: {e}"))?;
+        }
         std::fs::write(making.join(READY), head.trim()).map_err(|e| e.to_string())?;
         if spare.exists() {
             return Err("another spare is there".to_owned());
@@ -206,6 +220,24 @@ async fn make_spare(
         let _ = std::fs::remove_dir_all(&making);
     }
     made
+}
+
+/// Gives every entry under `root` (and `root`) to `uid`/`gid`, links not followed.
+fn give(root: &Path, uid: u32, gid: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::MetadataExt;
+    let mut pending = vec![root.to_owned()];
+    while let Some(path) = pending.pop() {
+        let meta = std::fs::symlink_metadata(&path)?;
+        if meta.uid() != uid || meta.gid() != gid {
+            std::os::unix::fs::lchown(&path, Some(uid), Some(gid))?;
+        }
+        if meta.is_dir() {
+            for entry in std::fs::read_dir(&path)? {
+                pending.push(entry?.path());
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Removes spares half made by a runner that was killed making them (`*.making-*`), and the

@@ -226,16 +226,19 @@ impl Nodes {
     ) -> Result<Digest, CheckpointError> {
         let place = dirs.place();
         let _turn = self.checkpoint_turn(job.run_id).await;
+        let began = std::time::Instant::now();
         let taken = patiently("taking a checkpoint", || {
             self.runner.checkpoints.take(&place)
         })
         .await?;
+        let took = began.elapsed();
         if taken.changed {
             self.record_latest(job, taken.manifest.clone(), taken_after)
                 .await?;
             if taken.uploaded > 0 {
                 let note = format!(
-                    "[gatehouse] workspace checkpointed: {} entries, {} in all, {} new",
+                    "[gatehouse] workspace checkpointed in {:.1} s: {} entries, {} in all, {} new",
+                    took.as_secs_f64(),
                     taken.entries,
                     bytesize::ByteSize::b(taken.bytes).display().iec(),
                     bytesize::ByteSize::b(taken.uploaded).display().iec()

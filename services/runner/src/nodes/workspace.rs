@@ -68,8 +68,10 @@ impl Nodes {
             local: &local,
         };
         let fresh = !record.exists();
+        let began = std::time::Instant::now();
         let mut log = Vec::new();
         let prepared = delivery.prepare(&planned, &layout, &mut log).await;
+        let took = began.elapsed();
         self.store_log(job, &log).await;
         let Prepared { checkouts, leases } = prepared?;
         if !fresh {
@@ -93,6 +95,10 @@ impl Nodes {
                     c.mode.as_str()
                 )
             })
+            .chain(std::iter::once(format!(
+                "[gatehouse] workspace prepared in {:.1} s",
+                took.as_secs_f64()
+            )))
             .collect();
         self.store_log(job, &lines).await;
         Ok(leases)
