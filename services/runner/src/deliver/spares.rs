@@ -208,6 +208,9 @@ async fn make_spare(
                 .await
                 .map_err(|e| e.to_string())?
                 .map_err(|e| format!("handing the spare over: {e}"))?;
+            // Changing owners changed every file's ctime: the index learns them now, or
+            // the checkout that takes the spare would read every file again.
+            git(&repo, Some(&repo), &["update-index", "-q", "--refresh"]).await?;
         }
         std::fs::write(making.join(READY), head.trim()).map_err(|e| e.to_string())?;
         if spare.exists() {
