@@ -178,7 +178,7 @@ async fn floors(fake: &FakeProvider, bare: &Path, figure: &mut Figure) {
     // Owners changed every file's ctime: the index learns them, as the runner's spare
     // checkout's does, or the CLI's first `git status` reads every file again.
     let refreshed = std::process::Command::new("git")
-        .args(["update-index", "-q", "--refresh"])
+        .args(["-c", "safe.directory=*", "update-index", "-q", "--refresh"])
         .current_dir(&clone)
         .status()
         .expect("git update-index");
