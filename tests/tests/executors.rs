@@ -453,7 +453,12 @@ async fn conversation(gh: &Gatehouse) -> Value {
 fn find_workspace(data: &Path) -> Option<PathBuf> {
     let mut stack = vec![data.to_owned()];
     while let Some(dir) = stack.pop() {
-        for entry in std::fs::read_dir(&dir).ok()?.flatten() {
+        // A directory may go while it is walked (the runner's spare checkouts are made
+        // beside its mirrors in the background): skip it, do not give up.
+        let Ok(entries) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
             let path = entry.path();
             if !entry.file_type().is_ok_and(|t| t.is_dir()) {
                 continue;
