@@ -102,13 +102,13 @@ pub(crate) struct Local {
     pub digest: Digest,
     manifest: Manifest,
     seen: SeenFiles,
-    /// Files of the checkpoint recorded as git blobs and not written yet (see
-    /// [`fill_blobs`]): the workspace is not whole until they are.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pending: Vec<Pending>,
 }
 
-/// A file of a restored checkpoint still to be written from its repository's mirror.
+/// A file of a restored checkpoint still to be written from its repository's mirror (see
+/// [`fill_blobs`]). They are kept in a file of their own beside the record
+/// ([`pending_path`]), written before the record and removed once they are all written,
+/// so a node's start asks one `stat` whether the workspace is whole, not a read of the
+/// record of every file.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct Pending {
     pub path: String,
@@ -117,6 +117,11 @@ pub(crate) struct Pending {
     pub id: String,
     pub size: u64,
     pub mode: u32,
+}
+
+/// Where the files a restore left pending are listed, beside the record at `local`.
+pub(crate) fn pending_path(local: &Path) -> PathBuf {
+    local.with_extension("pending.json")
 }
 
 impl Local {
@@ -259,12 +264,12 @@ impl Checkpoints {
             None => walk::Rules::default(),
         };
         let (before, walked, checkouts) = blocking(move || {
-            let before = Local::read(&walk_place.local);
-            if let Some(pending) = before.as_ref().map(|l| l.pending.len()).filter(|n| *n > 0) {
-                return Err(io::Error::other(format!(
-                    "{pending} files of its last checkpoint are not written yet (their repository's mirror was not ready)"
-                )));
+            if pending_path(&walk_place.local).exists() {
+                return Err(io::Error::other(
+                    "files of its last checkpoint are not written yet (their repository's mirror was not ready)",
+                ));
             }
+            let before = Local::read(&walk_place.local);
             let none = SeenFiles::default();
             let seen = before.as_ref().map_or(&none, |l| &l.seen);
             let walked = walk::walk(&walk_place.workspace, seen, rules)?;
@@ -379,7 +384,6 @@ impl Checkpoints {
                 digest: digest.clone(),
                 manifest,
                 seen: walked.seen,
-                pending: Vec::new(),
             };
             let path = place.local.clone();
             blocking(move || local.write(&path)).await?;

@@ -22,7 +22,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 use super::manifest::Manifest;
 use super::walk::{Content, Seen, SeenFiles};
-use super::{Local, blocking};
+use super::{Local, Pending, blocking, pending_path};
 use crate::git::{Auth, Git, Network};
 
 /// One file of a commit's tree, as `git ls-tree -r -l` lists it.
@@ -132,7 +132,6 @@ pub(crate) async fn seed(
             digest: gatehouse_blobs::Digest::of(&manifest.to_json()),
             manifest,
             seen,
-            pending: Vec::new(),
         };
         record.write(&local)?;
         Ok(count)
@@ -140,12 +139,19 @@ pub(crate) async fn seed(
     .await
 }
 
-/// The directories of the repositories whose files a restore left pending in the record at
-/// `local`.
-pub(crate) fn pending_repos(local: &Path) -> std::collections::BTreeSet<String> {
-    Local::read(local)
-        .map(|record| record.pending.into_iter().map(|p| p.repo).collect())
+/// The files a restore left pending beside the record at `local`; none when there is no
+/// list (the common case, one `stat`).
+fn pending(local: &Path) -> Vec<Pending> {
+    std::fs::read(pending_path(local))
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
+}
+
+/// The directories of the repositories whose files a restore left pending beside the
+/// record at `local`.
+pub(crate) fn pending_repos(local: &Path) -> std::collections::BTreeSet<String> {
+    pending(local).into_iter().map(|p| p.repo).collect()
 }
 
 /// Writes the files a restore left pending (see [`super::Pending`]) from `mirrors` (each
@@ -156,14 +162,15 @@ pub(crate) async fn fill_blobs(
     workspace: &Path,
     mirrors: &BTreeMap<String, PathBuf>,
 ) -> Result<usize, String> {
-    let Some(mut record) = Local::read(local) else {
-        return Ok(0);
-    };
-    if record.pending.is_empty() {
+    let listed = pending(local);
+    if listed.is_empty() {
         return Ok(0);
     }
-    let mut by_repo: BTreeMap<&str, Vec<&super::Pending>> = BTreeMap::new();
-    for pending in &record.pending {
+    let Some(mut record) = Local::read(local) else {
+        return Err("the workspace's record is missing; it is restored again".to_owned());
+    };
+    let mut by_repo: BTreeMap<&str, Vec<&Pending>> = BTreeMap::new();
+    for pending in &listed {
         by_repo
             .entry(pending.repo.as_str())
             .or_default()
@@ -185,12 +192,14 @@ pub(crate) async fn fill_blobs(
         written.extend(batch);
     }
     let count = written.len();
-    record.pending.clear();
     record.seen.extend(written);
     let local = local.to_owned();
-    blocking(move || record.write(&local))
-        .await
-        .map_err(|e| format!("recording the workspace: {e}"))?;
+    blocking(move || {
+        record.write(&local)?;
+        std::fs::remove_file(pending_path(&local))
+    })
+    .await
+    .map_err(|e| format!("recording the workspace: {e}"))?;
     Ok(count)
 }
 
@@ -198,7 +207,7 @@ pub(crate) async fn fill_blobs(
 async fn cat_blobs(
     mirror: &Path,
     workspace: &Path,
-    files: &[&super::Pending],
+    files: &[&Pending],
 ) -> io::Result<Vec<(String, Seen)>> {
     let git = Git {
         remote: "",

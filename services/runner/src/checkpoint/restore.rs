@@ -88,11 +88,25 @@ pub(super) fn restore(
             Ok((path, Seen::of(&meta, Content::Packed { digest })))
         })
         .collect::<io::Result<SeenFiles>>()?;
+    // The pending files first: a record without them would say the workspace is whole.
+    let listed = super::pending_path(&place.local);
+    if pending.is_empty() {
+        match std::fs::remove_file(&listed) {
+            Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+    } else {
+        let partial = listed.with_extension("partial");
+        std::fs::write(
+            &partial,
+            serde_json::to_vec(&pending).map_err(io::Error::other)?,
+        )?;
+        std::fs::rename(&partial, &listed)?;
+    }
     let local = Local {
         digest: digest.clone(),
         manifest: manifest.clone(),
         seen,
-        pending,
     };
     local.write(&place.local)
 }

@@ -55,6 +55,8 @@ struct Inner {
     held: Mutex<HashMap<String, Held>>,
     /// Mirrors whose spare checkout is being made ([`super::spares`]).
     refilling: Mutex<std::collections::HashSet<String>>,
+    /// Held while an eviction runs: one at a time, the others have nothing left to do.
+    evicting: Mutex<()>,
 }
 
 /// One mirror's lock (fetches and rebuilds one at a time) and the attempts holding it.
@@ -159,7 +161,7 @@ impl std::fmt::Debug for Lease {
 struct Marker {
     url: String,
     history: History,
-    /// Seconds since the epoch.
+    /// Milliseconds since the epoch.
     used: u64,
 }
 
@@ -206,6 +208,7 @@ impl Mirrors {
                 limit,
                 held: Mutex::new(HashMap::new()),
                 refilling: Mutex::new(std::collections::HashSet::new()),
+                evicting: Mutex::new(()),
             }),
         }
     }
@@ -280,6 +283,9 @@ impl Mirrors {
     /// Removes the least recently used mirrors nobody holds until all of them together
     /// fit the limit. Errors are logged: a mirror that cannot be removed is only space.
     fn evict(&self) {
+        let Ok(_one) = self.inner.evicting.try_lock() else {
+            return;
+        };
         let Ok(entries) = std::fs::read_dir(&self.inner.root) else {
             return;
         };
@@ -366,7 +372,9 @@ impl Deliverer {
         write_marker(&dir, &remote.url, history)
             .map_err(|e| format!("recording the mirror of {repo}: {e}"))?;
         drop(guard);
-        mirrors.evict();
+        // Off the way to the checkout: sizing the mirrors walks every spare's files.
+        let evicting = mirrors.clone();
+        tokio::task::spawn_blocking(move || evicting.evict());
         Ok(Mirror {
             dir,
             warm,
@@ -589,7 +597,7 @@ fn read_marker(dir: &Path) -> Option<Marker> {
 fn write_marker(dir: &Path, url: &str, history: History) -> std::io::Result<()> {
     let used = SystemTime::now()
         .duration_since(SystemTime::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX));
     let marker = Marker {
         url: url.to_owned(),
         history,

@@ -293,7 +293,6 @@ impl Deliverer {
             }
             let repo = &checkout.repo;
             let remote = self.remote(repo, &checkout.origin)?;
-            let mut session = self.session(repo, &remote, layout.scratch).await?;
             let shared = mirrors.shared(&remote.url, checkout.history);
             let kept = match &checkout.start {
                 Some(start) => mirrors.hold(&remote.url, checkout.history, start).await,
@@ -302,6 +301,9 @@ impl Deliverer {
             let lease = match kept {
                 Some(lease) => lease,
                 None => {
+                    // Only a fetch needs the remote's credentials (a GitHub App's token
+                    // is asked of GitHub): a node starting on a held mirror asks nothing.
+                    let mut session = self.session(repo, &remote, layout.scratch).await?;
                     let wanted: Vec<&str> = checkout
                         .base
                         .iter()

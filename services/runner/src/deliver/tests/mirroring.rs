@@ -4,6 +4,8 @@
 
 use gatehouse_events::{DeliverMode, History};
 
+use gatehouse_fake_forge::git::commit_all;
+
 use super::super::scene::{Scene, auto, git};
 
 const REPO: &str = "acme/api";
@@ -35,6 +37,20 @@ async fn spare_ready(mirror: &std::path::Path) -> std::path::PathBuf {
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     panic!("no spare checkout beside {}", mirror.display());
+}
+
+/// What the files under `dir` hold.
+fn bytes(dir: &std::path::Path) -> u64 {
+    let mut total = 0;
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let meta = entry.metadata().unwrap();
+        total += if meta.is_dir() {
+            bytes(&entry.path())
+        } else {
+            meta.len()
+        };
+    }
+    total
 }
 
 /// Forgets the workspace (as a new run would start without one).
@@ -95,20 +111,7 @@ async fn a_workspace_shares_its_mirrors_objects_and_a_second_run_fetches_only_wh
     // A commit pushed since: fetched, and the work starts from it.
     let other = scene.someone_else(REPO);
     std::fs::write(other.join("NEW.md"), "new\n").unwrap();
-    git(&other, &["add", "NEW.md"]);
-    git(
-        &other,
-        &[
-            "-c",
-            "user.name=o",
-            "-c",
-            "user.email=o@o",
-            "commit",
-            "-q",
-            "-m",
-            "new",
-        ],
-    );
+    commit_all(&other, "new");
     git(&other, &["push", "-q", "origin", "main"]);
     let pushed = git(&other, &["rev-parse", "HEAD"]).trim().to_owned();
     new_run(&scene);
@@ -158,20 +161,7 @@ async fn a_shallow_project_gets_only_the_tip_and_delivers() {
     let other = scene.someone_else(REPO);
     for n in 0..3 {
         std::fs::write(other.join("LOG.md"), format!("{n}\n")).unwrap();
-        git(&other, &["add", "LOG.md"]);
-        git(
-            &other,
-            &[
-                "-c",
-                "user.name=o",
-                "-c",
-                "user.email=o@o",
-                "commit",
-                "-q",
-                "-m",
-                "more",
-            ],
-        );
+        commit_all(&other, "more");
     }
     git(&other, &["push", "-q", "origin", "main"]);
     let mut repository = auto(REPO);
@@ -231,20 +221,7 @@ async fn a_checkpoint_packs_what_changed_and_another_runner_writes_the_rest_from
         let text = format!("line {n}\n").repeat(2_000);
         std::fs::write(other.join(format!("src/big{n}.txt")), text).unwrap();
     }
-    git(&other, &["add", "--all"]);
-    git(
-        &other,
-        &[
-            "-c",
-            "user.name=o",
-            "-c",
-            "user.email=o@o",
-            "commit",
-            "-q",
-            "-m",
-            "big",
-        ],
-    );
+    commit_all(&other, "big");
     git(&other, &["push", "-q", "origin", "main"]);
     scene.prepare(&[auto(REPO)]).await.unwrap();
     let ws = scene.workspace();
@@ -302,4 +279,37 @@ async fn a_checkpoint_packs_what_changed_and_another_runner_writes_the_rest_from
     assert!(again.uploaded <= 2048, "one small file: {again:?}");
     let status = git(&b.workspace, &["status", "--porcelain"]);
     assert_eq!(status, " M src/0/file0.txt\n?? NEW.md\n");
+}
+
+#[tokio::test]
+async fn mirrors_past_their_limit_lose_the_least_recently_used_one_no_run_holds() {
+    let mut scene = Scene::new().await;
+    scene.remote("acme/api", 20);
+    scene.remote("acme/web", 20);
+    scene.prepare(&[auto("acme/api")]).await.unwrap();
+    let api = the_mirror(&scene);
+    spare_ready(&api).await;
+    // Room for one repository's mirror, not two.
+    let limit = bytes(&api) * 3 / 2;
+    scene.deliverer.mirrors = Some(crate::deliver::Mirrors::new(scene.path("mirrors"), limit));
+
+    // A second repository takes the mirrors past their limit: the first, which no run
+    // holds any more, goes with its spare; the one just fetched stays.
+    new_run(&scene);
+    scene.prepare(&[auto("acme/web")]).await.unwrap();
+    for _ in 0..600 {
+        if !api.exists() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(!api.exists(), "the least recently used mirror is removed");
+    assert!(!api.with_extension("spare").exists(), "and its spare");
+    assert_eq!(the_mirror(&scene).extension().unwrap(), "git");
+    assert_ne!(the_mirror(&scene), api);
+
+    // A run on it fetches it again.
+    new_run(&scene);
+    scene.prepare(&[auto("acme/api")]).await.unwrap();
+    assert!(scene.workspace().join("src/0/file0.txt").is_file());
 }
