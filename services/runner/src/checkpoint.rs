@@ -464,25 +464,16 @@ impl Checkpoints {
 
 /// What a home's manifest must be besides a manifest (see [`HomeBounds`]): no link (the
 /// CLI's state needs none, and one could lead the runner or the next sandbox out of the
-/// home), no checkouts record, and packs within the limit.
+/// home), no repository's file, no checkouts record, and packs within the limit.
 fn check_home(manifest: &Manifest, home: HomeBounds) -> Result<(), String> {
-    if let Some(entry) = manifest
-        .entries
-        .iter()
-        .find(|e| matches!(e.kind, Kind::Blob { .. }))
-    {
+    for entry in &manifest.entries {
+        let what = match entry.kind {
+            Kind::Link { .. } => "a link",
+            Kind::Blob { .. } => "a repository's file",
+            Kind::Dir | Kind::File { .. } => continue,
+        };
         return Err(format!(
-            "`{}` is a repository's file, which a conversation's home does not hold",
-            entry.path
-        ));
-    }
-    if let Some(entry) = manifest
-        .entries
-        .iter()
-        .find(|e| matches!(e.kind, Kind::Link { .. }))
-    {
-        return Err(format!(
-            "`{}` is a link, which a conversation's home may not hold",
+            "`{}` is {what}, which a conversation's home may not hold",
             entry.path
         ));
     }

@@ -38,7 +38,6 @@ use std::path::Path;
 
 use gatehouse_events::{DeliverMode, DeliverSpec, RepositoryCheckout};
 use gatehouse_github::GithubClient;
-use gatehouse_project::is_branch_name;
 use gatehouse_project::remote::{Transport, transport};
 use secrecy::{ExposeSecret, SecretString};
 use uuid::Uuid;
@@ -134,6 +133,14 @@ pub(crate) enum Host<'a> {
     },
     /// A git remote alone: a delivery pushes its branch and says where.
     Plain,
+}
+
+/// Why a repository whose base is not configured cannot be checked out: its remote names
+/// no default branch.
+pub(crate) fn no_default_branch(repo: &str) -> String {
+    format!(
+        "finding the default branch of {repo}: its remote names no branch as HEAD (an empty repository?); give the repository a `branch`"
+    )
 }
 
 /// Who delivers, as commits and pull requests say.
@@ -413,17 +420,7 @@ impl Deliverer {
             )
             .await
             .map_err(|reason| format!("finding the default branch of {repo}: {reason}"))?;
-        listed
-            .lines()
-            .find_map(|line| {
-                let (target, name) = line.strip_prefix("ref: ")?.split_once('\t')?;
-                (name.trim() == "HEAD").then_some(target.strip_prefix("refs/heads/")?)
-            })
-            .filter(|branch| is_branch_name(branch))
-            .map(str::to_owned)
-            .ok_or_else(|| {
-                format!("finding the default branch of {repo}: its remote names no branch as HEAD (an empty repository?); give the repository a `branch`")
-            })
+        mirrors::default_branch(&listed).ok_or_else(|| no_default_branch(repo))
     }
 
     /// Delivers every writable repository that changed. `Err`: why not (the node's

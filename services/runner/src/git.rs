@@ -232,6 +232,21 @@ pub(crate) async fn checked(
     run(command, what).await?.into_result(what)
 }
 
+/// Runs git on this machine alone (no remote, so no credential) in `dir`, on the work tree
+/// `repo` when given: its stdout, or why it failed.
+pub(crate) async fn local(
+    dir: &Path,
+    repo: Option<&Path>,
+    args: &[&str],
+) -> Result<String, String> {
+    let git = Git {
+        remote: "",
+        auth: &Auth::None,
+    };
+    let what = args.first().copied().unwrap_or("");
+    checked(git.command(dir, repo, Network::Local, args), what).await
+}
+
 /// The configuration key of an HTTP header sent to `remote` only.
 pub(crate) fn header_key(remote: &str) -> String {
     format!("http.{remote}.extraHeader")

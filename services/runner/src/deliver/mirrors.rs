@@ -34,6 +34,7 @@ use std::time::SystemTime;
 use gatehouse_events::History;
 use serde::{Deserialize, Serialize};
 
+use super::spares::mirror_refs;
 use super::{Deliverer, Remote, Session};
 use crate::git::Network;
 
@@ -102,13 +103,6 @@ impl Lease {
     pub(crate) fn refill_when_done(&mut self, refill: Refill) {
         self.refill = Some(refill);
     }
-
-    /// Where the checkout the lease was taken for ended up (moved into the workspace).
-    pub(crate) fn moved_to(&mut self, workspace: &Path) {
-        if let Some(refill) = &mut self.refill {
-            refill.workspace = workspace.to_owned();
-        }
-    }
 }
 
 /// Mounts the object stores of `leases` read-only at their own paths in a Docker
@@ -173,6 +167,8 @@ pub(crate) struct Mirror {
     pub warm: bool,
     /// The remote's default branch, when it names one.
     pub default: Option<String>,
+    /// Its branches and tags as fetched ([`super::spares::mirror_refs`]).
+    pub refs: HashMap<String, String>,
     pub lease: Lease,
 }
 
@@ -267,15 +263,9 @@ impl Mirrors {
         let _guard = lock.lock().await;
         let marker = read_marker(&dir)?;
         let object = format!("{start}^{{commit}}");
-        let git = crate::git::Git {
-            remote: "",
-            auth: &crate::git::Auth::None,
-        };
-        let command = git.command(&dir, None, Network::Local, &["cat-file", "-e", &object]);
-        let ran = crate::git::run(command, "cat-file").await.ok()?;
-        if ran.code != Some(0) {
-            return None;
-        }
+        crate::git::local(&dir, None, &["cat-file", "-e", &object])
+            .await
+            .ok()?;
         write_marker(&dir, &marker.url, history).ok()?;
         Some(lease)
     }
@@ -352,8 +342,8 @@ impl Deliverer {
         } else {
             self.create(&dir, repo, session).await?;
         }
-        let default = match self.update(&dir, remote, history, wanted, session).await {
-            Ok(default) => default,
+        let (default, refs) = match self.update(&dir, remote, history, wanted, session).await {
+            Ok(updated) => updated,
             Err(reason)
                 if warm
                     && self
@@ -379,6 +369,7 @@ impl Deliverer {
             dir,
             warm,
             default,
+            refs,
             lease,
         })
     }
@@ -436,7 +427,7 @@ impl Deliverer {
     /// Fetches what the remote has that the mirror lacks: every branch and tag (full), or
     /// the default branch's and `wanted` branches' tips (shallow). Asks the remote for its
     /// refs first and fetches nothing when the mirror has them all. The remote's default
-    /// branch, when it names one.
+    /// branch, when it names one, and the mirror's refs as they are now.
     async fn update(
         &self,
         dir: &Path,
@@ -444,7 +435,7 @@ impl Deliverer {
         history: History,
         wanted: &[&str],
         session: &mut Session,
-    ) -> Result<Option<String>, String> {
+    ) -> Result<(Option<String>, HashMap<String, String>), String> {
         let url = remote.url.as_str();
         let listed = self
             .run(
@@ -465,16 +456,16 @@ impl Deliverer {
             )
             .await?;
         let advertised = Advertised::parse(&listed);
+        let have = mirror_refs(dir).await?;
         let mut refspecs: Vec<String> = Vec::new();
         match history {
             History::Full => {
-                if advertised.refs != self.refs(dir, session).await? {
+                if advertised.refs != have {
                     refspecs.push("+refs/heads/*:refs/heads/*".into());
                     refspecs.push("+refs/tags/*:refs/tags/*".into());
                 }
             }
             History::Shallow => {
-                let have = self.refs(dir, session).await?;
                 let branches = advertised
                     .default
                     .iter()
@@ -491,46 +482,21 @@ impl Deliverer {
                 }
             }
         }
-        if !refspecs.is_empty() {
-            let mut args = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"];
-            match history {
-                History::Full => args.push("--prune"),
-                History::Shallow => args.extend(["--depth", "1"]),
-            }
-            args.extend(["--", url]);
-            args.extend(refspecs.iter().map(String::as_str));
-            self.run(url, dir, None, Network::Remote, &args, session)
-                .await?;
+        if refspecs.is_empty() {
+            return Ok((advertised.default, have));
         }
-        Ok(advertised.default)
-    }
-
-    /// The mirror's branches and tags, by name.
-    async fn refs(
-        &self,
-        dir: &Path,
-        session: &mut Session,
-    ) -> Result<HashMap<String, String>, String> {
-        let listed = self
-            .run(
-                "",
-                dir,
-                None,
-                Network::Local,
-                &[
-                    "for-each-ref",
-                    "--format=%(objectname) %(refname)",
-                    "refs/heads",
-                    "refs/tags",
-                ],
-                session,
-            )
+        let mut args = vec!["fetch", "--quiet", "--no-tags", "--no-write-fetch-head"];
+        match history {
+            History::Full => args.push("--prune"),
+            History::Shallow => args.extend(["--depth", "1"]),
+        }
+        args.extend(["--", url]);
+        args.extend(refspecs.iter().map(String::as_str));
+        self.run(url, dir, None, Network::Remote, &args, session)
             .await?;
-        Ok(listed
-            .lines()
-            .filter_map(|line| line.split_once(' '))
-            .map(|(id, name)| (name.to_owned(), id.to_owned()))
-            .collect())
+        // Listed again, not taken from the advertisement: the remote may have moved on
+        // between the two.
+        Ok((advertised.default, mirror_refs(dir).await?))
     }
 
     /// Whether the remote answers at all (so a failed fetch was the mirror's fault).
@@ -553,6 +519,11 @@ impl Deliverer {
 struct Advertised {
     default: Option<String>,
     refs: HashMap<String, String>,
+}
+
+/// The default branch `git ls-remote --symref` names, when it names a branch.
+pub(crate) fn default_branch(listed: &str) -> Option<String> {
+    Advertised::parse(listed).default
 }
 
 impl Advertised {

@@ -91,10 +91,9 @@ impl Deliverer {
             }
             refuse_files(&target, &planned.dir, &planned.checkout.repo)?;
             let into = staging.path().join(index.to_string());
-            let (checkout, mut lease) = self.check_out(planned, &into, layout.scratch, log).await?;
-            if let Some(lease) = &mut lease {
-                lease.moved_to(&target);
-            }
+            let (checkout, lease) = self
+                .check_out(planned, &into, &target, layout.scratch, log)
+                .await?;
             checkouts.push(checkout);
             leases.extend(lease);
             staged.push((into, target));
@@ -126,13 +125,8 @@ impl Deliverer {
                 continue;
             };
             let dir = checkout.path(layout.workspace);
-            let mut session = Session {
-                auth: crate::git::Auth::None,
-                _keys: None,
-                lines: Vec::new(),
-            };
             let args = ["ls-tree", "-r", "-l", "-z", "--full-tree", start.as_str()];
-            match self.local("", &dir, &args, &mut session).await {
+            match crate::git::local(&dir, Some(&dir), &args).await {
                 Ok(out) => {
                     repos.push((checkout.dir.clone(), crate::checkpoint::parse_listing(&out)))
                 }
@@ -146,12 +140,14 @@ impl Deliverer {
         }
     }
 
-    /// Checks one repository out into `into`, on its work branch: from its mirror, held by
-    /// the lease returned, or cloned when mirrors are off.
+    /// Checks one repository out into `into` (to be moved to `target` in the workspace),
+    /// on its work branch: from its mirror, held by the lease returned, or cloned when
+    /// mirrors are off.
     async fn check_out(
         &self,
         planned: &Planned,
         into: &Path,
+        target: &Path,
         scratch: &Path,
         log: &mut Vec<String>,
     ) -> Result<(Checkout, Option<Lease>), String> {
@@ -161,7 +157,7 @@ impl Deliverer {
         let mut session = self.session(repo, &remote, scratch).await?;
         let done = match &self.mirrors {
             Some(mirrors) => {
-                self.check_out_from_mirror(mirrors, planned, &remote, into, &mut session)
+                self.check_out_from_mirror(mirrors, planned, &remote, into, target, &mut session)
                     .await
             }
             None => self
@@ -182,6 +178,7 @@ impl Deliverer {
         planned: &Planned,
         remote: &Remote<'_>,
         into: &Path,
+        target: &Path,
         session: &mut Session,
     ) -> Result<(Checkout, Option<Lease>), String> {
         let repo = &planned.checkout.repo;
@@ -191,7 +188,7 @@ impl Deliverer {
             .mirror(mirrors, repo, remote, history, &wanted, session)
             .await?;
         let reason = match self
-            .share_mirror(&mirror, planned, remote, into, session)
+            .share_mirror(mirrors, &mirror, planned, remote, into, session)
             .await
         {
             Ok(checkout) => {
@@ -204,7 +201,7 @@ impl Deliverer {
                         history,
                         default: mirror.default.clone(),
                         branch: base.clone(),
-                        workspace: into.to_owned(),
+                        workspace: target.to_owned(),
                     });
                 }
                 return Ok((checkout, Some(lease)));
@@ -219,7 +216,7 @@ impl Deliverer {
             .rebuild(mirrors, repo, remote, history, &wanted, session)
             .await?;
         let checkout = self
-            .share_mirror(&mirror, planned, remote, into, session)
+            .share_mirror(mirrors, &mirror, planned, remote, into, session)
             .await
             .map_err(Failed::reason)?;
         Ok((checkout, Some(mirror.lease)))
@@ -229,6 +226,7 @@ impl Deliverer {
     /// `origin`'s and its tags, and puts it on its work branch.
     async fn share_mirror(
         &self,
+        mirrors: &Mirrors,
         mirror: &Mirror,
         planned: &Planned,
         remote: &Remote<'_>,
@@ -237,10 +235,7 @@ impl Deliverer {
     ) -> Result<Checkout, Failed> {
         let repo = &planned.checkout.repo;
         let url = remote.url.as_str();
-        let mirrors = self.mirrors.as_ref();
-        let history = planned.checkout.history;
-        let spare = mirrors.is_some_and(|m| m.claim_spare(url, history, into));
-        if spare {
+        if mirrors.claim_spare(url, planned.checkout.history, into) {
             session.lines.push(format!(
                 "[gatehouse] {repo} from the runner's spare checkout of its mirror"
             ));
@@ -249,16 +244,11 @@ impl Deliverer {
                 .await
                 .map_err(|reason| Failed::Git(format!("preparing {repo}: {reason}")))?;
         }
-        refresh_refs(&mirror.dir, mirror.default.as_deref(), into)
-            .await
+        refresh_refs(&mirror.dir, &mirror.refs, mirror.default.as_deref(), into)
             .map_err(|reason| Failed::Git(format!("preparing {repo}: {reason}")))?;
         let base = match (&planned.checkout.branch, &mirror.default) {
             (Some(base), _) | (None, Some(base)) => base.clone(),
-            (None, None) => {
-                return Err(Failed::Branch(format!(
-                    "finding the default branch of {repo}: its remote names no branch as HEAD (an empty repository?); give the repository a `branch`"
-                )));
-            }
+            (None, None) => return Err(Failed::Branch(super::no_default_branch(repo))),
         };
         self.on_branch(planned, url, into, base, session).await
     }

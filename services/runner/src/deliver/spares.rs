@@ -11,27 +11,17 @@
 //! by a rename, so two runs never share one. It counts toward the mirrors' limit and goes
 //! with its mirror.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use gatehouse_events::History;
 
 use super::mirrors::{Mirrors, Refill};
-use crate::git::{Auth, Git, Network, checked};
+use crate::git::local as git;
 
 /// The file a spare gets once it is whole: the commit it is at.
 const READY: &str = "ready";
-
-/// Runs local git in `dir` (on the work tree `repo`, when given), as the runner's git runs
-/// everywhere: no configuration but the command line's.
-async fn git(dir: &Path, repo: Option<&Path>, args: &[&str]) -> Result<String, String> {
-    let git = Git {
-        remote: "",
-        auth: &Auth::None,
-    };
-    let what = args.first().copied().unwrap_or("");
-    checked(git.command(dir, repo, Network::Local, args), what).await
-}
 
 /// Makes `into` an empty repository whose objects are the mirror's (its alternates name
 /// `objects`), with `url` as `origin`.
@@ -46,27 +36,18 @@ pub(crate) async fn init_shared(objects: &Path, url: &str, into: &Path) -> Resul
         .map(drop)
 }
 
-/// Gives the repository at `into` the mirror's branches (as `origin`'s), tags, shallow
-/// commits and default branch, as a fresh clone would have them.
-pub(crate) async fn refresh_refs(
+/// Gives the repository at `into` the mirror's branches (as `origin`'s) and tags (`refs`,
+/// as [`mirror_refs`] lists them), its shallow commits and default branch, as a fresh
+/// clone would have them.
+pub(crate) fn refresh_refs(
     mirror: &Path,
+    refs: &HashMap<String, String>,
     default: Option<&str>,
     into: &Path,
 ) -> Result<(), String> {
-    let listed = git(
-        mirror,
-        None,
-        &[
-            "for-each-ref",
-            "--format=%(objectname) %(refname)",
-            "refs/heads",
-            "refs/tags",
-        ],
-    )
-    .await?;
     let repo = into.join(".git");
     let failed = |e: std::io::Error| format!("writing {}'s refs: {e}", into.display());
-    std::fs::write(repo.join("packed-refs"), packed_refs(&listed)).map_err(failed)?;
+    std::fs::write(repo.join("packed-refs"), packed_refs(refs)).map_err(failed)?;
     match std::fs::read(mirror.join("shallow")) {
         Ok(shallow) => std::fs::write(repo.join("shallow"), shallow).map_err(failed)?,
         Err(_) => match std::fs::remove_file(repo.join("shallow")) {
@@ -86,6 +67,22 @@ pub(crate) async fn refresh_refs(
     Ok(())
 }
 
+/// The mirror's branches and tags, by name.
+pub(crate) async fn mirror_refs(mirror: &Path) -> Result<HashMap<String, String>, String> {
+    let args = [
+        "for-each-ref",
+        "--format=%(objectname) %(refname)",
+        "refs/heads",
+        "refs/tags",
+    ];
+    let listed = git(mirror, None, &args).await?;
+    Ok(listed
+        .lines()
+        .filter_map(|line| line.split_once(' '))
+        .map(|(id, name)| (name.to_owned(), id.to_owned()))
+        .collect())
+}
+
 /// Names `objects` as the only alternates of the repository at `git`.
 pub(crate) fn share_objects(git: &Path, objects: &Path) -> std::io::Result<()> {
     let info = git.join("objects/info");
@@ -97,19 +94,18 @@ pub(crate) fn share_objects(git: &Path, objects: &Path) -> std::io::Result<()> {
 
 /// A `packed-refs` file of the mirror's refs as a clone would have them: its branches as
 /// `origin`'s, its tags as they are.
-fn packed_refs(listed: &str) -> String {
-    let mut refs: Vec<(String, &str)> = listed
-        .lines()
-        .filter_map(|line| line.split_once(' '))
-        .filter_map(|(id, name)| {
+fn packed_refs(refs: &HashMap<String, String>) -> String {
+    let mut refs: Vec<(String, &str)> = refs
+        .iter()
+        .filter_map(|(name, id)| {
             let renamed = if let Some(branch) = name.strip_prefix("refs/heads/") {
                 format!("refs/remotes/origin/{branch}")
             } else if name.starts_with("refs/tags/") {
-                name.to_owned()
+                name.clone()
             } else {
                 return None;
             };
-            Some((renamed, id))
+            Some((renamed, id.as_str()))
         })
         .collect();
     refs.sort();
@@ -193,7 +189,7 @@ async fn make_spare(
     let repo = making.join("repo");
     let made = async {
         init_shared(objects, url, &repo).await?;
-        refresh_refs(mirror, default, &repo).await?;
+        refresh_refs(mirror, &mirror_refs(mirror).await?, default, &repo)?;
         let from = format!("refs/remotes/origin/{branch}");
         git(
             &repo,
