@@ -31,8 +31,9 @@ use gatehouse_agent::{Executor, Role};
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
 use gatehouse_ingest::{Person, Trigger};
-use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
-use gatehouse_tests::agents_image::{AGENTS_IMAGE, agents_docker};
+use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Sandboxes};
+use gatehouse_store::RunRow;
+use gatehouse_tests::agents_image::{AGENTS_IMAGE, agents_docker, agents_profile};
 use gatehouse_tests::gatehouse::github::fixture;
 use gatehouse_tests::latencies::{Latencies, write_figures};
 use gatehouse_tests::repos::{self, BINARIES, LARGE, SMALL, Shape};
@@ -46,16 +47,6 @@ const PROMPT: &str = "Say hi.";
 
 const SOP: &str =
     "name: start\nnodes:\n  code: { kind: agent, role: agent, prompt: \"Say hi.\" }\n";
-
-/// The variables the runner gives Claude Code besides its model's (see the executor), so
-/// the floor's CLI does what the agent's does.
-const CLI_ENV: &[(&str, &str)] = &[
-    ("IS_SANDBOX", "1"),
-    ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1"),
-    ("DISABLE_TELEMETRY", "1"),
-    ("DISABLE_ERROR_REPORTING", "1"),
-    ("DISABLE_AUTOUPDATER", "1"),
-];
 
 fn env_number(name: &str, default: usize) -> usize {
     std::env::var(name)
@@ -193,7 +184,8 @@ async fn floors(fake: &FakeProvider, bare: &Path, figure: &mut Figure) {
     docker.args(["-w", "/workspace", "-e", "HOME=/tmp"]);
     docker.args(["-e", &format!("ANTHROPIC_BASE_URL={}", fake.url())]);
     docker.args(["-e", &format!("ANTHROPIC_API_KEY={KEY}")]);
-    for (name, value) in CLI_ENV {
+    // What the runner gives the CLI besides its model's, so the floor's does the same.
+    for (name, value) in Role::new(Executor::ClaudeCode).cli_environment() {
         docker.args(["-e", &format!("{name}={value}")]);
     }
     docker.args([
@@ -294,13 +286,7 @@ async fn stack(fake: &FakeProvider, repo: &str, data: tempfile::TempDir) -> Gate
     let docker = DockerSandbox::connect("bench-agent-start")
         .await
         .expect("Docker");
-    let profile = Profile {
-        kind: SandboxKind::Docker,
-        image: Some(AGENTS_IMAGE.into()),
-        user: Some("1000:1000".into()),
-        memory: Some("2GiB".parse().expect("a size")),
-        ..Profile::default()
-    };
+    let profile = agents_profile();
     let role = Role {
         model: Some("claude-sonnet-4-5".into()),
         provider: Some("model".into()),
@@ -335,44 +321,38 @@ async fn stack(fake: &FakeProvider, repo: &str, data: tempfile::TempDir) -> Gate
 /// Waits until the run the issue started has ended, so the next sample finds the runner
 /// idle; panics when it failed.
 async fn finished(gh: &Gatehouse, repo: &str, number: u64) {
-    let key = format!("github:{repo}#{number}");
     for _ in 0..6000 {
-        if let Some(requirement) = gh.db.store.requirement_by_key(&key).await.expect("store") {
-            let runs = gh
-                .db
-                .store
-                .runs_of_requirement(requirement.id)
-                .await
-                .expect("store");
-            if let Some(run) = runs.first() {
-                match run.status.as_str() {
-                    "succeeded" => return,
-                    "failed" | "cancelled" => {
-                        let attempts = gh.db.store.attempts(run.id).await.expect("store");
-                        panic!("the run of {key} {}: {attempts:#?}", run.status);
-                    }
-                    _ => {}
+        if let Some(run) = newest_run(gh, repo, number).await {
+            match run.status.as_str() {
+                "succeeded" => return,
+                "failed" | "cancelled" => {
+                    let attempts = gh.db.store.attempts(run.id).await.expect("store");
+                    panic!("the run of {repo}#{number} {}: {attempts:#?}", run.status);
                 }
+                _ => {}
             }
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    panic!("the run of {key} did not end within five minutes");
+    panic!("the run of {repo}#{number} did not end within five minutes");
 }
 
-/// The run's own lines (`[gatehouse] …`: checkout, checkpoint), with how long they took.
-async fn print_log(gh: &Gatehouse, repo: &str, number: u64) {
+/// The newest run issue `number` of `repo` started, once there is one.
+async fn newest_run(gh: &Gatehouse, repo: &str, number: u64) -> Option<RunRow> {
     let key = format!("github:{repo}#{number}");
-    let Some(requirement) = gh.db.store.requirement_by_key(&key).await.expect("store") else {
-        return;
-    };
+    let requirement = gh.db.store.requirement_by_key(&key).await.expect("store")?;
     let runs = gh
         .db
         .store
         .runs_of_requirement(requirement.id)
         .await
         .expect("store");
-    let Some(run) = runs.first() else {
+    runs.into_iter().next()
+}
+
+/// The run's own lines (`[gatehouse] …`: checkout, checkpoint), with how long they took.
+async fn print_log(gh: &Gatehouse, repo: &str, number: u64) {
+    let Some(run) = newest_run(gh, repo, number).await else {
         return;
     };
     let lines = gh.db.store.logs(run.id, 0, 10_000).await.expect("store");

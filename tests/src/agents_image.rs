@@ -34,6 +34,18 @@ channels = ["slack:C0API"]
 converse = ["ana"]
 "#;
 
+/// The sandbox profile agents run in: the agents image, as its user `agent` (a root runner
+/// would otherwise pick `nobody`), with 2 GiB.
+pub fn agents_profile() -> Profile {
+    Profile {
+        kind: SandboxKind::Docker,
+        image: Some(AGENTS_IMAGE.into()),
+        user: Some("1000:1000".into()),
+        memory: Some("2GiB".parse().expect("a size")),
+        ..Profile::default()
+    }
+}
+
 /// The Docker engine with the agents image, or why not.
 pub async fn agents_docker(owner: &str) -> Result<DockerSandbox, String> {
     let docker = DockerSandbox::connect(owner)
@@ -67,14 +79,7 @@ pub async fn assistant_in_agents_image_with(
     provider: Provider,
     configure: impl FnOnce(&mut gatehouse_runner::RunnerOptions) + 'static,
 ) -> Gatehouse {
-    let profile = Profile {
-        kind: SandboxKind::Docker,
-        image: Some(AGENTS_IMAGE.into()),
-        // The image's `agent`; a root runner would otherwise pick `nobody`.
-        user: Some("1000:1000".into()),
-        memory: Some("2GiB".parse().expect("a size")),
-        ..Profile::default()
-    };
+    let profile = agents_profile();
     let role = Role {
         sandbox: Some("agents".into()),
         ..role

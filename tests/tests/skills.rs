@@ -20,8 +20,8 @@ use gatehouse_fake_forge::git::seeded_repository;
 use gatehouse_fake_providers::{FakeProvider, Turn};
 use gatehouse_gateway::{Provider, ProviderKind};
 use gatehouse_ingest::Scope;
-use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Profile, SandboxKind, Sandboxes};
-use gatehouse_tests::agents_image::{AGENTS_IMAGE, agents_docker};
+use gatehouse_sandbox::{DockerSandbox, ProcessSandbox, Sandboxes};
+use gatehouse_tests::agents_image::{agents_docker, agents_profile};
 use gatehouse_tests::gatehouse::chat;
 use gatehouse_tests::{Backend, Gatehouse, TestDb, actor, relay_binary};
 use secrecy::SecretString;
@@ -238,13 +238,7 @@ async fn a_repository_skill_reaches_claude_code_and_stays_pinned(backend: Backen
     )
     .await;
     fake.answer_side_requests_with_text();
-    let profile = Profile {
-        kind: SandboxKind::Docker,
-        image: Some(AGENTS_IMAGE.into()),
-        user: Some("1000:1000".into()),
-        memory: Some("2GiB".parse().expect("a size")),
-        ..Profile::default()
-    };
+    let profile = agents_profile();
     let role = Role {
         provider: Some("model".into()),
         model: Some("claude-sonnet-4-5".into()),
